@@ -1,0 +1,30 @@
+"""rnnscript's SSA IR: types, graphs, the op registry, text printing and parsing, verification."""
+
+from ir.core import (
+    CONSTANT, SUBGRAPH, Block, Graph, Node, SourceRange, Use, Value, clone_block_into, clone_node,
+)
+from ir.errors import IRError, ParseError, VerifyError
+from ir.registry import (
+    NOT_CONSTANT, REGISTRY, OpDef, ShapeError, all_ops, const, constant_of, infer_types, lookup,
+    op_def,
+)
+from ir.types import (
+    ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, AnyType, ClassType, DictType, ListType, OptionalType,
+    ScalarType, TensorType, TupleType, Type, is_subtype, unify,
+)
+
+
+def parse(text: str) -> Graph:
+    """Read a graph from the text ``str(graph)`` prints (subgraph sections included)."""
+    from ir.parser import parse as _parse
+    return _parse(text)
+
+
+__all__ = [
+    "ANY", "BOOL", "CONSTANT", "FLOAT", "INT", "NONE", "NOT_CONSTANT", "REGISTRY", "STR",
+    "SUBGRAPH", "TENSOR", "AnyType", "Block", "ClassType", "DictType", "Graph", "IRError",
+    "ListType", "Node", "OpDef", "OptionalType", "ParseError", "ScalarType", "ShapeError",
+    "SourceRange", "TensorType", "TupleType", "Type", "Use", "Value", "VerifyError", "all_ops",
+    "clone_block_into", "clone_node", "const", "constant_of", "infer_types", "is_subtype",
+    "lookup", "op_def", "parse", "unify",
+]

@@ -1,0 +1,125 @@
+"""Elementwise ops: arithmetic, comparisons, math functions, casts and ``where``.
+
+Every op here broadcasts its tensor operands (numpy rules) and also works on Python scalars, as
+numpy's ufuncs do. Each has an eager function of the same name in ``script.ops``.
+"""
+
+from __future__ import annotations
+
+from ir.core import Node
+from ir.ops.rules import (
+    broadcast_rule, compare_rule, float_result_dtype, same_as_input_rule, unary_float_rule,
+)
+from ir.registry import COMMUTATIVE, ELEMENTWISE, NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
+
+EW = (PURE, ELEMENTWISE)
+
+
+def _binary(node: Node) -> list[Type]:
+    return broadcast_rule(node, count=2)
+
+
+def _true_divide(node: Node) -> list[Type]:
+    types = [v.type for v in node.inputs[:2]]
+    if not any(isinstance(t, TensorType) for t in types):
+        return [FLOAT]
+    (out,) = broadcast_rule(node, count=2)
+    assert isinstance(out, TensorType)
+    return [out.with_dtype(float_result_dtype(types))]
+
+
+def _logical(node: Node) -> list[Type]:
+    return broadcast_rule(node, dtype="bool", scalar=BOOL)
+
+
+def _where(node: Node) -> list[Type]:
+    cond, a, b = (v.type for v in node.inputs)
+    types = [a, b]
+    tensors = [t for t in (cond, a, b) if isinstance(t, TensorType)]
+    if not tensors:
+        return [FLOAT if FLOAT in types else INT]
+    from ir.ops.rules import broadcast_shapes, common_device, result_dtype
+    shape = broadcast_shapes([t.shape for t in tensors])
+    dtype = result_dtype(types) if any(isinstance(t, TensorType) for t in types) else (
+        "float64" if FLOAT in types else "int64")
+    return [TensorType(dtype, shape, common_device(node))]
+
+
+def _clip(node: Node) -> list[Type]:
+    return broadcast_rule(node)
+
+
+def _astype(node: Node) -> list[Type]:
+    t = node.inputs[0].type
+    dtype = const(node, 1)
+    if dtype is NOT_CONSTANT:
+        raise ShapeError("astype needs a constant dtype")
+    if dtype not in DTYPE_NAMES:
+        raise ShapeError(f"astype: unknown dtype {dtype!r}")
+    if not isinstance(t, TensorType):
+        return [FLOAT if dtype.startswith("float") else BOOL if dtype == "bool" else INT]
+    return [t.with_dtype(dtype)]
+
+
+# -- binary arithmetic ------------------------------------------------------------------------
+defop("tensor::add(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+      ("+", "np.add"), "a + b, broadcasting")
+defop("tensor::sub(a: operand, b: operand) -> operand", _binary, EW, ("-", "np.subtract"),
+      "a - b, broadcasting")
+defop("tensor::mul(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+      ("*", "np.multiply"), "a * b, broadcasting")
+defop("tensor::div(a: operand, b: operand) -> operand", _true_divide, EW,
+      ("/", "np.divide", "np.true_divide"), "true division a / b (integers give float64)")
+defop("tensor::floordiv(a: operand, b: operand) -> operand", _binary, EW,
+      ("//", "np.floor_divide"), "floor division a // b")
+defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
+      ("%", "np.mod", "np.remainder"), "remainder with the sign of b, as Python's %")
+defop("tensor::pow(a: operand, b: operand) -> operand", _binary, EW, ("**", "np.power"),
+      "a ** b")
+defop("tensor::minimum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+      ("np.minimum",), "elementwise minimum (nan propagates)")
+defop("tensor::maximum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+      ("np.maximum",), "elementwise maximum (nan propagates)")
+
+# -- comparisons and logic --------------------------------------------------------------------
+for _name, _op, _np in (("eq", "==", "equal"), ("ne", "!=", "not_equal"), ("lt", "<", "less"),
+                        ("le", "<=", "less_equal"), ("gt", ">", "greater"),
+                        ("ge", ">=", "greater_equal")):
+    defop(f"tensor::{_name}(a: operand, b: operand) -> operand", compare_rule,
+          EW + ((COMMUTATIVE,) if _name in ("eq", "ne") else ()), (_op, f"np.{_np}"),
+          f"a {_op} b elementwise, bool result")
+defop("tensor::logical_and(a: operand, b: operand) -> operand", _logical, EW + (COMMUTATIVE,),
+      ("np.logical_and",), "elementwise and")
+defop("tensor::logical_or(a: operand, b: operand) -> operand", _logical, EW + (COMMUTATIVE,),
+      ("np.logical_or",), "elementwise or")
+defop("tensor::logical_not(a: operand) -> operand", _logical, EW, ("np.logical_not",),
+      "elementwise not")
+
+# -- unary ------------------------------------------------------------------------------------
+defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.negative"),
+      "-a")
+defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
+                                                                    "abs"), "|a|")
+defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW, ("np.sign",), "sign of a")
+defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (), "max(a, 0)")
+defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
+for _name, _np, _doc in (
+        ("exp", "np.exp", "e ** a"), ("log", "np.log", "natural logarithm"),
+        ("log1p", "np.log1p", "log(1 + a)"), ("expm1", "np.expm1", "exp(a) - 1"),
+        ("sqrt", "np.sqrt", "square root"), ("rsqrt", "", "1 / sqrt(a)"),
+        ("tanh", "np.tanh", "hyperbolic tangent"), ("sigmoid", "", "1 / (1 + exp(-a))"),
+        ("sin", "np.sin", "sine"), ("cos", "np.cos", "cosine"),
+        ("reciprocal", "np.reciprocal", "1 / a"), ("floor", "np.floor", "round down"),
+        ("ceil", "np.ceil", "round up"), ("erf", "", "the error function"),
+        ("softplus", "", "log(1 + exp(a)), overflow-safe")):
+    defop(f"tensor::{_name}(a: operand) -> operand", unary_float_rule, EW,
+          (_np,) if _np else (), _doc)
+
+# -- ternary and casts --------------------------------------------------------------------------
+defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW,
+      ("np.clip", ".clip"), "min(max(a, lo), hi); None leaves a side open")
+defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
+      ("np.where",), "a where cond else b")
+defop("tensor::astype(a: operand, dtype: str) -> operand", _astype, EW, (".astype",),
+      "cast to a dtype given by name or numpy type")

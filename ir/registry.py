@@ -1,0 +1,316 @@
+"""The op registry: every op kind declared once, with its schema, type rule and traits.
+
+Passes ask the registry about an op (``op_def(node.kind).is_pure``); they never hold lists of
+op names. Each transformation (constant folding, VJP, code generation) keeps its own table keyed by
+kind next to itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ir.errors import IRError
+from ir.types import (
+    BOOL, INT, NONE, STR, DictType, ListType, OptionalType, TensorType, TupleType, Type,
+    is_number,
+)
+
+if TYPE_CHECKING:
+    from ir.core import Node
+
+# -- traits --------------------------------------------------------------------------------------
+PURE = "pure"
+"""No side effects, result depends only on the inputs: CSE may merge, DCE may drop."""
+ELEMENTWISE = "elementwise"
+"""Each output element depends on the same-index (broadcast) input elements: fusible."""
+COMMUTATIVE = "commutative"
+"""The first two inputs can be swapped."""
+SIDE_EFFECTS = "side_effects"
+"""Mutates state or raises: never dropped, merged or moved across another side effect."""
+FRESH = "fresh"
+"""Allocates a new mutable object (a list, a dict): DCE may drop it, CSE must not merge it."""
+TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH})
+
+
+class ShapeError(IRError):
+    """Input types an op cannot accept (shapes that do not broadcast, a tuple where a tensor goes)."""
+
+
+NO_DEFAULT: Any = type("NoDefault", (), {"__repr__": lambda self: "<required>"})()
+NOT_CONSTANT: Any = type("NotConstant", (), {"__repr__": lambda self: "<not constant>"})()
+
+
+def _is_tensor_list(t: Type) -> bool:
+    if isinstance(t, ListType):
+        return isinstance(t.element, TensorType)
+    return isinstance(t, TupleType) and all(isinstance(e, TensorType) for e in t.elements)
+
+
+def _is_int_seq(t: Type) -> bool:
+    if isinstance(t, ListType):
+        return t.element == INT
+    return isinstance(t, TupleType) and all(e == INT for e in t.elements)
+
+
+def _optional(pred: Callable[[Type], bool]) -> Callable[[Type], bool]:
+    return lambda t: t == NONE or pred(t) or (isinstance(t, OptionalType) and pred(t.element))
+
+
+ARG_KINDS: dict[str, Callable[[Type], bool]] = {
+    "Tensor": lambda t: isinstance(t, TensorType),
+    "number": is_number,
+    "operand": lambda t: isinstance(t, TensorType) or is_number(t),
+    "int": lambda t: t in (INT, BOOL),
+    "float": lambda t: is_number(t),
+    "bool": lambda t: t in (BOOL, INT),
+    "str": lambda t: t == STR,
+    "ints": lambda t: t == INT or _is_int_seq(t),
+    "Tensor[]": _is_tensor_list,
+    "list": lambda t: isinstance(t, ListType),
+    "tuple": lambda t: isinstance(t, TupleType),
+    "dict": lambda t: isinstance(t, DictType),
+    "any": lambda t: True,
+}
+"""Schema argument kinds and the types each accepts; ``kind?`` also accepts None."""
+
+
+def accepts(kind: str, t: Type) -> bool:
+    """Does an argument of schema kind ``kind`` accept a value of type ``t``?"""
+    if kind.endswith("?"):
+        return _optional(ARG_KINDS[kind[:-1]])(t)
+    return ARG_KINDS[kind](t)
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One schema argument."""
+
+    name: str
+    """the keyword name (as ``ops.<fn>`` spells it)."""
+    kind: str
+    """a key of ARG_KINDS, optionally suffixed ``?``."""
+    default: Any = NO_DEFAULT
+    """the default value, or NO_DEFAULT when required."""
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.kind}"
+        return text if self.default is NO_DEFAULT else f"{text} = {self.default!r}"
+
+
+TypeRule = Callable[["Node"], Sequence[Type]]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """Everything the compiler knows about one op kind."""
+
+    kind: str
+    """``namespace::name``."""
+    args: tuple[Arg, ...]
+    """the schema's arguments, in order."""
+    variadic: bool
+    """the last argument repeats (``*values``)."""
+    results: str
+    """the result kinds, as documented (``Tensor``, ``(Tensor, ...)``)."""
+    infer: TypeRule
+    """the shape/dtype rule: output types from the node's input types (and constant inputs)."""
+    traits: frozenset[str]
+    """a subset of TRAITS."""
+    spellings: tuple[str, ...] = ()
+    """how Python code spells it: ``np.tanh``, ``ops.tanh``, ``.sum`` (a method), ``+`` (an operator)."""
+    doc: str = ""
+    """one line for the language reference."""
+    blocks: int = 0
+    """how many nested blocks a node of this kind has."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """facts specific to one op family (e.g. the numpy ufunc name)."""
+
+    @property
+    def name(self) -> str:
+        return self.kind.split("::", 1)[1]
+
+    @property
+    def is_pure(self) -> bool:
+        return PURE in self.traits
+
+    @property
+    def is_elementwise(self) -> bool:
+        return ELEMENTWISE in self.traits
+
+    @property
+    def is_commutative(self) -> bool:
+        return COMMUTATIVE in self.traits
+
+    @property
+    def has_side_effects(self) -> bool:
+        return SIDE_EFFECTS in self.traits
+
+    @property
+    def signature(self) -> str:
+        args = [str(a) for a in self.args]
+        if self.variadic and args:
+            args[-1] = "*" + args[-1]
+        return f"{self.kind}({', '.join(args)}) -> {self.results}"
+
+    def bind(self, n_positional: int, keywords: Sequence[str]) -> list[int | str]:
+        """Map a call's positional count and keyword names to schema slots; raises ShapeError."""
+        return bind_args(self, n_positional, keywords)
+
+
+REGISTRY: dict[str, OpDef] = {}
+"""kind -> OpDef, for every op the compiler knows."""
+
+
+def defop(signature: str, infer: TypeRule, traits: Sequence[str] = (),
+          spellings: Sequence[str] = (), doc: str = "", blocks: int = 0, **extra: Any) -> OpDef:
+    """Declare an op from a signature ``"ns::name(a: Tensor, b: int = 1) -> Tensor"``."""
+    kind, args, variadic, results = parse_signature(signature)
+    if kind in REGISTRY:
+        raise IRError(f"op {kind} declared twice")
+    unknown = set(traits) - TRAITS
+    if unknown:
+        raise IRError(f"{kind}: unknown traits {sorted(unknown)}")
+    op = OpDef(kind, args, variadic, results, infer, frozenset(traits), tuple(spellings), doc,
+               blocks, dict(extra))
+    REGISTRY[kind] = op
+    return op
+
+
+def op_def(kind: str) -> OpDef:
+    """The declaration of ``kind``; IRError when unknown."""
+    _load_ops()
+    op = REGISTRY.get(kind)
+    if op is None:
+        raise IRError(f"unknown op kind {kind!r}")
+    return op
+
+
+def lookup(kind: str) -> OpDef | None:
+    """The declaration of ``kind``, or None."""
+    _load_ops()
+    return REGISTRY.get(kind)
+
+
+def all_ops() -> list[OpDef]:
+    _load_ops()
+    return sorted(REGISTRY.values(), key=lambda o: o.kind)
+
+
+def infer_types(node: Node) -> list[Type]:
+    """Output types of ``node`` from its inputs, by its op's rule (ShapeError when invalid)."""
+    op = op_def(node.kind)
+    check_arity(op, len(node.inputs))
+    for i, v in enumerate(node.inputs):
+        arg = op.args[min(i, len(op.args) - 1)] if op.args else None
+        if arg is not None and not accepts(arg.kind, v.type):
+            raise ShapeError(f"{op.kind}: argument '{arg.name}' expects {arg.kind}, got {v.type}")
+    return list(op.infer(node))
+
+
+def check_arity(op: OpDef, n: int) -> None:
+    required = sum(1 for a in op.args if a.default is NO_DEFAULT)
+    if op.variadic:
+        if n < len(op.args) - 1:
+            raise ShapeError(f"{op.kind} takes at least {len(op.args) - 1} inputs, got {n}")
+        return
+    if not required <= n <= len(op.args):
+        raise ShapeError(f"{op.kind} takes {len(op.args)} inputs, got {n}")
+
+
+def bind_args(op: OpDef, n_positional: int, keywords: Sequence[str]) -> list[int | str]:
+    """For each schema slot, where its value comes from: a positional index, a keyword, or
+    ``"=default"`` meaning the schema default. Raises ShapeError for bad calls."""
+    names = [a.name for a in op.args]
+    if op.variadic:
+        if keywords:
+            raise ShapeError(f"{op.kind} takes no keyword arguments")
+        return list(range(n_positional))
+    if n_positional > len(names):
+        raise ShapeError(f"{op.name}() takes at most {len(names)} arguments, got {n_positional}")
+    slots: list[int | str] = []
+    for i, arg in enumerate(op.args):
+        if i < n_positional:
+            if arg.name in keywords:
+                raise ShapeError(f"{op.name}() got multiple values for argument '{arg.name}'")
+            slots.append(i)
+        elif arg.name in keywords:
+            slots.append(arg.name)
+        elif arg.default is not NO_DEFAULT:
+            slots.append("=default")
+        else:
+            raise ShapeError(f"{op.name}() missing required argument '{arg.name}'")
+    extra = [k for k in keywords if k not in names]
+    if extra:
+        raise ShapeError(f"{op.name}() got an unexpected keyword argument '{extra[0]}'")
+    return slots
+
+
+def const(node: Node, index: int, default: Any = NOT_CONSTANT) -> Any:
+    """The constant value of input ``index`` (following tuple/list constructs of constants),
+    ``default`` when the input is absent, NOT_CONSTANT when it is not known at compile time."""
+    if index >= len(node.inputs):
+        return default
+    return constant_of(node.inputs[index])
+
+
+def constant_of(value: Any) -> Any:
+    """The compile-time value of an IR value, or NOT_CONSTANT."""
+    producer = value.node
+    if producer.kind == "prim::Constant":
+        return producer.attrs.get("value")
+    if producer.kind == "prim::TupleConstruct":
+        items = [constant_of(v) for v in producer.inputs]
+        return NOT_CONSTANT if any(i is NOT_CONSTANT for i in items) else tuple(items)
+    return NOT_CONSTANT
+
+
+def parse_signature(sig: str) -> tuple[str, tuple[Arg, ...], bool, str]:
+    """``"ns::name(a: Tensor, *b: Tensor, c: int = 1) -> R"`` -> (kind, args, variadic, results)."""
+    head, _, results = sig.partition("->")
+    kind, _, rest = head.strip().partition("(")
+    body = rest.rstrip().removesuffix(")")
+    args: list[Arg] = []
+    variadic = False
+    for part in _split_top(body):
+        name, _, spec = part.partition(":")
+        kind_text, _, default_text = spec.partition("=")
+        name = name.strip()
+        if name.startswith("*"):
+            name, variadic = name[1:], True
+        default = ast.literal_eval(default_text.strip()) if default_text.strip() else NO_DEFAULT
+        if kind_text.strip().removesuffix("?") not in ARG_KINDS:
+            raise IRError(f"{kind}: unknown argument kind {kind_text.strip()!r}")
+        args.append(Arg(name, kind_text.strip(), default))
+    return kind.strip(), tuple(args), variadic, results.strip()
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+_loaded = False
+
+
+def _load_ops() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import ir.ops  # noqa: F401  (declares every op)
+

@@ -1,0 +1,260 @@
+"""IR types: tensors with dtype/shape/device, scalars and containers.
+
+Types are immutable and hashable. ``Tensor`` with nothing known is ``TensorType()``;
+``Float(64, 512)`` is a ``TensorType("float32", (64, 512))``. Subtyping follows knowledge:
+a type that knows more is a subtype of one that knows less (``Float(64, 512) <= Tensor``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# dtype name -> the name types print with (TorchScript's spelling)
+DTYPE_NAMES: dict[str, str] = {
+    "float16": "Half",
+    "float32": "Float",
+    "float64": "Double",
+    "int8": "Char",
+    "uint8": "Byte",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "bool": "Bool",
+}
+DTYPE_OF_NAME: dict[str, str] = {v: k for k, v in DTYPE_NAMES.items()}
+FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
+INT_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64"})
+
+Dim = int | None
+"""A dimension: a size, or None when unknown (prints as ``*``)."""
+
+
+class Type:
+    """Base of all IR types."""
+
+    __slots__ = ()
+
+    def is_subtype_of(self, other: Type) -> bool:
+        """True when every value of ``self`` is a value of ``other``."""
+        return is_subtype(self, other)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType(Type):
+    """An ndarray; each of dtype, shape and device may be unknown (None)."""
+
+    dtype: str | None = None
+    """numpy dtype name (``"float32"``) or None when unknown."""
+    shape: tuple[Dim, ...] | None = None
+    """one entry per dimension (None for an unknown size), or None when the rank is unknown."""
+    device: str | None = None
+    """``"cpu"``, ``"cuda"`` or None when unknown."""
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def with_shape(self, shape: tuple[Dim, ...] | None) -> TensorType:
+        return TensorType(self.dtype, None if shape is None else tuple(shape), self.device)
+
+    def with_dtype(self, dtype: str | None) -> TensorType:
+        return TensorType(dtype, self.shape, self.device)
+
+    def __str__(self) -> str:
+        head = "Tensor" if self.dtype is None else DTYPE_NAMES[self.dtype]
+        parts = [] if self.shape is None else ["*" if d is None else str(d) for d in self.shape]
+        if self.device is not None:
+            parts.append(f"device={self.device}")
+        if self.shape is None and self.device is None:
+            return head
+        return f"{head}({', '.join(parts)})"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarType(Type):
+    """``int``, ``float``, ``bool``, ``str``, ``NoneType``, or ``Device``-like named scalars."""
+
+    name: str
+    """the printed name."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType(Type):
+    """A fixed-length heterogeneous tuple."""
+
+    elements: tuple[Type, ...]
+    """the element types in order."""
+
+    def __str__(self) -> str:
+        return f"({', '.join(map(str, self.elements))})"
+
+
+@dataclass(frozen=True, slots=True)
+class ListType(Type):
+    """A homogeneous list, mutable at run time."""
+
+    element: Type
+    """the element type."""
+
+    def __str__(self) -> str:
+        return f"{self.element}[]"
+
+
+@dataclass(frozen=True, slots=True)
+class DictType(Type):
+    """A dict with str or int keys, insertion-ordered."""
+
+    key: Type
+    """``str`` or ``int``."""
+    value: Type
+    """the value type."""
+
+    def __str__(self) -> str:
+        return f"Dict({self.key}, {self.value})"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalType(Type):
+    """A value of ``element`` type, or None."""
+
+    element: Type
+    """the type when not None."""
+
+    def __str__(self) -> str:
+        return f"{self.element}?"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassType(Type):
+    """A script class or NamedTuple: a name and typed fields."""
+
+    name: str
+    """the qualified class name."""
+    fields: tuple[tuple[str, Type], ...] = ()
+    """(field name, type) pairs in declaration order."""
+    named_tuple: bool = False
+    """True for NamedTuple types (immutable, unpackable)."""
+
+    def __str__(self) -> str:
+        return f"__class__.{self.name}"
+
+    def field_type(self, name: str) -> Type | None:
+        return next((t for n, t in self.fields if n == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class AnyType(Type):
+    """The top type; only used while a type is being inferred."""
+
+    def __str__(self) -> str:
+        return "Any"
+
+
+INT = ScalarType("int")
+FLOAT = ScalarType("float")
+BOOL = ScalarType("bool")
+STR = ScalarType("str")
+NONE = ScalarType("NoneType")
+DEVICE = ScalarType("Device")
+TENSOR = TensorType()
+ANY = AnyType()
+
+SCALARS: dict[str, ScalarType] = {t.name: t for t in (INT, FLOAT, BOOL, STR, NONE, DEVICE)}
+
+
+def is_number(t: Type) -> bool:
+    """int, float or bool: what broadcasts as a weak scalar against a tensor."""
+    return t in (INT, FLOAT, BOOL)
+
+
+def is_subtype(a: Type, b: Type) -> bool:
+    """``a <= b``: a value of type ``a`` can stand where ``b`` is expected."""
+    if a == b or isinstance(b, AnyType):
+        return True
+    if isinstance(b, OptionalType):
+        return a == NONE or is_subtype(a, b.element) or (
+            isinstance(a, OptionalType) and is_subtype(a.element, b.element))
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return _tensor_subtype(a, b)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        return len(a.elements) == len(b.elements) and all(
+            is_subtype(x, y) for x, y in zip(a.elements, b.elements))
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        return is_subtype(a.element, b.element)
+    if isinstance(a, DictType) and isinstance(b, DictType):
+        return a.key == b.key and is_subtype(a.value, b.value)
+    return False
+
+
+def _tensor_subtype(a: TensorType, b: TensorType) -> bool:
+    if b.dtype is not None and a.dtype != b.dtype:
+        return False
+    if b.device is not None and a.device != b.device:
+        return False
+    if b.shape is None:
+        return True
+    if a.shape is None or len(a.shape) != len(b.shape):
+        return False
+    return all(y is None or x == y for x, y in zip(a.shape, b.shape))
+
+
+def unify(a: Type, b: Type) -> Type | None:
+    """The least type both ``a`` and ``b`` are subtypes of, or None when there is none.
+
+    Used for the outputs of ``prim::If`` branches and loop-carried values.
+    """
+    if a == b:
+        return a
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return _unify_tensors(a, b)
+    if a == NONE and isinstance(b, OptionalType) or b == NONE and isinstance(a, OptionalType):
+        return a if a != NONE else b
+    if a == NONE or b == NONE:
+        other = b if a == NONE else a
+        return OptionalType(other)
+    if isinstance(a, OptionalType) or isinstance(b, OptionalType):
+        inner = unify(_strip_optional(a), _strip_optional(b))
+        return None if inner is None else OptionalType(inner)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        if len(a.elements) != len(b.elements):
+            return None
+        elems = [unify(x, y) for x, y in zip(a.elements, b.elements)]
+        return None if any(e is None for e in elems) else TupleType(tuple(elems))  # type: ignore[arg-type]
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        elem = unify(a.element, b.element)
+        return None if elem is None else ListType(elem)
+    if isinstance(a, DictType) and isinstance(b, DictType) and a.key == b.key:
+        val = unify(a.value, b.value)
+        return None if val is None else DictType(a.key, val)
+    return None
+
+
+def _strip_optional(t: Type) -> Type:
+    return t.element if isinstance(t, OptionalType) else t
+
+
+def _unify_tensors(a: TensorType, b: TensorType) -> TensorType:
+    dtype = a.dtype if a.dtype == b.dtype else None
+    device = a.device if a.device == b.device else None
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        return TensorType(dtype, None, device)
+    shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+    return TensorType(dtype, shape, device)
+
+
+def erase_shape(t: Type) -> Type:
+    """The same type with every tensor's dtype/shape/device forgotten (``Float(3)`` -> ``Tensor``)."""
+    if isinstance(t, TensorType):
+        return TENSOR
+    if isinstance(t, TupleType):
+        return TupleType(tuple(erase_shape(e) for e in t.elements))
+    if isinstance(t, ListType):
+        return ListType(erase_shape(t.element))
+    if isinstance(t, OptionalType):
+        return OptionalType(erase_shape(t.element))
+    if isinstance(t, DictType):
+        return DictType(t.key, erase_shape(t.value))
+    return t
