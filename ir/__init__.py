@@ -1,16 +1,49 @@
 """rnnscript's SSA IR: types, graphs, the op registry, text printing and parsing, verification."""
 
 from ir.core import (
-    CONSTANT, SUBGRAPH, Block, Graph, Node, SourceRange, Use, Value, clone_block_into, clone_node,
+    CONSTANT,
+    SUBGRAPH,
+    Block,
+    Graph,
+    Node,
+    SourceRange,
+    Use,
+    Value,
+    clone_block_into,
+    clone_node,
 )
 from ir.errors import IRError, ParseError, VerifyError
 from ir.registry import (
-    NOT_CONSTANT, REGISTRY, OpDef, ShapeError, all_ops, const, constant_of, infer_types, lookup,
+    NOT_CONSTANT,
+    REGISTRY,
+    OpDef,
+    ShapeError,
+    all_ops,
+    const,
+    constant_of,
+    infer_types,
+    lookup,
     op_def,
 )
 from ir.types import (
-    ANY, BOOL, FLOAT, INT, NONE, STR, TENSOR, AnyType, ClassType, DictType, ListType, OptionalType,
-    ScalarType, TensorType, TupleType, Type, is_subtype, unify,
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    TENSOR,
+    AnyType,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    ScalarType,
+    TensorType,
+    TupleType,
+    Type,
+    is_subtype,
+    unify,
 )
 
 

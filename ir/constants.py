@@ -26,7 +26,7 @@ def constant_type(value: Any) -> Type:
     if isinstance(value, str):
         return STR
     if isinstance(value, np.ndarray):
-        return TensorType(value.dtype.name, tuple(value.shape), "cpu")
+        return TensorType(value.dtype.name, tuple(value.shape))
     if isinstance(value, tuple):
         return TupleType(tuple(constant_type(v) for v in value))
     if isinstance(value, list):

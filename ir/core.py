@@ -139,7 +139,8 @@ class Node:
         """the source position the node came from, if any."""
         for v in inputs:
             self.add_input(v)
-        names = names or [None] * len(output_types)
+        names = list(names or ())
+        names += [None] * (len(output_types) - len(names))  # a short list must not drop outputs
         for t, n in zip(output_types, names):
             self.add_output(t, n)
 

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from ir.errors import IRError
 from ir.types import (
-    BOOL, INT, NONE, STR, DictType, ListType, OptionalType, TensorType, TupleType, Type,
+    BOOL,
+    INT,
+    NONE,
+    STR,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
     is_number,
 )
 
@@ -36,7 +45,7 @@ TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH})
 
 
 class ShapeError(IRError):
-    """Input types an op cannot accept (shapes that do not broadcast, a tuple where a tensor goes)."""
+    """Input types an op cannot accept (shapes that do not broadcast, a tuple for a tensor)."""
 
 
 NO_DEFAULT: Any = type("NoDefault", (), {"__repr__": lambda self: "<required>"})()
@@ -120,7 +129,7 @@ class OpDef:
     traits: frozenset[str]
     """a subset of TRAITS."""
     spellings: tuple[str, ...] = ()
-    """how Python code spells it: ``np.tanh``, ``ops.tanh``, ``.sum`` (a method), ``+`` (an operator)."""
+    """how Python spells it: ``np.tanh``, ``.sum`` (a method), ``+`` (an operator)."""
     doc: str = ""
     """one line for the language reference."""
     blocks: int = 0

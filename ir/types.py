@@ -62,7 +62,10 @@ class TensorType(Type):
 
     def __str__(self) -> str:
         head = "Tensor" if self.dtype is None else DTYPE_NAMES[self.dtype]
-        parts = [] if self.shape is None else ["*" if d is None else str(d) for d in self.shape]
+        if self.shape is None:  # unknown rank, known device; Float(device=cpu) is rank 0
+            parts = ["..."]
+        else:
+            parts = ["*" if d is None else str(d) for d in self.shape]
         if self.device is not None:
             parts.append(f"device={self.device}")
         if self.shape is None and self.device is None:
@@ -89,6 +92,8 @@ class TupleType(Type):
     """the element types in order."""
 
     def __str__(self) -> str:
+        if len(self.elements) == 1:
+            return f"({self.elements[0]},)"  # a 1-tuple, unambiguous as in Python
         return f"({', '.join(map(str, self.elements))})"
 
 

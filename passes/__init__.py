@@ -1,0 +1,87 @@
+"""Graph-to-graph optimization passes and the pipelines that run them.
+
+Every pass is a function ``run(graph) -> bool`` (True when it changed the graph) in its own module,
+registered under a kebab-case name. ``run_pipeline(graph, "inline,cse,dce")`` runs a list of them.
+
+Environment:
+- ``RNNSCRIPT_LOG=passes`` prints the graph to stderr after each pass, under a header line.
+- ``RNNSCRIPT_VERIFY=1`` runs the IR verifier after each pass (the test suite sets it).
+- ``RNNSCRIPT_DISABLE_PASSES=cse,dce`` makes pipelines skip those passes (to find a faulty one);
+  ``with passes.disable("cse"):`` does the same in code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from ir.core import Graph
+from passes import canonicalize, constant_prop, cse, dce, inline, shape_prop
+from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
+
+for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse):
+    register_pass(_module.NAME, _module.run)
+
+STANDARD_PIPELINE = "inline,canonicalize,constant-prop,shape-prop,canonicalize,dce,cse,dce"
+"""The cleanup part of the forward pipeline (DESIGN.md section 4) run by the executor."""
+
+_disabled: set[str] = set()
+
+
+@contextmanager
+def disable(*names: str) -> Iterator[None]:
+    """Within the ``with`` block, pipelines skip the named passes."""
+    for name in names:
+        get_pass(name)
+    added = [n for n in names if n not in _disabled]
+    _disabled.update(added)
+    try:
+        yield
+    finally:
+        _disabled.difference_update(added)
+
+
+def disabled_passes() -> set[str]:
+    """The passes pipelines currently skip (``disable`` plus RNNSCRIPT_DISABLE_PASSES)."""
+    from_env = _split_names(os.environ.get("RNNSCRIPT_DISABLE_PASSES", ""))
+    return set(_disabled) | set(from_env)
+
+
+def run_pipeline(graph: Graph, pipeline: str | Sequence[str]) -> bool:
+    """Run the passes named by ``pipeline`` ("a,b,c" or a list) in order; True if any changed.
+
+    Unknown names raise ValueError before any pass runs.
+    """
+    names = _split_names(pipeline) if isinstance(pipeline, str) else list(pipeline)
+    fns = [get_pass(name) for name in names]
+    skip = disabled_passes()
+    changed = False
+    for name, fn in zip(names, fns):
+        if name in skip:
+            continue
+        changed |= run_pass(graph, name, fn)
+    return changed
+
+
+def run_pass(graph: Graph, name: str, fn: Pass | None = None) -> bool:
+    """Run one pass with the logging and verification the environment asks for."""
+    fn = fn or get_pass(name)
+    changed = bool(fn(graph))
+    if "passes" in _split_names(os.environ.get("RNNSCRIPT_LOG", "")):
+        status = "changed" if changed else "unchanged"
+        print(f"// ---- after {name} ({status}) ----\n{graph}", file=sys.stderr)
+    if os.environ.get("RNNSCRIPT_VERIFY", "") not in ("", "0"):
+        graph.verify()
+    return changed
+
+
+def _split_names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+__all__ = [
+    "PASSES", "STANDARD_PIPELINE", "Pass", "all_passes", "disable", "disabled_passes", "get_pass",
+    "register_pass", "run_pass", "run_pipeline",
+]

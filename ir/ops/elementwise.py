@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.rules import (
-    broadcast_rule, compare_rule, float_result_dtype, same_as_input_rule, unary_float_rule,
+    broadcast_rule,
+    compare_rule,
+    float_result_dtype,
+    same_as_input_rule,
+    unary_float_rule,
 )
 from ir.registry import COMMUTATIVE, ELEMENTWISE, NOT_CONSTANT, PURE, ShapeError, const, defop
 from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type

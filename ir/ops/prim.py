@@ -10,7 +10,14 @@ from ir.constants import constant_type
 from ir.core import Node
 from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
 from ir.types import (
-    BOOL, INT, DictType, ListType, OptionalType, TupleType, Type, unify,
+    BOOL,
+    INT,
+    DictType,
+    ListType,
+    OptionalType,
+    TupleType,
+    Type,
+    unify,
 )
 
 
@@ -159,3 +166,7 @@ defop("prim::FusionGroup(*inputs: any) -> any", keep_types, (PURE,), (),
       "a fused elementwise kernel; attribute `Subgraph`")
 defop("prim::DifferentiableGraph(*inputs: any) -> any", keep_types, (PURE,), (),
       "a region with a symbolic backward; attribute `Subgraph`")
+defop("prim::CallFunction(*args: any) -> any", keep_types, (), ("f(...)",),
+      "a call of another scripted function; attributes `Subgraph` and `name`; inlined by `inline`")
+defop("prim::GetAttr(obj: any) -> any", keep_types, (PURE,), ("obj.name",),
+      "attribute `name` of a module or object")

@@ -9,7 +9,14 @@ import numpy as np
 from ir.core import Node
 from ir.registry import NOT_CONSTANT, ShapeError, const
 from ir.types import (
-    BOOL, FLOAT, FLOAT_DTYPES, INT, Dim, TensorType, Type, is_number,
+    BOOL,
+    FLOAT,
+    FLOAT_DTYPES,
+    INT,
+    Dim,
+    TensorType,
+    Type,
+    is_number,
 )
 
 

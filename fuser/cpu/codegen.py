@@ -1,0 +1,542 @@
+"""LLVM IR for a fusion group: a table of per-op rules and a 2-level (rows x cols) loop.
+
+The kernel computes every group output at each point of the iteration space (the outputs' common
+shape). Each tensor read is a *leaf*: a group input seen through the chunk/split views on the way
+to it, loaded through its own row pointer and column stride. Broadcasting is a stride of 0,
+chunking is a pointer offset, so no input is ever copied. The strides and offsets are run-time
+arguments computed per call (``fuser.cpu.kernel``); only the class of each leaf's column stride
+(0 = broadcast, 1 = contiguous, 2 = any) is compiled in, so the vectorizer sees unit-stride
+loads in the common case.
+
+A chunk of a value computed inside the group is handled by evaluating that value's producers at
+the chunk's offset (TorchScript's "broadcasting chunk", done during code generation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llvmlite import ir
+
+from fuser.cpu.mathfns import F32, F64, FM, I64, Math
+from ir.core import CONSTANT, Graph, Node, Value
+from ir.types import TensorType
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+PTR = ir.PointerType()
+DOUBLE = ir.DoubleType()
+
+STORAGE: dict[str, ir.Type] = {"float32": F32, "float64": F64, "bool": I8}
+"""How each supported dtype is stored in memory."""
+COMPUTE: dict[str, ir.Type] = {"float32": F32, "float64": F64, "bool": I1, "weak": DOUBLE}
+"""How values of each dtype live in registers (``weak``: a Python scalar, as a double)."""
+
+TUPLE_ITEMS_OFFSET = 24
+"""Byte offset of ``ob_item`` in a CPython tuple (checked at run time by ``fuser.cpu.kernel``)."""
+ARRAY_DATA_OFFSET = 16
+"""Byte offset of ``data`` in numpy's ``PyArrayObject`` (checked likewise)."""
+
+
+# -- the group's structure: views and leaves ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class View:
+    """One chunk/split piece on the way from a group output to a leaf."""
+
+    axis: int
+    """the axis, counted from the right (-1 is the last), so it survives broadcasting."""
+    index: int
+    """which piece."""
+    pieces: int
+    """how many pieces the axis is cut into."""
+    kind: str
+    """``chunk`` (ceil-sized pieces, torch.chunk) or ``split`` (equal pieces)."""
+
+    def piece_size(self, n: int) -> int:
+        return -(-n // self.pieces) if self.kind == "chunk" else n // self.pieces
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A tensor read of the kernel: group input ``input`` cut by ``views`` (leaf axes, inner
+    view first)."""
+
+    input: int
+    """index of the subgraph input."""
+    views: tuple[tuple[int, View], ...]
+    """(axis of the input, view) pairs, the view nearest the input first."""
+    dtype: str
+    """the input's dtype (the storage the kernel loads)."""
+
+
+VIEW_OPS: dict[str, str] = {"tensor::chunk": "chunk", "tensor::split": "split"}
+"""Ops a group may contain that cut their input into pieces read at offsets (no compute)."""
+
+
+def leaf_for(value: Value, views: tuple[View, ...]) -> Leaf:
+    """The leaf reading subgraph input ``value`` through ``views`` (outermost view last).
+
+    Views along an axis the input broadcasts (size 1, or missing) do not reach it.
+    """
+    t = value.type
+    assert isinstance(t, TensorType) and t.shape is not None
+    rank = len(t.shape)
+    kept = []
+    for view in views:
+        axis = rank + view.axis
+        if axis >= 0 and t.shape[axis] != 1:
+            kept.append((axis, view))
+    return Leaf(value.index, tuple(kept), t.dtype or "")
+
+
+# -- values in registers ------------------------------------------------------------------------
+@dataclass(slots=True)
+class Val:
+    """A value during code generation: an LLVM value or a Python constant, and its dtype."""
+
+    dtype: str
+    """``float32``, ``float64``, ``bool`` or ``weak`` (a Python scalar: adopts the other side's
+    dtype, as in NumPy 2)."""
+    llvm: Any = None
+    """the LLVM value (None for a constant)."""
+    const: Any = None
+    """the Python value of a constant (a number, a dtype name, None)."""
+
+
+Rule = Callable[["KernelBuilder", Node, list[Val]], Val]
+RULES: dict[str, Rule] = {}
+"""op kind -> how to compute one element; the fuser forms groups only from these kinds."""
+ACCEPTS: dict[str, Callable[[Node], bool]] = {}
+"""op kind -> extra condition on a node (constant exponents for pow); absent means any."""
+
+
+BOOL_RESULTS: set[str] = set()
+"""Kinds whose rule can produce a bool result (the others compute in float32/float64 only)."""
+
+
+def rule(*kinds: str, accepts: Callable[[Node], bool] | None = None, bool_result: bool = False):
+    def register(fn: Rule) -> Rule:
+        for kind in kinds:
+            RULES[kind] = fn
+            if accepts is not None:
+                ACCEPTS[kind] = accepts
+            if bool_result:
+                BOOL_RESULTS.add(kind)
+        return fn
+    return register
+
+
+def can_generate(node: Node) -> bool:
+    """Does the CPU backend have a rule for this node (with these constant arguments)?"""
+    if node.kind not in RULES or len(node.outputs) != 1:
+        return False
+    t = node.outputs[0].type
+    if not isinstance(t, TensorType) or t.dtype not in STORAGE:
+        return False
+    if t.dtype == "bool" and node.kind not in BOOL_RESULTS:
+        return False
+    check = ACCEPTS.get(node.kind)
+    return check is None or check(node)
+
+
+# -- the kernel builder -----------------------------------------------------------------------
+@dataclass
+class KernelSpec:
+    """What a compiled kernel reads and writes, independent of sizes."""
+
+    graph: Graph
+    """the group's subgraph."""
+    leaves: list[Leaf]
+    """the tensor reads, in argument order."""
+    array_inputs: list[int]
+    """subgraph inputs passed as arrays (tensors), in tuple order."""
+    scalar_inputs: list[int]
+    """subgraph inputs passed as Python numbers (doubles)."""
+    out_dtypes: list[str]
+    """dtype of each output."""
+    leaf_index: dict[Leaf, int] = field(default_factory=dict)
+
+
+def analyze(graph: Graph) -> KernelSpec:
+    """Find the leaves of ``graph``; ValueError for a node the backend cannot generate."""
+    array_inputs, scalar_inputs = [], []
+    for v in graph.inputs:
+        t = v.type
+        if isinstance(t, TensorType):
+            if t.dtype not in STORAGE or t.shape is None or None in t.shape:
+                raise ValueError(f"group input %{v.name} has type {t}: need a known float/bool "
+                                 "dtype and shape")
+            array_inputs.append(v.index)
+        else:
+            scalar_inputs.append(v.index)
+    out_dtypes = []
+    for v in graph.outputs:
+        t = v.type
+        if not isinstance(t, TensorType) or t.dtype not in STORAGE:
+            raise ValueError(f"group output %{v.name} has type {t}")
+        out_dtypes.append(t.dtype)
+    spec = KernelSpec(graph, [], array_inputs, scalar_inputs, out_dtypes)
+    seen: set[tuple[Value, tuple[View, ...]]] = set()
+    stack = [(v, ()) for v in reversed(graph.outputs)]
+    while stack:
+        v, views = stack.pop()
+        if (v, views) in seen:
+            continue
+        seen.add((v, views))
+        node = v.node
+        if v.is_param:
+            if isinstance(v.type, TensorType):
+                leaf = leaf_for(v, views)
+                if leaf not in spec.leaf_index:
+                    spec.leaf_index[leaf] = len(spec.leaves)
+                    spec.leaves.append(leaf)
+            continue
+        if node.kind == CONSTANT:
+            continue
+        if node.kind in VIEW_OPS:
+            stack.append((node.inputs[0], (_view_of(node, v.index),) + views))
+            continue
+        if not can_generate(node):
+            raise ValueError(f"the CPU fuser cannot generate {node.kind}")
+        stack.extend((u, views) for u in reversed(node.inputs))
+    return spec
+
+
+def _view_of(node: Node, index: int) -> View:
+    t = node.inputs[0].type
+    assert isinstance(t, TensorType) and t.shape is not None
+    pieces = node.inputs[1].constant
+    axis = node.inputs[2].constant if len(node.inputs) > 2 else 0
+    axis = axis % len(t.shape) - len(t.shape)
+    return View(axis, index, int(pieces), VIEW_OPS[node.kind])
+
+
+class KernelBuilder:
+    """Builds the LLVM module of one kernel variant (one column-stride class per leaf)."""
+
+    def __init__(self, spec: KernelSpec, classes: tuple[int, ...], name: str):
+        self.spec = spec
+        self.classes = classes
+        self.name = name
+        self.module = ir.Module(name=name)
+        self.b: ir.IRBuilder = None  # type: ignore[assignment]
+        self.memo: dict[tuple[Value, tuple[View, ...]], Val] = {}
+        self.loaded: dict[int, Val] = {}
+        self.col = None
+        self.leaf_rows: list[Any] = []
+        self.leaf_cs: list[Any] = []
+        self.scalars: dict[int, Val] = {}
+
+    # -- public ---------------------------------------------------------------------------------
+    def build(self) -> str:
+        body = self._body_function()
+        self._entry_function(body)
+        return str(self.module)
+
+    # -- element computation ------------------------------------------------------------------
+    def value(self, v: Value, views: tuple[View, ...] = ()) -> Val:
+        key = (v, views)
+        got = self.memo.get(key)
+        if got is None:
+            got = self._compute(v, views)
+            self.memo[key] = got
+        return got
+
+    def _compute(self, v: Value, views: tuple[View, ...]) -> Val:
+        if v.is_param:
+            if v.index in self.scalars:
+                return self.scalars[v.index]
+            return self._load(self.spec.leaf_index[leaf_for(v, views)])
+        node = v.node
+        if node.kind == CONSTANT:
+            return Val("weak", const=v.constant)
+        if node.kind in VIEW_OPS:
+            return self.value(node.inputs[0], (_view_of(node, v.index),) + views)
+        args = [self.value(u, views) for u in node.inputs]
+        return RULES[node.kind](self, node, args)
+
+    def _load(self, leaf: int) -> Val:
+        got = self.loaded.get(leaf)
+        if got is not None:
+            return got
+        dtype = self.spec.leaves[leaf].dtype
+        ptr = self.leaf_rows[leaf]
+        cls = self.classes[leaf]
+        if cls == 1:
+            ptr = self.b.gep(ptr, [self.col], inbounds=True, source_etype=STORAGE[dtype])
+        elif cls == 2:
+            offset = self.b.mul(self.col, self.leaf_cs[leaf])
+            ptr = self.b.gep(ptr, [offset], inbounds=True, source_etype=STORAGE[dtype])
+        raw = self.b.load(ptr, typ=STORAGE[dtype])
+        if dtype == "bool":
+            raw = self.b.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
+        got = Val(dtype, raw)
+        self.loaded[leaf] = got
+        return got
+
+    def cast(self, val: Val, dtype: str) -> Any:
+        """``val`` as an LLVM value of ``dtype``'s register type."""
+        ty = COMPUTE[dtype]
+        if val.llvm is None:
+            if dtype == "bool":
+                return ir.Constant(I1, bool(val.const))
+            return ir.Constant(ty, float(val.const))
+        src, x = val.dtype, val.llvm
+        if src == dtype:
+            return x
+        if dtype == "bool":
+            return self.b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        if src == "bool":
+            return self.b.uitofp(x, ty)
+        if x.type == ty:
+            return x
+        return self.b.fptrunc(x, ty) if ty == F32 else self.b.fpext(x, ty)
+
+    def math(self, dtype: str) -> Math:
+        return Math(self.b, COMPUTE[dtype])
+
+    # -- functions and loops --------------------------------------------------------------------
+    def _body_function(self) -> ir.Function:
+        """``body(rows, cols, outs..., leaves..., row strides..., col strides..., scalars...)``."""
+        spec = self.spec
+        n_out, n_leaf = len(spec.out_dtypes), len(spec.leaves)
+        general = [i for i, c in enumerate(self.classes) if c == 2]
+        args = ([I64, I64] + [PTR] * (n_out + n_leaf) + [I64] * (n_leaf + len(general)) +
+                [DOUBLE] * len(spec.scalar_inputs))
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), self.name + "_body")
+        fn.linkage = "internal"
+        rows, cols, *rest = fn.args
+        outs, rest = rest[:n_out], rest[n_out:]
+        leaves, rest = rest[:n_leaf], rest[n_leaf:]
+        row_strides, rest = rest[:n_leaf], rest[n_leaf:]
+        col_strides, scalars = rest[:len(general)], rest[len(general):]
+        for p in (*outs, *leaves):
+            p.add_attribute("noalias")  # lets the vectorizer skip run-time alias checks
+        self.leaf_cs = [None] * n_leaf
+        for i, s in zip(general, col_strides):
+            self.leaf_cs[i] = s
+        for index, s in zip(spec.scalar_inputs, scalars):
+            self.scalars[index] = Val("weak", s)
+
+        entry, outer, inner, latch, done = (fn.append_basic_block(n) for n in
+                                            ("entry", "outer", "inner", "latch", "done"))
+        b = self.b = ir.IRBuilder(entry)
+        zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+        nonempty = b.and_(b.icmp_signed(">", rows, zero), b.icmp_signed(">", cols, zero))
+        b.cbranch(nonempty, outer, done)
+
+        b.position_at_end(outer)
+        r = b.phi(I64, "r")
+        r.add_incoming(zero, entry)
+        self.leaf_rows = [b.gep(p, [b.mul(r, rs)], inbounds=True,
+                                source_etype=STORAGE[leaf.dtype])
+                          for p, rs, leaf in zip(leaves, row_strides, spec.leaves)]
+        out_rows = [b.gep(p, [b.mul(r, cols)], inbounds=True, source_etype=STORAGE[d])
+                    for p, d in zip(outs, spec.out_dtypes)]
+        b.branch(inner)
+
+        b.position_at_end(inner)
+        c = self.col = b.phi(I64, "c")
+        c.add_incoming(zero, outer)
+        for out_row, v, dtype in zip(out_rows, spec.graph.outputs, spec.out_dtypes):
+            x = self.cast(self.value(v), dtype)
+            if dtype == "bool":
+                x = b.zext(x, I8)
+            b.store(x, b.gep(out_row, [c], inbounds=True, source_etype=STORAGE[dtype]))
+        c_next = b.add(c, one)
+        c.add_incoming(c_next, b.block)
+        b.cbranch(b.icmp_signed("<", c_next, cols), inner, latch)
+
+        b.position_at_end(latch)
+        r_next = b.add(r, one)
+        r.add_incoming(r_next, latch)
+        b.cbranch(b.icmp_signed("<", r_next, rows), outer, done)
+        b.position_at_end(done)
+        b.ret_void()
+        return fn
+
+    def _entry_function(self, body: ir.Function) -> None:
+        """``kern(PyTupleObject *arrays, i64 *params, double *scalars)``: reads each array's data
+        pointer from the CPython tuple of arrays (inputs then outputs), the sizes, offsets and
+        strides from ``params`` (rows, cols, output byte offsets, then per leaf: byte offset, row
+        stride, col stride, in elements) and the Python numbers from ``scalars``."""
+        spec = self.spec
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), self.name)
+        tup, params, scalar_ptr = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        items = b.gep(tup, [ir.Constant(I64, TUPLE_ITEMS_OFFSET)], source_etype=I8)
+
+        def param(i: int):
+            return b.load(b.gep(params, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
+
+        def data(slot: int):
+            obj = b.load(b.gep(items, [ir.Constant(I64, slot)], source_etype=PTR), typ=PTR)
+            field_ptr = b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)], source_etype=I8)
+            return b.load(field_ptr, typ=PTR)
+
+        def offset(ptr, nbytes):
+            return b.gep(ptr, [nbytes], source_etype=I8)
+
+        n_arrays = len(spec.array_inputs)
+        slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
+        outs = [offset(data(n_arrays + j), param(2 + j)) for j in range(len(spec.out_dtypes))]
+        base = 2 + len(spec.out_dtypes)
+        leaves, row_strides, col_strides = [], [], []
+        for i, leaf in enumerate(spec.leaves):
+            leaves.append(offset(data(slot_of[leaf.input]), param(base + 3 * i)))
+            row_strides.append(param(base + 3 * i + 1))
+            if self.classes[i] == 2:
+                col_strides.append(param(base + 3 * i + 2))
+        scalars = [b.load(b.gep(scalar_ptr, [ir.Constant(I64, k)], source_etype=DOUBLE),
+                          typ=DOUBLE) for k in range(len(spec.scalar_inputs))]
+        b.call(body, [param(0), param(1), *outs, *leaves, *row_strides, *col_strides, *scalars])
+        b.ret_void()
+
+
+# -- the rules ----------------------------------------------------------------------------------
+def out_dtype(node: Node) -> str:
+    t = node.outputs[0].type
+    assert isinstance(t, TensorType) and t.dtype is not None
+    return t.dtype
+
+
+def common_dtype(args: list[Val]) -> str:
+    """NumPy 2 promotion of the operands (weak scalars adopt the tensors' dtype)."""
+    dtypes = {a.dtype for a in args} - {"weak"}
+    for d in ("float64", "float32"):
+        if d in dtypes:
+            return d
+    return "bool" if dtypes else "float64"
+
+
+def _binary(emit: Callable[[KernelBuilder, Any, Any, str], Any]) -> Rule:
+    def apply(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+        d = out_dtype(node)
+        a, b = (k.cast(x, d) for x in args[:2])
+        return Val(d, emit(k, a, b, d))
+    return apply
+
+
+def _unary(emit: Callable[[KernelBuilder, Any, str], Any]) -> Rule:
+    def apply(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+        d = out_dtype(node)
+        return Val(d, emit(k, k.cast(args[0], d), d))
+    return apply
+
+
+def _math_unary(name: str) -> Rule:
+    return _unary(lambda k, x, d: getattr(k.math(d), name)(x))
+
+
+def _intrinsic(name: str) -> Rule:
+    return _unary(lambda k, x, d: k.math(d).unary(name, x))
+
+
+rule("tensor::add")(_binary(lambda k, a, b, d: k.b.fadd(a, b, flags=FM)))
+rule("tensor::sub")(_binary(lambda k, a, b, d: k.b.fsub(a, b, flags=FM)))
+rule("tensor::mul")(_binary(lambda k, a, b, d: k.b.fmul(a, b, flags=FM)))
+rule("tensor::div")(_binary(lambda k, a, b, d: k.b.fdiv(a, b, flags=FM)))
+rule("tensor::minimum")(_binary(lambda k, a, b, d: k.math(d).binary("llvm.minimum", a, b)))
+rule("tensor::maximum")(_binary(lambda k, a, b, d: k.math(d).binary("llvm.maximum", a, b)))
+
+rule("tensor::neg")(_unary(lambda k, x, d: k.b.fneg(x, flags=FM)))
+rule("tensor::square")(_unary(lambda k, x, d: k.b.fmul(x, x, flags=FM)))
+rule("tensor::reciprocal")(_unary(lambda k, x, d: k.b.fdiv(ir.Constant(x.type, 1.0), x)))
+rule("tensor::relu")(_unary(lambda k, x, d: k.math(d).binary("llvm.maximum", x,
+                                                               ir.Constant(x.type, 0.0))))
+rule("tensor::abs")(_intrinsic("llvm.fabs"))
+rule("tensor::sqrt")(_intrinsic("llvm.sqrt"))
+rule("tensor::floor")(_intrinsic("llvm.floor"))
+rule("tensor::ceil")(_intrinsic("llvm.ceil"))
+rule("tensor::rsqrt")(_unary(lambda k, x, d: k.b.fdiv(ir.Constant(x.type, 1.0),
+                                                       k.math(d).unary("llvm.sqrt", x))))
+for _name in ("exp", "log", "log1p", "tanh", "sigmoid", "softplus"):
+    rule(f"tensor::{_name}")(_math_unary(_name))
+
+
+@rule("tensor::sign")
+def _sign(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = out_dtype(node)
+    m = k.math(d)
+    x = k.cast(args[0], d)
+    neg = m.sel(m.lt(x, m.c(0.0)), m.c(-1.0), x)  # 0, -0 and nan stay themselves
+    return Val(d, m.sel(m.gt(x, m.c(0.0)), m.c(1.0), neg))
+
+
+def _constant_exponent(node: Node) -> bool:
+    b = node.inputs[1]
+    return b.is_constant and not isinstance(b.constant, bool) and b.constant in POW_RULES
+
+
+POW_RULES: dict[float, Callable[[Math, Any], Any]] = {
+    0: lambda m, x: m.c(1.0),
+    1: lambda m, x: x,
+    2: lambda m, x: m.mul(x, x),
+    3: lambda m, x: m.mul(m.mul(x, x), x),
+    -1: lambda m, x: m.div(m.c(1.0), x),
+    -2: lambda m, x: m.div(m.c(1.0), m.mul(x, x)),
+    # sqrt(-inf) is nan but (-inf) ** 0.5 is inf
+    0.5: lambda m, x: m.sel(m.eq(x, m.c(-math.inf)), m.c(math.inf), m.unary("llvm.sqrt", x)),
+}
+"""``x ** c`` for the constant exponents the CPU fuser computes without exp/log."""
+
+
+@rule("tensor::pow", accepts=_constant_exponent)
+def _pow(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = out_dtype(node)
+    return Val(d, POW_RULES[node.inputs[1].constant](k.math(d), k.cast(args[0], d)))
+
+
+@rule("tensor::clip")
+def _clip(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = out_dtype(node)
+    m = k.math(d)
+    x = k.cast(args[0], d)
+    lo, hi = args[1], args[2]
+    if not (lo.llvm is None and lo.const is None):
+        x = m.binary("llvm.maximum", x, k.cast(lo, d))
+    if not (hi.llvm is None and hi.const is None):
+        x = m.binary("llvm.minimum", x, k.cast(hi, d))
+    return Val(d, x)
+
+
+@rule("tensor::where", bool_result=True)
+def _where(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = out_dtype(node)
+    cond = k.cast(args[0], "bool")
+    return Val(d, k.b.select(cond, k.cast(args[1], d), k.cast(args[2], d)))
+
+
+@rule("tensor::astype", accepts=lambda node: node.inputs[1].is_constant, bool_result=True)
+def _astype(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = out_dtype(node)
+    return Val(d, k.cast(args[0], d))
+
+
+_COMPARISONS = {"tensor::eq": "==", "tensor::ne": "!=", "tensor::lt": "<", "tensor::le": "<=",
+                "tensor::gt": ">", "tensor::ge": ">="}
+
+
+@rule(*_COMPARISONS, bool_result=True)
+def _compare(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    d = common_dtype(args[:2])
+    if d == "bool":
+        d = "float32"  # compare bools as 0.0 / 1.0
+    a, b = (k.cast(x, d) for x in args[:2])
+    op = _COMPARISONS[node.kind]
+    cmp = k.b.fcmp_unordered if op == "!=" else k.b.fcmp_ordered  # nan != x is True
+    return Val("bool", cmp(op, a, b))
+
+
+@rule("tensor::logical_and", "tensor::logical_or", bool_result=True)
+def _logical(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    a, b = (k.cast(x, "bool") for x in args[:2])
+    return Val("bool", k.b.and_(a, b) if node.kind == "tensor::logical_and" else k.b.or_(a, b))
+
+
+@rule("tensor::logical_not", bool_result=True)
+def _logical_not(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
+    return Val("bool", k.b.not_(k.cast(args[0], "bool")))

@@ -1,0 +1,77 @@
+"""Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``.
+
+Each op has an eager function of the same name in ``script.ops``; ``ops.mm`` is ``ops.matmul``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.core import Node
+from ir.ops.rules import broadcast_shapes
+from ir.ops.shape import items_device, tensor_arg
+from ir.registry import PURE, ShapeError, defop
+from ir.types import NONE, Dim, OptionalType, TensorType, Type, unify
+
+Shape = tuple[Dim, ...]
+
+
+def matmul_shape(a: Shape | None, b: Shape | None, kind: str = "tensor::matmul") -> Shape | None:
+    """numpy.matmul's output shape: a 1-D left operand is a row, a 1-D right operand a column
+    (both removed again), leading batch axes broadcast. ShapeError when the inner sizes differ."""
+    if a is None or b is None:
+        return None
+    if not a or not b:
+        raise ShapeError(f"{kind}: operands must have at least one dimension, got {a} and {b}")
+    left = (1,) + a if len(a) == 1 else a
+    right = b + (1,) if len(b) == 1 else b
+    k1, k2 = left[-1], right[-2]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"{kind}: inner dimensions differ: {_text(a)} @ {_text(b)} "
+                         f"({k1} != {k2})")
+    batch = broadcast_shapes([left[:-2], right[:-2]])
+    assert batch is not None
+    rows = () if len(a) == 1 else (left[-2],)
+    cols = () if len(b) == 1 else (right[-1],)
+    return batch + rows + cols
+
+
+def _text(shape: Shape) -> str:
+    return "(" + ", ".join("*" if d is None else str(d) for d in shape) + ")"
+
+
+def _dtype(types: list[TensorType]) -> str | None:
+    if any(t.dtype is None for t in types):
+        return None
+    return np.result_type(*[t.dtype for t in types]).name
+
+
+def _matmul(node: Node) -> list[Type]:
+    a, b = tensor_arg(node, 0), tensor_arg(node, 1)
+    shape = matmul_shape(a.shape, b.shape, node.kind)
+    return [TensorType(_dtype([a, b]), shape, items_device([a, b], node))]
+
+
+def _linear(node: Node) -> list[Type]:
+    x, w = tensor_arg(node, 0), tensor_arg(node, 1)
+    if w.shape is not None and len(w.shape) not in (1, 2):
+        raise ShapeError(f"{node.kind}: weight must be 1-D or 2-D, got {w}")
+    w_t = None if w.shape is None else w.shape[::-1]
+    shape = matmul_shape(x.shape, w_t, node.kind)
+    without = TensorType(_dtype([x, w]), shape, items_device([x, w], node))
+    bias_t = node.inputs[2].type if len(node.inputs) > 2 else NONE
+    bias = bias_t.element if isinstance(bias_t, OptionalType) else bias_t
+    if not isinstance(bias, TensorType):
+        return [without]
+    with_bias = TensorType(_dtype([x, w, bias]), broadcast_shapes([shape, bias.shape]),
+                           items_device([x, w, bias], node))
+    if isinstance(bias_t, OptionalType):  # the bias may be None at run time
+        return [unify(without, with_bias) or TensorType()]
+    return [with_bias]
+
+
+defop("tensor::matmul(a: Tensor, b: Tensor) -> Tensor", _matmul, (PURE,),
+      ("@", "np.matmul", "np.dot", "ops.mm"),
+      "matrix product with numpy's 1-D and batch-broadcasting rules (np.dot: 2-D operands only)")
+defop("tensor::linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor", _linear,
+      (PURE,), (), "x @ weight.T + bias (torch.nn.functional.linear)")

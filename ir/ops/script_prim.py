@@ -1,0 +1,43 @@
+"""Small ``prim::`` ops the Python frontend emits for builtins on scalars.
+
+``bool(x)``, ``int(x)``, ``float(x)`` (also on 0-d tensors, as Python allows), ``x is None`` on an
+Optional, and ``min``/``max`` of two numbers. Each declares in ``extra["python"]`` the Python
+expression it stands for (``{0}`` is the first input), which code generators may use directly.
+"""
+
+from __future__ import annotations
+
+from ir.core import Node
+from ir.ops.rules import scalar_result
+from ir.registry import PURE, defop
+from ir.types import BOOL, FLOAT, INT, Type
+
+
+def _bool(node: Node) -> list[Type]:
+    return [BOOL]
+
+
+def _int(node: Node) -> list[Type]:
+    return [INT]
+
+
+def _float(node: Node) -> list[Type]:
+    return [FLOAT]
+
+
+def _number(node: Node) -> list[Type]:
+    return [scalar_result([v.type for v in node.inputs])]
+
+
+defop("prim::Bool(x: any) -> bool", _bool, (PURE,), ("bool",),
+      "truth value of a number or a one-element tensor", python="bool({0})")
+defop("prim::Int(x: any) -> int", _int, (PURE,), ("int",),
+      "a number or one-element tensor as int (truncating)", python="int({0})")
+defop("prim::Float(x: any) -> float", _float, (PURE,), ("float",),
+      "a number or one-element tensor as float", python="float({0})")
+defop("prim::IsNone(x: any) -> bool", _bool, (PURE,), ("x is None",),
+      "whether an Optional holds None", python="({0} is None)")
+defop("prim::min(a: number, b: number) -> number", _number, (PURE,), ("min",),
+      "the smaller of two numbers", python="min({0}, {1})")
+defop("prim::max(a: number, b: number) -> number", _number, (PURE,), ("max",),
+      "the larger of two numbers", python="max({0}, {1})")

@@ -1,0 +1,184 @@
+"""Peephole rewrites, one small rule per op kind, applied until none fires.
+
+Every rule is ``(node) -> bool`` (True when it rewrote something) in the ``RULES`` table. Identities
+that could change a result's type are applied only when the types prove they don't: ``x * 1`` is
+``x`` only when ``x`` already has the result's dtype and shape (broadcasting against a constant
+array, or a float constant on an int tensor, would change them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ir.core import CONSTANT, Graph, Node, Value
+from ir.registry import constant_of
+from ir.types import NONE, OptionalType, TensorType, TupleType
+
+NAME = "canonicalize"
+
+MAX_ROUNDS = 100
+"""Sweeps over the graph before giving up on a fixed point (each sweep shrinks the graph, so a
+real program converges in a handful; the bound only guards against two rules undoing each other)."""
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def forward_outputs(node: Node, values: list[Value]) -> bool:
+    """Make every reader of ``node``'s outputs read ``values`` instead, then drop ``node``."""
+    for out, v in zip(node.outputs, values):
+        out.replace_all_uses_with(v)
+    node.erase()
+    return True
+
+
+def replace_with_constant(node: Node, value: Any) -> bool:
+    """Replace ``node``'s single output by a constant of the same type."""
+    out = node.output
+    graph = node.graph
+    c = graph.create(CONSTANT, (), (out.type,), {"value": value}, names=[out.name])
+    c.insert_before(node)
+    return forward_outputs(node, [c.output])
+
+
+def _is_unit(value: Value, unit: int) -> bool:
+    """A constant equal to ``unit`` (0 or 1): a non-bool number or an array of that value."""
+    c = constant_of(value)
+    if isinstance(c, np.ndarray):
+        return c.dtype != np.bool_ and c.size > 0 and bool(np.all(c == unit))
+    return isinstance(c, (int, float, np.number)) and not isinstance(c, bool) and c == unit
+
+
+def _same_result(x: Value, out: Value, other: Value) -> bool:
+    """Is ``out`` known to have exactly ``x``'s type, whatever broadcasting ``other`` brings?"""
+    if x.type != out.type:
+        return False
+    t = x.type
+    if not isinstance(t, TensorType):
+        return True
+    if t.dtype is None or t.shape is None:
+        return False
+    # a constant array could broadcast against an unknown dim: then x's shape must be fully known
+    return not isinstance(constant_of(other), np.ndarray) or None not in t.shape
+
+
+def _producer(value: Value, kind: str) -> Node | None:
+    return value.node if value.node.kind == kind else None
+
+
+def _axes_none(node: Node) -> bool:
+    return len(node.inputs) < 2 or constant_of(node.inputs[1]) is None
+
+
+# -- rules ---------------------------------------------------------------------------------------
+def _identity_operand(units: dict[int, int]) -> Callable[[Node], bool]:
+    """``x op c -> x`` when input ``i`` is the constant ``units[i]`` and the type is unchanged."""
+
+    def rule(node: Node) -> bool:
+        if len(node.inputs) != 2:
+            return False
+        for i, unit in units.items():
+            x, c = node.inputs[1 - i], node.inputs[i]
+            if _is_unit(c, unit) and _same_result(x, node.output, c):
+                return forward_outputs(node, [x])
+        return False
+
+    return rule
+
+
+def double_transpose(node: Node) -> bool:
+    """``x.T.T -> x`` (full reversal of the axes, twice)."""
+    inner = _producer(node.inputs[0], node.kind)
+    if inner is None or not _axes_none(node) or not _axes_none(inner):
+        return False
+    return forward_outputs(node, [inner.inputs[0]])
+
+
+def double_negation(node: Node) -> bool:
+    """``-(-x) -> x`` (not for bools: ``-(-True)`` is the int 1)."""
+    inner = _producer(node.inputs[0], node.kind)
+    if inner is None or inner.inputs[0].type != node.output.type:
+        return False
+    return forward_outputs(node, [inner.inputs[0]])
+
+
+def reshape_of_reshape(node: Node) -> bool:
+    """``x.reshape(a).reshape(b) -> x.reshape(b)``: only the last shape matters."""
+    inner = _producer(node.inputs[0], node.kind)
+    if inner is None:
+        return False
+    node.set_input(0, inner.inputs[0])
+    return True
+
+
+def tuple_unpack_of_construct(node: Node) -> bool:
+    """``a, b = (x, y) -> x, y``."""
+    ctor = _producer(node.inputs[0], "prim::TupleConstruct")
+    if ctor is None or len(ctor.inputs) != len(node.outputs):
+        return False
+    return forward_outputs(node, list(ctor.inputs))
+
+
+def tuple_index_of_construct(node: Node) -> bool:
+    """``(x, y)[1] -> y``."""
+    ctor = _producer(node.inputs[0], "prim::TupleConstruct")
+    i = constant_of(node.inputs[1])
+    if ctor is None or not isinstance(i, int) or not -len(ctor.inputs) <= i < len(ctor.inputs):
+        return False
+    return forward_outputs(node, [ctor.inputs[i]])
+
+
+def len_of_known(node: Node) -> bool:
+    """``len`` of a tuple, or of a tensor whose first dimension is known."""
+    t = node.inputs[0].type
+    if isinstance(t, TupleType):
+        return replace_with_constant(node, len(t.elements))
+    if isinstance(t, TensorType) and t.shape and t.shape[0] is not None:
+        return replace_with_constant(node, t.shape[0])
+    return False
+
+
+def unwrap_non_optional(node: Node) -> bool:
+    """``unchecked_unwrap_optional(x) -> x`` when ``x`` is not an Optional to begin with."""
+    t = node.inputs[0].type
+    if isinstance(t, OptionalType) or t == NONE:
+        return False
+    return forward_outputs(node, [node.inputs[0]])
+
+
+RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::transpose": double_transpose,
+    "tensor::neg": double_negation,
+    "tensor::reshape": reshape_of_reshape,
+    "tensor::mul": _identity_operand({1: 1, 0: 1}),
+    "tensor::add": _identity_operand({1: 0, 0: 0}),
+    "tensor::sub": _identity_operand({1: 0}),
+    "tensor::div": _identity_operand({1: 1}),
+    "prim::TupleUnpack": tuple_unpack_of_construct,
+    "prim::TupleIndex": tuple_index_of_construct,
+    "prim::len": len_of_known,
+    "prim::unchecked_unwrap_optional": unwrap_non_optional,
+}
+"""kind -> peephole rule."""
+
+
+def sweep(graph: Graph) -> bool:
+    """Apply the rules once to every node (nested blocks included)."""
+    changed = False
+    for node in list(graph.walk()):
+        rule = RULES.get(node.kind)
+        if rule is not None and node.owner is not None:
+            changed |= rule(node)
+    return changed
+
+
+def run(graph: Graph) -> bool:
+    """Apply the peephole rules until none fires."""
+    changed = False
+    for _ in range(MAX_ROUNDS):
+        if not sweep(graph):
+            break
+        changed = True
+    return changed
+

@@ -1,0 +1,306 @@
+"""Constant propagation and folding.
+
+A PURE op whose inputs are all constants is evaluated at compile time and replaced by a
+``prim::Constant``: prim ops and scalar arithmetic through the ``FOLDERS`` table, tensor ops
+through an evaluator the runtime registers with ``set_evaluator`` (without one, tensor ops stay).
+Facts known from types fold too (``tensor::ndim`` / ``tensor::size`` of a tensor of known
+shape). ``prim::If`` with a constant condition is replaced by the taken block; a ``prim::Loop``
+that never runs (constant trip count <= 0 or constant false initial condition) is replaced by its
+initial carried values.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ir.constants import constant_type
+from ir.core import CONSTANT, Block, Graph, Node, Value
+from ir.registry import NOT_CONSTANT, const, constant_of, lookup
+from ir.types import BOOL, FLOAT, INT, TensorType, Type, is_subtype
+
+NAME = "constant-prop"
+
+FOLD_LIMIT = 4096
+"""Largest tensor (in elements) a fold may produce. A folded tensor lives in the graph as a
+constant: in memory for every specialization, in every printed graph and saved artifact. Past a
+few thousand elements that costs more than computing it once per call."""
+
+Evaluator = Callable[[str, list[Any]], Any]
+_evaluator: Evaluator | None = None
+
+
+def set_evaluator(fn: Evaluator | None) -> None:
+    """Register ``fn(kind, args) -> result`` used to fold tensor ops (None unregisters)."""
+    global _evaluator
+    _evaluator = fn
+
+
+def get_evaluator() -> Evaluator | None:
+    return _evaluator
+
+
+# -- the fold rules: fn(node, args) -> tuple of output values, or NOT_CONSTANT -------------------
+Folder = Callable[[Node, list[Any]], Any]
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _scalar_fold(fn: Callable[..., Any]) -> Folder:
+    """Python scalar arithmetic, as generated code runs it; tensors go to the evaluator."""
+
+    def fold(node: Node, args: list[Any]) -> Any:
+        if not all(_is_scalar(a) for a in args):
+            return _evaluate(node, args)
+        try:
+            result = fn(*args)
+        except (ArithmeticError, ValueError):
+            return NOT_CONSTANT  # division by zero and friends fail at run time, as written
+        return _as_declared(result, node.outputs[0].type)
+
+    return fold
+
+
+def _as_declared(result: Any, declared: Type) -> Any:
+    # min(1, 2.0) is the int 1 in Python but the float 1.0 in numpy and in the op's type rule
+    if declared == FLOAT and isinstance(result, (int, float)):
+        return (float(result),)
+    if declared == INT and isinstance(result, int):
+        return (int(result),) if INT64_MIN <= result <= INT64_MAX else NOT_CONSTANT
+    if declared == BOOL and isinstance(result, bool):
+        return (result,)
+    return NOT_CONSTANT
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""Folded ints stay in int64 range: past it numpy and Python disagree, so leave it to run time."""
+
+
+def _minimum(a: Any, b: Any) -> Any:
+    return a if a != a else b if b != b else min(a, b)  # nan propagates, as np.minimum
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    return a if a != a else b if b != b else max(a, b)
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int) and b < 0:
+        raise ValueError("integers to negative integer powers are not allowed")  # as numpy
+    return a ** b
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    return a // b
+
+
+def _tuple_construct(node: Node, args: list[Any]) -> Any:
+    return (tuple(args),)
+
+
+def _tuple_index(node: Node, args: list[Any]) -> Any:
+    return (args[0][args[1]],)
+
+
+def _tuple_unpack(node: Node, args: list[Any]) -> Any:
+    return tuple(args[0])
+
+
+def _tuple_slice(node: Node, args: list[Any]) -> Any:
+    start, stop, step = (list(args[1:]) + [None] * 3)[:3]
+    return (args[0][start:stop:step],)
+
+
+def _len(node: Node, args: list[Any]) -> Any:
+    # lists are mutable and arrays may be resized by nothing here but keep it simple: tuples/strs
+    if isinstance(args[0], (tuple, str)):
+        return (len(args[0]),)
+    return NOT_CONSTANT
+
+
+FOLDERS: dict[str, Folder] = {
+    "prim::TupleConstruct": _tuple_construct,
+    "prim::TupleIndex": _tuple_index,
+    "prim::TupleUnpack": _tuple_unpack,
+    "prim::TupleSlice": _tuple_slice,
+    "prim::len": _len,
+    "tensor::add": _scalar_fold(operator.add),
+    "tensor::sub": _scalar_fold(operator.sub),
+    "tensor::mul": _scalar_fold(operator.mul),
+    "tensor::div": _scalar_fold(operator.truediv),
+    "tensor::floordiv": _scalar_fold(_floordiv),
+    "tensor::mod": _scalar_fold(operator.mod),
+    "tensor::pow": _scalar_fold(_pow),
+    "tensor::minimum": _scalar_fold(_minimum),
+    "tensor::maximum": _scalar_fold(_maximum),
+    "tensor::eq": _scalar_fold(operator.eq),
+    "tensor::ne": _scalar_fold(operator.ne),
+    "tensor::lt": _scalar_fold(operator.lt),
+    "tensor::le": _scalar_fold(operator.le),
+    "tensor::gt": _scalar_fold(operator.gt),
+    "tensor::ge": _scalar_fold(operator.ge),
+    "tensor::logical_and": _scalar_fold(lambda a, b: bool(a) and bool(b)),
+    "tensor::logical_or": _scalar_fold(lambda a, b: bool(a) or bool(b)),
+    "tensor::logical_not": _scalar_fold(lambda a: not a),
+    "tensor::neg": _scalar_fold(operator.neg),
+    "tensor::abs": _scalar_fold(abs),
+}
+"""kind -> fold rule taking the constant input values; NOT_CONSTANT when it cannot fold."""
+
+
+def _known_shape(value: Value) -> tuple[int, ...] | None:
+    t = value.type
+    if not isinstance(t, TensorType) or t.shape is None or None in t.shape:
+        return None
+    return t.shape  # type: ignore[return-value]
+
+
+def _fold_ndim(node: Node) -> Any:
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return NOT_CONSTANT
+    return (len(t.shape),)
+
+
+def _fold_size(node: Node) -> Any:
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return NOT_CONSTANT
+    dim = const(node, 1, None)
+    if dim is None:
+        shape = _known_shape(node.inputs[0])
+        return NOT_CONSTANT if shape is None else (tuple(shape),)
+    if dim is NOT_CONSTANT or not -len(t.shape) <= dim < len(t.shape) or t.shape[dim] is None:
+        return NOT_CONSTANT
+    return (t.shape[dim],)
+
+
+TYPE_FOLDERS: dict[str, Callable[[Node], Any]] = {
+    "tensor::ndim": _fold_ndim,
+    "tensor::size": _fold_size,
+}
+"""kind -> fold rule reading input types rather than input values."""
+
+
+def _evaluate(node: Node, args: list[Any]) -> Any:
+    if _evaluator is None or not node.kind.startswith("tensor::"):
+        return NOT_CONSTANT
+    try:
+        result = _evaluator(node.kind, args)
+    except Exception:  # noqa: BLE001 - a failing op fails at run time, where the user sees it
+        return NOT_CONSTANT
+    return (result,) if len(node.outputs) == 1 else tuple(result)
+
+
+def fold_values(node: Node) -> Any:
+    """The constant output values of ``node`` as a tuple, or NOT_CONSTANT."""
+    rule = TYPE_FOLDERS.get(node.kind)
+    if rule is not None:
+        return rule(node)
+    op = lookup(node.kind)
+    if op is None or not op.is_pure or node.kind == CONSTANT or node.blocks or node.attrs:
+        return NOT_CONSTANT
+    args = [constant_of(v) for v in node.inputs]
+    if any(a is NOT_CONSTANT for a in args):
+        return NOT_CONSTANT
+    folder = FOLDERS.get(node.kind)
+    return folder(node, args) if folder is not None else _evaluate(node, args)
+
+
+def _too_big(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.size > FOLD_LIMIT
+    if isinstance(value, (tuple, list)):
+        return any(_too_big(v) for v in value)
+    return False
+
+
+def _constant_type(value: Any, declared: Type) -> Type | None:
+    """The folded constant's type, when it can stand where ``declared`` was (else no fold:
+    e.g. a CPU array where a CUDA tensor was declared)."""
+    try:
+        t = constant_type(value)
+    except TypeError:
+        return None
+    return t if is_subtype(t, declared) else None
+
+
+def fold_node(node: Node) -> bool:
+    """Replace ``node`` by constants when its outputs are known; True when it did."""
+    values = fold_values(node)
+    if values is NOT_CONSTANT or len(values) != len(node.outputs) or _too_big(values):
+        return False
+    types = [_constant_type(v, out.type) for v, out in zip(values, node.outputs)]
+    if any(t is None for t in types):
+        return False
+    graph = node.graph
+    for value, t, out in zip(values, types, node.outputs):
+        c = graph.create(CONSTANT, (), (t,), {"value": value}, names=[out.name]).insert_before(node)
+        out.replace_all_uses_with(c.output)
+    node.erase()
+    return True
+
+
+def inline_block_before(block: Block, node: Node) -> list[Value]:
+    """Move ``block``'s nodes (no params) right before ``node``; returns the block's results."""
+    for inner in block.nodes:
+        inner.move_before(node)
+    return list(block.returns)
+
+
+def fold_if(node: Node) -> bool:
+    """Replace an ``if`` on a constant condition by the block it takes."""
+    cond = const(node, 0)
+    if cond is NOT_CONSTANT or not isinstance(cond, (bool, int, np.bool_)):
+        return False
+    results = inline_block_before(node.blocks[0 if cond else 1], node)
+    for out, v in zip(node.outputs, results):
+        out.replace_all_uses_with(v)
+    node.erase()
+    return True
+
+
+def fold_loop(node: Node) -> bool:
+    """Replace a loop that runs zero times by its initial carried values."""
+    trips, cond = const(node, 0), const(node, 1)
+    never = (isinstance(trips, (int, np.integer)) and trips <= 0) or (
+        cond is not NOT_CONSTANT and isinstance(cond, (bool, np.bool_)) and not cond)
+    if not never:
+        return False
+    for out, v in zip(node.outputs, node.inputs[2:]):
+        out.replace_all_uses_with(v)
+    node.erase()
+    return True
+
+
+CONTROL_FOLDERS: dict[str, Callable[[Node], bool]] = {
+    "prim::If": fold_if,
+    "prim::Loop": fold_loop,
+}
+
+
+def propagate_block(block: Block) -> bool:
+    """One forward sweep over ``block`` and its nested blocks; True when something folded."""
+    changed = False
+    for node in block:
+        for inner in node.blocks:
+            changed |= propagate_block(inner)
+        control = CONTROL_FOLDERS.get(node.kind)
+        if control is not None:
+            changed |= control(node)
+            continue
+        changed |= fold_node(node)
+    return changed
+
+
+def run(graph: Graph) -> bool:
+    """Fold constants until nothing more folds."""
+    changed = False
+    while propagate_block(graph.block):
+        changed = True
+    return changed

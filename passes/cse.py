@@ -1,0 +1,77 @@
+"""Common subexpression elimination, scoped by block.
+
+Two nodes of a PURE op with the same kind, inputs, attributes and output types compute the same
+values, so the later one is replaced by the earlier one. A value computed in an outer block is
+available in the blocks nested after it; a value computed inside a block is not available outside
+it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops and
+ops with neither trait (reads of mutable state, random ops) are never merged.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ir.core import Block, Graph, Node
+from ir.registry import lookup
+
+NAME = "cse"
+
+
+def attr_key(value: Any) -> Hashable:
+    """A hashable key equal for attribute values that mean the same constant.
+
+    The type is part of the key (``1``, ``1.0`` and ``True`` differ), floats compare by their
+    exact text (``-0.0`` and ``0.0`` differ, ``nan`` equals ``nan``), arrays by dtype, shape and
+    bytes, graphs and other objects by identity.
+    """
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (float, np.floating)):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(attr_key(v) for v in value))
+    if value is None or isinstance(value, (bool, int, str, np.generic)):
+        return (type(value).__name__, value)
+    return ("object", id(value))
+
+
+def node_key(node: Node) -> Hashable | None:
+    """The identity of what ``node`` computes, or None when it must not be merged."""
+    op = lookup(node.kind)
+    if op is None or not op.is_pure or node.blocks:
+        return None
+    inputs = [id(v) for v in node.inputs]
+    if op.is_commutative and len(inputs) >= 2:
+        inputs[:2] = sorted(inputs[:2])
+    attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
+    types = tuple(v.type for v in node.outputs)
+    return (node.kind, tuple(inputs), attrs, types)
+
+
+def cse_block(block: Block, available: ChainMap) -> bool:
+    """Merge repeated computations in ``block`` given the ``available`` ones of enclosing blocks."""
+    changed = False
+    for node in block:
+        for inner in node.blocks:
+            changed |= cse_block(inner, available.new_child())
+        key = node_key(node)
+        if key is None:
+            continue
+        earlier = available.get(key)
+        if earlier is None:
+            available[key] = node
+            continue
+        for old, new in zip(node.outputs, earlier.outputs):
+            old.replace_all_uses_with(new)
+        node.erase()
+        changed = True
+    return changed
+
+
+def run(graph: Graph) -> bool:
+    """Eliminate common subexpressions in the whole graph (not entering subgraphs)."""
+    return cse_block(graph.block, ChainMap())

@@ -1,0 +1,134 @@
+"""Dead-code elimination: drop nodes whose results nobody reads and that have no side effects.
+
+Side effects come from the op registry: SIDE_EFFECTS ops are never removed; PURE, FRESH and
+trait-less ops (reads of mutable lists, ``len``, random ops) are removed when unused. Unknown
+kinds are kept. ``prim::If`` / ``prim::Loop`` lose unused outputs (and, for loops, loop-carried
+values that only feed their own next value); a control-flow node whose blocks do something
+observable is kept. A fresh list that is only ever appended to is removed with its appends.
+"""
+
+from __future__ import annotations
+
+from ir.core import SUBGRAPH, Block, Graph, Node, Value
+from ir.registry import FRESH, lookup
+
+NAME = "dce"
+
+IF = "prim::If"
+LOOP = "prim::Loop"
+
+WRITE_ONLY_INTO_FIRST = frozenset({"prim::ListAppend", "prim::ListExtend"})
+"""Ops whose only effect is writing into their first input (the list): the list's data is not read
+and does not escape through them, so a list used only by these is dead when it doesn't escape."""
+
+
+def has_side_effects(node: Node) -> bool:
+    """Does running ``node`` do anything observable besides defining its outputs?"""
+    op = lookup(node.kind)
+    if op is None or op.has_side_effects:
+        return True
+    sub = node.attrs.get(SUBGRAPH)
+    if isinstance(sub, Graph) and any(has_side_effects(n) for n in sub.walk()):
+        return True
+    return any(has_side_effects(n) for n in node.walk())
+
+
+def is_dead(node: Node) -> bool:
+    """Unused outputs and nothing observable: the node can go."""
+    return not any(v.uses for v in node.outputs) and not has_side_effects(node)
+
+
+def prune_if_outputs(node: Node) -> bool:
+    """Remove the unused outputs of a ``prim::If`` and the matching block results."""
+    changed = False
+    for k in reversed(range(len(node.outputs))):
+        if node.outputs[k].uses:
+            continue
+        for block in node.blocks:
+            block.return_node.remove_input(k)
+        node.erase_output(k)
+        changed = True
+    return changed
+
+
+def prune_loop_carried(node: Node) -> bool:
+    """Remove the loop-carried values of a ``prim::Loop`` that nothing live needs.
+
+    A carried value is live when the loop's output is used, or when something live in the body
+    (the condition, a side effect, another live carried value) reads its block parameter.
+    """
+    body = node.blocks[0]
+    n_carried = len(node.outputs)
+    live = {k for k in range(n_carried) if node.outputs[k].uses}
+    while True:
+        roots = [body.returns[0]] + [body.returns[k + 1] for k in sorted(live)]
+        needed = live_values(body, roots)
+        grown = {k for k in range(n_carried) if body.params[k + 1] in needed} | live
+        if grown == live:
+            break
+        live = grown
+    dead = [k for k in range(n_carried) if k not in live]
+    if not dead:
+        return False
+    for k in reversed(dead):
+        body.return_node.remove_input(k + 1)
+        node.remove_input(k + 2)
+        node.erase_output(k)
+    # what read a dead parameter fed only dead values: the sweep removes it, freeing the parameter
+    sweep_block(body)
+    for k in reversed(dead):
+        body.erase_param(k + 1)
+    return True
+
+
+def live_values(block: Block, roots: list[Value]) -> set[Value]:
+    """The values ``roots`` and the block's side effects need, nested blocks included."""
+    live: set[Value] = set(roots)
+    _mark_block(block, live)
+    return live
+
+
+def _mark_block(block: Block, live: set[Value]) -> None:
+    for node in reversed(block.nodes):
+        if not has_side_effects(node) and not any(v in live for v in node.outputs):
+            continue
+        live.update(node.inputs)
+        for inner in node.blocks:
+            live.update(inner.returns)
+            _mark_block(inner, live)
+
+
+def removable_list(node: Node) -> bool:
+    """A fresh list whose every use writes into it (append/extend): nobody can ever read it."""
+    op = lookup(node.kind)
+    if op is None or FRESH not in op.traits or len(node.outputs) != 1:
+        return False
+    uses = node.output.uses
+    return bool(uses) and all(u.index == 0 and u.node.kind in WRITE_ONLY_INTO_FIRST for u in uses)
+
+
+def sweep_block(block: Block) -> bool:
+    """One backward sweep over ``block`` and its nested blocks; True when something went."""
+    changed = False
+    for node in reversed(block.nodes):
+        if node.kind == IF:
+            changed |= prune_if_outputs(node)
+        elif node.kind == LOOP:
+            changed |= prune_loop_carried(node)
+        for inner in node.blocks:
+            changed |= sweep_block(inner)
+        if removable_list(node):
+            for writer in node.output.users:
+                writer.erase()
+        if is_dead(node):
+            node.erase()
+            changed = True
+    return changed
+
+
+def run(graph: Graph) -> bool:
+    """Remove dead code until nothing more goes."""
+    changed = False
+    while sweep_block(graph.block):
+        changed = True
+    return changed

@@ -1,0 +1,140 @@
+"""Shape and dtype propagation: refine every value's type from the graph's input types.
+
+``specialize(graph, input_types)`` narrows the inputs to a call signature and propagates;
+the ``shape-prop`` pass re-propagates from the current input types. Each node's output types come
+from its op's rule in the registry. ``prim::If`` outputs unify the two blocks' results. A
+``prim::Loop`` body is propagated until its carried types reach a fixed point (widening with
+``unify``, and forgetting shapes after a few rounds) so a value whose shape changes from one
+iteration to the next ends up with an unknown dimension rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ir.core import SUBGRAPH, Block, Graph, Node, Value
+from ir.registry import ShapeError, infer_types
+from ir.types import INT, Type, erase_shape, is_subtype, unify
+
+NAME = "shape-prop"
+
+MAX_LOOP_ROUNDS = 4
+"""Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
+forget information (a dimension, a rank, a dtype), so real loops settle in two or three rounds."""
+
+CALL = "prim::CallFunction"
+
+
+def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
+    """Give the graph inputs ``input_types`` (each a subtype of the declared type) and propagate.
+
+    Raises ShapeError naming the input when a type does not fit, and any ShapeError an op's rule
+    raises (with the node's source position).
+    """
+    if len(input_types) != len(graph.inputs):
+        raise ShapeError(f"expected {len(graph.inputs)} input types, got {len(input_types)}")
+    for i, (value, t) in enumerate(zip(graph.inputs, input_types)):
+        if not is_subtype(t, value.type):
+            raise ShapeError(f"input {i} (%{value.name or i}): {t} is not a subtype of "
+                             f"the declared {value.type}")
+    for value, t in zip(graph.inputs, input_types):
+        value.type = t
+    propagate_block(graph.block)
+
+
+def propagate_block(block: Block) -> None:
+    """Recompute the output types of every node of ``block``, in order."""
+    for node in block:
+        propagate_node(node)
+
+
+def propagate_node(node: Node) -> None:
+    """Recompute ``node``'s output types (and its blocks' / subgraph's types)."""
+    if node.kind == "prim::If":
+        return _propagate_if(node)
+    if node.kind == "prim::Loop":
+        return _propagate_loop(node)
+    if isinstance(node.attrs.get(SUBGRAPH), Graph):
+        return _propagate_subgraph(node)
+    try:
+        types = infer_types(node)
+    except ShapeError as e:
+        raise ShapeError(_with_source(str(e), node)) from e
+    _set_types(node.outputs, types, node)
+
+
+def _with_source(message: str, node: Node) -> str:
+    return message if node.source is None else f"{message} (at {node.source})"
+
+
+def _set_types(values: Sequence[Value], types: Sequence[Type], node: Node) -> None:
+    if len(values) != len(types):
+        raise ShapeError(_with_source(
+            f"{node.kind} has {len(values)} outputs but its rule gives {len(types)}", node))
+    for v, t in zip(values, types):
+        v.type = t
+
+
+def join(a: Type, b: Type, fallback: Type) -> Type:
+    """The least type covering ``a`` and ``b``; shapes forgotten if needed; else ``fallback``."""
+    u = unify(a, b)
+    if u is None:
+        u = unify(erase_shape(a), erase_shape(b))
+    return fallback if u is None else u
+
+
+def _propagate_if(node: Node) -> None:
+    then_block, else_block = node.blocks
+    propagate_block(then_block)
+    propagate_block(else_block)
+    types = [join(a.type, b.type, out.type)
+             for a, b, out in zip(then_block.returns, else_block.returns, node.outputs)]
+    _set_types(node.outputs, types, node)
+
+
+def _propagate_loop(node: Node) -> None:
+    body = node.blocks[0]
+    declared = [p.type for p in body.params[1:]]
+    types = [v.type for v in node.inputs[2:]]
+    for round_ in range(MAX_LOOP_ROUNDS + 1):
+        _set_types(body.params, [INT, *types], node)
+        propagate_block(body)
+        returned = [v.type for v in body.returns[1:]]
+        if all(is_subtype(r, t) for r, t in zip(returned, types)):
+            break
+        types = [join(t, r, d) for t, r, d in zip(types, returned, declared)]
+        if round_ >= MAX_LOOP_ROUNDS - 1:
+            types = [erase_shape(t) for t in types]
+    else:
+        raise ShapeError(_with_source("loop-carried types do not settle: " + ", ".join(
+            f"{t} becomes {r}" for t, r in zip(types, returned) if not is_subtype(r, t)), node))
+    _set_types(node.outputs, types, node)
+
+
+def _propagate_subgraph(node: Node) -> None:
+    sub = node.attrs[SUBGRAPH]
+    if node.kind == CALL:
+        sub = sub.clone()  # the callee is shared by every call site: type a private copy
+    if len(sub.inputs) != len(node.inputs):
+        raise ShapeError(_with_source(f"{node.kind}: {len(node.inputs)} inputs for a subgraph "
+                                      f"of {len(sub.inputs)}", node))
+    for inner, outer in zip(sub.inputs, node.inputs):
+        inner.type = outer.type
+    propagate_block(sub.block)
+    _set_types(node.outputs, [v.type for v in sub.outputs], node)
+
+
+def _all_types(graph: Graph) -> list[Type]:
+    types = [v.type for v in graph.inputs]
+    for node in graph.walk():
+        types += [v.type for v in node.outputs]
+        for b in node.blocks:
+            types += [v.type for v in b.params]
+    return types
+
+
+def run(graph: Graph) -> bool:
+    """Re-propagate types from the current input types; True when any type changed."""
+    before = _all_types(graph)
+    propagate_block(graph.block)
+    return _all_types(graph) != before

@@ -1,0 +1,304 @@
+"""Python code generation: one Python function per optimized graph, one line per node.
+
+Like torch.fx's code generator: values get legal, non-shadowing Python names from their hints;
+control flow becomes Python ``if``/``for``/``while``; every ``tensor::`` op calls its eager
+implementation in ``script.ops`` unless the backend table has a faster spelling; constants that are
+not plain literals are bound as globals of the generated function.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import ir
+from ir.core import Block, Graph, Node, Value
+
+INT64_MAX = 2**63 - 1
+
+Emit = Callable[["FunctionWriter", Node, list[str]], str]
+"""An op's code: given the writer, the node and its input expressions, the expression (or
+statement, for nodes without outputs) computing it."""
+
+# numpy backend: ops with a direct numpy/Python spelling (the rest call ``ops.NAME``).
+NUMPY_CODE: dict[str, Callable[..., str]] = {
+    "tensor::add": lambda a, b: f"{a} + {b}",
+    "tensor::sub": lambda a, b: f"{a} - {b}",
+    "tensor::mul": lambda a, b: f"{a} * {b}",
+    "tensor::div": lambda a, b: f"{a} / {b}",
+    "tensor::floordiv": lambda a, b: f"{a} // {b}",
+    "tensor::mod": lambda a, b: f"{a} % {b}",
+    "tensor::pow": lambda a, b: f"{a} ** {b}",
+    "tensor::neg": lambda a: f"-{a}",
+    "tensor::eq": lambda a, b: f"{a} == {b}",
+    "tensor::ne": lambda a, b: f"{a} != {b}",
+    "tensor::lt": lambda a, b: f"{a} < {b}",
+    "tensor::le": lambda a, b: f"{a} <= {b}",
+    "tensor::gt": lambda a, b: f"{a} > {b}",
+    "tensor::ge": lambda a, b: f"{a} >= {b}",
+    "tensor::matmul": lambda a, b: f"{a} @ {b}",
+    **{f"tensor::{name}": (lambda name: lambda a: f"np.{name}({a})")(name)
+       for name in ("tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "sign", "square", "sin",
+                    "cos", "floor", "ceil")},
+    "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
+    "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
+}
+
+# structure ops: Python spellings of prim:: kinds (statements have no result).
+PRIM_CODE: dict[str, Callable[..., str]] = {
+    "prim::TupleConstruct": lambda *xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})",
+    "prim::TupleIndex": lambda t, i: f"{t}[{i}]",
+    "prim::TupleSlice": lambda t, a, b, c: f"{t}[{a}:{b}:{c}]",
+    "prim::ListConstruct": lambda *xs: f"[{', '.join(xs)}]",
+    "prim::ListIndex": lambda lst, i: f"{lst}[{i}]",
+    "prim::ListSetItem": lambda lst, i, v: f"{lst}[{i}] = {v}",
+    "prim::ListAppend": lambda lst, v: f"{lst}.append({v})",
+    "prim::ListExtend": lambda lst, o: f"{lst}.extend({o})",
+    "prim::ListPop": lambda lst, i="-1": f"{lst}.pop({i})",
+    "prim::ListInsert": lambda lst, i, v: f"{lst}.insert({i}, {v})",
+    "prim::ListSlice": lambda lst, a, b, c: f"{lst}[{a}:{b}:{c}]",
+    "prim::ListAdd": lambda a, b: f"{a} + {b}",
+    "prim::ListContains": lambda lst, v: f"{v} in {lst}",
+    "prim::len": lambda x: f"len({x})",
+    "prim::DictGetItem": lambda d, k: f"{d}[{k}]",
+    "prim::unchecked_unwrap_optional": lambda x: x,
+    "prim::Uninitialized": lambda: "None",
+    "prim::Bool": lambda x: f"bool({x})",
+    "prim::Int": lambda x: f"int({x})",
+    "prim::Float": lambda x: f"float({x})",
+    "prim::IsNone": lambda x: f"{x} is None",
+    "prim::min": lambda a, b: f"min({a}, {b})",
+    "prim::max": lambda a, b: f"max({a}, {b})",
+    "prim::Print": lambda *xs: f"print({', '.join(xs)})",
+    "prim::RaiseException": lambda msg: f"raise _ScriptAssertionError({msg})",
+}
+
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k"}
+
+
+@dataclass
+class Namespace:
+    """Legal, unique Python names for values (torch.fx's approach)."""
+
+    used: set[str] = field(default_factory=lambda: set(_RESERVED))
+    names: dict[Value, str] = field(default_factory=dict)
+
+    def name(self, value: Value) -> str:
+        if (known := self.names.get(value)) is not None:
+            return known
+        base = _identifier(value.name or "v")
+        candidate, k = base, 0
+        while candidate in self.used:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.used.add(candidate)
+        self.names[value] = candidate
+        return candidate
+
+    def fresh(self, hint: str) -> str:
+        candidate, k = hint, 0
+        while candidate in self.used:
+            k += 1
+            candidate = f"{hint}_{k}"
+        self.used.add(candidate)
+        return candidate
+
+
+def _identifier(hint: str) -> str:
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in hint)
+    if not text or text[0].isdigit():
+        text = "v" + text
+    return text
+
+
+class _ScriptAssertionError(AssertionError):
+    """Raised by a failing ``assert`` inside compiled code."""
+
+
+@dataclass
+class FunctionWriter:
+    """Writes one graph as Python source plus the globals it needs."""
+
+    backend: dict[str, Callable[..., str]]
+    ns: Namespace = field(default_factory=Namespace)
+    lines: list[str] = field(default_factory=list)
+    consts: dict[str, Any] = field(default_factory=dict)
+    indent: int = 1
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def const_expr(self, value: Any) -> str:
+        """A literal for simple constants; a global name for everything else."""
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(int(value)) if value >= 0 else f"({int(value)!r})"
+        if isinstance(value, float) and math.isfinite(value):
+            return repr(float(value)) if value >= 0 else f"({float(value)!r})"
+        name = self.ns.fresh("_c")
+        self.consts[name] = value
+        return name
+
+    def write_block(self, block: Block) -> None:
+        for node in block:
+            self.write_node(node)
+
+    def write_node(self, node: Node) -> None:
+        special = STRUCTURE_WRITERS.get(node.kind)
+        if special is not None:
+            special(self, node)
+            return
+        args = [self.ns.name(v) for v in node.inputs]
+        expr = self.expression(node, args)
+        self.assign(node, expr)
+
+    def expression(self, node: Node, args: list[str]) -> str:
+        rule = self.backend.get(node.kind) or PRIM_CODE.get(node.kind)
+        if rule is not None:
+            return rule(*args)
+        if node.kind.startswith("tensor::"):
+            return f"ops.{node.kind.split('::', 1)[1]}({', '.join(args)})"
+        raise ir.IRError(f"no code generation rule for {node.kind}")
+
+    def assign(self, node: Node, expr: str) -> None:
+        if not node.outputs:
+            self.emit(expr)
+            return
+        targets = [self.ns.name(v) for v in node.outputs]
+        if len(targets) == 1:
+            self.emit(f"{targets[0]} = {expr}")
+        else:
+            self.emit(f"{', '.join(targets)} = {expr}")
+
+    def assign_values(self, targets: list[Value], sources: list[Value] | tuple[Value, ...]) -> None:
+        pairs = [(self.ns.name(t), self.ns.name(s)) for t, s in zip(targets, sources)]
+        pairs = [(t, s) for t, s in pairs if t != s]
+        if not pairs:
+            return
+        lhs = ", ".join(t for t, _ in pairs)
+        rhs = ", ".join(s for _, s in pairs)
+        self.emit(f"{lhs} = {rhs}")
+
+
+def _write_constant(w: FunctionWriter, node: Node) -> None:
+    # constants are used by name: a literal inline, anything else as a global of the function
+    w.ns.names[node.output] = w.const_expr(node.attrs.get("value"))
+
+
+def _write_if(w: FunctionWriter, node: Node) -> None:
+    cond = w.ns.name(node.inputs[0])
+    w.emit(f"if {cond}:")
+    for k, block in enumerate(node.blocks):
+        if k == 1:
+            w.emit("else:")
+        w.indent += 1
+        start = len(w.lines)
+        w.write_block(block)
+        w.assign_values(node.outputs, block.returns)
+        if len(w.lines) == start:
+            w.emit("pass")
+        w.indent -= 1
+
+
+def _write_loop(w: FunctionWriter, node: Node) -> None:
+    trip, cond, *carried = node.inputs
+    (body,) = node.blocks
+    counter, *params = body.params
+    body_cond, *results = body.returns
+    w.assign_values(params, carried)
+    is_for = _is_true(cond) and _is_true(body_cond)
+    i = w.ns.name(counter)
+    trip_name = w.ns.name(trip)
+    if is_for:
+        w.emit(f"for {i} in range({trip_name}):")
+    else:
+        c = w.ns.fresh("_cond")
+        w.emit(f"{c} = {w.ns.name(cond)}")
+        w.emit(f"{i} = 0")
+        w.emit(f"while {c} and {i} < {trip_name}:")
+    w.indent += 1
+    start = len(w.lines)
+    w.write_block(body)
+    w.assign_values(params, results)
+    if not is_for:
+        w.emit(f"{c} = {w.ns.name(body_cond)}")
+        w.emit(f"{i} += 1")
+    if len(w.lines) == start:
+        w.emit("pass")
+    w.indent -= 1
+    w.assign_values(node.outputs, params)
+
+
+def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
+    src = w.ns.name(node.inputs[0])
+    if not node.outputs:
+        return
+    targets = ", ".join(w.ns.name(v) for v in node.outputs)
+    w.emit(f"{targets}{',' if len(node.outputs) == 1 else ''} = {src}")
+
+
+def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
+    """Fallback for subgraph nodes without a native kernel: run the subgraph as Python."""
+    fn, _ = generate(node.subgraph, w.backend, name="subgraph")
+    name = w.ns.fresh("_sub")
+    w.consts[name] = fn
+    args = ", ".join(w.ns.name(v) for v in node.inputs)
+    expr = f"{name}({args})"
+    if len(node.outputs) > 1:
+        targets = ", ".join(w.ns.name(v) for v in node.outputs)
+        w.emit(f"{targets} = {expr}")
+    else:
+        w.assign(node, expr)
+
+
+STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
+    "prim::Constant": _write_constant,
+    "prim::If": _write_if,
+    "prim::Loop": _write_loop,
+    "prim::TupleUnpack": _write_tuple_unpack,
+    "prim::ListUnpack": _write_tuple_unpack,
+    "prim::FusionGroup": _write_subgraph_call,
+    "prim::DifferentiableGraph": _write_subgraph_call,
+}
+
+
+def _is_true(v: Value) -> bool:
+    return v.is_constant and v.constant is True
+
+
+def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
+                    name: str = "forward") -> tuple[str, dict[str, Any]]:
+    """The Python source of ``graph`` as a function ``name`` and the globals it needs."""
+    w = FunctionWriter(NUMPY_CODE if backend is None else backend)
+    params = [w.ns.name(v) for v in graph.inputs]
+    w.write_block(graph.block)
+    outs = [w.ns.name(v) for v in graph.outputs]
+    if len(outs) == 1:
+        w.emit(f"return {outs[0]}")
+    elif outs:
+        w.emit(f"return ({', '.join(outs)})")
+    else:
+        w.emit("return None")
+    header = f"def {name}({', '.join(params)}):"
+    return "\n".join([header, *w.lines]) + "\n", w.consts
+
+
+def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
+             name: str = "forward") -> tuple[Callable[..., Any], str]:
+    """Compile ``graph`` to a Python function; returns (function, source)."""
+    from script import ops
+    source, consts = generate_source(graph, backend, name)
+    env: dict[str, Any] = {"np": np, "ops": ops, "_ScriptAssertionError": _ScriptAssertionError,
+                           **consts}
+    code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
+    exec(code, env)  # the source is generated from the IR, never taken from user data
+    fn = env[name]
+    fn.__rnnscript_source__ = source
+    return fn, source

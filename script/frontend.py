@@ -1,0 +1,509 @@
+"""The Python frontend: the ``ast`` of a type-annotated Python function -> an SSA ``ir.Graph``.
+
+``compile_function(fn)`` reads the function's source (so errors can quote the user's lines),
+resolves parameter types from annotations or a ``# type:`` comment and walks the body with one
+``visit_X`` method per construct, in the style of Triton's code generator: names map to SSA values
+through a chain of ``Frame``s, an ``if`` becomes a ``prim::If`` whose outputs are the names a
+branch redefined, a loop becomes a ``prim::Loop`` carrying the names its body assigns. ``break``,
+``continue`` and early ``return`` become hidden boolean flags that guard the statements after them
+(TorchScript's exit transform). Every construct the language does not support is rejected with a
+``ScriptError`` pointing at it.
+
+The work is split by responsibility: this module holds the driver, source loading, parameters and
+the SSA plumbing; ``frontend_exprs`` the expressions, ``frontend_calls`` calls and builtins,
+``frontend_stmts`` the statements and control flow.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import linecache
+import os
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ir.core import Block, Graph, Node, SourceRange, Value
+from ir.registry import ShapeError, infer_types
+from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
+from script.annotations import (
+    AnnotationError,
+    evaluate_annotation,
+    type_from_annotation,
+)
+from script.errors import ScriptError, SourceInfo
+from script.frontend_calls import CallMixin
+from script.frontend_env import (
+    RETURN_FLAG,
+    RETURN_VALUE,
+    Frame,
+    Undefined,
+    always_returns,
+    loaded_names,
+    walk_same_function,
+)
+from script.frontend_exprs import ExprMixin
+from script.frontend_stmts import StmtMixin
+
+UNINITIALIZED = "prim::Uninitialized"
+
+
+@dataclass
+class FunctionDef:
+    """A compiled Python function: its graph and what a caller needs to bind arguments."""
+
+    name: str
+    """``fn.__qualname__``."""
+    graph: Graph
+    """inputs are the parameters in order; exactly one output, the return value."""
+    arg_names: list[str]
+    """parameter names in order."""
+    arg_types: list[Type]
+    """parameter types (from annotations; unannotated parameters are Tensor)."""
+    defaults: dict[str, object]
+    """Python default values by parameter name."""
+    return_type: Type
+    """the annotated return type, or the type inferred from the returned values."""
+    source: SourceInfo
+    """the file the function came from, to point errors at it."""
+
+
+_cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
+_compiling: list[Any] = []
+_lock = threading.RLock()
+
+
+def compile_function(fn: Callable[..., Any]) -> FunctionDef:
+    """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
+
+    Results are cached per function object; a function that is being compiled and is reached
+    again (recursion) is an error.
+    """
+    existing = getattr(fn, "__rnnscript_function__", None)
+    if isinstance(existing, FunctionDef):
+        return existing
+    with _lock:
+        cached = _cache.get(fn)
+        if cached is not None:
+            return cached
+        if fn in _compiling:
+            raise ScriptError(f"recursive function '{fn.__qualname__}' is not supported")
+        _compiling.append(fn)
+        try:
+            tree, source = load_source(fn)
+            result = FunctionCompiler(fn, tree, source).compile()
+        finally:
+            _compiling.pop()
+        _cache[fn] = result
+        return result
+
+
+def is_compiling(fn: Any) -> bool:
+    """True while ``fn`` is being compiled (a call to it now would be recursion)."""
+    return fn in _compiling
+
+
+def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
+    """The function's ``ast`` (line and column numbers absolute in its file) and its file."""
+    name = getattr(fn, "__qualname__", repr(fn))
+    if not inspect.isfunction(fn):
+        raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
+    try:
+        file = inspect.getsourcefile(fn)
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        file, lines, start = None, [], 0
+    if not file or not lines:
+        raise ScriptError(f"cannot compile '{name}': its source code is unavailable (functions "
+                          "defined in an interactive session or with exec() have no source "
+                          "file); define it in a .py file")
+    source = SourceInfo(file, tuple(line.rstrip("\n") for line in linecache.getlines(file)))
+    text = "".join(lines)
+    offset = start - 1
+    if text[:1].isspace():  # a nested or method definition: parse it inside a dummy block
+        text, offset = "if 1:\n" + text, start - 2
+    tree = ast.parse(text, type_comments=True)
+    ast.increment_lineno(tree, offset)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            raise ScriptError.at(node, source, "lambda is not supported; use a def")
+        if isinstance(node, ast.AsyncFunctionDef):
+            raise ScriptError.at(node, source, "async functions are not supported")
+        if isinstance(node, ast.FunctionDef):
+            return node, source
+    raise ScriptError(f"cannot compile '{name}': no function definition found in its source")
+
+
+@dataclass
+class LoopContext:
+    """The flags a loop body's ``break`` / ``continue`` set."""
+
+    break_flag: str | None
+    continue_flag: str | None
+    reads: frozenset[str]
+    """names read anywhere in the loop: they are live throughout its body."""
+
+
+class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
+    """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
+
+    def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo):
+        self.fn = fn
+        self.tree = tree
+        self.source = source
+        self.file_name = os.path.basename(source.file)
+        self.graph = Graph(fn.__qualname__)
+        self.frame = Frame()
+        self.namespace = _namespace(fn)
+        self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
+        self.loops: list[LoopContext] = []
+        self.declared: dict[str, Type] = {}
+        """variables with an annotated assignment: later assignments must fit the type."""
+        self.return_type: Type | None = None
+        self.return_flags = False
+        """True when returns become flags (a return other than the body's last statement)."""
+        self.direct_return: Value | None = None
+        self.where: ast.AST = tree
+        self.flag_counter = 0
+
+    # -- driver -------------------------------------------------------------------------------
+    def compile(self) -> FunctionDef:
+        names, types, defaults = self.parameters()
+        for name, t in zip(names, types):
+            self.frame.set(name, self.graph.add_input(t, name))
+        body = _without_docstring(self.tree.body)
+        self.check_function_body(body)
+        result = self.emit_body(body)
+        self.graph.set_outputs([result])
+        return_type = self.return_type or result.type
+        return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
+                           return_type, self.source)
+
+    def emit_body(self, body: list[ast.stmt]) -> Value:
+        returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
+        self.return_flags = bool(returns) and not (
+            len(returns) == 1 and body and body[-1] is returns[0])
+        if not self.return_flags:
+            self.emit_stmts(body)
+            return self.direct_return if self.direct_return is not None else self.const(None)
+        self.frame.set(RETURN_FLAG, self.const(False))
+        self.frame.set(RETURN_VALUE, self.uninitialized(self.return_type or ANY))
+        if not always_returns(body):
+            implicit = ast.Return(value=None)
+            ast.copy_location(implicit, self.tree)
+            implicit.implicit = True  # type: ignore[attr-defined]
+            body = body + [implicit]
+        self.emit_stmts(body)
+        value = self.frame.find(RETURN_VALUE)
+        assert isinstance(value, Value)
+        return value
+
+    def check_function_body(self, body: list[ast.stmt]) -> None:
+        for node in walk_same_function(body):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                raise self.error(node, "generators/yield are not supported")
+            if isinstance(node, ast.Await):
+                raise self.error(node, "await is not supported")
+
+    # -- parameters -----------------------------------------------------------------------------
+    def parameters(self) -> tuple[list[str], list[Type], dict[str, object]]:
+        args = self.tree.args
+        if args.vararg is not None:
+            raise self.error(args.vararg, "*args is not supported")
+        if args.kwonlyargs:
+            raise self.error(args.kwonlyargs[0], "keyword-only arguments are not supported")
+        if args.kwarg is not None:
+            raise self.error(args.kwarg, "**kwargs is not supported")
+        params = args.posonlyargs + args.args
+        names = [a.arg for a in params]
+        defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
+                    if v.default is not inspect.Parameter.empty}
+        types = self.comment_types(params)
+        if types is None:
+            annotations = getattr(self.fn, "__annotations__", {})
+            if "return" in annotations:
+                self.return_type = self.resolve_annotation(annotations["return"],
+                                                           self.tree.returns or self.tree)
+            types = [self.parameter_type(a, defaults) for a in params]
+        for name, t in zip(names, types):
+            if name in defaults:
+                self.check_default(params[names.index(name)], t, defaults[name])
+        return names, types, defaults
+
+    def comment_types(self, params: list[ast.arg]) -> list[Type] | None:
+        comment = self.tree.type_comment
+        if not comment:
+            return None
+        try:
+            sig = ast.parse(comment, mode="func_type")
+        except SyntaxError:
+            raise self.error(self.tree, f"cannot parse the type comment '{comment}'") from None
+        if len(sig.argtypes) != len(params):
+            raise self.error(self.tree, f"the type comment gives {len(sig.argtypes)} argument "
+                             f"types for {len(params)} parameters")
+        types = [self.resolve_annotation(ast.unparse(t), self.tree) for t in sig.argtypes]
+        self.return_type = self.resolve_annotation(ast.unparse(sig.returns), self.tree)
+        return types
+
+    def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
+        annotations = getattr(self.fn, "__annotations__", {})
+        if arg.arg in annotations:
+            return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
+        default = defaults.get(arg.arg)
+        if default is not None and isinstance(default, (bool, int, float, str, tuple)):
+            from ir.constants import constant_type
+            return constant_type(default)
+        return TENSOR
+
+    def check_default(self, arg: ast.arg, t: Type, default: object) -> None:
+        from ir.constants import constant_type
+        try:
+            dt = constant_type(default)
+        except TypeError:
+            raise self.error(arg, f"the default value of '{arg.arg}' is a "
+                             f"{type(default).__name__}, which cannot be a constant") from None
+        if not is_subtype(dt, t) and not (dt == NONE and t == TENSOR):
+            raise self.error(arg, f"the default value of '{arg.arg}' has type {dt}, but the "
+                             f"parameter is declared as {t}")
+
+    def resolve_annotation(self, annotation: Any, node: ast.AST) -> Type:
+        try:
+            return type_from_annotation(annotation, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def annotation_type(self, node: ast.expr) -> Type:
+        """The type an annotation expression in the body (``x: List[int] = []``) denotes."""
+        try:
+            value = evaluate_annotation(ast.unparse(node), self.namespace)
+            return type_from_annotation(value, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
+
+    # -- errors and positions -----------------------------------------------------------------
+    def error(self, node: ast.AST, message: str) -> ScriptError:
+        """A ScriptError pointing at ``node`` (raise it)."""
+        return ScriptError.at(node, self.source, message)
+
+    def unsupported(self, node: ast.AST, what: str) -> ScriptError:
+        return self.error(node, f"{what} is not supported")
+
+    def source_range(self) -> SourceRange:
+        node = self.where
+        return SourceRange(self.file_name, getattr(node, "lineno", self.tree.lineno),
+                           getattr(node, "col_offset", 0))
+
+    def visit(self, node: ast.AST) -> Any:
+        """Dispatch to ``visit_<Class>``; the node becomes the source of what gets emitted."""
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, _unsupported_message(node))
+        saved, self.where = self.where, node
+        try:
+            return method(node)
+        finally:
+            self.where = saved
+
+    # -- emitting nodes -----------------------------------------------------------------------
+    def emit(self, kind: str, inputs: Sequence[Value], types: Sequence[Type] | None = None,
+             attrs: dict[str, Any] | None = None, nblocks: int = 0,
+             names: Sequence[str | None] | None = None) -> Node:
+        """Insert a node; with ``types`` None its output types come from the op's rule."""
+        node = self.graph.insert(kind, inputs, types or (), attrs, nblocks,
+                                 self.source_range(), names)
+        if types is not None:
+            return node
+        try:
+            out_types = infer_types(node)
+        except ShapeError as exc:
+            node.erase()
+            raise self.error(self.where, str(exc)) from None
+        for t in out_types:
+            node.add_output(t)
+        return node
+
+    def emit_value(self, kind: str, inputs: Sequence[Value]) -> Value:
+        return self.emit(kind, inputs).output
+
+    def const(self, value: Any, type: Type | None = None) -> Value:
+        node = self.emit("prim::Constant", (), None if type is None else [type],
+                         {"value": value})
+        return node.output
+
+    def uninitialized(self, type: Type) -> Value:
+        return self.emit(UNINITIALIZED, (), [type]).output
+
+    # -- scopes ---------------------------------------------------------------------------------
+    def enter_block(self, block: Block) -> tuple[Frame, Node]:
+        """Start emitting into ``block`` with a child frame; returns what ``leave_block`` needs."""
+        saved = (self.frame, self.graph.insert_point)
+        self.frame = self.frame.child()
+        self.graph.set_insert_point(block)
+        return saved
+
+    def leave_block(self, saved: tuple[Frame, Node]) -> Frame:
+        """Return to the enclosing block; returns the frame the block was emitted in."""
+        inner = self.frame
+        self.frame, point = saved
+        self.graph.set_insert_point(point)
+        return inner
+
+    def emit_in_block(self, block: Block, emit_fn: Callable[[], Any]) -> tuple[Frame, Any]:
+        saved = self.enter_block(block)
+        try:
+            result = emit_fn()
+        finally:
+            frame = self.leave_block(saved)
+        return frame, result
+
+    def lookup(self, name: str, node: ast.AST) -> Value | None:
+        """The local value of ``name`` (None when it is not a local)."""
+        found = self.frame.find(name)
+        if isinstance(found, Undefined):
+            raise self.error(node, found.message)
+        return found
+
+    def bind(self, name: str, value: Value, node: ast.AST) -> None:
+        """Assign ``value`` to the local ``name``."""
+        declared = self.declared.get(name)
+        if declared is not None and not is_subtype(value.type, declared):
+            raise self.error(node, f"variable '{name}' is annotated as {declared}, but is "
+                             f"assigned a value of type {value.type}")
+        if value.name is None:
+            value.name = name
+        self.frame.set(name, value)
+
+    def live_names(self, after: tuple[int, int]) -> set[str]:
+        """Names that may be read after source position ``after`` (a superset of liveness)."""
+        live = {name for name, pos in self.reads if pos >= after}
+        for loop in self.loops:
+            live |= loop.reads
+        return live
+
+    def new_flag(self, kind: str) -> str:
+        self.flag_counter += 1
+        return f"${kind}{self.flag_counter}"
+
+    # -- joining values from two paths ----------------------------------------------------------
+    def join_type(self, name: str, a: Value, b: Value, node: ast.AST, where: tuple[str, str]
+                  ) -> Type:
+        """The type a variable has after two paths meet; ScriptError when they disagree."""
+        if is_placeholder(a):
+            return b.type if not is_placeholder(b) or a.type == ANY else a.type
+        if is_placeholder(b):
+            return a.type
+        joined = unify(a.type, b.type)
+        if joined is None:
+            raise self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
+                             f"and type {b.type} {where[1]}")
+        declared = self.declared.get(name)
+        return declared if declared is not None else joined
+
+    def coerce(self, value: Value, type: Type, block: Block) -> Value:
+        """``value`` itself, or for a placeholder of another type a new placeholder at the end of
+        ``block`` typed ``type``."""
+        if not is_placeholder(value) or value.type == type:
+            return value
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+    def merge_branches(self, node: Node, frames: tuple[Frame, Frame], after: tuple[int, int],
+                       stmt: ast.AST) -> None:
+        """Give the If ``node`` one output per live name either branch (re)defined."""
+        true_frame, false_frame = frames
+        live = self.live_names(after)
+        names = list(dict.fromkeys([*true_frame.vars, *false_frame.vars]))
+        for name in names:
+            if not name.startswith("$") and name not in live:
+                continue
+            outer = self.frame.find(name)
+            values = [true_frame.vars.get(name, outer), false_frame.vars.get(name, outer)]
+            for k, frame in enumerate((true_frame, false_frame)):
+                if frame.exited and name not in frame.vars and isinstance(values[1 - k], Value):
+                    other = values[1 - k]
+                    assert isinstance(other, Value)
+                    values[k] = self.placeholder_in(node.blocks[k], other.type)
+            if values[0] is values[1]:
+                continue
+            missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
+            if missing:
+                self.frame.set(name, Undefined(
+                    f"'{name}' is not defined in the {missing[0]} branch"))
+                continue
+            self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
+        if true_frame.exited and false_frame.exited:
+            self.frame.exited = True
+
+    def add_if_output(self, node: Node, name: str, values: list[Value], stmt: ast.AST) -> None:
+        t = self.join_type(name, values[0], values[1], stmt,
+                           ("in the true branch", "in the false branch"))
+        out = node.add_output(t, display_name(name))
+        for block, value in zip(node.blocks, values):
+            block.add_return(self.coerce(value, t, block))
+        self.frame.set(name, out)
+
+    def placeholder_in(self, block: Block, type: Type) -> Value:
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+
+def is_placeholder(value: Value) -> bool:
+    """A ``prim::Uninitialized``: stands for a value no path will read."""
+    return value.node.kind == UNINITIALIZED
+
+
+def display_name(name: str) -> str:
+    """The value name a hidden variable prints with (``$did_return`` -> ``did_return``)."""
+    return name.lstrip("$").rstrip("0123456789") if name.startswith("$") else name
+
+
+def describe_variable(name: str) -> str:
+    if name == RETURN_VALUE:
+        return "the return value"
+    return f"variable '{display_name(name)}'"
+
+
+def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The names a function body can see: builtins, then globals, then its closure."""
+    scope: dict[str, Any] = dict(vars(builtins))
+    scope.update(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars if code else (), cells):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell: a closure variable assigned later
+            continue
+    return scope
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+            isinstance(first.value.value, str):
+        return body[1:]
+    return body
+
+
+_UNSUPPORTED = {
+    "Lambda": "lambda is", "With": "with statements are", "AsyncWith": "async with statements are",
+    "Try": "try/except is", "TryStar": "try/except* is", "ClassDef": "class definitions are",
+    "FunctionDef": "nested function definitions are",
+    "AsyncFunctionDef": "nested function definitions are", "Global": "global/nonlocal are",
+    "Nonlocal": "global/nonlocal are", "Delete": "del is", "Yield": "generators/yield are",
+    "YieldFrom": "generators/yield are", "GeneratorExp": "generator expressions are",
+    "ListComp": "comprehensions are", "SetComp": "comprehensions are",
+    "DictComp": "comprehensions are", "NamedExpr": "the walrus operator := is",
+    "Await": "await is", "Import": "import statements are", "ImportFrom": "import statements are",
+    "Set": "set literals are", "Dict": "dict literals are", "JoinedStr": "f-strings are",
+    "Match": "match statements are", "AsyncFor": "async for is",
+}
+
+
+def _unsupported_message(node: ast.AST) -> str:
+    name = type(node).__name__
+    return f"{_UNSUPPORTED.get(name, repr(name) + ' is')} not supported"

@@ -1,0 +1,191 @@
+"""``ScriptFunction``: a scripted function with a cache of specializations.
+
+On each call the arguments' signature (array dtypes and shapes, scalar types) is looked up in a
+cache; a miss specializes a copy of the graph to those types, runs the optimization pipeline,
+generates a Python function for it and caches it. Concurrent first calls with one signature compile
+once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ir
+from ir.core import Graph
+from script.errors import SignatureError
+from script.signature import device_of, key_of, type_of
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One compiled entry: the optimized graph and the generated Python function."""
+
+    graph: Graph
+    """the graph after specialization and the pipeline."""
+    fn: Callable[..., Any]
+    """the generated function."""
+    source: str
+    """its Python source."""
+    compile_seconds: float
+    """how long specializing and compiling took."""
+
+
+class ScriptFunction:
+    """A function compiled by ``@script``; call it like the original."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.python_fn = fn
+        """the undecorated function, run eagerly (the reference implementation)."""
+        self._definition: Any = None
+        self._cache: dict[Any, Specialization] = {}
+        self._lock = threading.RLock()
+        self._nargs = -1
+
+    # -- compilation ----------------------------------------------------------------------------
+    @property
+    def definition(self) -> Any:
+        """The frontend's result (graph, parameter names/types/defaults); compiled on first use."""
+        if self._definition is None:
+            with self._lock:
+                if self._definition is None:
+                    from script.frontend import compile_function
+                    d = compile_function(self.python_fn)
+                    self._nargs = len(d.arg_names)
+                    self._definition = d
+        return self._definition
+
+    @property
+    def __rnnscript_function__(self) -> Any:
+        return self.definition
+
+    @property
+    def graph(self) -> Graph:
+        """The graph as written, before any specialization."""
+        return self.definition.graph
+
+    @property
+    def compiled_signatures(self) -> int:
+        """How many specializations have been compiled."""
+        return len(self._cache)
+
+    # -- calling --------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != self._nargs:
+            args = self._bind(args, kwargs)
+        spec = self._cache.get(tuple(map(key_of, args)))
+        if spec is None:
+            spec = self._specialize(args)
+        return spec.fn(*args)
+
+    def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized graph for these arguments (compiling it if needed, without running)."""
+        return self.specialization(*args, **kwargs).graph
+
+    def code_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source for these arguments."""
+        return self.specialization(*args, **kwargs).source
+
+    def specialization(self, *args: Any, **kwargs: Any) -> Specialization:
+        args = self._bind(args, kwargs)
+        return self._cache.get(tuple(map(key_of, args))) or self._specialize(args)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        d = self.definition
+        names = d.arg_names
+        if len(args) > len(names):
+            raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
+                                 "were given")
+        bound = list(args)
+        for name in names[len(args):]:
+            if name in kwargs:
+                bound.append(kwargs[name])
+            elif name in d.defaults:
+                bound.append(d.defaults[name])
+            else:
+                raise SignatureError(f"{d.name}() missing required argument '{name}'")
+        for name in kwargs:
+            if name not in names:
+                raise SignatureError(f"{d.name}() got an unexpected keyword argument '{name}'")
+            if names.index(name) < len(args):
+                raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
+        return tuple(bound)
+
+    def _specialize(self, args: tuple[Any, ...]) -> Specialization:
+        key = tuple(map(key_of, args))
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is None:
+                spec = self._compile(args)
+                self._cache[key] = spec
+        return spec
+
+    def _compile(self, args: tuple[Any, ...]) -> Specialization:
+        from passes import STANDARD_PIPELINE, run_pipeline
+        from passes.shape_prop import specialize
+        from script.codegen import generate
+        start = time.perf_counter()
+        d = self.definition
+        types = [type_of(a, t, f"{d.name}(): argument '{n}'")
+                 for a, t, n in zip(args, d.arg_types, d.arg_names)]
+        _check_devices(d, args)
+        graph = d.graph.clone()
+        run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline, then specialize
+        _coerce_numbers(graph, types)
+        try:
+            specialize(graph, types)
+        except ir.ShapeError as e:
+            described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
+            raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be accepted: "
+                                 f"{e}") from None
+        run_pipeline(graph, STANDARD_PIPELINE)
+        fn, source = generate(graph, name=_py_name(d.name))
+        return Specialization(graph, fn, source, time.perf_counter() - start)
+
+    def __repr__(self) -> str:
+        return f"<ScriptFunction {self.python_fn.__qualname__}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def _coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
+    """An int passed for a ``float`` parameter becomes a float at the top of the graph, so the
+    rest of the graph sees the type it was written for."""
+    for k, (value, actual) in enumerate(zip(graph.inputs, types)):
+        if value.type != ir.FLOAT or actual not in (ir.INT, ir.BOOL):
+            continue
+        with graph.inserting_before(graph.block.param_node.next):
+            as_float = graph.insert("prim::Float", [value], [ir.FLOAT], names=[value.name]).output
+        value.replace_all_uses_with(as_float)
+        as_float.node.set_input(0, value)
+        value.type = actual
+        types[k] = actual
+
+
+def _check_devices(d: Any, args: tuple[Any, ...]) -> None:
+    seen: dict[str, str] = {}
+    for name, a in zip(d.arg_names, args):
+        dev = device_of(a)
+        if dev is not None:
+            seen.setdefault(dev, name)
+    if len(seen) > 1:
+        raise SignatureError(f"{d.name}(): arguments mix devices: '{seen.get('cpu')}' is a numpy "
+                             f"array and '{seen.get('cuda')}' a CuPy array")
+
+
+def _py_name(qualname: str) -> str:
+    name = qualname.rsplit(".", 1)[-1]
+    return name if name.isidentifier() and not name.startswith("<") else "forward"
+
+
+def is_function(obj: Any) -> bool:
+    return inspect.isfunction(obj)
