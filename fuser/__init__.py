@@ -41,3 +41,12 @@ def disabled() -> Iterator[None]:
 
 
 __all__ = ["disabled", "is_enabled", "set_enabled"]
+
+
+def _register() -> None:
+    from fuser.group import fuse_elementwise
+    from passes import register_pass
+    register_pass("fuse-elementwise", fuse_elementwise)
+
+
+_register()

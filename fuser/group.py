@@ -1,10 +1,10 @@
 """Group formation: collect maximal sets of fusible elementwise ops into ``prim::FusionGroup``s.
 
 A node is fusible when the registry marks it elementwise and the CPU backend has a rule for it
-(``fuser.cpu.codegen.RULES``), or when it is a ``chunk``/``split`` into equal pieces along a constant
-axis (read inside the kernel at offsets, never copied); its tensors must have fully known shapes
-and a float32, float64 or bool dtype. Groups form in every block (loop and if bodies included) and
-in the subgraphs of other subgraph nodes.
+(``fuser.cpu.codegen.RULES``), or when it is a ``chunk``/``split`` into equal pieces along a
+constant axis (read inside the kernel at offsets, never copied); its tensors must have fully known
+shapes and a float32, float64 or bool dtype. Groups form in every block (loop and if bodies
+included) and in the subgraphs of other subgraph nodes.
 
 Within a block, nodes with side effects (and nodes whose blocks contain any) cut the block into
 segments; a group never spans two segments, so no op moves across a side effect. Inside a segment,
@@ -56,7 +56,7 @@ def _fuse_block(block: Block, graph: Graph) -> bool:
     return _BlockFuser(block, graph).run() or changed
 
 
-# -- which nodes may join a group -----------------------------------------------------------------
+# -- which nodes may join a group ------------------------------------------------------------------
 def is_fusible(node: Node) -> bool:
     """Can ``node`` be part of a fusion group?"""
     if node.kind in VIEW_OPS:
@@ -103,7 +103,7 @@ def _is_compute(node: Node) -> bool:
     return node.kind not in VIEW_OPS and node.kind != CONSTANT
 
 
-# -- grouping within one block ----------------------------------------------------------------------
+# -- grouping within one block ---------------------------------------------------------------------
 @dataclass(eq=False)
 class _Group:
     members: list[Node] = field(default_factory=list)
@@ -226,7 +226,7 @@ def _single_output_shape(members: list[Node]) -> bool:
     return len(shapes) <= 1
 
 
-# -- building the FusionGroup node -------------------------------------------------------------------
+# -- building the FusionGroup node -----------------------------------------------------------------
 class _Materializer:
     """Replaces one group's member nodes by a ``prim::FusionGroup`` with their subgraph."""
 

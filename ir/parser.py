@@ -158,7 +158,7 @@ def _unescape(tok: Token) -> str:
         raise _Fail("bad escape in string", tok) from None
 
 
-class TermBuilder:
+class _TermBuilder:
     """lark callbacks for the term rules."""
 
     def targs(self, children: list[Any]) -> list[Term]:
@@ -390,7 +390,7 @@ class _Run:
         return self.graphs[-1]
 
 
-class _Builder(TermBuilder):
+class _Builder(_TermBuilder):
     """lark callbacks, one per grammar rule, called in text order as rules are reduced."""
 
     run: _Run | None = None
@@ -474,14 +474,10 @@ class _Builder(TermBuilder):
     def block_end(self, children: list[Any]) -> None:
         state = self.run.current  # type: ignore[union-attr]
         block = state.blocks[-1]
-        block.set_returns([state.resolve(t) for t in children[0] or ()])
+        arrow, values = children[0], children[2]  # all tokens kept: '->' '(' values ')' SOURCE
+        block.set_returns([state.resolve(t) for t in values or ()])
         state.close_block()
-        head, _ = state.block_tokens[block]
-        state.block_tokens[block] = (head, _first_token(children[0], head))
-
-
-def _first_token(tokens: list[Token] | None, default: Token) -> Token:
-    return tokens[0] if tokens else default
+        state.block_tokens[block] = (state.block_tokens[block][0], arrow)
 
 
 def _declared_type(term: Term | None, default: Type) -> Type:

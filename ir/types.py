@@ -213,6 +213,8 @@ def unify(a: Type, b: Type) -> Type | None:
     """
     if a == b:
         return a
+    if isinstance(a, AnyType) or isinstance(b, AnyType):
+        return ANY  # the top type is above everything
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         return _unify_tensors(a, b)
     if a == NONE and isinstance(b, OptionalType) or b == NONE and isinstance(a, OptionalType):

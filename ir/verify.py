@@ -56,8 +56,7 @@ def value_text(v: Any) -> str:
     node = v.node
     if isinstance(node, Node) and node.kind == PARAM:
         return f"%<param {v.index}>"
-    kind = node.kind if isinstance(node, Node) else "?"
-    return f"%<output {v.index} of {kind}>"
+    return f"%<output {v.index} of {_kind_text(node)}>"
 
 
 def typed_value_text(v: Any) -> str:
@@ -71,7 +70,12 @@ def describe(node: Any) -> str:
     try:
         return _describe(node)
     except Exception:  # a corrupted node must not stop us from naming it
-        return str(getattr(node, "kind", node))
+        return _kind_text(node)
+
+
+def _kind_text(node: Any) -> str:
+    kind = getattr(node, "kind", None)
+    return kind if isinstance(kind, str) else f"<{type(node).__name__} without a kind>"
 
 
 def _describe(node: Node) -> str:
@@ -79,7 +83,7 @@ def _describe(node: Node) -> str:
         return _describe_sentinel(node, "return")
     if node.kind == PARAM:
         return _describe_sentinel(node, "parameters")
-    text = node.kind
+    text = _kind_text(node)
     if node.outputs:
         text += " (" + ", ".join(value_text(v) for v in node.outputs) + ")"
     if node.source is not None:
@@ -178,6 +182,8 @@ class _GraphVerifier:
     def _check_linked(self, node: Node, prev: Node, block: Block) -> None:
         if not isinstance(node, Node):
             raise _fail(prev, f"its next pointer is a {type(node).__name__}, not a Node")
+        if not isinstance(node.kind, str):
+            raise _fail(node, f"its kind is a {type(node.kind).__name__}, not a str")
         if node.kind in (PARAM, RETURN):
             raise _fail(node, "a block sentinel appears in the middle of a block")
         if node.prev is not prev:
@@ -198,6 +204,8 @@ class _GraphVerifier:
             if v.node is not node or v.index != index:
                 raise _fail(node, f"output {index} ({value_text(v)}) does not point back to it "
                                   f"as output {index}")
+            if not isinstance(v.type, Type):
+                raise _fail(node, f"output {index} has a {type(v.type).__name__} as its type")
             if v in self.defined_in:
                 raise _fail(node, f"{value_text(v)} is defined twice")
             self.defined_in[v] = block
@@ -222,10 +230,11 @@ class _GraphVerifier:
         op = lookup(node.kind)
         if op is None:
             raise _fail(node, f"unknown op kind {node.kind!r}")
-        self._check_schema(node, op)
+        self._check_shape_of_node(node, op)
         special = _SPECIAL_CHECKS.get(node.kind)
         if special is not None:
             special(node)
+        self._check_argument_kinds(node, op)
         if SUBGRAPH in node.attrs:
             self._check_subgraph(node)
         _check_inferred_types(node)
@@ -254,13 +263,16 @@ class _GraphVerifier:
         where = f" of {describe(owner)}" if owner is not None else ""
         return f"is defined inside a nested block{where} and is not visible here"
 
-    def _check_schema(self, node: Node, op: OpDef) -> None:
+    def _check_shape_of_node(self, node: Node, op: OpDef) -> None:
+        """Input and block counts against the schema."""
         try:
             check_arity(op, len(node.inputs))
         except ShapeError as e:
             raise _fail(node, f"wrong number of inputs: {e} (schema {op.signature})") from e
         if len(node.blocks) != op.blocks:
             raise _fail(node, f"has {len(node.blocks)} blocks, {op.kind} has {op.blocks}")
+
+    def _check_argument_kinds(self, node: Node, op: OpDef) -> None:
         for index, v in enumerate(node.inputs):
             arg = op.args[min(index, len(op.args) - 1)]
             if _is_unknown(v.type) or accepts(arg.kind, v.type):

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from script import ops
+from script.autodiff import value_and_grad, vjp
 from script.errors import ScriptError, SignatureError
 from script.function import ScriptFunction
 
@@ -52,4 +53,5 @@ def _register_constant_evaluator() -> None:
 
 _register_constant_evaluator()
 
-__all__ = ["ScriptError", "ScriptFunction", "SignatureError", "Tensor", "ops", "script"]
+__all__ = ["ScriptError", "ScriptFunction", "SignatureError", "Tensor", "ops", "script",
+           "value_and_grad", "vjp"]

@@ -41,12 +41,22 @@ def python_result(result: Any, *inputs: Any) -> Any:
 
 
 def as_float(a: Any) -> Any:
-    """Bool and integer inputs as float64 (the registry types tanh, exp, ... of integers as
-    float64; numpy alone would give float16 for bools and keep ints for floor/ceil)."""
+    """Bool and integer inputs as float64, as numpy's mean/var and the registry's softmax and
+    layer_norm rules have them."""
     dtype = getattr(a, "dtype", None)
     if dtype is None:
         return float(a)
     return a if dtype.kind in "fc" else a.astype(np.float64)
+
+
+def as_ufunc_float(a: Any) -> Any:
+    """Bool and integer inputs as the smallest float holding them (bool and int8 -> float16,
+    int16 -> float32, int64 -> float64): the dtype numpy's math ufuncs compute in, and what the
+    registry infers for tanh, exp, floor, ... (numpy alone keeps integers for floor/ceil)."""
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        return float(a)
+    return a if dtype.kind in "fc" else a.astype(np.promote_types(dtype, np.float16))
 
 
 def is_float_array(a: Any) -> bool:

@@ -124,17 +124,17 @@ def stack(tensors: Any, axis: int = 0) -> Any:
 # Without a tensor argument there is nothing to say which array module to use: numpy.
 
 
-def zeros(shape: Any, dtype: Any = "float32") -> Any:
+def zeros(shape: Any, dtype: Any = "float64") -> Any:
     """A tensor of zeros."""
     return np.zeros(_axes(shape), dtype)
 
 
-def ones(shape: Any, dtype: Any = "float32") -> Any:
+def ones(shape: Any, dtype: Any = "float64") -> Any:
     """A tensor of ones."""
     return np.ones(_axes(shape), dtype)
 
 
-def full(shape: Any, value: Any, dtype: Any = "float32") -> Any:
+def full(shape: Any, value: Any, dtype: Any = None) -> Any:
     """A tensor filled with value."""
     return np.full(_axes(shape), value, dtype)
 

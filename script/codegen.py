@@ -76,7 +76,6 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::min": lambda a, b: f"min({a}, {b})",
     "prim::max": lambda a, b: f"max({a}, {b})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
-    "prim::RaiseException": lambda msg: f"raise _ScriptAssertionError({msg})",
 }
 
 _RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k"}
@@ -115,10 +114,6 @@ def _identifier(hint: str) -> str:
     if not text or text[0].isdigit():
         text = "v" + text
     return text
-
-
-class _ScriptAssertionError(AssertionError):
-    """Raised by a failing ``assert`` inside compiled code."""
 
 
 @dataclass
@@ -244,10 +239,25 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
     w.emit(f"{targets}{',' if len(node.outputs) == 1 else ''} = {src}")
 
 
+def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
+    """A fusion group calls its native kernel; groups the fuser cannot compile run as Python."""
+    from fuser.cpu import compile_group
+    try:
+        kernel = compile_group(node.subgraph)
+    except ValueError:
+        _write_subgraph_call(w, node)
+        return
+    _write_call(w, node, kernel, "_kernel")
+
+
 def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
-    """Fallback for subgraph nodes without a native kernel: run the subgraph as Python."""
+    """Subgraph nodes without a native kernel run their subgraph as Python."""
     fn, _ = generate(node.subgraph, w.backend, name="subgraph")
-    name = w.ns.fresh("_sub")
+    _write_call(w, node, fn, "_sub")
+
+
+def _write_call(w: FunctionWriter, node: Node, fn: Callable[..., Any], hint: str) -> None:
+    name = w.ns.fresh(hint)
     w.consts[name] = fn
     args = ", ".join(w.ns.name(v) for v in node.inputs)
     expr = f"{name}({args})"
@@ -258,13 +268,24 @@ def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
         w.assign(node, expr)
 
 
+def _write_raise(w: FunctionWriter, node: Node) -> None:
+    """``raise`` of the exception class the source named; builtin classes only."""
+    name = node.attrs.get("exception", "AssertionError")
+    cls = getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        cls = RuntimeError
+    w.consts.setdefault(f"_exc_{cls.__name__}", cls)
+    w.emit(f"raise _exc_{cls.__name__}({w.ns.name(node.inputs[0])})")
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
+    "prim::RaiseException": _write_raise,
     "prim::Constant": _write_constant,
     "prim::If": _write_if,
     "prim::Loop": _write_loop,
     "prim::TupleUnpack": _write_tuple_unpack,
     "prim::ListUnpack": _write_tuple_unpack,
-    "prim::FusionGroup": _write_subgraph_call,
+    "prim::FusionGroup": _write_fusion_group,
     "prim::DifferentiableGraph": _write_subgraph_call,
 }
 
@@ -295,8 +316,7 @@ def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
     """Compile ``graph`` to a Python function; returns (function, source)."""
     from script import ops
     source, consts = generate_source(graph, backend, name)
-    env: dict[str, Any] = {"np": np, "ops": ops, "_ScriptAssertionError": _ScriptAssertionError,
-                           **consts}
+    env: dict[str, Any] = {"np": np, "ops": ops, **consts}
     code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
     exec(code, env)  # the source is generated from the IR, never taken from user data
     fn = env[name]

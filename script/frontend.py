@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
+from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
 from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
 from script.annotations import (
@@ -47,6 +48,7 @@ from script.frontend_env import (
     walk_same_function,
 )
 from script.frontend_exprs import ExprMixin
+from script.frontend_iter import IterMixin
 from script.frontend_stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -148,7 +150,7 @@ class LoopContext:
     """names read anywhere in the loop: they are live throughout its body."""
 
 
-class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
+class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo):
@@ -179,6 +181,7 @@ class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
         self.check_function_body(body)
         result = self.emit_body(body)
         self.graph.set_outputs([result])
+        remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type
         return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
                            return_type, self.source)
@@ -305,6 +308,8 @@ class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
         saved, self.where = self.where, node
         try:
             return method(node)
+        except IRError as exc:  # an op rule rejected its inputs: report it at this construct
+            raise self.error(self.where, str(exc)) from None
         finally:
             self.where = saved
 
@@ -423,7 +428,8 @@ class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
             outer = self.frame.find(name)
             values = [true_frame.vars.get(name, outer), false_frame.vars.get(name, outer)]
             for k, frame in enumerate((true_frame, false_frame)):
-                if frame.exited and name not in frame.vars and isinstance(values[1 - k], Value):
+                if frame.left_function and not isinstance(values[k], Value) and \
+                        isinstance(values[1 - k], Value):
                     other = values[1 - k]
                     assert isinstance(other, Value)
                     values[k] = self.placeholder_in(node.blocks[k], other.type)
@@ -437,6 +443,8 @@ class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
             self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
         if true_frame.exited and false_frame.exited:
             self.frame.exited = True
+        if true_frame.left_function and false_frame.left_function:
+            self.frame.left_function = True
 
     def add_if_output(self, node: Node, name: str, values: list[Value], stmt: ast.AST) -> None:
         t = self.join_type(name, values[0], values[1], stmt,
@@ -449,6 +457,32 @@ class FunctionCompiler(StmtMixin, CallMixin, ExprMixin):
     def placeholder_in(self, block: Block, type: Type) -> Value:
         with self.graph.inserting_before(block):
             return self.uninitialized(type)
+
+
+def remove_unused_scaffolding(graph: Graph) -> None:
+    """Drop what SSA construction made that nothing reads: If outputs (merged names or exit
+    flags no one uses), constants and placeholders. Keeps the graph as the user wrote it."""
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(list(graph.walk())):
+            if node.kind == "prim::If":
+                changed |= _drop_unused_if_outputs(node)
+            elif node.kind in ("prim::Constant", UNINITIALIZED) and not node.output.uses:
+                node.erase()
+                changed = True
+
+
+def _drop_unused_if_outputs(node: Node) -> bool:
+    unused = [k for k, v in enumerate(node.outputs) if not v.uses]
+    for k in reversed(unused):
+        for block in node.blocks:
+            block.return_node.remove_input(k)
+        node.erase_output(k)
+    if not node.outputs and all(len(b) == 0 for b in node.blocks):
+        node.erase()
+        return True
+    return bool(unused)
 
 
 def is_placeholder(value: Value) -> bool:

@@ -377,8 +377,9 @@ class CallMixin:
     def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
                   ) -> list[Any]:
         if node.keywords or not low <= len(node.args) <= high:
-            raise self.error(node, f"list.{name}() takes {low if low == high else f'{low} to {high}'}"
-                             f" argument{'s' if high != 1 else ''}")
+            count = str(low) if low == high else f"{low} to {high}"
+            raise self.error(node, f"list.{name}() takes {count} argument"
+                             f"{'s' if high != 1 else ''}")
         return [self.expr(a) for a in node.args]
 
     def list_append(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:

@@ -41,6 +41,11 @@ class Frame:
     """Optional values known not to be None in this block (``if x is not None:``)."""
     exited: bool = False
     """the block ended in return/break/continue/raise: nothing after it runs."""
+    left_function: bool = False
+    """no later code reads the names this block lacks: it ended in return/raise, or it is the
+    path of an exit flag (the code after it is guarded by the same flag). A name the other
+    branch of an If defines may then be a placeholder here. Not so after a plain break or
+    continue: the loop still carries the values of names defined before it."""
 
     def find(self, name: str) -> Value | Undefined | None:
         """The innermost binding of ``name`` (refinements included), or None."""

@@ -159,8 +159,8 @@ class ExprMixin:
             raise self.unsupported(node, "the operator ~ (use np.logical_not)")
         operand = self.expr(node.operand)
         if not accepts("operand", operand.type):
-            raise self.error(node, f"bad operand type for unary {'-' if isinstance(node.op, ast.USub) else '+'}: "
-                             f"'{operand.type}'")
+            sign = "-" if isinstance(node.op, ast.USub) else "+"
+            raise self.error(node, f"bad operand type for unary {sign}: '{operand.type}'")
         if isinstance(node.op, ast.UAdd):
             return operand
         folded = constant_of(operand)
@@ -288,7 +288,7 @@ class ExprMixin:
             unwrapped.name = name
             self.frame.refined[name] = unwrapped
 
-    # -- containers ---------------------------------------------------------------------------------
+    # -- containers -----------------------------------------------------------------------------
     def visit_Tuple(self: FunctionCompiler, node: ast.Tuple) -> Any:
         items: list[Any] = []
         for elt in node.elts:

@@ -10,15 +10,12 @@ index.
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
-from ir.types import ANY, BOOL, INT, ListType, OptionalType, TensorType, TupleType, Type, unify
-from script.frontend_calls import op_for_object
+from ir.types import ANY, INT, ListType, OptionalType, TensorType, TupleType, Type, unify
 from script.frontend_env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -32,26 +29,12 @@ from script.frontend_env import (
     stored_names,
 )
 from script.frontend_exprs import NOT_STATIC, none_checks
+from script.frontend_iter import StaticPlan
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler
 
 MAX_TRIP_COUNT = 2**63 - 1
-
-
-@dataclass
-class StaticPlan:
-    """Iterate over values known at compile time (a tuple's elements): the loop is unrolled."""
-
-    items: list[Any]
-
-
-@dataclass
-class DynamicPlan:
-    """Iterate ``trip`` times; ``element(i)`` emits the i-th element inside the loop body."""
-
-    trip: Any
-    element: Callable[[Any], Any]
 
 
 class StmtMixin:
@@ -106,8 +89,16 @@ class StmtMixin:
     def guarded(self: FunctionCompiler, flags: list[str], emit_rest: Callable[[], Any],
                 after: tuple[int, int], stmt: ast.AST) -> None:
         """Run ``emit_rest`` only when none of ``flags`` is set."""
-        exited = self.any_flag(flags)
-        self.emit_if(exited, lambda: None, emit_rest, after, stmt)
+        saved, self.where = self.where, stmt
+        try:
+            exited = self.any_flag(flags)
+            self.emit_if(exited, self.abandon_path, emit_rest, after, stmt)
+        finally:
+            self.where = saved
+
+    def abandon_path(self: FunctionCompiler) -> None:
+        """The current block is the path of a set exit flag (see ``Frame.left_function``)."""
+        self.frame.exited = self.frame.left_function = True
 
     def emit_if(self: FunctionCompiler, cond: Any, then_fn: Callable[[], Any],
                 else_fn: Callable[[], Any], after: tuple[int, int], stmt: ast.AST,
@@ -254,7 +245,7 @@ class StmtMixin:
     def raise_exception(self: FunctionCompiler, message: str, exception: str) -> None:
         self.emit("prim::RaiseException", [self.const(message)], [],
                   {"exception": exception})
-        self.frame.exited = True
+        self.frame.exited = self.frame.left_function = True
 
     def visit_Raise(self: FunctionCompiler, node: ast.Raise) -> None:
         if node.exc is None:
@@ -280,7 +271,7 @@ class StmtMixin:
     def visit_Return(self: FunctionCompiler, node: ast.Return) -> None:
         value = self.expr(node.value) if node.value is not None else self.const(None)
         self.check_return(value, node)
-        self.frame.exited = True
+        self.frame.exited = self.frame.left_function = True
         if not self.return_flags:
             self.direct_return = value
             return
@@ -469,115 +460,14 @@ class StmtMixin:
         flags = [f for f in (ctx.break_flag,) if f]
         if self.return_flags and contains_return(node.body):
             flags.append(RETURN_FLAG)
-        if inner.exited and not flags and ctx.continue_flag is None:
-            outer.exited = True  # the body always raises
+        if inner.left_function and not flags:
+            outer.exited = outer.left_function = True  # the body always raises
             return
         rest = lambda: self.unroll_from(node, items, k + 1, ctx)  # noqa: E731
         if flags:
             self.guarded(flags, rest, end_of(node), node)
         else:
             rest()
-
-    # -- what a for loop iterates over -------------------------------------------------------------
-    def iteration_plan(self: FunctionCompiler, node: ast.expr) -> StaticPlan | DynamicPlan:
-        if isinstance(node, ast.Call):
-            obj = self.resolve_static(node.func)
-            handlers = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
-                        builtins.zip: self.zip_plan}
-            for fn, handler in handlers.items():
-                if obj is fn:
-                    return handler(node)
-            op = op_for_object(obj) if obj is not NOT_STATIC else None
-            if op is not None and op.kind == "tensor::unbind":
-                a, axis = self.bind_op_arguments(op, node, ast.unparse(node.func), None)
-                return self.axis_plan(a, axis, node)
-        return self.value_plan(self.expr(node), node)
-
-    def value_plan(self: FunctionCompiler, value: Any, node: ast.AST) -> StaticPlan | DynamicPlan:
-        t = value.type
-        if isinstance(t, TupleType):
-            return StaticPlan(self.tuple_items(value))
-        if isinstance(t, ListType):
-            return DynamicPlan(self.emit_value("prim::len", [value]),
-                               lambda i: self.emit_value("prim::ListIndex", [value, i]))
-        if isinstance(t, TensorType):
-            return self.axis_plan(value, self.const(0), node)
-        raise self.error(node, f"cannot iterate over a value of type {t}")
-
-    def axis_plan(self: FunctionCompiler, tensor: Any, axis: Any, node: ast.AST) -> DynamicPlan:
-        if not isinstance(tensor.type, TensorType):
-            raise self.error(node, f"unbind needs a Tensor, not {tensor.type}")
-        trip = self.emit_value("tensor::size", [tensor, axis])
-        return DynamicPlan(trip, lambda i: self.emit_value("tensor::select", [tensor, axis, i]))
-
-    def range_plan(self: FunctionCompiler, node: ast.Call) -> DynamicPlan:
-        if node.keywords or not 1 <= len(node.args) <= 3:
-            raise self.error(node, "range() takes 1 to 3 positional arguments")
-        values = [self.expr(a) for a in node.args]
-        for arg, value in zip(node.args, values):
-            if value.type not in (INT, BOOL):
-                raise self.error(arg, f"range() arguments must be ints, not {value.type}")
-        if len(values) == 1:
-            values = [self.const(0), values[0], self.const(1)]
-        elif len(values) == 2:
-            values.append(self.const(1))
-        start, stop, step = values
-        step_c = constant_of(step)
-        if not isinstance(step_c, int):
-            raise self.error(node, "the step of range() must be a constant int")
-        if step_c == 0:
-            raise self.error(node, "the step of range() must not be zero")
-        return DynamicPlan(self.range_length(start, stop, step_c),
-                           lambda i: self.range_element(start, step_c, i))
-
-    def range_length(self: FunctionCompiler, start: Any, stop: Any, step: int) -> Any:
-        a, b = constant_of(start), constant_of(stop)
-        if isinstance(a, int) and isinstance(b, int):
-            return self.const(len(range(a, b, step)))
-        if a == 0 and step == 1:
-            return stop  # a negative count runs no iterations
-        # len(range(a, b, s)) = max(0, (b - a + s - 1) // s) for s > 0, (b - a + s + 1) // s else
-        span = self.binary("-", stop, start, self.where)
-        span = self.binary("+", span, self.const(step - 1 if step > 0 else step + 1), self.where)
-        count = self.binary("//", span, self.const(step), self.where)
-        return self.emit_value("prim::max", [count, self.const(0)])
-
-    def range_element(self: FunctionCompiler, start: Any, step: int, i: Any) -> Any:
-        value = i if step == 1 else self.binary("*", i, self.const(step), self.where)
-        if constant_of(start) == 0:
-            return value
-        return self.binary("+", start, value, self.where)
-
-    def enumerate_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
-        if len(node.args) not in (1, 2) or any(k.arg != "start" for k in node.keywords):
-            raise self.error(node, "enumerate() takes an iterable and an optional start")
-        start_node = node.args[1] if len(node.args) == 2 else next(
-            (k.value for k in node.keywords), None)
-        start = self.expr(start_node) if start_node is not None else self.const(0)
-        if start.type != INT:
-            raise self.error(node, f"the start of enumerate() must be an int, not {start.type}")
-        inner = self.iteration_plan(node.args[0])
-        pair = lambda i, item: self.emit_value(  # noqa: E731
-            "prim::TupleConstruct", [self.range_element(start, 1, i), item])
-        if isinstance(inner, StaticPlan):
-            return StaticPlan([pair(self.const(k), item) for k, item in enumerate(inner.items)])
-        return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
-
-    def zip_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
-        if node.keywords or not node.args:
-            raise self.error(node, "zip() takes one or more iterables")
-        plans = [self.iteration_plan(a) for a in node.args]
-        static = [p for p in plans if isinstance(p, StaticPlan)]
-        if static:
-            n = min(len(p.items) for p in static)
-            return StaticPlan([self.emit_value("prim::TupleConstruct", [
-                p.items[k] if isinstance(p, StaticPlan) else p.element(self.const(k))
-                for p in plans]) for k in range(n)])
-        trip = plans[0].trip  # type: ignore[union-attr]
-        for p in plans[1:]:
-            trip = self.emit_value("prim::min", [trip, p.trip])  # type: ignore[union-attr]
-        return DynamicPlan(trip, lambda i: self.emit_value(
-            "prim::TupleConstruct", [p.element(i) for p in plans]))  # type: ignore[union-attr]
 
 
 def _always_exits(stmts: list[ast.stmt]) -> bool:

@@ -16,10 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import fuser  # noqa: F401  (registers the fuse-elementwise pass)
 import ir
 from ir.core import Graph
+from passes import STANDARD_PIPELINE
 from script.errors import SignatureError
 from script.signature import device_of, key_of, type_of
+
+
+FORWARD_PIPELINE = STANDARD_PIPELINE + ",fuse-elementwise,dce"
+"""What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,11 @@ class ScriptFunction:
         """The optimized graph for these arguments (compiling it if needed, without running)."""
         return self.specialization(*args, **kwargs).graph
 
+    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized backward graph for these arguments (see ``script.autodiff``)."""
+        from script.autodiff import backward_graph_for
+        return backward_graph_for(self, *self._bind(args, kwargs))
+
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source for these arguments."""
         return self.specialization(*args, **kwargs).source
@@ -127,7 +138,7 @@ class ScriptFunction:
         return spec
 
     def _compile(self, args: tuple[Any, ...]) -> Specialization:
-        from passes import STANDARD_PIPELINE, run_pipeline
+        from passes import run_pipeline
         from passes.shape_prop import specialize
         from script.codegen import generate
         start = time.perf_counter()
@@ -144,7 +155,7 @@ class ScriptFunction:
             described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
             raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be accepted: "
                                  f"{e}") from None
-        run_pipeline(graph, STANDARD_PIPELINE)
+        run_pipeline(graph, FORWARD_PIPELINE)
         fn, source = generate(graph, name=_py_name(d.name))
         return Specialization(graph, fn, source, time.perf_counter() - start)
 

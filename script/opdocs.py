@@ -53,9 +53,7 @@ def section_of(op: OpDef) -> str:
         return namespace
     module = getattr(op.infer, "__module__", "") or ""
     name = module.rsplit(".", 1)[-1]
-    if name == "rules" or name not in _SECTION_TITLES:
-        return "elementwise"
-    return name
+    return "elementwise" if name == "rules" else name
 
 
 def _cell(text: str) -> str:
@@ -67,8 +65,7 @@ def _code_list(items: tuple[str, ...] | list[str]) -> str:
 
 
 def _row(op: OpDef) -> str:
-    signature = op.signature.split("::", 1)[1]
-    cells = [f"`{op.name}`", f"`{_cell(signature)}`", _code_list(op.spellings),
+    cells = [f"`{op.kind}`", f"`{_cell(op.signature)}`", _code_list(op.spellings),
              _code_list(sorted(op.traits)), _cell(op.doc)]
     return "| " + " | ".join(cells) + " |"
 
@@ -82,8 +79,9 @@ def generate_op_reference() -> str:
     order += sorted(s for s in sections if s not in _SECTION_TITLES)
     lines = [_HEADER]
     for section in order:
-        lines.append(f"## {_SECTION_TITLES.get(section, f'`{section}::`')}\n")
-        lines.append("| op | signature | Python spellings | traits | description |")
+        title = _SECTION_TITLES.get(section, f"`{section}` (`tensor::`)")
+        lines.append(f"## {title}\n")
+        lines.append("| kind | signature | Python spellings | traits | description |")
         lines.append("|---|---|---|---|---|")
         lines.extend(_row(op) for op in sections[section])
         lines.append("")

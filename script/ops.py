@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from script._ops_impl_base import array_module, as_float, manual_seed, python_result
+from script._ops_impl_autodiff import (  # noqa: F401  (gradient ops)
+    broadcast_to,
+    dropout_mask,
+    select_backward,
+    slice_backward,
+    sum_to,
+)
+from script._ops_impl_base import array_module, as_ufunc_float, manual_seed, python_result
 from script._ops_impl_nn import (
     amax,
     amin,
@@ -213,7 +220,7 @@ def square(a: Any) -> Any:
 
 def _unary(a: Any, name: str) -> Any:
     xp = array_module(a)
-    return python_result(getattr(xp, name)(as_float(a)), a)
+    return python_result(getattr(xp, name)(as_ufunc_float(a)), a)
 
 
 def exp(a: Any) -> Any:
@@ -243,7 +250,7 @@ def sqrt(a: Any) -> Any:
 
 def rsqrt(a: Any) -> Any:
     """1 / sqrt(a)."""
-    x = as_float(a)
+    x = as_ufunc_float(a)
     return python_result(1 / array_module(a).sqrt(x), a)
 
 
@@ -280,7 +287,7 @@ def ceil(a: Any) -> Any:
 def sigmoid(a: Any) -> Any:
     """1 / (1 + exp(-a)), without overflow: exp only ever sees -|a|."""
     xp = array_module(a)
-    x = as_float(a)
+    x = as_ufunc_float(a)
     e = xp.exp(-xp.abs(x))
     return python_result(xp.where(x >= 0, 1, e) / (1 + e), a)
 
@@ -288,7 +295,7 @@ def sigmoid(a: Any) -> Any:
 def softplus(a: Any) -> Any:
     """log(1 + exp(a)), without overflow: max(a, 0) + log1p(exp(-|a|))."""
     xp = array_module(a)
-    x = as_float(a)
+    x = as_ufunc_float(a)
     return python_result(xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x))), a)
 
 
@@ -299,7 +306,7 @@ def erf(a: Any) -> Any:
     """The error function, correctly rounded in float64 (``math.erf`` per element on numpy,
     ``cupyx.scipy.special.erf`` on CuPy)."""
     xp = array_module(a)
-    x = as_float(a)
+    x = as_ufunc_float(a)
     if isinstance(x, float):
         return math.erf(x)
     if xp is not np:
@@ -311,7 +318,7 @@ def erf(a: Any) -> Any:
 
 def gelu(a: Any) -> Any:
     """a * Phi(a) = a / 2 * (1 + erf(a / sqrt(2))), the exact form."""
-    x = as_float(a)
+    x = as_ufunc_float(a)
     return python_result(0.5 * x * (1 + erf(x * (1 / math.sqrt(2)))), a)
 
 

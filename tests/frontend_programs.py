@@ -262,7 +262,7 @@ def builtins_on_scalars(a: int, b: float) -> Tuple[int, float, bool, int, float]
 
 def annotated_locals(x: Tensor, n: int) -> Tensor:
     acc: Optional[Tensor] = None
-    for i in range(n):
+    for _ in range(n):
         if acc is None:
             acc = x
         else:
@@ -313,3 +313,120 @@ def make_closure(scale: float):
 
 
 closure_fn = make_closure(4.0)
+
+
+def rows_and_raise(x: Tensor, limit: float) -> Tuple[Tensor, bool, float]:
+    total = x[0] * 0.0
+    for row in x:
+        total = total + row
+    a = b = float(total.sum())
+    if abs(a) > limit:
+        raise ValueError("too large")
+    found = 2 in [1, 2, 3]
+    return total, found and isinstance(b, float), b
+
+
+def optional_else(x: Tensor, b: Optional[Tensor]) -> Tensor:
+    if b is None:
+        y = x
+    else:
+        y = x * b
+    return y
+
+
+# -- exits in nested and unrolled loops, widening loop-carried types ----------------------------
+def w_continue(n: int) -> int:
+    i = 0
+    s = 0
+    while i < n:
+        i += 1
+        if i % 3 == 0:
+            continue
+        s += i
+    return s
+
+
+def nested_ret(n: int) -> int:
+    for i in range(n):
+        for j in range(n):
+            if i * j > 6:
+                return i * 100 + j
+            if j > i:
+                break
+    return -1
+
+
+def unrolled_break(x: Tensor) -> Tensor:
+    for k in (1.0, 2.0, 3.0, 4.0):
+        if k > 2.5:
+            break
+        x = x * k
+    return x
+
+
+def unrolled_continue_ret(x: Tensor, n: int) -> Tensor:
+    for k in (1, 2, 3):
+        if k == n:
+            continue
+        if k * n > 4:
+            return x * float(k)
+        x = x + float(k)
+    return x
+
+
+def widen(xs: List[Tensor]) -> Optional[Tensor]:
+    h = None
+    for x in xs:
+        h = x
+    return h
+
+
+def no_parameters() -> float:
+    return 1.5
+
+
+def loop_index_after(n: int) -> int:
+    i = -5
+    for i in range(n):  # noqa: B007 (the last index is read after the loop)
+        pass
+    return i
+
+
+def while_ret(x: Tensor, n: int) -> Tensor:
+    while n > 0:
+        n -= 1
+        if n == 2:
+            return x * 2.0
+        x = x + 1.0
+    return x
+
+
+def continue_keeps_values(n: int) -> int:
+    x = 0
+    for i in range(n):
+        if i % 2 == 0:
+            x = x + 1
+        else:
+            continue
+        x = x + 10
+    return x
+
+
+def break_keeps_values(n: int) -> int:
+    x = 0
+    for i in range(n):
+        if i < 3:
+            x = x + i
+        else:
+            break
+    return x
+
+
+def return_in_nested_branch(a: bool, b: bool) -> int:
+    if a:
+        if b:
+            return 1
+        y = 2
+    else:
+        y = 3
+    return y

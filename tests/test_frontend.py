@@ -99,6 +99,29 @@ CASES = {
     "method_spellings": (P.method_spellings, lambda r: (arr(r, 2, 3),)),
     "nested_loops": (P.nested_loops, lambda r: (5, 4)),
     "closure": (P.closure_fn, lambda r: (arr(r, 2),)),
+    "rows_and_raise": (P.rows_and_raise, lambda r: (arr(r, 3, 2), 100.0)),
+    "optional_else_none": (P.optional_else, lambda r: (arr(r, 2), None)),
+    "optional_else_some": (P.optional_else, lambda r: (arr(r, 2), arr(r, 2))),
+    "while_continue": (P.w_continue, lambda r: (10,)),
+    "while_continue_zero": (P.w_continue, lambda r: (0,)),
+    "nested_return": (P.nested_ret, lambda r: (5,)),
+    "nested_return_none": (P.nested_ret, lambda r: (2,)),
+    "unrolled_break": (P.unrolled_break, lambda r: (arr(r, 3),)),
+    "unrolled_continue_1": (P.unrolled_continue_ret, lambda r: (arr(r, 3), 1)),
+    "unrolled_continue_2": (P.unrolled_continue_ret, lambda r: (arr(r, 3), 2)),
+    "unrolled_continue_3": (P.unrolled_continue_ret, lambda r: (arr(r, 3), 3)),
+    "widen": (P.widen, lambda r: ([arr(r, 2), arr(r, 2)],)),
+    "widen_empty": (P.widen, lambda r: ([],)),
+    "no_parameters": (P.no_parameters, lambda r: ()),
+    "loop_index_after": (P.loop_index_after, lambda r: (3,)),
+    "loop_index_after_zero": (P.loop_index_after, lambda r: (0,)),
+    "while_return": (P.while_ret, lambda r: (arr(r, 3), 5)),
+    "while_return_late": (P.while_ret, lambda r: (arr(r, 3), 1)),
+    "continue_keeps_values": (P.continue_keeps_values, lambda r: (5,)),
+    "break_keeps_values": (P.break_keeps_values, lambda r: (6,)),
+    "nested_branch_return_tt": (P.return_in_nested_branch, lambda r: (True, True)),
+    "nested_branch_return_tf": (P.return_in_nested_branch, lambda r: (True, False)),
+    "nested_branch_return_ff": (P.return_in_nested_branch, lambda r: (False, False)),
 }
 
 
@@ -107,6 +130,9 @@ def assert_same(got, want):
         assert isinstance(got, type(want)) and len(got) == len(want), (got, want)
         for g, w in zip(got, want):
             assert_same(g, w)
+        return
+    if want is None:
+        assert got is None
         return
     if isinstance(want, (bool, int, float)) and not isinstance(want, np.generic):
         assert got == want, (got, want)
@@ -245,6 +271,21 @@ def test_assert_raises_with_its_message():
         run_graph(fdef.graph, np.ones((2, 3)), -1)
 
 
+def test_raise_statement_raises_when_run():
+    fdef = compile_ok(P.rows_and_raise)
+    (raise_node,) = [n for n in fdef.graph.walk() if n.kind == "prim::RaiseException"]
+    assert raise_node.attrs["exception"] == "ValueError"
+    with pytest.raises(ScriptRuntimeError, match="too large"):
+        run_graph(fdef.graph, np.ones((3, 2)), 1.0)
+
+
+def test_iterating_a_tensor_selects_rows():
+    fdef = compile_ok(P.rows_and_raise)
+    (loop,) = [n for n in fdef.graph.nodes() if n.kind == "prim::Loop"]
+    assert loop.inputs[0].node.kind == "tensor::size"
+    assert [n.kind for n in loop.blocks[0].nodes][0] == "tensor::select"
+
+
 def test_globals_are_captured_as_constants():
     fdef = compile_ok(P.globals_and_asserts)
     values = [n.attrs["value"] for n in fdef.graph.walk() if n.kind == "prim::Constant"]
@@ -263,6 +304,13 @@ def test_unannotated_function_returns_none_and_infers_its_type():
     assert fdef.arg_types == [TENSOR, ListType(TENSOR)]
     items = []
     assert run_graph(fdef.graph, np.ones(2), items) is None and len(items) == 1
+
+
+def test_loop_carried_none_widens_to_optional():
+    fdef = compile_ok(P.widen)
+    (loop,) = [n for n in fdef.graph.nodes() if n.kind == "prim::Loop"]
+    assert [p.type for p in loop.blocks[0].params] == [INT, OptionalType(TENSOR)]
+    assert fdef.return_type == OptionalType(TENSOR)
 
 
 def test_scalar_builtins_have_scalar_types():

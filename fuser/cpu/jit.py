@@ -39,6 +39,10 @@ class _Jit:
     def __init__(self) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        # fold the loop remainder into one masked vector loop (AVX-512 masks) instead of a
+        # vector epilogue plus a scalar loop: half the machine code and about half the compile
+        # time, same speed (measured on the LSTM cell's kernel)
+        llvm.set_option("", "-prefer-predicate-over-epilogue=predicate-else-scalar-epilogue")
         self.opt_tm = _host_target_machine()
         # the engine owns its target machine: never touch it again after this line
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_target_machine())

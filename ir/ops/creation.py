@@ -35,8 +35,17 @@ def _shape_arg(node: Node) -> tuple | None:
 
 def _from_shape(dtype_index: int) -> object:
     def rule(node: Node) -> list[Type]:
-        return [TensorType(_dtype_arg(node, dtype_index, "float32"), _shape_arg(node), None)]
+        return [TensorType(_dtype_arg(node, dtype_index, "float64"), _shape_arg(node), None)]
     return rule
+
+
+def _full(node: Node) -> list[Type]:
+    if const(node, 2, None) is not None:
+        return _from_shape(2)(node)  # type: ignore[operator]
+    # numpy picks the dtype from the fill value: int -> int64, float -> float64, bool -> bool
+    value = node.inputs[1].type
+    dtype = {"int": "int64", "float": "float64", "bool": "bool"}.get(str(value))
+    return [TensorType(dtype, _shape_arg(node), None)]
 
 
 def _like(dtype_index: int) -> object:
@@ -70,12 +79,12 @@ def _arange_length(node: Node, start: object, stop: object, step: object) -> int
     return max(0, math.ceil((stop - start) / step))  # type: ignore[operator]
 
 
-defop('tensor::zeros(shape: ints, dtype: str = "float32") -> Tensor', _from_shape(1), (PURE,),
-      ("np.zeros",), "a tensor of zeros")
-defop('tensor::ones(shape: ints, dtype: str = "float32") -> Tensor', _from_shape(1), (PURE,),
-      ("np.ones",), "a tensor of ones")
-defop('tensor::full(shape: ints, value: number, dtype: str = "float32") -> Tensor',
-      _from_shape(2), (PURE,), ("np.full",), "a tensor filled with value")
+defop('tensor::zeros(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), (PURE,),
+      ("np.zeros",), "a tensor of zeros (float64 unless a dtype is given, as numpy)")
+defop('tensor::ones(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), (PURE,),
+      ("np.ones",), "a tensor of ones (float64 unless a dtype is given, as numpy)")
+defop("tensor::full(shape: ints, value: number, dtype: str? = None) -> Tensor",
+      _full, (PURE,), ("np.full",), "a tensor filled with value (dtype from the value by default)")
 defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), (PURE,),
       ("np.zeros_like",), "zeros with a's shape, device and (by default) dtype")
 defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), (PURE,),

@@ -114,11 +114,14 @@ def float_result_dtype(types: Sequence[Type]) -> str | None:
 
 
 def unary_float_rule(node: Node) -> list[Type]:
-    """tanh, exp, sqrt...: same shape, float dtype (ints become float64); scalars give float."""
+    """tanh, exp, sqrt...: same shape, float dtype as numpy picks it; scalars give float."""
     t = node.inputs[0].type
     if not isinstance(t, TensorType):
         return [FLOAT]
-    return [TensorType(float_result_dtype([t]), t.shape, t.device)]
+    # numpy's ufunc loops: the smallest float that holds the input (int8 -> float16, int16 ->
+    # float32, int64 -> float64)
+    dtype = None if t.dtype is None else np.promote_types(t.dtype, "float16").name
+    return [TensorType(dtype, t.shape, t.device)]
 
 
 def same_as_input_rule(node: Node) -> list[Type]:

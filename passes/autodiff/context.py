@@ -1,0 +1,225 @@
+"""The backward builder for one forward block: cotangent bookkeeping, saved values, emission.
+
+A ``BlockGrad`` walks one forward block in reverse and writes its backward into one backward
+block. Nested forward blocks (If branches, loop bodies) get nested ``BlockGrad``s whose backward
+blocks sit inside the parent's backward block, so a backward value made by an ancestor is visible
+in every descendant, exactly as forward scoping works.
+
+Forward values the backward reads are *saved* (``fwd``): a value of the top-level block becomes an
+extra forward output and a backward input; a loop-body value is appended each iteration to a list
+made before the loop, and the reverse loop reads element ``n - 1 - k``; an If-branch value becomes
+an extra If output (the other branch gives ``prim::Uninitialized``). Constants are re-created in
+the backward instead of being saved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ir.core import CONSTANT, Block, Graph, Node, Value
+from ir.errors import IRError
+from ir.registry import infer_types
+from ir.types import INT, ListType, TensorType, TupleType, Type
+
+Cotangent = Any
+"""A backward Value, None (zero), or for tuples a list of per-element cotangents."""
+
+
+class Differentiator:
+    """State shared by every block of one differentiation."""
+
+    def __init__(self, forward: Graph, active: set[Value]):
+        self.forward = forward
+        """the forward graph; gains saved outputs as the backward asks for values."""
+        self.backward = Graph((forward.name or "f") + "_backward")
+        """the graph being built."""
+        self.active = active
+        """forward values that carry a derivative."""
+        self.saved: list[Value] = []
+        """forward values saved for the backward, in backward-input order."""
+        self.list_cts: dict[Value, Value] = {}
+        """forward list -> backward list of its items' cotangents, consumed from the end by the
+        reverse of each append (``ListPop``)."""
+        self.read_cts: dict[Value, dict[int, Cotangent]] = {}
+        """forward list -> cotangents of its elements read at constant indices."""
+        self.root: BlockGrad | None = None
+
+
+class BlockGrad:
+    """Builds the backward of one forward block into one backward block."""
+
+    def __init__(self, ad: Differentiator, fblock: Block, bblock: Block,
+                 parent: BlockGrad | None = None, owner: Node | None = None):
+        self.ad = ad
+        self.fblock = fblock
+        self.bblock = bblock
+        self.parent = parent
+        self.owner = owner
+        """the forward If/Loop whose block this is (None at top level)."""
+        self.ct: dict[Value, Cotangent] = {}
+        """cotangents accumulated so far, keyed by forward value (outer values included: those
+        are this block's contributions to them)."""
+        self.stacked: dict[Value, Value] = {}
+        """outer tensors read as ``select(u, axis, counter)`` in a loop body -> backward list
+        collecting each iteration's slice cotangent."""
+        self.index: Value | None = None
+        """in a reverse loop body: the forward iteration number being undone."""
+        self._cache: dict[Value, Value] = {}
+        self._header: Node = bblock.param_node
+
+    # -- emission -------------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self.ad.backward
+
+    def emit(self, kind: str, *args: Any,
+             types: list[Type] | None = None, at_header: bool = False) -> Node:
+        """Append a node (types from its op's rule unless given); Python values become constants."""
+        inputs = [a if isinstance(a, Value) else self.const(a) for a in args]
+        node = self.graph.create(kind, inputs, types or [])
+        if types is None:
+            for t in infer_types(node):
+                node.add_output(t)
+        if at_header:
+            node.insert_after(self._header)
+            self._header = node
+        else:
+            self.bblock.append(node)
+        return node
+
+    def op(self, kind: str, *args: Any) -> Value:
+        """Emit a single-output op and return its value."""
+        return self.emit(kind, *args).output
+
+    def const(self, value: Any, type: Type | None = None) -> Value:
+        """A constant, created once at the top of the backward graph."""
+        root = self.ad.root
+        assert root is not None
+        if isinstance(value, list):
+            value = tuple(value)
+        node = self.graph.create(CONSTANT, [], [], {"value": value})
+        from ir.constants import constant_type
+        node.add_output(type if type is not None else constant_type(value))
+        node.insert_after(root._header)
+        root._header = node
+        return node.output
+
+    # -- saved forward values --------------------------------------------------------------------
+    def defines(self, v: Value) -> bool:
+        return v.node.owner is self.fblock
+
+    def fwd(self, v: Value) -> Value:
+        """The backward's view of forward value ``v`` (saving it if needed)."""
+        if v.is_constant:
+            return self.const(v.constant, v.type)
+        if not self.defines(v):
+            if self.parent is None:
+                raise IRError(f"value {v!r} is not visible from the top-level block")
+            return self.parent.fwd(v)
+        found = self._cache.get(v)
+        if found is None:
+            found = self._save(v)
+            self._cache[v] = found
+        return found
+
+    def _save(self, v: Value) -> Value:
+        if self.owner is None:
+            self.ad.saved.append(v)
+            return self.graph.add_input(v.type, v.name)
+        if self.owner.kind == "prim::Loop":
+            return self._save_per_iteration(v)
+        return self._save_from_branch(v)
+
+    def _save_per_iteration(self, v: Value) -> Value:
+        loop = self.owner
+        assert loop is not None and self.index is not None
+        if v is self.fblock.params[0]:
+            return self.index
+        fgraph = self.ad.forward
+        lst = fgraph.create("prim::ListConstruct", [], [ListType(v.type)],
+                            names=[(v.name or "v") + "_saved"]).output
+        lst.node.insert_before(loop)
+        append = fgraph.create("prim::ListAppend", [lst, v], [])
+        append.insert_before(self.fblock.return_node)
+        assert self.parent is not None
+        saved = self.parent.fwd(lst)
+        return self.emit("prim::ListIndex", saved, self.index, types=[v.type],
+                         at_header=True).output
+
+    def _save_from_branch(self, v: Value) -> Value:
+        node = self.owner
+        assert node is not None and self.parent is not None
+        fgraph = self.ad.forward
+        for block in node.blocks:
+            if block is self.fblock:
+                block.add_return(v)
+                continue
+            filler = fgraph.create("prim::Uninitialized", [], [v.type])
+            block.append(filler)
+            block.add_return(filler.output)
+        out = node.add_output(v.type, v.name)
+        return self.parent.fwd(out)
+
+    # -- cotangents -------------------------------------------------------------------------------
+    def is_active(self, v: Value) -> bool:
+        return v in self.ad.active
+
+    def add_ct(self, v: Value, g: Cotangent) -> None:
+        """Add ``g`` to the cotangent of forward value ``v``."""
+        if g is None or not self.is_active(v):
+            return
+        self.ct[v] = self.plus(self.ct.get(v), g)
+
+    def plus(self, a: Cotangent, b: Cotangent) -> Cotangent:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        if isinstance(a, list) or isinstance(b, list):
+            a, b = self.structured(a), self.structured(b)
+            return [self.plus(x, y) for x, y in zip(a, b)]
+        return self.op("tensor::add", a, b)
+
+    def structured(self, g: Cotangent) -> list[Cotangent]:
+        """A tuple cotangent as a list of element cotangents."""
+        if isinstance(g, list):
+            return g
+        assert isinstance(g.type, TupleType)
+        return list(self.emit("prim::TupleUnpack", g, types=list(g.type.elements)).outputs)
+
+    def take_ct(self, v: Value) -> Cotangent:
+        return self.ct.pop(v, None)
+
+    def zeros(self, v: Value) -> Value:
+        """Zeros shaped like forward tensor ``v``."""
+        t = v.type
+        if isinstance(t, TensorType) and t.dtype and t.shape is not None and None not in t.shape:
+            return self.op("tensor::zeros", tuple(t.shape), t.dtype)
+        return self.op("tensor::zeros_like", self.fwd(v), None)
+
+    def materialize(self, v: Value, g: Cotangent) -> Value:
+        """``g`` as one backward value (zeros when None, a tuple built for structured ones)."""
+        if g is None and isinstance(v.type, TupleType):
+            g = [None] * len(v.type.elements)
+        if g is None:
+            return self.zeros(v)
+        if not isinstance(g, list):
+            return g
+        assert isinstance(v.type, TupleType)
+        items = []
+        for k, (gk, tk) in enumerate(zip(g, v.type.elements)):
+            items.append(self._element(gk, tk, v, k))
+        return self.emit("prim::TupleConstruct", *items).output
+
+    def _element(self, g: Cotangent, t: Type, v: Value, k: int) -> Value:
+        if g is not None and not isinstance(g, list):
+            return g
+        if isinstance(t, TensorType) and t.dtype and t.shape is not None and None not in t.shape:
+            return self.op("tensor::zeros", tuple(t.shape), t.dtype)
+        if isinstance(t, TensorType):
+            item = self.emit("prim::TupleIndex", self.fwd(v), k, types=[t]).output
+            return self.op("tensor::zeros_like", item, None)
+        return self.const(None)
+
+    def counter_type(self) -> Type:
+        return INT

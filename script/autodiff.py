@@ -1,0 +1,197 @@
+"""Reverse-mode gradients of scripted functions: ``vjp``, ``value_and_grad``, backward graphs.
+
+For each input signature the function's graph is specialized and cleaned up, differentiated
+symbolically (``passes.autodiff``) into an augmented forward graph and a backward graph, both run
+through the pipeline and the fuser, and compiled to Python; the pair is cached per signature, like
+``ScriptFunction``'s own cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import ir
+from ir.core import Graph
+from passes import STANDARD_PIPELINE, run_pipeline
+from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from script.errors import SignatureError
+from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
+from script.signature import key_of, type_of
+
+BACKWARD_PIPELINE = STANDARD_PIPELINE + ",fuse-elementwise,dce"
+"""What runs on a backward graph (the same cleanup and fusion as a forward graph)."""
+
+
+@dataclass(frozen=True)
+class CompiledGradient:
+    """One signature's augmented forward and backward, optimized and compiled."""
+
+    gradient: Gradient
+    """the graphs (``gradient.forward``, ``gradient.backward``) after optimization."""
+    forward: Callable[..., Any]
+    """runs the forward; returns the original outputs followed by the saved values."""
+    backward: Callable[..., Any]
+    """takes the output cotangents and the saved values; returns one cotangent per input."""
+
+
+_lock = threading.RLock()
+
+
+def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = True
+                     ) -> CompiledGradient:
+    """The forward/backward pair of ``f`` for arguments like ``args`` (cached when optimized).
+
+    ``optimize=False`` skips the pipeline and the fuser on both graphs: the backward then runs
+    each rule's ops one by one, as written (the reference the optimized pair is checked against).
+    """
+    key = tuple(map(key_of, args))
+    cache = f.__dict__.setdefault("_gradient_cache", {})
+    found = cache.get(key) if optimize else None
+    if found is not None:
+        return found
+    with _lock:
+        found = cache.get(key) if optimize else None
+        if found is None:
+            found = _compile(f, tuple(args), optimize)
+            if optimize:
+                cache[key] = found
+    return found
+
+
+def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
+    from script.codegen import generate
+    graph = _specialized_graph(f, args)
+    grad = differentiate(graph)
+    if optimize:
+        run_pipeline(grad.backward, STANDARD_PIPELINE)
+        prune_unused_saved(grad)
+        run_pipeline(grad.forward, FORWARD_PIPELINE)
+        run_pipeline(grad.backward, BACKWARD_PIPELINE)
+    else:
+        prune_unused_saved(grad)
+    name = _py_name(f)
+    forward, _ = generate(grad.forward, name=name + "_forward")
+    backward, _ = generate(grad.backward, name=name + "_backward")
+    return CompiledGradient(grad, forward, backward)
+
+
+def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
+    """``f``'s graph specialized to ``args`` and cleaned up, not yet fused (as the executor does)."""
+    from passes.shape_prop import specialize
+    d = f.definition
+    if len(args) != len(d.arg_names):
+        raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
+                             "were given")
+    types = [type_of(a, t, f"{d.name}(): argument '{n}'")
+             for a, t, n in zip(args, d.arg_types, d.arg_names)]
+    _check_devices(d, args)
+    graph = d.graph.clone()
+    run_pipeline(graph, "inline")
+    _coerce_numbers(graph, types)
+    try:
+        specialize(graph, types)
+    except ir.ShapeError as e:
+        raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
+    run_pipeline(graph, STANDARD_PIPELINE)
+    return graph
+
+
+def _py_name(f: ScriptFunction) -> str:
+    name = f.python_fn.__name__
+    return name if name.isidentifier() else "f"
+
+
+def _as_script(f: Any) -> ScriptFunction:
+    if isinstance(f, ScriptFunction):
+        return f
+    if callable(f) and hasattr(f, "__code__"):
+        return ScriptFunction(f)
+    raise TypeError(f"cannot differentiate an object of type {type(f).__name__}")
+
+
+# -- the user API ---------------------------------------------------------------------------------
+def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """Run ``f(*args)`` and return ``(outputs, backward)``.
+
+    ``backward(cotangents)`` takes cotangents shaped like ``outputs`` (same nesting; None means
+    zeros) and returns the gradients of the inputs, one per argument with the argument's nesting,
+    None where an argument is not differentiable (ints, None, integer arrays, Python floats).
+    ``f`` is a ``ScriptFunction`` or a plain function (scripted here).
+    """
+    sf = _as_script(f)
+    if len(args) != len(sf.definition.arg_names):
+        args = sf._bind(args, {})
+    compiled = compile_gradient(sf, args)
+    return run_vjp(compiled, args)
+
+
+def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
+            ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """Run a compiled forward on ``args``; return its outputs and the backward closure."""
+    grad = compiled.gradient
+    results = compiled.forward(*args)
+    if len(grad.forward.outputs) == 1:
+        results = (results,)
+    outputs = results[:grad.num_outputs]
+    saved = results[grad.num_outputs:]
+
+    def backward(cotangents: Any) -> tuple[Any, ...]:
+        cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
+        cts = [_cotangent_like(o, c) for o, c in zip(outputs, cts)]
+        grads = compiled.backward(*cts, *saved)
+        if len(grad.backward.outputs) == 1:
+            grads = (grads,)
+        _accumulate_parameter_grads(compiled, grads)
+        return tuple(grads)
+
+    return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
+
+
+def _cotangent_like(output: Any, ct: Any) -> Any:
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers."""
+    if isinstance(output, tuple):
+        cts = ct if ct is not None else (None,) * len(output)
+        return tuple(_cotangent_like(o, c) for o, c in zip(output, cts))
+    dtype = getattr(output, "dtype", None)
+    if ct is None:
+        return np.zeros_like(output) if dtype is not None else 0.0
+    if dtype is not None and not hasattr(ct, "shape"):
+        return np.asarray(ct, dtype=dtype)
+    return ct
+
+
+def _accumulate_parameter_grads(compiled: CompiledGradient, grads: Sequence[Any]) -> None:
+    """Hook for modules: gradients of a ``ScriptModule``'s parameters will be added to their
+    ``.grad`` here. Functions have no parameters, so there is nothing to do yet."""
+
+
+def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
+    """``g(*args) -> (value, grads)`` for a function with one scalar output (a 0-d array or a
+    number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them."""
+    sf = _as_script(f)
+
+    def run(*args: Any) -> tuple[Any, Any]:
+        value, backward = vjp(sf, *args)
+        if getattr(value, "shape", ()) != () or isinstance(value, tuple):
+            raise ValueError("value_and_grad needs a function with one scalar output, got "
+                             f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+        grads = backward(np.ones_like(value))
+        if isinstance(argnums, int):
+            return value, grads[argnums]
+        return value, tuple(grads[k] for k in argnums)
+
+    return run
+
+
+def backward_graph_for(f: ScriptFunction, *args: Any) -> Graph:
+    """The optimized backward graph of ``f`` for these arguments."""
+    return compile_gradient(f, args).gradient.backward
+
+
+__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "backward_graph_for", "compile_gradient",
+           "run_vjp", "value_and_grad", "vjp"]

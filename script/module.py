@@ -1,0 +1,316 @@
+"""``Module``, ``Parameter`` and ``ModuleList``: the ``torch.nn.Module`` programming model on arrays.
+
+A ``Module`` registers what is assigned to it: a ``Parameter`` becomes a parameter, a ``Module`` a
+submodule, a list or tuple of modules a ``ModuleList``; everything else is a plain attribute.
+Inside ``forward`` (eager or scripted) ``self.weight`` reads as the parameter's array, so the same
+code runs as Python and compiles with ``script(module)``. ``named_parameters()`` gives dotted names
+(``layers.0.cell.weight_ih``) in registration order, ``state_dict()`` / ``load_state_dict()`` move
+plain arrays in and out, and ``train()`` / ``eval()`` set the ``training`` flag of the whole tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+def is_array(value: Any) -> bool:
+    """A numpy or CuPy ndarray."""
+    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
+
+
+class Parameter:
+    """A trainable array of a ``Module``: ``.data`` is the array, ``.grad`` its gradient.
+
+    Optimizers update ``.data`` in place (``p.data -= lr * p.grad``) or rebind it; both are seen
+    by every compiled module that shares the parameter, because compiled code reads ``.data`` at
+    call time.
+    """
+
+    __slots__ = ("data", "grad")
+
+    def __init__(self, data: Any):
+        if isinstance(data, Parameter):
+            data = data.data
+        self.data = data if is_array(data) else np.asarray(data)
+        """the array."""
+        self.grad: Any = None
+        """the accumulated gradient (an array of the same shape), or None."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self.data.dtype
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.data, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"Parameter(shape={self.shape}, dtype={self.dtype})"
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(strict=False)`` could not match."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+class Module:
+    """Base class of models: subclass it, assign parameters and submodules in ``__init__`` and
+    write ``forward``. Calling the module runs ``forward`` as Python; ``script(module)`` compiles
+    it."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "training", True)
+
+    # -- registration ---------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if params is None:
+            raise AttributeError(f"cannot assign '{name}' before Module.__init__() is called")
+        modules = self.__dict__["_modules"]
+        if isinstance(value, Parameter):
+            self._forget(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._forget(name)
+            modules[name] = value
+        elif _is_module_sequence(value):
+            self._forget(name)
+            modules[name] = ModuleList(value)
+        elif name in params:
+            raise TypeError(f"cannot assign a {type(value).__name__} to parameter '{name}' "
+                            "(a Parameter is expected; to change its array assign to "
+                            f"'.{name}' of the Parameter: module.get_parameter('{name}').data)")
+        else:
+            self._forget(name)
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        self.__dict__["_parameters"].pop(name, None)
+        self.__dict__["_modules"].pop(name, None)
+        self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when normal lookup fails: parameters read as their arrays
+        d = self.__dict__
+        params = d.get("_parameters", {})
+        if name in params:
+            return params[name].data
+        modules = d.get("_modules", {})
+        if name in modules:
+            return modules[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters or name in self._modules:
+            self._forget(name)
+        else:
+            object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter) -> None:
+        """Same as ``self.<name> = param``."""
+        setattr(self, name, param)
+
+    def add_module(self, name: str, module: Module) -> None:
+        """Same as ``self.<name> = module``."""
+        setattr(self, name, module)
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The ``Parameter`` object with dotted name ``target`` (``"layers.0.cell.weight_ih"``)."""
+        owner, _, name = target.rpartition(".")
+        module = self.get_submodule(owner) if owner else self
+        if name not in module._parameters:
+            raise AttributeError(f"{type(module).__name__} has no parameter '{name}'")
+        return module._parameters[name]
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule with dotted name ``target`` (``""`` is the module itself)."""
+        module = self
+        for part in filter(None, target.split(".")):
+            if part not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no submodule '{part}'")
+            module = module._modules[part]
+        return module
+
+    # -- running --------------------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> Module:
+        """Set ``training`` on this module and every submodule; returns ``self``."""
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        """``train(False)``."""
+        return self.train(False)
+
+    # -- traversal ------------------------------------------------------------------------------
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, submodule) of the direct submodules, in registration order."""
+        yield from self._modules.items()
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """(dotted name, module) of this module and every submodule, each once."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{k}" if name else k, m) for k, m in module._modules.items()]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, Parameter), each parameter once, in registration order."""
+        seen: set[int] = set()
+        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for owner, module in owners:
+            for name, param in module._parameters.items():
+                if id(param) in seen:
+                    continue
+                seen.add(id(param))
+                yield (f"{owner}.{name}" if owner else name), param
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        """(dotted name, array) of the plain array attributes (state that is not trained)."""
+        for owner, module in self.named_modules(prefix):
+            for name, value in module.__dict__.items():
+                if not name.startswith("_") and is_array(value):
+                    yield (f"{owner}.{name}" if owner else name), value
+
+    def buffers(self) -> Iterator[Any]:
+        for _, value in self.named_buffers():
+            yield value
+
+    def zero_grad(self) -> None:
+        """Forget every parameter's gradient."""
+        for param in self.parameters():
+            param.grad = None
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Parameters' arrays and array attributes by dotted name (the arrays themselves)."""
+        state = {name: p.data for name, p in self.named_parameters()}
+        state.update(self.named_buffers())
+        return state
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Copy arrays into the parameters and array attributes in place (shapes must match).
+
+        With ``strict`` a missing or unexpected key is a KeyError; otherwise they are returned.
+        """
+        targets = dict(self.named_parameters())
+        buffers = dict(self.named_buffers())
+        known = set(targets) | set(buffers)
+        missing = sorted(known - set(state))
+        unexpected = sorted(set(state) - known)
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys "
+                           f"{unexpected}")
+        for name in known & set(state):
+            current = targets[name].data if name in targets else buffers[name]
+            value = state[name]
+            if tuple(np.shape(value)) != tuple(current.shape):
+                raise ValueError(f"load_state_dict: '{name}' has shape {tuple(current.shape)} "
+                                 f"but the state has {tuple(np.shape(value))}")
+            current[...] = value
+        return IncompatibleKeys(missing, unexpected)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}("]
+        for name, module in self._modules.items():
+            inner = repr(module).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {inner}")
+        for name, param in self._parameters.items():
+            lines.append(f"  {name}: {param!r}")
+        if len(lines) == 1:
+            return f"{type(self).__name__}()"
+        return "\n".join(lines) + "\n)"
+
+
+class ModuleList(Module):
+    """A list of submodules, registered as ``"0"``, ``"1"``, ...; indexable, sliceable and
+    iterable. In scripted code it is iterated by unrolling, so its modules may differ in type."""
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        for module in modules or ():
+            self.append(module)
+
+    def _items(self) -> list[Module]:
+        return list(self._modules.values())
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._items())
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return ModuleList(self._items()[index])
+        return self._items()[index]
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        key = list(self._modules)[index]
+        _check_module(module)
+        self._modules[key] = module
+
+    def append(self, module: Module) -> ModuleList:
+        _check_module(module)
+        self._modules[str(len(self._modules))] = module
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = self._items()
+        _check_module(module)
+        items.insert(index, module)
+        self._modules.clear()
+        self.extend(items)
+
+
+def _check_module(value: Any) -> None:
+    if not isinstance(value, Module):
+        raise TypeError(f"a ModuleList holds Modules, not {type(value).__name__}")
+
+
+def _is_module_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and not isinstance(value, ModuleList) and \
+        bool(value) and all(isinstance(v, Module) for v in value) and \
+        not hasattr(value, "_fields")

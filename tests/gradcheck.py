@@ -1,0 +1,114 @@
+"""A generic gradient checker in the style of JAX's ``check_grads``.
+
+``check_vjp(f, args)`` draws a random cotangent for ``f``'s outputs, computes the gradients of every
+float-array argument (nested in tuples too) with the scripted ``vjp`` -- through the optimized,
+fused backward and through the unoptimized one -- and compares each against central finite
+differences of ``<cotangent, f(args)>``, taken with the eager function (``python_fn``) and with the
+compiled one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from script import script
+from script.autodiff import compile_gradient, run_vjp
+from script.function import ScriptFunction
+
+
+def leaves(tree: Any) -> list[Any]:
+    """The arrays and numbers of a nested tuple/list, in order."""
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in leaves(item)]
+    return [tree]
+
+
+def random_like(tree: Any, rng: np.random.Generator) -> Any:
+    """A random cotangent with the structure, shapes and dtypes of ``tree``."""
+    if isinstance(tree, (tuple, list)):
+        return tuple(random_like(item, rng) for item in tree)
+    dtype = getattr(tree, "dtype", np.float64)
+    return np.asarray(rng.standard_normal(np.shape(tree)), dtype=dtype)
+
+
+def inner(a: Any, b: Any) -> float:
+    return float(sum(np.sum(np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64))
+                     for x, y in zip(leaves(a), leaves(b))))
+
+
+def float_arrays(args: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """(path, array) for every float array inside the (nested) arguments."""
+    if isinstance(args, (tuple, list)):
+        for k, item in enumerate(args):
+            yield from float_arrays(item, path + (k,))
+    elif isinstance(args, np.ndarray) and args.dtype.kind == "f":
+        yield path, args
+
+
+def replace(args: Any, path: tuple[int, ...], value: Any) -> Any:
+    if not path:
+        return value
+    items = list(args)
+    items[path[0]] = replace(items[path[0]], path[1:], value)
+    return tuple(items) if isinstance(args, tuple) else items
+
+
+def get(tree: Any, path: tuple[int, ...]) -> Any:
+    for k in path:
+        tree = tree[k]
+    return tree
+
+
+def numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: Any,
+                   path: tuple[int, ...], eps: float) -> np.ndarray:
+    """d<ct, fn(args)>/d(args at path) by central differences."""
+    x = get(args, path)
+    grad = np.zeros_like(x, dtype=np.float64)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        up = inner(ct, fn(*replace(args, path, plus)))
+        down = inner(ct, fn(*replace(args, path, minus)))
+        grad[idx] = (up - down) / (2 * eps)
+    return grad
+
+
+def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float = 1e-6,
+              atol: float = 1e-8, seed: int = 0, before_call: Callable[[], None] | None = None
+              ) -> None:
+    """Assert that ``vjp`` gradients of ``f`` at ``args`` equal finite differences.
+
+    ``before_call`` runs before every evaluation (e.g. to reseed dropout). Raises AssertionError
+    naming the argument and the path (optimized / unoptimized backward, eager / compiled forward).
+    """
+    sf = f if isinstance(f, ScriptFunction) else script(f)
+    hook = before_call or (lambda: None)
+
+    def call(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any) -> Any:
+            hook()
+            return fn(*a)
+        return run
+
+    rng = np.random.default_rng(seed)
+    hook()
+    out = sf(*args)
+    ct = random_like(out, rng)
+    analytic = {}
+    for optimize in (True, False):
+        hook()
+        _, backward = run_vjp(compile_gradient(sf, args, optimize=optimize), args)
+        analytic["optimized" if optimize else "unoptimized"] = backward(ct)
+    for path, _ in float_arrays(args):
+        for fwd_name, fwd in (("eager", sf.python_fn), ("compiled", sf)):
+            want = numerical_grad(call(fwd), args, ct, path, eps)
+            for name, grads in analytic.items():
+                got = get(grads, path)
+                assert got is not None, f"argument {path}: no gradient ({name})"
+                np.testing.assert_allclose(
+                    got, want, rtol=rtol, atol=atol,
+                    err_msg=f"argument {path}: {name} backward vs {fwd_name} finite differences")
