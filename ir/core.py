@@ -263,7 +263,8 @@ class Node:
         """Remove the node; its outputs must be unused. Nested blocks are erased too."""
         for v in self.outputs:
             if v.uses:
-                raise IRError(f"cannot erase {self.kind}: output %{v.name or v.index} still has uses")
+                raise IRError(f"cannot erase {self.kind}: output %{v.name or v.index} "
+                              "still has uses")
         for b in reversed(self.blocks):
             b.erase_contents()
         self.remove_all_inputs()
@@ -436,7 +437,8 @@ class Graph:
 
     def create(self, kind: str, inputs: Sequence[Value] = (), output_types: Sequence[Type] = (),
                attrs: dict[str, Any] | None = None, nblocks: int = 0,
-               source: SourceRange | None = None, names: Sequence[str | None] | None = None) -> Node:
+               source: SourceRange | None = None,
+               names: Sequence[str | None] | None = None) -> Node:
         """A detached node of this graph (insert it with ``insert_before`` / ``Block.append``)."""
         node = Node(kind, inputs, output_types, attrs, source, names)
         for _ in range(nblocks):
@@ -445,7 +447,8 @@ class Graph:
 
     def insert(self, kind: str, inputs: Sequence[Value] = (), output_types: Sequence[Type] = (),
                attrs: dict[str, Any] | None = None, nblocks: int = 0,
-               source: SourceRange | None = None, names: Sequence[str | None] | None = None) -> Node:
+               source: SourceRange | None = None,
+               names: Sequence[str | None] | None = None) -> Node:
         """Create a node and insert it at the insert point; returns the node."""
         node = self.create(kind, inputs, output_types, attrs, nblocks, source, names)
         return node.insert_before(self._insert_point)

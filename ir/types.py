@@ -253,7 +253,8 @@ def _unify_tensors(a: TensorType, b: TensorType) -> TensorType:
 
 
 def erase_shape(t: Type) -> Type:
-    """The same type with every tensor's dtype/shape/device forgotten (``Float(3)`` -> ``Tensor``)."""
+    """The same type with every tensor's dtype, shape and device forgotten (``Float(3)`` ->
+    ``Tensor``)."""
     if isinstance(t, TensorType):
         return TENSOR
     if isinstance(t, TupleType):

@@ -18,14 +18,34 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ir.core import Graph
-from passes import canonicalize, constant_prop, cse, dce, inline, shape_prop
+from passes import (
+    batch_matmul,
+    canonicalize,
+    constant_prop,
+    cse,
+    dce,
+    hoist_projection,
+    inline,
+    licm,
+    shape_prop,
+    unroll,
+)
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
-for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse):
+for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
+                hoist_projection, unroll, batch_matmul):
     register_pass(_module.NAME, _module.run)
 
-STANDARD_PIPELINE = "inline,canonicalize,constant-prop,shape-prop,canonicalize,dce,cse,dce"
-"""The cleanup part of the forward pipeline (DESIGN.md section 4) run by the executor."""
+CLEANUP_PIPELINE = "inline,canonicalize,constant-prop,shape-prop,canonicalize,dce,cse,dce"
+"""The cleanups: inlining, canonicalization, constant and shape propagation, DCE and CSE."""
+
+RNN_PIPELINE = "licm,hoist-projection,unroll,batch-matmul,licm,cse,dce"
+"""The loop and matmul rewrites, in DESIGN.md section 4's order. licm runs first so that weights
+like ``w_ih.T`` are loop-invariant values when the projection is hoisted, and again after
+batch-matmul so the concatenation of loop-invariant weights it makes is computed once."""
+
+STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
+"""The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
 _disabled: set[str] = set()
 
@@ -82,6 +102,6 @@ def _split_names(text: str) -> list[str]:
 
 
 __all__ = [
-    "PASSES", "STANDARD_PIPELINE", "Pass", "all_passes", "disable", "disabled_passes", "get_pass",
+    "CLEANUP_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass", "all_passes", "disable", "disabled_passes", "get_pass",
     "register_pass", "run_pass", "run_pipeline",
 ]

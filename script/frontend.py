@@ -24,7 +24,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
@@ -42,6 +42,7 @@ from script.frontend_env import (
     RETURN_FLAG,
     RETURN_VALUE,
     Frame,
+    Static,
     Undefined,
     always_returns,
     loaded_names,
@@ -49,6 +50,7 @@ from script.frontend_env import (
 )
 from script.frontend_exprs import ExprMixin
 from script.frontend_iter import IterMixin
+from script.frontend_modules import ModuleMixin
 from script.frontend_stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -72,6 +74,9 @@ class FunctionDef:
     """the annotated return type, or the type inferred from the returned values."""
     source: SourceInfo
     """the file the function came from, to point errors at it."""
+    attr_refs: list[Any] = field(default_factory=list)
+    """for a module method: the module attributes (parameters, arrays) it reads, in the order of
+    the graph inputs that follow the parameters (``frontend_modules.AttrRef``)."""
 
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
@@ -150,11 +155,29 @@ class LoopContext:
     """names read anywhere in the loop: they are live throughout its body."""
 
 
-class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
+def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = None,
+                   self_type: Type | None = None) -> FunctionDef:
+    """Compile a method: of the module ``owner`` (``self`` is that object, known at compile time;
+    ``session`` collects guards and compiled callees), or of a script class (``self`` is an input
+    of type ``self_type``). Not cached here: the callers cache per object or class."""
+    tree, source = load_source(fn)
+    return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
+
+
+class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ExprMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
-    def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo):
+    def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
+                 owner: Any = None, session: Any = None, self_type: Type | None = None):
         self.fn = fn
+        self.owner = owner
+        """the module whose method this is (``self`` in the body), or None."""
+        self.session = session
+        """the module compilation this method belongs to (``frontend_modules.ModuleSession``)."""
+        self.self_type = self_type
+        """for a script-class method: the type of ``self``."""
+        self.attr_refs: list[Any] = []
+        self.attr_values: dict[Any, Value] = {}
         self.tree = tree
         self.source = source
         self.file_name = os.path.basename(source.file)
@@ -184,7 +207,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
         remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type
         return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
-                           return_type, self.source)
+                           return_type, self.source, self.attr_refs)
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
@@ -222,6 +245,8 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
         if args.kwarg is not None:
             raise self.error(args.kwarg, "**kwargs is not supported")
         params = args.posonlyargs + args.args
+        if self.owner is not None or self.self_type is not None:
+            params = self.bind_self(params)
         names = [a.arg for a in params]
         defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
                     if v.default is not inspect.Parameter.empty}
@@ -232,6 +257,8 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
                 self.return_type = self.resolve_annotation(annotations["return"],
                                                            self.tree.returns or self.tree)
             types = [self.parameter_type(a, defaults) for a in params]
+        if self.self_type is not None:
+            types[0] = self.self_type
         for name, t in zip(names, types):
             if name in defaults:
                 self.check_default(params[names.index(name)], t, defaults[name])
@@ -245,6 +272,8 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
             sig = ast.parse(comment, mode="func_type")
         except SyntaxError:
             raise self.error(self.tree, f"cannot parse the type comment '{comment}'") from None
+        if self.self_type is not None:  # a type comment leaves out `self`
+            sig.argtypes.insert(0, ast.Constant(value="Tensor"))
         if len(sig.argtypes) != len(params):
             raise self.error(self.tree, f"the type comment gives {len(sig.argtypes)} argument "
                              f"types for {len(params)} parameters")
@@ -365,7 +394,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
             frame = self.leave_block(saved)
         return frame, result
 
-    def lookup(self, name: str, node: ast.AST) -> Value | None:
+    def lookup(self, name: str, node: ast.AST) -> Value | Static | None:
         """The local value of ``name`` (None when it is not a local)."""
         found = self.frame.find(name)
         if isinstance(found, Undefined):
@@ -435,6 +464,9 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
                     values[k] = self.placeholder_in(node.blocks[k], other.type)
             if values[0] is values[1]:
                 continue
+            if isinstance(values[0], Static) or isinstance(values[1], Static):
+                self.merge_static(name, values)
+                continue
             missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
             if missing:
                 self.frame.set(name, Undefined(
@@ -445,6 +477,13 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ExprMixin):
             self.frame.exited = True
         if true_frame.left_function and false_frame.left_function:
             self.frame.left_function = True
+
+    def merge_static(self, name: str, values: list[Any]) -> None:
+        same = isinstance(values[0], Static) and isinstance(values[1], Static) and \
+            values[0].obj is values[1].obj
+        self.frame.set(name, values[0] if same else Undefined(
+            f"'{name}' refers to different objects in the two branches of an if (a module or "
+            "other compile-time object must be the same on every path)"))
 
     def add_if_output(self, node: Node, name: str, values: list[Value], stmt: ast.AST) -> None:
         t = self.join_type(name, values[0], values[1], stmt,

@@ -30,6 +30,7 @@ from ir.registry import (
 )
 from ir.types import (
     BOOL,
+    ClassType,
     FLOAT,
     INT,
     STR,
@@ -41,7 +42,10 @@ from ir.types import (
     is_subtype,
     unify,
 )
+from script.classes import class_type
 from script.frontend_exprs import NOT_STATIC, constant_value
+from script.frontend_modules import is_module_sequence
+from script.module import is_module
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler, FunctionDef
@@ -141,6 +145,12 @@ class CallMixin:
         return self.call_object(obj, node)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if is_module(obj):
+            return self.call_module(obj, "forward", node)
+        if inspect.ismethod(obj) and is_module(obj.__self__):
+            return self.call_module(obj.__self__, obj.__func__.__name__, node)
+        if isinstance(obj, type) and class_type(obj) is not None:
+            return self.construct(obj, node)
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)
@@ -165,6 +175,10 @@ class CallMixin:
                 return self.call_op(op, node, display=f".{name}", self_value=base)
         if isinstance(t, ListType) and hasattr(self, f"list_{name}"):
             return getattr(self, f"list_{name}")(base, node)
+        if isinstance(t, DictType) and hasattr(self, f"dict_{name}"):
+            return getattr(self, f"dict_{name}")(base, node)
+        if isinstance(t, ClassType):
+            return self.call_object_method(base, name, node)
         type_name = "Tensor" if isinstance(t, TensorType) else str(t)
         raise self.error(node.func, f"'{type_name}' has no attribute '{name}'")
 
@@ -262,13 +276,17 @@ class CallMixin:
                              "is already being compiled")
         return self.call_function(compile_function(fn), node)
 
-    def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call) -> Any:
+    def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
+                      bound: tuple[Any, ...] = ()) -> Any:
+        """Call a compiled function; ``bound`` are values for its first parameters (a script
+        class's ``self``). A module method's attribute inputs are passed along."""
         params = fdef.arg_names
-        if len(node.args) > len(params):
-            raise self.error(node, f"{fdef.name}() takes {len(params)} arguments but "
+        shown = params[len(bound):]
+        if len(node.args) > len(shown):
+            raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
                              f"{len(node.args)} were given")
-        values: dict[str, Any] = {}
-        for name, arg in zip(params, node.args):
+        values: dict[str, Any] = dict(zip(params, bound))
+        for name, arg in zip(shown, node.args):
             values[name] = self.expr(arg)
         for kw in node.keywords:
             if kw.arg not in params:
@@ -287,6 +305,7 @@ class CallMixin:
                 raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                  f"not {value.type}")
             inputs.append(value)
+        inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
 
@@ -308,10 +327,16 @@ class CallMixin:
         return [self.expr(a) for a in node.args]
 
     def builtin_len(self: FunctionCompiler, node: ast.Call) -> Any:
+        if len(node.args) == 1 and not node.keywords:
+            static = self.resolve_static(node.args[0])
+            if static is not NOT_STATIC and is_module_sequence(static):
+                return self.const(len(static))
         (value,) = self.builtin_args(node, "len", 1)
         t = value.type
         if isinstance(t, TupleType):
             return self.const(len(t.elements))
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.const(len(t.fields))
         if isinstance(t, (ListType, TensorType, DictType)) or t == STR:
             return self.emit_value("prim::len", [value])
         raise self.error(node, f"len() of a value of type {t} is not supported")

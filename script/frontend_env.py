@@ -30,12 +30,20 @@ class Undefined:
     message: str
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Static:
+    """A name bound to a compile-time Python object rather than an IR value: a submodule while a
+    loop over a ``ModuleList`` is unrolled (``for layer in self.layers``), or ``cell = self.cell``."""
+
+    obj: object
+
+
 @dataclass(eq=False)
 class Frame:
     """The names one block defines, with a link to the enclosing block's frame."""
 
     parent: Frame | None = None
-    vars: dict[str, Value | Undefined] = field(default_factory=dict)
+    vars: dict[str, Value | Undefined | Static] = field(default_factory=dict)
     """names (re)defined in this block, in definition order."""
     refined: dict[str, Value] = field(default_factory=dict)
     """Optional values known not to be None in this block (``if x is not None:``)."""
@@ -47,7 +55,7 @@ class Frame:
     branch of an If defines may then be a placeholder here. Not so after a plain break or
     continue: the loop still carries the values of names defined before it."""
 
-    def find(self, name: str) -> Value | Undefined | None:
+    def find(self, name: str) -> Value | Undefined | Static | None:
         """The innermost binding of ``name`` (refinements included), or None."""
         frame: Frame | None = self
         while frame is not None:
@@ -58,7 +66,7 @@ class Frame:
             frame = frame.parent
         return None
 
-    def set(self, name: str, value: Value | Undefined) -> None:
+    def set(self, name: str, value: Value | Undefined | Static) -> None:
         """Bind ``name`` in this block (dropping a refinement of the old value)."""
         self.refined.pop(name, None)
         self.vars[name] = value

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import NOT_CONSTANT, OpDef, accepts, all_ops, constant_of
+from script.frontend_env import Static
+from script.module import is_module
 from ir.types import (
     BOOL,
     FLOAT,
     INT,
     NONE,
+    ClassType,
     DictType,
     ListType,
     OptionalType,
@@ -93,7 +96,10 @@ class ExprMixin:
         """The Python object a name/attribute chain denotes at compile time (a module, a
         function, a constant), or NOT_STATIC when it involves a local variable."""
         if isinstance(node, ast.Name):
-            if self.frame.find(node.id) is not None:
+            found = self.frame.find(node.id)
+            if isinstance(found, Static):
+                return found.obj
+            if found is not None:
                 return NOT_STATIC
             if node.id not in self.namespace:
                 raise self.error(node, f"undefined name '{node.id}'")
@@ -102,10 +108,14 @@ class ExprMixin:
             base = self.resolve_static(node.value)
             if base is NOT_STATIC:
                 return NOT_STATIC
+            if is_module(base):
+                return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
                 raise self.error(node, f"unknown name {ast.unparse(node)}: "
                                  f"{describe_object(base)} has no attribute '{node.attr}'")
             return getattr(base, node.attr)
+        if isinstance(node, ast.Subscript):
+            return self.static_subscript(node)
         return NOT_STATIC
 
     def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
@@ -119,6 +129,8 @@ class ExprMixin:
 
     def visit_Name(self: FunctionCompiler, node: ast.Name) -> Any:
         local = self.lookup(node.id, node)
+        if isinstance(local, Static):
+            return self.static_value(node, local.obj)
         if local is not None:
             return local
         return self.static_value(node, self.resolve_static(node))
@@ -145,6 +157,9 @@ class ExprMixin:
                 raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
                                  f"{rhs.type.element}")
             return self.emit_value("prim::ListAdd", [lhs, rhs])
+        folded = fold_scalars(symbol, lhs, rhs)
+        if folded is not NOT_CONSTANT:
+            return self.const(folded)
         op = operator_op(symbol)
         for value, arg in zip((lhs, rhs), op.args):
             if not accepts(arg.kind, value.type):
@@ -214,9 +229,7 @@ class ExprMixin:
             return self.is_none(op, left, right, node)
         lhs, rhs = self.expr(left), self.expr(right)
         if isinstance(op, (ast.In, ast.NotIn)):
-            if not isinstance(rhs.type, ListType):
-                raise self.unsupported(node, f"'in' on a value of type {rhs.type}")
-            found = self.emit_value("prim::ListContains", [rhs, lhs])
+            found = self.contains(rhs, lhs, node)
             return self.negate(found) if isinstance(op, ast.NotIn) else found
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
 
@@ -328,6 +341,9 @@ class ExprMixin:
 
     # -- attributes --------------------------------------------------------------------------
     def visit_Attribute(self: FunctionCompiler, node: ast.Attribute) -> Any:
+        owner = self.resolve_static(node.value)
+        if owner is not NOT_STATIC and is_module(owner):
+            return self.module_value(owner, node.attr, node)
         obj = self.resolve_static(node)
         if obj is not NOT_STATIC:
             return self.static_value(node, obj)
@@ -348,6 +364,8 @@ class ExprMixin:
             if name == "dtype":
                 raise self.unsupported(node, "reading .dtype of a Tensor whose dtype is not "
                                        "known at compile time")
+        if isinstance(t, ClassType):
+            return self.object_attribute(base, name, node)
         raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'")
 
     # -- subscripts ----------------------------------------------------------------------------
@@ -364,6 +382,8 @@ class ExprMixin:
             return self.index_tensor(value, node.slice, node)
         if isinstance(t, TupleType):
             return self.index_tuple(value, node.slice, node)
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.index_named_tuple(value, node.slice)
         if isinstance(t, ListType):
             if isinstance(node.slice, ast.Slice):
                 return self.emit_value("prim::ListSlice", [value, *self.slice_bounds(node.slice)])
@@ -445,6 +465,26 @@ class ExprMixin:
 
     def visit_Slice(self: FunctionCompiler, node: ast.Slice) -> Any:
         raise self.unsupported(node, "a slice outside a subscript")
+
+
+_SCALAR_FOLDS: dict[str, Any] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def fold_scalars(symbol: str, lhs: Any, rhs: Any) -> Any:
+    """``lhs <symbol> rhs`` for two int/bool constants (a counter in an unrolled loop, an index
+    into a ModuleList, ``i < self.num_layers - 1``), else NOT_CONSTANT."""
+    fn = _SCALAR_FOLDS.get(symbol)
+    a, b = constant_of(lhs), constant_of(rhs)
+    if fn is None or type(a) not in (int, bool) or type(b) not in (int, bool):
+        return NOT_CONSTANT
+    if symbol in ("//", "%") and b == 0:
+        return NOT_CONSTANT  # keep the division: it raises at run time, as Python does
+    return fn(a, b)
 
 
 def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:

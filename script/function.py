@@ -23,7 +23,6 @@ from passes import STANDARD_PIPELINE
 from script.errors import SignatureError
 from script.signature import device_of, key_of, type_of
 
-
 FORWARD_PIPELINE = STANDARD_PIPELINE + ",fuse-elementwise,dce"
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
 

@@ -21,6 +21,11 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
 
 
+def is_module(obj: Any) -> bool:
+    """A ``Module`` (a ``ScriptModule`` included)."""
+    return isinstance(obj, Module)
+
+
 class Parameter:
     """A trainable array of a ``Module``: ``.data`` is the array, ``.grad`` its gradient.
 

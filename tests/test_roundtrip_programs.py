@@ -5,9 +5,9 @@ import pytest
 
 import ir
 from script import script
+from tests.programs import cells
 from tests.programs.language import PROGRAMS
 from tests.test_cells import CELLS, _args
-from tests.programs import cells
 
 
 def _roundtrip(graph):

@@ -1,0 +1,3 @@
+NAME = "batch-matmul"
+def run(graph):
+    return False
