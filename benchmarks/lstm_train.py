@@ -70,10 +70,10 @@ def numpy_backward(tape, args, dys, dh, dc):
     return dx, dh, dc, dw_ih, dw_hh, db, db
 
 
-def _args(T, B, I, H, rng):
+def _args(T, B, inp, H, rng):
     def r(*s):
         return (rng.standard_normal(s) * 0.1).astype(np.float32)
-    return (r(T, B, I), r(B, H), r(B, H), r(4 * H, I), r(4 * H, H), r(4 * H), r(4 * H))
+    return (r(T, B, inp), r(B, H), r(B, H), r(4 * H, inp), r(4 * H, H), r(4 * H), r(4 * H))
 
 
 def _time(fn, repeat):
@@ -85,9 +85,9 @@ def _time(fn, repeat):
     return samples
 
 
-def run(T, B, I, H, repeat):
+def run(T, B, inp, H, repeat):
     rng = np.random.default_rng(0)
-    args = _args(T, B, I, H, rng)
+    args = _args(T, B, inp, H, rng)
     f = script(lstm_layer)
     start = time.perf_counter()
     compile_gradient(f, args)
@@ -110,7 +110,7 @@ def run(T, B, I, H, repeat):
         ours += _time(scripted, 1)
         theirs += _time(eager, 1)
     a, b = statistics.median(ours), statistics.median(theirs)
-    print(f"T={T} B={B} I={I} H={H}: scripted {a * 1e3:8.2f} ms   numpy+hand backward "
+    print(f"T={T} B={B} I={inp} H={H}: scripted {a * 1e3:8.2f} ms   numpy+hand backward "
           f"{b * 1e3:8.2f} ms   ratio numpy/scripted {b / a:5.2f}   (compile {compile_s:.2f} s)")
 
 

@@ -296,6 +296,9 @@ def _reads_any(node: Node, producers: set[Node]):
     for v in node.inputs:
         yield v.node in producers
     for b in node.blocks:
-        for inner in b.walk():
-            for v in inner.inputs:
-                yield v.node in producers
+        # a block's results are inputs of its return sentinel, which block iteration skips:
+        # an `if` branch returning a member's output reads it too
+        for v in b.returns:
+            yield v.node in producers
+        for inner in b:
+            yield from _reads_any(inner, producers)

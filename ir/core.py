@@ -486,6 +486,11 @@ class Graph:
         from ir.printer import print_graph
         return print_graph(self)
 
+    def to_dot(self, constants: bool = False) -> str:
+        """Graphviz DOT text of this graph (``ir.dot``): subgraphs and blocks as clusters."""
+        from ir.dot import to_dot
+        return to_dot(self, constants)
+
     def __repr__(self) -> str:
         return f"<Graph {self.name or ''} with {len(self.inputs)} inputs>"
 

@@ -191,7 +191,20 @@ def is_subtype(a: Type, b: Type) -> bool:
         return is_subtype(a.element, b.element)
     if isinstance(a, DictType) and isinstance(b, DictType):
         return a.key == b.key and is_subtype(a.value, b.value)
+    if isinstance(a, ClassType) and isinstance(b, ClassType):
+        return _class_subtype(a, b)
     return False
+
+
+def _class_subtype(a: ClassType, b: ClassType) -> bool:
+    # NamedTuples are immutable, so their fields are covariant (a specialized LSTMState of
+    # Float(3, 4) fields is an LSTMState of Tensors); mutable class fields stay invariant
+    if a.name != b.name or not (a.named_tuple and b.named_tuple):
+        return False
+    names_a = [n for n, _ in a.fields]
+    names_b = [n for n, _ in b.fields]
+    return names_a == names_b and all(
+        is_subtype(x, y) for (_, x), (_, y) in zip(a.fields, b.fields))
 
 
 def _tensor_subtype(a: TensorType, b: TensorType) -> bool:
@@ -236,7 +249,20 @@ def unify(a: Type, b: Type) -> Type | None:
     if isinstance(a, DictType) and isinstance(b, DictType) and a.key == b.key:
         val = unify(a.value, b.value)
         return None if val is None else DictType(a.key, val)
+    if isinstance(a, ClassType) and isinstance(b, ClassType):
+        return _unify_classes(a, b)
     return None
+
+
+def _unify_classes(a: ClassType, b: ClassType) -> ClassType | None:
+    if a.name != b.name or not (a.named_tuple and b.named_tuple):
+        return None
+    if [n for n, _ in a.fields] != [n for n, _ in b.fields]:
+        return None
+    fields = [(n, unify(x, y)) for (n, x), (_, y) in zip(a.fields, b.fields)]
+    if any(t is None for _, t in fields):
+        return None
+    return ClassType(a.name, tuple(fields), named_tuple=True)  # type: ignore[arg-type]
 
 
 def _strip_optional(t: Type) -> Type:
@@ -265,4 +291,6 @@ def erase_shape(t: Type) -> Type:
         return OptionalType(erase_shape(t.element))
     if isinstance(t, DictType):
         return DictType(t.key, erase_shape(t.value))
+    if isinstance(t, ClassType) and t.named_tuple:
+        return ClassType(t.name, tuple((n, erase_shape(f)) for n, f in t.fields), True)
     return t

@@ -35,6 +35,7 @@ from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
                 hoist_projection, unroll, batch_matmul):
     register_pass(_module.NAME, _module.run)
+register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
 CLEANUP_PIPELINE = "inline,canonicalize,constant-prop,shape-prop,canonicalize,dce,cse,dce"
 """The cleanups: inlining, canonicalization, constant and shape propagation, DCE and CSE."""

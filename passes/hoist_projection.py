@@ -95,14 +95,21 @@ def _insert(graph: Graph, kind: str, inputs: list[Value], name: str | None = Non
     return node.insert_before(graph.insert_point).output
 
 
-def _dim(graph: Graph, x: Value, axis: int) -> Value:
-    """Axis ``axis`` of ``x`` as an int value: a constant when the shape is known."""
+def _dim(graph: Graph, x: Value, axis: int) -> int | Value:
+    """Axis ``axis`` of ``x``: an int when the shape is known, else a ``tensor::size`` value."""
     t = x.type
     size = t.shape[axis] if isinstance(t, TensorType) and t.shape is not None else None
     if size is not None:
-        return graph.constant(size)
-    node = graph.insert(SIZE, [x, graph.constant(axis)], [INT])
-    return node.output
+        return size
+    return graph.insert(SIZE, [x, graph.constant(axis)], [INT]).output
+
+
+def _shape(graph: Graph, dims: list[int | Value]) -> Value:
+    """A shape argument: one tuple constant when every size is known, else a tuple of ints."""
+    if all(isinstance(d, int) for d in dims):
+        return graph.constant(tuple(dims))
+    items = [d if isinstance(d, Value) else graph.constant(d) for d in dims]
+    return _insert(graph, TUPLE, items)
 
 
 def sequence_projection(graph: Graph, x: Value, weight: Value, bias: Value | None) -> Value:
@@ -111,12 +118,10 @@ def sequence_projection(graph: Graph, x: Value, weight: Value, bias: Value | Non
     if rank == 2:
         product = _insert(graph, MATMUL, [x, weight], "x_proj")
     else:
-        rows = _insert(graph, TUPLE, [graph.constant(-1), _dim(graph, x, rank - 1)])
-        flat = _insert(graph, RESHAPE, [x, rows])
+        flat = _insert(graph, RESHAPE, [x, _shape(graph, [-1, _dim(graph, x, rank - 1)])])
         flat_product = _insert(graph, MATMUL, [flat, weight])
-        dims = [graph.constant(-1)] + [_dim(graph, x, a) for a in range(1, rank - 1)]
-        shape = _insert(graph, TUPLE, dims + [_dim(graph, weight, 1)])
-        product = _insert(graph, RESHAPE, [flat_product, shape], "x_proj")
+        dims = [-1] + [_dim(graph, x, a) for a in range(1, rank - 1)] + [_dim(graph, weight, 1)]
+        product = _insert(graph, RESHAPE, [flat_product, _shape(graph, dims)], "x_proj")
     if bias is None:
         return product
     return _insert(graph, ADD, [product, bias], "x_proj")

@@ -13,6 +13,9 @@ from script import ops
 from script.autodiff import value_and_grad, vjp
 from script.errors import ScriptError, SignatureError
 from script.function import ScriptFunction
+from script.infer_types import infer_annotations
+from script.module import Module, ModuleList, Parameter
+from script.profiler import profile
 
 
 class Tensor:
@@ -22,22 +25,34 @@ class Tensor:
         raise TypeError("Tensor is an annotation; pass numpy or CuPy arrays")
 
 
-def script(obj: Any = None, *, example_inputs: Any = None) -> Any:
+def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
+           fullgraph: bool = False) -> Any:
     """Compile a function for fast repeated execution (usable as ``@script``).
 
+    ``example_inputs=[args1, args2, ...]`` types unannotated parameters and the return value from
+    example calls (``script.infer_types``). ``strict=True`` (alias ``fullgraph=True``) makes
+    compiling a specialization raise ScriptError when an elementwise op stays outside a fusion
+    group or a group falls back to Python (``fn.explain(*args)`` reports the same, politely).
     With ``RNNSCRIPT_DISABLE=1`` in the environment it returns ``obj`` unchanged, so everything
     runs as plain Python.
     """
+    strict = strict or fullgraph
     if obj is None:
-        return lambda f: script(f, example_inputs=example_inputs)
+        return lambda f: script(f, example_inputs=example_inputs, strict=strict)
     if os.environ.get("RNNSCRIPT_DISABLE", "") not in ("", "0"):
         return obj
     if isinstance(obj, ScriptFunction):
         return obj
+    if isinstance(obj, Module):
+        from script.script_module import ScriptModule
+        return obj if isinstance(obj, ScriptModule) else ScriptModule(obj)
+    if isinstance(obj, type):
+        from script.classes import register_script_class
+        return register_script_class(obj)
     if callable(obj) and hasattr(obj, "__code__"):
-        return ScriptFunction(obj)
+        return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "
-                      "@script takes a function")
+                      "@script takes a function, a Module instance or a class")
 
 
 def _register_constant_evaluator() -> None:
@@ -53,5 +68,19 @@ def _register_constant_evaluator() -> None:
 
 _register_constant_evaluator()
 
-__all__ = ["ScriptError", "ScriptFunction", "SignatureError", "Tensor", "ops", "script",
-           "value_and_grad", "vjp"]
+script.infer_annotations = infer_annotations  # type: ignore[attr-defined]
+script.profile = profile  # type: ignore[attr-defined]
+
+
+def _export(fn: Any) -> Any:
+    """``@script.export``: compile this module method with the module even when ``forward``
+    does not call it."""
+    from script.script_module import export
+    return export(fn)
+
+
+script.export = _export  # type: ignore[attr-defined]
+
+__all__ = ["Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction", "SignatureError",
+           "Tensor", "infer_annotations", "ops",
+           "profile", "script", "value_and_grad", "vjp"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from script._ops_impl_base import array_module, generator, is_float_array
 
 
@@ -70,3 +72,18 @@ def dropout_mask(a: Any, p: float = 0.5, training: bool = True) -> Any:
         return xp.zeros_like(a)
     keep = generator(xp).random(a.shape) >= p
     return keep.astype(a.dtype) * (1.0 / (1.0 - p))
+
+
+def empty(shape: Any, dtype: Any = "float64") -> Any:
+    """Uninitialized storage of ``shape``, filled slice by slice with ``write_slot``."""
+    return np.empty(_shape(shape), dtype)
+
+
+def write_slot(buf: Any, axis: int, index: int, value: Any) -> None:
+    """Store ``value`` as the slice ``index`` of ``buf`` along ``axis`` (in place)."""
+    if axis == 0:
+        buf[index] = value
+        return
+    where = [slice(None)] * buf.ndim
+    where[axis] = index
+    buf[tuple(where)] = value

@@ -88,6 +88,11 @@ def _hashable(obj: Any) -> bool:
 
 
 def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
+    if isinstance(obj, type):
+        from script.classes import class_type
+        t = class_type(obj)  # a NamedTuple or a script class
+        if t is not None:
+            return t
     origin = typing.get_origin(obj)
     args = typing.get_args(obj)
     if origin is tuple:
@@ -102,7 +107,7 @@ def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
         return _union_type(obj, args, namespace)
     raise AnnotationError(f"the annotation {_describe(obj)} is not a supported type "
                           "(supported: Tensor, int, float, bool, str, None, Tuple, List, "
-                          "Dict, Optional)")
+                          "Dict, Optional, NamedTuple classes and @script classes)")
 
 
 def _tuple_type(obj: Any, args: tuple[Any, ...], namespace: dict[str, Any] | None) -> Type:

@@ -23,8 +23,9 @@ from script.errors import SignatureError
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
 
-BACKWARD_PIPELINE = STANDARD_PIPELINE + ",fuse-elementwise,dce"
-"""What runs on a backward graph (the same cleanup and fusion as a forward graph)."""
+BACKWARD_PIPELINE = STANDARD_PIPELINE + ",batch-accumulation,cse,dce,fuse-elementwise,dce"
+"""What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
+iterations become one matmul/reduction after the loop, then fusion."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> Compil
 
 
 def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
-    """``f``'s graph specialized to ``args`` and cleaned up, not yet fused (as the executor does)."""
+    """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused."""
     from passes.shape_prop import specialize
     d = f.definition
     if len(args) != len(d.arg_names):

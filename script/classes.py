@@ -40,6 +40,8 @@ class ClassInfo:
     """compiled methods (``FunctionDef``) by name."""
     init: Any = None
     """the compiled ``__init__`` (script classes)."""
+    compiling: bool = False
+    """``__init__`` is being compiled (the type is still provisional)."""
 
 
 _by_class: dict[type, ClassInfo] = {}
@@ -67,7 +69,7 @@ def class_type(cls: Any) -> ClassType | None:
     """The IR type of a NamedTuple class or a registered script class, else None."""
     info = _by_class.get(cls) if isinstance(cls, type) else None
     if info is not None:
-        if info.init is None and not info.type.named_tuple:
+        if info.init is None and not info.type.named_tuple and not info.compiling:
             compile_init(info)
         return info.type
     if not is_named_tuple_class(cls):
@@ -129,7 +131,12 @@ def compile_init(info: ClassInfo) -> None:
         if info.init is not None:
             return
         provisional = info.type
-        fdef = compile_method(info.cls.__init__, self_type=provisional)
+        info.fields.clear()
+        info.compiling = True
+        try:
+            fdef = compile_method(info.cls.__init__, self_type=provisional)
+        finally:
+            info.compiling = False
         info.type = ClassType(provisional.name, tuple(info.fields.items()))
         fdef.graph.inputs[0].type = info.type
         fdef.arg_types[0] = info.type

@@ -76,6 +76,14 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::min": lambda a, b: f"min({a}, {b})",
     "prim::max": lambda a, b: f"max({a}, {b})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
+    "prim::DictConstruct": lambda *xs: "{" + ", ".join(
+        f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",
+    "prim::DictSetItem": lambda d, k, v: f"{d}[{k}] = {v}",
+    "prim::DictContains": lambda d, k: f"{k} in {d}",
+    "prim::DictGet": lambda d, k, default: f"{d}.get({k}, {default})",
+    "prim::DictKeys": lambda d: f"list({d})",
+    "prim::DictValues": lambda d: f"list({d}.values())",
+    "prim::DictItems": lambda d: f"list({d}.items())",
 }
 
 _RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k"}
@@ -125,6 +133,8 @@ class FunctionWriter:
     lines: list[str] = field(default_factory=list)
     consts: dict[str, Any] = field(default_factory=dict)
     indent: int = 1
+    profiler: Any = None
+    """a ``script.profiler.Profile`` to instrument the code for; None for the fast code."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -146,6 +156,13 @@ class FunctionWriter:
             self.write_node(node)
 
     def write_node(self, node: Node) -> None:
+        if self.profiler is not None:
+            from script.profiler import write_timed_node
+            write_timed_node(self, node, self.write_plain_node)
+            return
+        self.write_plain_node(node)
+
+    def write_plain_node(self, node: Node) -> None:
         special = STRUCTURE_WRITERS.get(node.kind)
         if special is not None:
             special(self, node)
@@ -167,7 +184,10 @@ class FunctionWriter:
             self.emit(expr)
             return
         targets = [self.ns.name(v) for v in node.outputs]
-        if len(targets) == 1:
+        if len(targets) == 1 and _returns_tuple(node.kind):
+            # ops.chunk(x, 1) / np.split(x, 1) return a 1-tuple: unpack its only element
+            self.emit(f"{targets[0]}, = {expr}")
+        elif len(targets) == 1:
             self.emit(f"{targets[0]} = {expr}")
         else:
             self.emit(f"{', '.join(targets)} = {expr}")
@@ -240,10 +260,17 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
-    """A fusion group calls its native kernel; groups the fuser cannot compile run as Python."""
-    from fuser.cpu import compile_group
+    """A fusion group calls its native kernel (CUDA when its tensors are CuPy arrays, else CPU);
+    groups the fuser cannot compile run as Python."""
+    from script.profiler import stage
+    on_gpu = any(isinstance(v.type, ir.TensorType) and v.type.device == "cuda" for v in node.inputs)
+    if on_gpu:
+        from fuser.cuda import compile_group
+    else:
+        from fuser.cpu import compile_group
     try:
-        kernel = compile_group(node.subgraph)
+        with stage("native compile"):
+            kernel = compile_group(node.subgraph)
     except ValueError:
         _write_subgraph_call(w, node)
         return
@@ -252,7 +279,9 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
 
 def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
     """Subgraph nodes without a native kernel run their subgraph as Python."""
-    fn, _ = generate(node.subgraph, w.backend, name="subgraph")
+    # a profiled differentiable graph times its own nodes; a fusion group is timed as a whole
+    profiler = w.profiler if node.kind != "prim::FusionGroup" else None
+    fn, _ = generate(node.subgraph, w.backend, name="subgraph", profiler=profiler)
     _write_call(w, node, fn, "_sub")
 
 
@@ -278,7 +307,40 @@ def _write_raise(w: FunctionWriter, node: Node) -> None:
     w.emit(f"raise _exc_{cls.__name__}({w.ns.name(node.inputs[0])})")
 
 
+def _class_const(w: FunctionWriter, node: Node) -> str:
+    """The Python class of a NamedTuple / script-class node's output, as a global name."""
+    from script.classes import python_class
+    cls = python_class(node.output.type.name)
+    name = w.ns.fresh(f"_cls_{_identifier(cls.__name__)}")
+    w.consts[name] = cls
+    return name
+
+
+def _write_named_tuple(w: FunctionWriter, node: Node) -> None:
+    args = ", ".join(w.ns.name(v) for v in node.inputs)
+    w.assign(node, f"{_class_const(w, node)}({args})")
+
+
+def _write_create_object(w: FunctionWriter, node: Node) -> None:
+    cls = _class_const(w, node)
+    w.assign(node, f"{cls}.__new__({cls})")
+
+
+def _write_get_attr(w: FunctionWriter, node: Node) -> None:
+    w.assign(node, f"{w.ns.name(node.inputs[0])}.{node.attrs['name']}")
+
+
+def _write_set_attr(w: FunctionWriter, node: Node) -> None:
+    obj, value = (w.ns.name(v) for v in node.inputs)
+    w.emit(f"{obj}.{node.attrs['name']} = {value}")
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
+    "prim::NamedTupleConstruct": _write_named_tuple,
+    "prim::CreateObject": _write_create_object,
+    "prim::GetAttr": _write_get_attr,
+    "prim::LoadAttr": _write_get_attr,
+    "prim::SetAttr": _write_set_attr,
     "prim::RaiseException": _write_raise,
     "prim::Constant": _write_constant,
     "prim::If": _write_if,
@@ -290,14 +352,21 @@ STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
 }
 
 
+def _returns_tuple(kind: str) -> bool:
+    """Whether the eager op returns a tuple of tensors (``(Tensor, ...)`` in its schema)."""
+    op = ir.registry.lookup(kind)
+    return op is not None and op.results.startswith("(") and op.results != "()"
+
+
 def _is_true(v: Value) -> bool:
     return v.is_constant and v.constant is True
 
 
 def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
-                    name: str = "forward") -> tuple[str, dict[str, Any]]:
-    """The Python source of ``graph`` as a function ``name`` and the globals it needs."""
-    w = FunctionWriter(NUMPY_CODE if backend is None else backend)
+                    name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
+    """The Python source of ``graph`` as a function ``name`` and the globals it needs
+    (instrumented for ``profiler`` when one is given)."""
+    w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler)
     params = [w.ns.name(v) for v in graph.inputs]
     w.write_block(graph.block)
     outs = [w.ns.name(v) for v in graph.outputs]
@@ -312,10 +381,11 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
 
 
 def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
-             name: str = "forward") -> tuple[Callable[..., Any], str]:
-    """Compile ``graph`` to a Python function; returns (function, source)."""
+             name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
+    """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
+    (a ``script.profiler.Profile``) every node is timed into it: for profiling only."""
     from script import ops
-    source, consts = generate_source(graph, backend, name)
+    source, consts = generate_source(graph, backend, name, profiler)
     env: dict[str, Any] = {"np": np, "ops": ops, **consts}
     code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
     exec(code, env)  # the source is generated from the IR, never taken from user data

@@ -36,8 +36,10 @@ from script.annotations import (
     evaluate_annotation,
     type_from_annotation,
 )
+from script.classes import ObjectMixin
 from script.errors import ScriptError, SourceInfo
 from script.frontend_calls import CallMixin
+from script.frontend_containers import ContainerMixin
 from script.frontend_env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -84,12 +86,19 @@ _compiling: list[Any] = []
 _lock = threading.RLock()
 
 
-def compile_function(fn: Callable[..., Any]) -> FunctionDef:
+def compile_function(fn: Callable[..., Any],
+                     arg_types_override: dict[str, Type] | None = None) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
-    again (recursion) is an error.
+    again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
+    type; from ``script.infer_types``) types unannotated parameters; such results are not cached.
     """
+    if arg_types_override:
+        tree, source = load_source(fn)
+        compiler = FunctionCompiler(fn, tree, source)
+        compiler.arg_types_override = arg_types_override
+        return compiler.compile()
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
         return existing
@@ -164,7 +173,8 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
     return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
 
 
-class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ExprMixin):
+class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin, ContainerMixin,
+                       ExprMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -259,6 +269,9 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ExprMixin):
             types = [self.parameter_type(a, defaults) for a in params]
         if self.self_type is not None:
             types[0] = self.self_type
+        override = getattr(self, "arg_types_override", None) or {}
+        types = [override.get(n, t) for n, t in zip(names, types)]
+        self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
             if name in defaults:
                 self.check_default(params[names.index(name)], t, defaults[name])
@@ -569,10 +582,10 @@ _UNSUPPORTED = {
     "AsyncFunctionDef": "nested function definitions are", "Global": "global/nonlocal are",
     "Nonlocal": "global/nonlocal are", "Delete": "del is", "Yield": "generators/yield are",
     "YieldFrom": "generators/yield are", "GeneratorExp": "generator expressions are",
-    "ListComp": "comprehensions are", "SetComp": "comprehensions are",
+    "SetComp": "comprehensions are",
     "DictComp": "comprehensions are", "NamedExpr": "the walrus operator := is",
     "Await": "await is", "Import": "import statements are", "ImportFrom": "import statements are",
-    "Set": "set literals are", "Dict": "dict literals are", "JoinedStr": "f-strings are",
+    "Set": "set literals are", "JoinedStr": "f-strings are",
     "Match": "match statements are", "AsyncFor": "async for is",
 }
 

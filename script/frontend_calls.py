@@ -30,10 +30,10 @@ from ir.registry import (
 )
 from ir.types import (
     BOOL,
-    ClassType,
     FLOAT,
     INT,
     STR,
+    ClassType,
     DictType,
     ListType,
     TensorType,

@@ -33,7 +33,8 @@ class Undefined:
 @dataclass(frozen=True, slots=True, eq=False)
 class Static:
     """A name bound to a compile-time Python object rather than an IR value: a submodule while a
-    loop over a ``ModuleList`` is unrolled (``for layer in self.layers``), or ``cell = self.cell``."""
+    loop over a ``ModuleList`` is unrolled (``for layer in self.layers``), or after
+    ``cell = self.cell``."""
 
     obj: object
 

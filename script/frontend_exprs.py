@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import NOT_CONSTANT, OpDef, accepts, all_ops, constant_of
-from script.frontend_env import Static
-from script.module import is_module
 from ir.types import (
     BOOL,
     FLOAT,
@@ -31,6 +29,8 @@ from ir.types import (
     Type,
     unify,
 )
+from script.frontend_env import Static
+from script.module import is_module
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
-from ir.types import BOOL, INT, ListType, TensorType, TupleType
+from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
 from script.frontend_calls import op_for_object
+from script.frontend_env import Static
 from script.frontend_exprs import NOT_STATIC
+from script.frontend_modules import is_module_sequence, unwrap_module
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler
@@ -42,10 +44,14 @@ class IterMixin:
     """Iteration plans of ``FunctionCompiler``."""
 
     def iteration_plan(self: FunctionCompiler, node: ast.expr) -> StaticPlan | DynamicPlan:
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+            static = self.resolve_static(node)
+            if static is not NOT_STATIC and is_module_sequence(static):
+                return StaticPlan([Static(unwrap_module(m)) for m in static])
         if isinstance(node, ast.Call):
             obj = self.resolve_static(node.func)
             handlers = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
-                        builtins.zip: self.zip_plan}
+                        builtins.zip: self.zip_plan, builtins.reversed: self.reversed_plan}
             for fn, handler in handlers.items():
                 if obj is fn:
                     return handler(node)
@@ -59,6 +65,10 @@ class IterMixin:
         t = value.type
         if isinstance(t, TupleType):
             return StaticPlan(self.tuple_items(value))
+        if isinstance(t, ClassType) and t.named_tuple:
+            return StaticPlan(self.named_tuple_items(value))
+        if isinstance(t, DictType):  # iterating a dict iterates its keys
+            return self.value_plan(self.emit_value("prim::DictKeys", [value]), node)
         if isinstance(t, ListType):
             return DynamicPlan(self.emit_value("prim::len", [value]),
                                lambda i: self.emit_value("prim::ListIndex", [value, i]))
@@ -119,8 +129,8 @@ class IterMixin:
         if start.type != INT:
             raise self.error(node, f"the start of enumerate() must be an int, not {start.type}")
         inner = self.iteration_plan(node.args[0])
-        pair = lambda i, item: self.emit_value(  # noqa: E731
-            "prim::TupleConstruct", [self.range_element(start, 1, i), item])
+        pair = lambda i, item: self.static_tuple(  # noqa: E731
+            [self.range_element(start, 1, i), item])
         if isinstance(inner, StaticPlan):
             return StaticPlan([pair(self.const(k), item) for k, item in enumerate(inner.items)])
         return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
@@ -132,7 +142,7 @@ class IterMixin:
         static = [p for p in plans if isinstance(p, StaticPlan)]
         if static:
             n = min(len(p.items) for p in static)
-            return StaticPlan([self.emit_value("prim::TupleConstruct", [
+            return StaticPlan([self.static_tuple([
                 p.items[k] if isinstance(p, StaticPlan) else p.element(self.const(k))
                 for p in plans]) for k in range(n)])
         trip = plans[0].trip  # type: ignore[union-attr]
@@ -140,3 +150,20 @@ class IterMixin:
             trip = self.emit_value("prim::min", [trip, p.trip])  # type: ignore[union-attr]
         return DynamicPlan(trip, lambda i: self.emit_value(
             "prim::TupleConstruct", [p.element(i) for p in plans]))  # type: ignore[union-attr]
+
+    def reversed_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
+        """``reversed(x)``: unrolled items backwards, or the i-th element from the end."""
+        if node.keywords or len(node.args) != 1:
+            raise self.error(node, "reversed() takes exactly one argument")
+        inner = self.iteration_plan(node.args[0])
+        if isinstance(inner, StaticPlan):
+            return StaticPlan(inner.items[::-1])
+        last = self.binary("-", inner.trip, self.const(1), node)
+        return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)))
+
+    def static_tuple(self: FunctionCompiler, items: list[Any]) -> Any:
+        """A loop element made of several parts: a tuple value, or a compile-time tuple when a
+        part is a compile-time object (a module of a ``ModuleList``)."""
+        if any(isinstance(item, (Static, tuple)) for item in items):
+            return tuple(items)
+        return self.emit_value("prim::TupleConstruct", items)

@@ -28,7 +28,8 @@ from script.module import Module, ModuleList, Parameter, is_array, is_module
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler, FunctionDef
 
-_MISSING = object()
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
+"""``read_member`` of a name the module does not have."""
 
 
 def unwrap_module(obj: Any) -> Any:
@@ -54,7 +55,7 @@ def read_member(owner: Any, name: str) -> Any:
     for table in (d["_parameters"], d["_modules"], d):
         if name in table:
             return table[name]
-    return getattr(type(owner), name, _MISSING)
+    return getattr(type(owner), name, MISSING)
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,7 +156,7 @@ class ModuleMixin:
         input (a parameter or an array)."""
         owner = unwrap_module(owner)
         value = read_member(owner, name)
-        if value is _MISSING:
+        if value is MISSING:
             raise self.error(node, f"module '{type(owner).__name__}' has no attribute '{name}' "
                              "(attributes must be created in __init__)")
         if isinstance(value, Parameter) or (name in owner.__dict__ and _is_dynamic(value)):

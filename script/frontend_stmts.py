@@ -15,10 +15,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
-from ir.types import ANY, INT, ListType, OptionalType, TensorType, TupleType, Type, unify
+from ir.types import (
+    ANY,
+    INT,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+    unify,
+)
 from script.frontend_env import (
     RETURN_FLAG,
     RETURN_VALUE,
+    Static,
     Undefined,
     assigned_names,
     contains_return,
@@ -30,6 +42,8 @@ from script.frontend_env import (
 )
 from script.frontend_exprs import NOT_STATIC, none_checks
 from script.frontend_iter import StaticPlan
+from script.frontend_modules import is_module_sequence
+from script.module import is_module
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler
@@ -132,7 +146,12 @@ class StmtMixin:
     def visit_Assign(self: FunctionCompiler, node: ast.Assign) -> None:
         if len(node.targets) == 1 and self.assign_shape(node.targets[0], node.value):
             return
-        value = self.expr(node.value)
+        static = self.resolve_static(node.value) if \
+            isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
+        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)):
+            value: Any = Static(static)  # `cell = self.cell`: a name for a compile-time module
+        else:
+            value = self.expr(node.value)
         for target in node.targets:
             self.assign(target, value, node)
 
@@ -152,6 +171,9 @@ class StmtMixin:
         return True
 
     def assign(self: FunctionCompiler, target: ast.expr, value: Any, node: ast.AST) -> None:
+        if isinstance(value, (Static, tuple)):
+            self.assign_static(target, value, node)
+            return
         if isinstance(target, ast.Name):
             self.bind(target.id, value, target)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -159,12 +181,56 @@ class StmtMixin:
         elif isinstance(target, ast.Subscript):
             self.assign_item(target, value)
         elif isinstance(target, ast.Attribute):
-            raise self.unsupported(target, "assigning to an attribute")
+            self.assign_attribute(target, value)
         else:
             raise self.unsupported(target, f"assigning to {ast.unparse(target)}")
 
+    def assign_static(self: FunctionCompiler, target: ast.expr, value: Any, node: ast.AST
+                      ) -> None:
+        """Bind a compile-time object (``Static``) or a compile-time tuple of values and objects
+        (an element of ``enumerate(self.layers)``)."""
+        if isinstance(target, ast.Name) and isinstance(value, Static):
+            self.frame.set(target.id, value)
+            return
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, tuple):
+            if len(target.elts) != len(value):
+                raise self.error(node, f"cannot unpack {len(value)} values into "
+                                 f"{len(target.elts)} targets")
+            for elt, item in zip(target.elts, value):
+                self.assign(elt, item, node)
+            return
+        if isinstance(value, tuple) and not any(isinstance(v, (Static, tuple)) for v in value):
+            self.assign(target, self.emit_value("prim::TupleConstruct", list(value)), node)
+            return
+        raise self.error(target, f"cannot assign a module (or a tuple holding one) to "
+                         f"{ast.unparse(target)}")
+
+    def assign_attribute(self: FunctionCompiler, target: ast.Attribute, value: Any) -> None:
+        owner = self.resolve_static(target.value)
+        if owner is NOT_STATIC:
+            self.assign_field(target, value)
+            return
+        if not is_module(owner):
+            raise self.unsupported(target, "assigning to an attribute of a global object")
+        from script.frontend_modules import MISSING, read_member, unwrap_module
+        owner = unwrap_module(owner)
+        name, cls = target.attr, type(owner).__name__
+        if target.attr in owner.__dict__["_parameters"]:
+            raise self.error(target, f"cannot rebind the parameter '{name}' of module '{cls}' "
+                             "in scripted code: a parameter's identity is fixed (update its "
+                             ".data from Python instead)")
+        if read_member(owner, name) is MISSING:
+            raise self.error(target, f"cannot add the attribute '{name}' to module '{cls}' in "
+                             "scripted code (dynamic attributes are not supported; create it "
+                             "in __init__)")
+        raise self.unsupported(target, f"assigning to the module attribute '{name}' in scripted "
+                               "code (module attributes are constants or inputs there)")
+
     def assign_item(self: FunctionCompiler, target: ast.Subscript, value: Any) -> None:
         base = self.expr(target.value)
+        if isinstance(base.type, DictType):
+            self.set_dict_item(base, target.slice, value, target)
+            return
         if isinstance(base.type, TensorType):
             raise self.error(target, "assigning to a tensor element is not supported (tensors "
                              "are immutable)")
@@ -179,6 +245,8 @@ class StmtMixin:
         starred = [k for k, e in enumerate(targets) if isinstance(e, ast.Starred)]
         if isinstance(t, TupleType):
             items = self.tuple_items(value)
+        elif isinstance(t, ClassType) and t.named_tuple:
+            items = self.named_tuple_items(value)
         elif isinstance(t, ListType) and not starred:
             items = list(self.emit("prim::ListUnpack", [value], [t.element] * len(targets))
                          .outputs)
@@ -200,8 +268,6 @@ class StmtMixin:
 
     def visit_AugAssign(self: FunctionCompiler, node: ast.AugAssign) -> None:
         target = node.target
-        if isinstance(target, ast.Attribute):
-            raise self.unsupported(target, "assigning to an attribute")
         current = self.expr(_as_load(target))
         rhs = self.expr(node.value)
         if isinstance(current.type, ListType) and isinstance(node.op, ast.Add):
@@ -223,6 +289,8 @@ class StmtMixin:
             return
         if isinstance(node.value, ast.List) and isinstance(declared, ListType):
             value = self.visit_List(node.value, declared.element)
+        elif isinstance(node.value, ast.Dict) and isinstance(declared, DictType):
+            value = self.visit_Dict(node.value, declared)
         elif isinstance(node.value, ast.Constant) and node.value.value is None and \
                 isinstance(declared, OptionalType):
             value = self.const(None, declared)

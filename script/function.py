@@ -20,6 +20,7 @@ import fuser  # noqa: F401  (registers the fuse-elementwise pass)
 import ir
 from ir.core import Graph
 from passes import STANDARD_PIPELINE
+from script import profiler as _profiler
 from script.errors import SignatureError
 from script.signature import device_of, key_of, type_of
 
@@ -44,10 +45,16 @@ class Specialization:
 class ScriptFunction:
     """A function compiled by ``@script``; call it like the original."""
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], *, example_inputs: Any = None,
+                 strict: bool = False):
         functools.update_wrapper(self, fn)
         self.python_fn = fn
         """the undecorated function, run eagerly (the reference implementation)."""
+        self.example_inputs = example_inputs
+        """example argument tuples typing the unannotated parameters (``script.infer_types``)."""
+        self.strict = strict
+        """compiling a specialization that leaves an elementwise op unfused or falls back to
+        Python raises ScriptError (``script.explain``)."""
         self._definition: Any = None
         self._cache: dict[Any, Specialization] = {}
         self._lock = threading.RLock()
@@ -61,10 +68,17 @@ class ScriptFunction:
             with self._lock:
                 if self._definition is None:
                     from script.frontend import compile_function
-                    d = compile_function(self.python_fn)
+                    with _profiler.stage("frontend"):
+                        d = compile_function(self.python_fn, self._example_types())
                     self._nargs = len(d.arg_names)
                     self._definition = d
         return self._definition
+
+    def _example_types(self) -> dict[str, ir.Type] | None:
+        if self.example_inputs is None:
+            return None
+        from script.infer_types import infer_signature
+        return infer_signature(self.python_fn, self.example_inputs).compile_types() or None
 
     @property
     def __rnnscript_function__(self) -> Any:
@@ -84,6 +98,8 @@ class ScriptFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != self._nargs:
             args = self._bind(args, kwargs)
+        if _profiler.active is not None:
+            return _profiler.active.call(self, args)
         spec = self._cache.get(tuple(map(key_of, args)))
         if spec is None:
             spec = self._specialize(args)
@@ -97,6 +113,13 @@ class ScriptFunction:
         """The optimized backward graph for these arguments (see ``script.autodiff``)."""
         from script.autodiff import backward_graph_for
         return backward_graph_for(self, *self._bind(args, kwargs))
+
+    def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
+        """A readable report on how the specialization for these arguments compiled: fusion
+        groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
+        also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
+        from script.explain import explain_report
+        return explain_report(self, self._bind(args, kwargs), svg)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source for these arguments."""
@@ -146,16 +169,21 @@ class ScriptFunction:
                  for a, t, n in zip(args, d.arg_types, d.arg_names)]
         _check_devices(d, args)
         graph = d.graph.clone()
-        run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline, then specialize
-        _coerce_numbers(graph, types)
-        try:
-            specialize(graph, types)
-        except ir.ShapeError as e:
-            described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
-            raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be accepted: "
-                                 f"{e}") from None
-        run_pipeline(graph, FORWARD_PIPELINE)
-        fn, source = generate(graph, name=_py_name(d.name))
+        with _profiler.stage("passes"):
+            run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
+            _coerce_numbers(graph, types)
+            try:
+                specialize(graph, types)
+            except ir.ShapeError as e:
+                described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
+                raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
+                                     f"accepted: {e}") from None
+            run_pipeline(graph, FORWARD_PIPELINE)
+        with _profiler.stage("codegen"):
+            fn, source = generate(graph, name=_py_name(d.name))
+        if self.strict:  # after codegen: it knows which groups compiled natively
+            from script.explain import check_strict
+            check_strict(graph, d)
         return Specialization(graph, fn, source, time.perf_counter() - start)
 
     def __repr__(self) -> str:

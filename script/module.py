@@ -1,4 +1,4 @@
-"""``Module``, ``Parameter`` and ``ModuleList``: the ``torch.nn.Module`` programming model on arrays.
+"""``Module``, ``Parameter``, ``ModuleList``: the ``torch.nn.Module`` programming model on arrays.
 
 A ``Module`` registers what is assigned to it: a ``Parameter`` becomes a parameter, a ``Module`` a
 submodule, a list or tuple of modules a ``ModuleList``; everything else is a plain attribute.

@@ -21,9 +21,11 @@ import numpy as np
 from script._ops_impl_autodiff import (  # noqa: F401  (gradient ops)
     broadcast_to,
     dropout_mask,
+    empty,
     select_backward,
     slice_backward,
     sum_to,
+    write_slot,
 )
 from script._ops_impl_base import array_module, as_ufunc_float, manual_seed, python_result
 from script._ops_impl_nn import (

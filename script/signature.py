@@ -28,6 +28,8 @@ def key_of(value: Any) -> Any:
         return (t, *map(key_of, value))
     if t is dict:
         return (dict, *((k, key_of(v)) for k, v in value.items()))
+    if isinstance(value, tuple):  # a NamedTuple: its fields may be typed as a tuple's
+        return (t, *map(key_of, value))
     if _is_cupy(value):
         return ("cuda", value.dtype.char, value.shape, value.device.id)
     if isinstance(value, np.generic):
@@ -86,6 +88,9 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
         return STR
     if value is None:
         return NONE
+    object_type = _object_type(value, declared)
+    if object_type is not None:
+        return object_type
     if isinstance(value, tuple):
         return _tuple_type(value, declared, where)
     if isinstance(value, list):
@@ -94,6 +99,19 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
         return _dict_type(value, declared, where)
     raise SignatureError(f"{where}: values of type {type(value).__name__} cannot be passed to "
                          "a scripted function")
+
+
+def _object_type(value: Any, declared: Type) -> Type | None:
+    """A NamedTuple where one is declared, or an instance of a script class: its class type."""
+    from script.classes import class_type
+    if isinstance(value, tuple) and not isinstance(_inner(declared), ir.ClassType):
+        return None  # a NamedTuple passed for a Tuple[...] is a tuple
+    t = class_type(type(value))
+    if not (isinstance(t, ir.ClassType) and t.named_tuple and len(t.fields) == len(value)):
+        return t
+    # a NamedTuple's fields are specialized like a tuple's elements
+    fields = tuple((name, _type_of(v, ft, f"{name}")) for (name, ft), v in zip(t.fields, value))
+    return ir.ClassType(t.name, fields, named_tuple=True)
 
 
 def _inner(declared: Type) -> Type:

@@ -253,3 +253,17 @@ def test_training_an_lstm_to_sum_a_sequence():
         losses.append(float(loss))
     baseline = np.mean(np.cumsum(rng.uniform(-0.5, 0.5, (seq, 1000)), axis=0) ** 2)
     assert np.mean(losses[-20:]) < 0.05 * baseline, (losses[0], losses[-1], baseline)
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_forward_and_backward_graphs_verify_and_round_trip(optimize):
+    import ir
+    from script.autodiff import compile_gradient
+    programs = [(cells.lstm_layer, _lstm_args(np.random.default_rng(15))),
+                (branch_in_loop, (np.ones((2, 3)), np.ones(3))),
+                (while_loop, (np.ones((2, 3)), 20.0))]
+    for fn, args in programs:
+        grad = compile_gradient(script(fn), args, optimize=optimize).gradient
+        for graph in (grad.forward, grad.backward):
+            graph.verify()
+            assert str(ir.parse(str(graph))) == str(graph)

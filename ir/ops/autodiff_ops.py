@@ -1,5 +1,7 @@
 """Ops that gradients are made of: reducing a broadcast gradient back to an input's shape, the
-inverse broadcast, scattering a slice's gradient into zeros, and dropout's random mask.
+inverse broadcast, scattering a slice's gradient into zeros, dropout's random mask, and the
+preallocated stacked arrays a reverse loop fills one slice per iteration (``empty`` +
+``write_slot``), so per-step values are stacked without a list and a copy after the loop.
 
 They are ordinary ops (each has an eager function of the same name in ``script.ops``), so backward
 graphs are plain IR that every pass, the fuser and the code generator understand, and that can be
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.shape import int_items, tensor_arg
-from ir.registry import PURE, ShapeError, const, defop
-from ir.types import FLOAT_DTYPES, TensorType, Type
+from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
+from ir.types import DTYPE_NAMES, FLOAT_DTYPES, TensorType, Type
 
 
 def _to_shape(node: Node) -> list[Type]:
@@ -31,6 +33,33 @@ def _dropout_mask(node: Node) -> list[Type]:
     return [a]
 
 
+def _empty(node: Node) -> list[Type]:
+    items = int_items(node.inputs[0])
+    shape = None if items is None else tuple(items)
+    if shape is not None and any(d is not None and d < 0 for d in shape):
+        raise ShapeError(f"{node.kind}: negative dimensions are not allowed: {shape}")
+    dtype = const(node, 1, "float64")
+    if dtype is NOT_CONSTANT:
+        return [TensorType(None, shape, None)]
+    if dtype not in DTYPE_NAMES:
+        raise ShapeError(f"{node.kind}: unknown dtype {dtype!r}")
+    return [TensorType(dtype, shape, None)]  # type: ignore[arg-type]
+
+
+def _write_slot(node: Node) -> list[Type]:
+    buf, value = tensor_arg(node, 0), tensor_arg(node, 3)
+    axis = const(node, 1)
+    if buf.shape is None or value.shape is None or not isinstance(axis, int):
+        return []
+    if len(value.shape) != len(buf.shape) - 1:
+        raise ShapeError(f"{node.kind}: a slice of {buf} cannot hold {value}")
+    axis %= len(buf.shape)
+    slot = buf.shape[:axis] + buf.shape[axis + 1:]
+    if any(a is not None and b is not None and a != b for a, b in zip(slot, value.shape)):
+        raise ShapeError(f"{node.kind}: a slice of {buf} cannot hold {value}")
+    return []
+
+
 defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
@@ -44,3 +73,8 @@ defop("tensor::slice_backward(g: Tensor, shape: ints, axis: int, start: int? = N
 defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor",
       _dropout_mask, (), (), "dropout's multiplier for a: kept elements 1 / (1 - p), dropped 0 "
       "(ones when not training); draws exactly as `dropout` does, so dropout(a) == a * mask")
+defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty, (FRESH,), (),
+      "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
+      "a new array each time, read only after every slot is written")
+defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,
+      (SIDE_EFFECTS,), (), "store `value` as the slice `index` of `buf` along `axis`, in place")

@@ -12,7 +12,17 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.prim import keep_types
 from ir.registry import FRESH, PURE, SIDE_EFFECTS, ShapeError, defop
-from ir.types import BOOL, NONE, DictType, ListType, OptionalType, TupleType, Type, unify
+from ir.types import (
+    BOOL,
+    NONE,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TupleType,
+    Type,
+    unify,
+)
 
 
 def _joined(types: list[Type], what: str) -> Type:
@@ -80,7 +90,17 @@ defop("prim::DictValues(d: dict) -> list", lambda n: [ListType(_dict_of(n).value
 defop("prim::DictItems(d: dict) -> list",
       lambda n: [ListType(TupleType((_dict_of(n).key, _dict_of(n).value)))], (FRESH,),
       (".items",), "a new list of (key, value) tuples in insertion order")
-defop("prim::NamedTupleConstruct(*items: any) -> any", keep_types, (PURE,), ("C(a, b)",),
+def _named_tuple_construct(node: Node) -> list[Type]:
+    """The declared class with each field typed by what was passed (fields are covariant)."""
+    declared = node.outputs[0].type if node.outputs else None
+    if not isinstance(declared, ClassType) or len(declared.fields) != len(node.inputs):
+        return keep_types(node)
+    fields = tuple((name, v.type) for (name, _), v in zip(declared.fields, node.inputs))
+    return [ClassType(declared.name, fields, named_tuple=True)]
+
+
+defop("prim::NamedTupleConstruct(*items: any) -> any", _named_tuple_construct, (PURE,),
+      ("C(a, b)",),
       "build a NamedTuple; the output type names the class")
 defop("prim::CreateObject() -> any", keep_types, (FRESH,), ("C(...)",),
       "a new, empty script-class object; the output type names the class")

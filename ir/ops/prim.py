@@ -12,6 +12,7 @@ from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, con
 from ir.types import (
     BOOL,
     INT,
+    ClassType,
     DictType,
     ListType,
     OptionalType,
@@ -168,5 +169,15 @@ defop("prim::DifferentiableGraph(*inputs: any) -> any", keep_types, (PURE,), (),
       "a region with a symbolic backward; attribute `Subgraph`")
 defop("prim::CallFunction(*args: any) -> any", keep_types, (), ("f(...)",),
       "a call of another scripted function; attributes `Subgraph` and `name`; inlined by `inline`")
-defop("prim::GetAttr(obj: any) -> any", keep_types, (PURE,), ("obj.name",),
+def _get_attr(node: Node) -> list[Type]:
+    """A NamedTuple field has the field's (possibly specialized) type; else the type as built."""
+    t = node.inputs[0].type
+    if isinstance(t, ClassType) and t.named_tuple:
+        field = t.field_type(node.attrs.get("name", ""))
+        if field is not None:
+            return [field]
+    return keep_types(node)
+
+
+defop("prim::GetAttr(obj: any) -> any", _get_attr, (PURE,), ("obj.name",),
       "attribute `name` of a module or object")

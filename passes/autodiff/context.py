@@ -19,7 +19,7 @@ from typing import Any
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types
-from ir.types import INT, ListType, TensorType, TupleType, Type
+from ir.types import ListType, TensorType, TupleType, Type
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
@@ -220,6 +220,3 @@ class BlockGrad:
             item = self.emit("prim::TupleIndex", self.fwd(v), k, types=[t]).output
             return self.op("tensor::zeros_like", item, None)
         return self.const(None)
-
-    def counter_type(self) -> Type:
-        return INT

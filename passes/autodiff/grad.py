@@ -76,7 +76,6 @@ def differentiate(graph: Graph) -> Gradient:
         differentiable.append(ok)
         results.append(root.materialize(v, root.ct.get(v)) if ok else root.const(None))
     ad.backward.set_outputs(results)
-    _move_saved_inputs_last(ad, num_outputs)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
 
@@ -85,11 +84,6 @@ def _seed(root: BlockGrad, ct: Value):
     if isinstance(ct.type, TupleType):
         return [_seed(root, v) for v in root.structured(ct)]
     return ct
-
-
-def _move_saved_inputs_last(ad: Differentiator, num_outputs: int) -> None:
-    """Cotangent inputs were added first; saved inputs were added on demand after them."""
-    assert len(ad.backward.inputs) == num_outputs + len(ad.saved)
 
 
 def prune_unused_saved(grad: Gradient) -> bool:
@@ -286,7 +280,7 @@ def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value) -> None:
 
 # -- control flow -------------------------------------------------------------------------------
 def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
-    """Active tensors defined outside ``node`` that its blocks read or return, in first-use order."""
+    """Active tensors defined outside ``node`` that its blocks read or return (first use first)."""
     inner: set[Value] = set()
     seen: dict[Value, None] = {}
     for b in node.blocks:
@@ -399,9 +393,15 @@ def _axis_size(u: Value, axis: int) -> int | None:
 
 
 def _collect_slice(ctx: BlockGrad, node: Node) -> None:
+    """The slice cotangent of ``select(u, axis, i)`` goes into slot ``i`` of ``u``'s cotangent,
+    a preallocated array (or, for shapes known only at run time, onto a list stacked later)."""
     g = ctx.take_ct(node.output)
-    lst = ctx.stacked[node.inputs[0]]
-    ctx.emit("prim::ListAppend", lst, g if g is not None else ctx.zeros(node.output), types=[])
+    g = g if g is not None else ctx.zeros(node.output)
+    collector = ctx.stacked[node.inputs[0]]
+    if isinstance(collector.type, ListType):
+        ctx.emit("prim::ListAppend", collector, g, types=[])
+        return
+    ctx.emit("tensor::write_slot", collector, ctx.fwd(node.inputs[1]), ctx.index, g, types=[])
 
 
 def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
@@ -422,9 +422,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     accumulated = [u for u in free if u not in stacked]
     init = [gs[j] if gs[j] is not None else ctx.zeros(node.outputs[j]) for j in carried]
     init += [ctx.zeros(u) for u in accumulated]
-    collectors = {u: ctx.emit("prim::ListConstruct",
-                              types=[ListType(_slice_type(u, axis))]).output
-                  for u, axis in stacked.items()}
+    collectors = {u: _collector(ctx, u, axis) for u, axis in stacked.items()}
     bloop = ctx.emit("prim::Loop", n, True, *init, types=[])
     bbody = Block(ctx.graph, owner=bloop)
     bloop.blocks.append(bbody)
@@ -448,9 +446,21 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
         ctx.add_ct(node.inputs[2 + j], out)
     for u, out in zip(accumulated, bloop.outputs[len(carried):]):
         ctx.add_ct(u, out)
-    for u, lst in collectors.items():
-        backwards = ctx.op("prim::ListSlice", lst, None, None, -1)
+    for u, collector in collectors.items():
+        if not isinstance(collector.type, ListType):
+            ctx.add_ct(u, collector)
+            continue
+        backwards = ctx.op("prim::ListSlice", collector, None, None, -1)
         ctx.add_ct(u, ctx.op("tensor::stack", backwards, stacked[u]))
+
+
+def _collector(ctx: BlockGrad, u: Value, axis: int) -> Value:
+    """Where a reverse loop puts the slice cotangents of ``u``: an array shaped like ``u`` when
+    its shape is known (each iteration writes its slot), else a list (reversed and stacked)."""
+    t = u.type
+    if isinstance(t, TensorType) and t.dtype and t.shape is not None and None not in t.shape:
+        return ctx.op("tensor::empty", tuple(t.shape), t.dtype)
+    return ctx.emit("prim::ListConstruct", types=[ListType(_slice_type(u, axis))]).output
 
 
 def _slice_type(u: Value, axis: int) -> TensorType:

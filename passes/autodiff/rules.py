@@ -28,7 +28,7 @@ NON_DIFFERENTIABLE: frozenset[str] = frozenset({
     "tensor::floordiv", "tensor::sign", "tensor::floor", "tensor::ceil",
     "tensor::size", "tensor::shape", "tensor::ndim", "prim::len",
     "tensor::zeros", "tensor::ones", "tensor::full", "tensor::zeros_like", "tensor::ones_like",
-    "tensor::full_like", "tensor::arange", "tensor::dropout_mask",
+    "tensor::full_like", "tensor::arange", "tensor::dropout_mask", "tensor::empty",
     "prim::Bool", "prim::Int", "prim::Float", "prim::IsNone", "prim::min", "prim::max",
     "prim::Uninitialized", "prim::ListContains", "prim::RaiseException", "prim::Print",
 })

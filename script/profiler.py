@@ -1,0 +1,258 @@
+"""Where the time goes: ``with script.profile() as prof:`` around calls of scripted functions.
+
+While a profiler is active, every call of a ``ScriptFunction`` runs an instrumented variant of its
+generated code (built once per specialization and cached apart from the fast code, which stays
+untouched): each node's line is bracketed by two clock reads and its time is added under a key —
+the op kind (``tensor::add``), the fusion group (``FusionGroup_0 [add, mul, tanh]``) or the matmul
+(``matmul @ cells.py:14``). Compilations that happen inside the ``with`` block are timed by stage
+(frontend, passes, codegen, native compile). ``print(prof)`` shows a table sorted by total time;
+``prof.export_chrome_trace(path)`` writes Chrome trace event JSON for chrome://tracing / Perfetto.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+_clock = time.perf_counter
+
+active: Profile | None = None
+"""The profiler of the innermost ``with profile()`` block, or None (read on every call)."""
+
+MAX_TRACE_EVENTS = 1_000_000
+"""Events kept for the Chrome trace; the totals keep counting past it."""
+
+
+@dataclass
+class Stat:
+    """Accumulated time of one key."""
+
+    category: str
+    """``op``, ``fusion``, ``matmul``, ``call`` or ``compile``."""
+    calls: int = 0
+    total: float = 0.0
+    """seconds."""
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.calls if self.calls else 0.0
+
+
+@dataclass
+class Profile:
+    """The records of one ``with profile()`` block."""
+
+    stats: dict[str, Stat] = field(default_factory=dict)
+    """node, call and compile-stage keys -> their time."""
+    events: list[tuple[str, str, float, float, int]] = field(default_factory=list)
+    """(name, category, start, duration, thread id) in seconds, for the trace."""
+    start: float = field(default_factory=_clock)
+    _stage_stack: list[list[float]] = field(default_factory=list)
+    _previous: Profile | None = None
+    scope: str = ""
+    building: bool = False
+    """True while instrumented code is generated: its kernel lookups are not compile stages."""
+    """the function whose code is being instrumented (prefixes its fusion groups' rows)."""
+
+    # -- recording ------------------------------------------------------------------------------
+    def add(self, key: str, category: str, start: float, end: float) -> None:
+        """Record one interval under ``key``."""
+        stat = self.stats.get(key)
+        if stat is None:
+            stat = self.stats[key] = Stat(category)
+        stat.calls += 1
+        stat.total += end - start
+        if len(self.events) < MAX_TRACE_EVENTS:
+            self.events.append((key, category, start, end - start, threading.get_ident()))
+
+    def node_recorder(self, key: str, category: str) -> Callable[[float], None]:
+        """The function generated code calls after a node: ``record(start)``."""
+        stat = self.stats.get(key)
+        if stat is None:
+            stat = self.stats[key] = Stat(category)
+        events = self.events
+        ident = threading.get_ident
+
+        def record(start: float) -> None:
+            end = _clock()
+            stat.calls += 1
+            stat.total += end - start
+            if len(events) < MAX_TRACE_EVENTS:
+                events.append((key, category, start, end - start, ident()))
+        return record
+
+    def call(self, fn: Any, args: tuple[Any, ...]) -> Any:
+        """Run one call of a ``ScriptFunction`` through its instrumented code."""
+        code = instrumented(fn, fn.specialization(*args), self)
+        start = _clock()
+        try:
+            return code(*args)
+        finally:
+            self.add(f"call {fn.definition.name}", "call", start, _clock())
+
+    def add_stage(self, name: str, start: float, end: float, child_seconds: float) -> None:
+        """A compile stage's exclusive time (nested stages are counted on their own)."""
+        self.add(f"compile: {name}", "compile", start, end)
+        self.stats[f"compile: {name}"].total -= child_seconds
+
+    # -- reading --------------------------------------------------------------------------------
+    def totals(self, category: str | None = None) -> dict[str, float]:
+        """Key -> total seconds, for one category or all."""
+        return {k: s.total for k, s in self.stats.items()
+                if category is None or s.category == category}
+
+    @property
+    def node_seconds(self) -> float:
+        """Time spent in the nodes of profiled calls (ops, fusion groups, matmuls)."""
+        return sum(s.total for s in self.stats.values()
+                   if s.category in ("op", "fusion", "matmul"))
+
+    @property
+    def call_seconds(self) -> float:
+        """Wall time of the profiled calls (their compilation excluded)."""
+        return sum(s.total for s in self.stats.values() if s.category == "call")
+
+    def table(self, limit: int | None = None) -> str:
+        """The records as a text table sorted by total time, largest first."""
+        rows = sorted(self.stats.items(), key=lambda kv: -kv[1].total)[:limit]
+        width = max([len(k) for k, _ in rows] + [4])
+        node_total = self.node_seconds or 1.0
+        lines = [f"{'name':<{width}}  {'category':<8}  {'calls':>7}  {'total ms':>10}  "
+                 f"{'mean us':>10}  {'% nodes':>7}"]
+        for key, s in rows:
+            share = f"{100 * s.total / node_total:6.1f}%" if s.category in (
+                "op", "fusion", "matmul") else ""
+            lines.append(f"{key:<{width}}  {s.category:<8}  {s.calls:>7}  "
+                         f"{1e3 * s.total:>10.3f}  {1e6 * s.mean:>10.2f}  {share:>7}")
+        lines.append(f"nodes: {1e3 * self.node_seconds:.3f} ms of {1e3 * self.call_seconds:.3f} "
+                     "ms in profiled calls")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The events in the Chrome trace event format (complete events, microseconds)."""
+        pid = os.getpid()
+        events = [{"name": name, "ph": "X", "ts": round((start - self.start) * 1e6, 3),
+                   "dur": round(dur * 1e6, 3), "pid": pid, "tid": tid, "cat": category}
+                  for name, category, start, dur, tid in self.events]
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Write the trace as JSON, viewable in chrome://tracing or ui.perfetto.dev."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.chrome_trace(), f)
+
+
+# -- activation -----------------------------------------------------------------------------------
+@contextmanager
+def profile() -> Iterator[Profile]:
+    """Profile the scripted calls made inside the ``with`` block."""
+    global active
+    prof = Profile(_previous=active)
+    active = prof
+    try:
+        yield prof
+    finally:
+        active = prof._previous
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Time a compile stage when a profiler is active (compilation only: never a hot path)."""
+    prof = active
+    if prof is None or prof.building:
+        yield
+        return
+    prof._stage_stack.append([0.0])
+    start = _clock()
+    try:
+        yield
+    finally:
+        end = _clock()
+        (children,) = prof._stage_stack.pop()
+        prof.add_stage(name, start, end, children)
+        if prof._stage_stack:
+            prof._stage_stack[-1][0] += end - start
+
+
+# -- instrumented code ----------------------------------------------------------------------------
+_instrumented_lock = threading.Lock()
+
+
+def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
+    """The instrumented variant of a specialization's code for ``prof`` (built once per
+    specialization and profiler; the fast code is never touched)."""
+    cache = fn.__dict__.setdefault("_profiled_code", {})
+    code = cache.get(id(spec))
+    if code is not None and code[0] is prof:
+        return code[1]
+    from script.codegen import generate
+    with _instrumented_lock:
+        prof.scope, prof.building = fn.definition.name, True
+        try:
+            made, _ = generate(spec.graph, name="profiled", profiler=prof)
+        finally:
+            prof.building = False
+        cache[id(spec)] = (prof, made)
+    return made
+
+
+UNTIMED = frozenset({"prim::Constant", "prim::If", "prim::Loop", "prim::DifferentiableGraph"})
+"""Nodes whose own line is not timed: constants emit no code; the nodes inside control flow and
+differentiable graphs are timed one by one."""
+MATMULS = frozenset({"tensor::matmul", "tensor::mm", "tensor::linear", "tensor::bmm"})
+"""Kinds timed per node (each matmul on its own row), not per kind."""
+_TIMER = "_prof_t"
+SUMMARY_WIDTH = 48
+"""Longest op list shown in a fusion group's row."""
+
+
+def write_timed_node(w: Any, node: Any, write: Callable[[Any], None]) -> None:
+    """Write ``node`` through ``write`` between a clock read and a call recording the time
+    (``script.codegen.FunctionWriter`` calls this while instrumenting)."""
+    if node.kind in UNTIMED:
+        write(node)
+        return
+    key, category = node_key(node, w)
+    if "_prof_clock" not in w.consts:
+        w.consts["_prof_clock"] = _clock
+        w.ns.used.add(_TIMER)
+    recorder = w.ns.fresh("_prof_r")
+    w.consts[recorder] = w.profiler.node_recorder(key, category)
+    w.emit(f"{_TIMER} = _prof_clock()")
+    write(node)
+    w.emit(f"{recorder}({_TIMER})")
+
+
+def node_key(node: Any, w: Any) -> tuple[str, str]:
+    """The profile row a node's time goes to, and its category."""
+    if node.kind == "prim::FusionGroup":
+        counter = w.consts.setdefault("_prof_groups", [0])
+        index = counter[0]
+        counter[0] += 1
+        summary = group_summary(node.subgraph)
+        if len(summary) > SUMMARY_WIDTH:
+            summary = summary[:SUMMARY_WIDTH - 3] + "..."
+        return f"{w.profiler.scope}/FusionGroup_{index} [{summary}]", "fusion"
+    if node.kind in MATMULS:
+        where = f" @ {node.source}" if node.source is not None else ""
+        if not where:
+            counter = w.consts.setdefault("_prof_matmuls", [0])
+            where = f" #{counter[0]} in {w.profiler.scope}"
+            counter[0] += 1
+        return f"{node.kind}{where}", "matmul"
+    return node.kind, "op"
+
+
+def group_summary(graph: Any) -> str:
+    """The computing ops of a fusion group's subgraph, in order (``add, sigmoid, mul``)."""
+    return ", ".join(n.kind.split("::", 1)[-1] for n in graph.walk()
+                     if n.kind != "prim::Constant")

@@ -1,0 +1,221 @@
+"""Differential checks: a generated program, compiled, must compute what its plain Python computes.
+
+``check_program(program, seed)`` imports the generated source from a real file (the frontend reads
+source with ``inspect``), runs ``python_fn`` on random arguments, then the compiled function with
+the full pipeline and the fuser, with each optional pass disabled in turn and with fusion off. The
+failure message names the configuration, so a wrong answer points at the pass that produced it.
+``check_gradients`` compares ``vjp`` with central finite differences of the eager function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fuser
+import passes
+from script import ScriptError, script, vjp
+from script.function import ScriptFunction
+from tests.fuzz.program_gen import Program
+
+_MODULE_DIR = Path(tempfile.mkdtemp(prefix="rnnscript_fuzz_"))
+"""Generated modules live here for the whole run, so ``inspect.getsource`` can read them back."""
+
+TOLERANCE = {"float64": 1e-9, "float32": 1e-5}
+"""Relative tolerance per program dtype (scaled by the largest expected magnitude)."""
+
+
+def optional_passes() -> list[str]:
+    """The pipeline passes that may be switched off (inlining is required by the executor)."""
+    names = dict.fromkeys(passes.STANDARD_PIPELINE.split(","))
+    return [n for n in names if n != "inline"]
+
+
+def configurations() -> list[str]:
+    """Every configuration a program runs under: the default, each pass off, fusion off."""
+    return ["pipeline", *(f"no-{name}" for name in optional_passes()), "no-fuser"]
+
+
+@dataclass
+class Outcome:
+    """A call's result, or the exception type it raised."""
+
+    value: Any = None
+    error: type[BaseException] | None = None
+    message: str = ""
+
+
+def load(program: Program) -> Any:
+    """Write the program to its own file and import it; returns the module."""
+    digest = hashlib.sha1(program.source.encode()).hexdigest()[:16]
+    name = f"rnnscript_fuzz_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = _MODULE_DIR / f"{name}.py"
+    path.write_text(program.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def unload(program: Program) -> None:
+    """Forget a generated module (long runs import thousands)."""
+    digest = hashlib.sha1(program.source.encode()).hexdigest()[:16]
+    sys.modules.pop(f"rnnscript_fuzz_{digest}", None)
+
+
+def call(fn: Any, args: tuple) -> Outcome:
+    with np.errstate(all="ignore"):
+        try:
+            return Outcome(fn(*args))
+        except ScriptError:
+            raise  # the compiler rejecting a well-typed program is a failure, not an outcome
+        except Exception as e:  # noqa: BLE001 -- any exception type must match the eager one
+            return Outcome(error=type(e), message=str(e))
+
+
+def assert_same(got: Any, want: Any, rtol: float, where: str = "result") -> None:
+    """Equal structure, types, dtypes and shapes; floats within ``rtol``, NaNs in the same
+    places; ints and bools exactly."""
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want), f"{where}: {type(got).__name__} != {type(want).__name__}"
+        assert len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, rtol, f"{where}[{k}]")
+        return
+    if isinstance(want, (bool, int, float)):
+        assert type(got) is type(want), f"{where}: {type(got).__name__} != {type(want).__name__}"
+    got_a, want_a = np.asarray(got), np.asarray(want)
+    assert got_a.dtype == want_a.dtype, f"{where}: dtype {got_a.dtype} != {want_a.dtype}"
+    assert got_a.shape == want_a.shape, f"{where}: shape {got_a.shape} != {want_a.shape}"
+    if want_a.dtype.kind not in "fc":
+        assert np.array_equal(got_a, want_a), f"{where}: {got_a} != {want_a}"
+        return
+    assert np.array_equal(np.isnan(got_a), np.isnan(want_a)), f"{where}: NaNs differ"
+    finite = want_a[np.isfinite(want_a)]
+    scale = max(1.0, float(np.max(np.abs(finite)))) if finite.size else 1.0
+    np.testing.assert_allclose(got_a, want_a, rtol=rtol, atol=rtol * scale, equal_nan=True,
+                               err_msg=where)
+
+
+def _fresh(base: ScriptFunction) -> ScriptFunction:
+    """A new ScriptFunction (empty specialization cache) sharing ``base``'s frontend result, so
+    each configuration compiles its own specialization without re-running the frontend."""
+    f = ScriptFunction(base.python_fn)
+    f._definition = base.definition
+    f._nargs = base._nargs
+    return f
+
+
+def run_configuration(base: ScriptFunction, config: str, args: tuple) -> Outcome:
+    """Call a fresh copy of ``base`` under one configuration of the pipeline."""
+    f = _fresh(base)
+    if config == "no-fuser":
+        with fuser.disabled():
+            return call(f, args)
+    if config.startswith("no-"):
+        with passes.disable(config[3:]):
+            return call(f, args)
+    return call(f, args)
+
+
+def compare(got: Outcome, want: Outcome, rtol: float, config: str, program: Program,
+            seed: int) -> None:
+    where = f"[{config}] seed={seed}\n{program.source}"
+    if want.error is not None:
+        assert got.error is want.error, (
+            f"python raised {want.error.__name__}({want.message}) but the compiled function "
+            f"{'returned' if got.error is None else 'raised ' + got.error.__name__}: {where}")
+        return
+    assert got.error is None, f"compiled raised {got.error.__name__}: {got.message}\n{where}"
+    try:
+        assert_same(got.value, want.value, rtol)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{where}") from None
+
+
+def check_program(program: Program, seed: int, configs: list[str] | None = None) -> None:
+    """Compile ``program`` and compare it with ``python_fn`` under every configuration."""
+    module = load(program)
+    fn = getattr(module, program.entry)
+    args = program.make_args(seed)
+    want = call(fn, args)
+    base = script(fn)
+    try:
+        base.definition
+    except ScriptError as e:
+        raise AssertionError(f"the frontend rejected a generated program: {e}\n"
+                             f"{program.source}") from None
+    rtol = TOLERANCE[program.dtype]
+    for config in configs or configurations():
+        got = run_configuration(base, config, program.make_args(seed))
+        compare(got, want, rtol, config, program, seed)
+
+
+def numerical_gradient(fn: Any, args: tuple, k: int, ct: Any, eps: float = 1e-6) -> np.ndarray:
+    """d<ct, fn(args)>/d args[k] by central differences."""
+    x = args[k]
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        values = []
+        for step in (eps, -eps):
+            moved = x.copy()
+            moved[idx] += step
+            out = fn(*args[:k], moved, *args[k + 1:])
+            values.append(_inner(ct, out))
+        grad[idx] = (values[0] - values[1]) / (2 * eps)
+    return grad
+
+
+def _inner(a: Any, b: Any) -> float:
+    if isinstance(a, tuple):
+        return sum(_inner(x, y) for x, y in zip(a, b))
+    return float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+def _cotangent(out: Any, rng: np.random.Generator) -> Any:
+    if isinstance(out, tuple):
+        return tuple(_cotangent(o, rng) for o in out)
+    return rng.standard_normal(np.shape(out))
+
+
+def check_gradients(program: Program, seed: int) -> bool:
+    """``vjp`` of a float64 program against finite differences of ``python_fn``.
+
+    Returns False (nothing checked) when the autodiff rejects the program as not differentiable
+    (an ``IRError`` saying "cannot differentiate"), True when the gradients were compared.
+    """
+    import ir
+    fn = getattr(load(program), program.entry)
+    args = program.make_args(seed)
+    with np.errstate(all="ignore"):
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001 -- a program that raises has no gradient to check
+            return False
+        try:
+            out, backward = vjp(script(fn), *args)
+        except ir.IRError as e:
+            if "cannot differentiate" in str(e):
+                return False
+            raise
+        ct = _cotangent(out, np.random.default_rng(seed))
+        grads = backward(ct)
+        for k, a in enumerate(args):
+            if not isinstance(a, np.ndarray):
+                continue
+            want = numerical_gradient(fn, args, k, ct)
+            got = np.zeros_like(a) if grads[k] is None else grads[k]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"gradient of argument {k}, seed={seed}\n"
+                                               f"{program.source}")
+    return True
