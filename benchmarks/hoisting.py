@@ -4,14 +4,15 @@
 
 The layer is tests/programs/cells.py ``lstm_layer`` (a loop over ``ops.unbind(x, 0)``), float32.
 Each configuration is compiled once under ``passes.disable(...)`` (or with a changed unrolling
-setting), then all configurations run interleaved in one process; times are medians, and the
+setting), then all configurations run interleaved in one process, and the
 ratio is the configuration's time over the default pipeline's (> 1: the default is faster).
+Times are the best sample (least disturbed by other processes); on a busy machine set
+OPENBLAS_NUM_THREADS=1, as a multi-threaded GEMM stalls when its threads are descheduled.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -92,11 +93,11 @@ def measure(size: str, repeat: int, configs: list[str]) -> None:
                 out = fn(*args)
             samples[name].append((time.perf_counter() - t0) / inner)
             assert np.allclose(out[0], want, rtol=1e-3, atol=1e-4), name
-    base = statistics.median(samples["default pipeline"])
-    print(f"\nLSTM layer forward, T={T} B={B} I=H={H} float32 (median of {repeat} x {inner})")
+    base = min(samples["default pipeline"])
+    print(f"\nLSTM layer forward, T={T} B={B} I=H={H} float32 (best of {repeat} x {inner})")
     print(f"{'configuration':32} {'ms':>10} {'vs default':>11} {'compile s':>10}")
     for name, times in samples.items():
-        t = statistics.median(times)
+        t = min(times)
         print(f"{name:32} {t * 1e3:10.3f} {t / base:11.2f} {fns[name][1]:10.3f}")
 
 

@@ -1,5 +1,7 @@
 """rnnscript's SSA IR: types, graphs, the op registry, text printing and parsing, verification."""
 
+from typing import Any
+
 from ir.core import (
     CONSTANT,
     SUBGRAPH,
@@ -47,10 +49,11 @@ from ir.types import (
 )
 
 
-def parse(text: str) -> Graph:
-    """Read a graph from the text ``str(graph)`` prints (subgraph sections included)."""
+def parse(text: str, constants: Any = None) -> Graph:
+    """Read a graph from the text ``str(graph)`` prints (subgraph sections included);
+    ``constants`` resolves ``array(..., ref="name")`` references (``ir.parser.parse``)."""
     from ir.parser import parse as _parse
-    return _parse(text)
+    return _parse(text, constants)
 
 
 __all__ = [

@@ -39,13 +39,18 @@ from ir.types import (
 _SUBGRAPH_REF = re.compile(r"(.+)_([0-9]+)")
 
 
-def parse(text: str) -> Graph:
-    """Build the graph that ``text`` describes; ``ParseError`` for any malformed text."""
+def parse(text: str, constants: dict[str, np.ndarray] | None = None) -> Graph:
+    """Build the graph that ``text`` describes; ``ParseError`` for any malformed text.
+
+    ``constants`` resolves array references, ``array(Float(512, 2048), ref="c0")``, as
+    ``print_graph(graph, constants=table)`` writes them: the array must have the written dtype
+    and shape, and is used as it is (not copied).
+    """
     if not isinstance(text, str):
         raise TypeError(f"parse() takes a str, not {type(text).__name__}")
     with _LOCK:
         parser = _parser()
-        _BUILDER.run = _Run()
+        _BUILDER.run = _Run(constants)
         try:
             return parser.parse(text)
         except _Fail as e:
@@ -299,6 +304,8 @@ def _array(tok: Token, args: list[Term]) -> np.ndarray:
     t = ty.ty
     if not isinstance(t, TensorType) or t.dtype is None or t.shape is None or None in t.shape:
         raise _Fail("an array needs a dtype and a complete shape, e.g. Float(2, 3)", ty.tok)
+    if items.kind == "keyword" and str(items.tok) == "ref":
+        return _array_ref(t, items)
     if prod(t.shape) > _MAX_ARRAY_ELEMENTS:
         raise _Fail(f"array of type {t} is too large", ty.tok)
     if items.kind == "ellipsis":
@@ -315,6 +322,26 @@ def _array(tok: Token, args: list[Term]) -> np.ndarray:
         return np.array(values, dtype=t.dtype).reshape(t.shape)
     except (OverflowError, ValueError) as e:
         raise _Fail(f"bad array elements: {e}", items.tok) from None
+
+
+def _array_ref(t: TensorType, ref: Term) -> np.ndarray:
+    """``array(Float(2, 3), ref="c0")``: the array named ``c0`` in the parse's constant table."""
+    inner = ref.inner
+    if inner is None or inner.kind != "str":
+        raise _Fail('an array reference is written ref="name"', ref.tok)
+    table = _BUILDER.run.constants if _BUILDER.run is not None else None
+    if table is None:
+        raise _Fail(f"array reference {inner.val!r} needs a constant table "
+                    "(ir.parse(text, constants=...))", inner.tok)
+    a = table.get(inner.val)
+    if a is None:
+        raise _Fail(f"array reference {inner.val!r} is not in the constant table", inner.tok)
+    dtype = getattr(getattr(a, "dtype", None), "name", None)
+    if dtype != t.dtype or tuple(getattr(a, "shape", ())) != t.shape:
+        found = TensorType(dtype, tuple(a.shape)) if dtype in DTYPE_NAMES else type(a).__name__
+        raise _Fail(f"array reference {inner.val!r} is written {t} but the table holds {found}",
+                    inner.tok)
+    return a
 
 
 _MAX_ARRAY_ELEMENTS = 1 << 28
@@ -382,8 +409,10 @@ class _GraphState:
 class _Run:
     """The state of one ``parse`` call."""
 
-    def __init__(self) -> None:
+    def __init__(self, constants: dict[str, np.ndarray] | None = None) -> None:
         self.graphs: list[_GraphState] = []
+        self.constants = constants
+        """the table array references resolve in (None: references are errors)."""
 
     @property
     def current(self) -> _GraphState:

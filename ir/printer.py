@@ -15,6 +15,11 @@ Value names come from ``Value.name`` hints and are made unique per graph (nested
 each subgraph section has its own names). A node holding a ``Subgraph`` attribute prints as
 ``kind_K`` and its graph follows the ``return`` in a ``with kind_K = graph(...)`` section.
 Printing is iterative, so deeply nested blocks do not exhaust Python's recursion limit.
+
+Large arrays print elided. To keep them, pass a constant table: ``print_graph(g, constants={})``
+puts each array of more than ``INLINE_ARRAY_LIMIT`` elements into the dict under a name
+(``c0``, ``c1``, ...; one name per array object) and prints a reference to it,
+``array(Float(512, 2048), ref="c0")``, which ``ir.parse(text, constants=table)`` resolves.
 """
 
 from __future__ import annotations
@@ -33,19 +38,23 @@ INLINE_ARRAY_LIMIT = 64
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.]")
 
 
-def print_graph(graph: Graph) -> str:
-    """The text of ``graph`` and, after its ``return``, the sections of its subgraphs."""
+def print_graph(graph: Graph, constants: dict[str, np.ndarray] | None = None) -> str:
+    """The text of ``graph`` and, after its ``return``, the sections of its subgraphs.
+
+    With ``constants``, large arrays go into that table and print as references to it.
+    """
     out: list[str] = []
     pending: list[tuple[str, Graph]] = [("", graph)]
     while pending:  # pre-order: a section's own sections come right after it
         prefix, g = pending.pop()
-        sections = _GraphPrinter(g, out).print(prefix)
+        sections = _GraphPrinter(g, out, constants).print(prefix)
         pending.extend(reversed(sections))
     return "\n".join(out) + "\n"
 
 
-def format_attribute(value: Any) -> str:
-    """An attribute value as the parser reads it (``1``, ``1.0``, ``"s"``, ``(1, 2)``, ...)."""
+def format_attribute(value: Any, constants: dict[str, np.ndarray] | None = None) -> str:
+    """An attribute value as the parser reads it (``1``, ``1.0``, ``"s"``, ``(1, 2)``, ...);
+    large arrays go into ``constants`` when it is given."""
     if value is None or isinstance(value, (bool, np.bool_)):
         return str(None if value is None else bool(value))
     if isinstance(value, (int, np.integer)):
@@ -60,12 +69,12 @@ def format_attribute(value: Any) -> str:
         return str(value)
     if isinstance(value, tuple):
         if len(value) == 1:
-            return f"({format_attribute(value[0])},)"
-        return "(" + ", ".join(format_attribute(v) for v in value) + ")"
+            return f"({format_attribute(value[0], constants)},)"
+        return "(" + ", ".join(format_attribute(v, constants) for v in value) + ")"
     if isinstance(value, list):
-        return "[" + ", ".join(format_attribute(v) for v in value) + "]"
+        return "[" + ", ".join(format_attribute(v, constants) for v in value) + "]"
     if isinstance(value, np.ndarray):
-        return _format_array(value)
+        return _format_array(value, constants)
     return f"<{type(value).__name__}>"  # not part of the text format; the parser rejects it
 
 
@@ -90,14 +99,28 @@ def quote_string(s: str) -> str:
 _SIMPLE_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def _format_array(a: np.ndarray) -> str:
+def _format_array(a: np.ndarray, constants: dict[str, np.ndarray] | None) -> str:
     if a.dtype.name not in DTYPE_NAMES:
         return f"<ndarray {a.dtype.name}>"
     head = str(TensorType(a.dtype.name, tuple(a.shape)))
+    if a.size > INLINE_ARRAY_LIMIT and constants is not None:
+        return f"array({head}, ref={quote_string(_table_name(a, constants))})"
     if a.size > INLINE_ARRAY_LIMIT:
         return f"array({head}, ...)"
     items = ", ".join(format_attribute(x) for x in a.reshape(-1).tolist())
     return f"array({head}, [{items}])"
+
+
+def _table_name(a: np.ndarray, constants: dict[str, np.ndarray]) -> str:
+    """The name of ``a`` in the constant table, adding it under a fresh name if it is new."""
+    for name, known in constants.items():
+        if known is a:
+            return name
+    k = len(constants)
+    while f"c{k}" in constants:
+        k += 1
+    constants[f"c{k}"] = a
+    return f"c{k}"
 
 
 class _Namer:
@@ -156,9 +179,11 @@ def _all_values(graph: Graph) -> list[Value]:
 class _GraphPrinter:
     """Prints one graph's header, body and return; collects its subgraph sections."""
 
-    def __init__(self, graph: Graph, out: list[str]):
+    def __init__(self, graph: Graph, out: list[str],
+                 constants: dict[str, np.ndarray] | None = None):
         self.graph = graph
         self.out = out
+        self.constants = constants
         self.name = _Namer(graph)
         self.sections: list[tuple[str, Graph]] = []
 
@@ -206,7 +231,8 @@ class _GraphPrinter:
                        key=lambda kv: kv[0])
         attr_text = ""
         if attrs:
-            attr_text = "[" + ", ".join(f"{k}={format_attribute(v)}" for k, v in attrs) + "]"
+            attr_text = "[" + ", ".join(f"{k}={format_attribute(v, self.constants)}"
+                                        for k, v in attrs) + "]"
         line = f"{outs} = {kind}{attr_text}({self._uses(node.inputs)})"
         if node.source is not None:
             line += f" # {node.source}"

@@ -30,10 +30,11 @@ from passes import (
     shape_prop,
     unroll,
 )
+from passes.autodiff import batch_accumulation
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
-                hoist_projection, unroll, batch_matmul):
+                hoist_projection, unroll, batch_matmul, batch_accumulation):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -103,6 +104,7 @@ def _split_names(text: str) -> list[str]:
 
 
 __all__ = [
-    "CLEANUP_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass", "all_passes", "disable", "disabled_passes", "get_pass",
+    "CLEANUP_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass", "all_passes",
+    "disable", "disabled_passes", "get_pass",
     "register_pass", "run_pass", "run_pipeline",
 ]

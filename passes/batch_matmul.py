@@ -139,7 +139,8 @@ def split(graph: Graph, value: Value, sizes: list[int], axis: int) -> list[Value
     pieces, start = [], 0
     for size in sizes:
         bounds = [graph.constant(axis), graph.constant(start), graph.constant(start + size)]
-        pieces.append(_insert(graph, "tensor::slice", [value, *bounds, graph.constant(None)]).output)
+        piece = _insert(graph, "tensor::slice", [value, *bounds, graph.constant(None)])
+        pieces.append(piece.output)
         start += size
     return pieces
 

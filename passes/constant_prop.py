@@ -12,7 +12,9 @@ initial carried values.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,21 @@ FOLD_LIMIT = 4096
 """Largest tensor (in elements) a fold may produce. A folded tensor lives in the graph as a
 constant: in memory for every specialization, in every printed graph and saved artifact. Past a
 few thousand elements that costs more than computing it once per call."""
+
+_limit = threading.local()
+
+
+@contextmanager
+def fold_limit(limit: int | None) -> Iterator[None]:
+    """Within the ``with`` block (in this thread), folds may produce tensors of up to ``limit``
+    elements; None lifts the limit. ``script.freeze`` folds weights whatever their size: a frozen
+    model's constants are computed once, at freeze time."""
+    saved = getattr(_limit, "value", FOLD_LIMIT)
+    _limit.value = limit
+    try:
+        yield
+    finally:
+        _limit.value = saved
 
 Evaluator = Callable[[str, list[Any]], Any]
 _evaluator: Evaluator | None = None
@@ -214,7 +231,8 @@ def fold_values(node: Node) -> Any:
 
 def _too_big(value: Any) -> bool:
     if isinstance(value, np.ndarray):
-        return value.size > FOLD_LIMIT
+        limit = getattr(_limit, "value", FOLD_LIMIT)
+        return limit is not None and value.size > limit
     if isinstance(value, (tuple, list)):
         return any(_too_big(v) for v in value)
     return False

@@ -56,7 +56,7 @@ def covers_sequence(loop: Node, x: Value) -> bool:
 
 
 def step_of(value: Value, loop: Node) -> Value | None:
-    """The sequence ``x`` when ``value`` is ``select(x, 0, i)`` of an invariant x and the counter."""
+    """The sequence ``x`` when ``value`` is ``select(x, 0, i)``, x invariant, i the counter."""
     node = value.node
     if node.kind != SELECT or node.owner is not loop.blocks[0]:
         return None

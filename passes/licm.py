@@ -38,7 +38,7 @@ NAME = "licm"
 LOOP = "prim::Loop"
 
 
-# -- loop facts shared by the loop passes -----------------------------------------------------------
+# -- loop facts shared by the loop passes --------------------------------------------------------
 def defined_inside(value: Value, node: Node) -> bool:
     """Is ``value`` defined in one of ``node``'s blocks (at any depth, block params included)?"""
     block = value.node.owner
@@ -183,8 +183,8 @@ def hoist_from_block(block: Block, loop: Node, runs_first: bool) -> bool:
             node.move_before(loop)
             changed = True
             continue
-        if node.blocks or not movable(node):
-            runs_first = False  # a side effect, a nested block or a node that stays
+        if node.blocks or not movable(node) or not cannot_raise(node):
+            runs_first = False  # after a side effect, or a node that stays and may raise first
         for inner in node.blocks:
             changed |= hoist_from_block(inner, loop, False)
     return changed

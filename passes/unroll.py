@@ -57,7 +57,8 @@ def _insert(graph: Graph, kind: str, inputs: list[Value]) -> Value:
     return node.insert_before(graph.insert_point).output
 
 
-def clone_body_before(loop: Node, before: Node, counter: Value, carried: list[Value]) -> list[Value]:
+def clone_body_before(loop: Node, before: Node, counter: Value,
+                      carried: list[Value]) -> list[Value]:
     """Copy ``loop``'s body before ``before`` with the given counter and carried values.
 
     Returns the carried values the copy produces.
@@ -152,7 +153,8 @@ def plan(loop: Node, factor: int) -> str | None:
         return None
     size = body_size(loop.blocks[0])
     trips = constant_trip_count(loop)
-    if trips is not None and trips <= MAX_FULL_UNROLL_TRIPS and trips * size <= MAX_FULL_UNROLL_NODES:
+    small = trips is not None and trips * size <= MAX_FULL_UNROLL_NODES
+    if small and trips <= MAX_FULL_UNROLL_TRIPS:  # type: ignore[operator]
         return "full"
     if factor <= 1 or size > MAX_PARTIAL_BODY or (trips is not None and trips < factor):
         return None

@@ -1,0 +1,17 @@
+"""Recurrent models written in the scripting language: cells, layers, ``torch.nn``-style front
+ends, variable-length helpers and optimizers.
+
+    lstm = rnn.LSTM(input_size, hidden_size, num_layers=2, bidirectional=True)
+    output, (h_n, c_n) = script(lstm)(x, None, lengths)
+"""
+
+from rnn.cells import GRUCell, LayerNorm, LayerNormGRUCell, LayerNormLSTMCell, LSTMCell, RNNCell
+from rnn.layers import Bidirectional, Recurrent, StackedRNN, bidirectional, layer
+from rnn.modules import GRU, LSTM, RNN, RNNBase
+from rnn.optim import SGD, Adam, clip_grad_norm_, zero_grad
+from rnn.varlen import lengths_of, pad_sequence, unpad
+
+__all__ = ["GRU", "LSTM", "RNN", "SGD", "Adam", "Bidirectional", "GRUCell", "LSTMCell",
+           "LayerNorm", "LayerNormGRUCell", "LayerNormLSTMCell", "RNNBase", "RNNCell",
+           "Recurrent", "StackedRNN", "bidirectional", "clip_grad_norm_", "layer", "lengths_of",
+           "pad_sequence", "unpad", "zero_grad"]

@@ -122,13 +122,38 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     ``backward(cotangents)`` takes cotangents shaped like ``outputs`` (same nesting; None means
     zeros) and returns the gradients of the inputs, one per argument with the argument's nesting,
     None where an argument is not differentiable (ints, None, integer arrays, Python floats).
-    ``f`` is a ``ScriptFunction`` or a plain function (scripted here).
+    ``f`` is a ``ScriptFunction``, a plain function (scripted here), or a ``Module`` /
+    ``ScriptModule``: then ``backward`` also adds the gradient of every ``Parameter`` its
+    ``forward`` reads to the parameter's ``.grad`` (setting it when None).
     """
+    from script.module import Module
+    if isinstance(f, Module):
+        return _module_vjp(f, args)
     sf = _as_script(f)
     if len(args) != len(sf.definition.arg_names):
         args = sf._bind(args, {})
     compiled = compile_gradient(sf, args)
     return run_vjp(compiled, args)
+
+
+def _module_vjp(module: Any, args: tuple[Any, ...]
+                ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
+    gradients of those that are parameters accumulate into ``.grad``."""
+    from script.script_module import ScriptModule
+    sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
+    method = sm.forward.current()
+    full = method._bind(args, {})
+    nargs = len(full) - len(method.attr_refs)
+    params = [ref.parameter for ref in method.attr_refs]
+    outputs, backward = run_vjp(compile_gradient(method, full), full)
+
+    def module_backward(cotangents: Any) -> tuple[Any, ...]:
+        grads = backward(cotangents)
+        accumulate_parameter_grads(params, grads[nargs:])
+        return grads[:nargs]
+
+    return outputs, module_backward
 
 
 def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
@@ -147,7 +172,6 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
         grads = compiled.backward(*cts, *saved)
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
-        _accumulate_parameter_grads(compiled, grads)
         return tuple(grads)
 
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
@@ -166,15 +190,29 @@ def _cotangent_like(output: Any, ct: Any) -> Any:
     return ct
 
 
-def _accumulate_parameter_grads(compiled: CompiledGradient, grads: Sequence[Any]) -> None:
-    """Hook for modules: gradients of a ``ScriptModule``'s parameters will be added to their
-    ``.grad`` here. Functions have no parameters, so there is nothing to do yet."""
+def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> None:
+    """``p.grad = p.grad + g`` (or ``g`` when ``p.grad`` is None) for each parameter (None entries
+    are plain attributes and are skipped). A parameter read twice by the graph appears twice and
+    gets both gradients; a gradient array the backward returned for several inputs is copied, so
+    no two ``.grad``s share memory."""
+    given: set[int] = set()
+    for p, g in zip(params, grads):
+        if p is None or g is None:
+            continue
+        if p.grad is not None:
+            p.grad = p.grad + g
+            continue
+        memory = {id(g), id(getattr(g, "base", None))} - {id(None)}
+        p.grad = g.copy() if memory & given else g
+        given |= memory
 
 
 def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
     """``g(*args) -> (value, grads)`` for a function with one scalar output (a 0-d array or a
-    number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them."""
-    sf = _as_script(f)
+    number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them.
+    For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
+    from script.module import Module
+    sf = f if isinstance(f, Module) else _as_script(f)
 
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
@@ -194,5 +232,5 @@ def backward_graph_for(f: ScriptFunction, *args: Any) -> Graph:
     return compile_gradient(f, args).gradient.backward
 
 
-__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "backward_graph_for", "compile_gradient",
-           "run_vjp", "value_and_grad", "vjp"]
+__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "accumulate_parameter_grads",
+           "backward_graph_for", "compile_gradient", "run_vjp", "value_and_grad", "vjp"]

@@ -1,4 +1,5 @@
-"""The errors users see: compile-time ``ScriptError`` and call-time ``SignatureError``."""
+"""The errors users see: compile-time ``ScriptError``, call-time ``SignatureError`` and
+``LoadError`` for a saved model that cannot be loaded."""
 
 from __future__ import annotations
 
@@ -55,6 +56,22 @@ class SignatureError(TypeError):
 
     Raised before any compiled code runs; the message names the argument.
     """
+
+
+class LoadError(Exception):
+    """A saved model file that ``script.load`` refuses: unreadable, truncated or corrupted,
+    written by an unknown format version, failing a checksum, or describing something the
+    loader does not accept (an unknown op kind, a pickled array, a malformed graph).
+
+    ``reason`` says which, without the file name.
+    """
+
+    def __init__(self, reason: str, path: str | None = None):
+        self.reason = reason
+        """what is wrong."""
+        self.path = path
+        """the file, when known."""
+        super().__init__(f"cannot load {path}: {reason}" if path else reason)
 
 
 def render_caret(source_line: str, col: int, end_col: int | None = None) -> str:

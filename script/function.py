@@ -45,6 +45,9 @@ class Specialization:
 class ScriptFunction:
     """A function compiled by ``@script``; call it like the original."""
 
+    pipeline = FORWARD_PIPELINE
+    """the passes run on each specialized graph (frozen methods add folds after the RNN passes)."""
+
     def __init__(self, fn: Callable[..., Any], *, example_inputs: Any = None,
                  strict: bool = False):
         functools.update_wrapper(self, fn)
@@ -178,7 +181,7 @@ class ScriptFunction:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
                 raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
                                      f"accepted: {e}") from None
-            run_pipeline(graph, FORWARD_PIPELINE)
+            run_pipeline(graph, self.pipeline)
         with _profiler.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively

@@ -207,6 +207,8 @@ def test_forward_and_backward_compile_once_per_signature():
 
 
 def test_lstm_layer_backward_graph_has_a_fused_reverse_loop():
+    """The reverse loop holds one fusion group and one matmul (the recurrent gradient); the
+    weight gradients are one matmul each after the loop and the bias gradient one reduction."""
     f = script(cells.lstm_layer)
     g = f.backward_graph_for(*_lstm_args(np.random.default_rng(13)))
     loops = [n for n in g.nodes() if n.kind == "prim::Loop"]
@@ -214,10 +216,17 @@ def test_lstm_layer_backward_graph_has_a_fused_reverse_loop():
     body = loops[0].blocks[0].nodes
     kinds = [n.kind for n in body]
     assert kinds.count("prim::FusionGroup") == 1
-    recurrent = [n for n in body if n.kind == "tensor::matmul"
-                 and n.output.type.shape == (BATCH, HIDDEN)]
-    assert len(recurrent) == 1
+    assert kinds.count("tensor::matmul") == 1
+    (recurrent,) = [n for n in body if n.kind == "tensor::matmul"]
+    assert recurrent.output.type.shape == (BATCH, HIDDEN)
     assert "tensor::tanh" not in kinds and "tensor::sigmoid" not in kinds
+    assert "tensor::sum_to" not in kinds and "tensor::add" not in kinds
+    after = g.nodes()[g.nodes().index(loops[0]) + 1:]
+    weight_grads = [n for n in after if n.kind == "tensor::matmul"
+                    and sorted(n.output.type.shape) in ([INPUT, 4 * HIDDEN],
+                                                        [HIDDEN, 4 * HIDDEN])]
+    assert len(weight_grads) == 2  # w_ih and w_hh, each summed over all steps in one matmul
+    assert any(n.kind == "tensor::sum_to" and n.output.type.shape == (4 * HIDDEN,) for n in after)
 
 
 # -- training -------------------------------------------------------------------------------------

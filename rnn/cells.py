@@ -1,0 +1,187 @@
+"""Recurrent cells written in the scripting language: one time step each.
+
+Every cell is a ``Module`` whose ``forward`` is ordinary annotated Python over ``script.ops``, so
+it runs eagerly, compiles with ``script(cell)``, fuses its elementwise tail into one kernel and
+differentiates like user code. Weight layouts, gate orders and initialisation follow PyTorch:
+
+- ``LSTMCell``: gates ``i, f, g, o`` stacked in ``weight_ih (4H, I)``; state ``(h, c)``.
+- ``GRUCell``: gates ``r, z, n`` in ``weight_ih (3H, I)``;
+  ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``, ``h' = (1 - z) * n + z * h``.
+- ``RNNCell``: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or ``relu``).
+- ``LayerNormLSTMCell`` / ``LayerNormGRUCell``: layer norm (with ``eps`` and a learnable gain and
+  bias) on the input and hidden gate pre-activations, and for the LSTM on the cell state.
+
+A cell with one state tensor has ``state_arity = 1`` and ``forward(input, hx) -> hy``; a cell with
+``(h, c)`` has ``state_arity = 2`` and ``forward(input, (hx, cx)) -> (hy, cy)``. Layers
+(``rnn.layers``) accept any cell following one of the two conventions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+
+from rnn.init import DEFAULT_DTYPE, as_generator, recurrent_bound, uniform
+from script import Module, Parameter, Tensor, ops
+
+
+class _GatedCell(Module):
+    """Weights of a cell with ``gates`` stacked gate blocks, initialised as PyTorch does."""
+
+    state_arity = 1
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__()
+        gen = as_generator(rng)
+        bound = recurrent_bound(hidden_size)
+        rows = self.gates * hidden_size
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = uniform(gen, (rows, input_size), bound, dtype)
+        self.weight_hh = uniform(gen, (rows, hidden_size), bound, dtype)
+        if bias:
+            self.bias_ih = uniform(gen, (rows,), bound, dtype)
+            self.bias_hh = uniform(gen, (rows,), bound, dtype)
+
+
+class LSTMCell(_GatedCell):
+    """``torch.nn.LSTMCell``: ``forward(input (B, I), (hx, cx)) -> (hy, cy)``."""
+
+    state_arity = 2
+    gates = 4
+
+    def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
+        hx, cx = state
+        gates = input @ self.weight_ih.T + hx @ self.weight_hh.T
+        if self.bias:
+            gates = gates + self.bias_ih + self.bias_hh
+        ingate, forgetgate, cellgate, outgate = ops.chunk(gates, 4, 1)
+        cy = ops.sigmoid(forgetgate) * cx + ops.sigmoid(ingate) * np.tanh(cellgate)
+        hy = ops.sigmoid(outgate) * np.tanh(cy)
+        return hy, cy
+
+
+class GRUCell(_GatedCell):
+    """``torch.nn.GRUCell``: ``forward(input (B, I), hx (B, H)) -> hy``."""
+
+    gates = 3
+
+    def forward(self, input: Tensor, hx: Tensor) -> Tensor:
+        gi = input @ self.weight_ih.T
+        gh = hx @ self.weight_hh.T
+        if self.bias:
+            gi = gi + self.bias_ih
+            gh = gh + self.bias_hh
+        i_r, i_z, i_n = ops.chunk(gi, 3, 1)
+        h_r, h_z, h_n = ops.chunk(gh, 3, 1)
+        resetgate = ops.sigmoid(i_r + h_r)
+        updategate = ops.sigmoid(i_z + h_z)
+        newgate = np.tanh(i_n + resetgate * h_n)
+        return (1.0 - updategate) * newgate + updategate * hx
+
+
+class RNNCell(_GatedCell):
+    """``torch.nn.RNNCell``: ``hy = act(W_ih x + b_ih + W_hh h + b_hh)``, ``act`` being
+    ``nonlinearity='tanh'`` or ``'relu'``."""
+
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", *, rng: np.random.Generator | int | None = None,
+                 dtype: Any = DEFAULT_DTYPE):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"unknown nonlinearity '{nonlinearity}' (use 'tanh' or 'relu')")
+        super().__init__(input_size, hidden_size, bias, rng=rng, dtype=dtype)
+        self.nonlinearity = nonlinearity
+        self.use_relu = nonlinearity == "relu"
+
+    def forward(self, input: Tensor, hx: Tensor) -> Tensor:
+        pre = input @ self.weight_ih.T + hx @ self.weight_hh.T
+        if self.bias:
+            pre = pre + self.bias_ih + self.bias_hh
+        if self.use_relu:
+            return ops.relu(pre)
+        return np.tanh(pre)
+
+
+class LayerNorm(Module):
+    """Layer norm over the last axis: ``(x - mean) / sqrt(var + eps) * weight + bias`` with the
+    biased variance (``torch.nn.LayerNorm``), written out so it fuses with its neighbours."""
+
+    def __init__(self, normalized_shape: int, eps: float = 1e-5, dtype: Any = DEFAULT_DTYPE):
+        super().__init__()
+        self.eps = eps
+        self.weight = Parameter(np.ones(normalized_shape, dtype))
+        self.bias = Parameter(np.zeros(normalized_shape, dtype))
+
+    def forward(self, input: Tensor) -> Tensor:
+        mu = input.mean(-1, keepdims=True)
+        centred = input - mu
+        variance = (centred * centred).mean(-1, keepdims=True)
+        return centred / np.sqrt(variance + self.eps) * self.weight + self.bias
+
+
+class _LayerNormCell(Module):
+    """Weights of a layer-normalised cell: the layer norms' biases replace the gate biases."""
+
+    state_arity = 1
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, eps: float = 1e-5, *,
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__()
+        gen = as_generator(rng)
+        bound = recurrent_bound(hidden_size)
+        rows = self.gates * hidden_size
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.weight_ih = uniform(gen, (rows, input_size), bound, dtype)
+        self.weight_hh = uniform(gen, (rows, hidden_size), bound, dtype)
+        self.layernorm_i = LayerNorm(rows, eps, dtype)
+        self.layernorm_h = LayerNorm(rows, eps, dtype)
+
+
+class LayerNormLSTMCell(_LayerNormCell):
+    """The custom_lstms layer-norm LSTM (with ``eps``): layer norm on ``W_ih x``, on ``W_hh h``
+    and on the new cell state; ``forward(input, (hx, cx)) -> (hy, cy)``."""
+
+    state_arity = 2
+    gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int, eps: float = 1e-5, *,
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__(input_size, hidden_size, eps, rng=rng, dtype=dtype)
+        self.layernorm_c = LayerNorm(hidden_size, eps, dtype)
+
+    def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
+        hx, cx = state
+        igates = self.layernorm_i(input @ self.weight_ih.T)
+        hgates = self.layernorm_h(hx @ self.weight_hh.T)
+        ingate, forgetgate, cellgate, outgate = ops.chunk(igates + hgates, 4, 1)
+        cy = self.layernorm_c(ops.sigmoid(forgetgate) * cx +
+                              ops.sigmoid(ingate) * np.tanh(cellgate))
+        hy = ops.sigmoid(outgate) * np.tanh(cy)
+        return hy, cy
+
+
+class LayerNormGRUCell(_LayerNormCell):
+    """A GRU with layer norm on ``W_ih x`` and on ``W_hh h`` (the gate pre-activations);
+    ``forward(input, hx) -> hy`` with PyTorch's GRU update."""
+
+    gates = 3
+
+    def forward(self, input: Tensor, hx: Tensor) -> Tensor:
+        i_r, i_z, i_n = ops.chunk(self.layernorm_i(input @ self.weight_ih.T), 3, 1)
+        h_r, h_z, h_n = ops.chunk(self.layernorm_h(hx @ self.weight_hh.T), 3, 1)
+        resetgate = ops.sigmoid(i_r + h_r)
+        updategate = ops.sigmoid(i_z + h_z)
+        newgate = np.tanh(i_n + resetgate * h_n)
+        return (1.0 - updategate) * newgate + updategate * hx
+
+
+__all__ = ["GRUCell", "LSTMCell", "LayerNorm", "LayerNormGRUCell", "LayerNormLSTMCell",
+           "RNNCell"]

@@ -1,0 +1,157 @@
+"""``LSTM``, ``GRU`` and ``RNN``: the ``torch.nn`` front ends over the scripted cells and layers.
+
+Constructor arguments, shapes, parameter names and layouts are PyTorch's::
+
+    lstm = LSTM(input_size, hidden_size, num_layers=2, bidirectional=True, batch_first=False)
+    output, (h_n, c_n) = lstm(x)            # x (T, B, I) -> output (T, B, D*H), h_n (D*L, B, H)
+    output, h_n = GRU(...)(x, h0)
+
+The parameters are registered on the front end as ``weight_ih_l0`` ``(G*H, I)``,
+``weight_hh_l0``, ``bias_ih_l0``, ``bias_hh_l0``, ``weight_ih_l0_reverse``, ... so
+``load_state_dict`` takes a PyTorch state dict converted to numpy arrays. The same ``Parameter``
+objects are held by the cells inside (``self.rnn.layers[k]...cell``), which is where ``forward``
+reads them. ``forward`` takes an optional ``lengths`` (B ints, an integer array) for padded
+batches; see ``rnn.layers``. ``script(lstm)`` compiles the whole stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from rnn.cells import GRUCell, LSTMCell, RNNCell
+from rnn.init import DEFAULT_DTYPE, as_generator
+from rnn.layers import Bidirectional, Recurrent, StackedRNN
+from script import Module, Tensor, ops
+
+
+class RNNBase(Module):
+    """The stack of cells behind ``LSTM`` / ``GRU`` / ``RNN`` and its PyTorch parameter names."""
+
+    def __init__(self, cell_type: type, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, *, rng: np.random.Generator | int | None = None,
+                 dtype: Any = DEFAULT_DTYPE, **cell_kwargs: Any):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.bidirectional = bidirectional
+        self.directions = 2 if bidirectional else 1
+        self.dtype = np.dtype(dtype).name
+        gen = as_generator(rng)
+        layers = []
+        for k in range(num_layers):
+            size = input_size if k == 0 else hidden_size * self.directions
+            cells = [cell_type(size, hidden_size, bias, rng=gen, dtype=dtype, **cell_kwargs)
+                     for _ in range(self.directions)]
+            self._register_cells(k, cells)
+            layers.append(_directional_layer(cells))
+        self.rnn = StackedRNN(layers, dropout)
+        self.dropout = float(dropout)
+
+    def _register_cells(self, k: int, cells: list[Module]) -> None:
+        """Expose each cell's parameters under PyTorch's name (``weight_ih_l0_reverse``)."""
+        for cell, suffix in zip(cells, ("", "_reverse")):
+            for name, param in cell.named_parameters():
+                self.register_parameter(f"{name}_l{k}{suffix}", param)
+
+    def all_weights(self) -> list[list[Any]]:
+        """Per layer and direction, the parameter arrays in PyTorch's order."""
+        return [[p.data for p in cell.parameters()] for cell in self.cells()]
+
+    def cells(self) -> list[Module]:
+        """The cells, layer by layer, forward direction first."""
+        found = []
+        for layer in self.rnn.layers:
+            parts = [layer] if isinstance(layer, Recurrent) else \
+                [layer.forward_layer, layer.backward_layer]
+            found.extend(part.cell for part in parts)
+        return found
+
+    def zero_state(self, batch: int) -> np.ndarray:
+        """The default initial state ``(D * L, batch, H)``."""
+        return np.zeros((self.directions * self.num_layers, batch, self.hidden_size),
+                        self.dtype)
+
+
+def _directional_layer(cells: list[Module]) -> Module:
+    if len(cells) == 1:
+        return Recurrent(cells[0])
+    return Bidirectional(Recurrent(cells[0]), Recurrent(cells[1], reverse=True))
+
+
+class LSTM(RNNBase):
+    """``torch.nn.LSTM``: ``forward(input, (h0, c0)=None, lengths=None) ->
+    (output, (h_n, c_n))`` with gates ``i, f, g, o``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 *, rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__(LSTMCell, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, rng=rng, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None,
+                lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        if self.batch_first:
+            input = ops.transpose(input, [1, 0, 2])
+        if hx is None:
+            h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
+                            self.hidden_size), self.dtype)
+            c0 = h0
+        else:
+            h0, c0 = hx
+        output, h_n, c_n = self.rnn(input, h0, c0, lengths)
+        if self.batch_first:
+            output = ops.transpose(output, [1, 0, 2])
+        return output, (h_n, c_n)
+
+
+class _SingleStateRNN(RNNBase):
+    """A front end whose cells step one state tensor: ``forward(input, h0=None, lengths=None)
+    -> (output, h_n)``."""
+
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None,
+                lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        if self.batch_first:
+            input = ops.transpose(input, [1, 0, 2])
+        if hx is None:
+            h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
+                            self.hidden_size), self.dtype)
+        else:
+            h0 = hx
+        output, h_n, _ = self.rnn(input, h0, h0, lengths)
+        if self.batch_first:
+            output = ops.transpose(output, [1, 0, 2])
+        return output, h_n
+
+
+class GRU(_SingleStateRNN):
+    """``torch.nn.GRU``: gates ``r, z, n``; ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 *, rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__(GRUCell, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, rng=rng, dtype=dtype)
+
+
+class RNN(_SingleStateRNN):
+    """``torch.nn.RNN`` (Elman): ``h' = act(W_ih x + b_ih + W_hh h + b_hh)`` with
+    ``nonlinearity='tanh'`` or ``'relu'``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, *,
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+        super().__init__(RNNCell, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, rng=rng, dtype=dtype, nonlinearity=nonlinearity)
+        self.nonlinearity = nonlinearity
+
+
+__all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
