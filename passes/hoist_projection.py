@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ir.core import Graph, Node, Value
 from ir.registry import const, infer_types
-from ir.types import INT, TensorType
+from ir.types import INT, TensorType, Type
 from passes.licm import LOOP, defined_inside, is_for_loop
 
 NAME = "hoist-projection"
@@ -112,6 +112,16 @@ def _shape(graph: Graph, dims: list[int | Value]) -> Value:
     return _insert(graph, TUPLE, items)
 
 
+def _projection_type(x: Value, weight: Value, inferred: Type) -> Type:
+    """``x.shape[:-1] + (G,)``: what the reshape makes, also when some sizes are only known at
+    run time (a reshape to a computed shape infers no shape at all)."""
+    xt, wt = x.type, weight.type
+    if not isinstance(xt, TensorType) or xt.shape is None or not isinstance(inferred, TensorType):
+        return inferred
+    cols = wt.shape[1] if isinstance(wt, TensorType) and wt.shape is not None else None
+    return inferred.with_shape(xt.shape[:-1] + (cols,))
+
+
 def sequence_projection(graph: Graph, x: Value, weight: Value, bias: Value | None) -> Value:
     """Insert ``x @ weight (+ bias)`` over the whole sequence as one 2-D matmul; returns it."""
     rank = _rank(x) or 0
@@ -122,6 +132,7 @@ def sequence_projection(graph: Graph, x: Value, weight: Value, bias: Value | Non
         flat_product = _insert(graph, MATMUL, [flat, weight])
         dims = [-1] + [_dim(graph, x, a) for a in range(1, rank - 1)] + [_dim(graph, weight, 1)]
         product = _insert(graph, RESHAPE, [flat_product, _shape(graph, dims)], "x_proj")
+        product.type = _projection_type(x, weight, product.type)
     if bias is None:
         return product
     return _insert(graph, ADD, [product, bias], "x_proj")
@@ -139,6 +150,7 @@ def hoist_one(node: Node, loop: Node, x: Value) -> None:
     with graph.inserting_before(replaced):
         row = _insert(graph, SELECT, [projection, zero, loop.blocks[0].params[0]],
                       replaced.output.name)
+    row.type = replaced.output.type  # the same values: keep what shape propagation proved
     replaced.output.replace_all_uses_with(row)
     replaced.erase()
     if add is not None:

@@ -15,9 +15,11 @@ While-loops (a condition that is not the constant True) are left alone.
 Why the defaults are small: the generated code is Python, where a loop iteration costs tens of
 nanoseconds while each op of the body costs a microsecond or more; unrolling saves little and
 makes the generated code (and its compile time) grow with the copies. benchmarks/hoisting.py
-measures it; partial unrolling is off by default (``DEFAULT_FACTOR = 1``) and full unrolling is
-kept for loops small enough that the constant counter can fold (``range(3)`` over a tuple of
-weights, a fixed number of layers).
+measured the LSTM layer (one thread, time relative to no unrolling): unrolled by 8, 0.98 at
+T=100 B=64 I=H=512 and 0.98 at T=100 B=8 I=H=64; fully unrolled, 1.00 at T=100 B=8 (compile time
+0.37 s instead of 0.014 s) and 0.99 at T=8. So partial unrolling is off by default
+(``DEFAULT_FACTOR = 1``) and full unrolling is kept for small loops, where it costs nothing and
+the constant counter can fold (``range(3)`` over a tuple of weights, a fixed number of layers).
 """
 
 from __future__ import annotations

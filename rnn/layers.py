@@ -141,21 +141,22 @@ class StackedRNN(Module):
     def forward(self, input: Tensor, hx: Tensor, cx: Tensor,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
         d = self.directions
+        rows = ops.reshape(ops.arange(0, self.num_layers * d), (self.num_layers * d, 1, 1))
+        # final states are placed row by row with np.where: elementwise, so they fuse and
+        # differentiate without concatenating a list of states
+        h_n = hx * 0.0
+        c_n = cx * 0.0
         output = input
-        h_n = hx
-        c_n = cx
         for i, rnn_layer in enumerate(self.layers):
             if i > 0 and self.dropout > 0.0:
                 output = ops.dropout(output, self.dropout, self.training)
             output, h, c = rnn_layer(output, hx[i * d:(i + 1) * d], cx[i * d:(i + 1) * d],
                                      lengths)
-            # two-element concatenations (not one of a list grown in the loop) differentiate
-            if i == 0:
-                h_n = h
-                c_n = c
-            else:
-                h_n = ops.cat([h_n, h], 0)
-                c_n = ops.cat([c_n, c], 0)
+            h_n = np.where(rows == i * d, h[0:1], h_n)
+            c_n = np.where(rows == i * d, c[0:1], c_n)
+            if d == 2:
+                h_n = np.where(rows == i * d + 1, h[1:2], h_n)
+                c_n = np.where(rows == i * d + 1, c[1:2], c_n)
         return output, h_n, c_n
 
 

@@ -99,7 +99,7 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
         if self.batch_first:
-            input = ops.transpose(input, [1, 0, 2])
+            input = ops.transpose(input, (1, 0, 2))
         if hx is None:
             h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
                             self.hidden_size), self.dtype)
@@ -108,7 +108,7 @@ class LSTM(RNNBase):
             h0, c0 = hx
         output, h_n, c_n = self.rnn(input, h0, c0, lengths)
         if self.batch_first:
-            output = ops.transpose(output, [1, 0, 2])
+            output = ops.transpose(output, (1, 0, 2))
         return output, (h_n, c_n)
 
 
@@ -119,7 +119,7 @@ class _SingleStateRNN(RNNBase):
     def forward(self, input: Tensor, hx: Optional[Tensor] = None,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         if self.batch_first:
-            input = ops.transpose(input, [1, 0, 2])
+            input = ops.transpose(input, (1, 0, 2))
         if hx is None:
             h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
                             self.hidden_size), self.dtype)
@@ -127,7 +127,7 @@ class _SingleStateRNN(RNNBase):
             h0 = hx
         output, h_n, _ = self.rnn(input, h0, h0, lengths)
         if self.batch_first:
-            output = ops.transpose(output, [1, 0, 2])
+            output = ops.transpose(output, (1, 0, 2))
         return output, h_n
 
 

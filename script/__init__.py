@@ -10,12 +10,17 @@ import os
 from typing import Any
 
 from script import ops
-from script.autodiff import value_and_grad, vjp
-from script.errors import ScriptError, SignatureError
+from script.autodiff import grad, value_and_grad, vjp
+from script.errors import LoadError, ScriptError, SignatureError
+from script.freeze import freeze
 from script.function import ScriptFunction
 from script.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
 from script.profiler import profile
+from script.serialize import load, save
+
+__version__ = "0.1.0"
+"""The package version (pyproject.toml's); saved models record it."""
 
 
 class Tensor:
@@ -81,6 +86,6 @@ def _export(fn: Any) -> Any:
 
 script.export = _export  # type: ignore[attr-defined]
 
-__all__ = ["Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction", "SignatureError",
-           "Tensor", "infer_annotations", "ops",
-           "profile", "script", "value_and_grad", "vjp"]
+__all__ = ["LoadError", "Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction",
+           "SignatureError", "Tensor", "freeze", "infer_annotations", "load", "ops",
+           "grad", "profile", "save", "script", "value_and_grad", "vjp"]

@@ -129,7 +129,7 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     from script.module import Module
     if isinstance(f, Module):
         return _module_vjp(f, args)
-    sf = _as_script(f)
+    sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     if len(args) != len(sf.definition.arg_names):
         args = sf._bind(args, {})
     compiled = compile_gradient(sf, args)
@@ -212,7 +212,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them.
     For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
     from script.module import Module
-    sf = f if isinstance(f, Module) else _as_script(f)
+    sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
 
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
@@ -227,10 +227,88 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     return run
 
 
+class GradFunction:
+    """``grad(f, argnums)``: a callable computing the gradient of ``f`` (one scalar output) with
+    respect to argument(s) ``argnums``, that can itself be differentiated: ``vjp``,
+    ``value_and_grad`` and ``grad`` accept it, giving second (and higher) derivatives.
+
+    For each input signature, the gradient is an IR graph: ``f``'s forward, a ones seed and ``f``'s
+    backward, built from the unoptimized forward/backward pair of that signature. Differentiating
+    it again runs the VJP rules over the backward's own ops (elementwise ops, matmuls, reductions,
+    ``sum_to`` / ``broadcast_to``); loops are not supported a second time.
+    """
+
+    def __init__(self, f: Any, argnums: int | Sequence[int] = 0):
+        self.f = f if isinstance(f, GradFunction) else _as_script(f)
+        self.argnums = argnums
+        self._functions: dict[Any, ScriptFunction] = {}
+        self.__name__ = f"grad_{_py_name(self.f) if isinstance(self.f, ScriptFunction) else 'f'}"
+
+    def function_for(self, args: Sequence[Any]) -> ScriptFunction:
+        """The gradient as a ``ScriptFunction`` specialized to arguments like ``args``."""
+        key = tuple(map(key_of, args))
+        found = self._functions.get(key)
+        if found is None:
+            found = self._functions[key] = _gradient_function(self, tuple(args))
+        return found
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function_for(args)(*args)
+
+
+def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
+    """The gradient of ``f`` (one scalar output) as a differentiable function (``GradFunction``):
+    ``grad(grad(f))(x)`` is the second derivative of a scalar function of a scalar."""
+    return GradFunction(f, argnums)
+
+
+def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunction:
+    from ir.core import clone_node
+    from script.frontend import FunctionDef
+    inner = gf.f.function_for(args) if isinstance(gf.f, GradFunction) else gf.f
+    pair = compile_gradient(inner, args, optimize=False).gradient
+    fwd, bwd = pair.forward, pair.backward
+    if pair.num_outputs != 1:
+        raise ValueError("grad needs a function with one scalar output")
+    g = Graph(gf.__name__)
+    vmap = {v: g.add_input(v.type, v.name) for v in fwd.inputs}
+    for node in list(fwd.block) + [None] + list(bwd.block):
+        if node is None:  # between the two: seed the backward with ones
+            out = vmap[fwd.outputs[0]]
+            if not isinstance(out.type, ir.TensorType) or out.type.shape not in ((), None):
+                raise ValueError(f"grad needs a function with one scalar output, got {out.type}")
+            seed = g.create("tensor::ones_like", [out, g.constant(None)], [out.type])
+            g.block.append(seed)
+            vmap.update(zip(bwd.inputs, [seed.output] + [vmap[v] for v in fwd.outputs[1:]]))
+            continue
+        g.block.append(clone_node(node, g, vmap))
+    nums = [gf.argnums] if isinstance(gf.argnums, int) else list(gf.argnums)
+    results = [vmap.get(bwd.outputs[k], bwd.outputs[k]) for k in nums]
+    if isinstance(gf.argnums, int):
+        g.set_outputs(results)
+    else:
+        tup = g.create("prim::TupleConstruct", results, [ir.TupleType([v.type for v in results])])
+        g.block.append(tup)
+        g.set_outputs([tup.output])
+    d = inner.definition
+    types = [type_of(a, t, f"{d.name}(): argument '{n}'")
+             for a, t, n in zip(args, d.arg_types, d.arg_names)]
+    definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, {}, g.outputs[0].type,
+                             d.source)
+
+    def eager(*call_args: Any) -> Any:
+        return sf(*call_args)
+    eager.__name__ = gf.__name__
+    sf = ScriptFunction(eager)
+    sf._definition = definition
+    sf._nargs = len(d.arg_names)
+    return sf
+
+
 def backward_graph_for(f: ScriptFunction, *args: Any) -> Graph:
     """The optimized backward graph of ``f`` for these arguments."""
     return compile_gradient(f, args).gradient.backward
 
 
-__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "accumulate_parameter_grads",
-           "backward_graph_for", "compile_gradient", "run_vjp", "value_and_grad", "vjp"]
+__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "GradFunction", "accumulate_parameter_grads",
+           "backward_graph_for", "compile_gradient", "grad", "run_vjp", "value_and_grad", "vjp"]

@@ -112,7 +112,8 @@ class StandaloneModule:
     parameters by dotted name."""
 
     def __init__(self, name: str, methods: dict[str, StandaloneMethod], frozen: bool,
-                 training: bool = False, classes: dict[str, type] | None = None):
+                 training: bool = False, classes: dict[str, type] | None = None,
+                 arrays: list[Binding] | None = None):
         self.name = name
         """the class name of the module it came from."""
         self.methods = methods
@@ -124,6 +125,9 @@ class StandaloneModule:
         self.classes: dict[str, type] = dict(classes or {})
         """the NamedTuple / script classes the methods take or return, by name (a loaded module
         builds them from the file: ``m.classes["LSTMState"](h, c)``)."""
+        self.arrays: list[Binding] = arrays if arrays is not None else _collect(methods)
+        """the named arrays the methods read (none when frozen), parameters in the original
+        module's order."""
 
     def __getattr__(self, name: str) -> Any:
         methods = self.__dict__.get("methods", {})
@@ -157,12 +161,7 @@ class StandaloneModule:
 
     def bindings(self) -> Iterator[Binding]:
         """Every named array the methods read, each once."""
-        seen: set[str] = set()
-        for method in self.methods.values():
-            for b in method.bindings:
-                if b.name not in seen:
-                    seen.add(b.name)
-                    yield b
+        return iter(self.arrays)
 
     def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
         """(dotted name, Parameter); none when frozen."""
@@ -221,10 +220,12 @@ def freeze(module: Any, preserve: tuple[str, ...] | list[str] = ("forward",)) ->
     with _eval_mode(python_module):
         from script.script_module import Variant
         variant = Variant(python_module, list(preserve))
+    paths = {id(m): p for p, m in python_module.named_modules()}
     methods = {}
     for name in preserve:
         compiled = variant.methods[name]
-        graph = frozen_graph(compiled.method_definition)
+        names = [_dotted_name(paths, ref) for ref in compiled.attr_refs]
+        graph = frozen_graph(compiled.method_definition, names)
         methods[name] = StandaloneMethod(_signature(compiled.method_definition, graph),
                                          frozen=True)
     return StandaloneModule(type(python_module).__name__, methods, frozen=True,
@@ -236,6 +237,8 @@ def standalone(module: Any) -> StandaloneModule:
     (what ``save`` writes for a module that is not frozen)."""
     if isinstance(module, StandaloneModule):
         return module
+    if isinstance(module, ScriptFunction) and not hasattr(module, "attr_refs"):
+        return _standalone_function(module)
     python_module = _python_module(module)
     from script.script_module import ScriptModule
     scripted = module if isinstance(module, ScriptModule) else ScriptModule(python_module)
@@ -247,23 +250,48 @@ def standalone(module: Any) -> StandaloneModule:
         graph = fdef.graph.clone()
         run_pipeline(graph, "inline")
         bindings = [_binding(paths, ref) for ref in fdef.attr_refs]
+        for value, b in zip(graph.inputs[len(fdef.arg_names):], bindings):
+            value.name = b.name  # the graph reads as the parameter list: %layers.0.cell.weight_ih
         methods[name] = StandaloneMethod(_signature(fdef, graph), bindings)
+    order = {name: k for k, (name, _) in enumerate([*python_module.named_parameters(),
+                                                      *python_module.named_buffers()])}
+    arrays = sorted(_collect(methods), key=lambda b: order.get(b.name, len(order)))
     return StandaloneModule(type(python_module).__name__, methods, frozen=False,
-                            training=python_module.training, classes=_classes_of(methods))
+                            training=python_module.training, classes=_classes_of(methods),
+                            arrays=arrays)
 
 
-def frozen_graph(fdef: FunctionDef) -> Graph:
+def _standalone_function(fn: ScriptFunction) -> StandaloneModule:
+    """A scripted function as a module whose ``forward`` is the function."""
+    d = fn.definition
+    graph = d.graph.clone()
+    run_pipeline(graph, "inline")
+    methods = {"forward": StandaloneMethod(_signature(d, graph))}
+    return StandaloneModule(d.name, methods, frozen=False, classes=_classes_of(methods))
+
+
+def _collect(methods: dict[str, StandaloneMethod]) -> list[Binding]:
+    found: dict[str, Binding] = {}
+    for method in methods.values():
+        for b in method.bindings:
+            found.setdefault(b.name, b)
+    return list(found.values())
+
+
+def frozen_graph(fdef: FunctionDef, names: list[str] | None = None) -> Graph:
     """``fdef``'s graph inlined, its attribute inputs replaced by constant copies of their
-    current values, inference dropout removed and constants folded without a size limit."""
+    current values (named ``names``, dotted), inference dropout removed and constants folded
+    without a size limit."""
     graph = fdef.graph.clone()
     run_pipeline(graph, "inline")
     nargs = len(fdef.arg_names)
     attr_inputs = graph.inputs[nargs:]
+    names = names or [ref.name for ref in fdef.attr_refs]
     with graph.inserting_before(graph.block.param_node.next):
-        for value, ref in zip(attr_inputs, fdef.attr_refs):
-            snapshot = _snapshot(ref.read(), ref.name)
-            _check_not_mutated(value, ref.name)
-            value.replace_all_uses_with(graph.constant(snapshot, name=ref.name))
+        for value, ref, name in zip(attr_inputs, fdef.attr_refs, names):
+            snapshot = _snapshot(ref.read(), name)
+            _check_not_mutated(value, name)
+            value.replace_all_uses_with(graph.constant(snapshot, name=name))
     for k in reversed(range(nargs, len(graph.inputs))):
         graph.block.erase_param(k)
     remove_inference_dropout(graph)
@@ -325,7 +353,7 @@ def _python_module(module: Any) -> Module:
                           "standalone")
     python_module = getattr(module, "python_module", module)
     if not isinstance(python_module, Module):
-        raise ScriptError(f"freeze takes a scripted Module, not {type(module).__name__}")
+        raise ScriptError(f"expected a scripted Module, not {type(module).__name__}")
     return python_module
 
 
@@ -364,9 +392,13 @@ def _signature(fdef: FunctionDef, graph: Graph) -> FunctionDef:
                        fdef.return_type, fdef.source)
 
 
-def _binding(paths: dict[int, str], ref: Any) -> Binding:
+def _dotted_name(paths: dict[int, str], ref: Any) -> str:
     path = paths.get(id(ref.owner), "")
-    name = f"{path}.{ref.name}" if path else ref.name
+    return f"{path}.{ref.name}" if path else ref.name
+
+
+def _binding(paths: dict[int, str], ref: Any) -> Binding:
+    name = _dotted_name(paths, ref)
     param = ref.parameter
     if param is not None:
         return Binding(name, param)

@@ -15,10 +15,11 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.differential import (
+    KnownBug,
     assert_same,
     check_gradients,
     check_program,
@@ -31,7 +32,10 @@ CI_EXAMPLES = 60
 CI_GRADIENT_EXAMPLES = 40
 LONG_EXAMPLES = int(os.environ.get("RNNSCRIPT_FUZZ_EXAMPLES", "10000"))
 
+# No shrinking: a failure already prints the whole (small) program and its seed, and shrinking
+# a program whose every run compiles twelve times takes minutes.
 _SETTINGS = dict(deadline=None, print_blob=True,
+                 phases=[Phase.explicit, Phase.reuse, Phase.generate],
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.filter_too_much])
 
@@ -39,6 +43,8 @@ _SETTINGS = dict(deadline=None, print_blob=True,
 def _check(program, seed):
     try:
         check_program(program, seed)
+    except KnownBug:
+        pass  # a reported bug with a strict-xfail regression test (see KNOWN_BUGS)
     finally:
         unload(program)
 
@@ -47,6 +53,8 @@ def _check_gradients(program, seed):
     assume(program.dtype == "float64" and program.returns_only_tensors)
     try:
         check_gradients(program, seed)
+    except KnownBug:
+        pass  # a reported bug with a strict-xfail regression test (see KNOWN_BUGS)
     finally:
         unload(program)
 
@@ -58,7 +66,7 @@ def test_generated_programs_match_python(program, seed):
 
 
 @settings(max_examples=CI_GRADIENT_EXAMPLES, **_SETTINGS)
-@given(programs(max_helpers=1), st.integers(0, 2**16))
+@given(programs(max_helpers=1, casts=False), st.integers(0, 2**16))
 def test_generated_gradients_match_finite_differences(program, seed):
     _check_gradients(program, seed)
 
@@ -72,7 +80,7 @@ def test_slow_generated_programs_match_python(program, seed):
 
 @pytest.mark.slow
 @settings(max_examples=LONG_EXAMPLES // 4, **_SETTINGS)
-@given(programs(max_helpers=1), st.integers(0, 2**16))
+@given(programs(max_helpers=1, casts=False), st.integers(0, 2**16))
 def test_slow_generated_gradients_match_finite_differences(program, seed):
     _check_gradients(program, seed)
 

@@ -71,7 +71,7 @@ def _static(v: Value) -> TensorType | None:
     return None
 
 
-# -- finding accumulators ---------------------------------------------------------------------------
+# -- finding accumulators --------------------------------------------------------------------------
 def accumulation_chain(loop: Node, j: int) -> list[Node] | None:
     """The ``add`` nodes carrying loop-carried value ``j`` from its parameter to its next value,
     when nothing else reads the running sum; None otherwise."""
@@ -94,6 +94,16 @@ def accumulation_chain(loop: Node, j: int) -> list[Node] | None:
     return chain
 
 
+def _within(node: Node, loop: Node) -> bool:
+    """Is ``node`` nested (at any depth) in ``loop``'s body?"""
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner is loop:
+            return True
+        block = block.owner.owner
+    return False
+
+
 def _addend(add: Node, running: Value) -> Value:
     a, b = add.inputs
     return b if a is running else a
@@ -107,7 +117,7 @@ class LoopBatcher:
     loop: Node
     trips: int
     after: Node
-    """new nodes after the loop go before this node (it moves as nodes are added)."""
+    """the node that followed the loop: new nodes after the loop go before it, in order."""
     buffers: dict[tuple[Value, Value], Value] = field(default_factory=dict)
     """(per-iteration value, slot) -> the array holding it at that slot."""
 
@@ -158,9 +168,16 @@ class LoopBatcher:
         return None
 
     def _whole_buffer(self, buf: Value, v: Value) -> bool:
+        """A fresh array made just for stacking ``v``: shaped ``(n, *v.shape)``, next to the
+        loop, with one writer and no other readers inside the loop."""
         t = _static(buf)
-        return (buf.node.kind == EMPTY and t is not None and buf.node.owner is self.loop.owner
-                and t.shape == (self.trips,) + tuple(v.type.shape))  # type: ignore[union-attr]
+        if buf.node.kind != EMPTY or t is None or buf.node.owner is not self.loop.owner:
+            return False
+        if t.shape != (self.trips,) + tuple(v.type.shape):  # type: ignore[union-attr]
+            return False
+        writers = [u for u in buf.uses if u.node.kind == WRITE_SLOT]
+        inside = [u for u in buf.uses if _within(u.node, self.loop)]
+        return len(writers) == 1 and inside == writers
 
     def _is_permutation(self, slot: Value) -> bool:
         """``k`` or ``n - 1 - k`` (k the counter): every slot is written exactly once."""
@@ -187,7 +204,7 @@ class LoopBatcher:
         return buf
 
 
-# -- the rewrite ------------------------------------------------------------------------------------
+# -- the rewrite -----------------------------------------------------------------------------------
 def batch_loop(loop: Node) -> bool:
     """Move every batchable addend of every accumulator of ``loop`` after it."""
     trips = _constant_trips(loop)

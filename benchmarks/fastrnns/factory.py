@@ -1,0 +1,364 @@
+"""Creators: sizes and inputs in, a ``ModelDef`` (what ``bench`` times) out.
+
+As in PyTorch's ``fastrnns/factory.py``, every variant is a creator ``(inputs) -> ModelDef``.
+A ``ModelDef`` holds a ``forward()`` that runs the model as training needs it (keeping what its
+backward uses) and a ``backward(saved, cotangents)`` that returns the gradients of every input
+and parameter. Outputs and gradients have one layout for the whole LSTM family, so any variant
+can be checked against ``py``:
+
+- outputs: ``(y (T, B, H), h_n (L, B, H), c_n (L, B, H))``; an entry is ``None`` where the variant
+  does not compute it (``script_simple`` has no ``y``);
+- gradients: ``(dx, dh_0, dc_0, dw_ih_0, dw_hh_0, db_ih_0, db_hh_0, dw_ih_1, ...)``.
+
+Single-layer variants are stacked to ``numLayers`` layers in Python (``stacked``), so every LSTM
+row does the same work as ``torch_lstm``; ``script_multilayer`` and ``script_dropout`` loop over
+the layers inside the script, as upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchmarks.fastrnns import cells
+from benchmarks.fastrnns.eager import numpy_backward, numpy_forward
+from script import script, vjp
+from script.autodiff import compile_gradient, run_vjp
+
+LayerVJP = Callable[..., tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]]]
+"""``layer_vjp(x, *states, *weights) -> ((y, *states_out), backward)``;
+``backward((dy, *dstates_out)) -> (dx, *dstates, *dweights)``."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The benchmark configuration (upstream's flag names in comments)."""
+
+    seq_length: int = 100  # --seqLength
+    num_layers: int = 1  # --numLayers
+    input_size: int = 512  # --inputSize
+    hidden_size: int = 512  # --hiddenSize
+    mini_batch: int = 64  # --miniBatch
+    dtype: str = "float32"
+    seed: int = 17
+
+
+@dataclass
+class RNNInputs:
+    """Arrays shared by every variant of one run (on the benchmark's device)."""
+
+    x: Any
+    """(T, B, I)"""
+    hx: Any
+    """(L, B, H)"""
+    cx: Any
+    """(L, B, H)"""
+    weights: list[list[Any]]
+    """per layer ``[w_ih (4H, I or H), w_hh (4H, H), b_ih (4H), b_hh (4H)]``"""
+    sizes: Sizes
+    xp: Any = np
+    """the array module: numpy, or cupy on a GPU"""
+    lengths: list[int] = field(default_factory=list)
+    """variable-length runs: the length of each batch element's sequence"""
+    sequences: list[Any] = field(default_factory=list)
+    """variable-length runs: ``(T_b, 1, I)`` per batch element"""
+
+    def flat_weights(self) -> list[Any]:
+        return [w for layer in self.weights for w in layer]
+
+
+@dataclass
+class ModelDef:
+    """One variant, ready to time: ``saved = forward()[1]``, then ``backward(saved, ct)``."""
+
+    forward: Callable[[], tuple[Any, Any]]
+    """runs the model; returns ``(outputs, saved)``"""
+    backward: Callable[[Any, Any], tuple[Any, ...]] | None = None
+    """``(saved, cotangents) -> gradients``; None when the variant has no backward"""
+    reference: str | Callable[[Any], tuple[Any, Any]] | None = "py"
+    """checked against: a variant name, a function ``cotangents -> (outputs, gradients)``, or None
+    (not checked)"""
+    check_forward: Callable[[], Any] | None = None
+    """outputs to check instead of ``forward()``'s (e.g. dropout in eval mode)"""
+    prepare_cotangent: Callable[[Any], Any] = lambda ct: ct
+    """converts the harness's numpy/cupy cotangents to the variant's own arrays, untimed"""
+    notes: list[str] = field(default_factory=list)
+    """said under the table (why there is no backward, what the check covers)"""
+
+
+# -- inputs ----------------------------------------------------------------------------------
+def rnn_inputs(sizes: Sizes, xp: Any = np, gates: int = 4) -> RNNInputs:
+    """Random inputs and weights, initialised like ``torch.nn.LSTM`` (uniform +-1/sqrt(H))."""
+    rng = np.random.default_rng(sizes.seed)
+    t, b, i, h, layers = (sizes.seq_length, sizes.mini_batch, sizes.input_size,
+                          sizes.hidden_size, sizes.num_layers)
+    bound = 1.0 / np.sqrt(h)
+
+    def u(*shape: int) -> Any:
+        return xp.asarray(rng.uniform(-bound, bound, shape).astype(sizes.dtype))
+
+    def n(*shape: int) -> Any:
+        return xp.asarray(rng.standard_normal(shape).astype(sizes.dtype))
+
+    weights = [[u(gates * h, i if k == 0 else h), u(gates * h, h), u(gates * h), u(gates * h)]
+               for k in range(layers)]
+    return RNNInputs(n(t, b, i), n(layers, b, h), n(layers, b, h), weights, sizes, xp)
+
+
+def varlen_inputs(sizes: Sizes, xp: Any = np) -> RNNInputs:
+    """Upstream's variable-length inputs: lengths ``randint(30, 100)`` per batch element, scaled
+    to ``seqLength`` (``randint(0.3 T, T)``); one ``(T_b, 1, I)`` sequence per element."""
+    inputs = rnn_inputs(sizes, xp)
+    rng = np.random.default_rng(sizes.seed + 1)
+    low = max(1, 3 * sizes.seq_length // 10)
+    high = max(low + 1, sizes.seq_length)
+    inputs.lengths = [int(n) for n in rng.integers(low, high, sizes.mini_batch)]
+    inputs.sequences = [xp.asarray(rng.standard_normal((n, 1, sizes.input_size))
+                                   .astype(sizes.dtype)) for n in inputs.lengths]
+    return inputs
+
+
+# -- stacking single layers ---------------------------------------------------------------------
+def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[list[Any]],
+            xp: Any = np) -> ModelDef:
+    """A model of ``len(weights)`` layers from a one-layer vjp; ``states`` are ``(L, B, H)``
+    arrays (``(hx, cx)`` for an LSTM, ``(hx,)`` for a GRU)."""
+    def forward() -> tuple[Any, Any]:
+        y, finals, backs = x, [], []
+        for k, w in enumerate(weights):
+            (y, *state), back = layer_vjp(y, *[s[k] for s in states], *w)
+            finals.append(state)
+            backs.append(back)
+        return (y, *[xp.stack(list(s)) for s in zip(*finals)]), backs
+
+    def backward(backs: list[Any], ct: tuple[Any, ...]) -> tuple[Any, ...]:
+        dy, dstates = ct[0], ct[1:len(states) + 1]
+        dstate0, dweights = [], []
+        for k in reversed(range(len(weights))):
+            cts = (dy, *[None if d is None else d[k] for d in dstates])
+            dy, *rest = backs[k](cts)
+            dstate0.append(rest[:len(states)])
+            dweights.append(rest[len(states):])
+        dstate0.reverse()
+        dweights.reverse()
+        grads = [xp.stack(list(d)) for d in zip(*dstate0)]
+        return (dy, *grads, *[g for layer in dweights for g in layer])
+
+    return ModelDef(forward, backward)
+
+
+def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any) -> tuple[tuple[Any, ...], Callable]:
+    """``py``'s layer: numpy eager forward with a tape, hand-written backward."""
+    (y, (h_n, c_n)), tape = numpy_forward(x, h, c, *w)
+
+    def backward(ct: tuple[Any, ...]) -> tuple[Any, ...]:
+        dy, dh, dc = (np.zeros_like(o) if d is None else d for d, o in zip(ct, (y, h_n, c_n)))
+        return numpy_backward(tape, (x, h, c, *w), dy, dh, dc)
+
+    return (y, h_n, c_n), backward
+
+
+def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
+    """A one-layer vjp of a function (scripted here); ``optimize=False`` compiles it with no
+    passes and no fusion, each op as written (the reference for variants that have no ``py``)."""
+    f = script(fn)
+
+    def layer_vjp(*args: Any) -> tuple[tuple[Any, ...], Callable]:
+        if optimize:
+            return vjp(f, *args)
+        return run_vjp(compile_gradient(f, args, optimize=False), args)
+
+    return layer_vjp
+
+
+# -- creators -----------------------------------------------------------------------------------
+def py_creator(inp: RNNInputs) -> ModelDef:
+    """``py``: numpy eager with the hand-written backward (the reference of the LSTM rows)."""
+    model = stacked(numpy_layer_vjp, inp.x, (inp.hx, inp.cx), inp.weights, inp.xp)
+    model.reference = None
+    return model
+
+
+def lstm_creator(fn: Any) -> Callable[[RNNInputs], ModelDef]:
+    """A scripted one-layer LSTM function, stacked to ``numLayers``."""
+    def create(inp: RNNInputs) -> ModelDef:
+        return stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp)
+    return create
+
+
+def simple_creator(inp: RNNInputs) -> ModelDef:
+    """``script_simple``: returns only the last state, so it cannot feed a next layer."""
+    if inp.sizes.num_layers != 1:
+        raise Unsupported("script_simple returns only the last state: it needs --numLayers 1")
+    f = script(cells.lstm_layer_simple)
+    args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
+
+    def forward() -> tuple[Any, Any]:
+        (h, c), back = vjp(f, *args)
+        return (None, h[None], c[None]), back
+
+    def backward(back: Callable, ct: tuple[Any, ...]) -> tuple[Any, ...]:
+        dx, dh, dc, *dw = back((ct[1][0], ct[2][0]))
+        return (dx, dh[None], dc[None], *dw)
+
+    return ModelDef(forward, backward)
+
+
+def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
+                        check_extra: tuple[Any, ...] | None = None
+                        ) -> Callable[[RNNInputs], ModelDef]:
+    """A scripted function that loops over the layers itself:
+    ``fn(x, hx, cx, [w_ih_0, w_hh_0, b_ih_0, b_hh_0, w_ih_1, ...], *extra)``. When the function
+    cannot be differentiated yet, the variant is timed forward only and says why."""
+    def create(inp: RNNInputs) -> ModelDef:
+        f = script(fn)
+        args = (inp.x, inp.hx, inp.cx, inp.flat_weights(), *extra)
+        check = None
+        if check_extra is not None:
+            check_args = args[:4] + check_extra
+            check = lambda: f(*check_args)
+        try:
+            compile_gradient(f, args)
+        except Exception as e:  # noqa: BLE001 - any compile failure means "no backward yet"
+            model = ModelDef(lambda: (f(*args), None), None, check_forward=check)
+            model.notes.append(f"no backward: {_first_line(e)}")
+            return model
+
+        def forward() -> tuple[Any, Any]:
+            return vjp(f, *args)
+
+        def backward(back: Callable, ct: tuple[Any, ...]) -> tuple[Any, ...]:
+            dx, dhx, dcx, dparams, *_ = back(ct)
+            return (dx, dhx, dcx, *dparams)
+
+        return ModelDef(forward, backward, check_forward=check)
+    return create
+
+
+def self_checked_creator(fn: Any, weights_of: Callable[[RNNInputs], list[list[Any]]],
+                         states: int = 2) -> Callable[[RNNInputs], ModelDef]:
+    """A cell with no numpy counterpart (layer norm, GRU): checked against the same function
+    compiled with no optimization (outputs and gradients)."""
+    def create(inp: RNNInputs) -> ModelDef:
+        weights = weights_of(inp)
+        state_arrays = (inp.hx, inp.cx)[:states]
+        model = stacked(scripted_layer_vjp(fn), inp.x, state_arrays, weights, inp.xp)
+        reference = stacked(scripted_layer_vjp(fn, optimize=False), inp.x, state_arrays,
+                            weights, inp.xp)
+
+        def reference_run(ct: Any) -> tuple[Any, Any]:
+            outputs, saved = reference.forward()
+            return outputs, reference.backward(saved, ct)
+
+        model.reference = reference_run
+        model.notes.append("checked against itself compiled without optimization passes")
+        return model
+    return create
+
+
+def layernorm_weights(inp: RNNInputs) -> list[list[Any]]:
+    """Per layer ``w_ih, w_hh`` and three layer norms' (gain, bias); no LSTM biases."""
+    h, xp, dtype = inp.sizes.hidden_size, inp.xp, inp.sizes.dtype
+    rng = np.random.default_rng(inp.sizes.seed + 2)
+
+    def around(center: float, n: int) -> Any:
+        return xp.asarray((center + 0.1 * rng.standard_normal(n)).astype(dtype))
+
+    return [[w[0], w[1], around(1, 4 * h), around(0, 4 * h), around(1, 4 * h), around(0, 4 * h),
+             around(1, h), around(0, h)] for w in inp.weights]
+
+
+def gru_weights(inp: RNNInputs) -> list[list[Any]]:
+    """Per layer the first 3H rows of the LSTM weights (gates r, z, n)."""
+    rows = 3 * inp.sizes.hidden_size
+    return [[w[0][:rows], w[1][:rows], w[2][:rows], w[3][:rows]] for w in inp.weights]
+
+
+def floor_creator(inp: RNNInputs) -> ModelDef:
+    """``floor``: the GEMMs of an LSTM's forward and backward alone, per layer: forward one input
+    projection over the sequence and T recurrent matmuls; backward T recurrent matmuls for the
+    hidden-state gradient and one GEMM each for dx, dW_ih and dW_hh over the whole sequence."""
+    xp, (t, b, h) = inp.xp, (inp.sizes.seq_length, inp.sizes.mini_batch, inp.sizes.hidden_size)
+    wt = [(xp.ascontiguousarray(w[0].T), xp.ascontiguousarray(w[1].T), w[0], w[1])
+          for w in inp.weights]
+    gates = xp.zeros((t * b, 4 * h), inp.x.dtype)
+    hidden = xp.zeros((t * b, h), inp.x.dtype)
+    step = xp.empty((b, 4 * h), inp.x.dtype)
+    dh = xp.empty((b, h), inp.x.dtype)
+
+    def forward() -> tuple[Any, Any]:
+        x = inp.x.reshape(t * b, -1)
+        for w_ih_t, w_hh_t, _, _ in wt:
+            xp.matmul(x, w_ih_t, out=gates)
+            for k in range(t):
+                xp.matmul(hidden[k * b:(k + 1) * b], w_hh_t, out=step)
+            x = hidden
+        return None, None
+
+    def backward(_: Any, __: Any) -> tuple[Any, ...]:
+        x = inp.x.reshape(t * b, -1)
+        grads: list[Any] = []
+        for layer in reversed(range(len(wt))):
+            _, _, w_ih, w_hh = wt[layer]
+            for k in range(t):
+                xp.matmul(gates[k * b:(k + 1) * b], w_hh, out=dh)
+            layer_input = x if layer == 0 else hidden
+            grads += [gates.T @ hidden, gates.T @ layer_input, gates @ w_ih]
+        return tuple(grads)
+
+    model = ModelDef(forward, backward, reference=None)
+    model.notes.append("floor: only the GEMMs, not checked")
+    return model
+
+
+# -- variable lengths -------------------------------------------------------------------------
+def vl_py_creator(inp: RNNInputs) -> ModelDef:
+    """``vl_py``: one sequence at a time through the numpy layer (layer 0's weights)."""
+    def forward() -> tuple[Any, Any]:
+        outputs, hs, cs, backs = [], [], [], []
+        for k, seq in enumerate(inp.sequences):
+            (y, h, c), back = numpy_layer_vjp(seq, inp.hx[0, k:k + 1], inp.cx[0, k:k + 1],
+                                              *inp.weights[0])
+            outputs.append(y)
+            hs.append(h)
+            cs.append(c)
+            backs.append(back)
+        return (outputs, inp.xp.concatenate(hs), inp.xp.concatenate(cs)), backs
+
+    def backward(backs: list[Callable], ct: tuple[Any, ...]) -> tuple[Any, ...]:
+        dys, dh, dc = ct
+        dxs, dhs, dcs, dw = [], [], [], None
+        for k, back in enumerate(backs):
+            dx, dh0, dc0, *dwk = back((dys[k], dh[k:k + 1], dc[k:k + 1]))
+            dxs.append(dx)
+            dhs.append(dh0)
+            dcs.append(dc0)
+            dw = dwk if dw is None else [a + g for a, g in zip(dw, dwk)]
+        return (dxs, inp.xp.concatenate(dhs), inp.xp.concatenate(dcs), *dw)
+
+    return ModelDef(forward, backward, reference=None)
+
+
+def vl_script_creator(inp: RNNInputs) -> ModelDef:
+    """``vl_script``: the whole per-sequence loop in one scripted function."""
+    f = script(cells.varlen_lstm)
+    args = (inp.sequences, inp.hx[0], inp.cx[0], *inp.weights[0])
+    try:
+        compile_gradient(f, args)
+    except Exception as e:  # noqa: BLE001 - any compile failure means "no backward yet"
+        model = ModelDef(lambda: (f(*args), None), None, reference="vl_py")
+        model.notes.append(f"no backward: {_first_line(e)}")
+        return model
+    return ModelDef(lambda: vjp(f, *args), lambda back, ct: back(ct), reference="vl_py")
+
+
+class Unsupported(Exception):
+    """The variant cannot run with these settings (the message says why); it is skipped."""
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"

@@ -1,0 +1,201 @@
+"""What a run prints and writes: the table, the environment, upstream's JSON forms, the plot."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+RATIO_REFERENCES = {"lstm": ("py", "torch_lstm", "floor"), "vl_lstm": ("vl_py",)}
+"""The rows each group's ratio columns divide by."""
+
+GROUP_TITLES = {"lstm": "LSTMs", "vl_lstm": "variable-length sequence LSTMs"}
+
+
+# -- the table ----------------------------------------------------------------------------------
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _ratio(ratio: dict[str, float | None] | None) -> str:
+    if not ratio:
+        return "-"
+    fwd, bwd = ratio.get("fwd"), ratio.get("bwd")
+    return f"{fwd:.2f}" if bwd is None else f"{fwd:.2f}/{bwd:.2f}"
+
+
+def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
+    """Header and one row per variant of ``group``: upstream's columns, the first-call compile
+    time and the ratios (fwd/bwd) to the reference rows."""
+    refs = RATIO_REFERENCES.get(group, ())
+    header = ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "compile"]
+    header += [f"x_{r}" for r in refs]
+    rows = [header]
+    for name, r in results.items():
+        if r["group"] != group:
+            continue
+        if r.get("status") != "ok":
+            rows.append([name, r.get("status", "skipped")] + [""] * (len(header) - 2))
+            continue
+        row = [name, _ms(r["avg_fwd"]), _ms(r["std_fwd"]), _ms(r["avg_bwd"]), _ms(r["std_bwd"]),
+               _ms(r["compile"])]
+        rows.append(row + [_ratio(r["ratios"].get(ref)) for ref in refs])
+    return rows
+
+
+def format_table(rows: list[list[str]], sep: str = " ") -> str:
+    """Right-aligned columns (the name left-aligned) joined by ``sep``."""
+    widths = [max(len(row[k]) for row in rows if k < len(row)) for k in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [c.ljust(widths[0]) if k == 0 else c.rjust(widths[k]) for k, c in enumerate(row)]
+        lines.append(sep.join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """The same rows as a Markdown table."""
+    lines = ["| " + " | ".join(rows[0]) + " |",
+             "|" + "|".join("---" if k == 0 else "---:" for k in range(len(rows[0]))) + "|"]
+    lines += ["| " + " | ".join(row + [""] * (len(rows[0]) - len(row))) + " |"
+              for row in rows[1:]]
+    return "\n".join(lines)
+
+
+def legend(group: str) -> str:
+    refs = RATIO_REFERENCES.get(group, ())
+    return ("times in ms; compile = the first call's extra time (fwd + bwd); "
+            + ", ".join(f"x_{r} = this row / {r}" for r in refs)
+            + " as fwd/bwd (below 1 is faster)")
+
+
+# -- upstream's --print-json -------------------------------------------------------------------
+def oss_json(results: dict[str, dict]) -> str:
+    """``--print-json oss``: ``{group: {model: avg_fwd}, group-backward: {model: avg_bwd}}``."""
+    out: dict[str, dict[str, float]] = {}
+    for name, r in results.items():
+        if r.get("status") != "ok":
+            continue
+        out.setdefault(r["group"], {})[name] = r["avg_fwd"]
+        if r["avg_bwd"] is not None:
+            out.setdefault(r["group"] + "-backward", {})[name] = r["avg_bwd"]
+    return json.dumps(out)
+
+
+def pep_lines(results: dict[str, dict]) -> list[str]:
+    """``--print-json pep``: one Caffe2Observer line per timed iteration."""
+    lines = []
+    for name, r in results.items():
+        for suffix, key in (("", "fwd_times"), ("-backward", "bwd_times")):
+            for value in r.get(key) or ():
+                record = {"type": "NET", "metric": f"{r['group']}{suffix}-{name}", "unit": "ms",
+                          "value": str(value)}
+                lines.append("Caffe2Observer " + json.dumps(record))
+    return lines
+
+
+# -- the environment ----------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _blas() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        config = np.show_config(mode="dicts")
+        info["numpy_build"] = config.get("Build Dependencies", {}).get("blas", {})
+    except Exception as e:  # noqa: BLE001 - older numpy: no dict mode
+        info["numpy_build"] = f"unavailable ({type(e).__name__})"
+    try:
+        import threadpoolctl
+    except ImportError:
+        info["threadpools"] = "threadpoolctl not installed"
+        return info
+    info["threadpools"] = [
+        {k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture",
+                               "threading_layer")}
+        for p in threadpoolctl.threadpool_info()]
+    return info
+
+
+def environment(device: str) -> dict[str, Any]:
+    """CPU, BLAS, versions, load: what a reader needs to trust (or distrust) the numbers."""
+    env: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "device": device,
+        "blas": _blas(),
+        "versions": {d: _version(d) for d in ("rnnscript", "numpy", "llvmlite", "lark", "torch",
+                                              "cupy-cuda13x")},
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        env["torch_threads"] = torch.get_num_threads()
+    return env
+
+
+# -- the plot -----------------------------------------------------------------------------------
+def write_plot(payload: dict[str, Any], path: str) -> str:
+    """A bar chart of forward and backward times per variant (one panel per group); returns
+    what happened, as a sentence."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return f"--plot {path}: matplotlib is not installed (pip install matplotlib); no plot"
+    results = payload["results"]
+    groups = [g for g in GROUP_TITLES if any(r["group"] == g and r.get("status") == "ok"
+                                             for r in results.values())]
+    if not groups:
+        return f"--plot {path}: nothing was timed; no plot"
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 4 * len(groups)), squeeze=False)
+    for ax, group in zip(axes[:, 0], groups):
+        _bars(ax, group, {n: r for n, r in results.items()
+                          if r["group"] == group and r.get("status") == "ok"})
+    config = payload["config"]
+    fig.suptitle(f"fastrnns: T={config['seqLength']} L={config['numLayers']} "
+                 f"I={config['inputSize']} H={config['hiddenSize']} B={config['miniBatch']} "
+                 f"{config['dtype']} on {payload['environment']['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return f"wrote {path}"
+
+
+def _bars(ax: Any, group: str, rows: dict[str, dict]) -> None:
+    names = list(rows)
+    pos = np.arange(len(names))
+    fwd = [rows[n]["avg_fwd"] for n in names]
+    bwd = [rows[n]["avg_bwd"] or 0.0 for n in names]
+    ax.bar(pos - 0.2, fwd, 0.4, yerr=[rows[n]["std_fwd"] for n in names], label="forward")
+    ax.bar(pos + 0.2, bwd, 0.4, yerr=[rows[n]["std_bwd"] or 0.0 for n in names],
+           label="backward")
+    ax.set_xticks(pos, names, rotation=30, ha="right")
+    ax.set_ylabel("ms")
+    ax.set_title(GROUP_TITLES[group])
+    ax.legend()

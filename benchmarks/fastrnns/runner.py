@@ -1,0 +1,108 @@
+"""The variant table: name -> creator, group and who it is (upstream's ``nn_runners``).
+
+Upstream names map to ours: ``jit*`` -> ``script*``, ``cudnn``/``aten`` -> ``torch_lstm``,
+``vl_jit`` -> ``vl_script``. ``py`` runs first: it is the reference the other LSTM rows are
+checked against.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks.fastrnns import cells, factory
+from benchmarks.fastrnns.factory import ModelDef, RNNInputs
+
+
+@dataclass(frozen=True)
+class Runner:
+    """One row of the benchmark."""
+
+    name: str
+    creator: Callable[[RNNInputs], ModelDef] | str
+    """a creator, or ``"torch:<function>"`` for a creator in ``torch_models`` (imported late)"""
+    group: str = "lstm"
+    """``lstm`` or ``vl_lstm`` (variable-length inputs)"""
+    doc: str = ""
+
+    @property
+    def is_peer(self) -> bool:
+        return isinstance(self.creator, str)
+
+    def create(self, inputs: RNNInputs) -> ModelDef:
+        if not isinstance(self.creator, str):
+            return self.creator(inputs)
+        module = importlib.import_module("benchmarks.fastrnns.torch_models")
+        return getattr(module, self.creator.split(":", 1)[1])(inputs)
+
+
+_DROPOUT = factory.whole_stack_creator(cells.dropout_lstm, (True,), check_extra=(False,))
+
+RUNNERS = {r.name: r for r in [
+    Runner("py", factory.py_creator, doc="numpy eager, hand-written backward"),
+    Runner("script", factory.lstm_creator(cells.lstm_layer), doc="scripted cell + loop"),
+    Runner("script_premul", factory.lstm_creator(cells.lstm_layer_premul),
+           doc="input projection as one matmul before the loop"),
+    Runner("script_premul_bias", factory.lstm_creator(cells.lstm_layer_premul_bias),
+           doc="... and b_ih added once, 2-D matmul"),
+    Runner("script_simple", factory.simple_creator, doc="flat states, no output list"),
+    Runner("script_multilayer", factory.whole_stack_creator(cells.multilayer_lstm),
+           doc="the layers loop inside the script"),
+    Runner("script_layernorm", factory.self_checked_creator(
+        cells.layernorm_lstm_layer, factory.layernorm_weights), doc="layer-norm LSTM"),
+    Runner("script_layernorm_decom", factory.self_checked_creator(
+        cells.layernorm_decom_lstm_layer, factory.layernorm_weights),
+        doc="layer norm as mean/std ops"),
+    Runner("script_dropout", _DROPOUT, doc="dropout 0.4 between layers"),
+    Runner("script_gru", factory.self_checked_creator(cells.gru_layer, factory.gru_weights, 1),
+           doc="GRU layer"),
+    Runner("floor", factory.floor_creator, doc="the GEMMs alone"),
+    Runner("torch_lstm", "torch:lstm_creator", doc="torch.nn.LSTM"),
+    Runner("torch_script", "torch:script_creator", doc="custom LSTM, torch.jit.script"),
+    Runner("torch_eager", "torch:eager_creator", doc="custom LSTM, torch eager"),
+    Runner("torch_compile", "torch:compile_creator", doc="custom LSTM, torch.compile"),
+    Runner("vl_py", factory.vl_py_creator, "vl_lstm", doc="per-sequence numpy eager"),
+    Runner("vl_script", factory.vl_script_creator, "vl_lstm", doc="per-sequence loop, scripted"),
+]}
+
+DEFAULT_RNNS = ["py", "script", "script_premul", "script_premul_bias", "script_simple",
+                "script_multilayer", "floor"]
+"""Upstream's default list (``cudnn aten jit jit_premul jit_premul_bias jit_simple jit_multilayer
+py``) in our names, plus the floor."""
+
+PEER_RNNS = ["torch_lstm", "torch_script", "torch_eager"]
+"""Added by ``--peers`` (``torch_compile`` is opt-in: name it in ``--rnns``)."""
+
+EXTRA_RNNS = ["script_layernorm", "script_layernorm_decom", "script_dropout", "script_gru"]
+"""Opt-in, as upstream's layernorm/dropout variants; ``--rnns all`` includes them."""
+
+VL_RNNS = ["vl_py", "vl_script"]
+"""Added by ``--variable-lstms``."""
+
+
+def select(rnns: list[str] | None, peers: bool, variable_lstms: bool) -> list[str]:
+    """The variant names to run, in table order, without duplicates."""
+    names = list(DEFAULT_RNNS) if not rnns else list(rnns)
+    if "all" in names:
+        names.remove("all")
+        names += DEFAULT_RNNS + EXTRA_RNNS
+    if peers:
+        names += PEER_RNNS
+    if variable_lstms:
+        names += VL_RNNS
+    unique = list(dict.fromkeys(names))
+    unknown = [n for n in unique if n not in RUNNERS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(RUNNERS)} or all")
+    return unique
+
+
+def torch_available() -> str | None:
+    """None when torch imports; else the reason it does not."""
+    try:
+        importlib.import_module("torch")
+    except Exception as e:  # noqa: BLE001 - a broken install is as good as none here
+        return f"{type(e).__name__}: {e}"
+    return None

@@ -1,0 +1,151 @@
+"""The PyTorch peers (``--peers``): ``torch_lstm``, ``torch_script``, ``torch_eager`` and the
+opt-in ``torch_compile``. Imported only when torch is installed.
+
+``torch_script`` is upstream's custom LSTM (``fastrnns/cells.py`` ``lstm_cell`` and the
+``lstm_factory`` loop) under ``torch.jit.script``; ``torch_eager`` is the same code unscripted;
+``torch_compile`` is it under ``torch.compile`` (its first call compiles for minutes).
+``torch_lstm`` is ``nn.LSTM`` (oneDNN on CPU, cuDNN on GPU). All take the harness's weights, so
+their outputs and gradients are checked against ``py`` like ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, List, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from benchmarks.fastrnns.factory import ModelDef, RNNInputs
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def lstm_cell(input: Tensor, hidden: Tuple[Tensor, Tensor], w_ih: Tensor, w_hh: Tensor,
+              b_ih: Tensor, b_hh: Tensor) -> Tuple[Tensor, Tensor]:
+    hx, cx = hidden
+    gates = torch.mm(input, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
+    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+    ingate = torch.sigmoid(ingate)
+    forgetgate = torch.sigmoid(forgetgate)
+    cellgate = torch.tanh(cellgate)
+    outgate = torch.sigmoid(outgate)
+    cy = (forgetgate * cx) + (ingate * cellgate)
+    hy = outgate * torch.tanh(cy)
+    return hy, cy
+
+
+def lstm_layer(input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor,
+               b_hh: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    inputs = input.unbind(0)
+    outputs: List[Tensor] = []
+    for seq_idx in range(len(inputs)):
+        hx, cx = lstm_cell(inputs[seq_idx], (hx, cx), w_ih, w_hh, b_ih, b_hh)
+        outputs += [hx]
+    return torch.stack(outputs), hx, cx
+
+
+def available() -> bool:
+    """True: this module imported, so torch is installed."""
+    return True
+
+
+def version() -> str:
+    return f"{torch.__version__} ({torch.get_num_threads()} threads)"
+
+
+def set_threads(n: int) -> None:
+    torch.set_num_threads(n)
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _leaves(inp: RNNInputs, device: str) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
+    def t(a: Any) -> Tensor:
+        host = a.get() if hasattr(a, "get") else np.asarray(a)
+        return torch.tensor(host, device=device, requires_grad=True)
+    return t(inp.x), t(inp.hx), t(inp.cx), [t(w) for w in inp.flat_weights()]
+
+
+def _model(forward: Callable[[], tuple[Tensor, ...]], leaves: list[Tensor],
+           device: str) -> ModelDef:
+    def run() -> tuple[Any, Any]:
+        outputs = forward()
+        return outputs, outputs
+
+    def backward(outputs: tuple[Tensor, ...], ct: list[Tensor]) -> tuple[Any, ...]:
+        return torch.autograd.grad(outputs, leaves, ct)
+
+    def prepare(ct: tuple[Any, ...]) -> list[Tensor]:
+        return [torch.tensor(c.get() if hasattr(c, "get") else np.asarray(c), device=device)
+                for c in ct]
+
+    return ModelDef(run, backward, prepare_cotangent=prepare)
+
+
+def _device(inp: RNNInputs) -> str:
+    return "cpu" if inp.xp is np else "cuda"
+
+
+def lstm_creator(inp: RNNInputs) -> ModelDef:
+    """``torch_lstm``: ``nn.LSTM`` with the harness's weights."""
+    device = _device(inp)
+    s = inp.sizes
+    x, hx, cx, _ = _leaves(inp, device)
+    lstm = torch.nn.LSTM(s.input_size, s.hidden_size, s.num_layers).to(device, _DTYPES[s.dtype])
+    with torch.no_grad():
+        for param, w in zip((p for layer in lstm.all_weights for p in layer),
+                            inp.flat_weights()):
+            param.copy_(torch.from_numpy(w.get() if hasattr(w, "get") else np.asarray(w)))
+    params = [p for layer in lstm.all_weights for p in layer]
+
+    def forward() -> tuple[Tensor, ...]:
+        y, (h, c) = lstm(x, (hx, cx))
+        return y, h, c
+
+    return _model(forward, [x, hx, cx, *params], device)
+
+
+def custom_creator(layer: Callable[..., Tuple[Tensor, Tensor, Tensor]]
+                   ) -> Callable[[RNNInputs], ModelDef]:
+    """Upstream's custom LSTM layer, stacked to ``numLayers`` in Python."""
+    def create(inp: RNNInputs) -> ModelDef:
+        device = _device(inp)
+        x, hx, cx, weights = _leaves(inp, device)
+
+        def forward() -> tuple[Tensor, ...]:
+            y, hs, cs = x, [], []
+            for k in range(len(weights) // 4):
+                y, h, c = layer(y, hx[k], cx[k], *weights[4 * k:4 * k + 4])
+                hs.append(h)
+                cs.append(c)
+            return y, torch.stack(hs), torch.stack(cs)
+
+        return _model(forward, [x, hx, cx, *weights], device)
+    return create
+
+
+def script_creator(inp: RNNInputs) -> ModelDef:
+    """``torch_script``: upstream's custom LSTM under ``torch.jit.script``."""
+    return custom_creator(torch.jit.script(lstm_layer))(inp)
+
+
+def eager_creator(inp: RNNInputs) -> ModelDef:
+    """``torch_eager``: upstream's custom LSTM, unscripted."""
+    return custom_creator(lstm_layer)(inp)
+
+
+def compile_creator(inp: RNNInputs) -> ModelDef:
+    """``torch_compile``: upstream's custom LSTM under ``torch.compile`` (opt-in: slow to build)."""
+    return custom_creator(torch.compile(lstm_layer))(inp)
+
+
+def to_numpy(a: Any) -> Any:
+    """A torch tensor as a numpy array; anything else unchanged."""
+    if isinstance(a, Tensor):
+        return a.detach().cpu().numpy()
+    return a
