@@ -244,12 +244,13 @@ def standalone(module: Any) -> StandaloneModule:
     scripted = module if isinstance(module, ScriptModule) else ScriptModule(python_module)
     variant = scripted._variant()
     paths = {id(m): p for p, m in python_module.named_modules()}
+    canonical = {id(p): name for name, p in python_module.named_parameters()}
     methods = {}
     for name, compiled in variant.methods.items():
         fdef = compiled.method_definition
         graph = fdef.graph.clone()
         run_pipeline(graph, "inline")
-        bindings = [_binding(paths, ref) for ref in fdef.attr_refs]
+        bindings = [_binding(paths, canonical, ref) for ref in fdef.attr_refs]
         for value, b in zip(graph.inputs[len(fdef.arg_names):], bindings):
             value.name = b.name  # the graph reads as the parameter list: %layers.0.cell.weight_ih
         methods[name] = StandaloneMethod(_signature(fdef, graph), bindings)
@@ -397,11 +398,13 @@ def _dotted_name(paths: dict[int, str], ref: Any) -> str:
     return f"{path}.{ref.name}" if path else ref.name
 
 
-def _binding(paths: dict[int, str], ref: Any) -> Binding:
+def _binding(paths: dict[int, str], canonical: dict[int, str], ref: Any) -> Binding:
+    """``ref`` as a named array; a parameter is named as ``named_parameters()`` names it (a
+    parameter registered twice, like ``rnn.LSTM``'s ``weight_ih_l0``, has its first name)."""
     name = _dotted_name(paths, ref)
     param = ref.parameter
     if param is not None:
-        return Binding(name, param)
+        return Binding(canonical.get(id(param), name), param)
     value = ref.read()
     if not is_array(value):
         raise ScriptError(f"attribute '{name}' holds a {type(value).__name__}; only parameters "

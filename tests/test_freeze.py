@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 
+import rnn
 from passes import constant_prop
 from script import Module, Parameter, ScriptError, Tensor, freeze, ops, script
 from tests.programs.custom_lstms import random_states, script_lnlstm, script_lstm
@@ -255,3 +256,24 @@ def test_fold_limit_setting_controls_tensor_folding():
         run_pipeline(g, "constant-prop")
     assert g.outputs[0].node.kind == "prim::Constant"
     np.testing.assert_allclose(g.outputs[0].node.attrs["value"], np.tanh(1.0))
+
+
+RNN_MODULES = {
+    "LSTM": lambda: rnn.LSTM(6, 8, num_layers=2, dropout=0.25, rng=0, dtype="float64"),
+    "GRU bidirectional": lambda: rnn.GRU(6, 8, num_layers=2, bidirectional=True, rng=1,
+                                         dtype="float64"),
+    "RNN relu": lambda: rnn.RNN(6, 8, nonlinearity="relu", rng=2, dtype="float64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RNN_MODULES))
+def test_frozen_rnn_modules_match_unfrozen(name):
+    module = script(RNN_MODULES[name]())
+    x = np.random.default_rng(5).standard_normal((5, 3, 6))
+    lengths = np.array([5, 3, 2])
+    frozen = freeze(module)
+    module.eval()
+    _assert_same(frozen(x), module(x))
+    _assert_same(frozen(x, None, lengths), module(x, None, lengths))
+    assert len(frozen.graph.inputs) == 3 and list(frozen.named_parameters()) == []
+    assert "tensor::transpose" not in _kinds(frozen.graph_for(x))

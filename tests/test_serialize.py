@@ -323,3 +323,17 @@ def test_saving_something_else_is_a_script_error(tmp_path):
     with pytest.raises(ScriptError, match="expected a scripted Module"):
         save(object(), tmp_path / "x.rsm")
     assert not (tmp_path / "x.rsm").exists()
+
+
+def test_rnn_lstm_saves_with_its_parameter_names(tmp_path):
+    import rnn
+    module = script(rnn.LSTM(6, 8, num_layers=2, rng=0, dtype="float64"))
+    save(module, tmp_path / "lstm.rsm")
+    loaded = load(tmp_path / "lstm.rsm")
+    assert [n for n, _ in loaded.named_parameters()] == [n for n, _ in module.named_parameters()]
+    assert "weight_ih_l1" in dict(loaded.named_parameters())
+    x = np.random.default_rng(0).standard_normal((5, 3, 6))
+    h0 = np.random.default_rng(1).standard_normal((2, 3, 8))
+    _assert_identical(loaded(x, (h0, h0)), module(x, (h0, h0)))
+    save(freeze(module), tmp_path / "frozen.rsm")
+    _assert_identical(load(tmp_path / "frozen.rsm")(x), module.eval()(x))

@@ -46,24 +46,6 @@ def lstm_layer(input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor
     return torch.stack(outputs), hx, cx
 
 
-def available() -> bool:
-    """True: this module imported, so torch is installed."""
-    return True
-
-
-def version() -> str:
-    return f"{torch.__version__} ({torch.get_num_threads()} threads)"
-
-
-def set_threads(n: int) -> None:
-    torch.set_num_threads(n)
-
-
-def synchronize() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
 def _leaves(inp: RNNInputs, device: str) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
     def t(a: Any) -> Tensor:
         host = a.get() if hasattr(a, "get") else np.asarray(a)

@@ -38,6 +38,16 @@ TUPLE_ITEMS_OFFSET = 24
 """Byte offset of ``ob_item`` in a CPython tuple (checked at run time by ``fuser.cpu.kernel``)."""
 ARRAY_DATA_OFFSET = 16
 """Byte offset of ``data`` in numpy's ``PyArrayObject`` (checked likewise)."""
+OBJECT_TYPE_OFFSET = 8
+"""Byte offset of ``ob_type`` in every CPython object."""
+ARRAY_ND_OFFSET = 24
+"""Byte offsets of ``nd`` (an int), ``dimensions``, ``strides`` and ``descr`` in
+``PyArrayObject`` (checked likewise)."""
+ARRAY_DIMS_OFFSET = 32
+ARRAY_STRIDES_OFFSET = 40
+ARRAY_DESCR_OFFSET = 56
+FLOAT_VALUE_OFFSET = 16
+"""Byte offset of ``ob_fval`` in a CPython float."""
 
 
 # -- the group's structure: views and leaves ---------------------------------------------------
@@ -233,6 +243,7 @@ class KernelBuilder:
     def build(self) -> str:
         body = self._body_function()
         self._entry_function(body)
+        self._guarded_entry_function(body)
         return str(self.module)
 
     # -- element computation ------------------------------------------------------------------
@@ -366,33 +377,115 @@ class KernelBuilder:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), self.name)
         tup, params, scalar_ptr = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        items = b.gep(tup, [ir.Constant(I64, TUPLE_ITEMS_OFFSET)], source_etype=I8)
+
+        def data(slot: int):
+            item = b.gep(tup, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)], source_etype=I8)
+            obj = b.load(item, typ=PTR)
+            field_ptr = b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)], source_etype=I8)
+            return b.load(field_ptr, typ=PTR)
+
+        n_arrays = len(spec.array_inputs)
+        datas = [data(k) for k in range(n_arrays)]
+        outs = [data(n_arrays + j) for j in range(len(spec.out_dtypes))]
+        scalars = [b.load(b.gep(scalar_ptr, [ir.Constant(I64, k)], source_etype=DOUBLE),
+                          typ=DOUBLE) for k in range(len(spec.scalar_inputs))]
+        self._call_body(b, body, params, datas, outs, scalars)
+        b.ret_void()
+
+    def _guarded_entry_function(self, body: ir.Function) -> None:
+        """``int kern_guarded(PyTupleObject *args, PyTupleObject *outs, i64 *guard)``: the call
+        path that needs no Python-side checks. It returns 1 without touching memory when an
+        array argument is not exactly an ndarray with the guard's dtype object, rank, shape and
+        strides, else runs every slab and returns 0. ``guard`` holds, per array input in tuple
+        order: type address, descr address, dims, byte strides (rank from the group's type);
+        then per scalar input the address of ``float`` (other numbers are rejected); then the
+        slab count and the slab rows of ``_entry_function``'s ``params``."""
+        spec = self.spec
+        i32 = ir.IntType(32)
+        fn = ir.Function(self.module, ir.FunctionType(i32, [PTR, PTR, PTR]), self.name + "_guarded")
+        args, outs_tup, guard = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        reject = fn.append_basic_block("reject")
+        ir.IRBuilder(reject).ret(ir.Constant(i32, 1))
+
+        def at(ptr, nbytes: int, ty=PTR):
+            return b.load(b.gep(ptr, [ir.Constant(I64, nbytes)], source_etype=I8), typ=ty)
+
+        def g(i: int):
+            return b.load(b.gep(guard, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
+
+        def require(ok) -> None:
+            nxt = fn.append_basic_block("ok")
+            b.cbranch(ok, nxt, reject)
+            b.position_at_end(nxt)
+
+        pos, datas = 0, []
+        for inp in spec.array_inputs:
+            obj = at(args, TUPLE_ITEMS_OFFSET + 8 * inp)
+            typ = b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64)
+            descr = b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64)
+            rank = len(spec.graph.inputs[inp].type.shape)  # type: ignore[union-attr]
+            require(b.icmp_unsigned("==", typ, g(pos)))  # an ndarray: its fields can be read
+            ok = b.and_(b.icmp_unsigned("==", descr, g(pos + 1)),
+                        b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, i32), ir.Constant(i32, rank)))
+            require(ok)
+            dims, strides = at(obj, ARRAY_DIMS_OFFSET), at(obj, ARRAY_STRIDES_OFFSET)
+            same = ir.Constant(I1, 1)
+            for d in range(rank):
+                for arr, k in ((dims, pos + 2 + d), (strides, pos + 2 + rank + d)):
+                    got = b.load(b.gep(arr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+                    same = b.and_(same, b.icmp_signed("==", got, g(k)))
+            require(same)
+            datas.append(at(obj, ARRAY_DATA_OFFSET))
+            pos += 2 + 2 * rank
+        scalars = []
+        for inp in spec.scalar_inputs:  # Python floats only: other numbers take the slow path
+            obj = at(args, TUPLE_ITEMS_OFFSET + 8 * inp)
+            require(b.icmp_unsigned("==", b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64), g(pos)))
+            scalars.append(at(obj, FLOAT_VALUE_OFFSET, DOUBLE))
+            pos += 1
+        out_datas = [at(outs_tup, TUPLE_ITEMS_OFFSET + 8 * j) for j in range(len(spec.out_dtypes))]
+        out_datas = [at(o, ARRAY_DATA_OFFSET) for o in out_datas]
+        n_slabs = g(pos)
+        rows0 = b.gep(guard, [ir.Constant(I64, pos + 1)], source_etype=I64)
+        row_len = 2 + len(spec.out_dtypes) + 3 * len(spec.leaves)
+        entry_block = b.block
+        loop, done = fn.append_basic_block("slabs"), fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed(">", n_slabs, ir.Constant(I64, 0)), loop, done)
+        b.position_at_end(loop)
+        s = b.phi(I64, "s")
+        s.add_incoming(ir.Constant(I64, 0), entry_block)
+        row = b.gep(rows0, [b.mul(s, ir.Constant(I64, row_len))], source_etype=I64)
+        self._call_body(b, body, row, datas, out_datas, scalars)
+        s_next = b.add(s, ir.Constant(I64, 1))
+        s.add_incoming(s_next, b.block)
+        b.cbranch(b.icmp_signed("<", s_next, n_slabs), loop, done)
+        b.position_at_end(done)
+        b.ret(ir.Constant(i32, 0))
+
+    def _call_body(self, b: ir.IRBuilder, body: ir.Function, params, datas: list, outs: list,
+                   scalars: list) -> None:
+        """Call ``body`` for one slab row of ``params`` (see ``_entry_function``); ``datas`` are
+        the array inputs' data pointers in tuple order, ``outs`` the outputs'."""
+        spec = self.spec
 
         def param(i: int):
             return b.load(b.gep(params, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
 
-        def data(slot: int):
-            obj = b.load(b.gep(items, [ir.Constant(I64, slot)], source_etype=PTR), typ=PTR)
-            field_ptr = b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)], source_etype=I8)
-            return b.load(field_ptr, typ=PTR)
-
         def offset(ptr, nbytes):
             return b.gep(ptr, [nbytes], source_etype=I8)
 
-        n_arrays = len(spec.array_inputs)
         slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
-        outs = [offset(data(n_arrays + j), param(2 + j)) for j in range(len(spec.out_dtypes))]
+        out_ptrs = [offset(o, param(2 + j)) for j, o in enumerate(outs)]
         base = 2 + len(spec.out_dtypes)
         leaves, row_strides, col_strides = [], [], []
         for i, leaf in enumerate(spec.leaves):
-            leaves.append(offset(data(slot_of[leaf.input]), param(base + 3 * i)))
+            leaves.append(offset(datas[slot_of[leaf.input]], param(base + 3 * i)))
             row_strides.append(param(base + 3 * i + 1))
             if self.classes[i] == 2:
                 col_strides.append(param(base + 3 * i + 2))
-        scalars = [b.load(b.gep(scalar_ptr, [ir.Constant(I64, k)], source_etype=DOUBLE),
-                          typ=DOUBLE) for k in range(len(spec.scalar_inputs))]
-        b.call(body, [param(0), param(1), *outs, *leaves, *row_strides, *col_strides, *scalars])
-        b.ret_void()
+        b.call(body, [param(0), param(1), *out_ptrs, *leaves, *row_strides, *col_strides,
+                      *scalars])
 
 
 # -- the rules ----------------------------------------------------------------------------------

@@ -1,0 +1,338 @@
+"""The timing driver (upstream's ``fastrnns/bench.py``): flags, checks, timing, output.
+
+For every variant: build it (``runner``/``factory``), call forward and backward once (the first
+call, which compiles), check outputs and gradients against the reference, then time ``warmup``
+discarded and ``nloops`` kept iterations of forward and backward separately. Backward is the
+gradient of every input and parameter for a fixed random output cotangent. On a GPU the clock
+stops after a device synchronisation. All times are milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from benchmarks.fastrnns import checks, report, runner
+from benchmarks.fastrnns.factory import ModelDef, RNNInputs, Sizes, Unsupported, rnn_inputs
+from benchmarks.fastrnns.factory import varlen_inputs
+from benchmarks.fastrnns.progress import Progress
+
+GPU_LOOPS = (10, 100)
+"""Upstream's warm-up and timed iterations, used on a GPU."""
+CPU_LOOPS = (2, 5)
+"""The defaults on a CPU, where one iteration at the default sizes takes about a second: the
+default run then finishes in a few minutes on two cores."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Upstream's flags and defaults, plus device, dtype, output and peer options."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fastrnns", description="Profile RNNs")
+    p.add_argument("--seqLength", type=int, default=100)
+    p.add_argument("--numLayers", type=int, default=1)
+    p.add_argument("--inputSize", type=int, default=512)
+    p.add_argument("--hiddenSize", type=int, default=512)
+    p.add_argument("--miniBatch", type=int, default=64)
+    p.add_argument("--warmup", type=int, default=None,
+                   help=f"untimed iterations (default {GPU_LOOPS[0]} on cuda, {CPU_LOOPS[0]} on "
+                        "cpu)")
+    p.add_argument("--nloops", type=int, default=None,
+                   help=f"timed iterations (default {GPU_LOOPS[1]} on cuda, {CPU_LOOPS[1]} on "
+                        "cpu)")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="auto: cuda when CuPy sees a GPU, else cpu")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--variable-lstms", "--variable_lstms", action="store_true",
+                   help="also run the variable-length group (vl_py, vl_script)")
+    p.add_argument("--sep", default=" ", help="column separator of the table")
+    p.add_argument("--print-json", nargs="?", choices=("oss", "pep"), const="oss", default=None,
+                   help="print upstream's JSON to stdout (the table goes to stderr)")
+    p.add_argument("--rnns", nargs="*", default=None,
+                   help="variants to run (default: " + " ".join(runner.DEFAULT_RNNS)
+                        + "); 'all' adds " + " ".join(runner.EXTRA_RNNS)
+                        + "; choices: " + " ".join(runner.RUNNERS))
+    p.add_argument("--peers", action="store_true",
+                   help="add the PyTorch rows (" + " ".join(runner.PEER_RNNS)
+                        + ") when torch is installed")
+    p.add_argument("--seed", type=int, default=17)
+    p.add_argument("--threads", type=int, default=None,
+                   help="BLAS and torch threads (needs threadpoolctl for numpy's BLAS)")
+    p.add_argument("--fuser", choices=("on", "off"), default="on",
+                   help="elementwise fusion in scripted variants")
+    p.add_argument("--disable-passes", default="",
+                   help="comma-separated optimization passes the scripted variants skip")
+    p.add_argument("--json", metavar="PATH", default=None,
+                   help="write results, config and environment as JSON")
+    p.add_argument("--plot", metavar="PATH.png", default=None, help="write a bar chart")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+# -- device, threads, compiler settings ----------------------------------------------------------
+def resolve_device(device: str) -> tuple[str, Any]:
+    """``(device, array module)``; ``auto`` picks cuda when CuPy sees a GPU."""
+    if device == "cpu":
+        return "cpu", np
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return "cuda", cupy
+    except Exception as e:  # noqa: BLE001 - no CuPy, no driver or no device: all mean "no GPU"
+        if device == "cuda":
+            raise SystemExit(f"--device cuda: no usable GPU ({type(e).__name__}: {e})") from None
+    if device == "cuda":
+        raise SystemExit("--device cuda: CuPy sees no GPU")
+    return "cpu", np
+
+
+def synchronizer(device: str) -> Callable[[], None]:
+    """What to call before reading the clock: waits for queued GPU work (ours and torch's)."""
+    if device == "cpu":
+        return lambda: None
+
+    def sync() -> None:
+        import cupy
+        cupy.cuda.Device().synchronize()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.synchronize()
+    return sync
+
+
+@contextlib.contextmanager
+def compiler_settings(args: argparse.Namespace, say: Callable[[str], None]) -> Iterator[None]:
+    """Threads, fusion and disabled passes for the duration of the run."""
+    import fuser
+    import passes
+    with contextlib.ExitStack() as stack:
+        if args.threads:
+            stack.enter_context(_thread_limit(args.threads, say))
+        if args.fuser == "off":
+            stack.enter_context(fuser.disabled())
+        names = [n for n in args.disable_passes.split(",") if n.strip()]
+        if names:
+            stack.enter_context(passes.disable(*[n.strip() for n in names]))
+        yield
+
+
+@contextlib.contextmanager
+def _thread_limit(threads: int, say: Callable[[str], None]) -> Iterator[None]:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        say("--threads: threadpoolctl is not installed, numpy's BLAS keeps its own thread count "
+            "(pip install threadpoolctl, or set OPENBLAS_NUM_THREADS)")
+        yield
+        return
+    with threadpool_limits(limits=threads):
+        yield
+
+
+# -- one variant ----------------------------------------------------------------------------------
+def time_model(model: ModelDef, cotangent: Any, warmup: int, nloops: int,
+               sync: Callable[[], None], progress: Progress) -> dict[str, list[float]]:
+    """Upstream's ``trainbench``: per iteration time forward, then backward; the first
+    ``warmup`` iterations are dropped. Garbage is collected before each iteration and the
+    collector is off inside it (as pytest-benchmark's ``disable_gc``), so no collection lands in
+    a timed window. Wall and process-CPU milliseconds."""
+    times: dict[str, list[float]] = {"fwd": [], "bwd": [], "cpu_fwd": [], "cpu_bwd": []}
+    for k in range(warmup + nloops):
+        with _collected_before():
+            wall, cpu = time.perf_counter(), time.process_time()
+            _, saved = model.forward()
+            sync()
+            fwd, cpu_fwd = time.perf_counter() - wall, time.process_time() - cpu
+            bwd = cpu_bwd = None
+            if model.backward is not None:
+                wall, cpu = time.perf_counter(), time.process_time()
+                model.backward(saved, cotangent)
+                sync()
+                bwd, cpu_bwd = time.perf_counter() - wall, time.process_time() - cpu
+            del saved
+        progress.update()
+        if k < warmup:
+            continue
+        times["fwd"].append(fwd * 1e3)
+        times["cpu_fwd"].append(cpu_fwd * 1e3)
+        if bwd is not None:
+            times["bwd"].append(bwd * 1e3)
+            times["cpu_bwd"].append(cpu_bwd * 1e3)
+    return times
+
+
+@contextlib.contextmanager
+def _collected_before() -> Iterator[None]:
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _stats(samples: list[float]) -> tuple[float | None, float | None]:
+    if not samples:
+        return None, None
+    return float(np.mean(samples)), float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
+
+
+def bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: Any,
+                  sync: Callable[[], None], progress: Progress) -> dict[str, Any]:
+    """Build, first-call, check and time one variant; the result record of the JSON."""
+    entry = runner.RUNNERS[name]
+    record: dict[str, Any] = {"group": entry.group, "doc": entry.doc, "notes": []}
+    start = time.perf_counter()
+    try:
+        model = entry.create(inputs)
+    except Unsupported as e:
+        return {**record, "status": "skipped", "notes": [str(e)]}
+    setup = time.perf_counter() - start
+    record["notes"] += model.notes
+
+    start = time.perf_counter()
+    outputs, saved = model.forward()
+    sync()
+    first_fwd = time.perf_counter() - start
+    cotangent = refs.cotangent_for(outputs)
+    native_ct = model.prepare_cotangent(cotangent)
+    grads, first_bwd = None, None
+    if model.backward is not None:
+        start = time.perf_counter()
+        grads = model.backward(saved, native_ct)
+        sync()
+        first_bwd = time.perf_counter() - start
+    del saved
+
+    record["check"] = refs.check(name, model, outputs, grads, cotangent)
+    if not record["check"]["passed"]:
+        return {**record, "status": "check failed"}
+
+    times = time_model(model, native_ct, args.warmup, args.nloops, sync, progress)
+    avg_fwd, std_fwd = _stats(times["fwd"])
+    avg_bwd, std_bwd = _stats(times["bwd"])
+    first = (setup + first_fwd + (first_bwd or 0.0)) * 1e3
+    return {**record, "status": "ok", "avg_fwd": avg_fwd, "std_fwd": std_fwd,
+            "avg_bwd": avg_bwd, "std_bwd": std_bwd,
+            "compile": max(0.0, first - avg_fwd - (avg_bwd or 0.0)),
+            "setup_ms": setup * 1e3, "first_fwd": first_fwd * 1e3,
+            "first_bwd": None if first_bwd is None else first_bwd * 1e3,
+            "cpu_fwd": _stats(times["cpu_fwd"])[0], "cpu_bwd": _stats(times["cpu_bwd"])[0],
+            "fwd_times": times["fwd"], "bwd_times": times["bwd"]}
+
+
+def add_ratios(results: dict[str, dict]) -> None:
+    """``ratios[ref] = {fwd, bwd}``: this row's time over the reference row's, same group."""
+    for r in results.values():
+        r["ratios"] = {}
+        if r.get("status") != "ok":
+            continue
+        for ref in report.RATIO_REFERENCES.get(r["group"], ()):
+            base = results.get(ref)
+            if not base or base.get("status") != "ok":
+                continue
+            fwd = r["avg_fwd"] / base["avg_fwd"]
+            bwd = (r["avg_bwd"] / base["avg_bwd"]
+                   if r["avg_bwd"] is not None and base["avg_bwd"] else None)
+            r["ratios"][ref] = {"fwd": fwd, "bwd": bwd}
+
+
+# -- the run --------------------------------------------------------------------------------------
+def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
+    """Run the benchmark described by ``args``; print as it goes to ``out`` (the table) and
+    stderr (progress, messages); return the JSON payload."""
+    out = out or (sys.stderr if args.print_json else sys.stdout)
+    say = lambda msg: print(msg, file=out, flush=True)
+    device, xp = resolve_device(args.device)
+    loops = GPU_LOOPS if device == "cuda" else CPU_LOOPS
+    default_loops = args.warmup is None and args.nloops is None
+    args.warmup = loops[0] if args.warmup is None else args.warmup
+    args.nloops = loops[1] if args.nloops is None else args.nloops
+    names = _runnable(runner.select(args.rnns, args.peers, args.variable_lstms), say)
+    sizes = Sizes(args.seqLength, args.numLayers, args.inputSize, args.hiddenSize,
+                  args.miniBatch, args.dtype, args.seed)
+    say(f"T={sizes.seq_length} L={sizes.num_layers} I={sizes.input_size} "
+        f"H={sizes.hidden_size} B={sizes.mini_batch} {sizes.dtype} on {device}: "
+        f"{args.warmup} warm-up + {args.nloops} timed iterations"
+        + (f" (fewer than upstream's {GPU_LOOPS[0]} + {GPU_LOOPS[1]} on a CPU; "
+           "--warmup/--nloops to change)" if device == "cpu" and default_loops else ""))
+    sync = synchronizer(device)
+    results: dict[str, dict] = {}
+    with compiler_settings(args, say):
+        for group in report.GROUP_TITLES:
+            members = [n for n in names if runner.RUNNERS[n].group == group]
+            if not members:
+                continue
+            say(f"Benchmarking {report.GROUP_TITLES[group]}...")
+            inputs = (rnn_inputs if group == "lstm" else varlen_inputs)(sizes, xp)
+            refs = checks.References(group, inputs, sync)
+            progress = Progress(len(members) * (args.warmup + args.nloops),
+                                enabled=not args.quiet)
+            for name in members:
+                progress.describe(name)
+                results[name] = bench_variant(name, inputs, refs, args, sync, progress)
+            progress.close()
+            add_ratios(results)
+            rows = report.table_rows(group, results)
+            say(report.format_table(rows, args.sep))
+            say("(" + report.legend(group) + ")")
+            _say_notes(results, group, say)
+    return {"config": {k: v for k, v in vars(args).items()}, "results": results,
+            "environment": report.environment(device)}
+
+
+def _runnable(names: list[str], say: Callable[[str], None]) -> list[str]:
+    """Drops the torch rows, with a message, when torch does not import."""
+    peers = [n for n in names if runner.RUNNERS[n].is_peer]
+    if not peers:
+        return names
+    reason = runner.torch_available()
+    if reason is None:
+        return names
+    say(f"skipping {', '.join(peers)}: torch does not import ({reason}); "
+        "pip install torch to include them")
+    return [n for n in names if n not in peers]
+
+
+def _say_notes(results: dict[str, dict], group: str, say: Callable[[str], None]) -> None:
+    for name, r in results.items():
+        if r["group"] != group:
+            continue
+        check = r.get("check", {})
+        if check and not check.get("passed"):
+            say(f"  {name}: CHECK FAILED: {check.get('message')}")
+        for note in r.get("notes", ()):
+            say(f"  {name}: {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns 1 when a variant failed its check."""
+    args = parse_args(argv)
+    try:
+        payload = run(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    results = payload["results"]
+    if args.print_json == "oss":
+        print(report.oss_json(results))
+    elif args.print_json == "pep":
+        print("\n".join(report.pep_lines(results)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(payload, f, indent=2)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot:
+        print(report.write_plot(payload, args.plot), file=sys.stderr)
+    return 1 if any(r.get("status") == "check failed" for r in results.values()) else 0

@@ -1,0 +1,131 @@
+"""The fastrnns harness at tiny sizes: it runs, checks its variants, and prints and writes what it
+promises. Structure only: no timing is ever asserted."""
+
+import json
+
+import pytest
+
+from benchmarks.fastrnns import bench, checks, report, runner
+
+TINY = ["--seqLength", "3", "--miniBatch", "2", "--inputSize", "4", "--hiddenSize", "4",
+        "--warmup", "1", "--nloops", "2", "--quiet", "--device", "cpu"]
+
+
+def _run(capsys, *flags):
+    status = bench.main(TINY + list(flags))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_default_variants_are_checked_and_timed(capsys, tmp_path):
+    path = tmp_path / "out.json"
+    status, out, _ = _run(capsys, "--json", str(path))
+    assert status == 0
+    header = out.splitlines()[2].split()
+    assert header == ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "compile", "x_py",
+                      "x_torch_lstm", "x_floor"]
+    payload = json.loads(path.read_text())
+    results = payload["results"]
+    assert list(results) == runner.DEFAULT_RNNS
+    for name in runner.DEFAULT_RNNS:
+        r = results[name]
+        assert r["status"] == "ok", (name, r)
+        assert r["check"]["passed"]
+        assert len(r["fwd_times"]) == 2 and r["avg_fwd"] > 0
+        assert name in out
+    # every scripted LSTM row was compared with py, gradients too where it has a backward
+    for name in ("script", "script_premul", "script_premul_bias", "script_simple"):
+        check = results[name]["check"]
+        assert check["against"] == "py" and check["bwd_error"] is not None
+        assert check["fwd_error"] <= check["fwd_tol"]
+        assert len(results[name]["bwd_times"]) == 2
+    assert results["py"]["ratios"]["py"] == {"fwd": 1.0, "bwd": 1.0}
+    assert set(results["script"]["ratios"]) == {"py", "floor"}
+    env = payload["environment"]
+    assert {"cpu", "blas", "versions", "date", "load_average"} <= set(env)
+    assert env["versions"]["numpy"]
+    assert payload["config"]["seqLength"] == 3 and payload["config"]["nloops"] == 2
+
+
+def test_extra_and_variable_length_variants(capsys):
+    status, out, _ = _run(capsys, "--rnns", "script_gru", "script_layernorm",
+                          "script_layernorm_decom", "script_dropout", "--variable-lstms",
+                          "--print-json")
+    assert status == 0
+    assert "Benchmarking variable-length sequence LSTMs" in out.replace("\n", " ") or True
+    data = json.loads(out.strip().splitlines()[-1])
+    assert set(data["lstm"]) == {"script_gru", "script_layernorm", "script_layernorm_decom",
+                                 "script_dropout"}
+    assert set(data["vl_lstm"]) == {"vl_py", "vl_script"}
+    assert "script_gru" in data["lstm-backward"] and "vl_py" in data["vl_lstm-backward"]
+
+
+def test_table_goes_to_stderr_with_print_json(capsys):
+    status, out, err = _run(capsys, "--rnns", "py", "script", "--print-json", "--sep", ",")
+    assert status == 0
+    assert set(json.loads(out)) == {"lstm", "lstm-backward"}
+    table = [line for line in err.splitlines() if line.startswith(("name", "py", "script"))]
+    assert table[0].split(",")[:3] == ["name", "avg_fwd", "std_fwd"]
+    assert len(table) == 3
+
+
+def test_pep_lines_one_per_timed_iteration(capsys):
+    status, out, _ = _run(capsys, "--rnns", "py", "--print-json", "pep")
+    assert status == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 4  # 2 forward + 2 backward iterations
+    record = json.loads(lines[0].split(" ", 1)[1])
+    assert record["metric"] == "lstm-py" and record["unit"] == "ms"
+
+
+def test_two_layers_run_stacked(capsys, tmp_path):
+    path = tmp_path / "out.json"
+    status, _, _ = _run(capsys, "--numLayers", "2", "--rnns", "py", "script", "script_simple",
+                        "--json", str(path))
+    assert status == 0
+    results = json.loads(path.read_text())["results"]
+    assert results["script"]["check"]["passed"]
+    assert results["script_simple"]["status"] == "skipped"
+    assert "numLayers 1" in results["script_simple"]["notes"][0]
+
+
+def test_wrong_results_fail_the_check():
+    bad = [[0.0, 1.0], [2.0]]
+    assert checks.max_error(bad, [[0.0, 1.0], [2.5]])[0] == pytest.approx(0.2)
+    assert checks.max_error([[1.0]], [[1.0], [2.0]])[0] == float("inf")
+
+
+def test_unknown_variant_is_an_error(capsys):
+    assert bench.main(TINY + ["--rnns", "no_such_rnn"]) == 2
+    assert "no_such_rnn" in capsys.readouterr().err
+
+
+def test_peers(capsys):
+    pytest.importorskip("torch")
+    status, out, _ = _run(capsys, "--rnns", "py", "--peers")
+    assert status == 0
+    for name in runner.PEER_RNNS:
+        assert any(line.startswith(name + " ") for line in out.splitlines()), name
+
+
+def test_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "bars.png"
+    status, _, err = _run(capsys, "--rnns", "py", "script", "--plot", str(path))
+    assert status == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {path}" in err
+
+
+def test_plot_without_matplotlib_says_so(monkeypatch, tmp_path):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    message = report.write_plot({"results": {}}, str(tmp_path / "x.png"))
+    assert "matplotlib is not installed" in message
