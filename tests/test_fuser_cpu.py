@@ -1,8 +1,13 @@
 """Compiled CPU fusion kernels equal numpy eager: dtypes, broadcasting, chunks, strides, special
 values, accuracy of the polynomial math functions, and random graphs (hypothesis)."""
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +17,18 @@ import fuser
 from fuser.cpu import compile_group
 from fuser.cpu.kernel import cache_size
 from ir import FLOAT, Graph, TensorType, infer_types
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_disk_cache(tmp_path_factory):
+    """Compiled kernels go to a temporary cache directory, not the user's."""
+    saved = os.environ.get("RNNSCRIPT_CACHE_DIR")
+    os.environ["RNNSCRIPT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))
+    yield
+    if saved is None:
+        del os.environ["RNNSCRIPT_CACHE_DIR"]
+    else:
+        os.environ["RNNSCRIPT_CACHE_DIR"] = saved
 
 
 # -- building graphs and a numpy reference ---------------------------------------------------------
@@ -311,6 +328,159 @@ def test_switch_turns_fusion_off(monkeypatch):
         assert fuser.is_enabled()
     finally:
         fuser._enabled = None
+
+
+# -- the guarded fast call path -------------------------------------------------------------------
+def test_repeated_calls_with_changing_layouts_stay_correct():
+    """After the first call, calls go through a native guard for that call's layout; every other
+    layout, dtype, type or argument count must still take the general path."""
+    rng = np.random.default_rng(11)
+    g = lstm_tail("float32", 4, 8)
+    kernel = compile_group(g)
+    base = [rand(rng, v.type.shape) for v in g.inputs]
+
+    def variants():
+        yield base
+        yield base  # same layout again: the guarded path
+        yield [np.asfortranarray(base[0]), *base[1:]]  # same shape, other strides
+        yield [rand(rng, (9, 32)), rand(rng, (9, 32)), base[2], base[3], rand(rng, (9, 8))]
+        yield base
+        yield [a.astype(np.float64) for a in base]  # converted to float32 by the general path
+        yield [base[0].tolist(), *base[1:]]  # not an array
+        yield [base[0].view(np.recarray).view(type("Sub", (np.ndarray,), {})), *base[1:]]
+        yield [base[0].astype(">f4"), *base[1:]]  # equal dtype, other byte order
+        yield [*base[:4], base[4][None]]  # another rank (broadcast against the others)
+        yield base
+
+    for args in variants():
+        got = kernel(*args)
+        want = evaluate(g, *[np.asarray(a, np.float32) for a in args])  # the kernel's dtype
+        for gv, wv in zip(got, want):
+            assert_same(gv, wv, 2e-6, 2e-6)
+
+
+def test_guard_accepts_only_the_layout_it_was_made_for():
+    rng = np.random.default_rng(12)
+    g = lstm_tail("float32", 4, 8)
+    kernel = compile_group(g)
+    args = tuple(rand(rng, v.type.shape) for v in g.inputs)
+    kernel(*args)
+    guarded, guard, shape, dtypes, _ = kernel._fast
+    outs = tuple(np.empty(shape, d) for d in dtypes)
+    assert guarded(args, outs, guard) == 0
+    want_hy, want_cy = evaluate(g, *args)
+    assert_same(outs[0], want_hy, 2e-6, 2e-6)
+    assert_same(outs[1], want_cy, 2e-6, 2e-6)
+    others = [args[:4], (*args, args[0]), (args[0].T.copy().T, *args[1:]),
+              (args[0].astype(np.float64), *args[1:]), (args[0][:2], *args[1:]),
+              (list(args[0]), *args[1:]), (args[0], args[1], 1.0, args[3], args[4])]
+    for bad in others:
+        before = [o.copy() for o in outs]
+        assert guarded(bad, outs, guard) == 1
+        for o, b in zip(outs, before):
+            np.testing.assert_array_equal(o, b)  # rejected without writing anything
+
+
+def test_scalar_arguments_of_any_number_type():
+    g = Graph()
+    x = g.add_input(T("float32", 3, 4))
+    s = g.add_input(FLOAT, "s")
+    g.add_output(emit(g, "tensor::mul", x, s))
+    kernel = compile_group(g)
+    x0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for scale in (1.5, 2, -0.25, True, np.float64(3.0), np.float32(0.5), 1.5):
+        got = kernel(x0, scale)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, x0 * np.float32(float(scale)))
+
+
+def test_guarded_call_is_faster_than_the_general_path():
+    """The point of the guard: a small call skips the Python-side checks and plan lookup."""
+    import time
+    rng = np.random.default_rng(13)
+    g = lstm_tail("float32", 8, 64)
+    kernel = compile_group(g)
+    args = tuple(rand(rng, v.type.shape) for v in g.inputs)
+    kernel(*args)
+
+    def best(fn):
+        times = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            for _ in range(5):
+                fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+    fast, general = best(lambda: kernel(*args)), best(lambda: kernel._call_planned(args))
+    assert fast < general
+
+
+# -- the disk cache --------------------------------------------------------------------------------
+_CHILD = """
+import sys, numpy as np
+from fuser.cpu import compile_group, jit
+from ir import Graph, TensorType, infer_types
+g = Graph()
+x = g.add_input(TensorType("float32", (5,)))
+node = g.insert("tensor::exp", [x])
+node.add_output(infer_types(node)[0])
+g.add_output(node.outputs[0])
+got = compile_group(g)(np.linspace(-2, 2, 5, dtype=np.float32))
+assert np.allclose(got, np.exp(np.linspace(-2, 2, 5)), rtol=2e-6)
+print(jit.STATS.kernels, jit.STATS.disk_hits)
+"""
+
+
+def _child(cache: Path, disk: str = "1") -> tuple[int, int]:
+    """Compile a small kernel in a new process; (kernels compiled, kernels loaded from disk)."""
+    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(cache), RNNSCRIPT_DISK_CACHE=disk)
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=root, check=True,
+                         capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_disk_cache_is_reused_by_a_new_process(tmp_path):
+    assert _child(tmp_path) == (1, 0)
+    entries = list((tmp_path / "cpu-kernels").glob("*.o"))
+    assert len(entries) == 1
+    assert _child(tmp_path) == (0, 1)
+    assert not [p for p in entries[0].parent.iterdir() if p.name.startswith(".tmp")]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
+def test_corrupt_disk_cache_entries_are_rebuilt(tmp_path, damage):
+    _child(tmp_path)
+    (entry,) = (tmp_path / "cpu-kernels").glob("*.o")
+    data = entry.read_bytes()
+    damaged = {"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)),
+               "flip": data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:], "empty": b""}
+    entry.write_bytes(damaged[damage])
+    assert _child(tmp_path) == (1, 0)  # compiled again (and correct: the child checks)
+    assert entry.read_bytes() == data  # and the entry rewritten
+    assert _child(tmp_path) == (0, 1)
+
+
+def test_disk_cache_can_be_turned_off(tmp_path):
+    assert _child(tmp_path, disk="0") == (1, 0)
+    assert not (tmp_path / "cpu-kernels").exists()
+
+
+def test_unwritable_cache_directory_only_means_no_caching(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert _child(blocker) == (1, 0)
+    assert _child(blocker) == (1, 0)
+
+
+def test_float32_exp_scales_with_one_vector_instruction():
+    """exp's 2**n scaling is llvm.ldexp: vscalefps on AVX-512 hosts, never a libm call."""
+    g = Graph()
+    g.add_output(emit(g, "tensor::exp", g.add_input(T("float32", 64))))
+    asm = compile_group(g).assembly()
+    assert "call" not in asm.split("_guarded:")[0].split("_body:")[-1]
+    if "+avx512f" in llvm.get_host_cpu_features().flatten():
+        assert "vscalefps" in asm and "zmm" in asm
 
 
 # -- accuracy sweep --------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_generated_programs_match_python(program, seed):
 
 
 @settings(max_examples=CI_GRADIENT_EXAMPLES, **_SETTINGS)
-@given(programs(max_helpers=1, casts=False), st.integers(0, 2**16))
+@given(programs(max_helpers=1, differentiable=True), st.integers(0, 2**16))
 def test_generated_gradients_match_finite_differences(program, seed):
     _check_gradients(program, seed)
 
@@ -80,7 +80,7 @@ def test_slow_generated_programs_match_python(program, seed):
 
 @pytest.mark.slow
 @settings(max_examples=LONG_EXAMPLES // 4, **_SETTINGS)
-@given(programs(max_helpers=1, casts=False), st.integers(0, 2**16))
+@given(programs(max_helpers=1, differentiable=True), st.integers(0, 2**16))
 def test_slow_generated_gradients_match_finite_differences(program, seed):
     _check_gradients(program, seed)
 

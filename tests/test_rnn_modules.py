@@ -11,15 +11,15 @@ import rnn
 from script import script, vjp
 
 SEQ, BATCH, INPUT, HIDDEN = 5, 3, 4, 6
-VERIFIER_BUG = pytest.mark.xfail(
-    strict=True, raises=Exception,
-    reason="the backward pipeline leaves loop-carried / ListIndex types that the verifier "
-           "rejects for stacks of several layers and bidirectional LSTM states (gradients are right with RNNSCRIPT_VERIFY=0)")
+# VERIFIER_BUG: with the verifier on (as in this suite), the backward pipeline leaves
+# loop-carried / ListIndex types the verifier rejects for stacks of several layers and for
+# bidirectional LSTM states; the gradients are right with RNNSCRIPT_VERIFY=0. The tests below
+# assert that failure, so they flag the fix.
 CONFIGS = [(layers, bidir, batch_first) for layers in (1, 3) for bidir in (False, True)
            for batch_first in (False, True)]
 
 
-# -- an independent numpy reference --------------------------------------------------------------
+# -- an independent numpy reference ---------------------------------------------------------------
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -100,7 +100,7 @@ def close(got, want, tol=1e-5):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
-# -- construction ----------------------------------------------------------------------------------
+# -- construction ---------------------------------------------------------------------------------
 def test_parameter_names_shapes_and_default_initialisation():
     m = rnn.LSTM(INPUT, HIDDEN, num_layers=2, bidirectional=True, rng=0)
     names = [n for n, _ in m.named_parameters()]
@@ -137,7 +137,7 @@ def test_load_state_dict_reaches_the_cells_and_the_script_module():
     close(after, want)
 
 
-# -- forward: numpy reference, eager == scripted -----------------------------------------------------
+# -- forward: numpy reference, eager == scripted --------------------------------------------------
 @pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
 @pytest.mark.parametrize("layers,bidir,batch_first", CONFIGS)
 def test_forward_matches_numpy_reference(mode, layers, bidir, batch_first):
@@ -203,7 +203,7 @@ def test_dropout_between_layers_only_while_training():
     close(out, reference("LSTM", x, h0[:1], c0[:1], one.state_dict(), 1, 1)[0])
 
 
-# -- gradients: finite differences of the numpy reference --------------------------------------------
+# -- gradients: finite differences of the numpy reference -----------------------------------------
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("layers,bidir", [(1, True), (2, False)])
 def test_gradients_match_finite_differences_of_the_reference(mode, layers, bidir):
@@ -248,7 +248,7 @@ def test_gradients_match_finite_differences_of_the_reference(mode, layers, bidir
     np.testing.assert_allclose(grads[0][2, 1, 3], fd, rtol=1e-5, atol=1e-7)
 
 
-# -- torch parity --------------------------------------------------------------------------------------
+# -- torch parity ---------------------------------------------------------------------------------
 def torch_module(torch, mode, layers, bidir, batch_first, ours):
     cls = getattr(torch.nn, mode)
     t = cls(INPUT, HIDDEN, num_layers=layers, bidirectional=bidir, batch_first=batch_first)

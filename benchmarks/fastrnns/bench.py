@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import gc
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
         f"{args.warmup} warm-up + {args.nloops} timed iterations"
         + (f" (fewer than upstream's {GPU_LOOPS[0]} + {GPU_LOOPS[1]} on a CPU; "
            "--warmup/--nloops to change)" if device == "cpu" and default_loops else ""))
+    _warn_if_busy(args, say)
     sync = synchronizer(device)
     results: dict[str, dict] = {}
     with compiler_settings(args, say):
@@ -290,6 +292,17 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
             _say_notes(results, group, say)
     return {"config": {k: v for k, v in vars(args).items()}, "results": results,
             "environment": report.environment(device)}
+
+
+def _warn_if_busy(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """Says so when other processes compete for the cores: the times are then noisy, and BLAS
+    threads that wait for a core can inflate them many times over."""
+    cpus = os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load <= cpus:
+        return
+    say(f"note: this machine is busy (load average {load:.1f} on {cpus} CPUs): times are noisy"
+        + ("" if args.threads else "; --threads 1 keeps BLAS threads from waiting for cores"))
 
 
 def _runnable(names: list[str], say: Callable[[str], None]) -> list[str]:

@@ -17,6 +17,7 @@ the layers inside the script, as upstream.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ import numpy as np
 from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.eager import numpy_backward, numpy_forward
 from script import script, vjp
+from script.function import ScriptFunction
 from script.autodiff import compile_gradient, run_vjp
 
 LayerVJP = Callable[..., tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]]]
@@ -123,6 +125,12 @@ def varlen_inputs(sizes: Sizes, xp: Any = np) -> RNNInputs:
     return inputs
 
 
+@functools.cache
+def scripted(fn: Any) -> ScriptFunction:
+    """``script(fn)``, once per process: later runs reuse the compiled specializations."""
+    return script(fn)
+
+
 # -- stacking single layers ---------------------------------------------------------------------
 def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[list[Any]],
             xp: Any = np) -> ModelDef:
@@ -166,7 +174,7 @@ def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any) -> tuple[tuple[Any, ...], C
 def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
     """A one-layer vjp of a function (scripted here); ``optimize=False`` compiles it with no
     passes and no fusion, each op as written (the reference for variants that have no ``py``)."""
-    f = script(fn)
+    f = scripted(fn)
 
     def layer_vjp(*args: Any) -> tuple[tuple[Any, ...], Callable]:
         if optimize:
@@ -195,7 +203,7 @@ def simple_creator(inp: RNNInputs) -> ModelDef:
     """``script_simple``: returns only the last state, so it cannot feed a next layer."""
     if inp.sizes.num_layers != 1:
         raise Unsupported("script_simple returns only the last state: it needs --numLayers 1")
-    f = script(cells.lstm_layer_simple)
+    f = scripted(cells.lstm_layer_simple)
     args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
 
     def forward() -> tuple[Any, Any]:
@@ -216,7 +224,7 @@ def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
     ``fn(x, hx, cx, [w_ih_0, w_hh_0, b_ih_0, b_hh_0, w_ih_1, ...], *extra)``. When the function
     cannot be differentiated yet, the variant is timed forward only and says why."""
     def create(inp: RNNInputs) -> ModelDef:
-        f = script(fn)
+        f = scripted(fn)
         args = (inp.x, inp.hx, inp.cx, inp.flat_weights(), *extra)
         check = None
         if check_extra is not None:
@@ -350,7 +358,7 @@ def vl_py_creator(inp: RNNInputs) -> ModelDef:
 
 def vl_script_creator(inp: RNNInputs) -> ModelDef:
     """``vl_script``: the whole per-sequence loop in one scripted function."""
-    f = script(cells.varlen_lstm)
+    f = scripted(cells.varlen_lstm)
     args = (inp.sequences, inp.hx[0], inp.cx[0], *inp.weights[0])
     try:
         compile_gradient(f, args)

@@ -50,7 +50,10 @@ def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
 
 
 def format_table(rows: list[list[str]], sep: str = " ") -> str:
-    """Right-aligned columns (the name left-aligned) joined by ``sep``."""
+    """Right-aligned columns (the name left-aligned) joined by ``sep``; with a separator other
+    than whitespace (``--sep ,``) the cells are not padded."""
+    if sep.strip():
+        return "\n".join(sep.join(row) for row in rows)
     widths = [max(len(row[k]) for row in rows if k < len(row)) for k in range(len(rows[0]))]
     lines = []
     for row in rows:

@@ -34,6 +34,8 @@ STORAGE: dict[str, ir.Type] = {"float32": F32, "float64": F64, "bool": I8}
 COMPUTE: dict[str, ir.Type] = {"float32": F32, "float64": F64, "bool": I1, "weak": DOUBLE}
 """How values of each dtype live in registers (``weak``: a Python scalar, as a double)."""
 
+TUPLE_SIZE_OFFSET = 16
+"""Byte offset of ``ob_size`` in a CPython tuple (checked at run time by ``fuser.cpu.kernel``)."""
 TUPLE_ITEMS_OFFSET = 24
 """Byte offset of ``ob_item`` in a CPython tuple (checked at run time by ``fuser.cpu.kernel``)."""
 ARRAY_DATA_OFFSET = 16
@@ -394,10 +396,11 @@ class KernelBuilder:
 
     def _guarded_entry_function(self, body: ir.Function) -> None:
         """``int kern_guarded(PyTupleObject *args, PyTupleObject *outs, i64 *guard)``: the call
-        path that needs no Python-side checks. It returns 1 without touching memory when an
-        array argument is not exactly an ndarray with the guard's dtype object, rank, shape and
-        strides, else runs every slab and returns 0. ``guard`` holds, per array input in tuple
-        order: type address, descr address, dims, byte strides (rank from the group's type);
+        path that needs no Python-side checks. It returns 1 without touching memory when the
+        argument count differs or an array argument is not exactly an ndarray with the guard's
+        dtype object, rank, shape and strides, else runs every slab and returns 0. ``guard``
+        holds, per array input in tuple order: type address, descr address, dims, byte strides
+        (rank from the group's type);
         then per scalar input the address of ``float`` (other numbers are rejected); then the
         slab count and the slab rows of ``_entry_function``'s ``params``."""
         spec = self.spec
@@ -419,6 +422,8 @@ class KernelBuilder:
             b.cbranch(ok, nxt, reject)
             b.position_at_end(nxt)
 
+        n_args = ir.Constant(I64, len(spec.graph.inputs))
+        require(b.icmp_signed("==", at(args, TUPLE_SIZE_OFFSET, I64), n_args))
         pos, datas = 0, []
         for inp in spec.array_inputs:
             obj = at(args, TUPLE_ITEMS_OFFSET + 8 * inp)

@@ -24,6 +24,7 @@ CPU name and features too, since kernels use the host's vector extensions.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import threading
 from dataclasses import dataclass
@@ -34,7 +35,14 @@ import numpy as np
 from fuser.cpu import jit
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
+    ARRAY_DESCR_OFFSET,
+    ARRAY_DIMS_OFFSET,
+    ARRAY_ND_OFFSET,
+    ARRAY_STRIDES_OFFSET,
+    FLOAT_VALUE_OFFSET,
+    OBJECT_TYPE_OFFSET,
     TUPLE_ITEMS_OFFSET,
+    TUPLE_SIZE_OFFSET,
     KernelBuilder,
     KernelSpec,
     analyze,
@@ -44,6 +52,10 @@ from ir.types import TensorType
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)
 """The native entry point: (tuple of arrays, params, scalars); releases the GIL while it runs."""
+_GUARDED = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.py_object, ctypes.c_void_p)
+"""The guarded entry point: (argument tuple, output tuple, guard) -> 0, or 1 on a mismatch."""
+_empty = np.empty
+_PLACEHOLDER = "rnnscript_kernel_name"
 
 _lock = threading.RLock()
 _KERNELS: dict[str, Kernel] = {}
@@ -61,6 +73,13 @@ class Plan:
     """one int64 row per slab: rows, cols, output offsets, leaf offsets and strides."""
     pointers: list[int]
     """the address of each row of ``params``."""
+    guard: np.ndarray | None = None
+    """what the guarded entry checks the arguments against, then the slab count and ``params``
+    (None when the argument ranks differ from the group's types)."""
+    fast: tuple | None = None
+    """``Kernel._fast`` for this plan (None without a guard)."""
+    classes: tuple[int, ...] = ()
+    """the column-stride class of each leaf (which compiled variant runs)."""
 
 
 class Kernel:
@@ -75,8 +94,11 @@ class Kernel:
         self.array_slots = [(i, np.dtype(graph.inputs[i].type.dtype))  # type: ignore[union-attr]
                             for i in spec.array_inputs]
         self.out_dtypes = [np.dtype(d) for d in spec.out_dtypes]
-        self.variants: dict[tuple[int, ...], Any] = {}
+        self.variants: dict[tuple[int, ...], tuple[Any, Any]] = {}
         self.plans: dict[tuple, Plan] = {}
+        self._fast: tuple | None = None
+        """(guarded function, guard address, output shape, output dtypes, guard) of the plan
+        of the last general call."""
         self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
 
     def __repr__(self) -> str:
@@ -84,6 +106,22 @@ class Kernel:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
+        fast = self._fast
+        if fast is not None:  # the last plan: the native guard checks the arguments match it
+            guarded, guard, shape, dtypes, _ = fast
+            n_out = len(dtypes)
+            if n_out == 2:
+                outs = (_empty(shape, dtypes[0]), _empty(shape, dtypes[1]))
+            elif n_out == 1:
+                outs = (_empty(shape, dtypes[0]),)
+            else:
+                outs = tuple([_empty(shape, d) for d in dtypes])
+            if not guarded(args, outs, guard):
+                return outs if n_out > 1 else outs[0]
+        return self._call_planned(args)
+
+    def _call_planned(self, args: tuple[Any, ...]) -> Any:
+        """The general call: check and convert the arguments, find or make the plan."""
         if len(args) != self.n_inputs:
             raise TypeError(f"kernel takes {self.n_inputs} inputs, got {len(args)}")
         arrays = []
@@ -96,6 +134,8 @@ class Kernel:
         plan = self.plans.get(key)
         if plan is None:
             arrays, plan = self._plan_for(arrays, key)
+        if plan.fast is not None:
+            self._fast = plan.fast  # calls with this layout skip the checks above from now on
         outs = [np.empty(plan.shape, d) for d in self.out_dtypes]
         if plan.fn is not None:
             scalars = self._scalars(args)
@@ -143,7 +183,24 @@ class Kernel:
         dims = _collapse(out_shape, [_aligned(s, st, out_shape) for s, st in zip(shapes, strides)])
         if 0 in out_shape:
             return Plan(out_shape, None, np.zeros((0, 0), np.int64), [])
-        return self._plan_from_dims(out_shape, dims, offsets)
+        plan = self._plan_from_dims(out_shape, dims, offsets)
+        self._add_guard(plan, layouts)
+        return plan
+
+    def _add_guard(self, plan: Plan, layouts: list[tuple]) -> None:
+        """Give ``plan`` the guard of the guarded entry (see ``KernelBuilder``), when the ranks
+        match the group's types."""
+        header: list[int] = []
+        inputs = self.spec.graph.inputs
+        for (i, dtype), (shape, bstrides, _) in zip(self.array_slots, layouts):
+            if len(shape) != len(inputs[i].type.shape):  # type: ignore[union-attr]
+                return
+            header += [id(np.ndarray), id(dtype), *shape, *bstrides]
+        header += [id(float)] * len(self.spec.scalar_inputs)
+        header.append(len(plan.params))
+        plan.guard = np.concatenate([np.array(header, np.int64), plan.params.ravel()])
+        plan.fast = (self.variant(plan.classes)[1], plan.guard.ctypes.data, plan.shape,
+                     tuple(self.out_dtypes), plan.guard)  # the last item keeps the guard alive
 
     def _plan_from_dims(self, out_shape: tuple[int, ...], dims: list[tuple[int, list[int]]],
                         offsets: list[int]) -> Plan:
@@ -153,7 +210,7 @@ class Kernel:
         (rows, row_st), (cols, col_st) = dims[-2], dims[-1]
         outer = dims[:-2]
         classes = tuple(0 if s == 0 else 1 if s == 1 else 2 for s in col_st)
-        fn = self.variant(classes)
+        fn = self.variant(classes)[0]
         n_out = len(self.out_dtypes)
         slabs = list(itertools.product(*[range(size) for size, _ in outer]))
         params = np.zeros((len(slabs), 2 + n_out + 3 * n_leaf), np.int64)
@@ -170,22 +227,26 @@ class Kernel:
                 row[base + 1], row[base + 2] = row_st[i], col_st[i]
         stride = params.strides[0]
         pointers = [params.ctypes.data + k * stride for k in range(len(slabs))]
-        return Plan(out_shape, fn, params, pointers)
+        return Plan(out_shape, fn, params, pointers, classes=classes)
 
     # -- machine code ---------------------------------------------------------------------------
-    def variant(self, classes: tuple[int, ...]) -> Any:
-        """The ctypes function for these column-stride classes, compiled on first use."""
-        fn = self.variants.get(classes)
-        if fn is not None:
-            return fn
+    def variant(self, classes: tuple[int, ...]) -> tuple[Any, Any]:
+        """The (plain, guarded) ctypes functions for these column-stride classes, compiled on
+        first use."""
+        fns = self.variants.get(classes)
+        if fns is not None:
+            return fns
         with _lock:
-            fn = self.variants.get(classes)
-            if fn is None:
-                name = jit.unique_name("fused")
-                text = KernelBuilder(self.spec, classes, name).build()
-                fn = _CFUNC(jit.compile_ir(text, name))
-                self.variants[classes] = fn
-        return fn
+            fns = self.variants.get(classes)
+            if fns is None:
+                # the symbol name comes from the code itself, so the IR text (the disk cache's
+                # key) is the same in every process that compiles this kernel
+                text = KernelBuilder(self.spec, classes, _PLACEHOLDER).build()
+                name = "fused_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+                text = text.replace(_PLACEHOLDER, name)
+                plain, guarded = jit.compile_ir(text, [name, name + "_guarded"])
+                fns = self.variants[classes] = (_CFUNC(plain), _GUARDED(guarded))
+        return fns
 
     def llvm_ir(self, classes: tuple[int, ...] | None = None) -> str:
         """The unoptimized LLVM IR of a variant (all leaves contiguous by default)."""
@@ -291,16 +352,34 @@ _layouts_ok: bool | None = None
 
 
 def check_layouts() -> None:
-    """Raise RuntimeError unless tuples and ndarrays have the memory layout the kernels read."""
+    """Raise RuntimeError unless tuples, floats and ndarrays have the memory layout the kernels
+    read."""
     global _layouts_ok
     if _layouts_ok is None:
-        probe = np.empty(3)
-        items = (probe,)
-        item = ctypes.c_void_p.from_address(id(items) + TUPLE_ITEMS_OFFSET).value
-        data = ctypes.c_void_p.from_address(id(probe) + ARRAY_DATA_OFFSET).value
-        _layouts_ok = item == id(probe) and data == probe.ctypes.data
+        _layouts_ok = _probe_layouts()
     if not _layouts_ok:
         raise RuntimeError("the CPU fuser does not know this Python build's object layout")
+
+
+def _probe_layouts() -> bool:
+    probe = np.empty((3, 2), np.float32)[:, :1]
+    value = 2.5
+    items = (probe, value)
+
+    def word(obj: Any, offset: int, ty: Any = ctypes.c_void_p) -> Any:
+        return ty.from_address(id(obj) + offset).value
+
+    dims, strides = word(probe, ARRAY_DIMS_OFFSET), word(probe, ARRAY_STRIDES_OFFSET)
+    return (word(items, TUPLE_SIZE_OFFSET, ctypes.c_ssize_t) == 2
+            and word(items, TUPLE_ITEMS_OFFSET) == id(probe)
+            and word(items, TUPLE_ITEMS_OFFSET + 8) == id(value)
+            and word(probe, ARRAY_DATA_OFFSET) == probe.ctypes.data
+            and word(probe, OBJECT_TYPE_OFFSET) == id(np.ndarray)
+            and word(probe, ARRAY_ND_OFFSET, ctypes.c_int) == 2
+            and word(probe, ARRAY_DESCR_OFFSET) == id(probe.dtype)
+            and list((ctypes.c_int64 * 2).from_address(dims)) == [3, 1]
+            and list((ctypes.c_int64 * 2).from_address(strides)) == [8, 4]
+            and word(value, FLOAT_VALUE_OFFSET, ctypes.c_double) == 2.5)
 
 
 def layouts_supported() -> bool:

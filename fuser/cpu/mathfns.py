@@ -35,6 +35,11 @@ _FLOAT_CONSTS = {
 }
 
 
+_EXP_F32 = (8.290315046906471e-3, 4.189793020486832e-2, 1.666763573884964e-1,
+            4.999915063381195e-1, 9.999997019767761e-1, 1.0)
+"""e**r ~ sum c_k r**k on |r| <= ln2/2, highest power first (a relative-error minimax fit)."""
+
+
 class Math:
     """Emits float math at one LLVM type through a builder (helpers shared by the functions)."""
 
@@ -96,15 +101,12 @@ class Math:
         """x^n + coefs[0] * x^(n-1) + ... (Cephes' p1evl: leading coefficient 1)."""
         return self.horner(x, (1.0, *coefs))
 
-    def pow2(self, n):
-        """2**n as a float, for an integer n in the normal exponent range."""
-        bits = self.b.shl(self.b.add(n, self.ic(self.bias)), self.ic(self.mant))
-        return self.b.bitcast(bits, self.ty)
-
     # -- the functions -------------------------------------------------------------------------
     def exp(self, x):
-        """e**x. The scale 2**n is applied in two halves so results that overflow become inf and
-        results below the normal range become denormals or 0, exactly as libm rounds them."""
+        """e**x: n = round(x / ln2), r = x - n ln2 (two-part ln2), a polynomial for e**r, then
+        ``llvm.ldexp`` scales by 2**n (one AVX-512 ``vscalefps``/``vscalefpd`` per vector), which
+        rounds results that overflow to inf and results below the normal range to denormals or 0
+        exactly as libm does. The clamp keeps n in int range; nan is patched at the end."""
         lo, hi = (-104.0, 89.0) if self.dtype == "float32" else (-746.0, 710.0)
         xc = self.sel(self.gt(x, self.c(lo)), x, self.c(lo))  # nan -> lo, patched below
         xc = self.sel(self.lt(xc, self.c(hi)), xc, self.c(hi))
@@ -113,9 +115,8 @@ class Math:
         if self.dtype == "float32":
             r = self.sub(self.sub(xc, self.mul(fx, self.c(0.693359375))),
                          self.mul(fx, self.c(-2.12194440e-4)))
-            y = self.horner(r, (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
-            y = self.add(self.add(self.mul(y, self.mul(r, r)), r), self.c(1.0))
+            # degree-5 fit of e**r on [-ln2/2, ln2/2] (relative error 1.7e-7 in float32)
+            y = self.horner(r, _EXP_F32)
         else:
             r = self.sub(self.sub(xc, self.mul(fx, self.c(6.93145751953125e-1))),
                          self.mul(fx, self.c(1.42860682030941723212e-6)))
@@ -126,11 +127,13 @@ class Math:
             q = self.horner(rr, (3.00198505138664455042e-6, 2.52448340349684104192e-3,
                                  2.27265548208155028766e-1, 2.00000000000000000009e0))
             y = self.add(self.c(1.0), self.mul(self.c(2.0), self.div(p, self.sub(q, p))))
-        n = self.b.fptosi(fx, self.ity)
-        n1 = self.b.ashr(n, self.ic(1))
-        n2 = self.b.sub(n, n1)
-        res = self.mul(self.mul(y, self.pow2(n1)), self.pow2(n2))
-        return self.sel(self.isnan(x), x, res)
+        return self.sel(self.isnan(x), x, self.ldexp(y, self.b.fptosi(fx, I32)))
+
+    def ldexp(self, y, n):
+        """y * 2**n for an i32 n, correctly rounded (overflow to inf, underflow to denormals)."""
+        fnty = ir.FunctionType(self.ty, [self.ty, I32])
+        fn = self.b.module.declare_intrinsic("llvm.ldexp", [self.ty, I32], fnty)
+        return self.b.call(fn, [y, n])
 
     def log(self, x):
         """Natural logarithm: frexp by bit manipulation (denormals rescaled first), then Cephes'
@@ -181,14 +184,14 @@ class Math:
 
     def tanh(self, x):
         """float32: Eigen's 13/6 rational approximation (one division, no exp; within 4e-7
-        relative), x itself below 4e-4 (keeps -0 and denormals exact), +-1 beyond 9.
+        relative), clamped to +-7.905 where it rounds to +-1; -0 stays -0.
         float64: Cephes' rational function below 0.625, 1 - 2 / (exp(2|x|) + 1) above."""
-        ax = self.unary("llvm.fabs", x)
-        one = self.binary("llvm.copysign", self.c(1.0), x)
         if self.dtype == "float32":
+            # clamps written so nan passes through (x > lim is false for nan); at the clamp the
+            # rational rounds to +-1, and near 0 it is x * p(0) / q(0) = x * (1 - 1.3e-7)
             lim = self.c(7.90531110763549805)
-            xc = self.sel(self.lt(x, lim), x, lim)
-            xc = self.sel(self.gt(xc, self.b.fneg(lim)), xc, self.b.fneg(lim))
+            xc = self.sel(self.gt(x, lim), lim, x)
+            xc = self.sel(self.lt(xc, self.b.fneg(lim)), self.b.fneg(lim), xc)
             z = self.mul(xc, xc)
             p = self.mul(xc, self.horner(z, (-2.76076847742355e-16, 2.00018790482477e-13,
                                              -8.60467152213735e-11, 5.12229709037114e-08,
@@ -196,9 +199,8 @@ class Math:
                                              4.89352455891786e-03)))
             q = self.horner(z, (1.19825839466702e-06, 1.18534705686654e-04,
                                 2.26843463243900e-03, 4.89352518554385e-03))
-            r = self.sel(self.lt(ax, self.c(4e-4)), x, self.div(p, q))
-            r = self.sel(self.lt(ax, self.c(9.0)), r, one)
-            return self.sel(self.isnan(x), x, r)
+            return self.div(p, q)
+        ax = self.unary("llvm.fabs", x)
         z = self.mul(x, x)
         p = self.horner(z, (-9.64399179425052238628e-1, -9.92877231001918586564e1,
                             -1.61468768441708447952e3))

@@ -116,14 +116,16 @@ class FunctionWriter:
     """Writes one function's body, drawing every choice from hypothesis."""
 
     def __init__(self, draw, dtype: str, helpers: list[Helper], counter: list[int],
-                 returns: tuple[Shape | ScalarT, ...], budget: int, casts: bool = True):
+                 returns: tuple[Shape | ScalarT, ...], budget: int, differentiable: bool = False):
         self.draw = draw
         self.dtype = dtype
         self.helpers = helpers
         self.counter = counter
         self.returns = returns
         self.budget = budget  # statements left, so programs stay small
-        self.casts = casts  # float32 round trips (no use where finite differences are taken)
+        # no dtype round trips (finite differences cannot see through float32) and no float() of
+        # a tensor (a Python float carries no gradient, so finite differences would disagree)
+        self.differentiable = differentiable
         self.scopes: list[Scope] = [Scope()]
         self.lines: list[str] = []
         self.indent = 1
@@ -194,7 +196,8 @@ class FunctionWriter:
     def float_expr(self, depth: int = 1) -> str:
         names = self.of_type(lambda t: t == FLOAT)
         options = ["lit"] + (["name"] if names else [])
-        options += ["reduce", "arith", "of_int"] if depth else []
+        options += ["arith", "of_int"] if depth else []
+        options += ["reduce"] if depth and not self.differentiable else []
         kind = self.choice(options)
         if kind == "name":
             return self.choice(names)
@@ -299,7 +302,7 @@ class FunctionWriter:
         a = self.tensor_expr(shape, depth)
         fns = ["np.tanh", "ops.sigmoid", "np.exp", "np.abs", "ops.relu", "-", "sqrt", "log",
                "np.square", "np.sin"]
-        fn = self.choice(fns + (["astype"] if self.casts else []))
+        fn = self.choice(fns + ([] if self.differentiable else ["astype"]))
         if fn == "-":
             return f"(-{a})"
         if fn == "np.exp":
@@ -625,8 +628,8 @@ def _annotation(returns: tuple[Shape | ScalarT, ...]) -> str:
 
 def _write_function(draw, name: str, params: tuple[Param, ...], returns, dtype: str,
                     helpers: list[Helper], counter: list[int], budget: int,
-                    casts: bool) -> list[str]:
-    w = FunctionWriter(draw, dtype, helpers, counter, returns, budget, casts)
+                    differentiable: bool) -> list[str]:
+    w = FunctionWriter(draw, dtype, helpers, counter, returns, budget, differentiable)
     for p in params:
         w.bind(p.name, p.type)
     w.block(budget)
@@ -647,11 +650,12 @@ def _draw_params(draw, prefix: str, scalars: bool) -> tuple[Param, ...]:
 
 
 @st.composite
-def programs(draw, max_helpers: int = 2, max_statements: int = 10, casts: bool = True) -> Program:
+def programs(draw, max_helpers: int = 2, max_statements: int = 10,
+             differentiable: bool = False) -> Program:
     """A random module: helpers and an entry function ``main`` (see the module docstring).
 
-    ``casts=False`` leaves out float32 round trips (``astype``), which make finite differences
-    meaningless.
+    ``differentiable=True`` leaves out float32 round trips and ``float(tensor)``, through which
+    finite differences and ``vjp`` rightly disagree.
     """
     dtype = draw(st.sampled_from(["float64", "float32"]))
     counter = [0]
@@ -664,7 +668,7 @@ def programs(draw, max_helpers: int = 2, max_statements: int = 10, casts: bool =
                                     if isinstance(p.type, TensorT)]))
         name = f"helper{k}"
         lines += _write_function(draw, name, params, (ret,), dtype, list(helpers), counter, 4,
-                                 casts)
+                                 differentiable)
         lines.append("")
         helpers.append(Helper(name, params, ret))
     params = _draw_params(draw, "", scalars=True)
@@ -675,6 +679,6 @@ def programs(draw, max_helpers: int = 2, max_statements: int = 10, casts: bool =
                     else tuple(draw(st.sampled_from(DIMS)) for _ in range(draw(st.integers(1, 2))))
                     for _ in range(n_returns))
     lines += _write_function(draw, "main", params, returns, dtype, helpers, counter,
-                             max_statements, casts)
+                             max_statements, differentiable)
     return Program("\n".join(lines), "main", params, dtype,
                    all(isinstance(r, tuple) for r in returns))
