@@ -3,17 +3,27 @@
     python -m benchmarks.fuser_cell [--repeat 200]
 
 Inputs are the two gate matmul results, the two biases and the cell state (float32); outputs are
-hy and cy. Times are medians of interleaved runs in one process; the ratio is numpy / fused. The
-compile time is per kernel: the first kernel of the process (which also starts the JIT) and then a
-new kernel in a warm JIT.
+hy and cy. Times are medians of interleaved short runs in one process (short, so a loaded machine
+rarely preempts one); the ratio is numpy / fused. The per-call line compares the kernel's guarded
+call (the normal path once a layout has been seen) with its general path, at the small size.
+
+Compile time is per kernel, with an empty temporary disk cache: the first kernel of the process
+(which also starts the JIT), a new kernel in a warm JIT, each stage of one compile, and loading
+the first kernel again from the disk cache in a new process (what a program start pays).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 
 from fuser.cpu import compile_group
@@ -62,10 +72,64 @@ def _median_us(fn, repeat: int, inner: int) -> float:
     return statistics.median(times) * 1e6
 
 
+def compile_stages(graph: Graph) -> dict[str, float]:
+    """Seconds per stage of compiling ``graph``'s kernel from scratch (no caches)."""
+    from fuser.cpu import jit
+    from fuser.cpu.codegen import KernelBuilder, analyze
+
+    state = jit._jit()
+    t0 = time.perf_counter()
+    spec = analyze(graph)
+    text = KernelBuilder(spec, (1,) * len(spec.leaves), f"stages_{time.monotonic_ns()}").build()
+    t1 = time.perf_counter()
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    t2 = time.perf_counter()
+    opt = jit._optimized_module(state, text)
+    t3 = time.perf_counter()
+    state.opt_tm.emit_object(opt)
+    t4 = time.perf_counter()
+    return {"IR build": t1 - t0, "parse+verify": t2 - t1, "parse+O3": t3 - t2,
+            "machine code": t4 - t3}
+
+
+_CHILD = """
+import time
+t0 = time.perf_counter()
+from benchmarks.fuser_cell import lstm_tail_graph
+from fuser.cpu import compile_group, jit
+t1 = time.perf_counter()
+compile_group(lstm_tail_graph(64, 512))
+t2 = time.perf_counter()
+print((t2 - t1) * 1e3, jit.STATS.disk_hits)
+"""
+
+
+def disk_cache_load_ms() -> tuple[float, int]:
+    """(ms to get the LSTM kernel in a new process, disk hits) with the current cache dir."""
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", _CHILD], cwd=root, check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1])
+
+
+def _interleaved(cands: dict, rounds: int, inner: int) -> dict[str, float]:
+    """Median µs per call of each candidate, timed round-robin in short bursts."""
+    times: dict[str, list[float]] = {name: [] for name in cands}
+    for _ in range(rounds):
+        for name, fn in cands.items():
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            times[name].append((time.perf_counter() - t0) / inner * 1e6)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
+    os.environ["RNNSCRIPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rnnscript-bench-")
 
     t0 = time.perf_counter()
     compile_group(lstm_tail_graph(64, 512))
@@ -75,6 +139,10 @@ def main() -> None:
     warm = time.perf_counter() - t0
     print(f"compile: first kernel {first * 1e3:.1f} ms (JIT start included), "
           f"next kernel {warm * 1e3:.1f} ms")
+    stages = compile_stages(lstm_tail_graph(64, 512))
+    print("  stages: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in stages.items()))
+    load_ms, hits = disk_cache_load_ms()
+    print(f"  from the disk cache in a new process: {load_ms:.1f} ms ({hits} hit)")
 
     rng = np.random.default_rng(0)
     print(f"{'size':>8} {'numpy us':>10} {'fused us':>10} {'ratio':>7}")
@@ -85,13 +153,15 @@ def main() -> None:
         hy, cy = kernel(*inputs)
         want_hy, want_cy = numpy_lstm_tail(*inputs)
         assert np.allclose(hy, want_hy, atol=1e-5) and np.allclose(cy, want_cy, atol=1e-5)
-        inner = max(1, 20000 // (B * H))
-        np_times, fused_times = [], []
-        for _ in range(5):  # interleave so machine noise hits both alike
-            np_times.append(_median_us(lambda: numpy_lstm_tail(*inputs), args.repeat // 5, inner))
-            fused_times.append(_median_us(lambda: kernel(*inputs), args.repeat // 5, inner))
-        t_np, t_fused = statistics.median(np_times), statistics.median(fused_times)
-        print(f"{B:>3}x{H:<4} {t_np:>10.1f} {t_fused:>10.1f} {t_np / t_fused:>6.1f}x")
+        inner = max(1, 2000 // (B * H))
+        t = _interleaved({"numpy": lambda: numpy_lstm_tail(*inputs),
+                          "fused": lambda: kernel(*inputs)}, args.repeat, inner)
+        print(f"{B:>3}x{H:<4} {t['numpy']:>10.1f} {t['fused']:>10.1f} "
+              f"{t['numpy'] / t['fused']:>6.1f}x")
+    packed = tuple(inputs)
+    t = _interleaved({"guarded": lambda: kernel(*inputs),
+                      "general": lambda: kernel._call_planned(packed)}, args.repeat, 20)
+    print(f"per call at 8x64: guarded {t['guarded']:.2f} us, general path {t['general']:.2f} us")
 
 
 if __name__ == "__main__":

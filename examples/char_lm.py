@@ -7,9 +7,10 @@ bar (tqdm when installed), the loss going down, a sample of generated text and t
 
     python examples/char_lm.py [--steps 300] [--seed 0]
 
-Loss target: from ``--seed 0`` the default run (300 steps) ends with a mean training loss over
-its last 20 steps below 2.3 nats per character (a uniform guess over the ~55-character
-vocabulary costs ln 55 = 4.0).
+Loss target: from ``--seed 0`` the default run (300 steps, about two minutes on two CPU cores)
+ends with a mean training loss over its last 20 steps below 1.0 nats per character (measured:
+0.83; a uniform guess over the 55-character vocabulary costs ln 55 = 4.0). The test's short run
+(30 steps of a smaller model) goes from 3.9 to below 3.2.
 """
 
 from __future__ import annotations

@@ -135,3 +135,24 @@ def test_plot_without_matplotlib_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     message = report.write_plot({"results": {}}, str(tmp_path / "x.png"))
     assert "matplotlib is not installed" in message
+
+
+def test_progress_without_tqdm_counts_on_stderr(capsys, monkeypatch):
+    import builtins
+
+    from benchmarks.fastrnns.progress import Progress
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kwargs):
+        if name == "tqdm":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    progress = Progress(3)
+    progress.describe("script")
+    progress.update()
+    progress.close()
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "1/3 script" in captured.err

@@ -473,6 +473,20 @@ def test_unwritable_cache_directory_only_means_no_caching(tmp_path):
     assert _child(blocker) == (1, 0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_saturating_functions_reach_their_limits_exactly(dtype):
+    """numpy's float32 tanh is exactly +-1 for |x| > 9 and sigmoid exactly 0 / 1 far out."""
+    x = np.array([9.5, -9.5, 20.0, -20.0, 1e30, -1e30, np.inf, -np.inf], dtype)
+    g = Graph()
+    a = g.add_input(T(dtype, len(x)))
+    g.add_output(emit(g, "tensor::tanh", a))
+    g.add_output(emit(g, "tensor::sigmoid", a))
+    th, sig = compile_group(g)(x)
+    np.testing.assert_array_equal(th, np.sign(x))
+    np.testing.assert_array_equal(sig[2::2], np.ones(3, dtype))
+    np.testing.assert_array_equal(sig[5::2], np.zeros(2, dtype))
+
+
 def test_float32_exp_scales_with_one_vector_instruction():
     """exp's 2**n scaling is llvm.ldexp: vscalefps on AVX-512 hosts, never a libm call."""
     g = Graph()

@@ -1,0 +1,13 @@
+"""fastrnns: PyTorch's RNN benchmark harness rebuilt for rnnscript.
+
+    python -m benchmarks.fastrnns [--seqLength 100 --miniBatch 64 --rnns ... --peers --json PATH]
+
+Times LSTM variants (numpy eager ``py``, the scripted ``script*`` family, PyTorch peers, the GEMM
+floor) forward and backward, side by side in one process, after checking each against ``py``.
+
+- ``bench``: flags, the timing loop, the run;       ``runner``: the variant table;
+- ``factory``: inputs and creators (``ModelDef``);  ``cells``: the layers in the language;
+- ``eager``: numpy LSTM with a hand-written backward; ``torch_models``: the PyTorch peers;
+- ``checks``: correctness against the reference;    ``report``: table, JSON, environment, plot;
+- ``results``: regenerates ``benchmarks/RESULTS.md``.
+"""

@@ -22,8 +22,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks.fastrnns import checks, report, runner
-from benchmarks.fastrnns.factory import ModelDef, RNNInputs, Sizes, Unsupported, rnn_inputs
-from benchmarks.fastrnns.factory import varlen_inputs
+from benchmarks.fastrnns.factory import (
+    ModelDef,
+    RNNInputs,
+    Sizes,
+    Unsupported,
+    rnn_inputs,
+    varlen_inputs,
+)
 from benchmarks.fastrnns.progress import Progress
 
 GPU_LOOPS = (10, 100)
@@ -191,7 +197,23 @@ def _stats(samples: list[float]) -> tuple[float | None, float | None]:
 
 def bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: Any,
                   sync: Callable[[], None], progress: Progress) -> dict[str, Any]:
-    """Build, first-call, check and time one variant; the result record of the JSON."""
+    """Build, first-call, check and time one variant; the result record of the JSON. A variant
+    that raises is reported (status ``error``) and the run goes on with the next one."""
+    try:
+        return _bench_variant(name, inputs, refs, args, sync, progress)
+    except Exception as e:  # noqa: BLE001 - one broken variant must not hide the others' times
+        entry = runner.RUNNERS[name]
+        return {"group": entry.group, "doc": entry.doc, "status": "error",
+                "notes": [f"raised {type(e).__name__}: {_first_line(e)}"]}
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
+def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: Any,
+                   sync: Callable[[], None], progress: Progress) -> dict[str, Any]:
     entry = runner.RUNNERS[name]
     record: dict[str, Any] = {"group": entry.group, "doc": entry.doc, "notes": []}
     start = time.perf_counter()
@@ -290,8 +312,8 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
             say(report.format_table(rows, args.sep))
             say("(" + report.legend(group) + ")")
             _say_notes(results, group, say)
-    return {"config": {k: v for k, v in vars(args).items()}, "results": results,
-            "environment": report.environment(device)}
+        environment = report.environment(device)  # inside: the thread limits are in force
+    return {"config": dict(vars(args)), "results": results, "environment": environment}
 
 
 def _warn_if_busy(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -330,7 +352,7 @@ def _say_notes(results: dict[str, dict], group: str, say: Callable[[str], None])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; returns 1 when a variant failed its check."""
+    """The command line; returns 1 when a variant raised or failed its check."""
     args = parse_args(argv)
     try:
         payload = run(args)
@@ -348,4 +370,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.json}", file=sys.stderr)
     if args.plot:
         print(report.write_plot(payload, args.plot), file=sys.stderr)
-    return 1 if any(r.get("status") == "check failed" for r in results.values()) else 0
+    failed = any(r.get("status") in ("check failed", "error") for r in results.values())
+    return 1 if failed else 0

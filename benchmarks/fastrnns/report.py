@@ -144,7 +144,7 @@ def _blas() -> dict[str, Any]:
 def environment(device: str) -> dict[str, Any]:
     """CPU, BLAS, versions, load: what a reader needs to trust (or distrust) the numbers."""
     env: dict[str, Any] = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,

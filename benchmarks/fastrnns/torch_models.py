@@ -10,6 +10,7 @@ their outputs and gradients are checked against ``py`` like ours.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, List, Tuple
 
@@ -113,7 +114,10 @@ def custom_creator(layer: Callable[..., Tuple[Tensor, Tensor, Tensor]]
 
 def script_creator(inp: RNNInputs) -> ModelDef:
     """``torch_script``: upstream's custom LSTM under ``torch.jit.script``."""
-    return custom_creator(torch.jit.script(lstm_layer))(inp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # still the upstream peer
+        scripted = torch.jit.script(lstm_layer)
+    return custom_creator(scripted)(inp)
 
 
 def eager_creator(inp: RNNInputs) -> ModelDef:

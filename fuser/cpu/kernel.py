@@ -1,24 +1,31 @@
 """Compiled fusion kernels: the in-memory cache, per-shape call plans and the call itself.
 
 A ``Kernel`` is shared by every group with the same structure, dtypes and broadcast pattern
-(which dims are 1); sizes are run-time arguments, so a new batch size reuses it. On a call:
+(which dims are 1); sizes are run-time arguments, so a new batch size reuses it.
+
+The general call path:
 
 1. inputs are checked to be ndarrays of the compiled dtype (converted otherwise);
 2. the *plan* for these input shapes and strides is looked up (built once per layout): the output
    shape, each leaf's byte offset (chunks), row stride and column stride in elements, with
    dimensions collapsed to rows x cols where the layout allows (contiguous same-shape inputs become
-   one flat row); dimensions that cannot be collapsed become a Python loop over 2-D slabs;
+   one flat row); dimensions that cannot be collapsed become a loop over 2-D slabs;
 3. outputs are allocated with ``np.empty``;
 4. the native function is called once per slab with the tuple of arrays: it reads each array's
    data pointer from the CPython object itself, which costs about 0.3 us for the whole call where
    ``arr.ctypes.data`` costs about 1 us per array. The layouts this relies on are checked once.
 
+The guarded path, which a call takes when its arguments have the layout of the previous general
+call (every step of a recurrent loop): the outputs are allocated for that plan's shape and one
+native call receives the argument tuple as is. The native code checks each argument against the
+plan's guard (exactly ``ndarray``, the same dtype object, rank, shape and strides; Python floats
+for scalar inputs) and returns 1 without writing anything on a mismatch, when the general path
+runs instead; else it runs every slab. At 8x64 (the LSTM cell's tail) this halves a call: about
+2.3 us instead of 4.3 us, of which about 1.2 us is the arithmetic.
+
 Machine code is compiled once per (kernel, column-stride classes) per process, under a lock, so
-concurrent first calls compile once. Object code is not cached on disk. Measured on the LSTM cell's
-kernel: building the IR and parsing it take 5-10% of a compile, the O3 passes and machine code the
-rest, so a disk cache would save most of the 20-40 ms (unloaded machine) per kernel per process
-start; a model has a handful of kernels, so it was left out for now. If added it must key on the
-CPU name and features too, since kernels use the host's vector extensions.
+concurrent first calls compile once, and is kept in the disk cache of ``fuser.cpu.jit``. Symbol
+names are derived from the IR text, so the text (the cache key) is the same in every process.
 """
 
 from __future__ import annotations
