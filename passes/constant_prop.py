@@ -197,9 +197,16 @@ def _fold_size(node: Node) -> Any:
     return (t.shape[dim],)
 
 
+def _fold_is_none(node: Node) -> Any:
+    from passes.shape_prop import is_none_by_type
+    known = is_none_by_type(node.inputs[0].type)
+    return NOT_CONSTANT if known is None else (known,)
+
+
 TYPE_FOLDERS: dict[str, Callable[[Node], Any]] = {
     "tensor::ndim": _fold_ndim,
     "tensor::size": _fold_size,
+    "prim::IsNone": _fold_is_none,
 }
 """kind -> fold rule reading input types rather than input values."""
 

@@ -12,9 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ir.core import SUBGRAPH, Block, Graph, Node, Value
+from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import ShapeError, infer_types
-from ir.types import INT, Type, erase_shape, is_subtype, unify
+from ir.types import (
+    BOOL,
+    INT,
+    NONE,
+    AnyType,
+    OptionalType,
+    Type,
+    erase_shape,
+    is_subtype,
+    unify,
+)
 
 NAME = "shape-prop"
 
@@ -85,11 +95,39 @@ def join(a: Type, b: Type, fallback: Type) -> Type:
 
 def _propagate_if(node: Node) -> None:
     then_block, else_block = node.blocks
-    propagate_block(then_block)
-    propagate_block(else_block)
+    taken = static_condition(node.inputs[0])
+    # a branch the types already rule out (``x is None`` for an x known to be None, or not) is
+    # not propagated: its ops may not accept the specialized types, and constant-prop drops it
+    if taken is not False:
+        propagate_block(then_block)
+    if taken is not True:
+        propagate_block(else_block)
     types = [join(a.type, b.type, out.type)
              for a, b, out in zip(then_block.returns, else_block.returns, node.outputs)]
     _set_types(node.outputs, types, node)
+
+
+def static_condition(cond: Value) -> bool | None:
+    """The value of an If condition when the types alone decide it, else None."""
+    producer = cond.node
+    if producer.kind == CONSTANT:
+        value = producer.attrs.get("value")
+        return value if isinstance(value, bool) else None
+    if producer.kind == "prim::IsNone":
+        return is_none_by_type(producer.inputs[0].type)
+    if producer.kind == "tensor::logical_not" and cond.type == BOOL:
+        inner = static_condition(producer.inputs[0])
+        return None if inner is None else not inner
+    return None
+
+
+def is_none_by_type(t: Type) -> bool | None:
+    """True for NoneType, False for a type that cannot hold None, None when it may."""
+    if t == NONE:
+        return True
+    if isinstance(t, (OptionalType, AnyType)):
+        return None
+    return False
 
 
 def _propagate_loop(node: Node) -> None:

@@ -12,6 +12,7 @@ from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, con
 from ir.types import (
     BOOL,
     INT,
+    NONE,
     ClassType,
     DictType,
     ListType,
@@ -110,6 +111,8 @@ def _no_outputs(node: Node) -> list[Type]:
 
 def _optional_unwrap(node: Node) -> list[Type]:
     t = node.inputs[0].type
+    if t == NONE:
+        return keep_types(node)  # only in a branch the types rule out; constant-prop drops it
     return [t.element if isinstance(t, OptionalType) else t]
 
 
