@@ -27,6 +27,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    erase_shape,
     unify,
 )
 from script.frontend_env import Static
@@ -324,8 +325,17 @@ class ExprMixin:
         for item in items:
             if element is not None and unify(item.type, element) != element:
                 raise self.error(node, f"a list of {element} cannot hold a {item.type}")
-        declared = [ListType(element)] if element is not None else None
-        return self.emit("prim::ListConstruct", items, declared).output
+        if element is None:
+            # lists are mutable: a literal of tensors is a Tensor[] (as TorchScript types it), so
+            # appending a tensor of another shape or dtype later is as legal as in Python
+            joined = items[0].type
+            for item in items[1:]:
+                joined = unify(joined, item.type) if joined is not None else None
+            if joined is None:
+                raise self.error(node, "list elements have different types: " +
+                                 ", ".join(str(i.type) for i in items))
+            element = erase_shape(joined)
+        return self.emit("prim::ListConstruct", items, [ListType(element)]).output
 
     def tuple_items(self: FunctionCompiler, value: Any) -> list[Any]:
         """The element values of a tuple value."""

@@ -1,10 +1,18 @@
 """Test configuration: the verifier runs after every pass; `--slow` enables long fuzzing runs."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("RNNSCRIPT_VERIFY", "1")
+# compiled kernels go to a private cache, not the user's ~/.cache/rnnscript
+if "RNNSCRIPT_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="rnnscript-test-cache-")
+    os.environ["RNNSCRIPT_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 
 def pytest_addoption(parser):

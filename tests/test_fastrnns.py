@@ -21,7 +21,7 @@ def test_default_variants_are_checked_and_timed(capsys, tmp_path):
     path = tmp_path / "out.json"
     status, out, _ = _run(capsys, "--json", str(path))
     assert status == 0
-    header = out.splitlines()[2].split()
+    header = next(line for line in out.splitlines() if line.startswith("name")).split()
     assert header == ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "compile", "x_py",
                       "x_torch_lstm", "x_floor"]
     payload = json.loads(path.read_text())
@@ -156,3 +156,15 @@ def test_progress_without_tqdm_counts_on_stderr(capsys, monkeypatch):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "1/3 script" in captured.err
+
+
+def test_threads_fuser_and_passes_flags(capsys, tmp_path):
+    path = tmp_path / "out.json"
+    status, _, _ = _run(capsys, "--rnns", "py", "script", "--threads", "1", "--fuser", "off",
+                        "--disable-passes", "unroll", "--json", str(path))
+    assert status == 0
+    payload = json.loads(path.read_text())
+    assert payload["results"]["script"]["check"]["passed"]
+    pools = payload["environment"]["blas"]["threadpools"]
+    if isinstance(pools, list):  # threadpoolctl installed: the limit was in force
+        assert all(p["num_threads"] == 1 for p in pools if p["internal_api"] == "openblas")

@@ -394,25 +394,21 @@ def test_scalar_arguments_of_any_number_type():
         np.testing.assert_array_equal(got, x0 * np.float32(float(scale)))
 
 
-def test_guarded_call_is_faster_than_the_general_path():
-    """The point of the guard: a small call skips the Python-side checks and plan lookup."""
-    import time
+def test_repeated_layout_takes_the_guarded_native_path(monkeypatch):
+    """The point of the guard: a call with the last call's layout skips the Python-side planning
+    (speed is measured in benchmarks/fuser_cell.py, not here)."""
     rng = np.random.default_rng(13)
     g = lstm_tail("float32", 8, 64)
     kernel = compile_group(g)
     args = tuple(rand(rng, v.type.shape) for v in g.inputs)
-    kernel(*args)
+    want = kernel(*args)
 
-    def best(fn):
-        times = []
-        for _ in range(200):
-            t0 = time.perf_counter()
-            for _ in range(5):
-                fn()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-    fast, general = best(lambda: kernel(*args)), best(lambda: kernel._call_planned(args))
-    assert fast < general
+    def planned(*a, **k):
+        raise AssertionError("the general path ran for a layout the guard accepts")
+
+    monkeypatch.setattr(kernel, "_call_planned", planned)
+    for got, expected in zip(kernel(*args), want):
+        np.testing.assert_array_equal(got, expected)
 
 
 # -- the disk cache --------------------------------------------------------------------------------
@@ -475,9 +471,8 @@ def test_unwritable_cache_directory_only_means_no_caching(tmp_path):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_saturating_functions_reach_their_limits_exactly(dtype):
-    """numpy's tanh is exactly +-1 far out (float32: beyond 9), sigmoid exactly 0 / 1."""
-    far = 9.5 if dtype == "float32" else 20.0
-    x = np.array([far, -far, 40.0, -40.0, 1e30, -1e30, np.inf, -np.inf], dtype)
+    """numpy's tanh is exactly +-1 far out, sigmoid exactly 0 / 1."""
+    x = np.array([20.0, -20.0, 40.0, -40.0, 1e30, -1e30, np.inf, -np.inf], dtype)
     g = Graph()
     a = g.add_input(T(dtype, len(x)))
     g.add_output(emit(g, "tensor::tanh", a))

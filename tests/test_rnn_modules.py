@@ -11,10 +11,6 @@ import rnn
 from script import script, vjp
 
 SEQ, BATCH, INPUT, HIDDEN = 5, 3, 4, 6
-# VERIFIER_BUG: with the verifier on (as in this suite), the backward pipeline leaves
-# loop-carried / ListIndex types the verifier rejects for stacks of several layers and for
-# bidirectional LSTM states; the gradients are right with RNNSCRIPT_VERIFY=0. The tests below
-# assert that failure, so they flag the fix.
 CONFIGS = [(layers, bidir, batch_first) for layers in (1, 3) for bidir in (False, True)
            for batch_first in (False, True)]
 
@@ -209,10 +205,6 @@ def test_dropout_between_layers_only_while_training():
 def test_gradients_match_finite_differences_of_the_reference(mode, layers, bidir):
     directions = 2 if bidir else 1
     m = make(mode, layers, bidir, False, dtype="float64")
-    if layers > 1 or (bidir and mode == "LSTM"):
-        with pytest.raises(Exception, match="verif|contradicts|subtype"):
-            vjp(script(m), *data(layers, directions, False, dtype="float64")[:1])
-        return
     x, h0, c0 = data(layers, directions, False, dtype="float64")
     rng = np.random.default_rng(9)
     out, h, c = reference(mode, x, h0, c0, m.state_dict(), layers, directions)
@@ -289,10 +281,6 @@ def test_matches_torch_outputs_and_gradients(mode, layers, bidir, batch_first):
     loss.backward()
     m.zero_grad()
     hx = (h0, c0) if mode == "LSTM" else h0
-    if layers > 1 or (bidir and mode == "LSTM"):  # see VERIFIER_BUG
-        with pytest.raises(Exception, match="contradicts|subtype"):
-            vjp(sm, x, hx)
-        return
     _, backward = vjp(sm, x, hx)
     grads = backward((cts[0], (cts[1], cts[2])) if mode == "LSTM" else (cts[0], cts[1]))
     close(grads[0], tx.grad.numpy(), 1e-4)
@@ -301,13 +289,11 @@ def test_matches_torch_outputs_and_gradients(mode, layers, bidir, batch_first):
     if mode == "GRU":
         close(grads[1], th0.grad.numpy(), 1e-4)
         return
-    # the gradients of (h0, c0) through the stack, which takes them as plain tensors (through
-    # the front end's Optional tuple argument the executor returns zeros for them)
+    # the gradients of (h0, c0): through the front end's Optional tuple argument, and through
+    # the stack, which takes them as plain tensors
+    close(grads[1][0], th0.grad.numpy(), 1e-4)
+    close(grads[1][1], tc0.grad.numpy(), 1e-4)
     steps_first = (lambda a: a.transpose(1, 0, 2)) if batch_first else (lambda a: a)
-    if bidir:  # see VERIFIER_BUG
-        with pytest.raises(Exception, match="contradicts|subtype"):
-            vjp(script(m.rnn), steps_first(x), h0, c0)
-        return
     _, backward = vjp(script(m.rnn), steps_first(x), h0, c0)
     state_grads = backward((steps_first(cts[0]), cts[1], cts[2]))
     dh0, dc0 = state_grads[1], state_grads[2]

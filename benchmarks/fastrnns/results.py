@@ -69,9 +69,7 @@ def _environment_lines(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
     env = sections[0][1]["environment"]
     versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v)
     pools = env["blas"].get("threadpools")
-    blas = ("; ".join(f"{p['internal_api']} {p['version']} ({p['architecture']}, "
-                      f"{p['num_threads']} threads)" for p in pools)
-            if isinstance(pools, list) else str(pools))
+    blas = "; ".join(map(_pool_text, pools)) if isinstance(pools, list) else str(pools)
     threads = sections[0][1]["config"].get("threads")
     lines = [f"- CPU: {env['cpu']}, {env['logical_cpus']} logical CPUs; {env['platform']}",
              f"- BLAS: {blas}" + (f"; limited to {threads} thread(s) by --threads" if threads
@@ -87,6 +85,14 @@ def _environment_lines(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
                   "noisy and inflated; ratios between rows are more trustworthy, but rows timed "
                   "at different moments saw different load. Regenerate on a quiet machine."]
     return lines
+
+
+def _pool_text(pool: dict[str, Any]) -> str:
+    """``openblas 0.3.31 (SkylakeX, 2 threads)`` from a threadpoolctl record."""
+    name = " ".join(str(pool[k]) for k in ("internal_api", "version") if pool.get(k))
+    detail = [str(pool["architecture"])] if pool.get("architecture") else []
+    detail.append(f"{pool.get('num_threads')} threads")
+    return f"{name} ({', '.join(detail)})"
 
 
 def _section_lines(payload: dict[str, Any]) -> list[str]:

@@ -175,7 +175,7 @@ class BlockGrad:
             return b
         if b is None:
             return a
-        if isinstance(a, list) or isinstance(b, list):
+        if any(isinstance(g, list) or isinstance(g.type, TupleType) for g in (a, b)):
             a, b = self.structured(a), self.structured(b)
             return [self.plus(x, y) for x, y in zip(a, b)]
         return self.op("tensor::add", a, b)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
-from ir.types import INT, ListType, TensorType, TupleType
+from ir.types import INT, ListType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
 from passes.autodiff.prepare import (
     active_values,
@@ -265,7 +265,8 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     for s in sizes:
         pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))
         start += s
-    item_t = pieces[0].type if pieces else TensorType()
+    # pieces of different sizes: the list's element type covers them all (not the first's)
+    item_t = _covering([p.type for p in pieces], TensorType())
     lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output
     _set_list_ct(ctx, lst, lst_ct)
 
@@ -293,7 +294,8 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
     def visit(v: Value) -> None:
         if v in inner or v.is_constant or not ctx.is_active(v):
             return
-        if isinstance(v.type, TensorType):
+        # tuples too: a branch or body that unpacks an outer tuple contributes to its elements
+        if isinstance(v.type, (TensorType, TupleType)):
             seen.setdefault(v, None)
     for b in node.blocks:
         for n in b.walk():
@@ -328,11 +330,24 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
     for u in free:
         if all(sub.ct.get(u) is None for sub in subs):
             continue
-        for sub in subs:
-            got = sub.ct.get(u)
-            sub.bblock.add_return(got if got is not None else sub.zeros(u))
-        out = bif.add_output(u.type)
+        results = [sub.materialize(u, sub.ct.get(u)) for sub in subs]
+        for sub, r in zip(subs, results):
+            sub.bblock.add_return(r)
+        # a cotangent's type can be less precise than its forward value's (an early return's
+        # branch result): the output covers what both branches return
+        out = bif.add_output(_covering([r.type for r in results], u.type))
         ctx.add_ct(u, out)
+
+
+def _covering(types: list[Type], fallback: Type) -> Type:
+    """The least type covering ``types`` (shapes forgotten if needed), else ``fallback``."""
+    from passes.shape_prop import join
+    if not types:
+        return fallback
+    t = types[0]
+    for other in types[1:]:
+        t = join(t, other, fallback)
+    return t
 
 
 def _trip_count(ctx: BlockGrad, node: Node) -> Value:
@@ -421,7 +436,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     stacked = _stacked_reads(node, free)
     accumulated = [u for u in free if u not in stacked]
     init = [gs[j] if gs[j] is not None else ctx.zeros(node.outputs[j]) for j in carried]
-    init += [ctx.zeros(u) for u in accumulated]
+    init += [ctx.materialize(u, None) for u in accumulated]
     collectors = {u: _collector(ctx, u, axis) for u, axis in stacked.items()}
     bloop = ctx.emit("prim::Loop", n, True, *init, types=[])
     bbody = Block(ctx.graph, owner=bloop)
@@ -438,10 +453,13 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     backprop_block(sub)
     results = [sub.ct.get(params[j]) for j in carried]
     results = [r if r is not None else sub.zeros(params[j]) for r, j in zip(results, carried)]
-    results += [sub.ct[u] for u in accumulated]
+    results += [sub.materialize(u, sub.ct[u]) for u in accumulated]
     bbody.set_returns([sub.const(True), *results])
-    for v in results:
-        bloop.add_output(v.type)
+    # the carried cotangents' initial values and results may be typed less precisely than the
+    # forward values the body parameters were typed after: widen parameters and outputs to cover
+    for p, v0, v in zip(bbody.params[1:], bloop.inputs[2:], results):
+        p.type = _covering([v0.type, p.type, v.type], p.type)
+        bloop.add_output(p.type)
     for j, out in zip(carried, bloop.outputs):
         ctx.add_ct(node.inputs[2 + j], out)
     for u, out in zip(accumulated, bloop.outputs[len(carried):]):

@@ -131,8 +131,27 @@ def _is_for(loop: Node) -> bool:
 
 
 def refine_stacked_lists(graph: Graph) -> None:
-    """Give ``stack`` of a list of known length its full shape, and re-type what follows."""
+    """Give ``stack`` of a list of known length its full shape, and re-type what follows.
+
+    A refined stack can make a later list's length and items known (the next layer of a stack
+    of RNN layers runs ``size(output, 0)`` steps and appends values computed from it), so
+    refinement, propagation and constant folding (``size`` of a now-known shape) alternate until
+    nothing changes: one round per layer of such dependencies.
+    """
+    from passes import constant_prop
     from passes.shape_prop import propagate_node
+    refined: dict[Node, Type] = {}
+    for _ in range(sum(1 for n in graph.walk() if n.kind == "tensor::stack") + 1):
+        found = _stack_refinements(graph)
+        if found == refined:
+            return
+        refined = found
+        _propagate(graph.block, refined, propagate_node)
+        constant_prop.run(graph)
+
+
+def _stack_refinements(graph: Graph) -> dict[Node, Type]:
+    """The full type of every ``stack`` of a list of known length, from the current types."""
     refined: dict[Node, Type] = {}
     for node in graph.walk():
         if node.kind != "tensor::stack" or not isinstance(node.output.type, TensorType):
@@ -148,8 +167,7 @@ def refine_stacked_lists(graph: Graph) -> None:
         k = int(axis.constant) % (len(item.shape) + 1)
         shape = item.shape[:k] + (count,) + item.shape[k:]
         refined[node] = TensorType(item.dtype, shape, item.device)
-    if refined:
-        _propagate(graph.block, refined, propagate_node)
+    return refined
 
 
 def _appended_type(lst: Value) -> Type | None:

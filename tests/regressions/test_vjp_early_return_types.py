@@ -16,8 +16,6 @@ def early_return(x: Tensor, s: float) -> Tensor:
     return x
 
 
-@pytest.mark.xfail(reason="autodiff: the backward prim::If returns %grad_retval : Tensor for an "
-                          "output typed Double(1, 4) (VerifyError)", strict=True)
 @pytest.mark.parametrize("s", [1.0, 5.0])
 def test_vjp_of_an_early_return(s):
     x = np.linspace(-1.0, 1.0, 4).reshape(1, 4)
