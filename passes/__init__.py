@@ -22,6 +22,7 @@ from passes import (
     batch_matmul,
     canonicalize,
     constant_prop,
+    contiguous_weights,
     cse,
     dce,
     hoist_projection,
@@ -34,7 +35,7 @@ from passes.autodiff import batch_accumulation
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
-                hoist_projection, unroll, batch_matmul, batch_accumulation):
+                hoist_projection, unroll, batch_matmul, batch_accumulation, contiguous_weights):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -48,6 +49,10 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
+
+LAYOUT_PIPELINE = "contiguous-weights"
+"""Rewrites for execution speed that insert layout ops (``tensor::contiguous``): they run on the
+graphs the executor compiles, after differentiation, so gradients never meet their ops."""
 
 _disabled: set[str] = set()
 
@@ -104,7 +109,7 @@ def _split_names(text: str) -> list[str]:
 
 
 __all__ = [
-    "CLEANUP_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass", "all_passes",
-    "disable", "disabled_passes", "get_pass",
+    "CLEANUP_PIPELINE", "LAYOUT_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass",
+    "all_passes", "disable", "disabled_passes", "get_pass",
     "register_pass", "run_pass", "run_pipeline",
 ]

@@ -48,6 +48,11 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
                     "cos", "floor", "ceil")},
     "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
     "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
+    # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
+    "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
+    f"ops.select({a}, {axis}, {i})",
+    "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
+    f"ops.write_slot({buf}, {axis}, {i}, {v})",
 }
 
 # structure ops: Python spellings of prim:: kinds (statements have no result).

@@ -19,12 +19,12 @@ from typing import Any
 import fuser  # noqa: F401  (registers the fuse-elementwise pass)
 import ir
 from ir.core import Graph
-from passes import STANDARD_PIPELINE
+from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script import profiler as _profiler
 from script.errors import SignatureError
 from script.signature import device_of, key_of, type_of
 
-FORWARD_PIPELINE = STANDARD_PIPELINE + ",fuse-elementwise,dce"
+FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
 
 

@@ -31,10 +31,10 @@ def _ratio(ratio: dict[str, float | None] | None) -> str:
 
 
 def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
-    """Header and one row per variant of ``group``: upstream's columns, the first-call compile
-    time and the ratios (fwd/bwd) to the reference rows."""
+    """Header and one row per variant of ``group``: upstream's columns, the first call (where
+    scripted variants compile) and the ratios (fwd/bwd) to the reference rows."""
     refs = RATIO_REFERENCES.get(group, ())
-    header = ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "compile"]
+    header = ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "first_call"]
     header += [f"x_{r}" for r in refs]
     rows = [header]
     for name, r in results.items():
@@ -44,7 +44,7 @@ def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
             rows.append([name, r.get("status", "skipped")] + [""] * (len(header) - 2))
             continue
         row = [name, _ms(r["avg_fwd"]), _ms(r["std_fwd"]), _ms(r["avg_bwd"]), _ms(r["std_bwd"]),
-               _ms(r["compile"])]
+               _ms(r["first_call"])]
         rows.append(row + [_ratio(r["ratios"].get(ref)) for ref in refs])
     return rows
 
@@ -73,7 +73,8 @@ def markdown_table(rows: list[list[str]]) -> str:
 
 def legend(group: str) -> str:
     refs = RATIO_REFERENCES.get(group, ())
-    return ("times in ms; compile = the first call's extra time (fwd + bwd); "
+    return ("times in ms; first_call = building the variant and its first forward + "
+            "backward, compilation included; "
             + ", ".join(f"x_{r} = this row / {r}" for r in refs)
             + " as fwd/bwd (below 1 is faster)")
 

@@ -122,8 +122,8 @@ def _reading_lines() -> list[str]:
         "- Times are milliseconds per call, mean and sample standard deviation over the timed "
         "iterations. `fwd` is the training forward (it keeps what the backward needs); `bwd` is "
         "the gradient of every input and parameter for a fixed random output cotangent.",
-        "- `compile` is the first call's extra time over an average call (forward + backward, "
-        "including building the variant): compilation for scripted rows.",
+        "- `first_call` is the time to build the row and run its first forward and backward: "
+        "for scripted rows it includes compilation (compare it with `avg_fwd + avg_bwd`).",
         "- `x_py`, `x_torch_lstm`, `x_floor`: this row's time divided by that row's, as "
         "forward/backward; below 1 is faster. `floor` is the same GEMMs alone, so `x_floor` "
         "is how far a row is from the physical limit of its matmuls.",

@@ -19,7 +19,7 @@ from typing import Any
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types
-from ir.types import ListType, TensorType, TupleType, Type
+from ir.types import ListType, OptionalType, TensorType, TupleType, Type
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
@@ -191,11 +191,40 @@ class BlockGrad:
         return self.ct.pop(v, None)
 
     def zeros(self, v: Value) -> Value:
-        """Zeros shaped like forward tensor ``v``."""
+        """Zeros shaped like forward tensor ``v`` (or like the value of optional tensor ``v``)."""
         t = v.type
+        if isinstance(t, OptionalType):
+            return self._optional_zeros(v, t)
         if isinstance(t, TensorType) and t.dtype and t.shape is not None and None not in t.shape:
             return self.op("tensor::zeros", tuple(t.shape), t.dtype)
         return self.op("tensor::zeros_like", self.fwd(v), None)
+
+    def _optional_zeros(self, v: Value, t: OptionalType) -> Value:
+        """The zero cotangent of an optional tensor: zeros like its value, and when it is None
+        (no cotangent can reach it then; this only keeps the types whole) a zero scalar."""
+        e = t.element
+        if isinstance(e, TensorType) and e.dtype and e.shape is not None and None not in e.shape:
+            return self.op("tensor::zeros", tuple(e.shape), e.dtype)
+        fv = self.fwd(v)
+        out_t = TensorType(e.dtype) if isinstance(e, TensorType) else TensorType()
+        node = self.emit("prim::If", self.op("prim::IsNone", fv), types=[out_t])
+        none_block, value_block = Block(self.graph, owner=node), Block(self.graph, owner=node)
+        node.blocks.extend([none_block, value_block])
+        for block, make in ((none_block, self._scalar_zero), (value_block, self._zeros_like)):
+            saved, self.bblock = self.bblock, block
+            try:
+                block.add_return(make(fv, out_t))
+            finally:
+                self.bblock = saved
+        return node.output
+
+    def _scalar_zero(self, fv: Value, t: TensorType) -> Value:
+        return self.op("tensor::zeros", (), t.dtype or "float64")
+
+    def _zeros_like(self, fv: Value, t: TensorType) -> Value:
+        value = self.emit("prim::unchecked_unwrap_optional", fv,
+                          types=[t if t.dtype else TensorType()]).output
+        return self.op("tensor::zeros_like", value, None)
 
     def materialize(self, v: Value, g: Cotangent) -> Value:
         """``g`` as one backward value (zeros when None, a tuple built for structured ones)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
-from ir.types import INT, ListType, TensorType, TupleType, Type
+from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
 from passes.autodiff.prepare import (
     active_values,
@@ -294,8 +294,9 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
     def visit(v: Value) -> None:
         if v in inner or v.is_constant or not ctx.is_active(v):
             return
-        # tuples too: a branch or body that unpacks an outer tuple contributes to its elements
-        if isinstance(v.type, (TensorType, TupleType)):
+        # tuples too: a branch or body that unpacks an outer tuple contributes to its elements;
+        # and optionals: one that unwraps an outer optional contributes to its value
+        if isinstance(v.type, (TensorType, TupleType)) or _is_optional_tensor(v.type):
             seen.setdefault(v, None)
     for b in node.blocks:
         for n in b.walk():
@@ -314,7 +315,7 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
     if all(g is None for g in gs):
         return
     for v, g in zip(node.outputs, gs):
-        if g is not None and not isinstance(v.type, TensorType):
+        if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
             raise IRError("cannot differentiate an If with non-tensor outputs")
     free = outer_values(node, ctx)
     cond = ctx.fwd(node.inputs[0])
@@ -335,8 +336,17 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
             sub.bblock.add_return(r)
         # a cotangent's type can be less precise than its forward value's (an early return's
         # branch result): the output covers what both branches return
-        out = bif.add_output(_covering([r.type for r in results], u.type))
+        out = bif.add_output(_covering([r.type for r in results], _ct_type(u.type)))
         ctx.add_ct(u, out)
+
+
+def _ct_type(t: Type) -> Type:
+    """The type of a cotangent of a value of type ``t`` (an optional's is its element's)."""
+    return t.element if isinstance(t, OptionalType) else t
+
+
+def _is_optional_tensor(t: Type) -> bool:
+    return isinstance(t, OptionalType) and isinstance(t.element, TensorType)
 
 
 def _covering(types: list[Type], fallback: Type) -> Type:

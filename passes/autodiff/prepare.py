@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, lookup
-from ir.types import FLOAT_DTYPES, ListType, TensorType, TupleType, Type
+from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
 
 LOOP = "prim::Loop"
 IF = "prim::If"
@@ -28,6 +28,8 @@ def is_differentiable_type(t: Type) -> bool:
     if isinstance(t, TupleType):
         return any(is_differentiable_type(e) for e in t.elements)
     if isinstance(t, ListType):
+        return is_differentiable_type(t.element)
+    if isinstance(t, OptionalType):  # its cotangent is the element's (none flows when None)
         return is_differentiable_type(t.element)
     return False
 
@@ -193,7 +195,9 @@ def _propagate(block: Block, refined: dict[Node, Type], propagate_node: object) 
 # -- activity -----------------------------------------------------------------------------------
 def active_values(graph: Graph, non_differentiable: frozenset[str] | set[str]) -> set[Value]:
     """Values that depend differentiably on a graph input and can hold a derivative."""
-    active = {v for v in graph.inputs if is_differentiable_type(v.type)}
+    # an input still typed Optional was given None (a value would have specialized the type)
+    active = {v for v in graph.inputs
+              if is_differentiable_type(v.type) and not isinstance(v.type, OptionalType)}
     _visit_block(graph.block, active, non_differentiable)
     return active
 

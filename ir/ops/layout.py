@@ -1,0 +1,23 @@
+"""Memory-layout ops: rewrites for execution speed insert them; user code has no need of them.
+
+``contiguous(a)`` is ``a`` with C-contiguous storage (``numpy.ascontiguousarray``): the same
+values, so it is the identity on what a program computes. A matmul against a transposed view runs
+several times slower than against a contiguous copy at RNN step sizes; the contiguous-weights pass
+makes that copy once, before the loop, for loop-invariant transposes that matmuls in a loop use.
+"""
+
+from __future__ import annotations
+
+from ir.core import Node
+from ir.ops.shape import tensor_arg
+from ir.registry import PURE, defop
+from ir.types import Type
+
+
+def _same_as_input(node: Node) -> list[Type]:
+    return [tensor_arg(node, 0)]
+
+
+defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE,), (),
+      "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is): "
+      "the same values, a faster matmul operand than a transposed view")

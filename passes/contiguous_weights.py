@@ -1,0 +1,69 @@
+"""Contiguous weights: copy a loop-invariant transposed weight to contiguous storage once.
+
+An RNN step multiplies by a transposed weight, ``hx @ w_hh.T``; after licm the transpose is a
+loop-invariant view computed before the loop. BLAS runs a small GEMM against that strided view
+several times slower than against a contiguous array (at B=8, H=64 about 16 us instead of 3.4 us
+per step; a few percent at B=64, H=512), so the copy made once pays for itself within a step::
+
+    %wt = tensor::transpose(%w_hh, %none)
+    %wt_c = tensor::contiguous(%wt)                  // inserted right after the transpose
+    loop: %p = tensor::matmul(%hx, %wt_c)            // was matmul(%hx, %wt)
+
+Only matmul operands inside a loop that are transposes defined outside that loop are rewritten;
+other uses of the transpose (a hoisted projection, a returned value) keep the view, which BLAS
+takes without a copy. The values are unchanged: ``contiguous`` is the identity on values.
+The pass runs after differentiation (in the executor's pipeline), so autodiff never sees it.
+"""
+
+from __future__ import annotations
+
+from ir.core import Block, Graph, Node, Value
+from ir.registry import infer_types
+from ir.types import TensorType
+from passes.licm import LOOP, defined_inside
+
+NAME = "contiguous-weights"
+MATMUL = "tensor::matmul"
+TRANSPOSE = "tensor::transpose"
+CONTIGUOUS = "tensor::contiguous"
+
+
+def loops_in(block: Block) -> list[Node]:
+    """Every ``prim::Loop`` in ``block``, at any depth."""
+    return [node for node in block.walk() if node.kind == LOOP]
+
+
+def invariant_transposed_operands(loop: Node) -> list[tuple[Node, int]]:
+    """(matmul, input index) pairs in ``loop`` whose operand is a transpose made outside it."""
+    found = []
+    for node in loop.blocks[0].walk():
+        if node.kind != MATMUL:
+            continue
+        for k, value in enumerate(node.inputs):
+            if value.node.kind == TRANSPOSE and not defined_inside(value, loop):
+                found.append((node, k))
+    return found
+
+
+def contiguous_copy(value: Value, copies: dict[Value, Value]) -> Value:
+    """The one ``contiguous(value)`` node, inserted right after the node defining ``value``."""
+    known = copies.get(value)
+    if known is not None:
+        return known
+    graph = value.node.graph
+    node = graph.create(CONTIGUOUS, [value], [TensorType()], names=[value.name])
+    node.output.type = infer_types(node)[0]
+    node.insert_after(value.node)
+    copies[value] = node.output
+    return node.output
+
+
+def run(graph: Graph) -> bool:
+    """Give every matmul in a loop a contiguous copy of its loop-invariant transposed operands."""
+    copies: dict[Value, Value] = {}
+    changed = False
+    for loop in loops_in(graph.block):
+        for matmul, k in invariant_transposed_operands(loop):
+            matmul.set_input(k, contiguous_copy(matmul.inputs[k], copies))
+            changed = True
+    return changed

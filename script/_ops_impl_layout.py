@@ -1,0 +1,12 @@
+"""Eager memory-layout ops (declared in ``ir/ops/layout.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from script._ops_impl_base import array_module
+
+
+def contiguous(a: Any) -> Any:
+    """``a`` with C-contiguous storage; ``a`` itself when it already has it."""
+    return array_module(a).ascontiguousarray(a)

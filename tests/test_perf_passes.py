@@ -1,0 +1,105 @@
+"""Layout rewrites for speed: the scripted code copies loop-invariant transposed weights to
+contiguous storage once, before the loop, and still computes what plain Python computes."""
+
+from typing import List
+
+import numpy as np
+import pytest
+
+import passes
+from script import Tensor, ops, script, vjp
+from tests.programs import cells
+from tests.test_cells import _args
+
+
+def _layer_args(rng, seq=6, batch=3, inp=5, hid=4):
+    return _args("lstm_layer", rng, np.float32, batch, inp, hid, seq=seq)
+
+
+def _loop_body(code: str) -> str:
+    return code.split("for ", 1)[1]
+
+
+def test_lstm_layer_multiplies_by_a_contiguous_copy_made_before_the_loop():
+    args = _layer_args(np.random.default_rng(0))
+    f = script(cells.lstm_layer)
+    code = f.code_for(*args)
+    before, body = code.split("for ", 1)
+    copy = next(line for line in before.splitlines() if "ops.contiguous(" in line)
+    name = copy.split("=")[0].strip()
+    assert f"@ {name}" in body, code
+    assert "ops.contiguous(" not in body and "ops.transpose(" not in body
+
+
+def test_lstm_layer_with_contiguous_weights_equals_python():
+    args = _layer_args(np.random.default_rng(1))
+    got_y, (got_h, got_c) = script(cells.lstm_layer)(*args)
+    want_y, (want_h, want_c) = cells.lstm_layer(*args)
+    for got, want in ((got_y, want_y), (got_h, want_h), (got_c, want_c)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_layer_gradients_are_unchanged_by_the_copy():
+    args = _layer_args(np.random.default_rng(2))
+    f = script(cells.lstm_layer)
+    (y, (h, c)), backward = vjp(f, *args)
+    ct = (np.ones_like(y), (np.ones_like(h), np.ones_like(c)))
+    got = backward(ct)
+    with passes.disable("contiguous-weights"):
+        g = script(cells.lstm_layer)
+        _, plain_backward = vjp(g, *args)
+        want = plain_backward(ct)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def recurrence_returning_the_transpose(x: Tensor, h: Tensor, w: Tensor):
+    wt = w.T
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] + h @ wt)
+    return h, wt
+
+
+def test_the_transposed_view_returned_beside_the_loop_keeps_its_values():
+    rng = np.random.default_rng(3)
+    x, h, w = (rng.standard_normal(s).astype(np.float32) for s in ((40, 2, 4), (2, 4), (4, 4)))
+    f = script(recurrence_returning_the_transpose)
+    got_h, got_wt = f(x, h, w)
+    want_h, want_wt = recurrence_returning_the_transpose(x, h, w)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got_wt, want_wt)
+    assert "ops.contiguous(" in f.code_for(x, h, w)
+
+
+def stacked_steps(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+    outs: List[Tensor] = []
+    for t in range(x.shape[0]):
+        h = h @ w.T + x[t]
+        outs.append(h)
+    return ops.stack(outs, 0)
+
+
+def test_a_step_index_out_of_range_still_raises():
+    def read_step(x: Tensor, t: int) -> Tensor:
+        return x[t]
+
+    x = np.zeros((3, 2), np.float32)
+    f = script(read_step)
+    np.testing.assert_array_equal(f(x, -1), x[-1])
+    with pytest.raises(IndexError):
+        f(x, 3)
+
+
+def test_contiguous_copies_a_view_and_keeps_a_contiguous_array():
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    copy = ops.contiguous(w.T)
+    assert copy.flags.c_contiguous
+    np.testing.assert_array_equal(copy, w.T)
+    assert ops.contiguous(w) is w
+
+
+def test_stacked_recurrence_equals_python():
+    rng = np.random.default_rng(4)
+    x, h, w = (rng.standard_normal(s).astype(np.float32) for s in ((7, 3, 4), (3, 4), (4, 4)))
+    np.testing.assert_allclose(script(stacked_steps)(x, h, w), stacked_steps(x, h, w),
+                               rtol=1e-5, atol=1e-6)
