@@ -1,24 +1,20 @@
-"""The fastrnns cell family, written in the scripting language (numpy spellings and ops)."""
+"""The fastrnns cell family, written in the scripting language (numpy spellings and ops).
+
+The cells the benchmark harness also times come from ``benchmarks.fastrnns.cells``; the rest are
+here.
+"""
 
 from typing import List, Tuple
 
 import numpy as np
 
+from benchmarks.fastrnns.cells import (  # noqa: F401  (part of the family tested here)
+    gru_cell,
+    lstm_cell,
+    premul_lstm_cell,
+    premul_lstm_cell_no_bias,
+)
 from script import Tensor, ops
-
-
-def lstm_cell(x, hidden, w_ih, w_hh, b_ih, b_hh):
-    # type: (Tensor, Tuple[Tensor, Tensor], Tensor, Tensor, Tensor, Tensor) -> Tuple[Tensor, Tensor]
-    hx, cx = hidden
-    gates = x @ w_ih.T + hx @ w_hh.T + b_ih + b_hh
-    ingate, forgetgate, cellgate, outgate = ops.chunk(gates, 4, 1)
-    ingate = ops.sigmoid(ingate)
-    forgetgate = ops.sigmoid(forgetgate)
-    cellgate = np.tanh(cellgate)
-    outgate = ops.sigmoid(outgate)
-    cy = forgetgate * cx + ingate * cellgate
-    hy = outgate * np.tanh(cy)
-    return hy, cy
 
 
 def flat_lstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor,
@@ -30,24 +26,8 @@ def flat_lstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor
     return hy, cy
 
 
-def premul_lstm_cell(igates: Tensor, hidden: Tuple[Tensor, Tensor], w_hh: Tensor, b_ih: Tensor,
-                     b_hh: Tensor) -> Tuple[Tensor, Tensor]:
-    hx, cx = hidden
-    gates = igates + hx @ w_hh.T + b_ih + b_hh
-    i, f, g, o = ops.chunk(gates, 4, 1)
-    cy = ops.sigmoid(f) * cx + ops.sigmoid(i) * np.tanh(g)
-    hy = ops.sigmoid(o) * np.tanh(cy)
-    return hy, cy
 
 
-def premul_lstm_cell_no_bias(igates: Tensor, hidden: Tuple[Tensor, Tensor], w_hh: Tensor,
-                             b_hh: Tensor) -> Tuple[Tensor, Tensor]:
-    hx, cx = hidden
-    gates = igates + hx @ w_hh.T + b_hh
-    i, f, g, o = ops.chunk(gates, 4, 1)
-    cy = ops.sigmoid(f) * cx + ops.sigmoid(i) * np.tanh(g)
-    hy = ops.sigmoid(o) * np.tanh(cy)
-    return hy, cy
 
 
 def milstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor, alpha: Tensor,
@@ -61,16 +41,6 @@ def milstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor, a
     return hy, cy
 
 
-def gru_cell(x: Tensor, hidden: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor,
-             b_hh: Tensor) -> Tensor:
-    gi = x @ w_ih.T + b_ih
-    gh = hidden @ w_hh.T + b_hh
-    i_r, i_i, i_n = ops.chunk(gi, 3, 1)
-    h_r, h_i, h_n = ops.chunk(gh, 3, 1)
-    resetgate = ops.sigmoid(i_r + h_r)
-    inputgate = ops.sigmoid(i_i + h_i)
-    newgate = np.tanh(i_n + resetgate * h_n)
-    return newgate + inputgate * (hidden - newgate)
 
 
 def rnn_tanh_cell(x: Tensor, hidden: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor,
