@@ -51,6 +51,7 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
     "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
     f"ops.select({a}, {axis}, {i})",
+    "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
     "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
     f"ops.write_slot({buf}, {axis}, {i}, {v})",
 }
@@ -340,7 +341,18 @@ def _write_set_attr(w: FunctionWriter, node: Node) -> None:
     w.emit(f"{obj}.{node.attrs['name']} = {value}")
 
 
+def _write_matmul(w: FunctionWriter, node: Node) -> None:
+    """``np.dot`` for two matrices: the same GEMM as ``@`` with less call overhead (about 0.3 us,
+    a tenth of a small RNN step's product); the backend's spelling otherwise."""
+    args = [w.ns.name(v) for v in node.inputs]
+    if all(isinstance(v.type, ir.TensorType) and v.type.rank == 2 for v in node.inputs):
+        w.assign(node, f"np.dot({args[0]}, {args[1]})")
+        return
+    w.assign(node, w.expression(node, args))
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
+    "tensor::matmul": _write_matmul,
     "prim::NamedTupleConstruct": _write_named_tuple,
     "prim::CreateObject": _write_create_object,
     "prim::GetAttr": _write_get_attr,

@@ -16,10 +16,6 @@ def _layer_args(rng, seq=6, batch=3, inp=5, hid=4):
     return _args("lstm_layer", rng, np.float32, batch, inp, hid, seq=seq)
 
 
-def _loop_body(code: str) -> str:
-    return code.split("for ", 1)[1]
-
-
 def test_lstm_layer_multiplies_by_a_contiguous_copy_made_before_the_loop():
     args = _layer_args(np.random.default_rng(0))
     f = script(cells.lstm_layer)
@@ -27,7 +23,7 @@ def test_lstm_layer_multiplies_by_a_contiguous_copy_made_before_the_loop():
     before, body = code.split("for ", 1)
     copy = next(line for line in before.splitlines() if "ops.contiguous(" in line)
     name = copy.split("=")[0].strip()
-    assert f"@ {name}" in body, code
+    assert f", {name})" in body, code  # np.dot(hx, <the copy>)
     assert "ops.contiguous(" not in body and "ops.transpose(" not in body
 
 
@@ -103,3 +99,30 @@ def test_stacked_recurrence_equals_python():
     x, h, w = (rng.standard_normal(s).astype(np.float32) for s in ((7, 3, 4), (3, 4), (4, 4)))
     np.testing.assert_allclose(script(stacked_steps)(x, h, w), stacked_steps(x, h, w),
                                rtol=1e-5, atol=1e-6)
+
+
+def products(a: Tensor, b: Tensor, batch: Tensor, v: Tensor):
+    return a @ b, batch @ b, v @ b, a @ v
+
+
+def test_matrix_vector_and_batched_products_equal_python():
+    rng = np.random.default_rng(5)
+    a, b, batch, v = (rng.standard_normal(s).astype(np.float32)
+                      for s in ((3, 4), (4, 4), (2, 3, 4), (4,)))
+    f = script(products)
+    assert "np.dot(a, b)" in f.code_for(a, b, batch, v)
+    for got, want in zip(f(a, b, batch, v), products(a, b, batch, v)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def joined(a: Tensor, b: Tensor):
+    return ops.cat([a, b], 1), ops.cat([a, b])
+
+
+def test_cat_equals_numpy_along_either_axis():
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
+    wide, tall = script(joined)(a, b)
+    np.testing.assert_array_equal(wide, np.concatenate([a, b], 1))
+    np.testing.assert_array_equal(tall, np.concatenate([a, b], 0))

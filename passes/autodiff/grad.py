@@ -16,7 +16,13 @@ Control flow is differentiated symbolically:
   counter, whose slice cotangents are collected in a list and stacked once after the loop.
 - Lists filled by appends and consumed by ``stack``/``cat``: the cotangent of the list is a list
   of item cotangents; the reverse of each append pops its item's cotangent from the end.
-- Tuples: cotangents are kept per element and pass through construct/unpack/index.
+- Tuples: cotangents are kept per element and pass through construct/unpack/index; an outer
+  tuple read in an If branch or loop body gets its contribution back as a tuple.
+- Optionals: the cotangent of an ``Optional[Tensor]`` is a tensor (none reaches a None), passed
+  through ``unchecked_unwrap_optional`` and If outputs.
+
+Backward If outputs and reverse-loop carried values are typed to cover what flows into them: a
+cotangent's type can be less precise than its forward value's.
 """
 
 from __future__ import annotations

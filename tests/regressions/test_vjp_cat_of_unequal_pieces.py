@@ -1,8 +1,8 @@
 """The gradient of `np.concatenate` of pieces of different sizes must be well-typed IR.
 
-The backward splits the cotangent back into the pieces, but every `prim::ListIndex` of the split
-is typed like the first piece (`Double(1, 1)` for a `Double(2, 1)` piece), which the verifier
-rejects.
+The backward splits the cotangent back into the pieces; the list of pieces was typed like the
+first piece (`Double(1, 1)` for a `Double(2, 1)` piece), so a `prim::ListIndex` of it contradicted
+its inferred type and the verifier rejected the backward graph.
 """
 
 import numpy as np

@@ -1,7 +1,8 @@
 """The backward graph of a function with an early `return` must be well-typed IR.
 
-Its `prim::If` gets a branch result typed plain `Tensor` for an output typed `Double(1, 4)`, and
-the verifier (run after every pass in the test suite) rejects the backward graph.
+Its `prim::If` got a branch result typed plain `Tensor` for an output typed `Double(1, 4)` (a
+cotangent can be typed less precisely than its forward value), and the verifier (run after every
+pass in the test suite) rejected the backward graph.
 """
 
 import numpy as np
