@@ -218,7 +218,16 @@ def _evaluate(node: Node, args: list[Any]) -> Any:
         result = _evaluator(node.kind, args)
     except Exception:  # noqa: BLE001 - a failing op fails at run time, where the user sees it
         return NOT_CONSTANT
-    return (result,) if len(node.outputs) == 1 else tuple(result)
+    # a folded array is computed once and read many times: store it contiguous (a folded
+    # transpose would otherwise stay a strided view that every matmul reading it pays for)
+    result = _contiguous(result) if len(node.outputs) == 1 else tuple(map(_contiguous, result))
+    return (result,) if len(node.outputs) == 1 else result
+
+
+def _contiguous(value: Any) -> Any:
+    if not isinstance(value, np.ndarray) or value.ndim == 0 or value.flags.c_contiguous:
+        return value  # (ascontiguousarray would make a 0-d array 1-d)
+    return np.ascontiguousarray(value)
 
 
 def fold_values(node: Node) -> Any:

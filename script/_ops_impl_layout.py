@@ -9,4 +9,6 @@ from script._ops_impl_base import array_module
 
 def contiguous(a: Any) -> Any:
     """``a`` with C-contiguous storage; ``a`` itself when it already has it."""
+    if a.ndim == 0 or a.flags.c_contiguous:
+        return a  # ascontiguousarray would turn a 0-d array into a 1-d one
     return array_module(a).ascontiguousarray(a)

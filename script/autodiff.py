@@ -17,13 +17,14 @@ import numpy as np
 
 import ir
 from ir.core import Graph
-from passes import STANDARD_PIPELINE, run_pipeline
+from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script.errors import SignatureError
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
 
-BACKWARD_PIPELINE = STANDARD_PIPELINE + ",batch-accumulation,cse,dce,fuse-elementwise,dce"
+BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
+                     ",fuse-elementwise,dce")
 """What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
 iterations become one matmul/reduction after the loop, then fusion."""
 

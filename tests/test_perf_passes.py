@@ -102,18 +102,25 @@ def test_stacked_recurrence_equals_python():
 
 
 def products(a: Tensor, b: Tensor, batch: Tensor, v: Tensor):
-    return a @ b, batch @ b, v @ b, a @ v
+    for _ in range(3):
+        a = a @ b
+        batch = batch @ b
+        v = v @ b
+    return a, batch, v, a @ b
 
 
-def test_matrix_vector_and_batched_products_equal_python():
+def test_matrix_vector_and_batched_products_in_a_loop_equal_python():
     rng = np.random.default_rng(5)
     a, b, batch, v = (rng.standard_normal(s).astype(np.float32)
                       for s in ((3, 4), (4, 4), (2, 3, 4), (4,)))
     f = script(products)
-    assert "np.dot(a, b)" in f.code_for(a, b, batch, v)
-    for got, want in zip(f(a, b, batch, v), products(a, b, batch, v)):
-        assert got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with passes.disable("unroll"):
+        code = f.code_for(a, b, batch, v)
+        got = f(a, b, batch, v)
+    assert "np.dot(a_1, b)" in code, code  # the matrix product in the loop
+    for g, want in zip(got, products(a, b, batch, v)):
+        assert g.shape == want.shape
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
 
 
 def joined(a: Tensor, b: Tensor):
@@ -126,3 +133,27 @@ def test_cat_equals_numpy_along_either_axis():
     wide, tall = script(joined)(a, b)
     np.testing.assert_array_equal(wide, np.concatenate([a, b], 1))
     np.testing.assert_array_equal(tall, np.concatenate([a, b], 0))
+
+
+def test_contiguous_keeps_rank_zero_and_values():
+    from script import ops
+    scalar = np.array(2.5)
+    assert ops.contiguous(scalar).shape == ()
+    view = np.arange(6.0).reshape(2, 3).T
+    out = ops.contiguous(view)
+    assert out.flags.c_contiguous and out.shape == (3, 2)
+    np.testing.assert_array_equal(out, view)
+
+
+def test_folded_constants_are_contiguous_and_keep_their_rank():
+    import ir
+    from passes import constant_prop
+    g = ir.Graph()
+    c = g.constant(np.arange(6.0).reshape(2, 3))
+    n = g.insert("tensor::transpose", [c, g.constant(None)], [ir.TensorType("float64", (3, 2))])
+    g.add_output(n.output)
+    constant_prop.run(g)
+    (out,) = g.outputs
+    assert out.is_constant and out.constant.flags.c_contiguous
+    np.testing.assert_array_equal(out.constant, np.arange(6.0).reshape(2, 3).T)
+    assert constant_prop._contiguous(np.array(3.0)).shape == ()
