@@ -3,8 +3,9 @@
 Two nodes of a PURE op with the same kind, inputs, attributes and output types compute the same
 values, so the later one is replaced by the earlier one. A value computed in an outer block is
 available in the blocks nested after it; a value computed inside a block is not available outside
-it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops and
-ops with neither trait (reads of mutable state, random ops) are never merged.
+it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops,
+ops with neither trait (reads of mutable state, random ops) and pure ops reading a list, dict or
+object (it may have been appended to in between) are never merged.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from ir.core import Block, Graph, Node
 from ir.registry import lookup
+from ir.types import ClassType, DictType, ListType, OptionalType, Type
 
 NAME = "cse"
 
@@ -44,12 +46,23 @@ def node_key(node: Node) -> Hashable | None:
     op = lookup(node.kind)
     if op is None or not op.is_pure or node.blocks:
         return None
+    if any(is_mutable(v.type) for v in node.inputs):
+        return None  # a list/dict/object may change between the two reads (an append between)
     inputs = [id(v) for v in node.inputs]
     if op.is_commutative and len(inputs) >= 2:
         inputs[:2] = sorted(inputs[:2])
     attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
     types = tuple(v.type for v in node.outputs)
     return (node.kind, tuple(inputs), attrs, types)
+
+
+def is_mutable(t: Type) -> bool:
+    """Values of this type can change after they are made (lists, dicts, script-class objects)."""
+    if isinstance(t, OptionalType):
+        return is_mutable(t.element)
+    if isinstance(t, ClassType):
+        return not t.named_tuple
+    return isinstance(t, (ListType, DictType))
 
 
 def cse_block(block: Block, available: ChainMap) -> bool:
