@@ -15,11 +15,21 @@ the chunk's offset (TorchScript's "broadcasting chunk", done during code generat
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from llvmlite import ir
 
+from fuser.analysis import (  # noqa: F401  (the leaf model is part of this backend's API)
+    VIEW_OPS,
+    KernelSpec,
+    Leaf,
+    View,
+    admits,
+    leaf_for,
+    view_of,
+)
+from fuser.analysis import analyze as analyze_group
 from fuser.cpu.mathfns import F32, F64, FM, I64, Math
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.types import TensorType
@@ -50,57 +60,6 @@ ARRAY_STRIDES_OFFSET = 40
 ARRAY_DESCR_OFFSET = 56
 FLOAT_VALUE_OFFSET = 16
 """Byte offset of ``ob_fval`` in a CPython float."""
-
-
-# -- the group's structure: views and leaves ---------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class View:
-    """One chunk/split piece on the way from a group output to a leaf."""
-
-    axis: int
-    """the axis, counted from the right (-1 is the last), so it survives broadcasting."""
-    index: int
-    """which piece."""
-    pieces: int
-    """how many pieces the axis is cut into."""
-    kind: str
-    """``chunk`` (ceil-sized pieces, torch.chunk) or ``split`` (equal pieces)."""
-
-    def piece_size(self, n: int) -> int:
-        return -(-n // self.pieces) if self.kind == "chunk" else n // self.pieces
-
-
-@dataclass(frozen=True, slots=True)
-class Leaf:
-    """A tensor read of the kernel: group input ``input`` cut by ``views`` (leaf axes, inner
-    view first)."""
-
-    input: int
-    """index of the subgraph input."""
-    views: tuple[tuple[int, View], ...]
-    """(axis of the input, view) pairs, the view nearest the input first."""
-    dtype: str
-    """the input's dtype (the storage the kernel loads)."""
-
-
-VIEW_OPS: dict[str, str] = {"tensor::chunk": "chunk", "tensor::split": "split"}
-"""Ops a group may contain that cut their input into pieces read at offsets (no compute)."""
-
-
-def leaf_for(value: Value, views: tuple[View, ...]) -> Leaf:
-    """The leaf reading subgraph input ``value`` through ``views`` (outermost view last).
-
-    Views along an axis the input broadcasts (size 1, or missing) do not reach it.
-    """
-    t = value.type
-    assert isinstance(t, TensorType) and t.shape is not None
-    rank = len(t.shape)
-    kept = []
-    for view in views:
-        axis = rank + view.axis
-        if axis >= 0 and t.shape[axis] != 1:
-            kept.append((axis, view))
-    return Leaf(value.index, tuple(kept), t.dtype or "")
 
 
 # -- values in registers ------------------------------------------------------------------------
@@ -142,89 +101,15 @@ def rule(*kinds: str, accepts: Callable[[Node], bool] | None = None, bool_result
 
 def can_generate(node: Node) -> bool:
     """Does the CPU backend have a rule for this node (with these constant arguments)?"""
-    if node.kind not in RULES or len(node.outputs) != 1:
-        return False
-    t = node.outputs[0].type
-    if not isinstance(t, TensorType) or t.dtype not in STORAGE:
-        return False
-    if t.dtype == "bool" and node.kind not in BOOL_RESULTS:
-        return False
-    check = ACCEPTS.get(node.kind)
-    return check is None or check(node)
-
-
-# -- the kernel builder -----------------------------------------------------------------------
-@dataclass
-class KernelSpec:
-    """What a compiled kernel reads and writes, independent of sizes."""
-
-    graph: Graph
-    """the group's subgraph."""
-    leaves: list[Leaf]
-    """the tensor reads, in argument order."""
-    array_inputs: list[int]
-    """subgraph inputs passed as arrays (tensors), in tuple order."""
-    scalar_inputs: list[int]
-    """subgraph inputs passed as Python numbers (doubles)."""
-    out_dtypes: list[str]
-    """dtype of each output."""
-    leaf_index: dict[Leaf, int] = field(default_factory=dict)
+    return admits(node, RULES, ACCEPTS, BOOL_RESULTS, STORAGE)
 
 
 def analyze(graph: Graph) -> KernelSpec:
-    """Find the leaves of ``graph``; ValueError for a node the backend cannot generate."""
-    array_inputs, scalar_inputs = [], []
-    for v in graph.inputs:
-        t = v.type
-        if isinstance(t, TensorType):
-            if t.dtype not in STORAGE or t.shape is None or None in t.shape:
-                raise ValueError(f"group input %{v.name} has type {t}: need a known float/bool "
-                                 "dtype and shape")
-            array_inputs.append(v.index)
-        else:
-            scalar_inputs.append(v.index)
-    out_dtypes = []
-    for v in graph.outputs:
-        t = v.type
-        if not isinstance(t, TensorType) or t.dtype not in STORAGE:
-            raise ValueError(f"group output %{v.name} has type {t}")
-        out_dtypes.append(t.dtype)
-    spec = KernelSpec(graph, [], array_inputs, scalar_inputs, out_dtypes)
-    seen: set[tuple[Value, tuple[View, ...]]] = set()
-    stack = [(v, ()) for v in reversed(graph.outputs)]
-    while stack:
-        v, views = stack.pop()
-        if (v, views) in seen:
-            continue
-        seen.add((v, views))
-        node = v.node
-        if v.is_param:
-            if isinstance(v.type, TensorType):
-                leaf = leaf_for(v, views)
-                if leaf not in spec.leaf_index:
-                    spec.leaf_index[leaf] = len(spec.leaves)
-                    spec.leaves.append(leaf)
-            continue
-        if node.kind == CONSTANT:
-            continue
-        if node.kind in VIEW_OPS:
-            stack.append((node.inputs[0], (_view_of(node, v.index),) + views))
-            continue
-        if not can_generate(node):
-            raise ValueError(f"the CPU fuser cannot generate {node.kind}")
-        stack.extend((u, views) for u in reversed(node.inputs))
-    return spec
+    """Find the leaves of ``graph``; ValueError for a node the CPU backend cannot generate."""
+    return analyze_group(graph, STORAGE, can_generate, "CPU")
 
 
-def _view_of(node: Node, index: int) -> View:
-    t = node.inputs[0].type
-    assert isinstance(t, TensorType) and t.shape is not None
-    pieces = node.inputs[1].constant
-    axis = node.inputs[2].constant if len(node.inputs) > 2 else 0
-    axis = axis % len(t.shape) - len(t.shape)
-    return View(axis, index, int(pieces), VIEW_OPS[node.kind])
-
-
+# -- the kernel builder -----------------------------------------------------------------------
 class KernelBuilder:
     """Builds the LLVM module of one kernel variant (one column-stride class per leaf)."""
 
@@ -266,7 +151,7 @@ class KernelBuilder:
         if node.kind == CONSTANT:
             return Val("weak", const=v.constant)
         if node.kind in VIEW_OPS:
-            return self.value(node.inputs[0], (_view_of(node, v.index),) + views)
+            return self.value(node.inputs[0], (view_of(node, v.index),) + views)
         args = [self.value(u, views) for u in node.inputs]
         return RULES[node.kind](self, node, args)
 

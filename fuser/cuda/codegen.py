@@ -34,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fuser.cpu.codegen import VIEW_OPS, KernelSpec, Leaf, View, _view_of, leaf_for
+from fuser.analysis import VIEW_OPS, KernelSpec, View, admits, leaf_for, view_of
+from fuser.analysis import analyze as analyze_group
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.types import TensorType
 
@@ -227,7 +228,7 @@ class SourceBuilder:
         if node.kind == CONSTANT:
             return CVal("weak", const=v.constant)
         if node.kind in VIEW_OPS:
-            return self.value(node.inputs[0], (_view_of(node, v.index),) + views)
+            return self.value(node.inputs[0], (view_of(node, v.index),) + views)
         args = [self.value(u, views) for u in node.inputs]
         got = self.rules[node.kind](self, node, args)
         if got.code is None:
@@ -270,64 +271,12 @@ class SourceBuilder:
 # -- analysis of a group --------------------------------------------------------------------------
 def can_generate(node: Node) -> bool:
     """Does the CUDA backend have a rule for this node (with these constant arguments)?"""
-    if node.kind not in RULES or len(node.outputs) != 1:
-        return False
-    t = node.outputs[0].type
-    if not isinstance(t, TensorType) or t.dtype not in STORAGE:
-        return False
-    if t.dtype == "bool" and node.kind not in BOOL_RESULTS:
-        return False
-    check = ACCEPTS.get(node.kind)
-    return check is None or check(node)
+    return admits(node, RULES, ACCEPTS, BOOL_RESULTS, STORAGE)
 
 
 def analyze(graph: Graph) -> KernelSpec:
-    """Find the leaves of ``graph`` (the walk of ``fuser.cpu.codegen.analyze``, with this
-    backend's dtypes and rules); ValueError for a node or type the backend cannot generate."""
-    array_inputs, scalar_inputs = [], []
-    for v in graph.inputs:
-        t = v.type
-        if not isinstance(t, TensorType):
-            scalar_inputs.append(v.index)
-            continue
-        if t.dtype not in STORAGE or t.shape is None or None in t.shape:
-            raise ValueError(f"group input %{v.name} has type {t}: need a known float/bool "
-                             "dtype and shape")
-        array_inputs.append(v.index)
-    out_dtypes = []
-    for v in graph.outputs:
-        t = v.type
-        if not isinstance(t, TensorType) or t.dtype not in STORAGE:
-            raise ValueError(f"group output %{v.name} has type {t}")
-        out_dtypes.append(t.dtype)
-    spec = KernelSpec(graph, [], array_inputs, scalar_inputs, out_dtypes)
-    seen: set[tuple[Value, tuple[View, ...]]] = set()
-    stack: list[tuple[Value, tuple[View, ...]]] = [(v, ()) for v in reversed(graph.outputs)]
-    while stack:
-        v, views = stack.pop()
-        if (v, views) in seen:
-            continue
-        seen.add((v, views))
-        if v.is_param:
-            if isinstance(v.type, TensorType):
-                _add_leaf(spec, leaf_for(v, views))
-            continue
-        node = v.node
-        if node.kind == CONSTANT:
-            continue
-        if node.kind in VIEW_OPS:
-            stack.append((node.inputs[0], (_view_of(node, v.index),) + views))
-            continue
-        if not can_generate(node):
-            raise ValueError(f"the CUDA fuser cannot generate {node.kind}")
-        stack.extend((u, views) for u in reversed(node.inputs))
-    return spec
-
-
-def _add_leaf(spec: KernelSpec, leaf: Leaf) -> None:
-    if leaf not in spec.leaf_index:
-        spec.leaf_index[leaf] = len(spec.leaves)
-        spec.leaves.append(leaf)
+    """Find the leaves of ``graph``; ValueError for a node the CUDA backend cannot generate."""
+    return analyze_group(graph, STORAGE, can_generate, "CUDA")
 
 
 def generate(spec: KernelSpec, variant: Variant, rules: dict[str, Rule] | None = None,
