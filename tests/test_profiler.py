@@ -22,26 +22,41 @@ def odd_gate(x: Tensor, w: Tensor) -> Tensor:
     return np.tanh(a) * 3.125 + ops.sigmoid(a) * 1.0625
 
 
+def _profile_layer(f, args, calls=5):
+    """A profile of one untimed call (it builds the instrumented code, like a first compile)
+    and ``calls`` timed ones; returns the profile and the timed calls' wall time."""
+    wall = 0.0
+    with script.profile() as prof:
+        f(*args)
+        for _ in range(calls):
+            start = time.perf_counter()
+            f(*args)
+            wall += time.perf_counter() - start
+    return prof, wall
+
+
 def test_node_times_add_up_to_the_wall_time_of_the_calls():
     f = script(cells.lstm_layer)
     args = _layer_args()
     f(*args)  # compiled outside: only the calls are measured
-    wall = 0.0
-    with script.profile() as prof:
-        for _ in range(5):
-            start = time.perf_counter()
-            f(*args)
-            wall += time.perf_counter() - start
-    assert prof.call_seconds <= wall
-    assert 0.9 * wall <= prof.node_seconds <= wall
+    # a busy machine only ever adds wall time the nodes did not see (a preempted thread between
+    # two nodes), so the best of three sessions is the one to hold to the 90% bound
+    sessions = [_profile_layer(f, args) for _ in range(3)]
+    for prof, wall in sessions:
+        first = prof.stats["call lstm_layer"].total / 6  # a rough share of the untimed call
+        assert prof.node_seconds <= prof.call_seconds <= wall + 2 * first
+    best = max(sessions, key=lambda s: s[0].node_seconds / s[1])
+    prof, wall = best
+    # the untimed call's nodes are in node_seconds too: compare the timed calls' share
+    assert prof.node_seconds * 5 / 6 >= 0.9 * wall
     rows = prof.stats
     fusion = [k for k, s in rows.items() if s.category == "fusion"]
     assert fusion == [k for k in rows if k.startswith("lstm_layer/FusionGroup_0 [add, ")]
-    assert rows[fusion[0]].calls == 5 * T
+    assert rows[fusion[0]].calls == 6 * T
     matmuls = {k: s for k, s in rows.items() if s.category == "matmul"}
     assert len(matmuls) == 2  # the hoisted input projection and the per-step matmul
-    assert sorted(s.calls for s in matmuls.values()) == [5, 5 * T]
-    assert rows["call lstm_layer"].calls == 5
+    assert sorted(s.calls for s in matmuls.values()) == [6, 6 * T]
+    assert rows["call lstm_layer"].calls == 6
 
 
 def test_results_are_unchanged_and_the_fast_code_is_untouched():
