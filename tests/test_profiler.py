@@ -8,7 +8,7 @@ import numpy as np
 from script import Tensor, ops, script
 from tests.programs import cells
 
-T, B, IN, H = 8, 32, 128, 128
+T, B, IN, H = 8, 64, 256, 256
 
 
 def _layer_args(seed=0):
