@@ -19,6 +19,7 @@ import ir
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from script import profiler as _profiler
 from script.errors import SignatureError
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
@@ -39,6 +40,8 @@ class CompiledGradient:
     """runs the forward; returns the original outputs followed by the saved values."""
     backward: Callable[..., Any]
     """takes the output cotangents and the saved values; returns one cotangent per input."""
+    name: str = "f"
+    """the function's name (the profiler's rows)."""
 
 
 _lock = threading.RLock()
@@ -79,7 +82,7 @@ def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> Compil
     name = _py_name(f)
     forward, _ = generate(grad.forward, name=name + "_forward")
     backward, _ = generate(grad.backward, name=name + "_backward")
-    return CompiledGradient(grad, forward, backward)
+    return CompiledGradient(grad, forward, backward, name)
 
 
 def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
@@ -161,7 +164,11 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
             ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """Run a compiled forward on ``args``; return its outputs and the backward closure."""
     grad = compiled.gradient
-    results = compiled.forward(*args)
+    prof = _profiler.active
+    if prof is None:
+        results = compiled.forward(*args)
+    else:
+        results = prof.run_graph(grad.forward, f"{compiled.name} (forward)", args)
     if len(grad.forward.outputs) == 1:
         results = (results,)
     outputs = results[:grad.num_outputs]
@@ -170,7 +177,11 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
     def backward(cotangents: Any) -> tuple[Any, ...]:
         cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
         cts = [_cotangent_like(o, c) for o, c in zip(outputs, cts)]
-        grads = compiled.backward(*cts, *saved)
+        prof = _profiler.active
+        if prof is None:
+            grads = compiled.backward(*cts, *saved)
+        else:
+            grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)", (*cts, *saved))
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
         return tuple(grads)

@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +58,9 @@ class Profile:
     scope: str = ""
     building: bool = False
     """True while instrumented code is generated: its kernel lookups are not compile stages."""
+    _graph_code: dict[int, tuple[Any, Callable[..., Any]]] = field(default_factory=dict)
+    """id(graph) -> (graph, instrumented code) for ``run_graph`` (the graph is kept so that an
+    id is never reused while its entry lives)."""
     """the function whose code is being instrumented (prefixes its fusion groups' rows)."""
 
     # -- recording ------------------------------------------------------------------------------
@@ -95,6 +98,24 @@ class Profile:
             return code(*args)
         finally:
             self.add(f"call {fn.definition.name}", "call", start, _clock())
+
+    def run_graph(self, graph: Any, name: str, args: Sequence[Any]) -> Any:
+        """Run one call of a compiled graph that is not a ``ScriptFunction``'s own (the forward
+        or backward of a gradient) through instrumented code built for this profiler."""
+        found = self._graph_code.get(id(graph))
+        if found is None or found[0] is not graph:
+            from script.codegen import generate
+            self.scope, self.building = name, True
+            try:
+                code, _ = generate(graph, name="profiled", profiler=self)
+            finally:
+                self.building = False
+            found = self._graph_code[id(graph)] = (graph, code)
+        start = _clock()
+        try:
+            return found[1](*args)
+        finally:
+            self.add(f"call {name}", "call", start, _clock())
 
     def add_stage(self, name: str, start: float, end: float, child_seconds: float) -> None:
         """A compile stage's exclusive time (nested stages are counted on their own)."""

@@ -138,3 +138,24 @@ def test_nested_profiles_restore_the_outer_one():
         f(*args)
     assert inner.stats["call rnn_tanh_cell"].calls == 1
     assert outer.stats["call rnn_tanh_cell"].calls == 1
+
+
+def test_gradient_calls_are_profiled_with_equal_results():
+    from script import vjp
+    f = script(cells.lstm_layer)
+    args = _layer_args(2)
+    outs, back = vjp(f, *args)
+    cts = tuple(np.ones_like(o) for o in outs)
+    plain = back(cts)
+    with script.profile() as prof:
+        p_outs, p_back = vjp(f, *args)
+        profiled = p_back(cts)
+    for a, b in zip((*outs, *plain), (*p_outs, *profiled)):
+        np.testing.assert_array_equal(a, b)
+    rows = prof.stats
+    assert rows["call lstm_layer (forward)"].calls == 1
+    assert rows["call lstm_layer (backward)"].calls == 1
+    backward_groups = [k for k, s in rows.items()
+                       if s.category == "fusion" and k.startswith("lstm_layer (backward)/")]
+    assert backward_groups and all(rows[k].calls == T for k in backward_groups)
+    assert prof.node_seconds <= prof.call_seconds
