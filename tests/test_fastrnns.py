@@ -22,8 +22,9 @@ def test_default_variants_are_checked_and_timed(capsys, tmp_path):
     status, out, _ = _run(capsys, "--json", str(path))
     assert status == 0
     header = next(line for line in out.splitlines() if line.startswith("name")).split()
-    assert header == ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "first_call", "x_py",
-                      "x_torch_lstm", "x_floor"]
+    assert header == ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "first_fwd",
+                      "first_fb", "peak_mb", "x_py", "x_torch_lstm", "x_floor",
+                      "peak_x_torch_lstm", "x_peer"]
     payload = json.loads(path.read_text())
     results = payload["results"]
     assert list(results) == runner.DEFAULT_RNNS
@@ -33,6 +34,7 @@ def test_default_variants_are_checked_and_timed(capsys, tmp_path):
         assert r["check"]["passed"]
         assert len(r["fwd_times"]) == 2 and r["avg_fwd"] > 0
         assert r["first_call"] >= r["first_fwd"] > 0
+        assert r["first_call_fb"] >= r["first_call_fwd"] > 0 and r["first_call_how"] == "here"
         assert name in out
     # every scripted LSTM row was compared with py, gradients too where it has a backward
     for name in ("script", "script_premul", "script_premul_bias", "script_simple"):

@@ -2,9 +2,12 @@
 
 For every variant: build it (``runner``/``factory``), call forward and backward once (the first
 call, which compiles), check outputs and gradients against the reference, then time ``warmup``
-discarded and ``nloops`` kept iterations of forward and backward separately. Backward is the
-gradient of every input and parameter for a fixed random output cotangent. On a GPU the clock
-stops after a device synchronisation. All times are milliseconds.
+discarded and ``nloops`` kept iterations of forward and backward separately, then measure the peak
+memory of a forward + backward (the smaller of two more, ``memory``). Backward is the gradient of
+every input and parameter for a fixed random output cotangent. On a GPU the clock stops after a
+device synchronisation. All times are milliseconds. With ``--first-call fresh`` the first calls of
+the scripted rows are measured again in fresh processes with an empty kernel cache
+(``firstcall``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.fastrnns import checks, report, runner
+from benchmarks.fastrnns import checks, firstcall, memory, report, runner
 from benchmarks.fastrnns.factory import (
     ModelDef,
     RNNInputs,
@@ -67,7 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         + "; choices: " + " ".join(runner.RUNNERS))
     p.add_argument("--peers", action="store_true",
                    help="add the PyTorch rows (" + " ".join(runner.PEER_RNNS)
-                        + ") when torch is installed")
+                        + ", and torch_layernorm when a layer-norm row runs) when torch is "
+                          "installed")
     p.add_argument("--seed", type=int, default=17)
     p.add_argument("--threads", type=int, default=None,
                    help="BLAS and torch threads (needs threadpoolctl for numpy's BLAS)")
@@ -75,6 +79,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="elementwise fusion in scripted variants")
     p.add_argument("--disable-passes", default="",
                    help="comma-separated optimization passes the scripted variants skip")
+    p.add_argument("--first-call", choices=("here", "fresh"), default="here",
+                   help="here: first calls as they happen in this process (caches warmed by "
+                        "earlier rows and runs); fresh: the scripted rows' first plain forward "
+                        "and first forward + backward each in a new process with an empty "
+                        "kernel disk cache (slower: two processes per scripted row)")
     p.add_argument("--json", metavar="PATH", default=None,
                    help="write results, config and environment as JSON")
     p.add_argument("--plot", metavar="PATH.png", default=None, help="write a bar chart")
@@ -246,30 +255,81 @@ def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: 
     avg_fwd, std_fwd = _stats(times["fwd"])
     avg_bwd, std_bwd = _stats(times["bwd"])
     first = (setup + first_fwd + (first_bwd or 0.0)) * 1e3
-    return {**record, "status": "ok", "avg_fwd": avg_fwd, "std_fwd": std_fwd,
-            "avg_bwd": avg_bwd, "std_bwd": std_bwd,
-            "first_call": first,
-            "compile_estimate": max(0.0, first - avg_fwd - (avg_bwd or 0.0)),
-            "setup_ms": setup * 1e3, "first_fwd": first_fwd * 1e3,
-            "first_bwd": None if first_bwd is None else first_bwd * 1e3,
-            "cpu_fwd": _stats(times["cpu_fwd"])[0], "cpu_bwd": _stats(times["cpu_bwd"])[0],
-            "fwd_times": times["fwd"], "bwd_times": times["bwd"]}
+    device = "cpu" if inputs.xp is np else "cuda"
+    record = {**record, "status": "ok", "avg_fwd": avg_fwd, "std_fwd": std_fwd,
+              "avg_bwd": avg_bwd, "std_bwd": std_bwd,
+              "first_call": first,
+              "compile_estimate": max(0.0, first - avg_fwd - (avg_bwd or 0.0)),
+              "setup_ms": setup * 1e3, "first_fwd": first_fwd * 1e3,
+              "first_bwd": None if first_bwd is None else first_bwd * 1e3,
+              "first_call_fwd": (setup + first_fwd) * 1e3, "first_call_fb": first,
+              "first_call_how": "here",
+              "peak_mb": memory.peak_mb(lambda: _train_once(model, native_ct, sync), device),
+              "cpu_fwd": _stats(times["cpu_fwd"])[0], "cpu_bwd": _stats(times["cpu_bwd"])[0],
+              "fwd_times": times["fwd"], "bwd_times": times["bwd"]}
+    if getattr(args, "first_call", "here") == "fresh" and entry.is_scripted:
+        _fresh_first_calls(name, record, args)
+    return record
+
+
+def _train_once(model: ModelDef, cotangent: Any, sync: Callable[[], None]) -> None:
+    """One forward and backward, everything it made dropped on return."""
+    _, saved = model.forward()
+    if model.backward is not None:
+        model.backward(saved, cotangent)
+    sync()
+
+
+def _fresh_first_calls(name: str, record: dict[str, Any], args: Any) -> None:
+    """Replaces the row's first-call times by the fresh-process ones (``firstcall``); keeps the
+    children's records (kernels compiled, their compile time) under ``first_call_fresh``."""
+    flags = firstcall.child_flags(args)
+    fresh = {what: firstcall.measure(name, what, flags) for what in firstcall.WHAT}
+    record["first_call_fresh"] = fresh
+    errors = [f"{what}: {r['error']}" for what, r in fresh.items() if "error" in r]
+    if errors:
+        record["notes"].append("fresh first call failed (" + "; ".join(errors) + ")")
+        return
+    record["first_call_fwd"], record["first_call_fb"] = fresh["fwd"]["ms"], fresh["fb"]["ms"]
+    record["first_call_how"] = "fresh"
+    record["notes"].append(
+        f"fresh first calls: {fresh['fwd']['kernels']} native kernel(s) compiled for the plain "
+        f"forward ({fresh['fwd']['kernel_ms']:.0f} ms), {fresh['fb']['kernels']} for forward + "
+        f"backward ({fresh['fb']['kernel_ms']:.0f} ms)")
 
 
 def add_ratios(results: dict[str, dict]) -> None:
-    """``ratios[ref] = {fwd, bwd}``: this row's time over the reference row's, same group."""
-    for r in results.values():
-        r["ratios"] = {}
+    """``ratios[ref] = {fwd, bwd}``: this row's time over the reference row's, same group;
+    ``peak_ratios[ref]``: its peak memory over the memory reference's; ``peer_ratio``: its times
+    over its torch twin's (``runner.PEERS_OF``)."""
+    for name, r in results.items():
+        r["ratios"], r["peak_ratios"], r["peer_ratio"] = {}, {}, None
         if r.get("status") != "ok":
             continue
         for ref in report.RATIO_REFERENCES.get(r["group"], ()):
-            base = results.get(ref)
-            if not base or base.get("status") != "ok":
-                continue
-            fwd = r["avg_fwd"] / base["avg_fwd"]
-            bwd = (r["avg_bwd"] / base["avg_bwd"]
-                   if r["avg_bwd"] is not None and base["avg_bwd"] else None)
-            r["ratios"][ref] = {"fwd": fwd, "bwd": bwd}
+            base = _ok(results, ref)
+            if base is not None:
+                r["ratios"][ref] = _time_ratio(r, base)
+        memory_ref = report.MEMORY_REFERENCE.get(r["group"])
+        base = _ok(results, memory_ref)
+        if base is not None and r.get("peak_mb") is not None and base.get("peak_mb"):
+            r["peak_ratios"][memory_ref] = r["peak_mb"] / base["peak_mb"]
+        peer = runner.PEERS_OF.get(name)
+        base = _ok(results, peer)
+        if base is not None:
+            r["peer_ratio"] = {**_time_ratio(r, base), "peer": peer}
+
+
+def _ok(results: dict[str, dict], name: str | None) -> dict | None:
+    base = results.get(name) if name else None
+    return base if base and base.get("status") == "ok" else None
+
+
+def _time_ratio(r: dict[str, Any], base: dict[str, Any]) -> dict[str, float | None]:
+    fwd = r["avg_fwd"] / base["avg_fwd"]
+    bwd = (r["avg_bwd"] / base["avg_bwd"]
+           if r["avg_bwd"] is not None and base["avg_bwd"] else None)
+    return {"fwd": fwd, "bwd": bwd}
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -311,7 +371,7 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
             add_ratios(results)
             rows = report.table_rows(group, results)
             say(report.format_table(rows, args.sep))
-            say("(" + report.legend(group) + ")")
+            say("(" + report.legend(group, args.first_call) + ")")
             _say_notes(results, group, say)
         environment = report.environment(device)  # inside: the thread limits are in force
     return {"config": dict(vars(args)), "results": results, "environment": environment}

@@ -91,6 +91,9 @@ class ModelDef:
     """converts the harness's numpy/cupy cotangents to the variant's own arrays, untimed"""
     notes: list[str] = field(default_factory=list)
     """said under the table (why there is no backward, what the check covers)"""
+    infer: Callable[[], Any] | None = None
+    """a plain forward call, as a user's first ``f(*args)`` (no gradient compiled or saved);
+    None where the row has no separate one (its first-call forward is then ``forward()``)"""
 
 
 # -- inputs ----------------------------------------------------------------------------------
@@ -133,9 +136,10 @@ def scripted(fn: Any) -> ScriptFunction:
 
 # -- stacking single layers ---------------------------------------------------------------------
 def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[list[Any]],
-            xp: Any = np) -> ModelDef:
+            xp: Any = np, layer_fn: Callable[..., Any] | None = None) -> ModelDef:
     """A model of ``len(weights)`` layers from a one-layer vjp; ``states`` are ``(L, B, H)``
-    arrays (``(hx, cx)`` for an LSTM, ``(hx,)`` for a GRU)."""
+    arrays (``(hx, cx)`` for an LSTM, ``(hx,)`` for a GRU). ``layer_fn(x, *states, *weights)``,
+    the layer's plain call, gives the model its ``infer``."""
     def forward() -> tuple[Any, Any]:
         y, finals, backs = x, [], []
         for k, w in enumerate(weights):
@@ -157,7 +161,13 @@ def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[li
         grads = [xp.stack(list(d)) for d in zip(*dstate0)]
         return (dy, *grads, *[g for layer in dweights for g in layer])
 
-    return ModelDef(forward, backward)
+    def infer() -> Any:
+        y = x
+        for k, w in enumerate(weights):
+            y = layer_fn(y, *[s[k] for s in states], *w)[0]  # type: ignore[misc]
+        return y
+
+    return ModelDef(forward, backward, infer=None if layer_fn is None else infer)
 
 
 def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any) -> tuple[tuple[Any, ...], Callable]:
@@ -195,7 +205,8 @@ def py_creator(inp: RNNInputs) -> ModelDef:
 def lstm_creator(fn: Any) -> Callable[[RNNInputs], ModelDef]:
     """A scripted one-layer LSTM function, stacked to ``numLayers``."""
     def create(inp: RNNInputs) -> ModelDef:
-        return stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp)
+        return stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp,
+                       layer_fn=scripted(fn))
     return create
 
 
@@ -214,7 +225,7 @@ def simple_creator(inp: RNNInputs) -> ModelDef:
         dx, dh, dc, *dw = back((ct[1][0], ct[2][0]))
         return (dx, dh[None], dc[None], *dw)
 
-    return ModelDef(forward, backward)
+    return ModelDef(forward, backward, infer=lambda: f(*args))
 
 
 def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
@@ -244,7 +255,7 @@ def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
             dx, dhx, dcx, dparams, *_ = back(ct)
             return (dx, dhx, dcx, *dparams)
 
-        model = ModelDef(forward, backward, check_forward=check)
+        model = ModelDef(forward, backward, check_forward=check, infer=lambda: f(*args))
         if check is not None and inp.sizes.num_layers > 1:
             model.check_gradients = False
             model.notes.append("outputs checked with dropout off; gradients not checked")
@@ -259,17 +270,27 @@ def self_checked_creator(fn: Any, weights_of: Callable[[RNNInputs], list[list[An
     def create(inp: RNNInputs) -> ModelDef:
         weights = weights_of(inp)
         state_arrays = (inp.hx, inp.cx)[:states]
-        model = stacked(scripted_layer_vjp(fn), inp.x, state_arrays, weights, inp.xp)
+        model = stacked(scripted_layer_vjp(fn), inp.x, state_arrays, weights, inp.xp,
+                        layer_fn=scripted(fn))
+        model.reference = unoptimized_reference(fn, weights_of, states)(inp)
+        model.notes.append("checked against itself compiled without optimization passes")
+        return model
+    return create
+
+
+def unoptimized_reference(fn: Any, weights_of: Callable[[RNNInputs], list[list[Any]]],
+                          states: int = 2) -> Callable[[RNNInputs], Callable[[Any], Any]]:
+    """The check of a self-checked cell, for its own row and for peers of the same cell:
+    ``cotangents -> (outputs, gradients)`` of ``fn`` compiled without optimization, stacked."""
+    def create(inp: RNNInputs) -> Callable[[Any], Any]:
+        state_arrays = (inp.hx, inp.cx)[:states]
         reference = stacked(scripted_layer_vjp(fn, optimize=False), inp.x, state_arrays,
-                            weights, inp.xp)
+                            weights_of(inp), inp.xp)
 
         def reference_run(ct: Any) -> tuple[Any, Any]:
             outputs, saved = reference.forward()
             return outputs, reference.backward(saved, ct)
-
-        model.reference = reference_run
-        model.notes.append("checked against itself compiled without optimization passes")
-        return model
+        return reference_run
     return create
 
 

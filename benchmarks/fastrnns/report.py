@@ -15,6 +15,12 @@ import numpy as np
 RATIO_REFERENCES = {"lstm": ("py", "torch_lstm", "floor"), "vl_lstm": ("vl_py",)}
 """The rows each group's ratio columns divide by."""
 
+MEMORY_REFERENCE = {"lstm": "torch_lstm"}
+"""The row each group's peak-memory ratio divides by."""
+
+PEER_GROUPS = ("lstm",)
+"""The groups whose tables have the ``x_peer`` column (rows with a torch eager twin)."""
+
 GROUP_TITLES = {"lstm": "LSTMs", "vl_lstm": "variable-length sequence LSTMs"}
 
 
@@ -31,11 +37,16 @@ def _ratio(ratio: dict[str, float | None] | None) -> str:
 
 
 def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
-    """Header and one row per variant of ``group``: upstream's columns, the first call (where
-    scripted variants compile) and the ratios (fwd/bwd) to the reference rows."""
+    """Header and one row per variant of ``group``: upstream's columns, the first calls (where
+    scripted variants compile), the peak memory, and the ratios (fwd/bwd) to the reference rows,
+    to torch_lstm's peak memory and to the row's torch twin (``x_peer``)."""
     refs = RATIO_REFERENCES.get(group, ())
-    header = ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "first_call"]
+    memory_ref = MEMORY_REFERENCE.get(group)
+    header = ["name", "avg_fwd", "std_fwd", "avg_bwd", "std_bwd", "first_fwd", "first_fb",
+              "peak_mb"]
     header += [f"x_{r}" for r in refs]
+    header += [f"peak_x_{memory_ref}"] if memory_ref else []
+    header += ["x_peer"] if group in PEER_GROUPS else []
     rows = [header]
     for name, r in results.items():
         if r["group"] != group:
@@ -44,9 +55,21 @@ def table_rows(group: str, results: dict[str, dict]) -> list[list[str]]:
             rows.append([name, r.get("status", "skipped")] + [""] * (len(header) - 2))
             continue
         row = [name, _ms(r["avg_fwd"]), _ms(r["std_fwd"]), _ms(r["avg_bwd"]), _ms(r["std_bwd"]),
-               _ms(r["first_call"])]
-        rows.append(row + [_ratio(r["ratios"].get(ref)) for ref in refs])
+               _ms(r.get("first_call_fwd")), _ms(r.get("first_call_fb")),
+               _mb(r.get("peak_mb"))]
+        row += [_ratio(r["ratios"].get(ref)) for ref in refs]
+        if memory_ref:
+            peak_ratio = r.get("peak_ratios", {}).get(memory_ref)
+            row.append("-" if peak_ratio is None else f"{peak_ratio:.2f}")
+        if group in PEER_GROUPS:
+            peer = r.get("peer_ratio")
+            row.append(f"{_ratio(peer)} ({peer['peer']})" if peer else "-")
+        rows.append(row)
     return rows
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def format_table(rows: list[list[str]], sep: str = " ") -> str:
@@ -71,12 +94,31 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def legend(group: str) -> str:
+def legend(group: str, first_call: str = "here") -> str:
+    """What the columns of ``group``'s table mean; ``first_call`` is the ``--first-call`` mode."""
     refs = RATIO_REFERENCES.get(group, ())
-    return ("times in ms; first_call = building the variant and its first forward + "
-            "backward, compilation included; "
-            + ", ".join(f"x_{r} = this row / {r}" for r in refs)
-            + " as fwd/bwd (below 1 is faster)")
+    memory_ref = MEMORY_REFERENCE.get(group)
+    return ("times in ms; " + FIRST_CALL_LEGEND[first_call]
+            + "; peak_mb = MB a forward + backward adds to the process at its peak (GPU: to the "
+            "device allocators)"
+            + "; " + ", ".join(f"x_{r} = this row / {r}" for r in refs)
+            + " as fwd/bwd (below 1 is faster)"
+            + (f"; peak_x_{memory_ref} = peak_mb / {memory_ref}'s" if memory_ref else "")
+            + ("; x_peer = this row / its torch eager twin (named), as fwd/bwd"
+               if group in PEER_GROUPS else ""))
+
+
+FIRST_CALL_LEGEND = {
+    "here": "first_fwd = building the row and its first training forward, first_fb = that and "
+            "its first backward, in this process (scripted rows compile forward and gradient in "
+            "the first forward; kernels already compiled by earlier rows or found in the kernel "
+            "disk cache are reused; --first-call fresh measures each in a fresh process)",
+    "fresh": "first_fwd = building the row and its first plain forward call (scripted rows; "
+             "others: the training forward), first_fb = building it and its first training "
+             "forward + backward, scripted rows each in a fresh process with an empty kernel "
+             "disk cache (RNNSCRIPT_CACHE_DIR), other rows in this process",
+}
+"""``--first-call`` mode -> what the first_fwd and first_fb columns measure."""
 
 
 # -- upstream's --print-json -------------------------------------------------------------------

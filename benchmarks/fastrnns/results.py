@@ -1,9 +1,15 @@
 """Regenerates ``benchmarks/RESULTS.md``: the harness at fastrnns' seed configuration and at a small
-one, every variant, PyTorch peers included when torch is installed.
+one, every variant, PyTorch peers included when torch is installed, then the re-specialization
+benchmark (``benchmarks.respecialize``) at the seed configuration's sizes.
 
-    python -m benchmarks.fastrnns.results [--out benchmarks/RESULTS.md] [bench flags ...]
+    python -m benchmarks.fastrnns.results [--out benchmarks/RESULTS.md] [--compile]
+                                          [bench flags ...]
 
-Extra flags (``--threads 1``, ``--nloops 20``, ...) are passed to both runs.
+Extra flags (``--threads 1``, ``--nloops 20``, even sizes such as ``--seqLength 5``) are passed to
+both runs; sizes and ``--threads`` also to the re-specialization benchmark. ``--compile`` adds the
+``torch_compile`` row to both runs (its compilation takes minutes). The seed configuration
+measures the scripted rows' first calls in fresh processes with an empty kernel cache
+(``--first-call fresh``).
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ import shlex
 import sys
 from typing import Any
 
-from benchmarks.fastrnns import bench, checks, report
+from benchmarks import respecialize
+from benchmarks.fastrnns import bench, checks, report, runner
 
 CONFIGS = [
     ("Seed configuration: T=100, B=64, I=H=512 (fastrnns' defaults)",
      ["--seqLength", "100", "--miniBatch", "64", "--inputSize", "512", "--hiddenSize", "512",
-      "--rnns", "all", "--peers"]),
+      "--rnns", "all", "--peers", "--first-call", "fresh"]),
     ("Small configuration: T=100, B=8, I=H=64",
      ["--seqLength", "100", "--miniBatch", "8", "--inputSize", "64", "--hiddenSize", "64",
       "--rnns", "all", "--peers", "--variable-lstms"]),
@@ -30,28 +37,55 @@ COMMAND = "python -m benchmarks.fastrnns.results"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs every configuration and writes the Markdown file."""
+    """Runs every configuration and the re-specialization benchmark; writes the Markdown file."""
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/RESULTS.md")
+    parser.add_argument("--compile", action="store_true",
+                        help="add the torch_compile row to both runs (compiles for minutes)")
     opts, extra = parser.parse_known_args(argv)
     sections, status = [], 0
     for title, flags in CONFIGS:
         args = bench.parse_args(flags + extra)
+        if opts.compile:
+            args.rnns = _with_compile(args.rnns)
         print(f"== {title}", flush=True)
         payload = bench.run(args)
         sections.append((title, payload))
         if any(r.get("status") in ("check failed", "error") for r in payload["results"].values()):
             status = 1
-    command = " ".join([COMMAND] + [shlex.quote(a) for a in extra] +
-                       ([] if opts.out == "benchmarks/RESULTS.md" else ["--out", opts.out]))
+    print("== Re-specialization", flush=True)
+    respec = respecialize.run(respecialize_args(sections[0][1]["config"]))
+    print(report.format_table(respecialize.table_rows(respec)), flush=True)
+    if any(c["kernels_compiled"] for c in respec["cases"]):
+        status = 1
+    command = " ".join([COMMAND] + (["--compile"] if opts.compile else [])
+                       + [shlex.quote(a) for a in extra]
+                       + ([] if opts.out == "benchmarks/RESULTS.md" else ["--out", opts.out]))
     with open(opts.out, "w") as f:
-        f.write(markdown(sections, command))
+        f.write(markdown(sections, command, respec))
     print(f"wrote {opts.out}")
     return status
 
 
-def markdown(sections: list[tuple[str, dict[str, Any]]], command: str) -> str:
-    """The results file: how to regenerate it, the environment, one table per configuration."""
+def _with_compile(rnns: list[str] | None) -> list[str]:
+    names = list(rnns or runner.DEFAULT_RNNS)
+    return names if "torch_compile" in names else names + ["torch_compile"]
+
+
+def respecialize_args(config: dict[str, Any]) -> Any:
+    """The re-specialization benchmark's flags from a harness run's config (sizes, threads)."""
+    flags = ["--seqLength", str(config["seqLength"]), "--miniBatch", str(config["miniBatch"]),
+             "--inputSize", str(config["inputSize"]), "--hiddenSize", str(config["hiddenSize"]),
+             "--dtype", config["dtype"]]
+    if config.get("threads"):
+        flags += ["--threads", str(config["threads"])]
+    return respecialize.parse_args(flags)
+
+
+def markdown(sections: list[tuple[str, dict[str, Any]]], command: str,
+             respec: dict[str, Any] | None = None) -> str:
+    """The results file: how to regenerate it, the environment, one table per configuration,
+    the re-specialization table."""
     env = sections[0][1]["environment"]
     lines = ["# fastrnns results", "",
              "Generated by the harness; regenerate (a few minutes to tens of minutes on a 2-core "
@@ -61,8 +95,20 @@ def markdown(sections: list[tuple[str, dict[str, Any]]], command: str) -> str:
     for title, payload in sections:
         lines += ["", f"## {title}", ""]
         lines += _section_lines(payload)
+    if respec is not None:
+        lines += ["", "## Re-specialization: a new sequence length or batch size", ""]
+        lines += _respecialize_lines(respec)
     lines += ["", "## Reading the tables", "", *_reading_lines()]
     return "\n".join(lines) + "\n"
+
+
+def _respecialize_lines(respec: dict[str, Any]) -> list[str]:
+    config = respec["config"]
+    return [f"`{respecialize.COMMAND}` at I=H={config['inputSize']}, `{config['dtype']}`"
+            + (f", {config['threads']} thread(s)" if config.get("threads") else "")
+            + ": `script(cells.lstm_layer)`, compiled and warmed, called at new shapes.", "",
+            report.markdown_table(respecialize.table_rows(respec)), "",
+            respecialize.legend(respec) + "."]
 
 
 def _environment_lines(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -99,7 +145,9 @@ def _section_lines(payload: dict[str, Any]) -> list[str]:
     config = payload["config"]
     lines = [f"`{config['dtype']}`, {config['numLayers']} layer(s), on "
              f"{payload['environment']['device']}; {config['warmup']} warm-up and "
-             f"{config['nloops']} timed iterations per row."]
+             f"{config['nloops']} timed iterations per row. First calls: "
+             + ("scripted rows in fresh processes with an empty kernel disk cache."
+                if config.get("first_call") == "fresh" else "in the benchmark process.")]
     results = payload["results"]
     for group, title in report.GROUP_TITLES.items():
         if not any(r["group"] == group for r in results.values()):
@@ -122,8 +170,17 @@ def _reading_lines() -> list[str]:
         "- Times are milliseconds per call, mean and sample standard deviation over the timed "
         "iterations. `fwd` is the training forward (it keeps what the backward needs); `bwd` is "
         "the gradient of every input and parameter for a fixed random output cotangent.",
-        "- `first_call` is the time to build the row and run its first forward and backward: "
-        "for scripted rows it includes compilation (compare it with `avg_fwd + avg_bwd`).",
+        "- `first_fwd` / `first_fb`: building the row and its first forward / first forward and "
+        "backward; for scripted rows they include compilation (compare them with `avg_fwd` and "
+        "`avg_fwd + avg_bwd`). Where a section says so (`--first-call fresh`), the scripted rows' "
+        "first calls ran in fresh processes with an empty kernel disk cache, the forward being "
+        "a plain call (no gradient compiled); otherwise in the benchmark process, where kernels "
+        "compiled by earlier rows or earlier runs (disk cache) are reused.",
+        "- `peak_mb`: megabytes one forward + backward adds to the process at its peak (peak "
+        "resident set, reset through `/proc/self/clear_refs`, minus the resident set before); "
+        "`peak_x_torch_lstm` divides it by `torch_lstm`'s. `-` where the platform cannot tell.",
+        "- `x_peer`: the row's times divided by its torch eager twin's (`script_layernorm` by "
+        "`torch_layernorm`: the same layer-norm cell and weights), as forward/backward.",
         "- `x_py`, `x_torch_lstm`, `x_floor`: this row's time divided by that row's, as "
         "forward/backward; below 1 is faster. `floor` is the same GEMMs alone, so `x_floor` "
         "is how far a row is from the physical limit of its matmuls.",

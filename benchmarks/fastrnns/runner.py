@@ -30,6 +30,11 @@ class Runner:
     def is_peer(self) -> bool:
         return isinstance(self.creator, str)
 
+    @property
+    def is_scripted(self) -> bool:
+        """An rnnscript row: its first call compiles (``--first-call fresh`` measures those)."""
+        return self.name.startswith(("script", "vl_script"))
+
     def create(self, inputs: RNNInputs) -> ModelDef:
         if not isinstance(self.creator, str):
             return self.creator(inputs)
@@ -62,6 +67,7 @@ RUNNERS = {r.name: r for r in [
     Runner("torch_script", "torch:script_creator", doc="custom LSTM, torch.jit.script"),
     Runner("torch_eager", "torch:eager_creator", doc="custom LSTM, torch eager"),
     Runner("torch_compile", "torch:compile_creator", doc="custom LSTM, torch.compile"),
+    Runner("torch_layernorm", "torch:layernorm_creator", doc="layer-norm LSTM, torch eager"),
     Runner("vl_py", factory.vl_py_creator, "vl_lstm", doc="per-sequence numpy eager"),
     Runner("vl_script", factory.vl_script_creator, "vl_lstm", doc="per-sequence loop, scripted"),
 ]}
@@ -73,6 +79,10 @@ py``) in our names, plus the floor."""
 
 PEER_RNNS = ["torch_lstm", "torch_script", "torch_eager"]
 """Added by ``--peers`` (``torch_compile`` is opt-in: name it in ``--rnns``)."""
+
+PEERS_OF = {"script_layernorm": "torch_layernorm", "script_layernorm_decom": "torch_layernorm"}
+"""Rows whose cell has a torch eager twin: ``--peers`` adds the twin when the row is run, and the
+table's ``x_peer`` column divides the row's times by the twin's."""
 
 EXTRA_RNNS = ["script_layernorm", "script_layernorm_decom", "script_dropout", "script_gru"]
 """Opt-in, as upstream's layernorm/dropout variants; ``--rnns all`` includes them."""
@@ -88,7 +98,7 @@ def select(rnns: list[str] | None, peers: bool, variable_lstms: bool) -> list[st
         names.remove("all")
         names += DEFAULT_RNNS + EXTRA_RNNS
     if peers:
-        names += PEER_RNNS
+        names += PEER_RNNS + [PEERS_OF[n] for n in names if n in PEERS_OF]
     if variable_lstms:
         names += VL_RNNS
     unique = list(dict.fromkeys(names))

@@ -1,11 +1,15 @@
-"""The PyTorch peers (``--peers``): ``torch_lstm``, ``torch_script``, ``torch_eager`` and the
-opt-in ``torch_compile``. Imported only when torch is installed.
+"""The PyTorch peers (``--peers``): ``torch_lstm``, ``torch_script``, ``torch_eager``,
+``torch_layernorm`` (with the layer-norm rows) and the opt-in ``torch_compile``. Imported only when
+torch is installed.
 
 ``torch_script`` is upstream's custom LSTM (``fastrnns/cells.py`` ``lstm_cell`` and the
 ``lstm_factory`` loop) under ``torch.jit.script``; ``torch_eager`` is the same code unscripted;
 ``torch_compile`` is it under ``torch.compile`` (its first call compiles for minutes).
 ``torch_lstm`` is ``nn.LSTM`` (oneDNN on CPU, cuDNN on GPU). All take the harness's weights, so
-their outputs and gradients are checked against ``py`` like ours.
+their outputs and gradients are checked against ``py`` like ours. ``torch_layernorm`` is
+``cells.layernorm_lstm_layer`` written in torch eager, with the weights of ``script_layernorm``
+(``factory.layernorm_weights``), and is checked like that row (against the scripted cell compiled
+without optimization).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from benchmarks.fastrnns import cells, factory
 from benchmarks.fastrnns.factory import ModelDef, RNNInputs
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -47,11 +52,33 @@ def lstm_layer(input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor
     return torch.stack(outputs), hx, cx
 
 
+def layernorm_lstm_layer(input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor,
+                         ln_i_w: Tensor, ln_i_b: Tensor, ln_h_w: Tensor, ln_h_b: Tensor,
+                         ln_c_w: Tensor, ln_c_b: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """``cells.layernorm_lstm_layer`` in torch: layer norm (eps 1e-5, affine) on both gate
+    projections and on the cell state, no LSTM biases."""
+    layer_norm = torch.nn.functional.layer_norm
+    four_h, h = ln_i_w.shape, ln_c_w.shape
+    outputs: List[Tensor] = []
+    for x_t in input.unbind(0):
+        igates = layer_norm(torch.mm(x_t, w_ih.t()), four_h, ln_i_w, ln_i_b, 1e-5)
+        hgates = layer_norm(torch.mm(hx, w_hh.t()), four_h, ln_h_w, ln_h_b, 1e-5)
+        i, f, g, o = (igates + hgates).chunk(4, 1)
+        cx = layer_norm(torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g), h, ln_c_w,
+                        ln_c_b, 1e-5)
+        hx = torch.sigmoid(o) * torch.tanh(cx)
+        outputs.append(hx)
+    return torch.stack(outputs), hx, cx
+
+
+def _tensor(a: Any, device: str) -> Tensor:
+    host = a.get() if hasattr(a, "get") else np.asarray(a)
+    return torch.tensor(host, device=device, requires_grad=True)
+
+
 def _leaves(inp: RNNInputs, device: str) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
-    def t(a: Any) -> Tensor:
-        host = a.get() if hasattr(a, "get") else np.asarray(a)
-        return torch.tensor(host, device=device, requires_grad=True)
-    return t(inp.x), t(inp.hx), t(inp.cx), [t(w) for w in inp.flat_weights()]
+    return (_tensor(inp.x, device), _tensor(inp.hx, device), _tensor(inp.cx, device),
+            [_tensor(w, device) for w in inp.flat_weights()])
 
 
 def _model(forward: Callable[[], tuple[Tensor, ...]], leaves: list[Tensor],
@@ -99,17 +126,20 @@ def custom_creator(layer: Callable[..., Tuple[Tensor, Tensor, Tensor]]
     def create(inp: RNNInputs) -> ModelDef:
         device = _device(inp)
         x, hx, cx, weights = _leaves(inp, device)
-
-        def forward() -> tuple[Tensor, ...]:
-            y, hs, cs = x, [], []
-            for k in range(len(weights) // 4):
-                y, h, c = layer(y, hx[k], cx[k], *weights[4 * k:4 * k + 4])
-                hs.append(h)
-                cs.append(c)
-            return y, torch.stack(hs), torch.stack(cs)
-
-        return _model(forward, [x, hx, cx, *weights], device)
+        return _model(_stacked(layer, x, hx, cx, weights, 4), [x, hx, cx, *weights], device)
     return create
+
+
+def _stacked(layer: Callable[..., Tuple[Tensor, Tensor, Tensor]], x: Tensor, hx: Tensor,
+             cx: Tensor, weights: list[Tensor], per_layer: int) -> Callable[[], tuple[Tensor, ...]]:
+    def forward() -> tuple[Tensor, ...]:
+        y, hs, cs = x, [], []
+        for k in range(len(weights) // per_layer):
+            y, h, c = layer(y, hx[k], cx[k], *weights[per_layer * k:per_layer * (k + 1)])
+            hs.append(h)
+            cs.append(c)
+        return y, torch.stack(hs), torch.stack(cs)
+    return forward
 
 
 def script_creator(inp: RNNInputs) -> ModelDef:
@@ -123,6 +153,21 @@ def script_creator(inp: RNNInputs) -> ModelDef:
 def eager_creator(inp: RNNInputs) -> ModelDef:
     """``torch_eager``: upstream's custom LSTM, unscripted."""
     return custom_creator(lstm_layer)(inp)
+
+
+def layernorm_creator(inp: RNNInputs) -> ModelDef:
+    """``torch_layernorm``: the layer-norm LSTM in torch eager, checked like
+    ``script_layernorm``."""
+    device = _device(inp)
+    x, hx, cx = (_tensor(a, device) for a in (inp.x, inp.hx, inp.cx))
+    weights = [_tensor(w, device) for layer in factory.layernorm_weights(inp) for w in layer]
+    model = _model(_stacked(layernorm_lstm_layer, x, hx, cx, weights, 8),
+                   [x, hx, cx, *weights], device)
+    model.reference = factory.unoptimized_reference(cells.layernorm_lstm_layer,
+                                                    factory.layernorm_weights)(inp)
+    model.notes.append("checked against the scripted layer-norm cell compiled without "
+                       "optimization passes")
+    return model
 
 
 def compile_creator(inp: RNNInputs) -> ModelDef:
