@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import CONSTANT, Graph, Node, Value
-from ir.registry import constant_of
+from ir.registry import constant_of, infer_types
 from ir.types import NONE, OptionalType, TensorType, TupleType
 
 NAME = "canonicalize"
@@ -139,6 +139,37 @@ def len_of_known(node: Node) -> bool:
     return False
 
 
+def matmul_of_batch_by_matrix(node: Node) -> bool:
+    """``a @ w`` with ``a`` of shape (..., m, k) and a 2-D ``w``: one 2-D matmul of ``a``'s rows,
+    ``(a.reshape(-1, k) @ w).reshape(..., m, n)``. numpy runs a batched product as one small GEMM
+    per batch element (measured 4x slower at (100, 8, 64) @ (64, 256), 1.6x at (100, 64, 512) @
+    (512, 2048)); the rows of a batch are just more rows of one GEMM."""
+    a, w = node.inputs
+    ta, tw, out = a.type, w.type, node.output.type
+    if not all(isinstance(t, TensorType) and t.shape is not None and None not in t.shape
+               for t in (ta, tw, out)):
+        return False
+    if len(ta.shape) < 3 or len(tw.shape) != 2:  # type: ignore[union-attr, arg-type]
+        return False
+    k = tw.shape[0]  # type: ignore[union-attr, index]
+    flat = _insert_before(node, "tensor::reshape", [a, _constant_before(node, (-1, k))])
+    product = _insert_before(node, "tensor::matmul", [flat, w])
+    shape = _constant_before(node, tuple(out.shape))  # type: ignore[union-attr, arg-type]
+    return forward_outputs(node, [_insert_before(node, "tensor::reshape", [product, shape])])
+
+
+def _insert_before(at: Node, kind: str, inputs: list[Value]) -> Value:
+    node = at.graph.create(kind, inputs, [], source=at.source)
+    for t in infer_types(node):
+        node.add_output(t)
+    return node.insert_before(at).output
+
+
+def _constant_before(at: Node, value: Any) -> Value:
+    with at.graph.inserting_before(at):
+        return at.graph.constant(value)
+
+
 def unwrap_non_optional(node: Node) -> bool:
     """``unchecked_unwrap_optional(x) -> x`` when ``x`` is not an Optional to begin with."""
     t = node.inputs[0].type
@@ -151,6 +182,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::transpose": double_transpose,
     "tensor::neg": double_negation,
     "tensor::reshape": reshape_of_reshape,
+    "tensor::matmul": matmul_of_batch_by_matrix,
     "tensor::mul": _identity_operand({1: 1, 0: 1}),
     "tensor::add": _identity_operand({1: 0, 0: 0}),
     "tensor::sub": _identity_operand({1: 0}),

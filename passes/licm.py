@@ -107,6 +107,9 @@ SHAPE_CHECKED_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::ndim": lambda n: True,
     "prim::Constant": lambda n: True,
     "prim::TupleConstruct": lambda n: True,
+    # a constant index into a tuple of known length: the type rule checked it at compile time
+    "prim::TupleIndex": lambda n: True,
+    "prim::TupleUnpack": lambda n: True,
     "prim::ListConstruct": lambda n: True,
 }
 """Ops that cannot raise on inputs of their (static) types; the rule says when that holds.

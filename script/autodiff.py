@@ -71,7 +71,7 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
     from script.codegen import generate
     graph = _specialized_graph(f, args)
-    grad = differentiate(graph)
+    grad = differentiate(graph, _list_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
         prune_unused_saved(grad)
@@ -104,6 +104,16 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
         raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
     run_pipeline(graph, STANDARD_PIPELINE)
     return graph
+
+
+def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list[ir.Type]]:
+    """Each list argument's item types: the signature key holds every item's shape, so a
+    specialization is for exactly these items (the backward needs each weight's shape)."""
+    found = {}
+    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+        if isinstance(a, list) and isinstance(t, ir.ListType):
+            found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
+    return found
 
 
 def _py_name(f: ScriptFunction) -> str:

@@ -16,6 +16,9 @@ Control flow is differentiated symbolically:
   counter, whose slice cotangents are collected in a list and stacked once after the loop.
 - Lists filled by appends and consumed by ``stack``/``cat``: the cotangent of the list is a list
   of item cotangents; the reverse of each append pops its item's cotangent from the end.
+- List arguments (``differentiate(graph, list_items)``): a list of tensors the function only
+  reads is specialized to its items (loops indexing it by their counter unrolled, then retyped
+  as a tuple, ``passes.autodiff.lists``); its cotangent is a list with one array per item.
 - Tuples: cotangents are kept per element and pass through construct/unpack/index; an outer
   tuple read in an If branch or loop body gets its contribution back as a tuple.
 - Optionals: the cotangent of an ``Optional[Tensor]`` is a tensor (none reaches a None), passed
@@ -27,12 +30,14 @@ cotangent's type can be less precise than its forward value's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
+from passes.autodiff.lists import MAX_TRIPS, read_only_list_inputs
 from passes.autodiff.prepare import (
     active_values,
     hoist_loop_invariants,
@@ -62,11 +67,25 @@ class Gradient:
         return len(self.forward.outputs) - self.num_outputs
 
 
-def differentiate(graph: Graph) -> Gradient:
-    """Turn ``graph`` (modified in place) into an augmented forward and build its backward."""
+def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None = None
+                  ) -> Gradient:
+    """Turn ``graph`` (modified in place) into an augmented forward and build its backward.
+
+    ``list_items`` gives, for graph inputs that are lists, the types of the items of the list
+    the graph is specialized for (input position -> one type per item). A list of tensors the
+    function only reads then gets a gradient per item (a list), even when its items' shapes
+    differ and it is read at a loop's counter (``passes.autodiff.lists``).
+    """
     lower_dropout(graph)
+    lists = read_only_list_inputs(graph, list_items or {})
+    if refine_stacked_lists(graph, lists):
+        # unrolled layers and per-step slices are new loop bodies: give them the loop rewrites
+        # (the input projection hoisted out of each layer's loop) before the backward mirrors
+        # them, then re-refine what those rewrites re-typed
+        from passes import RNN_PIPELINE, run_pipeline
+        run_pipeline(graph, RNN_PIPELINE)
+        refine_stacked_lists(graph, lists)
     hoist_loop_invariants(graph)
-    refine_stacked_lists(graph)
     active = active_values(graph, NON_DIFFERENTIABLE)
     ad = Differentiator(graph, active)
     root = BlockGrad(ad, graph.block, ad.backward.block)
@@ -80,10 +99,28 @@ def differentiate(graph: Graph) -> Gradient:
     for v in graph.inputs:
         ok = v in active
         differentiable.append(ok)
-        results.append(root.materialize(v, root.ct.get(v)) if ok else root.const(None))
+        if not ok:
+            results.append(root.const(None))
+        elif v in lists:
+            results.append(_list_of_items(root, v, root.ct.get(v)))
+        else:
+            results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
+
+
+def _list_of_items(root: BlockGrad, v: Value, g) -> Value:
+    """The cotangent of a list argument retyped as a tuple, as a list (the argument's kind)."""
+    t = v.type
+    if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
+        raise IRError("cannot differentiate reading a list argument at a non-constant index "
+                      "(only counted loops of at most "
+                      f"{MAX_TRIPS} trips are unrolled to make the index constant)")
+    parts = root.structured(g) if g is not None else [None] * len(t.elements)
+    items = [root._element(gk, tk, v, k) for k, (gk, tk) in enumerate(zip(parts, t.elements))]
+    item_t = _covering([i.type for i in items], TensorType())
+    return root.emit("prim::ListConstruct", *items, types=[ListType(item_t)]).output
 
 
 def _seed(root: BlockGrad, ct: Value):

@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, lookup
 from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
+from passes.autodiff.lists import simplify_unbind_reads, tuple_list_inputs, unroll_indexed_loops
 
 LOOP = "prim::Loop"
 IF = "prim::If"
@@ -132,24 +135,42 @@ def _is_for(loop: Node) -> bool:
     return all(v.is_constant and v.constant is True for v in (cond, body_cond))
 
 
-def refine_stacked_lists(graph: Graph) -> None:
+def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] | None = None
+                         ) -> bool:
     """Give ``stack`` of a list of known length its full shape, and re-type what follows.
 
     A refined stack can make a later list's length and items known (the next layer of a stack
     of RNN layers runs ``size(output, 0)`` steps and appends values computed from it), so
     refinement, propagation and constant folding (``size`` of a now-known shape) alternate until
-    nothing changes: one round per layer of such dependencies.
+    nothing changes: one round per layer of such dependencies. ``lists`` (list arguments only
+    read, see ``passes.autodiff.lists``) take part: loops indexing them by their counter are
+    unrolled and, once every read is at a constant index, they become tuples of known items.
+    Returns True when lists were rewritten or loops unrolled (the loop rewrites the pipeline
+    made before did not see this form).
     """
     from passes import constant_prop
     from passes.shape_prop import propagate_node
+    lists = lists or {}
     refined: dict[Node, Type] = {}
-    for _ in range(sum(1 for n in graph.walk() if n.kind == "tensor::stack") + 1):
+    restructured = False
+    rounds = 0
+    # each round settles at least one more stack, list or loop, and unrolling adds loops: the
+    # bound is recounted (it only guards against rewrites undoing each other)
+    while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in ("tensor::stack", LOOP)) + 2:
+        rounds += 1
+        # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
+        # folded first: a loop's trip count must be a constant for its lists to have a length
+        changed = constant_prop.run(graph)
+        rewritten = simplify_unbind_reads(graph)
+        rewritten |= unroll_indexed_loops(lists)
+        rewritten |= tuple_list_inputs(lists)
+        restructured |= rewritten
         found = _stack_refinements(graph)
-        if found == refined:
-            return
+        if found == refined and not (changed or rewritten):
+            break
         refined = found
         _propagate(graph.block, refined, propagate_node)
-        constant_prop.run(graph)
+    return restructured
 
 
 def _stack_refinements(graph: Graph) -> dict[Node, Type]:
