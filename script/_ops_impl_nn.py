@@ -101,6 +101,23 @@ def layer_norm(a: Any, weight: Any = None, bias: Any = None, eps: float = 1e-05)
     return y if bias is None else y + bias
 
 
+def layer_norm_backward(g: Any, a: Any, weight: Any = None, eps: float = 1e-05) -> Any:
+    """The gradient of ``layer_norm(a, weight, bias, eps)`` for the output cotangent ``g`` (of
+    ``a``'s shape): ``(da, dweight, dbias)``, where with ``xhat = (a - mean) / sqrt(var + eps)``
+    ``dweight`` and ``dbias`` are ``g * xhat`` and ``g`` summed over every axis but the last
+    (the gradients of a weight and a bias of the last axis' length)."""
+    xp = array_module(g, a, weight)
+    x = as_float(a)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    rstd = 1.0 / xp.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)
+    xhat = centred * rstd
+    d = g if weight is None else g * weight
+    da = (d - d.mean(axis=-1, keepdims=True)
+          - xhat * (d * xhat).mean(axis=-1, keepdims=True)) * rstd
+    rows = tuple(range(da.ndim - 1))
+    return da, (g * xhat).sum(axis=rows), xp.asarray(g, dtype=da.dtype).sum(axis=rows)
+
+
 def dropout(a: Any, p: float = 0.5, training: bool = True) -> Any:
     """Zero each element with probability p and scale the rest by 1 / (1 - p) when training
     (inverted dropout, so the expectation is unchanged); the identity otherwise.

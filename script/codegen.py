@@ -361,8 +361,63 @@ def _in_loop(node: Node) -> bool:
     return False
 
 
+def _row_kernel_dtype(node: Node, tensors: list[Value]) -> str | None:
+    """The dtype of a row kernel for ``node``: its float32/float64 result on the CPU when every
+    tensor in ``tensors`` (None constants aside) has that dtype; None otherwise (the eager op
+    runs: CuPy arrays, other dtypes, mixed dtypes that promote)."""
+    from fuser.cpu import layouts_supported, rowkernels
+    out = node.outputs[0].type
+    if not isinstance(out, ir.TensorType) or out.device == "cuda":
+        return None
+    if not rowkernels.supports(out.dtype) or not layouts_supported():
+        return None
+    for v in tensors:
+        if v.is_constant and v.constant is None:
+            continue
+        t = v.type.element if isinstance(v.type, ir.OptionalType) else v.type
+        if not isinstance(t, ir.TensorType) or t.dtype != out.dtype or t.device == "cuda":
+            return None
+    return out.dtype
+
+
+def _given(v: Value) -> bool:
+    return not (v.is_constant and v.constant is None)
+
+
+def _write_row_kernel(w: FunctionWriter, node: Node,
+                      make: Callable[[str, list[bool]], Callable[..., Any]]) -> None:
+    """A call of the native row kernel ``make(dtype, which tensor inputs are given)`` when the
+    node's tensors are numpy float arrays (the kernel falls back to the eager op for arguments
+    it does not handle at run time); the eager op otherwise."""
+    from script.profiler import stage
+    tensors = list(node.inputs[:3])
+    dtype = _row_kernel_dtype(node, tensors)
+    if dtype is None:
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    with stage("native compile"):
+        kernel = make(dtype, [_given(v) for v in tensors])
+    _write_call(w, node, kernel, f"_{node.kind.split('::', 1)[1]}")
+
+
+def _write_layer_norm(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_forward
+    from script import ops
+    _write_row_kernel(w, node, lambda dtype, given: layer_norm_forward(
+        dtype, given[1], given[2], ops.layer_norm))
+
+
+def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_backward
+    from script import ops
+    _write_row_kernel(w, node, lambda dtype, given: layer_norm_backward(
+        dtype, given[2], ops.layer_norm_backward))
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": _write_matmul,
+    "tensor::layer_norm": _write_layer_norm,
+    "tensor::layer_norm_backward": _write_layer_norm_backward,
     "prim::NamedTupleConstruct": _write_named_tuple,
     "prim::CreateObject": _write_create_object,
     "prim::GetAttr": _write_get_attr,

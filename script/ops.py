@@ -34,6 +34,7 @@ from script._ops_impl_nn import (
     amin,
     dropout,
     layer_norm,
+    layer_norm_backward,  # noqa: F401  (a gradient op)
     linear,
     log_softmax,
     matmul,

@@ -145,6 +145,11 @@ def layer_norm_plain(x: Tensor) -> Tensor:
     return ops.layer_norm(x)
 
 
+def layer_norm_grad(g: Tensor, x: Tensor, w: Tensor) -> Tensor:
+    da, dw, db = ops.layer_norm_backward(g, x, w)
+    return da * da + dw * 2.0 + db * db
+
+
 def dropout(x: Tensor) -> Tensor:
     return ops.dropout(x * 2.0, 0.3)
 
@@ -199,6 +204,8 @@ CASES = {
     "layer_norm": (layer_norm, lambda r: (_r(r, 3, 6), _r(r, 6), _r(r, 6)),
                    ["tensor::layer_norm"]),
     "layer_norm_plain": (layer_norm_plain, lambda r: (_r(r, 3, 6),), ["tensor::layer_norm"]),
+    "layer_norm_grad": (layer_norm_grad, lambda r: (_r(r, 3, 6), _r(r, 3, 6), _r(r, 6)),
+                        ["tensor::layer_norm_backward"]),
     "astype": (astype, lambda r: (_r(r, 3, 4),), ["tensor::astype"]),
     "gradient_ops": (gradient_ops, lambda r: (_r(r, 3, 4), _r(r, 4)),
                      ["tensor::sum_to", "tensor::broadcast_to", "tensor::select_backward",

@@ -1,7 +1,8 @@
 """Ops that gradients are made of: reducing a broadcast gradient back to an input's shape, the
 inverse broadcast, scattering a slice's gradient into zeros, dropout's random mask, and the
 preallocated stacked arrays a reverse loop fills one slice per iteration (``empty`` +
-``write_slot``), so per-step values are stacked without a list and a copy after the loop.
+``write_slot``), so per-step values are stacked without a list and a copy after the loop, and
+layer norm's gradient as one op (a native row kernel on the CPU).
 
 They are ordinary ops (each has an eager function of the same name in ``script.ops``), so backward
 graphs are plain IR that every pass, the fuser and the code generator understand, and that can be
@@ -11,9 +12,10 @@ differentiated again.
 from __future__ import annotations
 
 from ir.core import Node
-from ir.ops.shape import int_items, tensor_arg
+from ir.ops.rules import broadcast_shapes, float_result_dtype
+from ir.ops.shape import int_items, items_device, tensor_arg
 from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
-from ir.types import DTYPE_NAMES, FLOAT_DTYPES, TensorType, Type
+from ir.types import DTYPE_NAMES, FLOAT_DTYPES, OptionalType, TensorType, Type
 
 
 def _to_shape(node: Node) -> list[Type]:
@@ -60,6 +62,25 @@ def _write_slot(node: Node) -> list[Type]:
     return []
 
 
+def _layer_norm_backward(node: Node) -> list[Type]:
+    g, a = tensor_arg(node, 0), tensor_arg(node, 1)
+    if a.shape is not None and not a.shape:
+        raise ShapeError(f"{node.kind}: cannot normalise a 0-d tensor")
+    tensors = [g, a]
+    w = node.inputs[2].type if len(node.inputs) > 2 else None
+    if isinstance(w, OptionalType):
+        w = w.element
+    if isinstance(w, TensorType):
+        tensors.append(w)
+    shape = broadcast_shapes([t.shape for t in tensors])
+    if shape is not None and a.shape is not None and len(shape) != len(a.shape):
+        raise ShapeError(f"{node.kind}: g and weight must not add axes to {a}")
+    dtype, device = float_result_dtype(tensors), items_device(tensors, node)
+    row = None if shape is None else shape[-1:]
+    return [TensorType(dtype, shape, device), TensorType(dtype, row, device),
+            TensorType(dtype, row, device)]
+
+
 defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
@@ -70,6 +91,11 @@ defop("tensor::select_backward(g: Tensor, shape: ints, axis: int, index: int) ->
 defop("tensor::slice_backward(g: Tensor, shape: ints, axis: int, start: int? = None, "
       "stop: int? = None, step: int? = None) -> Tensor", _to_shape, (PURE,), (),
       "zeros of `shape` with g in the slice start:stop:step along `axis`")
+defop("tensor::layer_norm_backward(g: Tensor, a: Tensor, weight: Tensor? = None, "
+      "eps: float = 1e-05) -> (Tensor, Tensor, Tensor)", _layer_norm_backward, (PURE,), (),
+      "layer_norm's gradient for the output cotangent g (shaped like a): the cotangent of a, "
+      "and g * xhat and g summed over every axis but the last (the cotangents of a weight and "
+      "a bias of the last axis' length), xhat = (a - mean) / sqrt(var + eps)")
 defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor",
       _dropout_mask, (), (), "dropout's multiplier for a: kept elements 1 / (1 - p), dropped 0 "
       "(ones when not training); draws exactly as `dropout` does, so dropout(a) == a * mask")

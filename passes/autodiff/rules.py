@@ -397,9 +397,22 @@ def _sum_to_input(b: Any, g: Value | None, x: Value) -> Value | None:
 
 def matmul_vjp(b, node, gs):
     (g,), (x, y) = gs, node.inputs
+    flat_b = rank_of(x) > 2 and rank_of(y) == 2 and static_shape(y) is not None
     ga, gb = matmul_grads(b, g, b.fwd(x), b.fwd(y), rank_of(x), rank_of(y),
-                          b.is_active(x), b.is_active(y))
+                          b.is_active(x), b.is_active(y) and not flat_b)
+    if flat_b and b.is_active(y):
+        gb = _flat_weight_grad(b, g, x, y)
     return [_sum_to_input(b, ga, x), _sum_to_input(b, gb, y)]
+
+
+def _flat_weight_grad(b: Any, g: Value, x: Value, w: Value) -> Value:
+    """The cotangent of the 2-D ``w`` in ``x @ w`` for a batched ``x`` (..., m, k): one matmul
+    with the batch folded into the contraction, ``x2.T @ g2``, instead of a product per batch
+    element summed afterwards (a (batch, k, n) temporary and many small matmuls)."""
+    k, n = static_shape(w)  # type: ignore[misc]
+    x2 = b.op("tensor::reshape", b.fwd(x), (-1, k))
+    g2 = b.op("tensor::reshape", g, (-1, n))
+    return b.op("tensor::matmul", b.op("tensor::transpose", x2, (1, 0)), g2)
 
 
 def linear_vjp(b, node, gs):
@@ -429,26 +442,92 @@ def linear_vjp(b, node, gs):
 
 
 def layer_norm_vjp(b, node, gs):
-    g = gs[0]
+    """One ``layer_norm_backward`` (a native row kernel on the CPU) gives the input's cotangent
+    and those of a weight and a bias of the last axis' length. An input that the weight or bias
+    broadcasts to more rows is normalised as those rows, so it is broadcast first and its
+    cotangent summed back."""
+    g, out = gs[0], node.output
     a, w, bias, eps = (list(node.inputs) + [None] * 4)[:4]
     x = b.fwd(a)
-    mu = b.op("tensor::mean", x, -1, True)
-    centred = b.op("tensor::sub", x, mu)
-    var = b.op("tensor::mean", b.op("tensor::square", centred), -1, True)
-    eps_v = b.fwd(eps) if eps is not None else 1e-5
-    rstd = b.op("tensor::rsqrt", b.op("tensor::add", var, eps_v))
-    xhat = _mul(b, centred, rstd)
+    if static_shape(a) is None or static_shape(a) != static_shape(out):
+        x = b.op("tensor::broadcast_to", x, shape_arg(b, out))
     has_w = w is not None and isinstance(w.type, TensorType)
-    dxhat = _mul(b, g, b.fwd(w)) if has_w else g
-    m1 = b.op("tensor::mean", dxhat, -1, True)
-    m2 = b.op("tensor::mean", _mul(b, dxhat, xhat), -1, True)
-    da = _mul(b, b.op("tensor::sub", b.op("tensor::sub", dxhat, m1), _mul(b, xhat, m2)), rstd)
-    grads = [da, None, None]
+    eps_v = b.fwd(eps) if eps is not None else 1e-5
+    da, dw, db = b.emit("tensor::layer_norm_backward", g, x, b.fwd(w) if has_w else None,
+                        eps_v).outputs
+    grads = [_sum_to_input(b, da, a) if b.is_active(a) else None, None, None]
     if has_w and b.is_active(w):
-        grads[1] = b.op("tensor::sum_to", _mul(b, g, xhat), shape_arg(b, w))
+        grads[1] = _row_parameter_grad(
+            b, dw, w, lambda: _mul(b, g, b.op("tensor::layer_norm", x, None, None, eps_v)))
     if bias is not None and isinstance(bias.type, TensorType) and b.is_active(bias):
-        grads[2] = b.op("tensor::sum_to", g, shape_arg(b, bias))
+        grads[2] = _row_parameter_grad(b, db, bias, lambda: g)
     return grads
+
+
+def layer_norm_backward_vjp(b, node, gs):
+    """Second derivatives of layer norm. Per row, with ``s = rstd``, ``xhat``, ``d = g * w``
+    and the cotangents ``u`` (of da), ``p`` (of dweight), ``q`` (of dbias): da is
+    ``s * P(d)`` for the symmetric projection ``P(v) = v - mean(v) - xhat * mean(v * xhat)``,
+    so ``g`` gets ``w * s * P(u) + p * xhat + q`` and ``w`` gets ``g * s * P(u)`` summed; ``x``
+    gets layer norm's own input cotangent of ``xhat``'s cotangent
+    ``-s * (mean(d * xhat) * u + mean(u * xhat) * d) + p * g``, less ``s * mean(u * da) * xhat``
+    for the dependence through ``s``. ``s * P(v)`` is ``layer_norm_backward(v, x)[0]``."""
+    u, p, q = gs
+    g_in, a, w = node.inputs[0], node.inputs[1], node.inputs[2]
+    G, X, eps = b.fwd(g_in), b.fwd(a), b.fwd(node.inputs[3])
+    has_w = isinstance(w.type, TensorType)
+    W = b.fwd(w) if has_w else None
+
+    def mean(v: Value) -> Value:
+        return b.op("tensor::mean", v, -1, True)
+
+    def project(v: Value) -> Value:
+        return b.emit("tensor::layer_norm_backward", v, X, None, eps).outputs[0]
+
+    xhat = b.op("tensor::layer_norm", X, None, None, eps)
+    rstd = b.op("tensor::rsqrt", b.op("tensor::add", b.op("tensor::var", X, -1, 0, True), eps))
+    d = _mul(b, G, W) if has_w else G
+    g_terms: list[Value] = []
+    xhat_terms: list[Value] = []
+    through_s = None
+    grads: list[Value | None] = [None, None, None, None]
+    if u is not None:
+        v = project(u)
+        g_terms.append(_mul(b, v, W) if has_w else v)
+        if has_w and b.is_active(w):
+            grads[2] = _sum_to_input(b, _mul(b, G, v), w)
+        xhat_terms.append(_mul(b, u, rstd, mean(_mul(b, d, xhat)), -1.0))
+        xhat_terms.append(_mul(b, d, rstd, mean(_mul(b, u, xhat)), -1.0))
+        through_s = _mul(b, xhat, rstd, mean(_mul(b, u, b.fwd(node.outputs[0]))))
+    if p is not None:
+        g_terms.append(_mul(b, xhat, p))
+        xhat_terms.append(_mul(b, G, p))
+    if q is not None:
+        g_terms.append(b.op("tensor::broadcast_to", q, shape_arg(b, g_in)))
+    if b.is_active(g_in) and g_terms:
+        grads[0] = _add_all(b, g_terms)
+    if b.is_active(a) and xhat_terms:
+        ga = project(_add_all(b, xhat_terms))
+        grads[1] = ga if through_s is None else b.op("tensor::sub", ga, through_s)
+    return grads
+
+
+def _add_all(b: Any, values: list[Value]) -> Value:
+    out = values[0]
+    for v in values[1:]:
+        out = b.op("tensor::add", out, v)
+    return out
+
+
+def _row_parameter_grad(b: Any, total: Value, param: Value,
+                        per_element: Callable[[], Value]) -> Value:
+    """A layer-norm weight's or bias's cotangent: ``total`` (its per-element terms summed over
+    the rows) when it is one row of the last axis' length; else the per-element terms summed to
+    its shape."""
+    shape, row = static_shape(param), static_shape(total)
+    if shape and row and shape[-1] == row[0] and all(d == 1 for d in shape[:-1]):
+        return total if len(shape) == 1 else b.op("tensor::reshape", total, shape)
+    return b.op("tensor::sum_to", per_element(), shape_arg(b, param))
 
 
 VJP_RULES: dict[str, Rule] = {
@@ -483,6 +562,7 @@ VJP_RULES: dict[str, Rule] = {
     "tensor::matmul": matmul_vjp,
     "tensor::linear": linear_vjp,
     "tensor::layer_norm": layer_norm_vjp,
+    "tensor::layer_norm_backward": layer_norm_backward_vjp,
     "tensor::sum_to": sum_to_vjp,
     "tensor::broadcast_to": broadcast_to_vjp,
     "tensor::select_backward": select_backward_vjp,
