@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from script import ops
+from script import allocator, ops
 from script.autodiff import grad, value_and_grad, vjp
 from script.errors import LoadError, ScriptError, SignatureError
 from script.freeze import freeze
@@ -72,6 +72,7 @@ def _register_constant_evaluator() -> None:
 
 
 _register_constant_evaluator()
+allocator.tune()
 
 script.infer_annotations = infer_annotations  # type: ignore[attr-defined]
 script.profile = profile  # type: ignore[attr-defined]
