@@ -1,7 +1,9 @@
 """What a fusion group reads: the walk both kernel backends (CPU and CUDA) share.
 
 A group's tensor reads are *leaves*: a group input seen through the chunk/split views on the way
-to it. ``analyze`` walks a group subgraph from its outputs, collects the leaves in argument order
+to it. Its writes are *stores*: a whole output, or one piece of an output that a ``cat`` makes
+(the piece is written at its offset along the cat's axis; the kernel iterates over the pieces'
+shape). ``analyze`` walks a group subgraph from its outputs, collects the leaves in argument order
 and checks every computing node against the backend's rule table; the backends differ only in
 their tables and storage dtypes, passed in.
 """
@@ -66,6 +68,26 @@ def leaf_for(value: Value, views: tuple[View, ...]) -> Leaf:
     return Leaf(value.index, tuple(kept), t.dtype or "")
 
 
+@dataclass(frozen=True, slots=True)
+class Store:
+    """One write of the kernel: ``value`` at each point of the iteration space, into group
+    output ``output`` (at piece ``index`` of ``pieces`` along ``axis`` for a cat's output)."""
+
+    output: int
+    """index of the group output."""
+    value: Value
+    """the subgraph value computed and stored."""
+    axis: int = -1
+    """the cat's axis, counted from the right."""
+    index: int = 0
+    """which piece."""
+    pieces: int = 1
+    """how many pieces (1: the whole output)."""
+
+
+CAT = "tensor::cat"
+
+
 @dataclass
 class KernelSpec:
     """What a compiled kernel reads and writes, independent of sizes."""
@@ -81,6 +103,8 @@ class KernelSpec:
     out_dtypes: list[str]
     """dtype of each output."""
     leaf_index: dict[Leaf, int] = field(default_factory=dict)
+    stores: list[Store] = field(default_factory=list)
+    """the writes, in argument order (one per output unless a cat's output is among them)."""
 
 
 def view_of(node: Node, index: int) -> View:
@@ -108,9 +132,10 @@ def admits(node: Node, rules: Container[str], accepts: dict[str, Callable[[Node]
 
 
 def analyze(graph: Graph, storage: Container[str], can_generate: Callable[[Node], bool],
-            backend: str) -> KernelSpec:
-    """Find the leaves of ``graph``; ValueError for an input, output or node the backend
-    (named ``backend`` in the message) cannot generate."""
+            backend: str, cats: bool = False) -> KernelSpec:
+    """Find the leaves and stores of ``graph``; ValueError for an input, output or node the
+    backend (named ``backend`` in the message) cannot generate. ``cats``: the backend stores cat
+    pieces at offsets (a cat's output must then be a group output only)."""
     array_inputs, scalar_inputs = [], []
     for v in graph.inputs:
         t = v.type
@@ -128,8 +153,10 @@ def analyze(graph: Graph, storage: Container[str], can_generate: Callable[[Node]
             raise ValueError(f"group output %{v.name} has type {t}")
         out_dtypes.append(t.dtype)
     spec = KernelSpec(graph, [], array_inputs, scalar_inputs, out_dtypes)
+    for i, v in enumerate(graph.outputs):
+        spec.stores.extend(_stores_of(i, v, backend, cats))
     seen: set[tuple[Value, tuple[View, ...]]] = set()
-    stack: list[tuple[Value, tuple[View, ...]]] = [(v, ()) for v in reversed(graph.outputs)]
+    stack: list[tuple[Value, tuple[View, ...]]] = [(s.value, ()) for s in reversed(spec.stores)]
     while stack:
         v, views = stack.pop()
         if (v, views) in seen:
@@ -145,10 +172,34 @@ def analyze(graph: Graph, storage: Container[str], can_generate: Callable[[Node]
         if node.kind in VIEW_OPS:
             stack.append((node.inputs[0], (view_of(node, v.index),) + views))
             continue
+        if node.kind == CAT:
+            raise ValueError(f"{CAT} output %{v.name} is read inside the group")
         if not can_generate(node):
             raise ValueError(f"the {backend} fuser cannot generate {node.kind}")
         stack.extend((u, views) for u in reversed(node.inputs))
     return spec
+
+
+def _stores_of(output: int, v: Value, backend: str, cats: bool) -> list[Store]:
+    """The stores that write group output ``v``: one, or one per piece of a cat."""
+    if v.is_param or v.node.kind != CAT:
+        return [Store(output, v)]
+    if not cats:
+        raise ValueError(f"the {backend} fuser cannot generate {CAT}")
+    node = v.node
+    pieces = node.inputs[0].node.inputs if node.inputs[0].node.kind == "prim::ListConstruct" \
+        else ()
+    t = v.type
+    assert isinstance(t, TensorType) and t.shape is not None
+    shapes = {p.type.shape for p in pieces if isinstance(p.type, TensorType)}
+    if not pieces or len(shapes) != 1 or len(pieces) != sum(
+            isinstance(p.type, TensorType) for p in pieces):
+        raise ValueError(f"{CAT} of %{v.name}: the pieces must be tensors of one shape")
+    axis = node.inputs[1].constant if len(node.inputs) > 1 else 0
+    if not isinstance(axis, int):
+        raise ValueError(f"{CAT} of %{v.name}: the axis must be a constant")
+    axis = axis % len(t.shape) - len(t.shape)
+    return [Store(output, p, axis, j, len(pieces)) for j, p in enumerate(pieces)]
 
 
 def _add_leaf(spec: KernelSpec, leaf: Leaf) -> None:

@@ -13,10 +13,23 @@ from the producer's group to the consumer's group may leave and re-enter them. E
 makes that is used outside it becomes a group output; all outputs must have the same shape (the
 kernel's iteration space).
 
-A group is kept only when it holds at least ``MIN_COMPUTE_OPS`` (2) computing ops (chunk/split
-and constants do not count): one op alone gains nothing from a kernel, its call costs about as much
-as numpy's. The group node is placed at its last member; nodes between its members that use its
-outputs move after it.
+After producer/consumer merging, *sibling* groups are merged ("horizontal fusion"): two groups
+(or a group and a lone fusible node; two lone nodes stay numpy calls) of one segment whose
+exported values have the same iteration shape become one kernel when no path leads from one to
+the other through nodes outside them. Pairs that read a common input are tried first. Groups of
+views alone are never merged this way (a view is free; exporting it from a kernel copies it).
+
+A ``cat`` of equal-shaped tensors along a constant axis (its list built by a ``ListConstruct`` used
+only there) may join a group as a *store*: the kernel iterates over the pieces' shape and writes
+each piece at its offset in the concatenated output, so the pieces are never materialized on
+their own. The cat's output is only ever a group output, never read inside the group; its
+iteration shape is that of its pieces. CUDA tensors do not form such groups (the CUDA backend
+has no stores at offsets).
+
+A group is kept only when it holds at least ``MIN_COMPUTE_OPS`` (2) computing ops (chunk/split,
+cat and constants do not count): one op alone gains nothing from a kernel, its call costs about
+as much as numpy's. The group node is placed at its last member; nodes between its members that
+use its outputs move after it.
 """
 
 from __future__ import annotations
@@ -30,8 +43,12 @@ from ir.registry import lookup
 from ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
 
 FUSION_GROUP = "prim::FusionGroup"
+CAT = "tensor::cat"
+LIST_CONSTRUCT = "prim::ListConstruct"
 MIN_COMPUTE_OPS = 2
 """The fewest computing ops a group must hold to be worth a kernel call."""
+MAX_INDEPENDENT_TRIES = 8
+"""How many sibling groups that share no input a group tries to merge with (nearest first)."""
 _SCALARS = (INT, FLOAT, BOOL)
 
 
@@ -59,6 +76,8 @@ def _fuse_block(block: Block, graph: Graph) -> bool:
 # -- which nodes may join a group ------------------------------------------------------------------
 def is_fusible(node: Node) -> bool:
     """Can ``node`` be part of a fusion group?"""
+    if node.kind == CAT:
+        return fusible_cat(node)
     if node.kind in VIEW_OPS:
         return _fusible_view(node)
     op = lookup(node.kind)
@@ -91,6 +110,26 @@ def _fusible_view(node: Node) -> bool:
     return len(sizes) == 1  # equal pieces: one iteration space for all of them
 
 
+def fusible_cat(node: Node) -> bool:
+    """Can this ``cat`` be a group's store: pieces from a ``ListConstruct`` used only here, all
+    of one known shape and the output's dtype, a constant axis, not on a GPU?"""
+    lst, axis = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
+    out = node.outputs[0].type
+    if lst.node.kind != LIST_CONSTRUCT or len(lst.uses) != 1 or lst.node.owner is not node.owner:
+        return False
+    if axis is not None and not (axis.is_constant and isinstance(axis.constant, int)
+                                 and not isinstance(axis.constant, bool)):
+        return False
+    pieces = lst.node.inputs
+    if not pieces or not _known_tensor(out) or out.device == "cuda":  # type: ignore[union-attr]
+        return False
+    types = [p.type for p in pieces]
+    if not all(_known_tensor(t) and t.dtype == out.dtype for t in types):  # type: ignore
+        return False
+    shape = types[0].shape  # type: ignore[union-attr]
+    return len(shape) > 0 and all(t.shape == shape for t in types)  # type: ignore[union-attr]
+
+
 def _is_barrier(node: Node) -> bool:
     """A node no group may span: it has side effects, or holds a block that has."""
     op = lookup(node.kind)
@@ -100,7 +139,14 @@ def _is_barrier(node: Node) -> bool:
 
 
 def _is_compute(node: Node) -> bool:
-    return node.kind not in VIEW_OPS and node.kind != CONSTANT
+    return node.kind not in VIEW_OPS and node.kind not in (CONSTANT, CAT, LIST_CONSTRUCT)
+
+
+def iteration_shape(value: Value) -> tuple[int, ...]:
+    """The shape a kernel iterates over to make ``value``: a cat's is its pieces'."""
+    if value.node.kind == CAT:
+        return value.node.inputs[0].node.inputs[0].type.shape  # type: ignore[union-attr]
+    return value.type.shape  # type: ignore[union-attr]
 
 
 # -- grouping within one block ---------------------------------------------------------------------
@@ -128,7 +174,11 @@ class _BlockFuser:
         self.users = {n: self._users_in_block(n) for n in self.nodes}
         self.group: dict[Node, _Group] = {}
         for n in self.nodes:
-            if is_fusible(n):
+            if n.kind == CAT and is_fusible(n):
+                lst = n.inputs[0].node
+                if self.segment[lst] == self.segment[n]:  # the list is part of the cat
+                    self.group[lst] = self.group[n] = _Group([lst, n])
+            elif n not in self.group and n.kind != LIST_CONSTRUCT and is_fusible(n):
                 self.group[n] = _Group([n])
 
     def _users_in_block(self, node: Node) -> list[Node]:
@@ -155,6 +205,7 @@ class _BlockFuser:
             for node in reversed(self.nodes):
                 if node in self.group:
                     changed |= self._absorb_producers(node)
+        self._merge_siblings()
         made = False
         for g in self._final_groups():
             made |= _Materializer(self.block, self.graph, g.members).run()
@@ -166,6 +217,8 @@ class _BlockFuser:
             producer = v.node
             if producer not in self.group or producer.owner is not self.block:
                 continue
+            if producer.kind == CAT:
+                continue  # a cat's output is never read inside a kernel
             if self.group[producer] is self.group[node]:
                 continue
             if self._try_merge(self.group[producer], self.group[node]):
@@ -179,7 +232,7 @@ class _BlockFuser:
         if self._path_outside(a, b):
             return False
         members = sorted(a.members + b.members, key=self.pos.__getitem__)
-        if not _single_output_shape(members):
+        if not _single_output_shape(members) or _reads_cat(members):
             return False
         b.members = members
         for n in a.members:
@@ -187,8 +240,16 @@ class _BlockFuser:
         return True
 
     def _path_outside(self, a: _Group, b: _Group) -> bool:
-        """Is there a path from ``a`` to ``b`` through a node in neither (a cycle if merged)?"""
+        """Is there a path from ``a`` to ``b`` through a node in neither (a cycle if merged)?
+
+        Data edges only go forward in the block, so a path that passes ``b``'s last member can
+        only come back through a group (one node once made) with members on both sides of it:
+        the search stops at such nodes unless a group straddles that position.
+        """
         limit = max(self.pos[n] for n in b.members)
+        if any(self.pos[g.members[0]] <= limit < self.pos[g.members[-1]]
+               for g in self._unique_groups()):
+            limit = len(self.nodes)
         inside = set(a.members) | set(b.members)
         stack = [u for n in a.members for u in self.users[n] if u not in inside]
         seen: set[Node] = set()
@@ -206,24 +267,102 @@ class _BlockFuser:
                 stack.extend(self.users[m])
         return False
 
+    # -- horizontal fusion ------------------------------------------------------------------------
+    def _merge_siblings(self) -> None:
+        """Merge groups of one segment and one iteration shape that no outside path connects,
+        pairs with a common input first."""
+        groups = [g for g in self._unique_groups() if any(_is_compute(n) for n in g.members)]
+        groups.sort(key=lambda g: self.pos[g.members[0]])
+        alive = set(map(id, groups))
+        for a in groups:
+            if id(a) not in alive:
+                continue
+            for b in self._sibling_candidates(a, groups, alive):
+                if self._try_merge_siblings(a, b):
+                    alive.discard(id(b))
+
+    def _sibling_candidates(self, a: _Group, groups: list[_Group], alive: set[int]
+                            ) -> list[_Group]:
+        shape = _export_shape(a.members)
+        seg = self.segment[a.members[0]]
+        if shape is None:
+            return []
+        reads = {v for n in a.members for v in n.inputs if v.node not in a.members}
+        here = self.pos[a.members[-1]]
+        found = []
+        for b in groups:
+            if b is a or id(b) not in alive or self.segment[b.members[0]] != seg:
+                continue
+            if _export_shape(b.members) != shape:
+                continue
+            shares = any(v in reads for n in b.members for v in n.inputs)
+            found.append((not shares, abs(self.pos[b.members[0]] - here), b))
+        found.sort(key=lambda t: t[:2])
+        # every group sharing an input, but only the nearest independent ones: each try walks
+        # the graph, and far-apart groups are rarely independent
+        sharing = sum(1 for t in found if not t[0])
+        return [b for _, _, b in found[:sharing + MAX_INDEPENDENT_TRIES]]
+
+    def _try_merge_siblings(self, a: _Group, b: _Group) -> bool:
+        """Merge ``b`` into ``a`` when neither reaches the other through outside nodes and one
+        of them is worth a kernel already (lone ops joining each other would make a new kernel
+        call that costs more than the numpy calls it replaces, for small tensors)."""
+        if _compute_ops(a) < MIN_COMPUTE_OPS and _compute_ops(b) < MIN_COMPUTE_OPS:
+            return False
+        if self._path_outside(a, b) or self._path_outside(b, a):
+            return False
+        members = sorted(a.members + b.members, key=self.pos.__getitem__)
+        if not _single_output_shape(members) or _reads_cat(members):
+            return False
+        a.members = members
+        for n in b.members:
+            self.group[n] = a
+        return True
+
+    def _unique_groups(self) -> list[_Group]:
+        groups: dict[int, _Group] = {}
+        for g in self.group.values():
+            groups.setdefault(id(g), g)
+        return list(groups.values())
+
     def _final_groups(self) -> list[_Group]:
         groups: dict[int, _Group] = {}
         for g in self.group.values():
             groups.setdefault(id(g), g)
-        kept = [g for g in groups.values()
-                if sum(1 for n in g.members if _is_compute(n)) >= MIN_COMPUTE_OPS]
+        kept = [g for g in groups.values() if _compute_ops(g) >= MIN_COMPUTE_OPS]
         return sorted(kept, key=lambda g: self.pos[g.members[-1]])
 
 
-def _single_output_shape(members: list[Node]) -> bool:
-    """Do all values the group would export have one shape?"""
+def _compute_ops(group: _Group) -> int:
+    return sum(1 for n in group.members if _is_compute(n))
+
+
+def _export_shapes(members: list[Node]) -> set[tuple[int, ...]]:
+    """The iteration shapes of the values the group would export."""
     inside = set(members)
     shapes = set()
     for n in members:
         for v in n.outputs:
             if any(use.node not in inside for use in v.uses):
-                shapes.add(v.type.shape)  # type: ignore[union-attr]
-    return len(shapes) <= 1
+                shapes.add(iteration_shape(v))
+    return shapes
+
+
+def _single_output_shape(members: list[Node]) -> bool:
+    """Do all values the group would export have one iteration shape?"""
+    return len(_export_shapes(members)) <= 1
+
+
+def _export_shape(members: list[Node]) -> tuple[int, ...] | None:
+    """The one iteration shape of the group's exported values (None: none, or several)."""
+    shapes = _export_shapes(members)
+    return next(iter(shapes)) if len(shapes) == 1 else None
+
+
+def _reads_cat(members: list[Node]) -> bool:
+    """Would a member read a cat's output (which has another shape than the kernel's)?"""
+    inside = set(members)
+    return any(v.node.kind == CAT and v.node in inside for n in members for v in n.inputs)
 
 
 # -- building the FusionGroup node -----------------------------------------------------------------

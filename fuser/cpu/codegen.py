@@ -10,6 +10,10 @@ loads in the common case.
 
 A chunk of a value computed inside the group is handled by evaluating that value's producers at
 the chunk's offset (TorchScript's "broadcasting chunk", done during code generation).
+
+Writes mirror reads: each *store* (a whole output, or one piece of a ``cat`` output) has its own
+row pointer, row stride and column-stride class (1 = contiguous, 2 = any), so a cat's pieces are
+written at their offsets in the concatenated array and never exist on their own.
 """
 
 from __future__ import annotations
@@ -106,12 +110,13 @@ def can_generate(node: Node) -> bool:
 
 def analyze(graph: Graph) -> KernelSpec:
     """Find the leaves of ``graph``; ValueError for a node the CPU backend cannot generate."""
-    return analyze_group(graph, STORAGE, can_generate, "CPU")
+    return analyze_group(graph, STORAGE, can_generate, "CPU", cats=True)
 
 
 # -- the kernel builder -----------------------------------------------------------------------
 class KernelBuilder:
-    """Builds the LLVM module of one kernel variant (one column-stride class per leaf)."""
+    """Builds the LLVM module of one kernel variant (one column-stride class per leaf, then one
+    per store)."""
 
     def __init__(self, spec: KernelSpec, classes: tuple[int, ...], name: str):
         self.spec = spec
@@ -197,26 +202,36 @@ class KernelBuilder:
 
     # -- functions and loops --------------------------------------------------------------------
     def _body_function(self) -> ir.Function:
-        """``body(rows, cols, outs..., leaves..., row strides..., col strides..., scalars...)``."""
+        """``body(rows, cols, stores..., leaves..., store row strides..., leaf row strides...,
+        store col strides..., leaf col strides..., scalars...)`` (col strides of class 2 only)."""
         spec = self.spec
-        n_out, n_leaf = len(spec.out_dtypes), len(spec.leaves)
-        general = [i for i, c in enumerate(self.classes) if c == 2]
-        args = ([I64, I64] + [PTR] * (n_out + n_leaf) + [I64] * (n_leaf + len(general)) +
+        n_store, n_leaf = len(spec.stores), len(spec.leaves)
+        leaf_classes, store_classes = self.classes[:n_leaf], self.classes[n_leaf:]
+        general = [i for i, c in enumerate(leaf_classes) if c == 2]
+        general_stores = [i for i, c in enumerate(store_classes) if c == 2]
+        n_cs = len(general) + len(general_stores)
+        args = ([I64, I64] + [PTR] * (n_store + n_leaf) + [I64] * (n_store + n_leaf + n_cs) +
                 [DOUBLE] * len(spec.scalar_inputs))
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), self.name + "_body")
         fn.linkage = "internal"
         rows, cols, *rest = fn.args
-        outs, rest = rest[:n_out], rest[n_out:]
+        outs, rest = rest[:n_store], rest[n_store:]
         leaves, rest = rest[:n_leaf], rest[n_leaf:]
+        out_strides, rest = rest[:n_store], rest[n_store:]
         row_strides, rest = rest[:n_leaf], rest[n_leaf:]
+        out_cs, rest = rest[:len(general_stores)], rest[len(general_stores):]
         col_strides, scalars = rest[:len(general)], rest[len(general):]
         for p in (*outs, *leaves):
             p.add_attribute("noalias")  # lets the vectorizer skip run-time alias checks
         self.leaf_cs = [None] * n_leaf
         for i, s in zip(general, col_strides):
             self.leaf_cs[i] = s
+        store_cs: list[Any] = [None] * n_store
+        for i, s in zip(general_stores, out_cs):
+            store_cs[i] = s
         for index, s in zip(spec.scalar_inputs, scalars):
             self.scalars[index] = Val("weak", s)
+        dtypes = [spec.out_dtypes[st.output] for st in spec.stores]
 
         entry, outer, inner, latch, done = (fn.append_basic_block(n) for n in
                                             ("entry", "outer", "inner", "latch", "done"))
@@ -231,18 +246,19 @@ class KernelBuilder:
         self.leaf_rows = [b.gep(p, [b.mul(r, rs)], inbounds=True,
                                 source_etype=STORAGE[leaf.dtype])
                           for p, rs, leaf in zip(leaves, row_strides, spec.leaves)]
-        out_rows = [b.gep(p, [b.mul(r, cols)], inbounds=True, source_etype=STORAGE[d])
-                    for p, d in zip(outs, spec.out_dtypes)]
+        out_rows = [b.gep(p, [b.mul(r, rs)], inbounds=True, source_etype=STORAGE[d])
+                    for p, rs, d in zip(outs, out_strides, dtypes)]
         b.branch(inner)
 
         b.position_at_end(inner)
         c = self.col = b.phi(I64, "c")
         c.add_incoming(zero, outer)
-        for out_row, v, dtype in zip(out_rows, spec.graph.outputs, spec.out_dtypes):
-            x = self.cast(self.value(v), dtype)
+        for out_row, store, dtype, cs in zip(out_rows, spec.stores, dtypes, store_cs):
+            x = self.cast(self.value(store.value), dtype)
             if dtype == "bool":
                 x = b.zext(x, I8)
-            b.store(x, b.gep(out_row, [c], inbounds=True, source_etype=STORAGE[dtype]))
+            at = c if cs is None else b.mul(c, cs)
+            b.store(x, b.gep(out_row, [at], inbounds=True, source_etype=STORAGE[dtype]))
         c_next = b.add(c, one)
         c.add_incoming(c_next, b.block)
         b.cbranch(b.icmp_signed("<", c_next, cols), inner, latch)
@@ -258,8 +274,8 @@ class KernelBuilder:
     def _entry_function(self, body: ir.Function) -> None:
         """``kern(PyTupleObject *arrays, i64 *params, double *scalars)``: reads each array's data
         pointer from the CPython tuple of arrays (inputs then outputs), the sizes, offsets and
-        strides from ``params`` (rows, cols, output byte offsets, then per leaf: byte offset, row
-        stride, col stride, in elements) and the Python numbers from ``scalars``."""
+        strides from ``params`` (rows, cols, then per store and then per leaf: byte offset, row
+        stride, col stride, the strides in elements) and the Python numbers from ``scalars``."""
         spec = self.spec
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR]), self.name)
         tup, params, scalar_ptr = fn.args
@@ -338,7 +354,7 @@ class KernelBuilder:
         out_datas = [at(o, ARRAY_DATA_OFFSET) for o in out_datas]
         n_slabs = g(pos)
         rows0 = b.gep(guard, [ir.Constant(I64, pos + 1)], source_etype=I64)
-        row_len = 2 + len(spec.out_dtypes) + 3 * len(spec.leaves)
+        row_len = 2 + 3 * len(spec.stores) + 3 * len(spec.leaves)
         entry_block = b.block
         loop, done = fn.append_basic_block("slabs"), fn.append_basic_block("done")
         b.cbranch(b.icmp_signed(">", n_slabs, ir.Constant(I64, 0)), loop, done)
@@ -366,16 +382,22 @@ class KernelBuilder:
             return b.gep(ptr, [nbytes], source_etype=I8)
 
         slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
-        out_ptrs = [offset(o, param(2 + j)) for j, o in enumerate(outs)]
-        base = 2 + len(spec.out_dtypes)
+        n_store, n_leaf = len(spec.stores), len(spec.leaves)
+        out_ptrs, out_strides, out_cs = [], [], []
+        for j, store in enumerate(spec.stores):
+            out_ptrs.append(offset(outs[store.output], param(2 + 3 * j)))
+            out_strides.append(param(2 + 3 * j + 1))
+            if self.classes[n_leaf + j] == 2:
+                out_cs.append(param(2 + 3 * j + 2))
+        base = 2 + 3 * n_store
         leaves, row_strides, col_strides = [], [], []
         for i, leaf in enumerate(spec.leaves):
             leaves.append(offset(datas[slot_of[leaf.input]], param(base + 3 * i)))
             row_strides.append(param(base + 3 * i + 1))
             if self.classes[i] == 2:
                 col_strides.append(param(base + 3 * i + 2))
-        b.call(body, [param(0), param(1), *out_ptrs, *leaves, *row_strides, *col_strides,
-                      *scalars])
+        b.call(body, [param(0), param(1), *out_ptrs, *leaves, *out_strides, *row_strides,
+                      *out_cs, *col_strides, *scalars])
 
 
 # -- the rules ----------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ The general call path:
    shape, each leaf's byte offset (chunks), row stride and column stride in elements, with
    dimensions collapsed to rows x cols where the layout allows (contiguous same-shape inputs become
    one flat row); dimensions that cannot be collapsed become a loop over 2-D slabs;
-3. outputs are allocated with ``np.empty``;
+3. outputs are allocated with ``np.empty`` (a ``cat`` output has the pieces' shape with the cat
+   axis scaled; each piece is a *store* at its offset, collapsed like the leaves);
 4. the native function is called once per slab with the tuple of arrays: it reads each array's
    data pointer from the CPython object itself, which costs about 0.3 us for the whole call where
    ``arr.ctypes.data`` costs about 1 us per array. The layouts this relies on are checked once.
@@ -55,7 +56,7 @@ from fuser.cpu.codegen import (
     analyze,
 )
 from ir.core import CONSTANT, Graph
-from ir.types import TensorType
+from ir.types import ListType, TensorType
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)
 """The native entry point: (tuple of arrays, params, scalars); releases the GIL while it runs."""
@@ -73,7 +74,7 @@ class Plan:
     """How to call a kernel for one layout (shapes and strides) of its inputs."""
 
     shape: tuple[int, ...]
-    """the output shape."""
+    """the iteration shape (every output's, but a cat output's)."""
     fn: Any
     """the ctypes function of the variant for these column-stride classes (None when empty)."""
     params: np.ndarray
@@ -86,7 +87,10 @@ class Plan:
     fast: tuple | None = None
     """``Kernel._fast`` for this plan (None without a guard)."""
     classes: tuple[int, ...] = ()
-    """the column-stride class of each leaf (which compiled variant runs)."""
+    """the column-stride class of each leaf, then of each store (which compiled variant
+    runs)."""
+    shapes: tuple[tuple[int, ...], ...] = ()
+    """the shape of each output."""
 
 
 class Kernel:
@@ -104,8 +108,10 @@ class Kernel:
         self.variants: dict[tuple[int, ...], tuple[Any, Any]] = {}
         self.plans: dict[tuple, Plan] = {}
         self._fast: tuple | None = None
-        """(guarded function, guard address, output shape, output dtypes, guard) of the plan
-        of the last general call."""
+        """(guarded function, guard address, iteration shape, output dtypes, (guard, output
+        shapes)) of the plan of the last general call."""
+        self.has_cat = any(st.pieces > 1 for st in spec.stores)
+        """whether an output is a cat of stores (its shape is not the iteration shape)."""
         self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
 
     def __repr__(self) -> str:
@@ -115,9 +121,11 @@ class Kernel:
     def __call__(self, *args: Any) -> Any:
         fast = self._fast
         if fast is not None:  # the last plan: the native guard checks the arguments match it
-            guarded, guard, shape, dtypes, _ = fast
+            guarded, guard, shape, dtypes, extra = fast
             n_out = len(dtypes)
-            if n_out == 2:
+            if self.has_cat:
+                outs = tuple([_empty(s, d) for s, d in zip(extra[1], dtypes)])
+            elif n_out == 2:
                 outs = (_empty(shape, dtypes[0]), _empty(shape, dtypes[1]))
             elif n_out == 1:
                 outs = (_empty(shape, dtypes[0]),)
@@ -143,7 +151,7 @@ class Kernel:
             arrays, plan = self._plan_for(arrays, key)
         if plan.fast is not None:
             self._fast = plan.fast  # calls with this layout skip the checks above from now on
-        outs = [np.empty(plan.shape, d) for d in self.out_dtypes]
+        outs = [np.empty(s, d) for s, d in zip(plan.shapes, self.out_dtypes)]
         if plan.fn is not None:
             scalars = self._scalars(args)
             items = (*arrays, *outs)
@@ -187,12 +195,36 @@ class Kernel:
             shapes.append(tuple(shape))
             strides.append([s // itemsize for s in bstrides])
         out_shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
-        dims = _collapse(out_shape, [_aligned(s, st, out_shape) for s, st in zip(shapes, strides)])
+        out_shapes = self._output_shapes(out_shape)
+        store_strides, store_offsets = self._store_layout(out_shape, out_shapes)
+        dims = _collapse(out_shape, [_aligned(s, st, out_shape) for s, st in zip(shapes, strides)]
+                         + store_strides)
         if 0 in out_shape:
-            return Plan(out_shape, None, np.zeros((0, 0), np.int64), [])
-        plan = self._plan_from_dims(out_shape, dims, offsets)
+            return Plan(out_shape, None, np.zeros((0, 0), np.int64), [], shapes=out_shapes)
+        plan = self._plan_from_dims(out_shape, dims, offsets, store_offsets)
+        plan.shapes = out_shapes
         self._add_guard(plan, layouts)
         return plan
+
+    def _output_shapes(self, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """Each output's shape for iteration shape ``shape``: a cat's has its axis scaled."""
+        out = [shape] * len(self.out_dtypes)
+        for st in self.spec.stores:
+            if st.pieces > 1:
+                s = list(shape)
+                s[st.axis] *= st.pieces
+                out[st.output] = tuple(s)
+        return tuple(out)
+
+    def _store_layout(self, shape: tuple[int, ...], out_shapes: tuple[tuple[int, ...], ...]
+                      ) -> tuple[list[list[int]], list[int]]:
+        """Each store's element strides over the iteration dims and its offset in elements."""
+        strides, offsets = [], []
+        for st in self.spec.stores:
+            full = _c_strides(out_shapes[st.output], 1)
+            strides.append(list(full))
+            offsets.append(st.index * shape[st.axis] * full[st.axis] if st.pieces > 1 else 0)
+        return strides, offsets
 
     def _add_guard(self, plan: Plan, layouts: list[tuple]) -> None:
         """Give ``plan`` the guard of the guarded entry (see ``KernelBuilder``), when the ranks
@@ -207,30 +239,32 @@ class Kernel:
         header.append(len(plan.params))
         plan.guard = np.concatenate([np.array(header, np.int64), plan.params.ravel()])
         plan.fast = (self.variant(plan.classes)[1], plan.guard.ctypes.data, plan.shape,
-                     tuple(self.out_dtypes), plan.guard)  # the last item keeps the guard alive
+                     tuple(self.out_dtypes), (plan.guard, plan.shapes))  # keeps the guard alive
 
     def _plan_from_dims(self, out_shape: tuple[int, ...], dims: list[tuple[int, list[int]]],
-                        offsets: list[int]) -> Plan:
-        n_leaf = len(self.spec.leaves)
+                        offsets: list[int], store_offsets: list[int]) -> Plan:
+        """``dims`` hold the strides of every leaf, then of every store."""
+        n_leaf, n_store = len(self.spec.leaves), len(self.spec.stores)
         while len(dims) < 2:
-            dims.insert(0, (1, [0] * n_leaf))
+            dims.insert(0, (1, [0] * (n_leaf + n_store)))
         (rows, row_st), (cols, col_st) = dims[-2], dims[-1]
         outer = dims[:-2]
         classes = tuple(0 if s == 0 else 1 if s == 1 else 2 for s in col_st)
         fn = self.variant(classes)[0]
-        n_out = len(self.out_dtypes)
         slabs = list(itertools.product(*[range(size) for size, _ in outer]))
-        params = np.zeros((len(slabs), 2 + n_out + 3 * n_leaf), np.int64)
+        params = np.zeros((len(slabs), 2 + 3 * n_store + 3 * n_leaf), np.int64)
+        items = [np.dtype(leaf.dtype).itemsize for leaf in self.spec.leaves]
+        items += [self.out_dtypes[st.output].itemsize for st in self.spec.stores]
+        starts = offsets + [o * size for o, size in zip(store_offsets, items[n_leaf:])]
+        # params order: stores first, then leaves
+        order = [n_leaf + j for j in range(n_store)] + list(range(n_leaf))
         for k, index in enumerate(slabs):
             row = params[k]
             row[0], row[1] = rows, cols
-            for j, dtype in enumerate(self.out_dtypes):
-                row[2 + j] = k * rows * cols * dtype.itemsize
-            for i, leaf in enumerate(self.spec.leaves):
-                itemsize = np.dtype(leaf.dtype).itemsize
+            for slot, i in enumerate(order):
                 extra = sum(ix * st[i] for ix, (_, st) in zip(index, outer))
-                base = 2 + n_out + 3 * i
-                row[base] = offsets[i] + extra * itemsize
+                base = 2 + 3 * slot
+                row[base] = starts[i] + extra * items[i]
                 row[base + 1], row[base + 2] = row_st[i], col_st[i]
         stride = params.strides[0]
         pointers = [params.ctypes.data + k * stride for k in range(len(slabs))]
@@ -257,7 +291,7 @@ class Kernel:
 
     def llvm_ir(self, classes: tuple[int, ...] | None = None) -> str:
         """The unoptimized LLVM IR of a variant (all leaves contiguous by default)."""
-        classes = classes or (1,) * len(self.spec.leaves)
+        classes = classes or (1,) * (len(self.spec.leaves) + len(self.spec.stores))
         return KernelBuilder(self.spec, classes, "kernel").build()
 
     def assembly(self, classes: tuple[int, ...] | None = None) -> str:
@@ -308,6 +342,8 @@ def canonical_key(graph: Graph) -> str:
 
 
 def _pattern(t: Any) -> str:
+    if isinstance(t, ListType):  # a cat's pieces
+        return f"{_pattern(t.element)}[]"
     if not isinstance(t, TensorType) or t.shape is None:
         return str(t)
     dims = ",".join("1" if d == 1 else "*" for d in t.shape)

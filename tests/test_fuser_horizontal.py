@@ -1,0 +1,254 @@
+"""Horizontal fusion (sibling groups become one kernel) and cats stored by the kernel itself."""
+
+import numpy as np
+import pytest
+from test_fuser_cpu import NUMPY, T, emit
+from test_fuser_group import FUSION, fuse, groups, kinds
+
+from fuser.cpu import compile_group
+from ir import Graph, ListType, TensorType
+
+
+def run(graph: Graph, *args):
+    """Run ``graph`` with numpy (fusion groups through their compiled kernel)."""
+    env = dict(zip(graph.inputs, args))
+    for node in graph.nodes():
+        inputs = [env[v] for v in node.inputs]
+        kind = node.kind
+        if kind == "prim::Constant":
+            result = node.attrs["value"]
+        elif kind == FUSION:
+            result = compile_group(node.subgraph)(*inputs)
+        elif kind in ("prim::TupleConstruct", "prim::ListConstruct"):
+            result = tuple(inputs) if kind == "prim::TupleConstruct" else list(inputs)
+        elif kind == "tensor::cat":
+            result = np.concatenate(inputs[0], inputs[1])
+        elif kind == "prim::Print":
+            result = None
+        else:
+            with np.errstate(all="ignore"):
+                result = NUMPY[kind.split("::")[1]](*inputs)
+        env.update(zip(node.outputs, result if len(node.outputs) > 1 else [result]))
+    outs = [env[v] for v in graph.outputs]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def flat(result):
+    if isinstance(result, (tuple, list)):
+        return [x for r in result for x in flat(r)]
+    return [result]
+
+
+def check_fused_equals_eager(make, args, rtol=1e-5):
+    want = run(make(), *args)
+    g = make()
+    fuse(g)
+    got = run(g, *args)
+    assert len(flat(got)) == len(flat(want))
+    for x, y in zip(flat(got), flat(want)):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-6)
+    return g
+
+
+def rand(rng, t: TensorType):
+    return rng.standard_normal(t.shape).astype(t.dtype)
+
+
+def cat(g: Graph, pieces, axis: int):
+    t = pieces[0].type
+    lst = g.insert("prim::ListConstruct", list(pieces), [ListType(t)]).output
+    return emit(g, "tensor::cat", lst, g.constant(axis))
+
+
+# -- horizontal merging -----------------------------------------------------------------------
+def siblings(shape_b=(3, 5)):
+    """Two chains reading a common input ``x``, plus a lone mul; returned as a tuple."""
+    g = Graph()
+    x, y = g.add_input(T("float32", 3, 5), "x"), g.add_input(T("float32", 3, 5), "y")
+    z = g.add_input(T("float32", *shape_b), "z")
+    a = emit(g, "tensor::tanh", emit(g, "tensor::mul", x, y))
+    b = emit(g, "tensor::exp", emit(g, "tensor::sub", x, z))
+    c = emit(g, "tensor::mul", x, x)
+    g.add_output(emit(g, "prim::TupleConstruct", a, b, c))
+    return g
+
+
+def test_independent_groups_of_one_shape_become_one_kernel():
+    rng = np.random.default_rng(0)
+    g = check_fused_equals_eager(siblings, [rand(rng, v.type) for v in siblings().inputs])
+    (group,) = groups(g)
+    assert len(group.outputs) == 3
+    assert kinds(g) == [FUSION, "prim::TupleConstruct"]
+
+
+def test_groups_of_other_shapes_stay_apart():
+    g = siblings(shape_b=(2, 3, 5))  # b iterates over (2, 3, 5), a and c over (3, 5)
+    fuse(g)
+    shapes = sorted(n.outputs[0].type.shape for n in groups(g))
+    assert shapes == [(2, 3, 5), (3, 5)]
+
+
+def test_no_horizontal_merge_through_an_outside_node():
+    """b reads a matmul of a: merging a and b would need the matmul inside the kernel."""
+    def make():
+        g = Graph()
+        x, w = g.add_input(T("float64", 4, 4)), g.add_input(T("float64", 4, 4))
+        a = emit(g, "tensor::tanh", emit(g, "tensor::mul", x, x))
+        m = emit(g, "tensor::matmul", a, w)
+        b = emit(g, "tensor::sigmoid", emit(g, "tensor::exp", m))
+        g.add_output(emit(g, "prim::TupleConstruct", a, b))
+        return g
+    rng = np.random.default_rng(1)
+    g = check_fused_equals_eager(make, [rand(rng, v.type) for v in make().inputs])
+    assert kinds(g) == [FUSION, "tensor::matmul", FUSION, "prim::TupleConstruct"]
+
+
+def test_no_horizontal_merge_across_a_side_effect():
+    def make():
+        g = Graph()
+        x = g.add_input(T("float32", 2, 3))
+        a = emit(g, "tensor::tanh", emit(g, "tensor::mul", x, x))
+        g.insert("prim::Print", [x])
+        b = emit(g, "tensor::exp", emit(g, "tensor::neg", x))
+        g.add_output(emit(g, "prim::TupleConstruct", a, b))
+        return g
+    g = check_fused_equals_eager(make, [np.ones((2, 3), np.float32)])
+    assert kinds(g) == [FUSION, "prim::Print", FUSION, "prim::TupleConstruct"]
+
+
+def test_lone_ops_join_a_kernel_but_do_not_make_one():
+    def make(with_group):
+        g = Graph()
+        x, y = g.add_input(T("float32", 7)), g.add_input(T("float32", 7))
+        a, b = emit(g, "tensor::add", x, y), emit(g, "tensor::mul", x, y)
+        c = emit(g, "tensor::exp", emit(g, "tensor::neg", x)) if with_group else x
+        g.add_output(emit(g, "prim::TupleConstruct", a, b, c))
+        return g
+    rng = np.random.default_rng(2)
+    args = [rand(rng, v.type) for v in make(True).inputs]
+    g = check_fused_equals_eager(lambda: make(True), args)
+    assert kinds(g) == [FUSION, "prim::TupleConstruct"]
+    g = check_fused_equals_eager(lambda: make(False), args)
+    assert kinds(g) == ["tensor::add", "tensor::mul", "prim::TupleConstruct"]
+
+
+# -- cats stored by the kernel ----------------------------------------------------------------
+def gate_grads(dtype: str, B: int, H: int, axis: int, bias_shape=None, extra_use=False,
+               outside_piece=False):
+    """Four gate-gradient-like pieces of shape (B, H) concatenated along ``axis``."""
+    def make():
+        g = Graph()
+        d, s, t = (g.add_input(T(dtype, B, H), n) for n in ("d", "s", "t"))
+        bias = g.add_input(T(dtype, *(bias_shape or (B, H))), "bias")
+        one = g.constant(1.0)
+        p0 = emit(g, "tensor::mul", emit(g, "tensor::mul", d, s), emit(g, "tensor::sub", one, s))
+        p1 = emit(g, "tensor::mul", d, emit(g, "tensor::sub", one, emit(g, "tensor::mul", t, t)))
+        p2 = emit(g, "tensor::add", emit(g, "tensor::mul", d, t), bias)
+        p3 = t if outside_piece else emit(g, "tensor::tanh", emit(g, "tensor::add", d, bias))
+        out = cat(g, [p0, p1, p2, p3], axis)
+        g.add_output(emit(g, "prim::TupleConstruct", out, p1) if extra_use else out)
+        return g
+    return make
+
+
+def check_cat(make, seed=0):
+    rng = np.random.default_rng(seed)
+    g = check_fused_equals_eager(make, [rand(rng, v.type) for v in make().inputs])
+    assert "tensor::cat" not in kinds(g)
+    (group,) = groups(g)
+    assert [n.kind for n in group.subgraph.nodes()].count("tensor::cat") == 1
+    return g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axis", [1, -1, 0, -2])
+def test_cat_of_group_outputs_is_written_by_the_kernel(dtype, axis):
+    g = check_cat(gate_grads(dtype, 3, 5, axis))
+    (group,) = groups(g)
+    want = (12, 5) if axis in (0, -2) else (3, 20)
+    assert group.outputs[0].type.shape == want
+
+
+def test_cat_with_broadcast_inputs_and_a_piece_read_elsewhere():
+    g = check_cat(gate_grads("float32", 7, 3, 1, bias_shape=(3,), extra_use=True))
+    (group,) = groups(g)
+    assert sorted(v.type.shape for v in group.outputs) == [(7, 3), (7, 12)]
+
+
+def test_cat_piece_from_outside_the_group_is_copied_in():
+    check_cat(gate_grads("float64", 1, 9, 1, outside_piece=True))
+
+
+def test_cat_of_width_one_pieces_and_of_3d_pieces():
+    check_cat(gate_grads("float32", 5, 1, 1))  # each piece is a strided column of the output
+
+    def make():
+        g = Graph()
+        x, y = g.add_input(T("float32", 2, 3, 5)), g.add_input(T("float32", 5))
+        a = emit(g, "tensor::tanh", emit(g, "tensor::mul", x, y))
+        b = emit(g, "tensor::sigmoid", emit(g, "tensor::add", x, y))
+        g.add_output(emit(g, "prim::TupleConstruct", cat(g, [a, b], 1), cat(g, [b, a], 2)))
+        return g
+    rng = np.random.default_rng(3)
+    g = check_fused_equals_eager(make, [rand(rng, v.type) for v in make().inputs])
+    (group,) = groups(g)
+    assert [v.type.shape for v in group.outputs] == [(2, 6, 5), (2, 3, 10)]
+
+
+def test_cat_kernel_with_transposed_input_and_new_sizes():
+    make = gate_grads("float32", 4, 6, 1)
+    g = make()
+    fuse(g)
+    kernel = compile_group(groups(g)[0].subgraph)
+    rng = np.random.default_rng(4)
+    for B, H in ((4, 6), (9, 13), (1, 1)):
+        args = [rng.standard_normal((B, H)).astype(np.float32) for _ in range(4)]
+        args[1] = np.ascontiguousarray(args[1].T).T  # a column-major input
+        for _ in range(2):  # the second call takes the guarded path
+            got = kernel(*args)
+            d, s, t, bias = args
+            want = np.concatenate([d * s * (1 - s), d * (1 - t * t), d * t + bias,
+                                   np.tanh(d + bias)], 1)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_cat_output_read_inside_stays_a_group_output():
+    """tanh(cat(...)): the cat's output has another shape than its pieces, so the tanh is a
+    separate computation."""
+    def make():
+        g = Graph()
+        x = g.add_input(T("float32", 3, 4))
+        a, b = emit(g, "tensor::exp", x), emit(g, "tensor::neg", x)
+        c = cat(g, [a, b], 1)
+        g.add_output(emit(g, "tensor::mul", emit(g, "tensor::tanh", c), c))
+        return g
+    rng = np.random.default_rng(5)
+    g = check_fused_equals_eager(make, [rand(rng, v.type) for v in make().inputs])
+    first = groups(g)[0]
+    assert first.outputs[0].type.shape == (3, 8)
+    assert all(n.kind != "tensor::tanh" for n in first.subgraph.nodes())
+
+
+def test_lstm_backward_writes_the_gate_gradients_concatenated():
+    import script
+    from benchmarks.fastrnns import cells
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+
+    inp = rnn_inputs(Sizes(input_size=5, hidden_size=7, mini_batch=3, seq_length=4))
+    args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
+    fn = script.script(cells.lstm_layer)
+    back = script.autodiff.compile_gradient(fn, args).gradient.backward
+    loop = next(n for n in back.nodes() if n.kind == "prim::Loop")
+    body = [n.kind for n in loop.blocks[0]]
+    assert "tensor::cat" not in body and body.count(FUSION) == 1
+    outs, pull = script.vjp(fn, *args)
+    cts = tuple(np.random.default_rng(6).standard_normal(o.shape).astype(o.dtype) for o in outs)
+    got = pull(cts)
+    import fuser
+    with fuser.disabled():
+        fn2 = script.script(cells.lstm_layer)
+        outs2, pull2 = script.vjp(fn2, *args)
+        want = pull2(cts)
+    for x, y in zip(flat(got), flat(want)):
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
