@@ -26,6 +26,7 @@ from passes import (
     cse,
     dce,
     hoist_projection,
+    hoist_rowwise,
     inline,
     licm,
     shape_prop,
@@ -35,7 +36,8 @@ from passes.autodiff import batch_accumulation
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
-                hoist_projection, unroll, batch_matmul, batch_accumulation, contiguous_weights):
+                hoist_projection, hoist_rowwise, unroll, batch_matmul, batch_accumulation,
+                contiguous_weights):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -45,9 +47,10 @@ CLEANUP_PIPELINE = ("inline,canonicalize,constant-prop,shape-prop,constant-prop,
 propagation runs again after shape propagation: sizes that only the specialized types know (a loop
 over ``unbind`` of a reshaped projection) fold then, giving loops constant trip counts."""
 
-RNN_PIPELINE = "licm,hoist-projection,unroll,batch-matmul,licm,cse,dce"
+RNN_PIPELINE = "licm,hoist-projection,hoist-rowwise,unroll,batch-matmul,licm,cse,dce"
 """The loop and matmul rewrites, in DESIGN.md section 4's order. licm runs first so that weights
-like ``w_ih.T`` are loop-invariant values when the projection is hoisted, and again after
+like ``w_ih.T`` are loop-invariant values when the projection is hoisted (hoist-rowwise then
+moves row kernels of the projection, like the LayerNorm-LSTM's input layer norm), and again after
 batch-matmul so the concatenation of loop-invariant weights it makes is computed once."""
 
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
