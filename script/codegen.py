@@ -280,7 +280,8 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     except ValueError:
         _write_subgraph_call(w, node)
         return
-    _write_call(w, node, kernel, "_kernel")
+    site = getattr(kernel, "site", None)  # each call site keeps its own fast path (CPU)
+    _write_call(w, node, site() if site is not None else kernel, "_kernel")
 
 
 def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:

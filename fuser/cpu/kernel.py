@@ -31,6 +31,7 @@ names are derived from the IR text, so the text (the cache key) is the same in e
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import hashlib
 import itertools
@@ -113,6 +114,15 @@ class Kernel:
         self.has_cat = any(st.pieces > 1 for st in spec.stores)
         """whether an output is a cat of stores (its shape is not the iteration shape)."""
         self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
+
+    def site(self) -> Kernel:
+        """This kernel for one call site in generated code: the compiled variants and plans are
+        shared, the last-plan fast path is the site's own. Two groups of one structure but
+        different sizes in one loop (a weight's and a bias's gradient sum) would otherwise
+        replace each other's fast plan on every call and both take the general path."""
+        site = copy.copy(self)
+        site._fast = None
+        return site
 
     def __repr__(self) -> str:
         return f"<fuser.cpu.Kernel {len(self.variants)} variant(s), {self.n_inputs} inputs>"
