@@ -8,6 +8,7 @@ array, or a float constant on an int tensor, would change them).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -152,7 +153,9 @@ def matmul_of_batch_by_matrix(node: Node) -> bool:
     if len(ta.shape) < 3 or len(tw.shape) != 2:  # type: ignore[union-attr, arg-type]
         return False
     k = tw.shape[0]  # type: ignore[union-attr, index]
-    flat = _insert_before(node, "tensor::reshape", [a, _constant_before(node, (-1, k))])
+    # the row count spelled out, not -1: numpy cannot infer -1 when k is 0
+    rows = math.prod(ta.shape[:-1])  # type: ignore[union-attr, index]
+    flat = _insert_before(node, "tensor::reshape", [a, _constant_before(node, (rows, k))])
     product = _insert_before(node, "tensor::matmul", [flat, w])
     shape = _constant_before(node, tuple(out.shape))  # type: ignore[union-attr, arg-type]
     return forward_outputs(node, [_insert_before(node, "tensor::reshape", [product, shape])])

@@ -102,7 +102,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         if not ok:
             results.append(root.const(None))
         elif v in lists:
-            results.append(_list_of_items(root, v, root.ct.get(v)))
+            results.append(_list_of_items(root, v, root.ct.get(v), len(lists[v])))
         else:
             results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
@@ -110,9 +110,16 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     return Gradient(graph, ad.backward, num_outputs, differentiable)
 
 
-def _list_of_items(root: BlockGrad, v: Value, g) -> Value:
-    """The cotangent of a list argument retyped as a tuple, as a list (the argument's kind)."""
+def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
+    """The cotangent of a list argument of ``n`` items retyped as a tuple, as a list (the
+    argument's kind)."""
     t = v.type
+    for use in v.uses:
+        # a read out of range stays a list read: say so rather than blame a non-constant index
+        i = use.node.inputs[1] if len(use.node.inputs) > 1 else None
+        if i is not None and i.is_constant and not -n <= int(i.constant) < n:
+            raise IRError(f"cannot differentiate reading a list argument of {n} items at "
+                          f"index {i.constant}")
     if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
         raise IRError("cannot differentiate reading a list argument at a non-constant index "
                       "(only counted loops of at most "

@@ -397,7 +397,9 @@ def _sum_to_input(b: Any, g: Value | None, x: Value) -> Value | None:
 
 def matmul_vjp(b, node, gs):
     (g,), (x, y) = gs, node.inputs
-    flat_b = rank_of(x) > 2 and rank_of(y) == 2 and static_shape(y) is not None
+    sy = static_shape(y)
+    # a weight with a 0-size axis keeps the batched form: reshape(-1, 0) cannot infer the -1
+    flat_b = rank_of(x) > 2 and rank_of(y) == 2 and sy is not None and 0 not in sy
     ga, gb = matmul_grads(b, g, b.fwd(x), b.fwd(y), rank_of(x), rank_of(y),
                           b.is_active(x), b.is_active(y) and not flat_b)
     if flat_b and b.is_active(y):
