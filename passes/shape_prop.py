@@ -19,7 +19,11 @@ from ir.types import (
     INT,
     NONE,
     AnyType,
+    DictType,
+    ListType,
     OptionalType,
+    ScalarType,
+    TensorType,
     Type,
     erase_shape,
     is_subtype,
@@ -48,8 +52,36 @@ def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
             raise ShapeError(f"input {i} (%{value.name or i}): {t} is not a subtype of "
                              f"the declared {value.type}")
     for value, t in zip(graph.inputs, input_types):
-        value.type = t
+        value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
     propagate_block(graph.block)
+
+
+CONTAINER_READS = frozenset({
+    "prim::ListIndex", "prim::len", "prim::ListContains", "prim::ListUnpack", "tensor::stack",
+    "tensor::cat", "prim::DictContains", "prim::DictGet", "prim::DictGetItem"})
+"""Uses of a list or dict that neither change its items nor make another container typed like
+it (a slice or ``l + m`` is a new list of the argument's item type, which may be mutated)."""
+
+
+def _kept_items(value: Value, t: ListType | DictType) -> Type:
+    """``t`` for a list or dict argument the function only reads; else the declared type (or
+    one of plain tensors): an append or a store may put items of another shape into it, which
+    the items' specialized type would contradict."""
+    item = t.element if isinstance(t, ListType) else t.value
+    if isinstance(item, (TensorType, ScalarType)) and all(_only_reads(u.node, value)
+                                                          for u in value.uses):
+        return t
+    if isinstance(value.type, type(t)):
+        return value.type
+    if not isinstance(item, TensorType):
+        return t
+    return ListType(TensorType()) if isinstance(t, ListType) else DictType(t.key, TensorType())
+
+
+def _only_reads(user: Node, container: Value) -> bool:
+    if user.kind == "prim::Return":  # returned by the function itself: not an alias inside it
+        return user.owner is container.node.owner
+    return user.kind in CONTAINER_READS
 
 
 def propagate_block(block: Block) -> None:
@@ -70,7 +102,33 @@ def propagate_node(node: Node) -> None:
         types = infer_types(node)
     except ShapeError as e:
         raise ShapeError(_with_source(str(e), node)) from e
-    _set_types(node.outputs, types, node)
+    _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
+               node)
+
+
+LIST_STORES = {"prim::ListAppend": 1, "prim::ListSetItem": 2, "prim::ListInsert": 2}
+"""List ops that put an item into their list (kind -> the item's input index)."""
+
+
+def _widened_for_stores(value: Value, t: Type) -> Type:
+    """A new list's type covering the items stored into it later (``unbind(x, 0)`` then
+    ``.append(y)`` with another shape): its items may be any of them, so reads must not assume
+    the first ones' shape."""
+    if not isinstance(t, ListType):
+        return t
+    element = t.element
+    for use in value.uses:
+        user = use.node
+        if use.index != 0:
+            continue
+        if user.kind in LIST_STORES:
+            stored = user.inputs[LIST_STORES[user.kind]].type
+        elif user.kind == "prim::ListExtend" and isinstance(user.inputs[1].type, ListType):
+            stored = user.inputs[1].type.element
+        else:
+            continue
+        element = join(element, stored, AnyType())
+    return t if element == t.element else ListType(element)
 
 
 def _with_source(message: str, node: Node) -> str:
