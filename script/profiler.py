@@ -56,12 +56,12 @@ class Profile:
     _stage_stack: list[list[float]] = field(default_factory=list)
     _previous: Profile | None = None
     scope: str = ""
+    """the function whose code is being instrumented (prefixes its fusion groups' rows)."""
     building: bool = False
     """True while instrumented code is generated: its kernel lookups are not compile stages."""
     _graph_code: dict[int, tuple[Any, Callable[..., Any]]] = field(default_factory=dict)
     """id(graph) -> (graph, instrumented code) for ``run_graph`` (the graph is kept so that an
     id is never reused while its entry lives)."""
-    """the function whose code is being instrumented (prefixes its fusion groups' rows)."""
 
     # -- recording ------------------------------------------------------------------------------
     def add(self, key: str, category: str, start: float, end: float) -> None:
@@ -105,12 +105,13 @@ class Profile:
         found = self._graph_code.get(id(graph))
         if found is None or found[0] is not graph:
             from script.codegen import generate
-            self.scope, self.building = name, True
-            try:
-                code, _ = generate(graph, name="profiled", profiler=self)
-            finally:
-                self.building = False
-            found = self._graph_code[id(graph)] = (graph, code)
+            with _instrumented_lock:
+                self.scope, self.building = name, True
+                try:
+                    code, _ = generate(graph, name="profiled", profiler=self)
+                finally:
+                    self.scope, self.building = "", False
+                found = self._graph_code[id(graph)] = (graph, code)
         start = _clock()
         try:
             return found[1](*args)
