@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from benchmarks import respecialize
-from benchmarks.fastrnns import bench, checks, report, runner
+from benchmarks.fastrnns import bench, checks, report, runner, targets
 
 CONFIGS = [
     ("Seed configuration: T=100, B=64, I=H=512 (fastrnns' defaults)",
@@ -32,6 +32,9 @@ CONFIGS = [
       "--rnns", "all", "--peers", "--variable-lstms"]),
 ]
 """(title, flags) of each section."""
+
+SECTION_KEYS = ("seed", "small")
+"""The names ``benchmarks.fastrnns.targets`` gives the sections of ``CONFIGS``, in order."""
 
 COMMAND = "python -m benchmarks.fastrnns.results"
 
@@ -92,6 +95,10 @@ def markdown(sections: list[tuple[str, dict[str, Any]]], command: str,
              "CPU, depending on load) with:", "", "```", COMMAND, "```", "",
              f"This file: `{command}`, {env['date']}.", ""]
     lines += _environment_lines(sections)
+    keyed = dict(zip(SECTION_KEYS, (payload for _, payload in sections)))
+    lines += ["", "## Performance targets", "",
+              "Each target of the performance work, from the rows below (ratios of rows of one "
+              "run; `fb` = forward + backward).", "", *targets.lines(keyed, respec)]
     for title, payload in sections:
         lines += ["", f"## {title}", ""]
         lines += _section_lines(payload)

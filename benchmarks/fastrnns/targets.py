@@ -1,0 +1,120 @@
+"""The performance targets, checked against one ``results`` run: each target's measured ratio or
+time from the rows of that run, and whether it is met.
+
+A target names a configuration section (``seed`` or ``small``), the rows it compares and how:
+``ratio`` is a row's time over another row's (``fwd``, ``fb`` = forward + backward), held to at
+most ``limit`` (or at least, for "faster than" targets); ``ms`` is a row's own figure in ms.
+Targets whose rows are missing from the run (torch not installed, ``--compile`` not given) are
+listed as not measured. For ratio targets the table also gives the ratio a scripted row would reach
+if it took no time beyond its matmuls (the ``floor`` row in its place): a target that the floor
+itself misses cannot be met with these GEMMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Target:
+    text: str
+    """what the target says."""
+    section: str
+    """``seed`` or ``small``."""
+    row: str
+    other: str | None
+    """the row divided by (None: ``row``'s own figure)."""
+    figure: str
+    """``fwd``, ``fb`` (forward + backward), ``first_fwd``, ``first_fb`` or ``peak``."""
+    limit: float
+    at_most: bool = True
+    """True: measured <= limit; False: measured >= limit."""
+
+
+TARGETS = [
+    Target("seed: forward <= 1.10x torch nn.LSTM", "seed", "script", "torch_lstm", "fwd", 1.10),
+    Target("seed: forward <= 1.15x the GEMM floor", "seed", "script", "floor", "fwd", 1.15),
+    Target("seed: forward+backward <= 0.95x torch nn.LSTM", "seed", "script", "torch_lstm", "fb",
+           0.95),
+    Target("seed: torch_script forward >= 1.5x script's", "seed", "torch_script", "script", "fwd",
+           1.5, at_most=False),
+    Target("seed: LayerNorm LSTM forward+backward: torch eager >= 1.5x script's", "seed",
+           "torch_layernorm", "script_layernorm", "fb", 1.5, at_most=False),
+    Target("seed: first call forward (fresh process, empty kernel cache) <= 1000 ms", "seed",
+           "script", None, "first_fwd", 1000.0),
+    Target("seed: first call forward+backward <= 2000 ms", "seed", "script", None, "first_fb",
+           2000.0),
+    Target("seed: peak memory of forward+backward <= 1.2x torch nn.LSTM's", "seed", "script",
+           "torch_lstm", "peak", 1.2),
+    Target("small: forward <= 1.5x torch nn.LSTM", "small", "script", "torch_lstm", "fwd", 1.5),
+    Target("small: forward+backward <= 1.5x torch nn.LSTM", "small", "script", "torch_lstm",
+           "fb", 1.5),
+    Target("small: torch_compile forward >= 2x script's", "small", "torch_compile", "script",
+           "fwd", 2.0, at_most=False),
+    Target("small: torch_compile forward+backward >= 2x script's", "small", "torch_compile",
+           "script", "fb", 2.0, at_most=False),
+]
+"""The targets of the performance work (sections by their order in ``results.CONFIGS``)."""
+
+RESPECIALIZE_LIMIT_MS = 50.0
+
+
+def figure(record: dict[str, Any] | None, name: str) -> float | None:
+    """One figure of a harness row, in ms (MB for ``peak``), or None when it was not measured."""
+    if not record or record.get("status") != "ok":
+        return None
+    if name == "fwd":
+        return record.get("avg_fwd")
+    if name == "fb":
+        fwd, bwd = record.get("avg_fwd"), record.get("avg_bwd")
+        return None if fwd is None or bwd is None else fwd + bwd
+    key = {"first_fwd": "first_call_fwd", "first_fb": "first_call_fb", "peak": "peak_mb"}[name]
+    return record.get(key)
+
+
+def _ratio(results: dict[str, Any], row: str, other: str, name: str) -> float | None:
+    value, base = figure(results.get(row), name), figure(results.get(other), name)
+    return None if value is None or not base else value / base
+
+
+def evaluate(sections: dict[str, dict[str, Any]]
+             ) -> list[tuple[Target, float | None, float | None]]:
+    """Each target with its measured value and, for ratios, the value a scripted row running at
+    the GEMM floor (``floor``: its matmuls alone) would reach (None: not measured)."""
+    out = []
+    for t in TARGETS:
+        results = sections.get(t.section, {}).get("results", {})
+        if t.other is None:
+            out.append((t, figure(results.get(t.row), t.figure), None))
+            continue
+        scripted = t.row if t.row.startswith("script") else t.other
+        at_floor = None
+        if t.figure in ("fwd", "fb") and t.other != "floor":
+            at_floor = (_ratio(results, "floor", t.other, t.figure) if scripted == t.row
+                        else _ratio(results, t.row, "floor", t.figure))
+        out.append((t, _ratio(results, t.row, t.other, t.figure), at_floor))
+    return out
+
+
+def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) -> list[str]:
+    """A Markdown table of the targets and a line for the re-specialization target."""
+    rows = ["| target | measured | met | at the GEMM floor |", "|---|---:|:---:|---:|"]
+    for t, value, at_floor in evaluate(sections):
+        floor = "-" if at_floor is None else f"{at_floor:.2f}x"
+        if value is None:
+            rows.append(f"| {t.text} | not measured | - | {floor} |")
+            continue
+        unit = "x" if t.other is not None else (" MB" if t.figure == "peak" else " ms")
+        met = value <= t.limit if t.at_most else value >= t.limit
+        shown = f"{value:.2f}{unit}" if unit == "x" else f"{value:.0f}{unit}"
+        rows.append(f"| {t.text} | {shown} | {'yes' if met else 'no'} | {floor} |")
+    if respec is not None and respec.get("cases"):
+        cases = respec["cases"]
+        worst = max(max(c["fwd_compile_ms"], c["fb_compile_ms"]) for c in cases)
+        compiled = sum(c["kernels_compiled"] for c in cases)
+        met = worst <= RESPECIALIZE_LIMIT_MS and compiled == 0
+        rows.append(f"| new T or B re-specializes in <= {RESPECIALIZE_LIMIT_MS:.0f} ms with no "
+                    f"native compile (compile time, worst case) | {worst:.0f} ms, {compiled} "
+                    f"kernels | {'yes' if met else 'no'} | - |")
+    return rows
