@@ -145,6 +145,32 @@ class Kernel:
                 return outs if n_out > 1 else outs[0]
         return self._call_planned(args)
 
+    def into(self, outs: tuple[Any, ...], *args: Any) -> Any:
+        """Like ``kernel(*args)``, but output ``k`` is written into ``outs[k]`` when that is not
+        None (every given one ends up holding its output's values); returns the outputs as
+        ``kernel(*args)`` does, a given array in place of the output it holds as is.
+
+        The guarded path writes straight into a given array that is an ndarray of exactly the
+        output's shape and dtype, C-contiguous and writeable (the native code writes through its
+        data pointer as it would into a fresh ``np.empty``); any other given array, and every
+        call that takes the general path, gets the computed output copied into it, so results
+        are the same as ``out[...] = kernel(*args)``. A given array must not overlap an input."""
+        if len(outs) != len(self.out_dtypes):
+            raise TypeError(f"kernel has {len(self.out_dtypes)} outputs, got {len(outs)} outs")
+        fast = self._fast
+        if fast is not None:
+            guarded, guard, shape, dtypes, extra = fast
+            shapes = extra[1] if self.has_cat else (shape,) * len(dtypes)
+            arrays = tuple([o if _writable_as(o, s, d) else _empty(s, d)
+                            for o, s, d in zip(outs, shapes, dtypes)])
+            if not guarded(args, arrays, guard):
+                _copy_into(outs, arrays)
+                return arrays if len(arrays) > 1 else arrays[0]
+        result = self._call_planned(args)
+        arrays = result if isinstance(result, tuple) else (result,)
+        _copy_into(outs, arrays)
+        return result
+
     def _call_planned(self, args: tuple[Any, ...]) -> Any:
         """The general call: check and convert the arguments, find or make the plan."""
         if len(args) != self.n_inputs:
@@ -307,6 +333,20 @@ class Kernel:
     def assembly(self, classes: tuple[int, ...] | None = None) -> str:
         """The host assembly of a variant, to check what LLVM vectorized."""
         return jit.assembly(self.llvm_ir(classes))
+
+
+def _writable_as(out: Any, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether the native code can write an output of ``shape`` and ``dtype`` through ``out``'s
+    data pointer (its C-order element layout is all the code assumes of a fresh array)."""
+    return (type(out) is np.ndarray and out.shape == shape and out.dtype == dtype
+            and out.flags.c_contiguous and out.flags.writeable)
+
+
+def _copy_into(outs: tuple[Any, ...], arrays: tuple[Any, ...]) -> None:
+    """Copy each computed output into its given array, unless it was computed there."""
+    for out, a in zip(outs, arrays):
+        if out is not None and out is not a:
+            out[...] = a
 
 
 def _aligned(shape: tuple[int, ...], strides: list[int], out: tuple[int, ...]) -> list[int]:
