@@ -30,6 +30,7 @@ from passes import (
     inline,
     licm,
     shape_prop,
+    stack_to_slots,
     unroll,
 )
 from passes.autodiff import batch_accumulation
@@ -37,7 +38,7 @@ from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
                 hoist_projection, hoist_rowwise, unroll, batch_matmul, batch_accumulation,
-                contiguous_weights):
+                contiguous_weights, stack_to_slots):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -56,8 +57,9 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
-LAYOUT_PIPELINE = "contiguous-weights"
-"""Rewrites for execution speed that insert layout ops (``tensor::contiguous``): they run on the
+LAYOUT_PIPELINE = "contiguous-weights,stack-to-slots,dce"
+"""Rewrites for execution speed that insert layout ops (``tensor::contiguous``) or buffers written
+in place (``tensor::empty`` + ``write_slot`` for a list stacked after its loop): they run on the
 graphs the executor compiles, after differentiation, so gradients never meet their ops."""
 
 _disabled: set[str] = set()
