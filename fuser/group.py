@@ -231,12 +231,17 @@ class _BlockFuser:
             return False
         if self._path_outside(a, b):
             return False
-        members = sorted(a.members + b.members, key=self.pos.__getitem__)
+        return self._join(b, a)
+
+    def _join(self, into: _Group, other: _Group) -> bool:
+        """Move ``other``'s members into ``into`` when the union is one kernel (one output shape,
+        no cat read inside); True when joined."""
+        members = sorted(into.members + other.members, key=self.pos.__getitem__)
         if not _single_output_shape(members) or _reads_cat(members):
             return False
-        b.members = members
-        for n in a.members:
-            self.group[n] = b
+        into.members = members
+        for n in other.members:
+            self.group[n] = into
         return True
 
     def _path_outside(self, a: _Group, b: _Group) -> bool:
@@ -311,13 +316,7 @@ class _BlockFuser:
             return False
         if self._path_outside(a, b) or self._path_outside(b, a):
             return False
-        members = sorted(a.members + b.members, key=self.pos.__getitem__)
-        if not _single_output_shape(members) or _reads_cat(members):
-            return False
-        a.members = members
-        for n in b.members:
-            self.group[n] = a
-        return True
+        return self._join(a, b)
 
     def _unique_groups(self) -> list[_Group]:
         groups: dict[int, _Group] = {}
@@ -326,10 +325,7 @@ class _BlockFuser:
         return list(groups.values())
 
     def _final_groups(self) -> list[_Group]:
-        groups: dict[int, _Group] = {}
-        for g in self.group.values():
-            groups.setdefault(id(g), g)
-        kept = [g for g in groups.values() if _compute_ops(g) >= MIN_COMPUTE_OPS]
+        kept = [g for g in self._unique_groups() if _compute_ops(g) >= MIN_COMPUTE_OPS]
         return sorted(kept, key=lambda g: self.pos[g.members[-1]])
 
 

@@ -32,9 +32,10 @@ side-effecting ``write_slot``.
 
 from __future__ import annotations
 
-from ir.core import CONSTANT, Block, Graph, Node, Value
-from ir.registry import infer_types
+from ir.core import Block, Graph, Node, Value
+from ir.registry import const, infer_types
 from ir.types import TensorType
+from passes.licm import constant_trip_count
 
 NAME = "stack-to-slots"
 LOOP = "prim::Loop"
@@ -42,19 +43,6 @@ LIST_CONSTRUCT = "prim::ListConstruct"
 APPEND = "prim::ListAppend"
 EXTEND = "prim::ListExtend"
 STACK = "tensor::stack"
-
-
-def _constant(value: Value) -> object:
-    return value.node.attrs.get("value") if value.node.kind == CONSTANT else None
-
-
-def _counted_trips(loop: Node) -> int | None:
-    """The trip count of a ``for`` loop that always runs to the end, else None."""
-    trips, cond = _constant(loop.inputs[0]), _constant(loop.inputs[1])
-    body = loop.blocks[0]
-    if type(trips) is not int or trips < 1 or cond is not True:
-        return None
-    return trips if _constant(body.returns[0]) is True else None
 
 
 def _stored_value(store: Node) -> Value | None:
@@ -86,11 +74,11 @@ def _candidate(lst: Node) -> tuple[Node, Node, Node, Value, int] | None:
         return None
     if store.inputs[0] is not lst.output or stack.owner is not lst.owner:
         return None
-    if not (lst.is_before(loop) and loop.is_before(stack)) or _constant(stack.inputs[1]) != 0:
+    if not (lst.is_before(loop) and loop.is_before(stack)) or const(stack, 1) != 0:
         return None
-    trips = _counted_trips(loop)
+    trips = constant_trip_count(loop)
     value = _stored_value(store)
-    if trips is None or value is None:
+    if not trips or value is None:  # a loop that may not run: stack([]) raises
         return None
     t = value.type
     if not (isinstance(t, TensorType) and t.dtype is not None and t.shape is not None

@@ -35,10 +35,9 @@ from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
-from ir.registry import lookup
 from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
-from passes.autodiff.lists import MAX_TRIPS, read_only_list_inputs
+from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
 from passes.autodiff.prepare import (
     active_values,
     hoist_loop_invariants,
@@ -251,82 +250,19 @@ def _list_index(ctx: BlockGrad, node: Node) -> None:
         raise IRError("cannot differentiate reading a list at a non-constant index")
     k = int(index.constant)
     if k < 0:
-        n = _length_at(node.inputs[0], node)
+        n = length_at(node.inputs[0], node)
         if n is None:
             raise IRError("cannot differentiate reading a list at a negative index unless the "
                           "list's length there is known (a literal or an unbind, appended to "
                           "only once per step of counted loops before the read)")
         k += n
-    made = _made_items(node.inputs[0])
+    made = made_items(node.inputs[0])
     if made is not None and k >= made:
         raise IRError(f"cannot differentiate reading item {int(index.constant)} of a list: it "
                       "is an item appended after the list was made (stack the list and index "
                       "the stacked array instead)")
     reads = ctx.ad.read_cts.setdefault(node.inputs[0], {})
     reads[k] = ctx.plus(reads.get(k), g)
-
-
-def _made_items(lst: Value) -> int | None:
-    """How many items a list had when made (a literal or an ``unbind``), else None: reads past
-    them are of appended items, whose cotangents the list's maker cannot hand on."""
-    producer = lst.node
-    if producer.kind == "prim::ListConstruct":
-        return len(producer.inputs)
-    if producer.kind == "tensor::unbind":
-        return _unbound_items(producer)
-    return None
-
-
-def _length_at(lst: Value, reader: Node) -> int | None:
-    """The length ``lst`` has when ``reader`` (in the list's own block) reads it: a literal's or
-    an ``unbind``'s items, plus one per ``append`` made before the read in that block or at the
-    top level of a ``for`` loop of that block (a constant trip count, no early exit); None when
-    anything else changes the list, so a negative index has no fixed position."""
-    producer = lst.node
-    if producer.kind == "prim::ListConstruct":
-        n: int | None = len(producer.inputs)
-    elif producer.kind == "tensor::unbind":
-        n = _unbound_items(producer)
-    else:
-        return None
-    if n is None or reader.owner is not producer.owner:
-        return None
-    for use in lst.uses:
-        user = use.node
-        op = lookup(user.kind)
-        if op is not None and not op.has_side_effects:
-            continue
-        if user.kind != "prim::ListAppend" or use.index != 0:
-            return None
-        if user.owner is producer.owner and user.is_before(reader):
-            n += 1
-            continue
-        loop = user.owner.owner if user.owner is not None else None
-        trips = _for_loop_trips(loop) if loop is not None else None
-        if trips is None or loop.owner is not producer.owner or not loop.is_before(reader):
-            return None
-        n += trips
-    return n
-
-
-def _unbound_items(node: Node) -> int | None:
-    t, axis = node.inputs[0].type, node.inputs[1]
-    if not (isinstance(t, TensorType) and t.shape and axis.is_constant):
-        return None
-    n = t.shape[int(axis.constant) % len(t.shape)]
-    return n if isinstance(n, int) else None
-
-
-def _for_loop_trips(loop: Node) -> int | None:
-    """The trip count of a ``prim::Loop`` that always runs all of its constant count."""
-    if loop.kind != "prim::Loop":
-        return None
-    trips, cond, again = loop.inputs[0], loop.inputs[1], loop.blocks[0].returns[0]
-    if not (trips.is_constant and cond.is_constant and again.is_constant):
-        return None
-    if type(trips.constant) is not int or cond.constant is not True or again.constant is not True:
-        return None
-    return max(trips.constant, 0)
 
 
 def _list_unpack(ctx: BlockGrad, node: Node) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from ir.core import PARAM, Graph, Node, Value
 from ir.registry import infer_types, lookup
 from ir.types import ListType, TensorType, TupleType, Type
-from passes.licm import constant_trip_count
+from passes.licm import LOOP, constant_trip_count
 from passes.unroll import MAX_FULL_UNROLL_TRIPS, unroll_fully
 
 MAX_TRIPS = MAX_FULL_UNROLL_TRIPS
@@ -179,5 +179,51 @@ def _replace(node: Node, values: list[Value]) -> None:
     node.erase()
 
 
-__all__ = ["MAX_TRIPS", "counter_loops", "read_only_list_inputs", "simplify_unbind_reads",
-           "tuple_list_inputs", "unroll_indexed_loops"]
+__all__ = ["MAX_TRIPS", "counter_loops", "length_at", "made_items", "read_only_list_inputs",
+           "simplify_unbind_reads", "tuple_list_inputs", "unroll_indexed_loops"]
+
+
+# -- the length of a list where it is read (negative indices) -----------------------------------
+def made_items(lst: Value) -> int | None:
+    """How many items a list had when made (a literal or an ``unbind``), else None: reads past
+    them are of appended items, whose cotangents the list's maker cannot hand on."""
+    producer = lst.node
+    if producer.kind == "prim::ListConstruct":
+        return len(producer.inputs)
+    if producer.kind == "tensor::unbind":
+        return _unbound_items(producer)
+    return None
+
+
+def length_at(lst: Value, reader: Node) -> int | None:
+    """The length ``lst`` has when ``reader`` (in the list's own block) reads it: a literal's or
+    an ``unbind``'s items, plus one per ``append`` made before the read in that block or at the
+    top level of a ``for`` loop of that block (a constant trip count, no early exit); None when
+    anything else changes the list, so a negative index has no fixed position."""
+    producer, n = lst.node, made_items(lst)
+    if n is None or reader.owner is not producer.owner:
+        return None
+    for use in lst.uses:
+        user = use.node
+        op = lookup(user.kind)
+        if op is not None and not op.has_side_effects:
+            continue
+        if user.kind != "prim::ListAppend" or use.index != 0:
+            return None
+        if user.owner is producer.owner and user.is_before(reader):
+            n += 1
+            continue
+        loop = user.owner.owner if user.owner is not None else None
+        trips = constant_trip_count(loop) if loop is not None and loop.kind == LOOP else None
+        if trips is None or loop.owner is not producer.owner or not loop.is_before(reader):
+            return None
+        n += trips
+    return n
+
+
+def _unbound_items(node: Node) -> int | None:
+    t, axis = node.inputs[0].type, node.inputs[1]
+    if not (isinstance(t, TensorType) and t.shape and axis.is_constant):
+        return None
+    n = t.shape[int(axis.constant) % len(t.shape)]
+    return n if isinstance(n, int) else None
