@@ -47,10 +47,18 @@ def test_training_calls_reuse_memory_instead_of_faulting_it_in():
     assert _faults_per_call(train_step) < 25
 
 
-def test_release_returns_memory_and_calls_still_work():
-    big = np.ones(32 << 20, np.uint8)
-    del big
+def _rss_mb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+def test_freed_memory_is_kept_until_release_returns_it():
     allocator.release()
+    big = np.ones(48 << 20, np.uint8)  # 48 MB, under the mmap threshold: from the heap
+    del big
+    kept = _rss_mb()
+    assert allocator.release()
+    assert kept - _rss_mb() > 32  # the freed array stayed resident until release()
     f = script(cells.lstm_layer)
     args = _layer_args(1)
     np.testing.assert_allclose(f(*args)[0], f.python_fn(*args)[0], rtol=1e-5, atol=1e-6)
