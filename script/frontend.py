@@ -460,7 +460,10 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin
 
     def merge_branches(self, node: Node, frames: tuple[Frame, Frame], after: tuple[int, int],
                        stmt: ast.AST) -> None:
-        """Give the If ``node`` one output per live name either branch (re)defined."""
+        """Give the If ``node`` one output per live name either branch (re)defined.
+
+        A name both branches bind to one value made before the If needs no output, but it is
+        still rebound to that value: the branches assigned it, whatever it held before."""
         true_frame, false_frame = frames
         live = self.live_names(after)
         names = list(dict.fromkeys([*true_frame.vars, *false_frame.vars]))
@@ -476,6 +479,8 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin
                     assert isinstance(other, Value)
                     values[k] = self.placeholder_in(node.blocks[k], other.type)
             if values[0] is values[1]:
+                if values[0] is not outer:
+                    self.frame.set(name, values[0])
                 continue
             if isinstance(values[0], Static) or isinstance(values[1], Static):
                 self.merge_static(name, values)
