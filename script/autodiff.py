@@ -21,7 +21,13 @@ from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script import profiler as _profiler
 from script.errors import SignatureError
-from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
+from script.function import (
+    FORWARD_PIPELINE,
+    ScriptFunction,
+    _check_devices,
+    _coerce_numbers,
+    input_types,
+)
 from script.signature import key_of, type_of
 
 BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
@@ -89,11 +95,10 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
     """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused."""
     from passes.shape_prop import specialize
     d = f.definition
-    if len(args) != len(d.arg_names):
+    if len(args) != len(d.input_names()):
         raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
                              "were given")
-    types = [type_of(a, t, f"{d.name}(): argument '{n}'")
-             for a, t, n in zip(args, d.arg_types, d.arg_names)]
+    types = input_types(d, args)
     _check_devices(d, args)
     graph = d.graph.clone()
     run_pipeline(graph, "inline")
@@ -138,16 +143,19 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     None where an argument is not differentiable (ints, None, integer arrays, Python floats).
     ``f`` is a ``ScriptFunction``, a plain function (scripted here), or a ``Module`` /
     ``ScriptModule``: then ``backward`` also adds the gradient of every ``Parameter`` its
-    ``forward`` reads to the parameter's ``.grad`` (setting it when None).
+    ``forward`` reads to the parameter's ``.grad`` (setting it when None). A global array ``f``
+    reads is read at this call and is a constant of the differentiation: no gradient for it.
     """
     from script.module import Module
     if isinstance(f, Module):
         return _module_vjp(f, args)
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
-    if len(args) != len(sf.definition.arg_names):
-        args = sf._bind(args, {})
-    compiled = compile_gradient(sf, args)
-    return run_vjp(compiled, args)
+    full = sf._bind(args, {})
+    outputs, backward = run_vjp(compile_gradient(sf, full), full)
+    nargs = len(sf.definition.arg_names)
+    if nargs == len(full):
+        return outputs, backward
+    return outputs, lambda cotangents: backward(cotangents)[:nargs]  # globals are constants
 
 
 def _module_vjp(module: Any, args: tuple[Any, ...]
@@ -267,12 +275,16 @@ class GradFunction:
         self.__name__ = f"grad_{_py_name(self.f) if isinstance(self.f, ScriptFunction) else 'f'}"
 
     def function_for(self, args: Sequence[Any]) -> ScriptFunction:
-        """The gradient as a ``ScriptFunction`` specialized to arguments like ``args``."""
-        key = tuple(map(key_of, args))
+        """The gradient as a ``ScriptFunction`` specialized to arguments like ``args`` (and to
+        the globals ``f`` reads as they are now)."""
+        inner = self.f.function_for(args) if isinstance(self.f, GradFunction) else self.f
+        full = inner._bind(tuple(args), {})
+        key = tuple(map(key_of, full))
         found = self._functions.get(key)
-        if found is None:
-            found = self._functions[key] = _gradient_function(self, tuple(args))
-        return found
+        if found is None or found[0] is not inner.definition:  # a global scalar changed
+            found = self._functions[key] = (inner.definition,
+                                            _gradient_function(self, inner, full))
+        return found[1]
 
     def __call__(self, *args: Any) -> Any:
         return self.function_for(args)(*args)
@@ -284,10 +296,12 @@ def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
     return GradFunction(f, argnums)
 
 
-def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunction:
+def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any, ...]
+                       ) -> ScriptFunction:
+    """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
+    function of the same arguments that reads the same globals."""
     from ir.core import clone_node
     from script.frontend import FunctionDef
-    inner = gf.f.function_for(args) if isinstance(gf.f, GradFunction) else gf.f
     pair = compile_gradient(inner, args, optimize=False).gradient
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
@@ -316,7 +330,7 @@ def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunctio
     types = [type_of(a, t, f"{d.name}(): argument '{n}'")
              for a, t, n in zip(args, d.arg_types, d.arg_names)]
     definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, {}, g.outputs[0].type,
-                             d.source)
+                             d.source, list(d.attr_refs))
 
     def eager(*call_args: Any) -> Any:
         return sf(*call_args)

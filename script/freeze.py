@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from passes import CLEANUP_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.constant_prop import fold_limit
 from script.errors import ScriptError, SourceInfo
 from script.frontend import FunctionDef
-from script.function import ScriptFunction, Specialization
+from script.function import ScriptFunction, Specialization, bind_arguments
 from script.module import Module, Parameter, is_array
 
 DROPOUT = "tensor::dropout"
@@ -84,10 +83,9 @@ class StandaloneMethod(ScriptFunction):
             signature.arg_types + [v.type for v in types], dict(signature.defaults),
             signature.return_type, signature.source)
         self._nargs = len(self._definition.arg_names)
-        self._binder = SimpleNamespace(definition=signature)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        bound = ScriptFunction._bind(self._binder, args, kwargs)  # type: ignore[arg-type]
+        bound = bind_arguments(self.signature, args, kwargs)
         return bound + tuple(b.parameter.data for b in self.bindings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -263,11 +261,15 @@ def standalone(module: Any) -> StandaloneModule:
 
 
 def _standalone_function(fn: ScriptFunction) -> StandaloneModule:
-    """A scripted function as a module whose ``forward`` is the function."""
+    """A scripted function as a module whose ``forward`` is the function; the global arrays it
+    reads become its named arrays (buffers), holding the arrays the globals hold now."""
     d = fn.definition
     graph = d.graph.clone()
     run_pipeline(graph, "inline")
-    methods = {"forward": StandaloneMethod(_signature(d, graph))}
+    bindings = [_binding({}, {}, ref) for ref in d.attr_refs]
+    for value, b in zip(graph.inputs[len(d.arg_names):], bindings):
+        value.name = b.name
+    methods = {"forward": StandaloneMethod(_signature(d, graph), bindings)}
     return StandaloneModule(d.name, methods, frozen=False, classes=_classes_of(methods))
 
 

@@ -11,7 +11,8 @@ branch redefined, a loop becomes a ``prim::Loop`` carrying the names its body as
 
 The work is split by responsibility: this module holds the driver, source loading, parameters and
 the SSA plumbing; ``frontend_exprs`` the expressions, ``frontend_calls`` calls and builtins,
-``frontend_stmts`` the statements and control flow.
+``frontend_stmts`` the statements and control flow, ``frontend_globals`` the names read from the
+module or closure (arrays become inputs read at every call, scalars guarded constants).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from script.frontend_env import (
     walk_same_function,
 )
 from script.frontend_exprs import ExprMixin
+from script.frontend_globals import GlobalsMixin, guards_hold
 from script.frontend_iter import IterMixin
 from script.frontend_modules import ModuleMixin
 from script.frontend_stmts import StmtMixin
@@ -77,8 +79,19 @@ class FunctionDef:
     source: SourceInfo
     """the file the function came from, to point errors at it."""
     attr_refs: list[Any] = field(default_factory=list)
-    """for a module method: the module attributes (parameters, arrays) it reads, in the order of
-    the graph inputs that follow the parameters (``frontend_modules.AttrRef``)."""
+    """what the graph reads after the parameters, in input order: module attributes (parameters,
+    arrays; ``frontend_modules.AttrRef``) and global arrays (``frontend_globals.GlobalRef``),
+    each read at every call."""
+    guards: dict[Any, Any] = field(default_factory=dict)
+    """the global scalars compiled in as constants (``frontend_modules.Guard``s, callees'
+    included): the definition is stale once one no longer holds."""
+
+    def input_names(self) -> list[str]:
+        """The names of all the graph's inputs: the parameters, then ``attr_refs``."""
+        return self.arg_names + [ref.name for ref in self.attr_refs]
+
+    def input_types(self) -> list[Type]:
+        return self.arg_types + [ref.type for ref in self.attr_refs]
 
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
@@ -104,7 +117,7 @@ def compile_function(fn: Callable[..., Any],
         return existing
     with _lock:
         cached = _cache.get(fn)
-        if cached is not None:
+        if cached is not None and guards_hold(cached.guards):
             return cached
         if fn in _compiling:
             raise ScriptError(f"recursive function '{fn.__qualname__}' is not supported")
@@ -173,8 +186,8 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
     return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
 
 
-class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin, ContainerMixin,
-                       ExprMixin):
+class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
+                       ContainerMixin, ExprMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -188,6 +201,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin
         """for a script-class method: the type of ``self``."""
         self.attr_refs: list[Any] = []
         self.attr_values: dict[Any, Value] = {}
+        self.guards: dict[Any, Any] = {}
         self.tree = tree
         self.source = source
         self.file_name = os.path.basename(source.file)
@@ -217,7 +231,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, ObjectMixin
         remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type
         return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
-                           return_type, self.source, self.attr_refs)
+                           return_type, self.source, self.attr_refs, self.guards)
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]

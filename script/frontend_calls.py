@@ -137,7 +137,7 @@ class CallMixin:
             if base is NOT_STATIC:
                 return self.call_method(self.expr(func.value), func.attr, node)
             if constant_value(base) is not NOT_CONSTANT:  # a method of a captured array
-                return self.call_method(self.static_value(func.value, base), func.attr, node)
+                return self.call_method(self.captured_value(func.value, base), func.attr, node)
         obj = self.resolve_static(func)
         if obj is NOT_STATIC:
             value = self.expr(func)
@@ -306,6 +306,8 @@ class CallMixin:
                                  f"not {value.type}")
             inputs.append(value)
         inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
+        for key, guard in fdef.guards.items():
+            self.guard_global(key, guard.read, guard.expected)
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
 

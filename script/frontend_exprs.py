@@ -134,7 +134,7 @@ class ExprMixin:
             return self.static_value(node, local.obj)
         if local is not None:
             return local
-        return self.static_value(node, self.resolve_static(node))
+        return self.captured_value(node, self.resolve_static(node))
 
     def visit_Constant(self: FunctionCompiler, node: ast.Constant) -> Any:
         if node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
@@ -356,7 +356,7 @@ class ExprMixin:
             return self.module_value(owner, node.attr, node)
         obj = self.resolve_static(node)
         if obj is not NOT_STATIC:
-            return self.static_value(node, obj)
+            return self.captured_value(node, obj)
         base = self.expr(node.value)
         return self.attribute(base, node.attr, node)
 

@@ -4,6 +4,10 @@ On each call the arguments' signature (array dtypes and shapes, scalar types) is
 cache; a miss specializes a copy of the graph to those types, runs the optimization pipeline,
 generates a Python function for it and caches it. Concurrent first calls with one signature compile
 once.
+
+The global arrays the function reads are looked up at every call and passed after the arguments
+(their dtypes and shapes are part of the signature); the global scalars it compiled in are checked,
+and a changed one compiles the function again (``script.frontend_globals``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script import profiler as _profiler
 from script.errors import SignatureError
+from script.frontend_globals import guards_hold
 from script.signature import device_of, key_of, type_of
 
 FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
@@ -66,16 +71,22 @@ class ScriptFunction:
     # -- compilation ----------------------------------------------------------------------------
     @property
     def definition(self) -> Any:
-        """The frontend's result (graph, parameter names/types/defaults); compiled on first use."""
-        if self._definition is None:
+        """The frontend's result (graph, parameter names/types/defaults, the globals it reads);
+        compiled on first use, and again when a global scalar compiled into it changed."""
+        d = self._definition
+        if d is None or not guards_hold(d.guards):
             with self._lock:
-                if self._definition is None:
+                d = self._definition
+                if d is None or not guards_hold(d.guards):
                     from script.frontend import compile_function
                     with _profiler.stage("frontend"):
                         d = compile_function(self.python_fn, self._example_types())
+                    if self._definition is not None:  # a stale one: drop what it compiled
+                        self._cache = {}
+                        self.__dict__.pop("_gradient_cache", None)
                     self._nargs = len(d.arg_names)
                     self._definition = d
-        return self._definition
+        return d
 
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
@@ -99,8 +110,11 @@ class ScriptFunction:
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) != self._nargs:
+        d = self._definition
+        if d is None or d.guards or d.attr_refs:
             args = self._bind(args, kwargs)
+        elif kwargs or len(args) != self._nargs:
+            args = bind_arguments(d, args, kwargs)
         if _profiler.active is not None:
             return _profiler.active.call(self, args)
         spec = self._cache.get(tuple(map(key_of, args)))
@@ -133,25 +147,10 @@ class ScriptFunction:
         return self._cache.get(tuple(map(key_of, args))) or self._specialize(args)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
+        in), then what each global array the function reads holds now."""
         d = self.definition
-        names = d.arg_names
-        if len(args) > len(names):
-            raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
-                                 "were given")
-        bound = list(args)
-        for name in names[len(args):]:
-            if name in kwargs:
-                bound.append(kwargs[name])
-            elif name in d.defaults:
-                bound.append(d.defaults[name])
-            else:
-                raise SignatureError(f"{d.name}() missing required argument '{name}'")
-        for name in kwargs:
-            if name not in names:
-                raise SignatureError(f"{d.name}() got an unexpected keyword argument '{name}'")
-            if names.index(name) < len(args):
-                raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
-        return tuple(bound)
+        return bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
 
     def _specialize(self, args: tuple[Any, ...]) -> Specialization:
         key = tuple(map(key_of, args))
@@ -168,8 +167,7 @@ class ScriptFunction:
         from script.codegen import generate
         start = time.perf_counter()
         d = self.definition
-        types = [type_of(a, t, f"{d.name}(): argument '{n}'")
-                 for a, t, n in zip(args, d.arg_types, d.arg_names)]
+        types = input_types(d, args)
         _check_devices(d, args)
         graph = d.graph.clone()
         with _profiler.stage("passes"):
@@ -198,6 +196,29 @@ class ScriptFunction:
         return functools.partial(self, obj)
 
 
+def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``args`` and ``kwargs`` bound to the parameters of the ``FunctionDef`` ``d``, defaults
+    filled in; raises SignatureError where Python would raise TypeError."""
+    names = d.arg_names
+    if len(args) > len(names):
+        raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
+                             "were given")
+    bound = list(args)
+    for name in names[len(args):]:
+        if name in kwargs:
+            bound.append(kwargs[name])
+        elif name in d.defaults:
+            bound.append(d.defaults[name])
+        else:
+            raise SignatureError(f"{d.name}() missing required argument '{name}'")
+    for name in kwargs:
+        if name not in names:
+            raise SignatureError(f"{d.name}() got an unexpected keyword argument '{name}'")
+        if names.index(name) < len(args):
+            raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
+    return tuple(bound)
+
+
 def _coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
     """An int passed for a ``float`` parameter becomes a float at the top of the graph, so the
     rest of the graph sees the type it was written for."""
@@ -212,9 +233,20 @@ def _coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
         types[k] = actual
 
 
+def input_types(d: Any, inputs: tuple[Any, ...]) -> list[ir.Type]:
+    """The IR types of a call's graph inputs (arguments, then globals and attributes), each
+    checked against its declared type."""
+    return [type_of(a, t, f"{d.name}(): {_describe_input(d, k, n)}")
+            for k, (a, t, n) in enumerate(zip(inputs, d.input_types(), d.input_names()))]
+
+
+def _describe_input(d: Any, k: int, name: str) -> str:
+    return f"argument '{name}'" if k < len(d.arg_names) else f"the global '{name}'"
+
+
 def _check_devices(d: Any, args: tuple[Any, ...]) -> None:
     seen: dict[str, str] = {}
-    for name, a in zip(d.arg_names, args):
+    for name, a in zip(d.input_names(), args):
         dev = device_of(a)
         if dev is not None:
             seen.setdefault(dev, name)

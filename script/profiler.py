@@ -91,8 +91,11 @@ class Profile:
         return record
 
     def call(self, fn: Any, args: tuple[Any, ...]) -> Any:
-        """Run one call of a ``ScriptFunction`` through its instrumented code."""
-        code = instrumented(fn, fn.specialization(*args), self)
+        """Run one call of a ``ScriptFunction`` through its instrumented code (``args`` are
+        the graph's inputs: the bound arguments, then any globals)."""
+        from script.signature import key_of
+        spec = fn._cache.get(tuple(map(key_of, args))) or fn._specialize(args)
+        code = instrumented(fn, spec, self)
         start = _clock()
         try:
             return code(*args)

@@ -15,14 +15,14 @@ specialization per signature of arguments and attribute arrays, like a ``ScriptF
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 from ir.core import Graph
 from script.errors import ScriptError
 from script.frontend import FunctionDef
+from script.frontend_globals import GlobalRef
 from script.frontend_modules import AttrRef, ModuleSession, method_function
-from script.function import ScriptFunction, Specialization
+from script.function import ScriptFunction, Specialization, bind_arguments
 from script.module import Module
 from script.signature import key_of
 
@@ -64,12 +64,11 @@ class CompiledMethod(ScriptFunction):
         self._definition = FunctionDef(
             method.name, method.graph, method.arg_names + attr_names,
             method.arg_types + [ref.type for ref in self.attr_refs], dict(method.defaults),
-            method.return_type, method.source, self.attr_refs)
+            method.return_type, method.source)
         self._nargs = len(self._definition.arg_names)
-        self._binder = SimpleNamespace(definition=method)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        bound = ScriptFunction._bind(self._binder, args, kwargs)  # type: ignore[arg-type]
+        bound = bind_arguments(self.method_definition, args, kwargs)
         return bound + tuple(ref.read() for ref in self.attr_refs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -97,7 +96,9 @@ class Variant:
         return self.session.guards_hold()
 
 
-def _attr_name(paths: dict[int, str], ref: AttrRef) -> str:
+def _attr_name(paths: dict[int, str], ref: AttrRef | GlobalRef) -> str:
+    if isinstance(ref, GlobalRef):
+        return ref.name
     path = paths.get(id(ref.owner), "")
     return f"self.{path}.{ref.name}" if path else f"self.{ref.name}"
 

@@ -145,7 +145,8 @@ def test_graph_computes_what_python_computes(name):
     fn, make_args = CASES[name]
     fdef = compile_ok(fn)
     args = make_args(np.random.default_rng(0))
-    assert_same(run_graph(fdef.graph, *args), fn(*args))
+    globals_read = [ref.read() for ref in fdef.attr_refs]  # global arrays are inputs too
+    assert_same(run_graph(fdef.graph, *args, *globals_read), fn(*args))
 
 
 # -- structure of the cells -------------------------------------------------------------------
@@ -286,11 +287,14 @@ def test_iterating_a_tensor_selects_rows():
     assert [n.kind for n in loop.blocks[0].nodes][0] == "tensor::select"
 
 
-def test_globals_are_captured_as_constants():
+def test_global_scalars_are_constants_and_global_arrays_are_inputs():
     fdef = compile_ok(P.globals_and_asserts)
     values = [n.attrs["value"] for n in fdef.graph.walk() if n.kind == "prim::Constant"]
     assert 0.5 in values and math_pi() in values
-    assert any(isinstance(v, np.ndarray) for v in values)
+    assert not any(isinstance(v, np.ndarray) for v in values)
+    assert [ref.name for ref in fdef.attr_refs] == ["TABLE"]
+    assert fdef.attr_refs[0].read() is P.TABLE
+    assert fdef.graph.inputs[-1].name == "TABLE" and len(fdef.graph.inputs) == 3
 
 
 def math_pi():
