@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 class Source:
     """Where a captured name lives: ``read()`` gives what the name holds now."""
 
-    key: tuple[int, str]
-    """(id of the dict, cell or object holding it, name): one per binding."""
+    key: tuple[Any, str]
+    """(id of the dict, cell or object holding it, or its own source's key; name): one per
+    binding."""
     read: Callable[[], Any]
     owner: Any
     """the globals dict, closure cell or object the name is read from."""
@@ -58,7 +59,7 @@ class GlobalRef:
     """its IR type, shapes left unknown (the executor specializes on the actual array)."""
 
     @property
-    def key(self) -> tuple[int, str]:
+    def key(self) -> tuple[Any, str]:
         return self.source.key
 
     @property
@@ -72,6 +73,14 @@ class GlobalRef:
 
     def read(self) -> Any:
         return self.source.read()
+
+
+def _global(scope: dict[str, Any], name: str) -> Any:
+    """``scope[name]``, failing as Python fails on a global that was deleted."""
+    try:
+        return scope[name]
+    except KeyError:
+        raise NameError(f"name '{name}' is not defined") from None
 
 
 def guards_hold(guards: dict[Any, Guard]) -> bool:
@@ -97,13 +106,16 @@ class GlobalsMixin:
         """Where ``node`` (a global or closure name, or an attribute of a compile-time object)
         is read from; None for builtins and anything else."""
         if isinstance(node, ast.Name):
-            return self.name_source(node.id)
+            return None if self.frame.find(node.id) is not None else self.name_source(node.id)
         if isinstance(node, ast.Attribute):
             base = self.resolve_static(node.value)
             if base is NOT_STATIC or is_module(base):
                 return None
-            attr = node.attr
-            return Source((id(base), attr), lambda: getattr(base, attr), base)
+            attr, outer = node.attr, self.capture_source(node.value)
+            if outer is None:
+                return Source((id(base), attr), lambda: getattr(base, attr), base)
+            # through the name holding the object: rebinding `cfg` is seen too
+            return Source((outer.key, attr), lambda: getattr(outer.read(), attr), base)
         return None
 
     def name_source(self: FunctionCompiler, name: str) -> Source | None:
@@ -116,7 +128,7 @@ class GlobalsMixin:
         scope = getattr(self.fn, "__globals__", {})
         if name not in scope:
             return None
-        return Source((id(scope), name), lambda: scope[name], scope)
+        return Source((id(scope), name), lambda: _global(scope, name), scope)
 
     def global_type(self: FunctionCompiler, node: ast.expr, obj: Any) -> Type:
         from script.signature import type_of

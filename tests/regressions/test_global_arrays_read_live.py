@@ -145,6 +145,8 @@ def test_an_attribute_of_a_global_object(monkeypatch):
     check(f, X)
     HERE.CFG.w = np.arange(3.0)
     check(f, X)
+    monkeypatch.setattr(HERE, "CFG", SimpleNamespace(w=np.full(3, -2.0)))
+    check(f, X)
 
 
 def test_closure_arrays_are_read_live():
