@@ -136,3 +136,34 @@ def test_gradient_flows_to_the_value_both_branches_bind():
     ga, gc, _ = backward(np.ones(3))
     np.testing.assert_allclose(ga, np.full(3, 2.0))
     np.testing.assert_allclose(gc, np.zeros(3))
+
+
+IF_YIELDING_ONE_VALUE = """graph(%a : Double(3),
+      %c : Double(3),
+      %k : float):
+  %0 : float = prim::Constant[value=0.0]()
+  %1 : bool = tensor::gt(%k, %0)
+  %c.1 : Double(3) = prim::If(%1)
+    block0():
+      -> (%a)
+    block1():
+      -> (%a)
+  %2 : float = prim::Constant[value=2.0]()
+  %3 : Double(3) = tensor::mul(%c.1, %2)
+  return (%3)
+"""
+
+
+def test_the_pipeline_keeps_an_if_output_both_blocks_yield():
+    """A pass may drop such an output only by replacing its uses with the value itself."""
+    import ir
+    from passes import run_pipeline
+    from script.codegen import generate
+    from script.function import FORWARD_PIPELINE
+
+    graph = ir.parse(IF_YIELDING_ONE_VALUE)
+    run_pipeline(graph, FORWARD_PIPELINE)
+    fn, _ = generate(graph)
+    a, c = np.arange(3.0), np.full(3, 5.0)
+    for k in (-1.0, 1.0):
+        np.testing.assert_allclose(fn(a, c, k), a * 2.0)
