@@ -287,12 +287,13 @@ def _short(kind: str) -> str:
 
 # -- the report -----------------------------------------------------------------------------------
 def explain_report(fn: Any, args: tuple[Any, ...], svg: str | None = None) -> str:
-    """The readable report behind ``ScriptFunction.explain``."""
-    spec = fn.specialization(*args)
+    """The readable report behind ``ScriptFunction.explain`` (``args``: the call's graph
+    inputs, globals included)."""
+    spec = fn.specialization_for(args)
     d = fn.definition
     graph = spec.graph
     found = analyze(graph)
-    described = ", ".join(f"{n}: {v.type}" for n, v in zip(d.arg_names, graph.inputs))
+    described = ", ".join(f"{n}: {v.type}" for n, v in zip(d.input_names(), graph.inputs))
     lines = [f"{d.name}({described})", ""]
     lines += _groups_section(found)
     lines += _left_out_section(found, d)

@@ -143,8 +143,11 @@ class ScriptFunction:
         return self.specialization(*args, **kwargs).source
 
     def specialization(self, *args: Any, **kwargs: Any) -> Specialization:
-        args = self._bind(args, kwargs)
-        return self._cache.get(tuple(map(key_of, args))) or self._specialize(args)
+        return self.specialization_for(self._bind(args, kwargs))
+
+    def specialization_for(self, inputs: tuple[Any, ...]) -> Specialization:
+        """The specialization for a call's graph inputs (what ``_bind`` returns)."""
+        return self._cache.get(tuple(map(key_of, inputs))) or self._specialize(inputs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled

@@ -93,9 +93,7 @@ class Profile:
     def call(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """Run one call of a ``ScriptFunction`` through its instrumented code (``args`` are
         the graph's inputs: the bound arguments, then any globals)."""
-        from script.signature import key_of
-        spec = fn._cache.get(tuple(map(key_of, args))) or fn._specialize(args)
-        code = instrumented(fn, spec, self)
+        code = instrumented(fn, fn.specialization_for(args), self)
         start = _clock()
         try:
             return code(*args)

@@ -205,3 +205,11 @@ def test_a_standalone_function_keeps_the_global_as_a_named_array():
     alone = standalone(f)
     assert [name for name, _ in alone.named_buffers()] == ["B"]
     np.testing.assert_allclose(alone(X), accumulate(X))
+
+
+def test_explain_and_the_profiler_pass_the_globals():
+    from script import profiler
+    f = script(predict)
+    assert "W: Double(3, 3)" in f.explain(X)
+    with profiler.profile():
+        check(f, X)
