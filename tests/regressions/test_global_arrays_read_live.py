@@ -213,3 +213,18 @@ def test_explain_and_the_profiler_pass_the_globals():
     assert "W: Double(3, 3)" in f.explain(X)
     with profiler.profile():
         check(f, X)
+
+
+class Repeater(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return repeat(x) * SCALE  # a global scalar here and one in the callee
+
+
+def test_module_methods_recompile_when_a_global_scalar_changes(monkeypatch):
+    module = Repeater()
+    scripted = script(module)
+    np.testing.assert_allclose(scripted(X), module.forward(X))
+    monkeypatch.setattr(HERE, "STEPS", 4)
+    np.testing.assert_allclose(scripted(X), module.forward(X))
+    monkeypatch.setattr(HERE, "SCALE", 0.5)
+    np.testing.assert_allclose(scripted(X), module.forward(X))
