@@ -13,6 +13,7 @@ long run draws new random programs each time (see docs/fuzzing.md):
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 
 import numpy as np
@@ -33,7 +34,16 @@ from tests.fuzz.differential import (
     numerical_gradient,
     unload,
 )
-from tests.fuzz.program_gen import Param, Program, TensorT, programs
+from tests.fuzz.program_gen import (
+    FEATURES,
+    PENDING_GRADIENTS,
+    PENDING_VALUES,
+    Param,
+    Program,
+    TensorT,
+    default_features,
+    programs,
+)
 
 CI_EXAMPLES = 60
 CI_GRADIENT_EXAMPLES = 40
@@ -41,6 +51,19 @@ CI_SEED = 18
 """CI checks the same programs on every run: hypothesis draws them from this seed (and no example
 database is replayed). ``--slow`` draws fresh random programs each run."""
 LONG_EXAMPLES = int(os.environ.get("RNNSCRIPT_FUZZ_EXAMPLES", "10000"))
+
+
+def _long_features(differentiable: bool) -> frozenset[str]:
+    """The features of the long runs: ``RNNSCRIPT_FUZZ_FEATURES=all`` (or a comma-separated
+    list) adds pending ones; by default the same as CI's."""
+    chosen = os.environ.get("RNNSCRIPT_FUZZ_FEATURES", "")
+    if chosen == "all":
+        return FEATURES
+    if chosen:
+        return frozenset(chosen.split(","))
+    return default_features(differentiable)
+
+
 MIN_COMPARED = 0.6
 """Fraction of the gradient programs whose gradients must actually be compared: a checker that
 compared nothing would otherwise pass."""
@@ -101,7 +124,7 @@ def test_generated_gradients_match_finite_differences():
 
 @pytest.mark.slow
 @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
-@given(programs(max_statements=14), st.integers(0, 2**16))
+@given(programs(max_statements=14, features=_long_features(False)), st.integers(0, 2**16))
 def test_slow_generated_programs_match_python(program, seed):
     _check(program, seed)
 
@@ -111,7 +134,8 @@ def test_slow_generated_gradients_match_finite_differences():
     outcomes: Counter = Counter()
 
     @settings(max_examples=LONG_EXAMPLES // 4, **_SETTINGS)
-    @given(programs(max_helpers=1, differentiable=True), st.integers(0, 2**16))
+    @given(programs(max_helpers=1, differentiable=True, features=_long_features(True)),
+           st.integers(0, 2**16))
     def run(program, seed):
         _check_gradients(program, seed, outcomes)
 
@@ -124,24 +148,73 @@ def test_slow_generated_gradients_match_finite_differences():
 CONSTRUCTS = ["for ", "while ", "if ", "else:", "break", "continue", ".append(", "@", "ops.chunk",
               "np.split", "np.concatenate", "stack(", ".sum(axis=", ".reshape(", ".T", "np.where",
               "helper0(", "[::2]", "enumerate(", "float(", "return "]
+"""Text every run of the generator writes somewhere (the core language)."""
+
+FEATURE_PATTERNS = {
+    "same-value-if": [r"if .*:\n +(\w+) = (\w+)\n +else:\n +\1 = \2\n",
+                      r"if .*:\n +(\w+) = (\w+)\n +else:\n +\1 = (?!\2\n)\w+\n"],
+    "dict": [r"d\d+: Dict\[int, Tensor\] = \{\}", r"d\d+: Dict\[str, Tensor\] = \{\}",
+             r"d\d+\[0\] = ", r"d\d+\['\w+'\] = ", r"[^\n]=[^\n]*d\d+\[\d\]",
+             r"[^\n]=[^\n]*d\d+\['\w+'\]"],
+    "dict-argument": [r"w: Dict\[str, Tensor\]", r"w\['w0'\]"],
+    "list-output": [r"-> List\[Tensor\]", r"-> Tuple\[[^\n]*List\[Tensor\]",
+                    r"return \[", r"return l\d+"],
+    "comprehension": [r"\[[^\n]*\[:, k\d+\] for k\d+ in range\(\d\)\]",
+                      r" for v\d+ in (l\d+|\[)", r"u\d+, u\d+ = \[[^\n]* for "],
+    "conditional-append": [r"if i\d+ >= \d:\n +l\d+\.append\(",
+                           r"np\.stack\(l\d+, axis=\d\)"],
+    "tuple-of-lists": [r"q\d+ = \((l\d+|\[)[^\n]*, \[", r"q\d+\[\d\]\[-?\d\]",
+                       r"l\d+, l\d+ = q\d+"],
+    "global-array": [r"\nG0 = np\.linspace", r"G0"],
+}
+"""Regular expressions each feature's programs match somewhere: the constructs the feature
+stands for (lists read back as ``l[0]``/``l[-1]`` are in ``CORE_PATTERNS``)."""
+
+CORE_PATTERNS = [r"l\d+\[0\]", r"l\d+\[-1\]", r"helper\d\("]
+
+
+def _generated(strategy, count: int) -> list:
+    programs_ = []
+
+    @pinned_seed(CI_SEED)
+    @settings(max_examples=count, **_CI)
+    @given(strategy)
+    def collect(program):
+        compile(program.source, "<generated>", "exec")  # always valid Python
+        programs_.append(program)
+
+    collect()
+    return programs_
 
 
 def test_generator_covers_the_language():
-    sources = []
-
-    @pinned_seed(CI_SEED)
-    @settings(max_examples=500, **_CI)
-    @given(programs())
-    def collect(program):
-        compile(program.source, "<generated>", "exec")  # always valid Python
-        sources.append(program.source)
-
-    collect()
+    sources = [p.source for p in _generated(programs(features=frozenset()), 400)]
     text = "\n".join(sources)
     missing = [c for c in CONSTRUCTS if c not in text]
+    missing += [p for p in CORE_PATTERNS if not re.search(p, text)]
     assert not missing, f"the generator never wrote {missing}"
     early = sum("        return " in s for s in sources)
     assert early > 0, "no early return inside a branch or loop was generated"
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_generator_writes_each_feature(feature):
+    generated = _generated(programs(features=frozenset({feature})), 100)
+    text = "\n".join(p.source for p in generated)
+    missing = [p for p in FEATURE_PATTERNS[feature] if not re.search(p, text)]
+    assert not missing, f"{feature}: the generator never wrote {missing}"
+    others = set(FEATURE_PATTERNS) - {feature, "same-value-if"}  # the core writes that too
+    leaked = [f for f in others if re.search(FEATURE_PATTERNS[f][0], text)]
+    assert not leaked, f"programs(features={{{feature!r}}}) wrote {leaked}"
+    if feature == "global-array":
+        assert any(p.updates for p in generated)
+
+
+def test_ci_leaves_out_only_the_pending_features():
+    assert default_features(False) == FEATURES - PENDING_VALUES
+    assert default_features(True) == FEATURES - PENDING_GRADIENTS
+    with pytest.raises(ValueError, match="unknown"):
+        _generated(programs(features=frozenset({"no-such-feature"})), 1)
 
 
 def test_every_configuration_is_checked():
@@ -223,15 +296,7 @@ def test_a_gradient_run_that_compared_too_little_fails():
 
 
 def test_gradient_programs_avoid_points_without_a_derivative():
-    sources = []
-
-    @pinned_seed(CI_SEED)
-    @settings(max_examples=100, **_CI)
-    @given(programs(differentiable=True))
-    def collect(program):
-        sources.append(program.source)
-
-    collect()
-    text = "\n".join(sources)
+    text = "\n".join(p.source for p in _generated(programs(differentiable=True), 200))
     assert "np.sqrt(1.0 + " in text and "np.sqrt(np.abs(" not in text
+    assert " - 0.375)" in text  # abs and relu with their kinks moved
     assert "float32" not in text

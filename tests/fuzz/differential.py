@@ -172,6 +172,7 @@ def check_program(program: Program, seed: int, configs: list[str] | None = None)
     module = load(program)
     fn = getattr(module, program.entry)
     args = program.make_args(seed)
+    reset_globals(module, program)
     want = call(fn, args)
     base = script(fn)
     try:
@@ -184,10 +185,26 @@ def check_program(program: Program, seed: int, configs: list[str] | None = None)
     rtol = TOLERANCE[program.dtype]
     for config in configs or configurations():
         f = _fresh(base)
+        reset_globals(module, program)
         got = run_configuration(base, config, program.make_args(seed), f)
         compare(got, want, rtol, config, program, seed)
         if config == "pipeline" and got.error is None:
             _assert_round_trip(f.graph_for(*program.make_args(seed)), program)
+        if program.updates:
+            # the same compiled function, called again after the globals changed in place
+            for update in program.updates:
+                exec(update, module.__dict__)  # noqa: S102 -- generated statements
+            again = call(fn, program.make_args(seed))
+            got = run_configuration(base, config, program.make_args(seed), f)
+            compare(got, again, rtol, f"{config}, after {'; '.join(program.updates)}", program,
+                    seed)
+
+
+def reset_globals(module: Any, program: Program) -> None:
+    """Put the module's global arrays back to their first values, in place (the arrays a
+    compiled function may hold stay the same objects)."""
+    for reset in program.resets:
+        exec(reset, module.__dict__)  # noqa: S102 -- generated statements
 
 
 def _assert_round_trip(graph: Any, program: Program) -> None:
@@ -346,8 +363,10 @@ def check_gradients(program: Program, seed: int) -> str:
     ``"no-gradient"`` (no float output or input), ``"refused"`` (the autodiff declared it not
     differentiable) or ``"unjudged"`` (under ``MIN_JUDGED`` of the elements could be judged).
     """
-    fn = getattr(load(program), program.entry)
+    module = load(program)
+    fn = getattr(module, program.entry)
     args = program.make_args(seed)
+    reset_globals(module, program)
     with np.errstate(all="ignore"):
         try:
             want = fn(*program.make_args(seed))
