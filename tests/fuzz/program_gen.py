@@ -84,7 +84,8 @@ class ListR:
 INT, FLOAT, BOOL = ScalarT("int"), ScalarT("float"), ScalarT("bool")
 
 FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "comprehension",
-                      "conditional-append", "tuple-of-lists", "global-array"})
+                      "conditional-append", "tuple-of-lists", "global-array",
+                      "append-after-read"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -96,7 +97,9 @@ in ``programs(features=...)``:
 - ``conditional-append``: ``if t >= 2: X.append(...)`` in a loop, then ``np.stack(X, axis=1)``;
 - ``tuple-of-lists``: ``p = (l, [a])``, read back as ``p[0][-1]`` or unpacked;
 - ``global-array``: module-level arrays the function reads, updated in place (``G1 += 0.25``,
-  ``G1[0] = 1.5``) between two calls; each call is compared with Python.
+  ``G1[0] = 1.5``) between two calls; each call is compared with Python;
+- ``append-after-read``: ``l = [a]; t = ops.stack(l).mean(axis=0); l.append(b)`` (a list
+  grows after it was read).
 """
 
 PENDING_VALUES = frozenset({"same-value-if", "global-array"})
@@ -105,7 +108,7 @@ programs unless asked for by name, so CI stays green. docs/fuzzing.md has each o
 reproducer; remove a feature from here when its fix lands."""
 
 PENDING_GRADIENTS = frozenset({"same-value-if", "dict", "dict-argument", "list-output",
-                               "comprehension"})
+                               "comprehension", "append-after-read"})
 """Features whose gradients today's autodiff gets wrong (bugs being fixed): left out of gradient
 programs unless asked for by name."""
 
@@ -537,7 +540,7 @@ class FunctionWriter:
     def statement(self) -> None:
         nested = self.indent < 4
         makers = [self.assign_new, self.assign_new, self.reassign, self.reassign, self.scalar_new,
-                  self.tuple_stmt, self.chunk_unpack, self.list_new]
+                  self.tuple_stmt, self.chunk_unpack, self.list_new, self.list_new]
         makers += [self.if_stmt, self.for_stmt, self.while_stmt] if nested else []
         makers += [self.append] if self.of_type(lambda t: isinstance(t, ListT)) else []
         makers += [self.call_helper] if self.helpers else []
@@ -631,6 +634,8 @@ class FunctionWriter:
             return
         if self.coin(0.5):
             self.list_use(name)
+            if "append-after-read" in self.features and self.coin(0.4):
+                self.emit(f"{name}.append({self.tensor_expr(shape, 1)})")
 
     def append(self) -> None:
         name = self.choice(self.of_type(lambda t: isinstance(t, ListT)))
@@ -917,7 +922,7 @@ class FunctionWriter:
                 if isinstance(t, TensorT):
                     values.append(name)
                 elif isinstance(t, ListT) and t.nonempty:
-                    values.append(f"{name}[-1]")
+                    values.append(f"{name}[{self.choice([0, -1])}]")
                 elif isinstance(t, DictT) and t.entries and not t.argument:
                     values.append(f"{name}[{t.entries[-1][0]!r}]")
         return values
