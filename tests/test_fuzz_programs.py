@@ -166,6 +166,7 @@ FEATURE_PATTERNS = {
     "tuple-of-lists": [r"q\d+ = \((l\d+|\[)[^\n]*, \[", r"q\d+\[\d\]\[-?\d\]",
                        r"l\d+, l\d+ = q\d+"],
     "global-array": [r"\nG0 = np\.linspace", r"G0"],
+    "append-to-comprehension": [r"(l\d+) = \[[^\n]* for [^\n]*\n(.*\n)*? +\1\.append\("],
     "append-after-read": [r"(l\d+) = \[[^\n]*\n +t\d+ = [^\n]*\(\1\)[^\n]*\n +\1\.append\("],
 }
 """Regular expressions each feature's programs match somewhere: the constructs the feature
@@ -198,16 +199,21 @@ def test_generator_covers_the_language():
     assert early > 0, "no early return inside a branch or loop was generated"
 
 
+REQUIRES = {"append-to-comprehension": {"comprehension"}}
+"""Features that only act together with others."""
+
+
 @pytest.mark.parametrize("feature", sorted(FEATURES))
 def test_generator_writes_each_feature(feature):
-    generated = _generated(programs(features=frozenset({feature})), 100)
+    features = frozenset({feature, *REQUIRES.get(feature, ())})
+    generated = _generated(programs(features=features), 100)
     text = "\n".join(p.source for p in generated)
     missing = [p for p in FEATURE_PATTERNS[feature] if not re.search(p, text)]
     assert not missing, f"{feature}: the generator never wrote {missing}"
     # the core language can write these two by chance, only less often
-    others = set(FEATURE_PATTERNS) - {feature, "same-value-if", "append-after-read"}
+    others = set(FEATURE_PATTERNS) - features - {"same-value-if", "append-after-read"}
     leaked = [f for f in others if re.search(FEATURE_PATTERNS[f][0], text)]
-    assert not leaked, f"programs(features={{{feature!r}}}) wrote {leaked}"
+    assert not leaked, f"programs(features={sorted(features)}) wrote {leaked}"
     if feature == "global-array":
         assert any(p.updates for p in generated)
 

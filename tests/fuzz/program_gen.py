@@ -46,6 +46,8 @@ class ListT:
 
     elem: Shape
     nonempty: bool
+    comprehension: bool = False
+    """made by a list comprehension"""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ INT, FLOAT, BOOL = ScalarT("int"), ScalarT("float"), ScalarT("bool")
 
 FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "comprehension",
                       "conditional-append", "tuple-of-lists", "global-array",
-                      "append-after-read"})
+                      "append-after-read", "append-to-comprehension"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -99,16 +101,18 @@ in ``programs(features=...)``:
 - ``global-array``: module-level arrays the function reads, updated in place (``G1 += 0.25``,
   ``G1[0] = 1.5``) between two calls; each call is compared with Python;
 - ``append-after-read``: ``l = [a]; t = ops.stack(l).mean(axis=0); l.append(b)`` (a list
-  grows after it was read).
+  grows after it was read);
+- ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
 """
 
-PENDING_VALUES = frozenset({"same-value-if", "global-array"})
+PENDING_VALUES = frozenset({"same-value-if", "global-array", "append-to-comprehension"})
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""
 
 PENDING_GRADIENTS = frozenset({"same-value-if", "dict", "dict-argument", "list-output",
-                               "comprehension", "append-after-read"})
+                               "comprehension", "append-after-read",
+                               "append-to-comprehension"})
 """Features whose gradients today's autodiff gets wrong (bugs being fixed): left out of gradient
 programs unless asked for by name."""
 
@@ -542,7 +546,7 @@ class FunctionWriter:
         makers = [self.assign_new, self.assign_new, self.reassign, self.reassign, self.scalar_new,
                   self.tuple_stmt, self.chunk_unpack, self.list_new, self.list_new]
         makers += [self.if_stmt, self.for_stmt, self.while_stmt] if nested else []
-        makers += [self.append] if self.of_type(lambda t: isinstance(t, ListT)) else []
+        makers += [self.append] if self.appendable() else []
         makers += [self.call_helper] if self.helpers else []
         makers += [self.break_continue, self.break_continue] if self.loop_depth else []
         makers += [self.early_return] if self.indent > 1 else []
@@ -637,8 +641,12 @@ class FunctionWriter:
             if "append-after-read" in self.features and self.coin(0.4):
                 self.emit(f"{name}.append({self.tensor_expr(shape, 1)})")
 
+    def appendable(self) -> list[str]:
+        return self.of_type(lambda t: isinstance(t, ListT) and (
+            not t.comprehension or "append-to-comprehension" in self.features))
+
     def append(self) -> None:
-        name = self.choice(self.of_type(lambda t: isinstance(t, ListT)))
+        name = self.choice(self.appendable())
         t = self.visible()[name]
         counters = self.loop_ints()
         conditional = "conditional-append" in self.features and counters and self.coin(0.5)
@@ -825,7 +833,7 @@ class FunctionWriter:
             return
         name = self.fresh("l")
         self.emit(f"{name} = {expr}")
-        self.bind(name, ListT(elem, length != 0))
+        self.bind(name, ListT(elem, length != 0, comprehension=True))
 
     def recurrence(self) -> None:
         """A leaky recurrence that keeps its later steps: a counted loop whose body updates a
