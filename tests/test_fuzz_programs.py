@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as pinned_seed
 from hypothesis import strategies as st
 
+from tests.fuzz import differential
 from tests.fuzz.differential import (
     Estimate,
     KnownBug,
@@ -38,6 +39,7 @@ from tests.fuzz.program_gen import (
     FEATURES,
     PENDING_GRADIENTS,
     PENDING_VALUES,
+    DictT,
     Param,
     Program,
     TensorT,
@@ -308,3 +310,56 @@ def test_gradient_programs_avoid_points_without_a_derivative():
     assert "np.sqrt(1.0 + " in text and "np.sqrt(np.abs(" not in text
     assert " - 0.375)" in text  # abs and relu with their kinks moved
     assert "float32" not in text
+
+
+def _fake_vjp(backward):
+    """A stand-in for ``vjp`` running the plain function, with a given backward."""
+    def fake(f, *args):
+        return f.python_fn(*args), lambda ct: backward(args, ct)
+    return fake
+
+
+DICT_PARAMS = (Param("x", TensorT((2,))), Param("w", DictT("str", (("a", (2,)),), argument=True)))
+
+
+@pytest.mark.parametrize("missing,message", [
+    (None, None),
+    ("item", r"argument 0 is wrong"),       # the list output's second item got no cotangent
+    ("dict", r"argument 1\['a'\] is wrong"),  # the dict argument got no gradient
+])
+def test_gradient_checker_needs_every_dict_entry_and_list_item(monkeypatch, missing, message):
+    program = _program("return [np.tanh(w['a']) * x, x * 2.0]", DICT_PARAMS, "List[Tensor]")
+
+    def backward(args, ct):
+        x, w = args
+        dx = ct[0] * np.tanh(w["a"]) + (0.0 if missing == "item" else 2.0 * ct[1])
+        dw = {"a": ct[0] * x * (1 - np.tanh(w["a"]) ** 2)}
+        return dx, (None if missing == "dict" else dw)
+
+    monkeypatch.setattr(differential, "vjp", _fake_vjp(backward))
+    try:
+        if message:
+            with pytest.raises(AssertionError, match=message):
+                check_gradients(program, 3)
+        else:
+            assert check_gradients(program, 3) == "compared"
+    finally:
+        unload(program)
+
+
+def test_a_stale_compiled_function_fails_after_the_globals_change(monkeypatch):
+    plain = _program("return x * G0", (Param("x", TensorT((3,))),))
+    source = plain.source.replace("\n\ndef main", "\nG0 = np.linspace(-1.0, 1.0, 3)\n\n\ndef main")
+    program = Program(source, "main", plain.params, "float64", True,
+                      resets=("G0[...] = np.linspace(-1.0, 1.0, 3)",), updates=("G0 += 0.25",))
+    first = {}
+
+    def stale(base, config, args, f=None):  # the first call's answer, forever
+        return first.setdefault(config, differential.call(base.python_fn, args))
+
+    monkeypatch.setattr(differential, "run_configuration", stale)
+    try:
+        with pytest.raises(AssertionError, match=r"after G0 \+= 0.25"):
+            check_program(program, 0, ["pipeline"])
+    finally:
+        unload(program)
