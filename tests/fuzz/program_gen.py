@@ -46,16 +46,87 @@ class ListT:
 
     elem: Shape
     nonempty: bool
+    comprehension: bool = False
+    """made by a list comprehension"""
 
 
 @dataclass(frozen=True)
 class TupleT:
-    """A tuple of tensors."""
+    """A tuple of tensors (shapes) and lists (``ListT``)."""
 
-    elems: tuple[Shape, ...]
+    elems: tuple[Shape | ListT, ...]
+
+
+@dataclass(frozen=True)
+class DictT:
+    """A dict of tensors with ``int`` or ``str`` keys; ``entries`` are the keys known to be set
+    (in the scope holding this binding) and their values' shapes."""
+
+    key: str
+    entries: tuple[tuple[int | str, Shape], ...]
+    argument: bool = False
+    """a parameter: read only (writing a caller's dict would change the next call's input)"""
+
+    def annotation(self) -> str:
+        return f"Dict[{self.key}, Tensor]"
+
+
+@dataclass(frozen=True)
+class GlobalT(TensorT):
+    """A module-level array the function reads (and never assigns)."""
+
+
+@dataclass(frozen=True)
+class ListR:
+    """A ``List[Tensor]`` output whose items have shape ``elem``."""
+
+    elem: Shape
 
 
 INT, FLOAT, BOOL = ScalarT("int"), ScalarT("float"), ScalarT("bool")
+
+FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "comprehension",
+                      "conditional-append", "tuple-of-lists", "global-array",
+                      "append-after-read", "append-to-comprehension"})
+"""Constructs the generator can write beyond its core language, each one drawn only when named
+in ``programs(features=...)``:
+
+- ``same-value-if``: ``if c: t = v else: t = v`` (one value, or two outer values, no new one);
+- ``dict``: ``d: Dict[int, Tensor] = {}`` / ``Dict[str, Tensor]``, ``d[0] = ...``, ``d[0]`` read;
+- ``dict-argument``: a ``Dict[str, Tensor]`` parameter read as ``w["w0"]``;
+- ``list-output``: ``-> List[Tensor]`` (a literal or a list built by appends), also in a tuple;
+- ``comprehension``: ``a, b = [x[:, k] for k in range(2)]``, ``[np.tanh(v) for v in l]``;
+- ``conditional-append``: ``if t >= 2: X.append(...)`` in a loop, then ``np.stack(X, axis=1)``;
+- ``tuple-of-lists``: ``p = (l, [a])``, read back as ``p[0][-1]`` or unpacked;
+- ``global-array``: module-level arrays the function reads, updated in place (``G1 += 0.25``,
+  ``G1[0] = 1.5``) between two calls; each call is compared with Python;
+- ``append-after-read``: ``l = [a]; t = ops.stack(l).mean(axis=0); l.append(b)`` (a list
+  grows after it was read);
+- ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
+"""
+
+PENDING_VALUES = frozenset({"same-value-if", "global-array", "append-to-comprehension"})
+"""Features with which today's compiler computes wrong values (bugs being fixed): left out of
+programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
+reproducer; remove a feature from here when its fix lands."""
+
+PENDING_GRADIENTS = frozenset({"same-value-if", "dict", "dict-argument", "list-output",
+                               "comprehension", "append-after-read",
+                               "append-to-comprehension"})
+"""Features whose gradients today's autodiff gets wrong (bugs being fixed): left out of gradient
+programs unless asked for by name."""
+
+
+def default_features(differentiable: bool) -> frozenset[str]:
+    """The features drawn when ``programs()`` is not told: every one not pending."""
+    return FEATURES - (PENDING_GRADIENTS if differentiable else PENDING_VALUES)
+
+
+KINKED = {"sqrt": "np.sqrt(1.0 + {0} * {0})", "np.abs": "np.abs({0} - 0.375)",
+          "ops.relu": "ops.relu({0} - 0.375)"}
+"""In gradient programs, functions without a derivative at 0 are moved off the values that
+programs make exactly: zeros (``np.zeros``, ``0.0 * x``, a relu of negatives) are common, and
+``sqrt(abs(0 * x))`` has a NaN gradient where finite differences see a constant."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +137,8 @@ class Param:
     type: TensorT | ScalarT
 
     def annotation(self) -> str:
+        if isinstance(self.type, DictT):
+            return self.type.annotation()
         return "Tensor" if isinstance(self.type, TensorT) else self.type.name
 
 
@@ -80,13 +153,19 @@ class Helper:
 
 @dataclass(frozen=True)
 class Program:
-    """A generated module: its source, the entry function's name and parameters."""
+    """A generated module: its source, the entry function's name and parameters.
+
+    ``resets`` put the module's global arrays back to their first values, in place; ``updates``
+    change them in place between two calls (both are statements run in the module's namespace).
+    """
 
     source: str
     entry: str
     params: tuple[Param, ...]
     dtype: str
     returns_only_tensors: bool
+    resets: tuple[str, ...] = ()
+    updates: tuple[str, ...] = ()
 
     def make_args(self, seed: int) -> tuple:
         """Random arguments for the entry function (ints stay small: they count loop trips)."""
@@ -94,7 +173,10 @@ class Program:
         args = []
         for p in self.params:
             t = p.type
-            if isinstance(t, TensorT):
+            if isinstance(t, DictT):
+                args.append({k: rng.standard_normal(shape).astype(self.dtype)
+                             for k, shape in t.entries})
+            elif isinstance(t, TensorT):
                 args.append(rng.standard_normal(t.shape).astype(self.dtype))
             elif t == INT:
                 args.append(int(rng.integers(0, 4)))
@@ -103,6 +185,19 @@ class Program:
             else:
                 args.append(bool(rng.integers(0, 2)))
         return tuple(args)
+
+
+def _shapes_in(t: object) -> list[Shape]:
+    """The shapes of the tensors a value of type ``t`` holds that an expression can read."""
+    if isinstance(t, TensorT):
+        return [t.shape]
+    if isinstance(t, ListT):
+        return [t.elem] if t.nonempty else []
+    if isinstance(t, TupleT):
+        return [s for e in t.elems for s in ([e] if isinstance(e, tuple) else _shapes_in(e))]
+    if isinstance(t, DictT):
+        return [shape for _, shape in t.entries]
+    return []
 
 
 @dataclass
@@ -116,8 +211,10 @@ class FunctionWriter:
     """Writes one function's body, drawing every choice from hypothesis."""
 
     def __init__(self, draw, dtype: str, helpers: list[Helper], counter: list[int],
-                 returns: tuple[Shape | ScalarT, ...], budget: int, differentiable: bool = False):
+                 returns: tuple[Shape | ScalarT | ListR, ...], budget: int,
+                 differentiable: bool = False, features: frozenset[str] = frozenset()):
         self.draw = draw
+        self.features = features
         self.dtype = dtype
         self.helpers = helpers
         self.counter = counter
@@ -130,6 +227,8 @@ class FunctionWriter:
         self.lines: list[str] = []
         self.indent = 1
         self.loop_depth = 0
+        self.loop_counters: set[str] = set()
+        self.inputs: set[str] = set()  # parameters and globals
 
     # -- names ---------------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -148,6 +247,15 @@ class FunctionWriter:
     def of_type(self, pred) -> list[str]:
         return sorted(n for n, t in self.visible().items() if pred(t))
 
+    def assignable(self, shape: Shape | None = None) -> list[str]:
+        """Tensor names the function may assign (not globals), of ``shape`` if given."""
+        return self.of_type(lambda t: isinstance(t, TensorT) and not isinstance(t, GlobalT)
+                            and (shape is None or t.shape == shape))
+
+    def loop_ints(self) -> list[str]:
+        """The counters of the enclosing ``for`` loops."""
+        return [n for scope in self.scopes for n in scope.names if n in self.loop_counters]
+
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
 
@@ -164,7 +272,7 @@ class FunctionWriter:
         return tuple(self.draw(st.sampled_from(DIMS)) for _ in range(ndim))
 
     def known_shape(self) -> Shape:
-        shapes = sorted({t.shape for t in self.visible().values() if isinstance(t, TensorT)})
+        shapes = sorted({s for t in self.visible().values() for s in _shapes_in(t)})
         if shapes and self.coin(0.7):
             return self.choice(shapes)
         return self.shape()
@@ -252,7 +360,12 @@ class FunctionWriter:
                   if isinstance(t, TupleT) for k, s in enumerate(t.elems) if s == shape]
         lists = [f"{n}[{self.choice([0, -1])}]" for n, t in named
                  if isinstance(t, ListT) and t.nonempty and t.elem == shape]
-        pool = exact + tuples + lists
+        lists += [f"{n}[{k}][{self.choice([0, -1])}]" for n, t in named
+                  if isinstance(t, TupleT) for k, s in enumerate(t.elems)
+                  if isinstance(s, ListT) and s.nonempty and s.elem == shape]
+        dicts = [f"{n}[{key!r}]" for n, t in named
+                 if isinstance(t, DictT) for key, s in t.entries if s == shape]
+        pool = exact + tuples + lists + dicts
         if pool and self.coin(0.9):
             return self.choice(pool)
         same_size = [n for n, t in named
@@ -307,6 +420,8 @@ class FunctionWriter:
             return f"(-{a})"
         if fn == "np.exp":
             return f"np.exp(np.tanh({a}))"  # bounded, so nothing overflows
+        if self.differentiable and fn in KINKED:
+            return KINKED[fn].format(a)
         if fn == "sqrt":
             return f"np.sqrt(np.abs({a}))"
         if fn == "log":
@@ -429,13 +544,32 @@ class FunctionWriter:
     def statement(self) -> None:
         nested = self.indent < 4
         makers = [self.assign_new, self.assign_new, self.reassign, self.reassign, self.scalar_new,
-                  self.tuple_stmt, self.chunk_unpack, self.list_new]
+                  self.tuple_stmt, self.chunk_unpack, self.list_new, self.list_new]
         makers += [self.if_stmt, self.for_stmt, self.while_stmt] if nested else []
-        makers += [self.append] if self.of_type(lambda t: isinstance(t, ListT)) else []
+        makers += [self.append] if self.appendable() else []
         makers += [self.call_helper] if self.helpers else []
         makers += [self.break_continue, self.break_continue] if self.loop_depth else []
         makers += [self.early_return] if self.indent > 1 else []
+        makers += self.feature_statements(nested)
         self.choice(makers)()
+
+    def feature_statements(self, nested: bool) -> list:
+        """The statements of the enabled ``FEATURES``."""
+        f = self.features
+        makers: list = []
+        if "same-value-if" in f and nested:
+            makers += [self.same_value_if]
+        if "dict" in f:
+            makers += [self.dict_new]
+            makers += [self.dict_write] if self.of_type(
+                lambda t: isinstance(t, DictT) and not t.argument) else []
+        if "comprehension" in f:
+            makers += [self.comprehension]
+        if "conditional-append" in f and nested:
+            makers += [self.recurrence]
+        if "tuple-of-lists" in f:
+            makers += [self.tuple_of_lists]
+        return makers * 2  # each twice as likely as one core statement
 
     def assign_new(self) -> None:
         shape = self.known_shape()
@@ -444,7 +578,7 @@ class FunctionWriter:
         self.bind(name, TensorT(shape))
 
     def reassign(self) -> None:
-        names = self.of_type(lambda t: isinstance(t, TensorT))
+        names = self.assignable()
         if not names:
             self.assign_new()
             return
@@ -504,13 +638,26 @@ class FunctionWriter:
             return
         if self.coin(0.5):
             self.list_use(name)
+            if "append-after-read" in self.features and self.coin(0.4):
+                self.emit(f"{name}.append({self.tensor_expr(shape, 1)})")
+
+    def appendable(self) -> list[str]:
+        return self.of_type(lambda t: isinstance(t, ListT) and (
+            not t.comprehension or "append-to-comprehension" in self.features))
 
     def append(self) -> None:
-        name = self.choice(self.of_type(lambda t: isinstance(t, ListT)))
+        name = self.choice(self.appendable())
         t = self.visible()[name]
+        counters = self.loop_ints()
+        conditional = "conditional-append" in self.features and counters and self.coin(0.5)
+        if conditional:
+            self.emit(f"if {self.choice(counters)} >= {self.draw(st.integers(1, 2))}:")
+            self.indent += 1
         self.emit(f"{name}.append({self.tensor_expr(t.elem, 2)})")
         if self.coin(0.4):
-            self.list_use(name)
+            self.list_use(name)  # the list has an item here
+        if conditional:
+            self.indent -= 1
 
     def list_use(self, name: str) -> None:
         """Reduce a list whose length is only known at run time to a tensor of known shape."""
@@ -553,11 +700,13 @@ class FunctionWriter:
 
     def for_stmt(self) -> None:
         i = self.fresh("i")
-        kind = self.choice(["count", "count", "start", "down", "rows", "enumerate"])
+        kind = self.choice(["count", "count", "start", "down", "rows", "enumerate", "enumerate"])
         header, bind = self.loop_header(kind, i)
         self.emit(header)
         self.indent += 1
         self.scopes.append(Scope(dict(bind)))
+        if i in bind:
+            self.loop_counters.add(i)
         self.loop_depth += 1
         self.budget -= 1
         self.block(4)
@@ -601,6 +750,145 @@ class FunctionWriter:
         self.scopes.pop()
         self.indent -= 1
 
+    # -- feature statements (see FEATURES) --------------------------------------------------------
+    def same_value_if(self) -> None:
+        """Both arms assign existing values: the same one, or one each (no new computation)."""
+        shape = self.known_shape()
+        values = self.of_type(lambda t: isinstance(t, TensorT) and t.shape == shape)
+        if not values:
+            self.assign_new()
+            return
+        targets = self.assignable(shape)
+        target = self.choice(targets) if targets and self.coin(0.7) else self.fresh("c")
+        first = self.choice(values)
+        others = [v for v in values if v != first]
+        second = self.choice(others) if others and self.coin(0.5) else first
+        self.emit(f"if {self.bool_expr()}:")
+        self.emit(f"    {target} = {first}")
+        self.emit("else:")
+        self.emit(f"    {target} = {second}")
+        self.budget -= 2
+        self.bind(target, TensorT(shape))
+
+    def dict_new(self) -> None:
+        key = self.choice(["int", "str"])
+        name = self.fresh("d")
+        self.emit(f"{name}: Dict[{key}, Tensor] = {{}}")
+        self.bind(name, DictT(key, ()))
+        self.dict_write(name)
+
+    def dict_write(self, name: str | None = None) -> None:
+        """``d[key] = value``: a key already set keeps its shape; a new key is set only in this
+        block (after an ``if`` it may be missing, so it is not read there)."""
+        name = name or self.choice(self.of_type(lambda t: isinstance(t, DictT) and not t.argument))
+        t = self.visible()[name]
+        entries = dict(t.entries)
+        if entries and self.coin(0.5):
+            key = self.choice(sorted(entries, key=str))
+        else:
+            key = len(entries) if t.key == "int" else self.choice(["h", "c", "out", "w"])
+        shape = entries.get(key) or self.known_shape()
+        self.emit(f"{name}[{key!r}] = {self.tensor_expr(shape, 2)}")
+        entries[key] = shape
+        self.bind(name, DictT(t.key, tuple(entries.items())))
+
+    def comprehension(self) -> None:
+        lists = self.of_type(lambda t: isinstance(t, ListT) and t.nonempty)
+        kind = self.choice(["columns", "rows", "scaled", "map"])
+        if kind == "map":
+            if lists:
+                src = self.choice(lists)
+                elem = self.visible()[src].elem
+            else:
+                elem = self.known_shape()
+                src = f"[{self.tensor_expr(elem, 1)}, {self.tensor_expr(elem, 1)}]"
+            v = self.fresh("v")
+            self.scopes.append(Scope({v: TensorT(elem)}))
+            expr = self.tensor_expr(elem, 1)
+            self.scopes.pop()
+            self.emit_list(f"[{expr} for {v} in {src}]", elem, None)
+            return
+        shape = self.known_shape()
+        if kind == "scaled" or len(shape) < 2:
+            n = self.draw(st.integers(1, 3))
+            k = self.fresh("k")
+            expr = f"{self.tensor_expr(shape, 1)} * float({k} + 1)"
+            self.emit_list(f"[{expr} for {k} in range({n})]", shape, n)
+            return
+        k = self.fresh("k")
+        src = self.tensor_expr(shape, 1)
+        if kind == "columns":
+            self.emit_list(f"[{src}[:, {k}] for {k} in range({shape[1]})]",
+                           shape[:1] + shape[2:], shape[1])
+        else:
+            self.emit_list(f"[{src}[{k}] for {k} in range({shape[0]})]", shape[1:], shape[0])
+
+    def emit_list(self, expr: str, elem: Shape, length: int | None) -> None:
+        """Bind a list expression to a name, or unpack it when its length is known and small."""
+        if length is not None and length <= 3 and self.coin(0.5):
+            targets = [self.fresh("u") for _ in range(length)]
+            self.emit(f"{', '.join(targets)}{',' if length == 1 else ''} = {expr}")
+            for target in targets:
+                self.bind(target, TensorT(elem))
+            return
+        name = self.fresh("l")
+        self.emit(f"{name} = {expr}")
+        self.bind(name, ListT(elem, length != 0, comprehension=True))
+
+    def recurrence(self) -> None:
+        """A leaky recurrence that keeps its later steps: a counted loop whose body updates a
+        state and appends to a list when the step counter has passed a threshold; the list is
+        stacked after the loop (it has ``steps - start`` items)."""
+        states = self.assignable()
+        if not states:
+            self.assign_new()
+            return
+        state = self.choice(states)
+        shape = self.visible()[state].shape
+        steps, start = self.draw(st.integers(2, 4)), self.draw(st.integers(1, 2))
+        start = min(start, steps - 1)
+        name, t = self.fresh("l"), self.fresh("i")
+        self.emit(f"{name}: List[Tensor] = []")
+        self.emit(f"for {t} in range({steps}):")
+        self.indent += 1
+        self.scopes.append(Scope({t: INT}))
+        self.emit(f"{state} = 0.7 * {state} + 0.3 * np.tanh({self.tensor_expr(shape, 2)})")
+        self.emit(f"if {t} >= {start}:")
+        item = f"{state}[:, 0]" if len(shape) >= 2 and self.coin(0.5) else state
+        elem = shape[:1] + shape[2:] if item != state else shape
+        self.emit(f"    {name}.append({item})")
+        self.scopes.pop()
+        self.indent -= 1
+        self.budget -= 3
+        self.bind(name, ListT(elem, True))
+        axis = self.draw(st.integers(0, len(elem)))
+        target = self.fresh("t")
+        self.emit(f"{target} = np.stack({name}, axis={axis})")
+        self.bind(target, TensorT(elem[:axis] + (steps - start,) + elem[axis:]))
+
+    def tuple_of_lists(self) -> None:
+        lists = self.of_type(lambda t: isinstance(t, ListT))
+        shape = self.known_shape()
+        if lists:
+            first = self.choice(lists)
+            first_t = self.visible()[first]
+        else:
+            first, first_t = f"[{self.tensor_expr(shape, 1)}]", ListT(shape, True)
+        name = self.fresh("q")
+        self.emit(f"{name} = ({first}, [{self.tensor_expr(shape, 1)}])")
+        elems = (first_t, ListT(shape, True))
+        if self.coin(0.5):
+            targets = [self.fresh("l"), self.fresh("l")]
+            self.emit(f"{targets[0]}, {targets[1]} = {name}")
+            for target, t in zip(targets, elems):
+                self.bind(target, t)
+        else:
+            self.bind(name, TupleT(elems))
+            if self.coin(0.5):
+                target = self.fresh("t")
+                self.emit(f"{target} = {name}[1][{self.choice([0, -1])}]")
+                self.bind(target, TensorT(shape))
+
     def break_continue(self) -> None:
         word = self.choice(["break", "continue"])
         self.emit(f"if {self.bool_expr(0)}:")
@@ -613,7 +901,8 @@ class FunctionWriter:
         self.indent -= 1
 
     def write_return(self) -> None:
-        exprs = [self.tensor_expr(r, 2) if isinstance(r, tuple) else self.scalar_expr(r)
+        exprs = [self.tensor_output(r) if isinstance(r, tuple)
+                 else self.list_expr(r) if isinstance(r, ListR) else self.scalar_expr(r)
                  for r in self.returns]
         if len(exprs) == 1:
             self.emit(f"return {exprs[0]}")
@@ -621,64 +910,154 @@ class FunctionWriter:
             self.emit(f"return {', '.join(exprs)}")
 
 
-def _annotation(returns: tuple[Shape | ScalarT, ...]) -> str:
-    names = ["Tensor" if isinstance(r, tuple) else r.name for r in returns]
+    def tensor_output(self, shape: Shape) -> str:
+        """A tensor output of ``shape``, to which the latest values the body computed (tensors,
+        lists' last items, dict entries) may be added as means: a value no output depends on is
+        never checked, and most statements of a random program would otherwise be dead."""
+        expr = self.tensor_expr(shape, 2)
+        for value in self.latest_values()[-2:]:
+            if self.coin(0.6):
+                expr = f"({expr} + 0.5 * np.tanh({value}).mean())"
+        return expr
+
+    def latest_values(self) -> list[str]:
+        """Expressions reading the values the body made, in the order it made them."""
+        values = []
+        for scope in self.scopes:
+            for name, t in scope.names.items():
+                if name in self.inputs:
+                    continue
+                if isinstance(t, TensorT):
+                    values.append(name)
+                elif isinstance(t, ListT) and t.nonempty and not self.differentiable:
+                    # not in gradient programs: one more read of a list makes vjp refuse many
+                    # of them ("its rank is unknown", "a list read by two differentiable ops"),
+                    # and a refused program is not checked at all
+                    values.append(f"{name}[{self.choice([0, -1])}]")
+                elif isinstance(t, DictT) and t.entries and not t.argument:
+                    values.append(f"{name}[{t.entries[-1][0]!r}]")
+        return values
+
+    def list_expr(self, r: ListR) -> str:
+        """A list output: a list variable (any length, items of any shape) or a literal."""
+        lists = self.of_type(lambda t: isinstance(t, ListT))  # items of any shape
+        if lists and self.coin(0.8):
+            return self.choice(lists)
+        items = [self.tensor_expr(r.elem, 1) for _ in range(self.draw(st.integers(1, 3)))]
+        return f"[{', '.join(items)}]"
+
+
+def _annotation(returns: tuple[Shape | ScalarT | ListR, ...]) -> str:
+    names = ["Tensor" if isinstance(r, tuple) else "List[Tensor]" if isinstance(r, ListR)
+             else r.name for r in returns]
     return names[0] if len(names) == 1 else f"Tuple[{', '.join(names)}]"
 
 
 def _write_function(draw, name: str, params: tuple[Param, ...], returns, dtype: str,
                     helpers: list[Helper], counter: list[int], budget: int,
-                    differentiable: bool) -> list[str]:
-    w = FunctionWriter(draw, dtype, helpers, counter, returns, budget, differentiable)
+                    differentiable: bool, features: frozenset[str],
+                    global_arrays: dict[str, Shape] | None = None) -> list[str]:
+    w = FunctionWriter(draw, dtype, helpers, counter, returns, budget, differentiable, features)
+    for g, shape in (global_arrays or {}).items():
+        w.bind(g, GlobalT(shape))
     for p in params:
         w.bind(p.name, p.type)
+    w.inputs = set(w.visible())
     w.block(budget)
     w.write_return()
     signature = ", ".join(f"{p.name}: {p.annotation()}" for p in params)
     return [f"def {name}({signature}) -> {_annotation(returns)}:", *w.lines, ""]
 
 
-def _draw_params(draw, prefix: str, scalars: bool) -> tuple[Param, ...]:
+def _draw_shape(draw) -> Shape:
+    return tuple(draw(st.sampled_from(DIMS)) for _ in range(draw(st.integers(1, 3))))
+
+
+def _draw_params(draw, prefix: str, scalars: bool, dicts: bool = False) -> tuple[Param, ...]:
     n_tensors = draw(st.integers(1, 3))
-    params = [Param(f"{prefix}x{k}", TensorT(tuple(draw(st.sampled_from(DIMS))
-                                                   for _ in range(draw(st.integers(1, 3))))))
-              for k in range(n_tensors)]
+    params = [Param(f"{prefix}x{k}", TensorT(_draw_shape(draw))) for k in range(n_tensors)]
+    if dicts and draw(st.integers(0, 2)) == 0:
+        entries = tuple((f"w{k}", _draw_shape(draw)) for k in range(draw(st.integers(1, 2))))
+        params.append(Param(f"{prefix}w", DictT("str", entries, argument=True)))
     if scalars:
         for t in draw(st.lists(st.sampled_from([INT, FLOAT, BOOL]), max_size=3, unique=True)):
             params.append(Param(f"{prefix}{t.name[0]}", t))
     return tuple(params)
 
 
+def _draw_globals(draw, dtype: str) -> tuple[dict[str, Shape], list[str], list[str], list[str]]:
+    """Module-level arrays: their shapes, definitions, in-place resets and in-place updates."""
+    shapes, lines, resets, updates = {}, [], [], []
+    for k in range(draw(st.integers(1, 2))):
+        name, shape = f"G{k}", _draw_shape(draw)
+        n = math.prod(shape)
+        dims = ", ".join(map(str, shape))
+        value = f"np.linspace(-1.0, 1.0, {n}).reshape({dims})"
+        shapes[name] = shape
+        lines.append(f"{name} = {value}.astype(np.{dtype})")
+        resets.append(f"{name}[...] = {value}")
+        updates.append(draw(st.sampled_from([f"{name} += 0.25", f"{name}[0] = 1.5",
+                                             f"{name} *= -0.5"])))
+    return shapes, lines, resets, updates
+
+
+def _draw_returns(draw, params: tuple[Param, ...], differentiable: bool,
+                  features: frozenset[str]) -> tuple[Shape | ScalarT | ListR, ...]:
+    shapes = [p.type.shape for p in params if isinstance(p.type, TensorT)]
+
+    def one():
+        if draw(st.integers(0, 5)) == 0:
+            return draw(st.sampled_from([INT, FLOAT, BOOL]))
+        shape = (draw(st.sampled_from(shapes)) if draw(st.integers(0, 3)) > 0
+                 else tuple(draw(st.sampled_from(DIMS)) for _ in range(draw(st.integers(1, 2)))))
+        if "list-output" in features and draw(st.integers(0, 1)) == 0:
+            return ListR(shape)
+        return shape
+
+    returns = tuple(one() for _ in range(draw(st.integers(1, 3))))
+    if differentiable and not any(isinstance(r, (tuple, ListR)) for r in returns):
+        returns = (shapes[0],) + returns[1:]  # something to differentiate
+    return returns
+
+
 @st.composite
 def programs(draw, max_helpers: int = 2, max_statements: int = 10,
-             differentiable: bool = False) -> Program:
+             differentiable: bool = False, features: frozenset[str] | None = None) -> Program:
     """A random module: helpers and an entry function ``main`` (see the module docstring).
 
     ``differentiable=True`` leaves out float32 round trips and ``float(tensor)``, through which
-    finite differences and ``vjp`` rightly disagree.
+    finite differences and ``vjp`` rightly disagree. ``features`` names the ``FEATURES`` that
+    may be drawn (default: those not pending, ``default_features``).
     """
-    dtype = draw(st.sampled_from(["float64", "float32"]))
+    if features is None:
+        features = default_features(differentiable)
+    unknown = set(features) - FEATURES
+    if unknown:
+        raise ValueError(f"unknown fuzzing features {sorted(unknown)}")
+    # gradients are checked in float64 only: float32 finite differences have too few digits
+    dtype = "float64" if differentiable else draw(st.sampled_from(["float64", "float32"]))
     counter = [0]
     helpers: list[Helper] = []
-    lines = ["from typing import List, Tuple", "", "import numpy as np", "",
+    lines = ["from typing import Dict, List, Tuple", "", "import numpy as np", "",
              "from script import Tensor, ops", "", ""]
+    global_arrays: dict[str, Shape] = {}
+    resets: list[str] = []
+    updates: list[str] = []
+    if "global-array" in features and draw(st.integers(0, 2)) == 0:
+        global_arrays, definitions, resets, updates = _draw_globals(draw, dtype)
+        lines[-2:-2] = ["", *definitions]
     for k in range(draw(st.integers(0, max_helpers))):
         params = _draw_params(draw, "a", scalars=True)
         ret = draw(st.sampled_from([p.type.shape for p in params
                                     if isinstance(p.type, TensorT)]))
         name = f"helper{k}"
         lines += _write_function(draw, name, params, (ret,), dtype, list(helpers), counter, 4,
-                                 differentiable)
+                                 differentiable, features)
         lines.append("")
         helpers.append(Helper(name, params, ret))
-    params = _draw_params(draw, "", scalars=True)
-    n_returns = draw(st.integers(1, 3))
-    shapes = [p.type.shape for p in params if isinstance(p.type, TensorT)]
-    returns = tuple(draw(st.sampled_from([INT, FLOAT, BOOL])) if draw(st.integers(0, 5)) == 0
-                    else draw(st.sampled_from(shapes)) if draw(st.integers(0, 3)) > 0
-                    else tuple(draw(st.sampled_from(DIMS)) for _ in range(draw(st.integers(1, 2))))
-                    for _ in range(n_returns))
+    params = _draw_params(draw, "", scalars=True, dicts="dict-argument" in features)
+    returns = _draw_returns(draw, params, differentiable, features)
     lines += _write_function(draw, "main", params, returns, dtype, helpers, counter,
-                             max_statements, differentiable)
+                             max_statements, differentiable, features, global_arrays)
     return Program("\n".join(lines), "main", params, dtype,
-                   all(isinstance(r, tuple) for r in returns))
+                   all(isinstance(r, tuple) for r in returns), tuple(resets), tuple(updates))
