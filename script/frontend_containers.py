@@ -12,7 +12,7 @@ import ast
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, unify
+from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, erase_shape, unify
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler
@@ -127,7 +127,9 @@ class ContainerMixin:
         element = self.appended_type(result)
         if element is None:
             raise self.error(node, "the element type of this comprehension is unknown")
-        result.type = ListType(element)
+        # a comprehension makes a list like a literal does: later appends of another shape or dtype
+        # are as legal as in Python (shape propagation specializes the items it can prove)
+        result.type = ListType(erase_shape(element))
         return result
 
     def appended_type(self: FunctionCompiler, lst: Any) -> Type | None:
