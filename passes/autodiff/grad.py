@@ -532,6 +532,9 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     for p, v0, v in zip(bbody.params[1:], bloop.inputs[2:], results):
         p.type = _covering([v0.type, p.type, v.type], p.type)
         bloop.add_output(p.type)
+    # the body's nodes were typed after the parameters' first, narrower types: re-derive them
+    # (and nested Ifs' outputs) from the widened parameters
+    _retype(bloop)
     for j, out in zip(carried, bloop.outputs):
         ctx.add_ct(node.inputs[2 + j], out)
     for u, out in zip(accumulated, bloop.outputs[len(carried):]):
@@ -542,6 +545,13 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
             continue
         backwards = ctx.op("prim::ListSlice", collector, None, None, -1)
         ctx.add_ct(u, ctx.op("tensor::stack", backwards, stacked[u]))
+
+
+def _retype(node: Node) -> None:
+    """Recompute the types inside a backward loop (to a fixed point) and of its outputs, so every
+    If and Loop output covers what its blocks yield."""
+    from passes.shape_prop import propagate_node
+    propagate_node(node)
 
 
 def _collector(ctx: BlockGrad, u: Value, axis: int) -> Value:
