@@ -41,7 +41,11 @@ SIDE_EFFECTS = "side_effects"
 """Mutates state or raises: never dropped, merged or moved across another side effect."""
 FRESH = "fresh"
 """Allocates a new mutable object (a list, a dict): DCE may drop it, CSE must not merge it."""
-TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH})
+ZERO_DERIVATIVE = "zero_derivative"
+"""Outputs carry no derivative of the inputs: comparisons, integer and bool results, rounding,
+shape queries, values made from a shape alone. Differentiation stops there, and the gradient
+soundness check accepts that a cotangent ends there."""
+TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE})
 
 
 class ShapeError(IRError):
@@ -156,6 +160,10 @@ class OpDef:
     @property
     def has_side_effects(self) -> bool:
         return SIDE_EFFECTS in self.traits
+
+    @property
+    def has_zero_derivative(self) -> bool:
+        return ZERO_DERIVATIVE in self.traits
 
     @property
     def signature(self) -> str:

@@ -17,22 +17,15 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.errors import IRError
-from ir.registry import NOT_CONSTANT, const
+from ir.registry import NOT_CONSTANT, all_ops, const
 from ir.types import TensorType
 
 Rule = Callable[[Any, Node, list[Any]], list[Any] | None]
 
-NON_DIFFERENTIABLE: frozenset[str] = frozenset({
-    "tensor::eq", "tensor::ne", "tensor::lt", "tensor::le", "tensor::gt", "tensor::ge",
-    "tensor::logical_and", "tensor::logical_or", "tensor::logical_not",
-    "tensor::floordiv", "tensor::sign", "tensor::floor", "tensor::ceil",
-    "tensor::size", "tensor::shape", "tensor::ndim", "prim::len",
-    "tensor::zeros", "tensor::ones", "tensor::full", "tensor::zeros_like", "tensor::ones_like",
-    "tensor::full_like", "tensor::arange", "tensor::dropout_mask", "tensor::empty",
-    "prim::Bool", "prim::Int", "prim::Float", "prim::IsNone", "prim::min", "prim::max",
-    "prim::Uninitialized", "prim::ListContains", "prim::RaiseException", "prim::Print",
-})
-"""Ops whose results are constant almost everywhere or not numbers: no derivative flows."""
+NON_DIFFERENTIABLE: frozenset[str] = frozenset(
+    op.kind for op in all_ops() if op.has_zero_derivative)
+"""Ops whose results are constant almost everywhere or not numbers: no derivative flows (the
+registry's ``zero_derivative`` trait)."""
 
 
 # -- helpers --------------------------------------------------------------------------------------
