@@ -211,6 +211,16 @@ def lookup(kind: str) -> OpDef | None:
     return REGISTRY.get(kind)
 
 
+def spelling(kind: str) -> str:
+    """How a user writes op ``kind``, for messages about their code: its first Python spelling
+    (``np.concatenate``), else ``ops.NAME`` for a tensor op, else the kind."""
+    op = lookup(kind)
+    if op is not None and op.spellings:
+        return op.spellings[0]
+    namespace, _, name = kind.partition("::")
+    return f"ops.{name}" if namespace == "tensor" else kind
+
+
 def all_ops() -> list[OpDef]:
     _load_ops()
     return sorted(REGISTRY.values(), key=lambda o: o.kind)

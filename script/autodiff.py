@@ -20,7 +20,7 @@ from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script import profiler as _profiler
-from script.errors import SignatureError
+from script.errors import Origin, ScriptError, SignatureError, reported
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
 
@@ -69,8 +69,14 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 
 
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
-    from script.codegen import generate
     graph = _specialized_graph(f, args)
+    with reported(f.origin, "differentiating"):
+        return _compile_gradient(f, graph, args, optimize)
+
+
+def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
+                      ) -> CompiledGradient:
+    from script.codegen import generate
     grad = differentiate(graph, _list_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
@@ -95,14 +101,15 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
     types = [type_of(a, t, f"{d.name}(): argument '{n}'")
              for a, t, n in zip(args, d.arg_types, d.arg_names)]
     _check_devices(d, args)
-    graph = d.graph.clone()
-    run_pipeline(graph, "inline")
-    _coerce_numbers(graph, types)
-    try:
-        specialize(graph, types)
-    except ir.ShapeError as e:
-        raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
-    run_pipeline(graph, STANDARD_PIPELINE)
+    with reported(f.origin, "compiling"):
+        graph = d.graph.clone()
+        run_pipeline(graph, "inline")
+        _coerce_numbers(graph, types)
+        try:
+            specialize(graph, types)
+        except ir.ShapeError as e:
+            raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
+        run_pipeline(graph, STANDARD_PIPELINE)
     return graph
 
 
@@ -126,7 +133,8 @@ def _as_script(f: Any) -> ScriptFunction:
         return f
     if callable(f) and hasattr(f, "__code__"):
         return ScriptFunction(f)
-    raise TypeError(f"cannot differentiate an object of type {type(f).__name__}")
+    raise ScriptError(f"vjp/grad take a scripted function, a Python function or a Module, not "
+                      f"an object of type {type(f).__name__}")
 
 
 # -- the user API ---------------------------------------------------------------------------------
@@ -147,7 +155,7 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     if len(args) != len(sf.definition.arg_names):
         args = sf._bind(args, {})
     compiled = compile_gradient(sf, args)
-    return run_vjp(compiled, args)
+    return run_vjp(compiled, args, sf.origin)
 
 
 def _module_vjp(module: Any, args: tuple[Any, ...]
@@ -160,7 +168,7 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
     full = method._bind(args, {})
     nargs = len(full) - len(method.attr_refs)
     params = [ref.parameter for ref in method.attr_refs]
-    outputs, backward = run_vjp(compile_gradient(method, full), full)
+    outputs, backward = run_vjp(compile_gradient(method, full), full, method.origin)
 
     def module_backward(cotangents: Any) -> tuple[Any, ...]:
         grads = backward(cotangents)
@@ -170,9 +178,15 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
     return outputs, module_backward
 
 
-def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
+def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
+            origin: Callable[[], Origin] | None = None
             ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
-    """Run a compiled forward on ``args``; return its outputs and the backward closure."""
+    """Run a compiled forward on ``args``; return its outputs and the backward closure.
+
+    The forward raises what the function raises; the backward raises ``SignatureError`` for
+    cotangents unlike the outputs, and reports anything else it raises as a compiler bug
+    (``ScriptError``, at the function's ``def`` when ``origin`` says where that is)."""
+    where = origin or (lambda: Origin(compiled.name))
     grad = compiled.gradient
     prof = _profiler.active
     if prof is None:
@@ -186,12 +200,18 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
 
     def backward(cotangents: Any) -> tuple[Any, ...]:
         cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
-        cts = [_cotangent_like(o, c) for o, c in zip(outputs, cts)]
+        if len(cts) != grad.num_outputs:
+            raise SignatureError(f"backward of {compiled.name}: {len(cts)} cotangents for "
+                                 f"{grad.num_outputs} outputs")
+        cts = [_cotangent_like(o, c, f"cotangent {k}") for k, (o, c) in
+               enumerate(zip(outputs, cts))]
         prof = _profiler.active
-        if prof is None:
-            grads = compiled.backward(*cts, *saved)
-        else:
-            grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)", (*cts, *saved))
+        with reported(where, "running the backward of"):
+            if prof is None:
+                grads = compiled.backward(*cts, *saved)
+            else:
+                grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)",
+                                       (*cts, *saved))
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
         return tuple(grads)
@@ -199,16 +219,26 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
 
 
-def _cotangent_like(output: Any, ct: Any) -> Any:
-    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers."""
-    if isinstance(output, tuple):
+def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers;
+    ``SignatureError`` for one whose nesting or shape differs from its output's."""
+    if isinstance(output, (tuple, list)):
         cts = ct if ct is not None else (None,) * len(output)
-        return tuple(_cotangent_like(o, c) for o, c in zip(output, cts))
+        if not isinstance(cts, (tuple, list)) or len(cts) != len(output):
+            raise SignatureError(f"{what}: expected a sequence of {len(output)} cotangents "
+                                 f"like the output, got {type(ct).__name__}")
+        made = [_cotangent_like(o, c, f"{what}[{k}]")
+                for k, (o, c) in enumerate(zip(output, cts))]
+        return made if isinstance(output, list) else tuple(made)
     dtype = getattr(output, "dtype", None)
     if ct is None:
         return np.zeros_like(output) if dtype is not None else 0.0
     if dtype is not None and not hasattr(ct, "shape"):
-        return np.asarray(ct, dtype=dtype)
+        ct = np.asarray(ct, dtype=dtype)
+    shape = getattr(output, "shape", None)
+    if shape is not None and getattr(ct, "shape", shape) != shape:
+        raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has shape "
+                             f"{tuple(shape)}")
     return ct
 
 
@@ -239,7 +269,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
         if getattr(value, "shape", ()) != () or isinstance(value, tuple):
-            raise ValueError("value_and_grad needs a function with one scalar output, got "
+            raise ScriptError("value_and_grad needs a function with one scalar output, got "
                              f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
         grads = backward(np.ones_like(value))
         if isinstance(argnums, int):
@@ -291,14 +321,15 @@ def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunctio
     pair = compile_gradient(inner, args, optimize=False).gradient
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
-        raise ValueError("grad needs a function with one scalar output")
+        raise ScriptError("grad needs a function with one scalar output")
     g = Graph(gf.__name__)
     vmap = {v: g.add_input(v.type, v.name) for v in fwd.inputs}
     for node in list(fwd.block) + [None] + list(bwd.block):
         if node is None:  # between the two: seed the backward with ones
             out = vmap[fwd.outputs[0]]
             if not isinstance(out.type, ir.TensorType) or out.type.shape not in ((), None):
-                raise ValueError(f"grad needs a function with one scalar output, got {out.type}")
+                raise ScriptError(f"grad needs a function with one scalar output, got "
+                                  f"{out.type}")
             seed = g.create("tensor::ones_like", [out, g.constant(None)], [out.type])
             g.block.append(seed)
             vmap.update(zip(bwd.inputs, [seed.output] + [vmap[v] for v in fwd.outputs[1:]]))

@@ -21,7 +21,7 @@ import ir
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script import profiler as _profiler
-from script.errors import SignatureError
+from script.errors import Origin, SignatureError, reported
 from script.signature import device_of, key_of, type_of
 
 FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
@@ -71,11 +71,18 @@ class ScriptFunction:
             with self._lock:
                 if self._definition is None:
                     from script.frontend import compile_function
-                    with _profiler.stage("frontend"):
+                    with _profiler.stage("frontend"), reported(self.origin, "compiling"):
                         d = compile_function(self.python_fn, self._example_types())
                     self._nargs = len(d.arg_names)
                     self._definition = d
         return self._definition
+
+    def origin(self) -> Origin:
+        """Where this function's errors point when the line at fault is not known."""
+        d = self._definition
+        source = d.source if d is not None else None
+        name = d.name if d is not None else None
+        return Origin.of(self.python_fn, source, name)
 
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
@@ -122,7 +129,9 @@ class ScriptFunction:
         groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
         also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
         from script.explain import explain_report
-        return explain_report(self, self._bind(args, kwargs), svg)
+        args = self._bind(args, kwargs)
+        with reported(self.origin, "explaining"):
+            return explain_report(self, args, svg)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source for these arguments."""
@@ -163,6 +172,10 @@ class ScriptFunction:
         return spec
 
     def _compile(self, args: tuple[Any, ...]) -> Specialization:
+        with reported(self.origin, "compiling"):
+            return self._compile_unchecked(args)
+
+    def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
         from passes import run_pipeline
         from passes.shape_prop import specialize
         from script.codegen import generate

@@ -106,9 +106,11 @@ defop("tensor::layer_norm_backward(g: Tensor, a: Tensor, weight: Tensor? = None,
       "and g * xhat and g summed over every axis but the last (the cotangents of a weight and "
       "a bias of the last axis' length), xhat = (a - mean) / sqrt(var + eps)")
 defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor",
-      _dropout_mask, (ZERO_DERIVATIVE,), (), "dropout's multiplier for a: kept elements 1 / (1 - p), dropped 0 "
-      "(ones when not training); draws exactly as `dropout` does, so dropout(a) == a * mask")
-defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty, (FRESH, ZERO_DERIVATIVE), (),
+      _dropout_mask, (ZERO_DERIVATIVE,), (), "dropout's multiplier for a: kept elements "
+      "1 / (1 - p), dropped 0 (ones when not training); draws exactly as `dropout` does, so "
+      "dropout(a) == a * mask")
+defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty,
+      (FRESH, ZERO_DERIVATIVE), (),
       "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
       "a new array each time, read only after every slot is written")
 defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,

@@ -168,7 +168,8 @@ defop("prim::ListAdd(a: list, b: list) -> list", _same_as_first, (FRESH,), ("a +
       "concatenate two lists into a new one")
 defop("prim::ListContains(l: list, v: any) -> bool", _bool, (ZERO_DERIVATIVE,), ("v in l",),
       "membership")
-defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",), "length of a list, tuple, dict or tensor")
+defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",),
+      "length of a list, tuple, dict or tensor")
 defop("prim::DictGetItem(d: dict, k: any) -> any", _dict_value, (), ("d[k]",), "dict lookup")
 defop("prim::unchecked_unwrap_optional(x: any) -> any", _optional_unwrap, (PURE,), (),
       "an Optional known not to be None")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import scalar_result
 from ir.registry import PURE, ZERO_DERIVATIVE, defop
+from ir.types import BOOL, FLOAT, INT, Type
 
 NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
 """a Python bool/int/float/None test of a value: no derivative flows (``float(x)`` detaches)."""
-from ir.types import BOOL, FLOAT, INT, Type
 
 
 def _bool(node: Node) -> list[Type]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
+from ir.registry import spelling
 from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
 from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
@@ -119,11 +120,13 @@ def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
         i = use.node.inputs[1] if len(use.node.inputs) > 1 else None
         if i is not None and i.is_constant and not -n <= int(i.constant) < n:
             raise IRError(f"cannot differentiate reading a list argument of {n} items at "
-                          f"index {i.constant}")
+                          f"index {i.constant}", use.node)
     if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
-        raise IRError("cannot differentiate reading a list argument at a non-constant index "
-                      "(only counted loops of at most "
-                      f"{MAX_TRIPS} trips are unrolled to make the index constant)")
+        reads = [u.node for u in v.uses if u.node.kind == "prim::ListIndex"]
+        raise IRError("cannot differentiate reading a list argument at an index not known when "
+                      f"compiling (only counted loops of at most {MAX_TRIPS} trips are unrolled "
+                      "to make the index constant): pass the items as one stacked array and "
+                      "index that", reads[0] if reads else None)
     parts = root.structured(g) if g is not None else [None] * len(t.elements)
     items = [root._element(gk, tk, v, k) for k, (gk, tk) in enumerate(zip(parts, t.elements))]
     item_t = _covering([i.type for i in items], TensorType())
@@ -158,6 +161,16 @@ def backprop_block(ctx: BlockGrad) -> None:
 
 
 def backprop_node(ctx: BlockGrad, node: Node) -> None:
+    """Emit the backward of one forward node; a refusal names the innermost node it is about."""
+    try:
+        _backprop_node(ctx, node)
+    except IRError as e:
+        if e.node is None:
+            e.node = node
+        raise
+
+
+def _backprop_node(ctx: BlockGrad, node: Node) -> None:
     special = STRUCTURE_VJPS.get(node.kind)
     if special is not None:
         special(ctx, node)
@@ -172,8 +185,9 @@ def backprop_node(ctx: BlockGrad, node: Node) -> None:
         return
     rule = VJP_RULES.get(node.kind)
     if rule is None:
-        raise IRError(f"cannot differentiate {node.kind}: it has no gradient rule"
-                      + (f" (at {node.source})" if node.source else ""))
+        raise IRError(f"cannot differentiate {spelling(node.kind)}: it has no gradient rule "
+                      "(compute it from values that are not differentiated, or with ops that "
+                      "have one: see docs/ops.md)", node)
     for v, g in zip(node.inputs, rule(ctx, node, gs) or ()):
         ctx.add_ct(v, g)
 
@@ -224,7 +238,9 @@ def _list_extend(ctx: BlockGrad, node: Node) -> None:
         return
     other = node.inputs[1].node
     if other.kind != "prim::ListConstruct":
-        raise IRError("cannot differentiate extending a list by a list not built in place")
+        raise IRError("cannot differentiate extending a list by a list not written in the "
+                      "call itself: write the items there (`l.extend([a, b])`) or append them "
+                      "one by one")
     for item in reversed(other.inputs):
         ctx.add_ct(item, ctx.emit("prim::ListPop", cts, -1,
                                   types=[cts.type.element]).output)  # type: ignore
@@ -247,7 +263,9 @@ def _list_index(ctx: BlockGrad, node: Node) -> None:
     if g is None:
         return
     if not index.is_constant:
-        raise IRError("cannot differentiate reading a list at a non-constant index")
+        raise IRError("cannot differentiate reading a list at an index not known when "
+                      "compiling: np.stack the list and index the array, or read it in a "
+                      "counted loop")
     k = int(index.constant)
     if k < 0:
         n = length_at(node.inputs[0], node)
@@ -280,7 +298,8 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
     axis = int(node.inputs[1].constant) % len(t.shape)
     n = t.shape[axis]
     if n is None:
-        raise IRError("cannot differentiate unbind of an axis of unknown size")
+        raise IRError("cannot differentiate ops.unbind along an axis whose size is not known "
+                      "when compiling")
     item = node.output.type.element  # type: ignore[union-attr]
     pieces = [reads.get(k) for k in range(n)]
     items = [p if p is not None else _zeros_of(ctx, item) for p in pieces]
@@ -290,7 +309,8 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
 
 def _zeros_of(ctx: BlockGrad, t: TensorType) -> Value:
     if t.shape is None or None in t.shape or t.dtype is None:
-        raise IRError(f"cannot make zeros of unknown shape {t}")
+        raise IRError("cannot differentiate ops.unbind of an array whose shape is not known "
+                      "when compiling (an unread item's gradient needs its shape)")
     return ctx.op("tensor::zeros", tuple(t.shape), t.dtype)
 
 
@@ -301,7 +321,7 @@ def _stack(ctx: BlockGrad, node: Node) -> None:
         return
     axis = node.inputs[1]
     pieces = ctx.emit("tensor::unbind", g, ctx.fwd(axis)).output
-    _set_list_ct(ctx, lst, pieces)
+    _set_list_ct(ctx, lst, pieces, "np.stack")
 
 
 def _cat(ctx: BlockGrad, node: Node) -> None:
@@ -319,10 +339,14 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
         n = list_length(lst)
         size = element.shape[axis] if isinstance(element, TensorType) and element.shape else None
         if n is None or size is None:
-            raise IRError("cannot differentiate cat of a list of unknown length or item sizes")
+            raise IRError("cannot differentiate np.concatenate of a list whose length or item "
+                          "sizes are not known when compiling: append to it a fixed number of "
+                          "times (no conditional appends, a loop over a constant range) or "
+                          "np.stack items of one shape")
         sizes = [size] * n
     if None in sizes:
-        raise IRError("cannot differentiate cat of items of unknown size")
+        raise IRError("cannot differentiate np.concatenate of items whose sizes along the "
+                      "axis are not known when compiling")
     start, pieces = 0, []
     for s in sizes:
         pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))
@@ -330,14 +354,17 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     # pieces of different sizes: the list's element type covers them all (not the first's)
     item_t = _covering([p.type for p in pieces], TensorType())
     lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output
-    _set_list_ct(ctx, lst, lst_ct)
+    _set_list_ct(ctx, lst, lst_ct, "np.concatenate")
 
 
-def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value) -> None:
+def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value, what: str) -> None:
     if lst.node.kind != "prim::ListConstruct":
-        raise IRError("cannot differentiate a list that was not built in the function")
+        raise IRError(f"cannot differentiate {what} of a list that was not built in this "
+                      "function (an argument, a helper's result or a list of lists): build "
+                      "the list here, or pass the arrays as separate arguments")
     if lst in ctx.ad.list_cts:
-        raise IRError("cannot differentiate a list read by two differentiable ops")
+        raise IRError(f"cannot differentiate {what} of a list that is also stacked or "
+                      "concatenated elsewhere: stack it once and reuse the array")
     ctx.ad.list_cts[lst] = cts
 
 
@@ -378,7 +405,9 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
-            raise IRError("cannot differentiate an If with non-tensor outputs")
+            raise IRError(f"cannot differentiate an `if` that assigns a {v.type} used by the "
+                          "differentiated result: assign arrays in the branches and build the "
+                          "container after the `if`")
     free = outer_values(node, ctx)
     cond = ctx.fwd(node.inputs[0])
     bif = ctx.emit("prim::If", cond, types=[])
@@ -498,8 +527,9 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     carried = [j for j, p in enumerate(params) if ctx.is_active(p)]
     for j in carried:
         if not isinstance(params[j].type, TensorType):
-            raise IRError("cannot differentiate a loop carrying a non-tensor value: "
-                          f"{params[j].type}")
+            raise IRError(f"cannot differentiate a loop that reassigns a {params[j].type} on "
+                          "the differentiated path each step: carry arrays, or mutate one list "
+                          "with .append")
     free = outer_values(node, ctx)
     lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
     if all(g is None for g in gs) and not lists:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.errors import IRError
-from ir.registry import NOT_CONSTANT, all_ops, const
+from ir.registry import NOT_CONSTANT, all_ops, const, spelling
 from ir.types import TensorType
 
 Rule = Callable[[Any, Node, list[Any]], list[Any] | None]
@@ -39,7 +39,8 @@ def static_shape(v: Value) -> tuple[int, ...] | None:
 def rank_of(v: Value) -> int:
     t = v.type
     if not isinstance(t, TensorType) or t.shape is None:
-        raise IRError(f"cannot differentiate through {v!r}: its rank is unknown")
+        raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
+                      "of dimensions is not known when compiling")
     return len(t.shape)
 
 
@@ -217,7 +218,7 @@ def transpose_vjp(b, node, gs):
     if axes is None:
         return [b.op("tensor::transpose", gs[0], None)]
     if axes is NOT_CONSTANT:
-        raise IRError("cannot differentiate a transpose with non-constant axes")
+        raise IRError("cannot differentiate np.transpose with axes not known when compiling")
     rank = rank_of(node.inputs[0])
     norm = [int(a) % rank for a in (axes if isinstance(axes, (tuple, list)) else (axes,))]
     inverse = tuple(sorted(range(rank), key=lambda k: norm[k]))
@@ -242,7 +243,8 @@ def pieces_vjp(b, node, gs):
     """chunk / split: concatenate the pieces' cotangents (zeros for pieces without one)."""
     axis = const(node, 2, 0)
     if axis is NOT_CONSTANT:
-        raise IRError(f"cannot differentiate {node.kind} along a non-constant axis")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} along an axis not known "
+                      "when compiling")
     items = [g if g is not None else b.zeros(v) for g, v in zip(gs, node.outputs)]
     from ir.types import ListType
     lst = b.emit("prim::ListConstruct", *items, types=[ListType(items[0].type)]).output
@@ -272,7 +274,8 @@ def reduced_axes(node: Node) -> list[int]:
     rank = rank_of(node.inputs[0])
     axis = const(node, 1, None)
     if axis is NOT_CONSTANT:
-        raise IRError(f"cannot differentiate {node.kind} over non-constant axes")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} over axes not known when "
+                      "compiling")
     if axis is None:
         return list(range(rank))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -293,7 +296,8 @@ def keep_reduced(b: Any, g: Value, node: Node, keepdims_index: int) -> Value:
 def reduced_count(node: Node) -> int:
     shape = static_shape(node.inputs[0])
     if shape is None:
-        raise IRError(f"cannot differentiate {node.kind} of a tensor of unknown shape")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} of an array whose shape "
+                      "is not known when compiling")
     return math.prod(shape[a] for a in reduced_axes(node))
 
 
@@ -416,7 +420,7 @@ def linear_vjp(b, node, gs):
     g = gs[0]
     x, w = node.inputs[0], node.inputs[1]
     if rank_of(w) != 2:
-        raise IRError("cannot differentiate linear with a 1-D weight; use matmul")
+        raise IRError("cannot differentiate ops.linear with a 1-D weight: use matmul")
     grads: list[Value | None] = [None, None]
     if b.is_active(x):
         ga, _ = matmul_grads(b, g, b.fwd(x), b.op("tensor::transpose", b.fwd(w), None),
