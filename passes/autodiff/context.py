@@ -43,6 +43,9 @@ class Differentiator:
         self.read_cts: dict[Value, dict[int, Cotangent]] = {}
         """forward list -> cotangents of its elements read at constant indices."""
         self.root: BlockGrad | None = None
+        self.received: set[Value] = set()
+        """forward values the backward gave a cotangent (kept or not: a value that does not
+        take one drops it there), for the soundness check (``passes.autodiff.soundness``)."""
 
 
 class BlockGrad:
@@ -166,7 +169,10 @@ class BlockGrad:
 
     def add_ct(self, v: Value, g: Cotangent) -> None:
         """Add ``g`` to the cotangent of forward value ``v``."""
-        if g is None or not self.is_active(v):
+        if g is None:
+            return
+        self.ad.received.add(v)
+        if not self.is_active(v):
             return
         self.ct[v] = self.plus(self.ct.get(v), g)
 

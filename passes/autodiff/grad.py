@@ -47,6 +47,7 @@ from passes.autodiff.prepare import (
     refine_stacked_lists,
 )
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
+from passes.autodiff.soundness import check_gradient_paths
 
 
 @dataclass
@@ -107,6 +108,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         else:
             results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
+    check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.received)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
 
@@ -123,10 +125,10 @@ def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
                           f"index {i.constant}", use.node)
     if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
         reads = [u.node for u in v.uses if u.node.kind == "prim::ListIndex"]
-        raise IRError("cannot differentiate reading a list argument at an index not known when "
-                      f"compiling (only counted loops of at most {MAX_TRIPS} trips are unrolled "
-                      "to make the index constant): pass the items as one stacked array and "
-                      "index that", reads[0] if reads else None)
+        raise IRError("cannot differentiate reading a list argument at a non-constant index "
+                      f"(only counted loops of at most {MAX_TRIPS} trips are unrolled to make "
+                      "the index constant): pass the items as one stacked array and index that",
+                      reads[0] if reads else None)
     parts = root.structured(g) if g is not None else [None] * len(t.elements)
     items = [root._element(gk, tk, v, k) for k, (gk, tk) in enumerate(zip(parts, t.elements))]
     item_t = _covering([i.type for i in items], TensorType())
@@ -263,9 +265,9 @@ def _list_index(ctx: BlockGrad, node: Node) -> None:
     if g is None:
         return
     if not index.is_constant:
-        raise IRError("cannot differentiate reading a list at an index not known when "
-                      "compiling: np.stack the list and index the array, or read it in a "
-                      "counted loop")
+        raise IRError("cannot differentiate reading a list at a non-constant index (one not "
+                      "known when compiling): np.stack the list and index the array, or read "
+                      "it in a counted loop")
     k = int(index.constant)
     if k < 0:
         n = length_at(node.inputs[0], node)

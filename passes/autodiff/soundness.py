@@ -1,0 +1,333 @@
+"""The gradient soundness check: no path from a differentiated input to an output may end in an
+implicit zero.
+
+After the backward is built, ``check_gradient_paths`` walks the forward graph. A value *depends*
+on a differentiated input when data flows from one into it: through ops (except those whose
+derivative is zero by the op registry's ``zero_derivative`` trait), through containers (an item
+stored into a list, dict or object makes the container depend; a read gives what was stored) and
+through control flow (If and Loop results, loop-carried values). A value is *needed* when data
+flows from it to an output the same way, read backwards (a container read at a constant index or
+key needs only what was stored there). Every value that depends, is needed and holds numbers
+(a float tensor, or a tuple or optional of them) must have been given a cotangent by the
+backward; containers themselves are transparent (their items are checked). A value that missed
+one would get a gradient of zero without anyone saying so: the check raises an ``IRError``
+("cannot differentiate ...: the gradient would silently be zero") naming the node that dropped
+it, which the user-facing layer reports at the user's line.
+
+The analysis is independent of how the backward handles each construct, so a construct the
+backward does not understand (a dict, a list returned as an output, an item appended to a list
+read back by position) is caught whether or not a rule exists for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ir.core import Graph, Node, Value
+from ir.errors import IRError
+from ir.registry import lookup, spelling
+from ir.types import (
+    FLOAT_DTYPES,
+    AnyType,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+)
+
+ALL = None
+"""Every item of a container is read (an index not known when compiling, a whole-list use)."""
+
+STORES = {"prim::ListAppend": 1, "prim::ListInsert": 2, "prim::ListSetItem": 2,
+          "prim::ListExtend": 1, "prim::DictSetItem": 2, "prim::SetAttr": 1}
+"""Ops that put a value into the container that is their first input: kind -> the value's
+input index."""
+
+KEYED_READS = {"prim::ListIndex": 1, "prim::DictGetItem": 1, "prim::DictGet": 1}
+"""Ops that read one item of the container that is their first input: kind -> the key's input
+index (``ListUnpack`` reads item k into output k, ``LoadAttr`` the field its ``name`` names)."""
+
+
+def check_gradient_paths(graph: Graph, differentiated: Iterable[Value], received: set[Value]
+                         ) -> None:
+    """Raise ``IRError`` when a value on a path from a ``differentiated`` input of ``graph`` (the
+    augmented forward, before its saved outputs are added) to one of its outputs did not get a
+    cotangent (``received``: the forward values the backward gave one)."""
+    nodes = list(graph.walk())
+    depends = _dependent(graph, nodes, set(differentiated))
+    reads = _needed(graph, nodes, depends)
+    gaps = [v for v in _values(graph, nodes)
+            if v in depends and v in reads and _holds_numbers(v.type) and v not in received]
+    if gaps:
+        raise _refusal(gaps, reads, depends, received)
+
+
+# -- what flows where ----------------------------------------------------------------------------
+def carries(t: Type) -> bool:
+    """Whether a value of type ``t`` can hold something a derivative flows through."""
+    if isinstance(t, TensorType):
+        return t.dtype is None or t.dtype in FLOAT_DTYPES
+    if isinstance(t, (TupleType,)):
+        return any(carries(e) for e in t.elements)
+    if isinstance(t, (ListType, OptionalType)):
+        return carries(t.element)
+    if isinstance(t, DictType):
+        return carries(t.value)
+    if isinstance(t, ClassType):
+        return any(carries(ft) for _, ft in t.fields)
+    return isinstance(t, AnyType)
+
+
+def _holds_numbers(t: Type) -> bool:
+    """Values the backward gives a cotangent of their own (containers are looked through)."""
+    if isinstance(t, TensorType):
+        return carries(t)
+    if isinstance(t, TupleType):
+        return any(_holds_numbers(e) for e in t.elements)
+    if isinstance(t, OptionalType):
+        return _holds_numbers(t.element)
+    return False
+
+
+def _is_container(t: Type) -> bool:
+    return isinstance(t, (ListType, DictType, ClassType)) or isinstance(t, AnyType)
+
+
+def _zero(node: Node) -> bool:
+    op = lookup(node.kind)
+    return op is not None and op.has_zero_derivative
+
+
+def _values(graph: Graph, nodes: list[Node]) -> list[Value]:
+    found = list(graph.inputs)
+    for n in nodes:
+        for b in n.blocks:
+            found += b.params
+        found += n.outputs
+    return found
+
+
+def _dependent(graph: Graph, nodes: list[Node], seeds: set[Value]) -> set[Value]:
+    """Values data flows into from ``seeds`` (to a fixed point: containers and loops feed back)."""
+    depends = {v for v in seeds if carries(v.type)}
+
+    def mark(v: Value) -> bool:
+        if v in depends or not carries(v.type):
+            return False
+        depends.add(v)
+        return True
+
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            if _zero(n):
+                continue
+            if n.kind == "prim::If":
+                for k, out in enumerate(n.outputs):
+                    if any(b.returns[k] in depends for b in n.blocks):
+                        changed |= mark(out)
+            elif n.kind == "prim::Loop":
+                body = n.blocks[0]
+                for k, out in enumerate(n.outputs):
+                    if n.inputs[2 + k] in depends or body.returns[1 + k] in depends:
+                        changed |= mark(body.params[1 + k])
+                        changed |= mark(out)
+            elif n.kind in STORES:
+                if n.inputs[STORES[n.kind]] in depends:
+                    changed |= mark(n.inputs[0])
+            elif any(v in depends for v in n.inputs):
+                for out in n.outputs:
+                    changed |= mark(out)
+    return depends
+
+
+class _Reads:
+    """What of each needed value an output needs: for a container, the keys read (``ALL`` or a
+    set of constant keys); for any other value, membership is enough."""
+
+    def __init__(self) -> None:
+        self.keys: dict[Value, set | None] = {}
+        self.changed = False
+
+    def __contains__(self, v: Value) -> bool:
+        return v in self.keys
+
+    def need(self, v: Value, key: object = ALL) -> None:
+        """``v`` is needed; for a container, its item ``key`` (every item when ALL)."""
+        if not carries(v.type):
+            return
+        if not _is_container(v.type):
+            key = ALL
+        if v not in self.keys:
+            self.keys[v] = ALL if key is ALL else {key}
+            self.changed = True
+            return
+        have = self.keys[v]
+        if have is ALL:
+            return
+        if key is ALL:
+            self.keys[v] = ALL
+            self.changed = True
+        elif key not in have:
+            have.add(key)
+            self.changed = True
+
+    def needs_item(self, container: Value, key: object) -> bool:
+        """Whether the item stored into ``container`` under ``key`` may be read by something
+        needed."""
+        if container not in self.keys:
+            return False
+        have = self.keys[container]
+        return have is ALL or key is ALL or key in have
+
+
+def _key(v: Value) -> object:
+    return v.constant if v.is_constant and isinstance(v.constant, (int, str)) else ALL
+
+
+def _needed(graph: Graph, nodes: list[Node], depends: set[Value]) -> _Reads:
+    """Values (and container items) data flows from into a graph output (a fixed point)."""
+    reads = _Reads()
+    for out in graph.outputs:
+        reads.need(out)
+    reads.changed = True
+    while reads.changed:
+        reads.changed = False
+        for n in reversed(nodes):
+            _need_inputs(n, reads)
+    return reads
+
+
+def _need_inputs(n: Node, reads: _Reads) -> None:
+    """Mark what ``n`` reads as needed when what it makes is."""
+    kind = n.kind
+    if _zero(n):
+        return
+    if kind == "prim::If":
+        for k, out in enumerate(n.outputs):
+            if out in reads:
+                for b in n.blocks:
+                    reads.need(b.returns[k])
+        return
+    if kind == "prim::Loop":
+        body = n.blocks[0]
+        for k, out in enumerate(n.outputs):
+            param = body.params[1 + k]
+            if out in reads or param in reads:  # the last step's, or the next step's input
+                reads.need(body.returns[1 + k])
+                reads.need(n.inputs[2 + k])
+        return
+    if kind in STORES:
+        _need_stored(n, reads)
+        return
+    if kind == "prim::ListConstruct":
+        lst = n.output
+        literal = all(use.node.kind not in STORES for use in lst.uses)
+        for k, item in enumerate(n.inputs):
+            if _literal_item_needed(reads, lst, k, len(n.inputs), literal):
+                reads.need(item)
+        return
+    if kind == "prim::DictConstruct":
+        for key, value in zip(n.inputs[0::2], n.inputs[1::2]):
+            if reads.needs_item(n.output, _key(key)):
+                reads.need(value)
+        return
+    if kind in KEYED_READS and n.outputs and n.output in reads:
+        reads.need(n.inputs[0], _key(n.inputs[KEYED_READS[kind]]))
+        for v in n.inputs[2:]:
+            reads.need(v)
+        return
+    if kind == "prim::ListUnpack":
+        for k, out in enumerate(n.outputs):
+            if out in reads:
+                reads.need(n.inputs[0], k)
+        return
+    if kind == "prim::LoadAttr":
+        if n.output in reads:
+            reads.need(n.inputs[0], n.attrs.get("name", ALL))
+        return
+    if any(out in reads for out in n.outputs):
+        for v in n.inputs:
+            reads.need(v)
+
+
+def _literal_item_needed(reads: _Reads, lst: Value, k: int, made: int, literal: bool) -> bool:
+    """Whether item ``k`` of a list literal of ``made`` items may be read by something needed:
+    a read of its position, or (when items are added later, so positions from the end move) of
+    a negative one."""
+    if lst not in reads:
+        return False
+    have = reads.keys[lst]
+    if have is ALL:
+        return True
+    for key in have:
+        if not isinstance(key, int):
+            return True
+        if key == k or (key < 0 and (not literal or key % made == k if made else False)):
+            return True
+    return False
+
+
+def _need_stored(n: Node, reads: _Reads) -> None:
+    """A value stored into a needed container is needed unless only other keys are read: reads
+    of a list literal's own positions, or of other constant dict keys or object fields."""
+    container, item = n.inputs[0], n.inputs[STORES[n.kind]]
+    if container not in reads:
+        return
+    have = reads.keys[container]
+    key: object = ALL
+    if n.kind == "prim::DictSetItem":
+        key = _key(n.inputs[1])
+    elif n.kind == "prim::SetAttr":
+        key = n.attrs.get("name", ALL)
+    elif n.kind == "prim::ListAppend" and have is not ALL:
+        made = _made(container)
+        # an appended item sits past the literal's items: a read of one of those does not see it
+        if made is not None and all(isinstance(k, int) and 0 <= k < made for k in have):
+            return
+    if have is ALL or key is ALL or key in have:
+        reads.need(item, ALL)
+
+
+def _made(lst: Value) -> int | None:
+    """How many items a list literal was made with (None when it was not made by one)."""
+    return len(lst.node.inputs) if lst.node.kind == "prim::ListConstruct" else None
+
+
+# -- the refusal ---------------------------------------------------------------------------------
+def _refusal(gaps: list[Value], reads: _Reads, depends: set[Value], received: set[Value]
+             ) -> IRError:
+    """The error for the first gap, naming the node that dropped the cotangent: a user of the
+    value through which it is needed whose own result did get one (or is a container)."""
+    gap_set = set(gaps)
+    for v in gaps:
+        for use in v.uses:
+            user = use.node
+            if _passes_on(user, v, reads) and not any(o in gap_set for o in user.outputs):
+                return _error(user, v)
+    return _error(gaps[0].node, gaps[0])
+
+
+def _passes_on(user: Node, v: Value, reads: _Reads) -> bool:
+    if user.kind in STORES:
+        return user.inputs[0] in reads
+    if user.kind == "prim::Return":
+        owner = user.owner.owner if user.owner is not None else None
+        return owner is not None
+    return any(o in reads for o in user.outputs)
+
+
+def _error(node: Node, v: Value) -> IRError:
+    if node.kind == "prim::Return" and node.owner is not None and node.owner.owner is not None:
+        node = node.owner.owner
+    construct = spelling(node.kind)
+    return IRError(
+        f"cannot differentiate through `{construct}` here: the gradient would silently be zero "
+        "(a value that depends on a differentiated argument reaches the result through it, but "
+        "the backward drops its gradient there). Keep such values out of dicts, list outputs "
+        "and lists read back by position: np.stack the items, return a tuple, or compute the "
+        "value without a differentiated argument", node)
