@@ -111,6 +111,21 @@ class Origin:
             return cls(qualname, source.file if source else None, None, source)
         return cls(qualname, code.co_filename, code.co_firstlineno, source)
 
+    @classmethod
+    def of_module(cls, module: object) -> Origin:
+        """The origin of a module (or scripted function) being frozen or saved: its class."""
+        import inspect
+        target = getattr(module, "python_module", None) or module
+        if getattr(target, "__code__", None) is not None:
+            return cls.of(target)
+        kind = type(target)
+        try:
+            file = inspect.getsourcefile(kind)
+            line = inspect.getsourcelines(kind)[1]
+        except (OSError, TypeError):
+            file, line = None, None
+        return cls(kind.__qualname__, file, line)
+
 
 def as_script_error(exc: BaseException, origin: Origin, doing: str) -> ScriptError:
     """A ``ScriptError`` for an internal exception raised while ``doing`` (``"compiling"``,
@@ -182,7 +197,7 @@ def reported(origin: Callable[[], Origin], doing: str) -> Iterator[None]:
         yield
     except USER_ERRORS:
         raise
-    except (MemoryError, KeyboardInterrupt):
+    except (MemoryError, KeyboardInterrupt, OSError):  # the machine's, not the compiler's
         raise
     except Exception as e:  # noqa: BLE001 -- the boundary between the compiler and its user
         raise as_script_error(e, origin(), doing) from e
