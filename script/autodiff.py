@@ -224,7 +224,7 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
     ``SignatureError`` for one whose nesting or shape differs from its output's."""
     if isinstance(output, (tuple, list)):
         cts = ct if ct is not None else (None,) * len(output)
-        if not isinstance(cts, (tuple, list)) or len(cts) != len(output):
+        if not hasattr(cts, "__len__") or len(cts) != len(output):
             raise SignatureError(f"{what}: expected a sequence of {len(output)} cotangents "
                                  f"like the output, got {type(ct).__name__}")
         made = [_cotangent_like(o, c, f"{what}[{k}]")
@@ -236,9 +236,12 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
     if dtype is not None and not hasattr(ct, "shape"):
         ct = np.asarray(ct, dtype=dtype)
     shape = getattr(output, "shape", None)
-    if shape is not None and getattr(ct, "shape", shape) != shape:
-        raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has shape "
-                             f"{tuple(shape)}")
+    if isinstance(ct, np.ndarray) and shape is not None and ct.shape != shape:
+        try:  # one cotangent for every element (a scalar): spread it over the output
+            return np.broadcast_to(ct, shape).copy()
+        except ValueError:
+            raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
+                                 f"shape {tuple(shape)}") from None
     return ct
 
 
