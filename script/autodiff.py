@@ -275,6 +275,10 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
             raise ScriptError("value_and_grad needs a function with one scalar output, got "
                              f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
         grads = backward(np.ones_like(value))
+        for k in [argnums] if isinstance(argnums, int) else argnums:
+            if not -len(grads) <= k < len(grads):
+                raise SignatureError(f"value_and_grad: argnums {k} is out of range for a "
+                                     f"function of {len(grads)} arguments")
         if isinstance(argnums, int):
             return value, grads[argnums]
         return value, tuple(grads[k] for k in argnums)

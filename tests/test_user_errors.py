@@ -20,7 +20,7 @@ import pytest
 
 import ir
 import passes
-from script import LoadError, SignatureError, script, vjp
+from script import LoadError, SignatureError, grad, script, value_and_grad, vjp
 from script.errors import ScriptError
 from tests import bad_programs, frontend_programs, refused_gradients
 
@@ -178,3 +178,26 @@ def test_a_cotangent_unlike_the_output_is_a_signature_error():
 def test_a_non_function_is_refused_with_a_script_error():
     with pytest.raises(ScriptError, match="not an object of type int"):
         vjp(3, np.ones(3))
+
+
+def two_args(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return (x * y).sum()
+
+
+@pytest.mark.parametrize("misuse, error", [
+    (lambda: script(lambda x: x)(np.ones(2)), ScriptError),
+    (lambda: script(3), ScriptError),
+    (lambda: script(two_args)(np.ones(2)), SignatureError),
+    (lambda: script(two_args)(np.ones(2), np.ones(3)), SignatureError),
+    (lambda: vjp(script(two_args), np.ones(2), np.ones(3)), SignatureError),
+    (lambda: value_and_grad(two_args, argnums=5)(np.ones(2), np.ones(2)), SignatureError),
+    (lambda: value_and_grad(double_then_tanh)(np.ones(2)), ScriptError),
+    (lambda: grad(double_then_tanh)(np.ones(2)), ScriptError),
+    (lambda: script(two_args)(object(), np.ones(2)), SignatureError),
+], ids=["lambda", "not-a-function", "arity", "shapes", "vjp-shapes", "argnums",
+        "value_and_grad-vector", "grad-vector", "object-argument"])
+def test_api_misuse_is_a_user_facing_error(misuse, error):
+    with pytest.raises(error) as info:
+        misuse()
+    if isinstance(info.value, ScriptError) and info.value.line is not None:
+        assert LOCATED.search(str(info.value))
