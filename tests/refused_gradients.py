@@ -55,6 +55,16 @@ def refused_list_item_replaced(x: Tensor) -> Tensor:
     return l[0] + l[1]
 
 
+def refused_conditional_append_in_a_recurrence(W: Tensor, data: Tensor) -> Tensor:
+    X: List[Tensor] = []
+    x = np.zeros((4, 1))
+    for t in range(6):
+        x = 0.7 * x + 0.3 * np.tanh(np.dot(W, x) + data[t])
+        if t >= 2:
+            X.append(x[:, 0])  # REFUSED: cannot differentiate.*silently be zero
+    return np.stack(X, axis=1)
+
+
 # -- constructs the backward refuses by name -----------------------------------------------------
 def refused_concatenate_conditional_appends(x: Tensor, n: int) -> Tensor:
     l: List[Tensor] = []
@@ -111,6 +121,8 @@ ARGS = {
     "refused_list_output": lambda r: (r.standard_normal(2),),
     "refused_appended_list_output": lambda r: (r.standard_normal(2),),
     "refused_list_item_replaced": lambda r: (r.standard_normal(3),),
+    "refused_conditional_append_in_a_recurrence": lambda r: (r.standard_normal((4, 4)),
+                                                             r.standard_normal((6, 4, 1))),
     "refused_concatenate_conditional_appends": lambda r: (r.standard_normal(2), 3),
     "refused_list_read_at_a_variable_index": lambda r: (r.standard_normal(2), 1),
     "refused_appended_item_read_back": lambda r: (r.standard_normal(2),),

@@ -321,13 +321,35 @@ def _passes_on(user: Node, v: Value, reads: _Reads) -> bool:
     return any(o in reads for o in user.outputs)
 
 
+CONSTRUCTS = {
+    "prim::DictSetItem": ("a value stored in a dict (`d[k] = v`)",
+                          "keep such values in a tuple, or in a list that is np.stack-ed"),
+    "prim::DictConstruct": ("a value stored in a dict (`{k: v}`)",
+                            "keep such values in a tuple, or in a list that is np.stack-ed"),
+    "prim::ListAppend": ("a value appended to a list (`.append`, a list comprehension)",
+                         "np.stack the list and use the array, or index the array directly"),
+    "prim::ListConstruct": ("a value put in a list (`[a, b]`)",
+                            "return a tuple instead of a list, or np.stack the list"),
+    "prim::ListSetItem": ("a value written into a list (`l[i] = v`)",
+                          "build a new list, or np.stack the items and use the array"),
+    "prim::ListInsert": ("a value inserted into a list (`.insert`)",
+                         "append in order and np.stack the list"),
+    "prim::ListExtend": ("a list extended by another (`.extend`)",
+                         "append the items one by one and np.stack the list"),
+    "prim::SetAttr": ("a value stored in an object's field (`obj.name = v`)",
+                      "pass the value as a separate argument or result"),
+}
+"""How a message names the construct that dropped a cotangent, and a way around it (other
+constructs are named by their op's spelling)."""
+
+
 def _error(node: Node, v: Value) -> IRError:
     if node.kind == "prim::Return" and node.owner is not None and node.owner.owner is not None:
         node = node.owner.owner
-    construct = spelling(node.kind)
+    what, way_out = CONSTRUCTS.get(node.kind, (
+        f"the result of `{spelling(node.kind)}`",
+        "compute the value from arrays directly, without this construct"))
     return IRError(
-        f"cannot differentiate through `{construct}` here: the gradient would silently be zero "
-        "(a value that depends on a differentiated argument reaches the result through it, but "
-        "the backward drops its gradient there). Keep such values out of dicts, list outputs "
-        "and lists read back by position: np.stack the items, return a tuple, or compute the "
-        "value without a differentiated argument", node)
+        f"cannot differentiate {what}: the gradient would silently be zero (the value depends "
+        "on a differentiated argument and reaches the result, but its gradient is dropped "
+        f"here); {way_out}", node)
