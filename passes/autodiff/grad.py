@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import spelling
-from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import INT, DictType, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
 from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
 from passes.autodiff.prepare import (
@@ -47,7 +47,7 @@ from passes.autodiff.prepare import (
     refine_stacked_lists,
 )
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
-from passes.autodiff.soundness import check_gradient_paths
+from passes.autodiff.soundness import STORES, check_gradient_paths
 
 
 @dataclass
@@ -105,6 +105,10 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
             results.append(root.const(None))
         elif v in lists:
             results.append(_list_of_items(root, v, root.ct.get(v), len(lists[v])))
+        elif isinstance(v.type, ListType) and root.ct.get(v) is None:
+            raise IRError("cannot differentiate with respect to a list argument the function "
+                          "changes: pass the arrays as separate arguments or a tuple, and build "
+                          "a new list in the function", _first_change(v))
         else:
             results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
@@ -133,6 +137,14 @@ def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
     items = [root._element(gk, tk, v, k) for k, (gk, tk) in enumerate(zip(parts, t.elements))]
     item_t = _covering([i.type for i in items], TensorType())
     return root.emit("prim::ListConstruct", *items, types=[ListType(item_t)]).output
+
+
+def _first_change(v: Value) -> Node | None:
+    """The first node that writes into list ``v`` (an append, a store), if any."""
+    for use in v.uses:
+        if use.index == 0 and use.node.kind in STORES:
+            return use.node
+    return None
 
 
 def _seed(root: BlockGrad, ct: Value):
@@ -407,9 +419,9 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
-            raise IRError(f"cannot differentiate an `if` that assigns a {v.type} used by the "
-                          "differentiated result: assign arrays in the branches and build the "
-                          "container after the `if`")
+            raise IRError(f"cannot differentiate an `if` that assigns {_kind_of(v.type)} used "
+                          "by the differentiated result: assign arrays in the branches and build "
+                          "the container after the `if`")
     free = outer_values(node, ctx)
     cond = ctx.fwd(node.inputs[0])
     bif = ctx.emit("prim::If", cond, types=[])
@@ -431,6 +443,19 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
         # branch result): the output covers what both branches return
         out = bif.add_output(_covering([r.type for r in results], _ct_type(u.type)))
         ctx.add_ct(u, out)
+
+
+def _kind_of(t: Type) -> str:
+    """How a message names a value of type ``t`` to the user."""
+    if isinstance(t, OptionalType):
+        return "an Optional value"
+    if isinstance(t, ListType):
+        return "a list"
+    if isinstance(t, TupleType):
+        return "a tuple"
+    if isinstance(t, DictType):
+        return "a dict"
+    return f"a value of type {t}"
 
 
 def _ct_type(t: Type) -> Type:
@@ -529,9 +554,9 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     carried = [j for j, p in enumerate(params) if ctx.is_active(p)]
     for j in carried:
         if not isinstance(params[j].type, TensorType):
-            raise IRError(f"cannot differentiate a loop that reassigns a {params[j].type} on "
-                          "the differentiated path each step: carry arrays, or mutate one list "
-                          "with .append")
+            raise IRError(f"cannot differentiate a loop that reassigns {_kind_of(params[j].type)} "
+                          "on the differentiated path each step: carry arrays, or mutate one "
+                          "list with .append")
     free = outer_values(node, ctx)
     lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
     if all(g is None for g in gs) and not lists:
