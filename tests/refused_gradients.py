@@ -7,11 +7,11 @@ of the plain function give. Never a zero or wrong gradient, never another except
 """
 # ruff: noqa
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, NamedTuple, Tuple
 
 import numpy as np
 
-from script import Tensor, ops
+from script import Tensor, ops, script
 
 
 # -- values the backward used to drop without a word -------------------------------------------
@@ -63,6 +63,32 @@ def refused_conditional_append_in_a_recurrence(W: Tensor, data: Tensor) -> Tenso
         if t >= 2:
             X.append(x[:, 0])  # REFUSED: cannot differentiate.*silently be zero
     return np.stack(X, axis=1)
+
+
+class State(NamedTuple):
+    h: Tensor
+    c: Tensor
+
+
+def refused_named_tuple_fields(x: Tensor) -> Tensor:
+    s = State(np.tanh(x), x * 2.0)  # REFUSED: cannot differentiate.*silently be zero
+    return s.h * s.c
+
+
+@script
+class Accumulator:
+    def __init__(self, v: Tensor):
+        self.v = v
+
+
+def refused_object_field(x: Tensor) -> Tensor:
+    a = Accumulator(np.ones(3))
+    a.v = a.v + np.sin(x)  # REFUSED: cannot differentiate.*silently be zero
+    return a.v * 2.0
+
+
+def refused_list_inside_a_tuple_output(x: Tensor) -> Tuple[Tensor, List[Tensor]]:
+    return x * 2.0, [np.tanh(x)]  # REFUSED: cannot differentiate.*silently be zero
 
 
 # -- constructs the backward refuses by name -----------------------------------------------------
@@ -123,6 +149,9 @@ ARGS = {
     "refused_list_item_replaced": lambda r: (r.standard_normal(3),),
     "refused_conditional_append_in_a_recurrence": lambda r: (r.standard_normal((4, 4)),
                                                              r.standard_normal((6, 4, 1))),
+    "refused_named_tuple_fields": lambda r: (r.standard_normal(3),),
+    "refused_object_field": lambda r: (r.standard_normal(3),),
+    "refused_list_inside_a_tuple_output": lambda r: (r.standard_normal(3),),
     "refused_concatenate_conditional_appends": lambda r: (r.standard_normal(2), 3),
     "refused_list_read_at_a_variable_index": lambda r: (r.standard_normal(2), 1),
     "refused_appended_item_read_back": lambda r: (r.standard_normal(2),),

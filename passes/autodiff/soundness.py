@@ -338,6 +338,10 @@ CONSTRUCTS = {
                          "append the items one by one and np.stack the list"),
     "prim::SetAttr": ("a value stored in an object's field (`obj.name = v`)",
                       "pass the value as a separate argument or result"),
+    "prim::NamedTupleConstruct": ("a value put in a NamedTuple",
+                                  "use a plain tuple on the differentiated path"),
+    "prim::CreateObject": ("a value stored in a script-class object",
+                           "pass the value as a separate argument or result"),
 }
 """How a message names the construct that dropped a cotangent, and a way around it (other
 constructs are named by their op's spelling)."""
