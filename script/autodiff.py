@@ -20,7 +20,7 @@ from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script import profiler as _profiler
-from script.errors import Origin, ScriptError, SignatureError, reported
+from script.errors import Origin, ScriptError, SignatureError, at_def, reported
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
 
@@ -126,6 +126,10 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
 def _py_name(f: ScriptFunction) -> str:
     name = f.python_fn.__name__
     return name if name.isidentifier() else "f"
+
+
+def _name_of(f: Any) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
 
 
 def _as_script(f: Any) -> ScriptFunction:
@@ -272,8 +276,9 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
         if getattr(value, "shape", ()) != () or isinstance(value, tuple):
-            raise ScriptError("value_and_grad needs a function with one scalar output, got "
-                             f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+            origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
+            raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
+                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
         grads = backward(np.ones_like(value))
         for k in [argnums] if isinstance(argnums, int) else argnums:
             if not -len(grads) <= k < len(grads):
@@ -328,15 +333,15 @@ def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunctio
     pair = compile_gradient(inner, args, optimize=False).gradient
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
-        raise ScriptError("grad needs a function with one scalar output")
+        raise at_def(inner.origin(), "grad needs a function with one scalar output")
     g = Graph(gf.__name__)
     vmap = {v: g.add_input(v.type, v.name) for v in fwd.inputs}
     for node in list(fwd.block) + [None] + list(bwd.block):
         if node is None:  # between the two: seed the backward with ones
             out = vmap[fwd.outputs[0]]
             if not isinstance(out.type, ir.TensorType) or out.type.shape not in ((), None):
-                raise ScriptError(f"grad needs a function with one scalar output, got "
-                                  f"{out.type}")
+                raise at_def(inner.origin(), "grad needs a function with one scalar output, "
+                             f"got {out.type}")
             seed = g.create("tensor::ones_like", [out, g.constant(None)], [out.type])
             g.block.append(seed)
             vmap.update(zip(bwd.inputs, [seed.output] + [vmap[v] for v in fwd.outputs[1:]]))

@@ -144,6 +144,11 @@ def as_script_error(exc: BaseException, origin: Origin, doing: str) -> ScriptErr
         file, lines = _resolve(where.file, origin.source)
         line_text = lines.line(where.line) if lines else None
         return ScriptError(message, file, where.line, where.col, line_text)
+    return at_def(origin, message)
+
+
+def at_def(origin: Origin, message: str) -> ScriptError:
+    """A ``ScriptError`` pointing at the ``def`` of the function ``origin`` describes."""
     if origin.file is not None and origin.line is not None:
         import linecache
         return ScriptError(message, origin.file, origin.line, 0,

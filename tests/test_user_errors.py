@@ -203,3 +203,11 @@ def test_api_misuse_is_a_user_facing_error(misuse, error):
         misuse()
     if isinstance(info.value, ScriptError) and info.value.line is not None:
         assert LOCATED.search(str(info.value))
+
+
+@pytest.mark.parametrize("how", [lambda f: value_and_grad(f), lambda f: grad(f)],
+                         ids=["value_and_grad", "grad"])
+def test_a_vector_output_for_a_scalar_gradient_points_at_the_def(how):
+    with pytest.raises(ScriptError, match="one scalar output") as info:
+        how(double_then_tanh)(np.ones(2))
+    assert str(info.value).startswith(f"{__file__}:{DEF_LINE}:"), str(info.value)
