@@ -22,7 +22,7 @@ import ir
 import passes
 from script import LoadError, SignatureError, grad, script, value_and_grad, vjp
 from script.errors import ScriptError
-from tests import bad_programs, frontend_programs, refused_gradients
+from tests import bad_programs, edge_programs, frontend_programs, refused_gradients
 
 ALLOWED = (ScriptError, SignatureError, LoadError)
 LOCATED = re.compile(r"^\S+\.py:\d+:\d+: ", re.MULTILINE)
@@ -116,6 +116,13 @@ def test_rejected_programs_raise_script_errors_only(name):
 def test_accepted_programs_with_arbitrary_arguments(name, shape, dtype):
     fn = getattr(frontend_programs, name)
     drive(fn, arguments(fn, shape, dtype))
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+@pytest.mark.parametrize("name", _functions(edge_programs, "edge_"))
+def test_edge_programs_raise_what_their_python_raises(name, shape):
+    fn = getattr(edge_programs, name)
+    drive(fn, arguments(fn, shape))
 
 
 @pytest.mark.parametrize("name", sorted(refused_gradients.ARGS))
