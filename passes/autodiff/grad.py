@@ -26,6 +26,12 @@ Control flow is differentiated symbolically:
 
 Backward If outputs and reverse-loop carried values are typed to cover what flows into them: a
 cotangent's type can be less precise than its forward value's.
+
+Last, ``passes.autodiff.soundness`` checks that every value on a path from a differentiated input
+to an output got a cotangent: a construct the backward does not handle is refused (``IRError``
+naming its node: "cannot differentiate ...: the gradient would silently be zero") instead of
+giving a zero gradient. Rules give cotangents through ``BlockGrad.add_ct``, which records them
+for the check.
 """
 
 from __future__ import annotations
