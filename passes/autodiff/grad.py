@@ -132,7 +132,8 @@ def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
         i = use.node.inputs[1] if len(use.node.inputs) > 1 else None
         if i is not None and i.is_constant and not -n <= int(i.constant) < n:
             raise IRError(f"cannot differentiate reading a list argument of {n} items at "
-                          f"index {i.constant}", use.node)
+                          f"index {i.constant}: it is past the end (the plain function raises "
+                          "IndexError there)", use.node)
     if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
         reads = [u.node for u in v.uses if u.node.kind == "prim::ListIndex"]
         raise IRError("cannot differentiate reading a list argument at a non-constant index "
@@ -319,7 +320,7 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
     n = t.shape[axis]
     if n is None:
         raise IRError("cannot differentiate ops.unbind along an axis whose size is not known "
-                      "when compiling")
+                      "when compiling: index the array (x[i]) instead")
     item = node.output.type.element  # type: ignore[union-attr]
     pieces = [reads.get(k) for k in range(n)]
     items = [p if p is not None else _zeros_of(ctx, item) for p in pieces]
@@ -330,7 +331,8 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
 def _zeros_of(ctx: BlockGrad, t: TensorType) -> Value:
     if t.shape is None or None in t.shape or t.dtype is None:
         raise IRError("cannot differentiate ops.unbind of an array whose shape is not known "
-                      "when compiling (an unread item's gradient needs its shape)")
+                      "when compiling (an unread item's gradient needs its shape): index the "
+                      "array (x[i]) instead")
     return ctx.op("tensor::zeros", tuple(t.shape), t.dtype)
 
 
@@ -366,7 +368,8 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
         sizes = [size] * n
     if None in sizes:
         raise IRError("cannot differentiate np.concatenate of items whose sizes along the "
-                      "axis are not known when compiling")
+                      "axis are not known when compiling: concatenate arrays of fixed sizes, or "
+                      "np.stack items of one shape")
     start, pieces = 0, []
     for s in sizes:
         pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))

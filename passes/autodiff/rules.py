@@ -40,7 +40,9 @@ def rank_of(v: Value) -> int:
     t = v.type
     if not isinstance(t, TensorType) or t.shape is None:
         raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
-                      "of dimensions is not known when compiling")
+                      "of dimensions is not known when compiling (its shape changes from one "
+                      "loop step to the next, or it comes from a list of arrays of several "
+                      "shapes): keep its shape the same")
     return len(t.shape)
 
 
@@ -218,7 +220,8 @@ def transpose_vjp(b, node, gs):
     if axes is None:
         return [b.op("tensor::transpose", gs[0], None)]
     if axes is NOT_CONSTANT:
-        raise IRError("cannot differentiate np.transpose with axes not known when compiling")
+        raise IRError("cannot differentiate np.transpose with axes not known when compiling: "
+                      "write the axes as constants")
     rank = rank_of(node.inputs[0])
     norm = [int(a) % rank for a in (axes if isinstance(axes, (tuple, list)) else (axes,))]
     inverse = tuple(sorted(range(rank), key=lambda k: norm[k]))
@@ -244,7 +247,7 @@ def pieces_vjp(b, node, gs):
     axis = const(node, 2, 0)
     if axis is NOT_CONSTANT:
         raise IRError(f"cannot differentiate {spelling(node.kind)} along an axis not known "
-                      "when compiling")
+                      "when compiling: write the axis as a constant")
     items = [g if g is not None else b.zeros(v) for g, v in zip(gs, node.outputs)]
     from ir.types import ListType
     lst = b.emit("prim::ListConstruct", *items, types=[ListType(items[0].type)]).output
@@ -275,7 +278,7 @@ def reduced_axes(node: Node) -> list[int]:
     axis = const(node, 1, None)
     if axis is NOT_CONSTANT:
         raise IRError(f"cannot differentiate {spelling(node.kind)} over axes not known when "
-                      "compiling")
+                      "compiling: write the axes as constants")
     if axis is None:
         return list(range(rank))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -297,7 +300,8 @@ def reduced_count(node: Node) -> int:
     shape = static_shape(node.inputs[0])
     if shape is None:
         raise IRError(f"cannot differentiate {spelling(node.kind)} of an array whose shape "
-                      "is not known when compiling")
+                      "is not known when compiling: keep its shape the same from one loop step "
+                      "to the next")
     return math.prod(shape[a] for a in reduced_axes(node))
 
 
