@@ -62,7 +62,7 @@ def check_gradient_paths(graph: Graph, differentiated: Iterable[Value], received
     gaps = [v for v in _values(graph, nodes)
             if v in depends and v in reads and _holds_numbers(v.type) and v not in received]
     if gaps:
-        raise _refusal(gaps, reads, depends, received)
+        raise _refusal(gaps, reads)
 
 
 # -- what flows where ----------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def carries(t: Type) -> bool:
     """Whether a value of type ``t`` can hold something a derivative flows through."""
     if isinstance(t, TensorType):
         return t.dtype is None or t.dtype in FLOAT_DTYPES
-    if isinstance(t, (TupleType,)):
+    if isinstance(t, TupleType):
         return any(carries(e) for e in t.elements)
     if isinstance(t, (ListType, OptionalType)):
         return carries(t.element)
@@ -299,8 +299,7 @@ def _made(lst: Value) -> int | None:
 
 
 # -- the refusal ---------------------------------------------------------------------------------
-def _refusal(gaps: list[Value], reads: _Reads, depends: set[Value], received: set[Value]
-             ) -> IRError:
+def _refusal(gaps: list[Value], reads: _Reads) -> IRError:
     """The error for the first gap, naming the node that dropped the cotangent: a user of the
     value through which it is needed whose own result did get one (or is a container)."""
     gap_set = set(gaps)
