@@ -233,7 +233,10 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
                                  f"like the output, got {type(ct).__name__}")
         made = [_cotangent_like(o, c, f"{what}[{k}]")
                 for k, (o, c) in enumerate(zip(output, cts))]
-        return made if isinstance(output, list) else tuple(made)
+        if isinstance(output, list):
+            return made
+        # a NamedTuple output's cotangent is one of its class (the backward reads its fields)
+        return type(output)(*made) if hasattr(output, "_fields") else tuple(made)
     dtype = getattr(output, "dtype", None)
     if ct is None:
         return np.zeros_like(output) if dtype is not None else 0.0

@@ -42,8 +42,17 @@ from dataclasses import dataclass
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import spelling
-from ir.types import INT, DictType, ListType, OptionalType, TensorType, TupleType, Type
-from passes.autodiff.context import BlockGrad, Differentiator
+from ir.types import (
+    INT,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+)
+from passes.autodiff.context import BlockGrad, Differentiator, elements_of
 from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
 from passes.autodiff.prepare import (
     active_values,
@@ -118,7 +127,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         else:
             results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
-    check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.received)
+    check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.given)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
 
@@ -155,7 +164,7 @@ def _first_change(v: Value) -> Node | None:
 
 
 def _seed(root: BlockGrad, ct: Value):
-    if isinstance(ct.type, TupleType):
+    if elements_of(ct.type) is not None:
         return [_seed(root, v) for v in root.structured(ct)]
     return ct
 
@@ -183,12 +192,15 @@ def backprop_block(ctx: BlockGrad) -> None:
 
 def backprop_node(ctx: BlockGrad, node: Node) -> None:
     """Emit the backward of one forward node; a refusal names the innermost node it is about."""
+    ctx.ad.at.append(node)
     try:
         _backprop_node(ctx, node)
     except IRError as e:
         if e.node is None:
             e.node = node
         raise
+    finally:
+        ctx.ad.at.pop()
 
 
 def _backprop_node(ctx: BlockGrad, node: Node) -> None:
@@ -239,6 +251,18 @@ def _tuple_index(ctx: BlockGrad, node: Node) -> None:
     ctx.add_ct(node.inputs[0], gs)
 
 
+def _named_field(ctx: BlockGrad, node: Node) -> None:
+    """``s.h`` of a NamedTuple ``s``: the cotangent goes to that field of ``s``'s."""
+    g = ctx.take_ct(node.output)
+    t = node.inputs[0].type
+    if g is None or not isinstance(t, ClassType) or not t.named_tuple:
+        return
+    names = [name for name, _ in t.fields]
+    gs = [None] * len(names)
+    gs[names.index(node.attrs["name"])] = g
+    ctx.add_ct(node.inputs[0], gs)
+
+
 def _pass_through(ctx: BlockGrad, node: Node) -> None:
     ctx.add_ct(node.inputs[0], ctx.take_ct(node.output))
 
@@ -265,6 +289,7 @@ def _list_extend(ctx: BlockGrad, node: Node) -> None:
     for item in reversed(other.inputs):
         ctx.add_ct(item, ctx.emit("prim::ListPop", cts, -1,
                                   types=[cts.type.element]).output)  # type: ignore
+        ctx.ad.gave(item, by=other)  # the items reach the list through the literal
 
 
 def _list_construct(ctx: BlockGrad, node: Node) -> None:
@@ -408,7 +433,8 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
             return
         # tuples too: a branch or body that unpacks an outer tuple contributes to its elements;
         # and optionals: one that unwraps an outer optional contributes to its value
-        if isinstance(v.type, (TensorType, TupleType)) or _is_optional_tensor(v.type):
+        if isinstance(v.type, TensorType) or elements_of(v.type) is not None or \
+                _is_optional_tensor(v.type):
             seen.setdefault(v, None)
     for b in node.blocks:
         for n in b.walk():
@@ -550,6 +576,7 @@ def _collect_slice(ctx: BlockGrad, node: Node) -> None:
     g = ctx.take_ct(node.output)
     g = g if g is not None else ctx.zeros(node.output)
     collector = ctx.stacked[node.inputs[0]]
+    ctx.ad.gave(node.inputs[0])  # through the collector, added to it after the reverse loop
     if isinstance(collector.type, ListType):
         ctx.emit("prim::ListAppend", collector, g, types=[])
         return
@@ -645,6 +672,8 @@ STRUCTURE_VJPS = {
     "prim::TupleConstruct": _tuple_construct,
     "prim::TupleUnpack": _tuple_unpack,
     "prim::TupleIndex": _tuple_index,
+    "prim::NamedTupleConstruct": _tuple_construct,
+    "prim::GetAttr": _named_field,
     "prim::unchecked_unwrap_optional": _pass_through,
     "prim::ListConstruct": _list_construct,
     "prim::ListAppend": _list_append,

@@ -7,12 +7,14 @@ derivative is zero by the op registry's ``zero_derivative`` trait), through cont
 stored into a list, dict or object makes the container depend; a read gives what was stored) and
 through control flow (If and Loop results, loop-carried values). A value is *needed* when data
 flows from it to an output the same way, read backwards (a container read at a constant index or
-key needs only what was stored there). Every value that depends, is needed and holds numbers
-(a float tensor, or a tuple or optional of them) must have been given a cotangent by the
-backward; containers themselves are transparent (their items are checked). A value that missed
-one would get a gradient of zero without anyone saying so: the check raises an ``IRError``
-("cannot differentiate ...: the gradient would silently be zero") naming the node that dropped
-it, which the user-facing layer reports at the user's line.
+key needs only what was stored there). For every value that depends and holds numbers (a float
+tensor, or a tuple or optional of them), each use that passes it on to something needed (an op
+whose result is needed, a store into a needed container, a branch or loop-body result, the
+graph's output) must have given it a cotangent: the backward of that user ran and reached it.
+Containers themselves are transparent (the values stored into them are checked). A use that
+gave none would leave part of the gradient at zero without anyone saying so: the check raises an
+``IRError`` ("cannot differentiate ...: the gradient would silently be zero") naming that user,
+which the user-facing layer reports at the user's line.
 
 The analysis is independent of how the backward handles each construct, so a construct the
 backward does not understand (a dict, a list returned as an output, an item appended to a list
@@ -51,18 +53,23 @@ KEYED_READS = {"prim::ListIndex": 1, "prim::DictGetItem": 1, "prim::DictGet": 1}
 index (``ListUnpack`` reads item k into output k, ``LoadAttr`` the field its ``name`` names)."""
 
 
-def check_gradient_paths(graph: Graph, differentiated: Iterable[Value], received: set[Value]
+Edge = tuple[Node | None, Value]
+"""(user, value): the backward of ``user`` gave ``value`` a cotangent (None: the graph's output
+cotangent, given by the caller)."""
+
+
+def check_gradient_paths(graph: Graph, differentiated: Iterable[Value], given: set[Edge]
                          ) -> None:
     """Raise ``IRError`` when a value on a path from a ``differentiated`` input of ``graph`` (the
-    augmented forward, before its saved outputs are added) to one of its outputs did not get a
-    cotangent (``received``: the forward values the backward gave one)."""
+    augmented forward, before its saved outputs are added) to one of its outputs was not given a
+    cotangent by a use that passes it on (``given``: the uses whose backward gave one)."""
     nodes = list(graph.walk())
     depends = _dependent(graph, nodes, set(differentiated))
     reads = _needed(graph, nodes, depends)
-    gaps = [v for v in _values(graph, nodes)
-            if v in depends and v in reads and _holds_numbers(v.type) and v not in received]
+    gaps = [(user, v) for v in _values(graph, nodes) if v in depends and _holds_numbers(v.type)
+            for user in _passing_uses(v, reads) if (_edge_key(user), v) not in given]
     if gaps:
-        raise _refusal(gaps, reads)
+        raise _refusal(gaps, nodes)
 
 
 # -- what flows where ----------------------------------------------------------------------------
@@ -89,11 +96,15 @@ def _holds_numbers(t: Type) -> bool:
         return any(_holds_numbers(e) for e in t.elements)
     if isinstance(t, OptionalType):
         return _holds_numbers(t.element)
+    if isinstance(t, ClassType) and t.named_tuple:
+        return any(_holds_numbers(ft) for _, ft in t.fields)
     return False
 
 
 def _is_container(t: Type) -> bool:
-    return isinstance(t, (ListType, DictType, ClassType)) or isinstance(t, AnyType)
+    if isinstance(t, ClassType):
+        return not t.named_tuple  # a NamedTuple is differentiated as a tuple
+    return isinstance(t, (ListType, DictType, AnyType))
 
 
 def _zero(node: Node) -> bool:
@@ -273,11 +284,18 @@ def _literal_item_needed(reads: _Reads, lst: Value, k: int, made: int, literal: 
 
 
 def _need_stored(n: Node, reads: _Reads) -> None:
-    """A value stored into a needed container is needed unless only other keys are read: reads
-    of a list literal's own positions, or of other constant dict keys or object fields."""
-    container, item = n.inputs[0], n.inputs[STORES[n.kind]]
+    """A value stored into a needed container is needed (``_store_needed``)."""
+    if _store_needed(n, reads):
+        reads.need(n.inputs[STORES[n.kind]], ALL)
+
+
+def _store_needed(n: Node, reads: _Reads) -> bool:
+    """Whether the value store ``n`` puts into its container may be read by something needed:
+    not when only other keys are read (a list literal's own positions, other constant dict keys
+    or object fields)."""
+    container = n.inputs[0]
     if container not in reads:
-        return
+        return False
     have = reads.keys[container]
     key: object = ALL
     if n.kind == "prim::DictSetItem":
@@ -288,9 +306,8 @@ def _need_stored(n: Node, reads: _Reads) -> None:
         made = _made(container)
         # an appended item sits past the literal's items: a read of one of those does not see it
         if made is not None and all(isinstance(k, int) and 0 <= k < made for k in have):
-            return
-    if have is ALL or key is ALL or key in have:
-        reads.need(item, ALL)
+            return False
+    return have is ALL or key is ALL or key in have
 
 
 def _made(lst: Value) -> int | None:
@@ -298,26 +315,74 @@ def _made(lst: Value) -> int | None:
     return len(lst.node.inputs) if lst.node.kind == "prim::ListConstruct" else None
 
 
+# -- the uses that must give a cotangent --------------------------------------------------------
+def _passing_uses(v: Value, reads: _Reads) -> list[Node]:
+    """The users of ``v`` that pass it on to something needed (a block's Return node stands for
+    the If or Loop result, or the graph output, it gives)."""
+    users = []
+    for use in v.uses:
+        user, k = use.node, use.index
+        if user.kind == "prim::Return":
+            owner = user.owner.owner if user.owner is not None else None
+            if owner is None or _result_needed(owner, k, reads):
+                users.append(user)
+        elif _zero(user) or user.kind == "prim::If":
+            continue
+        elif user.kind == "prim::Loop":
+            if k >= 2 and _carried_needed(user, k - 2, reads):
+                users.append(user)
+        elif user.kind in STORES:
+            if k == STORES[user.kind] and _store_needed(user, reads):
+                users.append(user)
+        elif user.kind == "prim::ListConstruct":
+            lst = user.output
+            literal = all(u.node.kind not in STORES for u in lst.uses)
+            if _literal_item_needed(reads, lst, k, len(user.inputs), literal):
+                users.append(user)
+        elif user.kind == "prim::DictConstruct":
+            if k % 2 == 1 and reads.needs_item(user.output, _key(user.inputs[k - 1])):
+                users.append(user)
+        elif any(o in reads for o in user.outputs):
+            users.append(user)
+    return users
+
+
+def _result_needed(owner: Node, k: int, reads: _Reads) -> bool:
+    """Whether result ``k`` of a block of If/Loop ``owner`` flows on to something needed."""
+    if owner.kind == "prim::If":
+        return owner.outputs[k] in reads
+    if owner.kind == "prim::Loop":
+        return k >= 1 and _carried_needed(owner, k - 1, reads)
+    return True
+
+
+def _carried_needed(loop: Node, k: int, reads: _Reads) -> bool:
+    return loop.outputs[k] in reads or loop.blocks[0].params[1 + k] in reads
+
+
+def _edge_key(user: Node) -> Node | None:
+    """The node whose backward gives the cotangent a use of a value asks for: the user itself,
+    the If/Loop for a block's result, None for the graph's output."""
+    if user.kind != "prim::Return":
+        return user
+    return user.owner.owner if user.owner is not None else None
+
+
 # -- the refusal ---------------------------------------------------------------------------------
-def _refusal(gaps: list[Value], reads: _Reads) -> IRError:
-    """The error for the first gap, naming the node that dropped the cotangent: a user of the
-    value through which it is needed whose own result did get one (or is a container)."""
-    gap_set = set(gaps)
-    for v in gaps:
-        for use in v.uses:
-            user = use.node
-            if _passes_on(user, v, reads) and not any(o in gap_set for o in user.outputs):
-                return _error(user, v)
-    return _error(gaps[0].node, gaps[0])
+def _refusal(gaps: list[tuple[Node, Value]], nodes: list[Node]) -> IRError:
+    """The error for the gap that explains the others: a value put into a container the backward
+    does not see through (what is read back from it then has no derivative either, so the ops
+    reading it pass nothing on), else the use nearest the outputs (everything upstream of a
+    dropped cotangent misses one too)."""
+    order = {n: k for k, n in enumerate(nodes)}
 
+    def rank(gap: tuple[Node, Value]) -> tuple[bool, int]:
+        key = _edge_key(gap[0])
+        position = order.get(key, len(order)) if key is not None else len(order)
+        return gap[0].kind in CONSTRUCTS, position
 
-def _passes_on(user: Node, v: Value, reads: _Reads) -> bool:
-    if user.kind in STORES:
-        return user.inputs[0] in reads
-    if user.kind == "prim::Return":
-        owner = user.owner.owner if user.owner is not None else None
-        return owner is not None
-    return any(o in reads for o in user.outputs)
+    user, v = max(gaps, key=rank)
+    return _error(user, v)
 
 
 CONSTRUCTS = {
@@ -347,8 +412,8 @@ constructs are named by their op's spelling)."""
 
 
 def _error(node: Node, v: Value) -> IRError:
-    if node.kind == "prim::Return" and node.owner is not None and node.owner.owner is not None:
-        node = node.owner.owner
+    if node.kind == "prim::Return":
+        node = _edge_key(node) or v.node
     what, way_out = CONSTRUCTS.get(node.kind, (
         f"the result of `{spelling(node.kind)}`",
         "compute the value from arrays directly, without this construct"))
