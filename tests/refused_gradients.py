@@ -33,6 +33,13 @@ def refused_dict_in_loop(x: Tensor) -> Tensor:
     return hs[0] + hs[2]
 
 
+def refused_dict_beside_a_direct_use(h: Tensor) -> Tensor:
+    g = np.tanh(h)
+    hs: Dict[int, Tensor] = {}
+    hs[0] = g  # REFUSED: cannot differentiate.*silently be zero
+    return g.sum() + (hs[0] * 3.0).sum()
+
+
 def refused_comprehension_unpacked(x: Tensor) -> Tensor:
     a, i = [x[:, k] for k in range(2)]  # REFUSED: cannot differentiate.*silently be zero
     return np.tanh(a) * i
@@ -143,6 +150,7 @@ ARGS = {
     "refused_dict_value": lambda r: (r.standard_normal(2),),
     "refused_dict_literal": lambda r: (r.standard_normal(3),),
     "refused_dict_in_loop": lambda r: (r.standard_normal(3),),
+    "refused_dict_beside_a_direct_use": lambda r: (r.standard_normal(3),),
     "refused_comprehension_unpacked": lambda r: (r.standard_normal((3, 2)),),
     "refused_list_output": lambda r: (r.standard_normal(2),),
     "refused_appended_list_output": lambda r: (r.standard_normal(2),),
