@@ -296,9 +296,13 @@ def _list_construct(ctx: BlockGrad, node: Node) -> None:
     lst = node.output
     cts = ctx.ad.list_cts.get(lst)
     reads = ctx.ad.read_cts.pop(lst, None)
+    # an item's cotangent is typed as the cotangent list's items are (the stacked cotangent's
+    # dtype, which differs from a float32 item's in a list of several dtypes)
+    item_ct = cts.type.element if cts is not None and isinstance(cts.type, ListType) else None
     for k, item in enumerate(node.inputs):
         if cts is not None:
-            ctx.add_ct(item, ctx.emit("prim::ListIndex", cts, k, types=[item.type]).output)
+            ctx.add_ct(item, ctx.emit("prim::ListIndex", cts, k,
+                                      types=[item_ct or item.type]).output)
         if reads:
             ctx.add_ct(item, reads.get(k))
 

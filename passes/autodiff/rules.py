@@ -342,7 +342,12 @@ def extremum_vjp(b, node, gs):
     y = keep_reduced(b, b.fwd(node.output), node, 2)
     x = b.fwd(node.inputs[0])
     dtype = node.inputs[0].type.dtype  # type: ignore[union-attr]
-    hit = b.op("tensor::astype", b.op("tensor::eq", x, y), dtype)
+    equal = b.op("tensor::eq", x, y)
+    if dtype is not None:
+        hit = b.op("tensor::astype", equal, dtype)
+    else:  # a dtype known only at run time (items of a list of several types): x's own
+        hit = b.op("tensor::where", equal, b.op("tensor::ones_like", x, None),
+                   b.op("tensor::zeros_like", x, None))
     count = b.op("tensor::sum", hit, tuple(reduced_axes(node)), True)
     return [b.op("tensor::div", _mul(b, g, hit), count)]
 
