@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -25,8 +26,10 @@ from passes.autodiff.grad import STRUCTURE_VJPS
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
 from script import script, vjp
 from script.errors import ScriptError
+from tests import frontend_programs
 from tests import refused_gradients as R
 from tests.gradcheck import check_vjp
+from tests.programs import cells, custom_lstms
 from tests.programs.language import PROGRAMS
 
 SILENT = "the gradient would silently be zero"
@@ -108,6 +111,41 @@ def test_the_check_refuses_nothing_the_backward_gets_right(name, monkeypatch):
     args = tuple(make(np.random.default_rng(0)))
     try:
         vjp(script(fn), *args)
+    except ScriptError as e:
+        if SILENT in str(e):
+            assert wrong_without_the_check(fn, args, monkeypatch), str(e)
+
+
+def _runnable_arguments(fn) -> tuple | None:
+    """Arguments made from ``fn``'s annotations that its plain Python accepts, if any."""
+    from tests.test_user_errors import arguments
+    for shape in ((3,), (2, 3), (3, 3), (4, 2, 3)):
+        args = arguments(fn, shape)
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn(*args)
+        except Exception:  # noqa: BLE001 -- another shape may fit
+            continue
+        return args
+    return None
+
+
+@pytest.mark.parametrize("module, name", [
+    (module, name) for module in (frontend_programs, cells, custom_lstms)
+    for name, value in sorted(vars(module).items())
+    if inspect.isfunction(value) and value.__module__ == module.__name__
+    and not name.startswith("_")])
+def test_corpus_programs_are_not_refused_spuriously(module, name, monkeypatch):
+    """Every program of the frontend corpus and the cell library, differentiated with respect
+    to every float input (arguments made from the annotations)."""
+    fn = getattr(module, name)
+    args = _runnable_arguments(fn)
+    if args is None or not _float_args(args):
+        return
+    try:
+        with np.errstate(all="ignore"):
+            vjp(script(fn), *args)
     except ScriptError as e:
         if SILENT in str(e):
             assert wrong_without_the_check(fn, args, monkeypatch), str(e)
