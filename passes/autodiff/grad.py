@@ -593,7 +593,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     gs = [ctx.take_ct(v) for v in node.outputs]
     carried = [j for j, p in enumerate(params) if ctx.is_active(p)]
     for j in carried:
-        if not isinstance(params[j].type, TensorType):
+        if not _carriable(params[j].type):
             raise IRError(f"cannot differentiate a loop that reassigns {_kind_of(params[j].type)} "
                           "on the differentiated path each step: carry arrays, or mutate one "
                           "list with .append")
@@ -604,7 +604,8 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     n = _trip_count(ctx, node)
     stacked = _stacked_reads(node, free)
     accumulated = [u for u in free if u not in stacked]
-    init = [gs[j] if gs[j] is not None else ctx.zeros(node.outputs[j]) for j in carried]
+    # a carried tuple or NamedTuple (an LSTM state) carries its cotangent as one of its type
+    init = [ctx.materialize(node.outputs[j], gs[j]) for j in carried]
     init += [ctx.materialize(u, None) for u in accumulated]
     collectors = {u: _collector(ctx, u, axis) for u, axis in stacked.items()}
     bloop = ctx.emit("prim::Loop", n, True, *init, types=[])
@@ -620,8 +621,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     for u in accumulated:
         sub.ct[u] = sub.plus(sub.ct.get(u), bbody.add_param(u.type, "grad_" + (u.name or "u")))
     backprop_block(sub)
-    results = [sub.ct.get(params[j]) for j in carried]
-    results = [r if r is not None else sub.zeros(params[j]) for r, j in zip(results, carried)]
+    results = [sub.materialize(params[j], sub.ct.get(params[j])) for j in carried]
     results += [sub.materialize(u, sub.ct[u]) for u in accumulated]
     bbody.set_returns([sub.const(True), *results])
     # the carried cotangents' initial values and results may be typed less precisely than the
@@ -642,6 +642,15 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
             continue
         backwards = ctx.op("prim::ListSlice", collector, None, None, -1)
         ctx.add_ct(u, ctx.op("tensor::stack", backwards, stacked[u]))
+
+
+def _carriable(t: Type) -> bool:
+    """Loop-carried values whose cotangent a reverse loop can carry: tensors, and tuples or
+    NamedTuples of tensors."""
+    elements = elements_of(t)
+    if elements is not None:
+        return all(isinstance(e, TensorType) for e in elements)
+    return isinstance(t, TensorType)
 
 
 def _retype(node: Node) -> None:
