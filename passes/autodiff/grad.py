@@ -494,6 +494,8 @@ def _kind_of(t: Type) -> str:
         return "a tuple"
     if isinstance(t, DictType):
         return "a dict"
+    if isinstance(t, ClassType):
+        return "a NamedTuple" if t.named_tuple else f"a {t.name.rsplit('.', 1)[-1]} object"
     return f"a value of type {t}"
 
 
