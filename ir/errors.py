@@ -4,16 +4,21 @@ from __future__ import annotations
 
 
 class IRError(Exception):
-    """Misuse of the IR API (erasing a used value, inserting a node twice, ...)."""
+    """Misuse of the IR API (erasing a used value, inserting a node twice, ...), or a graph a
+    transformation cannot handle (a gradient it refuses).
+
+    ``node`` is the node it is about, when known: its ``source`` is the user's line, which the
+    user-facing layer (``script``) turns into a ``ScriptError`` pointing there.
+    """
+
+    def __init__(self, message: str = "", node: object = None):
+        super().__init__(message)
+        self.node = node
+        """the offending ``Node`` (or None when unknown)."""
 
 
 class VerifyError(IRError):
     """A malformed graph; the message names the node and what is wrong."""
-
-    def __init__(self, message: str, node: object = None):
-        super().__init__(message)
-        self.node = node
-        """the offending ``Node`` (or None for graph-level problems)."""
 
 
 class ParseError(IRError):

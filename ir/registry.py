@@ -41,7 +41,11 @@ SIDE_EFFECTS = "side_effects"
 """Mutates state or raises: never dropped, merged or moved across another side effect."""
 FRESH = "fresh"
 """Allocates a new mutable object (a list, a dict): DCE may drop it, CSE must not merge it."""
-TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH})
+ZERO_DERIVATIVE = "zero_derivative"
+"""Outputs carry no derivative of the inputs: comparisons, integer and bool results, rounding,
+shape queries, values made from a shape alone. Differentiation stops there, and the gradient
+soundness check accepts that a cotangent ends there."""
+TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE})
 
 
 class ShapeError(IRError):
@@ -158,6 +162,10 @@ class OpDef:
         return SIDE_EFFECTS in self.traits
 
     @property
+    def has_zero_derivative(self) -> bool:
+        return ZERO_DERIVATIVE in self.traits
+
+    @property
     def signature(self) -> str:
         args = [str(a) for a in self.args]
         if self.variadic and args:
@@ -201,6 +209,16 @@ def lookup(kind: str) -> OpDef | None:
     """The declaration of ``kind``, or None."""
     _load_ops()
     return REGISTRY.get(kind)
+
+
+def spelling(kind: str) -> str:
+    """How a user writes op ``kind``, for messages about their code: its first Python spelling
+    (``np.concatenate``), else ``ops.NAME`` for a tensor op, else the kind."""
+    op = lookup(kind)
+    if op is not None and op.spellings:
+        return op.spellings[0]
+    namespace, _, name = kind.partition("::")
+    return f"ops.{name}" if namespace == "tensor" else kind
 
 
 def all_ops() -> list[OpDef]:

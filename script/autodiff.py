@@ -20,7 +20,7 @@ from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script import profiler as _profiler
-from script.errors import SignatureError
+from script.errors import Origin, ScriptError, SignatureError, at_def, reported
 from script.function import (
     FORWARD_PIPELINE,
     ScriptFunction,
@@ -75,8 +75,14 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 
 
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
-    from script.codegen import generate
     graph = _specialized_graph(f, args)
+    with reported(f.origin, "differentiating"):
+        return _compile_gradient(f, graph, args, optimize)
+
+
+def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
+                      ) -> CompiledGradient:
+    from script.codegen import generate
     grad = differentiate(graph, _list_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
@@ -100,14 +106,15 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
                              "were given")
     types = input_types(d, args)
     _check_devices(d, args)
-    graph = d.graph.clone()
-    run_pipeline(graph, "inline")
-    _coerce_numbers(graph, types)
-    try:
-        specialize(graph, types)
-    except ir.ShapeError as e:
-        raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
-    run_pipeline(graph, STANDARD_PIPELINE)
+    with reported(f.origin, "compiling"):
+        graph = d.graph.clone()
+        run_pipeline(graph, "inline")
+        _coerce_numbers(graph, types)
+        try:
+            specialize(graph, types)
+        except ir.ShapeError as e:
+            raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
+        run_pipeline(graph, STANDARD_PIPELINE)
     return graph
 
 
@@ -126,12 +133,17 @@ def _py_name(f: ScriptFunction) -> str:
     return name if name.isidentifier() else "f"
 
 
+def _name_of(f: Any) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
 def _as_script(f: Any) -> ScriptFunction:
     if isinstance(f, ScriptFunction):
         return f
     if callable(f) and hasattr(f, "__code__"):
         return ScriptFunction(f)
-    raise TypeError(f"cannot differentiate an object of type {type(f).__name__}")
+    raise ScriptError(f"vjp/grad take a scripted function, a Python function or a Module, not "
+                      f"an object of type {type(f).__name__}")
 
 
 # -- the user API ---------------------------------------------------------------------------------
@@ -151,7 +163,7 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
         return _module_vjp(f, args)
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     full = sf._bind(args, {})
-    outputs, backward = run_vjp(compile_gradient(sf, full), full)
+    outputs, backward = run_vjp(compile_gradient(sf, full), full, sf.origin)
     nargs = len(sf.definition.arg_names)
     if nargs == len(full):
         return outputs, backward
@@ -168,7 +180,7 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
     full = method._bind(args, {})
     nargs = len(full) - len(method.attr_refs)
     params = [ref.parameter for ref in method.attr_refs]
-    outputs, backward = run_vjp(compile_gradient(method, full), full)
+    outputs, backward = run_vjp(compile_gradient(method, full), full, method.origin)
 
     def module_backward(cotangents: Any) -> tuple[Any, ...]:
         grads = backward(cotangents)
@@ -178,9 +190,15 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
     return outputs, module_backward
 
 
-def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
+def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
+            origin: Callable[[], Origin] | None = None
             ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
-    """Run a compiled forward on ``args``; return its outputs and the backward closure."""
+    """Run a compiled forward on ``args``; return its outputs and the backward closure.
+
+    The forward raises what the function raises; the backward raises ``SignatureError`` for
+    cotangents unlike the outputs, and reports anything else it raises as a compiler bug
+    (``ScriptError``, at the function's ``def`` when ``origin`` says where that is)."""
+    where = origin or (lambda: Origin(compiled.name))
     grad = compiled.gradient
     prof = _profiler.active
     if prof is None:
@@ -194,12 +212,18 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
 
     def backward(cotangents: Any) -> tuple[Any, ...]:
         cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
-        cts = [_cotangent_like(o, c) for o, c in zip(outputs, cts)]
+        if len(cts) != grad.num_outputs:
+            raise SignatureError(f"backward of {compiled.name}: {len(cts)} cotangents for "
+                                 f"{grad.num_outputs} outputs")
+        cts = [_cotangent_like(o, c, f"cotangent {k}") for k, (o, c) in
+               enumerate(zip(outputs, cts))]
         prof = _profiler.active
-        if prof is None:
-            grads = compiled.backward(*cts, *saved)
-        else:
-            grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)", (*cts, *saved))
+        with reported(where, "running the backward of"):
+            if prof is None:
+                grads = compiled.backward(*cts, *saved)
+            else:
+                grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)",
+                                       (*cts, *saved))
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
         return tuple(grads)
@@ -207,16 +231,32 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
 
 
-def _cotangent_like(output: Any, ct: Any) -> Any:
-    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers."""
-    if isinstance(output, tuple):
+def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers;
+    ``SignatureError`` for one whose nesting or shape differs from its output's."""
+    if isinstance(output, (tuple, list)):
         cts = ct if ct is not None else (None,) * len(output)
-        return tuple(_cotangent_like(o, c) for o, c in zip(output, cts))
+        if not hasattr(cts, "__len__") or len(cts) != len(output):
+            raise SignatureError(f"{what}: expected a sequence of {len(output)} cotangents "
+                                 f"like the output, got {type(ct).__name__}")
+        made = [_cotangent_like(o, c, f"{what}[{k}]")
+                for k, (o, c) in enumerate(zip(output, cts))]
+        if isinstance(output, list):
+            return made
+        # a NamedTuple output's cotangent is one of its class (the backward reads its fields)
+        return type(output)(*made) if hasattr(output, "_fields") else tuple(made)
     dtype = getattr(output, "dtype", None)
     if ct is None:
         return np.zeros_like(output) if dtype is not None else 0.0
     if dtype is not None and not hasattr(ct, "shape"):
-        return np.asarray(ct, dtype=dtype)
+        ct = np.asarray(ct, dtype=dtype)
+    shape = getattr(output, "shape", None)
+    if isinstance(ct, np.ndarray) and shape is not None and ct.shape != shape:
+        try:  # one cotangent for every element (a scalar): spread it over the output
+            return np.broadcast_to(ct, shape).copy()
+        except ValueError:
+            raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
+                                 f"shape {tuple(shape)}") from None
     return ct
 
 
@@ -247,9 +287,14 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
         if getattr(value, "shape", ()) != () or isinstance(value, tuple):
-            raise ValueError("value_and_grad needs a function with one scalar output, got "
-                             f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+            origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
+            raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
+                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
         grads = backward(np.ones_like(value))
+        for k in [argnums] if isinstance(argnums, int) else argnums:
+            if not -len(grads) <= k < len(grads):
+                raise SignatureError(f"value_and_grad: argnums {k} is out of range for a "
+                                     f"function of {len(grads)} arguments")
         if isinstance(argnums, int):
             return value, grads[argnums]
         return value, tuple(grads[k] for k in argnums)
@@ -305,14 +350,15 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     pair = compile_gradient(inner, args, optimize=False).gradient
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
-        raise ValueError("grad needs a function with one scalar output")
+        raise at_def(inner.origin(), "grad needs a function with one scalar output")
     g = Graph(gf.__name__)
     vmap = {v: g.add_input(v.type, v.name) for v in fwd.inputs}
     for node in list(fwd.block) + [None] + list(bwd.block):
         if node is None:  # between the two: seed the backward with ones
             out = vmap[fwd.outputs[0]]
             if not isinstance(out.type, ir.TensorType) or out.type.shape not in ((), None):
-                raise ValueError(f"grad needs a function with one scalar output, got {out.type}")
+                raise at_def(inner.origin(), "grad needs a function with one scalar output, "
+                             f"got {out.type}")
             seed = g.create("tensor::ones_like", [out, g.constant(None)], [out.type])
             g.block.append(seed)
             vmap.update(zip(bwd.inputs, [seed.output] + [vmap[v] for v in fwd.outputs[1:]]))

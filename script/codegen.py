@@ -188,7 +188,7 @@ class FunctionWriter:
             return rule(*args)
         if node.kind.startswith("tensor::"):
             return f"ops.{node.kind.split('::', 1)[1]}({', '.join(args)})"
-        raise ir.IRError(f"no code generation rule for {node.kind}")
+        raise ir.IRError(f"no code generation rule for {node.kind}", node)
 
     def assign(self, node: Node, expr: str) -> None:
         if not node.outputs:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -79,3 +81,128 @@ def render_caret(source_line: str, col: int, end_col: int | None = None) -> str:
     text = source_line.rstrip("\n")
     width = max(1, (end_col if end_col is not None else col + 1) - col)
     return f"    {text}\n    {' ' * col}^{'~' * (width - 1)}"
+
+
+USER_ERRORS = (ScriptError, SignatureError, LoadError)
+"""The exceptions compiling, calling or differentiating may raise at a user (besides the errors
+the program itself raises when it runs, as its plain Python would)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The function a compile or differentiate step is about: where its errors point when the
+    graph node at fault is not known."""
+
+    name: str
+    """its qualified name."""
+    file: str | None = None
+    """the file of its ``def``."""
+    line: int | None = None
+    """the line of its ``def`` (its first decorator's)."""
+    source: SourceInfo | None = None
+    """its file's lines, when compiled."""
+
+    @classmethod
+    def of(cls, fn: object, source: SourceInfo | None = None, name: str | None = None) -> Origin:
+        """The origin of Python function ``fn`` (None for a loaded graph: then ``name``)."""
+        code = getattr(fn, "__code__", None)
+        qualname = name or getattr(fn, "__qualname__", None) or "<function>"
+        if code is None:
+            return cls(qualname, source.file if source else None, None, source)
+        return cls(qualname, code.co_filename, code.co_firstlineno, source)
+
+    @classmethod
+    def of_module(cls, module: object) -> Origin:
+        """The origin of a module (or scripted function) being frozen or saved: its class."""
+        import inspect
+        target = getattr(module, "python_module", None) or module
+        if getattr(target, "__code__", None) is not None:
+            return cls.of(target)
+        kind = type(target)
+        try:
+            file = inspect.getsourcefile(kind)
+            line = inspect.getsourcelines(kind)[1]
+        except (OSError, TypeError):
+            file, line = None, None
+        return cls(kind.__qualname__, file, line)
+
+
+def as_script_error(exc: BaseException, origin: Origin, doing: str) -> ScriptError:
+    """A ``ScriptError`` for an internal exception raised while ``doing`` (``"compiling"``,
+    ``"differentiating"``) ``origin``: at the user's line of the graph node it names when it
+    names one (``IRError.node``), else at the ``def``. A gradient the compiler refuses keeps its
+    message ("cannot differentiate ..."); anything else is reported as a compiler bug."""
+    text = str(exc)
+    if "cannot differentiate" in text and _is_ir_error(exc):
+        message = text
+    else:
+        message = (f"internal compiler error while {doing} '{origin.name}': "
+                   f"{type(exc).__name__}: {text} (this is a bug in rnnscript; please report "
+                   "it with the program)")
+    where = _node_source(getattr(exc, "node", None))
+    if where is not None:
+        file, lines = _resolve(where.file, origin.source)
+        line_text = lines.line(where.line) if lines else None
+        return ScriptError(message, file, where.line, where.col, line_text)
+    return at_def(origin, message)
+
+
+def at_def(origin: Origin, message: str) -> ScriptError:
+    """A ``ScriptError`` pointing at the ``def`` of the function ``origin`` describes."""
+    if origin.file is not None and origin.line is not None:
+        import linecache
+        return ScriptError(message, origin.file, origin.line, 0,
+                           linecache.getline(origin.file, origin.line).rstrip("\n") or None)
+    return ScriptError(message)
+
+
+def _is_ir_error(exc: BaseException) -> bool:
+    from ir.errors import IRError
+    return isinstance(exc, IRError)
+
+
+def _node_source(node: object):
+    """The source position of ``node`` or, for a node a pass made, of the nearest node around
+    it that has one (an enclosing If/Loop, else a node before it in its block)."""
+    seen = 0
+    while node is not None and seen < 10_000:
+        seen += 1
+        source = getattr(node, "source", None)
+        if source is not None:
+            return source
+        before = getattr(node, "prev", None)
+        if before is not None and getattr(before, "kind", None) != "prim::Param":
+            node = before
+            continue
+        block = getattr(node, "owner", None)
+        node = getattr(block, "owner", None)
+    return None
+
+
+def _resolve(file: str, source: SourceInfo | None) -> tuple[str, SourceInfo | None]:
+    """The full path and lines of a file a node names by its base name: the function's own
+    file, else a file Python has read whose name ends so."""
+    import linecache
+    import os
+    if source is not None and os.path.basename(source.file) == file:
+        return source.file, source
+    for path in list(linecache.cache):
+        if os.path.basename(path) == file:
+            lines = tuple(line.rstrip("\n") for line in linecache.getlines(path))
+            return path, SourceInfo(path, lines)
+    return file, None
+
+
+@contextmanager
+def reported(origin: Callable[[], Origin], doing: str) -> Iterator[None]:
+    """Let only ``USER_ERRORS`` out of compiling or differentiating: any other exception from
+    the compiler becomes a ``ScriptError`` at the user's line (``as_script_error``).
+    ``origin`` is called only when an error needs it."""
+    try:
+        yield
+    except USER_ERRORS:
+        raise
+    except (MemoryError, KeyboardInterrupt, OSError):  # the machine's, not the compiler's
+        raise
+    except Exception as e:  # noqa: BLE001 -- the boundary between the compiler and its user
+        raise as_script_error(e, origin(), doing) from e

@@ -28,7 +28,7 @@ from ir.registry import NOT_CONSTANT, const, lookup
 from ir.types import ClassType, DictType, ListType, OptionalType, TupleType, Type
 from passes import CLEANUP_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.constant_prop import fold_limit
-from script.errors import ScriptError, SourceInfo
+from script.errors import Origin, ScriptError, SourceInfo, reported
 from script.frontend import FunctionDef
 from script.function import ScriptFunction, Specialization, bind_arguments
 from script.module import Module, Parameter, is_array
@@ -213,6 +213,11 @@ def freeze(module: Any, preserve: tuple[str, ...] | list[str] = ("forward",)) ->
     folded now. Other methods and attributes are left behind. Results equal the original's in
     eval mode.
     """
+    with reported(lambda: Origin.of_module(module), "freezing"):
+        return _freeze(module, preserve)
+
+
+def _freeze(module: Any, preserve: tuple[str, ...] | list[str]) -> StandaloneModule:
     python_module = _python_module(module)
     preserve = _check_preserve(python_module, preserve)
     with _eval_mode(python_module):
@@ -233,6 +238,11 @@ def freeze(module: Any, preserve: tuple[str, ...] | list[str] = ("forward",)) ->
 def standalone(module: Any) -> StandaloneModule:
     """The scripted module's methods as an unfrozen ``StandaloneModule`` sharing its parameters
     (what ``save`` writes for a module that is not frozen)."""
+    with reported(lambda: Origin.of_module(module), "compiling"):
+        return _standalone(module)
+
+
+def _standalone(module: Any) -> StandaloneModule:
     if isinstance(module, StandaloneModule):
         return module
     if isinstance(module, ScriptFunction) and not hasattr(module, "attr_refs"):

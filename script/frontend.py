@@ -141,6 +141,11 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
     name = getattr(fn, "__qualname__", repr(fn))
     if not inspect.isfunction(fn):
         raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
+    if fn.__name__ == "<lambda>":
+        code = fn.__code__
+        raise ScriptError("lambda is not supported; use a def", code.co_filename,
+                          code.co_firstlineno, 0, linecache.getline(code.co_filename,
+                                                                    code.co_firstlineno).rstrip())
     try:
         file = inspect.getsourcefile(fn)
         lines, start = inspect.getsourcelines(fn)

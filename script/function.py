@@ -25,7 +25,7 @@ import ir
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script import profiler as _profiler
-from script.errors import SignatureError
+from script.errors import Origin, SignatureError, reported
 from script.frontend_globals import guards_hold
 from script.signature import device_of, key_of, type_of
 
@@ -79,7 +79,7 @@ class ScriptFunction:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
                     from script.frontend import compile_function
-                    with _profiler.stage("frontend"):
+                    with _profiler.stage("frontend"), reported(self.origin, "compiling"):
                         d = compile_function(self.python_fn, self._example_types())
                     if self._definition is not None:  # a stale one: drop what it compiled
                         self._cache = {}
@@ -87,6 +87,13 @@ class ScriptFunction:
                     self._nargs = len(d.arg_names)
                     self._definition = d
         return d
+
+    def origin(self) -> Origin:
+        """Where this function's errors point when the line at fault is not known."""
+        d = self._definition
+        source = d.source if d is not None else None
+        name = d.name if d is not None else None
+        return Origin.of(self.python_fn, source, name)
 
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
@@ -136,7 +143,9 @@ class ScriptFunction:
         groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
         also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
         from script.explain import explain_report
-        return explain_report(self, self._bind(args, kwargs), svg)
+        args = self._bind(args, kwargs)
+        with reported(self.origin, "explaining"):
+            return explain_report(self, args, svg)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source for these arguments."""
@@ -165,6 +174,10 @@ class ScriptFunction:
         return spec
 
     def _compile(self, args: tuple[Any, ...]) -> Specialization:
+        with reported(self.origin, "compiling"):
+            return self._compile_unchecked(args)
+
+    def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
         from passes import run_pipeline
         from passes.shape_prop import specialize
         from script.codegen import generate

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from ir.core import Graph
-from script.errors import ScriptError
+from script.errors import Origin, ScriptError, reported
 from script.frontend import FunctionDef
 from script.frontend_globals import GlobalRef
 from script.frontend_modules import AttrRef, ModuleSession, method_function
@@ -88,7 +88,8 @@ class Variant:
         self.methods: dict[str, CompiledMethod] = {}
         for name in names:
             fn = method_function(module, name)
-            fdef = self.session.method(module, fn, ScriptError)
+            with reported(lambda: Origin.of(fn), "compiling"):
+                fdef = self.session.method(module, fn, ScriptError)
             attr_names = [_attr_name(paths, ref) for ref in fdef.attr_refs]
             self.methods[name] = CompiledMethod(getattr(module, name), fdef, attr_names)
 

@@ -52,7 +52,7 @@ from script.archive import (
     package_version,
     read_archive,
 )
-from script.errors import LoadError, ScriptError
+from script.errors import LoadError, Origin, ScriptError, reported
 from script.freeze import (
     NO_SOURCE,
     Binding,
@@ -73,6 +73,11 @@ _TYPE_TEXT = re.compile(r"[A-Za-z0-9_.,()\[\]?* =]{1,1000}")
 def save(module: Any, path: str | os.PathLike[str] | io.IOBase) -> None:
     """Write ``module`` (scripted, frozen or loaded) to one file at ``path`` (or a binary file
     object). An unfrozen module is saved with its parameters as named arrays."""
+    with reported(lambda: Origin.of_module(module), "saving"):
+        _save(module, path)
+
+
+def _save(module: Any, path: str | os.PathLike[str] | io.IOBase) -> None:
     m = module if isinstance(module, StandaloneModule) else standalone(module)
     constants: dict[str, Any] = {}
     members: dict[str, bytes] = {}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from script import Tensor, ops, script, value_and_grad, vjp
+from script.errors import ScriptError
 from tests.gradcheck import check_vjp, numerical_grad
 from tests.programs import cells
 
@@ -182,7 +183,7 @@ def test_value_and_grad_argnums():
 
 
 def test_value_and_grad_rejects_non_scalar_outputs():
-    with pytest.raises(ValueError, match="scalar"):
+    with pytest.raises(ScriptError, match="scalar"):
         value_and_grad(power_loop)(np.ones((2, 3)), np.ones((3, 3)), 1)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from script import Tensor, ops
 from script.autodiff import grad, value_and_grad, vjp
+from script.errors import ScriptError
 
 
 def cubic(x: Tensor) -> Tensor:
@@ -77,5 +78,5 @@ def test_value_and_grad_of_grad():
 def test_grad_rejects_non_scalar_outputs():
     def vector(x: Tensor) -> Tensor:
         return x * 2.0
-    with pytest.raises(ValueError, match="one scalar output"):
+    with pytest.raises(ScriptError, match="one scalar output"):
         grad(vector)(np.ones(3))

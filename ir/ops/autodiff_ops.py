@@ -14,7 +14,16 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes, float_result_dtype
 from ir.ops.shape import int_items, items_device, tensor_arg
-from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
+from ir.registry import (
+    FRESH,
+    NOT_CONSTANT,
+    PURE,
+    SIDE_EFFECTS,
+    ZERO_DERIVATIVE,
+    ShapeError,
+    const,
+    defop,
+)
 from ir.types import DTYPE_NAMES, FLOAT_DTYPES, OptionalType, TensorType, Type
 
 
@@ -97,9 +106,11 @@ defop("tensor::layer_norm_backward(g: Tensor, a: Tensor, weight: Tensor? = None,
       "and g * xhat and g summed over every axis but the last (the cotangents of a weight and "
       "a bias of the last axis' length), xhat = (a - mean) / sqrt(var + eps)")
 defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor",
-      _dropout_mask, (), (), "dropout's multiplier for a: kept elements 1 / (1 - p), dropped 0 "
-      "(ones when not training); draws exactly as `dropout` does, so dropout(a) == a * mask")
-defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty, (FRESH,), (),
+      _dropout_mask, (ZERO_DERIVATIVE,), (), "dropout's multiplier for a: kept elements "
+      "1 / (1 - p), dropped 0 (ones when not training); draws exactly as `dropout` does, so "
+      "dropout(a) == a * mask")
+defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty,
+      (FRESH, ZERO_DERIVATIVE), (),
       "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
       "a new array each time, read only after every slot is written")
 defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,

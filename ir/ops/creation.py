@@ -11,7 +11,7 @@ import math
 
 from ir.core import Node
 from ir.ops.shape import int_items, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.registry import NOT_CONSTANT, PURE, ZERO_DERIVATIVE, ShapeError, const, defop
 from ir.types import DTYPE_NAMES, FLOAT, TensorType, Type
 
 
@@ -79,18 +79,21 @@ def _arange_length(node: Node, start: object, stop: object, step: object) -> int
     return max(0, math.ceil((stop - start) / step))  # type: ignore[operator]
 
 
-defop('tensor::zeros(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), (PURE,),
+MADE = (PURE, ZERO_DERIVATIVE)
+"""made from a shape (and constants) alone: no derivative flows from the operands."""
+
+defop('tensor::zeros(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), MADE,
       ("np.zeros",), "a tensor of zeros (float64 unless a dtype is given, as numpy)")
-defop('tensor::ones(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), (PURE,),
+defop('tensor::ones(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), MADE,
       ("np.ones",), "a tensor of ones (float64 unless a dtype is given, as numpy)")
 defop("tensor::full(shape: ints, value: number, dtype: str? = None) -> Tensor",
-      _full, (PURE,), ("np.full",), "a tensor filled with value (dtype from the value by default)")
-defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), (PURE,),
+      _full, MADE, ("np.full",), "a tensor filled with value (dtype from the value by default)")
+defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
       ("np.zeros_like",), "zeros with a's shape, device and (by default) dtype")
-defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), (PURE,),
+defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
       ("np.ones_like",), "ones with a's shape, device and (by default) dtype")
 defop("tensor::full_like(a: Tensor, value: number, dtype: str? = None) -> Tensor", _like(2),
-      (PURE,), ("np.full_like",), "value with a's shape, device and (by default) dtype")
+      MADE, ("np.full_like",), "value with a's shape, device and (by default) dtype")
 defop("tensor::arange(start: number, stop: number? = None, step: number = 1, "
-      "dtype: str? = None) -> Tensor", _arange, (PURE,), ("np.arange",),
+      "dtype: str? = None) -> Tensor", _arange, MADE, ("np.arange",),
       "evenly spaced values in [start, stop) (or [0, start) when stop is None)")

@@ -14,10 +14,21 @@ from ir.ops.rules import (
     same_as_input_rule,
     unary_float_rule,
 )
-from ir.registry import COMMUTATIVE, ELEMENTWISE, NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.registry import (
+    COMMUTATIVE,
+    ELEMENTWISE,
+    NOT_CONSTANT,
+    PURE,
+    ZERO_DERIVATIVE,
+    ShapeError,
+    const,
+    defop,
+)
 from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 
 EW = (PURE, ELEMENTWISE)
+EW_ZERO = EW + (ZERO_DERIVATIVE,)
+"""elementwise ops whose result is constant almost everywhere (or bool): no derivative."""
 
 
 def _binary(node: Node) -> list[Type]:
@@ -75,7 +86,7 @@ defop("tensor::mul(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATI
       ("*", "np.multiply"), "a * b, broadcasting")
 defop("tensor::div(a: operand, b: operand) -> operand", _true_divide, EW,
       ("/", "np.divide", "np.true_divide"), "true division a / b (integers give float64)")
-defop("tensor::floordiv(a: operand, b: operand) -> operand", _binary, EW,
+defop("tensor::floordiv(a: operand, b: operand) -> operand", _binary, EW_ZERO,
       ("//", "np.floor_divide"), "floor division a // b")
 defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
       ("%", "np.mod", "np.remainder"), "remainder with the sign of b, as Python's %")
@@ -91,13 +102,15 @@ for _name, _op, _np in (("eq", "==", "equal"), ("ne", "!=", "not_equal"), ("lt",
                         ("le", "<=", "less_equal"), ("gt", ">", "greater"),
                         ("ge", ">=", "greater_equal")):
     defop(f"tensor::{_name}(a: operand, b: operand) -> operand", compare_rule,
-          EW + ((COMMUTATIVE,) if _name in ("eq", "ne") else ()), (_op, f"np.{_np}"),
+          EW_ZERO + ((COMMUTATIVE,) if _name in ("eq", "ne") else ()), (_op, f"np.{_np}"),
           f"a {_op} b elementwise, bool result")
-defop("tensor::logical_and(a: operand, b: operand) -> operand", _logical, EW + (COMMUTATIVE,),
+defop("tensor::logical_and(a: operand, b: operand) -> operand", _logical,
+      EW_ZERO + (COMMUTATIVE,),
       ("np.logical_and",), "elementwise and")
-defop("tensor::logical_or(a: operand, b: operand) -> operand", _logical, EW + (COMMUTATIVE,),
+defop("tensor::logical_or(a: operand, b: operand) -> operand", _logical,
+      EW_ZERO + (COMMUTATIVE,),
       ("np.logical_or",), "elementwise or")
-defop("tensor::logical_not(a: operand) -> operand", _logical, EW, ("np.logical_not",),
+defop("tensor::logical_not(a: operand) -> operand", _logical, EW_ZERO, ("np.logical_not",),
       "elementwise not")
 
 # -- unary ------------------------------------------------------------------------------------
@@ -105,7 +118,8 @@ defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.n
       "-a")
 defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
                                                                     "abs"), "|a|")
-defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW, ("np.sign",), "sign of a")
+defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW_ZERO, ("np.sign",),
+      "sign of a")
 defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (), "max(a, 0)")
 defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
 for _name, _np, _doc in (
@@ -117,7 +131,8 @@ for _name, _np, _doc in (
         ("reciprocal", "np.reciprocal", "1 / a"), ("floor", "np.floor", "round down"),
         ("ceil", "np.ceil", "round up"), ("erf", "", "the error function"),
         ("softplus", "", "log(1 + exp(a)), overflow-safe")):
-    defop(f"tensor::{_name}(a: operand) -> operand", unary_float_rule, EW,
+    defop(f"tensor::{_name}(a: operand) -> operand", unary_float_rule,
+          EW_ZERO if _name in ("floor", "ceil") else EW,
           (_np,) if _np else (), _doc)
 
 # -- ternary and casts --------------------------------------------------------------------------

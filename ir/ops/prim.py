@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from ir.constants import constant_type
 from ir.core import Node
-from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
+from ir.registry import (
+    FRESH,
+    NOT_CONSTANT,
+    PURE,
+    SIDE_EFFECTS,
+    ZERO_DERIVATIVE,
+    ShapeError,
+    const,
+    defop,
+)
 from ir.types import (
     BOOL,
     INT,
@@ -123,7 +132,7 @@ def _dict_value(node: Node) -> list[Type]:
 
 
 defop("prim::Constant() -> any", _constant, (PURE,), (), "a constant; attribute `value`")
-defop("prim::Uninitialized() -> any", keep_types, (PURE,), (),
+defop("prim::Uninitialized() -> any", keep_types, (PURE, ZERO_DERIVATIVE), (),
       "a placeholder for a value never read (after return/break)")
 defop("prim::If(cond: any) -> any", keep_types, (), ("if",),
       "two blocks; the taken block's results are the outputs", blocks=2)
@@ -157,14 +166,17 @@ defop("prim::ListSlice(l: list, start: int?, stop: int?, step: int?) -> list", _
       (FRESH,), ("l[a:b:c]",), "a new list from a slice (negative steps reverse)")
 defop("prim::ListAdd(a: list, b: list) -> list", _same_as_first, (FRESH,), ("a + b",),
       "concatenate two lists into a new one")
-defop("prim::ListContains(l: list, v: any) -> bool", _bool, (), ("v in l",), "membership")
-defop("prim::len(x: any) -> int", _int, (), ("len",), "length of a list, tuple, dict or tensor")
+defop("prim::ListContains(l: list, v: any) -> bool", _bool, (ZERO_DERIVATIVE,), ("v in l",),
+      "membership")
+defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",),
+      "length of a list, tuple, dict or tensor")
 defop("prim::DictGetItem(d: dict, k: any) -> any", _dict_value, (), ("d[k]",), "dict lookup")
 defop("prim::unchecked_unwrap_optional(x: any) -> any", _optional_unwrap, (PURE,), (),
       "an Optional known not to be None")
-defop("prim::RaiseException(message: str) -> ()", _no_outputs, (SIDE_EFFECTS,),
+defop("prim::RaiseException(message: str) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
       ("raise", "assert"), "raise AssertionError/RuntimeError with a message")
-defop("prim::Print(*values: any) -> ()", _no_outputs, (SIDE_EFFECTS,), ("print",),
+defop("prim::Print(*values: any) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
+      ("print",),
       "print values")
 defop("prim::FusionGroup(*inputs: any) -> any", keep_types, (PURE,), (),
       "a fused elementwise kernel; attribute `Subgraph`")

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.rules import scalar_result
-from ir.registry import PURE, defop
+from ir.registry import PURE, ZERO_DERIVATIVE, defop
 from ir.types import BOOL, FLOAT, INT, Type
+
+NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
+"""a Python bool/int/float/None test of a value: no derivative flows (``float(x)`` detaches)."""
 
 
 def _bool(node: Node) -> list[Type]:
@@ -29,15 +32,15 @@ def _number(node: Node) -> list[Type]:
     return [scalar_result([v.type for v in node.inputs])]
 
 
-defop("prim::Bool(x: any) -> bool", _bool, (PURE,), ("bool",),
+defop("prim::Bool(x: any) -> bool", _bool, NO_DERIVATIVE, ("bool",),
       "truth value of a number or a one-element tensor", python="bool({0})")
-defop("prim::Int(x: any) -> int", _int, (PURE,), ("int",),
+defop("prim::Int(x: any) -> int", _int, NO_DERIVATIVE, ("int",),
       "a number or one-element tensor as int (truncating)", python="int({0})")
-defop("prim::Float(x: any) -> float", _float, (PURE,), ("float",),
+defop("prim::Float(x: any) -> float", _float, NO_DERIVATIVE, ("float",),
       "a number or one-element tensor as float", python="float({0})")
-defop("prim::IsNone(x: any) -> bool", _bool, (PURE,), ("x is None",),
+defop("prim::IsNone(x: any) -> bool", _bool, NO_DERIVATIVE, ("x is None",),
       "whether an Optional holds None", python="({0} is None)")
-defop("prim::min(a: number, b: number) -> number", _number, (PURE,), ("min",),
+defop("prim::min(a: number, b: number) -> number", _number, NO_DERIVATIVE, ("min",),
       "the smaller of two numbers", python="min({0}, {1})")
-defop("prim::max(a: number, b: number) -> number", _number, (PURE,), ("max",),
+defop("prim::max(a: number, b: number) -> number", _number, NO_DERIVATIVE, ("max",),
       "the larger of two numbers", python="max({0}, {1})")

@@ -12,7 +12,16 @@ import math
 import numpy as np
 
 from ir.core import Node, Value
-from ir.registry import FRESH, NOT_CONSTANT, PURE, ShapeError, const, constant_of, defop
+from ir.registry import (
+    FRESH,
+    NOT_CONSTANT,
+    PURE,
+    ZERO_DERIVATIVE,
+    ShapeError,
+    const,
+    constant_of,
+    defop,
+)
 from ir.types import INT, Dim, ListType, TensorType, TupleType, Type
 
 Shape = tuple[Dim, ...]
@@ -433,11 +442,13 @@ defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, SHA
 defop("tensor::slice(a: Tensor, axis: int, start: int? = None, stop: int? = None, "
       "step: int? = None) -> Tensor", _slice, SHAPE, ("x[a:b:c]",),
       "basic slicing a[start:stop:step] along one axis")
-defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE, ("x.shape[i]",),
+defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATIVE,),
+      ("x.shape[i]",),
       "the size of one axis")
-defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH,), (".shape",),
+defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE), (".shape",),
       "the shape as a new list of ints")
-defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE, (".ndim", "np.ndim"), "the rank")
+defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
+      (".ndim", "np.ndim"), "the rank")
 defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk, SHAPE,
       ("ops.chunk",), "`chunks` pieces of ceil(n / chunks) along `axis`, the last one shorter "
       "(torch.chunk); `chunks` must be a constant")

@@ -19,10 +19,20 @@ from typing import Any
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types
-from ir.types import ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import ClassType, ListType, OptionalType, TensorType, TupleType, Type
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
+
+
+def elements_of(t: Type) -> list[Type] | None:
+    """The element types of a tuple or a NamedTuple (whose cotangent is kept per element), else
+    None."""
+    if isinstance(t, TupleType):
+        return list(t.elements)
+    if isinstance(t, ClassType) and t.named_tuple:
+        return [ft for _, ft in t.fields]
+    return None
 
 
 class Differentiator:
@@ -43,6 +53,17 @@ class Differentiator:
         self.read_cts: dict[Value, dict[int, Cotangent]] = {}
         """forward list -> cotangents of its elements read at constant indices."""
         self.root: BlockGrad | None = None
+        self.given: set[tuple[Node | None, Value]] = set()
+        """(forward node, forward value): the backward of that node gave the value a cotangent
+        (kept or not: a value that does not take one drops it there); None for the output
+        cotangents. What the soundness check reads (``passes.autodiff.soundness``)."""
+        self.at: list[Node] = []
+        """the forward nodes whose backward is being built, innermost last."""
+
+    def gave(self, v: Value, by: Node | None = None) -> None:
+        """Record that the backward of ``by`` (default: the node being differentiated) gave
+        forward value ``v`` a cotangent."""
+        self.given.add((by if by is not None else (self.at[-1] if self.at else None), v))
 
 
 class BlockGrad:
@@ -166,7 +187,10 @@ class BlockGrad:
 
     def add_ct(self, v: Value, g: Cotangent) -> None:
         """Add ``g`` to the cotangent of forward value ``v``."""
-        if g is None or not self.is_active(v):
+        if g is None:
+            return
+        self.ad.gave(v)
+        if not self.is_active(v):
             return
         self.ct[v] = self.plus(self.ct.get(v), g)
 
@@ -175,7 +199,7 @@ class BlockGrad:
             return b
         if b is None:
             return a
-        if any(isinstance(g, list) or isinstance(g.type, TupleType) for g in (a, b)):
+        if any(isinstance(g, list) or elements_of(g.type) is not None for g in (a, b)):
             a, b = self.structured(a), self.structured(b)
             return [self.plus(x, y) for x, y in zip(a, b)]
         return self.op("tensor::add", a, b)
@@ -184,8 +208,17 @@ class BlockGrad:
         """A tuple cotangent as a list of element cotangents."""
         if isinstance(g, list):
             return g
+        if isinstance(g.type, ClassType):  # a NamedTuple: its fields, by name
+            return [self._field(g, k) for k in range(len(g.type.fields))]
         assert isinstance(g.type, TupleType)
         return list(self.emit("prim::TupleUnpack", g, types=list(g.type.elements)).outputs)
+
+    def _field(self, v: Value, k: int) -> Value:
+        """Field ``k`` of backward NamedTuple ``v``."""
+        name, t = v.type.fields[k]  # type: ignore[union-attr]
+        node = self.graph.create("prim::GetAttr", [v], [t], {"name": name})
+        self.bblock.append(node)
+        return node.output
 
     def take_ct(self, v: Value) -> Cotangent:
         return self.ct.pop(v, None)
@@ -228,16 +261,19 @@ class BlockGrad:
 
     def materialize(self, v: Value, g: Cotangent) -> Value:
         """``g`` as one backward value (zeros when None, a tuple built for structured ones)."""
-        if g is None and isinstance(v.type, TupleType):
-            g = [None] * len(v.type.elements)
+        elements = elements_of(v.type)
+        if g is None and elements is not None:
+            g = [None] * len(elements)
         if g is None:
             return self.zeros(v)
         if not isinstance(g, list):
             return g
-        assert isinstance(v.type, TupleType)
+        assert elements is not None
         items = []
-        for k, (gk, tk) in enumerate(zip(g, v.type.elements)):
+        for k, (gk, tk) in enumerate(zip(g, elements)):
             items.append(self._element(gk, tk, v, k))
+        if isinstance(v.type, ClassType):  # a NamedTuple's cotangent is one of its class
+            return self.emit("prim::NamedTupleConstruct", *items, types=[v.type]).output
         return self.emit("prim::TupleConstruct", *items).output
 
     def _element(self, g: Cotangent, t: Type, v: Value, k: int) -> Value:
@@ -246,6 +282,9 @@ class BlockGrad:
         if isinstance(t, TensorType) and t.dtype and t.shape is not None and None not in t.shape:
             return self.op("tensor::zeros", tuple(t.shape), t.dtype)
         if isinstance(t, TensorType):
-            item = self.emit("prim::TupleIndex", self.fwd(v), k, types=[t]).output
+            if isinstance(v.type, ClassType):
+                item = self._field(self.fwd(v), k)
+            else:
+                item = self.emit("prim::TupleIndex", self.fwd(v), k, types=[t]).output
             return self.op("tensor::zeros_like", item, None)
         return self.const(None)

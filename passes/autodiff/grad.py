@@ -26,6 +26,12 @@ Control flow is differentiated symbolically:
 
 Backward If outputs and reverse-loop carried values are typed to cover what flows into them: a
 cotangent's type can be less precise than its forward value's.
+
+Last, ``passes.autodiff.soundness`` checks that every value on a path from a differentiated input
+to an output got a cotangent: a construct the backward does not handle is refused (``IRError``
+naming its node: "cannot differentiate ...: the gradient would silently be zero") instead of
+giving a zero gradient. Rules give cotangents through ``BlockGrad.add_ct``, which records them
+for the check.
 """
 
 from __future__ import annotations
@@ -35,8 +41,18 @@ from dataclasses import dataclass
 
 from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
-from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
-from passes.autodiff.context import BlockGrad, Differentiator
+from ir.registry import spelling
+from ir.types import (
+    INT,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+)
+from passes.autodiff.context import BlockGrad, Differentiator, elements_of
 from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
 from passes.autodiff.prepare import (
     active_values,
@@ -46,6 +62,7 @@ from passes.autodiff.prepare import (
     refine_stacked_lists,
 )
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
+from passes.autodiff.soundness import STORES, check_gradient_paths
 
 
 @dataclass
@@ -103,9 +120,14 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
             results.append(root.const(None))
         elif v in lists:
             results.append(_list_of_items(root, v, root.ct.get(v), len(lists[v])))
+        elif isinstance(v.type, ListType) and root.ct.get(v) is None:
+            raise IRError("cannot differentiate with respect to a list argument the function "
+                          "changes: pass the arrays as separate arguments or a tuple, and build "
+                          "a new list in the function", _first_change(v))
         else:
             results.append(root.materialize(v, root.ct.get(v)))
     ad.backward.set_outputs(results)
+    check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.given)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
 
@@ -119,19 +141,30 @@ def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
         i = use.node.inputs[1] if len(use.node.inputs) > 1 else None
         if i is not None and i.is_constant and not -n <= int(i.constant) < n:
             raise IRError(f"cannot differentiate reading a list argument of {n} items at "
-                          f"index {i.constant}")
+                          f"index {i.constant}: it is past the end (the plain function raises "
+                          "IndexError there)", use.node)
     if not isinstance(t, TupleType):  # still a list: a read at a non-constant index remains
+        reads = [u.node for u in v.uses if u.node.kind == "prim::ListIndex"]
         raise IRError("cannot differentiate reading a list argument at a non-constant index "
-                      "(only counted loops of at most "
-                      f"{MAX_TRIPS} trips are unrolled to make the index constant)")
+                      f"(only counted loops of at most {MAX_TRIPS} trips are unrolled to make "
+                      "the index constant): pass the items as one stacked array and index that",
+                      reads[0] if reads else None)
     parts = root.structured(g) if g is not None else [None] * len(t.elements)
     items = [root._element(gk, tk, v, k) for k, (gk, tk) in enumerate(zip(parts, t.elements))]
     item_t = _covering([i.type for i in items], TensorType())
     return root.emit("prim::ListConstruct", *items, types=[ListType(item_t)]).output
 
 
+def _first_change(v: Value) -> Node | None:
+    """The first node that writes into list ``v`` (an append, a store), if any."""
+    for use in v.uses:
+        if use.index == 0 and use.node.kind in STORES:
+            return use.node
+    return None
+
+
 def _seed(root: BlockGrad, ct: Value):
-    if isinstance(ct.type, TupleType):
+    if elements_of(ct.type) is not None:
         return [_seed(root, v) for v in root.structured(ct)]
     return ct
 
@@ -158,6 +191,19 @@ def backprop_block(ctx: BlockGrad) -> None:
 
 
 def backprop_node(ctx: BlockGrad, node: Node) -> None:
+    """Emit the backward of one forward node; a refusal names the innermost node it is about."""
+    ctx.ad.at.append(node)
+    try:
+        _backprop_node(ctx, node)
+    except IRError as e:
+        if e.node is None:
+            e.node = node
+        raise
+    finally:
+        ctx.ad.at.pop()
+
+
+def _backprop_node(ctx: BlockGrad, node: Node) -> None:
     special = STRUCTURE_VJPS.get(node.kind)
     if special is not None:
         special(ctx, node)
@@ -172,8 +218,9 @@ def backprop_node(ctx: BlockGrad, node: Node) -> None:
         return
     rule = VJP_RULES.get(node.kind)
     if rule is None:
-        raise IRError(f"cannot differentiate {node.kind}: it has no gradient rule"
-                      + (f" (at {node.source})" if node.source else ""))
+        raise IRError(f"cannot differentiate {spelling(node.kind)}: it has no gradient rule "
+                      "(compute it from values that are not differentiated, or with ops that "
+                      "have one: see docs/ops.md)", node)
     for v, g in zip(node.inputs, rule(ctx, node, gs) or ()):
         ctx.add_ct(v, g)
 
@@ -204,6 +251,18 @@ def _tuple_index(ctx: BlockGrad, node: Node) -> None:
     ctx.add_ct(node.inputs[0], gs)
 
 
+def _named_field(ctx: BlockGrad, node: Node) -> None:
+    """``s.h`` of a NamedTuple ``s``: the cotangent goes to that field of ``s``'s."""
+    g = ctx.take_ct(node.output)
+    t = node.inputs[0].type
+    if g is None or not isinstance(t, ClassType) or not t.named_tuple:
+        return
+    names = [name for name, _ in t.fields]
+    gs = [None] * len(names)
+    gs[names.index(node.attrs["name"])] = g
+    ctx.add_ct(node.inputs[0], gs)
+
+
 def _pass_through(ctx: BlockGrad, node: Node) -> None:
     ctx.add_ct(node.inputs[0], ctx.take_ct(node.output))
 
@@ -224,19 +283,26 @@ def _list_extend(ctx: BlockGrad, node: Node) -> None:
         return
     other = node.inputs[1].node
     if other.kind != "prim::ListConstruct":
-        raise IRError("cannot differentiate extending a list by a list not built in place")
+        raise IRError("cannot differentiate extending a list by a list not written in the "
+                      "call itself: write the items there (`l.extend([a, b])`) or append them "
+                      "one by one")
     for item in reversed(other.inputs):
         ctx.add_ct(item, ctx.emit("prim::ListPop", cts, -1,
                                   types=[cts.type.element]).output)  # type: ignore
+        ctx.ad.gave(item, by=other)  # the items reach the list through the literal
 
 
 def _list_construct(ctx: BlockGrad, node: Node) -> None:
     lst = node.output
     cts = ctx.ad.list_cts.get(lst)
     reads = ctx.ad.read_cts.pop(lst, None)
+    # an item's cotangent is typed as the cotangent list's items are (the stacked cotangent's
+    # dtype, which differs from a float32 item's in a list of several dtypes)
+    item_ct = cts.type.element if cts is not None and isinstance(cts.type, ListType) else None
     for k, item in enumerate(node.inputs):
         if cts is not None:
-            ctx.add_ct(item, ctx.emit("prim::ListIndex", cts, k, types=[item.type]).output)
+            ctx.add_ct(item, ctx.emit("prim::ListIndex", cts, k,
+                                      types=[item_ct or item.type]).output)
         if reads:
             ctx.add_ct(item, reads.get(k))
 
@@ -247,7 +313,9 @@ def _list_index(ctx: BlockGrad, node: Node) -> None:
     if g is None:
         return
     if not index.is_constant:
-        raise IRError("cannot differentiate reading a list at a non-constant index")
+        raise IRError("cannot differentiate reading a list at a non-constant index (one not "
+                      "known when compiling): np.stack the list and index the array, or read "
+                      "it in a counted loop")
     k = int(index.constant)
     if k < 0:
         n = length_at(node.inputs[0], node)
@@ -280,7 +348,8 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
     axis = int(node.inputs[1].constant) % len(t.shape)
     n = t.shape[axis]
     if n is None:
-        raise IRError("cannot differentiate unbind of an axis of unknown size")
+        raise IRError("cannot differentiate ops.unbind along an axis whose size is not known "
+                      "when compiling: index the array (x[i]) instead")
     item = node.output.type.element  # type: ignore[union-attr]
     pieces = [reads.get(k) for k in range(n)]
     items = [p if p is not None else _zeros_of(ctx, item) for p in pieces]
@@ -290,7 +359,9 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
 
 def _zeros_of(ctx: BlockGrad, t: TensorType) -> Value:
     if t.shape is None or None in t.shape or t.dtype is None:
-        raise IRError(f"cannot make zeros of unknown shape {t}")
+        raise IRError("cannot differentiate ops.unbind of an array whose shape is not known "
+                      "when compiling (an unread item's gradient needs its shape): index the "
+                      "array (x[i]) instead")
     return ctx.op("tensor::zeros", tuple(t.shape), t.dtype)
 
 
@@ -301,7 +372,7 @@ def _stack(ctx: BlockGrad, node: Node) -> None:
         return
     axis = node.inputs[1]
     pieces = ctx.emit("tensor::unbind", g, ctx.fwd(axis)).output
-    _set_list_ct(ctx, lst, pieces)
+    _set_list_ct(ctx, lst, pieces, "np.stack")
 
 
 def _cat(ctx: BlockGrad, node: Node) -> None:
@@ -319,10 +390,15 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
         n = list_length(lst)
         size = element.shape[axis] if isinstance(element, TensorType) and element.shape else None
         if n is None or size is None:
-            raise IRError("cannot differentiate cat of a list of unknown length or item sizes")
+            raise IRError("cannot differentiate np.concatenate of a list whose length or item "
+                          "sizes are not known when compiling: append to it a fixed number of "
+                          "times (no conditional appends, a loop over a constant range) or "
+                          "np.stack items of one shape")
         sizes = [size] * n
     if None in sizes:
-        raise IRError("cannot differentiate cat of items of unknown size")
+        raise IRError("cannot differentiate np.concatenate of items whose sizes along the "
+                      "axis are not known when compiling: concatenate arrays of fixed sizes, or "
+                      "np.stack items of one shape")
     start, pieces = 0, []
     for s in sizes:
         pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))
@@ -330,14 +406,17 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     # pieces of different sizes: the list's element type covers them all (not the first's)
     item_t = _covering([p.type for p in pieces], TensorType())
     lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output
-    _set_list_ct(ctx, lst, lst_ct)
+    _set_list_ct(ctx, lst, lst_ct, "np.concatenate")
 
 
-def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value) -> None:
+def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value, what: str) -> None:
     if lst.node.kind != "prim::ListConstruct":
-        raise IRError("cannot differentiate a list that was not built in the function")
+        raise IRError(f"cannot differentiate {what} of a list that was not built in this "
+                      "function (an argument, a helper's result or a list of lists): build "
+                      "the list here, or pass the arrays as separate arguments")
     if lst in ctx.ad.list_cts:
-        raise IRError("cannot differentiate a list read by two differentiable ops")
+        raise IRError(f"cannot differentiate {what} of a list that is also stacked or "
+                      "concatenated elsewhere: stack it once and reuse the array")
     ctx.ad.list_cts[lst] = cts
 
 
@@ -358,7 +437,8 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
             return
         # tuples too: a branch or body that unpacks an outer tuple contributes to its elements;
         # and optionals: one that unwraps an outer optional contributes to its value
-        if isinstance(v.type, (TensorType, TupleType)) or _is_optional_tensor(v.type):
+        if isinstance(v.type, TensorType) or elements_of(v.type) is not None or \
+                _is_optional_tensor(v.type):
             seen.setdefault(v, None)
     for b in node.blocks:
         for n in b.walk():
@@ -378,7 +458,9 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
-            raise IRError("cannot differentiate an If with non-tensor outputs")
+            raise IRError(f"cannot differentiate an `if` that assigns {_kind_of(v.type)} used "
+                          "by the differentiated result: assign arrays in the branches and build "
+                          "the container after the `if`")
     free = outer_values(node, ctx)
     cond = ctx.fwd(node.inputs[0])
     bif = ctx.emit("prim::If", cond, types=[])
@@ -400,6 +482,21 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
         # branch result): the output covers what both branches return
         out = bif.add_output(_covering([r.type for r in results], _ct_type(u.type)))
         ctx.add_ct(u, out)
+
+
+def _kind_of(t: Type) -> str:
+    """How a message names a value of type ``t`` to the user."""
+    if isinstance(t, OptionalType):
+        return "an Optional value"
+    if isinstance(t, ListType):
+        return "a list"
+    if isinstance(t, TupleType):
+        return "a tuple"
+    if isinstance(t, DictType):
+        return "a dict"
+    if isinstance(t, ClassType):
+        return "a NamedTuple" if t.named_tuple else f"a {t.name.rsplit('.', 1)[-1]} object"
+    return f"a value of type {t}"
 
 
 def _ct_type(t: Type) -> Type:
@@ -485,6 +582,7 @@ def _collect_slice(ctx: BlockGrad, node: Node) -> None:
     g = ctx.take_ct(node.output)
     g = g if g is not None else ctx.zeros(node.output)
     collector = ctx.stacked[node.inputs[0]]
+    ctx.ad.gave(node.inputs[0])  # through the collector, added to it after the reverse loop
     if isinstance(collector.type, ListType):
         ctx.emit("prim::ListAppend", collector, g, types=[])
         return
@@ -497,9 +595,10 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     gs = [ctx.take_ct(v) for v in node.outputs]
     carried = [j for j, p in enumerate(params) if ctx.is_active(p)]
     for j in carried:
-        if not isinstance(params[j].type, TensorType):
-            raise IRError("cannot differentiate a loop carrying a non-tensor value: "
-                          f"{params[j].type}")
+        if not _carriable(params[j].type):
+            raise IRError(f"cannot differentiate a loop that reassigns {_kind_of(params[j].type)} "
+                          "on the differentiated path each step: carry arrays, or mutate one "
+                          "list with .append")
     free = outer_values(node, ctx)
     lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
     if all(g is None for g in gs) and not lists:
@@ -507,7 +606,8 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     n = _trip_count(ctx, node)
     stacked = _stacked_reads(node, free)
     accumulated = [u for u in free if u not in stacked]
-    init = [gs[j] if gs[j] is not None else ctx.zeros(node.outputs[j]) for j in carried]
+    # a carried tuple or NamedTuple (an LSTM state) carries its cotangent as one of its type
+    init = [ctx.materialize(node.outputs[j], gs[j]) for j in carried]
     init += [ctx.materialize(u, None) for u in accumulated]
     collectors = {u: _collector(ctx, u, axis) for u, axis in stacked.items()}
     bloop = ctx.emit("prim::Loop", n, True, *init, types=[])
@@ -523,8 +623,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     for u in accumulated:
         sub.ct[u] = sub.plus(sub.ct.get(u), bbody.add_param(u.type, "grad_" + (u.name or "u")))
     backprop_block(sub)
-    results = [sub.ct.get(params[j]) for j in carried]
-    results = [r if r is not None else sub.zeros(params[j]) for r, j in zip(results, carried)]
+    results = [sub.materialize(params[j], sub.ct.get(params[j])) for j in carried]
     results += [sub.materialize(u, sub.ct[u]) for u in accumulated]
     bbody.set_returns([sub.const(True), *results])
     # the carried cotangents' initial values and results may be typed less precisely than the
@@ -532,6 +631,9 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
     for p, v0, v in zip(bbody.params[1:], bloop.inputs[2:], results):
         p.type = _covering([v0.type, p.type, v.type], p.type)
         bloop.add_output(p.type)
+    # the body's nodes were typed after the parameters' first, narrower types: re-derive them
+    # (and nested Ifs' outputs) from the widened parameters
+    _retype(bloop)
     for j, out in zip(carried, bloop.outputs):
         ctx.add_ct(node.inputs[2 + j], out)
     for u, out in zip(accumulated, bloop.outputs[len(carried):]):
@@ -542,6 +644,22 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
             continue
         backwards = ctx.op("prim::ListSlice", collector, None, None, -1)
         ctx.add_ct(u, ctx.op("tensor::stack", backwards, stacked[u]))
+
+
+def _carriable(t: Type) -> bool:
+    """Loop-carried values whose cotangent a reverse loop can carry: tensors, and tuples or
+    NamedTuples of tensors."""
+    elements = elements_of(t)
+    if elements is not None:
+        return all(isinstance(e, TensorType) for e in elements)
+    return isinstance(t, TensorType)
+
+
+def _retype(node: Node) -> None:
+    """Recompute the types inside a backward loop (to a fixed point) and of its outputs, so every
+    If and Loop output covers what its blocks yield."""
+    from passes.shape_prop import propagate_node
+    propagate_node(node)
 
 
 def _collector(ctx: BlockGrad, u: Value, axis: int) -> Value:
@@ -569,6 +687,8 @@ STRUCTURE_VJPS = {
     "prim::TupleConstruct": _tuple_construct,
     "prim::TupleUnpack": _tuple_unpack,
     "prim::TupleIndex": _tuple_index,
+    "prim::NamedTupleConstruct": _tuple_construct,
+    "prim::GetAttr": _named_field,
     "prim::unchecked_unwrap_optional": _pass_through,
     "prim::ListConstruct": _list_construct,
     "prim::ListAppend": _list_append,

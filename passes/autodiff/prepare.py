@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, lookup
-from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import FLOAT_DTYPES, ClassType, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.lists import simplify_unbind_reads, tuple_list_inputs, unroll_indexed_loops
 
 LOOP = "prim::Loop"
@@ -34,6 +34,8 @@ def is_differentiable_type(t: Type) -> bool:
         return is_differentiable_type(t.element)
     if isinstance(t, OptionalType):  # its cotangent is the element's (none flows when None)
         return is_differentiable_type(t.element)
+    if isinstance(t, ClassType) and t.named_tuple:  # differentiated as the tuple of its fields
+        return any(is_differentiable_type(ft) for _, ft in t.fields)
     return False
 
 

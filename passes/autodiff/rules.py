@@ -17,22 +17,15 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.errors import IRError
-from ir.registry import NOT_CONSTANT, const
+from ir.registry import NOT_CONSTANT, all_ops, const, spelling
 from ir.types import TensorType
 
 Rule = Callable[[Any, Node, list[Any]], list[Any] | None]
 
-NON_DIFFERENTIABLE: frozenset[str] = frozenset({
-    "tensor::eq", "tensor::ne", "tensor::lt", "tensor::le", "tensor::gt", "tensor::ge",
-    "tensor::logical_and", "tensor::logical_or", "tensor::logical_not",
-    "tensor::floordiv", "tensor::sign", "tensor::floor", "tensor::ceil",
-    "tensor::size", "tensor::shape", "tensor::ndim", "prim::len",
-    "tensor::zeros", "tensor::ones", "tensor::full", "tensor::zeros_like", "tensor::ones_like",
-    "tensor::full_like", "tensor::arange", "tensor::dropout_mask", "tensor::empty",
-    "prim::Bool", "prim::Int", "prim::Float", "prim::IsNone", "prim::min", "prim::max",
-    "prim::Uninitialized", "prim::ListContains", "prim::RaiseException", "prim::Print",
-})
-"""Ops whose results are constant almost everywhere or not numbers: no derivative flows."""
+NON_DIFFERENTIABLE: frozenset[str] = frozenset(
+    op.kind for op in all_ops() if op.has_zero_derivative)
+"""Ops whose results are constant almost everywhere or not numbers: no derivative flows (the
+registry's ``zero_derivative`` trait)."""
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -46,7 +39,10 @@ def static_shape(v: Value) -> tuple[int, ...] | None:
 def rank_of(v: Value) -> int:
     t = v.type
     if not isinstance(t, TensorType) or t.shape is None:
-        raise IRError(f"cannot differentiate through {v!r}: its rank is unknown")
+        raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
+                      "of dimensions is not known when compiling (its shape changes from one "
+                      "loop step to the next, or it comes from a list of arrays of several "
+                      "shapes): keep its shape the same")
     return len(t.shape)
 
 
@@ -224,7 +220,8 @@ def transpose_vjp(b, node, gs):
     if axes is None:
         return [b.op("tensor::transpose", gs[0], None)]
     if axes is NOT_CONSTANT:
-        raise IRError("cannot differentiate a transpose with non-constant axes")
+        raise IRError("cannot differentiate np.transpose with axes not known when compiling: "
+                      "write the axes as constants")
     rank = rank_of(node.inputs[0])
     norm = [int(a) % rank for a in (axes if isinstance(axes, (tuple, list)) else (axes,))]
     inverse = tuple(sorted(range(rank), key=lambda k: norm[k]))
@@ -249,7 +246,8 @@ def pieces_vjp(b, node, gs):
     """chunk / split: concatenate the pieces' cotangents (zeros for pieces without one)."""
     axis = const(node, 2, 0)
     if axis is NOT_CONSTANT:
-        raise IRError(f"cannot differentiate {node.kind} along a non-constant axis")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} along an axis not known "
+                      "when compiling: write the axis as a constant")
     items = [g if g is not None else b.zeros(v) for g, v in zip(gs, node.outputs)]
     from ir.types import ListType
     lst = b.emit("prim::ListConstruct", *items, types=[ListType(items[0].type)]).output
@@ -279,7 +277,8 @@ def reduced_axes(node: Node) -> list[int]:
     rank = rank_of(node.inputs[0])
     axis = const(node, 1, None)
     if axis is NOT_CONSTANT:
-        raise IRError(f"cannot differentiate {node.kind} over non-constant axes")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} over axes not known when "
+                      "compiling: write the axes as constants")
     if axis is None:
         return list(range(rank))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -300,7 +299,9 @@ def keep_reduced(b: Any, g: Value, node: Node, keepdims_index: int) -> Value:
 def reduced_count(node: Node) -> int:
     shape = static_shape(node.inputs[0])
     if shape is None:
-        raise IRError(f"cannot differentiate {node.kind} of a tensor of unknown shape")
+        raise IRError(f"cannot differentiate {spelling(node.kind)} of an array whose shape "
+                      "is not known when compiling: keep its shape the same from one loop step "
+                      "to the next")
     return math.prod(shape[a] for a in reduced_axes(node))
 
 
@@ -341,7 +342,12 @@ def extremum_vjp(b, node, gs):
     y = keep_reduced(b, b.fwd(node.output), node, 2)
     x = b.fwd(node.inputs[0])
     dtype = node.inputs[0].type.dtype  # type: ignore[union-attr]
-    hit = b.op("tensor::astype", b.op("tensor::eq", x, y), dtype)
+    equal = b.op("tensor::eq", x, y)
+    if dtype is not None:
+        hit = b.op("tensor::astype", equal, dtype)
+    else:  # a dtype known only at run time (items of a list of several types): x's own
+        hit = b.op("tensor::where", equal, b.op("tensor::ones_like", x, None),
+                   b.op("tensor::zeros_like", x, None))
     count = b.op("tensor::sum", hit, tuple(reduced_axes(node)), True)
     return [b.op("tensor::div", _mul(b, g, hit), count)]
 
@@ -423,7 +429,7 @@ def linear_vjp(b, node, gs):
     g = gs[0]
     x, w = node.inputs[0], node.inputs[1]
     if rank_of(w) != 2:
-        raise IRError("cannot differentiate linear with a 1-D weight; use matmul")
+        raise IRError("cannot differentiate ops.linear with a 1-D weight: use matmul")
     grads: list[Value | None] = [None, None]
     if b.is_active(x):
         ga, _ = matmul_grads(b, g, b.fwd(x), b.op("tensor::transpose", b.fwd(w), None),

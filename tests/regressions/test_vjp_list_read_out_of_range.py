@@ -10,8 +10,8 @@ from typing import List
 import numpy as np
 import pytest
 
-from ir.errors import IRError
 from script import Tensor, script, vjp
+from script.errors import ScriptError
 
 
 def read_past_the_end(x: Tensor, ws: List[Tensor]) -> Tensor:
@@ -24,5 +24,6 @@ def test_read_past_the_end_is_named():
     x, ws = np.ones((2, 3)), [np.ones(3), np.ones(3)]
     with pytest.raises(IndexError):
         read_past_the_end(x, list(ws))
-    with pytest.raises(IRError, match="list argument of 2 items at index 2"):
+    with pytest.raises(ScriptError, match=r"test_vjp_list_read_out_of_range\.py:\d+:\d+: "
+                       r".*list argument of 2 items at index 2"):
         vjp(script(read_past_the_end), x, list(ws))
