@@ -41,7 +41,11 @@ SIDE_EFFECTS = "side_effects"
 """Mutates state or raises: never dropped, merged or moved across another side effect."""
 FRESH = "fresh"
 """Allocates a new mutable object (a list, a dict): DCE may drop it, CSE must not merge it."""
-TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH})
+VIEW = "view"
+"""A tensor op whose outputs may share memory with its inputs: a view (``a.T``, ``a[i]``) or an
+input itself (dropout in eval mode). Other ``tensor::`` ops return new arrays; ``ir.alias``
+relies on that to tell which values can reach the caller."""
+TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, VIEW})
 
 
 class ShapeError(IRError):
@@ -156,6 +160,10 @@ class OpDef:
     @property
     def has_side_effects(self) -> bool:
         return SIDE_EFFECTS in self.traits
+
+    @property
+    def is_view(self) -> bool:
+        return VIEW in self.traits
 
     @property
     def signature(self) -> str:

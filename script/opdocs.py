@@ -38,7 +38,8 @@ Python numbers where the kind is `operand`). `ops.mm` is an alias of `ops.matmul
 Argument kinds: `Tensor` an array; `operand` an array or a Python number; `ints` an int or a
 tuple/list of ints; `Tensor[]` a list or tuple of arrays; a trailing `?` also accepts None.
 Traits: `pure` (no effects: may be merged or dropped), `elementwise` (fusible), `commutative`,
-`side_effects` (kept in order), `fresh` (a new mutable object: may be dropped, never merged).
+`side_effects` (kept in order), `fresh` (a new mutable object: may be dropped, never merged),
+`view` (the result may share memory with an input; other `tensor::` ops make new arrays).
 """
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes, float_result_dtype
 from ir.ops.shape import int_items, items_device, tensor_arg
-from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, ShapeError, const, defop
+from ir.registry import FRESH, NOT_CONSTANT, PURE, SIDE_EFFECTS, VIEW, ShapeError, const, defop
 from ir.types import DTYPE_NAMES, FLOAT_DTYPES, OptionalType, TensorType, Type
 
 
@@ -81,10 +81,10 @@ def _layer_norm_backward(node: Node) -> list[Type]:
             TensorType(dtype, row, device)]
 
 
-defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
+defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
-defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
+defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "a broadcast to `shape` (numpy.broadcast_to)")
 defop("tensor::select_backward(g: Tensor, shape: ints, axis: int, index: int) -> Tensor",
       _to_shape, (PURE,), (), "zeros of `shape` with g at `index` along `axis`")

@@ -14,10 +14,22 @@ from ir.ops.rules import (
     same_as_input_rule,
     unary_float_rule,
 )
-from ir.registry import COMMUTATIVE, ELEMENTWISE, NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.registry import (
+    COMMUTATIVE,
+    ELEMENTWISE,
+    NOT_CONSTANT,
+    PURE,
+    VIEW,
+    ShapeError,
+    const,
+    defop,
+)
 from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 
 EW = (PURE, ELEMENTWISE)
+EW_OR_INPUT = (PURE, ELEMENTWISE, VIEW)
+"""elementwise, but returns its input itself in a case with nothing to compute (a bool's sign or
+relu, a clip without bounds)"""
 
 
 def _binary(node: Node) -> list[Type]:
@@ -105,8 +117,9 @@ defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.n
       "-a")
 defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
                                                                     "abs"), "|a|")
-defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW, ("np.sign",), "sign of a")
-defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (), "max(a, 0)")
+defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT, ("np.sign",),
+      "sign of a")
+defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT, (), "max(a, 0)")
 defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
 for _name, _np, _doc in (
         ("exp", "np.exp", "e ** a"), ("log", "np.log", "natural logarithm"),
@@ -121,7 +134,7 @@ for _name, _np, _doc in (
           (_np,) if _np else (), _doc)
 
 # -- ternary and casts --------------------------------------------------------------------------
-defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW,
+defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW_OR_INPUT,
       ("np.clip", ".clip"), "min(max(a, lo), hi); None leaves a side open")
 defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
       ("np.where",), "a where cond else b")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.shape import tensor_arg
-from ir.registry import PURE, defop
+from ir.registry import PURE, VIEW, defop
 from ir.types import Type
 
 
@@ -18,6 +18,6 @@ def _same_as_input(node: Node) -> list[Type]:
     return [tensor_arg(node, 0)]
 
 
-defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE,), (),
+defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE, VIEW), (),
       "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is): "
       "the same values, a faster matmul operand than a transposed view")
