@@ -5,7 +5,9 @@ values, so the later one is replaced by the earlier one. A value computed in an 
 available in the blocks nested after it; a value computed inside a block is not available outside
 it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops,
 ops with neither trait (reads of mutable state, random ops) and pure ops reading a list, dict or
-object (it may have been appended to in between) are never merged.
+object (it may have been appended to in between) are never merged. Nor are two computations that
+both reach the caller (``ir.alias``): ``return x * 2.0, x * 2.0`` gives two arrays in Python, and
+mutating one must not change the other.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ir.alias import StorageClasses
+from ir.alias import is_mutable as is_mutable
 from ir.core import Block, Graph, Node
 from ir.registry import lookup
-from ir.types import ClassType, DictType, ListType, OptionalType, Type
 
 NAME = "cse"
 
@@ -56,21 +59,13 @@ def node_key(node: Node) -> Hashable | None:
     return (node.kind, tuple(inputs), attrs, types)
 
 
-def is_mutable(t: Type) -> bool:
-    """Values of this type can change after they are made (lists, dicts, script-class objects)."""
-    if isinstance(t, OptionalType):
-        return is_mutable(t.element)
-    if isinstance(t, ClassType):
-        return not t.named_tuple
-    return isinstance(t, (ListType, DictType))
-
-
-def cse_block(block: Block, available: ChainMap) -> bool:
-    """Merge repeated computations in ``block`` given the ``available`` ones of enclosing blocks."""
+def cse_block(block: Block, available: ChainMap, classes: StorageClasses) -> bool:
+    """Merge repeated computations in ``block`` given the ``available`` ones of enclosing blocks;
+    ``classes`` says which values the caller receives."""
     changed = False
     for node in block:
         for inner in node.blocks:
-            changed |= cse_block(inner, available.new_child())
+            changed |= cse_block(inner, available.new_child(), classes)
         key = node_key(node)
         if key is None:
             continue
@@ -78,7 +73,10 @@ def cse_block(block: Block, available: ChainMap) -> bool:
         if earlier is None:
             available[key] = node
             continue
+        if classes.any_escapes(node) and classes.any_escapes(earlier):
+            continue  # the caller gets both: they must stay two objects
         for old, new in zip(node.outputs, earlier.outputs):
+            classes.join(new, old)
             old.replace_all_uses_with(new)
         node.erase()
         changed = True
@@ -87,4 +85,4 @@ def cse_block(block: Block, available: ChainMap) -> bool:
 
 def run(graph: Graph) -> bool:
     """Eliminate common subexpressions in the whole graph (not entering subgraphs)."""
-    return cse_block(graph.block, ChainMap())
+    return cse_block(graph.block, ChainMap(), StorageClasses(graph))
