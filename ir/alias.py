@@ -9,10 +9,10 @@ unobservable only for values the caller never receives.
 ``StorageClasses(graph)`` is a unification-based points-to analysis (Steensgaard's): each value
 has a location, values that may be the same memory share one (a view and its base, an
 ``if``/loop result and the values it may be, a subgraph's values and its node's), and a container
-location points to one location for all its items (a list's items, a tuple's elements, an
-object's fields). Ops with the registry's ``VIEW`` trait share their inputs' memory; other
-``tensor::`` ops make new arrays. Container ops follow ``RULES`` (keyed by kind); an op the table
-does not know shares everything it touches.
+location points to one location for all its items (a list's items, a dict's values, an object's
+fields) or, for a tuple, to one location per element. Ops with the registry's ``VIEW`` trait
+share their inputs' memory; other ``tensor::`` ops make new arrays. Container ops follow ``RULES``
+(keyed by kind); an op the table does not know shares everything it touches.
 
 A value *escapes* when the caller can reach its memory: it is a graph output or a mutable graph
 input (a list, dict or object the caller keeps), an item of an escaping container, or shares a
@@ -21,10 +21,10 @@ location with one. A container holding an escaping item does not escape by that 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
-from ir.registry import lookup
+from ir.registry import constant_of, lookup
 from ir.types import (
     ClassType,
     DictType,
@@ -58,12 +58,13 @@ def is_mutable(t: Type) -> bool:
 
 
 class _Items:
-    """The location of the items of a container location."""
+    """The location of the items of a container location (or of one element of a tuple)."""
 
     __slots__ = ()
 
 
 Location = Value | _Items
+Overlap = bool | tuple | None
 
 
 class StorageClasses:
@@ -72,8 +73,11 @@ class StorageClasses:
 
     def __init__(self, graph: Graph):
         self._parent: dict[Location, Location] = {}
-        self._items: dict[Location, _Items] = {}
-        """representative -> the location of its items."""
+        self._items: dict[Location, Location] = {}
+        """representative -> the location of all its items."""
+        self._fields: dict[Location, list[Location]] = {}
+        """representative of a tuple -> the location of each element (a representative has
+        items or fields, not both: reading a tuple as a whole merges its fields into items)."""
         self._escaping: set[Location] = set()
         """representatives of the escaping locations."""
         self.link_block(graph.block)
@@ -89,6 +93,24 @@ class StorageClasses:
 
     def any_escapes(self, node: Node) -> bool:
         return any(self.escapes(v) for v in node.outputs)
+
+    def reachable(self, values: Iterable[Value]) -> set[Location]:
+        """The locations holding the memory of ``values``: theirs, their items', and so on."""
+        return self._closure(self._find(v) for v in values if holds_storage(v.type))
+
+    def overlap(self, value: Value, others: Iterable[Value]) -> Overlap:
+        """What of ``value``'s memory may also be reachable from ``others``: None for nothing,
+        True for (some of) it, and for a tuple whose elements have locations of their own, a
+        tuple of the elements' answers."""
+        held = self.reachable(others)
+
+        def answer(r: Location) -> Overlap:
+            if not self._closure([r]) & held:
+                return None
+            fields = self._fields.get(r)
+            return True if fields is None else tuple(answer(self._find(f)) for f in fields)
+
+        return answer(self._find(value)) if holds_storage(value.type) else None
 
     def join(self, a: Value, b: Value) -> None:
         """Record that ``a`` and ``b`` may now be the same memory (a rewrite made the readers of
@@ -147,41 +169,83 @@ class StorageClasses:
 
     def items_location(self, x: Location) -> Location:
         """The location of the items of the container at ``x`` (made on first use)."""
+        self._collapse(self._find(x))
         r = self._find(x)
         items = self._items.get(r)
         if items is None:
-            items = self._items[r] = _Items()
-            if r in self._escaping:
-                self._escaping.add(items)
+            items = self._items[r] = self._new_location(r)
         return self._find(items)
 
+    def _collapse(self, r: Location) -> None:
+        """A tuple read as a whole: one location for all its elements."""
+        fields = self._fields.pop(r, None)
+        if not fields:
+            return
+        items = self._items.setdefault(r, fields[0])
+        for f in fields:
+            self.unite(items, f)
+
+    def field_location(self, x: Value, k: int) -> Location:
+        """The location of element ``k`` of the tuple ``x``."""
+        t = x.type
+        n = len(t.elements) if isinstance(t, TupleType) else 0
+        r = self._find(x)
+        if not 0 <= k < n or r in self._items:
+            return self.items_location(r)
+        fields = self._fields.get(r)
+        if fields is None:
+            fields = self._fields[r] = [self._new_location(r) for _ in range(n)]
+        if len(fields) != n:
+            return self.items_location(r)
+        return self._find(fields[k])
+
+    def _new_location(self, holder: Location) -> Location:
+        made = _Items()
+        if holder in self._escaping:
+            self._escaping.add(made)
+        return made
+
     def unite(self, a: Location, b: Location) -> None:
-        """The two locations may be the same memory."""
+        """The two locations may be the same memory (and so may their items)."""
         ra, rb = self._find(a), self._find(b)
         if ra is rb:
             return
         self._parent[rb] = ra
         escaping = ra in self._escaping or rb in self._escaping
         self._escaping.discard(rb)
-        moved = self._items.pop(rb, None)
-        if moved is not None:
-            if ra in self._items:
-                self.unite(self._items[ra], moved)
+        fields_b, items_b = self._fields.pop(rb, None), self._items.pop(rb, None)
+        fields_a = self._fields.get(ra)
+        if fields_b is not None:
+            if ra in self._items or (fields_a is not None and len(fields_a) != len(fields_b)):
+                for f in fields_b:
+                    self.unite(self.items_location(ra), f)
+            elif fields_a is None:
+                self._fields[ra] = fields_b
             else:
-                self._items[ra] = moved
+                for fa, fb in zip(fields_a, fields_b):
+                    self.unite(fa, fb)
+        if items_b is not None:
+            self.unite(self.items_location(ra), items_b)
         if escaping:
             self._mark(ra)
 
+    def _contents(self, r: Location) -> list[Location]:
+        items = self._items.get(r)
+        return [self._find(f) for f in ([items] if items is not None else self._fields.get(r, ()))]
+
+    def _closure(self, start: Iterable[Location]) -> set[Location]:
+        found: set[Location] = set()
+        todo = list(start)
+        while todo:
+            r = todo.pop()
+            if r not in found:
+                found.add(r)
+                todo += self._contents(r)
+        return found
+
     def _mark(self, x: Location) -> None:
         """``x`` escapes, and so do its items (and theirs)."""
-        r, seen = self._find(x), set()
-        while r not in seen:  # a container may (conservatively) hold itself
-            seen.add(r)
-            self._escaping.add(r)
-            items = self._items.get(r)
-            if items is None:
-                return
-            r = self._find(items)
+        self._escaping |= self._closure([self._find(x)])
 
 
 # -- the rules ------------------------------------------------------------------------------------
@@ -232,6 +296,28 @@ def _construct(s: StorageClasses, node: Node) -> None:
     s.items_of(node.output, *node.inputs)
 
 
+def _tuple(s: StorageClasses, node: Node) -> None:
+    """Each element of a tuple has its own location (while the tuple is not read as a whole)."""
+    for k, v in enumerate(node.inputs):
+        if holds_storage(v.type):
+            s.unite(s.field_location(node.output, k), v)
+
+
+def _tuple_index(s: StorageClasses, node: Node) -> None:
+    t, k = node.inputs[0].type, constant_of(node.inputs[1])
+    if isinstance(t, TupleType) and type(k) is int and -len(t.elements) <= k < len(t.elements):
+        if holds_storage(node.output.type):
+            s.unite(s.field_location(node.inputs[0], k % len(t.elements)), node.output)
+        return
+    _read_item(s, node)
+
+
+def _tuple_unpack(s: StorageClasses, node: Node) -> None:
+    for k, out in enumerate(node.outputs):
+        if holds_storage(out.type):
+            s.unite(s.field_location(node.inputs[0], k), out)
+
+
 def _read_item(s: StorageClasses, node: Node) -> None:
     for out in node.outputs:
         s.items_of(node.inputs[0], out)
@@ -279,14 +365,14 @@ RULES: dict[str, Rule] = {
     "prim::min": _nothing,
     "prim::max": _nothing,
     "prim::ListConstruct": _construct,
-    "prim::TupleConstruct": _construct,
+    "prim::TupleConstruct": _tuple,
     "prim::NamedTupleConstruct": _construct,
     "prim::DictConstruct": _construct,
     "prim::ListIndex": _read_item,
-    "prim::TupleIndex": _read_item,
+    "prim::TupleIndex": _tuple_index,
     "prim::DictGetItem": _read_item,
     "prim::ListPop": _read_item,
-    "prim::TupleUnpack": _read_item,
+    "prim::TupleUnpack": _tuple_unpack,
     "prim::ListUnpack": _read_item,
     "prim::GetAttr": _read_item,
     "prim::LoadAttr": _read_item,

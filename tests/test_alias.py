@@ -123,3 +123,23 @@ def test_view_ops_are_the_ones_numpy_may_return_a_view_from():
             "tensor::contiguous", "tensor::dropout"} <= views
     assert not {"tensor::cat", "tensor::stack", "tensor::matmul", "tensor::sum",
                 "tensor::astype", "tensor::add"} & views
+
+
+def test_tuple_elements_have_their_own_locations():
+    g = ir.Graph()
+    x = g.add_input(F3, "x")
+    a = op(g, "tensor::tanh", [x])
+    b = op(g, "tensor::exp", [x])
+    t = g.insert("prim::TupleConstruct", [a, b], [TupleType((F3, F3))]).output
+    first = g.insert("prim::TupleIndex", [t, g.constant(-2)], [F3]).output
+    saved = g.insert("prim::ListConstruct", [first], [ListType(F3)]).output
+    g.add_output(t)
+    g.add_output(saved)
+    c = StorageClasses(g)
+    assert c.overlap(t, [saved]) == (True, None)  # a is also saved; b is not
+    assert c.overlap(b, [saved]) is None and c.overlap(a, [saved]) is True
+    loose = g.insert("prim::ListConstruct", [t], [ListType(t.type)]).output
+    items = g.insert("prim::ListIndex", [loose, g.constant(0)], [t.type]).output
+    g.insert("prim::TupleUnpack", [items], [F3, F3])
+    c = StorageClasses(g)
+    assert c.overlap(t, [saved]) == (True, None)
