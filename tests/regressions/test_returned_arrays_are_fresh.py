@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from script import Module, Parameter, Tensor, freeze, script, vjp
+from script import Module, Parameter, Tensor, freeze, ops, script, vjp
 
 G = np.arange(3.0)
 
@@ -274,3 +274,54 @@ def test_mutating_a_vjp_output_does_not_change_the_gradient():
             a += 100.0
         for got, want in zip(backward(ones), expected):
             np.testing.assert_allclose(got, want)
+
+
+@script
+def gates(x: Tensor, w: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    i, f, g, o = ops.chunk(x @ w, 4, 1)
+    return ops.sigmoid(i), f, np.tanh(g), o
+
+
+def _twice_with_other_inputs(f, first_args, second_args):
+    """The first call's results (copied right after it) and what they hold after a second call
+    on other inputs: nothing the executor reuses across calls may be returned."""
+    first = f(*first_args)
+    kept = [a.copy() for a in _arrays(first)]
+    f(*second_args)
+    return kept, _arrays(first)
+
+
+def test_a_second_call_leaves_the_first_results_alone():
+    from benchmarks.fastrnns import cells
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    rng = np.random.default_rng(3)
+    inp = rnn_inputs(Sizes(seq_length=40, input_size=8, hidden_size=6, mini_batch=3))
+    layer = script(cells.lstm_layer)  # stack-to-slots buffer, fusion kernels, a loop
+    args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
+    other = (inp.x * 2.0, *args[1:])
+    cases = [(layer, args, other),
+             (gates, (rng.standard_normal((3, 5)), rng.standard_normal((5, 8))),
+              (rng.standard_normal((3, 5)), rng.standard_normal((5, 8)))),
+             (tanh_steps, (rng.standard_normal((3, 2)), rng.standard_normal(2)),
+              (rng.standard_normal((3, 2)), rng.standard_normal(2)))]
+    for f, first_args, second_args in cases:
+        kept, now = _twice_with_other_inputs(f, first_args, second_args)
+        for k, n in zip(kept, now):
+            np.testing.assert_array_equal(n, k)
+
+
+def test_a_second_vjp_or_backward_leaves_the_first_results_alone():
+    from benchmarks.fastrnns import cells
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    inp = rnn_inputs(Sizes(seq_length=6, input_size=4, hidden_size=3, mini_batch=2))
+    layer = script(cells.lstm_layer)  # the backward computes gate gradients in their slots
+    args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
+    out, backward = vjp(layer, *args)
+    ones = tuple(np.ones_like(o) for o in out)
+    grads = backward(ones)
+    kept_out, kept_grads = [a.copy() for a in _arrays(out)], [g.copy() for g in grads]
+    backward(tuple(2.0 * o for o in ones))
+    out2, backward2 = vjp(layer, inp.x * 2.0, *args[1:])
+    backward2(ones)
+    for k, n in zip(kept_out + kept_grads, _arrays(out) + list(grads)):
+        np.testing.assert_array_equal(n, k)
