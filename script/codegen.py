@@ -240,9 +240,9 @@ def holds_mutable(value: Any) -> bool:
 
 def fresh_copy(value: Any) -> Any:
     """A copy of a constant's arrays and containers (items shared within it stay shared)."""
-    if isinstance(value, np.ndarray):
-        return value.copy(order="K")
-    return copy.deepcopy(value)
+    if isinstance(value, (tuple, list, dict)):
+        return copy.deepcopy(value)
+    return value.copy(order="K")  # a numpy or CuPy array
 
 
 def _write_if(w: FunctionWriter, node: Node) -> None:
