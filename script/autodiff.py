@@ -251,7 +251,8 @@ def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> N
     """``p.grad = p.grad + g`` (or ``g`` when ``p.grad`` is None) for each parameter (None entries
     are plain attributes and are skipped). A parameter read twice by the graph appears twice and
     gets both gradients; a gradient array the backward returned for several inputs is copied, so
-    no two ``.grad``s share memory."""
+    no two ``.grad``s share memory, and so is a read-only one (the gradient of ``b.sum()`` is a
+    broadcast of the cotangent), so optimizers and ``clip_grad_norm_`` can update it in place."""
     given: set[int] = set()
     for p, g in zip(params, grads):
         if p is None or g is None:
@@ -260,7 +261,8 @@ def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> N
             p.grad = p.grad + g
             continue
         memory = {id(g), id(getattr(g, "base", None))} - {id(None)}
-        p.grad = g.copy() if memory & given else g
+        read_only = not getattr(getattr(g, "flags", None), "writeable", True)
+        p.grad = g.copy() if memory & given or read_only else g
         given |= memory
 
 
