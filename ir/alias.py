@@ -31,6 +31,7 @@ from ir.types import (
     ListType,
     OptionalType,
     ScalarType,
+    TensorType,
     TupleType,
     Type,
 )
@@ -252,11 +253,36 @@ class StorageClasses:
 Rule = Callable[[StorageClasses, Node], None]
 
 
+def may_share_input(node: Node) -> bool:
+    """Whether a ``tensor::`` node's result may share memory with its inputs: its op has the
+    ``VIEW`` trait and, where ``VIEW_WHEN`` says more for its kind, this node's types allow it."""
+    op = lookup(node.kind)
+    if op is None or not op.is_view:
+        return False
+    when = VIEW_WHEN.get(node.kind)
+    return when is None or when(node)
+
+
+def _same_shape_possible(node: Node) -> bool:
+    a, out = node.inputs[0].type, node.output.type
+    if not (isinstance(a, TensorType) and isinstance(out, TensorType)):
+        return True
+    if a.shape is None or out.shape is None:
+        return True
+    return len(a.shape) == len(out.shape) and all(
+        x is None or y is None or x == y for x, y in zip(a.shape, out.shape))
+
+
+VIEW_WHEN: dict[str, Callable[[Node], bool]] = {
+    "tensor::sum_to": _same_shape_possible,  # the input itself when the shapes agree, else a sum
+}
+"""kind -> when a node of a ``VIEW`` op may share its input's memory (absent: always)."""
+
+
 def _tensor_op(s: StorageClasses, node: Node) -> None:
     """A ``VIEW`` op's results share its tensor inputs' memory (a list result holds views);
     any other tensor op makes new arrays."""
-    op = lookup(node.kind)
-    if op is None or not op.is_view:
+    if not may_share_input(node):
         return
     for out in node.outputs:
         if isinstance(out.type, ListType):

@@ -5,9 +5,12 @@ values, so the later one is replaced by the earlier one. A value computed in an 
 available in the blocks nested after it; a value computed inside a block is not available outside
 it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops,
 ops with neither trait (reads of mutable state, random ops) and pure ops reading a list, dict or
-object (it may have been appended to in between) are never merged. Nor are two computations that
-both reach the caller (``ir.alias``): ``return x * 2.0, x * 2.0`` gives two arrays in Python, and
-mutating one must not change the other.
+object (it may have been appended to in between) are never merged.
+
+Two computations that both reach the caller (``ir.alias``) must stay two arrays: ``return x * 2.0,
+x * 2.0`` gives two in Python, and mutating one must not change the other. The second becomes a
+``tensor::copy`` of the first (cheaper than computing it again); results that may be views of
+the inputs (``ir.alias.may_share_input``) and containers are left as they are.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from ir.alias import StorageClasses
+from ir.alias import StorageClasses, may_share_input
 from ir.alias import is_mutable as is_mutable
 from ir.core import Block, Graph, Node
 from ir.registry import lookup
+from ir.types import TensorType
 
 NAME = "cse"
 
@@ -74,13 +78,28 @@ def cse_block(block: Block, available: ChainMap, classes: StorageClasses) -> boo
             available[key] = node
             continue
         if classes.any_escapes(node) and classes.any_escapes(earlier):
-            continue  # the caller gets both: they must stay two objects
+            changed |= copy_of(earlier, node, classes)  # the caller gets both: two arrays
+            continue
         for old, new in zip(node.outputs, earlier.outputs):
             classes.join(new, old)
             old.replace_all_uses_with(new)
         node.erase()
         changed = True
     return changed
+
+
+def copy_of(earlier: Node, node: Node, classes: StorageClasses) -> bool:
+    """Replace ``node`` (computing what ``earlier`` does) by a copy of ``earlier``'s result, when
+    that result is one new array."""
+    if not node.kind.startswith("tensor::") or may_share_input(node) or len(node.outputs) != 1 \
+            or not isinstance(node.output.type, TensorType):
+        return False
+    copy = node.graph.create("tensor::copy", [earlier.output], [node.output.type],
+                             source=node.source, names=[node.output.name]).insert_before(node)
+    classes.join(node.output, copy.output)
+    node.output.replace_all_uses_with(copy.output)
+    node.erase()
+    return True
 
 
 def run(graph: Graph) -> bool:

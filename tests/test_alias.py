@@ -143,3 +143,12 @@ def test_tuple_elements_have_their_own_locations():
     g.insert("prim::TupleUnpack", [items], [F3, F3])
     c = StorageClasses(g)
     assert c.overlap(t, [saved]) == (True, None)
+
+
+def test_sum_to_shares_its_input_only_when_the_shapes_can_agree():
+    from ir.alias import may_share_input
+    g = ir.Graph()
+    x = g.add_input(F23, "x")
+    same = g.insert("tensor::sum_to", [x, g.constant((2, 3))], [F23])
+    summed = g.insert("tensor::sum_to", [x, g.constant((3,))], [F3])
+    assert may_share_input(same) and not may_share_input(summed)
