@@ -4,6 +4,8 @@
 source with ``inspect``), runs ``python_fn`` on random arguments, then the compiled function with
 the full pipeline and the fuser, with each optional pass disabled in turn and with fusion off. The
 failure message names the configuration, so a wrong answer points at the pass that produced it.
+With the full pipeline it also checks that the caller owns the result (``assert_owned``): memory
+shared as in plain Python, and a mutated result not seen by the next call.
 ``check_gradients`` compares ``vjp`` with central finite differences of the eager function.
 """
 
@@ -184,10 +186,48 @@ def check_program(program: Program, seed: int, configs: list[str] | None = None)
     rtol = TOLERANCE[program.dtype]
     for config in configs or configurations():
         f = _fresh(base)
-        got = run_configuration(base, config, program.make_args(seed), f)
+        compiled_args = program.make_args(seed)
+        got = run_configuration(base, config, compiled_args, f)
         compare(got, want, rtol, config, program, seed)
         if config == "pipeline" and got.error is None:
             _assert_round_trip(f.graph_for(*program.make_args(seed)), program)
+            assert_owned(f, program, seed, (got.value, compiled_args), (want.value, args), rtol)
+
+
+def arrays_in(tree: Any) -> list[np.ndarray]:
+    """The arrays of a result or argument tuple (tuples, lists, dict values), in order."""
+    if isinstance(tree, np.ndarray):
+        return [tree]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if isinstance(tree, (tuple, list)):
+        return [a for item in tree for a in arrays_in(item)]
+    return []
+
+
+def assert_owned(f: ScriptFunction, program: Program, seed: int, got: Any, want: Any,
+                 rtol: float) -> None:
+    """The caller owns what the compiled function returns, as with plain Python: the arrays of
+    ``got`` (result, arguments after the call) share memory exactly where ``want``'s do, and
+    mutating the result changes nothing a second call returns."""
+    where = f"seed={seed}\n{program.source}"
+    got_a, want_a = arrays_in(got), arrays_in(want)
+    assert len(got_a) == len(want_a), f"result and arguments hold other arrays: {where}"
+    for i in range(len(got_a)):
+        for j in range(i):
+            shared = np.shares_memory(got_a[i], got_a[j])
+            assert shared == np.shares_memory(want_a[i], want_a[j]), (
+                f"arrays {j} and {i} of (result, arguments) {'' if shared else 'do not '}share "
+                f"memory, unlike plain Python's: {where}")
+    for a in arrays_in(got[0]):
+        if a.flags.writeable and a.size:
+            a[...] = 7  # the caller's to change
+    again = call(f, program.make_args(seed))
+    assert again.error is None, f"a second call raised {again.error}: {where}"
+    try:
+        assert_same(again.value, want[0], rtol, "second call")
+    except AssertionError as e:
+        raise AssertionError(f"mutating a result changed the next call's: {e}\n{where}") from None
 
 
 def _assert_round_trip(graph: Any, program: Program) -> None:
