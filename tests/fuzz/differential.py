@@ -264,6 +264,23 @@ def _cotangent(out: Any, rng: np.random.Generator) -> Any:
     return rng.standard_normal(np.shape(out))
 
 
+def _assert_backward_owns_nothing_of_the_caller(out: Any, backward: Any, ct: Any, grads: Any,
+                                                 args: tuple, where: str) -> None:
+    """Writing into ``vjp``'s outputs (``tanh(x)`` is also saved for its gradient; outputs that
+    are the arguments' memory, as in Python, are left alone) changes no gradient, and a second
+    ``backward`` leaves the first one's gradients alone."""
+    kept = [g.copy() for g in arrays_in(grads)]
+    inputs = arrays_in(args)
+    for a in arrays_in(out):
+        if a.flags.writeable and a.size and not any(np.shares_memory(a, x) for x in inputs):
+            a[...] = 7.0
+    again = backward(ct)
+    for g, g2, k in zip(arrays_in(grads), arrays_in(again), kept):
+        np.testing.assert_array_equal(g2, k, err_msg=f"gradient after writing into the outputs\n"
+                                                     f"{where}")
+        np.testing.assert_array_equal(g, k, err_msg=f"gradient after a second backward\n{where}")
+
+
 def check_gradients(program: Program, seed: int) -> bool:
     """``vjp`` of a float64 program against finite differences of ``python_fn``.
 
@@ -287,6 +304,8 @@ def check_gradients(program: Program, seed: int) -> bool:
             raise
         ct = _cotangent(out, np.random.default_rng(seed))
         grads = backward(ct)
+        _assert_backward_owns_nothing_of_the_caller(out, backward, ct, grads, args,
+                                                     f"seed={seed}\n{program.source}")
         for k, a in enumerate(args):
             if not isinstance(a, np.ndarray):
                 continue
