@@ -45,7 +45,12 @@ ZERO_DERIVATIVE = "zero_derivative"
 """Outputs carry no derivative of the inputs: comparisons, integer and bool results, rounding,
 shape queries, values made from a shape alone. Differentiation stops there, and the gradient
 soundness check accepts that a cotangent ends there."""
-TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE})
+VIEW = "view"
+"""A tensor op whose outputs may share memory with its inputs: a view (``a.T``, ``a[i]``) or an
+input itself (dropout in eval mode). Other ``tensor::`` ops return new arrays; ``ir.alias``
+relies on that to tell which values can reach the caller."""
+TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
+                    VIEW})
 
 
 class ShapeError(IRError):
@@ -164,6 +169,8 @@ class OpDef:
     @property
     def has_zero_derivative(self) -> bool:
         return ZERO_DERIVATIVE in self.traits
+    def is_view(self) -> bool:
+        return VIEW in self.traits
 
     @property
     def signature(self) -> str:

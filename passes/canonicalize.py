@@ -3,7 +3,10 @@
 Every rule is ``(node) -> bool`` (True when it rewrote something) in the ``RULES`` table. Identities
 that could change a result's type are applied only when the types prove they don't: ``x * 1`` is
 ``x`` only when ``x`` already has the result's dtype and shape (broadcasting against a constant
-array, or a float constant on an int tensor, would change them).
+array, or a float constant on an int tensor, would change them). Identities that turn a new array
+into one of the op's inputs (``IDENTITY_RULES``) apply only to values the caller never receives
+(``ir.alias``): ``return x * 1.0`` gives a new array in Python, and mutating it must not change
+``x``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ir.alias import StorageClasses
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.registry import constant_of, infer_types
 from ir.types import NONE, OptionalType, TensorType, TupleType
@@ -183,13 +187,8 @@ def unwrap_non_optional(node: Node) -> bool:
 
 RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::transpose": double_transpose,
-    "tensor::neg": double_negation,
     "tensor::reshape": reshape_of_reshape,
     "tensor::matmul": matmul_of_batch_by_matrix,
-    "tensor::mul": _identity_operand({1: 1, 0: 1}),
-    "tensor::add": _identity_operand({1: 0, 0: 0}),
-    "tensor::sub": _identity_operand({1: 0}),
-    "tensor::div": _identity_operand({1: 1}),
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
@@ -197,12 +196,27 @@ RULES: dict[str, Callable[[Node], bool]] = {
 }
 """kind -> peephole rule."""
 
+IDENTITY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::neg": double_negation,
+    "tensor::mul": _identity_operand({1: 1, 0: 1}),
+    "tensor::add": _identity_operand({1: 0, 0: 0}),
+    "tensor::sub": _identity_operand({1: 0}),
+    "tensor::div": _identity_operand({1: 1}),
+}
+"""kind -> peephole rule replacing the op's new array by one of its inputs: applied only when the
+caller cannot receive the result."""
+
 
 def sweep(graph: Graph) -> bool:
     """Apply the rules once to every node (nested blocks included)."""
     changed = False
+    classes = StorageClasses(graph)
     for node in list(graph.walk()):
         rule = RULES.get(node.kind)
+        if rule is None:
+            rule = IDENTITY_RULES.get(node.kind)
+            if rule is not None and node.owner is not None and classes.any_escapes(node):
+                continue
         if rule is not None and node.owner is not None:
             changed |= rule(node)
     return changed

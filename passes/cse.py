@@ -6,6 +6,11 @@ available in the blocks nested after it; a value computed inside a block is not 
 it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops,
 ops with neither trait (reads of mutable state, random ops) and pure ops reading a list, dict or
 object (it may have been appended to in between) are never merged.
+
+Two computations that both reach the caller (``ir.alias``) must stay two arrays: ``return x * 2.0,
+x * 2.0`` gives two in Python, and mutating one must not change the other. The second becomes a
+``tensor::copy`` of the first (cheaper than computing it again); results that may be views of
+the inputs (``ir.alias.may_share_input``) and containers are left as they are.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from ir.alias import StorageClasses, may_share_input
+from ir.alias import is_mutable as is_mutable
 from ir.core import Block, Graph, Node
 from ir.registry import lookup
-from ir.types import ClassType, DictType, ListType, OptionalType, Type
+from ir.types import TensorType
 
 NAME = "cse"
 
@@ -56,21 +63,13 @@ def node_key(node: Node) -> Hashable | None:
     return (node.kind, tuple(inputs), attrs, types)
 
 
-def is_mutable(t: Type) -> bool:
-    """Values of this type can change after they are made (lists, dicts, script-class objects)."""
-    if isinstance(t, OptionalType):
-        return is_mutable(t.element)
-    if isinstance(t, ClassType):
-        return not t.named_tuple
-    return isinstance(t, (ListType, DictType))
-
-
-def cse_block(block: Block, available: ChainMap) -> bool:
-    """Merge repeated computations in ``block`` given the ``available`` ones of enclosing blocks."""
+def cse_block(block: Block, available: ChainMap, classes: StorageClasses) -> bool:
+    """Merge repeated computations in ``block`` given the ``available`` ones of enclosing blocks;
+    ``classes`` says which values the caller receives."""
     changed = False
     for node in block:
         for inner in node.blocks:
-            changed |= cse_block(inner, available.new_child())
+            changed |= cse_block(inner, available.new_child(), classes)
         key = node_key(node)
         if key is None:
             continue
@@ -78,13 +77,31 @@ def cse_block(block: Block, available: ChainMap) -> bool:
         if earlier is None:
             available[key] = node
             continue
+        if classes.any_escapes(node) and classes.any_escapes(earlier):
+            changed |= copy_of(earlier, node, classes)  # the caller gets both: two arrays
+            continue
         for old, new in zip(node.outputs, earlier.outputs):
+            classes.join(new, old)
             old.replace_all_uses_with(new)
         node.erase()
         changed = True
     return changed
 
 
+def copy_of(earlier: Node, node: Node, classes: StorageClasses) -> bool:
+    """Replace ``node`` (computing what ``earlier`` does) by a copy of ``earlier``'s result, when
+    that result is one new array."""
+    if not node.kind.startswith("tensor::") or may_share_input(node) or len(node.outputs) != 1 \
+            or not isinstance(node.output.type, TensorType):
+        return False
+    copy = node.graph.create("tensor::copy", [earlier.output], [node.output.type],
+                             source=node.source, names=[node.output.name]).insert_before(node)
+    classes.join(node.output, copy.output)
+    node.output.replace_all_uses_with(copy.output)
+    node.erase()
+    return True
+
+
 def run(graph: Graph) -> bool:
     """Eliminate common subexpressions in the whole graph (not entering subgraphs)."""
-    return cse_block(graph.block, ChainMap())
+    return cse_block(graph.block, ChainMap(), StorageClasses(graph))

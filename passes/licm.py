@@ -8,7 +8,9 @@ visited outermost first, so a node rises out of every loop it does not depend on
 What never moves: SIDE_EFFECTS ops, trait-less ops (reads of mutable state, random ops), nodes
 with blocks, and readers of a list that something may mutate. A FRESH list construction moves
 only when nothing ever writes to the list (its every user is PURE), so sharing one list between
-iterations is unobservable.
+iterations is unobservable. Nor does a value the caller may receive (``ir.alias``): each
+iteration of ``out.append(x * 2.0)`` appends a new array, and hoisting would append one array N
+times.
 
 A loop may run zero times, and a node in an ``if`` inside the body may never run. Moving a node
 that can raise to where it always runs would raise where the program did not, so such a node
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from ir.registry import ELEMENTWISE, FRESH, NOT_CONSTANT, const, lookup
 from ir.types import (
@@ -173,37 +176,39 @@ def invariant_in(node: Node, loop: Node) -> bool:
 
 
 # -- driver ------------------------------------------------------------------------------------
-def hoist_from_block(block: Block, loop: Node, runs_first: bool) -> bool:
+def hoist_from_block(block: Block, loop: Node, runs_first: bool,
+                     classes: StorageClasses) -> bool:
     """Move the invariant nodes of ``block`` (inside ``loop``) before ``loop``; recurse inward.
 
     ``runs_first`` is True while the nodes of ``block`` surely run on a first iteration that
     surely happens and no side effect of the body has run yet: only then may an op that can
-    raise move.
+    raise move. ``classes`` says which values the caller may receive: those stay.
     """
     changed = False
     for node in block:
-        if movable(node) and invariant_in(node, loop) and (runs_first or cannot_raise(node)):
+        if movable(node) and invariant_in(node, loop) and not classes.any_escapes(node) and (
+                runs_first or cannot_raise(node)):
             node.move_before(loop)
             changed = True
             continue
         if node.blocks or not movable(node) or not cannot_raise(node):
             runs_first = False  # after a side effect, or a node that stays and may raise first
         for inner in node.blocks:
-            changed |= hoist_from_block(inner, loop, False)
+            changed |= hoist_from_block(inner, loop, False, classes)
     return changed
 
 
-def licm_block(block: Block) -> bool:
+def licm_block(block: Block, classes: StorageClasses) -> bool:
     """Hoist out of every loop in ``block``, outermost loops first."""
     changed = False
     for node in block:
         if node.kind == LOOP:
-            changed |= hoist_from_block(node.blocks[0], node, surely_runs(node))
+            changed |= hoist_from_block(node.blocks[0], node, surely_runs(node), classes)
         for inner in node.blocks:
-            changed |= licm_block(inner)
+            changed |= licm_block(inner, classes)
     return changed
 
 
 def run(graph: Graph) -> bool:
     """Loop-invariant code motion over the whole graph (not entering subgraphs)."""
-    return licm_block(graph.block)
+    return licm_block(graph.block, StorageClasses(graph))

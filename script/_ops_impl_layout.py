@@ -12,3 +12,8 @@ def contiguous(a: Any) -> Any:
     if a.ndim == 0 or a.flags.c_contiguous:
         return a  # ascontiguousarray would turn a 0-d array into a 1-d one
     return array_module(a).ascontiguousarray(a)
+
+
+def copy(a: Any) -> Any:
+    """A new array holding ``a``'s values."""
+    return a.copy()

@@ -8,6 +8,7 @@ through the pipeline and the fuser, and compiled to Python; the pair is cached p
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import ir
+from ir.alias import StorageClasses
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
@@ -48,6 +50,9 @@ class CompiledGradient:
     """takes the output cotangents and the saved values; returns one cotangent per input."""
     name: str = "f"
     """the function's name (the profiler's rows)."""
+    shared_outputs: tuple[Any, ...] = ()
+    """per output, what of it the saved values may also hold (``ir.alias.Overlap``): that part
+    is copied before the caller gets it, so mutating an output cannot change the gradient."""
 
 
 _lock = threading.RLock()
@@ -94,7 +99,26 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
     name = _py_name(f)
     forward, _ = generate(grad.forward, name=name + "_forward")
     backward, _ = generate(grad.backward, name=name + "_backward")
-    return CompiledGradient(grad, forward, backward, name)
+    return CompiledGradient(grad, forward, backward, name, _shared_with_saved(grad))
+
+
+def _shared_with_saved(grad: Gradient) -> tuple[Any, ...]:
+    """For each output of the forward, what of its memory the saved values (which the backward
+    reads) may also hold: ``y = tanh(x)`` is both returned and saved for its gradient."""
+    outputs = grad.forward.outputs
+    classes = StorageClasses(grad.forward)
+    saved = outputs[grad.num_outputs:]
+    return tuple(classes.overlap(v, saved) for v in outputs[:grad.num_outputs])
+
+
+def _own(value: Any, shared: Any, memo: dict[int, Any]) -> Any:
+    """``value`` with the parts ``shared`` marks copied (one ``memo`` per call keeps one object
+    returned twice one object)."""
+    if shared is None:
+        return value
+    if shared is True:
+        return copy.deepcopy(value, memo)
+    return tuple(_own(v, s, memo) for v, s in zip(value, shared))
 
 
 def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
@@ -209,6 +233,9 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
         results = (results,)
     outputs = results[:grad.num_outputs]
     saved = results[grad.num_outputs:]
+    if any(s is not None for s in compiled.shared_outputs):
+        memo: dict[int, Any] = {}
+        outputs = tuple(_own(o, s, memo) for o, s in zip(outputs, compiled.shared_outputs))
 
     def backward(cotangents: Any) -> tuple[Any, ...]:
         cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
@@ -264,7 +291,8 @@ def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> N
     """``p.grad = p.grad + g`` (or ``g`` when ``p.grad`` is None) for each parameter (None entries
     are plain attributes and are skipped). A parameter read twice by the graph appears twice and
     gets both gradients; a gradient array the backward returned for several inputs is copied, so
-    no two ``.grad``s share memory."""
+    no two ``.grad``s share memory, and so is a read-only one (the gradient of ``b.sum()`` is a
+    broadcast of the cotangent), so optimizers and ``clip_grad_norm_`` can update it in place."""
     given: set[int] = set()
     for p, g in zip(params, grads):
         if p is None or g is None:
@@ -273,7 +301,8 @@ def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> N
             p.grad = p.grad + g
             continue
         memory = {id(g), id(getattr(g, "base", None))} - {id(None)}
-        p.grad = g.copy() if memory & given else g
+        read_only = not getattr(getattr(g, "flags", None), "writeable", True)
+        p.grad = g.copy() if memory & given or read_only else g
         given |= memory
 
 

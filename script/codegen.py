@@ -9,6 +9,7 @@ not plain literals are bound as globals of the generated function.
 from __future__ import annotations
 
 import builtins
+import copy
 import keyword
 import math
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import ir
+from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from script.slot_writes import slot_writes
 
@@ -144,6 +146,8 @@ class FunctionWriter:
     """a ``script.profiler.Profile`` to instrument the code for; None for the fast code."""
     elided: set[Node] = field(default_factory=set)
     """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
+    classes: StorageClasses | None = None
+    """which values of the graph the caller may receive (constants among them are copied)."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -215,7 +219,30 @@ class FunctionWriter:
 
 def _write_constant(w: FunctionWriter, node: Node) -> None:
     # constants are used by name: a literal inline, anything else as a global of the function
-    w.ns.names[node.output] = w.const_expr(node.attrs.get("value"))
+    value = node.attrs.get("value")
+    expr = w.const_expr(value)
+    if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
+        # the caller may receive it: each evaluation makes its own, as the source would
+        w.consts["_fresh_copy"] = fresh_copy
+        w.emit(f"{w.ns.name(node.output)} = _fresh_copy({expr})")
+        return
+    w.ns.names[node.output] = expr
+
+
+def holds_mutable(value: Any) -> bool:
+    """Whether a constant holds something the caller could mutate: an array, a list, a dict."""
+    if isinstance(value, tuple):
+        return any(holds_mutable(v) for v in value)
+    if isinstance(value, (list, dict)):
+        return True
+    return hasattr(value, "shape") and not isinstance(value, np.generic)
+
+
+def fresh_copy(value: Any) -> Any:
+    """A copy of a constant's arrays and containers (items shared within it stay shared)."""
+    if isinstance(value, (tuple, list, dict)):
+        return copy.deepcopy(value)
+    return value.copy(order="K")  # a numpy or CuPy array
 
 
 def _write_if(w: FunctionWriter, node: Node) -> None:
@@ -480,7 +507,8 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
                     name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
     """The Python source of ``graph`` as a function ``name`` and the globals it needs
     (instrumented for ``profiler`` when one is given)."""
-    w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler)
+    w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
+                       classes=StorageClasses(graph))
     params = [w.ns.name(v) for v in graph.inputs]
     w.write_block(graph.block)
     outs = [w.ns.name(v) for v in graph.outputs]

@@ -39,7 +39,8 @@ Argument kinds: `Tensor` an array; `operand` an array or a Python number; `ints`
 tuple/list of ints; `Tensor[]` a list or tuple of arrays; a trailing `?` also accepts None.
 Traits: `pure` (no effects: may be merged or dropped), `elementwise` (fusible), `commutative`,
 `side_effects` (kept in order), `fresh` (a new mutable object: may be dropped, never merged),
-`zero_derivative` (no derivative flows through it: comparisons, rounding, shape queries).
+`zero_derivative` (no derivative flows through it: comparisons, rounding, shape queries),
+`view` (the result may share memory with an input; other `tensor::` ops make new arrays).
 """
 
 

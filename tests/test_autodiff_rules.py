@@ -159,6 +159,10 @@ def gradient_ops(x: Tensor, g: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
             ops.select_backward(g, (2, 4), 0, 1), ops.slice_backward(x, (5, 4), 0, 1, 4, 1))
 
 
+def copies(x: Tensor) -> Tuple[Tensor, Tensor]:
+    return np.tanh(x) * 3.0, np.tanh(x) * 3.0  # the second becomes a copy of the first
+
+
 def _r(rng, *shape):
     return rng.standard_normal(shape)
 
@@ -210,6 +214,7 @@ CASES = {
     "gradient_ops": (gradient_ops, lambda r: (_r(r, 3, 4), _r(r, 4)),
                      ["tensor::sum_to", "tensor::broadcast_to", "tensor::select_backward",
                       "tensor::slice_backward"]),
+    "copy": (copies, lambda r: (_r(r, 3, 4),), ["tensor::copy"]),
 }
 
 TOLERANCE = {"astype": dict(eps=1e-2, rtol=1e-6, atol=1e-6)}  # linear: a big step is exact

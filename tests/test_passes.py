@@ -27,6 +27,25 @@ def binop(g: ir.Graph, kind: str, a: ir.Value, b: ir.Value, t: ir.Type = TENSOR)
     return g.insert(kind, [a, b], [t]).output
 
 
+def read_inside(g: ir.Graph, values: list[ir.Value]) -> None:
+    """Return ``-v`` for each value: the values themselves stay inside the graph, where a pass may
+    merge or forward them (values the caller receives must stay distinct arrays)."""
+    for v in values:
+        g.add_output(g.insert("tensor::neg", [v], [v.type]).output)
+
+
+def read_values(g: ir.Graph) -> list[ir.Value]:
+    """The values ``read_inside`` returned the negations of, as the graph reads them now (a
+    negation CSE made a copy of another, equal one reads what that one reads)."""
+    found = []
+    for out in g.outputs:
+        reader = out.node
+        while reader.kind == "tensor::copy":
+            reader = reader.inputs[0].node
+        found.append(reader.inputs[0])
+    return found
+
+
 def if_node(g: ir.Graph, cond: ir.Value, then: list, other: list, types: list) -> ir.Node:
     """An If whose blocks return ``then`` / ``other`` (values defined outside, or callables that
     build the block's values given the graph)."""
@@ -254,12 +273,39 @@ def test_cse_merges_pure_and_commutative():
     b = binop(g, "tensor::add", y, x, F43)
     s1 = binop(g, "tensor::sub", x, y, F43)
     s2 = binop(g, "tensor::sub", y, x, F43)
-    for v in (a, b, s1, s2):
-        g.add_output(v)
+    read_inside(g, [a, b, s1, s2])
     assert cse.run(g)
-    assert g.outputs[0] is g.outputs[1]
-    assert g.outputs[2] is not g.outputs[3]
+    read = read_values(g)
+    assert read[0] is read[1]
+    assert read[2] is not read[3]
     assert count(g, "tensor::add") == 1 and count(g, "tensor::sub") == 2
+
+
+def test_cse_keeps_two_arrays_the_caller_receives():
+    g = ir.Graph()
+    x = g.add_input(F43, "x")
+    two = g.constant(2.0)
+    a, b = binop(g, "tensor::mul", x, two, F43), binop(g, "tensor::mul", x, two, F43)
+    c, d = binop(g, "tensor::add", x, two, F43), binop(g, "tensor::add", x, two, F43)
+    z1 = g.constant(np.zeros(3))
+    z2 = g.constant(np.zeros(3))
+    t = g.insert("prim::TupleConstruct", [a, c, z1], [TupleType((F43, F43, z1.type))]).output
+    row = g.insert("tensor::select", [b, g.constant(0), g.constant(0)],
+                   [TensorType("float32", (3,))]).output
+    first, second = (g.insert("tensor::select", [x, g.constant(0), g.constant(1)],
+                              [TensorType("float32", (3,))]).output for _ in range(2))
+    g.add_output(t)
+    g.add_output(row)  # a view of b: b's memory reaches the caller too
+    g.add_output(g.insert("tensor::neg", [d], [F43]).output)
+    g.add_output(z2)
+    g.add_output(first)
+    g.add_output(second)
+    assert cse.run(g)
+    copy = row.node.inputs[0].node  # b is computed once, as a copy of a
+    assert copy.kind == "tensor::copy" and copy.inputs[0] is a and count(g, "tensor::mul") == 1
+    assert count(g, "tensor::add") == 1 and g.outputs[2].node.inputs[0] is c  # d: read inside
+    assert z1.node.owner is not None and z2.node.owner is not None
+    assert first.node.owner is not None and second.node.owner is not None  # two views, as written
 
 
 def test_cse_constants_compare_by_value_and_type():
@@ -269,10 +315,9 @@ def test_cse_constants_compare_by_value_and_type():
               g.constant(0.0), g.constant(ones32), g.constant(ones32.copy()),
               g.constant(np.ones(3, np.float64)), g.constant(float("nan")),
               g.constant(float("nan"))]
-    for v in values:
-        g.add_output(v)
+    read_inside(g, values)
     cse.run(g)
-    out = g.outputs
+    out = read_values(g)
     assert out[0] is out[1]
     assert len({id(v) for v in out[1:6]}) == 5
     assert out[6] is out[7] and out[8] is not out[7]
@@ -302,15 +347,12 @@ def test_cse_is_scoped_by_block():
                           lambda g: binop(g, "tensor::sub", x, x, F43)],
                    [lambda g: binop(g, "tensor::sub", x, x, F43), x], [F43, F43])
     after = binop(g, "tensor::sub", x, x, F43)
-    g.add_output(outer)
-    g.add_output(node.outputs[1])
-    g.add_output(after)
-    g.add_output(node.outputs[0])
+    read_inside(g, [outer, node.outputs[1], after, node.outputs[0]])
     assert cse.run(g)
     then, other = node.blocks
     assert then.returns[0] is outer  # outer value reused inside the block
     assert then.returns[1] is not other.returns[0]  # siblings don't share
-    assert after.node.owner is g.block and after is g.outputs[2]  # inner not visible outside
+    assert after.node.owner is g.block and after is read_values(g)[2]  # inner not visible outside
 
 
 # -- constant-prop --------------------------------------------------------------------------------
@@ -424,12 +466,28 @@ def test_canonicalize_double_transpose():
 def test_canonicalize_identity_arithmetic_when_type_is_kept():
     g = ir.Graph()
     x = g.add_input(F43, "x")
-    g.add_output(binop(g, "tensor::mul", x, g.constant(1), F43))
-    g.add_output(binop(g, "tensor::add", g.constant(0.0), x, F43))
-    g.add_output(binop(g, "tensor::sub", x, g.constant(0), F43))
-    g.add_output(binop(g, "tensor::div", x, g.constant(1.0), F43))
+    read_inside(g, [binop(g, "tensor::mul", x, g.constant(1), F43),
+                    binop(g, "tensor::add", g.constant(0.0), x, F43),
+                    binop(g, "tensor::sub", x, g.constant(0), F43),
+                    binop(g, "tensor::div", x, g.constant(1.0), F43)])
     assert canonicalize.run(g)
-    assert all(v is x for v in g.outputs)
+    assert all(v is x for v in read_values(g))
+
+
+def test_canonicalize_identity_arithmetic_keeps_a_new_array_for_the_caller():
+    # return x * 1.0 is a new array in Python: mutating it must not change the argument
+    g = ir.Graph()
+    x = g.add_input(F43, "x")
+    outs = [binop(g, "tensor::mul", x, g.constant(1), F43),
+            binop(g, "tensor::add", g.constant(0.0), x, F43),
+            g.insert("tensor::neg", [g.insert("tensor::neg", [x], [F43]).output], [F43]).output]
+    for v in outs:
+        g.add_output(v)
+    items = g.insert("prim::ListConstruct", [], [ListType(F43)]).output
+    g.add_output(items)
+    g.insert("prim::ListAppend", [items, binop(g, "tensor::sub", x, g.constant(0), F43)], [])
+    assert not canonicalize.run(g)
+    assert list(g.outputs[:3]) == outs and count(g, "tensor::sub") == 1
 
 
 def test_canonicalize_keeps_identity_that_changes_type():
@@ -466,14 +524,15 @@ def test_canonicalize_tuples_reshapes_len_neg_unwrap():
     neg = g.insert("tensor::neg", [g.insert("tensor::neg", [y], [F43]).output], [F43]).output
     u1 = g.insert("prim::unchecked_unwrap_optional", [x], [F43]).output
     u2 = g.insert("prim::unchecked_unwrap_optional", [opt], [F43]).output
-    for v in (a, b, second, r2.output, n, rows, neg, u1, u2):
+    tanh = g.insert("tensor::tanh", [neg], [F43]).output
+    for v in (a, b, second, r2.output, n, rows, tanh, u1, u2):
         g.add_output(v)
     assert canonicalize.run(g)
     out = g.outputs
     assert (out[0], out[1], out[2]) == (x, y, y)
     assert r2.inputs[0] is x
     assert out[4].constant == 2 and out[5].constant == 4
-    assert out[6] is y and out[7] is x
+    assert out[6].node.inputs[0] is y and out[7] is x
     assert out[8].node.kind == "prim::unchecked_unwrap_optional"
 
 
@@ -483,9 +542,9 @@ def test_canonicalize_reaches_fixed_point():
     v = x
     for _ in range(4):
         v = g.insert("tensor::neg", [v], [F43]).output
-    g.add_output(v)
+    read_inside(g, [v])
     assert canonicalize.run(g)
-    assert g.outputs[0] is x and not canonicalize.run(g)
+    assert read_values(g)[0] is x and not canonicalize.run(g)
 
 
 # -- inline ---------------------------------------------------------------------------------------

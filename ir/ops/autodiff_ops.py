@@ -19,6 +19,7 @@ from ir.registry import (
     NOT_CONSTANT,
     PURE,
     SIDE_EFFECTS,
+    VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -90,10 +91,10 @@ def _layer_norm_backward(node: Node) -> list[Type]:
             TensorType(dtype, row, device)]
 
 
-defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
+defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
-defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE,), (),
+defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "a broadcast to `shape` (numpy.broadcast_to)")
 defop("tensor::select_backward(g: Tensor, shape: ints, axis: int, index: int) -> Tensor",
       _to_shape, (PURE,), (), "zeros of `shape` with g at `index` along `axis`")

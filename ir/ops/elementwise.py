@@ -19,6 +19,7 @@ from ir.registry import (
     ELEMENTWISE,
     NOT_CONSTANT,
     PURE,
+    VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -29,6 +30,9 @@ from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 EW = (PURE, ELEMENTWISE)
 EW_ZERO = EW + (ZERO_DERIVATIVE,)
 """elementwise ops whose result is constant almost everywhere (or bool): no derivative."""
+EW_OR_INPUT = (PURE, ELEMENTWISE, VIEW)
+"""elementwise, but returns its input itself in a case with nothing to compute (a bool's sign or
+relu, a clip without bounds)"""
 
 
 def _binary(node: Node) -> list[Type]:
@@ -118,9 +122,9 @@ defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.n
       "-a")
 defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
                                                                     "abs"), "|a|")
-defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW_ZERO, ("np.sign",),
-      "sign of a")
-defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (), "max(a, 0)")
+defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT + (ZERO_DERIVATIVE,),
+      ("np.sign",), "sign of a")
+defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT, (), "max(a, 0)")
 defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
 for _name, _np, _doc in (
         ("exp", "np.exp", "e ** a"), ("log", "np.log", "natural logarithm"),
@@ -136,7 +140,7 @@ for _name, _np, _doc in (
           (_np,) if _np else (), _doc)
 
 # -- ternary and casts --------------------------------------------------------------------------
-defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW,
+defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW_OR_INPUT,
       ("np.clip", ".clip"), "min(max(a, lo), hi); None leaves a side open")
 defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
       ("np.where",), "a where cond else b")

@@ -1,16 +1,18 @@
-"""Memory-layout ops: rewrites for execution speed insert them; user code has no need of them.
+"""Memory-layout ops: rewrites insert them; user code has no need of them.
 
 ``contiguous(a)`` is ``a`` with C-contiguous storage (``numpy.ascontiguousarray``): the same
 values, so it is the identity on what a program computes. A matmul against a transposed view runs
 several times slower than against a contiguous copy at RNN step sizes; the contiguous-weights pass
 makes that copy once, before the loop, for loop-invariant transposes that matmuls in a loop use.
+``copy(a)`` is a new array of ``a``'s values: where the caller receives two equal results, CSE
+computes them once and hands out the second as a copy.
 """
 
 from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.shape import tensor_arg
-from ir.registry import PURE, defop
+from ir.registry import PURE, VIEW, defop
 from ir.types import Type
 
 
@@ -18,6 +20,8 @@ def _same_as_input(node: Node) -> list[Type]:
     return [tensor_arg(node, 0)]
 
 
-defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE,), (),
+defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE, VIEW), (),
       "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is): "
       "the same values, a faster matmul operand than a transposed view")
+defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE,), (),
+      "a new array holding a's values (numpy.copy)")

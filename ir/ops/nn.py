@@ -8,7 +8,7 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes, float_result_dtype, unary_float_rule
 from ir.ops.shape import items_device, tensor_arg
-from ir.registry import ELEMENTWISE, NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.registry import ELEMENTWISE, NOT_CONSTANT, PURE, VIEW, ShapeError, const, defop
 from ir.types import FLOAT_DTYPES, OptionalType, TensorType, Type
 
 
@@ -50,7 +50,7 @@ defop("tensor::layer_norm(a: Tensor, weight: Tensor? = None, bias: Tensor? = Non
       "eps: float = 1e-05) -> Tensor", _layer_norm, (PURE,), (),
       "(a - mean) / sqrt(var + eps) * weight + bias over the last axis")
 defop("tensor::dropout(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor", _dropout,
-      (), (), "zero each element with probability p and scale the rest by 1 / (1 - p) when "
+      (VIEW,), (), "zero each element with probability p and scale the rest by 1 / (1 - p) when "
       "training; the identity otherwise")
 defop("tensor::gelu(a: operand) -> operand", _gelu, (PURE, ELEMENTWISE), (),
       "a * Phi(a), the exact (erf) form")

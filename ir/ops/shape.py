@@ -16,6 +16,7 @@ from ir.registry import (
     FRESH,
     NOT_CONSTANT,
     PURE,
+    VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -427,20 +428,22 @@ def _stack(node: Node) -> list[Type]:
 
 
 SHAPE = (PURE,)
+VIEWS = (PURE, VIEW)
+"""numpy returns a view of the input (``reshape`` when it can)."""
 
-defop("tensor::transpose(a: Tensor, axes: ints? = None) -> Tensor", _transpose, SHAPE,
+defop("tensor::transpose(a: Tensor, axes: ints? = None) -> Tensor", _transpose, VIEWS,
       (".T", "np.transpose", ".transpose"), "permute the axes (reverse them when axes is None)")
-defop("tensor::reshape(a: Tensor, shape: ints) -> Tensor", _reshape, SHAPE,
+defop("tensor::reshape(a: Tensor, shape: ints) -> Tensor", _reshape, VIEWS,
       (".reshape", "np.reshape"), "the same elements in a new shape; one -1 is inferred")
-defop("tensor::expand_dims(a: Tensor, axis: ints) -> Tensor", _expand_dims, SHAPE,
+defop("tensor::expand_dims(a: Tensor, axis: ints) -> Tensor", _expand_dims, VIEWS,
       ("np.expand_dims",), "insert size-1 axes at the given output positions")
-defop("tensor::squeeze(a: Tensor, axis: ints? = None) -> Tensor", _squeeze, SHAPE,
+defop("tensor::squeeze(a: Tensor, axis: ints? = None) -> Tensor", _squeeze, VIEWS,
       (".squeeze", "np.squeeze"), "remove size-1 axes (all of them when axis is None)")
-defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, SHAPE,
+defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, VIEWS,
       ("x[i]",), "the slice at `index` along `axis`, dropping the axis; negative index counts "
       "from the end")
 defop("tensor::slice(a: Tensor, axis: int, start: int? = None, stop: int? = None, "
-      "step: int? = None) -> Tensor", _slice, SHAPE, ("x[a:b:c]",),
+      "step: int? = None) -> Tensor", _slice, VIEWS, ("x[a:b:c]",),
       "basic slicing a[start:stop:step] along one axis")
 defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATIVE,),
       ("x.shape[i]",),
@@ -449,12 +452,12 @@ defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE), (".
       "the shape as a new list of ints")
 defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
       (".ndim", "np.ndim"), "the rank")
-defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk, SHAPE,
+defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk, VIEWS,
       ("ops.chunk",), "`chunks` pieces of ceil(n / chunks) along `axis`, the last one shorter "
       "(torch.chunk); `chunks` must be a constant")
-defop("tensor::split(a: Tensor, sections: int, axis: int = 0) -> (Tensor, ...)", _split, SHAPE,
+defop("tensor::split(a: Tensor, sections: int, axis: int = 0) -> (Tensor, ...)", _split, VIEWS,
       ("np.split",), "`sections` equal pieces along `axis` (np.split with an int)")
-defop("tensor::unbind(a: Tensor, axis: int = 0) -> Tensor[]", _unbind, (FRESH,),
+defop("tensor::unbind(a: Tensor, axis: int = 0) -> Tensor[]", _unbind, (FRESH, VIEW),
       ("ops.unbind",), "a new list of the slices along `axis`")
 defop("tensor::cat(tensors: Tensor[], axis: int = 0) -> Tensor", _cat, SHAPE,
       ("np.concatenate", "ops.cat"), "join tensors along an existing axis")

@@ -571,6 +571,7 @@ VJP_RULES: dict[str, Rule] = {
     "tensor::linear": linear_vjp,
     "tensor::layer_norm": layer_norm_vjp,
     "tensor::layer_norm_backward": layer_norm_backward_vjp,
+    "tensor::copy": _unary(lambda b, g, n: g),
     "tensor::sum_to": sum_to_vjp,
     "tensor::broadcast_to": broadcast_to_vjp,
     "tensor::select_backward": select_backward_vjp,

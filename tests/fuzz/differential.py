@@ -4,6 +4,8 @@
 source with ``inspect``), runs ``python_fn`` on random arguments, then the compiled function with
 the full pipeline and the fuser, with each optional pass disabled in turn and with fusion off. The
 failure message names the configuration, so a wrong answer points at the pass that produced it.
+With the full pipeline it also checks that the caller owns the result (``assert_owned``): memory
+shared as in plain Python, and a mutated result not seen by the next call.
 ``check_gradients`` compares ``vjp`` with central finite differences of the eager function.
 """
 
@@ -186,10 +188,12 @@ def check_program(program: Program, seed: int, configs: list[str] | None = None)
     for config in configs or configurations():
         f = _fresh(base)
         reset_globals(module, program)
-        got = run_configuration(base, config, program.make_args(seed), f)
+        compiled_args = program.make_args(seed)
+        got = run_configuration(base, config, compiled_args, f)
         compare(got, want, rtol, config, program, seed)
         if config == "pipeline" and got.error is None:
             _assert_round_trip(f.graph_for(*program.make_args(seed)), program)
+            assert_owned(f, program, seed, (got.value, compiled_args), (want.value, args), rtol)
         if program.updates:
             # the same compiled function, called again after the globals changed in place
             for update in program.updates:
@@ -205,6 +209,42 @@ def reset_globals(module: Any, program: Program) -> None:
     compiled function may hold stay the same objects)."""
     for reset in program.resets:
         exec(reset, module.__dict__)  # noqa: S102 -- generated statements
+
+
+def arrays_in(tree: Any) -> list[np.ndarray]:
+    """The arrays of a result or argument tuple (tuples, lists, dict values), in order."""
+    if isinstance(tree, np.ndarray):
+        return [tree]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    if isinstance(tree, (tuple, list)):
+        return [a for item in tree for a in arrays_in(item)]
+    return []
+
+
+def assert_owned(f: ScriptFunction, program: Program, seed: int, got: Any, want: Any,
+                 rtol: float) -> None:
+    """The caller owns what the compiled function returns, as with plain Python: the arrays of
+    ``got`` (result, arguments after the call) share memory exactly where ``want``'s do, and
+    mutating the result changes nothing a second call returns."""
+    where = f"seed={seed}\n{program.source}"
+    got_a, want_a = arrays_in(got), arrays_in(want)
+    assert len(got_a) == len(want_a), f"result and arguments hold other arrays: {where}"
+    for i in range(len(got_a)):
+        for j in range(i):
+            shared = np.shares_memory(got_a[i], got_a[j])
+            assert shared == np.shares_memory(want_a[i], want_a[j]), (
+                f"arrays {j} and {i} of (result, arguments) {'' if shared else 'do not '}share "
+                f"memory, unlike plain Python's: {where}")
+    for a in arrays_in(got[0]):
+        if a.flags.writeable and a.size:
+            a[...] = 7  # the caller's to change
+    again = call(f, program.make_args(seed))
+    assert again.error is None, f"a second call raised {again.error}: {where}"
+    try:
+        assert_same(again.value, want[0], rtol, "second call")
+    except AssertionError as e:
+        raise AssertionError(f"mutating a result changed the next call's: {e}\n{where}") from None
 
 
 def _assert_round_trip(graph: Any, program: Program) -> None:
@@ -352,6 +392,23 @@ def judge(got: np.ndarray, est: Estimate) -> tuple[np.ndarray, np.ndarray]:
     return ~agrees & consistent, ~agrees & ~consistent
 
 
+def _assert_backward_owns_nothing_of_the_caller(out: Any, backward: Any, ct: Any, grads: Any,
+                                                 args: tuple, where: str) -> None:
+    """Writing into ``vjp``'s outputs (``tanh(x)`` is also saved for its gradient; outputs that
+    are the arguments' memory, as in Python, are left alone) changes no gradient, and a second
+    ``backward`` leaves the first one's gradients alone."""
+    kept = [g.copy() for g in arrays_in(grads)]
+    inputs = arrays_in(args)
+    for a in arrays_in(out):
+        if a.flags.writeable and a.size and not any(np.shares_memory(a, x) for x in inputs):
+            a[...] = 7.0
+    again = backward(ct)
+    for g, g2, k in zip(arrays_in(grads), arrays_in(again), kept):
+        np.testing.assert_array_equal(g2, k, err_msg=f"gradient after writing into the outputs\n"
+                                                     f"{where}")
+        np.testing.assert_array_equal(g, k, err_msg=f"gradient after a second backward\n{where}")
+
+
 def check_gradients(program: Program, seed: int) -> str:
     """``vjp`` of a float64 program against finite differences of ``python_fn``.
 
@@ -378,7 +435,8 @@ def check_gradients(program: Program, seed: int) -> str:
         if not leaves(want) or not inputs:
             return "no-gradient"
         try:
-            out, backward = vjp(script(fn), *program.make_args(seed))
+            vjp_args = program.make_args(seed)
+            out, backward = vjp(script(fn), *vjp_args)
         except (ir.IRError, ScriptError) as e:
             if "cannot differentiate" in str(e):
                 return "refused"
@@ -387,6 +445,8 @@ def check_gradients(program: Program, seed: int) -> str:
             raise
         ct = cotangent(out, np.random.default_rng(seed))
         grads = backward(ct)
+        _assert_backward_owns_nothing_of_the_caller(out, backward, ct, grads, vjp_args,
+                                                     f"seed={seed}\n{program.source}")
         judged = total = 0
         for k, path, x in inputs:
             est = numerical_gradient(fn, args, k, path, ct)
