@@ -6,8 +6,8 @@
   move before it (``w.T`` in a cell), so the backward neither saves them per iteration nor
   transposes every step.
 - ``refine_stacked_lists``: a list filled by appends in counted loops of constant trip count has a
-  known length, so ``stack``/``cat`` of it gets a known shape (shape propagation alone cannot know
-  the list's length). The backward needs ranks and shapes to build its ops.
+  known length where it is stacked, so ``stack`` of it gets a known shape (shape propagation alone
+  cannot know the list's length). The backward needs ranks and shapes to build its ops.
 - ``active_values``: which values carry a derivative (float tensors reached from the inputs).
 """
 
@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, lookup
 from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
-from passes.autodiff.lists import simplify_unbind_reads, tuple_list_inputs, unroll_indexed_loops
+from passes.autodiff.lists import (
+    length_after,
+    simplify_unbind_reads,
+    tuple_list_inputs,
+    unroll_indexed_loops,
+)
 
 LOOP = "prim::Loop"
 IF = "prim::If"
@@ -86,55 +91,6 @@ def _defined_in(node: Node) -> set[Value]:
     return values
 
 
-# -- list lengths -----------------------------------------------------------------------------
-def list_length(lst: Value) -> int | None:
-    """The final length of a list built by ``ListConstruct`` and then only appended to (directly
-    in loops of constant trip count) and read, or None when it cannot be known."""
-    producer = lst.node
-    if producer.kind != "prim::ListConstruct":
-        return None
-    count = len(producer.inputs)
-    for use in lst.uses:
-        user = use.node
-        if user.kind not in ("prim::ListAppend", "prim::ListExtend") or use.index != 0:
-            continue
-        added = _items_added(user)
-        trips = _constant_trips(user, producer.owner)
-        if added is None or trips is None:
-            return None
-        count += added * trips
-    return count
-
-
-def _items_added(node: Node) -> int | None:
-    if node.kind == "prim::ListAppend":
-        return 1
-    other = node.inputs[1].node
-    return len(other.inputs) if other.kind == "prim::ListConstruct" else None
-
-
-def _constant_trips(node: Node, home: Block | None) -> int | None:
-    """How often ``node`` runs per run of ``home``: the product of the constant trip counts of the
-    for-loops between them; None under an If or a while-loop."""
-    trips = 1
-    block = node.owner
-    while block is not None and block is not home:
-        owner = block.owner
-        if owner is None or owner.kind != LOOP or not _is_for(owner):
-            return None
-        n = owner.inputs[0]
-        if not n.is_constant:
-            return None
-        trips *= max(int(n.constant), 0)
-        block = owner.owner
-    return trips if block is home else None
-
-
-def _is_for(loop: Node) -> bool:
-    cond, body_cond = loop.inputs[1], loop.blocks[0].returns[0]
-    return all(v.is_constant and v.constant is True for v in (cond, body_cond))
-
-
 def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] | None = None
                          ) -> bool:
     """Give ``stack`` of a list of known length its full shape, and re-type what follows.
@@ -179,7 +135,9 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
     for node in graph.walk():
         if node.kind != "tensor::stack" or not isinstance(node.output.type, TensorType):
             continue
-        count = list_length(node.inputs[0])
+        # the list's length where the stack reads it: appends after it are not stacked
+        lst = node.inputs[0]
+        count = length_after(lst, node) if lst.node.owner is node.owner else None
         element = node.inputs[0].type
         if count is None or not isinstance(element, ListType):
             continue
