@@ -130,7 +130,9 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
 
 
 def _stack_refinements(graph: Graph) -> dict[Node, Type]:
-    """The full type of every ``stack`` of a list of known length, from the current types."""
+    """The type of every ``stack`` of a list of items of one known shape, from the current
+    types: the stacked axis is the list's length where the stack reads it when that is known,
+    else of unknown size (the rank is known all the same)."""
     refined: dict[Node, Type] = {}
     for node in graph.walk():
         if node.kind != "tensor::stack" or not isinstance(node.output.type, TensorType):
@@ -139,7 +141,7 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
         lst = node.inputs[0]
         count = length_after(lst, node) if lst.node.owner is node.owner else None
         element = node.inputs[0].type
-        if count is None or not isinstance(element, ListType):
+        if not isinstance(element, ListType):
             continue
         item = _appended_type(node.inputs[0]) or element.element
         axis = node.inputs[1]
@@ -152,14 +154,23 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
 
 
 def _appended_type(lst: Value) -> Type | None:
-    """The one type of every item put into ``lst``, when they all agree."""
-    items = list(lst.node.inputs)
+    """The one type of every item put into ``lst`` (made with, appended, stored, inserted,
+    extended by), when they all agree."""
+    if lst.node.kind != "prim::ListConstruct":
+        return None
+    types = {v.type for v in lst.node.inputs}
     for use in lst.uses:
-        if use.node.kind == "prim::ListAppend":
-            items.append(use.node.inputs[1])
-        elif use.node.kind == "prim::ListExtend":
-            items.extend(use.node.inputs[1].node.inputs)
-    types = {v.type for v in items}
+        user = use.node
+        if use.index != 0:
+            continue
+        if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
+            types.add(user.inputs[-1].type)
+        elif user.kind == "prim::ListExtend":
+            other = user.inputs[1]
+            added = _appended_type(other) if other is not lst else None
+            if added is None:
+                return None
+            types.add(added)
     return types.pop() if len(types) == 1 else None
 
 
