@@ -10,7 +10,7 @@ central finite differences of the plain function over the full arrays.
 from __future__ import annotations
 
 import inspect
-from typing import List
+from typing import List, Tuple
 
 import numpy as np
 import pytest
@@ -203,6 +203,37 @@ def test_unpacking_a_list_argument():
     check_vjp(script(unpacked_argument),
               (rng.standard_normal((2, 3)), [rng.standard_normal((2, 3)),
                                              rng.standard_normal(3)]))
+
+
+# -- lists returned -----------------------------------------------------------------------------
+
+
+def returned_after_appends(x: Tensor) -> List[Tensor]:
+    items: List[Tensor] = []
+    h = x
+    for _ in range(3):
+        h = np.tanh(h) * 2.0
+        items.append(h)
+    return items
+
+
+def returned_after_a_stack(x: Tensor) -> List[Tensor]:
+    items = [x * 2.0]
+    y = ops.stack(items, 0)
+    items.append(y[0] * 3.0)
+    return items
+
+
+def returned_in_a_tuple(x: Tensor) -> Tuple[List[Tensor], Tensor]:
+    items = [x * 2.0]
+    items.append(np.sin(x))
+    return items, items[0] * 3.0
+
+
+@pytest.mark.parametrize("fn", [returned_after_appends, returned_after_a_stack,
+                                returned_in_a_tuple])
+def test_a_returned_list_hands_its_items_cotangents_on(fn):
+    check_vjp(script(fn), (np.random.default_rng(7).standard_normal((2, 3)),))
 
 
 # -- what the backward cannot follow is refused, at the user's line ----------------------------

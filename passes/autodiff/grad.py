@@ -112,11 +112,16 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         ct = ad.backward.add_input(out.type, f"grad_{out.name}" if out.name else "grad")
         root.add_ct(out, _seed(root, ct))
     backprop_block(root)
+    for v, g in root.ct.items():
+        if g is not None and isinstance(v.type, ListType) and v.node.kind != PARAM:
+            raise refusal(v.node, "cannot differentiate the items of this list: the backward "
+                          "cannot follow them back", "build the list with a literal or appends")
     results, differentiable = [], []
     for v in graph.inputs:
         if v in root.ct and isinstance(v.type, ListType) and v not in lists:
             raise IRError("cannot differentiate a list argument that the function changes "
-                          "(appends to it, stores into it): build a new list from its items")
+                          "(appends to it, stores into it) or returns: build a new list from "
+                          "its items")
         ok = v in active
         differentiable.append(ok)
         if not ok:
@@ -254,29 +259,39 @@ def _pass_through(ctx: BlockGrad, node: Node) -> None:
 # block (``a, b = l``, ``l[-1]``) needs none of this: its reads go to known items (``read_cts``).
 def _open_lists(ctx: BlockGrad, node: Node) -> None:
     """Start the item cotangents of each list made in this block whose last read is (in)
-    ``node``, before ``node``'s backward runs."""
-    for lst in reads_lists(node):
+    ``node``, before ``node``'s backward runs. A list that is an output (or in one) has a
+    cotangent of its final items already: it starts them at the list's last use of any kind."""
+    reads = reads_lists(node)
+    for lst in reads_lists(node, changes=True):
         if lst in ctx.ad.list_cts or lst.node.owner is not ctx.fblock:
             continue
         if not ctx.is_active(lst) or not tracks_items(lst) or is_static_list(lst):
             continue
         seed = ctx.take_ct(lst)
-        if seed is not None:  # the list is an output (or in one): its cotangent is the seed
+        if seed is not None:
             ctx.ad.list_cts[lst] = _copy_list(ctx, seed, node)
-        elif not _gives_whole_list(ctx, node, lst):
+        elif lst in reads and not _gives_whole_list(ctx, node, lst):
             ctx.ad.list_cts[lst] = _zero_items(ctx, lst, node)
 
 
 def _gives_whole_list(ctx: BlockGrad, node: Node, lst: Value) -> bool:
-    """``node`` is a stack or cat of ``lst`` with a cotangent: its pieces start the list's."""
-    return (node.kind in ("tensor::stack", "tensor::cat") and node.inputs[0] is lst
-            and ctx.ct.get(node.output) is not None)
+    """``node`` is a stack or cat of ``lst``, or a tuple holding it, with a cotangent: that
+    cotangent starts the list's."""
+    if len(node.outputs) != 1 or ctx.ct.get(node.output) is None:
+        return False
+    if node.kind == "prim::TupleConstruct":
+        return lst in node.inputs
+    return node.kind in ("tensor::stack", "tensor::cat") and node.inputs[0] is lst
 
 
 def _copy_list(ctx: BlockGrad, seed: Cotangent, node: Node) -> Value:
+    """A new backward list of the items of an output list's cotangent ``seed`` (which the
+    backward changes, so it must not be the caller's)."""
     if not isinstance(seed, Value) or not isinstance(seed.type, ListType):
         raise refusal(node, "cannot differentiate this list: its cotangent is not a list")
-    return ctx.op("prim::ListSlice", seed, None, None, None)
+    cts = ctx.emit("prim::ListConstruct", types=[seed.type]).output
+    ctx.emit("prim::ListExtend", cts, seed, types=[])
+    return cts
 
 
 def _zero_items(ctx: BlockGrad, lst: Value, node: Node) -> Value:

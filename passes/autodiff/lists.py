@@ -239,9 +239,10 @@ def tracks_items(lst: Value) -> bool:
             and isinstance(t.element, TensorType))
 
 
-def reads_lists(node: Node) -> list[Value]:
+def reads_lists(node: Node, changes: bool = False) -> list[Value]:
     """The lists that ``node`` (its nested blocks included) reads an item of: every use of a list
-    but the changes (``l.append(v)`` only writes ``l``) and ``len``/``in``."""
+    but the changes (``l.append(v)`` only writes ``l``) and ``len``/``in``; with ``changes``,
+    the lists it changes too."""
     found: dict[Value, None] = {}
 
     def visit(user: Node | None, values: Sequence[Value]) -> None:
@@ -249,7 +250,7 @@ def reads_lists(node: Node) -> list[Value]:
             if not isinstance(v.type, ListType):
                 continue
             if user is not None and (user.kind in NOT_READS
-                                     or (user.kind in CHANGES and k == 0)):
+                                     or (user.kind in CHANGES and k == 0 and not changes)):
                 continue
             found.setdefault(v, None)
 
