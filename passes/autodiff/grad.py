@@ -112,16 +112,9 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         ct = ad.backward.add_input(out.type, f"grad_{out.name}" if out.name else "grad")
         root.add_ct(out, _seed(root, ct))
     backprop_block(root)
-    for v, g in root.ct.items():
-        if g is not None and isinstance(v.type, ListType) and v.node.kind != PARAM:
-            raise refusal(v.node, "cannot differentiate the items of this list: the backward "
-                          "cannot follow them back", "build the list with a literal or appends")
+    _refuse_lost_list_cotangents(root, lists)
     results, differentiable = [], []
     for v in graph.inputs:
-        if v in root.ct and isinstance(v.type, ListType) and v not in lists:
-            raise IRError("cannot differentiate a list argument that the function changes "
-                          "(appends to it, stores into it) or returns: build a new list from "
-                          "its items")
         ok = v in active
         differentiable.append(ok)
         if not ok:
@@ -133,6 +126,27 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     ad.backward.set_outputs(results)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
+
+
+def _refuse_lost_list_cotangents(root: BlockGrad, lists: Mapping[Value, object]) -> None:
+    """Every cotangent given to a list or gathered by its reads must have been handed on to its
+    items by the list's maker (or be a read-only list argument's): none may end as a zero."""
+    ad = root.ad
+    for v in ad.forward.inputs:
+        if (isinstance(v.type, ListType) and v not in lists
+                and (root.ct.get(v) is not None or ad.read_cts.get(v))):
+            users = [use.node for use in v.uses]
+            changes = [n for n in users if n.kind in CHANGES] or users
+            raise refusal(changes[0], "cannot differentiate a list argument that the function "
+                          "changes (appends to it, stores into it) or returns",
+                          "build a new list from its items")
+    lost = [v for v, g in root.ct.items() if g is not None and isinstance(v.type, ListType)
+            and not _is_graph_input(v)]
+    lost += [v for v, reads in ad.read_cts.items() if reads and not _is_graph_input(v)]
+    if lost:
+        raise refusal(lost[0].node, "cannot differentiate the items of this list: the "
+                      "backward cannot follow them back", "build the list with a literal or "
+                      "appends")
 
 
 def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
@@ -375,10 +389,22 @@ def _untracked(node: Node, lst: Value) -> IRError:
     elif maker.kind == PARAM:
         what = "a list carried through a loop"
         way_out = "append to one list made before the loop instead of reassigning it"
+    elif maker.kind in ("prim::ListConstruct", "tensor::unbind"):
+        what = (f"a list of {getattr(lst.type, 'element', lst.type)} that is changed or read "
+                "at a run-time index")
+        way_out = "keep only tensors in lists that are appended to"
     else:
-        what = f"a list made by {maker.kind.split('::')[-1]}"
+        made_by = _MADE_BY.get(maker.kind, maker.kind.split("::")[-1])
+        what = f"a list made by {made_by}"
         way_out = "build the list with a literal or appends, and read it by index or stack it"
     return refusal(node, f"cannot differentiate reading {what}", way_out)
+
+
+_MADE_BY = {"prim::ListSlice": "slicing a list", "prim::ListAdd": "adding lists",
+            "prim::If": "an if", "prim::Loop": "a loop", "prim::DictGetItem": "a dict lookup",
+            "prim::DictValues": "a dict's values", "prim::TupleIndex": "reading a tuple",
+            "prim::TupleUnpack": "unpacking a tuple", "prim::ListIndex": "reading another list"}
+"""How a refusal names the construct that made a list the backward cannot follow."""
 
 
 def _list_append(ctx: BlockGrad, node: Node) -> None:
