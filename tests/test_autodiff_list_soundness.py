@@ -276,6 +276,13 @@ def popped_at_run_time(x: Tensor, i: int) -> Tensor:
     return y * items[0]
 
 
+def changed_through_another_list(x: Tensor) -> Tensor:
+    items = [x * 2.0]
+    nested = [items]
+    nested[0].append(np.sin(x))
+    return items[-1] * 3.0  # refused
+
+
 def _refused_line(fn) -> int:
     lines, first = inspect.getsourcelines(fn)
     return first + next(k for k, line in enumerate(lines) if "# refused" in line)
@@ -284,6 +291,7 @@ def _refused_line(fn) -> int:
 @pytest.mark.parametrize("fn, extra", [
     (sliced, ()), (added, ()), (chosen_by_if, (1.0,)), (inserted, ()),
     (argument_appended, ([np.ones((2, 3))],)), (popped_at_run_time, (0,)),
+    (changed_through_another_list, ()),
 ])
 def test_what_cannot_be_followed_is_refused_at_its_line(fn, extra):
     x = np.random.default_rng(6).standard_normal((2, 3))

@@ -46,6 +46,7 @@ from passes.autodiff.lists import (
     CHANGES,
     LEN,
     MAX_TRIPS,
+    escapes,
     is_static_list,
     item_type,
     length_after,
@@ -389,6 +390,9 @@ def _untracked(node: Node, lst: Value) -> IRError:
     elif maker.kind == PARAM:
         what = "a list carried through a loop"
         way_out = "append to one list made before the loop instead of reassigning it"
+    elif maker.kind in ("prim::ListConstruct", "tensor::unbind") and escapes(lst):
+        what = "a list that is also kept in a tuple, a dict, another list or a branch's result"
+        way_out = "read the items before putting the list there, or stack it first"
     elif maker.kind in ("prim::ListConstruct", "tensor::unbind"):
         what = (f"a list of {getattr(lst.type, 'element', lst.type)} that is changed or read "
                 "at a run-time index")

@@ -233,10 +233,41 @@ def is_static_list(lst: Value) -> bool:
 
 def tracks_items(lst: Value) -> bool:
     """Lists the backward follows item by item through appends, reads and stacks: lists of
-    tensors made in the function by a literal or an ``unbind``."""
+    tensors made in the function by a literal or an ``unbind`` that are not kept anywhere else
+    (``escapes``)."""
     t = lst.type
     return (lst.node.kind in MAKERS and isinstance(t, ListType)
-            and isinstance(t.element, TensorType))
+            and isinstance(t.element, TensorType) and not escapes(lst))
+
+
+SEEN_THROUGH = (*CHANGES, LIST_INDEX, UNPACK, *NOT_READS, "tensor::stack", "tensor::cat",
+                "prim::ListSlice", "prim::ListAdd")
+"""Uses of a list that change or read it in place, or copy its items: the list stays the only
+way to reach them."""
+
+
+def escapes(lst: Value) -> bool:
+    """Is ``lst`` kept where another name can change it (a tuple, a dict, another list, an
+    ``if``'s or a loop's result)? Its changes through that name are not uses of ``lst``, so the
+    backward could not keep its items' cotangents in step. Being returned (alone or in the
+    returned tuple) is not an escape: nothing runs after the return."""
+    for use in lst.uses:
+        user = use.node
+        stored = user.kind in CHANGES and use.index != 0 and user.kind != "prim::ListExtend"
+        if user.kind in SEEN_THROUGH and not stored:  # ``l.extend(lst)`` copies its items
+            continue
+        if _only_returned(user):
+            continue
+        return True
+    return False
+
+
+def _only_returned(user: Node) -> bool:
+    graph_return = user.graph.block.return_node
+    if user is graph_return:
+        return True
+    return (user.kind == "prim::TupleConstruct"
+            and all(u.node is graph_return for u in user.output.uses))
 
 
 def reads_lists(node: Node, changes: bool = False) -> list[Value]:
