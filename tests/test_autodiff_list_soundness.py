@@ -186,11 +186,84 @@ def last_of_appended(x: Tensor) -> Tensor:
     return outs[-1] * outs[1]
 
 
+def concatenated_twice(x: Tensor) -> Tensor:
+    items = [x * 2.0]
+    a = ops.cat(items, 0)
+    items.append(x * x)
+    b = ops.cat(items, 0)
+    return b * 1.0 + ops.cat([a, a], 0)
+
+
 @pytest.mark.parametrize("fn", [stacked_twice, stacked_in_a_loop, length_dependent,
                                 passed_to_a_helper, stored_into, popped, extended,
-                                last_of_appended])
+                                last_of_appended, concatenated_twice])
 def test_reads_of_a_changing_list(fn):
     check_vjp(script(fn), (np.random.default_rng(4).standard_normal((2, 3)),))
+
+
+# -- items read back from a list appended to in a loop (typed by the items they all share) -------
+
+
+def last_step_of_a_while(x: Tensor, w: Tensor, n: int) -> Tensor:
+    outs = [x]
+    t = 0
+    while t < n:
+        outs.append(np.tanh(outs[-1] @ w))
+        t += 1
+    return outs[-1] + outs[1]
+
+
+def read_at_the_counter(x: Tensor, w: Tensor) -> Tensor:
+    hs = [x]
+    for t in range(4):
+        hs.append(np.tanh(hs[t] @ w) + hs[t] * 0.5)
+    return ops.stack(hs, 0)
+
+
+def conditional_append_read_back(x: Tensor, w: Tensor) -> Tensor:
+    outs: List[Tensor] = []
+    h = x
+    for t in range(5):
+        h = 0.5 * h + np.tanh(h @ w)
+        if t >= 2:
+            outs.append(h)
+            h = h + outs[-1] * 0.1
+    return ops.stack(outs, 1)
+
+
+def two_lists_read_across(x: Tensor, w: Tensor) -> Tensor:
+    a: List[Tensor] = []
+    b: List[Tensor] = []
+    h = x
+    for t in range(3):
+        h = np.tanh(h @ w)
+        a.append(h)
+        b.append(h * 2.0)
+        if t > 0:
+            b.append(a[-2] * b[-1])
+    return ops.stack(a, 0).sum(axis=0) + ops.stack(b, 0).sum(axis=0)
+
+
+def list_per_step_under_if(x: Tensor, w: Tensor) -> Tensor:
+    h = x
+    for t in range(4):
+        parts: List[Tensor] = [h]
+        if t % 2 == 1:
+            parts.append(np.tanh(h @ w))
+        else:
+            parts.append(h * 0.5)
+        h = parts[-1] + parts[0] * 0.1
+    return h
+
+
+@pytest.mark.parametrize("fn, extra", [
+    (last_step_of_a_while, (3,)), (read_at_the_counter, ()), (conditional_append_read_back, ()),
+    (two_lists_read_across, ()), (list_per_step_under_if, ()),
+])
+def test_items_read_back_in_a_loop(fn, extra):
+    rng = np.random.default_rng(8)
+    check_vjp(script(fn), (rng.standard_normal((2, 3)), 0.5 * rng.standard_normal((3, 3)),
+                           *extra))
 
 
 def unpacked_argument(x: Tensor, ws: List[Tensor]) -> Tensor:

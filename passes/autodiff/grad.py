@@ -249,8 +249,10 @@ def _tuple_unpack(ctx: BlockGrad, node: Node) -> None:
 def _tuple_index(ctx: BlockGrad, node: Node) -> None:
     g = ctx.take_ct(node.output)
     t = node.inputs[0].type
-    if g is None or not isinstance(t, TupleType):
+    if g is None:
         return
+    if not isinstance(t, TupleType):
+        raise refusal(node, f"cannot differentiate reading an item of a {t}")
     k = int(node.inputs[1].constant) % len(t.elements)
     gs = [None] * len(t.elements)
     gs[k] = g
@@ -552,8 +554,10 @@ def _unbind(ctx: BlockGrad, node: Node) -> None:
     if cts is not None:
         ctx.add_ct(a, ctx.op("tensor::stack", cts, ctx.fwd(node.inputs[1])))
     reads = ctx.ad.read_cts.pop(lst, None)
-    if not reads or not isinstance(t, TensorType) or t.shape is None:
+    if not reads:
         return
+    if not isinstance(t, TensorType) or t.shape is None:
+        raise refusal(node, "cannot differentiate unbind of a tensor of unknown rank")
     axis = int(node.inputs[1].constant) % len(t.shape)
     n = t.shape[axis]
     if n is None:

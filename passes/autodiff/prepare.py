@@ -7,7 +7,8 @@
   transposes every step.
 - ``refine_stacked_lists``: a list filled by appends in counted loops of constant trip count has a
   known length where it is stacked, so ``stack`` of it gets a known shape (shape propagation alone
-  cannot know the list's length). The backward needs ranks and shapes to build its ops.
+  cannot know the list's length), and the items read back from a list appended to in a loop get
+  the type all its items share. The backward needs ranks and shapes to build its ops.
 - ``active_values``: which values carry a derivative (float tensors reached from the inputs).
 """
 
@@ -27,6 +28,8 @@ from passes.autodiff.lists import (
 
 LOOP = "prim::Loop"
 IF = "prim::If"
+LIST = "prim::ListConstruct"
+JOINS = ("tensor::stack", "tensor::cat")
 
 
 def is_differentiable_type(t: Type) -> bool:
@@ -93,7 +96,8 @@ def _defined_in(node: Node) -> set[Value]:
 
 def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] | None = None
                          ) -> bool:
-    """Give ``stack`` of a list of known length its full shape, and re-type what follows.
+    """Give ``stack``/``cat`` of a list of known length its full shape, a list whose items can
+    all share one known type that type (``_list_refinements``), and re-type what follows.
 
     A refined stack can make a later list's length and items known (the next layer of a stack
     of RNN layers runs ``size(output, 0)`` steps and appends values computed from it), so
@@ -107,35 +111,92 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
     from passes import constant_prop
     from passes.shape_prop import propagate_node
     lists = lists or {}
-    refined: dict[Node, Type] = {}
     restructured = False
-    rounds = 0
-    # each round settles at least one more stack, list or loop, and unrolling adds loops: the
-    # bound is recounted (it only guards against rewrites undoing each other)
-    while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in ("tensor::stack", LOOP)) + 2:
-        rounds += 1
-        # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
-        # folded first: a loop's trip count must be a constant for its lists to have a length
-        changed = constant_prop.run(graph)
-        rewritten = simplify_unbind_reads(graph)
-        rewritten |= unroll_indexed_loops(lists)
-        rewritten |= tuple_list_inputs(lists)
-        restructured |= rewritten
-        found = _stack_refinements(graph)
-        if found == refined and not (changed or rewritten):
-            break
-        refined = found
-        _propagate(graph.block, refined, propagate_node)
-    return restructured
+    rejected: set[Node] = set()
+    while True:
+        refined: dict[Node, Type] = {}
+        rounds = 0
+        # each round settles at least one more stack, list or loop, and unrolling adds loops: the
+        # bound is recounted (it only guards against rewrites undoing each other)
+        while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in (*JOINS, LOOP)) + 2:
+            rounds += 1
+            # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
+            # folded first: a loop's trip count must be a constant for its lists to have a length
+            changed = constant_prop.run(graph)
+            rewritten = simplify_unbind_reads(graph)
+            rewritten |= unroll_indexed_loops(lists)
+            rewritten |= tuple_list_inputs(lists)
+            restructured |= rewritten
+            found = _stack_refinements(graph)
+            found.update(_list_refinements(graph, refined, rejected))
+            if found == refined and not (changed or rewritten):
+                break
+            refined = found
+            _propagate(graph.block, refined, propagate_node)
+        wrong = [node for node, t in refined.items() if node.kind == LIST
+                 and _stored_types(node.output) != {t.element}]  # type: ignore[attr-defined]
+        if not wrong:
+            return restructured
+        # an item type assumed for a list did not come true: start again without it
+        rejected.update(wrong)
+        _propagate(graph.block, {}, propagate_node)
+
+
+def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[Node]
+                      ) -> dict[Node, Type]:
+    """Lists made in the function whose items may all share one fully known type: the list is
+    typed with it, so what reads its items (``outs[-1]`` feeding the next step's append) is
+    typed too. Shape propagation alone cannot see this: it types a list before the loop that
+    appends to it, from items not yet typed. The type is an assumption until propagation with it
+    gives every item put in the list that type; one that did not is dropped (``rejected``)."""
+    found: dict[Node, Type] = {}
+    for node in graph.walk():
+        if node.kind != LIST or node in rejected or not isinstance(node.output.type, ListType):
+            continue
+        stored = _stored_types(node.output)
+        known = {t for t in stored if _fully_known(t)} if stored is not None else set()
+        if len(known) != 1:
+            continue
+        (item,) = known
+        if node in before and stored != {item}:
+            rejected.add(node)
+            continue
+        if stored == {item} and node.output.type == ListType(item) and node not in before:
+            continue  # shape propagation typed it already
+        found[node] = ListType(item)
+    return found
+
+
+def _stored_types(lst: Value) -> set[Type] | None:
+    """The types of every item put into ``lst``: made with, appended, stored, inserted or
+    extended by (None when it is extended by a list of unknown items)."""
+    types = {v.type for v in lst.node.inputs}
+    for use in lst.uses:
+        user = use.node
+        if use.index != 0:
+            continue
+        if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
+            types.add(user.inputs[-1].type)
+        elif user.kind == "prim::ListExtend":
+            other = user.inputs[1].type
+            if not isinstance(other, ListType):
+                return None
+            types.add(other.element)
+    return types
+
+
+def _fully_known(t: Type) -> bool:
+    return (isinstance(t, TensorType) and t.dtype is not None and t.shape is not None
+            and None not in t.shape)
 
 
 def _stack_refinements(graph: Graph) -> dict[Node, Type]:
-    """The type of every ``stack`` of a list of items of one known shape, from the current
-    types: the stacked axis is the list's length where the stack reads it when that is known,
-    else of unknown size (the rank is known all the same)."""
+    """The type of every ``stack`` (or ``cat``) of a list of items of one known shape, from the
+    current types: the stacked axis is the list's length where the stack reads it when that is
+    known, else of unknown size (the rank is known all the same)."""
     refined: dict[Node, Type] = {}
     for node in graph.walk():
-        if node.kind != "tensor::stack" or not isinstance(node.output.type, TensorType):
+        if node.kind not in JOINS or not isinstance(node.output.type, TensorType):
             continue
         # the list's length where the stack reads it: appends after it are not stacked
         lst = node.inputs[0]
@@ -147,8 +208,16 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
         axis = node.inputs[1]
         if not isinstance(item, TensorType) or item.shape is None or not axis.is_constant:
             continue
-        k = int(axis.constant) % (len(item.shape) + 1)
-        shape = item.shape[:k] + (count,) + item.shape[k:]
+        if node.kind == "tensor::cat":
+            if not item.shape:
+                continue
+            k = int(axis.constant) % len(item.shape)
+            size = item.shape[k]
+            joined = count * size if count is not None and size is not None else None
+            shape = item.shape[:k] + (joined,) + item.shape[k + 1:]
+        else:
+            k = int(axis.constant) % (len(item.shape) + 1)
+            shape = item.shape[:k] + (count,) + item.shape[k:]
         refined[node] = TensorType(item.dtype, shape, item.device)
     return refined
 
