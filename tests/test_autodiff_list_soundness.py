@@ -186,6 +186,16 @@ def last_of_appended(x: Tensor) -> Tensor:
     return outs[-1] * outs[1]
 
 
+def extended_by_constants(x: Tensor) -> Tensor:
+    items = [x * 2.0]
+    consts: List[Tensor] = []
+    consts.append(np.ones((2, 3)))
+    consts.append(np.ones((2, 3)) * 2.0)
+    items.extend(consts)
+    items.append(np.sin(x))
+    return items[-1] * items[0] + ops.stack(items, 0).sum(axis=0)
+
+
 def concatenated_twice(x: Tensor) -> Tensor:
     items = [x * 2.0]
     a = ops.cat(items, 0)
@@ -196,7 +206,7 @@ def concatenated_twice(x: Tensor) -> Tensor:
 
 @pytest.mark.parametrize("fn", [stacked_twice, stacked_in_a_loop, length_dependent,
                                 passed_to_a_helper, stored_into, popped, extended,
-                                last_of_appended, concatenated_twice])
+                                last_of_appended, extended_by_constants, concatenated_twice])
 def test_reads_of_a_changing_list(fn):
     check_vjp(script(fn), (np.random.default_rng(4).standard_normal((2, 3)),))
 

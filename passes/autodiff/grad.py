@@ -433,8 +433,15 @@ def _list_extend(ctx: BlockGrad, node: Node) -> None:
                                       types=[cts.type.element]).output)  # type: ignore
         return
     other_cts = ctx.ad.list_cts.get(other)
-    if other_cts is None or other is lst:
+    if other is lst or (other_cts is None and ctx.is_active(other)):
         raise _untracked(node, other)
+    if other_cts is None:  # items that carry no derivative: their cotangents are dropped
+        with ctx.ad.forward.inserting_before(node):
+            added = ctx.ad.forward.insert(LEN, [other], [INT]).output
+        n = ctx.fwd(added)
+        _for_each(ctx, n, lambda k: ctx.emit("prim::ListPop", cts, -1,
+                                             types=[cts.type.element]))  # type: ignore
+        return
     n = ctx.op("prim::len", other_cts)
     last = ctx.op("tensor::sub", n, 1)
 
