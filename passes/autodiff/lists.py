@@ -195,10 +195,10 @@ def _replace(node: Node, values: list[Value]) -> None:
     node.erase()
 
 
-__all__ = ["CHANGES", "MAX_TRIPS", "counter_loops", "fixed_items", "home_node", "is_static_list",
+__all__ = ["CHANGES", "MAX_TRIPS", "counter_loops", "escapes", "home_node", "is_static_list",
            "item_type", "length_after", "made_items", "read_only_list_inputs", "reads_lists",
-           "refusal",
-           "simplify_unbind_reads", "tracks_items", "tuple_list_inputs", "unroll_indexed_loops"]
+           "refusal", "simplify_unbind_reads", "tracks_items", "tuple_list_inputs",
+           "unroll_indexed_loops"]
 
 
 # -- how the backward follows a list made in the function ----------------------------------------
@@ -241,7 +241,7 @@ def tracks_items(lst: Value) -> bool:
 
 
 SEEN_THROUGH = (*CHANGES, LIST_INDEX, UNPACK, *NOT_READS, "tensor::stack", "tensor::cat",
-                "prim::ListSlice", "prim::ListAdd")
+                "prim::ListSlice", "prim::ListAdd", "prim::Print")
 """Uses of a list that change or read it in place, or copy its items: the list stays the only
 way to reach them."""
 
@@ -305,9 +305,10 @@ def home_node(user: Node, home: Block) -> Node | None:
 
 def length_after(lst: Value, node: Node) -> int | None:
     """The length ``lst`` has right after ``node`` (a node of the list's own block) runs, when
-    it is known at compile time: the items it was made with, plus one per ``append`` (or the items
-    of an ``extend`` by a literal) made up to ``node`` directly in that block or in counted
-    for-loops; None when anything else (an ``if``, a ``while``, a ``pop``) changes its length."""
+    it is known at compile time: the items it was made with, plus one per ``append`` (or the
+    length of the list an ``extend`` adds, when known) made up to ``node`` directly in that block
+    or in counted for-loops; None when anything else (an ``if``, a ``while``, a ``pop``) changes
+    its length."""
     n = made_items(lst)
     home = lst.node.owner
     if n is None or home is None or node.owner is not home:
@@ -337,7 +338,7 @@ def _items_added(node: Node) -> int | None:
     return None
 
 
-def fixed_items(lst: Value) -> list[Value] | None:
+def _fixed_items(lst: Value) -> list[Value] | None:
     """The items of a list literal that is never changed (what ``l.extend(lst)`` adds), else
     None."""
     if lst.node.kind != "prim::ListConstruct":
@@ -394,7 +395,7 @@ def item_type(lst: Value) -> TensorType | None:
         if use.index != 0 or user.kind not in CHANGES or user.kind == "prim::ListPop":
             continue
         if user.kind == "prim::ListExtend":
-            added = fixed_items(user.inputs[1])
+            added = _fixed_items(user.inputs[1])
             if added is None:
                 return None
             items += [v.type for v in added]
