@@ -288,6 +288,25 @@ def test_unpacking_a_list_argument():
                                              rng.standard_normal(3)]))
 
 
+def stacked_in_a_while(x: Tensor) -> Tensor:
+    items = [x * 0.3]
+    acc = x * 0.0
+    t = 0
+    while t < 3:
+        acc = acc + ops.stack(items, 0).sum(axis=0) * 0.1
+        items.append(np.tanh(acc + x))
+        t += 1
+    return acc
+
+
+def test_a_stack_of_a_list_the_loop_appends_to_is_not_hoisted():
+    # the stack read the list as it was before the loop: vjp's own forward was wrong too
+    x = np.random.default_rng(9).standard_normal((2, 3))
+    out, _ = vjp(script(stacked_in_a_while), x)
+    np.testing.assert_allclose(out, stacked_in_a_while(x))
+    check_vjp(script(stacked_in_a_while), (x,))
+
+
 # -- lists returned -----------------------------------------------------------------------------
 
 

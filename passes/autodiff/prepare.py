@@ -25,6 +25,7 @@ from passes.autodiff.lists import (
     tuple_list_inputs,
     unroll_indexed_loops,
 )
+from passes.licm import movable
 
 LOOP = "prim::Loop"
 IF = "prim::If"
@@ -76,7 +77,8 @@ def _hoist_from(loop: Node) -> None:
         op = lookup(node.kind)
         if node.blocks or op is None or not op.is_pure or FRESH in op.traits:
             continue
-        if any(v in inside for v in node.inputs):
+        # a read of a list the loop appends to (``stack(outs)``) is not invariant
+        if not movable(node) or any(v in inside for v in node.inputs):
             continue
         node.move_before(loop)
         for v in node.outputs:
