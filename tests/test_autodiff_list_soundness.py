@@ -170,6 +170,13 @@ def popped(x: Tensor) -> Tensor:
     return y * z + items[0]
 
 
+def popped_then_appended(x: Tensor) -> Tensor:
+    items = [x * 2.0, np.sin(x)]
+    y = items.pop() * 0.5
+    items.append(y * 3.0)
+    return y + items[0]
+
+
 def extended(x: Tensor) -> Tensor:
     items = [x * 2.0]
     m: List[Tensor] = []
@@ -205,7 +212,8 @@ def concatenated_twice(x: Tensor) -> Tensor:
 
 
 @pytest.mark.parametrize("fn", [stacked_twice, stacked_in_a_loop, length_dependent,
-                                passed_to_a_helper, stored_into, popped, extended,
+                                passed_to_a_helper, stored_into, popped,
+                                popped_then_appended, extended,
                                 last_of_appended, extended_by_constants, concatenated_twice])
 def test_reads_of_a_changing_list(fn):
     check_vjp(script(fn), (np.random.default_rng(4).standard_normal((2, 3)),))

@@ -272,16 +272,18 @@ def _only_returned(user: Node) -> bool:
 
 def reads_lists(node: Node, changes: bool = False) -> list[Value]:
     """The lists that ``node`` (its nested blocks included) reads an item of: every use of a list
-    but the changes (``l.append(v)`` only writes ``l``) and ``len``/``in``; with ``changes``,
-    the lists it changes too."""
+    but the changes (``l.append(v)`` only writes ``l``; ``l.pop()`` reads an item) and
+    ``len``/``in``; with ``changes``, the lists it changes too."""
     found: dict[Value, None] = {}
 
     def visit(user: Node | None, values: Sequence[Value]) -> None:
         for k, v in enumerate(values):
             if not isinstance(v.type, ListType):
                 continue
-            if user is not None and (user.kind in NOT_READS
-                                     or (user.kind in CHANGES and k == 0 and not changes)):
+            # a pop reads the item it takes out
+            writes = user is not None and user.kind in CHANGES and user.kind != "prim::ListPop"
+            if user is not None and (user.kind in NOT_READS or (writes and k == 0
+                                                                 and not changes)):
                 continue
             found.setdefault(v, None)
 
