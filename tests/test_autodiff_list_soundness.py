@@ -274,9 +274,20 @@ def list_per_step_under_if(x: Tensor, w: Tensor) -> Tensor:
     return h
 
 
+def extended_each_step(x: Tensor, w: Tensor) -> Tensor:
+    outs = [x * 0.5]
+    h = x
+    t = 0
+    while t < 3:
+        h = np.tanh(h @ w) + outs[-1] * 0.1
+        outs.extend([h * 0.2, np.sin(h)])
+        t += 1
+    return ops.stack(outs, 0).sum(axis=0) + h
+
+
 @pytest.mark.parametrize("fn, extra", [
-    (last_step_of_a_while, (3,)), (read_at_the_counter, ()), (conditional_append_read_back, ()),
-    (two_lists_read_across, ()), (list_per_step_under_if, ()),
+    (last_step_of_a_while, (3,)), (extended_each_step, ()), (read_at_the_counter, ()),
+    (conditional_append_read_back, ()), (two_lists_read_across, ()), (list_per_step_under_if, ()),
 ])
 def test_items_read_back_in_a_loop(fn, extra):
     rng = np.random.default_rng(8)

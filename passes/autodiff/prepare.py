@@ -111,7 +111,6 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
     made before did not see this form).
     """
     from passes import constant_prop
-    from passes.shape_prop import propagate_node
     lists = lists or {}
     restructured = False
     rejected: set[Node] = set()
@@ -134,14 +133,14 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
             if found == refined and not (changed or rewritten):
                 break
             refined = found
-            _propagate(graph.block, refined, propagate_node)
+            _propagate(graph.block, refined)
         wrong = [node for node, t in refined.items() if node.kind == LIST
                  and _stored_types(node.output) != {t.element}]  # type: ignore[attr-defined]
         if not wrong:
             return restructured
         # an item type assumed for a list did not come true: start again without it
         rejected.update(wrong)
-        _propagate(graph.block, {}, propagate_node)
+        _propagate(graph.block, {})
 
 
 def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[Node]
@@ -150,7 +149,9 @@ def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[N
     typed with it, so what reads its items (``outs[-1]`` feeding the next step's append) is
     typed too. Shape propagation alone cannot see this: it types a list before the loop that
     appends to it, from items not yet typed. The type is an assumption until propagation with it
-    gives every item put in the list that type; one that did not is dropped (``rejected``)."""
+    gives every item put in the list that type (items of other such lists may need a round or
+    two); one that did not once nothing changes any more is dropped (``rejected``) by the
+    caller, which starts again without it."""
     found: dict[Node, Type] = {}
     for node in graph.walk():
         if node.kind != LIST or node in rejected or not isinstance(node.output.type, ListType):
@@ -160,9 +161,6 @@ def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[N
         if len(known) != 1:
             continue
         (item,) = known
-        if node in before and stored != {item}:
-            rejected.add(node)
-            continue
         if stored == {item} and node.output.type == ListType(item) and node not in before:
             continue  # shape propagation typed it already
         found[node] = ListType(item)
@@ -245,12 +243,11 @@ def _appended_type(lst: Value) -> Type | None:
     return types.pop() if len(types) == 1 else None
 
 
-def _propagate(block: Block, refined: dict[Node, Type], propagate_node: object) -> None:
-    for node in block:
-        if node in refined:
-            node.output.type = refined[node]
-            continue
-        propagate_node(node)  # type: ignore[operator]
+def _propagate(block: Block, refined: dict[Node, Type]) -> None:
+    """Re-type ``block`` with the ``refined`` nodes' types held, in nested blocks too."""
+    from passes.shape_prop import fixed_types, propagate_block
+    with fixed_types(refined):
+        propagate_block(block)
 
 
 # -- activity -----------------------------------------------------------------------------------
