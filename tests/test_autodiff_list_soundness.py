@@ -93,6 +93,24 @@ def appends_under_if_in_while(x: Tensor, w: Tensor) -> Tensor:
     return ops.stack(outs, 0)
 
 
+def mean_of_conditional_appends(x: Tensor, w: Tensor, n: int) -> Tensor:
+    outs: List[Tensor] = []
+    h = x
+    for t in range(n):
+        h = np.tanh(h @ w)
+        if t % 2 == 0:
+            outs.append(h)
+    steps = ops.stack(outs, 0)
+    return steps.mean(axis=0) + steps.var(axis=0) + steps.std(axis=0, ddof=1)
+
+
+def test_mean_over_a_stack_of_conditional_appends():
+    # the stack's length is only known at run time: the mean's gradient divides by it then
+    rng = np.random.default_rng(10)
+    check_vjp(script(mean_of_conditional_appends),
+              (rng.standard_normal((2, 3)), 0.5 * rng.standard_normal((3, 3)), 5))
+
+
 def test_appends_under_an_if_in_a_while_loop():
     rng = np.random.default_rng(2)
     check_vjp(script(appends_under_if_in_while),
