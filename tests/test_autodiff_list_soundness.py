@@ -422,6 +422,15 @@ def changed_through_another_list(x: Tensor) -> Tensor:
     return items[-1] * 3.0  # refused
 
 
+def stack_feeding_its_items(x: Tensor) -> Tensor:
+    items: List[Tensor] = []
+    y = x
+    for _ in range(3):
+        items.append(y * 2.0)
+        y = y + ops.stack(items, 0).sum(axis=0) * 0.5  # refused
+    return y
+
+
 def _refused_line(fn) -> int:
     lines, first = inspect.getsourcelines(fn)
     return first + next(k for k, line in enumerate(lines) if "# refused" in line)
@@ -430,7 +439,7 @@ def _refused_line(fn) -> int:
 @pytest.mark.parametrize("fn, extra", [
     (sliced, ()), (added, ()), (chosen_by_if, (1.0,)), (inserted, ()),
     (argument_appended, ([np.ones((2, 3))],)), (popped_at_run_time, (0,)),
-    (changed_through_another_list, ()),
+    (changed_through_another_list, ()), (stack_feeding_its_items, ()),
 ])
 def test_what_cannot_be_followed_is_refused_at_its_line(fn, extra):
     x = np.random.default_rng(6).standard_normal((2, 3))

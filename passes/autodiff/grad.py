@@ -50,6 +50,7 @@ from passes.autodiff.lists import (
     is_static_list,
     item_type,
     length_after,
+    located,
     made_items,
     read_only_list_inputs,
     reads_lists,
@@ -194,8 +195,11 @@ def prune_unused_saved(grad: Gradient) -> bool:
 def backprop_block(ctx: BlockGrad) -> None:
     """Emit the backward of every node of ``ctx.fblock``, last node first."""
     for node in reversed(ctx.fblock.nodes):
-        _open_lists(ctx, node)
-        backprop_node(ctx, node)
+        try:
+            _open_lists(ctx, node)
+            backprop_node(ctx, node)
+        except IRError as error:  # every refusal names the user's line it is about
+            raise located(error, node)  # noqa: B904 (the same error, re-raised)
 
 
 def backprop_node(ctx: BlockGrad, node: Node) -> None:

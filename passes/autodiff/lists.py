@@ -196,8 +196,8 @@ def _replace(node: Node, values: list[Value]) -> None:
 
 
 __all__ = ["CHANGES", "MAX_TRIPS", "counter_loops", "escapes", "home_node", "is_static_list",
-           "item_type", "length_after", "made_items", "read_only_list_inputs", "reads_lists",
-           "refusal", "simplify_unbind_reads", "tracks_items", "tuple_list_inputs",
+           "item_type", "length_after", "located", "made_items", "read_only_list_inputs",
+           "reads_lists", "refusal", "simplify_unbind_reads", "tracks_items", "tuple_list_inputs",
            "unroll_indexed_loops"]
 
 
@@ -408,6 +408,16 @@ def item_type(lst: Value) -> TensorType | None:
     if not isinstance(found, TensorType) or found.shape is None or None in found.shape:
         return None
     return found if found.dtype is not None else None
+
+
+def located(error: IRError, node: Node) -> IRError:
+    """``error`` (raised while differentiating ``node``) pointing at ``node``'s line, unless it
+    already points at a node of its own (a nested one, or the one a refusal names)."""
+    if getattr(error, "node", None) is None:
+        error.node = node  # type: ignore[attr-defined]
+        if node.source is not None and "(at " not in str(error):
+            error.args = (f"{error} (at {node.source})", *error.args[1:])
+    return error
 
 
 def refusal(node: Node, what: str, way_out: str | None = None) -> IRError:

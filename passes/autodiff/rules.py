@@ -46,7 +46,9 @@ def static_shape(v: Value) -> tuple[int, ...] | None:
 def rank_of(v: Value) -> int:
     t = v.type
     if not isinstance(t, TensorType) or t.shape is None:
-        raise IRError(f"cannot differentiate through {v!r}: its rank is unknown")
+        what = v.node.kind.split("::")[-1]
+        raise IRError(f"cannot differentiate through the result of {what}: its rank is unknown "
+                      "(give it a known shape)")
     return len(t.shape)
 
 
