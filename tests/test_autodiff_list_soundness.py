@@ -344,6 +344,23 @@ def test_a_stack_of_a_list_the_loop_appends_to_is_not_hoisted():
     check_vjp(script(stacked_in_a_while), (x,))
 
 
+def literal_of_two_shapes(x0: Tensor, x1: Tensor) -> Tensor:
+    u9, u10 = [x0.reshape(3, 2, 1) * float(k + 1) for k in range(2)]
+    items = [u10 / 2.0]
+    t14 = np.concatenate(items, axis=0).sum(axis=0)
+    items.append(u10)
+    joined = np.concatenate([t14.reshape(1, 2), x1.reshape(1, 1)], axis=1)
+    return np.tanh(joined.reshape(3)).sum()
+
+
+def test_an_item_type_assumed_for_a_list_that_cannot_hold_is_dropped():
+    # the literal [t14.reshape(1, 2), x1.reshape(1, 1)] was assumed to hold (1, 1) items while
+    # t14's shape was not known yet: propagation then failed ("cannot reshape ... size 2")
+    rng = np.random.default_rng(11)
+    check_vjp(script(literal_of_two_shapes), (rng.standard_normal((2, 3, 1)),
+                                              rng.standard_normal(1)))
+
+
 # -- lists returned -----------------------------------------------------------------------------
 
 
@@ -369,8 +386,20 @@ def returned_in_a_tuple(x: Tensor) -> Tuple[List[Tensor], Tensor]:
     return items, items[0] * 3.0
 
 
+def returned_twice(x: Tensor) -> Tuple[List[Tensor], List[Tensor], Tensor]:
+    items = [x * 2.0]
+    items.append(np.sin(x))
+    return items, items, items[0] * 3.0
+
+
+def returned_in_nested_tuples(x: Tensor) -> Tuple[Tuple[List[Tensor], Tensor], List[Tensor]]:
+    items = [x * 2.0]
+    items.append(np.sin(x))
+    return (items, x * 1.0), items
+
+
 @pytest.mark.parametrize("fn", [returned_after_appends, returned_after_a_stack,
-                                returned_in_a_tuple])
+                                returned_in_a_tuple, returned_twice, returned_in_nested_tuples])
 def test_a_returned_list_hands_its_items_cotangents_on(fn):
     check_vjp(script(fn), (np.random.default_rng(7).standard_normal((2, 3)),))
 

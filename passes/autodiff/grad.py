@@ -112,7 +112,10 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     num_outputs = len(graph.outputs)
     for out in graph.outputs:
         ct = ad.backward.add_input(out.type, f"grad_{out.name}" if out.name else "grad")
-        root.add_ct(out, _seed(root, ct))
+        if isinstance(out.type, ListType) and out in active:
+            _whole_list_at_end(root, out, ct, out.node)  # returned twice: both cotangents
+        else:
+            root.add_ct(out, _seed(root, ct))
     backprop_block(root)
     _refuse_lost_list_cotangents(root, lists)
     results, differentiable = [], []
@@ -231,6 +234,8 @@ def _tuple_construct(ctx: BlockGrad, node: Node) -> None:
     for v, gk in zip(node.inputs, ctx.structured(g)):
         if gk is not None and isinstance(v.type, ListType) and ctx.is_active(v):
             _list_in_tuple(ctx, node, v)
+            _whole_list_at_end(ctx, v, gk, node)
+            continue
         ctx.add_ct(v, gk)
 
 
@@ -242,6 +247,18 @@ def _list_in_tuple(ctx: BlockGrad, node: Node, lst: Value) -> None:
         raise refusal(node, "cannot differentiate a tuple holding a list that is read or "
                       "changed after the tuple is made, or made in another block",
                       "make the tuple after the list's last change, next to the list")
+
+
+def _whole_list_at_end(ctx: BlockGrad, lst: Value, g: Cotangent, node: Node) -> None:
+    """Add ``g``, a cotangent of all of ``lst`` as it is at the end (an output, or in one), to
+    the one its last use starts its item cotangents from (``_open_lists``)."""
+    pending = ctx.ct.get(lst)
+    if pending is None:
+        ctx.ct[lst] = g
+        return
+    total = _copy_list(ctx, pending, node)
+    _add_items(ctx, total, _copy_list(ctx, g, node))
+    ctx.ct[lst] = total
 
 
 def _tuple_unpack(ctx: BlockGrad, node: Node) -> None:
@@ -288,6 +305,8 @@ def _open_lists(ctx: BlockGrad, node: Node) -> None:
             continue
         if not ctx.is_active(lst) or not tracks_items(lst) or is_static_list(lst):
             continue
+        if node.kind == "prim::TupleConstruct" and _gives_whole_list(ctx, node, lst):
+            continue  # the tuple adds to the list's end cotangent: its next use starts it
         seed = ctx.take_ct(lst)
         if seed is not None:
             ctx.ad.list_cts[lst] = _copy_list(ctx, seed, node)

@@ -263,11 +263,11 @@ def escapes(lst: Value) -> bool:
 
 
 def _only_returned(user: Node) -> bool:
-    graph_return = user.graph.block.return_node
-    if user is graph_return:
+    """``user`` is the graph's return, or a tuple (in tuples) only returned."""
+    if user is user.graph.block.return_node:
         return True
     return (user.kind == "prim::TupleConstruct"
-            and all(u.node is graph_return for u in user.output.uses))
+            and all(_only_returned(u.node) for u in user.output.uses))
 
 
 def reads_lists(node: Node, changes: bool = False) -> list[Value]:

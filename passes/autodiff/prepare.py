@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import FRESH, lookup
+from ir.registry import FRESH, ShapeError, lookup
 from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.lists import (
     length_after,
@@ -116,14 +116,17 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
     rejected: set[Node] = set()
     while True:
         refined: dict[Node, Type] = {}
+        wrong: list[Node] = []
         rounds = 0
         # each round settles at least one more stack, list or loop, and unrolling adds loops: the
         # bound is recounted (it only guards against rewrites undoing each other)
         while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in (*JOINS, LOOP)) + 2:
             rounds += 1
             # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
-            # folded first: a loop's trip count must be a constant for its lists to have a length
-            changed = constant_prop.run(graph)
+            # folded first: a loop's trip count must be a constant for its lists to have a length.
+            # Not while a list's item type is still an assumption: a size folded from it would
+            # stay when the assumption is dropped
+            changed = not _unconfirmed(refined) and constant_prop.run(graph)
             rewritten = simplify_unbind_reads(graph)
             rewritten |= unroll_indexed_loops(lists)
             rewritten |= tuple_list_inputs(lists)
@@ -133,14 +136,25 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
             if found == refined and not (changed or rewritten):
                 break
             refined = found
-            _propagate(graph.block, refined)
-        wrong = [node for node, t in refined.items() if node.kind == LIST
-                 and _stored_types(node.output) != {t.element}]  # type: ignore[attr-defined]
+            try:
+                _propagate(graph.block, refined)
+            except ShapeError:  # an assumed item type that cannot be right
+                wrong = [node for node in refined if node.kind == LIST]
+                if not wrong:
+                    raise
+                break
+        wrong = wrong or _unconfirmed(refined)
         if not wrong:
             return restructured
         # an item type assumed for a list did not come true: start again without it
         rejected.update(wrong)
         _propagate(graph.block, {})
+
+
+def _unconfirmed(refined: Mapping[Node, Type]) -> list[Node]:
+    """The lists typed by an assumption that propagation has not (yet) made true."""
+    return [node for node, t in refined.items() if node.kind == LIST
+            and _stored_types(node.output) != {t.element}]  # type: ignore[attr-defined]
 
 
 def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[Node]
