@@ -10,7 +10,8 @@ iteration to the next ends up with an unknown dimension rather than a wrong one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import ShapeError, infer_types
@@ -90,8 +91,29 @@ def propagate_block(block: Block) -> None:
         propagate_node(node)
 
 
+_FIXED: dict[Node, Type] = {}
+"""Nodes whose output type ``fixed_types`` holds during a propagation (keyed by the node)."""
+
+
+@contextmanager
+def fixed_types(types: Mapping[Node, Type]) -> Iterator[None]:
+    """Within the ``with`` block, propagation gives each of these single-output nodes its type
+    instead of the one its rule infers, nested blocks included: a caller that knows more than
+    the rules (the length of a list where it is stacked) re-types what follows from it."""
+    _FIXED.update(types)
+    try:
+        yield
+    finally:
+        for node in types:
+            _FIXED.pop(node, None)
+
+
 def propagate_node(node: Node) -> None:
     """Recompute ``node``'s output types (and its blocks' / subgraph's types)."""
+    fixed = _FIXED.get(node)
+    if fixed is not None:
+        node.output.type = fixed
+        return
     if node.kind == "prim::If":
         return _propagate_if(node)
     if node.kind == "prim::Loop":

@@ -14,8 +14,13 @@ Control flow is differentiated symbolically:
   while-loops). Loop-carried cotangents are carried backwards; contributions to outer values are
   accumulated in extra carried values, except an outer tensor read as ``u[i]`` by the iteration
   counter, whose slice cotangents are collected in a list and stacked once after the loop.
-- Lists filled by appends and consumed by ``stack``/``cat``: the cotangent of the list is a list
-  of item cotangents; the reverse of each append pops its item's cotangent from the end.
+- Lists made in the function (literals, appends, ``unbind``): a list read after it changed has a
+  backward list of its items' cotangents kept in step with it (as long as the list is at each
+  point of the forward), started at its last read (from a stack's cotangent, else zeros) and
+  added into by each read; the reverse of each append pops its item's cotangent from the end.
+  A list never changed and read at constant indices gives each read's cotangent to its item.
+  A read whose item the backward cannot follow back (a list made by slicing, an ``if`` or a
+  loop; an argument the function changes) is refused, never given a zero.
 - List arguments (``differentiate(graph, list_items)``): a list of tensors the function only
   reads is specialized to its items (loops indexing it by their counter unrolled, then retyped
   as a tuple, ``passes.autodiff.lists``); its cotangent is a list with one array per item.
@@ -39,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ir.core import Block, Graph, Node, Value
+from ir.core import PARAM, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import spelling
 from ir.types import (
@@ -52,8 +57,23 @@ from ir.types import (
     TupleType,
     Type,
 )
-from passes.autodiff.context import BlockGrad, Differentiator, elements_of
-from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
+from passes.autodiff.context import BlockGrad, Cotangent, Differentiator, elements_of
+from passes.autodiff.lists import (
+    CHANGES,
+    LEN,
+    MAX_TRIPS,
+    escapes,
+    handed_back,
+    is_static_list,
+    item_type,
+    length_after,
+    located,
+    made_items,
+    read_only_list_inputs,
+    reads_lists,
+    refusal,
+    tracks_items,
+)
 from passes.autodiff.prepare import (
     active_values,
     hoist_loop_invariants,
@@ -110,8 +130,12 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     num_outputs = len(graph.outputs)
     for out in graph.outputs:
         ct = ad.backward.add_input(out.type, f"grad_{out.name}" if out.name else "grad")
-        root.add_ct(out, _seed(root, ct))
+        if isinstance(out.type, ListType) and out in active:
+            _whole_list_at_end(root, out, ct, out.node)  # returned twice: both cotangents
+        else:
+            root.add_ct(out, _seed(root, ct))
     backprop_block(root)
+    _refuse_lost_list_cotangents(root, lists)
     results, differentiable = [], []
     for v in graph.inputs:
         ok = v in active
@@ -130,6 +154,28 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.given)
     graph.set_outputs(list(graph.outputs) + ad.saved)
     return Gradient(graph, ad.backward, num_outputs, differentiable)
+
+
+def _refuse_lost_list_cotangents(root: BlockGrad, lists: Mapping[Value, object]) -> None:
+    """Every cotangent given to a list or gathered by its reads must have been handed on to its
+    items by the list's maker (or be a read-only list argument's): none may end as a zero."""
+    ad = root.ad
+    for v in ad.forward.inputs:
+        if (isinstance(v.type, ListType) and v not in lists and not handed_back(v)
+                and (root.ct.get(v) is not None or ad.read_cts.get(v))):
+            users = [use.node for use in v.uses]
+            changes = [n for n in users if n.kind in CHANGES] or users
+            raise refusal(changes[0], "cannot differentiate with respect to a list argument "
+                          "the function changes (appends to it, stores into it) or returns",
+                          "pass the arrays as separate arguments or a tuple, and build a new "
+                          "list in the function")
+    lost = [v for v, g in root.ct.items() if g is not None and isinstance(v.type, ListType)
+            and not _is_graph_input(v)]
+    lost += [v for v, reads in ad.read_cts.items() if reads and not _is_graph_input(v)]
+    if lost:
+        raise refusal(lost[0].node, "cannot differentiate the items of this list: the "
+                      "backward cannot follow them back", "build the list with a literal or "
+                      "appends")
 
 
 def _list_of_items(root: BlockGrad, v: Value, g, n: int) -> Value:
@@ -187,7 +233,11 @@ def prune_unused_saved(grad: Gradient) -> bool:
 def backprop_block(ctx: BlockGrad) -> None:
     """Emit the backward of every node of ``ctx.fblock``, last node first."""
     for node in reversed(ctx.fblock.nodes):
-        backprop_node(ctx, node)
+        try:
+            _open_lists(ctx, node)
+            backprop_node(ctx, node)
+        except IRError as error:  # every refusal names the user's line it is about
+            raise located(error, node)  # noqa: B904 (the same error, re-raised)
 
 
 def backprop_node(ctx: BlockGrad, node: Node) -> None:
@@ -231,7 +281,33 @@ def _tuple_construct(ctx: BlockGrad, node: Node) -> None:
     if g is None:
         return
     for v, gk in zip(node.inputs, ctx.structured(g)):
+        if gk is not None and isinstance(v.type, ListType) and ctx.is_active(v):
+            _list_in_tuple(ctx, node, v)
+            _whole_list_at_end(ctx, v, gk, node)
+            continue
         ctx.add_ct(v, gk)
+
+
+def _list_in_tuple(ctx: BlockGrad, node: Node, lst: Value) -> None:
+    """A list put in a tuple that gets a cotangent: the cotangent is of the list as it is at the
+    end, so it can only start the list's item cotangents where nothing after the tuple (read
+    earlier by the reverse walk) already did, in the list's own block."""
+    if lst in ctx.ad.list_cts or lst.node.owner is not ctx.fblock or not tracks_items(lst):
+        raise refusal(node, "cannot differentiate a tuple holding a list that is read or "
+                      "changed after the tuple is made, or made in another block",
+                      "make the tuple after the list's last change, next to the list")
+
+
+def _whole_list_at_end(ctx: BlockGrad, lst: Value, g: Cotangent, node: Node) -> None:
+    """Add ``g``, a cotangent of all of ``lst`` as it is at the end (an output, or in one), to
+    the one its last use starts its item cotangents from (``_open_lists``)."""
+    pending = ctx.ct.get(lst)
+    if pending is None:
+        ctx.ct[lst] = g
+        return
+    total = _copy_list(ctx, pending, node)
+    _add_items(ctx, total, _copy_list(ctx, g, node))
+    ctx.ct[lst] = total
 
 
 def _tuple_unpack(ctx: BlockGrad, node: Node) -> None:
@@ -243,10 +319,14 @@ def _tuple_unpack(ctx: BlockGrad, node: Node) -> None:
 def _tuple_index(ctx: BlockGrad, node: Node) -> None:
     g = ctx.take_ct(node.output)
     t = node.inputs[0].type
-    if g is None or not isinstance(t, TupleType):
+    if g is None:
         return
-    k = int(node.inputs[1].constant) % len(t.elements)
-    gs = [None] * len(t.elements)
+    elements = elements_of(t)
+    if elements is None:
+        raise refusal(node, f"cannot differentiate reading an item of {_kind_of(t)} as if it "
+                      "were a tuple")
+    k = int(node.inputs[1].constant) % len(elements)
+    gs = [None] * len(elements)
     gs[k] = g
     ctx.add_ct(node.inputs[0], gs)
 
@@ -268,83 +348,320 @@ def _pass_through(ctx: BlockGrad, node: Node) -> None:
 
 
 # -- lists ----------------------------------------------------------------------------------------
+# A list made in the function whose items are read after it changed (appended to, read at an
+# index only known at run time, stacked, read in a loop) has a backward list of its items'
+# cotangents, ``ad.list_cts[l]``, kept in step with it: while the reverse walk is at a point of
+# the forward, the backward list has as many items as the forward list had there, and item k
+# holds the cotangent item k has gathered from the reads after that point. It is made where the
+# reverse walk meets the list's last read (``_open_lists``): from the cotangent of a stack or
+# cat, else as zeros of the list's items there. Each read adds into it (``l[i]``: item i), each
+# change is undone (an append pops its item's cotangent off the end), and the list's maker hands
+# the items' cotangents on. A list never changed and read only at constant indices in its own
+# block (``a, b = l``, ``l[-1]``) needs none of this: its reads go to known items (``read_cts``).
+def _open_lists(ctx: BlockGrad, node: Node) -> None:
+    """Start the item cotangents of each list made in this block whose last read is (in)
+    ``node``, before ``node``'s backward runs. A list that is an output (or in one) has a
+    cotangent of its final items already: it starts them at the list's last use of any kind."""
+    reads = reads_lists(node)
+    for lst in reads_lists(node, changes=True):
+        if lst in ctx.ad.list_cts or lst.node.owner is not ctx.fblock:
+            continue
+        if not ctx.is_active(lst) or not tracks_items(lst) or is_static_list(lst):
+            continue
+        if node.kind == "prim::TupleConstruct" and _gives_whole_list(ctx, node, lst):
+            continue  # the tuple adds to the list's end cotangent: its next use starts it
+        seed = ctx.take_ct(lst)
+        if seed is not None:
+            ctx.ad.list_cts[lst] = _copy_list(ctx, seed, node)
+        elif lst in reads and not _gives_whole_list(ctx, node, lst):
+            ctx.ad.list_cts[lst] = _zero_items(ctx, lst, node)
+
+
+def _gives_whole_list(ctx: BlockGrad, node: Node, lst: Value) -> bool:
+    """``node`` is a stack or cat of ``lst``, or a tuple holding it, with a cotangent: that
+    cotangent starts the list's."""
+    if len(node.outputs) != 1 or ctx.ct.get(node.output) is None:
+        return False
+    if node.kind == "prim::TupleConstruct":
+        return lst in node.inputs
+    return node.kind in ("tensor::stack", "tensor::cat") and node.inputs[0] is lst
+
+
+def _copy_list(ctx: BlockGrad, seed: Cotangent, node: Node) -> Value:
+    """A new backward list of the items of an output list's cotangent ``seed`` (which the
+    backward changes, so it must not be the caller's)."""
+    if not isinstance(seed, Value) or not isinstance(seed.type, ListType):
+        raise refusal(node, "cannot differentiate this list: its cotangent is not a list")
+    cts = ctx.emit("prim::ListConstruct", types=[seed.type]).output
+    ctx.emit("prim::ListExtend", cts, seed, types=[])
+    return cts
+
+
+def _zero_items(ctx: BlockGrad, lst: Value, node: Node) -> Value:
+    """A backward list of zeros, one per item ``lst`` has right after ``node`` runs: built from
+    the items' static shape when its length there is known, else from a copy of the forward
+    list taken there."""
+    element = lst.type.element  # type: ignore[union-attr]
+    n, item = length_after(lst, node), item_type(lst)
+    if n is not None and item is not None:
+        if n == 0:
+            return ctx.emit("prim::ListConstruct", types=[ListType(item)]).output
+        zeros = ctx.op("tensor::zeros", (n, *item.shape), item.dtype)
+        return ctx.emit("tensor::unbind", zeros, 0, types=[ListType(item)]).output
+    saved = ctx.fwd(_snapshot_after(ctx, lst, node))
+    cts = ctx.emit("prim::ListConstruct", types=[ListType(element)]).output
+
+    def zero(k: Value) -> None:
+        fwd_item = ctx.emit("prim::ListIndex", saved, k, types=[element]).output
+        ctx.emit("prim::ListAppend", cts, ctx.op("tensor::zeros_like", fwd_item, None), types=[])
+    _for_each(ctx, ctx.op("prim::len", saved), zero)
+    return cts
+
+
+def _snapshot_after(ctx: BlockGrad, lst: Value, node: Node) -> Value:
+    """A forward copy of ``lst`` taken right after ``node`` (the items it has there)."""
+    fgraph = ctx.ad.forward
+    assert node.next is not None
+    with fgraph.inserting_before(node.next):
+        none = fgraph.constant(None)
+        return fgraph.insert("prim::ListSlice", [lst, none, none, none], [lst.type],
+                             names=[(lst.name or "l") + "_items"]).output
+
+
+def _for_each(ctx: BlockGrad, n: Value, body) -> None:
+    """Emit ``for k in range(n): body(k)`` into the backward (nothing carried)."""
+    loop = ctx.emit("prim::Loop", n, True, types=[])
+    block = Block(ctx.graph, owner=loop)
+    loop.blocks.append(block)
+    k = block.add_param(INT, "k")
+    outer, ctx.bblock = ctx.bblock, block
+    try:
+        body(k)
+        block.set_returns([ctx.const(True)])
+    finally:
+        ctx.bblock = outer
+
+
+def _item_ct(ctx: BlockGrad, cts: Value, index: Value) -> Value:
+    return ctx.emit("prim::ListIndex", cts, index, types=[cts.type.element]).output  # type: ignore
+
+
+def _add_at(ctx: BlockGrad, cts: Value, index: Value, g: Value) -> None:
+    """``cts[index] += g`` in the backward."""
+    total = ctx.op("tensor::add", _item_ct(ctx, cts, index), g)
+    ctx.emit("prim::ListSetItem", cts, index, total, types=[])
+
+
+def _add_items(ctx: BlockGrad, cts: Value, pieces: Value) -> None:
+    """``cts[k] += pieces[k]`` for every k (two backward lists of one length)."""
+    _for_each(ctx, ctx.op("prim::len", pieces),
+              lambda k: _add_at(ctx, cts, k, _item_ct(ctx, pieces, k)))
+
+
+def _whole_list_ct(ctx: BlockGrad, node: Node, lst: Value, pieces: Value) -> None:
+    """A read of all of ``lst`` by ``node`` (a stack, a cat) gives each item a cotangent."""
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is not None:
+        _add_items(ctx, cts, pieces)
+    elif tracks_items(lst) and lst.node.owner is ctx.fblock:
+        ctx.ad.list_cts[lst] = pieces
+    else:
+        raise _untracked(node, lst)
+
+
+def _untracked(node: Node, lst: Value) -> IRError:
+    """The refusal of a read of a list whose items the backward cannot follow back."""
+    maker = lst.node
+    if maker.kind == PARAM and maker.owner is not None and maker.owner.owner is None:
+        what = "a list argument that the function changes"
+        way_out = "build a new list from its items instead of changing the argument"
+    elif maker.kind == PARAM:
+        what = "a list carried through a loop"
+        way_out = "append to one list made before the loop instead of reassigning it"
+    elif maker.kind in ("prim::ListConstruct", "tensor::unbind") and escapes(lst):
+        what = "a list that is also kept in a tuple, a dict, another list or a branch's result"
+        way_out = "read the items before putting the list there, or stack it first"
+    elif maker.kind in ("prim::ListConstruct", "tensor::unbind"):
+        what = (f"a list of {getattr(lst.type, 'element', lst.type)} that is changed or read "
+                "at a run-time index")
+        way_out = "keep only tensors in lists that are appended to"
+    else:
+        made_by = _MADE_BY.get(maker.kind, maker.kind.split("::")[-1])
+        what = f"a list made by {made_by}"
+        way_out = "build the list with a literal or appends, and read it by index or stack it"
+    reading = _READ_AS.get(node.kind, "reading")
+    return refusal(node, f"cannot differentiate {reading} {what}", way_out)
+
+
+_READ_AS = {"tensor::stack": "np.stack of", "tensor::cat": "np.concatenate of",
+            "prim::ListExtend": "extending a list by", "prim::ListPop": "popping from"}
+"""How a refusal names a node reading a list the backward cannot follow."""
+
+
+_MADE_BY = {"prim::ListSlice": "slicing a list", "prim::ListAdd": "adding lists",
+            "prim::If": "an if", "prim::Loop": "a loop", "prim::DictGetItem": "a dict lookup",
+            "prim::DictValues": "a dict's values", "prim::TupleIndex": "reading a tuple",
+            "prim::TupleUnpack": "unpacking a tuple", "prim::ListIndex": "reading another list"}
+"""How a refusal names the construct that made a list the backward cannot follow."""
+
+
 def _list_append(ctx: BlockGrad, node: Node) -> None:
     cts = ctx.ad.list_cts.get(node.inputs[0])
-    if cts is None:
+    if cts is None:  # nothing reads the list after this append: its item gets no cotangent
         return
-    item = node.inputs[1]
     g = ctx.emit("prim::ListPop", cts, -1, types=[cts.type.element]).output  # type: ignore
-    ctx.add_ct(item, g)
+    ctx.add_ct(node.inputs[1], g)
 
 
 def _list_extend(ctx: BlockGrad, node: Node) -> None:
-    cts = ctx.ad.list_cts.get(node.inputs[0])
+    lst, other = node.inputs
+    cts = ctx.ad.list_cts.get(lst)
+    literal = other.node.kind == "prim::ListConstruct" and other.node.owner is node.owner and \
+        all(use.node is node or use.node.kind == LEN for use in other.uses)
     if cts is None:
         return
-    other = node.inputs[1].node
-    if other.kind != "prim::ListConstruct":
-        raise IRError("cannot differentiate extending a list by a list not written in the "
-                      "call itself: write the items there (`l.extend([a, b])`) or append them "
-                      "one by one")
-    for item in reversed(other.inputs):
-        ctx.add_ct(item, ctx.emit("prim::ListPop", cts, -1,
-                                  types=[cts.type.element]).output)  # type: ignore
-        ctx.ad.gave(item, by=other)  # the items reach the list through the literal
+    if literal:
+        for item in reversed(other.node.inputs):
+            ctx.add_ct(item, ctx.emit("prim::ListPop", cts, -1,
+                                      types=[cts.type.element]).output)  # type: ignore
+            ctx.ad.gave(item, by=other.node)  # the items reach the list through the literal
+        return
+    other_cts = ctx.ad.list_cts.get(other)
+    if other is lst or (other_cts is None and ctx.is_active(other)):
+        raise _untracked(node, other)
+    if other_cts is None:  # items that carry no derivative: their cotangents are dropped
+        with ctx.ad.forward.inserting_before(node):
+            added = ctx.ad.forward.insert(LEN, [other], [INT]).output
+        n = ctx.fwd(added)
+        _for_each(ctx, n, lambda k: ctx.emit("prim::ListPop", cts, -1,
+                                             types=[cts.type.element]))  # type: ignore
+        return
+    n = ctx.op("prim::len", other_cts)
+    last = ctx.op("tensor::sub", n, 1)
+
+    def give_back(k: Value) -> None:
+        g = ctx.emit("prim::ListPop", cts, -1, types=[cts.type.element]).output  # type: ignore
+        _add_at(ctx, other_cts, ctx.op("tensor::sub", last, k), g)
+    _for_each(ctx, n, give_back)
+
+
+def _list_set_item(ctx: BlockGrad, node: Node) -> None:
+    lst, index, item = node.inputs
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is None:
+        return
+    i = ctx.fwd(index)
+    g = _item_ct(ctx, cts, i)
+    ctx.add_ct(item, g)
+    ctx.emit("prim::ListSetItem", cts, i, ctx.op("tensor::zeros_like", g, None), types=[])
+
+
+def _list_insert(ctx: BlockGrad, node: Node) -> None:
+    if ctx.ad.list_cts.get(node.inputs[0]) is not None:
+        raise refusal(node, "cannot differentiate reading a list after an insert into it",
+                      "append to the list instead")
+
+
+def _list_pop(ctx: BlockGrad, node: Node) -> None:
+    lst, index = node.inputs
+    g = ctx.take_ct(node.output)
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is None:
+        if g is not None:
+            raise _untracked(node, lst)
+        return
+    if not index.is_constant:
+        raise refusal(node, "cannot differentiate popping a list at an index only known at "
+                      "run time", "pop the last item (l.pop())")
+    g = g if g is not None else ctx.zeros(node.output)
+    i = int(index.constant)
+    if i == -1:
+        ctx.emit("prim::ListAppend", cts, g, types=[])
+        return
+    # put the item back where it was: at i, or counted from the end of the longer list
+    at = ctx.const(i) if i >= 0 else ctx.op("tensor::add", ctx.op("prim::len", cts), i + 1)
+    ctx.emit("prim::ListInsert", cts, at, g, types=[])
 
 
 def _list_construct(ctx: BlockGrad, node: Node) -> None:
     lst = node.output
     cts = ctx.ad.list_cts.get(lst)
+    if cts is None:  # a list only made and returned: its cotangent is the output's
+        seed = ctx.take_ct(lst)
+        cts = _copy_list(ctx, seed, node) if seed is not None else None
     reads = ctx.ad.read_cts.pop(lst, None)
-    # an item's cotangent is typed as the cotangent list's items are (the stacked cotangent's
-    # dtype, which differs from a float32 item's in a list of several dtypes)
-    item_ct = cts.type.element if cts is not None and isinstance(cts.type, ListType) else None
     for k, item in enumerate(node.inputs):
-        if cts is not None:
-            ctx.add_ct(item, ctx.emit("prim::ListIndex", cts, k,
-                                      types=[item_ct or item.type]).output)
+        if cts is not None:  # typed as the cotangent list's items (a stacked cotangent's dtype)
+            ctx.add_ct(item, _item_ct(ctx, cts, ctx.const(k)))
         if reads:
             ctx.add_ct(item, reads.get(k))
 
 
 def _list_index(ctx: BlockGrad, node: Node) -> None:
     g = ctx.take_ct(node.output)
-    index = node.inputs[1]
+    lst, index = node.inputs
     if g is None:
         return
-    if not index.is_constant:
-        raise IRError("cannot differentiate reading a list at a non-constant index (one not "
-                      "known when compiling): np.stack the list and index the array, or read "
-                      "it in a counted loop")
-    k = int(index.constant)
-    if k < 0:
-        n = length_at(node.inputs[0], node)
-        if n is None:
-            raise IRError("cannot differentiate reading a list at a negative index unless the "
-                          "list's length there is known (a literal or an unbind, appended to "
-                          "only once per step of counted loops before the read)")
-        k += n
-    made = made_items(node.inputs[0])
-    if made is not None and k >= made:
-        raise IRError(f"cannot differentiate reading item {int(index.constant)} of a list: it "
-                      "is an item appended after the list was made (stack the list and index "
-                      "the stacked array instead)")
-    reads = ctx.ad.read_cts.setdefault(node.inputs[0], {})
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is not None:
+        _add_at(ctx, cts, ctx.fwd(index), g)
+        return
+    if is_static_list(lst):
+        k = int(index.constant) % made_items(lst)  # type: ignore[operator]
+    elif _is_graph_input(lst) and not _changed(lst):
+        # a list argument the function only reads: its reads are resolved per item at the end
+        if not index.is_constant:
+            raise IRError("cannot differentiate reading a list argument at a non-constant "
+                          "index (one not known when compiling): pass the items as one stacked "
+                          "array and index that", node)
+        k = int(index.constant)
+    else:
+        raise _untracked(node, lst)
+    reads = ctx.ad.read_cts.setdefault(lst, {})
     reads[k] = ctx.plus(reads.get(k), g)
 
 
 def _list_unpack(ctx: BlockGrad, node: Node) -> None:
-    reads = ctx.ad.read_cts.setdefault(node.inputs[0], {})
-    for k, v in enumerate(node.outputs):
-        reads[k] = ctx.plus(reads.get(k), ctx.take_ct(v))
+    lst = node.inputs[0]
+    gs = [ctx.take_ct(v) for v in node.outputs]
+    if all(g is None for g in gs):
+        return
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is not None:
+        for k, g in enumerate(gs):
+            if g is not None:
+                _add_at(ctx, cts, ctx.const(k), g)
+        return
+    if not is_static_list(lst):
+        raise _untracked(node, lst)
+    reads = ctx.ad.read_cts.setdefault(lst, {})
+    for k, g in enumerate(gs):
+        reads[k] = ctx.plus(reads.get(k), g)
+
+
+def _is_graph_input(v: Value) -> bool:
+    return v.node.kind == PARAM and v.node.owner is not None and v.node.owner.owner is None
+
+
+def _changed(lst: Value) -> bool:
+    return any(use.node.kind in CHANGES and use.index == 0 for use in lst.uses)
 
 
 def _unbind(ctx: BlockGrad, node: Node) -> None:
-    reads = ctx.ad.read_cts.pop(node.output, None)
-    a = node.inputs[0]
+    a, lst = node.inputs[0], node.output
     t = a.type
-    if not reads or not isinstance(t, TensorType) or t.shape is None:
+    cts = ctx.ad.list_cts.get(lst)
+    if cts is None:
+        seed = ctx.take_ct(lst)
+        cts = _copy_list(ctx, seed, node) if seed is not None else None
+    if cts is not None:
+        ctx.add_ct(a, ctx.op("tensor::stack", cts, ctx.fwd(node.inputs[1])))
+    reads = ctx.ad.read_cts.pop(lst, None)
+    if not reads:
         return
+    if not isinstance(t, TensorType) or t.shape is None:
+        raise refusal(node, "cannot differentiate ops.unbind of an array whose number of "
+                      "dimensions is not known when compiling", "keep its shape the same")
     axis = int(node.inputs[1].constant) % len(t.shape)
     n = t.shape[axis]
     if n is None:
@@ -372,7 +689,7 @@ def _stack(ctx: BlockGrad, node: Node) -> None:
         return
     axis = node.inputs[1]
     pieces = ctx.emit("tensor::unbind", g, ctx.fwd(axis)).output
-    _set_list_ct(ctx, lst, pieces, "np.stack")
+    _whole_list_ct(ctx, node, lst, pieces)
 
 
 def _cat(ctx: BlockGrad, node: Node) -> None:
@@ -384,21 +701,21 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     element = lst.type.element if isinstance(lst.type, ListType) else None
     producer = lst.node
     if producer.kind == "prim::ListConstruct" and len(lst.uses) == 1:
-        sizes = [v.type.shape[axis] for v in producer.inputs]  # type: ignore[union-attr]
+        sizes = [_axis_size(v, axis) for v in producer.inputs]
     else:
-        from passes.autodiff.prepare import list_length
-        n = list_length(lst)
+        # the list's length where the cat reads it (appends after the cat are not its pieces)
+        n = length_after(lst, node) if lst.node.owner is node.owner else None
         size = element.shape[axis] if isinstance(element, TensorType) and element.shape else None
         if n is None or size is None:
-            raise IRError("cannot differentiate np.concatenate of a list whose length or item "
-                          "sizes are not known when compiling: append to it a fixed number of "
-                          "times (no conditional appends, a loop over a constant range) or "
-                          "np.stack items of one shape")
+            raise refusal(node, "cannot differentiate np.concatenate of a list whose length or "
+                          "item sizes are not known when compiling", "append to it a fixed "
+                          "number of times (no conditional appends, a loop over a constant "
+                          "range), np.stack items of one shape, or concatenate a list literal")
         sizes = [size] * n
     if None in sizes:
-        raise IRError("cannot differentiate np.concatenate of items whose sizes along the "
-                      "axis are not known when compiling: concatenate arrays of fixed sizes, or "
-                      "np.stack items of one shape")
+        raise refusal(node, "cannot differentiate np.concatenate of items whose sizes along the "
+                      "axis are not known when compiling", "concatenate arrays of fixed sizes, "
+                      "or np.stack items of one shape")
     start, pieces = 0, []
     for s in sizes:
         pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))
@@ -406,18 +723,7 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     # pieces of different sizes: the list's element type covers them all (not the first's)
     item_t = _covering([p.type for p in pieces], TensorType())
     lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output
-    _set_list_ct(ctx, lst, lst_ct, "np.concatenate")
-
-
-def _set_list_ct(ctx: BlockGrad, lst: Value, cts: Value, what: str) -> None:
-    if lst.node.kind != "prim::ListConstruct":
-        raise IRError(f"cannot differentiate {what} of a list that was not built in this "
-                      "function (an argument, a helper's result or a list of lists): build "
-                      "the list here, or pass the arrays as separate arguments")
-    if lst in ctx.ad.list_cts:
-        raise IRError(f"cannot differentiate {what} of a list that is also stacked or "
-                      "concatenated elsewhere: stack it once and reuse the array")
-    ctx.ad.list_cts[lst] = cts
+    _whole_list_ct(ctx, node, lst, lst_ct)
 
 
 # -- control flow -------------------------------------------------------------------------------
@@ -454,7 +760,10 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
 
 def _backprop_if(ctx: BlockGrad, node: Node) -> None:
     gs = [ctx.take_ct(v) for v in node.outputs]
-    if all(g is None for g in gs):
+    # a branch that appends to (or reads) a list whose items carry cotangents must be undone
+    # even when the If has no outputs: its appends pop their items' cotangents
+    lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
+    if all(g is None for g in gs) and not lists:
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
@@ -693,6 +1002,9 @@ STRUCTURE_VJPS = {
     "prim::ListConstruct": _list_construct,
     "prim::ListAppend": _list_append,
     "prim::ListExtend": _list_extend,
+    "prim::ListSetItem": _list_set_item,
+    "prim::ListInsert": _list_insert,
+    "prim::ListPop": _list_pop,
     "prim::ListIndex": _list_index,
     "prim::ListUnpack": _list_unpack,
     "tensor::unbind": _unbind,

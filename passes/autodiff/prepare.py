@@ -6,8 +6,9 @@
   move before it (``w.T`` in a cell), so the backward neither saves them per iteration nor
   transposes every step.
 - ``refine_stacked_lists``: a list filled by appends in counted loops of constant trip count has a
-  known length, so ``stack``/``cat`` of it gets a known shape (shape propagation alone cannot know
-  the list's length). The backward needs ranks and shapes to build its ops.
+  known length where it is stacked, so ``stack`` of it gets a known shape (shape propagation alone
+  cannot know the list's length), and the items read back from a list appended to in a loop get
+  the type all its items share. The backward needs ranks and shapes to build its ops.
 - ``active_values``: which values carry a derivative (float tensors reached from the inputs).
 """
 
@@ -16,12 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import FRESH, lookup
+from ir.registry import FRESH, ShapeError, lookup
 from ir.types import FLOAT_DTYPES, ClassType, ListType, OptionalType, TensorType, TupleType, Type
-from passes.autodiff.lists import simplify_unbind_reads, tuple_list_inputs, unroll_indexed_loops
+from passes.autodiff.lists import (
+    length_after,
+    simplify_unbind_reads,
+    tuple_list_inputs,
+    unroll_indexed_loops,
+)
+from passes.licm import movable
 
 LOOP = "prim::Loop"
 IF = "prim::If"
+LIST = "prim::ListConstruct"
+JOINS = ("tensor::stack", "tensor::cat")
 
 
 def is_differentiable_type(t: Type) -> bool:
@@ -70,7 +79,8 @@ def _hoist_from(loop: Node) -> None:
         op = lookup(node.kind)
         if node.blocks or op is None or not op.is_pure or FRESH in op.traits:
             continue
-        if any(v in inside for v in node.inputs):
+        # a read of a list the loop appends to (``stack(outs)``) is not invariant
+        if not movable(node) or any(v in inside for v in node.inputs):
             continue
         node.move_before(loop)
         for v in node.outputs:
@@ -88,58 +98,10 @@ def _defined_in(node: Node) -> set[Value]:
     return values
 
 
-# -- list lengths -----------------------------------------------------------------------------
-def list_length(lst: Value) -> int | None:
-    """The final length of a list built by ``ListConstruct`` and then only appended to (directly
-    in loops of constant trip count) and read, or None when it cannot be known."""
-    producer = lst.node
-    if producer.kind != "prim::ListConstruct":
-        return None
-    count = len(producer.inputs)
-    for use in lst.uses:
-        user = use.node
-        if user.kind not in ("prim::ListAppend", "prim::ListExtend") or use.index != 0:
-            continue
-        added = _items_added(user)
-        trips = _constant_trips(user, producer.owner)
-        if added is None or trips is None:
-            return None
-        count += added * trips
-    return count
-
-
-def _items_added(node: Node) -> int | None:
-    if node.kind == "prim::ListAppend":
-        return 1
-    other = node.inputs[1].node
-    return len(other.inputs) if other.kind == "prim::ListConstruct" else None
-
-
-def _constant_trips(node: Node, home: Block | None) -> int | None:
-    """How often ``node`` runs per run of ``home``: the product of the constant trip counts of the
-    for-loops between them; None under an If or a while-loop."""
-    trips = 1
-    block = node.owner
-    while block is not None and block is not home:
-        owner = block.owner
-        if owner is None or owner.kind != LOOP or not _is_for(owner):
-            return None
-        n = owner.inputs[0]
-        if not n.is_constant:
-            return None
-        trips *= max(int(n.constant), 0)
-        block = owner.owner
-    return trips if block is home else None
-
-
-def _is_for(loop: Node) -> bool:
-    cond, body_cond = loop.inputs[1], loop.blocks[0].returns[0]
-    return all(v.is_constant and v.constant is True for v in (cond, body_cond))
-
-
 def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] | None = None
                          ) -> bool:
-    """Give ``stack`` of a list of known length its full shape, and re-type what follows.
+    """Give ``stack``/``cat`` of a list of known length its full shape, a list whose items can
+    all share one known type that type (``_list_refinements``), and re-type what follows.
 
     A refined stack can make a later list's length and items known (the next layer of a stack
     of RNN layers runs ``size(output, 0)`` steps and appends values computed from it), so
@@ -151,68 +113,157 @@ def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] |
     made before did not see this form).
     """
     from passes import constant_prop
-    from passes.shape_prop import propagate_node
     lists = lists or {}
-    refined: dict[Node, Type] = {}
     restructured = False
-    rounds = 0
-    # each round settles at least one more stack, list or loop, and unrolling adds loops: the
-    # bound is recounted (it only guards against rewrites undoing each other)
-    while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in ("tensor::stack", LOOP)) + 2:
-        rounds += 1
-        # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
-        # folded first: a loop's trip count must be a constant for its lists to have a length
-        changed = constant_prop.run(graph)
-        rewritten = simplify_unbind_reads(graph)
-        rewritten |= unroll_indexed_loops(lists)
-        rewritten |= tuple_list_inputs(lists)
-        restructured |= rewritten
-        found = _stack_refinements(graph)
-        if found == refined and not (changed or rewritten):
-            break
-        refined = found
-        _propagate(graph.block, refined, propagate_node)
-    return restructured
+    rejected: set[Node] = set()
+    while True:
+        refined: dict[Node, Type] = {}
+        wrong: list[Node] = []
+        rounds = 0
+        # each round settles at least one more stack, list or loop, and unrolling adds loops: the
+        # bound is recounted (it only guards against rewrites undoing each other)
+        while rounds <= 2 * sum(1 for n in graph.walk() if n.kind in (*JOINS, LOOP)) + 2:
+            rounds += 1
+            # a size of a shape only just propagated (a loop over unbind of a reshaped array) is
+            # folded first: a loop's trip count must be a constant for its lists to have a length.
+            # Not while a list's item type is still an assumption: a size folded from it would
+            # stay when the assumption is dropped
+            changed = not _unconfirmed(refined) and constant_prop.run(graph)
+            rewritten = simplify_unbind_reads(graph)
+            rewritten |= unroll_indexed_loops(lists)
+            rewritten |= tuple_list_inputs(lists)
+            restructured |= rewritten
+            found = _stack_refinements(graph)
+            found.update(_list_refinements(graph, refined, rejected))
+            if found == refined and not (changed or rewritten):
+                break
+            refined = found
+            try:
+                _propagate(graph.block, refined)
+            except ShapeError:  # an assumed item type that cannot be right
+                wrong = [node for node in refined if node.kind == LIST]
+                if not wrong:
+                    raise
+                break
+        wrong = wrong or _unconfirmed(refined)
+        if not wrong:
+            return restructured
+        # an item type assumed for a list did not come true: start again without it
+        rejected.update(wrong)
+        _propagate(graph.block, {})
+
+
+def _unconfirmed(refined: Mapping[Node, Type]) -> list[Node]:
+    """The lists typed by an assumption that propagation has not (yet) made true."""
+    return [node for node, t in refined.items() if node.kind == LIST
+            and _stored_types(node.output) != {t.element}]  # type: ignore[attr-defined]
+
+
+def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[Node]
+                      ) -> dict[Node, Type]:
+    """Lists made in the function whose items may all share one fully known type: the list is
+    typed with it, so what reads its items (``outs[-1]`` feeding the next step's append) is
+    typed too. Shape propagation alone cannot see this: it types a list before the loop that
+    appends to it, from items not yet typed. The type is an assumption until propagation with it
+    gives every item put in the list that type (items of other such lists may need a round or
+    two); one that did not once nothing changes any more is dropped (``rejected``) by the
+    caller, which starts again without it."""
+    found: dict[Node, Type] = {}
+    for node in graph.walk():
+        if node.kind != LIST or node in rejected or not isinstance(node.output.type, ListType):
+            continue
+        stored = _stored_types(node.output)
+        known = {t for t in stored if _fully_known(t)} if stored is not None else set()
+        if len(known) != 1:
+            continue
+        (item,) = known
+        if stored == {item} and node.output.type == ListType(item) and node not in before:
+            continue  # shape propagation typed it already
+        found[node] = ListType(item)
+    return found
+
+
+def _stored_types(lst: Value) -> set[Type] | None:
+    """The types of every item put into ``lst``: made with, appended, stored, inserted or
+    extended by (None when it is extended by a list of unknown items)."""
+    types = {v.type for v in lst.node.inputs}
+    for use in lst.uses:
+        user = use.node
+        if use.index != 0:
+            continue
+        if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
+            types.add(user.inputs[-1].type)
+        elif user.kind == "prim::ListExtend":
+            other = user.inputs[1].type
+            if not isinstance(other, ListType):
+                return None
+            types.add(other.element)
+    return types
+
+
+def _fully_known(t: Type) -> bool:
+    return (isinstance(t, TensorType) and t.dtype is not None and t.shape is not None
+            and None not in t.shape)
 
 
 def _stack_refinements(graph: Graph) -> dict[Node, Type]:
-    """The full type of every ``stack`` of a list of known length, from the current types."""
+    """The type of every ``stack`` (or ``cat``) of a list of items of one known shape, from the
+    current types: the stacked axis is the list's length where the stack reads it when that is
+    known, else of unknown size (the rank is known all the same)."""
     refined: dict[Node, Type] = {}
     for node in graph.walk():
-        if node.kind != "tensor::stack" or not isinstance(node.output.type, TensorType):
+        if node.kind not in JOINS or not isinstance(node.output.type, TensorType):
             continue
-        count = list_length(node.inputs[0])
+        # the list's length where the stack reads it: appends after it are not stacked
+        lst = node.inputs[0]
+        count = length_after(lst, node) if lst.node.owner is node.owner else None
         element = node.inputs[0].type
-        if count is None or not isinstance(element, ListType):
+        if not isinstance(element, ListType):
             continue
         item = _appended_type(node.inputs[0]) or element.element
         axis = node.inputs[1]
         if not isinstance(item, TensorType) or item.shape is None or not axis.is_constant:
             continue
-        k = int(axis.constant) % (len(item.shape) + 1)
-        shape = item.shape[:k] + (count,) + item.shape[k:]
+        if node.kind == "tensor::cat":
+            if not item.shape:
+                continue
+            k = int(axis.constant) % len(item.shape)
+            size = item.shape[k]
+            joined = count * size if count is not None and size is not None else None
+            shape = item.shape[:k] + (joined,) + item.shape[k + 1:]
+        else:
+            k = int(axis.constant) % (len(item.shape) + 1)
+            shape = item.shape[:k] + (count,) + item.shape[k:]
         refined[node] = TensorType(item.dtype, shape, item.device)
     return refined
 
 
 def _appended_type(lst: Value) -> Type | None:
-    """The one type of every item put into ``lst``, when they all agree."""
-    items = list(lst.node.inputs)
+    """The one type of every item put into ``lst`` (made with, appended, stored, inserted,
+    extended by), when they all agree."""
+    if lst.node.kind != "prim::ListConstruct":
+        return None
+    types = {v.type for v in lst.node.inputs}
     for use in lst.uses:
-        if use.node.kind == "prim::ListAppend":
-            items.append(use.node.inputs[1])
-        elif use.node.kind == "prim::ListExtend":
-            items.extend(use.node.inputs[1].node.inputs)
-    types = {v.type for v in items}
+        user = use.node
+        if use.index != 0:
+            continue
+        if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
+            types.add(user.inputs[-1].type)
+        elif user.kind == "prim::ListExtend":
+            other = user.inputs[1]
+            added = _appended_type(other) if other is not lst else None
+            if added is None:
+                return None
+            types.add(added)
     return types.pop() if len(types) == 1 else None
 
 
-def _propagate(block: Block, refined: dict[Node, Type], propagate_node: object) -> None:
-    for node in block:
-        if node in refined:
-            node.output.type = refined[node]
-            continue
-        propagate_node(node)  # type: ignore[operator]
+def _propagate(block: Block, refined: dict[Node, Type]) -> None:
+    """Re-type ``block`` with the ``refined`` nodes' types held, in nested blocks too."""
+    from passes.shape_prop import fixed_types, propagate_block
+    with fixed_types(refined):
+        propagate_block(block)
 
 
 # -- activity -----------------------------------------------------------------------------------

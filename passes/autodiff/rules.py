@@ -296,13 +296,27 @@ def keep_reduced(b: Any, g: Value, node: Node, keepdims_index: int) -> Value:
     return b.op("tensor::expand_dims", g, tuple(axes))
 
 
-def reduced_count(node: Node) -> int:
-    shape = static_shape(node.inputs[0])
-    if shape is None:
-        raise IRError(f"cannot differentiate {spelling(node.kind)} of an array whose shape "
-                      "is not known when compiling: keep its shape the same from one loop step "
-                      "to the next")
-    return math.prod(shape[a] for a in reduced_axes(node))
+def reduced_count(b: Any, node: Node) -> int | Value:
+    """How many elements each result of a reduction reduces: a constant when the reduced axes'
+    sizes are known, else read from the input at run time (a stack of a list whose length is
+    only known then)."""
+    x = node.inputs[0]
+    shape = x.type.shape  # type: ignore[union-attr]  (reduced_axes checked the rank)
+    axes = reduced_axes(node)
+    count: int | Value = math.prod(shape[a] for a in axes if shape[a] is not None)
+    for a in axes:
+        if shape[a] is None:
+            count = b.op("tensor::mul", count, b.op("tensor::size", b.fwd(x), a))
+    return count
+
+
+def _over(b: Any, numerator: float, count: int | Value) -> float | Value:
+    """``numerator / count`` for a count known now or only at run time."""
+    return numerator / count if isinstance(count, int) else b.op("tensor::div", numerator, count)
+
+
+def _minus(b: Any, count: int | Value, ddof: Any) -> int | Value:
+    return count - ddof if isinstance(count, int) else b.op("tensor::sub", count, ddof)
 
 
 def sum_vjp(b, node, gs):
@@ -312,7 +326,7 @@ def sum_vjp(b, node, gs):
 
 def mean_vjp(b, node, gs):
     g = keep_reduced(b, gs[0], node, 2)
-    scaled = b.op("tensor::mul", g, 1.0 / reduced_count(node))
+    scaled = b.op("tensor::mul", g, _over(b, 1.0, reduced_count(b, node)))
     return [b.op("tensor::broadcast_to", scaled, shape_arg(b, node.inputs[0]))]
 
 
@@ -324,7 +338,7 @@ def _centred(b: Any, node: Node) -> Value:
 def var_vjp(b, node, gs):
     g = keep_reduced(b, gs[0], node, 3)
     ddof = const(node, 2, 0)
-    scale = 2.0 / (reduced_count(node) - ddof)
+    scale = _over(b, 2.0, _minus(b, reduced_count(b, node), ddof))
     return [_mul(b, g, _centred(b, node), scale)]
 
 
@@ -332,7 +346,7 @@ def std_vjp(b, node, gs):
     g = keep_reduced(b, gs[0], node, 3)
     ddof = const(node, 2, 0)
     y = keep_reduced(b, b.fwd(node.output), node, 3)
-    scale = 1.0 / (reduced_count(node) - ddof)
+    scale = _over(b, 1.0, _minus(b, reduced_count(b, node), ddof))
     return [b.op("tensor::div", _mul(b, g, _centred(b, node), scale), y)]
 
 
