@@ -284,11 +284,13 @@ def _tensor_op(s: StorageClasses, node: Node) -> None:
     any other tensor op makes new arrays."""
     if not may_share_input(node):
         return
+    # only its arrays: a shape or axes argument (a list of ints) is not memory the result shares
+    arrays = [v for v in node.inputs if isinstance(v.type, TensorType)]
     for out in node.outputs:
         if isinstance(out.type, ListType):
-            s.items_of(out, *node.inputs)
+            s.items_of(out, *arrays)
         else:
-            s.same(out, *node.inputs)
+            s.same(out, *arrays)
 
 
 def _subgraph(s: StorageClasses, node: Node) -> None:

@@ -169,6 +169,8 @@ class OpDef:
     @property
     def has_zero_derivative(self) -> bool:
         return ZERO_DERIVATIVE in self.traits
+
+    @property
     def is_view(self) -> bool:
         return VIEW in self.traits
 

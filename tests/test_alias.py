@@ -152,3 +152,15 @@ def test_sum_to_shares_its_input_only_when_the_shapes_can_agree():
     same = g.insert("tensor::sum_to", [x, g.constant((2, 3))], [F23])
     summed = g.insert("tensor::sum_to", [x, g.constant((3,))], [F3])
     assert may_share_input(same) and not may_share_input(summed)
+
+
+def test_a_view_shares_no_memory_with_its_shape_argument():
+    # uniting the result with its list of ints made a cycle that ``unite`` recursed into
+    g = ir.Graph()
+    x = g.add_input(F23, "x")
+    shape = g.insert("prim::ListConstruct", [g.constant(2), g.constant(3)],
+                     [ListType(INT)]).output
+    y = op(g, "tensor::sum_to", [x, shape], F23)
+    g.add_output(y)
+    c = StorageClasses(g)
+    assert c.overlap(y, [x]) and not c.overlap(y, [shape])
