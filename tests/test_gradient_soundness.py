@@ -89,6 +89,29 @@ def test_gradient_is_right_or_refused_at_the_line(name, monkeypatch):
             f"{name}: refused although its gradient was right without the check"
 
 
+def appended_after_its_last_read(x):
+    items = [np.sin(x)]
+    s = np.stack(items, 0).sum(0)
+    items.append(np.tanh(s) * 2.0)  # read by nothing: its gradient is zero
+    return s * 3.0
+
+
+def appended_in_a_loop_read_next_step(x):
+    items = [x]
+    y = x
+    for _ in range(3):
+        y = items[-1] * 2.0
+        items.append(np.sin(y))
+    return y
+
+
+@pytest.mark.parametrize("fn", [appended_after_its_last_read, appended_in_a_loop_read_next_step])
+def test_a_value_stored_after_the_lists_last_read_needs_no_gradient(fn):
+    """The check sees when a list is read: an append after its last read (in program order, or
+    in the next step of a loop around both) passes nothing on, so it was refused spuriously."""
+    check_vjp(script(fn), (np.random.default_rng(3).standard_normal(3),))
+
+
 @pytest.mark.parametrize("name", ["refused_dict_value", "refused_comprehension_unpacked",
                                   "refused_list_output", "refused_list_item_replaced"])
 def test_the_known_silent_zeros_are_no_longer_silent(name):

@@ -307,7 +307,61 @@ def _store_needed(n: Node, reads: _Reads) -> bool:
         # an appended item sits past the literal's items: a read of one of those does not see it
         if made is not None and all(isinstance(k, int) and 0 <= k < made for k in have):
             return False
+    if n.kind in LIST_WRITES and not _read_after(n, container):
+        return False
     return have is ALL or key is ALL or key in have
+
+
+LIST_WRITES = ("prim::ListAppend", "prim::ListInsert", "prim::ListSetItem", "prim::ListExtend")
+"""Stores into a list: what they put there is seen only by the list's later reads."""
+
+ORDERED_READS = ("prim::ListIndex", "prim::ListUnpack", "prim::ListPop", "prim::ListSlice",
+                 "prim::ListAdd", "prim::ListExtend", "tensor::stack", "tensor::cat",
+                 "prim::Print")
+"""Uses of a list that read its items where they run (and keep no other name for it)."""
+
+
+def _read_after(store: Node, lst: Value) -> bool:
+    """Whether something may read list ``lst`` after ``store`` changed it: a read later in
+    program order, or one in a loop around both that ``lst`` outlives (its next step). A list
+    that is not a literal made here, or that has another name (returned, kept in a tuple or
+    another container, an If's or loop's result), may be read anywhere."""
+    if lst.node.kind != "prim::ListConstruct":
+        return True
+    for use in lst.uses:
+        user = use.node
+        if user is store or user.kind in ("prim::len", "prim::ListContains"):
+            continue
+        if user.kind in LIST_WRITES and use.index == 0:
+            continue
+        if user.kind not in ORDERED_READS:
+            return True
+        if store.is_before(user) or _in_a_loop_with(store, user, lst.node.owner):
+            return True
+    return False
+
+
+def _in_a_loop_with(a: Node, b: Node, home: object) -> bool:
+    """Whether a loop nested in block ``home`` holds both ``a`` and ``b`` (``b`` then runs
+    after ``a`` in the next step)."""
+    block = a.owner
+    while block is not None and block is not home:
+        loop = block.owner
+        if loop is None:
+            return False
+        if loop.kind == "prim::Loop" and _inside(b, loop):
+            return True
+        block = loop.owner
+    return False
+
+
+def _inside(node: Node, outer: Node) -> bool:
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner is outer:
+            return True
+        block = block.owner.owner
+    return False
 
 
 def _made(lst: Value) -> int | None:
