@@ -18,9 +18,9 @@ import numpy as np
 import ir
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
-from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from passes.autodiff import Gradient, NotDifferentiable, differentiate, prune_unused_saved
 from script import profiler as _profiler
-from script.errors import SignatureError
+from script.errors import ScriptError, SignatureError
 from script.function import FORWARD_PIPELINE, ScriptFunction, _check_devices, _coerce_numbers
 from script.signature import key_of, type_of
 
@@ -71,7 +71,10 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
     from script.codegen import generate
     graph = _specialized_graph(f, args)
-    grad = differentiate(graph, _list_item_types(f, args))
+    try:
+        grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
+    except NotDifferentiable as e:
+        raise _at_user_line(f, e) from None
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
         prune_unused_saved(grad)
@@ -106,6 +109,17 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
     return graph
 
 
+def _at_user_line(f: ScriptFunction, e: NotDifferentiable) -> ScriptError:
+    """A refused gradient as the user sees it: at the line that wrote the construct."""
+    where = e.node.source if e.node is not None else None
+    if where is None:
+        return ScriptError(f"{f.definition.name}(): {e}")
+    source = f.definition.source
+    file = source.file if source is not None else where.file
+    line = source.line(where.line) if source is not None else None
+    return ScriptError(str(e), file, where.line, where.col, line)
+
+
 def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list[ir.Type]]:
     """Each list argument's item types: the signature key holds every item's shape, so a
     specialization is for exactly these items (the backward needs each weight's shape)."""
@@ -113,6 +127,16 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
     for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
         if isinstance(a, list) and isinstance(t, ir.ListType):
             found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
+    return found
+
+
+def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
+    """Each dict argument's value types by key (the signature key holds each value's shape)."""
+    found = {}
+    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+        if isinstance(a, dict) and isinstance(t, ir.DictType):
+            found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
+                        for key, x in a.items()}
     return found
 
 
@@ -173,7 +197,10 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
 def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
             ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """Run a compiled forward on ``args``; return its outputs and the backward closure."""
+    arguments = args
     grad = compiled.gradient
+    args = [tuple(a[key] for key in grad.dict_inputs[k]) if k in grad.dict_inputs else a
+            for k, a in enumerate(args)]
     prof = _profiler.active
     if prof is None:
         results = compiled.forward(*args)
@@ -186,6 +213,7 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
 
     def backward(cotangents: Any) -> tuple[Any, ...]:
         cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
+        # fresh lists and dicts: the backward consumes them (a list's items are popped)
         cts = [_cotangent_like(o, c) for o, c in zip(outputs, cts)]
         prof = _profiler.active
         if prof is None:
@@ -194,22 +222,48 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any]
             grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)", (*cts, *saved))
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
-        return tuple(grads)
+        grads = [dict(zip(grad.dict_inputs[k], g)) if k in grad.dict_inputs and g is not None
+                 else g for k, g in enumerate(grads)]
+        return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
 
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
 
 
 def _cotangent_like(output: Any, ct: Any) -> Any:
-    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers."""
-    if isinstance(output, tuple):
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers, a new
+    list for a list output (one cotangent per item), a new dict for a dict output (keys left
+    out or None are zero)."""
+    if isinstance(output, (tuple, list)):
         cts = ct if ct is not None else (None,) * len(output)
-        return tuple(_cotangent_like(o, c) for o, c in zip(output, cts))
+        if len(cts) != len(output):
+            raise ValueError(f"a cotangent of {len(cts)} items for an output of {len(output)}")
+        made = [_cotangent_like(o, c) for o, c in zip(output, cts)]
+        return made if isinstance(output, list) else tuple(made)
+    if isinstance(output, dict):
+        cts = ct if ct is not None else {}
+        unknown = set(cts) - set(output)
+        if unknown:
+            raise ValueError(f"cotangents for keys the output does not have: {sorted(unknown)}")
+        return {k: _cotangent_like(output[k], c) for k, c in cts.items() if c is not None}
     dtype = getattr(output, "dtype", None)
     if ct is None:
         return np.zeros_like(output) if dtype is not None else 0.0
     if dtype is not None and not hasattr(ct, "shape"):
         return np.asarray(ct, dtype=dtype)
     return ct
+
+
+def _gradient_like(arg: Any, g: Any) -> Any:
+    """An argument's gradient in the argument's structure: a dict argument's has every key of
+    the argument (zeros for the entries the output does not depend on)."""
+    if not isinstance(arg, dict) or not isinstance(g, dict):
+        return g
+    return {k: g[k] if k in g else _zero_gradient(v) for k, v in arg.items()}
+
+
+def _zero_gradient(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)
+    return np.zeros_like(value) if dtype is not None and dtype.kind in "fc" else None
 
 
 def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> None:

@@ -42,6 +42,9 @@ class Differentiator:
         reverse of each append (``ListPop``)."""
         self.read_cts: dict[Value, dict[int, Cotangent]] = {}
         """forward list -> cotangents of its elements read at constant indices."""
+        self.dict_cts: dict[Value, Value] = {}
+        """forward dict -> backward dict of the cotangents of its keys' current values
+        (``passes.autodiff.dicts``)."""
         self.root: BlockGrad | None = None
 
 

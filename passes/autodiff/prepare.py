@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, lookup
-from ir.types import FLOAT_DTYPES, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import FLOAT_DTYPES, DictType, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.lists import simplify_unbind_reads, tuple_list_inputs, unroll_indexed_loops
 
 LOOP = "prim::Loop"
@@ -25,13 +25,15 @@ IF = "prim::If"
 
 
 def is_differentiable_type(t: Type) -> bool:
-    """Float tensors (or of unknown dtype), and tuples/lists holding them."""
+    """Float tensors (or of unknown dtype), and tuples/lists/dicts holding them."""
     if isinstance(t, TensorType):
         return t.dtype is None or t.dtype in FLOAT_DTYPES
     if isinstance(t, TupleType):
         return any(is_differentiable_type(e) for e in t.elements)
     if isinstance(t, ListType):
         return is_differentiable_type(t.element)
+    if isinstance(t, DictType):
+        return is_differentiable_type(t.value)
     if isinstance(t, OptionalType):  # its cotangent is the element's (none flows when None)
         return is_differentiable_type(t.element)
     return False
@@ -245,7 +247,7 @@ def _visit_node(node: Node, active: set[Value], nd: frozenset[str] | set[str]) -
     if node.kind in nd:
         return
     if node.kind in ("prim::ListAppend", "prim::ListExtend", "prim::ListSetItem",
-                     "prim::ListInsert"):
+                     "prim::ListInsert", "prim::DictSetItem"):
         if node.inputs[-1] in active:
             _mark([node.inputs[0]], active)
         return
