@@ -343,6 +343,9 @@ def _gradient_function(gf: GradFunction, args: tuple[Any, ...]) -> ScriptFunctio
     from script.frontend import FunctionDef
     inner = gf.f.function_for(args) if isinstance(gf.f, GradFunction) else gf.f
     pair = compile_gradient(inner, args, optimize=False).gradient
+    if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
+        raise ScriptError(f"grad({inner.definition.name}): a dict argument cannot be "
+                          "differentiated twice; use vjp or value_and_grad")
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
         raise ValueError("grad needs a function with one scalar output")

@@ -395,7 +395,10 @@ def outer_values(node: Node, ctx: BlockGrad) -> list[Value]:
 
 def _backprop_if(ctx: BlockGrad, node: Node) -> None:
     gs = [ctx.take_ct(v) for v in node.outputs]
-    if all(g is None for g in gs) and not uses_active_dict(ctx, node):
+    # a branch that appends to (or reads) a list whose items carry cotangents must be undone
+    # even when the If has no outputs: its appends pop their items' cotangents
+    lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
+    if all(g is None for g in gs) and not lists and not uses_active_dict(ctx, node):
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
