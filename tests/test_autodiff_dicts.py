@@ -391,7 +391,21 @@ def dict_chosen_by_if(x: Tensor, k: float) -> Tensor:
     return d["v"]
 
 
+def dict_of_tuples(x: Tensor) -> Tensor:
+    d: Dict[str, Tuple[Tensor, Tensor]] = {"a": (x * 2.0, x * 3.0)}
+    a, b = d["a"]
+    return a * b
+
+
+def dict_of_lists(x: Tensor) -> Tensor:
+    d: Dict[str, List[Tensor]] = {"a": [x * 2.0]}
+    d["a"].append(x * 3.0)
+    return np.stack(d["a"]).sum(axis=0)
+
+
 @pytest.mark.parametrize("fn, args, text, match", [
+    (dict_of_tuples, (np.ones(2),), "d: Dict[str, Tuple", "dict of"),
+    (dict_of_lists, (np.ones(2),), "d: Dict[str, List", "dict of"),
     (values_summed, (np.ones(2),), "d.values()", r"d\.values\(\)"),
     (get_with_default, (np.ones(2),), "d.get(", r"d\.get"),
     (dict_chosen_by_if, (np.ones(2), 1.0), "if k > 0.0", "the result of an if"),
@@ -506,3 +520,15 @@ def test_grad_of_a_function_of_a_dict_argument_is_refused_not_misread():
 
     with pytest.raises(ScriptError, match="dict argument"):
         grad(script(first))(params)
+
+
+def summed_over_keys(params: Dict[str, Tensor], x: Tensor) -> Tensor:
+    total = x * 0.0
+    for k in params:
+        total = total + np.tanh(params[k] * x)
+    return total
+
+
+def test_a_dict_argument_read_at_every_key_in_a_loop():
+    params = {"a": rng.standard_normal(3), "b": rng.standard_normal(3)}
+    assert_gradients_match(summed_over_keys, (params, rng.standard_normal(3)))

@@ -63,6 +63,10 @@ def check_dicts(graph: Graph, active: set[Value]) -> None:
 
 
 def _check_made(graph: Graph, d: Value) -> None:
+    value = d.type.value
+    if not isinstance(value, TensorType):
+        raise refuse(f"cannot differentiate a dict of {value}: gradients follow dicts of "
+                     "tensors only; keep the tensors in a dict of their own", d)
     if d in graph.inputs or d.node.kind == CONSTRUCT:
         return
     raise _refuse_flow(d.node.owner.owner if d.node.kind == "prim::Param" else d.node, d)
@@ -116,6 +120,8 @@ def tuple_dict_inputs(graph: Graph, dict_items: Mapping[int, Mapping[Any, Type]]
     for k, items in dict_items.items():
         v = graph.inputs[k]
         keys = tuple(items)
+        if not all(isinstance(t, TensorType) for t in items.values()):
+            continue
         if not all(_read_at_known_key(use.node, use.index, keys) for use in v.uses):
             continue
         v.type = TupleType(tuple(items[key] for key in keys))
