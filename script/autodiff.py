@@ -292,7 +292,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
 
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
-        if getattr(value, "shape", ()) != () or isinstance(value, tuple):
+        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
             raise ValueError("value_and_grad needs a function with one scalar output, got "
                              f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
         grads = backward(np.ones_like(value))

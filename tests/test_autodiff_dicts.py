@@ -532,3 +532,8 @@ def summed_over_keys(params: Dict[str, Tensor], x: Tensor) -> Tensor:
 def test_a_dict_argument_read_at_every_key_in_a_loop():
     params = {"a": rng.standard_normal(3), "b": rng.standard_normal(3)}
     assert_gradients_match(summed_over_keys, (params, rng.standard_normal(3)))
+
+
+def test_value_and_grad_refuses_a_list_output():
+    with pytest.raises(ValueError, match="one scalar output"):
+        value_and_grad(script(list_literal))(np.ones(()))
