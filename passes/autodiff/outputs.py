@@ -70,6 +70,9 @@ def _split(root: Any, ct: Value) -> Any:
 
 
 def _seed_list(root: Any, lst: Value, ct: Value) -> None:
+    if _only_returned(root, lst):  # an argument handed back: its cotangent passes through
+        root.add_ct(lst, ct)
+        return
     if lst.node.kind != "prim::ListConstruct":
         raise refuse("cannot differentiate returning a list that was not built in the function "
                      "by [...] and appends", lst)
@@ -83,6 +86,17 @@ def _seed_list(root: Any, lst: Value, ct: Value) -> None:
     if lst in root.ad.list_cts:
         raise refuse("cannot differentiate a list returned twice", lst)
     root.ad.list_cts[lst] = ct
+
+
+def _only_returned(root: Any, lst: Value) -> bool:
+    """A list argument whose only uses return it (directly or in the returned tuple)."""
+    graph = root.ad.forward
+    if lst not in graph.inputs:
+        return False
+    ret = graph.block.return_node
+    return all(use.node is ret or (use.node.kind == "prim::TupleConstruct" and
+                                   [u.node for u in use.node.output.uses] == [ret])
+               for use in lst.uses)
 
 
 __all__ = ["holds_container", "seed", "seed_outputs"]
