@@ -537,3 +537,39 @@ def test_a_dict_argument_read_at_every_key_in_a_loop():
 def test_value_and_grad_refuses_a_list_output():
     with pytest.raises(ValueError, match="one scalar output"):
         value_and_grad(script(list_literal))(np.ones(()))
+
+
+def while_with_a_counted_key(x: Tensor, w: Tensor) -> Tensor:
+    hs: Dict[int, Tensor] = {0: x * 1.0}
+    t = 0
+    while t < 4:
+        hs[t + 1] = np.tanh(hs[t] @ w)
+        t += 1
+    return hs[t] + hs[1]
+
+
+def stops_early(x: Tensor, w: Tensor) -> Tensor:
+    hs: Dict[int, Tensor] = {-1: x * 1.0}
+    last = 0
+    for t in range(10):
+        hs[t] = np.tanh(hs[t - 1] @ w)
+        last = t
+        if t == 5:
+            break
+    return hs[last] * hs[2]
+
+
+def key_from_data(x: Tensor, order: List[int]) -> Tensor:
+    d: Dict[int, Tensor] = {}
+    for i in range(len(order)):
+        d[order[i]] = x * float(i + 1)
+    return d[0] * d[1]
+
+
+@pytest.mark.parametrize("fn, make", [
+    (while_with_a_counted_key, lambda: (rng.standard_normal(3), rng.standard_normal((3, 3)))),
+    (stops_early, lambda: (rng.standard_normal(3), rng.standard_normal((3, 3)))),
+    (key_from_data, lambda: (rng.standard_normal(3), [1, 0, 1])),
+], ids=["while", "break", "data_keys"])
+def test_dict_keys_computed_at_run_time(fn, make):
+    assert_gradients_match(fn, make())
