@@ -42,15 +42,8 @@ from ir.core import Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from passes.autodiff.context import BlockGrad, Differentiator
-from passes.autodiff.dicts import (
-    DICT_VJPS,
-    check_dicts,
-    dict_ct,
-    is_dict,
-    refine_dict_values,
-    tuple_dict_inputs,
-    uses_active_dict,
-)
+from passes.autodiff.dict_types import refine_dict_values, tuple_dict_inputs
+from passes.autodiff.dicts import DICT_VJPS, check_dicts, dict_ct, is_dict, uses_active_dict
 from passes.autodiff.lists import MAX_TRIPS, length_at, made_items, read_only_list_inputs
 from passes.autodiff.outputs import seed_outputs
 from passes.autodiff.prepare import (
