@@ -88,7 +88,7 @@ def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> Compil
 def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
                       ) -> CompiledGradient:
     from script.codegen import generate
-    grad = differentiate(graph, _list_item_types(f, args))
+    grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
         prune_unused_saved(grad)
@@ -149,6 +149,16 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
     for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
         if isinstance(a, list) and isinstance(t, ir.ListType):
             found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
+    return found
+
+
+def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
+    """Each dict argument's value types by key (the signature key holds each value's shape)."""
+    found = {}
+    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+        if isinstance(a, dict) and isinstance(t, ir.DictType):
+            found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
+                        for key, x in a.items()}
     return found
 
 
@@ -223,7 +233,10 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
     cotangents unlike the outputs, and reports anything else it raises as a compiler bug
     (``ScriptError``, at the function's ``def`` when ``origin`` says where that is)."""
     where = origin or (lambda: Origin(compiled.name))
+    arguments = args
     grad = compiled.gradient
+    args = [tuple(a[key] for key in grad.dict_inputs[k]) if k in grad.dict_inputs else a
+            for k, a in enumerate(args)]
     prof = _profiler.active
     if prof is None:
         results = compiled.forward(*args)
@@ -242,6 +255,7 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
         if len(cts) != grad.num_outputs:
             raise SignatureError(f"backward of {compiled.name}: {len(cts)} cotangents for "
                                  f"{grad.num_outputs} outputs")
+        # fresh lists and dicts: the backward consumes them (a list's items are popped)
         cts = [_cotangent_like(o, c, f"cotangent {k}") for k, (o, c) in
                enumerate(zip(outputs, cts))]
         prof = _profiler.active
@@ -253,14 +267,18 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
                                        (*cts, *saved))
         if len(grad.backward.outputs) == 1:
             grads = (grads,)
-        return tuple(grads)
+        grads = [dict(zip(grad.dict_inputs[k], g)) if k in grad.dict_inputs and g is not None
+                 else g for k, g in enumerate(grads)]
+        return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
 
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
 
 
 def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
-    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers;
-    ``SignatureError`` for one whose nesting or shape differs from its output's."""
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers, a new
+    list for a list output (one cotangent per item), a new dict for a dict output (keys left
+    out or None are zero); ``SignatureError`` for one whose nesting or shape differs from its
+    output's."""
     if isinstance(output, (tuple, list)):
         cts = ct if ct is not None else (None,) * len(output)
         if not hasattr(cts, "__len__") or len(cts) != len(output):
@@ -272,6 +290,17 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
             return made
         # a NamedTuple output's cotangent is one of its class (the backward reads its fields)
         return type(output)(*made) if hasattr(output, "_fields") else tuple(made)
+    if isinstance(output, dict):
+        cts = ct if ct is not None else {}
+        if not isinstance(cts, dict):
+            raise SignatureError(f"{what}: expected a dict of cotangents like the output, got "
+                                 f"{type(ct).__name__}")
+        unknown = set(cts) - set(output)
+        if unknown:
+            raise SignatureError(f"{what}: cotangents for keys the output does not have: "
+                                 f"{sorted(unknown, key=repr)}")
+        return {k: _cotangent_like(output[k], c, f"{what}[{k!r}]") for k, c in cts.items()
+                if c is not None}
     dtype = getattr(output, "dtype", None)
     if ct is None:
         return np.zeros_like(output) if dtype is not None else 0.0
@@ -285,6 +314,19 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
             raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
                                  f"shape {tuple(shape)}") from None
     return ct
+
+
+def _gradient_like(arg: Any, g: Any) -> Any:
+    """An argument's gradient in the argument's structure: a dict argument's has every key of
+    the argument (zeros for the entries the output does not depend on)."""
+    if not isinstance(arg, dict) or not isinstance(g, dict):
+        return g
+    return {k: g[k] if k in g else _zero_gradient(v) for k, v in arg.items()}
+
+
+def _zero_gradient(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)
+    return np.zeros_like(value) if dtype is not None and dtype.kind in "fc" else None
 
 
 def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> None:
@@ -315,7 +357,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
 
     def run(*args: Any) -> tuple[Any, Any]:
         value, backward = vjp(sf, *args)
-        if getattr(value, "shape", ()) != () or isinstance(value, tuple):
+        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
             origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
             raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
                          f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
@@ -377,6 +419,9 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     from ir.core import clone_node
     from script.frontend import FunctionDef
     pair = compile_gradient(inner, args, optimize=False).gradient
+    if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
+        raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "
+                     "be differentiated twice; use vjp or value_and_grad")
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
         raise at_def(inner.origin(), "grad needs a function with one scalar output")

@@ -52,6 +52,9 @@ class Differentiator:
         reverse of each append (``ListPop``)."""
         self.read_cts: dict[Value, dict[int, Cotangent]] = {}
         """forward list -> cotangents of its elements read at constant indices."""
+        self.dict_cts: dict[Value, Value] = {}
+        """forward dict -> backward dict of the cotangents of its keys' current values
+        (``passes.autodiff.dicts``)."""
         self.root: BlockGrad | None = None
         self.given: set[tuple[Node | None, Value]] = set()
         """(forward node, forward value): the backward of that node gave the value a cotangent

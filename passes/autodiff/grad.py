@@ -28,6 +28,10 @@ Control flow is differentiated symbolically:
   tuple read in an If branch or loop body gets its contribution back as a tuple.
 - Optionals: the cotangent of an ``Optional[Tensor]`` is a tensor (none reaches a None), passed
   through ``unchecked_unwrap_optional`` and If outputs.
+- Dicts of tensors: the cotangent of a dict is a dict of its keys' cotangents, updated as reads
+  and writes are undone in reverse (``passes.autodiff.dicts``); a dict argument's gradient is one.
+- Outputs that are lists, dicts or tuples holding them: their cotangents have the output's
+  structure and start the backward of what built them (``passes.autodiff.outputs``).
 
 Backward If outputs and reverse-loop carried values are typed to cover what flows into them: a
 cotangent's type can be less precise than its forward value's.
@@ -42,7 +46,8 @@ for the check.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ir.core import PARAM, Block, Graph, Node, Value
 from ir.errors import IRError
@@ -58,6 +63,8 @@ from ir.types import (
     Type,
 )
 from passes.autodiff.context import BlockGrad, Cotangent, Differentiator, elements_of
+from passes.autodiff.dict_types import refine_dict_values, tuple_dict_inputs
+from passes.autodiff.dicts import DICT_VJPS, check_dicts, dict_ct, is_dict, uses_active_dict
 from passes.autodiff.lists import (
     CHANGES,
     LEN,
@@ -74,6 +81,7 @@ from passes.autodiff.lists import (
     refusal,
     tracks_items,
 )
+from passes.autodiff.outputs import seed_outputs
 from passes.autodiff.prepare import (
     active_values,
     hoist_loop_invariants,
@@ -98,22 +106,33 @@ class Gradient:
     """how many of the forward's outputs are the original ones."""
     differentiable: list[bool]
     """per forward input: whether a gradient is computed for it."""
+    dict_inputs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """dict arguments both graphs take as the tuple of their values at these keys (input
+    position -> keys); the backward returns their gradients as such tuples."""
 
     @property
     def num_saved(self) -> int:
         return len(self.forward.outputs) - self.num_outputs
 
 
-def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None = None
-                  ) -> Gradient:
+def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None = None,
+                  dict_items: Mapping[int, Mapping[Any, Type]] | None = None) -> Gradient:
     """Turn ``graph`` (modified in place) into an augmented forward and build its backward.
 
     ``list_items`` gives, for graph inputs that are lists, the types of the items of the list
     the graph is specialized for (input position -> one type per item). A list of tensors the
     function only reads then gets a gradient per item (a list), even when its items' shapes
-    differ and it is read at a loop's counter (``passes.autodiff.lists``).
+    differ and it is read at a loop's counter (``passes.autodiff.lists``). ``dict_items`` does
+    the same for dict arguments (input position -> key -> type): one only read at constant keys
+    becomes a tuple (``Gradient.dict_inputs``).
     """
+    from passes.shape_prop import propagate_block
     lower_dropout(graph)
+    dict_inputs = tuple_dict_inputs(graph, dict_items or {})
+    if dict_inputs:
+        propagate_block(graph.block)
+    refine_dict_values(graph, {k: t for k, t in (dict_items or {}).items()
+                               if k not in dict_inputs})
     lists = read_only_list_inputs(graph, list_items or {})
     if refine_stacked_lists(graph, lists):
         # unrolled layers and per-step slices are new loop bodies: give them the loop rewrites
@@ -124,16 +143,12 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         refine_stacked_lists(graph, lists)
     hoist_loop_invariants(graph)
     active = active_values(graph, NON_DIFFERENTIABLE)
+    check_dicts(graph, active)
     ad = Differentiator(graph, active)
     root = BlockGrad(ad, graph.block, ad.backward.block)
     ad.root = root
     num_outputs = len(graph.outputs)
-    for out in graph.outputs:
-        ct = ad.backward.add_input(out.type, f"grad_{out.name}" if out.name else "grad")
-        if isinstance(out.type, ListType) and out in active:
-            _whole_list_at_end(root, out, ct, out.node)  # returned twice: both cotangents
-        else:
-            root.add_ct(out, _seed(root, ct))
+    seed_outputs(root, graph)
     backprop_block(root)
     _refuse_lost_list_cotangents(root, lists)
     results, differentiable = [], []
@@ -144,6 +159,8 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
             results.append(root.const(None))
         elif v in lists:
             results.append(_list_of_items(root, v, root.ct.get(v), len(lists[v])))
+        elif is_dict(v):
+            results.append(dict_ct(root, v))
         elif isinstance(v.type, ListType) and root.ct.get(v) is None:
             raise IRError("cannot differentiate with respect to a list argument the function "
                           "changes: pass the arrays as separate arguments or a tuple, and build "
@@ -153,7 +170,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     ad.backward.set_outputs(results)
     check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.given)
     graph.set_outputs(list(graph.outputs) + ad.saved)
-    return Gradient(graph, ad.backward, num_outputs, differentiable)
+    return Gradient(graph, ad.backward, num_outputs, differentiable, dict_inputs)
 
 
 def _refuse_lost_list_cotangents(root: BlockGrad, lists: Mapping[Value, object]) -> None:
@@ -207,12 +224,6 @@ def _first_change(v: Value) -> Node | None:
         if use.index == 0 and use.node.kind in STORES:
             return use.node
     return None
-
-
-def _seed(root: BlockGrad, ct: Value):
-    if elements_of(ct.type) is not None:
-        return [_seed(root, v) for v in root.structured(ct)]
-    return ct
 
 
 def prune_unused_saved(grad: Gradient) -> bool:
@@ -283,7 +294,7 @@ def _tuple_construct(ctx: BlockGrad, node: Node) -> None:
     for v, gk in zip(node.inputs, ctx.structured(g)):
         if gk is not None and isinstance(v.type, ListType) and ctx.is_active(v):
             _list_in_tuple(ctx, node, v)
-            _whole_list_at_end(ctx, v, gk, node)
+            whole_list_at_end(ctx, v, gk, node)
             continue
         ctx.add_ct(v, gk)
 
@@ -298,7 +309,7 @@ def _list_in_tuple(ctx: BlockGrad, node: Node, lst: Value) -> None:
                       "make the tuple after the list's last change, next to the list")
 
 
-def _whole_list_at_end(ctx: BlockGrad, lst: Value, g: Cotangent, node: Node) -> None:
+def whole_list_at_end(ctx: BlockGrad, lst: Value, g: Cotangent, node: Node) -> None:
     """Add ``g``, a cotangent of all of ``lst`` as it is at the end (an output, or in one), to
     the one its last use starts its item cotangents from (``_open_lists``)."""
     pending = ctx.ct.get(lst)
@@ -763,7 +774,7 @@ def _backprop_if(ctx: BlockGrad, node: Node) -> None:
     # a branch that appends to (or reads) a list whose items carry cotangents must be undone
     # even when the If has no outputs: its appends pop their items' cotangents
     lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
-    if all(g is None for g in gs) and not lists:
+    if all(g is None for g in gs) and not lists and not uses_active_dict(ctx, node):
         return
     for v, g in zip(node.outputs, gs):
         if g is not None and not (isinstance(v.type, TensorType) or _is_optional_tensor(v.type)):
@@ -910,7 +921,7 @@ def _backprop_loop(ctx: BlockGrad, node: Node) -> None:
                           "list with .append")
     free = outer_values(node, ctx)
     lists = [u for u in ctx.ad.list_cts if _inside_any_use(u, node)]
-    if all(g is None for g in gs) and not lists:
+    if all(g is None for g in gs) and not lists and not uses_active_dict(ctx, node):
         return
     n = _trip_count(ctx, node)
     stacked = _stacked_reads(node, free)
@@ -1012,7 +1023,7 @@ STRUCTURE_VJPS = {
     "tensor::cat": _cat,
     "prim::If": _backprop_if,
     "prim::Loop": _backprop_loop,
-}
+} | DICT_VJPS
 """Nodes whose backward is about structure (tuples, lists, control flow), not arithmetic."""
 
 __all__ = ["Gradient", "backprop_block", "differentiate", "is_differentiable_type",

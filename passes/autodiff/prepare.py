@@ -18,7 +18,16 @@ from collections.abc import Mapping
 
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, ShapeError, lookup
-from ir.types import FLOAT_DTYPES, ClassType, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import (
+    FLOAT_DTYPES,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+)
 from passes.autodiff.lists import (
     length_after,
     simplify_unbind_reads,
@@ -34,13 +43,15 @@ JOINS = ("tensor::stack", "tensor::cat")
 
 
 def is_differentiable_type(t: Type) -> bool:
-    """Float tensors (or of unknown dtype), and tuples/lists holding them."""
+    """Float tensors (or of unknown dtype), and tuples/lists/dicts holding them."""
     if isinstance(t, TensorType):
         return t.dtype is None or t.dtype in FLOAT_DTYPES
     if isinstance(t, TupleType):
         return any(is_differentiable_type(e) for e in t.elements)
     if isinstance(t, ListType):
         return is_differentiable_type(t.element)
+    if isinstance(t, DictType):
+        return is_differentiable_type(t.value)
     if isinstance(t, OptionalType):  # its cotangent is the element's (none flows when None)
         return is_differentiable_type(t.element)
     if isinstance(t, ClassType) and t.named_tuple:  # differentiated as the tuple of its fields
@@ -298,7 +309,7 @@ def _visit_node(node: Node, active: set[Value], nd: frozenset[str] | set[str]) -
     if node.kind in nd:
         return
     if node.kind in ("prim::ListAppend", "prim::ListExtend", "prim::ListSetItem",
-                     "prim::ListInsert"):
+                     "prim::ListInsert", "prim::DictSetItem"):
         if node.inputs[-1] in active:
             _mark([node.inputs[0]], active)
         return
