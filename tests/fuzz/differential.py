@@ -211,6 +211,11 @@ def reset_globals(module: Any, program: Program) -> None:
         exec(reset, module.__dict__)  # noqa: S102 -- generated statements
 
 
+def global_arrays(module: Any) -> list[np.ndarray]:
+    """The arrays a generated module keeps at module level (``G0``)."""
+    return [v for v in vars(module).values() if isinstance(v, np.ndarray)]
+
+
 def arrays_in(tree: Any) -> list[np.ndarray]:
     """The arrays of a result or argument tuple (tuples, lists, dict values), in order."""
     if isinstance(tree, np.ndarray):
@@ -395,7 +400,8 @@ def judge(got: np.ndarray, est: Estimate) -> tuple[np.ndarray, np.ndarray]:
 def _assert_backward_owns_nothing_of_the_caller(out: Any, backward: Any, ct: Any, grads: Any,
                                                  args: tuple, where: str) -> None:
     """Writing into ``vjp``'s outputs (``tanh(x)`` is also saved for its gradient; outputs that
-    are the arguments' memory, as in Python, are left alone) changes no gradient, and a second
+    are the memory of ``args``, the arguments and global arrays, as in Python, are left alone)
+    changes no gradient, and a second
     ``backward`` leaves the first one's gradients alone."""
     kept = [g.copy() for g in arrays_in(grads)]
     inputs = arrays_in(args)
@@ -445,7 +451,10 @@ def check_gradients(program: Program, seed: int) -> str:
             raise
         ct = cotangent(out, np.random.default_rng(seed))
         grads = backward(ct)
-        _assert_backward_owns_nothing_of_the_caller(out, backward, ct, grads, vjp_args,
+        # the module's global arrays are the caller's too: an output that is one's memory (a
+        # view, as in Python) is left alone, or the finite differences would see the write
+        owned = (*vjp_args, *global_arrays(module))
+        _assert_backward_owns_nothing_of_the_caller(out, backward, ct, grads, owned,
                                                      f"seed={seed}\n{program.source}")
         judged = total = 0
         for k, path, x in inputs:
