@@ -82,9 +82,9 @@ defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
 defop("tensor::pow(a: operand, b: operand) -> operand", _binary, EW, ("**", "np.power"),
       "a ** b")
 defop("tensor::minimum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
-      ("np.minimum",), "elementwise minimum (nan propagates)")
+      ("np.minimum",), "elementwise minimum (nan propagates); at a tie the gradient goes to a")
 defop("tensor::maximum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
-      ("np.maximum",), "elementwise maximum (nan propagates)")
+      ("np.maximum",), "elementwise maximum (nan propagates); at a tie the gradient goes to a")
 
 # -- comparisons and logic --------------------------------------------------------------------
 for _name, _op, _np in (("eq", "==", "equal"), ("ne", "!=", "not_equal"), ("lt", "<", "less"),
@@ -104,9 +104,11 @@ defop("tensor::logical_not(a: operand) -> operand", _logical, EW, ("np.logical_n
 defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.negative"),
       "-a")
 defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
-                                                                    "abs"), "|a|")
+                                                                    "abs"),
+      "|a| (gradient 0 at 0)")
 defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW, ("np.sign",), "sign of a")
-defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (), "max(a, 0)")
+defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW, (),
+      "max(a, 0) (gradient 0 at 0)")
 defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
 for _name, _np, _doc in (
         ("exp", "np.exp", "e ** a"), ("log", "np.log", "natural logarithm"),
@@ -122,7 +124,8 @@ for _name, _np, _doc in (
 
 # -- ternary and casts --------------------------------------------------------------------------
 defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW,
-      ("np.clip", ".clip"), "min(max(a, lo), hi); None leaves a side open")
+      ("np.clip", ".clip"),
+      "min(max(a, lo), hi); None leaves a side open; at a bound the gradient goes to a")
 defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
       ("np.where",), "a where cond else b")
 defop("tensor::astype(a: operand, dtype: str) -> operand", _astype, EW, (".astype",),
