@@ -65,7 +65,8 @@ def mismatch(value: Any, t: Type) -> str | None:
             return None
         return f"{_describe(value)} where a {t} was expected"
     if isinstance(t, TupleType):
-        if not isinstance(value, tuple) or len(value) != len(t.elements):
+        # a list argument of known length is specialized as a tuple of its items' types
+        if not isinstance(value, (tuple, list)) or len(value) != len(t.elements):
             return f"{_describe(value)} where a {len(t.elements)}-tuple was expected"
         return _first((f"item {k}: ", mismatch(v, e))
                       for k, (v, e) in enumerate(zip(value, t.elements)))

@@ -106,6 +106,8 @@ def test_containers_optionals_and_loops_pass():
     (None, OptionalType(INT), True), (None, INT, False),
     ((1, np.zeros(2)), TupleType((INT, TensorType("float64", (2,)))), True),
     ((1, np.zeros(3)), TupleType((INT, TensorType("float64", (2,)))), False),
+    ([np.zeros(2)], TupleType((TensorType("float64", (2,)),)), True),  # a list argument
+    ([np.zeros(2), np.zeros(2)], TupleType((TensorType("float64", (2,)),)), False),
     ([np.zeros(2), np.zeros(3)], ListType(TensorType("float64", (2,))), False),
 ])
 def test_mismatch(value, t, ok):
