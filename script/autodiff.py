@@ -205,8 +205,11 @@ def _cotangent_like(output: Any, ct: Any) -> Any:
         cts = ct if ct is not None else (None,) * len(output)
         return tuple(_cotangent_like(o, c) for o, c in zip(output, cts))
     dtype = getattr(output, "dtype", None)
-    if ct is None:  # a number's zero of its own type: the backward's input is typed like it
-        return np.zeros_like(output) if dtype is not None else type(output)(0)
+    if ct is None:
+        if dtype is not None:
+            return np.zeros_like(output)
+        # a number's zero of the number's own type: the backward's input is typed like it
+        return type(output)(0) if isinstance(output, (int, float)) else 0.0
     if dtype is not None and not hasattr(ct, "shape"):
         return np.asarray(ct, dtype=dtype)
     return ct

@@ -112,3 +112,16 @@ def test_containers_optionals_and_loops_pass():
 ])
 def test_mismatch(value, t, ok):
     assert (mismatch(value, t) is None) == ok
+
+
+def count_steps(x: Tensor, n: int) -> Tuple[Tensor, int]:
+    return x * 2.0, n + 1
+
+
+def test_a_none_cotangent_of_an_int_output_is_an_int_zero():
+    """vjp fills a None cotangent with a zero of the output's type (a float 0.0 for an int
+    output broke the backward's static type)."""
+    (y, k), backward = vjp(script(count_steps), np.ones(2), 3)
+    assert k == 4
+    gx, gn = backward((np.ones(2), None))
+    np.testing.assert_array_equal(gx, [2.0, 2.0])
