@@ -119,8 +119,8 @@ def expected(fn, args, declared):
         return None
     if declared == ir.FLOAT and isinstance(want, (int, float)) and not isinstance(want, complex):
         return float(want)
-    if declared == ir.INT and type(want) in (int, bool):
-        return int(want)  # np.maximum(True, False) is the int 1, as in script.ops
+    if declared == ir.INT and type(want) is int:
+        return want
     if declared == ir.BOOL and type(want) is bool:
         return want
     return None

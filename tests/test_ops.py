@@ -259,7 +259,8 @@ def test_python_scalars_give_python_results():
     assert ops.mod(-7, 3) == 2
     assert ops.lt(1, 2) is True
     assert ops.add(True, True) == 2  # Python's arithmetic on Python numbers, as the IR types it
-    assert ops.maximum(True, 2.5) == 2.5 and type(ops.minimum(True, False)) is int
+    assert ops.maximum(True, 2.5) == 2.5 and type(ops.minimum(True, 2)) is int
+    assert ops.minimum(True, False) is False  # as np.minimum: the smaller of two bools
     assert ops.mul(np.float32(2), 3).dtype == np.float32  # a numpy scalar keeps numpy's result
 
 

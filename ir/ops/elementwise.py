@@ -24,6 +24,13 @@ def _binary(node: Node) -> list[Type]:
     return broadcast_rule(node, count=2)
 
 
+def _extremum(node: Node) -> list[Type]:
+    """minimum / maximum: as arithmetic, except that two bools give a bool (numpy's
+    ``np.maximum(True, False)`` is ``True``, where ``True + False`` is the int 1)."""
+    types = [v.type for v in node.inputs[:2]]
+    return broadcast_rule(node, count=2, scalar=BOOL if types == [BOOL, BOOL] else None)
+
+
 def _true_divide(node: Node) -> list[Type]:
     types = [v.type for v in node.inputs[:2]]
     if not any(isinstance(t, TensorType) for t in types):
@@ -81,9 +88,9 @@ defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
       ("%", "np.mod", "np.remainder"), "remainder with the sign of b, as Python's %")
 defop("tensor::pow(a: operand, b: operand) -> operand", _binary, EW, ("**", "np.power"),
       "a ** b")
-defop("tensor::minimum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+defop("tensor::minimum(a: operand, b: operand) -> operand", _extremum, EW + (COMMUTATIVE,),
       ("np.minimum",), "elementwise minimum (nan propagates); at a tie the gradient goes to a")
-defop("tensor::maximum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
+defop("tensor::maximum(a: operand, b: operand) -> operand", _extremum, EW + (COMMUTATIVE,),
       ("np.maximum",), "elementwise maximum (nan propagates); at a tie the gradient goes to a")
 
 # -- comparisons and logic --------------------------------------------------------------------
