@@ -150,6 +150,8 @@ class FunctionWriter:
     """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
     checks: bool = False
     """emit a shape/dtype check of every value against its static type (``script.sanitize``)."""
+    lists_hold_placeholders: bool = False
+    """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -191,7 +193,7 @@ class FunctionWriter:
         assert check is sanitize.check
         for k, value in enumerate(values):
             t = self.ns.fresh("_type")
-            self.consts[t] = sanitize.static_type(value)
+            self.consts[t] = sanitize.static_type(value, self.lists_hold_placeholders)
             place = sanitize.where(node, f"{what} {k} (%{value.name or '?'})")
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
@@ -504,8 +506,10 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
     """The Python source of ``graph`` as a function ``name`` and the globals it needs
     (instrumented for ``profiler`` when one is given)."""
     from script import sanitize
+    checks = sanitize.enabled()
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
-                       checks=sanitize.enabled())
+                       checks=checks, lists_hold_placeholders=checks and
+                       sanitize.lists_hold_placeholders(graph))
     params = [w.ns.name(v) for v in graph.inputs]
     w.write_checks(graph.inputs, None, f"{name}: input")
     w.write_block(graph.block)

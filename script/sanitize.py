@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ir.core import PARAM, Node, Value
+from ir.core import PARAM, Graph, Node, Value
 from ir.types import (
     BOOL,
     FLOAT,
@@ -46,8 +46,8 @@ _PYTHON_DTYPES = {bool: "bool", int: "int64", float: "float64"}
 _SCALARS: dict[Type, tuple[type, ...]] = {
     # a float parameter may hold an int; np.minimum of Python numbers gives numpy scalars
     BOOL: (bool, np.bool_),
-    INT: (int, np.integer, np.bool_),
-    FLOAT: (int, float, np.integer, np.floating),
+    INT: (int, np.integer),
+    FLOAT: (float, np.floating),
     STR: (str,),
 }
 
@@ -63,7 +63,7 @@ def mismatch(value: Any, t: Type) -> str | None:
     if t in _SCALARS:
         if isinstance(value, _SCALARS[t]) and not (t == FLOAT and isinstance(value, bool)):
             return None
-        return f"{_describe(value)} where a {t} was expected"
+        return f"{_describe(value)} where {t} was expected"
     if isinstance(t, TupleType):
         # a list argument of known length is specialized as a tuple of its items' types
         if not isinstance(value, (tuple, list)) or len(value) != len(t.elements):
@@ -122,20 +122,60 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def static_type(value: Value) -> Type:
+def static_type(value: Value, lists_hold_placeholders: bool = False) -> Type:
     """What ``value`` must be at run time: its type, or None as well where the IR allows a None
-    its type does not show: an ``unchecked_unwrap_optional`` may run on a path where the
+    its type does not show. An ``unchecked_unwrap_optional`` may run on a path where the
     Optional is None (it costs nothing; its result is read only where the frontend proved it is
-    not None), and a ``prim::Uninitialized`` placeholder (None) flows out of the branch or loop
-    that never reads it (a value saved for the backward by one branch of an ``if``), which is
-    why a graph's inputs may be None too (a backward's saved values)."""
+    not None). A ``prim::Uninitialized`` placeholder (None) flows out of the branch or loop that
+    never reads it (a value saved for the backward by one branch of an ``if``), into the lists
+    that save a loop's values step by step when ``lists_hold_placeholders``, and so into a
+    backward graph's inputs anywhere."""
     node = value.node
-    graph_input = node.kind == PARAM and node.owner is not None and node.owner.owner is None
-    if graph_input or node.kind == "prim::unchecked_unwrap_optional":
-        return OptionalType(value.type)
-    if maybe_uninitialized(value, set()):
-        return OptionalType(value.type)
-    return value.type
+    t = value.type
+    if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
+        return _with_placeholders(t, everywhere=True)  # a graph's input
+    if lists_hold_placeholders:
+        t = _with_placeholders(t, everywhere=False)
+    if node.kind == "prim::unchecked_unwrap_optional" or maybe_uninitialized(value, set()) or \
+            (lists_hold_placeholders and node.kind in LIST_READS):
+        return OptionalType(t)
+    return t
+
+
+LIST_READS = ("prim::ListIndex", "prim::ListPop", "prim::ListUnpack")
+
+
+def _with_placeholders(t: Type, everywhere: bool) -> Type:
+    """``t`` with None allowed for list items (and, ``everywhere``, for every part)."""
+    optional = OptionalType if everywhere else (lambda x: x)
+    if isinstance(t, OptionalType):
+        return OptionalType(_with_placeholders(t.element, everywhere))
+    if isinstance(t, TupleType):
+        return optional(TupleType(tuple(_with_placeholders(e, everywhere) for e in t.elements)))
+    if isinstance(t, ListType):
+        return optional(ListType(OptionalType(_with_placeholders(t.element, everywhere))))
+    if isinstance(t, DictType):
+        return optional(DictType(t.key, _with_placeholders(t.value, everywhere)))
+    return optional(t)
+
+
+CONTAINER_WRITES = ("prim::ListConstruct", "prim::ListAppend", "prim::ListSetItem",
+                    "prim::ListInsert")
+
+
+def lists_hold_placeholders(graph: Graph) -> bool:
+    """Whether ``graph``'s lists may hold ``prim::Uninitialized`` placeholders: it puts a value
+    that may be one into a list (autodiff saves a loop's values in lists, placeholders for the
+    steps that made none), or it takes lists as inputs (a backward takes those lists)."""
+    if any(isinstance(_strip(v.type), ListType) for v in graph.inputs):
+        return True
+    return any(node.kind in CONTAINER_WRITES and any(maybe_uninitialized(v, set())
+                                                     for v in node.inputs)
+               for node in graph.walk())
+
+
+def _strip(t: Type) -> Type:
+    return t.element if isinstance(t, OptionalType) else t
 
 
 def maybe_uninitialized(value: Value, seen: set[Value]) -> bool:

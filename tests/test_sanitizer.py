@@ -102,7 +102,8 @@ def test_containers_optionals_and_loops_pass():
     (1.5, TensorType("float64", ()), True),
     (1.5, TensorType("float32", ()), False),
     (np.zeros(2), INT, False),
-    (3, INT, True), (3, FLOAT, True), (True, FLOAT, False), (np.True_, BOOL, True),
+    (3, INT, True), (3, FLOAT, False), (True, FLOAT, False), (np.True_, BOOL, True),
+    (np.True_, INT, False), (np.int64(3), INT, True), (np.float32(1.0), FLOAT, True),
     (None, OptionalType(INT), True), (None, INT, False),
     ((1, np.zeros(2)), TupleType((INT, TensorType("float64", (2,)))), True),
     ((1, np.zeros(3)), TupleType((INT, TensorType("float64", (2,)))), False),
@@ -125,3 +126,19 @@ def test_a_none_cotangent_of_an_int_output_is_an_int_zero():
     assert k == 4
     gx, gn = backward((np.ones(2), None))
     np.testing.assert_array_equal(gx, [2.0, 2.0])
+
+
+def loop_with_a_branch(x0: Tensor, x1: Tensor) -> Tuple[Tensor, Tensor]:
+    w = 0
+    while w < 1:
+        w += 1
+        x1 = x1 + ((x1 / (1.0 + x1 * x1)) if w == 3 else (x1 * -2.0))
+    return np.exp(np.tanh(x1)) * 2.0, x0 * 1.0
+
+
+def test_saved_placeholders_of_untaken_branches_pass():
+    """The backward's list of a loop's saved values holds None for the branch not taken (a
+    placeholder never read): not a type error."""
+    from tests.gradcheck import check_vjp
+    rng = np.random.default_rng(0)
+    check_vjp(script(loop_with_a_branch), (rng.standard_normal((2, 3)), rng.standard_normal(2)))
