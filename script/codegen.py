@@ -97,7 +97,8 @@ UNCHECKED = frozenset({"prim::Constant", "prim::Uninitialized"})
 """Nodes whose outputs the sanitizer leaves alone: constants have their type by construction, and
 an Uninitialized placeholder (None at run time) stands on paths that never read it."""
 
-_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k"}
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k",
+                                                                    "_check_type"}
 
 
 @dataclass

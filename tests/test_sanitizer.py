@@ -142,3 +142,14 @@ def test_saved_placeholders_of_untaken_branches_pass():
     from tests.gradcheck import check_vjp
     rng = np.random.default_rng(0)
     check_vjp(script(loop_with_a_branch), (rng.standard_normal((2, 3)), rng.standard_normal(2)))
+
+
+def shadowing(x: Tensor) -> Tensor:
+    _check_type = np.sum(x, axis=0)
+    _type = np.sum(x, axis=1)
+    return _check_type + _type
+
+
+def test_user_names_do_not_shadow_the_checker():
+    x = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_allclose(script(shadowing)(x), shadowing(x))
