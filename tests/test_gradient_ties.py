@@ -13,6 +13,8 @@ exact ties, through compiled ``vjp``:
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,31 @@ def test_a_constant_first_operand_takes_the_tie():
     x = np.array([-1.0, 0.0, 2.0])
     (g,) = grads(maximum_with_zero_first, x)
     np.testing.assert_array_equal(g, [0.0, 0.0, 3.0])
+
+
+def both_orders(a: Tensor, b: Tensor) -> Tensor:
+    return np.maximum(a, b) + np.maximum(b, a) * 10.0 + np.minimum(b, a) * 100.0
+
+
+def test_swapped_operands_are_separate_computations():
+    """maximum(a, b) and maximum(b, a) are not merged as one (common subexpressions): at a tie
+    each gives its own first operand the cotangent."""
+    a, b = np.array([1.0, 2.0, -1.0]), np.array([1.0, 0.0, 3.0])
+    ga, gb = grads(both_orders, a, b)
+    np.testing.assert_array_equal(ga, [1.0, 11.0, 100.0])
+    np.testing.assert_array_equal(gb, [110.0, 100.0, 11.0])
+
+
+def max_both_ways(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+    return np.maximum(a, b), np.maximum(b, a)
+
+
+def test_maximum_keeps_numpys_signed_zero():
+    """numpy gives the second operand of 0.0 and -0.0: the two orders differ in the sign."""
+    a, b = np.array([0.0, -0.0]), np.array([-0.0, 0.0])
+    got, want = script(max_both_ways)(a, b), max_both_ways(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
 def broadcast_maximum(a: Tensor, b: Tensor) -> Tensor:

@@ -88,9 +88,11 @@ defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
       ("%", "np.mod", "np.remainder"), "remainder with the sign of b, as Python's %")
 defop("tensor::pow(a: operand, b: operand) -> operand", _binary, EW, ("**", "np.power"),
       "a ** b")
-defop("tensor::minimum(a: operand, b: operand) -> operand", _extremum, EW + (COMMUTATIVE,),
+# not commutative: at a tie the operands differ in the gradient they get, and numpy returns the
+# second of 0.0 and -0.0, so maximum(a, b) and maximum(b, a) are different computations
+defop("tensor::minimum(a: operand, b: operand) -> operand", _extremum, EW,
       ("np.minimum",), "elementwise minimum (nan propagates); at a tie the gradient goes to a")
-defop("tensor::maximum(a: operand, b: operand) -> operand", _extremum, EW + (COMMUTATIVE,),
+defop("tensor::maximum(a: operand, b: operand) -> operand", _extremum, EW,
       ("np.maximum",), "elementwise maximum (nan propagates); at a tie the gradient goes to a")
 
 # -- comparisons and logic --------------------------------------------------------------------
