@@ -44,7 +44,7 @@ def enabled() -> bool:
 _PYTHON_DTYPES = {bool: "bool", int: "int64", float: "float64"}
 
 _SCALARS: dict[Type, tuple[type, ...]] = {
-    # a float parameter may hold an int; np.minimum of Python numbers gives numpy scalars
+    # numpy scalars stand for Python numbers (np.minimum of two floats is an np.float64)
     BOOL: (bool, np.bool_),
     INT: (int, np.integer),
     FLOAT: (float, np.floating),
