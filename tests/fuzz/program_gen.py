@@ -105,7 +105,7 @@ in ``programs(features=...)``:
 - ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
 """
 
-PENDING_VALUES = frozenset({"append-to-comprehension"})
+PENDING_VALUES: frozenset[str] = frozenset()
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""
