@@ -653,10 +653,12 @@ class FunctionWriter:
         if conditional:
             self.emit(f"if {self.choice(counters)} >= {self.draw(st.integers(1, 2))}:")
             self.indent += 1
+            self.scopes.append(Scope())  # what the branch binds is not bound after it
         self.emit(f"{name}.append({self.tensor_expr(t.elem, 2)})")
         if self.coin(0.4):
             self.list_use(name)  # the list has an item here
         if conditional:
+            self.scopes.pop()
             self.indent -= 1
 
     def list_use(self, name: str) -> None:
