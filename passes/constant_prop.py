@@ -98,12 +98,11 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """Folded ints stay in int64 range: past it numpy and Python disagree, so leave it to run time."""
 
 
-def _minimum(a: Any, b: Any) -> Any:
-    return a if a != a else b if b != b else min(a, b)  # nan propagates, as np.minimum
-
-
-def _maximum(a: Any, b: Any) -> Any:
-    return a if a != a else b if b != b else max(a, b)
+def _numpy_scalar(ufunc: Callable[..., Any]) -> Callable[..., Any]:
+    """An op the generated code runs as a numpy ufunc on Python scalars (``np.minimum(a, b)``),
+    folded by that ufunc: nan propagates and a tie between 0.0 and -0.0 gives numpy's zero
+    (Python's min/max differ on both). Ints past int64 raise OverflowError (left to run time)."""
+    return lambda *args: ufunc(*args).item()
 
 
 def _pow(a: Any, b: Any) -> Any:
@@ -153,8 +152,8 @@ FOLDERS: dict[str, Folder] = {
     "tensor::floordiv": _scalar_fold(_floordiv),
     "tensor::mod": _scalar_fold(operator.mod),
     "tensor::pow": _scalar_fold(_pow),
-    "tensor::minimum": _scalar_fold(_minimum),
-    "tensor::maximum": _scalar_fold(_maximum),
+    "tensor::minimum": _scalar_fold(_numpy_scalar(np.minimum)),
+    "tensor::maximum": _scalar_fold(_numpy_scalar(np.maximum)),
     "tensor::eq": _scalar_fold(operator.eq),
     "tensor::ne": _scalar_fold(operator.ne),
     "tensor::lt": _scalar_fold(operator.lt),
@@ -165,7 +164,7 @@ FOLDERS: dict[str, Folder] = {
     "tensor::logical_or": _scalar_fold(lambda a, b: bool(a) or bool(b)),
     "tensor::logical_not": _scalar_fold(lambda a: not a),
     "tensor::neg": _scalar_fold(operator.neg),
-    "tensor::abs": _scalar_fold(abs),
+    "tensor::abs": _scalar_fold(_numpy_scalar(np.abs)),
 }
 """kind -> fold rule taking the constant input values; NOT_CONSTANT when it cannot fold."""
 
@@ -236,12 +235,14 @@ def fold_values(node: Node) -> Any:
     if rule is not None:
         return rule(node)
     op = lookup(node.kind)
-    if op is None or not op.is_pure or node.kind == CONSTANT or node.blocks or node.attrs:
+    folder = FOLDERS.get(node.kind)
+    # an impure op folds only through its own rule (prim::len: of a tuple or string, not a list)
+    if op is None or not (op.is_pure or folder is not None) or node.kind == CONSTANT or \
+            node.blocks or node.attrs:
         return NOT_CONSTANT
     args = [constant_of(v) for v in node.inputs]
     if any(a is NOT_CONSTANT for a in args):
         return NOT_CONSTANT
-    folder = FOLDERS.get(node.kind)
     return folder(node, args) if folder is not None else _evaluate(node, args)
 
 

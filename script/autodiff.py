@@ -303,7 +303,10 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
                 if c is not None}
     dtype = getattr(output, "dtype", None)
     if ct is None:
-        return np.zeros_like(output) if dtype is not None else 0.0
+        if dtype is not None:
+            return np.zeros_like(output)
+        # a number's zero of the number's own type: the backward's input is typed like it
+        return type(output)(0) if isinstance(output, (int, float)) else 0.0
     if dtype is not None and not hasattr(ct, "shape"):
         ct = np.asarray(ct, dtype=dtype)
     shape = getattr(output, "shape", None)

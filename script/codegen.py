@@ -12,7 +12,7 @@ import builtins
 import copy
 import keyword
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +95,12 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::DictItems": lambda d: f"list({d}.items())",
 }
 
-_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k"}
+UNCHECKED = frozenset({"prim::Constant", "prim::Uninitialized"})
+"""Nodes whose outputs the sanitizer leaves alone: constants have their type by construction, and
+an Uninitialized placeholder (None at run time) stands on paths that never read it."""
+
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k",
+                                                                    "_check_type"}
 
 
 @dataclass
@@ -148,6 +153,10 @@ class FunctionWriter:
     """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
     classes: StorageClasses | None = None
     """which values of the graph the caller may receive (constants among them are copied)."""
+    checks: bool = False
+    """emit a shape/dtype check of every value against its static type (``script.sanitize``)."""
+    lists_hold_placeholders: bool = False
+    """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -174,8 +183,24 @@ class FunctionWriter:
         if self.profiler is not None:
             from script.profiler import write_timed_node
             write_timed_node(self, node, self.write_plain_node)
+        else:
+            self.write_plain_node(node)
+        if node.kind not in UNCHECKED:
+            self.write_checks(node.outputs, node, "output")
+
+    def write_checks(self, values: Sequence[Value], node: Node | None, what: str) -> None:
+        """With ``checks``: a statement per value verifying its run-time dtype and shape
+        against its static type (an error names the node, the source line and both)."""
+        if not self.checks:
             return
-        self.write_plain_node(node)
+        from script import sanitize
+        check = self.consts.setdefault("_check_type", sanitize.check)
+        assert check is sanitize.check
+        for k, value in enumerate(values):
+            t = self.ns.fresh("_type")
+            self.consts[t] = sanitize.static_type(value, self.lists_hold_placeholders)
+            place = sanitize.where(node, f"{what} {k} (%{value.name or '?'})")
+            self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
     def write_plain_node(self, node: Node) -> None:
         special = STRUCTURE_WRITERS.get(node.kind)
@@ -277,6 +302,7 @@ def _write_loop(w: FunctionWriter, node: Node) -> None:
         w.emit(f"{i} = 0")
         w.emit(f"while {c} and {i} < {trip_name}:")
     w.indent += 1
+    w.write_checks(params, node, "carried value")  # the types must hold on every iteration
     start = len(w.lines)
     w.write_block(body)
     w.assign_values(params, results)
@@ -507,9 +533,13 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
                     name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
     """The Python source of ``graph`` as a function ``name`` and the globals it needs
     (instrumented for ``profiler`` when one is given)."""
+    from script import sanitize
+    checks = sanitize.enabled()
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
-                       classes=StorageClasses(graph))
+                       classes=StorageClasses(graph), checks=checks,
+                       lists_hold_placeholders=checks and sanitize.lists_hold_placeholders(graph))
     params = [w.ns.name(v) for v in graph.inputs]
+    w.write_checks(graph.inputs, None, f"{name}: input")
     w.write_block(graph.block)
     outs = [w.ns.name(v) for v in graph.outputs]
     if len(outs) == 1:

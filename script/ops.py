@@ -87,6 +87,8 @@ def _extremum(a: Any, b: Any, ufunc: str) -> Any:
     result = getattr(array_module(a, b), ufunc)(a, b)
     if not _numbers(a, b):
         return result
+    if type(a) is bool and type(b) is bool:
+        return bool(result)  # as numpy: the larger of two bools is a bool
     return float(result) if float in (type(a), type(b)) else int(result)
 
 

@@ -146,6 +146,16 @@ def refused_extend_by_a_built_list(x: Tensor) -> Tensor:
     return np.stack(b, axis=0)
 
 
+def refused_float_of_an_array(x: Tensor) -> Tensor:
+    scale = float(x.sum())  # REFUSED: cannot differentiate a Python float made from an array
+    return x * scale
+
+
+def refused_min_of_floats_of_arrays(x: Tensor) -> Tensor:
+    s = min(float(x.max()), 2.0)  # REFUSED: cannot differentiate a Python float
+    return np.tanh(x) * s
+
+
 ARGS = {
     "refused_dict_value": lambda r: (r.standard_normal(2),),
     "refused_dict_literal": lambda r: (r.standard_normal(3),),
@@ -167,5 +177,7 @@ ARGS = {
     "refused_list_chosen_by_if": lambda r: (r.standard_normal(2), True),
     "refused_tuple_carried_by_loop": lambda r: (r.standard_normal(2),),
     "refused_extend_by_a_built_list": lambda r: (r.standard_normal(2),),
+    "refused_float_of_an_array": lambda r: (r.standard_normal(3),),
+    "refused_min_of_floats_of_arrays": lambda r: (r.standard_normal(3),),
 }
 """name -> a function of a ``numpy.random.Generator`` giving the arguments."""

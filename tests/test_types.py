@@ -173,13 +173,68 @@ types = st.recursive(leaves, lambda inner: st.one_of(
     st.builds(DictType, st.sampled_from([STR, INT]), inner)), max_leaves=6)
 
 
+@st.composite
+def subtypes_of(draw, t):
+    """A random type below ``t``: unknown dtypes, dims and devices made known, an Optional
+    narrowed to None or to its element, recursively through containers."""
+    if isinstance(t, TensorType):
+        dtype = t.dtype or draw(st.sampled_from([None, "float32", "int64"]))
+        device = t.device or draw(st.sampled_from([None, "cpu", "cuda"]))
+        if t.shape is None:
+            shape = draw(st.one_of(st.none(), st.lists(dims, max_size=2).map(tuple)))
+        else:
+            shape = tuple(d if d is not None else draw(dims) for d in t.shape)
+        return TensorType(dtype, shape, device)
+    if isinstance(t, OptionalType):
+        choice = draw(st.sampled_from(["none", "element", "optional"]))
+        if choice == "none":
+            return NONE
+        element = draw(subtypes_of(t.element))
+        return element if choice == "element" else OptionalType(element)
+    if isinstance(t, TupleType):
+        return TupleType(tuple(draw(subtypes_of(e)) for e in t.elements))
+    if isinstance(t, ListType):
+        return ListType(draw(subtypes_of(t.element)))
+    if isinstance(t, DictType):
+        return DictType(t.key, draw(subtypes_of(t.value)))
+    return t
+
+
+@st.composite
+def related_pairs(draw):
+    """(a, b, c) with a and b both below c: pairs that do unify."""
+    c = draw(types)
+    return draw(subtypes_of(c)), draw(subtypes_of(c)), c
+
+
+@given(types, types)
+def test_unify_is_commutative(a, b):
+    assert unify(a, b) == unify(b, a)
+
+
+@given(related_pairs())
+def test_unify_of_related_types_is_commutative(abc):
+    a, b, _ = abc
+    assert unify(a, b) == unify(b, a)
+
+
 @given(types, types)
 def test_unify_is_an_upper_bound(a, b):
     joined = unify(a, b)
-    assert joined == unify(b, a) or (joined is None) == (unify(b, a) is None)
     if joined is not None:
         assert is_subtype(a, joined), (a, b, joined)
         assert is_subtype(b, joined), (a, b, joined)
+
+
+@given(related_pairs())
+def test_unify_is_the_least_upper_bound(abc):
+    """Two types below a common (Any-free) type unify, to a type below every such bound."""
+    a, b, c = abc
+    assert is_subtype(a, c) and is_subtype(b, c)  # the generator makes what it claims
+    joined = unify(a, b)
+    assert joined is not None, (a, b, c)
+    assert is_subtype(a, joined) and is_subtype(b, joined), (a, b, joined)
+    assert is_subtype(joined, c), (a, b, joined, c)
 
 
 @given(types)
@@ -189,10 +244,20 @@ def test_subtype_and_unify_are_reflexive(a):
     assert is_subtype(a, ANY)
 
 
-@given(types, types)
-def test_subtype_implies_unify_gives_the_supertype(a, b):
-    if is_subtype(a, b) and not isinstance(b, OptionalType):
-        assert unify(a, b) == b, (a, b)
+@given(types.flatmap(lambda b: st.tuples(subtypes_of(b), st.just(b))))
+def test_subtype_implies_unify_gives_the_supertype(ab):
+    a, b = ab
+    assert is_subtype(a, b), (a, b)
+    assert unify(a, b) == b, (a, b)
+    assert unify(b, a) == b, (a, b)
+
+
+@given(types.flatmap(lambda c: subtypes_of(c).flatmap(
+    lambda b: st.tuples(subtypes_of(b), st.just(b), st.just(c)))))
+def test_subtyping_is_transitive(abc):
+    a, b, c = abc
+    assert is_subtype(a, b) and is_subtype(b, c)
+    assert is_subtype(a, c), (a, b, c)
 
 
 # -- erase_shape -----------------------------------------------------------------------------------

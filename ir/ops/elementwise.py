@@ -39,6 +39,13 @@ def _binary(node: Node) -> list[Type]:
     return broadcast_rule(node, count=2)
 
 
+def _extremum(node: Node) -> list[Type]:
+    """minimum / maximum: as arithmetic, except that two bools give a bool (numpy's
+    ``np.maximum(True, False)`` is ``True``, where ``True + False`` is the int 1)."""
+    types = [v.type for v in node.inputs[:2]]
+    return broadcast_rule(node, count=2, scalar=BOOL if types == [BOOL, BOOL] else None)
+
+
 def _true_divide(node: Node) -> list[Type]:
     types = [v.type for v in node.inputs[:2]]
     if not any(isinstance(t, TensorType) for t in types):
@@ -96,10 +103,12 @@ defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,
       ("%", "np.mod", "np.remainder"), "remainder with the sign of b, as Python's %")
 defop("tensor::pow(a: operand, b: operand) -> operand", _binary, EW, ("**", "np.power"),
       "a ** b")
-defop("tensor::minimum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
-      ("np.minimum",), "elementwise minimum (nan propagates)")
-defop("tensor::maximum(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATIVE,),
-      ("np.maximum",), "elementwise maximum (nan propagates)")
+# not commutative: at a tie the operands differ in the gradient they get, and numpy returns the
+# second of 0.0 and -0.0, so maximum(a, b) and maximum(b, a) are different computations
+defop("tensor::minimum(a: operand, b: operand) -> operand", _extremum, EW,
+      ("np.minimum",), "elementwise minimum (nan propagates); at a tie the gradient goes to a")
+defop("tensor::maximum(a: operand, b: operand) -> operand", _extremum, EW,
+      ("np.maximum",), "elementwise maximum (nan propagates); at a tie the gradient goes to a")
 
 # -- comparisons and logic --------------------------------------------------------------------
 for _name, _op, _np in (("eq", "==", "equal"), ("ne", "!=", "not_equal"), ("lt", "<", "less"),
@@ -121,10 +130,12 @@ defop("tensor::logical_not(a: operand) -> operand", _logical, EW_ZERO, ("np.logi
 defop("tensor::neg(a: operand) -> operand", same_as_input_rule, EW, ("-x", "np.negative"),
       "-a")
 defop("tensor::abs(a: operand) -> operand", same_as_input_rule, EW, ("np.abs", "np.absolute",
-                                                                    "abs"), "|a|")
+                                                                    "abs"),
+      "|a| (gradient 0 at 0)")
 defop("tensor::sign(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT + (ZERO_DERIVATIVE,),
       ("np.sign",), "sign of a")
-defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT, (), "max(a, 0)")
+defop("tensor::relu(a: operand) -> operand", same_as_input_rule, EW_OR_INPUT, (),
+      "max(a, 0) (gradient 0 at 0)")
 defop("tensor::square(a: operand) -> operand", same_as_input_rule, EW, ("np.square",), "a * a")
 for _name, _np, _doc in (
         ("exp", "np.exp", "e ** a"), ("log", "np.log", "natural logarithm"),
@@ -141,7 +152,8 @@ for _name, _np, _doc in (
 
 # -- ternary and casts --------------------------------------------------------------------------
 defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW_OR_INPUT,
-      ("np.clip", ".clip"), "min(max(a, lo), hi); None leaves a side open")
+      ("np.clip", ".clip"),
+      "min(max(a, lo), hi); None leaves a side open; at a bound the gradient goes to a")
 defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
       ("np.where",), "a where cond else b")
 defop("tensor::astype(a: operand, dtype: str) -> operand", _astype, EW, (".astype",),

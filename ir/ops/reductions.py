@@ -86,9 +86,11 @@ defop("tensor::std(a: Tensor, axis: ints? = None, ddof: int = 0, keepdims: bool 
       "-> Tensor", _reduction(_mean_dtype, 1, 3), RED, (".std", "np.std"),
       "standard deviation over axes, dividing by n - ddof")
 defop("tensor::amax(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_same_dtype), RED, (".max", "np.max", "np.amax"), "maximum over axes")
+      _reduction(_same_dtype), RED, (".max", "np.max", "np.amax"),
+      "maximum over axes; the gradient is split evenly between tied elements")
 defop("tensor::amin(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_same_dtype), RED, (".min", "np.min", "np.amin"), "minimum over axes")
+      _reduction(_same_dtype), RED, (".min", "np.min", "np.amin"),
+      "minimum over axes; the gradient is split evenly between tied elements")
 defop("tensor::softmax(a: Tensor, axis: int = -1) -> Tensor", _softmax, RED, (),
       "exp(a) / sum(exp(a)) along an axis, computed stably")
 defop("tensor::log_softmax(a: Tensor, axis: int = -1) -> Tensor", _softmax, RED, (),

@@ -13,7 +13,12 @@ from ir.registry import PURE, ZERO_DERIVATIVE, defop
 from ir.types import BOOL, FLOAT, INT, Type
 
 NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
-"""a Python bool/int/float/None test of a value: no derivative flows (``float(x)`` detaches)."""
+"""a Python bool/int/None test of a value: no derivative flows (constant almost everywhere)."""
+
+NUMBER = (PURE,)
+"""a Python float made from a value (``float(x)``, ``min(a, b)``): its derivative is not zero,
+but the autodiff does not differentiate Python numbers, so a gradient path through one is
+refused by the soundness check instead of silently ending there."""
 
 
 def _bool(node: Node) -> list[Type]:
@@ -36,11 +41,11 @@ defop("prim::Bool(x: any) -> bool", _bool, NO_DERIVATIVE, ("bool",),
       "truth value of a number or a one-element tensor", python="bool({0})")
 defop("prim::Int(x: any) -> int", _int, NO_DERIVATIVE, ("int",),
       "a number or one-element tensor as int (truncating)", python="int({0})")
-defop("prim::Float(x: any) -> float", _float, NO_DERIVATIVE, ("float",),
+defop("prim::Float(x: any) -> float", _float, NUMBER, ("float",),
       "a number or one-element tensor as float", python="float({0})")
 defop("prim::IsNone(x: any) -> bool", _bool, NO_DERIVATIVE, ("x is None",),
       "whether an Optional holds None", python="({0} is None)")
-defop("prim::min(a: number, b: number) -> number", _number, NO_DERIVATIVE, ("min",),
+defop("prim::min(a: number, b: number) -> number", _number, NUMBER, ("min",),
       "the smaller of two numbers", python="min({0}, {1})")
-defop("prim::max(a: number, b: number) -> number", _number, NO_DERIVATIVE, ("max",),
+defop("prim::max(a: number, b: number) -> number", _number, NUMBER, ("max",),
       "the larger of two numbers", python="max({0}, {1})")

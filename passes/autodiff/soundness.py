@@ -29,6 +29,7 @@ from ir.core import Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import lookup, spelling
 from ir.types import (
+    FLOAT,
     FLOAT_DTYPES,
     AnyType,
     ClassType,
@@ -85,7 +86,10 @@ def carries(t: Type) -> bool:
         return carries(t.value)
     if isinstance(t, ClassType):
         return any(carries(ft) for _, ft in t.fields)
-    return isinstance(t, AnyType)
+    # a Python float made from a differentiated tensor (float(x.sum())) carries its derivative
+    # on to what it scales; the backward gives it none, so such a path is refused where the
+    # float was made
+    return isinstance(t, AnyType) or t == FLOAT
 
 
 def _holds_numbers(t: Type) -> bool:
@@ -460,6 +464,8 @@ CONSTRUCTS = {
                                   "use a plain tuple on the differentiated path"),
     "prim::CreateObject": ("a value stored in a script-class object",
                            "pass the value as a separate argument or result"),
+    "prim::Float": ("a Python float made from an array (`float(...)`)",
+                    "keep the value an array (`x * y.sum()` rather than `x * float(y.sum())`)"),
 }
 """How a message names the construct that dropped a cotangent, and a way around it (other
 constructs are named by their op's spelling)."""

@@ -105,7 +105,7 @@ in ``programs(features=...)``:
 - ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
 """
 
-PENDING_VALUES = frozenset({"append-to-comprehension"})
+PENDING_VALUES: frozenset[str] = frozenset()
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""
@@ -653,10 +653,12 @@ class FunctionWriter:
         if conditional:
             self.emit(f"if {self.choice(counters)} >= {self.draw(st.integers(1, 2))}:")
             self.indent += 1
+            self.scopes.append(Scope())  # what the branch binds is not bound after it
         self.emit(f"{name}.append({self.tensor_expr(t.elem, 2)})")
         if self.coin(0.4):
             self.list_use(name)  # the list has an item here
         if conditional:
+            self.scopes.pop()
             self.indent -= 1
 
     def list_use(self, name: str) -> None:
