@@ -105,14 +105,12 @@ in ``programs(features=...)``:
 - ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
 """
 
-PENDING_VALUES = frozenset({"append-to-comprehension"})
+PENDING_VALUES: frozenset[str] = frozenset()
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""
 
-PENDING_GRADIENTS = frozenset({"same-value-if", "dict", "dict-argument", "list-output",
-                               "comprehension", "append-after-read",
-                               "append-to-comprehension"})
+PENDING_GRADIENTS: frozenset[str] = frozenset()
 """Features whose gradients today's autodiff gets wrong (bugs being fixed): left out of gradient
 programs unless asked for by name."""
 
