@@ -33,6 +33,7 @@ from ir.core import PARAM, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types, lookup
 from ir.types import ListType, TensorType, TupleType, Type
+from passes.autodiff.refusals import refuse
 from passes.licm import LOOP, constant_trip_count
 from passes.unroll import MAX_FULL_UNROLL_TRIPS, unroll_fully
 
@@ -428,4 +429,4 @@ def located(error: IRError, node: Node) -> IRError:
 def refusal(node: Node, what: str, way_out: str | None = None) -> IRError:
     """The error refusing to differentiate ``node``: what cannot be done and what to write
     instead; it names ``node`` (``error.node``), whose line the user-facing layer reports."""
-    return IRError(what + (f": {way_out}" if way_out else ""), node)
+    return refuse(what + (f": {way_out}" if way_out else ""), node)

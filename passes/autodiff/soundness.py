@@ -7,18 +7,20 @@ derivative is zero by the op registry's ``zero_derivative`` trait), through cont
 stored into a list, dict or object makes the container depend; a read gives what was stored) and
 through control flow (If and Loop results, loop-carried values). A value is *needed* when data
 flows from it to an output the same way, read backwards (a container read at a constant index or
-key needs only what was stored there). For every value that depends and holds numbers (a float
-tensor, or a tuple or optional of them), each use that passes it on to something needed (an op
-whose result is needed, a store into a needed container, a branch or loop-body result, the
-graph's output) must have given it a cotangent: the backward of that user ran and reached it.
+key needs only what was stored there, and a value stored into a list after every read of it is
+not needed). For every value that depends and holds numbers (a float tensor, or a tuple or
+optional of them), each use that passes it on to something needed (an op whose result is
+needed, a store into a needed container, a branch or loop-body result, the graph's output) must
+have given it a cotangent: the backward of that user ran and reached it.
 Containers themselves are transparent (the values stored into them are checked). A use that
 gave none would leave part of the gradient at zero without anyone saying so: the check raises an
 ``IRError`` ("cannot differentiate ...: the gradient would silently be zero") naming that user,
 which the user-facing layer reports at the user's line.
 
-The analysis is independent of how the backward handles each construct, so a construct the
-backward does not understand (a dict, a list returned as an output, an item appended to a list
-read back by position) is caught whether or not a rule exists for it.
+The analysis is independent of how the backward handles each construct (lists' item cotangents,
+dicts' cotangent dicts, outputs' seeds), so a construct the backward does not follow is caught
+whether or not a rule exists for it. A rule that gives a cotangent from somewhere other than the
+backward of the value's user records it with ``Differentiator.gave(v, by=user)``.
 """
 
 from __future__ import annotations

@@ -110,9 +110,7 @@ PENDING_VALUES: frozenset[str] = frozenset()
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""
 
-PENDING_GRADIENTS = frozenset({"same-value-if", "dict", "dict-argument", "list-output",
-                               "comprehension", "append-after-read",
-                               "append-to-comprehension"})
+PENDING_GRADIENTS: frozenset[str] = frozenset()
 """Features whose gradients today's autodiff gets wrong (bugs being fixed): left out of gradient
 programs unless asked for by name."""
 
