@@ -860,10 +860,14 @@ def _trip_count(ctx: BlockGrad, node: Node) -> Value:
 
 def _stacked_reads(node: Node, free: list[Value]) -> dict[Value, int]:
     """Outer tensors read in the body only as ``select(u, axis, i)`` (``i`` the counter, directly
-    in the body), where the loop runs exactly ``u.shape[axis]`` times: tensor -> axis."""
+    in the body), where the loop runs exactly ``u.shape[axis]`` times: tensor -> axis. A loop
+    that may stop early (``break``, a ``return`` inside it) writes fewer slots than the array
+    has, so its slices are accumulated one by one instead."""
     body = node.blocks[0]
     counter, trips = body.params[0], node.inputs[0]
-    if not trips.is_constant:
+    runs_to_the_end = all(v.is_constant and v.constant is True
+                          for v in (node.inputs[1], body.returns[0]))
+    if not trips.is_constant or not runs_to_the_end:
         return {}
     found = {}
     for u in free:
