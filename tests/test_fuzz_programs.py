@@ -361,6 +361,20 @@ def test_gradient_checker_leaves_outputs_that_are_a_global_arrays_memory_alone()
         unload(program)
 
 
+def test_ownership_check_leaves_results_that_are_a_global_arrays_memory_alone():
+    # writing into the returned view of G0 changes G0 in plain Python too, so the next call's
+    # result changes there as well: that is no ownership fault of the compiled function
+    plain = _program("return [G0[::2], x * G0.sum()]", (Param("x", TensorT((3,))),),
+                     "List[Tensor]")
+    source = plain.source.replace("\n\ndef main", "\nG0 = np.linspace(-1.0, 1.0, 4)\n\n\ndef main")
+    program = Program(source, "main", plain.params, "float64", False,
+                      resets=("G0[...] = np.linspace(-1.0, 1.0, 4)",))
+    try:
+        check_program(program, 0, ["pipeline"])
+    finally:
+        unload(program)
+
+
 def test_a_stale_compiled_function_fails_after_the_globals_change(monkeypatch):
     plain = _program("return x * G0", (Param("x", TensorT((3,))),))
     source = plain.source.replace("\n\ndef main", "\nG0 = np.linspace(-1.0, 1.0, 3)\n\n\ndef main")
