@@ -249,9 +249,27 @@ def _write_constant(w: FunctionWriter, node: Node) -> None:
     if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
         # the caller may receive it: each evaluation makes its own, as the source would
         w.consts["_fresh_copy"] = fresh_copy
+        if any(_in_a_loop_below(use.node, node) for use in node.output.uses):
+            # used in a loop the constant sits outside of (hoisted or merged with an equal
+            # constant by the passes): every use makes its own, so no two items share memory
+            w.ns.names[node.output] = f"_fresh_copy({expr})"
+            return
         w.emit(f"{w.ns.name(node.output)} = _fresh_copy({expr})")
         return
     w.ns.names[node.output] = expr
+
+
+def _in_a_loop_below(user: Node, node: Node) -> bool:
+    """Whether ``user`` runs in a loop body nested inside the block that holds ``node``."""
+    block = user.owner
+    while block is not None and block is not node.owner:
+        outer = block.owner
+        if outer is None:
+            return False
+        if outer.kind == "prim::Loop":
+            return True
+        block = outer.owner
+    return False
 
 
 def holds_mutable(value: Any) -> bool:

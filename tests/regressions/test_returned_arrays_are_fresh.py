@@ -197,6 +197,22 @@ def test_arrays_appended_in_a_loop_are_distinct():
         np.testing.assert_array_equal(f(*args)[0], f.python_fn(*args)[0])
 
 
+def ones_appended_and_used_outside(x: Tensor) -> List[Tensor]:
+    # the appended constant equals one the arithmetic uses before the loop: the passes merge the
+    # two, so the loop's appends read a constant made outside it
+    sources = [x.sum(axis=0, keepdims=True), np.ones((1,)) * x.max()]
+    items = [np.ones((2,))[..., 0:1] for v in sources]
+    return items
+
+
+def test_a_constant_merged_out_of_a_loop_is_a_new_array_at_each_append():
+    f = script(ones_appended_and_used_outside)
+    out = f(np.ones(3))
+    assert not np.shares_memory(out[0], out[1])
+    out[0] += 1.0
+    np.testing.assert_array_equal(out[1], np.ones(1))
+
+
 def test_arrays_stored_into_an_argument_are_new():
     x = np.ones(3)
     out: List[np.ndarray] = []
