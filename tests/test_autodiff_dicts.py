@@ -273,25 +273,6 @@ def test_a_list_argument_gets_a_list_of_gradients():
 VOCAB = 5
 
 
-def min_char_rnn_loss(inputs: List[int], targets: List[int], hprev: Tensor,
-                      params: Dict[str, Tensor]) -> Tensor:
-    Wxh, Whh, Why = params["Wxh"], params["Whh"], params["Why"]
-    bh, by = params["bh"], params["by"]
-    xs: Dict[int, Tensor] = {}
-    hs: Dict[int, Tensor] = {}
-    ys: Dict[int, Tensor] = {}
-    ps: Dict[int, Tensor] = {}
-    hs[-1] = hprev * 1.0
-    loss = np.zeros(())
-    for t in range(len(inputs)):
-        xs[t] = (np.arange(VOCAB) == inputs[t]).astype(np.float64).reshape(VOCAB, 1)
-        hs[t] = np.tanh(np.dot(Wxh, xs[t]) + np.dot(Whh, hs[t - 1]) + bh)
-        ys[t] = np.dot(Why, hs[t]) + by
-        ps[t] = np.exp(ys[t]) / np.sum(np.exp(ys[t]))
-        loss += -np.log(ps[t][targets[t], 0])
-    return loss
-
-
 def min_char_rnn_loss_arrays(inputs: List[int], targets: List[int], hprev: Tensor, Wxh: Tensor,
                              Whh: Tensor, Why: Tensor, bh: Tensor, by: Tensor) -> Tensor:
     xs: Dict[int, Tensor] = {}
@@ -307,6 +288,13 @@ def min_char_rnn_loss_arrays(inputs: List[int], targets: List[int], hprev: Tenso
         ps[t] = np.exp(ys[t]) / np.sum(np.exp(ys[t]))
         loss += -np.log(ps[t][targets[t], 0])
     return loss
+
+
+def min_char_rnn_loss(inputs: List[int], targets: List[int], hprev: Tensor,
+                      params: Dict[str, Tensor]) -> Tensor:
+    Wxh, Whh, Why = params["Wxh"], params["Whh"], params["Why"]
+    bh, by = params["bh"], params["by"]
+    return min_char_rnn_loss_arrays(inputs, targets, hprev, Wxh, Whh, Why, bh, by)
 
 
 def min_char_rnn_backward(inputs, targets, hprev, p):
