@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import fuser
 from fuser.cpu.codegen import STORAGE, VIEW_OPS, can_generate
+from ir.alias import StorageClasses
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import lookup
 from ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
@@ -59,18 +60,38 @@ def fuse_elementwise(graph: Graph) -> bool:
     """
     if not fuser.is_enabled():
         return False
-    return _fuse_block(graph.block, graph)
+    return _fuse_block(graph.block, graph, shared_views(graph))
 
 
-def _fuse_block(block: Block, graph: Graph) -> bool:
+def _fuse_block(block: Block, graph: Graph, views: set[Node]) -> bool:
     changed = False
     for node in block.nodes:
         for inner in node.blocks:
-            changed |= _fuse_block(inner, graph)
+            changed |= _fuse_block(inner, graph, views)
         sub = node.attrs.get(SUBGRAPH)
         if isinstance(sub, Graph) and node.kind != FUSION_GROUP:
-            changed |= _fuse_block(sub.block, sub)
-    return _BlockFuser(block, graph).run() or changed
+            changed |= _fuse_block(sub.block, sub, views)
+    return _BlockFuser(block, graph, views).run() or changed
+
+
+def shared_views(graph: Graph) -> set[Node]:
+    """The view nodes (chunk, split) that must stay views: the caller can reach their result and
+    the memory they view in some other way too (the viewed value is an argument, or is read by
+    another node that may hand it out). A group writes each of its outputs into memory of its own,
+    so a view inside one would come back as a copy that no longer shares memory as plain Python's
+    does (``return [g], [ops.chunk(g, 1, 1)[0]]``)."""
+    classes: StorageClasses | None = None
+    found: set[Node] = set()
+    for node in graph.walk():
+        if node.kind not in VIEW_OPS:
+            continue
+        src = node.inputs[0]
+        if src.node.kind != "prim::Param" and all(u.node is node for u in src.uses):
+            continue
+        classes = classes or StorageClasses(graph)
+        if classes.any_escapes(node):
+            found.add(node)
+    return found
 
 
 # -- which nodes may join a group ------------------------------------------------------------------
@@ -158,7 +179,7 @@ class _Group:
 class _BlockFuser:
     """Greedy consumer-driven merging in one block, then materialization of the groups."""
 
-    def __init__(self, block: Block, graph: Graph):
+    def __init__(self, block: Block, graph: Graph, views: set[Node]):
         self.block = block
         self.graph = graph
         self.nodes = block.nodes
@@ -178,6 +199,8 @@ class _BlockFuser:
                 lst = n.inputs[0].node
                 if self.segment[lst] == self.segment[n]:  # the list is part of the cat
                     self.group[lst] = self.group[n] = _Group([lst, n])
+            elif n in views:
+                continue  # must stay a view of memory the caller reaches otherwise
             elif n not in self.group and n.kind != LIST_CONSTRUCT and is_fusible(n):
                 self.group[n] = _Group([n])
 
