@@ -17,9 +17,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from fuser.analysis import KernelSpec, admits, analyze
+from fuser.analysis import KernelSpec, admits
 from ir.core import Graph, Node
 from ir.types import TensorType
 
@@ -28,6 +28,7 @@ REGISTRY: dict[str | None, str] = {None: "fuser.cpu", "cpu": "fuser.cpu", "cuda"
 serves it."""
 
 
+@runtime_checkable
 class Kernel(Protocol):
     """A compiled fusion group: ``kernel(*inputs)`` takes the subgraph's inputs in order (arrays of
     the backend's array module, Python numbers) and returns its output(s) as new arrays (a tuple
@@ -72,10 +73,6 @@ class Backend:
         """Is ``t`` a tensor type a kernel can read or write: a stored dtype, a known shape?"""
         return (isinstance(t, TensorType) and t.dtype in self.storage and t.shape is not None
                 and None not in t.shape)
-
-    def analyze(self, graph: Graph) -> KernelSpec:
-        """The leaves and stores of a group's subgraph; ValueError for what it cannot generate."""
-        return analyze(graph, self.storage, self.can_generate, self.name, cats=self.stores_cats)
 
     def __repr__(self) -> str:
         return f"<fuser backend {self.name} for {', '.join(map(str, self.devices))}>"

@@ -13,7 +13,7 @@ import pytest
 import fuser.cpu
 import fuser.cuda
 import passes
-from fuser.backend import REGISTRY, backend_for, backend_of
+from fuser.backend import REGISTRY, Kernel, backend_for, backend_of
 from fuser.cuda import emulate
 from ir import Graph, TensorType
 from script import explain
@@ -74,6 +74,7 @@ def test_float16_cuda_graph_of_mul_tanh_add_forms_one_group():
     group = the_group(g)
     assert backend_of(group) is fuser.cuda.BACKEND
     kernel = emulate.compile_group(group.subgraph)
+    assert isinstance(kernel, Kernel)
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(v.type.shape).astype(np.float16) for v in g.inputs)
     got = kernel(x, w, b)
@@ -85,7 +86,9 @@ def test_float16_cuda_graph_of_mul_tanh_add_forms_one_group():
 
 
 def test_the_same_graph_on_the_cpu_is_judged_by_cpu_rules():
-    assert kinds(fused(mul_tanh_add("float32", None))) == [FUSION_GROUP]
+    g = fused(mul_tanh_add("float32", None))
+    assert kinds(g) == [FUSION_GROUP]
+    assert isinstance(backend_of(the_group(g)).compile_group(the_group(g).subgraph), Kernel)
     # the CPU backend stores no float16: the ops stay numpy calls
     assert FUSION_GROUP not in kinds(fused(mul_tanh_add("float16", None)))
 
