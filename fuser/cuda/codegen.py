@@ -116,11 +116,7 @@ class KernelSource:
         return hashlib.sha1(self.text.encode()).hexdigest()
 
 
-# -- values during code generation ----------------------------------------------------------------
-CVal = Val
-"""A value: ``expr`` is a C expression (a local's name or a literal), None for a constant."""
-
-
+# -- values during code generation: ``Val``s whose ``expr`` is a C expression --------------------
 def literal(value: Any, dtype: str) -> str:
     """A C literal of ``value`` in ``dtype``'s compute type; double literals are rounded by a cast,
     as NumPy rounds a Python float to float32."""
@@ -134,7 +130,7 @@ def literal(value: Any, dtype: str) -> str:
     return f"(({t}){v!r})"
 
 
-Rule = Callable[["SourceBuilder", Node, list[CVal]], CVal]
+Rule = Callable[["SourceBuilder", Node, list[Val]], Val]
 
 
 # -- the source builder ----------------------------------------------------------------------------
@@ -149,7 +145,7 @@ class SourceBuilder(Emitter):
         self.idx = INDEX_TYPES[variant.index_bits]
         self.lines: list[str] = []
         self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
-        self.scalars = {inp: CVal("weak", f"s{k}") for k, inp in enumerate(spec.scalar_inputs)}
+        self.scalars = {inp: Val("weak", f"s{k}") for k, inp in enumerate(spec.scalar_inputs)}
 
     # -- public -----------------------------------------------------------------------------------
     def build(self) -> KernelSource:
@@ -183,7 +179,7 @@ class SourceBuilder(Emitter):
         return params
 
     # -- helpers the rules use ------------------------------------------------------------------
-    def cast(self, val: CVal, dtype: str) -> str:
+    def cast(self, val: Val, dtype: str) -> str:
         """``val`` as a C expression of ``dtype``'s compute type."""
         if val.expr is None:
             return literal(val.const, dtype)
@@ -199,18 +195,18 @@ class SourceBuilder(Emitter):
     def emit(self, line: str) -> None:
         self.lines.append(line)
 
-    def local(self, dtype: str, expr: str, prefix: str = "v") -> CVal:
+    def local(self, dtype: str, expr: str, prefix: str = "v") -> Val:
         """A new ``const`` local holding ``expr``."""
         name = f"{prefix}{len(self.lines)}"
         self.emit(f"const {COMPUTE[dtype]} {name} = {expr};")
-        return CVal(dtype, name)
+        return Val(dtype, name)
 
     # -- element computation ------------------------------------------------------------------
-    def keep(self, val: CVal) -> CVal:
+    def keep(self, val: Val) -> Val:
         """A computed value lives in a ``const`` local, so a value used twice is computed once."""
         return val if val.expr is None else self.local(val.dtype, val.expr)
 
-    def load_leaf(self, k: int) -> CVal:
+    def load_leaf(self, k: int) -> Val:
         leaf = self.spec.leaves[k]
         access = self.variant.access[k]
         if access is FLAT:
@@ -314,7 +310,7 @@ def binary(template: str) -> Rule:
 
 def float32_only(fast: Rule, precise: Rule) -> Rule:
     """``fast`` where the computation is in float, ``precise`` in double."""
-    def apply(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+    def apply(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
         rule = fast if COMPUTE[out_dtype(node)] == "float" else precise
         return rule(b, node, args)
     return apply
@@ -361,26 +357,26 @@ RULES["tensor::pow"] = emitter.pow_rule(_pow_call)
 ACCEPTS["tensor::pow"] = emitter.constant_exponent
 
 
-def _where(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _where(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
-    return CVal(d, f"({b.cast(args[0], 'bool')} ? {b.cast(args[1], d)} : {b.cast(args[2], d)})")
+    return Val(d, f"({b.cast(args[0], 'bool')} ? {b.cast(args[1], d)} : {b.cast(args[2], d)})")
 
 
-def _astype(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _astype(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
     x = b.cast(args[0], d)
     if d == "float16":  # an explicit conversion to float16 rounds, as numpy's does
         x = f"rs_h2f(rs_f2h({x}))"
-    return CVal(d, x)
+    return Val(d, x)
 
 
-def _logical(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _logical(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     x, y = (b.cast(v, "bool") for v in args[:2])
-    return CVal("bool", f"({x} {'&&' if node.kind == 'tensor::logical_and' else '||'} {y})")
+    return Val("bool", f"({x} {'&&' if node.kind == 'tensor::logical_and' else '||'} {y})")
 
 
-def _logical_not(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-    return CVal("bool", f"(!{b.cast(args[0], 'bool')})")
+def _logical_not(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
+    return Val("bool", f"(!{b.cast(args[0], 'bool')})")
 
 
 RULES.update({"tensor::clip": emitter.clip, "tensor::where": _where, "tensor::astype": _astype,
