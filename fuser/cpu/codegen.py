@@ -170,6 +170,10 @@ class KernelBuilder(Emitter):
                 [DOUBLE] * len(spec.scalar_inputs))
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), self.name + "_body")
         fn.linkage = "internal"
+        # both entries call this one machine code: inlined into each, the optimizer could
+        # contract multiply-adds differently, and a kernel's first (planned) call and its later
+        # (guarded) calls would differ in the last bit
+        fn.attributes.add("noinline")
         rows, cols, *rest = fn.args
         outs, rest = rest[:n_store], rest[n_store:]
         leaves, rest = rest[:n_leaf], rest[n_leaf:]
