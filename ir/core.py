@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.errors import IRError
-from ir.types import Type
-from ir.value import Use as Use
-from ir.value import Value as Value
-
 from ir.kinds import CONSTANT as CONSTANT
 from ir.kinds import PARAM as PARAM
 from ir.kinds import RETURN as RETURN
+from ir.types import Type
+from ir.value import Use as Use
+from ir.value import Value as Value
 
 SUBGRAPH = "Subgraph"
 """The attribute name under which subgraph nodes (FusionGroup, DifferentiableGraph) keep a Graph."""

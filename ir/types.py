@@ -236,7 +236,7 @@ def unify(a: Type, b: Type) -> Type | None:
         other = b if a == NONE else a
         return OptionalType(other)
     if isinstance(a, OptionalType) or isinstance(b, OptionalType):
-        inner = unify(_strip_optional(a), _strip_optional(b))
+        inner = unify(strip_optional(a), strip_optional(b))
         return None if inner is None else OptionalType(inner)
     if isinstance(a, TupleType) and isinstance(b, TupleType):
         if len(a.elements) != len(b.elements):
@@ -265,7 +265,8 @@ def _unify_classes(a: ClassType, b: ClassType) -> ClassType | None:
     return ClassType(a.name, tuple(fields), named_tuple=True)  # type: ignore[arg-type]
 
 
-def _strip_optional(t: Type) -> Type:
+def strip_optional(t: Type) -> Type:
+    """The element type of ``Optional[T]``; any other type as it is."""
     return t.element if isinstance(t, OptionalType) else t
 
 

@@ -132,6 +132,11 @@ class Value:
             if node.is_before(use.node):
                 use.node.set_input(use.index, other)
 
+    def defined_inside(self, node: Node) -> bool:
+        """Is this value defined in one of ``node``'s blocks, at any depth (a block parameter
+        included)?"""
+        return self.node.is_inside(node)
+
     @property
     def owning_block(self) -> Block:
         """The block the value is defined in."""

@@ -10,12 +10,11 @@ observable is kept. A fresh list that is only ever appended to is removed with i
 from __future__ import annotations
 
 from ir.core import SUBGRAPH, Block, Graph, Node, Value
+from ir.kinds import IF, LOOP
 from ir.registry import FRESH, lookup
 
 NAME = "dce"
 
-IF = "prim::If"
-LOOP = "prim::Loop"
 
 WRITE_ONLY_INTO_FIRST = frozenset({"prim::ListAppend", "prim::ListExtend"})
 """Ops whose only effect is writing into their first input (the list): the list's data is not read

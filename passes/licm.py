@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
+from ir.kinds import LOOP
 from ir.registry import ELEMENTWISE, FRESH, NOT_CONSTANT, const, lookup
 from ir.types import (
     FLOAT_DTYPES,
@@ -38,20 +39,9 @@ from ir.types import (
 )
 
 NAME = "licm"
-LOOP = "prim::Loop"
 
 
 # -- loop facts shared by the loop passes --------------------------------------------------------
-def defined_inside(value: Value, node: Node) -> bool:
-    """Is ``value`` defined in one of ``node``'s blocks (at any depth, block params included)?"""
-    block = value.node.owner
-    while block is not None and block.owner is not None:
-        if block.owner is node:
-            return True
-        block = block.owner.owner
-    return False
-
-
 def is_for_loop(loop: Node) -> bool:
     """A counted loop: it starts with a constant True condition and its body keeps it True."""
     body = loop.blocks[0]
@@ -172,7 +162,7 @@ def movable(node: Node) -> bool:
 
 def invariant_in(node: Node, loop: Node) -> bool:
     """Are all inputs of ``node`` defined outside ``loop``?"""
-    return not any(defined_inside(v, loop) for v in node.inputs)
+    return not any(v.defined_inside(loop) for v in node.inputs)
 
 
 # -- driver ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
+from ir.kinds import CALL
 from ir.registry import ShapeError, infer_types
 from ir.types import (
     BOOL,
@@ -36,8 +37,6 @@ NAME = "shape-prop"
 MAX_LOOP_ROUNDS = 4
 """Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
 forget information (a dimension, a rank, a dtype), so real loops settle in two or three rounds."""
-
-CALL = "prim::CallFunction"
 
 
 def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
