@@ -170,6 +170,30 @@ ANY = AnyType()
 SCALARS: dict[str, ScalarType] = {t.name: t for t in (INT, FLOAT, BOOL, STR, NONE, DEVICE)}
 
 
+def is_mutable(t: Type) -> bool:
+    """Can a value of type ``t`` change in place after it is made? Lists, dicts and script-class
+    objects can (an ``Optional`` of one too); tensors are treated as values (only ``write_slot``
+    on a buffer the compiler made writes one); tuples and NamedTuples never change themselves,
+    though they may hold something that does (``holds_mutable``)."""
+    if isinstance(t, OptionalType):
+        return is_mutable(t.element)
+    if isinstance(t, ClassType):
+        return not t.named_tuple
+    return isinstance(t, (ListType, DictType))
+
+
+def holds_mutable(t: Type) -> bool:
+    """Is ``t`` mutable, or a tuple, NamedTuple or ``Optional`` that may hold a mutable value? A
+    computation reading such a value may see different contents each time it runs."""
+    if is_mutable(t):
+        return True
+    if isinstance(t, OptionalType):
+        return holds_mutable(t.element)
+    if isinstance(t, ClassType):
+        return any(holds_mutable(f) for _, f in t.fields)
+    return isinstance(t, TupleType) and any(holds_mutable(e) for e in t.elements)
+
+
 def is_number(t: Type) -> bool:
     """int, float or bool: what broadcasts as a weak scalar against a tensor."""
     return t in (INT, FLOAT, BOOL)
