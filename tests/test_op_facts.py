@@ -19,7 +19,6 @@ from ir.registry import (
     EFFECTS,
     ONLY_READS,
     READS,
-    SIDE_EFFECTS,
     WRITES,
     all_ops,
     defop,
