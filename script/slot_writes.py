@@ -69,8 +69,7 @@ def _confined(value: Value, block: Block, write: Node) -> bool:
             continue
         if n.owner is not block or n.blocks or n.kind.startswith("prim::"):
             return False
-        op = ir.registry.lookup(n.kind)
-        if op is None or op.has_side_effects and not (n.kind == write.kind and use.index == 3):
+        if ir.registry.WRITES in ir.registry.effects_on_input(n, use.index):
             return False
         if not _fresh_result(n) and not all(_confined(out, block, write) for out in n.outputs):
             return False
