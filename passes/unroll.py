@@ -25,7 +25,7 @@ the constant counter can fold (``range(3)`` over a tuple of weights, a fixed num
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value, clone_node
-from ir.kinds import LOOP
+from ir.kinds import CONSTANT, LOOP
 from ir.types import INT
 from passes.licm import constant_trip_count, is_for_loop
 
@@ -50,7 +50,7 @@ compiling it stays cheap."""
 
 def body_size(block: Block) -> int:
     """The work in a block: its nodes and nested nodes, constants not counted."""
-    return sum(1 for n in block.walk() if n.kind != "prim::Constant")
+    return sum(1 for n in block.walk() if n.kind != CONSTANT)
 
 
 def _insert(graph: Graph, kind: str, inputs: list[Value]) -> Value:
