@@ -16,13 +16,17 @@ from ir.core import (
 )
 from ir.errors import IRError, ParseError, VerifyError
 from ir.registry import (
+    ALIASES,
     NOT_CONSTANT,
+    READS,
     REGISTRY,
+    WRITES,
     OpDef,
     ShapeError,
     all_ops,
     const,
     constant_of,
+    effects_on_input,
     infer_types,
     lookup,
     op_def,
@@ -44,7 +48,10 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    holds_mutable,
+    is_mutable,
     is_subtype,
+    strip_optional,
     unify,
 )
 
@@ -57,10 +64,11 @@ def parse(text: str, constants: Any = None) -> Graph:
 
 
 __all__ = [
-    "ANY", "BOOL", "CONSTANT", "FLOAT", "INT", "NONE", "NOT_CONSTANT", "REGISTRY", "STR",
-    "SUBGRAPH", "TENSOR", "AnyType", "Block", "ClassType", "DictType", "Graph", "IRError",
-    "ListType", "Node", "OpDef", "OptionalType", "ParseError", "ScalarType", "ShapeError",
-    "SourceRange", "TensorType", "TupleType", "Type", "Use", "Value", "VerifyError", "all_ops",
-    "clone_block_into", "clone_node", "const", "constant_of", "infer_types", "is_subtype",
-    "lookup", "op_def", "parse", "unify",
+    "ALIASES", "ANY", "BOOL", "CONSTANT", "FLOAT", "INT", "NONE", "NOT_CONSTANT", "READS",
+    "REGISTRY", "STR", "SUBGRAPH", "TENSOR", "WRITES", "AnyType", "Block", "ClassType",
+    "DictType", "Graph", "IRError", "ListType", "Node", "OpDef", "OptionalType", "ParseError",
+    "ScalarType", "ShapeError", "SourceRange", "TensorType", "TupleType", "Type", "Use", "Value",
+    "VerifyError", "all_ops", "clone_block_into", "clone_node", "const", "constant_of",
+    "effects_on_input", "holds_mutable", "infer_types", "is_mutable", "is_subtype", "lookup",
+    "op_def", "parse", "strip_optional", "unify",
 ]

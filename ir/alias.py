@@ -26,14 +26,13 @@ from collections.abc import Callable, Iterable
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import constant_of, lookup
 from ir.types import (
-    ClassType,
-    DictType,
     ListType,
     OptionalType,
     ScalarType,
     TensorType,
     TupleType,
     Type,
+    is_mutable,
 )
 
 
@@ -47,15 +46,6 @@ def holds_storage(t: Type) -> bool:
     if isinstance(t, OptionalType):
         return holds_storage(t.element)
     return True
-
-
-def is_mutable(t: Type) -> bool:
-    """Values of this type can change after they are made (lists, dicts, script-class objects)."""
-    if isinstance(t, OptionalType):
-        return is_mutable(t.element)
-    if isinstance(t, ClassType):
-        return not t.named_tuple
-    return isinstance(t, (ListType, DictType))
 
 
 class _Items:

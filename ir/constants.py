@@ -15,6 +15,21 @@ def constant_type(value: Any) -> Type:
     Tuples and lists of constants are allowed (a tuple constant types as a tuple of its elements;
     a list constant as a list of its first element's type, ``int[]`` when empty).
     """
+    scalar = scalar_type(value)
+    if scalar is not None:
+        return scalar
+    if isinstance(value, np.ndarray):
+        return TensorType(value.dtype.name, tuple(value.shape))
+    if isinstance(value, tuple):
+        return TupleType(tuple(constant_type(v) for v in value))
+    if isinstance(value, list):
+        return ListType(constant_type(value[0]) if value else INT)
+    raise TypeError(f"{type(value).__name__} cannot be an IR constant")
+
+
+def scalar_type(value: Any) -> Type | None:
+    """The type of a Python or numpy scalar (bool before int: ``True`` is a bool), a string or
+    None; None for any other value."""
     if value is None:
         return NONE
     if isinstance(value, (bool, np.bool_)):
@@ -25,10 +40,4 @@ def constant_type(value: Any) -> Type:
         return FLOAT
     if isinstance(value, str):
         return STR
-    if isinstance(value, np.ndarray):
-        return TensorType(value.dtype.name, tuple(value.shape))
-    if isinstance(value, tuple):
-        return TupleType(tuple(constant_type(v) for v in value))
-    if isinstance(value, list):
-        return ListType(constant_type(value[0]) if value else INT)
-    raise TypeError(f"{type(value).__name__} cannot be an IR constant")
+    return None

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir.errors import IRError
+from ir.kinds import CONSTANT as CONSTANT
+from ir.kinds import PARAM as PARAM
+from ir.kinds import RETURN as RETURN
 from ir.types import Type
+from ir.value import Use as Use
+from ir.value import Value as Value
 
-PARAM = "prim::Param"
-RETURN = "prim::Return"
-CONSTANT = "prim::Constant"
 SUBGRAPH = "Subgraph"
 """The attribute name under which subgraph nodes (FusionGroup, DifferentiableGraph) keep a Graph."""
 
@@ -39,85 +41,11 @@ class SourceRange:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-@dataclass(eq=False, slots=True)
-class Use:
-    """One use of a value: input ``index`` of ``node``."""
-
-    node: Node
-    """the user."""
-    index: int
-    """which input of the user."""
-
-
-class Value:
-    """An SSA value: defined once, by one node output (or a block parameter)."""
-
-    __slots__ = ("type", "name", "node", "index", "uses")
-
-    def __init__(self, type: Type, node: Node, index: int, name: str | None = None):
-        self.type = type
-        """the static type; passes may refine it (shape propagation)."""
-        self.name = name
-        """a readable name hint (the Python variable); the printer makes names unique."""
-        self.node = node
-        """the defining node (``prim::Param`` for block parameters)."""
-        self.index = index
-        """which output of ``node`` this is."""
-        self.uses: list[Use] = []
-        """every (node, input index) reading this value."""
-
-    def __repr__(self) -> str:
-        return f"<Value %{self.name or '?'} : {self.type} of {self.node.kind}>"
-
-    @property
-    def is_param(self) -> bool:
-        return self.node.kind == PARAM
-
-    @property
-    def is_constant(self) -> bool:
-        return self.node.kind == CONSTANT
-
-    @property
-    def constant(self) -> Any:
-        """The constant's value; only meaningful when ``is_constant``."""
-        if not self.is_constant:
-            raise IRError(f"{self!r} is not a constant")
-        return self.node.attrs.get("value")
-
-    @property
-    def users(self) -> list[Node]:
-        """The distinct nodes that read this value, in use order."""
-        seen: dict[int, Node] = {}
-        for u in self.uses:
-            seen.setdefault(id(u.node), u.node)
-        return list(seen.values())
-
-    def replace_all_uses_with(self, other: Value) -> None:
-        """Make every user read ``other`` instead of this value."""
-        if other is self:
-            return
-        for use in list(self.uses):
-            use.node.set_input(use.index, other)
-
-    def replace_uses_after(self, other: Value, node: Node) -> None:
-        """Replace the uses that come after ``node`` (in program order, nested blocks included)."""
-        for use in list(self.uses):
-            if node.is_before(use.node):
-                use.node.set_input(use.index, other)
-
-    @property
-    def owning_block(self) -> Block:
-        """The block the value is defined in."""
-        block = self.node.owner
-        if block is None:
-            raise IRError(f"{self!r} is not in a block")
-        return block
-
-
 class Node:
     """An operation: ``kind``, inputs, outputs, attributes and nested blocks."""
 
-    __slots__ = ("kind", "_inputs", "outputs", "attrs", "blocks", "owner", "prev", "next", "source")
+    __slots__ = ("kind", "_inputs", "_input_uses", "outputs", "attrs", "blocks", "owner", "prev",
+                 "next", "source")
 
     def __init__(self, kind: str, inputs: Sequence[Value] = (), output_types: Sequence[Type] = (),
                  attrs: dict[str, Any] | None = None, source: SourceRange | None = None,
@@ -125,6 +53,8 @@ class Node:
         self.kind = kind
         """``namespace::name``, e.g. ``tensor::add`` or ``prim::If``."""
         self._inputs: list[Value] = []
+        self._input_uses: list[Use] = []
+        """the ``Use`` each input's value holds for this node (removed in O(1))."""
         self.outputs: list[Value] = []
         """the values this node defines, in order."""
         self.attrs: dict[str, Any] = dict(attrs or {})
@@ -161,14 +91,17 @@ class Node:
     def add_input(self, value: Value) -> None:
         if not isinstance(value, Value):
             raise IRError(f"input of {self.kind} must be a Value, got {type(value).__name__}")
-        value.uses.append(Use(self, len(self._inputs)))
+        use = Use(self, len(self._inputs))
+        value.uses.append(use)
         self._inputs.append(value)
+        self._input_uses.append(use)
 
     def set_input(self, index: int, value: Value) -> None:
-        old = self._inputs[index]
-        _drop_use(old, self, index)
-        value.uses.append(Use(self, index))
+        _drop_use(self._inputs[index], self._input_uses[index])
+        use = Use(self, index)
+        value.uses.append(use)
         self._inputs[index] = value
+        self._input_uses[index] = use
 
     def insert_input(self, index: int, value: Value) -> None:
         values = list(self._inputs)
@@ -181,9 +114,10 @@ class Node:
         self.inputs = values
 
     def remove_all_inputs(self) -> None:
-        for i, v in enumerate(self._inputs):
-            _drop_use(v, self, i)
+        for v, use in zip(self._inputs, self._input_uses):
+            _drop_use(v, use)
         self._inputs = []
+        self._input_uses = []
 
     # -- outputs and blocks ----------------------------------------------------------------------
     def add_output(self, type: Type, name: str | None = None) -> Value:
@@ -292,6 +226,36 @@ class Node:
         """The nodes nested inside this node's blocks, in order (not the node itself)."""
         for b in self.blocks:
             yield from b.walk()
+
+    # -- nesting ----------------------------------------------------------------------------------
+    def ancestor_in(self, block: Block) -> Node | None:
+        """This node, or the node holding it at some depth, that lies in ``block``; None when
+        the node is not inside ``block``."""
+        node: Node | None = self
+        while node is not None and node.owner is not block:
+            node = node.owner.owner if node.owner is not None else None
+        return node
+
+    def is_inside(self, other: Node) -> bool:
+        """Is this node in one of ``other``'s blocks, at any depth (not ``other`` itself)?"""
+        block = self.owner
+        while block is not None and block.owner is not None:
+            if block.owner is other:
+                return True
+            block = block.owner.owner
+        return False
+
+    def values_defined_inside(self) -> set[Value]:
+        """The values defined in this node's blocks, at any depth: block parameters and node
+        outputs (not this node's own outputs)."""
+        values: set[Value] = set()
+        for b in self.blocks:
+            values.update(b.params)
+            for n in b.walk():
+                values.update(n.outputs)
+                for inner in n.blocks:
+                    values.update(inner.params)
+        return values
 
     @property
     def subgraph(self) -> Graph:
@@ -453,6 +417,25 @@ class Graph:
         node = self.create(kind, inputs, output_types, attrs, nblocks, source, names)
         return node.insert_before(self._insert_point)
 
+    def create_typed(self, kind: str, inputs: Sequence[Value] = (),
+                     attrs: dict[str, Any] | None = None, source: SourceRange | None = None,
+                     names: Sequence[str | None] | None = None) -> Node:
+        """A detached node whose outputs are typed by its op's rule (``ir.registry``); a
+        ``ShapeError`` when the inputs do not fit the op."""
+        from ir.registry import infer_types
+        node = self.create(kind, inputs, (), attrs, source=source)
+        names = list(names or ())
+        for k, t in enumerate(infer_types(node)):
+            node.add_output(t, names[k] if k < len(names) else None)
+        return node
+
+    def insert_typed(self, kind: str, inputs: Sequence[Value] = (),
+                     attrs: dict[str, Any] | None = None, source: SourceRange | None = None,
+                     names: Sequence[str | None] | None = None) -> Node:
+        """``create_typed`` and insert at the insert point; returns the node."""
+        return self.create_typed(kind, inputs, attrs, source, names).insert_before(
+            self._insert_point)
+
     def constant(self, value: Any, type: Type | None = None, name: str | None = None) -> Value:
         """Insert a ``prim::Constant`` at the insert point and return its value."""
         from ir.constants import constant_type
@@ -550,14 +533,10 @@ def _set_graph(block: Block, graph: Graph | None) -> None:
             _set_graph(b, graph)
 
 
-def _drop_use(value: Value, node: Node, index: int) -> None:
-    for k, u in enumerate(value.uses):
-        if u.node is node and u.index == index:
-            del value.uses[k]
-            break
-    else:
-        raise IRError(f"use list of {value!r} is missing its use by {node.kind}")
-    # later inputs of the same node keep their indices; nothing to renumber
+def _drop_use(value: Value, use: Use) -> None:
+    if use not in value.uses:
+        raise IRError(f"use list of {value!r} is missing its use by {use.node.kind}")
+    value.uses.remove(use)
 
 
 def _renumber(outputs: list[Value]) -> None:

@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from ir.core import SUBGRAPH, Block, Graph, Node, SourceRange, Value
 from ir.errors import ParseError
+from ir.kinds import IF, LOOP
 from ir.parser_terms import (
     CONSTANT_TABLE,
     Term,
@@ -276,9 +277,9 @@ def _check_blocks(node: Node, kind_tok: Token, block_tokens: dict[Block, Any]) -
     expected = op.blocks if op is not None else 0
     if len(node.blocks) != expected:
         raise _Fail(f"{node.kind} takes {expected} block(s), found {len(node.blocks)}", kind_tok)
-    if node.kind == "prim::If":
+    if node.kind == IF:
         _check_arity(node, 0, len(node.outputs), block_tokens, "each branch of prim::If")
-    elif node.kind == "prim::Loop":
+    elif node.kind == LOOP:
         if len(node.inputs) < 2:
             raise _Fail("prim::Loop takes (max_trip_count, cond, *carried)", kind_tok)
         carried = len(node.inputs) - 2

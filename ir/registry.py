@@ -1,14 +1,14 @@
 """The op registry: every op kind declared once, with its schema, type rule and traits.
 
-Passes ask the registry about an op (``op_def(node.kind).is_pure``); they never hold lists of
-op names. Each transformation (constant folding, VJP, code generation) keeps its own table keyed by
-kind next to itself.
+Passes ask the registry about an op (``op_def(node.kind).is_pure``, ``effects_on_input(node, i)``);
+they never hold lists of op names. Each transformation (constant folding, VJP, code generation)
+keeps its own table keyed by kind next to itself.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,22 @@ input itself (dropout in eval mode). Other ``tensor::`` ops return new arrays; `
 relies on that to tell which values can reach the caller."""
 TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
                     VIEW})
+
+# -- effects on operands ---------------------------------------------------------------------------
+READS = "reads"
+"""What the op computes, or whether it raises, depends on the operand's contents (a container's
+items, length or keys; a tensor's elements or shape)."""
+WRITES = "writes"
+"""The op changes the operand's contents in place (appends to a list, sets a dict entry or an
+object's field, stores into a tensor's slice)."""
+ALIASES = "aliases"
+"""After the op, the operand (or its items) can be reached through an output or another operand:
+it is put into a container, returned as it is, or viewed (a ``VIEW`` op's tensor operands)."""
+EFFECTS = frozenset({READS, WRITES, ALIASES})
+"""Every effect: what an op of unknown kind may do to each of its inputs."""
+ONLY_READS = frozenset({READS})
+"""The default: an operand the declaration says nothing about is only read."""
+_TENSOR_ARGS = ("Tensor", "Tensor[]", "operand")
 
 
 class ShapeError(IRError):
@@ -145,6 +161,9 @@ class OpDef:
     """how many nested blocks a node of this kind has."""
     extra: dict[str, Any] = field(default_factory=dict)
     """facts specific to one op family (e.g. the numpy ufunc name)."""
+    effects: tuple[frozenset[str], ...] = ()
+    """for each argument (the last repeats when variadic), the subset of EFFECTS the op has on
+    it."""
 
     @property
     def name(self) -> str:
@@ -174,6 +193,12 @@ class OpDef:
     def is_view(self) -> bool:
         return VIEW in self.traits
 
+    def effects_on(self, index: int) -> frozenset[str]:
+        """What the op does to its input ``index``: a subset of EFFECTS."""
+        if not self.effects:
+            return EFFECTS
+        return self.effects[min(index, len(self.effects) - 1)]
+
     @property
     def signature(self) -> str:
         args = [str(a) for a in self.args]
@@ -191,8 +216,13 @@ REGISTRY: dict[str, OpDef] = {}
 
 
 def defop(signature: str, infer: TypeRule, traits: Sequence[str] = (),
-          spellings: Sequence[str] = (), doc: str = "", blocks: int = 0, **extra: Any) -> OpDef:
-    """Declare an op from a signature ``"ns::name(a: Tensor, b: int = 1) -> Tensor"``."""
+          spellings: Sequence[str] = (), doc: str = "", blocks: int = 0,
+          effects: Mapping[str, Sequence[str]] | None = None, **extra: Any) -> OpDef:
+    """Declare an op from a signature ``"ns::name(a: Tensor, b: int = 1) -> Tensor"``.
+
+    ``effects`` maps argument names to what the op does to them (READS, WRITES, ALIASES); an
+    argument it does not name is only read, and also aliased when the op is a VIEW and the
+    argument a tensor."""
     kind, args, variadic, results = parse_signature(signature)
     if kind in REGISTRY:
         raise IRError(f"op {kind} declared twice")
@@ -200,9 +230,41 @@ def defop(signature: str, infer: TypeRule, traits: Sequence[str] = (),
     if unknown:
         raise IRError(f"{kind}: unknown traits {sorted(unknown)}")
     op = OpDef(kind, args, variadic, results, infer, frozenset(traits), tuple(spellings), doc,
-               blocks, dict(extra))
+               blocks, dict(extra), _operand_effects(kind, args, traits, effects or {}))
     REGISTRY[kind] = op
     return op
+
+
+def _operand_effects(kind: str, args: Sequence[Arg], traits: Sequence[str],
+                     declared: Mapping[str, Sequence[str]]) -> tuple[frozenset[str], ...]:
+    names = {a.name for a in args}
+    if set(declared) - names:
+        raise IRError(f"{kind}: effects on unknown arguments {sorted(set(declared) - names)}")
+    if any(set(e) - EFFECTS for e in declared.values()):
+        raise IRError(f"{kind}: unknown effects in {declared}")
+    found = []
+    for a in args:
+        default = ONLY_READS
+        if VIEW in traits and a.kind.removesuffix("?") in _TENSOR_ARGS:
+            default = frozenset({READS, ALIASES})
+        found.append(frozenset(declared[a.name]) if a.name in declared else default)
+    return tuple(found)
+
+
+def effects_on_input(node: Node, index: int) -> frozenset[str]:
+    """What ``node`` does to its input ``index`` (READS, WRITES, ALIASES); every effect when its
+    kind is not a declared op."""
+    op = lookup(node.kind)
+    return EFFECTS if op is None else op.effects_on(index)
+
+
+def only_writes_into(node: Node, index: int) -> bool:
+    """Is writing into input ``index`` all ``node`` does (nothing read from it or kept of it, no
+    other input written)? A container only such nodes use is never read."""
+    op = lookup(node.kind)
+    if op is None or op.effects_on(index) != frozenset({WRITES}):
+        return False
+    return not any(WRITES in op.effects_on(i) for i in range(len(node.inputs)) if i != index)
 
 
 def op_def(kind: str) -> OpDef:

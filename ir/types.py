@@ -170,6 +170,30 @@ ANY = AnyType()
 SCALARS: dict[str, ScalarType] = {t.name: t for t in (INT, FLOAT, BOOL, STR, NONE, DEVICE)}
 
 
+def is_mutable(t: Type) -> bool:
+    """Can a value of type ``t`` change in place after it is made? Lists, dicts and script-class
+    objects can (an ``Optional`` of one too); tensors are treated as values (only ``write_slot``
+    on a buffer the compiler made writes one); tuples and NamedTuples never change themselves,
+    though they may hold something that does (``holds_mutable``)."""
+    if isinstance(t, OptionalType):
+        return is_mutable(t.element)
+    if isinstance(t, ClassType):
+        return not t.named_tuple
+    return isinstance(t, (ListType, DictType))
+
+
+def holds_mutable(t: Type) -> bool:
+    """Is ``t`` mutable, or a tuple, NamedTuple or ``Optional`` that may hold a mutable value? A
+    computation reading such a value may see different contents each time it runs."""
+    if is_mutable(t):
+        return True
+    if isinstance(t, OptionalType):
+        return holds_mutable(t.element)
+    if isinstance(t, ClassType):
+        return any(holds_mutable(f) for _, f in t.fields)
+    return isinstance(t, TupleType) and any(holds_mutable(e) for e in t.elements)
+
+
 def is_number(t: Type) -> bool:
     """int, float or bool: what broadcasts as a weak scalar against a tensor."""
     return t in (INT, FLOAT, BOOL)
@@ -236,7 +260,7 @@ def unify(a: Type, b: Type) -> Type | None:
         other = b if a == NONE else a
         return OptionalType(other)
     if isinstance(a, OptionalType) or isinstance(b, OptionalType):
-        inner = unify(_strip_optional(a), _strip_optional(b))
+        inner = unify(strip_optional(a), strip_optional(b))
         return None if inner is None else OptionalType(inner)
     if isinstance(a, TupleType) and isinstance(b, TupleType):
         if len(a.elements) != len(b.elements):
@@ -265,7 +289,8 @@ def _unify_classes(a: ClassType, b: ClassType) -> ClassType | None:
     return ClassType(a.name, tuple(fields), named_tuple=True)  # type: ignore[arg-type]
 
 
-def _strip_optional(t: Type) -> Type:
+def strip_optional(t: Type) -> Type:
+    """The element type of ``Optional[T]``; any other type as it is."""
     return t.element if isinstance(t, OptionalType) else t
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ir.core import CONSTANT, PARAM, RETURN, SUBGRAPH, Block, Graph, Node, Value
 from ir.errors import VerifyError
+from ir.kinds import IF, LOOP
 from ir.registry import OpDef, ShapeError, accepts, check_arity, infer_types, lookup
 from ir.types import (
     BOOL,
@@ -35,10 +36,8 @@ from ir.types import (
     TupleType,
     Type,
     is_subtype,
+    strip_optional,
 )
-
-IF = "prim::If"
-LOOP = "prim::Loop"
 
 
 def verify(graph: Graph) -> None:
@@ -436,7 +435,7 @@ def compatible(a: Type, b: Type) -> bool:
     if a == b or _is_unknown(a) or _is_unknown(b):
         return True
     if isinstance(a, OptionalType) or isinstance(b, OptionalType):
-        a_inner, b_inner = _strip_optional(a), _strip_optional(b)
+        a_inner, b_inner = strip_optional(a), strip_optional(b)
         return NONE in (a_inner, b_inner) or compatible(a_inner, b_inner)
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         return _compatible_tensors(a, b)
@@ -460,10 +459,6 @@ def _compatible_tensors(a: TensorType, b: TensorType) -> bool:
     if len(a.shape) != len(b.shape):
         return False
     return all(x is None or y is None or x == y for x, y in zip(a.shape, b.shape, strict=True))
-
-
-def _strip_optional(t: Type) -> Type:
-    return t.element if isinstance(t, OptionalType) else t
 
 
 def _is_unknown(t: Type) -> bool:

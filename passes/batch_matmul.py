@@ -26,13 +26,10 @@ tree's per-step concatenation of activations must be small (``MAX_TREE_STEP_CAT_
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import infer_types
+from ir.kinds import ADD, CAT, LOOP, MATMUL
 from ir.types import ListType, TensorType, unify
-from passes.licm import LOOP, defined_inside
 
 NAME = "batch-matmul"
-MATMUL = "tensor::matmul"
-ADD = "tensor::add"
 
 MIN_SIDE_BATCH = 2
 """Matmuls sharing an operand worth batching: already two calls cost more than one (table)."""
@@ -69,14 +66,7 @@ def hoistable(values: list[Value], at: Node) -> bool:
     """Are ``values`` all defined outside the innermost loop around ``at`` (so a concatenation of
     them is loop-invariant)?"""
     loop = innermost_loop(at)
-    return loop is not None and not any(defined_inside(v, loop) for v in values)
-
-
-def _insert(graph: Graph, kind: str, inputs: list[Value], n_out: int = 1) -> Node:
-    node = graph.create(kind, inputs, [TensorType()] * n_out)
-    for out, t in zip(node.outputs, infer_types(node)):
-        out.type = t
-    return node.insert_before(graph.insert_point)
+    return loop is not None and not any(v.defined_inside(loop) for v in values)
 
 
 def concatenate(graph: Graph, values: list[Value], axis: int) -> Value:
@@ -86,7 +76,7 @@ def concatenate(graph: Graph, values: list[Value], axis: int) -> Value:
         element = unify(element, v.type) or TensorType()
     items = graph.create("prim::ListConstruct", values, [ListType(element)])
     items.insert_before(graph.insert_point)
-    return _insert(graph, "tensor::cat", [items.output, graph.constant(axis)]).output
+    return graph.insert_typed(CAT, [items.output, graph.constant(axis)]).output
 
 
 # -- side by side -------------------------------------------------------------------------------
@@ -123,7 +113,7 @@ def batch_side(group: list[Node], side: int) -> None:
     with graph.inserting_before(first):
         other = concatenate(graph, [n.inputs[1 - side] for n in group], axis)
         operands = [shared, other] if side == 0 else [other, shared]
-        product = _insert(graph, MATMUL, operands).output
+        product = graph.insert_typed(MATMUL, operands).output
         pieces = split(graph, product, sizes, axis)
     for node, piece in zip(group, pieces):
         piece.name = node.output.name
@@ -135,11 +125,11 @@ def split(graph: Graph, value: Value, sizes: list[int], axis: int) -> list[Value
     """Pieces of ``sizes`` along ``axis``: one ``chunk`` when equal, slices otherwise."""
     if len(set(sizes)) == 1:
         chunk = [value, graph.constant(len(sizes)), graph.constant(axis)]
-        return list(_insert(graph, "tensor::chunk", chunk, len(sizes)).outputs)
+        return list(graph.insert_typed("tensor::chunk", chunk).outputs)
     pieces, start = [], 0
     for size in sizes:
         bounds = [graph.constant(axis), graph.constant(start), graph.constant(start + size)]
-        piece = _insert(graph, "tensor::slice", [value, *bounds, graph.constant(None)])
+        piece = graph.insert_typed("tensor::slice", [value, *bounds, graph.constant(None)])
         pieces.append(piece.output)
         start += size
     return pieces
@@ -197,7 +187,7 @@ def batch_tree(root: Node, leaves: list[Node]) -> None:
     with graph.inserting_before(root):
         lhs = concatenate(graph, [n.inputs[0] for n in leaves], 1)
         rhs = concatenate(graph, [n.inputs[1] for n in leaves], 0)
-        product = _insert(graph, MATMUL, [lhs, rhs]).output
+        product = graph.insert_typed(MATMUL, [lhs, rhs]).output
     product.name = root.output.name
     root.output.replace_all_uses_with(product)
     dead = [root]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ir.alias import StorageClasses
 from ir.core import CONSTANT, Graph, Node, Value
-from ir.registry import constant_of, infer_types
+from ir.registry import constant_of
 from ir.types import NONE, OptionalType, TensorType, TupleType
 
 NAME = "canonicalize"
@@ -166,10 +166,7 @@ def matmul_of_batch_by_matrix(node: Node) -> bool:
 
 
 def _insert_before(at: Node, kind: str, inputs: list[Value]) -> Value:
-    node = at.graph.create(kind, inputs, [], source=at.source)
-    for t in infer_types(node):
-        node.add_output(t)
-    return node.insert_before(at).output
+    return at.graph.create_typed(kind, inputs, source=at.source).insert_before(at).output
 
 
 def _constant_before(at: Node, value: Any) -> Value:

@@ -18,14 +18,9 @@ The pass runs after differentiation (in the executor's pipeline), so autodiff ne
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import infer_types
-from ir.types import TensorType
-from passes.licm import LOOP, defined_inside
+from ir.kinds import CONTIGUOUS, LOOP, MATMUL, TRANSPOSE
 
 NAME = "contiguous-weights"
-MATMUL = "tensor::matmul"
-TRANSPOSE = "tensor::transpose"
-CONTIGUOUS = "tensor::contiguous"
 
 
 def loops_in(block: Block) -> list[Node]:
@@ -40,7 +35,7 @@ def invariant_transposed_operands(loop: Node) -> list[tuple[Node, int]]:
         if node.kind != MATMUL:
             continue
         for k, value in enumerate(node.inputs):
-            if value.node.kind == TRANSPOSE and not defined_inside(value, loop):
+            if value.node.kind == TRANSPOSE and not value.defined_inside(loop):
                 found.append((node, k))
     return found
 
@@ -51,9 +46,7 @@ def contiguous_copy(value: Value, copies: dict[Value, Value]) -> Value:
     if known is not None:
         return known
     graph = value.node.graph
-    node = graph.create(CONTIGUOUS, [value], [TensorType()], names=[value.name])
-    node.output.type = infer_types(node)[0]
-    node.insert_after(value.node)
+    node = graph.create_typed(CONTIGUOUS, [value], names=[value.name]).insert_after(value.node)
     copies[value] = node.output
     return node.output
 

@@ -22,10 +22,9 @@ from typing import Any
 import numpy as np
 
 from ir.alias import StorageClasses, may_share_input
-from ir.alias import is_mutable as is_mutable
 from ir.core import Block, Graph, Node
 from ir.registry import lookup
-from ir.types import TensorType
+from ir.types import TensorType, is_mutable
 
 NAME = "cse"
 

@@ -4,22 +4,17 @@ Side effects come from the op registry: SIDE_EFFECTS ops are never removed; PURE
 trait-less ops (reads of mutable lists, ``len``, random ops) are removed when unused. Unknown
 kinds are kept. ``prim::If`` / ``prim::Loop`` lose unused outputs (and, for loops, loop-carried
 values that only feed their own next value); a control-flow node whose blocks do something
-observable is kept. A fresh list that is only ever appended to is removed with its appends.
+observable is kept. A fresh container whose every user only writes into it (the registry's
+effects: ``append``, ``d[k] = v``, ``obj.f = v``) is removed with its writers.
 """
 
 from __future__ import annotations
 
 from ir.core import SUBGRAPH, Block, Graph, Node, Value
-from ir.registry import FRESH, lookup
+from ir.kinds import IF, LOOP
+from ir.registry import FRESH, lookup, only_writes_into
 
 NAME = "dce"
-
-IF = "prim::If"
-LOOP = "prim::Loop"
-
-WRITE_ONLY_INTO_FIRST = frozenset({"prim::ListAppend", "prim::ListExtend"})
-"""Ops whose only effect is writing into their first input (the list): the list's data is not read
-and does not escape through them, so a list used only by these is dead when it doesn't escape."""
 
 
 def has_side_effects(node: Node) -> bool:
@@ -98,13 +93,13 @@ def _mark_block(block: Block, live: set[Value]) -> None:
             _mark_block(inner, live)
 
 
-def removable_list(node: Node) -> bool:
-    """A fresh list whose every use writes into it (append/extend): nobody can ever read it."""
+def removable_container(node: Node) -> bool:
+    """A fresh container whose every use only writes into it: nobody can ever read it."""
     op = lookup(node.kind)
     if op is None or FRESH not in op.traits or len(node.outputs) != 1:
         return False
     uses = node.output.uses
-    return bool(uses) and all(u.index == 0 and u.node.kind in WRITE_ONLY_INTO_FIRST for u in uses)
+    return bool(uses) and all(only_writes_into(u.node, u.index) for u in uses)
 
 
 def sweep_block(block: Block) -> bool:
@@ -117,7 +112,7 @@ def sweep_block(block: Block) -> bool:
             changed |= prune_loop_carried(node)
         for inner in node.blocks:
             changed |= sweep_block(inner)
-        if removable_list(node):
+        if removable_container(node):
             for writer in node.output.users:
                 writer.erase()
         if is_dead(node):

@@ -25,17 +25,12 @@ the per-step products up to float rounding (one GEMM instead of T).
 from __future__ import annotations
 
 from ir.core import Graph, Node, Value
-from ir.registry import const, infer_types
+from ir.kinds import ADD, LOOP, MATMUL, RESHAPE, SELECT, SIZE, TUPLE_CONSTRUCT
+from ir.registry import const
 from ir.types import INT, TensorType, Type
-from passes.licm import LOOP, defined_inside, is_for_loop
+from passes.licm import is_for_loop
 
 NAME = "hoist-projection"
-SELECT = "tensor::select"
-MATMUL = "tensor::matmul"
-ADD = "tensor::add"
-SIZE = "tensor::size"
-RESHAPE = "tensor::reshape"
-TUPLE = "prim::TupleConstruct"
 
 
 def _rank(value: Value) -> int | None:
@@ -61,7 +56,7 @@ def step_of(value: Value, loop: Node) -> Value | None:
     if node.kind != SELECT or node.owner is not loop.blocks[0]:
         return None
     x, index = node.inputs[0], node.inputs[2]
-    if const(node, 1) != 0 or index is not loop.blocks[0].params[0] or defined_inside(x, loop):
+    if const(node, 1) != 0 or index is not loop.blocks[0].params[0] or x.defined_inside(loop):
         return None
     return x if covers_sequence(loop, x) else None
 
@@ -73,14 +68,14 @@ def invariant_bias(product: Node, loop: Node) -> Node | None:
         return None
     add = out.uses[0].node
     other = add.inputs[1 - out.uses[0].index]
-    if other is out or defined_inside(other, loop) or add.output.type != out.type:
+    if other is out or other.defined_inside(loop) or add.output.type != out.type:
         return None
     return add
 
 
 def projection_candidate(node: Node, loop: Node) -> Value | None:
     """The sequence ``x`` when ``node`` is ``select(x, 0, i) @ W`` with a 2-D invariant ``W``."""
-    if node.kind != MATMUL or defined_inside(node.inputs[1], loop):
+    if node.kind != MATMUL or node.inputs[1].defined_inside(loop):
         return None
     x = step_of(node.inputs[0], loop)
     if x is None or _rank(node.inputs[1]) != 2 or (_rank(x) or 0) < 2:
@@ -90,9 +85,7 @@ def projection_candidate(node: Node, loop: Node) -> Value | None:
 
 def _insert(graph: Graph, kind: str, inputs: list[Value], name: str | None = None) -> Value:
     """Insert a single-output node at the insert point, typed by its op's rule."""
-    node = graph.create(kind, inputs, [TensorType()], names=[name])  # typed right below
-    node.output.type = infer_types(node)[0]
-    return node.insert_before(graph.insert_point).output
+    return graph.insert_typed(kind, inputs, names=[name]).output
 
 
 def _dim(graph: Graph, x: Value, axis: int) -> int | Value:
@@ -109,7 +102,7 @@ def _shape(graph: Graph, dims: list[int | Value]) -> Value:
     if all(isinstance(d, int) for d in dims):
         return graph.constant(tuple(dims))
     items = [d if isinstance(d, Value) else graph.constant(d) for d in dims]
-    return _insert(graph, TUPLE, items)
+    return _insert(graph, TUPLE_CONSTRUCT, items)
 
 
 def _projection_type(x: Value, weight: Value, inferred: Type) -> Type:

@@ -36,8 +36,9 @@ turn; a matmul of a plain row of the input is left to ``hoist-projection``.
 
 from __future__ import annotations
 
-from ir.core import Graph, Node, Value, clone_node
-from ir.registry import NOT_CONSTANT, const, infer_types, lookup
+from ir.core import Graph, Node, Value
+from ir.kinds import LAYER_NORM, LOOP, RESHAPE, SIZE
+from ir.registry import NOT_CONSTANT, const, lookup
 from ir.types import TensorType
 from passes.hoist_projection import (
     MATMUL,
@@ -45,13 +46,9 @@ from passes.hoist_projection import (
     covers_sequence,
     sequence_projection,
 )
-from passes.licm import LOOP, defined_inside
 
 NAME = "hoist-rowwise"
-LAYER_NORM = "tensor::layer_norm"
 SOFTMAX = ("tensor::softmax", "tensor::log_softmax")
-RESHAPE = "tensor::reshape"
-SIZE = "tensor::size"
 
 
 def _rank(value: Value) -> int | None:
@@ -161,11 +158,11 @@ class RowHoister:
 
     def invariant(self, value: Value) -> bool:
         """Is ``value`` the same on every iteration (defined before the loop, or a constant)?"""
-        return value.is_constant or not defined_inside(value, self.loop)
+        return value.is_constant or not value.defined_inside(self.loop)
 
     def outside(self, value: Value) -> Value:
         """``value`` usable before the loop: a constant of the body is made again there."""
-        if not defined_inside(value, self.loop):
+        if not value.defined_inside(self.loop):
             return value
         with self.graph.inserting_before(self.loop):
             return self.graph.constant(value.constant, value.type)
@@ -234,9 +231,8 @@ class RowHoister:
 
     def _hoisted_copy(self, node: Node, inputs: list[Value]) -> Value:
         """``node`` applied to ``inputs`` (sequences for its rows), right before the loop."""
-        vmap = {old: self.outside(new) for old, new in zip(node.inputs, inputs)}
-        copy = clone_node(node, self.graph, vmap)
-        copy.output.type = infer_types(copy)[0]
+        copy = self.graph.create_typed(node.kind, [self.outside(v) for v in inputs], node.attrs,
+                                       node.source, [node.output.name])
         copy.insert_before(self.loop)
         return copy.output
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from ir.core import SUBGRAPH, Graph, Node, Value, clone_node
 from ir.errors import IRError
+from ir.kinds import CALL
 
 NAME = "inline"
 
-CALL = "prim::CallFunction"
 
 MAX_DEPTH = 64
 """Nested expansions before a call chain is treated as recursion (which cannot be inlined)."""

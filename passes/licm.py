@@ -25,33 +25,14 @@ from collections.abc import Callable
 
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
-from ir.registry import ELEMENTWISE, FRESH, NOT_CONSTANT, const, lookup
-from ir.types import (
-    FLOAT_DTYPES,
-    ClassType,
-    DictType,
-    ListType,
-    OptionalType,
-    TensorType,
-    TupleType,
-    Type,
-)
+from ir.kinds import LOOP
+from ir.registry import ALIASES, ELEMENTWISE, FRESH, NOT_CONSTANT, WRITES, const, lookup
+from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
 
 NAME = "licm"
-LOOP = "prim::Loop"
 
 
 # -- loop facts shared by the loop passes --------------------------------------------------------
-def defined_inside(value: Value, node: Node) -> bool:
-    """Is ``value`` defined in one of ``node``'s blocks (at any depth, block params included)?"""
-    block = value.node.owner
-    while block is not None and block.owner is not None:
-        if block.owner is node:
-            return True
-        block = block.owner.owner
-    return False
-
-
 def is_for_loop(loop: Node) -> bool:
     """A counted loop: it starts with a constant True condition and its body keeps it True."""
     body = loop.blocks[0]
@@ -136,24 +117,17 @@ def cannot_raise(node: Node) -> bool:
 
 
 # -- what may move ------------------------------------------------------------------------------
-def _is_mutable(t: Type) -> bool:
-    if isinstance(t, (ListType, DictType, ClassType)):
-        return True
-    if isinstance(t, OptionalType):
-        return _is_mutable(t.element)
-    return isinstance(t, TupleType) and any(_is_mutable(e) for e in t.elements)
-
-
 def never_written(value: Value) -> bool:
-    """A fresh container whose every user is PURE with immutable results: nobody can mutate it."""
+    """A fresh container whose every user is PURE and, by the registry's effects, neither writes
+    it nor keeps it (in an output or another container): nobody can mutate it."""
     op = lookup(value.node.kind)
     if op is None or FRESH not in op.traits:
         return False
-    for user in value.users:
-        user_op = lookup(user.kind)
-        if user_op is None or not user_op.is_pure or user.blocks:
+    for use in value.uses:
+        user_op = lookup(use.node.kind)
+        if user_op is None or not user_op.is_pure or use.node.blocks:
             return False
-        if any(_is_mutable(v.type) for v in user.outputs):
+        if user_op.effects_on(use.index) & {WRITES, ALIASES}:
             return False
     return True
 
@@ -167,12 +141,12 @@ def movable(node: Node) -> bool:
         return len(node.outputs) == 1 and never_written(node.output)
     if not op.is_pure:
         return False
-    return all(not _is_mutable(v.type) or never_written(v) for v in node.inputs)
+    return all(not holds_mutable(v.type) or never_written(v) for v in node.inputs)
 
 
 def invariant_in(node: Node, loop: Node) -> bool:
     """Are all inputs of ``node`` defined outside ``loop``?"""
-    return not any(defined_inside(v, loop) for v in node.inputs)
+    return not any(v.defined_inside(loop) for v in node.inputs)
 
 
 # -- driver ------------------------------------------------------------------------------------

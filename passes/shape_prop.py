@@ -13,8 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
-from ir.registry import ShapeError, infer_types
+from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
+from ir.kinds import CALL, IF, LOOP, RETURN
+from ir.registry import (
+    ALIASES,
+    ONLY_READS,
+    WRITES,
+    ShapeError,
+    effects_on_input,
+    infer_types,
+    lookup,
+)
 from ir.types import (
     BOOL,
     INT,
@@ -37,8 +46,6 @@ MAX_LOOP_ROUNDS = 4
 """Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
 forget information (a dimension, a rank, a dtype), so real loops settle in two or three rounds."""
 
-CALL = "prim::CallFunction"
-
 
 def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
     """Give the graph inputs ``input_types`` (each a subtype of the declared type) and propagate.
@@ -57,19 +64,12 @@ def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
     propagate_block(graph.block)
 
 
-CONTAINER_READS = frozenset({
-    "prim::ListIndex", "prim::len", "prim::ListContains", "prim::ListUnpack", "tensor::stack",
-    "tensor::cat", "prim::DictContains", "prim::DictGet", "prim::DictGetItem"})
-"""Uses of a list or dict that neither change its items nor make another container typed like
-it (a slice or ``l + m`` is a new list of the argument's item type, which may be mutated)."""
-
-
 def _kept_items(value: Value, t: ListType | DictType) -> Type:
     """``t`` for a list or dict argument the function only reads; else the declared type (or
     one of plain tensors): an append or a store may put items of another shape into it, which
     the items' specialized type would contradict."""
     item = t.element if isinstance(t, ListType) else t.value
-    if isinstance(item, (TensorType, ScalarType)) and all(_only_reads(u.node, value)
+    if isinstance(item, (TensorType, ScalarType)) and all(_only_reads(u, value)
                                                           for u in value.uses):
         return t
     if isinstance(value.type, type(t)):
@@ -79,10 +79,13 @@ def _kept_items(value: Value, t: ListType | DictType) -> Type:
     return ListType(TensorType()) if isinstance(t, ListType) else DictType(t.key, TensorType())
 
 
-def _only_reads(user: Node, container: Value) -> bool:
-    if user.kind == "prim::Return":  # returned by the function itself: not an alias inside it
-        return user.owner is container.node.owner
-    return user.kind in CONTAINER_READS
+def _only_reads(use: Use, container: Value) -> bool:
+    """Does this use neither change the container's items nor keep it (or its items) where
+    something else could change them (a slice or ``l + m`` is a new list of the argument's item
+    type, which may be mutated)?"""
+    if use.node.kind == RETURN:  # returned by the function itself: not an alias inside it
+        return use.node.owner is container.node.owner
+    return effects_on_input(use.node, use.index) == ONLY_READS
 
 
 def propagate_block(block: Block) -> None:
@@ -114,9 +117,9 @@ def propagate_node(node: Node) -> None:
     if fixed is not None:
         node.output.type = fixed
         return
-    if node.kind == "prim::If":
+    if node.kind == IF:
         return _propagate_if(node)
-    if node.kind == "prim::Loop":
+    if node.kind == LOOP:
         return _propagate_loop(node)
     if isinstance(node.attrs.get(SUBGRAPH), Graph):
         return _propagate_subgraph(node)
@@ -128,10 +131,6 @@ def propagate_node(node: Node) -> None:
                node)
 
 
-LIST_STORES = {"prim::ListAppend": 1, "prim::ListSetItem": 2, "prim::ListInsert": 2}
-"""List ops that put an item into their list (kind -> the item's input index)."""
-
-
 def _widened_for_stores(value: Value, t: Type) -> Type:
     """A new list's type covering the items stored into it later (``unbind(x, 0)`` then
     ``.append(y)`` with another shape): its items may be any of them, so reads must not assume
@@ -140,17 +139,28 @@ def _widened_for_stores(value: Value, t: Type) -> Type:
         return t
     element = t.element
     for use in value.uses:
-        user = use.node
-        if use.index != 0:
-            continue
-        if user.kind in LIST_STORES:
-            stored = user.inputs[LIST_STORES[user.kind]].type
-        elif user.kind == "prim::ListExtend" and isinstance(user.inputs[1].type, ListType):
-            stored = user.inputs[1].type.element
-        else:
-            continue
-        element = join(element, stored, AnyType())
+        if use.index == 0:
+            for stored in _items_stored(use.node):
+                element = join(element, stored, AnyType())
     return t if element == t.element else ListType(element)
+
+
+def _items_stored(user: Node) -> list[Type]:
+    """The types of the items ``user`` puts into the list that is its first input, by the
+    registry's effects: each input it keeps (the items of a ``list`` argument). An op that may
+    also keep the list itself (a call) is opaque: none."""
+    op = lookup(user.kind)
+    if op is None or WRITES not in op.effects_on(0) or ALIASES in op.effects_on(0):
+        return []
+    stored = []
+    for i, v in enumerate(user.inputs[1:], 1):
+        if ALIASES not in op.effects_on(i):
+            continue
+        if op.args[min(i, len(op.args) - 1)].kind != "list":
+            stored.append(v.type)
+        elif isinstance(v.type, ListType):
+            stored.append(v.type.element)
+    return stored
 
 
 def _with_source(message: str, node: Node) -> str:

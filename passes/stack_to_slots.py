@@ -33,23 +33,19 @@ side-effecting ``write_slot``.
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import const, infer_types
+from ir.kinds import EMPTY, LIST_APPEND, LIST_CONSTRUCT, LIST_EXTEND, LOOP, STACK
+from ir.registry import const
 from ir.types import TensorType
 from passes.licm import constant_trip_count
 
 NAME = "stack-to-slots"
-LOOP = "prim::Loop"
-LIST_CONSTRUCT = "prim::ListConstruct"
-APPEND = "prim::ListAppend"
-EXTEND = "prim::ListExtend"
-STACK = "tensor::stack"
 
 
 def _stored_value(store: Node) -> Value | None:
     """The one item a store puts into its list: ``append(v)`` or ``extend([v])``."""
-    if store.kind == APPEND:
+    if store.kind == LIST_APPEND:
         return store.inputs[1]
-    if store.kind == EXTEND:
+    if store.kind == LIST_EXTEND:
         items = store.inputs[1]
         if items.node.kind == LIST_CONSTRUCT and len(items.node.inputs) == 1 \
                 and len(items.uses) == 1:
@@ -64,7 +60,7 @@ def _candidate(lst: Node) -> tuple[Node, Node, Node, Value, int] | None:
     uses = [u.node for u in lst.output.uses]
     if len(uses) != 2:
         return None
-    stores = [n for n in uses if n.kind in (APPEND, EXTEND)]
+    stores = [n for n in uses if n.kind in (LIST_APPEND, LIST_EXTEND)]
     stacks = [n for n in uses if n.kind == STACK]
     if len(stores) != 1 or len(stacks) != 1:
         return None
@@ -94,14 +90,12 @@ def _rewrite(graph: Graph, lst: Node, loop: Node, store: Node, stack: Node, valu
     with graph.inserting_before(loop):
         shape = graph.constant((trips, *t.shape))
         dtype = graph.constant(t.dtype)
-        buf = graph.insert("tensor::empty", [shape, dtype], [TensorType()],
-                           names=[stack.output.name]).output
-        buf.type = infer_types(buf.node)[0]
+        buf = graph.insert_typed(EMPTY, [shape, dtype], names=[stack.output.name]).output
     body: Block = loop.blocks[0]
     with graph.inserting_before(store):
         axis = graph.constant(0)
         graph.insert("tensor::write_slot", [buf, axis, body.params[0], value], [])
-    items = store.inputs[1] if store.kind == EXTEND else None
+    items = store.inputs[1] if store.kind == LIST_EXTEND else None
     store.erase()
     if items is not None and not items.uses:
         items.node.erase()

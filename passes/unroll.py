@@ -25,9 +25,9 @@ the constant counter can fold (``range(3)`` over a tuple of weights, a fixed num
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value, clone_node
-from ir.registry import infer_types
+from ir.kinds import CONSTANT, LOOP
 from ir.types import INT
-from passes.licm import LOOP, constant_trip_count, is_for_loop
+from passes.licm import constant_trip_count, is_for_loop
 
 NAME = "unroll"
 BY_FACTOR_NAME = "unroll-by-8"
@@ -50,13 +50,11 @@ compiling it stays cheap."""
 
 def body_size(block: Block) -> int:
     """The work in a block: its nodes and nested nodes, constants not counted."""
-    return sum(1 for n in block.walk() if n.kind != "prim::Constant")
+    return sum(1 for n in block.walk() if n.kind != CONSTANT)
 
 
 def _insert(graph: Graph, kind: str, inputs: list[Value]) -> Value:
-    node = graph.create(kind, inputs, [INT])
-    node.output.type = infer_types(node)[0]
-    return node.insert_before(graph.insert_point).output
+    return graph.insert_typed(kind, inputs).output
 
 
 def clone_body_before(loop: Node, before: Node, counter: Value,

@@ -25,15 +25,14 @@ from fuser.analysis import VIEW_OPS
 from fuser.backend import Backend, backend_of
 from fuser.group import FUSION_GROUP, MIN_COMPUTE_OPS
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
+from ir.kinds import LOOP
 from ir.registry import lookup
 from ir.types import TensorType
 from script.errors import ScriptError, render_caret
 
-LOOP = "prim::Loop"
-IF = "prim::If"
-MATMULS = frozenset({"tensor::matmul", "tensor::mm", "tensor::linear", "tensor::bmm"})
+MATMULS = frozenset({"tensor::matmul", "tensor::linear"})
 """Kinds reported as matmuls."""
-BATCHING_INPUTS = frozenset({"tensor::cat", "tensor::stack", "tensor::concatenate"})
+BATCHING_INPUTS = frozenset({"tensor::cat", "tensor::stack"})
 """Producers that mark a matmul operand as several operands batched into one."""
 
 

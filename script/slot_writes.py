@@ -69,8 +69,7 @@ def _confined(value: Value, block: Block, write: Node) -> bool:
             continue
         if n.owner is not block or n.blocks or n.kind.startswith("prim::"):
             return False
-        op = ir.registry.lookup(n.kind)
-        if op is None or op.has_side_effects and not (n.kind == write.kind and use.index == 3):
+        if ir.registry.WRITES in ir.registry.effects_on_input(n, use.index):
             return False
         if not _fresh_result(n) and not all(_confined(out, block, write) for out in n.outputs):
             return False
@@ -81,13 +80,13 @@ def _only_write_of(buf: Value, group: Node, write: Node) -> bool:
     """Whether ``buf`` is used, besides ``write``, only by ``write_slot`` s before the outermost
     node holding ``group`` in ``buf``'s block, and by anything after the one holding ``write``."""
     home = buf.node.owner
-    first, last = _ancestor_in(group, home), _ancestor_in(write, home)
+    first, last = group.ancestor_in(home), write.ancestor_in(home)
     if first is None or last is None:
         return False
     for use in buf.uses:
         if use.node is write:
             continue
-        at = _ancestor_in(use.node, home)
+        at = use.node.ancestor_in(home)
         if at is None or at is first or at is last:
             return False
         if at.is_before(first):
@@ -96,13 +95,3 @@ def _only_write_of(buf: Value, group: Node, write: Node) -> bool:
         elif at.is_before(last):
             return False
     return True
-
-
-def _ancestor_in(node: Node, block: Block) -> Node | None:
-    """``node`` or the node holding it that lies in ``block``; None when it is not inside."""
-    while node.owner is not block:
-        owner = node.owner.owner if node.owner is not None else None
-        if owner is None:
-            return None
-        node = owner
-    return node

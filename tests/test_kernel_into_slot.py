@@ -130,6 +130,26 @@ def test_second_write_to_the_buffer_keeps_the_copy(xy):
     np.testing.assert_allclose(h, want_h, rtol=1e-5, atol=1e-6)
 
 
+def test_output_written_into_later_keeps_the_copy(xy):
+    # o is changed in place after its slot is written: the slot must keep o's values from before
+    graph = loop_graph("""       = tensor::write_slot(%buf, %zero, %i, %o)
+      %row : Float(5) = tensor::select(%xi, %zero, %zero)
+       = tensor::write_slot(%o, %zero, %zero, %row)
+      %c2 : Float(4, 5) = tensor::add(%o, %c)
+      -> (%t, %c2)""")
+    (buf, h), source = run(graph, *xy)
+    assert ".into(" not in source
+    x, c = xy
+    want_buf = np.zeros((3, 4, 5), np.float32)
+    for i in range(3):
+        o = np.tanh(x[i] * c)
+        want_buf[i] = o
+        o[0] = x[i][0]
+        c = o + c
+    np.testing.assert_allclose(buf, want_buf, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, c, rtol=1e-5, atol=1e-6)
+
+
 def test_view_of_output_carried_keeps_the_copy(xy):
     graph = loop_graph("""       = tensor::write_slot(%buf, %zero, %i, %o)
       %none : NoneType = prim::Constant()

@@ -18,8 +18,10 @@ from ir.registry import (
     FRESH,
     NOT_CONSTANT,
     PURE,
+    READS,
     SIDE_EFFECTS,
     VIEW,
+    WRITES,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -115,4 +117,5 @@ defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty,
       "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
       "a new array each time, read only after every slot is written")
 defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,
-      (SIDE_EFFECTS,), (), "store `value` as the slice `index` of `buf` along `axis`, in place")
+      (SIDE_EFFECTS,), (), "store `value` as the slice `index` of `buf` along `axis`, in place",
+      effects={"buf": (READS, WRITES)})

@@ -10,8 +10,8 @@ so two reads around a write are never merged). The field name is the node's ``na
 from __future__ import annotations
 
 from ir.core import Node
-from ir.ops.prim import keep_types
-from ir.registry import FRESH, PURE, SIDE_EFFECTS, ShapeError, defop
+from ir.ops.prim import KEPT, READ_AND_KEPT, keep_types
+from ir.registry import FRESH, PURE, SIDE_EFFECTS, WRITES, ShapeError, defop
 from ir.types import (
     BOOL,
     NONE,
@@ -77,19 +77,22 @@ def _no_outputs(node: Node) -> list[Type]:
 
 
 defop("prim::DictConstruct(*items: any) -> dict", _dict_construct, (FRESH,), ("{k: v}",),
-      "build a new dict from key, value, key, value, ...")
+      "build a new dict from key, value, key, value, ...", effects={"items": KEPT})
 defop("prim::DictSetItem(d: dict, k: any, v: any) -> ()", _no_outputs, (SIDE_EFFECTS,),
-      ("d[k] = v",), "set a dict entry")
+      ("d[k] = v",), "set a dict entry", effects={"d": (WRITES,), "k": KEPT, "v": KEPT})
 defop("prim::DictContains(d: dict, k: any) -> bool", _bool, (), ("k in d",), "key membership")
 defop("prim::DictGet(d: dict, k: any, default: any) -> any", _dict_get, (), (".get",),
-      "the value for a key, or the default")
+      "the value for a key, or the default", effects={"default": KEPT})
 defop("prim::DictKeys(d: dict) -> list", lambda n: [ListType(_dict_of(n).key)], (FRESH,),
-      (".keys",), "a new list of the keys in insertion order")
+      (".keys",), "a new list of the keys in insertion order",
+      effects={"d": READ_AND_KEPT})
 defop("prim::DictValues(d: dict) -> list", lambda n: [ListType(_dict_of(n).value)], (FRESH,),
-      (".values",), "a new list of the values in insertion order")
+      (".values",), "a new list of the values in insertion order",
+      effects={"d": READ_AND_KEPT})
 defop("prim::DictItems(d: dict) -> list",
       lambda n: [ListType(TupleType((_dict_of(n).key, _dict_of(n).value)))], (FRESH,),
-      (".items",), "a new list of (key, value) tuples in insertion order")
+      (".items",), "a new list of (key, value) tuples in insertion order",
+      effects={"d": READ_AND_KEPT})
 def _named_tuple_construct(node: Node) -> list[Type]:
     """The declared class with each field typed by what was passed (fields are covariant)."""
     declared = node.outputs[0].type if node.outputs else None
@@ -101,10 +104,11 @@ def _named_tuple_construct(node: Node) -> list[Type]:
 
 defop("prim::NamedTupleConstruct(*items: any) -> any", _named_tuple_construct, (PURE,),
       ("C(a, b)",),
-      "build a NamedTuple; the output type names the class")
+      "build a NamedTuple; the output type names the class", effects={"items": KEPT})
 defop("prim::CreateObject() -> any", keep_types, (FRESH,), ("C(...)",),
       "a new, empty script-class object; the output type names the class")
 defop("prim::SetAttr(obj: any, value: any) -> ()", _no_outputs, (SIDE_EFFECTS,),
-      ("obj.name = v",), "write field `name` of a script-class object")
+      ("obj.name = v",), "write field `name` of a script-class object",
+      effects={"obj": (WRITES,), "value": KEPT})
 defop("prim::LoadAttr(obj: any) -> any", keep_types, (), ("obj.name",),
       "read field `name` of a script-class object")

@@ -9,10 +9,14 @@ from __future__ import annotations
 from ir.constants import constant_type
 from ir.core import Node
 from ir.registry import (
+    ALIASES,
+    EFFECTS,
     FRESH,
     NOT_CONSTANT,
     PURE,
+    READS,
     SIDE_EFFECTS,
+    WRITES,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -30,6 +34,13 @@ from ir.types import (
     Type,
     unify,
 )
+
+KEPT = (ALIASES,)
+"""An operand the op puts into its output (or into another operand)."""
+READ_AND_KEPT = (READS, ALIASES)
+"""An operand whose items the op reads into a new container."""
+CHECKED_WRITE = (READS, WRITES)
+"""An operand the op changes in place after checking its length (so it may raise)."""
 
 
 def keep_types(node: Node) -> list[Type]:
@@ -137,53 +148,59 @@ defop("prim::Uninitialized() -> any", keep_types, (PURE, ZERO_DERIVATIVE), (),
 defop("prim::If(cond: any) -> any", keep_types, (), ("if",),
       "two blocks; the taken block's results are the outputs", blocks=2)
 defop("prim::Loop(max_trip_count: int, cond: bool, *carried: any) -> any", keep_types, (),
-      ("for", "while"), "body block(i, *carried) -> (cond, *carried)", blocks=1)
+      ("for", "while"), "body block(i, *carried) -> (cond, *carried)", blocks=1,
+      effects={"carried": EFFECTS})
 defop("prim::TupleConstruct(*items: any) -> tuple", _tuple_construct, (PURE,), ("(a, b)",),
-      "build a tuple")
+      "build a tuple", effects={"items": KEPT})
 defop("prim::TupleUnpack(t: tuple) -> any", _tuple_unpack, (PURE,), ("a, b = t",),
       "unpack a tuple into its elements")
 defop("prim::TupleIndex(t: tuple, i: int) -> any", _tuple_index, (PURE,), ("t[i]",),
       "tuple element at a constant index")
 defop("prim::TupleSlice(t: tuple, start: int?, stop: int?, step: int?) -> tuple", _tuple_slice,
-      (PURE,), ("t[a:b:c]",), "slice of a tuple with constant bounds")
+      (PURE,), ("t[a:b:c]",), "slice of a tuple with constant bounds",
+      effects={"t": READ_AND_KEPT})
 defop("prim::ListConstruct(*items: any) -> list", _list_construct, (FRESH,), ("[a, b]",),
-      "build a new list")
+      "build a new list", effects={"items": KEPT})
 defop("prim::ListUnpack(l: list) -> any", _list_unpack, (), ("a, b = l",),
       "unpack a list of known length (checked at run time)")
 defop("prim::ListIndex(l: list, i: int) -> any", _list_element, (), ("l[i]",),
       "list element (negative indices count from the end)")
 defop("prim::ListSetItem(l: list, i: int, v: any) -> ()", _no_outputs, (SIDE_EFFECTS,),
-      ("l[i] = v",), "replace a list element")
+      ("l[i] = v",), "replace a list element", effects={"l": CHECKED_WRITE, "v": KEPT})
 defop("prim::ListAppend(l: list, v: any) -> ()", _no_outputs, (SIDE_EFFECTS,), (".append",),
-      "append to a list in place")
+      "append to a list in place", effects={"l": (WRITES,), "v": KEPT})
 defop("prim::ListExtend(l: list, other: list) -> ()", _no_outputs, (SIDE_EFFECTS,),
-      (".extend", "+="), "extend a list in place")
+      (".extend", "+="), "extend a list in place",
+      effects={"l": (WRITES,), "other": READ_AND_KEPT})
 defop("prim::ListPop(l: list, i: int = -1) -> any", _list_element, (SIDE_EFFECTS,), (".pop",),
-      "remove and return an element")
+      "remove and return an element", effects={"l": CHECKED_WRITE})
 defop("prim::ListInsert(l: list, i: int, v: any) -> ()", _no_outputs, (SIDE_EFFECTS,),
-      (".insert",), "insert an element")
+      (".insert",), "insert an element", effects={"l": (WRITES,), "v": KEPT})
 defop("prim::ListSlice(l: list, start: int?, stop: int?, step: int?) -> list", _same_as_first,
-      (FRESH,), ("l[a:b:c]",), "a new list from a slice (negative steps reverse)")
+      (FRESH,), ("l[a:b:c]",), "a new list from a slice (negative steps reverse)",
+      effects={"l": READ_AND_KEPT})
 defop("prim::ListAdd(a: list, b: list) -> list", _same_as_first, (FRESH,), ("a + b",),
-      "concatenate two lists into a new one")
+      "concatenate two lists into a new one", effects={"a": READ_AND_KEPT, "b": READ_AND_KEPT})
 defop("prim::ListContains(l: list, v: any) -> bool", _bool, (ZERO_DERIVATIVE,), ("v in l",),
       "membership")
 defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",),
       "length of a list, tuple, dict or tensor")
 defop("prim::DictGetItem(d: dict, k: any) -> any", _dict_value, (), ("d[k]",), "dict lookup")
 defop("prim::unchecked_unwrap_optional(x: any) -> any", _optional_unwrap, (PURE,), (),
-      "an Optional known not to be None")
+      "an Optional known not to be None", effects={"x": KEPT})
 defop("prim::RaiseException(message: str) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
       ("raise", "assert"), "raise AssertionError/RuntimeError with a message")
 defop("prim::Print(*values: any) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
       ("print",),
       "print values")
 defop("prim::FusionGroup(*inputs: any) -> any", keep_types, (PURE,), (),
-      "a fused elementwise kernel; attribute `Subgraph`")
+      "a fused elementwise kernel; attribute `Subgraph`", effects={"inputs": READ_AND_KEPT})
 defop("prim::DifferentiableGraph(*inputs: any) -> any", keep_types, (PURE,), (),
-      "a region with a symbolic backward; attribute `Subgraph`")
+      "a region with a symbolic backward; attribute `Subgraph`",
+      effects={"inputs": READ_AND_KEPT})
 defop("prim::CallFunction(*args: any) -> any", keep_types, (), ("f(...)",),
-      "a call of another scripted function; attributes `Subgraph` and `name`; inlined by `inline`")
+      "a call of another scripted function; attributes `Subgraph` and `name`; inlined by `inline`",
+      effects={"args": EFFECTS})
 def _get_attr(node: Node) -> list[Type]:
     """A NamedTuple field has the field's (possibly specialized) type; else the type as built."""
     t = node.inputs[0].type
