@@ -23,6 +23,7 @@ _SECTION_TITLES = {
     "shape": "Shapes, indexing, splitting and joining (`tensor::`)",
     "nn": "Neural-network ops (`tensor::`)",
     "creation": "Creation (`tensor::`)",
+    "numpy_ops": "numpy functions (`tensor::`)",
 }
 
 _HEADER = """\

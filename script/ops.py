@@ -45,6 +45,19 @@ from script._ops_impl_nn import (
     sum,
     var,
 )
+from script._ops_impl_numpy import (  # noqa: F401  (numpy functions)
+    argmax,
+    argmin,
+    array,
+    dot,
+    empty_like,
+    flatten,
+    hstack,
+    ravel,
+    repeat,
+    tile,
+    vstack,
+)
 from script._ops_impl_shape import (
     arange,
     cat,

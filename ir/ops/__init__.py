@@ -8,6 +8,7 @@ from ir.ops import (  # noqa: F401
     layout,
     linalg,
     nn,
+    numpy_ops,
     prim,
     reductions,
     script_prim,
