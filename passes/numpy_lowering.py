@@ -16,11 +16,14 @@ from collections.abc import Callable
 from ir.core import Node, Value
 from ir.ops.shape import tensor_items
 from ir.registry import infer_types
-from ir.types import ListType, TensorType, Type, unify
+from ir.types import ListType, TensorType, Type, is_number, unify
 
 
 def _rank(v: Value) -> int | None:
+    """The number of axes of a tensor (0 for a Python number), None when unknown."""
     t = v.type
+    if is_number(t):
+        return 0
     return t.rank if isinstance(t, TensorType) else None
 
 
@@ -48,7 +51,7 @@ def dot_as_matmul(node: Node) -> bool:
     if ra is None or rb is None:
         return False
     if ra == 0 or rb == 0:
-        return _replace(node, "tensor::mul", [a, b])
+        return _scale(node)
     if rb <= 2:
         return _replace(node, "tensor::matmul", [a, b])
     return False
@@ -76,6 +79,27 @@ def _stored_types(lst: Value) -> list[Type] | None:
         elif use.node.kind not in LIST_READS:
             return None
     return types
+
+
+def _scale(node: Node) -> bool:
+    """``np.dot`` with a 0-d operand: a multiplication in the dtype np.dot gives, which takes a
+    Python number as an array (float64 for a float), not as a weak scalar."""
+    a, b = node.inputs
+    out = node.output.type
+    if not isinstance(out, TensorType) or out.dtype is None:
+        return False
+    inputs = []
+    for v in (a, b):
+        t = v.type
+        if isinstance(t, TensorType) and t.dtype != out.dtype:
+            with node.graph.inserting_before(node):
+                dtype = node.graph.constant(out.dtype)
+            new = node.graph.create("tensor::astype", [v, dtype], [], source=node.source)
+            for rt in infer_types(new):
+                new.add_output(rt)
+            v = new.insert_before(node).output
+        inputs.append(v)
+    return _replace(node, "tensor::mul", inputs)
 
 
 def _item_rank(node: Node) -> int | None:

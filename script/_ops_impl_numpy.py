@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from script._ops_impl_base import array_module
+from script._ops_impl_base import array_module, python_result
 
 
 def _axes(reps: Any) -> Any:
@@ -56,7 +56,7 @@ def array(data: Any, dtype: Any = None) -> Any:
 
 def dot(a: Any, b: Any) -> Any:
     """numpy.dot (a matmul for operands of at most 2 axes, a product with a scalar)."""
-    return array_module(a, b).dot(a, b)
+    return python_result(array_module(a, b).dot(a, b), a, b)
 
 
 def vstack(tensors: Any) -> Any:

@@ -9,6 +9,8 @@ function of that name, so values, dtypes and shapes are numpy's. Compositions of
 
 from __future__ import annotations
 
+import numpy as np
+
 from ir.core import Node, Value
 from ir.ops.shape import check_axis, int_items, numel, tensor_arg
 from ir.registry import (
@@ -19,6 +21,7 @@ from ir.registry import (
     ZERO_DERIVATIVE,
     ShapeError,
     const,
+    constant_of,
     defop,
 )
 from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, Dim, ListType, TensorType, TupleType, Type
@@ -111,6 +114,15 @@ def _data_shape(value: Value) -> tuple[tuple[Dim, ...] | None, str | None]:
     t = value.type
     if t in _SCALAR_DTYPES:
         return (), _SCALAR_DTYPES[t]
+    c = constant_of(value)
+    if isinstance(c, (list, tuple)):
+        try:
+            folded = np.array(c)
+        except ValueError:
+            raise ShapeError("np.array: the nested lists have different lengths (a ragged "
+                             "array)") from None
+        if folded.dtype.kind in "biuf":
+            return folded.shape, folded.dtype.name
     producer = value.node
     items = None
     if producer.kind == "prim::TupleConstruct" or (
@@ -219,14 +231,21 @@ def _dot(node: Node) -> list[Type]:
     """numpy.dot: a product with a scalar, matmul's shape when ``b`` has at most 2 axes, else
     ``a.shape[:-1] + b.shape[:-2] + b.shape[-1:]``."""
     from ir.ops.linalg import matmul_shape
+    from ir.ops.rules import broadcast_rule
     from ir.ops.shape import items_device, items_dtype
-    a, b = tensor_arg(node, 0), tensor_arg(node, 1)
-    dtype, device = items_dtype([a, b]), items_device([a, b], node)
+    a, b = node.inputs[0].type, node.inputs[1].type
+    if not isinstance(a, TensorType) and not isinstance(b, TensorType):
+        return broadcast_rule(node)
+    # np.dot makes a Python number an array: a float is float64 there, not a weak scalar
+    a, b = (t if isinstance(t, TensorType) else TensorType(_SCALAR_DTYPES[t], (), None)
+            for t in (a, b))
+    dtype = items_dtype([a, b])
+    device = items_device([t for t in (a, b) if t.shape != () or t.device is not None], node)
+    if a.shape == () or b.shape == ():
+        shape = b.shape if a.shape == () else a.shape
+        return [TensorType(dtype, shape, device)]
     if a.shape is None or b.shape is None:
         return [TensorType(dtype, None, device)]
-    if not a.shape or not b.shape:
-        from ir.ops.rules import broadcast_shapes
-        return [TensorType(dtype, broadcast_shapes([a.shape, b.shape]), device)]
     if len(b.shape) <= 2:
         return [TensorType(dtype, matmul_shape(a.shape, b.shape, node.kind), device)]
     k1, k2 = a.shape[-1], b.shape[-2]
@@ -235,7 +254,7 @@ def _dot(node: Node) -> list[Type]:
     return [TensorType(dtype, a.shape[:-1] + b.shape[:-2] + b.shape[-1:], device)]
 
 
-defop("tensor::dot(a: Tensor, b: Tensor) -> Tensor", _dot, (PURE,), ("np.dot", ".dot"),
+defop("tensor::dot(a: operand, b: operand) -> operand", _dot, (PURE,), ("np.dot", ".dot"),
       "numpy.dot; written as a multiplication or a matmul where the numbers of axes are known "
       "when compiling (only a matmul's case is differentiable)")
 
