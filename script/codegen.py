@@ -83,6 +83,9 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::Float": lambda x: f"float({x})",
     "prim::IsNone": lambda x: f"{x} is None",
     "prim::min": lambda a, b: f"min({a}, {b})",
+    "prim::sorted": lambda items, keys, reverse: f"sorted({items}, reverse={reverse})"
+    if keys == "None" else f"[{items}[_sort_k] for _sort_k in sorted(range(len({items})), "
+    f"key={keys}.__getitem__, reverse={reverse})]",
     "prim::max": lambda a, b: f"max({a}, {b})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
     "prim::DictConstruct": lambda *xs: "{" + ", ".join(
