@@ -434,6 +434,9 @@ class ExprMixin:
     def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
         """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        gathered = self.integer_array_index(value, items)
+        if gathered is not None:
+            return gathered
         ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")

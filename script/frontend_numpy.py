@@ -95,6 +95,35 @@ class NumpyMixin:
         return self.emit_value("tensor::astype", [out, dtype])
 
 
+    # -- integer-array indexing --------------------------------------------------------------
+    def integer_array_index(self: FunctionCompiler, value: Any, items: list[ast.expr]) -> Any:
+        """``a[idx]``, ``a[:, ..., :, idx]`` (full slices before one index) and ``a[rows, cols]``
+        where an index may be an integer array: ``tensor::take`` / ``tensor::index_pairs``; the
+        same subscripts of ints are selects. None for any other subscript (basic indexing)."""
+        while len(items) > 1 and _is_full_slice(items[-1]):
+            items = items[:-1]  # trailing ':' keep their axes either way
+        leading = 0
+        while leading < len(items) and _is_full_slice(items[leading]):
+            leading += 1
+        indices = items[leading:]
+        if not indices or any(isinstance(i, ast.Slice) or _is_ellipsis_or_none(i)
+                              for i in indices):
+            return None
+        if len(indices) > (1 if leading else 2):
+            return None
+        values = [self.expr(i) for i in indices]
+        for item, v in zip(indices, values):
+            if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
+                raise self.error(item, f"an index must be an int or an integer array, not "
+                                 f"{v.type}")
+        if all(v.type in (INT, BOOL) for v in values):
+            for v in values:  # each select drops its axis: the next index is at the same one
+                value = self.emit_value("tensor::select", [value, self.const(leading), v])
+            return value
+        if len(values) == 1:
+            return self.emit_value("tensor::take", [value, values[0], self.const(leading)])
+        return self.emit_value("tensor::index_pairs", [value, *values])
+
     # -- sorted and list.reverse -------------------------------------------------------------
     def builtin_sorted(self: FunctionCompiler, node: ast.Call) -> Any:
         """``sorted(items, key=lambda x: ..., reverse=...)`` of a list or tuple of numbers,
@@ -175,6 +204,15 @@ def _located(tree: ast.AST, at: ast.AST) -> ast.AST:
         if "lineno" in sub._attributes:
             ast.copy_location(sub, at)
     return tree
+
+
+def _is_full_slice(node: ast.expr) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and \
+        node.step is None
+
+
+def _is_ellipsis_or_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and (node.value is Ellipsis or node.value is None)
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -24,6 +24,7 @@ _SECTION_TITLES = {
     "nn": "Neural-network ops (`tensor::`)",
     "creation": "Creation (`tensor::`)",
     "numpy_ops": "numpy functions (`tensor::`)",
+    "indexing": "Integer-array indexing (`tensor::`)",
 }
 
 _HEADER = """\

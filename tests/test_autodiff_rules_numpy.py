@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import passes
-from script import ScriptError, Tensor, script
+from script import ScriptError, Tensor, ops, script
 from script.autodiff import vjp
 from tests.gradcheck import check_vjp
 
@@ -52,6 +52,16 @@ def clip_where(x: Tensor, m: Tensor) -> Tuple[Tensor, Tensor]:
     return np.clip(x, -0.5, 0.5), np.where(m, x * 2.0, np.log1p(x * x) + np.expm1(x))
 
 
+def gathers(w: Tensor, o: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    # an embedding lookup with a repeated row, a pick per row, a column gather
+    return w[idx] * 2.0, np.log(o[np.arange(3), y] ** 2 + 1.0), o[:, y] * o[:, y]
+
+
+def scatters(g: Tensor, h: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor]:
+    return (ops.take_backward(g, (5, 2), idx, 0) * 3.0,
+            ops.index_pairs_backward(h, (3, 4), np.arange(3), y) ** 2)
+
+
 def _r(rng, *shape):
     return rng.standard_normal(shape)
 
@@ -66,6 +76,11 @@ CASES = {
                ["tensor::vstack", "tensor::hstack"]),
     "stack_list": (stack_list, lambda r: (_r(r, 3),), []),
     "arrays": (arrays, lambda r: (_r(r, 3), _r(r, 3)), []),
+    "gathers": (gathers, lambda r: (_r(r, 5, 2), _r(r, 3, 4), np.array([0, 2, 2, 4]),
+                                    np.array([3, 0, 3])), ["tensor::take", "tensor::index_pairs"]),
+    "scatters": (scatters, lambda r: (_r(r, 4, 2), _r(r, 3), np.array([0, 2, 2, 4]),
+                                      np.array([3, 0, 3])),
+                 ["tensor::take_backward", "tensor::index_pairs_backward"]),
     "copies": (copies, lambda r: (_r(r, 2, 3),), []),
     "clip_where": (clip_where, lambda r: (_r(r, 3, 4), (r.random((3, 4)) > 0.5).astype(np.int64)),
                    []),

@@ -57,6 +57,11 @@ def elementwise(x: Tensor, m: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
             np.expm1(x) * np.where(m * 1.5, 1.0, -1.0))
 
 
+def gathers(w: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    picked = w[np.arange(3), y]
+    return w[idx], picked, w[:, y[0]], w[1, 2] + w[0], w[np.arange(3), 1]
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -71,6 +76,8 @@ PROGRAMS = {
     "products": (products, lambda r, d: (_r(r, d, 3, 3), _r(r, d, 3), _r(r, d, 5, 1),
                                          _r(r, d, 1, 4))),
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
+    "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
+                                       np.array([4, 0, 2]))),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
                                                r.integers(0, 2, (3, 4)) * 3)),
 }
@@ -121,6 +128,9 @@ TYPE_CASES = [
     ("array", (True, None)), ("dot", (np.ones((2, 3)), np.ones((4, 3, 5)))),
     ("dot", (np.ones(3), np.ones(3))), ("vstack", ([np.ones(3), np.ones(3)],)),
     ("hstack", ([np.ones((2, 1)), np.ones((2, 3))],)),
+    ("take", (np.ones((4, 3), np.float32), np.array([[0, 1]]), 1)),
+    ("take", (np.ones((4, 3)), 2, 0)), ("index_pairs", (np.ones((4, 3, 2)), np.arange(4), 1)),
+    ("take_backward", (np.ones((2, 3)), (5, 3), np.array([0, 0]), 0)),
 ]
 
 
@@ -136,7 +146,18 @@ REFUSED = [
     ("def f(x: Tensor) -> Tensor:\n    return np.outer(2.0, x)\n", r"np.outer\(\) of a float"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array(x, copy=False)\n",
      "copy, order and ndmin are not supported"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.take(x, 1.5)\n",
+     "an index must be an int or an integer array"),
 ]
+
+
+def test_boolean_mask_index_is_a_script_error_at_the_line():
+    def f(x: Tensor) -> Tensor:
+        return x[x > 0.0] * 2.0
+
+    with pytest.raises(ScriptError, match="boolean mask indexing is not supported") as info:
+        script(f)(np.ones(3))
+    assert "return x[x > 0.0] * 2.0" in str(info.value)
 
 
 @pytest.mark.parametrize("source, message", REFUSED)

@@ -5,6 +5,7 @@ from ir.ops import (  # noqa: F401
     containers,
     creation,
     elementwise,
+    indexing,
     layout,
     linalg,
     nn,

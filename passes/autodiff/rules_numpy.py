@@ -1,10 +1,12 @@
-"""VJP rules of the numpy-function ops (``ir/ops/numpy_ops.py``); merged into ``VJP_RULES``.
+"""VJP rules of the numpy-function ops (``ir/ops/numpy_ops.py``, ``ir/ops/indexing.py``);
+merged into ``VJP_RULES``.
 
-``tile`` and ``repeat`` sum the cotangent over the copies they made (a reshape that splits each
-repeated axis into (copies, size) or (size, copies), then a sum); ``flatten`` and ``ravel``
-reshape it back; ``dot`` is matmul's or mul's rule where canonicalization has not already
-rewritten it. ``vstack`` / ``hstack`` left unrewritten have items of unknown or mixed numbers of
-axes, and are refused.
+``take`` / ``index_pairs`` (integer-array indexing) add the cotangent into zeros at the indices,
+and those scatter-adds gather it back. ``tile`` and ``repeat`` sum the cotangent over the copies
+they made (a reshape that splits each repeated axis into (copies, size) or (size, copies), then a
+sum); ``flatten`` and ``ravel`` reshape it back; ``dot`` is matmul's or mul's rule where
+canonicalization has not already rewritten it. ``vstack`` / ``hstack`` left unrewritten have items
+of unknown or mixed numbers of axes, and are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from passes.autodiff.rules import (
     matmul_vjp,
     mul_vjp,
     reshape_like_input,
+    shape_arg,
     static_shape,
 )
 
@@ -80,6 +83,31 @@ def dot_vjp(b, node, gs):
                  "compiling) has a gradient; write np.matmul or @", node)
 
 
+def take_vjp(b, node, gs):
+    """``a[idx]`` along an axis: the cotangent added into zeros at the indices."""
+    a, indices, axis = node.inputs
+    return [b.op("tensor::take_backward", gs[0], shape_arg(b, a), b.fwd(indices), b.fwd(axis)),
+            None, None]
+
+
+def index_pairs_vjp(b, node, gs):
+    """``a[rows, cols]``: the cotangent added into zeros at the index pairs."""
+    a, rows, cols = node.inputs
+    return [b.op("tensor::index_pairs_backward", gs[0], shape_arg(b, a), b.fwd(rows),
+                 b.fwd(cols)), None, None]
+
+
+def take_backward_vjp(b, node, gs):
+    """A scatter-add is linear in ``g``: its transpose gathers at the same indices."""
+    _, _, indices, axis = node.inputs
+    return [b.op("tensor::take", gs[0], b.fwd(indices), b.fwd(axis)), None, None, None]
+
+
+def index_pairs_backward_vjp(b, node, gs):
+    _, _, rows, cols = node.inputs
+    return [b.op("tensor::index_pairs", gs[0], b.fwd(rows), b.fwd(cols)), None, None, None]
+
+
 def _refused_join(name: str) -> Rule:
     def rule(b, node, gs):
         raise refuse(f"cannot differentiate {name} of arrays whose numbers of axes are not "
@@ -96,5 +124,9 @@ NUMPY_VJP_RULES: dict[str, Rule] = {
     "tensor::dot": dot_vjp,
     "tensor::vstack": _refused_join("np.vstack"),
     "tensor::hstack": _refused_join("np.hstack"),
+    "tensor::take": take_vjp,
+    "tensor::index_pairs": index_pairs_vjp,
+    "tensor::take_backward": take_backward_vjp,
+    "tensor::index_pairs_backward": index_pairs_backward_vjp,
 }
 """op kind -> VJP rule for the numpy-function ops."""
