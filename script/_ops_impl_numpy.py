@@ -67,3 +67,8 @@ def vstack(tensors: Any) -> Any:
 def hstack(tensors: Any) -> Any:
     """Join 1-D arrays end to end, others along the second axis (numpy.hstack)."""
     return array_module(*tensors).hstack(tuple(tensors))
+
+
+def numel(a: Any) -> int:
+    """The number of elements (numpy's ``a.size``)."""
+    return int(a.size)

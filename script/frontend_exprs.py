@@ -46,7 +46,7 @@ _OPERATORS: dict[type, str] = {
 }
 _SYMBOLS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
             ast.RShift: ">>", ast.Invert: "~"}
-TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim"}
+TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim", "size": "tensor::numel"}
 """attributes (not methods) of a tensor, and the op each reads."""
 
 _operator_ops: dict[str, OpDef] = {}

@@ -59,6 +59,7 @@ from script._ops_impl_numpy import (  # noqa: F401  (numpy functions)
     empty_like,
     flatten,
     hstack,
+    numel,
     ravel,
     repeat,
     tile,

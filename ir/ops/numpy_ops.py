@@ -310,3 +310,12 @@ defop("tensor::vstack(tensors: Tensor[]) -> Tensor", _vstack, (PURE,),
 defop("tensor::hstack(tensors: Tensor[]) -> Tensor", _hstack, (PURE,), ("np.hstack",),
       "join 1-D arrays end to end, others along the second axis (numpy.hstack); rewritten as "
       "np.concatenate once the numbers of axes are known")
+
+
+def _numel(node: Node) -> list[Type]:
+    tensor_arg(node, 0)
+    return [INT]
+
+
+defop("tensor::numel(a: Tensor) -> int", _numel, (PURE, ZERO_DERIVATIVE), (".size", "np.size"),
+      "the number of elements (numpy's a.size)")
