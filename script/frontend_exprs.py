@@ -409,8 +409,8 @@ class ExprMixin:
         """An index expression: must be an int."""
         value = self.expr(node)
         if value.type not in (INT, BOOL):
-            what = "a Tensor (only basic indexing is supported)" if \
-                isinstance(value.type, TensorType) else str(value.type)
+            what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
+                "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)
             raise self.error(node, f"an index must be an int, not {what}")
         return value
 
