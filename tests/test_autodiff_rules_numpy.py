@@ -75,7 +75,7 @@ CASES = {
     "stacks": (stacks, lambda r: (_r(r, 2, 3), _r(r, 2, 3), _r(r, 3)),
                ["tensor::vstack", "tensor::hstack"]),
     "stack_list": (stack_list, lambda r: (_r(r, 3),), []),
-    "arrays": (arrays, lambda r: (_r(r, 3), _r(r, 3)), []),
+    "arrays": (arrays, lambda r: (_r(r, 3), _r(r, 3)), ["tensor::array"]),
     "gathers": (gathers, lambda r: (_r(r, 5, 2), _r(r, 3, 4), np.array([0, 2, 2, 4]),
                                     np.array([3, 0, 3])), ["tensor::take", "tensor::index_pairs"]),
     "scatters": (scatters, lambda r: (_r(r, 4, 2), _r(r, 3), np.array([0, 2, 2, 4]),
@@ -107,6 +107,15 @@ def test_rules_of_ops_left_unrewritten(name):
         with pytest.raises(ScriptError, match="cannot differentiate np.hstack") as info:
             vjp(script(fn), *args)
     assert "np.hstack((v, v))\n" in str(info.value)  # the line, then the caret
+
+
+def test_array_of_numbers_computed_from_an_array_is_refused_not_zero():
+    def f(x: Tensor) -> Tensor:
+        return np.array([float(x.sum()), 1.0]) * 2.0
+
+    with pytest.raises(ScriptError, match="cannot differentiate") as info:
+        vjp(script(f), np.ones(3))
+    assert "return np.array([float(x.sum()), 1.0]) * 2.0" in str(info.value)
 
 
 def test_dot_of_a_3d_second_operand_is_numpy_dot_and_refused_for_gradients():

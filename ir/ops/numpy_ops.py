@@ -222,7 +222,7 @@ defop("tensor::empty_like(a: Tensor, dtype: str? = None) -> Tensor", _empty_like
       (FRESH, ZERO_DERIVATIVE), ("np.empty_like",),
       "uninitialized storage with a's shape, device and (by default) dtype")
 defop("tensor::array(data: any, dtype: str? = None) -> Tensor", _array,
-      (FRESH, ZERO_DERIVATIVE), ("np.array",),
+      (FRESH,), ("np.array",),
       "a new array of a number or of (nested) lists and tuples of numbers; an array "
       "argument is copied (numpy.copy) and a list of arrays stacked (np.stack)")
 

@@ -108,6 +108,13 @@ def index_pairs_backward_vjp(b, node, gs):
     return [b.op("tensor::index_pairs", gs[0], b.fwd(rows), b.fwd(cols)), None, None, None]
 
 
+def array_vjp(b, node, gs):
+    """``np.array`` of Python numbers: numbers carry no gradient here, so one computed from an
+    array (``float(x.sum())``) is refused rather than given a silent zero."""
+    raise refuse("cannot differentiate np.array of Python numbers computed from arrays: keep "
+                 "them arrays (x.sum(), not float(x.sum())) and join them with np.stack", node)
+
+
 def _refused_join(name: str) -> Rule:
     def rule(b, node, gs):
         raise refuse(f"cannot differentiate {name} of arrays whose numbers of axes are not "
@@ -124,6 +131,7 @@ NUMPY_VJP_RULES: dict[str, Rule] = {
     "tensor::dot": dot_vjp,
     "tensor::vstack": _refused_join("np.vstack"),
     "tensor::hstack": _refused_join("np.hstack"),
+    "tensor::array": array_vjp,
     "tensor::take": take_vjp,
     "tensor::index_pairs": index_pairs_vjp,
     "tensor::take_backward": take_backward_vjp,
