@@ -57,15 +57,16 @@ class NumpyMixin:
 
     # -- np.outer ----------------------------------------------------------------------------------
     def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:
-        """numpy.outer(a, b): ``a.ravel()[:, None] * b.ravel()[None, :]``, as numpy computes it."""
+        """numpy.outer(a, b): the column ``a.reshape(-1, 1)`` times the row ``b.reshape(1, -1)``,
+        a product with an inner size of 1 (each element one multiplication, as numpy's
+        ``a.ravel()[:, None] * b.ravel()[None, :]``), which runs as BLAS's outer product."""
         a, b = self.numpy_args(node, "np.outer", ["a", "b"], 2)
         columns = []
-        for v, axis in ((a, 1), (b, 0)):
+        for v, shape in ((a, (-1, 1)), (b, (1, -1))):
             if not isinstance(v.type, TensorType):
                 raise self.error(node, f"np.outer() of a {v.type} is not supported (pass arrays)")
-            flat = v if v.type.rank == 1 else self.emit_value("tensor::ravel", [v])
-            columns.append(self.emit_value("tensor::expand_dims", [flat, self.const(axis)]))
-        return self.emit_value("tensor::mul", columns)
+            columns.append(self.emit_value("tensor::reshape", [v, self.const(shape)]))
+        return self.emit_value("tensor::matmul", columns)
 
     # -- np.array ----------------------------------------------------------------------------------
     def numpy_array(self: FunctionCompiler, node: ast.Call) -> Any:
