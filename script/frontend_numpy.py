@@ -1,8 +1,7 @@
 """numpy functions written as compositions of ops, and the builtin ``sorted``.
 
-``np.outer`` and ``np.array`` of arrays become the ops numpy itself computes them with (a
-broadcast product of two columns; a copy or a stack), so fusion and differentiation see those
-ops. (``np.dot``, ``np.hstack`` and ``np.vstack``, whose meaning depends on numbers of axes that
+``np.outer`` and ``np.array`` of arrays become other ops (a column times a row; a copy or a
+stack), so the passes and differentiation see those ops. (``np.dot``, ``np.hstack`` and ``np.vstack``, whose meaning depends on numbers of axes that
 are known only once a function is specialized, are ops that canonicalization rewrites then.)
 ``sorted(items, key=..., reverse=...)`` over numbers or tuples sorts at run time by
 keys that a comprehension computes.
