@@ -1,8 +1,9 @@
 """numpy functions written as compositions of ops, and the builtin ``sorted``.
 
 ``np.outer`` and ``np.array`` of arrays become other ops (a column times a row; a copy or a
-stack), so the passes and differentiation see those ops. (``np.dot``, ``np.hstack`` and ``np.vstack``, whose meaning depends on numbers of axes that
-are known only once a function is specialized, are ops that canonicalization rewrites then.)
+stack), so the passes and differentiation see those ops. (``np.dot``, ``np.hstack`` and
+``np.vstack``, whose meaning depends on numbers of axes that are known only once a function is
+specialized, are ops that canonicalization rewrites then.)
 ``sorted(items, key=..., reverse=...)`` over numbers or tuples sorts at run time by
 keys that a comprehension computes.
 """
@@ -57,8 +58,8 @@ class NumpyMixin:
     # -- np.outer ----------------------------------------------------------------------------------
     def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:
         """numpy.outer(a, b): the column ``a.reshape(-1, 1)`` times the row ``b.reshape(1, -1)``,
-        a product with an inner size of 1 (each element one multiplication, as numpy's
-        ``a.ravel()[:, None] * b.ravel()[None, :]``), which runs as BLAS's outer product."""
+        a product with an inner size of 1 (each element one multiplication, the values of
+        numpy's broadcast product), which runs as BLAS's outer product."""
         a, b = self.numpy_args(node, "np.outer", ["a", "b"], 2)
         columns = []
         for v, shape in ((a, (-1, 1)), (b, (1, -1))):
