@@ -23,9 +23,6 @@ change how the graph prints, so it is not done; ``compile_gradient(f, args).grad
 from passes.autodiff.grad import Gradient, differentiate, prune_unused_saved
 from passes.autodiff.refusals import NotDifferentiable
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
-from passes.autodiff.rules_numpy import NUMPY_VJP_RULES
-
-VJP_RULES.update(NUMPY_VJP_RULES)
 
 __all__ = ["NON_DIFFERENTIABLE", "VJP_RULES", "Gradient", "NotDifferentiable", "differentiate",
            "prune_unused_saved"]
