@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.ops.numpy_ops import array_rank
+from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
 
 if TYPE_CHECKING:
     from script.frontend import FunctionCompiler
 
-NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array"}
+NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where"}
 """numpy function name -> the FunctionCompiler method that writes it."""
 _composite_ids: dict[int, tuple[Any, str]] = {}
 
@@ -67,6 +68,15 @@ class NumpyMixin:
                 raise self.error(node, f"np.outer() of a {v.type} is not supported (pass arrays)")
             columns.append(self.emit_value("tensor::reshape", [v, self.const(shape)]))
         return self.emit_value("tensor::matmul", columns)
+
+    def numpy_where(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.where(cond, a, b); the one-argument form (the indices where cond holds) is refused:
+        its size depends on the values."""
+        if len(node.args) == 1 and not node.keywords:
+            raise self.error(node, "np.where(cond) with one argument (the indices where cond "
+                             "holds) is not supported: its size depends on the values; write "
+                             "np.where(cond, a, b)")
+        return self.call_op(op_def("tensor::where"), node, display="np.where")
 
     # -- np.array ----------------------------------------------------------------------------------
     def numpy_array(self: FunctionCompiler, node: ast.Call) -> Any:

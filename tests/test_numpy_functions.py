@@ -146,6 +146,8 @@ REFUSED = [
     ("def f(x: Tensor) -> Tensor:\n    return np.outer(2.0, x)\n", r"np.outer\(\) of a float"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array(x, copy=False)\n",
      "copy, order and ndmin are not supported"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.where(x > 0.0)\n",
+     r"np.where\(cond\) with one argument .* is not supported"),
     ("def f(x: Tensor) -> Tensor:\n    return np.take(x, 1.5)\n",
      "an index must be an int or an integer array"),
 ]
