@@ -1,10 +1,13 @@
 """numpy functions with no older op to stand for them: argmax / argmin, tile, repeat, flatten,
-ravel, empty_like and ``np.array`` of numbers.
+ravel, empty_like, ``np.array`` of numbers, ``x.size``, and ``np.dot`` / ``np.vstack`` /
+``np.hstack``.
 
 Each op has an eager function of the same name in ``script.ops`` that calls numpy's (or CuPy's)
-function of that name, so values, dtypes and shapes are numpy's. Compositions of existing ops
-(``np.outer``, ``np.vstack``, ``np.dot``) are written by the front end instead
-(``script.frontend_numpy``), so fusion and differentiation see the ops they are made of.
+function, so values, dtypes and shapes are numpy's. ``dot``, ``vstack`` and ``hstack`` mean
+different ops for different numbers of axes, known only once a function is specialized:
+canonicalization then rewrites them as matmul / mul / stack / cat (``passes.numpy_lowering``).
+``np.outer`` and ``np.array`` of arrays are written by the front end as other ops
+(``script.frontend_numpy``).
 """
 
 from __future__ import annotations
