@@ -21,6 +21,7 @@ from ir.alias import StorageClasses
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.registry import constant_of
 from ir.types import NONE, OptionalType, TensorType, TupleType
+from passes.numpy_lowering import NUMPY_RULES
 
 NAME = "canonicalize"
 
@@ -190,6 +191,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,
+    **NUMPY_RULES,
 }
 """kind -> peephole rule."""
 

@@ -11,6 +11,7 @@ initial carried values.
 
 from __future__ import annotations
 
+import math
 import operator
 import threading
 from collections.abc import Callable, Iterator
@@ -196,6 +197,11 @@ def _fold_size(node: Node) -> Any:
     return (t.shape[dim],)
 
 
+def _fold_numel(node: Node) -> Any:
+    shape = _known_shape(node.inputs[0])
+    return NOT_CONSTANT if shape is None else (math.prod(shape),)
+
+
 def _fold_is_none(node: Node) -> Any:
     from passes.shape_prop import is_none_by_type
     known = is_none_by_type(node.inputs[0].type)
@@ -205,6 +211,7 @@ def _fold_is_none(node: Node) -> Any:
 TYPE_FOLDERS: dict[str, Callable[[Node], Any]] = {
     "tensor::ndim": _fold_ndim,
     "tensor::size": _fold_size,
+    "tensor::numel": _fold_numel,
     "prim::IsNone": _fold_is_none,
 }
 """kind -> fold rule reading input types rather than input values."""

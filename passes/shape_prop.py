@@ -10,6 +10,8 @@ iteration to the next ends up with an unknown dimension rather than a wrong one.
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -61,7 +63,35 @@ def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
                              f"the declared {value.type}")
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
+    propagate_graph(graph)
+
+
+def propagate_graph(graph: Graph) -> None:
+    """Propagate through the whole graph, then drop the If branches the types rule out (their
+    ops were not typed, and may not accept the specialized types: ``if x.ndim == 2:`` for a 1-D
+    ``x``) and propagate again from the branches kept."""
     propagate_block(graph.block)
+    if _drop_ruled_out_branches(graph):
+        propagate_block(graph.block)
+
+
+def _drop_ruled_out_branches(graph: Graph) -> bool:
+    """Replace each If whose condition the final types decide by the block it takes."""
+    dropped = False
+    for node in list(graph.walk()):
+        if node.kind != "prim::If" or not _attached(node, graph):
+            continue
+        taken = static_condition(node.inputs[0])
+        if taken is None:
+            continue
+        block = node.blocks[0 if taken else 1]
+        for inner in list(block.nodes):
+            inner.move_before(node)
+        for out, v in zip(node.outputs, block.returns):
+            out.replace_all_uses_with(v)
+        node.erase()
+        dropped = True
+    return dropped
 
 
 def _kept_items(value: Value, t: ListType | DictType) -> Type:
@@ -86,6 +116,17 @@ def _only_reads(use: Use, container: Value) -> bool:
     if use.node.kind == RETURN:  # returned by the function itself: not an alias inside it
         return use.node.owner is container.node.owner
     return effects_on_input(use.node, use.index) == ONLY_READS
+
+
+def _attached(node: Node, graph: Graph) -> bool:
+    """Is ``node`` still in ``graph`` (not in a block of an If already dropped)?"""
+    block = node.owner
+    while block is not None and block is not graph.block:
+        owner = block.owner
+        if owner is None or owner.owner is None:
+            return False
+        block = owner.owner
+    return block is graph.block
 
 
 def propagate_block(block: Block) -> None:
@@ -192,8 +233,9 @@ def _propagate_if(node: Node) -> None:
         propagate_block(then_block)
     if taken is not True:
         propagate_block(else_block)
-    types = [join(a.type, b.type, out.type)
-             for a, b, out in zip(then_block.returns, else_block.returns, node.outputs)]
+    pairs = zip(then_block.returns, else_block.returns, node.outputs)
+    types = [a.type if taken else b.type if taken is False else join(a.type, b.type, out.type)
+             for a, b, out in pairs]
     _set_types(node.outputs, types, node)
 
 
@@ -208,6 +250,36 @@ def static_condition(cond: Value) -> bool | None:
     if producer.kind == "tensor::logical_not" and cond.type == BOOL:
         inner = static_condition(producer.inputs[0])
         return None if inner is None else not inner
+    compare = INT_COMPARISONS.get(producer.kind)
+    if compare is not None and cond.type == BOOL:
+        a, b = (static_int(v) for v in producer.inputs)
+        return None if a is None or b is None else compare(a, b)
+    return None
+
+
+INT_COMPARISONS = {"tensor::eq": operator.eq, "tensor::ne": operator.ne, "tensor::lt": operator.lt,
+                   "tensor::le": operator.le, "tensor::gt": operator.gt, "tensor::ge": operator.ge}
+"""comparisons that decide an If when both sides are ints the types know (``x.ndim == 2``)."""
+
+
+def static_int(v: Value) -> int | None:
+    """An int the types decide: a constant, ``x.ndim``, ``x.size`` or ``x.shape[i]`` of a tensor
+    whose shape is known that far; else None."""
+    producer = v.node
+    if producer.kind == CONSTANT:
+        value = producer.attrs.get("value")
+        return value if type(value) is int else None
+    t = producer.inputs[0].type if producer.inputs else None
+    if not isinstance(t, TensorType) or t.shape is None:
+        return None
+    if producer.kind == "tensor::ndim":
+        return len(t.shape)
+    if producer.kind == "tensor::numel" and None not in t.shape:
+        return math.prod(t.shape)  # type: ignore[arg-type]
+    if producer.kind == "tensor::size":
+        axis = static_int(producer.inputs[1])
+        if axis is not None and -len(t.shape) <= axis < len(t.shape):
+            return t.shape[axis]
     return None
 
 
@@ -264,5 +336,5 @@ def _all_types(graph: Graph) -> list[Type]:
 def run(graph: Graph) -> bool:
     """Re-propagate types from the current input types; True when any type changed."""
     before = _all_types(graph)
-    propagate_block(graph.block)
+    propagate_graph(graph)
     return _all_types(graph) != before

@@ -19,37 +19,38 @@ def _sum_dtype(a: Any) -> Any:
 
 
 # -- reductions ---------------------------------------------------------------------------------
+# The array's methods: the same reductions as numpy's functions, without their dispatch (about
+# 3 us of a 7 us reduction of a small array).
 
 
 def sum(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """Sum over axes (all when None); bools and integers sum to int64."""
-    xp = array_module(a)
-    return xp.sum(a, axis=_axes(axis), dtype=_sum_dtype(a), keepdims=keepdims)
+    return a.sum(axis=_axes(axis), dtype=_sum_dtype(a), keepdims=keepdims)
 
 
 def mean(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over axes; bools and integers give float64."""
-    return array_module(a).mean(as_float(a), axis=_axes(axis), keepdims=keepdims)
+    return as_float(a).mean(axis=_axes(axis), keepdims=keepdims)
 
 
 def var(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Variance over axes, dividing by n - ddof."""
-    return array_module(a).var(as_float(a), axis=_axes(axis), ddof=ddof, keepdims=keepdims)
+    return as_float(a).var(axis=_axes(axis), ddof=ddof, keepdims=keepdims)
 
 
 def std(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Standard deviation over axes, dividing by n - ddof."""
-    return array_module(a).std(as_float(a), axis=_axes(axis), ddof=ddof, keepdims=keepdims)
+    return as_float(a).std(axis=_axes(axis), ddof=ddof, keepdims=keepdims)
 
 
 def amax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Maximum over axes."""
-    return array_module(a).max(a, axis=_axes(axis), keepdims=keepdims)
+    return a.max(axis=_axes(axis), keepdims=keepdims)
 
 
 def amin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Minimum over axes."""
-    return array_module(a).min(a, axis=_axes(axis), keepdims=keepdims)
+    return a.min(axis=_axes(axis), keepdims=keepdims)
 
 
 def softmax(a: Any, axis: int = -1) -> Any:

@@ -34,12 +34,12 @@ def transpose(a: Any, axes: Any = None) -> Any:
     """Permute the axes (reverse them when axes is None)."""
     if isinstance(axes, int):
         axes = (axes,)
-    return array_module(a).transpose(a, _axes(axes))
+    return a.transpose(_axes(axes))
 
 
 def reshape(a: Any, shape: Any) -> Any:
     """The same elements in a new shape; one -1 is inferred."""
-    return array_module(a).reshape(a, _axes(shape))
+    return a.reshape(_axes(shape))
 
 
 def expand_dims(a: Any, axis: Any) -> Any:

@@ -55,6 +55,7 @@ from script.frontend_exprs import ExprMixin
 from script.frontend_globals import GlobalsMixin, guards_hold
 from script.frontend_iter import IterMixin
 from script.frontend_modules import ModuleMixin
+from script.frontend_numpy import NumpyMixin
 from script.frontend_stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -192,7 +193,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
-                       ContainerMixin, ExprMixin):
+                       ContainerMixin, ExprMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

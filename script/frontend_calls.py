@@ -45,6 +45,7 @@ from ir.types import (
 from script.classes import class_type
 from script.frontend_exprs import NOT_STATIC, constant_value
 from script.frontend_modules import is_module_sequence
+from script.frontend_numpy import numpy_composite
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -159,6 +160,9 @@ class CallMixin:
             return getattr(self, f"builtin_{builtin}")(node)
         if builtin in _LOOP_ONLY:
             raise self.error(node, f"{builtin}() is only supported as the iterable of a for loop")
+        composite = numpy_composite(obj)
+        if composite is not None:
+            return getattr(self, composite)(node)
         op = op_for_object(obj)
         if op is not None:
             return self.call_op(op, node, display=ast.unparse(node.func))

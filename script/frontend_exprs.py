@@ -46,7 +46,7 @@ _OPERATORS: dict[type, str] = {
 }
 _SYMBOLS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
             ast.RShift: ">>", ast.Invert: "~"}
-TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim"}
+TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim", "size": "tensor::numel"}
 """attributes (not methods) of a tensor, and the op each reads."""
 
 _operator_ops: dict[str, OpDef] = {}
@@ -409,8 +409,8 @@ class ExprMixin:
         """An index expression: must be an int."""
         value = self.expr(node)
         if value.type not in (INT, BOOL):
-            what = "a Tensor (only basic indexing is supported)" if \
-                isinstance(value.type, TensorType) else str(value.type)
+            what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
+                "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)
             raise self.error(node, f"an index must be an int, not {what}")
         return value
 
@@ -434,6 +434,9 @@ class ExprMixin:
     def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
         """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        gathered = self.integer_array_index(value, items)
+        if gathered is not None:
+            return gathered
         ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")

@@ -23,6 +23,8 @@ _SECTION_TITLES = {
     "shape": "Shapes, indexing, splitting and joining (`tensor::`)",
     "nn": "Neural-network ops (`tensor::`)",
     "creation": "Creation (`tensor::`)",
+    "numpy_ops": "numpy functions (`tensor::`)",
+    "indexing": "Integer-array indexing (`tensor::`)",
 }
 
 _HEADER = """\

@@ -28,6 +28,12 @@ from script._ops_impl_autodiff import (  # noqa: F401  (gradient ops)
     write_slot,
 )
 from script._ops_impl_base import array_module, as_ufunc_float, manual_seed, python_result
+from script._ops_impl_indexing import (  # noqa: F401  (integer-array indexing)
+    index_pairs,
+    index_pairs_backward,
+    take,
+    take_backward,
+)
 from script._ops_impl_layout import contiguous, copy  # noqa: F401  (inserted by passes)
 from script._ops_impl_nn import (
     amax,
@@ -44,6 +50,20 @@ from script._ops_impl_nn import (
     std,
     sum,
     var,
+)
+from script._ops_impl_numpy import (  # noqa: F401  (numpy functions)
+    argmax,
+    argmin,
+    array,
+    dot,
+    empty_like,
+    flatten,
+    hstack,
+    numel,
+    ravel,
+    repeat,
+    tile,
+    vstack,
 )
 from script._ops_impl_shape import (
     arange,

@@ -220,7 +220,7 @@ def bad_conditional_types(x: Tensor, flag: bool) -> Tensor:
 
 
 def bad_tensor_index(x: Tensor) -> Tensor:
-    return x[x]  # ERROR: an index must be an int, not a Tensor
+    return x[x, x, x]  # ERROR: an index must be an int, not a Tensor
 
 
 def bad_none_index(x: Tensor) -> Tensor:

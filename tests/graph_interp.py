@@ -98,6 +98,9 @@ PRIMS = {
     "prim::ListUnpack": _list_unpack,
     "prim::ListIndex": lambda node, lst, i: lst[i],
     "prim::ListSlice": lambda node, lst, a, b, c: lst[a:b:c],
+    "prim::sorted": lambda node, items, keys, reverse: sorted(items, reverse=reverse)
+    if keys is None else [items[k] for k in sorted(range(len(items)), key=keys.__getitem__,
+                                                   reverse=reverse)],
     "prim::ListAdd": lambda node, a, b: a + b,
     "prim::ListAppend": _list_append,
     "prim::ListExtend": _list_extend,

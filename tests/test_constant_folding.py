@@ -69,7 +69,7 @@ STRUCTURE_FOLDERS = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnp
                      "prim::TupleSlice", "prim::len"}
 """Folders of tuples and lengths: checked by the tests of the same name below."""
 
-TYPE_FOLDERS = {"tensor::ndim", "tensor::size", "prim::IsNone"}
+TYPE_FOLDERS = {"tensor::ndim", "tensor::size", "tensor::numel", "prim::IsNone"}
 
 
 def test_every_folder_has_a_reference():
@@ -252,6 +252,15 @@ def test_size_and_ndim_fold_as_numpy(dim):
         assert size.is_constant and size.constant == array.shape[dim]
     else:
         assert not size.is_constant  # out of range: the program raises, as numpy does
+
+
+def test_numel_folds_only_from_a_fully_known_shape():
+    def build(g):
+        return [g.insert("tensor::numel", [g.add_input(TensorType("float64", shape))],
+                         [ir.INT]).output for shape in ((4, 3), (0, 2), (None, 2))]
+
+    g = _fold_graph(build)
+    assert [v.constant if v.is_constant else "?" for v in g.outputs] == [12, 0, "?"]
 
 
 def test_is_none_folds_from_the_type():

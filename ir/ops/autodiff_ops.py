@@ -113,7 +113,7 @@ defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) ->
       "1 / (1 - p), dropped 0 (ones when not training); draws exactly as `dropout` does, so "
       "dropout(a) == a * mask")
 defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty,
-      (FRESH, ZERO_DERIVATIVE), (),
+      (FRESH, ZERO_DERIVATIVE), ("np.empty",),
       "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
       "a new array each time, read only after every slot is written")
 defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,

@@ -23,5 +23,5 @@ def _same_as_input(node: Node) -> list[Type]:
 defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE, VIEW), (),
       "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is): "
       "the same values, a faster matmul operand than a transposed view")
-defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE,), (),
+defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE,), ("np.copy", ".copy"),
       "a new array holding a's values (numpy.copy)")

@@ -71,7 +71,8 @@ def _linear(node: Node) -> list[Type]:
 
 
 defop("tensor::matmul(a: Tensor, b: Tensor) -> Tensor", _matmul, (PURE,),
-      ("@", "np.matmul", "np.dot", "ops.mm"),
-      "matrix product with numpy's 1-D and batch-broadcasting rules (np.dot: 2-D operands only)")
+      ("@", "np.matmul", "ops.mm"),
+      "matrix product with numpy's 1-D and batch-broadcasting rules (np.dot and .dot are this "
+      "when the second operand has at most 2 axes, a multiplication when one is a scalar)")
 defop("tensor::linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor", _linear,
       (PURE,), (), "x @ weight.T + bias (torch.nn.functional.linear)")

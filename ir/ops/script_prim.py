@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.rules import scalar_result
-from ir.registry import PURE, ZERO_DERIVATIVE, defop
+from ir.registry import FRESH, PURE, ZERO_DERIVATIVE, defop
 from ir.types import BOOL, FLOAT, INT, Type
 
 NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
@@ -49,3 +49,13 @@ defop("prim::min(a: number, b: number) -> number", _number, NUMBER, ("min",),
       "the smaller of two numbers", python="min({0}, {1})")
 defop("prim::max(a: number, b: number) -> number", _number, NUMBER, ("max",),
       "the larger of two numbers", python="max({0}, {1})")
+
+
+def _sorted(node: Node) -> list[Type]:
+    return [node.inputs[0].type]
+
+
+defop("prim::sorted(items: list, keys: list?, reverse: bool) -> list", _sorted, (FRESH,),
+      ("sorted",), "a new list of the items in ascending order of their keys (the items "
+      "themselves when keys is None), stable, descending when reverse (Python's sorted)",
+      python="sorted({0}, reverse={2})")

@@ -1,10 +1,10 @@
 """VJP rules: for each differentiable op kind, how input cotangents follow from output cotangents.
 
 ``VJP_RULES`` is the union of one table per op family (``elementwise``, ``reductions``, ``shape``,
-``matmul``, ``nn``); the rule signature and the combinators that build rules from per-input
-formulas (``defbinary``, ``deflinear``, ``defunary``) are in ``combinators``. Ops whose outputs
-never carry a derivative are in ``NON_DIFFERENTIABLE``. Structure ops (tuples, lists, control
-flow, stack/cat/unbind) are handled by the graph transformation itself
+``matmul``, ``nn``, ``numpy_ops``); the rule signature and the combinators that build rules from
+per-input formulas (``defbinary``, ``deflinear``, ``defunary``) are in ``combinators``. Ops whose
+outputs never carry a derivative are in ``NON_DIFFERENTIABLE``. Structure ops (tuples, lists,
+control flow, stack/cat/unbind) are handled by the graph transformation itself
 (``passes.autodiff.walk.STRUCTURE_VJPS``).
 """
 
@@ -15,6 +15,7 @@ from passes.autodiff.rules.combinators import Rule
 from passes.autodiff.rules.elementwise import ELEMENTWISE_RULES
 from passes.autodiff.rules.matmul import MATMUL_RULES
 from passes.autodiff.rules.nn import NN_RULES
+from passes.autodiff.rules.numpy_ops import NUMPY_RULES
 from passes.autodiff.rules.reductions import REDUCTION_RULES
 from passes.autodiff.rules.shape import SHAPE_RULES
 
@@ -24,7 +25,7 @@ NON_DIFFERENTIABLE: frozenset[str] = frozenset(
 registry's ``zero_derivative`` trait)."""
 
 VJP_RULES: dict[str, Rule] = (ELEMENTWISE_RULES | REDUCTION_RULES | SHAPE_RULES | MATMUL_RULES
-                              | NN_RULES)
+                              | NN_RULES | NUMPY_RULES)
 """op kind -> VJP rule, for every differentiable op of the registry."""
 
 __all__ = ["NON_DIFFERENTIABLE", "VJP_RULES", "Rule"]

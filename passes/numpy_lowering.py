@@ -1,0 +1,160 @@
+"""Canonicalization rules writing numpy functions whose meaning depends on numbers of axes as the
+ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` as
+``np.stack`` or ``np.concatenate``.
+
+The front end cannot choose (an argument's number of axes is known only once the function is
+specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack``; after shape
+propagation these rules turn them into the ops the loop passes, the fuser and the differentiation
+know. A rule leaves its op alone where the ranks are still unknown or mixed: the eager op then
+computes numpy's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ir.core import Node, Value
+from ir.ops.shape import tensor_items
+from ir.registry import infer_types
+from ir.types import ListType, TensorType, Type, is_number, unify
+
+
+def _rank(v: Value) -> int | None:
+    """The number of axes of a tensor (0 for a Python number), None when unknown."""
+    t = v.type
+    if is_number(t):
+        return 0
+    return t.rank if isinstance(t, TensorType) else None
+
+
+def _replace(node: Node, kind: str, inputs: list[Value]) -> bool:
+    """Replace ``node``'s output by ``kind(*inputs)`` inserted before it."""
+    new = node.graph.create(kind, inputs, [], source=node.source)
+    for t in infer_types(new):
+        new.add_output(t)
+    new.insert_before(node)
+    node.output.replace_all_uses_with(new.output)
+    node.erase()
+    return True
+
+
+def _constant(node: Node, value: int) -> Value:
+    with node.graph.inserting_before(node):
+        return node.graph.constant(value)
+
+
+def dot_as_matmul(node: Node) -> bool:
+    """``np.dot(a, b)`` is ``a * b`` when an operand is 0-d and ``a @ b`` when ``b`` has at most 2
+    axes (numpy.dot's definition)."""
+    a, b = node.inputs
+    ra, rb = _rank(a), _rank(b)
+    if ra is None or rb is None:
+        return False
+    if ra == 0 or rb == 0:
+        return _scale(node)
+    if rb <= 2:
+        return _replace(node, "tensor::matmul", [a, b])
+    return False
+
+
+LIST_STORES = {"prim::ListAppend": 1, "prim::ListInsert": 2, "prim::ListSetItem": 2}
+"""list ops that put an item into their list: the item's input index."""
+LIST_READS = frozenset({"prim::len", "prim::ListIndex", "prim::ListSlice", "prim::ListPop",
+                        "prim::ListContains", "tensor::vstack", "tensor::hstack", "tensor::cat",
+                        "tensor::stack"})
+"""ops that read a list (or remove items) without putting an item into it or sharing it."""
+
+
+def _stored_types(lst: Value) -> list[Type] | None:
+    """The types of every item a list made by a construct in this graph can hold: the
+    construct's items and every value stored into it; None when the list is shared with an op
+    that could store another (a call, another container)."""
+    if lst.node.kind != "prim::ListConstruct":
+        return None
+    types = [v.type for v in lst.node.inputs]
+    for use in lst.uses:
+        index = LIST_STORES.get(use.node.kind)
+        if index is not None and use.index == 0:
+            types.append(use.node.inputs[index].type)
+        elif use.node.kind not in LIST_READS:
+            return None
+    return types
+
+
+def _scale(node: Node) -> bool:
+    """``np.dot`` with a 0-d operand: a multiplication in the dtype np.dot gives, which takes a
+    Python number as an array (float64 for a float), not as a weak scalar."""
+    a, b = node.inputs
+    out = node.output.type
+    if not isinstance(out, TensorType) or out.dtype is None:
+        return False
+    inputs = []
+    for v in (a, b):
+        t = v.type
+        if isinstance(t, TensorType) and t.dtype != out.dtype:
+            with node.graph.inserting_before(node):
+                dtype = node.graph.constant(out.dtype)
+            new = node.graph.create("tensor::astype", [v, dtype], [], source=node.source)
+            for rt in infer_types(new):
+                new.add_output(rt)
+            v = new.insert_before(node).output
+        inputs.append(v)
+    return _replace(node, "tensor::mul", inputs)
+
+
+def _item_rank(node: Node) -> int | None:
+    """The one number of axes every item of a joining op's sequence has, or None."""
+    items, common = tensor_items(node.inputs[0])
+    types: list[Type] | None = items if items is not None else [common]
+    if common.shape is None and items is None:
+        types = _stored_types(node.inputs[0])
+    ranks = {t.rank if isinstance(t, TensorType) else None for t in types or [TensorType()]}
+    return ranks.pop() if len(ranks) == 1 else None
+
+
+def _sequence(node: Node) -> Value:
+    """The joining op's items as a list: a tuple construct becomes a list construct of its items
+    (the form whose gradient the differentiation knows for ``np.concatenate``)."""
+    seq = node.inputs[0]
+    if seq.node.kind != "prim::TupleConstruct" or not seq.node.inputs:
+        return seq
+    element = _covering([v.type for v in seq.node.inputs])
+    with node.graph.inserting_before(node):
+        return node.graph.insert("prim::ListConstruct", list(seq.node.inputs),
+                                 [ListType(element)], source=seq.node.source).output
+
+
+def _covering(types: list[Type]) -> Type:
+    joined: Type | None = types[0]
+    for t in types[1:]:
+        joined = unify(joined, t) if joined is not None else None
+    return joined if joined is not None else TensorType()
+
+
+def vstack_as_join(node: Node) -> bool:
+    """``np.vstack`` of 1-D arrays is ``np.stack(items, 0)``, of arrays with 2 or more axes
+    ``np.concatenate(items, 0)``."""
+    rank = _item_rank(node)
+    if rank is None or rank == 0:
+        return False
+    kind = "tensor::stack" if rank == 1 else "tensor::cat"
+    return _replace(node, kind, [_sequence(node), _constant(node, 0)])
+
+
+def hstack_as_join(node: Node) -> bool:
+    """``np.hstack`` of 0-d arrays is ``np.stack(items, 0)``, of 1-D arrays
+    ``np.concatenate(items, 0)``, of others ``np.concatenate(items, 1)``."""
+    rank = _item_rank(node)
+    if rank is None:
+        return False
+    if rank == 0:
+        return _replace(node, "tensor::stack", [_sequence(node), _constant(node, 0)])
+    return _replace(node, "tensor::cat", [_sequence(node), _constant(node, 0 if rank == 1 else 1)])
+
+
+NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::dot": dot_as_matmul,
+    "tensor::vstack": vstack_as_join,
+    "tensor::hstack": hstack_as_join,
+}
+"""kind -> canonicalization rule (merged into ``passes.canonicalize.RULES``)."""
