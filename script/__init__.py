@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from script import allocator, ops
-from script.autodiff import grad, value_and_grad, vjp
+from script import ops
+from script.artifact.freeze import freeze
+from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
-from script.freeze import freeze
-from script.function import ScriptFunction
-from script.infer_types import infer_annotations
+from script.frontend.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
-from script.profiler import profile
-from script.serialize import load, save
+from script.runtime import allocator
+from script.runtime.autodiff import grad, value_and_grad, vjp
+from script.runtime.function import ScriptFunction
+from script.tools.profiler import profile
 
 __version__ = "0.1.0"
 """The package version (pyproject.toml's); saved models record it."""
@@ -35,8 +36,8 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     """Compile a function for fast repeated execution (usable as ``@script``).
 
     ``example_inputs=[args1, args2, ...]`` types unannotated parameters and the return value from
-    example calls (``script.infer_types``). ``strict=True`` (alias ``fullgraph=True``) makes
-    compiling a specialization raise ScriptError when an elementwise op stays outside a fusion
+    example calls (``script.frontend.infer_types``). ``strict=True`` (alias ``fullgraph=True``)
+    makes compiling a specialization raise ScriptError when an elementwise op stays outside a fusion
     group or a group falls back to Python (``fn.explain(*args)`` reports the same, politely).
     With ``RNNSCRIPT_DISABLE=1`` in the environment it returns ``obj`` unchanged, so everything
     runs as plain Python.
@@ -49,10 +50,10 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     if isinstance(obj, ScriptFunction):
         return obj
     if isinstance(obj, Module):
-        from script.script_module import ScriptModule
+        from script.runtime.script_module import ScriptModule
         return obj if isinstance(obj, ScriptModule) else ScriptModule(obj)
     if isinstance(obj, type):
-        from script.classes import register_script_class
+        from script.frontend.classes import register_script_class
         return register_script_class(obj)
     if callable(obj) and hasattr(obj, "__code__"):
         return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
@@ -81,7 +82,7 @@ script.profile = profile  # type: ignore[attr-defined]
 def _export(fn: Any) -> Any:
     """``@script.export``: compile this module method with the module even when ``forward``
     does not call it."""
-    from script.script_module import export
+    from script.runtime.script_module import export
     return export(fn)
 
 

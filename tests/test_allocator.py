@@ -1,5 +1,5 @@
-"""script.allocator: freed array memory stays in the process, so repeated training calls do not
-page-fault their activations in again."""
+"""script.runtime.allocator: freed array memory stays in the process, so repeated training calls
+do not page-fault their activations in again."""
 
 import os
 import resource
@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from script import allocator, script, vjp
+from script import script, vjp
+from script.runtime import allocator
 from tests.programs import cells
 
 pytestmark = pytest.mark.skipif(allocator._libc() is None, reason="needs glibc (mallopt)")
@@ -66,7 +67,7 @@ def test_freed_memory_is_kept_until_release_returns_it():
 
 def test_environment_opt_out_leaves_malloc_alone():
     env = dict(os.environ, RNNSCRIPT_MALLOC="default")
-    code = "import script.allocator as a, script; print(a.tuned)"
+    code = "import script.runtime.allocator as a, script; print(a.tuned)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert out.stdout.strip() == "False"

@@ -22,8 +22,9 @@ import ir
 from ir.registry import infer_types
 from ir.types import TENSOR, TensorType
 from passes import constant_prop
-from script import codegen, ops, script
-from script.frontend_exprs import _SCALAR_FOLDS, fold_scalars
+from script import ops, script
+from script.frontend.exprs import _SCALAR_FOLDS, fold_scalars
+from script.runtime import codegen
 
 INTS = [-7, -3, -1, 0, 1, 2, 5]
 FLOATS = [-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, math.inf, -math.inf, math.nan]

@@ -25,7 +25,7 @@ from fuser.cuda.kernel import (
 )
 from ir import FLOAT, Graph, TensorType
 from script import ops, script
-from script.codegen import generate
+from script.runtime.codegen import generate
 from tests.graph_interp import run_node
 from tests.programs import cells
 from tests.test_fuser_cpu import (

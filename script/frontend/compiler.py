@@ -32,16 +32,16 @@ from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
 from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
-from script.annotations import (
+from script.errors import ScriptError, SourceInfo
+from script.frontend.annotations import (
     AnnotationError,
     evaluate_annotation,
     type_from_annotation,
 )
-from script.classes import ObjectMixin
-from script.errors import ScriptError, SourceInfo
-from script.frontend_calls import CallMixin
-from script.frontend_containers import ContainerMixin
-from script.frontend_env import (
+from script.frontend.calls import CallMixin
+from script.frontend.classes import ObjectMixin
+from script.frontend.containers import ContainerMixin
+from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
     Frame,
@@ -51,11 +51,11 @@ from script.frontend_env import (
     loaded_names,
     walk_same_function,
 )
-from script.frontend_exprs import ExprMixin
-from script.frontend_globals import GlobalsMixin, guards_hold
-from script.frontend_iter import IterMixin
-from script.frontend_modules import ModuleMixin
-from script.frontend_stmts import StmtMixin
+from script.frontend.exprs import ExprMixin
+from script.frontend.globals import GlobalsMixin, guards_hold
+from script.frontend.iter import IterMixin
+from script.frontend.modules import ModuleMixin
+from script.frontend.stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
 
@@ -105,7 +105,8 @@ def compile_function(fn: Callable[..., Any],
 
     Results are cached per function object; a function that is being compiled and is reached
     again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
-    type; from ``script.infer_types``) types unannotated parameters; such results are not cached.
+    type; from ``script.frontend.infer_types``) types unannotated parameters; such results are
+    not cached.
     """
     if arg_types_override:
         tree, source = load_source(fn)

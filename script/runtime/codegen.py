@@ -21,7 +21,7 @@ import numpy as np
 import ir
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
-from script.slot_writes import slot_writes
+from script.runtime.slot_writes import slot_writes
 
 INT64_MAX = 2**63 - 1
 
@@ -148,13 +148,14 @@ class FunctionWriter:
     consts: dict[str, Any] = field(default_factory=dict)
     indent: int = 1
     profiler: Any = None
-    """a ``script.profiler.Profile`` to instrument the code for; None for the fast code."""
+    """a ``script.tools.profiler.Profile`` to instrument the code for; None for the fast code."""
     elided: set[Node] = field(default_factory=set)
     """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
     classes: StorageClasses | None = None
     """which values of the graph the caller may receive (constants among them are copied)."""
     checks: bool = False
-    """emit a shape/dtype check of every value against its static type (``script.sanitize``)."""
+    """emit a shape/dtype check of every value against its static type
+    (``script.runtime.sanitize``)."""
     lists_hold_placeholders: bool = False
     """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
 
@@ -181,7 +182,7 @@ class FunctionWriter:
         if node in self.elided:  # a write_slot whose value a kernel computed in its slot
             return
         if self.profiler is not None:
-            from script.profiler import write_timed_node
+            from script.tools.profiler import write_timed_node
             write_timed_node(self, node, self.write_plain_node)
         else:
             self.write_plain_node(node)
@@ -193,7 +194,7 @@ class FunctionWriter:
         against its static type (an error names the node, the source line and both)."""
         if not self.checks:
             return
-        from script import sanitize
+        from script.runtime import sanitize
         check = self.consts.setdefault("_check_type", sanitize.check)
         assert check is sanitize.check
         for k, value in enumerate(values):
@@ -344,7 +345,7 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
 def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     """A fusion group calls its native kernel (CUDA when its tensors are CuPy arrays, else CPU);
     groups the fuser cannot compile run as Python."""
-    from script.profiler import stage
+    from script.tools.profiler import stage
     on_gpu = any(isinstance(v.type, ir.TensorType) and v.type.device == "cuda" for v in node.inputs)
     if on_gpu:
         from fuser.cuda import compile_group
@@ -418,7 +419,7 @@ def _write_raise(w: FunctionWriter, node: Node) -> None:
 
 def _class_const(w: FunctionWriter, node: Node) -> str:
     """The Python class of a NamedTuple / script-class node's output, as a global name."""
-    from script.classes import python_class
+    from script.frontend.classes import python_class
     cls = python_class(node.output.type.name)
     name = w.ns.fresh(f"_cls_{_identifier(cls.__name__)}")
     w.consts[name] = cls
@@ -492,7 +493,7 @@ def _write_row_kernel(w: FunctionWriter, node: Node,
     """A call of the native row kernel ``make(dtype, which tensor inputs are given)`` when the
     node's tensors are numpy float arrays (the kernel falls back to the eager op for arguments
     it does not handle at run time); the eager op otherwise."""
-    from script.profiler import stage
+    from script.tools.profiler import stage
     tensors = list(node.inputs[:3])
     dtype = _row_kernel_dtype(node, tensors)
     if dtype is None:
@@ -551,7 +552,7 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
                     name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
     """The Python source of ``graph`` as a function ``name`` and the globals it needs
     (instrumented for ``profiler`` when one is given)."""
-    from script import sanitize
+    from script.runtime import sanitize
     checks = sanitize.enabled()
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
                        classes=StorageClasses(graph), checks=checks,
@@ -573,7 +574,7 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
 def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
              name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
     """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
-    (a ``script.profiler.Profile``) every node is timed into it: for profiling only."""
+    (a ``script.tools.profiler.Profile``) every node is timed into it: for profiling only."""
     from script import ops
     source, consts = generate_source(graph, backend, name, profiler)
     env: dict[str, Any] = {"np": np, "ops": ops, **consts}

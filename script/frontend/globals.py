@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from ir.registry import NOT_CONSTANT
 from ir.types import ANY, Type, erase_shape
 from script.errors import SignatureError
-from script.frontend_exprs import NOT_STATIC, constant_value
-from script.frontend_modules import Guard
+from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.modules import Guard
 from script.module import is_array, is_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler
+    from script.frontend.compiler import FunctionCompiler
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,7 +131,7 @@ class GlobalsMixin:
         return Source((id(scope), name), lambda: _global(scope, name), scope)
 
     def global_type(self: FunctionCompiler, node: ast.expr, obj: Any) -> Type:
-        from script.signature import type_of
+        from script.frontend.signature import type_of
         try:
             return erase_shape(type_of(obj, ANY, f"the global '{ast.unparse(node)}'"))
         except SignatureError as exc:

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
-from script.frontend_exprs import NOT_STATIC, constant_value
+from script.frontend.exprs import NOT_STATIC, constant_value
 from script.module import Module, ModuleList, Parameter, is_array, is_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler, FunctionDef
+    from script.frontend.compiler import FunctionCompiler, FunctionDef
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 """``read_member`` of a name the module does not have."""
@@ -112,7 +112,7 @@ class ModuleSession:
 
     def method(self, owner: Any, fn: Any, where: Callable[[str], ScriptError]) -> FunctionDef:
         """The compiled method ``fn`` of ``owner`` (compiled once per session)."""
-        from script.frontend import compile_method
+        from script.frontend.compiler import compile_method
         key = (id(owner), fn)
         found = self.methods.get(key)
         if found is not None:
@@ -220,7 +220,7 @@ class ModuleMixin:
         return value
 
     def attribute_type(self: FunctionCompiler, owner: Any, name: str, node: ast.AST) -> Type:
-        from script.signature import type_of
+        from script.frontend.signature import type_of
         current = AttrRef(owner, name, ANY).read()
         where = f"attribute '{name}' of module '{type(owner).__name__}'"
         if isinstance(current, (list, tuple)) and any(is_module(m) for m in current):

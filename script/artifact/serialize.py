@@ -38,7 +38,7 @@ import ir
 from ir.core import SUBGRAPH, Graph
 from ir.printer import print_graph
 from ir.types import DTYPE_NAMES, ClassType, DictType, ListType, OptionalType, TupleType, Type
-from script.archive import (
+from script.artifact.archive import (
     ARRAY_ROLES,
     FIELD_PATTERN,
     FORMAT,
@@ -52,8 +52,7 @@ from script.archive import (
     package_version,
     read_archive,
 )
-from script.errors import LoadError, Origin, ScriptError, reported
-from script.freeze import (
+from script.artifact.freeze import (
     NO_SOURCE,
     Binding,
     StandaloneMethod,
@@ -62,7 +61,8 @@ from script.freeze import (
     graph_types,
     standalone,
 )
-from script.frontend import FunctionDef
+from script.errors import LoadError, Origin, ScriptError, reported
+from script.frontend.compiler import FunctionDef
 from script.module import Parameter
 
 _TYPE_TEXT = re.compile(r"[A-Za-z0-9_.,()\[\]?* =]{1,1000}")
@@ -149,7 +149,7 @@ def _class_entries(m: StandaloneModule) -> dict[str, Any]:
         for t in graph_types(method.signature.graph):
             for c in class_types(t):
                 found.setdefault(c.name, c)
-    from script.classes import class_info
+    from script.frontend.classes import class_info
     entries = {}
     for name in found:
         declared = class_info(ClassType(name)).type  # the fields as declared, not specialized
@@ -399,7 +399,7 @@ class ClassTable:
 def _register_class(declared: ClassType) -> tuple[type, ClassType]:
     """The Python class for ``declared``: the one this process already registered under that
     name when it has the same fields, else a new class (registered under a free name)."""
-    from script import classes
+    from script.frontend import classes
     try:
         existing = classes.class_info(ClassType(declared.name))
     except KeyError:

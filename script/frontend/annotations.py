@@ -89,7 +89,7 @@ def _hashable(obj: Any) -> bool:
 
 def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
     if isinstance(obj, type):
-        from script.classes import class_type
+        from script.frontend.classes import class_type
         t = class_type(obj)  # a NamedTuple or a script class
         if t is not None:
             return t

@@ -23,7 +23,7 @@ from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import TENSOR, ClassType, Type, is_subtype
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler, FunctionDef
+    from script.frontend.compiler import FunctionCompiler, FunctionDef
 
 
 @dataclass(eq=False)
@@ -107,8 +107,8 @@ def _register(cls: type, t: ClassType) -> ClassInfo:
 
 
 def _register_named_tuple(cls: type) -> None:
-    from script.annotations import AnnotationError, type_from_annotation
     from script.errors import ScriptError
+    from script.frontend.annotations import AnnotationError, type_from_annotation
     namespace = dict(vars(sys.modules.get(cls.__module__, sys)))
     annotations = getattr(cls, "__annotations__", {})
     fields = []
@@ -126,7 +126,7 @@ def _register_named_tuple(cls: type) -> None:
 def compile_init(info: ClassInfo) -> None:
     """Compile a script class's ``__init__``: its ``self.<field> = ...`` assignments define the
     fields, and so the final class type."""
-    from script.frontend import compile_method
+    from script.frontend.compiler import compile_method
     with _lock:
         if info.init is not None:
             return
@@ -145,7 +145,7 @@ def compile_init(info: ClassInfo) -> None:
 
 def compile_class_method(info: ClassInfo, name: str) -> FunctionDef | None:
     """A script class's method, compiled with ``self`` typed as the class."""
-    from script.frontend import compile_method
+    from script.frontend.compiler import compile_method
     with _lock:
         if name not in info.methods:
             fn = vars(info.cls).get(name)

@@ -21,16 +21,16 @@ from ir.alias import StorageClasses
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
-from script import profiler as _profiler
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
-from script.function import (
+from script.frontend.signature import key_of, type_of
+from script.runtime.function import (
     FORWARD_PIPELINE,
     ScriptFunction,
     _check_devices,
     _coerce_numbers,
     input_types,
 )
-from script.signature import key_of, type_of
+from script.tools import profiler as _profiler
 
 BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
                      ",fuse-elementwise,dce")
@@ -87,7 +87,7 @@ def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> Compil
 
 def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
                       ) -> CompiledGradient:
-    from script.codegen import generate
+    from script.runtime.codegen import generate
     grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
@@ -208,7 +208,7 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
                 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
     gradients of those that are parameters accumulate into ``.grad``."""
-    from script.script_module import ScriptModule
+    from script.runtime.script_module import ScriptModule
     sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
     method = sm.forward.current()
     full = method._bind(args, {})
@@ -420,7 +420,7 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
     function of the same arguments that reads the same globals."""
     from ir.core import clone_node
-    from script.frontend import FunctionDef
+    from script.frontend.compiler import FunctionDef
     pair = compile_gradient(inner, args, optimize=False).gradient
     if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
         raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "

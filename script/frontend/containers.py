@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, erase_shape, unify
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler
+    from script.frontend.compiler import FunctionCompiler
 
 
 class ContainerMixin:

@@ -105,7 +105,7 @@ class Profile:
         or backward of a gradient) through instrumented code built for this profiler."""
         found = self._graph_code.get(id(graph))
         if found is None or found[0] is not graph:
-            from script.codegen import generate
+            from script.runtime.codegen import generate
             with _instrumented_lock:
                 self.scope, self.building = name, True
                 try:
@@ -217,7 +217,7 @@ def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
     code = cache.get(id(spec))
     if code is not None and code[0] is prof:
         return code[1]
-    from script.codegen import generate
+    from script.runtime.codegen import generate
     with _instrumented_lock:
         prof.scope, prof.building = fn.definition.name, True
         try:
@@ -240,7 +240,7 @@ SUMMARY_WIDTH = 48
 
 def write_timed_node(w: Any, node: Any, write: Callable[[Any], None]) -> None:
     """Write ``node`` through ``write`` between a clock read and a call recording the time
-    (``script.codegen.FunctionWriter`` calls this while instrumenting)."""
+    (``script.runtime.codegen.FunctionWriter`` calls this while instrumenting)."""
     if node.kind in UNTIMED:
         write(node)
         return

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from script._ops_impl_autodiff import (  # noqa: F401  (gradient ops)
+from script.ops._impl_autodiff import (  # noqa: F401  (gradient ops)
     broadcast_to,
     dropout_mask,
     empty,
@@ -27,9 +27,9 @@ from script._ops_impl_autodiff import (  # noqa: F401  (gradient ops)
     sum_to,
     write_slot,
 )
-from script._ops_impl_base import array_module, as_ufunc_float, manual_seed, python_result
-from script._ops_impl_layout import contiguous, copy  # noqa: F401  (inserted by passes)
-from script._ops_impl_nn import (
+from script.ops._impl_base import array_module, as_ufunc_float, manual_seed, python_result
+from script.ops._impl_layout import contiguous, copy  # noqa: F401  (inserted by passes)
+from script.ops._impl_nn import (
     amax,
     amin,
     dropout,
@@ -45,7 +45,7 @@ from script._ops_impl_nn import (
     sum,
     var,
 )
-from script._ops_impl_shape import (
+from script.ops._impl_shape import (
     arange,
     cat,
     chunk,

@@ -19,12 +19,12 @@ from typing import Any
 
 from ir.core import Graph
 from script.errors import Origin, ScriptError, reported
-from script.frontend import FunctionDef
-from script.frontend_globals import GlobalRef
-from script.frontend_modules import AttrRef, ModuleSession, method_function
-from script.function import ScriptFunction, Specialization, bind_arguments
+from script.frontend.compiler import FunctionDef
+from script.frontend.globals import GlobalRef
+from script.frontend.modules import AttrRef, ModuleSession, method_function
+from script.frontend.signature import key_of
 from script.module import Module
-from script.signature import key_of
+from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 
 MAX_VARIANTS = 8
 """Compiled variants (sets of module constants) kept per ScriptModule."""

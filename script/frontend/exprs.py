@@ -30,11 +30,11 @@ from ir.types import (
     erase_shape,
     unify,
 )
-from script.frontend_env import Static
+from script.frontend.env import Static
 from script.module import is_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler
+    from script.frontend.compiler import FunctionCompiler
 
 NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
 """``resolve_static`` of an expression that is not a compile-time Python object."""

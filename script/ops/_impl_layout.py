@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from script._ops_impl_base import array_module
+from script.ops._impl_base import array_module
 
 
 def contiguous(a: Any) -> Any:

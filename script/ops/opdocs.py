@@ -1,6 +1,7 @@
 """The op reference: a Markdown table of every op in the registry, generated from the registry.
 
-``python -m script.opdocs`` prints it; ``python -m script.opdocs --write`` writes ``docs/ops.md``.
+``python -m script.ops.opdocs`` prints it; ``python -m script.ops.opdocs --write`` writes
+``docs/ops.md``.
 A test fails when ``docs/ops.md`` differs from what this generates.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from ir.registry import OpDef, all_ops
 
-DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "ops.md"
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "ops.md"
 """Where ``--write`` puts the reference."""
 
 _SECTION_TITLES = {
@@ -28,7 +29,7 @@ _SECTION_TITLES = {
 _HEADER = """\
 # Op reference
 
-Generated from the op registry by `python -m script.opdocs --write`; do not edit by hand.
+Generated from the op registry by `python -m script.ops.opdocs --write`; do not edit by hand.
 
 Every `tensor::NAME` op is also the eager function `script.ops.NAME`, taking the arguments below
 in the same order with the same names and defaults; it runs on numpy and CuPy arrays (and on

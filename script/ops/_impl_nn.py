@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from script._ops_impl_base import array_module, as_float, generator, is_float_array
+from script.ops._impl_base import array_module, as_float, generator, is_float_array
 
 
 def _axes(axis: Any) -> Any:

@@ -54,7 +54,7 @@ def _fresh_result(node: Node) -> bool:
     """Whether ``node``'s tensor outputs are new arrays, never views of its inputs."""
     if node.kind == "tensor::matmul":
         return True
-    from script.codegen import NUMPY_CODE  # the generated-code table (imports this module)
+    from script.runtime.codegen import NUMPY_CODE  # the generated-code table (imports this module)
     op = ir.registry.lookup(node.kind)
     return node.kind in NUMPY_CODE and op is not None and op.is_elementwise
 

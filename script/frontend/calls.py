@@ -42,13 +42,13 @@ from ir.types import (
     is_subtype,
     unify,
 )
-from script.classes import class_type
-from script.frontend_exprs import NOT_STATIC, constant_value
-from script.frontend_modules import is_module_sequence
+from script.frontend.classes import class_type
+from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.modules import is_module_sequence
 from script.module import is_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler, FunctionDef
+    from script.frontend.compiler import FunctionCompiler, FunctionDef
 
 KIND_TEXT = {
     "Tensor": "a Tensor", "number": "a number", "operand": "a Tensor or a number",
@@ -79,7 +79,7 @@ def op_for_object(obj: Any) -> OpDef | None:
         return entry[1]
     module = getattr(obj, "__module__", None) or ""
     name = getattr(obj, "__name__", None)
-    if module.startswith("script.ops") and name:
+    if module == "script.ops" and name:
         return lookup(f"tensor::{name}")
     return None
 
@@ -270,7 +270,7 @@ class CallMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
-        from script.frontend import compile_function, is_compiling
+        from script.frontend.compiler import compile_function, is_compiling
         if is_compiling(fn):
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")

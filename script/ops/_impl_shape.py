@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from script._ops_impl_base import array_module
+from script.ops._impl_base import array_module
 
 _slice = builtins.slice
 

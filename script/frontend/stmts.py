@@ -27,7 +27,7 @@ from ir.types import (
     Type,
     unify,
 )
-from script.frontend_env import (
+from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
     Static,
@@ -40,13 +40,13 @@ from script.frontend_env import (
     only_augmented,
     stored_names,
 )
-from script.frontend_exprs import NOT_STATIC, none_checks
-from script.frontend_iter import StaticPlan
-from script.frontend_modules import is_module_sequence
+from script.frontend.exprs import NOT_STATIC, none_checks
+from script.frontend.iter import StaticPlan
+from script.frontend.modules import is_module_sequence
 from script.module import is_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler
+    from script.frontend.compiler import FunctionCompiler
 
 MAX_TRIP_COUNT = 2**63 - 1
 
@@ -212,7 +212,7 @@ class StmtMixin:
             return
         if not is_module(owner):
             raise self.unsupported(target, "assigning to an attribute of a global object")
-        from script.frontend_modules import MISSING, read_member, unwrap_module
+        from script.frontend.modules import MISSING, read_member, unwrap_module
         owner = unwrap_module(owner)
         name, cls = target.attr, type(owner).__name__
         if target.attr in owner.__dict__["_parameters"]:
@@ -273,7 +273,7 @@ class StmtMixin:
         if isinstance(current.type, ListType) and isinstance(node.op, ast.Add):
             self.extend_list(current, rhs, node)  # lists are mutable: += extends in place
             return
-        from script.frontend_exprs import _OPERATORS
+        from script.frontend.exprs import _OPERATORS
         symbol = _OPERATORS.get(type(node.op))
         if symbol is None:
             raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
@@ -406,7 +406,7 @@ class StmtMixin:
                        stored_names(node.target))
 
     def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
-        from script.frontend import LoopContext
+        from script.frontend.compiler import LoopContext
         has_break, has_continue = loop_exits(node.body)
         return LoopContext(self.new_flag("break") if has_break else None,
                            self.new_flag("continue") if has_continue else None,
@@ -494,7 +494,7 @@ class StmtMixin:
             return value.type
         joined = unify(before, value.type)
         if joined is None:
-            from script.frontend import describe_variable
+            from script.frontend.compiler import describe_variable
             raise self.error(node, f"{describe_variable(name)} has type {before} before the "
                              f"loop and type {value.type} after an iteration")
         return self.declared.get(name, joined)
@@ -558,5 +558,5 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 
 def _hint(name: str) -> str:
-    from script.frontend import display_name
+    from script.frontend.compiler import display_name
     return display_name(name)

@@ -103,7 +103,7 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
 
 def _object_type(value: Any, declared: Type) -> Type | None:
     """A NamedTuple where one is declared, or an instance of a script class: its class type."""
-    from script.classes import class_type
+    from script.frontend.classes import class_type
     if isinstance(value, tuple) and not isinstance(_inner(declared), ir.ClassType):
         return None  # a NamedTuple passed for a Tuple[...] is a tuple
     t = class_type(type(value))

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
 from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
-from script.frontend_calls import op_for_object
-from script.frontend_env import Static
-from script.frontend_exprs import NOT_STATIC
-from script.frontend_modules import is_module_sequence, unwrap_module
+from script.frontend.calls import op_for_object
+from script.frontend.env import Static
+from script.frontend.exprs import NOT_STATIC
+from script.frontend.modules import is_module_sequence, unwrap_module
 
 if TYPE_CHECKING:
-    from script.frontend import FunctionCompiler
+    from script.frontend.compiler import FunctionCompiler
 
 
 @dataclass

@@ -7,7 +7,7 @@ once.
 
 The global arrays the function reads are looked up at every call and passed after the arguments
 (their dtypes and shapes are part of the signature); the global scalars it compiled in are checked,
-and a changed one compiles the function again (``script.frontend_globals``).
+and a changed one compiles the function again (``script.frontend.globals``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import fuser  # noqa: F401  (registers the fuse-elementwise pass)
 import ir
 from ir.core import Graph
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
-from script import profiler as _profiler
 from script.errors import Origin, SignatureError, reported
-from script.frontend_globals import guards_hold
-from script.signature import device_of, key_of, type_of
+from script.frontend.globals import guards_hold
+from script.frontend.signature import device_of, key_of, type_of
+from script.tools import profiler as _profiler
 
 FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
@@ -59,10 +59,11 @@ class ScriptFunction:
         self.python_fn = fn
         """the undecorated function, run eagerly (the reference implementation)."""
         self.example_inputs = example_inputs
-        """example argument tuples typing the unannotated parameters (``script.infer_types``)."""
+        """example argument tuples typing the unannotated parameters
+        (``script.frontend.infer_types``)."""
         self.strict = strict
         """compiling a specialization that leaves an elementwise op unfused or falls back to
-        Python raises ScriptError (``script.explain``)."""
+        Python raises ScriptError (``script.tools.explain``)."""
         self._definition: Any = None
         self._cache: dict[Any, Specialization] = {}
         self._lock = threading.RLock()
@@ -78,7 +79,7 @@ class ScriptFunction:
             with self._lock:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
-                    from script.frontend import compile_function
+                    from script.frontend.compiler import compile_function
                     with _profiler.stage("frontend"), reported(self.origin, "compiling"):
                         d = compile_function(self.python_fn, self._example_types())
                     if self._definition is not None:  # a stale one: drop what it compiled
@@ -98,7 +99,7 @@ class ScriptFunction:
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
             return None
-        from script.infer_types import infer_signature
+        from script.frontend.infer_types import infer_signature
         return infer_signature(self.python_fn, self.example_inputs).compile_types() or None
 
     @property
@@ -134,15 +135,15 @@ class ScriptFunction:
         return self.specialization(*args, **kwargs).graph
 
     def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
-        """The optimized backward graph for these arguments (see ``script.autodiff``)."""
-        from script.autodiff import backward_graph_for
+        """The optimized backward graph for these arguments (see ``script.runtime.autodiff``)."""
+        from script.runtime.autodiff import backward_graph_for
         return backward_graph_for(self, *self._bind(args, kwargs))
 
     def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
         """A readable report on how the specialization for these arguments compiled: fusion
         groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
         also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
-        from script.explain import explain_report
+        from script.tools.explain import explain_report
         args = self._bind(args, kwargs)
         with reported(self.origin, "explaining"):
             return explain_report(self, args, svg)
@@ -180,7 +181,7 @@ class ScriptFunction:
     def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
         from passes import run_pipeline
         from passes.shape_prop import specialize
-        from script.codegen import generate
+        from script.runtime.codegen import generate
         start = time.perf_counter()
         d = self.definition
         types = input_types(d, args)
@@ -199,7 +200,7 @@ class ScriptFunction:
         with _profiler.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively
-            from script.explain import check_strict
+            from script.tools.explain import check_strict
             check_strict(graph, d)
         return Specialization(graph, fn, source, time.perf_counter() - start)
 
