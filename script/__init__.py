@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from script import ops
+from script._version import __version__  # noqa: F401  (re-exported)
 from script.artifact.freeze import freeze
 from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
@@ -19,9 +20,6 @@ from script.runtime import allocator
 from script.runtime.autodiff import grad, value_and_grad, vjp
 from script.runtime.function import ScriptFunction
 from script.tools.profiler import profile
-
-__version__ = "0.1.0"
-"""The package version (pyproject.toml's); saved models record it."""
 
 
 class Tensor:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ir.types import DTYPE_NAMES
+from script._version import __version__
 from script.errors import LoadError
 
 FORMAT = "rnnscript.module"
@@ -43,7 +44,6 @@ FIELD_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def package_version() -> str:
-    from script import __version__
     return __version__
 
 
