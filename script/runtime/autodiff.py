@@ -23,6 +23,7 @@ from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
 from script.frontend.signature import key_of, type_of
+from script.runtime import instrument
 from script.runtime.function import (
     FORWARD_PIPELINE,
     ScriptFunction,
@@ -30,7 +31,6 @@ from script.runtime.function import (
     _coerce_numbers,
     input_types,
 )
-from script.tools import profiler as _profiler
 
 BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
                      ",fuse-elementwise,dce")
@@ -237,7 +237,7 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
     grad = compiled.gradient
     args = [tuple(a[key] for key in grad.dict_inputs[k]) if k in grad.dict_inputs else a
             for k, a in enumerate(args)]
-    prof = _profiler.active
+    prof = instrument.active
     if prof is None:
         results = compiled.forward(*args)
     else:
@@ -258,7 +258,7 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
         # fresh lists and dicts: the backward consumes them (a list's items are popped)
         cts = [_cotangent_like(o, c, f"cotangent {k}") for k, (o, c) in
                enumerate(zip(outputs, cts))]
-        prof = _profiler.active
+        prof = instrument.active
         with reported(where, "running the backward of"):
             if prof is None:
                 grads = compiled.backward(*cts, *saved)

@@ -21,79 +21,15 @@ import numpy as np
 import ir
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
+from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
+from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
 
 INT64_MAX = 2**63 - 1
 
 Emit = Callable[["FunctionWriter", Node, list[str]], str]
 """An op's code: given the writer, the node and its input expressions, the expression (or
 statement, for nodes without outputs) computing it."""
-
-# numpy backend: ops with a direct numpy/Python spelling (the rest call ``ops.NAME``).
-NUMPY_CODE: dict[str, Callable[..., str]] = {
-    "tensor::add": lambda a, b: f"{a} + {b}",
-    "tensor::sub": lambda a, b: f"{a} - {b}",
-    "tensor::mul": lambda a, b: f"{a} * {b}",
-    "tensor::div": lambda a, b: f"{a} / {b}",
-    "tensor::floordiv": lambda a, b: f"{a} // {b}",
-    "tensor::mod": lambda a, b: f"{a} % {b}",
-    "tensor::pow": lambda a, b: f"{a} ** {b}",
-    "tensor::neg": lambda a: f"-{a}",
-    "tensor::eq": lambda a, b: f"{a} == {b}",
-    "tensor::ne": lambda a, b: f"{a} != {b}",
-    "tensor::lt": lambda a, b: f"{a} < {b}",
-    "tensor::le": lambda a, b: f"{a} <= {b}",
-    "tensor::gt": lambda a, b: f"{a} > {b}",
-    "tensor::ge": lambda a, b: f"{a} >= {b}",
-    "tensor::matmul": lambda a, b: f"{a} @ {b}",
-    **{f"tensor::{name}": (lambda name: lambda a: f"np.{name}({a})")(name)
-       for name in ("tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "sign", "square", "sin",
-                    "cos", "floor", "ceil")},
-    "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
-    "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
-    # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
-    "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
-    f"ops.select({a}, {axis}, {i})",
-    "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
-    "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
-    f"ops.write_slot({buf}, {axis}, {i}, {v})",
-}
-
-# structure ops: Python spellings of prim:: kinds (statements have no result).
-PRIM_CODE: dict[str, Callable[..., str]] = {
-    "prim::TupleConstruct": lambda *xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})",
-    "prim::TupleIndex": lambda t, i: f"{t}[{i}]",
-    "prim::TupleSlice": lambda t, a, b, c: f"{t}[{a}:{b}:{c}]",
-    "prim::ListConstruct": lambda *xs: f"[{', '.join(xs)}]",
-    "prim::ListIndex": lambda lst, i: f"{lst}[{i}]",
-    "prim::ListSetItem": lambda lst, i, v: f"{lst}[{i}] = {v}",
-    "prim::ListAppend": lambda lst, v: f"{lst}.append({v})",
-    "prim::ListExtend": lambda lst, o: f"{lst}.extend({o})",
-    "prim::ListPop": lambda lst, i="-1": f"{lst}.pop({i})",
-    "prim::ListInsert": lambda lst, i, v: f"{lst}.insert({i}, {v})",
-    "prim::ListSlice": lambda lst, a, b, c: f"{lst}[{a}:{b}:{c}]",
-    "prim::ListAdd": lambda a, b: f"{a} + {b}",
-    "prim::ListContains": lambda lst, v: f"{v} in {lst}",
-    "prim::len": lambda x: f"len({x})",
-    "prim::DictGetItem": lambda d, k: f"{d}[{k}]",
-    "prim::unchecked_unwrap_optional": lambda x: x,
-    "prim::Uninitialized": lambda: "None",
-    "prim::Bool": lambda x: f"bool({x})",
-    "prim::Int": lambda x: f"int({x})",
-    "prim::Float": lambda x: f"float({x})",
-    "prim::IsNone": lambda x: f"{x} is None",
-    "prim::min": lambda a, b: f"min({a}, {b})",
-    "prim::max": lambda a, b: f"max({a}, {b})",
-    "prim::Print": lambda *xs: f"print({', '.join(xs)})",
-    "prim::DictConstruct": lambda *xs: "{" + ", ".join(
-        f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",
-    "prim::DictSetItem": lambda d, k, v: f"{d}[{k}] = {v}",
-    "prim::DictContains": lambda d, k: f"{k} in {d}",
-    "prim::DictGet": lambda d, k, default: f"{d}.get({k}, {default})",
-    "prim::DictKeys": lambda d: f"list({d})",
-    "prim::DictValues": lambda d: f"list({d}.values())",
-    "prim::DictItems": lambda d: f"list({d}.items())",
-}
 
 UNCHECKED = frozenset({"prim::Constant", "prim::Uninitialized"})
 """Nodes whose outputs the sanitizer leaves alone: constants have their type by construction, and
@@ -148,7 +84,8 @@ class FunctionWriter:
     consts: dict[str, Any] = field(default_factory=dict)
     indent: int = 1
     profiler: Any = None
-    """a ``script.tools.profiler.Profile`` to instrument the code for; None for the fast code."""
+    """an ``instrument.Instrument`` (the profiler) to build instrumented code for; None for the
+    fast code."""
     elided: set[Node] = field(default_factory=set)
     """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
     classes: StorageClasses | None = None
@@ -182,8 +119,7 @@ class FunctionWriter:
         if node in self.elided:  # a write_slot whose value a kernel computed in its slot
             return
         if self.profiler is not None:
-            from script.tools.profiler import write_timed_node
-            write_timed_node(self, node, self.write_plain_node)
+            self.profiler.write_node(self, node, self.write_plain_node)
         else:
             self.write_plain_node(node)
         if node.kind not in UNCHECKED:
@@ -345,7 +281,6 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
 def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     """A fusion group calls its native kernel (CUDA when its tensors are CuPy arrays, else CPU);
     groups the fuser cannot compile run as Python."""
-    from script.tools.profiler import stage
     on_gpu = any(isinstance(v.type, ir.TensorType) and v.type.device == "cuda" for v in node.inputs)
     if on_gpu:
         from fuser.cuda import compile_group
@@ -493,7 +428,6 @@ def _write_row_kernel(w: FunctionWriter, node: Node,
     """A call of the native row kernel ``make(dtype, which tensor inputs are given)`` when the
     node's tensors are numpy float arrays (the kernel falls back to the eager op for arguments
     it does not handle at run time); the eager op otherwise."""
-    from script.tools.profiler import stage
     tensors = list(node.inputs[:3])
     dtype = _row_kernel_dtype(node, tensors)
     if dtype is None:
@@ -574,7 +508,7 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
 def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
              name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
     """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
-    (a ``script.tools.profiler.Profile``) every node is timed into it: for profiling only."""
+    (an ``instrument.Instrument``) every node is written through it: for profiling only."""
     from script import ops
     source, consts = generate_source(graph, backend, name, profiler)
     env: dict[str, Any] = {"np": np, "ops": ops, **consts}

@@ -27,7 +27,7 @@ from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script.errors import Origin, SignatureError, reported
 from script.frontend.globals import guards_hold
 from script.frontend.signature import device_of, key_of, type_of
-from script.tools import profiler as _profiler
+from script.runtime import instrument
 
 FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
@@ -80,7 +80,7 @@ class ScriptFunction:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
                     from script.frontend.compiler import compile_function
-                    with _profiler.stage("frontend"), reported(self.origin, "compiling"):
+                    with instrument.stage("frontend"), reported(self.origin, "compiling"):
                         d = compile_function(self.python_fn, self._example_types())
                     if self._definition is not None:  # a stale one: drop what it compiled
                         self._cache = {}
@@ -123,8 +123,8 @@ class ScriptFunction:
             args = self._bind(args, kwargs)
         elif kwargs or len(args) != self._nargs:
             args = bind_arguments(d, args, kwargs)
-        if _profiler.active is not None:
-            return _profiler.active.call(self, args)
+        if instrument.active is not None:
+            return instrument.active.call(self, args)
         spec = self._cache.get(tuple(map(key_of, args)))
         if spec is None:
             spec = self._specialize(args)
@@ -187,7 +187,7 @@ class ScriptFunction:
         types = input_types(d, args)
         _check_devices(d, args)
         graph = d.graph.clone()
-        with _profiler.stage("passes"):
+        with instrument.stage("passes"):
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
             _coerce_numbers(graph, types)
             try:
@@ -197,7 +197,7 @@ class ScriptFunction:
                 raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
                                      f"accepted: {e}") from None
             run_pipeline(graph, self.pipeline)
-        with _profiler.stage("codegen"):
+        with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively
             from script.tools.explain import check_strict

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ir
 from ir.core import Block, Node, Value
+from script.runtime.spellings import NUMPY_CODE
 
 
 def slot_writes(group: Node) -> dict[int, Node]:
@@ -54,7 +55,6 @@ def _fresh_result(node: Node) -> bool:
     """Whether ``node``'s tensor outputs are new arrays, never views of its inputs."""
     if node.kind == "tensor::matmul":
         return True
-    from script.runtime.codegen import NUMPY_CODE  # the generated-code table (imports this module)
     op = ir.registry.lookup(node.kind)
     return node.kind in NUMPY_CODE and op is not None and op.is_elementwise
 

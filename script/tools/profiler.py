@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-_clock = time.perf_counter
+from script.runtime import instrument
+from script.runtime.codegen import generate
 
-active: Profile | None = None
-"""The profiler of the innermost ``with profile()`` block, or None (read on every call)."""
+_clock = time.perf_counter
 
 MAX_TRACE_EVENTS = 1_000_000
 """Events kept for the Chrome trace; the totals keep counting past it."""
@@ -54,7 +54,6 @@ class Profile:
     """(name, category, start, duration, thread id) in seconds, for the trace."""
     start: float = field(default_factory=_clock)
     _stage_stack: list[list[float]] = field(default_factory=list)
-    _previous: Profile | None = None
     scope: str = ""
     """the function whose code is being instrumented (prefixes its fusion groups' rows)."""
     building: bool = False
@@ -105,7 +104,6 @@ class Profile:
         or backward of a gradient) through instrumented code built for this profiler."""
         found = self._graph_code.get(id(graph))
         if found is None or found[0] is not graph:
-            from script.runtime.codegen import generate
             with _instrumented_lock:
                 self.scope, self.building = name, True
                 try:
@@ -123,6 +121,27 @@ class Profile:
         """A compile stage's exclusive time (nested stages are counted on their own)."""
         self.add(f"compile: {name}", "compile", start, end)
         self.stats[f"compile: {name}"].total -= child_seconds
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a compile stage (``instrument.stage``: compilation only, never a hot path)."""
+        if self.building:
+            yield
+            return
+        self._stage_stack.append([0.0])
+        start = _clock()
+        try:
+            yield
+        finally:
+            end = _clock()
+            (children,) = self._stage_stack.pop()
+            self.add_stage(name, start, end, children)
+            if self._stage_stack:
+                self._stage_stack[-1][0] += end - start
+
+    def write_node(self, w: Any, node: Any, write: Callable[[Any], None]) -> None:
+        """Write a node of instrumented code timed (``write_timed_node``)."""
+        write_timed_node(w, node, write)
 
     # -- reading --------------------------------------------------------------------------------
     def totals(self, category: str | None = None) -> dict[str, float]:
@@ -178,32 +197,12 @@ class Profile:
 @contextmanager
 def profile() -> Iterator[Profile]:
     """Profile the scripted calls made inside the ``with`` block."""
-    global active
-    prof = Profile(_previous=active)
-    active = prof
+    prof = Profile()
+    previous = instrument.activate(prof)
     try:
         yield prof
     finally:
-        active = prof._previous
-
-
-@contextmanager
-def stage(name: str) -> Iterator[None]:
-    """Time a compile stage when a profiler is active (compilation only: never a hot path)."""
-    prof = active
-    if prof is None or prof.building:
-        yield
-        return
-    prof._stage_stack.append([0.0])
-    start = _clock()
-    try:
-        yield
-    finally:
-        end = _clock()
-        (children,) = prof._stage_stack.pop()
-        prof.add_stage(name, start, end, children)
-        if prof._stage_stack:
-            prof._stage_stack[-1][0] += end - start
+        instrument.restore(previous)
 
 
 # -- instrumented code ----------------------------------------------------------------------------
@@ -217,7 +216,6 @@ def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
     code = cache.get(id(spec))
     if code is not None and code[0] is prof:
         return code[1]
-    from script.runtime.codegen import generate
     with _instrumented_lock:
         prof.scope, prof.building = fn.definition.name, True
         try:
