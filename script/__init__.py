@@ -16,7 +16,6 @@ from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
 from script.frontend.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
-from script.runtime import allocator
 from script.runtime.autodiff import grad, value_and_grad, vjp
 from script.runtime.function import ScriptFunction
 from script.tools.profiler import profile
@@ -58,20 +57,6 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "
                       "@script takes a function, a Module instance or a class")
 
-
-def _register_constant_evaluator() -> None:
-    """Let constant propagation fold tensor ops with the eager op library."""
-    try:
-        from passes import constant_prop
-    except ImportError:
-        return
-    setter = getattr(constant_prop, "set_evaluator", None)
-    if setter is not None:
-        setter(lambda kind, args: getattr(ops, kind.split("::", 1)[1])(*args))
-
-
-_register_constant_evaluator()
-allocator.tune()
 
 script.infer_annotations = infer_annotations  # type: ignore[attr-defined]
 script.profile = profile  # type: ignore[attr-defined]

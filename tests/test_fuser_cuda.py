@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fuser
 import fuser.cpu
 import fuser.cuda
 import passes
@@ -156,6 +157,7 @@ def _tail_on(device):
         for out in node.outputs:
             if isinstance(out.type, TensorType):
                 out.type = TensorType(out.type.dtype, out.type.shape, device)
+    fuser.register_passes()
     passes.run_pipeline(g, "fuse-elementwise")
     return g
 

@@ -26,19 +26,15 @@ import numpy as np
 from ir.core import Graph, Node
 from ir.registry import NOT_CONSTANT, const, lookup
 from ir.types import ClassType, DictType, ListType, OptionalType, TupleType, Type
-from passes import CLEANUP_PIPELINE, STANDARD_PIPELINE, run_pipeline
+from passes import CLEANUP_PIPELINE
 from passes.constant_prop import fold_limit
 from script.errors import Origin, ScriptError, SourceInfo, reported
 from script.frontend.compiler import FunctionDef
 from script.module import Module, Parameter, is_array
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
+from script.runtime.pipelines import FROZEN_PIPELINE, run_pipeline
 
 DROPOUT = "tensor::dropout"
-
-FROZEN_PIPELINE = STANDARD_PIPELINE + ",constant-prop,dce,fuse-elementwise,dce"
-"""A frozen method's specializations: the forward pipeline, plus a fold after the RNN passes
-(the weight concatenations batched matmuls make are of constants here)."""
-
 
 @dataclass(eq=False)
 class Binding:

@@ -8,14 +8,14 @@ and the kernel zeroes each one. Measured on the fastrnns LSTM layer, forward + b
 thread: 781 minor page faults per call at T=100, B=8, H=64 (5.0 ms a call instead of 2.7 ms) and
 29,000 at T=100, B=64, H=512 (about 11% of the call).
 
-So at import, on glibc, rnnscript raises three of malloc's thresholds (``mallopt``):
+So ``tune()``, on glibc, raises three of malloc's thresholds (``mallopt``):
 ``M_MMAP_THRESHOLD`` (arrays up to 64 MiB come from the heap, and the threshold stops adapting),
 ``M_TRIM_THRESHOLD`` (up to 256 MiB of free memory at the top of the heap is kept) and
 ``M_TOP_PAD`` (the heap grows 16 MiB at a time). The process keeps freed memory for its next
 allocations instead of returning it at once; ``release()`` returns it on demand
 (``malloc_trim``). The settings are process-wide, so every library in the process (numpy, torch)
-allocates under them alike. ``RNNSCRIPT_MALLOC=default`` in the environment leaves malloc as
-it is.
+allocates under them alike: that is why importing rnnscript changes nothing and an application
+opts in by calling ``tune()`` (``RNNSCRIPT_MALLOC=default`` in the environment makes it a no-op).
 """
 
 from __future__ import annotations

@@ -19,23 +19,18 @@ import numpy as np
 import ir
 from ir.alias import StorageClasses
 from ir.core import Graph
-from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, run_pipeline
+from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
 from script.frontend.signature import key_of, type_of
 from script.runtime import instrument
 from script.runtime.function import (
-    FORWARD_PIPELINE,
     ScriptFunction,
     _check_devices,
     _coerce_numbers,
     input_types,
 )
-
-BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
-                     ",fuse-elementwise,dce")
-"""What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
-iterations become one matmul/reduction after the loop, then fusion."""
+from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
 
 
 @dataclass(frozen=True)

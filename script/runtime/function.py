@@ -20,17 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import fuser  # noqa: F401  (registers the fuse-elementwise pass)
 import ir
 from ir.core import Graph
-from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE
 from script.errors import Origin, SignatureError, reported
 from script.frontend.globals import guards_hold
 from script.frontend.signature import device_of, key_of, type_of
 from script.runtime import instrument
-
-FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
-"""What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
+from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
 
 
 @dataclass(frozen=True)
@@ -179,7 +175,6 @@ class ScriptFunction:
             return self._compile_unchecked(args)
 
     def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
-        from passes import run_pipeline
         from passes.shape_prop import specialize
         from script.runtime.codegen import generate
         start = time.perf_counter()
