@@ -18,19 +18,24 @@ import numpy as np
 
 import ir
 from ir.alias import StorageClasses
-from ir.core import Graph
+from ir.core import Graph, clone_node
 from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from passes.shape_prop import specialize
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
+from script.frontend.compiler import FunctionDef
 from script.frontend.signature import key_of, type_of
+from script.module import Module
 from script.runtime import instrument
+from script.runtime.codegen import generate
 from script.runtime.function import (
     ScriptFunction,
-    _check_devices,
-    _coerce_numbers,
+    check_devices,
+    coerce_numbers,
     input_types,
 )
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
+from script.runtime.script_module import ScriptModule
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,6 @@ def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> Compil
 
 def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
                       ) -> CompiledGradient:
-    from script.runtime.codegen import generate
     grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
     if optimize:
         run_pipeline(grad.backward, STANDARD_PIPELINE)
@@ -118,17 +122,16 @@ def _own(value: Any, shared: Any, memo: dict[int, Any]) -> Any:
 
 def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
     """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused."""
-    from passes.shape_prop import specialize
     d = f.definition
     if len(args) != len(d.input_names()):
         raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
                              "were given")
     types = input_types(d, args)
-    _check_devices(d, args)
+    check_devices(d, args)
     with reported(f.origin, "compiling"):
         graph = d.graph.clone()
         run_pipeline(graph, "inline")
-        _coerce_numbers(graph, types)
+        coerce_numbers(graph, types)
         try:
             specialize(graph, types)
         except ir.ShapeError as e:
@@ -187,7 +190,6 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     ``forward`` reads to the parameter's ``.grad`` (setting it when None). A global array ``f``
     reads is read at this call and is a constant of the differentiation: no gradient for it.
     """
-    from script.module import Module
     if isinstance(f, Module):
         return _module_vjp(f, args)
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
@@ -203,7 +205,6 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
                 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
     gradients of those that are parameters accumulate into ``.grad``."""
-    from script.runtime.script_module import ScriptModule
     sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
     method = sm.forward.current()
     full = method._bind(args, {})
@@ -350,7 +351,6 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     """``g(*args) -> (value, grads)`` for a function with one scalar output (a 0-d array or a
     number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them.
     For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
-    from script.module import Module
     sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
 
     def run(*args: Any) -> tuple[Any, Any]:
@@ -414,8 +414,6 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
                        ) -> ScriptFunction:
     """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
     function of the same arguments that reads the same globals."""
-    from ir.core import clone_node
-    from script.frontend.compiler import FunctionDef
     pair = compile_gradient(inner, args, optimize=False).gradient
     if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
         raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "

@@ -21,6 +21,9 @@ import numpy as np
 import ir
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
+from script import ops
+from script.frontend.classes import python_class
+from script.runtime import sanitize
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
@@ -130,7 +133,6 @@ class FunctionWriter:
         against its static type (an error names the node, the source line and both)."""
         if not self.checks:
             return
-        from script.runtime import sanitize
         check = self.consts.setdefault("_check_type", sanitize.check)
         assert check is sanitize.check
         for k, value in enumerate(values):
@@ -354,7 +356,6 @@ def _write_raise(w: FunctionWriter, node: Node) -> None:
 
 def _class_const(w: FunctionWriter, node: Node) -> str:
     """The Python class of a NamedTuple / script-class node's output, as a global name."""
-    from script.frontend.classes import python_class
     cls = python_class(node.output.type.name)
     name = w.ns.fresh(f"_cls_{_identifier(cls.__name__)}")
     w.consts[name] = cls
@@ -440,14 +441,12 @@ def _write_row_kernel(w: FunctionWriter, node: Node,
 
 def _write_layer_norm(w: FunctionWriter, node: Node) -> None:
     from fuser.cpu.rowkernels import layer_norm_forward
-    from script import ops
     _write_row_kernel(w, node, lambda dtype, given: layer_norm_forward(
         dtype, given[1], given[2], ops.layer_norm))
 
 
 def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
     from fuser.cpu.rowkernels import layer_norm_backward
-    from script import ops
     _write_row_kernel(w, node, lambda dtype, given: layer_norm_backward(
         dtype, given[2], ops.layer_norm_backward))
 
@@ -486,7 +485,6 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
                     name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
     """The Python source of ``graph`` as a function ``name`` and the globals it needs
     (instrumented for ``profiler`` when one is given)."""
-    from script.runtime import sanitize
     checks = sanitize.enabled()
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
                        classes=StorageClasses(graph), checks=checks,
@@ -509,7 +507,6 @@ def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
              name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
     """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
     (an ``instrument.Instrument``) every node is written through it: for profiling only."""
-    from script import ops
     source, consts = generate_source(graph, backend, name, profiler)
     env: dict[str, Any] = {"np": np, "ops": ops, **consts}
     code = compile(source, f"<rnnscript {graph.name or name}>", "exec")

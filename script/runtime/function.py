@@ -22,10 +22,14 @@ from typing import Any
 
 import ir
 from ir.core import Graph
+from passes.shape_prop import specialize
 from script.errors import Origin, SignatureError, reported
+from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
+from script.frontend.infer_types import infer_signature
 from script.frontend.signature import device_of, key_of, type_of
 from script.runtime import instrument
+from script.runtime.codegen import generate
 from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
 
 
@@ -75,7 +79,6 @@ class ScriptFunction:
             with self._lock:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
-                    from script.frontend.compiler import compile_function
                     with instrument.stage("frontend"), reported(self.origin, "compiling"):
                         d = compile_function(self.python_fn, self._example_types())
                     if self._definition is not None:  # a stale one: drop what it compiled
@@ -95,7 +98,6 @@ class ScriptFunction:
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
             return None
-        from script.frontend.infer_types import infer_signature
         return infer_signature(self.python_fn, self.example_inputs).compile_types() or None
 
     @property
@@ -132,14 +134,14 @@ class ScriptFunction:
 
     def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The optimized backward graph for these arguments (see ``script.runtime.autodiff``)."""
-        from script.runtime.autodiff import backward_graph_for
+        from script.runtime.autodiff import backward_graph_for  # user-facing delegation (1 of 2)
         return backward_graph_for(self, *self._bind(args, kwargs))
 
     def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
         """A readable report on how the specialization for these arguments compiled: fusion
         groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
         also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
-        from script.tools.explain import explain_report
+        from script.tools.explain import explain_report  # user-facing delegation (2 of 2)
         args = self._bind(args, kwargs)
         with reported(self.origin, "explaining"):
             return explain_report(self, args, svg)
@@ -175,16 +177,14 @@ class ScriptFunction:
             return self._compile_unchecked(args)
 
     def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
-        from passes.shape_prop import specialize
-        from script.runtime.codegen import generate
         start = time.perf_counter()
         d = self.definition
         types = input_types(d, args)
-        _check_devices(d, args)
+        check_devices(d, args)
         graph = d.graph.clone()
         with instrument.stage("passes"):
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
-            _coerce_numbers(graph, types)
+            coerce_numbers(graph, types)
             try:
                 specialize(graph, types)
             except ir.ShapeError as e:
@@ -195,7 +195,7 @@ class ScriptFunction:
         with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively
-            from script.tools.explain import check_strict
+            from script.tools.explain import check_strict  # strict=True: the same delegation
             check_strict(graph, d)
         return Specialization(graph, fn, source, time.perf_counter() - start)
 
@@ -231,7 +231,7 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     return tuple(bound)
 
 
-def _coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
+def coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
     """An int passed for a ``float`` parameter becomes a float at the top of the graph, so the
     rest of the graph sees the type it was written for."""
     for k, (value, actual) in enumerate(zip(graph.inputs, types)):
@@ -256,7 +256,7 @@ def _describe_input(d: Any, k: int, name: str) -> str:
     return f"argument '{name}'" if k < len(d.arg_names) else f"the global '{name}'"
 
 
-def _check_devices(d: Any, args: tuple[Any, ...]) -> None:
+def check_devices(d: Any, args: tuple[Any, ...]) -> None:
     seen: dict[str, str] = {}
     for name, a in zip(d.input_names(), args):
         dev = device_of(a)
