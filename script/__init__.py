@@ -14,10 +14,13 @@ from script._version import __version__  # noqa: F401  (re-exported)
 from script.artifact.freeze import freeze
 from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
+from script.frontend.classes import register_script_class
+from script.frontend.compiler import compile_method
 from script.frontend.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
 from script.runtime.autodiff import grad, value_and_grad, vjp
 from script.runtime.function import ScriptFunction
+from script.runtime.script_module import ScriptModule, export
 from script.tools.profiler import profile
 
 
@@ -47,11 +50,9 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     if isinstance(obj, ScriptFunction):
         return obj
     if isinstance(obj, Module):
-        from script.runtime.script_module import ScriptModule
         return obj if isinstance(obj, ScriptModule) else ScriptModule(obj)
     if isinstance(obj, type):
-        from script.frontend.classes import register_script_class
-        return register_script_class(obj)
+        return register_script_class(obj, compile_method)
     if callable(obj) and hasattr(obj, "__code__"):
         return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "
@@ -62,14 +63,7 @@ script.infer_annotations = infer_annotations  # type: ignore[attr-defined]
 script.profile = profile  # type: ignore[attr-defined]
 
 
-def _export(fn: Any) -> Any:
-    """``@script.export``: compile this module method with the module even when ``forward``
-    does not call it."""
-    from script.runtime.script_module import export
-    return export(fn)
-
-
-script.export = _export  # type: ignore[attr-defined]
+script.export = export  # type: ignore[attr-defined]
 
 __all__ = ["LoadError", "Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction",
            "SignatureError", "Tensor", "freeze", "infer_annotations", "load", "ops",

@@ -29,7 +29,7 @@ from ir.types import ClassType, DictType, ListType, OptionalType, TupleType, Typ
 from passes import CLEANUP_PIPELINE
 from passes.constant_prop import fold_limit
 from script.errors import Origin, ScriptError, SourceInfo, reported
-from script.frontend.compiler import FunctionDef
+from script.frontend.definition import FunctionDef
 from script.module import Module, Parameter, is_array
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 from script.runtime.pipelines import FROZEN_PIPELINE, run_pipeline

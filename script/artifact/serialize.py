@@ -62,7 +62,7 @@ from script.artifact.freeze import (
     standalone,
 )
 from script.errors import LoadError, Origin, ScriptError, reported
-from script.frontend.compiler import FunctionDef
+from script.frontend.definition import FunctionDef
 from script.module import Parameter
 
 _TYPE_TEXT = re.compile(r"[A-Za-z0-9_.,()\[\]?* =]{1,1000}")

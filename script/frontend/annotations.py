@@ -9,6 +9,7 @@ module that only imports ``Tensor`` still resolves ``"Tuple[Tensor, Tensor]"``.
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 import typing
 from typing import Any
@@ -22,12 +23,15 @@ from ir.types import (
     NONE,
     STR,
     TENSOR,
+    ClassType,
     DictType,
     ListType,
     OptionalType,
     TupleType,
     Type,
 )
+from script.errors import ScriptError
+from script.frontend import classes
 
 
 class AnnotationError(Exception):
@@ -89,7 +93,6 @@ def _hashable(obj: Any) -> bool:
 
 def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
     if isinstance(obj, type):
-        from script.frontend.classes import class_type
         t = class_type(obj)  # a NamedTuple or a script class
         if t is not None:
             return t
@@ -140,3 +143,32 @@ def _describe(obj: Any) -> str:
         return f"'{obj.__module__}.{obj.__qualname__}'" if obj.__module__ != "builtins" \
             else f"'{obj.__qualname__}'"
     return f"'{obj}'"
+
+
+def class_type(cls: Any) -> ClassType | None:
+    """The IR type of a NamedTuple class or a registered script class, else None (a script
+    class's ``__init__`` compiles on first use: it defines the fields)."""
+    info = classes.info_of(cls)
+    if info is not None:
+        if info.init is None and not info.type.named_tuple and not info.compiling:
+            classes.compile_init(info)
+        return info.type
+    if not classes.is_named_tuple_class(cls):
+        return None
+    return classes.register_named_tuple(cls, _named_tuple_fields).type
+
+
+def _named_tuple_fields(cls: type) -> list[tuple[str, Type]]:
+    """A NamedTuple's fields and their types (untyped fields are Tensors)."""
+    namespace = dict(vars(sys.modules.get(cls.__module__, sys)))
+    annotations = getattr(cls, "__annotations__", {})
+    fields = []
+    for name in cls._fields:
+        try:
+            t = type_from_annotation(annotations[name], namespace) if name in annotations \
+                else TENSOR
+        except AnnotationError as exc:
+            raise ScriptError(f"field '{name}' of NamedTuple '{cls.__qualname__}': {exc}"
+                              ) from None
+        fields.append((name, t))
+    return fields

@@ -42,13 +42,14 @@ from ir.types import (
     is_subtype,
     unify,
 )
-from script.frontend.classes import class_type
+from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.module import is_module
 
 if TYPE_CHECKING:
-    from script.frontend.compiler import FunctionCompiler, FunctionDef
+    from script.frontend.compiler import FunctionCompiler
+    from script.frontend.definition import FunctionDef
 
 KIND_TEXT = {
     "Tensor": "a Tensor", "number": "a number", "operand": "a Tensor or a number",
@@ -270,11 +271,7 @@ class CallMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
-        from script.frontend.compiler import compile_function, is_compiling
-        if is_compiling(fn):
-            raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
-                             "is already being compiled")
-        return self.call_function(compile_function(fn), node)
+        return self.call_function(self.compile_callee(fn, node), node)
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
                       bound: tuple[Any, ...] = ()) -> Any:

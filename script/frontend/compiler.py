@@ -9,10 +9,13 @@ branch redefined, a loop becomes a ``prim::Loop`` carrying the names its body as
 (TorchScript's exit transform). Every construct the language does not support is rejected with a
 ``ScriptError`` pointing at it.
 
-The work is split by responsibility: this module holds the driver, source loading, parameters and
-the SSA plumbing; ``frontend_exprs`` the expressions, ``frontend_calls`` calls and builtins,
-``frontend_stmts`` the statements and control flow, ``frontend_globals`` the names read from the
-module or closure (arrays become inputs read at every call, scalars guarded constants).
+The work is split by responsibility: this module holds the driver, parameters and the SSA
+plumbing; ``definition`` the result (``FunctionDef``) and source loading, ``env`` the scopes,
+``exprs`` the expressions, ``calls`` calls and builtins, ``stmts`` the statements and control flow,
+``globals`` the names read from the module or closure (arrays become inputs read at every call,
+scalars guarded constants), ``modules``, ``objects``, ``iter`` and ``containers`` the rest. The
+construct mixins never import this module (it imports them): they compile what the code calls
+through ``compile_callee`` and ``compile_module_method``.
 """
 
 from __future__ import annotations
@@ -20,12 +23,10 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import linecache
 import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
@@ -39,15 +40,18 @@ from script.frontend.annotations import (
     type_from_annotation,
 )
 from script.frontend.calls import CallMixin
-from script.frontend.classes import ObjectMixin
 from script.frontend.containers import ContainerMixin
+from script.frontend.definition import FunctionDef, load_source
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
     Frame,
+    LoopContext,
     Static,
     Undefined,
     always_returns,
+    describe_variable,
+    display_name,
     loaded_names,
     walk_same_function,
 )
@@ -55,43 +59,10 @@ from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.iter import IterMixin
 from script.frontend.modules import ModuleMixin
+from script.frontend.objects import ObjectMixin
 from script.frontend.stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
-
-
-@dataclass
-class FunctionDef:
-    """A compiled Python function: its graph and what a caller needs to bind arguments."""
-
-    name: str
-    """``fn.__qualname__``."""
-    graph: Graph
-    """inputs are the parameters in order; exactly one output, the return value."""
-    arg_names: list[str]
-    """parameter names in order."""
-    arg_types: list[Type]
-    """parameter types (from annotations; unannotated parameters are Tensor)."""
-    defaults: dict[str, object]
-    """Python default values by parameter name."""
-    return_type: Type
-    """the annotated return type, or the type inferred from the returned values."""
-    source: SourceInfo
-    """the file the function came from, to point errors at it."""
-    attr_refs: list[Any] = field(default_factory=list)
-    """what the graph reads after the parameters, in input order: module attributes (parameters,
-    arrays; ``frontend_modules.AttrRef``) and global arrays (``frontend_globals.GlobalRef``),
-    each read at every call."""
-    guards: dict[Any, Any] = field(default_factory=dict)
-    """the global scalars compiled in as constants (``frontend_modules.Guard``s, callees'
-    included): the definition is stale once one no longer holds."""
-
-    def input_names(self) -> list[str]:
-        """The names of all the graph's inputs: the parameters, then ``attr_refs``."""
-        return self.arg_names + [ref.name for ref in self.attr_refs]
-
-    def input_types(self) -> list[Type]:
-        return self.arg_types + [ref.type for ref in self.attr_refs]
 
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
@@ -137,52 +108,6 @@ def is_compiling(fn: Any) -> bool:
     return fn in _compiling
 
 
-def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
-    """The function's ``ast`` (line and column numbers absolute in its file) and its file."""
-    name = getattr(fn, "__qualname__", repr(fn))
-    if not inspect.isfunction(fn):
-        raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
-    if fn.__name__ == "<lambda>":
-        code = fn.__code__
-        raise ScriptError("lambda is not supported; use a def", code.co_filename,
-                          code.co_firstlineno, 0, linecache.getline(code.co_filename,
-                                                                    code.co_firstlineno).rstrip())
-    try:
-        file = inspect.getsourcefile(fn)
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        file, lines, start = None, [], 0
-    if not file or not lines:
-        raise ScriptError(f"cannot compile '{name}': its source code is unavailable (functions "
-                          "defined in an interactive session or with exec() have no source "
-                          "file); define it in a .py file")
-    source = SourceInfo(file, tuple(line.rstrip("\n") for line in linecache.getlines(file)))
-    text = "".join(lines)
-    offset = start - 1
-    if text[:1].isspace():  # a nested or method definition: parse it inside a dummy block
-        text, offset = "if 1:\n" + text, start - 2
-    tree = ast.parse(text, type_comments=True)
-    ast.increment_lineno(tree, offset)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda):
-            raise ScriptError.at(node, source, "lambda is not supported; use a def")
-        if isinstance(node, ast.AsyncFunctionDef):
-            raise ScriptError.at(node, source, "async functions are not supported")
-        if isinstance(node, ast.FunctionDef):
-            return node, source
-    raise ScriptError(f"cannot compile '{name}': no function definition found in its source")
-
-
-@dataclass
-class LoopContext:
-    """The flags a loop body's ``break`` / ``continue`` set."""
-
-    break_flag: str | None
-    continue_flag: str | None
-    reads: frozenset[str]
-    """names read anywhere in the loop: they are live throughout its body."""
-
-
 def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = None,
                    self_type: Type | None = None) -> FunctionDef:
     """Compile a method: of the module ``owner`` (``self`` is that object, known at compile time;
@@ -202,7 +127,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         self.owner = owner
         """the module whose method this is (``self`` in the body), or None."""
         self.session = session
-        """the module compilation this method belongs to (``frontend_modules.ModuleSession``)."""
+        """the module compilation this method belongs to (``modules.ModuleSession``)."""
         self.self_type = self_type
         """for a script-class method: the type of ``self``."""
         self.attr_refs: list[Any] = []
@@ -226,6 +151,19 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         self.flag_counter = 0
 
     # -- driver -------------------------------------------------------------------------------
+    # -- callees: the construct mixins compile what the code calls through these ----------------
+    def compile_callee(self, fn: Callable[..., Any], node: ast.AST) -> FunctionDef:
+        """``fn``, a Python function the code calls, compiled (and cached)."""
+        if is_compiling(fn):
+            raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
+                             "is already being compiled")
+        return compile_function(fn)
+
+    def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
+                              ) -> FunctionDef:
+        """The method ``fn`` of the module ``owner``, compiled for ``session``."""
+        return compile_method(fn, owner=owner, session=session)
+
     def compile(self) -> FunctionDef:
         names, types, defaults = self.parameters()
         for name, t in zip(names, types):
@@ -565,17 +503,6 @@ def _drop_unused_if_outputs(node: Node) -> bool:
 def is_placeholder(value: Value) -> bool:
     """A ``prim::Uninitialized``: stands for a value no path will read."""
     return value.node.kind == UNINITIALIZED
-
-
-def display_name(name: str) -> str:
-    """The value name a hidden variable prints with (``$did_return`` -> ``did_return``)."""
-    return name.lstrip("$").rstrip("0123456789") if name.startswith("$") else name
-
-
-def describe_variable(name: str) -> str:
-    if name == RETURN_VALUE:
-        return "the return value"
-    return f"variable '{display_name(name)}'"
 
 
 def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:

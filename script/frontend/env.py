@@ -181,3 +181,24 @@ def loaded_names(node: ast.AST) -> list[tuple[str, tuple[int, int]]]:
 
 def end_of(stmt: ast.AST) -> tuple[int, int]:
     return (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+@dataclass
+class LoopContext:
+    """The flags a loop body's ``break`` / ``continue`` set."""
+
+    break_flag: str | None
+    continue_flag: str | None
+    reads: frozenset[str]
+    """names read anywhere in the loop: they are live throughout its body."""
+
+
+def display_name(name: str) -> str:
+    """The value name a hidden variable prints with (``$did_return`` -> ``did_return``)."""
+    return name.lstrip("$").rstrip("0123456789") if name.startswith("$") else name
+
+
+def describe_variable(name: str) -> str:
+    if name == RETURN_VALUE:
+        return "the return value"
+    return f"variable '{display_name(name)}'"

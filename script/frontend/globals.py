@@ -6,7 +6,7 @@ function must see what an optimizer step (``W -= lr * g``, ``W[...] = ...``) or 
 
 - A global or closure **array** (also one reached through an attribute, ``cfg.W``) is never a
   constant: it becomes a graph input (a ``GlobalRef``) read at every call, after the arguments,
-  like a module's parameters (``frontend_modules.AttrRef``). Its dtype and shape are part of the
+  like a module's parameters (``modules.AttrRef``). Its dtype and shape are part of the
   specialization key, as an argument's are, and its contents are never folded. Differentiation
   treats it as a constant (its gradient is not returned).
 - A global or closure **scalar** (number, string, None, or a tuple of those) is compiled in as a
@@ -28,6 +28,7 @@ from ir.types import ANY, Type, erase_shape
 from script.errors import SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import Guard
+from script.frontend.signature import type_of
 from script.module import is_array, is_module
 
 if TYPE_CHECKING:
@@ -131,7 +132,6 @@ class GlobalsMixin:
         return Source((id(scope), name), lambda: _global(scope, name), scope)
 
     def global_type(self: FunctionCompiler, node: ast.expr, obj: Any) -> Type:
-        from script.frontend.signature import type_of
         try:
             return erase_shape(type_of(obj, ANY, f"the global '{ast.unparse(node)}'"))
         except SignatureError as exc:

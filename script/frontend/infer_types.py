@@ -34,6 +34,7 @@ from ir.types import (
     Type,
 )
 from script.errors import ScriptError
+from script.frontend.definition import load_source
 
 
 class Conflict(Exception):
@@ -197,7 +198,6 @@ def _source_annotations(fn: Callable[..., Any], sig: inspect.Signature) -> dict[
 
 def _has_type_comment(fn: Callable[..., Any]) -> bool:
     try:
-        from script.frontend.compiler import load_source
         tree, _ = load_source(fn)
     except ScriptError:
         return False
@@ -274,7 +274,6 @@ def _written_annotations(fn: Callable[..., Any]) -> dict[str, str]:
     """The annotations as the source spells them (``Tensor``, not ``script.Tensor``)."""
     import ast
 
-    from script.frontend.compiler import load_source
     try:
         tree, _ = load_source(fn)
     except ScriptError:

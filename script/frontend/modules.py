@@ -23,10 +23,12 @@ from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.signature import type_of
 from script.module import Module, ModuleList, Parameter, is_array, is_module
 
 if TYPE_CHECKING:
-    from script.frontend.compiler import FunctionCompiler, FunctionDef
+    from script.frontend.compiler import FunctionCompiler
+    from script.frontend.definition import FunctionDef
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 """``read_member`` of a name the module does not have."""
@@ -110,9 +112,10 @@ class ModuleSession:
     def guards_hold(self) -> bool:
         return all(g.holds() for g in self.guards.values())
 
-    def method(self, owner: Any, fn: Any, where: Callable[[str], ScriptError]) -> FunctionDef:
-        """The compiled method ``fn`` of ``owner`` (compiled once per session)."""
-        from script.frontend.compiler import compile_method
+    def method(self, owner: Any, fn: Any, where: Callable[[str], ScriptError],
+               compile_method: Callable[[Any, Any, ModuleSession], FunctionDef]) -> FunctionDef:
+        """The method ``fn`` of ``owner``, compiled by ``compile_method(fn, owner, session)``
+        once per session."""
         key = (id(owner), fn)
         found = self.methods.get(key)
         if found is not None:
@@ -122,7 +125,7 @@ class ModuleSession:
                         "being compiled")
         self._compiling.append(key)
         try:
-            fdef = compile_method(fn, owner=owner, session=self)
+            fdef = compile_method(fn, owner, self)
         finally:
             self._compiling.pop()
         self.methods[key] = fdef
@@ -220,7 +223,6 @@ class ModuleMixin:
         return value
 
     def attribute_type(self: FunctionCompiler, owner: Any, name: str, node: ast.AST) -> Type:
-        from script.frontend.signature import type_of
         current = AttrRef(owner, name, ANY).read()
         where = f"attribute '{name}' of module '{type(owner).__name__}'"
         if isinstance(current, (list, tuple)) and any(is_module(m) for m in current):
@@ -265,7 +267,8 @@ class ModuleMixin:
         if fn is None:
             raise self.error(node, f"module '{type(owner).__name__}' has no method '{name}' "
                              "that scripted code can call")
-        fdef = self.session.method(owner, fn, lambda message: self.error(node, message))
+        fdef = self.session.method(owner, fn, lambda message: self.error(node, message),
+                                   self.compile_module_method)
         return self.call_function(fdef, node)
 
 

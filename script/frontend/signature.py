@@ -13,6 +13,7 @@ import numpy as np
 import ir
 from ir.types import BOOL, FLOAT, INT, NONE, STR, DictType, ListType, TensorType, TupleType, Type
 from script.errors import SignatureError
+from script.frontend.annotations import class_type
 
 _ndarray = np.ndarray
 
@@ -103,7 +104,6 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
 
 def _object_type(value: Any, declared: Type) -> Type | None:
     """A NamedTuple where one is declared, or an instance of a script class: its class type."""
-    from script.frontend.classes import class_type
     if isinstance(value, tuple) and not isinstance(_inner(declared), ir.ClassType):
         return None  # a NamedTuple passed for a Tuple[...] is a tuple
     t = class_type(type(value))

@@ -30,10 +30,13 @@ from ir.types import (
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
+    LoopContext,
     Static,
     Undefined,
     assigned_names,
     contains_return,
+    describe_variable,
+    display_name,
     end_of,
     loaded_names,
     loop_exits,
@@ -406,7 +409,6 @@ class StmtMixin:
                        stored_names(node.target))
 
     def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
-        from script.frontend.compiler import LoopContext
         has_break, has_continue = loop_exits(node.body)
         return LoopContext(self.new_flag("break") if has_break else None,
                            self.new_flag("continue") if has_continue else None,
@@ -494,7 +496,6 @@ class StmtMixin:
             return value.type
         joined = unify(before, value.type)
         if joined is None:
-            from script.frontend.compiler import describe_variable
             raise self.error(node, f"{describe_variable(name)} has type {before} before the "
                              f"loop and type {value.type} after an iteration")
         return self.declared.get(name, joined)
@@ -558,5 +559,4 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 
 def _hint(name: str) -> str:
-    from script.frontend.compiler import display_name
     return display_name(name)

@@ -23,7 +23,7 @@ from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from passes.shape_prop import specialize
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
-from script.frontend.compiler import FunctionDef
+from script.frontend.definition import FunctionDef
 from script.frontend.signature import key_of, type_of
 from script.module import Module
 from script.runtime import instrument

@@ -19,7 +19,8 @@ from typing import Any
 
 from ir.core import Graph
 from script.errors import Origin, ScriptError, reported
-from script.frontend.compiler import FunctionDef
+from script.frontend.compiler import compile_method
+from script.frontend.definition import FunctionDef
 from script.frontend.globals import GlobalRef
 from script.frontend.modules import AttrRef, ModuleSession, method_function
 from script.frontend.signature import key_of
@@ -89,7 +90,7 @@ class Variant:
         for name in names:
             fn = method_function(module, name)
             with reported(lambda: Origin.of(fn), "compiling"):
-                fdef = self.session.method(module, fn, ScriptError)
+                fdef = self.session.method(module, fn, ScriptError, compile_method)
             attr_names = [_attr_name(paths, ref) for ref in fdef.attr_refs]
             self.methods[name] = CompiledMethod(getattr(module, name), fdef, attr_names)
 
