@@ -29,10 +29,13 @@ from ir.types import ClassType, DictType, ListType, OptionalType, TupleType, Typ
 from passes import CLEANUP_PIPELINE
 from passes.constant_prop import fold_limit
 from script.errors import Origin, ScriptError, SourceInfo, reported
+from script.frontend.classes import python_class
 from script.frontend.definition import FunctionDef
+from script.frontend.modules import method_function
 from script.module import Module, Parameter, is_array
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 from script.runtime.pipelines import FROZEN_PIPELINE, run_pipeline
+from script.runtime.script_module import ScriptModule, Variant
 
 DROPOUT = "tensor::dropout"
 
@@ -217,7 +220,6 @@ def _freeze(module: Any, preserve: tuple[str, ...] | list[str]) -> StandaloneMod
     python_module = _python_module(module)
     preserve = _check_preserve(python_module, preserve)
     with _eval_mode(python_module):
-        from script.runtime.script_module import Variant
         variant = Variant(python_module, list(preserve))
     paths = {id(m): p for p, m in python_module.named_modules()}
     methods = {}
@@ -244,7 +246,6 @@ def _standalone(module: Any) -> StandaloneModule:
     if isinstance(module, ScriptFunction) and not hasattr(module, "attr_refs"):
         return _standalone_function(module)
     python_module = _python_module(module)
-    from script.runtime.script_module import ScriptModule
     scripted = module if isinstance(module, ScriptModule) else ScriptModule(python_module)
     variant = scripted._variant()
     paths = {id(m): p for p, m in python_module.named_modules()}
@@ -367,7 +368,6 @@ def _python_module(module: Any) -> Module:
 
 
 def _check_preserve(module: Module, preserve: Any) -> tuple[str, ...]:
-    from script.frontend.modules import method_function
     names = (preserve,) if isinstance(preserve, str) else tuple(preserve)
     if not names:
         raise ScriptError("freeze: preserve at least one method")
@@ -423,7 +423,6 @@ def _binding(paths: dict[int, str], canonical: dict[int, str], ref: Any) -> Bind
 
 
 def _classes_of(methods: dict[str, StandaloneMethod]) -> dict[str, type]:
-    from script.frontend.classes import python_class
     names: dict[str, None] = {}
     for method in methods.values():
         for t in graph_types(method.signature.graph):

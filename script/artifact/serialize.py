@@ -62,6 +62,8 @@ from script.artifact.freeze import (
     standalone,
 )
 from script.errors import LoadError, Origin, ScriptError, reported
+from script.frontend import classes
+from script.frontend.classes import class_info
 from script.frontend.definition import FunctionDef
 from script.module import Parameter
 
@@ -149,7 +151,6 @@ def _class_entries(m: StandaloneModule) -> dict[str, Any]:
         for t in graph_types(method.signature.graph):
             for c in class_types(t):
                 found.setdefault(c.name, c)
-    from script.frontend.classes import class_info
     entries = {}
     for name in found:
         declared = class_info(ClassType(name)).type  # the fields as declared, not specialized
@@ -399,7 +400,6 @@ class ClassTable:
 def _register_class(declared: ClassType) -> tuple[type, ClassType]:
     """The Python class for ``declared``: the one this process already registered under that
     name when it has the same fields, else a new class (registered under a free name)."""
-    from script.frontend import classes
     try:
         existing = classes.class_info(ClassType(declared.name))
     except KeyError:

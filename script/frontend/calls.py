@@ -42,6 +42,7 @@ from ir.types import (
     is_subtype,
     unify,
 )
+from script import ops as ops_module
 from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
@@ -63,14 +64,6 @@ _object_ops: dict[int, tuple[Any, OpDef]] = {}
 _method_ops: dict[str, OpDef] = {}
 
 
-def _script_ops() -> Any:
-    try:
-        import script.ops as ops_module
-    except ImportError:
-        return None
-    return ops_module
-
-
 def op_for_object(obj: Any) -> OpDef | None:
     """The op a Python callable stands for (``np.tanh``, ``script.ops.sigmoid``), or None."""
     if not _object_ops:
@@ -86,27 +79,25 @@ def op_for_object(obj: Any) -> OpDef | None:
 
 
 def _build_object_table() -> None:
-    ops_module = _script_ops()
     table: dict[int, tuple[Any, OpDef]] = {}
     for op in all_ops():
         for spelling in op.spellings:
-            target = _spelled_object(spelling, ops_module)
+            target = _spelled_object(spelling)
             if target is not None:
                 table.setdefault(id(target), (target, op))
     for op in all_ops():
-        if op.kind.startswith("tensor::") and ops_module is not None:
+        if op.kind.startswith("tensor::"):
             target = getattr(ops_module, op.name, None)
             if target is not None:
                 table.setdefault(id(target), (target, op))
-    if ops_module is not None:  # without script.ops, build again next time
-        _object_ops.update(table)
+    _object_ops.update(table)
 
 
-def _spelled_object(spelling: str, ops_module: Any) -> Any:
+def _spelled_object(spelling: str) -> Any:
     if spelling.startswith("np."):
         return getattr(np, spelling[3:], None)
     if spelling.startswith("ops."):
-        return getattr(ops_module, spelling[4:], None) if ops_module is not None else None
+        return getattr(ops_module, spelling[4:], None)
     if spelling.isidentifier() and spelling not in ("len", "print"):
         return getattr(builtins, spelling, None)
     return None

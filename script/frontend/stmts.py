@@ -43,9 +43,9 @@ from script.frontend.env import (
     only_augmented,
     stored_names,
 )
-from script.frontend.exprs import NOT_STATIC, none_checks
+from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.iter import StaticPlan
-from script.frontend.modules import is_module_sequence
+from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -215,7 +215,6 @@ class StmtMixin:
             return
         if not is_module(owner):
             raise self.unsupported(target, "assigning to an attribute of a global object")
-        from script.frontend.modules import MISSING, read_member, unwrap_module
         owner = unwrap_module(owner)
         name, cls = target.attr, type(owner).__name__
         if target.attr in owner.__dict__["_parameters"]:
@@ -276,7 +275,6 @@ class StmtMixin:
         if isinstance(current.type, ListType) and isinstance(node.op, ast.Add):
             self.extend_list(current, rhs, node)  # lists are mutable: += extends in place
             return
-        from script.frontend.exprs import _OPERATORS
         symbol = _OPERATORS.get(type(node.op))
         if symbol is None:
             raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
