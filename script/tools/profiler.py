@@ -7,6 +7,9 @@ the op kind (``tensor::add``), the fusion group (``FusionGroup_0 [add, mul, tanh
 (``matmul @ cells.py:14``). Compilations that happen inside the ``with`` block are timed by stage
 (frontend, passes, codegen, native compile). ``print(prof)`` shows a table sorted by total time;
 ``prof.export_chrome_trace(path)`` writes Chrome trace event JSON for chrome://tracing / Perfetto.
+
+A ``Profile`` is a ``script.runtime.instrument.Instrument``: ``profile()`` makes it the active one,
+and the runtime, which never imports this module, routes calls and compile stages through it.
 """
 
 from __future__ import annotations
@@ -238,7 +241,8 @@ SUMMARY_WIDTH = 48
 
 def write_timed_node(w: Any, node: Any, write: Callable[[Any], None]) -> None:
     """Write ``node`` through ``write`` between a clock read and a call recording the time
-    (``script.runtime.codegen.FunctionWriter`` calls this while instrumenting)."""
+    (``Profile.write_node``: ``script.runtime.codegen.FunctionWriter`` calls it while
+    instrumenting)."""
     if node.kind in UNTIMED:
         write(node)
         return
