@@ -8,6 +8,11 @@ once.
 The global arrays the function reads are looked up at every call and passed after the arguments
 (their dtypes and shapes are part of the signature); the global scalars it compiled in are checked,
 and a changed one compiles the function again (``script.frontend.globals``).
+
+Two user-facing methods delegate upward through a function-level import, the only two in
+``script`` (pyproject.toml's import contracts name them): ``backward_graph_for`` to
+``runtime.autodiff`` (which builds on this module) and ``explain`` / ``strict=True`` to
+``tools.explain``. Everything else the runtime needs it imports at the top.
 """
 
 from __future__ import annotations
