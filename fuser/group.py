@@ -1,9 +1,12 @@
 """Group formation: collect maximal sets of fusible elementwise ops into ``prim::FusionGroup``s.
 
-A node is fusible when the registry marks it elementwise and the CPU backend has a rule for it
-(``fuser.cpu.codegen.RULES``), or when it is a ``chunk``/``split`` into equal pieces along a
-constant axis (read inside the kernel at offsets, never copied); its tensors must have fully known
-shapes and a float32, float64 or bool dtype. Groups form in every block (loop and if bodies
+Every question is asked of the backend of the device the node's tensors live on
+(``fuser.backend.backend_of``): a CPU graph is fused by CPU rules, a CUDA graph by CUDA rules, and
+a group never mixes backends. A node is fusible when the registry marks it elementwise and its
+backend can generate it (``Backend.can_generate``: a rule for the kind, a stored dtype), or when it
+is a ``chunk``/``split`` into equal pieces along a constant axis (read inside the kernel at
+offsets, never copied); its tensors must have fully known shapes and a dtype the backend stores
+(float32, float64 or bool; CUDA also float16). Groups form in every block (loop and if bodies
 included) and in the subgraphs of other subgraph nodes.
 
 Within a block, nodes with side effects (and nodes whose blocks contain any) cut the block into
@@ -23,8 +26,8 @@ A ``cat`` of equal-shaped tensors along a constant axis (its list built by a ``L
 only there) may join a group as a *store*: the kernel iterates over the pieces' shape and writes
 each piece at its offset in the concatenated output, so the pieces are never materialized on
 their own. The cat's output is only ever a group output, never read inside the group; its
-iteration shape is that of its pieces. CUDA tensors do not form such groups (the CUDA backend
-has no stores at offsets).
+iteration shape is that of its pieces. Only a backend with ``stores_cats`` forms such groups (the
+CUDA backend has no stores at offsets).
 
 A group is kept only when it holds at least ``MIN_COMPUTE_OPS`` (2) computing ops (chunk/split,
 cat and constants do not count): one op alone gains nothing from a kernel, its call costs about
@@ -37,7 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import fuser
-from fuser.cpu.codegen import STORAGE, VIEW_OPS, can_generate
+from fuser.analysis import VIEW_OPS
+from fuser.backend import Backend, backend_of
+from ir.alias import StorageClasses
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import lookup
 from ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
@@ -59,49 +64,67 @@ def fuse_elementwise(graph: Graph) -> bool:
     """
     if not fuser.is_enabled():
         return False
-    return _fuse_block(graph.block, graph)
+    return _fuse_block(graph.block, graph, shared_views(graph))
 
 
-def _fuse_block(block: Block, graph: Graph) -> bool:
+def _fuse_block(block: Block, graph: Graph, views: set[Node]) -> bool:
     changed = False
     for node in block.nodes:
         for inner in node.blocks:
-            changed |= _fuse_block(inner, graph)
+            changed |= _fuse_block(inner, graph, views)
         sub = node.attrs.get(SUBGRAPH)
         if isinstance(sub, Graph) and node.kind != FUSION_GROUP:
-            changed |= _fuse_block(sub.block, sub)
-    return _BlockFuser(block, graph).run() or changed
+            changed |= _fuse_block(sub.block, sub, views)
+    return _BlockFuser(block, graph, views).run() or changed
+
+
+def shared_views(graph: Graph) -> set[Node]:
+    """The view nodes (chunk, split) that must stay views: the caller can reach their result and
+    the memory they view in some other way too (the viewed value is an argument, or is read by
+    another node that may hand it out). A group writes each of its outputs into memory of its own,
+    so a view inside one would come back as a copy that no longer shares memory as plain Python's
+    does (``return [g], [ops.chunk(g, 1, 1)[0]]``)."""
+    classes: StorageClasses | None = None
+    found: set[Node] = set()
+    for node in graph.walk():
+        if node.kind not in VIEW_OPS:
+            continue
+        src = node.inputs[0]
+        if src.node.kind != "prim::Param" and all(u.node is node for u in src.uses):
+            continue
+        classes = classes or StorageClasses(graph)
+        if classes.any_escapes(node):
+            found.add(node)
+    return found
 
 
 # -- which nodes may join a group ------------------------------------------------------------------
 def is_fusible(node: Node) -> bool:
-    """Can ``node`` be part of a fusion group?"""
+    """Can ``node`` be part of a fusion group (by its device's backend's rules)?"""
+    backend = backend_of(node)
+    if backend is None:
+        return False
     if node.kind == CAT:
         return fusible_cat(node)
     if node.kind in VIEW_OPS:
-        return _fusible_view(node)
+        return _fusible_view(node, backend)
     op = lookup(node.kind)
-    if op is None or not op.is_elementwise or not can_generate(node):
+    if op is None or not op.is_elementwise or not backend.can_generate(node):
         return False
-    return all(_fusible_input(v) for v in node.inputs)
+    return all(_fusible_input(v, backend) for v in node.inputs)
 
 
-def _known_tensor(t: object) -> bool:
-    return (isinstance(t, TensorType) and t.dtype in STORAGE and t.shape is not None
-            and None not in t.shape)
-
-
-def _fusible_input(v: Value) -> bool:
-    if _known_tensor(v.type):
+def _fusible_input(v: Value, backend: Backend) -> bool:
+    if backend.knows(v.type):
         return True
     if v.type in _SCALARS:
         return True
     return v.is_constant and v.type in (STR, NONE)  # astype's dtype, clip's open side
 
 
-def _fusible_view(node: Node) -> bool:
+def _fusible_view(node: Node, backend: Backend) -> bool:
     src = node.inputs[0]
-    if not _known_tensor(src.type) or not all(_known_tensor(o.type) for o in node.outputs):
+    if not backend.knows(src.type) or not all(backend.knows(o.type) for o in node.outputs):
         return False
     rest = node.inputs[1:]
     if not all(v.is_constant and isinstance(v.constant, int) for v in rest):
@@ -112,19 +135,22 @@ def _fusible_view(node: Node) -> bool:
 
 def fusible_cat(node: Node) -> bool:
     """Can this ``cat`` be a group's store: pieces from a ``ListConstruct`` used only here, all
-    of one known shape and the output's dtype, a constant axis, not on a GPU?"""
+    of one known shape and the output's dtype, a constant axis, a backend that stores cats?"""
     lst, axis = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
     out = node.outputs[0].type
+    backend = backend_of(node)
+    if backend is None or not backend.stores_cats:
+        return False
     if lst.node.kind != LIST_CONSTRUCT or len(lst.uses) != 1 or lst.node.owner is not node.owner:
         return False
     if axis is not None and not (axis.is_constant and isinstance(axis.constant, int)
                                  and not isinstance(axis.constant, bool)):
         return False
     pieces = lst.node.inputs
-    if not pieces or not _known_tensor(out) or out.device == "cuda":  # type: ignore[union-attr]
+    if not pieces or not backend.knows(out):
         return False
     types = [p.type for p in pieces]
-    if not all(_known_tensor(t) and t.dtype == out.dtype for t in types):  # type: ignore
+    if not all(backend.knows(t) and t.dtype == out.dtype for t in types):  # type: ignore
         return False
     shape = types[0].shape  # type: ignore[union-attr]
     return len(shape) > 0 and all(t.shape == shape for t in types)  # type: ignore[union-attr]
@@ -153,12 +179,14 @@ def iteration_shape(value: Value) -> tuple[int, ...]:
 @dataclass(eq=False)
 class _Group:
     members: list[Node] = field(default_factory=list)
+    backend: Backend | None = None
+    """the backend that compiles it (groups of two backends never merge)."""
 
 
 class _BlockFuser:
     """Greedy consumer-driven merging in one block, then materialization of the groups."""
 
-    def __init__(self, block: Block, graph: Graph):
+    def __init__(self, block: Block, graph: Graph, views: set[Node]):
         self.block = block
         self.graph = graph
         self.nodes = block.nodes
@@ -177,9 +205,11 @@ class _BlockFuser:
             if n.kind == CAT and is_fusible(n):
                 lst = n.inputs[0].node
                 if self.segment[lst] == self.segment[n]:  # the list is part of the cat
-                    self.group[lst] = self.group[n] = _Group([lst, n])
+                    self.group[lst] = self.group[n] = _Group([lst, n], backend_of(n))
+            elif n in views:
+                continue  # must stay a view of memory the caller reaches otherwise
             elif n not in self.group and n.kind != LIST_CONSTRUCT and is_fusible(n):
-                self.group[n] = _Group([n])
+                self.group[n] = _Group([n], backend_of(n))
 
     def _users_in_block(self, node: Node) -> list[Node]:
         found: dict[Node, None] = {}
@@ -234,8 +264,10 @@ class _BlockFuser:
         return self._join(b, a)
 
     def _join(self, into: _Group, other: _Group) -> bool:
-        """Move ``other``'s members into ``into`` when the union is one kernel (one output shape,
-        no cat read inside); True when joined."""
+        """Move ``other``'s members into ``into`` when the union is one kernel (one backend, one
+        output shape, no cat read inside); True when joined."""
+        if into.backend is not other.backend:
+            return False
         members = sorted(into.members + other.members, key=self.pos.__getitem__)
         if not _single_output_shape(members) or _reads_cat(members):
             return False

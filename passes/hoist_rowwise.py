@@ -216,6 +216,8 @@ class RowHoister:
         if rank is None:
             return None
         inputs: list[Value] = []
+        if all(self.invariant(v) for v in node.inputs):
+            return None  # the same value at every step, not a row of a sequence (LICM's job)
         for v in node.inputs:
             if self.invariant(v):
                 if not _no_wider(v, rank):

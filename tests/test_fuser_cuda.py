@@ -166,7 +166,7 @@ def _tail_on(device):
 @pytest.mark.parametrize("device", ["cuda", None])
 def test_executor_calls_the_cuda_kernel_for_cuda_tensors(device, monkeypatch):
     # the emulation stands in for CuPy: the generated code must pick the CUDA fuser's kernel
-    monkeypatch.setattr(fuser.cuda, "compile_group", emulate.compile_group)
+    monkeypatch.setattr(fuser.cuda.BACKEND, "compile_group", emulate.compile_group)
     # numpy arrays stand in for the device's: the sanitizer would (rightly) refuse them
     monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
     g = _tail_on(device)
@@ -416,7 +416,7 @@ def test_fast_math_is_a_merged_table():
 @needs_gxx
 def test_fast_math_backend_uses_hardware_approximations_in_float32_only():
     rng = np.random.default_rng(9)
-    fast = emulate.EmulatedBackend(rules=FAST_MATH_RULES, name="emulated-fast-math")
+    fast = emulate.EmulatedRuntime(rules=FAST_MATH_RULES, name="emulated-fast-math")
     g32, g64 = lstm_tail("float32", 3, 5), lstm_tail("float64", 3, 5)
     k32 = check(g32, *[rand(rng, v.type.shape) for v in g32.inputs], backend=fast, rtol=1e-5)
     k64 = check(g64, *[rand(rng, v.type.shape, "float64") for v in g64.inputs], backend=fast,

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import passes.autodiff.grad as grad_module
 from ir.registry import all_ops
-from passes.autodiff.grad import STRUCTURE_VJPS
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
+from passes.autodiff.walk import STRUCTURE_VJPS
 from script import script, vjp
 from script.errors import ScriptError
 from tests import frontend_programs

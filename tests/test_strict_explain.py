@@ -117,7 +117,7 @@ def test_strict_lists_fusion_groups_that_fall_back_to_python(monkeypatch):
 
     def no_kernel(graph):
         raise ValueError("no kernel today")
-    monkeypatch.setattr(fuser.cpu, "compile_group", no_kernel)
+    monkeypatch.setattr(fuser.cpu.BACKEND, "compile_group", no_kernel)
     with pytest.raises(ScriptError, match="runs as Python.*no kernel today"):
         script(fn, strict=True)(*args)
     f = script(fn)

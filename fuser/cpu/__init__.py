@@ -2,10 +2,16 @@
 
 ``compile_group(subgraph)`` returns a ``Kernel``; ``kernel(*inputs)`` takes numpy arrays and
 Python numbers in subgraph input order and returns new arrays (a tuple for several outputs).
+``BACKEND`` is what the rest of the fuser asks (``fuser.backend.backend_for(None)``).
 """
 
-from fuser.cpu.codegen import RULES, VIEW_OPS, can_generate
+from fuser.backend import Backend
+from fuser.cpu.codegen import ACCEPTS, BOOL_RESULTS, RULES, STORAGE, VIEW_OPS, can_generate
 from fuser.cpu.kernel import Kernel, cache_size, canonical_key, compile_group, layouts_supported
 
-__all__ = ["RULES", "VIEW_OPS", "Kernel", "cache_size", "can_generate", "canonical_key",
-           "compile_group", "layouts_supported"]
+BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,
+                  stores_cats=True)
+"""numpy arrays on the host: float32, float64 and bool; stores cat pieces at offsets."""
+
+__all__ = ["BACKEND", "RULES", "VIEW_OPS", "Kernel", "cache_size", "can_generate",
+           "canonical_key", "compile_group", "layouts_supported"]

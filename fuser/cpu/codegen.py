@@ -19,24 +19,22 @@ written at their offsets in the concatenated array and never exist on their own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from llvmlite import ir
 
+from fuser import emitter
 from fuser.analysis import (  # noqa: F401  (the leaf model is part of this backend's API)
     VIEW_OPS,
     KernelSpec,
     Leaf,
     View,
     admits,
-    leaf_for,
-    view_of,
 )
 from fuser.analysis import analyze as analyze_group
 from fuser.cpu.mathfns import F32, F64, FM, I64, Math
-from ir.core import CONSTANT, Graph, Node, Value
-from ir.types import TensorType
+from fuser.emitter import COMPARISONS, POW_RULES, Emitter, Val, out_dtype  # noqa: F401
+from ir.core import Graph, Node
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -66,20 +64,7 @@ FLOAT_VALUE_OFFSET = 16
 """Byte offset of ``ob_fval`` in a CPython float."""
 
 
-# -- values in registers ------------------------------------------------------------------------
-@dataclass(slots=True)
-class Val:
-    """A value during code generation: an LLVM value or a Python constant, and its dtype."""
-
-    dtype: str
-    """``float32``, ``float64``, ``bool`` or ``weak`` (a Python scalar: adopts the other side's
-    dtype, as in NumPy 2)."""
-    llvm: Any = None
-    """the LLVM value (None for a constant)."""
-    const: Any = None
-    """the Python value of a constant (a number, a dtype name, None)."""
-
-
+# -- the rule table -----------------------------------------------------------------------------
 Rule = Callable[["KernelBuilder", Node, list[Val]], Val]
 RULES: dict[str, Rule] = {}
 """op kind -> how to compute one element; the fuser forms groups only from these kinds."""
@@ -114,22 +99,19 @@ def analyze(graph: Graph) -> KernelSpec:
 
 
 # -- the kernel builder -----------------------------------------------------------------------
-class KernelBuilder:
+class KernelBuilder(Emitter):
     """Builds the LLVM module of one kernel variant (one column-stride class per leaf, then one
-    per store)."""
+    per store); the element walk is ``fuser.emitter``'s."""
 
     def __init__(self, spec: KernelSpec, classes: tuple[int, ...], name: str):
-        self.spec = spec
+        super().__init__(spec, RULES)
         self.classes = classes
         self.name = name
         self.module = ir.Module(name=name)
         self.b: ir.IRBuilder = None  # type: ignore[assignment]
-        self.memo: dict[tuple[Value, tuple[View, ...]], Val] = {}
-        self.loaded: dict[int, Val] = {}
         self.col = None
         self.leaf_rows: list[Any] = []
         self.leaf_cs: list[Any] = []
-        self.scalars: dict[int, Val] = {}
 
     # -- public ---------------------------------------------------------------------------------
     def build(self) -> str:
@@ -139,31 +121,7 @@ class KernelBuilder:
         return str(self.module)
 
     # -- element computation ------------------------------------------------------------------
-    def value(self, v: Value, views: tuple[View, ...] = ()) -> Val:
-        key = (v, views)
-        got = self.memo.get(key)
-        if got is None:
-            got = self._compute(v, views)
-            self.memo[key] = got
-        return got
-
-    def _compute(self, v: Value, views: tuple[View, ...]) -> Val:
-        if v.is_param:
-            if v.index in self.scalars:
-                return self.scalars[v.index]
-            return self._load(self.spec.leaf_index[leaf_for(v, views)])
-        node = v.node
-        if node.kind == CONSTANT:
-            return Val("weak", const=v.constant)
-        if node.kind in VIEW_OPS:
-            return self.value(node.inputs[0], (view_of(node, v.index),) + views)
-        args = [self.value(u, views) for u in node.inputs]
-        return RULES[node.kind](self, node, args)
-
-    def _load(self, leaf: int) -> Val:
-        got = self.loaded.get(leaf)
-        if got is not None:
-            return got
+    def load_leaf(self, leaf: int) -> Val:
         dtype = self.spec.leaves[leaf].dtype
         ptr = self.leaf_rows[leaf]
         cls = self.classes[leaf]
@@ -175,18 +133,16 @@ class KernelBuilder:
         raw = self.b.load(ptr, typ=STORAGE[dtype])
         if dtype == "bool":
             raw = self.b.icmp_unsigned("!=", raw, ir.Constant(I8, 0))
-        got = Val(dtype, raw)
-        self.loaded[leaf] = got
-        return got
+        return Val(dtype, raw)
 
     def cast(self, val: Val, dtype: str) -> Any:
         """``val`` as an LLVM value of ``dtype``'s register type."""
         ty = COMPUTE[dtype]
-        if val.llvm is None:
+        if val.expr is None:
             if dtype == "bool":
                 return ir.Constant(I1, bool(val.const))
             return ir.Constant(ty, float(val.const))
-        src, x = val.dtype, val.llvm
+        src, x = val.dtype, val.expr
         if src == dtype:
             return x
         if dtype == "bool":
@@ -401,62 +357,32 @@ class KernelBuilder:
 
 
 # -- the rules ----------------------------------------------------------------------------------
-def out_dtype(node: Node) -> str:
-    t = node.outputs[0].type
-    assert isinstance(t, TensorType) and t.dtype is not None
-    return t.dtype
-
-
-def common_dtype(args: list[Val]) -> str:
-    """NumPy 2 promotion of the operands (weak scalars adopt the tensors' dtype)."""
-    dtypes = {a.dtype for a in args} - {"weak"}
-    for d in ("float64", "float32"):
-        if d in dtypes:
-            return d
-    return "bool" if dtypes else "float64"
-
-
-def _binary(emit: Callable[[KernelBuilder, Any, Any, str], Any]) -> Rule:
-    def apply(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
-        d = out_dtype(node)
-        a, b = (k.cast(x, d) for x in args[:2])
-        return Val(d, emit(k, a, b, d))
-    return apply
-
-
-def _unary(emit: Callable[[KernelBuilder, Any, str], Any]) -> Rule:
-    def apply(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
-        d = out_dtype(node)
-        return Val(d, emit(k, k.cast(args[0], d), d))
-    return apply
-
-
 def _math_unary(name: str) -> Rule:
-    return _unary(lambda k, x, d: getattr(k.math(d), name)(x))
+    return emitter.unary(lambda k, x, d: getattr(k.math(d), name)(x))
 
 
 def _intrinsic(name: str) -> Rule:
-    return _unary(lambda k, x, d: k.math(d).unary(name, x))
+    return emitter.unary(lambda k, x, d: k.math(d).unary(name, x))
 
 
+_binary, _unary = emitter.binary, emitter.unary
 rule("tensor::add")(_binary(lambda k, a, b, d: k.b.fadd(a, b, flags=FM)))
 rule("tensor::sub")(_binary(lambda k, a, b, d: k.b.fsub(a, b, flags=FM)))
 rule("tensor::mul")(_binary(lambda k, a, b, d: k.b.fmul(a, b, flags=FM)))
 rule("tensor::div")(_binary(lambda k, a, b, d: k.b.fdiv(a, b, flags=FM)))
-rule("tensor::minimum")(_binary(lambda k, a, b, d: k.math(d).binary("llvm.minimum", a, b)))
-rule("tensor::maximum")(_binary(lambda k, a, b, d: k.math(d).binary("llvm.maximum", a, b)))
+rule("tensor::minimum")(_binary(lambda k, a, b, d: k.math(d).minimum(a, b)))
+rule("tensor::maximum")(_binary(lambda k, a, b, d: k.math(d).maximum(a, b)))
 
 rule("tensor::neg")(_unary(lambda k, x, d: k.b.fneg(x, flags=FM)))
 rule("tensor::square")(_unary(lambda k, x, d: k.b.fmul(x, x, flags=FM)))
 rule("tensor::reciprocal")(_unary(lambda k, x, d: k.b.fdiv(ir.Constant(x.type, 1.0), x)))
-rule("tensor::relu")(_unary(lambda k, x, d: k.math(d).binary("llvm.maximum", x,
-                                                               ir.Constant(x.type, 0.0))))
+rule("tensor::relu")(_unary(lambda k, x, d: k.math(d).maximum(x, ir.Constant(x.type, 0.0))))
 rule("tensor::abs")(_intrinsic("llvm.fabs"))
 rule("tensor::sqrt")(_intrinsic("llvm.sqrt"))
 rule("tensor::floor")(_intrinsic("llvm.floor"))
 rule("tensor::ceil")(_intrinsic("llvm.ceil"))
 rule("tensor::rsqrt")(_unary(lambda k, x, d: k.b.fdiv(ir.Constant(x.type, 1.0),
-                                                       k.math(d).unary("llvm.sqrt", x))))
+                                                       k.math(d).sqrt(x))))
 for _name in ("exp", "log", "log1p", "tanh", "sigmoid", "softplus"):
     rule(f"tensor::{_name}")(_math_unary(_name))
 
@@ -470,41 +396,10 @@ def _sign(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
     return Val(d, m.sel(m.gt(x, m.c(0.0)), m.c(1.0), neg))
 
 
-def _constant_exponent(node: Node) -> bool:
-    b = node.inputs[1]
-    return b.is_constant and not isinstance(b.constant, bool) and b.constant in POW_RULES
-
-
-POW_RULES: dict[float, Callable[[Math, Any], Any]] = {
-    0: lambda m, x: m.c(1.0),
-    1: lambda m, x: x,
-    2: lambda m, x: m.mul(x, x),
-    3: lambda m, x: m.mul(m.mul(x, x), x),
-    -1: lambda m, x: m.div(m.c(1.0), x),
-    -2: lambda m, x: m.div(m.c(1.0), m.mul(x, x)),
-    # numpy's power takes its sqrt fast path for an exponent of 0.5: (-inf) ** 0.5 is nan there
-    0.5: lambda m, x: m.unary("llvm.sqrt", x),
-}
-"""``x ** c`` for the constant exponents the CPU fuser computes without exp/log."""
-
-
-@rule("tensor::pow", accepts=_constant_exponent)
-def _pow(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
-    d = out_dtype(node)
-    return Val(d, POW_RULES[node.inputs[1].constant](k.math(d), k.cast(args[0], d)))
-
-
-@rule("tensor::clip")
-def _clip(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
-    d = out_dtype(node)
-    m = k.math(d)
-    x = k.cast(args[0], d)
-    lo, hi = args[1], args[2]
-    if not (lo.llvm is None and lo.const is None):
-        x = m.binary("llvm.maximum", x, k.cast(lo, d))
-    if not (hi.llvm is None and hi.const is None):
-        x = m.binary("llvm.minimum", x, k.cast(hi, d))
-    return Val(d, x)
+# ``x ** c`` for the constant exponents of ``emitter.POW_RULES`` only (no exp/log here)
+rule("tensor::pow", accepts=emitter.table_exponent)(emitter.pow_rule())
+rule("tensor::clip")(emitter.clip)
+rule(*COMPARISONS, bool_result=True)(emitter.compare)
 
 
 @rule("tensor::where", bool_result=True)
@@ -518,21 +413,6 @@ def _where(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
 def _astype(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
     return Val(d, k.cast(args[0], d))
-
-
-_COMPARISONS = {"tensor::eq": "==", "tensor::ne": "!=", "tensor::lt": "<", "tensor::le": "<=",
-                "tensor::gt": ">", "tensor::ge": ">="}
-
-
-@rule(*_COMPARISONS, bool_result=True)
-def _compare(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
-    d = common_dtype(args[:2])
-    if d == "bool":
-        d = "float32"  # compare bools as 0.0 / 1.0
-    a, b = (k.cast(x, d) for x in args[:2])
-    op = _COMPARISONS[node.kind]
-    cmp = k.b.fcmp_unordered if op == "!=" else k.b.fcmp_ordered  # nan != x is True
-    return Val("bool", cmp(op, a, b))
 
 
 @rule("tensor::logical_and", "tensor::logical_or", bool_result=True)

@@ -27,6 +27,8 @@ runs instead; else it runs every slab. At 8x64 (the LSTM cell's tail) this halve
 Machine code is compiled once per (kernel, column-stride classes) per process, under a lock, so
 concurrent first calls compile once, and is kept in the disk cache of ``fuser.cpu.jit``. Symbol
 names are derived from the IR text, so the text (the cache key) is the same in every process.
+The reads of a layout, the dimension collapsing and the kernel cache are ``fuser.layout``'s,
+shared with the CUDA backend.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from fuser import layout
 from fuser.cpu import jit
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
@@ -56,8 +59,8 @@ from fuser.cpu.codegen import (
     KernelSpec,
     analyze,
 )
-from ir.core import CONSTANT, Graph
-from ir.types import ListType, TensorType
+from fuser.layout import canonical_key  # noqa: F401  (part of this backend's API)
+from ir.core import Graph
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p)
 """The native entry point: (tuple of arrays, params, scalars); releases the GIL while it runs."""
@@ -67,7 +70,7 @@ _empty = np.empty
 _PLACEHOLDER = "rnnscript_kernel_name"
 
 _lock = threading.RLock()
-_KERNELS: dict[str, Kernel] = {}
+_KERNELS: layout.KernelCache[Kernel] = layout.KernelCache(_lock)
 
 
 @dataclass
@@ -101,10 +104,8 @@ class Kernel:
         self.spec = spec
         self.key = key
         """the cache key: canonical structure, dtypes and broadcast pattern."""
-        graph = spec.graph
-        self.n_inputs = len(graph.inputs)
-        self.array_slots = [(i, np.dtype(graph.inputs[i].type.dtype))  # type: ignore[union-attr]
-                            for i in spec.array_inputs]
+        self.n_inputs = len(spec.graph.inputs)
+        self.array_slots = layout.array_slots(spec)
         self.out_dtypes = [np.dtype(d) for d in spec.out_dtypes]
         self.variants: dict[tuple[int, ...], tuple[Any, Any]] = {}
         self.plans: dict[tuple, Plan] = {}
@@ -113,7 +114,6 @@ class Kernel:
         shapes)) of the plan of the last general call."""
         self.has_cat = any(st.pieces > 1 for st in spec.stores)
         """whether an output is a cat of stores (its shape is not the iteration shape)."""
-        self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
 
     def site(self) -> Kernel:
         """This kernel for one call site in generated code: the compiled variants and plans are
@@ -216,25 +216,16 @@ class Kernel:
                   ) -> Plan | None:
         """The plan for inputs of these (shape, byte strides, itemsize); None when a stride is
         not a whole number of elements."""
-        spec = self.spec
-        offsets, shapes, strides = [], [], []
-        for leaf in spec.leaves:
-            shape, bstrides, itemsize = layouts[self.slot_of[leaf.input]]
-            if any(s % itemsize for s in bstrides):
-                return None
-            shape, offset = list(shape), 0
-            for axis, view in leaf.views:
-                piece = view.piece_size(shape[axis])
-                offset += view.index * piece * bstrides[axis]
-                shape[axis] = piece
-            offsets.append(offset)
-            shapes.append(tuple(shape))
-            strides.append([s // itemsize for s in bstrides])
-        out_shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+        reads = layout.read_layout(self.spec, layouts)
+        if reads is None:
+            return None
+        out_shape = reads.shape
         out_shapes = self._output_shapes(out_shape)
         store_strides, store_offsets = self._store_layout(out_shape, out_shapes)
-        dims = _collapse(out_shape, [_aligned(s, st, out_shape) for s, st in zip(shapes, strides)]
-                         + store_strides)
+        dims = layout.collapse(out_shape, reads.aligned() + store_strides)
+        # the native code takes byte offsets
+        offsets = [o * np.dtype(leaf.dtype).itemsize
+                   for o, leaf in zip(reads.offsets, self.spec.leaves)]
         if 0 in out_shape:
             return Plan(out_shape, None, np.zeros((0, 0), np.int64), [], shapes=out_shapes)
         plan = self._plan_from_dims(out_shape, dims, offsets, store_offsets)
@@ -257,7 +248,7 @@ class Kernel:
         """Each store's element strides over the iteration dims and its offset in elements."""
         strides, offsets = [], []
         for st in self.spec.stores:
-            full = _c_strides(out_shapes[st.output], 1)
+            full = layout.c_strides(out_shapes[st.output], 1)
             strides.append(list(full))
             offsets.append(st.index * shape[st.axis] * full[st.axis] if st.pieces > 1 else 0)
         return strides, offsets
@@ -349,57 +340,7 @@ def _copy_into(outs: tuple[Any, ...], arrays: tuple[Any, ...]) -> None:
             out[...] = a
 
 
-def _aligned(shape: tuple[int, ...], strides: list[int], out: tuple[int, ...]) -> list[int]:
-    """A leaf's element strides over the output's dims: 0 where it broadcasts."""
-    lead = len(out) - len(shape)
-    return [0 if d < lead or shape[d - lead] == 1 else strides[d - lead] for d in range(len(out))]
-
-
-def _collapse(shape: tuple[int, ...], strides: list[list[int]]) -> list[tuple[int, list[int]]]:
-    """(size, per-leaf stride) per dimension, size-1 dims dropped, and adjacent dims merged where
-    every leaf steps through them as one (the output is contiguous, so it always does)."""
-    dims: list[tuple[int, list[int]]] = []
-    for d in reversed(range(len(shape))):
-        if shape[d] == 1:
-            continue
-        st = [s[d] for s in strides]
-        if dims:
-            size, inner = dims[0]
-            if all(a == b * size for a, b in zip(st, inner)):
-                dims[0] = (size * shape[d], inner)
-                continue
-        dims.insert(0, (shape[d], st))
-    return dims
-
-
 # -- the cache -------------------------------------------------------------------------------------
-def canonical_key(graph: Graph) -> str:
-    """The group's structure with sizes abstracted to 1 / ``*`` (the broadcast pattern)."""
-    ids: dict[Any, int] = {}
-    lines = []
-    for v in graph.inputs:
-        ids[v] = len(ids)
-        lines.append(f"in {_pattern(v.type)}")
-    for node in graph.nodes():
-        args = ",".join(str(ids[u]) for u in node.inputs)
-        value = f"={node.attrs.get('value')!r}" if node.kind == CONSTANT else ""
-        outs = ",".join(_pattern(o.type) for o in node.outputs)
-        for o in node.outputs:
-            ids[o] = len(ids)
-        lines.append(f"{node.kind}{value}({args})->{outs}")
-    lines.append("return " + ",".join(str(ids[v]) for v in graph.outputs))
-    return "\n".join(lines)
-
-
-def _pattern(t: Any) -> str:
-    if isinstance(t, ListType):  # a cat's pieces
-        return f"{_pattern(t.element)}[]"
-    if not isinstance(t, TensorType) or t.shape is None:
-        return str(t)
-    dims = ",".join("1" if d == 1 else "*" for d in t.shape)
-    return f"{t.dtype}[{dims}]"
-
-
 def compile_group(graph: Graph) -> Kernel:
     """The kernel of a fusion group's subgraph, from the cache or compiled now.
 
@@ -407,33 +348,14 @@ def compile_group(graph: Graph) -> Kernel:
     RuntimeError on a Python build whose object layouts the fast call path does not know.
     """
     check_layouts()
-    key = canonical_key(graph)
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    with _lock:
-        kernel = _KERNELS.get(key)
-        if kernel is None:
-            kernel = Kernel(analyze(graph), key)
-            kernel.make_plan(_contiguous_layouts(graph, kernel))  # compile the common variant
-            _KERNELS[key] = kernel
+    key = layout.canonical_key(graph)
+    return _KERNELS.get(key, lambda: _make(graph, key))
+
+
+def _make(graph: Graph, key: str) -> Kernel:
+    kernel = Kernel(analyze(graph), key)
+    kernel.make_plan(layout.contiguous_layouts(kernel.spec))  # compile the common variant
     return kernel
-
-
-def _contiguous_layouts(graph: Graph, kernel: Kernel) -> list[tuple]:
-    layouts = []
-    for i, dtype in kernel.array_slots:
-        shape = tuple(graph.inputs[i].type.shape)  # type: ignore[union-attr]
-        layouts.append((shape, _c_strides(shape, dtype.itemsize), dtype.itemsize))
-    return layouts
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.insert(0, step)
-        step *= max(n, 1)
-    return tuple(strides)
 
 
 def cache_size() -> int:

@@ -95,6 +95,20 @@ class Math:
         fnty = ir.FunctionType(self.ty, [self.ty, self.ty])
         return self.b.call(self.b.module.declare_intrinsic(name, [self.ty], fnty), [x, y])
 
+    # -- ``fuser.emitter.ElementMath``: what the shared rules are written in ----------------------
+    def sqrt(self, x):
+        return self.unary("llvm.sqrt", x)
+
+    def maximum(self, a, b):
+        return self.binary("llvm.maximum", a, b)  # nan-propagating, as numpy's
+
+    def minimum(self, a, b):
+        return self.binary("llvm.minimum", a, b)
+
+    def compare(self, op: str, a, b):
+        cmp = self.b.fcmp_unordered if op == "!=" else self.b.fcmp_ordered  # nan != x is True
+        return cmp(op, a, b)
+
     def horner(self, x, coefs):
         """coefs[0] * x^n + ... + coefs[n]."""
         y = self.c(coefs[0])

@@ -24,6 +24,8 @@ tensor side's dtype (NumPy 2's weak scalars).
 
 ``RULES`` maps an op kind to its C expression; ``FAST_MATH_RULES`` is the same table merged with
 the float32 hardware approximations (``__expf``, ``__fdividef``): a backend variant is a dict merge.
+The element walk, the dtype rules and the rules for ``pow``, ``clip`` and the comparisons are
+``fuser.emitter``'s, shared with the CPU backend; ``CMath`` is what they are written in here.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fuser.analysis import VIEW_OPS, KernelSpec, View, admits, leaf_for, view_of
+from fuser import emitter
+from fuser.analysis import KernelSpec, admits
 from fuser.analysis import analyze as analyze_group
-from ir.core import CONSTANT, Graph, Node, Value
-from ir.types import TensorType
+from fuser.emitter import COMPARISONS, Emitter, Val, common_dtype, out_dtype  # noqa: F401
+from ir.core import Graph, Node
 
 STORAGE: dict[str, str] = {"float32": "float", "float64": "double", "float16": "unsigned short",
                            "bool": "unsigned char"}
@@ -113,20 +116,7 @@ class KernelSource:
         return hashlib.sha1(self.text.encode()).hexdigest()
 
 
-# -- values during code generation ----------------------------------------------------------------
-@dataclass(slots=True)
-class CVal:
-    """A value: a C expression (a local's name or a literal) or a Python constant, and its
-    dtype."""
-
-    dtype: str
-    """``float32``, ``float64``, ``float16``, ``bool`` or ``weak`` (a Python number)."""
-    code: str | None = None
-    """the C expression; None for a constant."""
-    const: Any = None
-    """the Python value of a constant (a number, a dtype name, None)."""
-
-
+# -- values during code generation: ``Val``s whose ``expr`` is a C expression --------------------
 def literal(value: Any, dtype: str) -> str:
     """A C literal of ``value`` in ``dtype``'s compute type; double literals are rounded by a cast,
     as NumPy rounds a Python float to float32."""
@@ -140,24 +130,22 @@ def literal(value: Any, dtype: str) -> str:
     return f"(({t}){v!r})"
 
 
-Rule = Callable[["SourceBuilder", Node, list[CVal]], CVal]
+Rule = Callable[["SourceBuilder", Node, list[Val]], Val]
 
 
 # -- the source builder ----------------------------------------------------------------------------
-class SourceBuilder:
-    """Builds the CUDA C of one kernel variant with a rule table."""
+class SourceBuilder(Emitter):
+    """Builds the CUDA C of one kernel variant with a rule table (the element walk is
+    ``fuser.emitter``'s)."""
 
     def __init__(self, spec: KernelSpec, variant: Variant, rules: dict[str, Rule], name: str):
-        self.spec = spec
+        super().__init__(spec, rules)
         self.variant = variant
-        self.rules = rules
         self.name = name
         self.idx = INDEX_TYPES[variant.index_bits]
         self.lines: list[str] = []
-        self.memo: dict[tuple[Value, tuple[View, ...]], CVal] = {}
-        self.loaded: dict[int, CVal] = {}
         self.slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
-        self.scalar_of = {inp: k for k, inp in enumerate(spec.scalar_inputs)}
+        self.scalars = {inp: Val("weak", f"s{k}") for k, inp in enumerate(spec.scalar_inputs)}
 
     # -- public -----------------------------------------------------------------------------------
     def build(self) -> KernelSource:
@@ -191,54 +179,34 @@ class SourceBuilder:
         return params
 
     # -- helpers the rules use ------------------------------------------------------------------
-    def cast(self, val: CVal, dtype: str) -> str:
+    def cast(self, val: Val, dtype: str) -> str:
         """``val`` as a C expression of ``dtype``'s compute type."""
-        if val.code is None:
+        if val.expr is None:
             return literal(val.const, dtype)
         if dtype == "bool":
-            return val.code if val.dtype == "bool" else f"({val.code} != 0)"
+            return val.expr if val.dtype == "bool" else f"({val.expr} != 0)"
         if COMPUTE[val.dtype] == COMPUTE[dtype]:
-            return val.code
-        return f"(({COMPUTE[dtype]}){val.code})"
+            return val.expr
+        return f"(({COMPUTE[dtype]}){val.expr})"
+
+    def math(self, dtype: str) -> CMath:
+        return CMath(dtype)
 
     def emit(self, line: str) -> None:
         self.lines.append(line)
 
-    def local(self, dtype: str, expr: str, prefix: str = "v") -> CVal:
+    def local(self, dtype: str, expr: str, prefix: str = "v") -> Val:
         """A new ``const`` local holding ``expr``."""
         name = f"{prefix}{len(self.lines)}"
         self.emit(f"const {COMPUTE[dtype]} {name} = {expr};")
-        return CVal(dtype, name)
+        return Val(dtype, name)
 
     # -- element computation ------------------------------------------------------------------
-    def value(self, v: Value, views: tuple[View, ...] = ()) -> CVal:
-        key = (v, views)
-        got = self.memo.get(key)
-        if got is None:
-            got = self._compute(v, views)
-            self.memo[key] = got
-        return got
+    def keep(self, val: Val) -> Val:
+        """A computed value lives in a ``const`` local, so a value used twice is computed once."""
+        return val if val.expr is None else self.local(val.dtype, val.expr)
 
-    def _compute(self, v: Value, views: tuple[View, ...]) -> CVal:
-        if v.is_param:
-            if v.index in self.scalar_of:
-                return CVal("weak", f"s{self.scalar_of[v.index]}")
-            return self._load(self.spec.leaf_index[leaf_for(v, views)])
-        node = v.node
-        if node.kind == CONSTANT:
-            return CVal("weak", const=v.constant)
-        if node.kind in VIEW_OPS:
-            return self.value(node.inputs[0], (view_of(node, v.index),) + views)
-        args = [self.value(u, views) for u in node.inputs]
-        got = self.rules[node.kind](self, node, args)
-        if got.code is None:
-            return got
-        return self.local(got.dtype, got.code)
-
-    def _load(self, k: int) -> CVal:
-        got = self.loaded.get(k)
-        if got is not None:
-            return got
+    def load_leaf(self, k: int) -> Val:
         leaf = self.spec.leaves[k]
         access = self.variant.access[k]
         if access is FLAT:
@@ -252,9 +220,7 @@ class SourceBuilder:
                     terms.append(f"c{d} * st{k}_{d}")
             index = " + ".join(terms)
         element = f"in{self.slot_of[leaf.input]}[{index}]"
-        got = self.local(leaf.dtype, LOAD.get(leaf.dtype, "{}").format(element), prefix="x")
-        self.loaded[k] = got
-        return got
+        return self.local(leaf.dtype, LOAD.get(leaf.dtype, "{}").format(element), prefix="x")
 
     def _coordinates(self) -> list[str]:
         """Split ``i`` into the coordinates ``c0..`` (outermost first), when a leaf needs them."""
@@ -296,21 +262,6 @@ BOOL_RESULTS: set[str] = set()
 """Kinds whose rule can produce a bool result (the others compute in a float type only)."""
 
 
-def out_dtype(node: Node) -> str:
-    t = node.outputs[0].type
-    assert isinstance(t, TensorType) and t.dtype is not None
-    return t.dtype
-
-
-def common_dtype(args: list[CVal]) -> str:
-    """NumPy 2 promotion of the operands (weak scalars adopt the tensors' dtype)."""
-    dtypes = {a.dtype for a in args} - {"weak"}
-    for d in ("float64", "float32", "float16"):
-        if d in dtypes:
-            return d
-    return "bool" if dtypes else "float64"
-
-
 def _fields(dtype: str) -> dict[str, str]:
     """The format fields every rule template may use: ``t`` (the compute type) and ``f`` (the
     math-function suffix: ``expf`` for float, ``exp`` for double)."""
@@ -318,26 +269,48 @@ def _fields(dtype: str) -> dict[str, str]:
     return {"t": t, "f": "f" if t == "float" else ""}
 
 
+class CMath:
+    """``fuser.emitter.ElementMath`` as C expressions at one dtype's compute type."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.f = _fields(dtype)["f"]
+
+    def c(self, v: float) -> str:
+        return literal(v, self.dtype)
+
+    def mul(self, a: str, b: str) -> str:
+        return f"({a} * {b})"
+
+    def div(self, a: str, b: str) -> str:
+        return f"({a} / {b})"
+
+    def sqrt(self, x: str) -> str:
+        return f"sqrt{self.f}({x})"
+
+    def maximum(self, a: str, b: str) -> str:
+        return f"rs_max({a}, {b})"
+
+    def minimum(self, a: str, b: str) -> str:
+        return f"rs_min({a}, {b})"
+
+    def compare(self, op: str, a: str, b: str) -> str:
+        return f"({a} {op} {b})"  # C's nan != x is true, as numpy's
+
+
 def unary(template: str) -> Rule:
     """A rule from a template over ``{x}`` (the operand, cast to the output's dtype)."""
-    def apply(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-        d = out_dtype(node)
-        return CVal(d, template.format(x=b.cast(args[0], d), **_fields(d)))
-    return apply
+    return emitter.unary(lambda k, x, d: template.format(x=x, **_fields(d)))
 
 
 def binary(template: str) -> Rule:
     """A rule from a template over ``{a}`` and ``{b}`` (cast to the output's dtype)."""
-    def apply(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-        d = out_dtype(node)
-        x, y = (b.cast(v, d) for v in args[:2])
-        return CVal(d, template.format(a=x, b=y, **_fields(d)))
-    return apply
+    return emitter.binary(lambda k, a, b, d: template.format(a=a, b=b, **_fields(d)))
 
 
 def float32_only(fast: Rule, precise: Rule) -> Rule:
     """``fast`` where the computation is in float, ``precise`` in double."""
-    def apply(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+    def apply(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
         rule = fast if COMPUTE[out_dtype(node)] == "float" else precise
         return rule(b, node, args)
     return apply
@@ -374,89 +347,42 @@ BINARY_TEMPLATES: dict[str, str] = {
 RULES.update({kind: unary(t) for kind, t in UNARY_TEMPLATES.items()})
 RULES.update({kind: binary(t) for kind, t in BINARY_TEMPLATES.items()})
 
-POW_TEMPLATES: dict[float, str] = {
-    0: "({t})1",
-    1: "{x}",
-    2: "({x} * {x})",
-    3: "({x} * {x} * {x})",
-    -1: "(({t})1 / {x})",
-    -2: "(({t})1 / ({x} * {x}))",
-    # numpy's power takes the sqrt path for 0.5 too: (-inf) ** 0.5 is nan, as sqrt(-inf)
-    0.5: "sqrt{f}({x})",
-}
-"""``x ** c`` for constant exponents computed without ``pow`` (others call ``pow``)."""
+
+def _pow_call(b: SourceBuilder, x: str, c: float, d: str) -> str:
+    """``x ** c`` for an exponent outside ``emitter.POW_RULES``: the math library's ``pow``."""
+    return f"pow{_fields(d)['f']}({x}, {literal(c, d)})"
 
 
-def _constant_exponent(node: Node) -> bool:
-    b = node.inputs[1]
-    return b.is_constant and isinstance(b.constant, (int, float)) and not isinstance(b.constant,
-                                                                                      bool)
+RULES["tensor::pow"] = emitter.pow_rule(_pow_call)
+ACCEPTS["tensor::pow"] = emitter.constant_exponent
 
 
-def _pow(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _where(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
-    c = node.inputs[1].constant
-    template = POW_TEMPLATES.get(c, "pow{f}({x}, " + literal(c, d) + ")")
-    return CVal(d, template.format(x=b.cast(args[0], d), **_fields(d)))
+    return Val(d, f"({b.cast(args[0], 'bool')} ? {b.cast(args[1], d)} : {b.cast(args[2], d)})")
 
 
-RULES["tensor::pow"] = _pow
-ACCEPTS["tensor::pow"] = _constant_exponent
-
-
-def _is_none(v: CVal) -> bool:
-    return v.code is None and v.const is None
-
-
-def _clip(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-    d = out_dtype(node)
-    x = b.cast(args[0], d)
-    lo, hi = args[1], args[2]
-    if not _is_none(lo):
-        x = f"rs_max({x}, {b.cast(lo, d)})"
-    if not _is_none(hi):
-        x = f"rs_min({x}, {b.cast(hi, d)})"
-    return CVal(d, x)
-
-
-def _where(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-    d = out_dtype(node)
-    return CVal(d, f"({b.cast(args[0], 'bool')} ? {b.cast(args[1], d)} : {b.cast(args[2], d)})")
-
-
-def _astype(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _astype(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
     x = b.cast(args[0], d)
     if d == "float16":  # an explicit conversion to float16 rounds, as numpy's does
         x = f"rs_h2f(rs_f2h({x}))"
-    return CVal(d, x)
+    return Val(d, x)
 
 
-COMPARISONS: dict[str, str] = {"tensor::eq": "==", "tensor::ne": "!=", "tensor::lt": "<",
-                               "tensor::le": "<=", "tensor::gt": ">", "tensor::ge": ">="}
-
-
-def _compare(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-    d = common_dtype(args[:2])
-    if d == "bool":
-        d = "float32"  # compare bools as 0.0 / 1.0
-    x, y = (b.cast(v, d) for v in args[:2])
-    return CVal("bool", f"({x} {COMPARISONS[node.kind]} {y})")  # C's nan != x is true, as numpy's
-
-
-def _logical(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
+def _logical(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
     x, y = (b.cast(v, "bool") for v in args[:2])
-    return CVal("bool", f"({x} {'&&' if node.kind == 'tensor::logical_and' else '||'} {y})")
+    return Val("bool", f"({x} {'&&' if node.kind == 'tensor::logical_and' else '||'} {y})")
 
 
-def _logical_not(b: SourceBuilder, node: Node, args: list[CVal]) -> CVal:
-    return CVal("bool", f"(!{b.cast(args[0], 'bool')})")
+def _logical_not(b: SourceBuilder, node: Node, args: list[Val]) -> Val:
+    return Val("bool", f"(!{b.cast(args[0], 'bool')})")
 
 
-RULES.update({"tensor::clip": _clip, "tensor::where": _where, "tensor::astype": _astype,
+RULES.update({"tensor::clip": emitter.clip, "tensor::where": _where, "tensor::astype": _astype,
               "tensor::logical_and": _logical, "tensor::logical_or": _logical,
               "tensor::logical_not": _logical_not})
-RULES.update({kind: _compare for kind in COMPARISONS})
+RULES.update({kind: emitter.compare for kind in COMPARISONS})
 ACCEPTS["tensor::astype"] = lambda node: node.inputs[1].is_constant
 BOOL_RESULTS.update({"tensor::where", "tensor::astype", "tensor::logical_and",
                      "tensor::logical_or", "tensor::logical_not", *COMPARISONS})

@@ -112,7 +112,7 @@ def build(source: KernelSource) -> Any:
     return fn
 
 
-class EmulatedBackend:
+class EmulatedRuntime:
     """A pretend device: numpy arrays, kernels built with g++ and run by ``cuda_cpu_launch``."""
 
     xp = np
@@ -143,11 +143,11 @@ class EmulatedBackend:
         return launch
 
 
-DEFAULT = EmulatedBackend()
+DEFAULT = EmulatedRuntime()
 """2 SMs of 2 blocks of 32 threads: 128 threads, so most test arrays loop."""
 
 
-def compile_group(graph: Graph, backend: EmulatedBackend | None = None) -> Kernel:
+def compile_group(graph: Graph, runtime: EmulatedRuntime | None = None) -> Kernel:
     """The kernel of a fusion group's subgraph run on the CPU emulation: the calling convention of
     ``fuser.cuda.compile_group`` with numpy arrays (numpy in, numpy out)."""
-    return compile_group_with(graph, DEFAULT if backend is None else backend)
+    return compile_group_with(graph, DEFAULT if runtime is None else runtime)

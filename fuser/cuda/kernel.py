@@ -1,11 +1,11 @@
 """CUDA fusion kernels: layouts, launch configuration, the kernel cache and the CuPy launch.
 
 A ``Kernel`` is shared by every group with the same structure, dtypes and broadcast pattern
-(``fuser.cpu.kernel.canonical_key``); sizes are run-time arguments, so a new batch size reuses it.
+(``fuser.layout.canonical_key``); sizes are run-time arguments, so a new batch size reuses it.
 On a call:
 
-1. inputs are checked to be arrays of the backend (CuPy) with the compiled dtype (converted
-   otherwise);
+1. inputs are checked to be arrays of the runtime (CuPy, or numpy for the emulation) with the
+   compiled dtype (converted otherwise);
 2. the *plan* for this device and these input shapes and strides is looked up (built once per
    layout): the output shape, the collapsed iteration space, each leaf's element offset and
    strides, the ``Variant`` they imply (``fuser.cuda.codegen``), the launch configuration and the
@@ -17,8 +17,9 @@ The launch configuration depends only on the element count and the device's SM c
 rest. 32-bit indexing is chosen when every index the launch can form fits in an ``int``.
 
 Sources are generated once per (kernel, variant) and compiled once per (source, device), under a
-lock, by the backend: ``CupyBackend`` (``cupy.RawKernel``, NVRTC at the device's architecture) or
-the CPU emulation in ``fuser.cuda.emulate``.
+lock, by the runtime: ``CupyRuntime`` (``cupy.RawKernel``, NVRTC at the device's architecture) or
+the CPU emulation in ``fuser.cuda.emulate``. The reads of a layout, the dimension collapsing and
+the kernel cache are ``fuser.layout``'s, shared with the CPU backend.
 """
 
 from __future__ import annotations
@@ -33,9 +34,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fuser.cpu.kernel import _aligned, _collapse, canonical_key
 from fuser.cuda import codegen
 from fuser.cuda.codegen import FLAT, KernelSource, KernelSpec, Rule, Variant
+from fuser.layout import (
+    KernelCache,
+    array_slots,
+    canonical_key,
+    collapse,
+    contiguous_layouts,
+    read_layout,
+)
 from ir.core import Graph
 
 BLOCK = 256
@@ -48,8 +56,9 @@ Launch = Callable[[int, int, Sequence[Any]], None]
 """``launch(grid, block, args)``: runs a compiled kernel with its arguments in parameter order."""
 
 
-class Backend(Protocol):
-    """Where kernels run: CuPy on a GPU, or the CPU emulation."""
+class Runtime(Protocol):
+    """Where CUDA kernels run: CuPy on a GPU, or the CPU emulation (``fuser.cuda.emulate``).
+    Not to be confused with ``fuser.backend.Backend``: the CUDA backend has several runtimes."""
 
     name: str
     xp: ModuleType
@@ -91,26 +100,13 @@ def plan_layout(spec: KernelSpec, layouts: Sequence[tuple[tuple[int, ...], tuple
     """The layout for array inputs of these (shape, byte strides, itemsize), in array-input order;
     None when a stride is not a whole number of elements. Nothing is allocated, so any size can be
     planned."""
-    slot_of = {inp: k for k, inp in enumerate(spec.array_inputs)}
-    offsets, shapes, strides = [], [], []
-    for leaf in spec.leaves:
-        shape, bstrides, itemsize = layouts[slot_of[leaf.input]]
-        if any(s % itemsize for s in bstrides):
-            return None
-        estrides = [s // itemsize for s in bstrides]
-        shape, offset = list(shape), 0
-        for axis, view in leaf.views:
-            piece = view.piece_size(shape[axis])
-            offset += view.index * piece * estrides[axis]
-            shape[axis] = piece
-        offsets.append(offset)
-        shapes.append(tuple(shape))
-        strides.append(estrides)
-    out_shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
-    dims = _collapse(out_shape, [_aligned(s, st, out_shape) for s, st in zip(shapes, strides)])
+    reads = read_layout(spec, layouts)
+    if reads is None:
+        return None
+    dims = collapse(reads.shape, reads.aligned())
     if not dims:
         dims = [(1, [0] * len(spec.leaves))]
-    return Layout(out_shape, tuple(size for size, _ in dims), tuple(offsets),
+    return Layout(reads.shape, tuple(size for size, _ in dims), reads.offsets,
                   tuple(tuple(st[k] for _, st in dims) for k in range(len(spec.leaves))))
 
 
@@ -187,38 +183,37 @@ _lock = threading.RLock()
 
 
 class Kernel:
-    """A fusion group for one backend: ``kernel(*inputs)`` returns its output(s) as new arrays of
-    the backend's array module."""
+    """A fusion group for one runtime (``fuser.backend.Kernel``): ``kernel(*inputs)`` returns its
+    output(s) as new arrays of the runtime's array module."""
 
-    def __init__(self, spec: KernelSpec, key: str, backend: Backend):
+    def __init__(self, spec: KernelSpec, key: str, runtime: Runtime):
         self.spec = spec
         self.key = key
         """the cache key: canonical structure, dtypes and broadcast pattern."""
-        self.backend = backend
-        graph = spec.graph
-        self.n_inputs = len(graph.inputs)
-        self.array_slots = [(i, np.dtype(graph.inputs[i].type.dtype))  # type: ignore[union-attr]
-                            for i in spec.array_inputs]
+        self.runtime = runtime
+        """the runtime the kernel is compiled for and launched on."""
+        self.n_inputs = len(spec.graph.inputs)
+        self.array_slots = array_slots(spec)
         self.out_dtypes = [np.dtype(d) for d in spec.out_dtypes]
         self.sources: dict[Variant, KernelSource] = {}
         self.plans: dict[tuple, Plan] = {}
 
     def __repr__(self) -> str:
-        return (f"<fuser.cuda.Kernel on {self.backend.name}: {len(self.sources)} variant(s), "
+        return (f"<fuser.cuda.Kernel on {self.runtime.name}: {len(self.sources)} variant(s), "
                 f"{self.n_inputs} inputs>")
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
         if len(args) != self.n_inputs:
             raise TypeError(f"kernel takes {self.n_inputs} inputs, got {len(args)}")
-        backend, xp = self.backend, self.backend.xp
+        runtime, xp = self.runtime, self.runtime.xp
         arrays = []
         for i, dtype in self.array_slots:
             a = args[i]
-            if not backend.is_array(a) or a.dtype != dtype:
+            if not runtime.is_array(a) or a.dtype != dtype:
                 a = xp.asarray(a, dtype=dtype)
             arrays.append(a)
-        device = backend.device()
+        device = runtime.device()
         key = (device, *[(a.shape, a.strides) for a in arrays])
         plan = self.plans.get(key)
         if plan is None:
@@ -232,7 +227,7 @@ class Kernel:
     def _plan_for(self, arrays: list[Any], device: int, key: tuple | None) -> tuple[list, Plan]:
         plan = self.make_plan([(a.shape, a.strides, a.itemsize) for a in arrays], device)
         if plan is None:  # strides that are not whole elements: compute on contiguous copies
-            arrays = [self.backend.xp.ascontiguousarray(a) for a in arrays]
+            arrays = [self.runtime.xp.ascontiguousarray(a) for a in arrays]
             return arrays, self._plan_for(arrays, device, None)[1]
         if key is not None:
             with _lock:
@@ -247,11 +242,11 @@ class Kernel:
         layout = plan_layout(self.spec, layouts)
         if layout is None:
             return None
-        backend = self.backend
+        runtime = self.runtime
         if layout.n == 0:
-            return Plan(layout.shape, None, 0, backend.block, [], None)
-        grid, block = launch_config(layout.n, backend.sm_count(device), backend.block,
-                                    backend.blocks_per_sm)
+            return Plan(layout.shape, None, 0, runtime.block, [], None)
+        grid, block = launch_config(layout.n, runtime.sm_count(device), runtime.block,
+                                    runtime.blocks_per_sm)
         variant = Variant(len(layout.dims), access_of(layout), index_bits(layout, grid * block))
         scalar = np.int32 if variant.index_bits == 32 else np.int64
         ints = [scalar(v) for v in layout_arguments(variant, layout)]
@@ -266,18 +261,18 @@ class Kernel:
             with _lock:
                 src = self.sources.get(variant)
                 if src is None:
-                    src = codegen.generate(self.spec, variant, self.backend.rules,
+                    src = codegen.generate(self.spec, variant, self.runtime.rules,
                                            name=self._name(variant))
                     self.sources[variant] = src
         return src
 
     def launcher(self, variant: Variant, device: int = 0) -> Launch:
-        """The compiled variant on ``device`` (the backend caches it per source and device)."""
-        return self.backend.load(self.source(variant), device)
+        """The compiled variant on ``device`` (the runtime caches it per source and device)."""
+        return self.runtime.load(self.source(variant), device)
 
     def contiguous_variant(self) -> Variant:
         """The variant a call with contiguous inputs of the subgraph's shapes uses."""
-        plan = self.make_plan(_contiguous_layouts(self), compile=False)
+        plan = self.make_plan(contiguous_layouts(self.spec), compile=False)
         assert plan is not None
         return plan.variant or Variant(1, tuple(FLAT for _ in self.spec.leaves), 32)
 
@@ -286,21 +281,8 @@ class Kernel:
         return f"rnnscript_fused_{digest}"
 
 
-def _contiguous_layouts(kernel: Kernel) -> list[tuple]:
-    graph = kernel.spec.graph
-    layouts = []
-    for i, dtype in kernel.array_slots:
-        shape = tuple(graph.inputs[i].type.shape)  # type: ignore[union-attr]
-        strides, step = [], dtype.itemsize
-        for n in reversed(shape):
-            strides.insert(0, step)
-            step *= max(n, 1)
-        layouts.append((shape, tuple(strides), dtype.itemsize))
-    return layouts
-
-
-# -- the CuPy backend ------------------------------------------------------------------------------
-class CupyBackend:
+# -- the CuPy runtime ------------------------------------------------------------------------------
+class CupyRuntime:
     """Kernels compiled by CuPy (``RawKernel``: NVRTC at the device's architecture, cubin cached
     by CuPy on disk) and launched on the current device."""
 
@@ -349,26 +331,23 @@ class CupyBackend:
 
 
 # -- the cache -------------------------------------------------------------------------------------
-_KERNELS: dict[tuple[str, str], Kernel] = {}
-_backends: dict[str, Backend] = {}
+_KERNELS: KernelCache[Kernel] = KernelCache(_lock)
+_runtimes: dict[str, Runtime] = {}
 
 
-def compile_group_with(graph: Graph, backend: Backend) -> Kernel:
-    """The kernel of a fusion group's subgraph on ``backend``, from the cache or made now.
+def compile_group_with(graph: Graph, runtime: Runtime) -> Kernel:
+    """The kernel of a fusion group's subgraph on ``runtime``, from the cache or made now.
 
     Raises ValueError when the subgraph holds an op or type the CUDA fuser cannot generate.
     """
-    key = (backend.name, canonical_key(graph))
-    kernel = _KERNELS.get(key)
-    if kernel is not None:
-        return kernel
-    with _lock:
-        kernel = _KERNELS.get(key)
-        if kernel is None:
-            kernel = Kernel(codegen.analyze(graph), key[1], backend)
-            # build the common variant now, so errors surface where the kernel is made
-            kernel.make_plan(_contiguous_layouts(kernel), backend.device())
-            _KERNELS[key] = kernel
+    key = canonical_key(graph)
+    return _KERNELS.get((runtime.name, key), lambda: _make(graph, key, runtime))
+
+
+def _make(graph: Graph, key: str, runtime: Runtime) -> Kernel:
+    kernel = Kernel(codegen.analyze(graph), key, runtime)
+    # build the common variant now, so errors surface where the kernel is made
+    kernel.make_plan(contiguous_layouts(kernel.spec), runtime.device())
     return kernel
 
 
@@ -378,10 +357,10 @@ def compile_group(graph: Graph) -> Kernel:
     outputs). Code is generated on the first call for a layout and compiled for the current
     device. Raises ValueError when the subgraph holds an op or type the CUDA fuser cannot
     generate, ImportError without CuPy."""
-    backend = _backends.get("cuda")
-    if backend is None:
-        backend = _backends.setdefault("cuda", CupyBackend())
-    return compile_group_with(graph, backend)
+    runtime = _runtimes.get("cuda")
+    if runtime is None:
+        runtime = _runtimes.setdefault("cuda", CupyRuntime())
+    return compile_group_with(graph, runtime)
 
 
 def cache_size() -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types
-from ir.types import ClassType, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import ClassType, DictType, ListType, OptionalType, TensorType, TupleType, Type
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
@@ -33,6 +33,50 @@ def elements_of(t: Type) -> list[Type] | None:
     if isinstance(t, ClassType) and t.named_tuple:
         return [ft for _, ft in t.fields]
     return None
+
+
+def kind_of(t: Type) -> str:
+    """How a message names a value of type ``t`` to the user."""
+    if isinstance(t, OptionalType):
+        return "an Optional value"
+    if isinstance(t, ListType):
+        return "a list"
+    if isinstance(t, TupleType):
+        return "a tuple"
+    if isinstance(t, DictType):
+        return "a dict"
+    if isinstance(t, ClassType):
+        return "a NamedTuple" if t.named_tuple else f"a {t.name.rsplit('.', 1)[-1]} object"
+    return f"a value of type {t}"
+
+
+def ct_type(t: Type) -> Type:
+    """The type of a cotangent of a value of type ``t`` (an optional's is its element's)."""
+    return t.element if isinstance(t, OptionalType) else t
+
+
+def is_optional_tensor(t: Type) -> bool:
+    """``t`` is ``Optional[Tensor]`` (whose cotangent is a tensor)."""
+    return isinstance(t, OptionalType) and isinstance(t.element, TensorType)
+
+
+def covering(types: list[Type], fallback: Type) -> Type:
+    """The least type covering ``types`` (shapes forgotten if needed), else ``fallback``."""
+    from passes.shape_prop import join
+    if not types:
+        return fallback
+    t = types[0]
+    for other in types[1:]:
+        t = join(t, other, fallback)
+    return t
+
+
+def axis_size(u: Value, axis: int) -> int | None:
+    """The size of ``u`` along ``axis`` when it is known when compiling."""
+    t = u.type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return None
+    return t.shape[int(axis) % len(t.shape)]
 
 
 class Differentiator:

@@ -173,7 +173,7 @@ def _construct(ctx: Any, node: Node) -> None:
 
 
 DICT_VJPS = {CONSTRUCT: _construct, GET_ITEM: _get_item, SET_ITEM: _set_item}
-"""The reverse of each dict op, by kind (``grad.STRUCTURE_VJPS`` includes these)."""
+"""The reverse of each dict op, by kind (``walk.STRUCTURE_VJPS`` includes these)."""
 
 __all__ = ["DICT_READS", "DICT_VJPS", "check_dicts", "dict_ct", "is_dict", "set_dict_ct",
            "uses_active_dict"]

@@ -4,8 +4,8 @@ A tensor output's cotangent is added to the tensor's; a tuple's (or a NamedTuple
 element. A list or a dict is mutable, so its cotangent cannot wait for the reverse walk to reach
 the node that built it: the returned value is the list or dict as the last write left it. So a
 returned list's cotangent starts its items' cotangents at the list's last use
-(``grad.whole_list_at_end``; a list in a returned tuple is handled where the tuple is built), and
-a returned dict starts its dict of cotangents from the output's (``passes.autodiff.dicts``). A
+(``list_cts.whole_list_at_end``; a list in a returned tuple is handled where the tuple is built),
+and a returned dict starts its dict of cotangents from the output's (``passes.autodiff.dicts``). A
 tuple that holds a dict is taken apart where the return statement built it. The caller passes
 cotangent lists and dicts the backward may consume (fresh copies).
 
@@ -20,6 +20,7 @@ from ir.core import Graph, Value
 from ir.types import DictType, ListType, TupleType, Type
 from passes.autodiff.context import elements_of
 from passes.autodiff.dicts import set_dict_ct
+from passes.autodiff.list_cts import whole_list_at_end
 from passes.autodiff.refusals import refuse
 
 
@@ -40,7 +41,6 @@ def seed(root: Any, graph: Graph, out: Value, ct: Value) -> None:
         set_dict_ct(root, out, ct)
         return
     if isinstance(t, ListType):
-        from passes.autodiff.grad import whole_list_at_end
         whole_list_at_end(root, out, ct, out.node)  # returned twice: both cotangents add up
         return
     if isinstance(t, TupleType) and holds_dict(t):

@@ -194,9 +194,14 @@ def _list_refinements(graph: Graph, before: Mapping[Node, Type], rejected: set[N
     return found
 
 
-def _stored_types(lst: Value) -> set[Type] | None:
-    """The types of every item put into ``lst``: made with, appended, stored, inserted or
-    extended by (None when it is extended by a list of unknown items)."""
+def _stored_types(lst: Value, follow_extends: bool = False) -> set[Type] | None:
+    """The types of every item put into ``lst``, a list literal: made with, appended, stored,
+    inserted or extended by. An extension adds the other list's item type, or with
+    ``follow_extends`` the types put into that list (itself a literal), followed the same way.
+    None when they cannot be known: ``lst`` is not a literal, or an extension's items are not
+    known (a list of unknown items; followed: not a literal, with no items, or ``lst`` itself)."""
+    if lst.node.kind != LIST:
+        return None
     types = {v.type for v in lst.node.inputs}
     for use in lst.uses:
         user = use.node
@@ -205,11 +210,18 @@ def _stored_types(lst: Value) -> set[Type] | None:
         if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
             types.add(user.inputs[-1].type)
         elif user.kind == "prim::ListExtend":
-            other = user.inputs[1].type
-            if not isinstance(other, ListType):
+            added = _extended_types(lst, user.inputs[1], follow_extends)
+            if not added:
                 return None
-            types.add(other.element)
+            types |= added
     return types
+
+
+def _extended_types(lst: Value, other: Value, follow: bool) -> set[Type] | None:
+    """The item types ``lst.extend(other)`` adds (see ``_stored_types``)."""
+    if follow:
+        return _stored_types(other, follow_extends=True) if other is not lst else None
+    return {other.type.element} if isinstance(other.type, ListType) else None
 
 
 def _fully_known(t: Type) -> bool:
@@ -250,24 +262,10 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
 
 
 def _appended_type(lst: Value) -> Type | None:
-    """The one type of every item put into ``lst`` (made with, appended, stored, inserted,
-    extended by), when they all agree."""
-    if lst.node.kind != "prim::ListConstruct":
-        return None
-    types = {v.type for v in lst.node.inputs}
-    for use in lst.uses:
-        user = use.node
-        if use.index != 0:
-            continue
-        if user.kind in ("prim::ListAppend", "prim::ListSetItem", "prim::ListInsert"):
-            types.add(user.inputs[-1].type)
-        elif user.kind == "prim::ListExtend":
-            other = user.inputs[1]
-            added = _appended_type(other) if other is not lst else None
-            if added is None:
-                return None
-            types.add(added)
-    return types.pop() if len(types) == 1 else None
+    """The one type of every item put into ``lst`` (followed through the lists that extend it),
+    when they all agree."""
+    types = _stored_types(lst, follow_extends=True)
+    return types.pop() if types is not None and len(types) == 1 else None
 
 
 def _propagate(block: Block, refined: dict[Node, Type]) -> None:

@@ -281,22 +281,23 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
-    """A fusion group calls its native kernel (CUDA when its tensors are CuPy arrays, else CPU);
-    groups the fuser cannot compile run as Python."""
-    on_gpu = any(isinstance(v.type, ir.TensorType) and v.type.device == "cuda" for v in node.inputs)
-    if on_gpu:
-        from fuser.cuda import compile_group
-    else:
-        from fuser.cpu import compile_group
+    """A fusion group calls the native kernel of its device's fuser backend (CUDA when its
+    tensors are CuPy arrays, else CPU); groups the backend cannot compile run as Python."""
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    if backend is None:
+        _write_subgraph_call(w, node)
+        return
     try:
         with stage("native compile"):
-            kernel = compile_group(node.subgraph)
+            kernel = backend.compile_group(node.subgraph)
     except ValueError:
         _write_subgraph_call(w, node)
         return
     site = getattr(kernel, "site", None)  # each call site keeps its own fast path (CPU)
     kernel = site() if site is not None else kernel
-    writes = slot_writes(node) if not on_gpu and hasattr(kernel, "into") else {}
+    # a kernel with ``into`` (CPU) writes straight into the slots its outputs are stored in
+    writes = slot_writes(node) if hasattr(kernel, "into") else {}
     if not writes:
         _write_call(w, node, kernel, "_kernel")
         return

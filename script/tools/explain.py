@@ -1,10 +1,12 @@
 """Did it compile the way I think? Fusion, fallbacks, loops and matmuls of an optimized graph.
 
 ``analyze(graph)`` reads a specialized, optimized graph and finds the fusion groups formed, every
-elementwise op left outside a group with the reason (the CPU fuser has no code for it; a shape or
+elementwise op left outside a group with the reason (the fuser has no code for it; a shape or
 dtype unknown at compile time; a side effect between it and its neighbours; a single op, not worth
-a kernel call; ...), every fusion group that runs as Python because the CPU fuser could not compile
-it, the loops left and the matmuls (inside or outside loops, hoisted, batched).
+a kernel call; ...), every fusion group that runs as Python because the fuser could not compile
+it, the loops left and the matmuls (inside or outside loops, hoisted, batched). Each op is judged
+by the fuser backend of the device its tensors live on (``fuser.backend.backend_of``): a CUDA
+graph by the CUDA backend's rules, a CPU graph by the CPU backend's.
 
 ``fn.explain(*args)`` turns that into a readable report; ``script(fn, strict=True)`` turns the ops
 left out and the fallbacks into a ``ScriptError`` when a specialization is compiled.
@@ -19,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuser.cpu.codegen import RULES, STORAGE, VIEW_OPS, can_generate
+from fuser.analysis import VIEW_OPS
+from fuser.backend import Backend, backend_of
 from fuser.group import FUSION_GROUP, MIN_COMPUTE_OPS
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.registry import lookup
@@ -43,7 +46,9 @@ class GroupInfo:
     """the kinds inside it, in order (constants left out)."""
     loop_depth: int
     fallback: str | None = None
-    """why the CPU fuser could not compile it (it then runs as Python), or None."""
+    """why its backend could not compile it (it then runs as Python), or None."""
+    backend: str = "CPU"
+    """the name of the fuser backend that compiles it."""
 
 
 @dataclass
@@ -103,7 +108,9 @@ def analyze(graph: Graph) -> Analysis:
     for node, depth in walk_with_depth(graph.block):
         if node.kind == FUSION_GROUP:
             ops = [n.kind for n in node.subgraph.walk() if n.kind != CONSTANT]
-            result.groups.append(GroupInfo(node, ops, depth, _fallback(node)))
+            backend = backend_of(node)
+            result.groups.append(GroupInfo(node, ops, depth, _fallback(node, backend),
+                                           backend.name if backend is not None else "unknown"))
         elif node.kind == LOOP:
             result.loops.append(_loop_info(node, depth))
         elif node.kind in MATMULS:
@@ -120,34 +127,42 @@ def _is_tensor_elementwise(node: Node) -> bool:
     return any(isinstance(v.type, TensorType) for v in node.outputs)
 
 
-def _fallback(node: Node) -> str | None:
-    from fuser.cpu import compile_group
+def _fallback(node: Node, backend: Backend | None) -> str | None:
+    if backend is None:
+        return "no fuser backend serves its device"
     try:
-        compile_group(node.subgraph)  # cached: the executor compiled it already
+        backend.compile_group(node.subgraph)  # cached: the executor compiled it already
     except (ValueError, RuntimeError) as exc:
         return str(exc) or type(exc).__name__
     return None
 
 
 # -- why an elementwise op stayed out -------------------------------------------------------------
-def _known(v: Value) -> bool:
-    t = v.type
-    if not isinstance(t, TensorType):
+def _known(v: Value, backend: Backend) -> bool:
+    if not isinstance(v.type, TensorType):
         return True  # scalars are fine: they enter a kernel as arguments
-    return t.dtype in STORAGE and t.shape is not None and None not in t.shape
+    return backend.knows(v.type)
+
+
+def _either(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def why_not_fused(node: Node) -> str:
-    """Why an elementwise node is outside every fusion group, in words."""
-    if node.kind not in RULES:
-        return f"the CPU fuser has no code for {node.kind}"
-    unknown = [v for v in (*node.inputs, *node.outputs) if not _known(v)]
+    """Why an elementwise node is outside every fusion group, in words (by the rules of the
+    fuser backend of its device)."""
+    backend = backend_of(node)
+    if backend is None:
+        return "no fuser backend serves its device"
+    if node.kind not in backend.rules:
+        return f"the {backend.name} fuser has no code for {node.kind}"
+    unknown = [v for v in (*node.inputs, *node.outputs) if not _known(v, backend)]
     if unknown:
         v = unknown[0]
         return (f"the shape or dtype of %{v.name or 'value'} ({v.type}) is unknown at compile "
-                "time (the fuser needs both, and float32, float64 or bool)")
-    if not can_generate(node):
-        return (f"the CPU fuser cannot generate {node.kind} for these operands "
+                f"time (the fuser needs both, and {_either(list(backend.storage))})")
+    if not backend.can_generate(node):
+        return (f"the {backend.name} fuser cannot generate {node.kind} for these operands "
                 f"(result {node.outputs[0].type})")
     neighbours = _fusible_neighbours(node)
     if not neighbours:
@@ -237,7 +252,7 @@ def check_strict(graph: Graph, definition: Any) -> None:
     found = analyze(graph)
     problems = [(x.node, f"{x.node.kind} is not fused: {x.reason}") for x in found.left_out]
     problems += [(g.node, f"a fusion group ({', '.join(_short(k) for k in g.ops)}) runs as "
-                  f"Python: the CPU fuser could not compile it ({g.fallback})")
+                  f"Python: the {g.backend} fuser could not compile it ({g.fallback})")
                  for g in found.fallbacks]
     if not problems:
         return

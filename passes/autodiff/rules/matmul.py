@@ -1,0 +1,93 @@
+"""VJP rules of the matrix products: matmul (numpy's broadcasting and 1-D promotion) and
+``ops.linear``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ir.core import Value
+from ir.errors import IRError
+from passes.autodiff.rules.combinators import Rule, rank_of, static_shape, unbroadcast
+
+
+def swap_last(b: Any, v: Value) -> Value:
+    """``v`` with its last two axes swapped."""
+    rank = rank_of(v)
+    return b.op("tensor::transpose", v, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+
+
+def matmul_grads(b: Any, g: Value, A: Value, B: Value, ra: int, rb: int,
+                 want_a: bool, want_b: bool) -> tuple[Value | None, Value | None]:
+    """Cotangents of ``A @ B`` (ranks ``ra``, ``rb``), before summing out broadcast batch axes;
+    1-D operands are handled by numpy's promotion to a row / column."""
+    A2 = A if ra >= 2 else b.op("tensor::expand_dims", A, 0)
+    B2 = B if rb >= 2 else b.op("tensor::expand_dims", B, 1)
+    G = g
+    if ra == 1 and rb == 1:
+        G = b.op("tensor::reshape", g, (1, 1))
+    elif ra == 1:
+        G = b.op("tensor::expand_dims", g, -2)
+    elif rb == 1:
+        G = b.op("tensor::expand_dims", g, -1)
+    ga = gb = None
+    if want_a:
+        ga = b.op("tensor::matmul", G, swap_last(b, B2))
+        ga = b.op("tensor::squeeze", ga, -2) if ra == 1 else ga
+    if want_b:
+        gb = b.op("tensor::matmul", swap_last(b, A2), G)
+        gb = b.op("tensor::squeeze", gb, -1) if rb == 1 else gb
+    return ga, gb
+
+
+def matmul_vjp(b, node, gs):
+    (g,), (x, y) = gs, node.inputs
+    sy = static_shape(y)
+    # a weight with a 0-size axis keeps the batched form: reshape(-1, 0) cannot infer the -1
+    flat_b = rank_of(x) > 2 and rank_of(y) == 2 and sy is not None and 0 not in sy
+    ga, gb = matmul_grads(b, g, b.fwd(x), b.fwd(y), rank_of(x), rank_of(y),
+                          b.is_active(x), b.is_active(y) and not flat_b)
+    if flat_b and b.is_active(y):
+        gb = _flat_weight_grad(b, g, x, y)
+    return [unbroadcast(b, ga, x), unbroadcast(b, gb, y)]
+
+
+def _flat_weight_grad(b: Any, g: Value, x: Value, w: Value) -> Value:
+    """The cotangent of the 2-D ``w`` in ``x @ w`` for a batched ``x`` (..., m, k): one matmul
+    with the batch folded into the contraction, ``x2.T @ g2``, instead of a product per batch
+    element summed afterwards (a (batch, k, n) temporary and many small matmuls)."""
+    k, n = static_shape(w)  # type: ignore[misc]
+    x2 = b.op("tensor::reshape", b.fwd(x), (-1, k))
+    g2 = b.op("tensor::reshape", g, (-1, n))
+    return b.op("tensor::matmul", b.op("tensor::transpose", x2, (1, 0)), g2)
+
+
+def linear_vjp(b, node, gs):
+    """x @ w.T + bias with a 2-D weight (out, in): the weight's cotangent is one matmul of the
+    flattened batch, ``g2.T @ x2``."""
+    g = gs[0]
+    x, w = node.inputs[0], node.inputs[1]
+    if rank_of(w) != 2:
+        raise IRError("cannot differentiate ops.linear with a 1-D weight: use matmul")
+    grads: list[Value | None] = [None, None]
+    if b.is_active(x):
+        ga, _ = matmul_grads(b, g, b.fwd(x), b.op("tensor::transpose", b.fwd(w), None),
+                             rank_of(x), 2, True, False)
+        grads[0] = ga
+    if b.is_active(w):
+        shape = static_shape(w)
+        out, inp = (shape if shape is not None else (-1, -1))
+        g2 = b.op("tensor::reshape", g, (-1, out)) if rank_of(x) != 2 else g
+        x2 = b.fwd(x)
+        x2 = b.op("tensor::reshape", x2, (-1, inp)) if rank_of(x) != 2 else x2
+        grads[1] = b.op("tensor::matmul", b.op("tensor::transpose", g2, None), x2)
+    if len(node.inputs) > 2:
+        bias = node.inputs[2]
+        grads.append(unbroadcast(b, g, bias, node.output) if b.is_active(bias) else None)
+    return grads
+
+
+MATMUL_RULES: dict[str, Rule] = {
+    "tensor::matmul": matmul_vjp,
+    "tensor::linear": linear_vjp,
+}
+"""op kind -> VJP rule, for the matrix products."""
