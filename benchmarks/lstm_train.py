@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks.fastrnns.eager import numpy_backward, numpy_forward
 from script import script, vjp
-from script.autodiff import compile_gradient
+from script.runtime.autodiff import compile_gradient
 from tests.programs.cells import lstm_layer
 
 

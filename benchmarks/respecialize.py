@@ -33,7 +33,7 @@ from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.factory import Sizes, rnn_inputs
 from fuser.cpu import cache_size, jit
 from script import script, vjp
-from script.autodiff import compile_gradient
+from script.runtime.autodiff import compile_gradient
 
 COMMAND = "python -m benchmarks.respecialize"
 

@@ -40,13 +40,13 @@ def disabled() -> Iterator[None]:
         _enabled = saved
 
 
-__all__ = ["disabled", "is_enabled", "set_enabled"]
-
-
-def _register() -> None:
+def register_passes() -> None:
+    """Register the ``fuse-elementwise`` pass with ``passes`` (idempotent). Importing ``fuser``
+    registers nothing: the runtime calls this when it builds its pipelines
+    (``script.runtime.pipelines``)."""
     from fuser.group import fuse_elementwise
     from passes import register_pass
     register_pass("fuse-elementwise", fuse_elementwise)
 
 
-_register()
+__all__ = ["disabled", "is_enabled", "register_passes", "set_enabled"]

@@ -9,18 +9,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from script import allocator, ops
-from script.autodiff import grad, value_and_grad, vjp
+from script import ops
+from script._version import __version__  # noqa: F401  (re-exported)
+from script.artifact.freeze import freeze
+from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
-from script.freeze import freeze
-from script.function import ScriptFunction
-from script.infer_types import infer_annotations
+from script.frontend.classes import register_script_class
+from script.frontend.compiler import compile_method
+from script.frontend.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
-from script.profiler import profile
-from script.serialize import load, save
-
-__version__ = "0.1.0"
-"""The package version (pyproject.toml's); saved models record it."""
+from script.runtime.autodiff import grad, value_and_grad, vjp
+from script.runtime.function import ScriptFunction
+from script.runtime.script_module import ScriptModule, export
+from script.tools.profiler import profile
 
 
 class Tensor:
@@ -35,8 +36,8 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     """Compile a function for fast repeated execution (usable as ``@script``).
 
     ``example_inputs=[args1, args2, ...]`` types unannotated parameters and the return value from
-    example calls (``script.infer_types``). ``strict=True`` (alias ``fullgraph=True``) makes
-    compiling a specialization raise ScriptError when an elementwise op stays outside a fusion
+    example calls (``script.frontend.infer_types``). ``strict=True`` (alias ``fullgraph=True``)
+    makes compiling a specialization raise ScriptError when an elementwise op stays outside a fusion
     group or a group falls back to Python (``fn.explain(*args)`` reports the same, politely).
     With ``RNNSCRIPT_DISABLE=1`` in the environment it returns ``obj`` unchanged, so everything
     runs as plain Python.
@@ -49,43 +50,20 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     if isinstance(obj, ScriptFunction):
         return obj
     if isinstance(obj, Module):
-        from script.script_module import ScriptModule
         return obj if isinstance(obj, ScriptModule) else ScriptModule(obj)
     if isinstance(obj, type):
-        from script.classes import register_script_class
-        return register_script_class(obj)
+        return register_script_class(obj, compile_method)
     if callable(obj) and hasattr(obj, "__code__"):
         return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "
                       "@script takes a function, a Module instance or a class")
 
 
-def _register_constant_evaluator() -> None:
-    """Let constant propagation fold tensor ops with the eager op library."""
-    try:
-        from passes import constant_prop
-    except ImportError:
-        return
-    setter = getattr(constant_prop, "set_evaluator", None)
-    if setter is not None:
-        setter(lambda kind, args: getattr(ops, kind.split("::", 1)[1])(*args))
-
-
-_register_constant_evaluator()
-allocator.tune()
-
 script.infer_annotations = infer_annotations  # type: ignore[attr-defined]
 script.profile = profile  # type: ignore[attr-defined]
 
 
-def _export(fn: Any) -> Any:
-    """``@script.export``: compile this module method with the module even when ``forward``
-    does not call it."""
-    from script.script_module import export
-    return export(fn)
-
-
-script.export = _export  # type: ignore[attr-defined]
+script.export = export  # type: ignore[attr-defined]
 
 __all__ = ["LoadError", "Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction",
            "SignatureError", "Tensor", "freeze", "infer_annotations", "load", "ops",

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from script.archive import ARRAY_ROLES, Archive, read_archive
+from script.artifact.archive import ARRAY_ROLES, Archive, read_archive
+from script.artifact.serialize import load
 from script.errors import LoadError
-from script.serialize import load
 
 
 def describe(archive: Archive, path: str) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from script import script
-from script.autodiff import compile_gradient, run_vjp
-from script.function import ScriptFunction
+from script.runtime.autodiff import compile_gradient, run_vjp
+from script.runtime.function import ScriptFunction
 
 
 def leaves(tree: Any) -> list[Any]:

@@ -1,5 +1,5 @@
-"""script.allocator: freed array memory stays in the process, so repeated training calls do not
-page-fault their activations in again."""
+"""script.runtime.allocator: freed array memory stays in the process, so repeated training calls
+do not page-fault their activations in again."""
 
 import os
 import resource
@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from script import allocator, script, vjp
+from script import script, vjp
+from script.runtime import allocator
 from tests.programs import cells
 
 pytestmark = pytest.mark.skipif(allocator._libc() is None, reason="needs glibc (mallopt)")
@@ -30,11 +31,20 @@ def _faults_per_call(fn, calls=20):
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
-def test_import_tunes_malloc():
-    assert allocator.tuned
+def test_import_leaves_malloc_alone():
+    """Importing rnnscript changes no process-wide setting: malloc is tuned on request only."""
+    code = "import script.runtime.allocator as a, script; print(a.tuned)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.stdout.strip() == "False"
 
 
-def test_training_calls_reuse_memory_instead_of_faulting_it_in():
+@pytest.fixture
+def tuned():
+    assert allocator.tune()
+
+
+def test_training_calls_reuse_memory_instead_of_faulting_it_in(tuned):
     f = script(cells.lstm_layer)
     args = _layer_args()
 
@@ -52,7 +62,7 @@ def _rss_mb():
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
-def test_freed_memory_is_kept_until_release_returns_it():
+def test_freed_memory_is_kept_until_release_returns_it(tuned):
     allocator.release()
     big = np.ones(48 << 20, np.uint8)  # 48 MB, under the mmap threshold: from the heap
     del big
@@ -66,7 +76,7 @@ def test_freed_memory_is_kept_until_release_returns_it():
 
 def test_environment_opt_out_leaves_malloc_alone():
     env = dict(os.environ, RNNSCRIPT_MALLOC="default")
-    code = "import script.allocator as a, script; print(a.tuned)"
+    code = "import script.runtime.allocator as a; print(a.tune(), a.tuned)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"

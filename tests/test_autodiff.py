@@ -268,7 +268,7 @@ def test_training_an_lstm_to_sum_a_sequence():
 @pytest.mark.parametrize("optimize", [True, False])
 def test_forward_and_backward_graphs_verify_and_round_trip(optimize):
     import ir
-    from script.autodiff import compile_gradient
+    from script.runtime.autodiff import compile_gradient
     programs = [(cells.lstm_layer, _lstm_args(np.random.default_rng(15))),
                 (branch_in_loop, (np.ones((2, 3)), np.ones(3))),
                 (while_loop, (np.ones((2, 3)), 20.0))]

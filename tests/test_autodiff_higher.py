@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from script import Tensor, ops
-from script.autodiff import grad, value_and_grad, vjp
 from script.errors import ScriptError
+from script.runtime.autodiff import grad, value_and_grad, vjp
 
 
 def cubic(x: Tensor) -> Tensor:

@@ -239,7 +239,7 @@ def test_every_rule_is_checked():
 
 
 def test_non_differentiable_ops_give_no_gradient_path():
-    from script.autodiff import vjp
+    from script.runtime.autodiff import vjp
 
     def f(x: Tensor) -> Tensor:
         return (x > 0.0).astype(np.float64) * 3.0 + np.floor(x) + np.sign(x)

@@ -8,7 +8,7 @@ import pytest
 
 import passes
 from script import ScriptError, Tensor, ops, script
-from script.autodiff import vjp
+from script import vjp
 from tests.gradcheck import check_vjp
 
 

@@ -11,7 +11,7 @@ import pytest
 import ir
 import passes
 from script import Tensor, ops, script
-from script.codegen import generate
+from script.runtime.codegen import generate
 from tests.gradcheck import check_vjp
 
 ACCUMULATE_TRANSPOSED = """

@@ -52,7 +52,7 @@ def _counting(f):
     compile_one = f._compile
 
     def counted(args):
-        from script.signature import key_of
+        from script.frontend.signature import key_of
         counts[tuple(map(key_of, args))] += 1
         return compile_one(args)
 

@@ -22,8 +22,9 @@ import ir
 from ir.registry import infer_types
 from ir.types import TENSOR, TensorType
 from passes import constant_prop
-from script import codegen, ops, script
-from script.frontend_exprs import _SCALAR_FOLDS, fold_scalars
+from script import ops, script
+from script.frontend.exprs import _SCALAR_FOLDS, fold_scalars
+from script.runtime import codegen, pipelines
 
 INTS = [-7, -3, -1, 0, 1, 2, 5]
 FLOATS = [-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, math.inf, -math.inf, math.nan]
@@ -165,6 +166,7 @@ def test_floordiv_folds_rounding_down(a, b, want):
 
 def test_tensor_operands_fold_as_numpy():
     """Array operands go through the eager op library: numpy's semantics, with their dtype."""
+    pipelines.register()  # the runtime's evaluator, as when it runs a pipeline
     a = np.array([-7, -1, 0, 5], np.int64)
     b = np.array([2, -3, 4, -2], np.int64)
     for kind, want in (("tensor::mod", np.mod(a, b)), ("tensor::floordiv", a // b),

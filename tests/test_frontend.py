@@ -12,7 +12,8 @@ import pytest
 
 import ir
 from ir.types import BOOL, FLOAT, INT, TENSOR, ListType, OptionalType, TupleType
-from script.frontend import FunctionDef, compile_function
+from script.frontend.compiler import compile_function
+from script.frontend.definition import FunctionDef
 from tests import frontend_programs as P
 from tests.graph_interp import ScriptRuntimeError, run_graph
 

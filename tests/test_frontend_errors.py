@@ -10,7 +10,7 @@ import re
 import pytest
 
 from script.errors import ScriptError
-from script.frontend import compile_function
+from script.frontend.compiler import compile_function
 from tests import bad_programs
 
 MARK = re.compile(r"#\s*ERROR:\s*(.+?)\s*$")

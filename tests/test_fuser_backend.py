@@ -16,9 +16,11 @@ import passes
 from fuser.backend import REGISTRY, Kernel, backend_for, backend_of
 from fuser.cuda import emulate
 from ir import Graph, TensorType
-from script import explain
+from script.tools import explain
 from tests.test_fuser_cpu import emit
 from tests.test_fuser_cuda import check_ptx
+
+fuser.register_passes()  # the fuse-elementwise pass these tests run
 
 needs_gxx = pytest.mark.skipif(emulate.unavailable_reason() is not None,
                                reason=emulate.unavailable_reason() or "")
@@ -127,6 +129,7 @@ def test_the_cuda_backend_needs_no_llvmlite():
         import sys
         sys.modules["llvmlite"] = None  # importing it now raises ImportError
         import fuser.cuda, passes
+        fuser.register_passes()
         from fuser.cuda.codegen import FLAT, Variant
         from ir import Graph, TensorType
         from ir.registry import infer_types

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fuser
 import fuser.cpu
 import fuser.cuda
 import passes
@@ -25,7 +26,7 @@ from fuser.cuda.kernel import (
 )
 from ir import FLOAT, Graph, TensorType
 from script import ops, script
-from script.codegen import generate
+from script.runtime.codegen import generate
 from tests.graph_interp import run_node
 from tests.programs import cells
 from tests.test_fuser_cpu import (
@@ -156,6 +157,7 @@ def _tail_on(device):
         for out in node.outputs:
             if isinstance(out.type, TensorType):
                 out.type = TensorType(out.type.dtype, out.type.shape, device)
+    fuser.register_passes()
     passes.run_pipeline(g, "fuse-elementwise")
     return g
 

@@ -14,7 +14,7 @@ import pytest
 import passes
 from benchmarks.fastrnns import cells
 from script import script
-from script.autodiff import compile_gradient, run_vjp
+from script.runtime.autodiff import compile_gradient, run_vjp
 from tests.gradcheck import check_vjp, random_like
 
 SEQ, BATCH, INPUT, HIDDEN = 6, 3, 5, 4

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from script import ScriptError, SignatureError, Tensor, ops, script
-from script.infer_types import infer_annotations
+from script.frontend.infer_types import infer_annotations
 from tests.programs import cells
 from tests.programs import unannotated_cells as bare
 

@@ -13,9 +13,9 @@ import ir
 from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.factory import Sizes, rnn_inputs
 from script import script
-from script.autodiff import compile_gradient, run_vjp
-from script.codegen import generate
-from script.slot_writes import slot_writes
+from script.runtime.autodiff import compile_gradient, run_vjp
+from script.runtime.codegen import generate
+from script.runtime.slot_writes import slot_writes
 from tests.gradcheck import check_vjp
 
 GROUP = """

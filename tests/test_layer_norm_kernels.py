@@ -11,7 +11,7 @@ from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.factory import Sizes, layernorm_weights, rnn_inputs
 from fuser.cpu import rowkernels
 from script import Tensor, ops, script, vjp
-from script.autodiff import compile_gradient
+from script.runtime.autodiff import compile_gradient
 from tests.gradcheck import check_vjp
 
 TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-12, atol=1e-12)}
@@ -230,7 +230,7 @@ def _eager_gradients(args, ct):
     """The gradients through the same layer with every layer norm and its gradient run by the
     eager numpy ops (the unoptimized backward never calls the row kernels for float64 either:
     the generated code is the same, so patch the kernels out instead)."""
-    import script.codegen as codegen
+    import script.runtime.codegen as codegen
     saved = dict(codegen.STRUCTURE_WRITERS)
     codegen.STRUCTURE_WRITERS.pop("tensor::layer_norm")
     codegen.STRUCTURE_WRITERS.pop("tensor::layer_norm_backward")
@@ -249,7 +249,7 @@ def cubed_norm(x: Tensor, w: Tensor) -> Tensor:
 
 
 def test_second_derivatives_equal_finite_differences_of_the_gradient():
-    from script.autodiff import grad
+    from script.runtime.autodiff import grad
 
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((3, 5)), rng.standard_normal(5)

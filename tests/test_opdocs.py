@@ -9,15 +9,15 @@ import pytest
 
 from ir.registry import NO_DEFAULT, all_ops
 from script import ops
-from script.opdocs import DOC_PATH, generate_op_reference
+from script.ops.opdocs import DOC_PATH, generate_op_reference
 
 TENSOR_OPS = [op for op in all_ops() if op.kind.startswith("tensor::")]
 
 
 def test_docs_ops_md_is_the_generated_reference():
-    assert DOC_PATH.exists(), "run `python -m script.opdocs --write`"
+    assert DOC_PATH.exists(), "run `python -m script.ops.opdocs --write`"
     assert DOC_PATH.read_text(encoding="utf-8") == generate_op_reference(), (
-        "docs/ops.md is stale: run `python -m script.opdocs --write`")
+        "docs/ops.md is stale: run `python -m script.ops.opdocs --write`")
 
 
 def test_reference_lists_every_op_once():

@@ -15,7 +15,7 @@ from ir.core import Graph
 from ir.registry import ShapeError, all_ops, infer_types, op_def
 from ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType, Type
 from script import ops
-from script.opdocs import section_of
+from script.ops.opdocs import section_of
 
 RNG = np.random.default_rng(0)
 F32, F64, I64, B = "float32", "float64", "int64", "bool"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from script import Tensor, script
-from script.autodiff import vjp
+from script import vjp
 from tests.gradcheck import check_vjp
 
 LSTMCache = Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]

@@ -15,8 +15,8 @@ import pytest
 
 import script as rnnscript
 from script import SignatureError, Tensor, ops, script, vjp
-from script.autodiff import grad
 from script.errors import ScriptError
+from script.runtime.autodiff import grad
 from tests.gradcheck import check_vjp
 
 

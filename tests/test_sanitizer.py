@@ -12,7 +12,7 @@ import pytest
 from ir.registry import REGISTRY, op_def
 from ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType
 from script import ScriptError, Tensor, script, vjp
-from script.sanitize import TypeMismatch, mismatch
+from script.runtime.sanitize import TypeMismatch, mismatch
 
 
 def transposed_tanh(x: Tensor) -> Tensor:

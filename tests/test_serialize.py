@@ -18,7 +18,7 @@ from ir.core import Graph
 from ir.printer import print_graph
 from script import LoadError, Module, Parameter, Tensor, freeze, load, ops, save, script
 from script.__main__ import main as script_main
-from script.serialize import FORMAT_VERSION
+from script.artifact.serialize import FORMAT_VERSION
 from tests.programs.custom_lstms import LSTMState, random_states, script_lnlstm, script_lstm
 from tests.programs.gru import StackedGRU
 

@@ -27,8 +27,8 @@ import numpy as np
 from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.eager import numpy_backward, numpy_forward
 from script import script, vjp
-from script.autodiff import compile_gradient, run_vjp
-from script.function import ScriptFunction
+from script.runtime.autodiff import compile_gradient, run_vjp
+from script.runtime.function import ScriptFunction
 
 LayerVJP = Callable[..., tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]]]
 """``layer_vjp(x, *states, *weights) -> ((y, *states_out), backward)``;

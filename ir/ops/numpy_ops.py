@@ -7,7 +7,7 @@ function, so values, dtypes and shapes are numpy's. ``dot``, ``vstack`` and ``hs
 different ops for different numbers of axes, known only once a function is specialized:
 canonicalization then rewrites them as matmul / mul / stack / cat (``passes.numpy_lowering``).
 ``np.outer`` and ``np.array`` of arrays are written by the front end as other ops
-(``script.frontend_numpy``).
+(``script.frontend.numpy_calls``).
 """
 
 from __future__ import annotations

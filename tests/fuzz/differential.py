@@ -26,7 +26,7 @@ import fuser
 import ir
 import passes
 from script import ScriptError, script, vjp
-from script.function import ScriptFunction
+from script.runtime.function import ScriptFunction
 from tests.fuzz.program_gen import Program
 
 _MODULE_DIR = Path(tempfile.mkdtemp(prefix="rnnscript_fuzz_"))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from script import Module, Parameter, Tensor, script, vjp
-from script.freeze import freeze, standalone
+from script.artifact.freeze import freeze, standalone
 
 B = np.zeros(3)
 W = np.eye(3)
@@ -216,7 +216,7 @@ def test_a_standalone_function_keeps_the_global_as_a_named_array():
 
 
 def test_explain_and_the_profiler_pass_the_globals():
-    from script import profiler
+    from script.tools import profiler
     f = script(predict)
     assert "W: Double(3, 3)" in f.explain(X)
     with profiler.profile():

@@ -157,9 +157,8 @@ IF_YIELDING_ONE_VALUE = """graph(%a : Double(3),
 def test_the_pipeline_keeps_an_if_output_both_blocks_yield():
     """A pass may drop such an output only by replacing its uses with the value itself."""
     import ir
-    from passes import run_pipeline
-    from script.codegen import generate
-    from script.function import FORWARD_PIPELINE
+    from script.runtime.codegen import generate
+    from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
 
     graph = ir.parse(IF_YIELDING_ONE_VALUE)
     run_pipeline(graph, FORWARD_PIPELINE)

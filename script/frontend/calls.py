@@ -1,0 +1,449 @@
+"""Calls: ops by their numpy / ``script.ops`` / method spellings, Python builtins, and other
+scripted or plain Python functions.
+
+Callees are resolved at compile time by evaluating the callee expression against the function's
+globals and closure (``np.tanh`` is the object ``numpy.tanh``), then looked up by identity in a
+table built from the registry's spellings: ``"np.NAME"`` is ``getattr(numpy, NAME)``,
+``"ops.NAME"`` and every ``tensor::NAME`` op is ``getattr(script.ops, NAME)``, ``".NAME"`` is a
+tensor method. Arguments are bound with the op's schema; defaults become constants.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ir.registry import (
+    NO_DEFAULT,
+    NOT_CONSTANT,
+    Arg,
+    OpDef,
+    ShapeError,
+    accepts,
+    all_ops,
+    constant_of,
+    lookup,
+)
+from ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    ClassType,
+    DictType,
+    ListType,
+    TensorType,
+    TupleType,
+    Type,
+    is_subtype,
+    unify,
+)
+from script import ops as ops_module
+from script.frontend.annotations import class_type
+from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.modules import is_module_sequence
+from script.frontend.numpy_calls import numpy_composite
+from script.module import is_module
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+    from script.frontend.definition import FunctionDef
+
+KIND_TEXT = {
+    "Tensor": "a Tensor", "number": "a number", "operand": "a Tensor or a number",
+    "int": "an int", "float": "a float", "bool": "a bool", "str": "a str",
+    "ints": "an int or a tuple of ints", "Tensor[]": "a list or tuple of Tensors",
+    "list": "a list", "tuple": "a tuple", "dict": "a dict", "any": "any value",
+}
+_LIBRARY_MODULES = {"numpy", "math", "builtins", "script", "typing", "cupy", "ir"}
+_LOOP_ONLY = ("range", "enumerate", "zip")
+_object_ops: dict[int, tuple[Any, OpDef]] = {}
+_method_ops: dict[str, OpDef] = {}
+
+
+def op_for_object(obj: Any) -> OpDef | None:
+    """The op a Python callable stands for (``np.tanh``, ``script.ops.sigmoid``), or None."""
+    if not _object_ops:
+        _build_object_table()
+    entry = _object_ops.get(id(obj))
+    if entry is not None and entry[0] is obj:
+        return entry[1]
+    module = getattr(obj, "__module__", None) or ""
+    name = getattr(obj, "__name__", None)
+    if module == "script.ops" and name:
+        return lookup(f"tensor::{name}")
+    return None
+
+
+def _build_object_table() -> None:
+    table: dict[int, tuple[Any, OpDef]] = {}
+    for op in all_ops():
+        for spelling in op.spellings:
+            target = _spelled_object(spelling)
+            if target is not None:
+                table.setdefault(id(target), (target, op))
+    for op in all_ops():
+        if op.kind.startswith("tensor::"):
+            target = getattr(ops_module, op.name, None)
+            if target is not None:
+                table.setdefault(id(target), (target, op))
+    _object_ops.update(table)
+
+
+def _spelled_object(spelling: str) -> Any:
+    if spelling.startswith("np."):
+        return getattr(np, spelling[3:], None)
+    if spelling.startswith("ops."):
+        return getattr(ops_module, spelling[4:], None)
+    if spelling.isidentifier() and spelling not in ("len", "print"):
+        return getattr(builtins, spelling, None)
+    return None
+
+
+def method_op(name: str) -> OpDef | None:
+    """The op a tensor method ``x.NAME(...)`` calls."""
+    if not _method_ops:
+        for op in all_ops():
+            for spelling in op.spellings:
+                if spelling.startswith(".") and spelling[1:].isidentifier():
+                    _method_ops.setdefault(spelling[1:], op)
+    return _method_ops.get(name)
+
+
+class CallMixin:
+    """Call visitors of ``FunctionCompiler``."""
+
+    def visit_Call(self: FunctionCompiler, node: ast.Call) -> Any:
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self.unsupported(arg, "*args in a call")
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.unsupported(kw, "**kwargs in a call")
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self.resolve_static(func.value)
+            if base is NOT_STATIC:
+                return self.call_method(self.expr(func.value), func.attr, node)
+            if constant_value(base) is not NOT_CONSTANT:  # a method of a captured array
+                return self.call_method(self.captured_value(func.value, base), func.attr, node)
+        obj = self.resolve_static(func)
+        if obj is NOT_STATIC:
+            value = self.expr(func)
+            raise self.error(func, f"a value of type {value.type} is not callable")
+        return self.call_object(obj, node)
+
+    def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if is_module(obj):
+            return self.call_module(obj, "forward", node)
+        if inspect.ismethod(obj) and is_module(obj.__self__):
+            return self.call_module(obj.__self__, obj.__func__.__name__, node)
+        if isinstance(obj, type) and class_type(obj) is not None:
+            return self.construct(obj, node)
+        fdef = getattr(obj, "__rnnscript_function__", None)
+        if fdef is not None:
+            return self.call_function(fdef, node)
+        builtin = _builtin_name(obj)
+        if builtin is not None and hasattr(self, f"builtin_{builtin}"):
+            return getattr(self, f"builtin_{builtin}")(node)
+        if builtin in _LOOP_ONLY:
+            raise self.error(node, f"{builtin}() is only supported as the iterable of a for loop")
+        composite = numpy_composite(obj)
+        if composite is not None:
+            return getattr(self, composite)(node)
+        op = op_for_object(obj)
+        if op is not None:
+            return self.call_op(op, node, display=ast.unparse(node.func))
+        if inspect.isfunction(obj) and not _is_library(obj):
+            return self.call_python_function(obj, node)
+        raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")
+
+    # -- ops ------------------------------------------------------------------------------------
+    def call_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:
+        t = base.type
+        if isinstance(t, TensorType):
+            op = method_op(name)
+            if op is not None:
+                return self.call_op(op, node, display=f".{name}", self_value=base)
+        if isinstance(t, ListType) and hasattr(self, f"list_{name}"):
+            return getattr(self, f"list_{name}")(base, node)
+        if isinstance(t, DictType) and hasattr(self, f"dict_{name}"):
+            return getattr(self, f"dict_{name}")(base, node)
+        if isinstance(t, ClassType):
+            return self.call_object_method(base, name, node)
+        type_name = "Tensor" if isinstance(t, TensorType) else str(t)
+        raise self.error(node.func, f"'{type_name}' has no attribute '{name}'")
+
+    def call_op(self: FunctionCompiler, op: OpDef, node: ast.Call, display: str,
+                self_value: Any = None) -> Any:
+        """Bind a call's arguments to the op's schema and emit the op."""
+        inputs = self.bind_op_arguments(op, node, display, self_value)
+        args = list(op.args)
+        for k, value in enumerate(inputs):
+            arg = args[min(k, len(args) - 1)]
+            if not accepts(arg.kind, value.type):
+                kind = arg.kind.rstrip("?")
+                text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
+                raise self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
+                                 f"not {value.type}")
+        ir_node = self.emit(op.kind, inputs)
+        if op.results.startswith("("):
+            return self.emit_value("prim::TupleConstruct", ir_node.outputs)
+        if not ir_node.outputs:
+            return self.const(None)
+        return ir_node.output
+
+    def bind_op_arguments(self: FunctionCompiler, op: OpDef, node: ast.Call, display: str,
+                          self_value: Any) -> list[Any]:
+        positional: list[Any] = ([self_value] if self_value is not None else []) + list(node.args)
+        keywords = {kw.arg: kw.value for kw in node.keywords}
+        pack_at = self.varargs_slot(op, positional, keywords, display, node)
+        if pack_at is not None:
+            positional = positional[:pack_at] + [ast.Tuple(elts=positional[pack_at:],
+                                                           ctx=ast.Load())]
+        try:
+            slots = op.bind(len(positional), list(keywords))
+        except ShapeError as exc:
+            message = str(exc).removeprefix(f"{op.name}() ").removeprefix(f"{op.kind} ")
+            raise self.error(node, f"{display}() {message}") from None
+        if op.variadic:
+            return [self.argument(p, op.args[min(k, len(op.args) - 1)])
+                    for k, p in enumerate(positional)]
+        values = []
+        for arg, slot in zip(op.args, slots):
+            if slot == "=default":
+                values.append(self.const(arg.default))
+            elif isinstance(slot, str):
+                values.append(self.argument(keywords[slot], arg))
+            else:
+                values.append(self.argument(positional[slot], arg))
+        return values
+
+    def varargs_slot(self: FunctionCompiler, op: OpDef, positional: list[Any],
+                     keywords: dict[str, ast.expr], display: str, node: ast.Call) -> int | None:
+        """Where ``x.reshape(a, b)`` style extra positional ints start (packed into a tuple)."""
+        if op.variadic or len(positional) <= len(op.args):
+            return None
+        for k, arg in enumerate(op.args):
+            if arg.kind.rstrip("?") == "ints" and k < len(positional) and \
+                    all(a.name not in keywords or a.default is not NO_DEFAULT
+                        for a in op.args[k + 1:]):
+                return k
+        shown = len(positional) - (1 if display.startswith(".") else 0)
+        most = len(op.args) - (1 if display.startswith(".") else 0)
+        raise self.error(node, f"{display}() takes at most {most} positional arguments, "
+                         f"got {shown}")
+
+    def argument(self: FunctionCompiler, node: Any, arg: Arg) -> Any:
+        if not isinstance(node, ast.AST):
+            return node  # already a value (the receiver of a method call)
+        if arg.name == "dtype" and arg.kind.rstrip("?") == "str":
+            return self.dtype_value(node)
+        return self.expr(node)
+
+    def dtype_value(self: FunctionCompiler, node: ast.expr) -> Any:
+        """A dtype argument (``np.float32``, ``float``, ``"float32"``) as its numpy name."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return self.const(None)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            obj: Any = node.value
+        else:
+            obj = self.resolve_static(node)
+            if obj is NOT_STATIC:
+                value = self.expr(node)
+                if value.type == STR:
+                    return value
+                raise self.error(node, f"a dtype must be a numpy type or a dtype name, "
+                                 f"not {value.type}")
+        try:
+            return self.const(np.dtype(obj).name)
+        except TypeError:
+            raise self.error(node, f"'{ast.unparse(node)}' is not a dtype") from None
+
+    # -- scripted and plain Python functions -------------------------------------------------------
+    def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
+        return self.call_function(self.compile_callee(fn, node), node)
+
+    def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
+                      bound: tuple[Any, ...] = ()) -> Any:
+        """Call a compiled function; ``bound`` are values for its first parameters (a script
+        class's ``self``). A module method's attribute inputs are passed along."""
+        params = fdef.arg_names
+        shown = params[len(bound):]
+        if len(node.args) > len(shown):
+            raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
+                             f"{len(node.args)} were given")
+        values: dict[str, Any] = dict(zip(params, bound))
+        for name, arg in zip(shown, node.args):
+            values[name] = self.expr(arg)
+        for kw in node.keywords:
+            if kw.arg not in params:
+                raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
+                                 f"'{kw.arg}'")
+            if kw.arg in values:
+                raise self.error(kw, f"{fdef.name}() got multiple values for argument "
+                                 f"'{kw.arg}'")
+            values[kw.arg] = self.expr(kw.value)
+        inputs = []
+        for name, t in zip(params, fdef.arg_types):
+            value = values.get(name)
+            if value is None:
+                value = self.default_argument(fdef, name, node)
+            if not is_subtype(value.type, t):
+                raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
+                                 f"not {value.type}")
+            inputs.append(value)
+        inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
+        for key, guard in fdef.guards.items():
+            self.guard_global(key, guard.read, guard.expected)
+        return self.emit("prim::CallFunction", inputs, [fdef.return_type],
+                         {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+
+    def default_argument(self: FunctionCompiler, fdef: FunctionDef, name: str,
+                         node: ast.Call) -> Any:
+        if name not in fdef.defaults:
+            raise self.error(node, f"{fdef.name}() missing required argument '{name}'")
+        value = constant_value(fdef.defaults[name])
+        if value is NOT_CONSTANT:
+            raise self.error(node, f"the default of '{name}' in {fdef.name}() cannot be a "
+                             "constant")
+        return self.const(value)
+
+    # -- builtins -----------------------------------------------------------------------------
+    def builtin_args(self: FunctionCompiler, node: ast.Call, name: str, count: int) -> list[Any]:
+        if node.keywords or len(node.args) != count:
+            raise self.error(node, f"{name}() takes exactly {count} positional argument"
+                             f"{'s' if count > 1 else ''} here")
+        return [self.expr(a) for a in node.args]
+
+    def builtin_len(self: FunctionCompiler, node: ast.Call) -> Any:
+        if len(node.args) == 1 and not node.keywords:
+            static = self.resolve_static(node.args[0])
+            if static is not NOT_STATIC and is_module_sequence(static):
+                return self.const(len(static))
+        (value,) = self.builtin_args(node, "len", 1)
+        t = value.type
+        if isinstance(t, TupleType):
+            return self.const(len(t.elements))
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.const(len(t.fields))
+        if isinstance(t, (ListType, TensorType, DictType)) or t == STR:
+            return self.emit_value("prim::len", [value])
+        raise self.error(node, f"len() of a value of type {t} is not supported")
+
+    def convert(self: FunctionCompiler, node: ast.Call, name: str, target: Type,
+                kind: str) -> Any:
+        (value,) = self.builtin_args(node, name, 1)
+        folded = constant_of(value)
+        if folded is not NOT_CONSTANT and isinstance(folded, (bool, int, float, str)):
+            try:
+                return self.const(getattr(builtins, name)(folded))
+            except ValueError as exc:
+                raise self.error(node, f"{name}(): {exc}") from None
+        if value.type == target:
+            return value
+        if value.type not in (BOOL, INT, FLOAT) and not isinstance(value.type, TensorType):
+            raise self.error(node, f"{name}() of a value of type {value.type} is not supported")
+        return self.emit_value(kind, [value])
+
+    def builtin_float(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.convert(node, "float", FLOAT, "prim::Float")
+
+    def builtin_int(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.convert(node, "int", INT, "prim::Int")
+
+    def builtin_bool(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.convert(node, "bool", BOOL, "prim::Bool")
+
+    def extremum(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
+        a, b = self.builtin_args(node, name, 2)
+        for v in (a, b):
+            if v.type not in (BOOL, INT, FLOAT):
+                raise self.error(node, f"{name}() of a {v.type} is not supported (use "
+                                 f"np.{name}imum for tensors)")
+        return self.emit_value(f"prim::{name}", [a, b])
+
+    def builtin_min(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.extremum(node, "min")
+
+    def builtin_max(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.extremum(node, "max")
+
+    def builtin_print(self: FunctionCompiler, node: ast.Call) -> Any:
+        if node.keywords:
+            raise self.unsupported(node.keywords[0], "keyword arguments of print()")
+        self.emit("prim::Print", [self.expr(a) for a in node.args], [])
+        return self.const(None)
+
+    def builtin_isinstance(self: FunctionCompiler, node: ast.Call) -> Any:
+        if node.keywords or len(node.args) != 2:
+            raise self.error(node, "isinstance() takes exactly 2 arguments")
+        value = self.expr(node.args[0])
+        t = self.annotation_type(node.args[1])
+        return self.const(is_subtype(value.type, t))
+
+    # -- list methods -----------------------------------------------------------------------------
+    def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:
+        element = lst.type.element
+        if not is_subtype(value.type, element):
+            raise self.error(node, f"cannot add a {value.type} to a list of {element}")
+        return value
+
+    def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
+                  ) -> list[Any]:
+        if node.keywords or not low <= len(node.args) <= high:
+            count = str(low) if low == high else f"{low} to {high}"
+            raise self.error(node, f"list.{name}() takes {count} argument"
+                             f"{'s' if high != 1 else ''}")
+        return [self.expr(a) for a in node.args]
+
+    def list_append(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        (value,) = self.list_args(node, "append", 1, 1)
+        self.emit("prim::ListAppend", [lst, self.list_element(lst, value, node)], [])
+        return self.const(None)
+
+    def list_extend(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        (other,) = self.list_args(node, "extend", 1, 1)
+        self.extend_list(lst, other, node)
+        return self.const(None)
+
+    def extend_list(self: FunctionCompiler, lst: Any, other: Any, node: ast.AST) -> None:
+        if isinstance(other.type, TupleType):
+            for item in self.tuple_items(other):
+                self.emit("prim::ListAppend", [lst, self.list_element(lst, item, node)], [])
+            return
+        if not isinstance(other.type, ListType) or \
+                unify(lst.type.element, other.type.element) != lst.type.element:
+            raise self.error(node, f"cannot extend a list of {lst.type.element} with "
+                             f"{other.type}")
+        self.emit("prim::ListExtend", [lst, other], [])
+
+    def list_insert(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        index, value = self.list_args(node, "insert", 2, 2)
+        if index.type not in (INT, BOOL):
+            raise self.error(node.args[0], f"a list index must be an int, not {index.type}")
+        self.emit("prim::ListInsert", [lst, index, self.list_element(lst, value, node)], [])
+        return self.const(None)
+
+    def list_pop(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        args = self.list_args(node, "pop", 0, 1)
+        index = args[0] if args else self.const(-1)
+        if index.type not in (INT, BOOL):
+            raise self.error(node, f"a list index must be an int, not {index.type}")
+        return self.emit_value("prim::ListPop", [lst, index])
+
+
+def _builtin_name(obj: Any) -> str | None:
+    name = getattr(obj, "__name__", None)
+    if isinstance(name, str) and getattr(builtins, name, None) is obj:
+        return name
+    return None
+
+
+def _is_library(fn: Any) -> bool:
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return module in _LIBRARY_MODULES

@@ -1,0 +1,548 @@
+"""The Python frontend: the ``ast`` of a type-annotated Python function -> an SSA ``ir.Graph``.
+
+``compile_function(fn)`` reads the function's source (so errors can quote the user's lines),
+resolves parameter types from annotations or a ``# type:`` comment and walks the body with one
+``visit_X`` method per construct, in the style of Triton's code generator: names map to SSA values
+through a chain of ``Frame``s, an ``if`` becomes a ``prim::If`` whose outputs are the names a
+branch redefined, a loop becomes a ``prim::Loop`` carrying the names its body assigns. ``break``,
+``continue`` and early ``return`` become hidden boolean flags that guard the statements after them
+(TorchScript's exit transform). Every construct the language does not support is rejected with a
+``ScriptError`` pointing at it.
+
+The work is split by responsibility: this module holds the driver, parameters and the SSA
+plumbing; ``definition`` the result (``FunctionDef``) and source loading, ``env`` the scopes,
+``exprs`` the expressions, ``calls`` calls and builtins, ``stmts`` the statements and control flow,
+``globals`` the names read from the module or closure (arrays become inputs read at every call,
+scalars guarded constants), ``modules``, ``objects``, ``iter`` and ``containers`` the rest. The
+construct mixins never import this module (it imports them): they compile what the code calls
+through ``compile_callee`` and ``compile_module_method``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import os
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ir.core import Block, Graph, Node, SourceRange, Value
+from ir.errors import IRError
+from ir.registry import ShapeError, infer_types
+from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
+from script.errors import ScriptError, SourceInfo
+from script.frontend.annotations import (
+    AnnotationError,
+    evaluate_annotation,
+    type_from_annotation,
+)
+from script.frontend.calls import CallMixin
+from script.frontend.containers import ContainerMixin
+from script.frontend.definition import FunctionDef, load_source
+from script.frontend.env import (
+    RETURN_FLAG,
+    RETURN_VALUE,
+    Frame,
+    LoopContext,
+    Static,
+    Undefined,
+    always_returns,
+    describe_variable,
+    display_name,
+    loaded_names,
+    walk_same_function,
+)
+from script.frontend.exprs import ExprMixin
+from script.frontend.globals import GlobalsMixin, guards_hold
+from script.frontend.iter import IterMixin
+from script.frontend.modules import ModuleMixin
+from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.objects import ObjectMixin
+from script.frontend.stmts import StmtMixin
+
+UNINITIALIZED = "prim::Uninitialized"
+
+
+_cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
+_compiling: list[Any] = []
+_lock = threading.RLock()
+
+
+def compile_function(fn: Callable[..., Any],
+                     arg_types_override: dict[str, Type] | None = None) -> FunctionDef:
+    """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
+
+    Results are cached per function object; a function that is being compiled and is reached
+    again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
+    type; from ``script.frontend.infer_types``) types unannotated parameters; such results are
+    not cached.
+    """
+    if arg_types_override:
+        tree, source = load_source(fn)
+        compiler = FunctionCompiler(fn, tree, source)
+        compiler.arg_types_override = arg_types_override
+        return compiler.compile()
+    existing = getattr(fn, "__rnnscript_function__", None)
+    if isinstance(existing, FunctionDef):
+        return existing
+    with _lock:
+        cached = _cache.get(fn)
+        if cached is not None and guards_hold(cached.guards):
+            return cached
+        if fn in _compiling:
+            raise ScriptError(f"recursive function '{fn.__qualname__}' is not supported")
+        _compiling.append(fn)
+        try:
+            tree, source = load_source(fn)
+            result = FunctionCompiler(fn, tree, source).compile()
+        finally:
+            _compiling.pop()
+        _cache[fn] = result
+        return result
+
+
+def is_compiling(fn: Any) -> bool:
+    """True while ``fn`` is being compiled (a call to it now would be recursion)."""
+    return fn in _compiling
+
+
+def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = None,
+                   self_type: Type | None = None) -> FunctionDef:
+    """Compile a method: of the module ``owner`` (``self`` is that object, known at compile time;
+    ``session`` collects guards and compiled callees), or of a script class (``self`` is an input
+    of type ``self_type``). Not cached here: the callers cache per object or class."""
+    tree, source = load_source(fn)
+    return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
+
+
+class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
+                       ContainerMixin, ExprMixin, NumpyMixin):
+    """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
+
+    def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
+                 owner: Any = None, session: Any = None, self_type: Type | None = None):
+        self.fn = fn
+        self.owner = owner
+        """the module whose method this is (``self`` in the body), or None."""
+        self.session = session
+        """the module compilation this method belongs to (``modules.ModuleSession``)."""
+        self.self_type = self_type
+        """for a script-class method: the type of ``self``."""
+        self.attr_refs: list[Any] = []
+        self.attr_values: dict[Any, Value] = {}
+        self.guards: dict[Any, Any] = {}
+        self.tree = tree
+        self.source = source
+        self.file_name = os.path.basename(source.file)
+        self.graph = Graph(fn.__qualname__)
+        self.frame = Frame()
+        self.namespace = _namespace(fn)
+        self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
+        self.loops: list[LoopContext] = []
+        self.declared: dict[str, Type] = {}
+        """variables with an annotated assignment: later assignments must fit the type."""
+        self.return_type: Type | None = None
+        self.return_flags = False
+        """True when returns become flags (a return other than the body's last statement)."""
+        self.direct_return: Value | None = None
+        self.where: ast.AST = tree
+        self.flag_counter = 0
+
+    # -- driver -------------------------------------------------------------------------------
+    # -- callees: the construct mixins compile what the code calls through these ----------------
+    def compile_callee(self, fn: Callable[..., Any], node: ast.AST) -> FunctionDef:
+        """``fn``, a Python function the code calls, compiled (and cached)."""
+        if is_compiling(fn):
+            raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
+                             "is already being compiled")
+        return compile_function(fn)
+
+    def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
+                              ) -> FunctionDef:
+        """The method ``fn`` of the module ``owner``, compiled for ``session``."""
+        return compile_method(fn, owner=owner, session=session)
+
+    def compile(self) -> FunctionDef:
+        names, types, defaults = self.parameters()
+        for name, t in zip(names, types):
+            self.frame.set(name, self.graph.add_input(t, name))
+        body = _without_docstring(self.tree.body)
+        self.check_function_body(body)
+        result = self.emit_body(body)
+        self.graph.set_outputs([result])
+        remove_unused_scaffolding(self.graph)
+        return_type = self.return_type or result.type
+        return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
+                           return_type, self.source, self.attr_refs, self.guards)
+
+    def emit_body(self, body: list[ast.stmt]) -> Value:
+        returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
+        self.return_flags = bool(returns) and not (
+            len(returns) == 1 and body and body[-1] is returns[0])
+        if not self.return_flags:
+            self.emit_stmts(body)
+            return self.direct_return if self.direct_return is not None else self.const(None)
+        self.frame.set(RETURN_FLAG, self.const(False))
+        self.frame.set(RETURN_VALUE, self.uninitialized(self.return_type or ANY))
+        if not always_returns(body):
+            implicit = ast.Return(value=None)
+            ast.copy_location(implicit, self.tree)
+            implicit.implicit = True  # type: ignore[attr-defined]
+            body = body + [implicit]
+        self.emit_stmts(body)
+        value = self.frame.find(RETURN_VALUE)
+        assert isinstance(value, Value)
+        return value
+
+    def check_function_body(self, body: list[ast.stmt]) -> None:
+        for node in walk_same_function(body):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                raise self.error(node, "generators/yield are not supported")
+            if isinstance(node, ast.Await):
+                raise self.error(node, "await is not supported")
+
+    # -- parameters -----------------------------------------------------------------------------
+    def parameters(self) -> tuple[list[str], list[Type], dict[str, object]]:
+        args = self.tree.args
+        if args.vararg is not None:
+            raise self.error(args.vararg, "*args is not supported")
+        if args.kwonlyargs:
+            raise self.error(args.kwonlyargs[0], "keyword-only arguments are not supported")
+        if args.kwarg is not None:
+            raise self.error(args.kwarg, "**kwargs is not supported")
+        params = args.posonlyargs + args.args
+        if self.owner is not None or self.self_type is not None:
+            params = self.bind_self(params)
+        names = [a.arg for a in params]
+        defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
+                    if v.default is not inspect.Parameter.empty}
+        types = self.comment_types(params)
+        if types is None:
+            annotations = getattr(self.fn, "__annotations__", {})
+            if "return" in annotations:
+                self.return_type = self.resolve_annotation(annotations["return"],
+                                                           self.tree.returns or self.tree)
+            types = [self.parameter_type(a, defaults) for a in params]
+        if self.self_type is not None:
+            types[0] = self.self_type
+        override = getattr(self, "arg_types_override", None) or {}
+        types = [override.get(n, t) for n, t in zip(names, types)]
+        self.return_type = override.get("return", self.return_type)
+        for name, t in zip(names, types):
+            if name in defaults:
+                self.check_default(params[names.index(name)], t, defaults[name])
+        return names, types, defaults
+
+    def comment_types(self, params: list[ast.arg]) -> list[Type] | None:
+        comment = self.tree.type_comment
+        if not comment:
+            return None
+        try:
+            sig = ast.parse(comment, mode="func_type")
+        except SyntaxError:
+            raise self.error(self.tree, f"cannot parse the type comment '{comment}'") from None
+        if self.self_type is not None:  # a type comment leaves out `self`
+            sig.argtypes.insert(0, ast.Constant(value="Tensor"))
+        if len(sig.argtypes) != len(params):
+            raise self.error(self.tree, f"the type comment gives {len(sig.argtypes)} argument "
+                             f"types for {len(params)} parameters")
+        types = [self.resolve_annotation(ast.unparse(t), self.tree) for t in sig.argtypes]
+        self.return_type = self.resolve_annotation(ast.unparse(sig.returns), self.tree)
+        return types
+
+    def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
+        annotations = getattr(self.fn, "__annotations__", {})
+        if arg.arg in annotations:
+            return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
+        default = defaults.get(arg.arg)
+        if default is not None and isinstance(default, (bool, int, float, str, tuple)):
+            from ir.constants import constant_type
+            return constant_type(default)
+        return TENSOR
+
+    def check_default(self, arg: ast.arg, t: Type, default: object) -> None:
+        from ir.constants import constant_type
+        try:
+            dt = constant_type(default)
+        except TypeError:
+            raise self.error(arg, f"the default value of '{arg.arg}' is a "
+                             f"{type(default).__name__}, which cannot be a constant") from None
+        if not is_subtype(dt, t) and not (dt == NONE and t == TENSOR):
+            raise self.error(arg, f"the default value of '{arg.arg}' has type {dt}, but the "
+                             f"parameter is declared as {t}")
+
+    def resolve_annotation(self, annotation: Any, node: ast.AST) -> Type:
+        try:
+            return type_from_annotation(annotation, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def annotation_type(self, node: ast.expr) -> Type:
+        """The type an annotation expression in the body (``x: List[int] = []``) denotes."""
+        try:
+            value = evaluate_annotation(ast.unparse(node), self.namespace)
+            return type_from_annotation(value, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
+
+    # -- errors and positions -----------------------------------------------------------------
+    def error(self, node: ast.AST, message: str) -> ScriptError:
+        """A ScriptError pointing at ``node`` (raise it)."""
+        return ScriptError.at(node, self.source, message)
+
+    def unsupported(self, node: ast.AST, what: str) -> ScriptError:
+        return self.error(node, f"{what} is not supported")
+
+    def source_range(self) -> SourceRange:
+        node = self.where
+        return SourceRange(self.file_name, getattr(node, "lineno", self.tree.lineno),
+                           getattr(node, "col_offset", 0))
+
+    def visit(self, node: ast.AST) -> Any:
+        """Dispatch to ``visit_<Class>``; the node becomes the source of what gets emitted."""
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, _unsupported_message(node))
+        saved, self.where = self.where, node
+        try:
+            return method(node)
+        except IRError as exc:  # an op rule rejected its inputs: report it at this construct
+            raise self.error(self.where, str(exc)) from None
+        finally:
+            self.where = saved
+
+    # -- emitting nodes -----------------------------------------------------------------------
+    def emit(self, kind: str, inputs: Sequence[Value], types: Sequence[Type] | None = None,
+             attrs: dict[str, Any] | None = None, nblocks: int = 0,
+             names: Sequence[str | None] | None = None) -> Node:
+        """Insert a node; with ``types`` None its output types come from the op's rule."""
+        node = self.graph.insert(kind, inputs, types or (), attrs, nblocks,
+                                 self.source_range(), names)
+        if types is not None:
+            return node
+        try:
+            out_types = infer_types(node)
+        except ShapeError as exc:
+            node.erase()
+            raise self.error(self.where, str(exc)) from None
+        for t in out_types:
+            node.add_output(t)
+        return node
+
+    def emit_value(self, kind: str, inputs: Sequence[Value]) -> Value:
+        return self.emit(kind, inputs).output
+
+    def const(self, value: Any, type: Type | None = None) -> Value:
+        node = self.emit("prim::Constant", (), None if type is None else [type],
+                         {"value": value})
+        return node.output
+
+    def uninitialized(self, type: Type) -> Value:
+        return self.emit(UNINITIALIZED, (), [type]).output
+
+    # -- scopes ---------------------------------------------------------------------------------
+    def enter_block(self, block: Block) -> tuple[Frame, Node]:
+        """Start emitting into ``block`` with a child frame; returns what ``leave_block`` needs."""
+        saved = (self.frame, self.graph.insert_point)
+        self.frame = self.frame.child()
+        self.graph.set_insert_point(block)
+        return saved
+
+    def leave_block(self, saved: tuple[Frame, Node]) -> Frame:
+        """Return to the enclosing block; returns the frame the block was emitted in."""
+        inner = self.frame
+        self.frame, point = saved
+        self.graph.set_insert_point(point)
+        return inner
+
+    def emit_in_block(self, block: Block, emit_fn: Callable[[], Any]) -> tuple[Frame, Any]:
+        saved = self.enter_block(block)
+        try:
+            result = emit_fn()
+        finally:
+            frame = self.leave_block(saved)
+        return frame, result
+
+    def lookup(self, name: str, node: ast.AST) -> Value | Static | None:
+        """The local value of ``name`` (None when it is not a local)."""
+        found = self.frame.find(name)
+        if isinstance(found, Undefined):
+            raise self.error(node, found.message)
+        return found
+
+    def bind(self, name: str, value: Value, node: ast.AST) -> None:
+        """Assign ``value`` to the local ``name``."""
+        declared = self.declared.get(name)
+        if declared is not None and not is_subtype(value.type, declared):
+            raise self.error(node, f"variable '{name}' is annotated as {declared}, but is "
+                             f"assigned a value of type {value.type}")
+        if value.name is None:
+            value.name = name
+        self.frame.set(name, value)
+
+    def live_names(self, after: tuple[int, int]) -> set[str]:
+        """Names that may be read after source position ``after`` (a superset of liveness)."""
+        live = {name for name, pos in self.reads if pos >= after}
+        for loop in self.loops:
+            live |= loop.reads
+        return live
+
+    def new_flag(self, kind: str) -> str:
+        self.flag_counter += 1
+        return f"${kind}{self.flag_counter}"
+
+    # -- joining values from two paths ----------------------------------------------------------
+    def join_type(self, name: str, a: Value, b: Value, node: ast.AST, where: tuple[str, str]
+                  ) -> Type:
+        """The type a variable has after two paths meet; ScriptError when they disagree."""
+        if is_placeholder(a):
+            return b.type if not is_placeholder(b) or a.type == ANY else a.type
+        if is_placeholder(b):
+            return a.type
+        joined = unify(a.type, b.type)
+        if joined is None:
+            raise self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
+                             f"and type {b.type} {where[1]}")
+        declared = self.declared.get(name)
+        return declared if declared is not None else joined
+
+    def coerce(self, value: Value, type: Type, block: Block) -> Value:
+        """``value`` itself, or for a placeholder of another type a new placeholder at the end of
+        ``block`` typed ``type``."""
+        if not is_placeholder(value) or value.type == type:
+            return value
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+    def merge_branches(self, node: Node, frames: tuple[Frame, Frame], after: tuple[int, int],
+                       stmt: ast.AST) -> None:
+        """Give the If ``node`` one output per live name either branch (re)defined.
+
+        A name both branches bind to one value made before the If needs no output, but it is
+        still rebound to that value: the branches assigned it, whatever it held before."""
+        true_frame, false_frame = frames
+        live = self.live_names(after)
+        names = list(dict.fromkeys([*true_frame.vars, *false_frame.vars]))
+        for name in names:
+            if not name.startswith("$") and name not in live:
+                continue
+            outer = self.frame.find(name)
+            values = [true_frame.vars.get(name, outer), false_frame.vars.get(name, outer)]
+            for k, frame in enumerate((true_frame, false_frame)):
+                if frame.left_function and not isinstance(values[k], Value) and \
+                        isinstance(values[1 - k], Value):
+                    other = values[1 - k]
+                    assert isinstance(other, Value)
+                    values[k] = self.placeholder_in(node.blocks[k], other.type)
+            if values[0] is values[1]:
+                if values[0] is not outer:
+                    self.frame.set(name, values[0])
+                continue
+            if isinstance(values[0], Static) or isinstance(values[1], Static):
+                self.merge_static(name, values)
+                continue
+            missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
+            if missing:
+                self.frame.set(name, Undefined(
+                    f"'{name}' is not defined in the {missing[0]} branch"))
+                continue
+            self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
+        if true_frame.exited and false_frame.exited:
+            self.frame.exited = True
+        if true_frame.left_function and false_frame.left_function:
+            self.frame.left_function = True
+
+    def merge_static(self, name: str, values: list[Any]) -> None:
+        same = isinstance(values[0], Static) and isinstance(values[1], Static) and \
+            values[0].obj is values[1].obj
+        self.frame.set(name, values[0] if same else Undefined(
+            f"'{name}' refers to different objects in the two branches of an if (a module or "
+            "other compile-time object must be the same on every path)"))
+
+    def add_if_output(self, node: Node, name: str, values: list[Value], stmt: ast.AST) -> None:
+        t = self.join_type(name, values[0], values[1], stmt,
+                           ("in the true branch", "in the false branch"))
+        out = node.add_output(t, display_name(name))
+        for block, value in zip(node.blocks, values):
+            block.add_return(self.coerce(value, t, block))
+        self.frame.set(name, out)
+
+    def placeholder_in(self, block: Block, type: Type) -> Value:
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+
+def remove_unused_scaffolding(graph: Graph) -> None:
+    """Drop what SSA construction made that nothing reads: If outputs (merged names or exit
+    flags no one uses), constants and placeholders. Keeps the graph as the user wrote it."""
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(list(graph.walk())):
+            if node.kind == "prim::If":
+                changed |= _drop_unused_if_outputs(node)
+            elif node.kind in ("prim::Constant", UNINITIALIZED) and not node.output.uses:
+                node.erase()
+                changed = True
+
+
+def _drop_unused_if_outputs(node: Node) -> bool:
+    unused = [k for k, v in enumerate(node.outputs) if not v.uses]
+    for k in reversed(unused):
+        for block in node.blocks:
+            block.return_node.remove_input(k)
+        node.erase_output(k)
+    if not node.outputs and all(len(b) == 0 for b in node.blocks):
+        node.erase()
+        return True
+    return bool(unused)
+
+
+def is_placeholder(value: Value) -> bool:
+    """A ``prim::Uninitialized``: stands for a value no path will read."""
+    return value.node.kind == UNINITIALIZED
+
+
+def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The names a function body can see: builtins, then globals, then its closure."""
+    scope: dict[str, Any] = dict(vars(builtins))
+    scope.update(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars if code else (), cells):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell: a closure variable assigned later
+            continue
+    return scope
+
+
+def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+            isinstance(first.value.value, str):
+        return body[1:]
+    return body
+
+
+_UNSUPPORTED = {
+    "Lambda": "lambda is", "With": "with statements are", "AsyncWith": "async with statements are",
+    "Try": "try/except is", "TryStar": "try/except* is", "ClassDef": "class definitions are",
+    "FunctionDef": "nested function definitions are",
+    "AsyncFunctionDef": "nested function definitions are", "Global": "global/nonlocal are",
+    "Nonlocal": "global/nonlocal are", "Delete": "del is", "Yield": "generators/yield are",
+    "YieldFrom": "generators/yield are", "GeneratorExp": "generator expressions are",
+    "SetComp": "comprehensions are",
+    "DictComp": "comprehensions are", "NamedExpr": "the walrus operator := is",
+    "Await": "await is", "Import": "import statements are", "ImportFrom": "import statements are",
+    "Set": "set literals are", "JoinedStr": "f-strings are",
+    "Match": "match statements are", "AsyncFor": "async for is",
+}
+
+
+def _unsupported_message(node: ast.AST) -> str:
+    name = type(node).__name__
+    return f"{_UNSUPPORTED.get(name, repr(name) + ' is')} not supported"

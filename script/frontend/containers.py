@@ -1,0 +1,154 @@
+"""Containers: dict literals and methods, ``in``, list comprehensions, ``reversed``.
+
+A mixin of ``FunctionCompiler``. Dicts are insertion-ordered and mutable, with ``str`` or ``int``
+keys; ``keys()`` / ``values()`` / ``items()`` make lists (iterating a dict iterates its keys). A
+list comprehension becomes an empty list and a loop appending to it; its loop variables are
+renamed so they do not leak into the enclosing function, as in Python 3.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import TYPE_CHECKING, Any
+
+from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, erase_shape, unify
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+class ContainerMixin:
+    """Dict, membership, comprehension and ``reversed`` visitors of ``FunctionCompiler``."""
+
+    # -- membership -------------------------------------------------------------------------------
+    def contains(self: FunctionCompiler, container: Any, item: Any, node: ast.AST) -> Any:
+        t = container.type
+        if isinstance(t, ListType):
+            if unify(t.element, item.type) is None:
+                raise self.error(node, f"'in' tests a {item.type} against a list of {t.element}")
+            return self.emit_value("prim::ListContains", [container, item])
+        if isinstance(t, DictType):
+            self.check_key(t, item, node)
+            return self.emit_value("prim::DictContains", [container, item])
+        raise self.unsupported(node, f"'in' on a value of type {t}")
+
+    # -- dicts ------------------------------------------------------------------------------------
+    def visit_Dict(self: FunctionCompiler, node: ast.Dict, declared: DictType | None = None
+                   ) -> Any:
+        if any(k is None for k in node.keys):
+            raise self.unsupported(node, "** unpacking inside a dict literal")
+        items = []
+        for key, value in zip(node.keys, node.values):
+            items += [self.expr(key), self.expr(value)]  # type: ignore[arg-type]
+        if not items:  # an empty literal is Dict[str, Tensor] unless annotated
+            return self.emit("prim::DictConstruct", [], [declared or DictType(STR, TENSOR)]
+                             ).output
+        for key in items[0::2]:
+            if key.type not in (STR, INT):
+                raise self.error(node, f"dict keys must be str or int, not {key.type}")
+        out = self.emit("prim::DictConstruct", items,
+                        [declared] if declared is not None else None).output
+        if declared is not None and out.type != declared:
+            raise self.error(node, f"a dict literal of type {out.type} cannot be a {declared}")
+        return out
+
+    def check_key(self: FunctionCompiler, t: DictType, key: Any, node: ast.AST) -> None:
+        if key.type != t.key and not (t.key == INT and key.type == BOOL):
+            raise self.error(node, f"a key of {t} must be {t.key}, not {key.type}")
+
+    def dict_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
+                  ) -> list[Any]:
+        if node.keywords or not low <= len(node.args) <= high:
+            count = str(low) if low == high else f"{low} to {high}"
+            raise self.error(node, f"dict.{name}() takes {count} arguments")
+        return [self.expr(a) for a in node.args]
+
+    def dict_get(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
+        args = self.dict_args(node, "get", 1, 2)
+        self.check_key(d.type, args[0], node)
+        default = args[1] if len(args) == 2 else self.const(None)
+        return self.emit_value("prim::DictGet", [d, args[0], default])
+
+    def dict_keys(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
+        self.dict_args(node, "keys", 0, 0)
+        return self.emit_value("prim::DictKeys", [d])
+
+    def dict_values(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
+        self.dict_args(node, "values", 0, 0)
+        return self.emit_value("prim::DictValues", [d])
+
+    def dict_items(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
+        self.dict_args(node, "items", 0, 0)
+        return self.emit_value("prim::DictItems", [d])
+
+    def set_dict_item(self: FunctionCompiler, d: Any, key_node: ast.expr, value: Any,
+                      node: ast.AST) -> None:
+        t = d.type
+        key = self.expr(key_node)
+        self.check_key(t, key, key_node)
+        if unify(t.value, value.type) != t.value:
+            raise self.error(node, f"cannot store a {value.type} in a {t}")
+        self.emit("prim::DictSetItem", [d, key, value], [])
+
+    # -- reversed ---------------------------------------------------------------------------------
+    def builtin_reversed(self: FunctionCompiler, node: ast.Call) -> Any:
+        (value,) = self.builtin_args(node, "reversed", 1)
+        if not isinstance(value.type, ListType):
+            raise self.error(node, f"reversed() of a {value.type} is not supported outside a "
+                             "for loop")
+        none = self.const(None)
+        return self.emit_value("prim::ListSlice", [value, none, none, self.const(-1)])
+
+    # -- comprehensions ---------------------------------------------------------------------------
+    def visit_ListComp(self: FunctionCompiler, node: ast.ListComp) -> Any:
+        """``[elt for x in it if cond]``: a new list, appended to by a loop."""
+        self.flag_counter += 1
+        tag = f"$comp{self.flag_counter}"
+        renames: dict[str, str] = {}
+        for gen in node.generators:
+            if gen.is_async:
+                raise self.unsupported(gen, "async comprehensions")
+            for name in ast.walk(gen.target):
+                if isinstance(name, ast.Name):
+                    renames[name.id] = f"{tag}_{name.id}"
+        comp = _Renamer(renames).visit(copy.deepcopy(node))
+        result = self.emit("prim::ListConstruct", [], [ListType(ANY)]).output
+        self.frame.set(tag, result)
+        body: ast.stmt = ast.Expr(ast.Call(
+            func=ast.Attribute(ast.Name(tag, ast.Load()), "append", ast.Load()),
+            args=[comp.elt], keywords=[]))
+        for gen in reversed(comp.generators):
+            for cond in reversed(gen.ifs):
+                body = ast.If(test=cond, body=[body], orelse=[])
+            body = ast.For(target=gen.target, iter=gen.iter, body=[body], orelse=[])
+        ast.fix_missing_locations(ast.copy_location(body, node))
+        self.visit(body)
+        element = self.appended_type(result)
+        if element is None:
+            raise self.error(node, "the element type of this comprehension is unknown")
+        # a comprehension makes a list like a literal does: later appends of another shape or dtype
+        # are as legal as in Python (shape propagation specializes the items it can prove)
+        result.type = ListType(erase_shape(element))
+        return result
+
+    def appended_type(self: FunctionCompiler, lst: Any) -> Type | None:
+        element: Type | None = None
+        for use in lst.uses:
+            if use.node.kind == "prim::ListAppend":
+                t = use.node.inputs[1].type
+                element = t if element is None else unify(element, t)
+        return element
+
+
+class _Renamer(ast.NodeTransformer):
+    """Rename a comprehension's loop variables (they are local to it)."""
+
+    def __init__(self, renames: dict[str, str]):
+        self.renames = renames
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.renames:
+            node.id = self.renames[node.id]
+        return node
+

@@ -1,0 +1,88 @@
+"""The frontend's result, ``FunctionDef``, and reading a function's source (``load_source``).
+
+Everything that holds or passes a compiled function (the runtime, freezing, saving, the construct
+mixins) imports them from here, below the compiler.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ir.core import Graph
+from ir.types import Type
+from script.errors import ScriptError, SourceInfo
+
+
+@dataclass
+class FunctionDef:
+    """A compiled Python function: its graph and what a caller needs to bind arguments."""
+
+    name: str
+    """``fn.__qualname__``."""
+    graph: Graph
+    """inputs are the parameters in order; exactly one output, the return value."""
+    arg_names: list[str]
+    """parameter names in order."""
+    arg_types: list[Type]
+    """parameter types (from annotations; unannotated parameters are Tensor)."""
+    defaults: dict[str, object]
+    """Python default values by parameter name."""
+    return_type: Type
+    """the annotated return type, or the type inferred from the returned values."""
+    source: SourceInfo
+    """the file the function came from, to point errors at it."""
+    attr_refs: list[Any] = field(default_factory=list)
+    """what the graph reads after the parameters, in input order: module attributes (parameters,
+    arrays; ``modules.AttrRef``) and global arrays (``globals.GlobalRef``),
+    each read at every call."""
+    guards: dict[Any, Any] = field(default_factory=dict)
+    """the global scalars compiled in as constants (``modules.Guard``s, callees'
+    included): the definition is stale once one no longer holds."""
+
+    def input_names(self) -> list[str]:
+        """The names of all the graph's inputs: the parameters, then ``attr_refs``."""
+        return self.arg_names + [ref.name for ref in self.attr_refs]
+
+    def input_types(self) -> list[Type]:
+        return self.arg_types + [ref.type for ref in self.attr_refs]
+
+
+def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
+    """The function's ``ast`` (line and column numbers absolute in its file) and its file."""
+    name = getattr(fn, "__qualname__", repr(fn))
+    if not inspect.isfunction(fn):
+        raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
+    if fn.__name__ == "<lambda>":
+        code = fn.__code__
+        raise ScriptError("lambda is not supported; use a def", code.co_filename,
+                          code.co_firstlineno, 0, linecache.getline(code.co_filename,
+                                                                    code.co_firstlineno).rstrip())
+    try:
+        file = inspect.getsourcefile(fn)
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        file, lines, start = None, [], 0
+    if not file or not lines:
+        raise ScriptError(f"cannot compile '{name}': its source code is unavailable (functions "
+                          "defined in an interactive session or with exec() have no source "
+                          "file); define it in a .py file")
+    source = SourceInfo(file, tuple(line.rstrip("\n") for line in linecache.getlines(file)))
+    text = "".join(lines)
+    offset = start - 1
+    if text[:1].isspace():  # a nested or method definition: parse it inside a dummy block
+        text, offset = "if 1:\n" + text, start - 2
+    tree = ast.parse(text, type_comments=True)
+    ast.increment_lineno(tree, offset)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            raise ScriptError.at(node, source, "lambda is not supported; use a def")
+        if isinstance(node, ast.AsyncFunctionDef):
+            raise ScriptError.at(node, source, "async functions are not supported")
+        if isinstance(node, ast.FunctionDef):
+            return node, source
+    raise ScriptError(f"cannot compile '{name}': no function definition found in its source")

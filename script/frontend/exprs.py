@@ -1,0 +1,535 @@
+"""Expressions: constants, names, operators, comparisons, and/or, conditional expressions,
+tuples, lists, indexing and slicing, attributes.
+
+A mixin of ``FunctionCompiler``: every ``visit_X`` here returns the IR ``Value`` of the
+expression. Operators are found through the op registry by their spelling (``"+"``, ``"@"``), so
+the registry stays the one place that knows which op an operator means.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ir.registry import NOT_CONSTANT, OpDef, accepts, all_ops, constant_of
+from ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+    erase_shape,
+    unify,
+)
+from script.frontend.env import Static
+from script.module import is_module
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
+"""``resolve_static`` of an expression that is not a compile-time Python object."""
+
+_OPERATORS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.MatMult: "@", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=",
+    ast.Gt: ">", ast.GtE: ">=", ast.USub: "-x",
+}
+_SYMBOLS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
+            ast.RShift: ">>", ast.Invert: "~"}
+TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim", "size": "tensor::numel"}
+"""attributes (not methods) of a tensor, and the op each reads."""
+
+_operator_ops: dict[str, OpDef] = {}
+
+
+def operator_op(spelling: str) -> OpDef:
+    """The op an operator spelling (``"+"``, ``"@"``, ``"-x"``) means."""
+    if not _operator_ops:
+        for op in all_ops():
+            for s in op.spellings:
+                if s in _OPERATORS.values():
+                    _operator_ops.setdefault(s, op)
+    return _operator_ops[spelling]
+
+
+def constant_value(obj: Any) -> Any:
+    """A Python object captured from the enclosing scope as a constant, or NOT_CONSTANT."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj
+    if isinstance(obj, tuple):
+        items = tuple(constant_value(v) for v in obj)
+        if any(v is NOT_CONSTANT or isinstance(v, np.ndarray) for v in items):
+            return NOT_CONSTANT
+        return items
+    return NOT_CONSTANT
+
+
+def describe_object(obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f"module '{obj.__name__}'"
+    if callable(obj):
+        return f"function '{getattr(obj, '__qualname__', obj)}'"
+    return f"a {type(obj).__name__}"
+
+
+class ExprMixin:
+    """Expression visitors of ``FunctionCompiler``."""
+
+    def expr(self: FunctionCompiler, node: ast.expr) -> Any:
+        return self.visit(node)
+
+    # -- names and compile-time objects ---------------------------------------------------------
+    def resolve_static(self: FunctionCompiler, node: ast.expr) -> Any:
+        """The Python object a name/attribute chain denotes at compile time (a module, a
+        function, a constant), or NOT_STATIC when it involves a local variable."""
+        if isinstance(node, ast.Name):
+            found = self.frame.find(node.id)
+            if isinstance(found, Static):
+                return found.obj
+            if found is not None:
+                return NOT_STATIC
+            if node.id not in self.namespace:
+                raise self.error(node, f"undefined name '{node.id}'")
+            return self.namespace[node.id]
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_static(node.value)
+            if base is NOT_STATIC:
+                return NOT_STATIC
+            if is_module(base):
+                return self.module_member(base, node.attr, node)
+            if not hasattr(base, node.attr):
+                raise self.error(node, f"unknown name {ast.unparse(node)}: "
+                                 f"{describe_object(base)} has no attribute '{node.attr}'")
+            return getattr(base, node.attr)
+        if isinstance(node, ast.Subscript):
+            return self.static_subscript(node)
+        return NOT_STATIC
+
+    def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
+        """A captured Python object as a constant value; ScriptError when it cannot be one."""
+        value = constant_value(obj)
+        if value is NOT_CONSTANT:
+            raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "
+                             "cannot be used as a value (only numbers, strings, None, tuples "
+                             "of those and numpy arrays are captured as constants)")
+        return self.const(value)
+
+    def visit_Name(self: FunctionCompiler, node: ast.Name) -> Any:
+        local = self.lookup(node.id, node)
+        if isinstance(local, Static):
+            return self.static_value(node, local.obj)
+        if local is not None:
+            return local
+        return self.captured_value(node, self.resolve_static(node))
+
+    def visit_Constant(self: FunctionCompiler, node: ast.Constant) -> Any:
+        if node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
+            raise self.unsupported(node, f"the constant {node.value!r}")
+        return self.const(node.value)
+
+    # -- operators -----------------------------------------------------------------------------
+    def visit_BinOp(self: FunctionCompiler, node: ast.BinOp) -> Any:
+        symbol = _OPERATORS.get(type(node.op))
+        if symbol is None:
+            raise self.unsupported(node, f"the operator {_SYMBOLS.get(type(node.op), '?')}")
+        return self.binary(symbol, self.expr(node.left), self.expr(node.right), node)
+
+    def binary(self: FunctionCompiler, symbol: str, lhs: Any, rhs: Any, node: ast.AST) -> Any:
+        """``lhs <symbol> rhs``: tuples and lists concatenate, everything else is an op."""
+        if symbol == "+" and isinstance(lhs.type, TupleType) and isinstance(rhs.type, TupleType):
+            items = self.tuple_items(lhs) + self.tuple_items(rhs)
+            return self.emit_value("prim::TupleConstruct", items)
+        if symbol == "+" and isinstance(lhs.type, ListType) and isinstance(rhs.type, ListType):
+            if unify(lhs.type.element, rhs.type.element) is None:
+                raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
+                                 f"{rhs.type.element}")
+            return self.emit_value("prim::ListAdd", [lhs, rhs])
+        folded = fold_scalars(symbol, lhs, rhs)
+        if folded is not NOT_CONSTANT:
+            return self.const(folded)
+        op = operator_op(symbol)
+        for value, arg in zip((lhs, rhs), op.args):
+            if not accepts(arg.kind, value.type):
+                raise self.error(node, f"unsupported operand types for {symbol}: "
+                                 f"'{lhs.type}' and '{rhs.type}'")
+        return self.emit_value(op.kind, [lhs, rhs])
+
+    def visit_UnaryOp(self: FunctionCompiler, node: ast.UnaryOp) -> Any:
+        if isinstance(node.op, ast.Not):
+            return self.negate(self.condition_value(node.operand))
+        if isinstance(node.op, ast.Invert):
+            raise self.unsupported(node, "the operator ~ (use np.logical_not)")
+        operand = self.expr(node.operand)
+        if not accepts("operand", operand.type):
+            sign = "-" if isinstance(node.op, ast.USub) else "+"
+            raise self.error(node, f"bad operand type for unary {sign}: '{operand.type}'")
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        folded = constant_of(operand)
+        if isinstance(folded, (int, float)) and not isinstance(folded, bool):
+            return self.const(-folded)
+        return self.emit_value(operator_op("-x").kind, [operand])
+
+    def negate(self: FunctionCompiler, cond: Any) -> Any:
+        folded = constant_of(cond)
+        if isinstance(folded, bool):
+            return self.const(not folded)
+        return self.emit_value("tensor::logical_not", [cond])
+
+    def condition_value(self: FunctionCompiler, node: ast.expr) -> Any:
+        """An expression used as a truth value, converted to bool as Python's ``if`` does."""
+        value = self.expr(node)
+        return self.to_bool(value, node)
+
+    def to_bool(self: FunctionCompiler, value: Any, node: ast.AST) -> Any:
+        t = value.type
+        if t == BOOL:
+            return value
+        if t in (INT, FLOAT) or isinstance(t, TensorType):
+            return self.emit_value("prim::Bool", [value])
+        if t == NONE:
+            return self.const(False)
+        if isinstance(t, OptionalType):
+            raise self.error(node, f"the truth value of an Optional ({t}) is ambiguous; "
+                             "test 'x is not None'")
+        raise self.error(node, f"a condition must be a bool, number or Tensor, not {t}")
+
+    # -- comparisons ------------------------------------------------------------------------------
+    def visit_Compare(self: FunctionCompiler, node: ast.Compare) -> Any:
+        left = node.left
+        result = None
+        for k, (op, right) in enumerate(zip(node.ops, node.comparators)):
+            if result is None:
+                result = self.compare(op, left, right, node)
+            else:
+                result = self.short_circuit(result, True, lambda o=op, lft=left, r=right:
+                                            self.to_bool(self.compare(o, lft, r, node), node),
+                                            node)
+            if len(node.ops) > 1 and k == 0:
+                result = self.to_bool(result, node)
+            left = right
+        return result
+
+    def compare(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
+                node: ast.AST) -> Any:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return self.is_none(op, left, right, node)
+        lhs, rhs = self.expr(left), self.expr(right)
+        if isinstance(op, (ast.In, ast.NotIn)):
+            found = self.contains(rhs, lhs, node)
+            return self.negate(found) if isinstance(op, ast.NotIn) else found
+        return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
+
+    def is_none(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
+                node: ast.AST) -> Any:
+        if _is_none_literal(left):
+            left, right = right, left
+        if not _is_none_literal(right):
+            raise self.error(node, "'is' / 'is not' are only supported with None")
+        t = self.expr(left).type
+        negate = isinstance(op, ast.IsNot)
+        if t == NONE or not isinstance(t, OptionalType):
+            return self.const((t == NONE) != negate)
+        test = self.emit_value("prim::IsNone", [self.expr(left)])
+        return self.negate(test) if negate else test
+
+    def visit_BoolOp(self: FunctionCompiler, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        result = self.condition_value(node.values[0])
+        for operand in node.values[1:]:
+            result = self.short_circuit(result, is_and,
+                                        lambda e=operand: self.condition_value(e), node)
+        return result
+
+    def short_circuit(self: FunctionCompiler, first: Any, is_and: bool, rest: Any,
+                      node: ast.AST) -> Any:
+        """``first and rest()`` / ``first or rest()`` with ``rest`` evaluated only when needed."""
+        folded = constant_of(first)
+        if isinstance(folded, bool):
+            return rest() if folded == is_and else first
+        if_node = self.emit("prim::If", [first], [], nblocks=2)
+        evaluate = (rest, lambda: self.const(False)) if is_and else \
+            (lambda: self.const(True), rest)
+        for block, fn in zip(if_node.blocks, evaluate):
+            _, value = self.emit_in_block(block, fn)
+            block.add_return(value)
+        if_node.add_output(BOOL)
+        return if_node.output
+
+    def visit_IfExp(self: FunctionCompiler, node: ast.IfExp) -> Any:
+        cond = self.condition_value(node.test)
+        folded = constant_of(cond)
+        if isinstance(folded, bool):
+            return self.expr(node.body if folded else node.orelse)
+        if_node = self.emit("prim::If", [cond], [], nblocks=2)
+        true_names, false_names = none_checks(node.test)
+        values = []
+        for block, branch, refine in zip(if_node.blocks, (node.body, node.orelse),
+                                         (true_names, false_names)):
+            _, value = self.emit_in_block(block, lambda b=branch, r=refine: (
+                self.refine(r), self.expr(b))[1])
+            values.append(value)
+        t = unify(values[0].type, values[1].type)
+        if t is None:
+            raise self.error(node, f"the branches of the conditional expression have types "
+                             f"{values[0].type} and {values[1].type}")
+        for block, value in zip(if_node.blocks, values):
+            block.add_return(value)
+        if_node.add_output(t)
+        return if_node.output
+
+    def refine(self: FunctionCompiler, names: list[str]) -> None:
+        """Inside a branch where these Optional names are known not to be None."""
+        for name in names:
+            value = self.frame.find(name)
+            if value is None or not isinstance(getattr(value, "type", None), OptionalType):
+                continue
+            unwrapped = self.emit_value("prim::unchecked_unwrap_optional", [value])
+            unwrapped.name = name
+            self.frame.refined[name] = unwrapped
+
+    # -- containers -----------------------------------------------------------------------------
+    def visit_Tuple(self: FunctionCompiler, node: ast.Tuple) -> Any:
+        items: list[Any] = []
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):
+                value = self.expr(elt.value)
+                if not isinstance(value.type, TupleType):
+                    raise self.error(elt, f"only tuples can be unpacked with *, not {value.type}")
+                items += self.tuple_items(value)
+            else:
+                items.append(self.expr(elt))
+        return self.emit_value("prim::TupleConstruct", items)
+
+    def visit_List(self: FunctionCompiler, node: ast.List, element: Type | None = None) -> Any:
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):
+                raise self.unsupported(elt, "* unpacking inside a list literal")
+        items = [self.expr(e) for e in node.elts]
+        if not items:
+            return self.emit("prim::ListConstruct", [], [ListType(element or TensorType())]).output
+        for item in items:
+            if element is not None and unify(item.type, element) != element:
+                raise self.error(node, f"a list of {element} cannot hold a {item.type}")
+        if element is None:
+            # lists are mutable: a literal of tensors is a Tensor[] (as TorchScript types it), so
+            # appending a tensor of another shape or dtype later is as legal as in Python
+            joined = items[0].type
+            for item in items[1:]:
+                joined = unify(joined, item.type) if joined is not None else None
+            if joined is None:
+                raise self.error(node, "list elements have different types: " +
+                                 ", ".join(str(i.type) for i in items))
+            element = erase_shape(joined)
+        return self.emit("prim::ListConstruct", items, [ListType(element)]).output
+
+    def tuple_items(self: FunctionCompiler, value: Any) -> list[Any]:
+        """The element values of a tuple value."""
+        if value.node.kind == "prim::TupleConstruct":
+            return list(value.node.inputs)
+        elements = value.type.elements
+        if not elements:
+            return []
+        return list(self.emit("prim::TupleUnpack", [value], list(elements)).outputs)
+
+    def visit_Starred(self: FunctionCompiler, node: ast.Starred) -> Any:
+        raise self.unsupported(node, "* unpacking here")
+
+    # -- attributes --------------------------------------------------------------------------
+    def visit_Attribute(self: FunctionCompiler, node: ast.Attribute) -> Any:
+        owner = self.resolve_static(node.value)
+        if owner is not NOT_STATIC and is_module(owner):
+            return self.module_value(owner, node.attr, node)
+        obj = self.resolve_static(node)
+        if obj is not NOT_STATIC:
+            return self.captured_value(node, obj)
+        base = self.expr(node.value)
+        return self.attribute(base, node.attr, node)
+
+    def attribute(self: FunctionCompiler, base: Any, name: str, node: ast.AST) -> Any:
+        t = base.type
+        if isinstance(t, TensorType):
+            if name in TENSOR_ATTRIBUTES:
+                kind = TENSOR_ATTRIBUTES[name]
+                extra = [self.const(None)] if kind == "tensor::transpose" else []
+                return self.emit_value(kind, [base, *extra])
+            if name == "shape":
+                return self.emit_value("tensor::shape", [base])
+            if name == "dtype" and t.dtype is not None:
+                return self.const(t.dtype)
+            if name == "dtype":
+                raise self.unsupported(node, "reading .dtype of a Tensor whose dtype is not "
+                                       "known at compile time")
+        if isinstance(t, ClassType):
+            return self.object_attribute(base, name, node)
+        raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'")
+
+    # -- subscripts ----------------------------------------------------------------------------
+    def visit_Subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and \
+                not isinstance(node.slice, ast.Slice):
+            base = self.expr(node.value.value)
+            if isinstance(base.type, TensorType):
+                axis = self.index_value(node.slice)
+                return self.emit_value("tensor::size", [base, axis])
+        value = self.expr(node.value)
+        t = value.type
+        if isinstance(t, TensorType):
+            return self.index_tensor(value, node.slice, node)
+        if isinstance(t, TupleType):
+            return self.index_tuple(value, node.slice, node)
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.index_named_tuple(value, node.slice)
+        if isinstance(t, ListType):
+            if isinstance(node.slice, ast.Slice):
+                return self.emit_value("prim::ListSlice", [value, *self.slice_bounds(node.slice)])
+            return self.emit_value("prim::ListIndex", [value, self.index_value(node.slice)])
+        if isinstance(t, DictType):
+            key = self.expr(node.slice)
+            if unify(key.type, t.key) != t.key:
+                raise self.error(node.slice, f"a key of {t} must be {t.key}, not {key.type}")
+            return self.emit_value("prim::DictGetItem", [value, key])
+        raise self.error(node, f"a value of type {t} is not subscriptable")
+
+    def index_value(self: FunctionCompiler, node: ast.expr) -> Any:
+        """An index expression: must be an int."""
+        value = self.expr(node)
+        if value.type not in (INT, BOOL):
+            what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
+                "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)
+            raise self.error(node, f"an index must be an int, not {what}")
+        return value
+
+    def slice_bounds(self: FunctionCompiler, node: ast.Slice) -> list[Any]:
+        bounds = []
+        for part in (node.lower, node.upper, node.step):
+            bounds.append(self.const(None) if part is None else self.index_value(part))
+        return bounds
+
+    def index_tuple(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
+        if isinstance(index, ast.Slice):
+            bounds = self.slice_bounds(index)
+            if any(constant_of(b) is NOT_CONSTANT for b in bounds):
+                raise self.error(index, "tuple slice bounds must be constants")
+            return self.emit_value("prim::TupleSlice", [value, *bounds])
+        i = self.index_value(index)
+        if not isinstance(constant_of(i), int):
+            raise self.error(index, "a tuple index must be a constant int")
+        return self.emit_value("prim::TupleIndex", [value, i])
+
+    def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
+        """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
+        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        gathered = self.integer_array_index(value, items)
+        if gathered is not None:
+            return gathered
+        ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
+        if len(ellipses) > 1:
+            raise self.error(index, "an index can only have a single ellipsis ('...')")
+        for item in items:
+            if _is_none_literal(item):
+                raise self.error(item, "None (a new axis) in a subscript is not supported; use "
+                                 "np.expand_dims")
+        if ellipses:
+            cut = ellipses[0]
+            value = self.index_axes(value, items[cut + 1:], from_end=True)
+            return self.index_axes(value, items[:cut], from_end=False)
+        return self.index_axes(value, items, from_end=False)
+
+    def index_axes(self: FunctionCompiler, value: Any, items: list[ast.expr], from_end: bool
+                   ) -> Any:
+        """Apply index items to consecutive axes from the front, or (after an ellipsis) to the
+        last ``len(items)`` axes."""
+        axis = -len(items) if from_end else 0
+        for item in items:
+            saved, self.where = self.where, item
+            try:
+                value = self.index_axis(value, item, axis)
+            finally:
+                self.where = saved
+            # a select drops its axis: counted from the front the next item keeps the number;
+            # counted from the end it moves one closer to the end either way
+            if from_end or isinstance(item, ast.Slice):
+                axis += 1
+        return value
+
+    def index_axis(self: FunctionCompiler, value: Any, item: ast.expr, axis: int) -> Any:
+        if not isinstance(item, ast.Slice):
+            return self.emit_value("tensor::select",
+                                   [value, self.const(axis), self.index_value(item)])
+        if item.lower is None and item.upper is None and item.step is None:
+            return value  # a full slice ':' keeps the axis as it is
+        bounds = self.slice_bounds(item)
+        return self.emit_value("tensor::slice", [value, self.const(axis), *bounds])
+
+    def visit_Slice(self: FunctionCompiler, node: ast.Slice) -> Any:
+        raise self.unsupported(node, "a slice outside a subscript")
+
+
+_SCALAR_FOLDS: dict[str, Any] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def fold_scalars(symbol: str, lhs: Any, rhs: Any) -> Any:
+    """``lhs <symbol> rhs`` for two int/bool constants (a counter in an unrolled loop, an index
+    into a ModuleList, ``i < self.num_layers - 1``), else NOT_CONSTANT."""
+    fn = _SCALAR_FOLDS.get(symbol)
+    a, b = constant_of(lhs), constant_of(rhs)
+    if fn is None or type(a) not in (int, bool) or type(b) not in (int, bool):
+        return NOT_CONSTANT
+    if symbol in ("//", "%") and b == 0:
+        return NOT_CONSTANT  # keep the division: it raises at run time, as Python does
+    return fn(a, b)
+
+
+def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
+    """Names a condition proves not None when true / when false (``x is not None and ...``)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        left, right = test.left, test.comparators[0]
+        if _is_none_literal(left):
+            left, right = right, left
+        if isinstance(left, ast.Name) and _is_none_literal(right):
+            return ([left.id], []) if isinstance(test.ops[0], ast.IsNot) else ([], [left.id])
+        return [], []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        true_names, false_names = none_checks(test.operand)
+        return false_names, true_names
+    if isinstance(test, ast.BoolOp):
+        parts = [none_checks(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return [n for p in parts for n in p[0]], []
+        return [], [n for p in parts for n in p[1]]
+    return [], []
+
+
+def _is_none_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_ellipsis(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _type_name(t: Type) -> str:
+    if isinstance(t, TensorType):
+        return "Tensor"
+    return str(t)

@@ -1,0 +1,169 @@
+"""What a ``for`` loop iterates over: ``range``, ``enumerate``, ``zip``, ``ops.unbind``, lists,
+tuples and tensors.
+
+A mixin of ``FunctionCompiler``. A plan is either static (a tuple: the loop is unrolled, each
+element with its own type) or dynamic (a trip count computed before the loop and a function that
+emits the i-th element inside the loop body).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import constant_of
+from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
+from script.frontend.calls import op_for_object
+from script.frontend.env import Static
+from script.frontend.exprs import NOT_STATIC
+from script.frontend.modules import is_module_sequence, unwrap_module
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+@dataclass
+class StaticPlan:
+    """Iterate over values known at compile time (a tuple's elements): the loop is unrolled."""
+
+    items: list[Any]
+
+
+@dataclass
+class DynamicPlan:
+    """Iterate ``trip`` times; ``element(i)`` emits the i-th element inside the loop body."""
+
+    trip: Any
+    element: Callable[[Any], Any]
+
+
+class IterMixin:
+    """Iteration plans of ``FunctionCompiler``."""
+
+    def iteration_plan(self: FunctionCompiler, node: ast.expr) -> StaticPlan | DynamicPlan:
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+            static = self.resolve_static(node)
+            if static is not NOT_STATIC and is_module_sequence(static):
+                return StaticPlan([Static(unwrap_module(m)) for m in static])
+        if isinstance(node, ast.Call):
+            obj = self.resolve_static(node.func)
+            handlers = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
+                        builtins.zip: self.zip_plan, builtins.reversed: self.reversed_plan}
+            for fn, handler in handlers.items():
+                if obj is fn:
+                    return handler(node)
+            op = op_for_object(obj) if obj is not NOT_STATIC else None
+            if op is not None and op.kind == "tensor::unbind":
+                a, axis = self.bind_op_arguments(op, node, ast.unparse(node.func), None)
+                return self.axis_plan(a, axis, node)
+        return self.value_plan(self.expr(node), node)
+
+    def value_plan(self: FunctionCompiler, value: Any, node: ast.AST) -> StaticPlan | DynamicPlan:
+        t = value.type
+        if isinstance(t, TupleType):
+            return StaticPlan(self.tuple_items(value))
+        if isinstance(t, ClassType) and t.named_tuple:
+            return StaticPlan(self.named_tuple_items(value))
+        if isinstance(t, DictType):  # iterating a dict iterates its keys
+            return self.value_plan(self.emit_value("prim::DictKeys", [value]), node)
+        if isinstance(t, ListType):
+            return DynamicPlan(self.emit_value("prim::len", [value]),
+                               lambda i: self.emit_value("prim::ListIndex", [value, i]))
+        if isinstance(t, TensorType):
+            return self.axis_plan(value, self.const(0), node)
+        raise self.error(node, f"cannot iterate over a value of type {t}")
+
+    def axis_plan(self: FunctionCompiler, tensor: Any, axis: Any, node: ast.AST) -> DynamicPlan:
+        if not isinstance(tensor.type, TensorType):
+            raise self.error(node, f"unbind needs a Tensor, not {tensor.type}")
+        trip = self.emit_value("tensor::size", [tensor, axis])
+        return DynamicPlan(trip, lambda i: self.emit_value("tensor::select", [tensor, axis, i]))
+
+    def range_plan(self: FunctionCompiler, node: ast.Call) -> DynamicPlan:
+        if node.keywords or not 1 <= len(node.args) <= 3:
+            raise self.error(node, "range() takes 1 to 3 positional arguments")
+        values = [self.expr(a) for a in node.args]
+        for arg, value in zip(node.args, values):
+            if value.type not in (INT, BOOL):
+                raise self.error(arg, f"range() arguments must be ints, not {value.type}")
+        if len(values) == 1:
+            values = [self.const(0), values[0], self.const(1)]
+        elif len(values) == 2:
+            values.append(self.const(1))
+        start, stop, step = values
+        step_c = constant_of(step)
+        if not isinstance(step_c, int):
+            raise self.error(node, "the step of range() must be a constant int")
+        if step_c == 0:
+            raise self.error(node, "the step of range() must not be zero")
+        return DynamicPlan(self.range_length(start, stop, step_c),
+                           lambda i: self.range_element(start, step_c, i))
+
+    def range_length(self: FunctionCompiler, start: Any, stop: Any, step: int) -> Any:
+        a, b = constant_of(start), constant_of(stop)
+        if isinstance(a, int) and isinstance(b, int):
+            return self.const(len(range(a, b, step)))
+        if a == 0 and step == 1:
+            return stop  # a negative count runs no iterations
+        # len(range(a, b, s)) = max(0, (b - a + s - 1) // s) for s > 0, (b - a + s + 1) // s else
+        span = self.binary("-", stop, start, self.where)
+        span = self.binary("+", span, self.const(step - 1 if step > 0 else step + 1), self.where)
+        count = self.binary("//", span, self.const(step), self.where)
+        return self.emit_value("prim::max", [count, self.const(0)])
+
+    def range_element(self: FunctionCompiler, start: Any, step: int, i: Any) -> Any:
+        value = i if step == 1 else self.binary("*", i, self.const(step), self.where)
+        if constant_of(start) == 0:
+            return value
+        return self.binary("+", start, value, self.where)
+
+    def enumerate_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
+        if len(node.args) not in (1, 2) or any(k.arg != "start" for k in node.keywords):
+            raise self.error(node, "enumerate() takes an iterable and an optional start")
+        start_node = node.args[1] if len(node.args) == 2 else next(
+            (k.value for k in node.keywords), None)
+        start = self.expr(start_node) if start_node is not None else self.const(0)
+        if start.type != INT:
+            raise self.error(node, f"the start of enumerate() must be an int, not {start.type}")
+        inner = self.iteration_plan(node.args[0])
+        pair = lambda i, item: self.static_tuple(  # noqa: E731
+            [self.range_element(start, 1, i), item])
+        if isinstance(inner, StaticPlan):
+            return StaticPlan([pair(self.const(k), item) for k, item in enumerate(inner.items)])
+        return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
+
+    def zip_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
+        if node.keywords or not node.args:
+            raise self.error(node, "zip() takes one or more iterables")
+        plans = [self.iteration_plan(a) for a in node.args]
+        static = [p for p in plans if isinstance(p, StaticPlan)]
+        if static:
+            n = min(len(p.items) for p in static)
+            return StaticPlan([self.static_tuple([
+                p.items[k] if isinstance(p, StaticPlan) else p.element(self.const(k))
+                for p in plans]) for k in range(n)])
+        trip = plans[0].trip  # type: ignore[union-attr]
+        for p in plans[1:]:
+            trip = self.emit_value("prim::min", [trip, p.trip])  # type: ignore[union-attr]
+        return DynamicPlan(trip, lambda i: self.emit_value(
+            "prim::TupleConstruct", [p.element(i) for p in plans]))  # type: ignore[union-attr]
+
+    def reversed_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
+        """``reversed(x)``: unrolled items backwards, or the i-th element from the end."""
+        if node.keywords or len(node.args) != 1:
+            raise self.error(node, "reversed() takes exactly one argument")
+        inner = self.iteration_plan(node.args[0])
+        if isinstance(inner, StaticPlan):
+            return StaticPlan(inner.items[::-1])
+        last = self.binary("-", inner.trip, self.const(1), node)
+        return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)))
+
+    def static_tuple(self: FunctionCompiler, items: list[Any]) -> Any:
+        """A loop element made of several parts: a tuple value, or a compile-time tuple when a
+        part is a compile-time object (a module of a ``ModuleList``)."""
+        if any(isinstance(item, (Static, tuple)) for item in items):
+            return tuple(items)
+        return self.emit_value("prim::TupleConstruct", items)

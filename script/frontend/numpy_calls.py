@@ -1,0 +1,237 @@
+"""numpy functions written as compositions of ops, and the builtin ``sorted``.
+
+``np.outer`` and ``np.array`` of arrays become other ops (a column times a row; a copy or a
+stack), so the passes and differentiation see those ops. (``np.dot``, ``np.hstack`` and
+``np.vstack``, whose meaning depends on numbers of axes that are known only once a function is
+specialized, are ops that canonicalization rewrites then.)
+``sorted(items, key=..., reverse=...)`` over numbers or tuples sorts at run time by
+keys that a comprehension computes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ir.ops.numpy_ops import array_rank
+from ir.registry import op_def
+from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where"}
+"""numpy function name -> the FunctionCompiler method that writes it."""
+_composite_ids: dict[int, tuple[Any, str]] = {}
+
+
+def numpy_composite(obj: Any) -> str | None:
+    """The FunctionCompiler method writing a call of numpy function ``obj``, or None."""
+    if not _composite_ids:
+        for name, method in NUMPY_COMPOSITES.items():
+            fn = getattr(np, name)
+            _composite_ids[id(fn)] = (fn, method)
+    entry = _composite_ids.get(id(obj))
+    return entry[1] if entry is not None and entry[0] is obj else None
+
+
+class NumpyMixin:
+    """Calls of numpy functions that are compositions of ops, and ``sorted``."""
+
+    def numpy_args(self: FunctionCompiler, node: ast.Call, display: str, names: list[str],
+                   required: int, receiver: Any = None) -> list[Any]:
+        """The values of a call's arguments by ``names`` (None for one not given)."""
+        given: list[Any] = ([receiver] if receiver is not None else []) + list(node.args)
+        if len(given) > len(names):
+            raise self.error(node, f"{display}() takes at most {len(names)} arguments")
+        found: list[Any] = given + [None] * (len(names) - len(given))
+        for kw in node.keywords:
+            if kw.arg not in names:
+                raise self.error(kw, f"{display}(): the argument '{kw.arg}' is not supported")
+            found[names.index(kw.arg)] = kw.value
+        missing = [n for n, v in zip(names[:required], found) if v is None]
+        if missing:
+            raise self.error(node, f"{display}() missing required argument '{missing[0]}'")
+        return [v if v is None or not isinstance(v, ast.AST) else self.expr(v) for v in found]
+
+    # -- np.outer ----------------------------------------------------------------------------------
+    def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:
+        """numpy.outer(a, b): the column ``a.reshape(-1, 1)`` times the row ``b.reshape(1, -1)``,
+        a product with an inner size of 1 (each element one multiplication, the values of
+        numpy's broadcast product), which runs as BLAS's outer product."""
+        a, b = self.numpy_args(node, "np.outer", ["a", "b"], 2)
+        columns = []
+        for v, shape in ((a, (-1, 1)), (b, (1, -1))):
+            if not isinstance(v.type, TensorType):
+                raise self.error(node, f"np.outer() of a {v.type} is not supported (pass arrays)")
+            columns.append(self.emit_value("tensor::reshape", [v, self.const(shape)]))
+        return self.emit_value("tensor::matmul", columns)
+
+    def numpy_where(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.where(cond, a, b); the one-argument form (the indices where cond holds) is refused:
+        its size depends on the values."""
+        if len(node.args) == 1 and not node.keywords:
+            raise self.error(node, "np.where(cond) with one argument (the indices where cond "
+                             "holds) is not supported: its size depends on the values; write "
+                             "np.where(cond, a, b)")
+        return self.call_op(op_def("tensor::where"), node, display="np.where")
+
+    # -- np.array ----------------------------------------------------------------------------------
+    def numpy_array(self: FunctionCompiler, node: ast.Call) -> Any:
+        """numpy.array: a copy of an array, a stack of a list of arrays, else ``tensor::array``
+        of numbers and (nested) lists of numbers."""
+        given = dict(zip(["object", "dtype"], node.args)) | {kw.arg: kw.value
+                                                             for kw in node.keywords}
+        if len(node.args) > 2 or set(given) - {"object", "dtype"} or "object" not in given:
+            raise self.error(node, "np.array() takes an object and a dtype here (copy, order "
+                             "and ndmin are not supported)")
+        data = self.expr(given["object"])
+        dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const(None)
+        t = data.type
+        arrays = isinstance(t, TensorType) or (
+            isinstance(t, ListType) and isinstance(t.element, TensorType)) or (
+            isinstance(t, TupleType) and t.elements
+            and all(isinstance(e, TensorType) for e in t.elements))
+        if not arrays:
+            if t == STR or (array_rank(data) is None and not isinstance(t, ListType)):
+                raise self.error(node, f"np.array() of a {t} is not supported (pass a number, "
+                                 "an array, or lists of numbers)")
+            return self.emit_value("tensor::array", [data, dtype])
+        kind = "tensor::copy" if isinstance(t, TensorType) else "tensor::stack"
+        out = self.emit_value(kind, [data] if kind == "tensor::copy" else [data, self.const(0)])
+        if dtype.is_constant and dtype.constant is None:
+            return out
+        return self.emit_value("tensor::astype", [out, dtype])
+
+
+    # -- integer-array indexing --------------------------------------------------------------
+    def integer_array_index(self: FunctionCompiler, value: Any, items: list[ast.expr]) -> Any:
+        """``a[idx]``, ``a[:, ..., :, idx]`` (full slices before one index) and ``a[rows, cols]``
+        where an index may be an integer array: ``tensor::take`` / ``tensor::index_pairs``; the
+        same subscripts of ints are selects. None for any other subscript (basic indexing)."""
+        while len(items) > 1 and _is_full_slice(items[-1]):
+            items = items[:-1]  # trailing ':' keep their axes either way
+        leading = 0
+        while leading < len(items) and _is_full_slice(items[leading]):
+            leading += 1
+        indices = items[leading:]
+        if not indices or any(isinstance(i, ast.Slice) or _is_ellipsis_or_none(i)
+                              for i in indices):
+            return None
+        if len(indices) > (1 if leading else 2):
+            return None
+        values = [self.expr(i) for i in indices]
+        for item, v in zip(indices, values):
+            if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
+                raise self.error(item, f"an index must be an int or an integer array, not "
+                                 f"{v.type}")
+        if all(v.type in (INT, BOOL) for v in values):
+            for v in values:  # each select drops its axis: the next index is at the same one
+                value = self.emit_value("tensor::select", [value, self.const(leading), v])
+            return value
+        if len(values) == 1:
+            return self.emit_value("tensor::take", [value, values[0], self.const(leading)])
+        return self.emit_value("tensor::index_pairs", [value, *values])
+
+    # -- sorted and list.reverse -------------------------------------------------------------
+    def builtin_sorted(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``sorted(items, key=lambda x: ..., reverse=...)`` of a list or tuple of numbers,
+        strings or tuples of them; the keys are a comprehension of the lambda's body."""
+        keywords = {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) != 1 or set(keywords) - {"key", "reverse"}:
+            raise self.error(node, "sorted() takes one list and the keywords key and reverse")
+        items = self.sortable_list(self.expr(node.args[0]), node.args[0], "sorted()")
+        reverse = self.expr(keywords["reverse"]) if "reverse" in keywords else self.const(False)
+        if reverse.type not in (BOOL, INT):
+            raise self.error(keywords["reverse"], f"sorted(reverse=...) must be a bool, not "
+                             f"{reverse.type}")
+        keys = self.const(None)
+        if "key" in keywords and not _is_none(keywords["key"]):
+            keys = self.sort_keys(items, keywords["key"])
+        elif not _sortable(items.type.element):
+            raise self.error(node.args[0], f"sorted() of a list of {items.type.element} is not "
+                             "supported: give a key that makes numbers or tuples of numbers")
+        return self.emit_value("prim::sorted", [items, keys, reverse])
+
+    def sortable_list(self: FunctionCompiler, value: Any, node: ast.AST, what: str) -> Any:
+        """``value`` as a list (a tuple's items in a new list)."""
+        t = value.type
+        if isinstance(t, TupleType) and t.elements and len(set(t.elements)) == 1:
+            return self.emit("prim::ListConstruct", self.tuple_items(value),
+                             [ListType(t.elements[0])]).output
+        if not isinstance(t, ListType):
+            raise self.error(node, f"{what} of a {t} is not supported (pass a list)")
+        return value
+
+    def sort_keys(self: FunctionCompiler, items: Any, key: ast.expr) -> Any:
+        """The list ``[key(x) for x in items]`` for a one-argument lambda ``key``."""
+        args = key.args if isinstance(key, ast.Lambda) else None
+        if args is None or len(args.args) != 1 or args.vararg or args.kwarg or \
+                args.kwonlyargs or args.defaults or args.posonlyargs:
+            raise self.error(key, "sorted(key=...) must be a lambda of one argument here "
+                             "(lambda item: ...)")
+        tag = self.new_flag("sorted")
+        self.frame.set(tag, items)
+        comp = ast.ListComp(elt=key.body, generators=[ast.comprehension(
+            target=ast.Name(args.args[0].arg, ast.Store()), iter=ast.Name(tag, ast.Load()),
+            ifs=[], is_async=0)])
+        ast.fix_missing_locations(ast.copy_location(comp, key))
+        keys = self.expr(comp)
+        if not _sortable(keys.type.element):
+            raise self.error(key, f"sorted(key=...) gives {keys.type.element}: only numbers, "
+                             "strings and tuples of them are supported as keys")
+        return keys
+
+    def list_reverse(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        """``items.reverse()`` in place, written as Python the differentiation knows:
+        ``copy = [items[n - 1 - i] for i in range(n)]``, then ``items[i] = copy[i]`` for each
+        ``i``."""
+        if node.args or node.keywords:
+            raise self.error(node, "list.reverse() takes no arguments")
+        items, copy, n, i = (self.new_flag(k) for k in ("reverse", "reversed", "n", "i"))
+        self.frame.set(items, lst)
+        code = (f"{n} = len({items})\n"
+                f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
+                f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n")
+        for stmt in ast.parse(code.replace("$", "_S_")).body:
+            stmt = _Dollars().visit(stmt)
+            ast.fix_missing_locations(_located(stmt, node))
+            self.visit(stmt)
+        return self.const(None)
+
+class _Dollars(ast.NodeTransformer):
+    """Give back the ``$`` of compiler-made names (not valid in parsed Python source)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        node.id = node.id.replace("_S_", "$")
+        return node
+
+
+def _located(tree: ast.AST, at: ast.AST) -> ast.AST:
+    """Every node of ``tree`` at ``at``'s source position (errors point at the user's call)."""
+    for sub in ast.walk(tree):
+        if "lineno" in sub._attributes:
+            ast.copy_location(sub, at)
+    return tree
+
+
+def _is_full_slice(node: ast.expr) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and \
+        node.step is None
+
+
+def _is_ellipsis_or_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and (node.value is Ellipsis or node.value is None)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _sortable(t: Type) -> bool:
+    """Numbers, strings and tuples of them: what Python orders without a key."""
+    if t in (BOOL, INT, FLOAT, STR):
+        return True
+    return isinstance(t, TupleType) and all(_sortable(e) for e in t.elements)

@@ -1,0 +1,158 @@
+"""Call signatures: a cheap cache key for a call's arguments, and their IR types.
+
+The key captures everything a compiled specialization depends on: for arrays the module (numpy or
+CuPy), dtype and shape; for Python scalars their type; containers recursively.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import ir
+from ir.types import BOOL, FLOAT, INT, NONE, STR, DictType, ListType, TensorType, TupleType, Type
+from script.errors import SignatureError
+from script.frontend.annotations import class_type
+
+_ndarray = np.ndarray
+
+
+def key_of(value: Any) -> Any:
+    """A hashable key of one argument; two calls with equal keys share a specialization."""
+    t = type(value)
+    if t is _ndarray:
+        return (value.dtype.char, value.shape)
+    if t is int or t is float or t is bool or value is None or t is str:
+        return t
+    if t is tuple or t is list:
+        return (t, *map(key_of, value))
+    if t is dict:
+        return (dict, *((k, key_of(v)) for k, v in value.items()))
+    if isinstance(value, tuple):  # a NamedTuple: its fields may be typed as a tuple's
+        return (t, *map(key_of, value))
+    if _is_cupy(value):
+        return ("cuda", value.dtype.char, value.shape, value.device.id)
+    if isinstance(value, np.generic):
+        return (np.generic, value.dtype.char)
+    return (t, id(t))
+
+
+def _is_cupy(value: Any) -> bool:
+    return type(value).__module__.startswith("cupy")
+
+
+def device_of(value: Any) -> str | None:
+    """``"cpu"``/``"cuda"`` for arrays (searching containers), None when there are none."""
+    if isinstance(value, np.ndarray):
+        return "cpu"
+    if _is_cupy(value):
+        return "cuda"
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            if (d := device_of(item)) is not None:
+                return d
+    if isinstance(value, dict):
+        return device_of(list(value.values()))
+    return None
+
+
+def type_of(value: Any, declared: Type, where: str) -> Type:
+    """The IR type of an argument, checked against its declared type (SignatureError if not)."""
+    if value is None and isinstance(declared, ir.OptionalType):
+        return declared  # keep the Optional: the `is None` branches type-check as written
+    actual = _type_of(value, declared, where)
+    if not ir.is_subtype(actual, declared) and not _accepts_number(actual, declared):
+        raise SignatureError(f"{where}: expected {declared}, got {_describe(value, actual)}")
+    return actual
+
+
+def _accepts_number(actual: Type, declared: Type) -> bool:
+    # a Python int where a float is declared is fine, as in Python itself (converted on entry)
+    return declared == FLOAT and actual in (INT, BOOL)
+
+
+def _type_of(value: Any, declared: Type, where: str) -> Type:
+    if isinstance(value, np.ndarray) or _is_cupy(value):
+        # numpy arrays leave the device unset (CPU is implied); CuPy arrays say "cuda"
+        device = None if isinstance(value, np.ndarray) else "cuda"
+        if value.dtype.name not in ir.types.DTYPE_NAMES:
+            raise SignatureError(f"{where}: arrays of dtype {value.dtype} are not supported")
+        return TensorType(value.dtype.name, tuple(value.shape), device)
+    if isinstance(value, (bool, np.bool_)):
+        return BOOL
+    if isinstance(value, (int, np.integer)):
+        return INT
+    if isinstance(value, (float, np.floating)):
+        return FLOAT
+    if isinstance(value, str):
+        return STR
+    if value is None:
+        return NONE
+    object_type = _object_type(value, declared)
+    if object_type is not None:
+        return object_type
+    if isinstance(value, tuple):
+        return _tuple_type(value, declared, where)
+    if isinstance(value, list):
+        return _list_type(value, declared, where)
+    if isinstance(value, dict):
+        return _dict_type(value, declared, where)
+    raise SignatureError(f"{where}: values of type {type(value).__name__} cannot be passed to "
+                         "a scripted function")
+
+
+def _object_type(value: Any, declared: Type) -> Type | None:
+    """A NamedTuple where one is declared, or an instance of a script class: its class type."""
+    if isinstance(value, tuple) and not isinstance(_inner(declared), ir.ClassType):
+        return None  # a NamedTuple passed for a Tuple[...] is a tuple
+    t = class_type(type(value))
+    if not (isinstance(t, ir.ClassType) and t.named_tuple and len(t.fields) == len(value)):
+        return t
+    # a NamedTuple's fields are specialized like a tuple's elements
+    fields = tuple((name, _type_of(v, ft, f"{name}")) for (name, ft), v in zip(t.fields, value))
+    return ir.ClassType(t.name, fields, named_tuple=True)
+
+
+def _inner(declared: Type) -> Type:
+    return declared.element if isinstance(declared, ir.OptionalType) else declared
+
+
+def _tuple_type(value: tuple, declared: Type, where: str) -> Type:
+    d = _inner(declared)
+    elems = d.elements if isinstance(d, TupleType) and len(d.elements) == len(value) else None
+    return TupleType(tuple(
+        _type_of(v, elems[i] if elems else ir.ANY, f"{where}[{i}]") for i, v in enumerate(value)))
+
+
+def _list_type(value: list, declared: Type, where: str) -> Type:
+    d = _inner(declared)
+    elem = d.element if isinstance(d, ListType) else ir.ANY
+    if not value:
+        return ListType(elem if not isinstance(elem, ir.AnyType) else ir.TENSOR)
+    types = [_type_of(v, elem, f"{where}[{i}]") for i, v in enumerate(value)]
+    joined: Type | None = types[0]
+    for t in types[1:]:
+        joined = None if joined is None else ir.unify(joined, t)
+    if joined is None:
+        raise SignatureError(f"{where}: list elements have different types")
+    return ListType(joined)
+
+
+def _dict_type(value: dict, declared: Type, where: str) -> Type:
+    d = _inner(declared)
+    if not isinstance(d, DictType):
+        raise SignatureError(f"{where}: expected {declared}, got a dict")
+    types = [_type_of(v, d.value, f"{where}[{k!r}]") for k, v in value.items()]
+    joined: Type | None = types[0] if types else d.value
+    for t in types[1:]:
+        joined = None if joined is None else ir.unify(joined, t)
+    if joined is None:
+        raise SignatureError(f"{where}: dict values have different types")
+    return DictType(d.key, joined)
+
+
+def _describe(value: Any, t: Type) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    return f"{type(value).__name__} ({t})"

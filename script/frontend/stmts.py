@@ -1,0 +1,560 @@
+"""Statements and control flow: assignment, if, for, while, break/continue, return, assert.
+
+A mixin of ``FunctionCompiler``. ``break``, ``continue`` and early ``return`` set hidden boolean
+flags; the statements after one that may set a flag run under ``if not flag`` (TorchScript's
+exit transform), and a loop's condition becomes ``not break_flag``. ``for`` over a tuple is
+unrolled (each element may have its own type); every other ``for`` is a ``prim::Loop`` over an
+index.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import constant_of
+from ir.types import (
+    ANY,
+    INT,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+    unify,
+)
+from script.frontend.env import (
+    RETURN_FLAG,
+    RETURN_VALUE,
+    LoopContext,
+    Static,
+    Undefined,
+    assigned_names,
+    contains_return,
+    describe_variable,
+    display_name,
+    end_of,
+    loaded_names,
+    loop_exits,
+    only_augmented,
+    stored_names,
+)
+from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
+from script.frontend.iter import StaticPlan
+from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.module import is_module
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+MAX_TRIP_COUNT = 2**63 - 1
+
+
+class StmtMixin:
+    """Statement visitors of ``FunctionCompiler``."""
+
+    # -- statement lists and exits -------------------------------------------------------------
+    def emit_stmts(self: FunctionCompiler, stmts: list[ast.stmt]) -> None:
+        """Emit ``stmts``; after one that may exit, the rest runs only if it did not."""
+        for k, stmt in enumerate(stmts):
+            self.visit(stmt)
+            rest = stmts[k + 1:]
+            if self.frame.exited or not rest:
+                return
+            flags = self.pending_flags(stmt)
+            if flags:
+                self.guarded(flags, lambda r=rest: self.emit_stmts(r), end_of(stmts[-1]), stmt)
+                return
+
+    def pending_flags(self: FunctionCompiler, stmt: ast.stmt) -> list[str]:
+        """The exit flags ``stmt`` may have set."""
+        flags = []
+        if self.loops:
+            has_break, has_continue = loop_exits([stmt])
+            loop = self.loops[-1]
+            if has_break and loop.break_flag:
+                flags.append(loop.break_flag)
+            if has_continue and loop.continue_flag:
+                flags.append(loop.continue_flag)
+        if self.return_flags and contains_return([stmt]):
+            flags.append(RETURN_FLAG)
+        return flags
+
+    def any_flag(self: FunctionCompiler, flags: list[str]) -> Any:
+        """``flag1 or flag2 ...`` folded where flags are constants."""
+        values = []
+        for flag in flags:
+            value = self.frame.find(flag)
+            if not hasattr(value, "type"):
+                continue
+            folded = constant_of(value)
+            if folded is True:
+                return self.const(True)
+            if folded is not False:
+                values.append(value)
+        if not values:
+            return self.const(False)
+        result = values[0]
+        for value in values[1:]:
+            result = self.emit_value("tensor::logical_or", [result, value])
+        return result
+
+    def guarded(self: FunctionCompiler, flags: list[str], emit_rest: Callable[[], Any],
+                after: tuple[int, int], stmt: ast.AST) -> None:
+        """Run ``emit_rest`` only when none of ``flags`` is set."""
+        saved, self.where = self.where, stmt
+        try:
+            exited = self.any_flag(flags)
+            self.emit_if(exited, self.abandon_path, emit_rest, after, stmt)
+        finally:
+            self.where = saved
+
+    def abandon_path(self: FunctionCompiler) -> None:
+        """The current block is the path of a set exit flag (see ``Frame.left_function``)."""
+        self.frame.exited = self.frame.left_function = True
+
+    def emit_if(self: FunctionCompiler, cond: Any, then_fn: Callable[[], Any],
+                else_fn: Callable[[], Any], after: tuple[int, int], stmt: ast.AST,
+                refine: tuple[list[str], list[str]] = ([], [])) -> None:
+        folded = constant_of(cond)
+        if isinstance(folded, bool):  # a static condition: only the taken branch exists
+            self.refine(refine[0] if folded else refine[1])
+            (then_fn if folded else else_fn)()
+            return
+        node = self.emit("prim::If", [cond], [], nblocks=2)
+        frames = []
+        for block, fn, names in zip(node.blocks, (then_fn, else_fn), refine):
+            frame, _ = self.emit_in_block(block, lambda f=fn, n=names: (self.refine(n), f()))
+            frames.append(frame)
+        self.merge_branches(node, (frames[0], frames[1]), after, stmt)
+
+    # -- simple statements ------------------------------------------------------------------------
+    def visit_Pass(self: FunctionCompiler, node: ast.Pass) -> None:
+        return None
+
+    def visit_Expr(self: FunctionCompiler, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring-like string statement
+        if not isinstance(node.value, ast.Call):
+            raise self.error(node, "an expression statement must be a call (its value would be "
+                             "discarded)")
+        result = self.expr(node.value)
+        if result.node.kind == "prim::Constant" and not result.uses:
+            result.node.erase()  # the None a call like list.append(...) evaluates to
+
+    def visit_Assign(self: FunctionCompiler, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and self.assign_shape(node.targets[0], node.value):
+            return
+        static = self.resolve_static(node.value) if \
+            isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
+        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)):
+            value: Any = Static(static)  # `cell = self.cell`: a name for a compile-time module
+        else:
+            value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def assign_shape(self: FunctionCompiler, target: ast.expr, value: ast.expr) -> bool:
+        """``a, b = x.shape``: one ``tensor::size`` per target."""
+        if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute)
+                and value.attr == "shape") or \
+                any(isinstance(e, ast.Starred) for e in target.elts):
+            return False
+        if self.resolve_static(value.value) is not NOT_STATIC:
+            return False
+        base = self.expr(value.value)
+        if not isinstance(base.type, TensorType):
+            return False
+        for axis, elt in enumerate(target.elts):
+            self.assign(elt, self.emit_value("tensor::size", [base, self.const(axis)]), target)
+        return True
+
+    def assign(self: FunctionCompiler, target: ast.expr, value: Any, node: ast.AST) -> None:
+        if isinstance(value, (Static, tuple)):
+            self.assign_static(target, value, node)
+            return
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value, target)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.unpack(target.elts, value, target)
+        elif isinstance(target, ast.Subscript):
+            self.assign_item(target, value)
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, value)
+        else:
+            raise self.unsupported(target, f"assigning to {ast.unparse(target)}")
+
+    def assign_static(self: FunctionCompiler, target: ast.expr, value: Any, node: ast.AST
+                      ) -> None:
+        """Bind a compile-time object (``Static``) or a compile-time tuple of values and objects
+        (an element of ``enumerate(self.layers)``)."""
+        if isinstance(target, ast.Name) and isinstance(value, Static):
+            self.frame.set(target.id, value)
+            return
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, tuple):
+            if len(target.elts) != len(value):
+                raise self.error(node, f"cannot unpack {len(value)} values into "
+                                 f"{len(target.elts)} targets")
+            for elt, item in zip(target.elts, value):
+                self.assign(elt, item, node)
+            return
+        if isinstance(value, tuple) and not any(isinstance(v, (Static, tuple)) for v in value):
+            self.assign(target, self.emit_value("prim::TupleConstruct", list(value)), node)
+            return
+        raise self.error(target, f"cannot assign a module (or a tuple holding one) to "
+                         f"{ast.unparse(target)}")
+
+    def assign_attribute(self: FunctionCompiler, target: ast.Attribute, value: Any) -> None:
+        owner = self.resolve_static(target.value)
+        if owner is NOT_STATIC:
+            self.assign_field(target, value)
+            return
+        if not is_module(owner):
+            raise self.unsupported(target, "assigning to an attribute of a global object")
+        owner = unwrap_module(owner)
+        name, cls = target.attr, type(owner).__name__
+        if target.attr in owner.__dict__["_parameters"]:
+            raise self.error(target, f"cannot rebind the parameter '{name}' of module '{cls}' "
+                             "in scripted code: a parameter's identity is fixed (update its "
+                             ".data from Python instead)")
+        if read_member(owner, name) is MISSING:
+            raise self.error(target, f"cannot add the attribute '{name}' to module '{cls}' in "
+                             "scripted code (dynamic attributes are not supported; create it "
+                             "in __init__)")
+        raise self.unsupported(target, f"assigning to the module attribute '{name}' in scripted "
+                               "code (module attributes are constants or inputs there)")
+
+    def assign_item(self: FunctionCompiler, target: ast.Subscript, value: Any) -> None:
+        base = self.expr(target.value)
+        if isinstance(base.type, DictType):
+            self.set_dict_item(base, target.slice, value, target)
+            return
+        if isinstance(base.type, TensorType):
+            raise self.error(target, "assigning to a tensor element is not supported (tensors "
+                             "are immutable)")
+        if not isinstance(base.type, ListType) or isinstance(target.slice, ast.Slice):
+            raise self.unsupported(target, f"item assignment on a value of type {base.type}")
+        index = self.index_value(target.slice)
+        self.emit("prim::ListSetItem", [base, index, self.list_element(base, value, target)], [])
+
+    def unpack(self: FunctionCompiler, targets: list[ast.expr], value: Any, node: ast.AST
+               ) -> None:
+        t = value.type
+        starred = [k for k, e in enumerate(targets) if isinstance(e, ast.Starred)]
+        if isinstance(t, TupleType):
+            items = self.tuple_items(value)
+        elif isinstance(t, ClassType) and t.named_tuple:
+            items = self.named_tuple_items(value)
+        elif isinstance(t, ListType) and not starred:
+            items = list(self.emit("prim::ListUnpack", [value], [t.element] * len(targets))
+                         .outputs)
+        else:
+            hint = " (use ops.unbind to split a tensor)" if isinstance(t, TensorType) else ""
+            raise self.error(node, f"cannot unpack a value of type {t}{hint}")
+        if starred:
+            k, after = starred[0], len(targets) - starred[0] - 1
+            if len(items) < len(targets) - 1:
+                raise self.error(node, f"not enough values to unpack (expected at least "
+                                 f"{len(targets) - 1}, got {len(items)})")
+            middle = self.emit_value("prim::TupleConstruct", items[k:len(items) - after])
+            items = items[:k] + [middle] + items[len(items) - after:]
+        if len(items) != len(targets):
+            raise self.error(node, f"cannot unpack {len(items)} values into {len(targets)} "
+                             "targets")
+        for target, item in zip(targets, items):
+            self.assign(target.value if isinstance(target, ast.Starred) else target, item, node)
+
+    def visit_AugAssign(self: FunctionCompiler, node: ast.AugAssign) -> None:
+        target = node.target
+        current = self.expr(_as_load(target))
+        rhs = self.expr(node.value)
+        if isinstance(current.type, ListType) and isinstance(node.op, ast.Add):
+            self.extend_list(current, rhs, node)  # lists are mutable: += extends in place
+            return
+        symbol = _OPERATORS.get(type(node.op))
+        if symbol is None:
+            raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
+        self.assign(target, self.binary(symbol, current, rhs, node), node)
+
+    def visit_AnnAssign(self: FunctionCompiler, node: ast.AnnAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.unsupported(node.target, "an annotated assignment to anything but a name")
+        declared = self.annotation_type(node.annotation)
+        name = node.target.id
+        if node.value is None:
+            self.declared[name] = declared
+            return
+        if isinstance(node.value, ast.List) and isinstance(declared, ListType):
+            value = self.visit_List(node.value, declared.element)
+        elif isinstance(node.value, ast.Dict) and isinstance(declared, DictType):
+            value = self.visit_Dict(node.value, declared)
+        elif isinstance(node.value, ast.Constant) and node.value.value is None and \
+                isinstance(declared, OptionalType):
+            value = self.const(None, declared)
+        else:
+            value = self.expr(node.value)
+        self.declared[name] = declared
+        self.bind(name, value, node)
+
+    def visit_Assert(self: FunctionCompiler, node: ast.Assert) -> None:
+        message = "AssertionError"
+        if node.msg is not None:
+            if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
+                raise self.unsupported(node.msg, "an assert message that is not a string literal")
+            message = node.msg.value
+        cond = self.condition_value(node.test)
+        self.emit_if(cond, lambda: None, lambda: self.raise_exception(message, "AssertionError"),
+                     end_of(node), node)
+        self.refine(none_checks(node.test)[0])
+
+    def raise_exception(self: FunctionCompiler, message: str, exception: str) -> None:
+        self.emit("prim::RaiseException", [self.const(message)], [],
+                  {"exception": exception})
+        self.frame.exited = self.frame.left_function = True
+
+    def visit_Raise(self: FunctionCompiler, node: ast.Raise) -> None:
+        if node.exc is None:
+            raise self.unsupported(node, "a bare 'raise'")
+        exc = node.exc
+        args: list[ast.expr] = []
+        if isinstance(exc, ast.Call):
+            exc, args = exc.func, exc.args
+        cls = self.resolve_static(exc)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise self.error(node.exc, "only raising an exception class (with an optional "
+                             "string message) is supported")
+        message = ""
+        if args:
+            if len(args) > 1 or not (isinstance(args[0], ast.Constant)
+                                     and isinstance(args[0].value, str)):
+                raise self.unsupported(node.exc, "an exception message that is not a string "
+                                       "literal")
+            message = args[0].value
+        self.raise_exception(message, cls.__name__)
+
+    # -- return, break, continue -------------------------------------------------------------
+    def visit_Return(self: FunctionCompiler, node: ast.Return) -> None:
+        value = self.expr(node.value) if node.value is not None else self.const(None)
+        self.check_return(value, node)
+        self.frame.exited = self.frame.left_function = True
+        if not self.return_flags:
+            self.direct_return = value
+            return
+        self.frame.set(RETURN_VALUE, value)
+        self.frame.set(RETURN_FLAG, self.const(True))
+
+    def check_return(self: FunctionCompiler, value: Any, node: ast.Return) -> None:
+        expected = self.return_type
+        if expected is None or value.type == expected:
+            return
+        from ir.types import is_subtype
+        if is_subtype(value.type, expected):
+            return
+        name = self.fn.__qualname__
+        if getattr(node, "implicit", False):
+            raise self.error(self.tree, f"'{name}' is annotated to return {expected}, but not "
+                             "every path returns a value")
+        raise self.error(node, f"the return value has type {value.type}, but '{name}' is "
+                         f"annotated to return {expected}")
+
+    def visit_Break(self: FunctionCompiler, node: ast.Break) -> None:
+        self.loop_flag(node, "break")
+
+    def visit_Continue(self: FunctionCompiler, node: ast.Continue) -> None:
+        self.loop_flag(node, "continue")
+
+    def loop_flag(self: FunctionCompiler, node: ast.stmt, kind: str) -> None:
+        if not self.loops:
+            raise self.error(node, f"'{kind}' outside a loop")
+        flag = getattr(self.loops[-1], f"{kind}_flag")
+        self.frame.set(flag, self.const(True))
+        self.frame.exited = True
+
+    # -- if -------------------------------------------------------------------------------------
+    def visit_If(self: FunctionCompiler, node: ast.If) -> None:
+        cond = self.condition_value(node.test)
+        refine = none_checks(node.test)
+        self.emit_if(cond, lambda: self.emit_stmts(node.body),
+                     lambda: self.emit_stmts(node.orelse), end_of(node), node, refine)
+        if refine[1] and not node.orelse and _always_exits(node.body) and not self.frame.exited:
+            self.refine(refine[1])  # `if x is None: return ...` -> x is not None afterwards
+
+    # -- loops ------------------------------------------------------------------------------------
+    def visit_While(self: FunctionCompiler, node: ast.While) -> None:
+        if node.orelse:
+            raise self.unsupported(node, "while/else")
+        cond = self.condition_value(node.test)
+        if constant_of(cond) is False:
+            return
+        self.emit_loop(node, self.const(MAX_TRIP_COUNT), cond, None,
+                       lambda: self.condition_value(node.test), [])
+
+    def visit_For(self: FunctionCompiler, node: ast.For) -> None:
+        if node.orelse:
+            raise self.unsupported(node, "for/else")
+        if node.type_comment:
+            raise self.unsupported(node, "a type comment on a for loop")
+        plan = self.iteration_plan(node.iter)
+        if isinstance(plan, StaticPlan):
+            self.emit_unrolled(node, plan.items)
+            return
+        self.emit_loop(node, plan.trip, self.const(True),
+                       lambda i: self.assign(node.target, plan.element(i), node.target), None,
+                       stored_names(node.target))
+
+    def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
+        has_break, has_continue = loop_exits(node.body)
+        return LoopContext(self.new_flag("break") if has_break else None,
+                           self.new_flag("continue") if has_continue else None,
+                           frozenset(name for name, _ in loaded_names(node)))
+
+    def emit_loop(self: FunctionCompiler, node: ast.For | ast.While, trip: Any, cond: Any,
+                  bind_target: Callable[[Any], None] | None,
+                  next_cond: Callable[[], Any] | None, target_names: list[str]) -> None:
+        """A ``prim::Loop`` carrying the live names the body assigns that exist before it."""
+        ctx = self.loop_context(node)
+        live = self.live_names(end_of(node)) | ctx.reads
+        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names))
+        in_place = only_augmented(node.body)
+        carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
+                   and (n.startswith("$") or n in live)
+                   and not (n in in_place and isinstance(self.frame.find(n).type, ListType))]
+        initials = [self.frame.find(n) for n in carried]
+        loop = self.emit("prim::Loop", [trip, cond, *initials], [], nblocks=1)
+        types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]
+        self.loops.append(ctx)
+        try:
+            nexts, exit_cond = self.settle_loop(loop, node, ctx, carried, types, bind_target,
+                                                next_cond)
+        finally:
+            self.loops.pop()
+        block = loop.blocks[0]
+        block.add_return(exit_cond)
+        for k, (name, value) in enumerate(zip(carried, nexts)):
+            t = block.params[k + 1].type
+            block.add_return(self.coerce(value, t, block))
+            initial = loop.inputs[k + 2]
+            if initial.node.kind == "prim::Uninitialized" and initial.type != t:
+                with self.graph.inserting_before(loop):
+                    loop.set_input(k + 2, self.uninitialized(t))
+            self.frame.set(name, loop.add_output(t, _hint(name)))
+        for name in assigned:
+            if name not in carried and self.frame.find(name) is None:
+                self.frame.set(name, Undefined(
+                    f"'{name}' is only assigned inside the loop and is undefined after it "
+                    "when the loop runs no iterations; assign it before the loop"))
+
+    def settle_loop(self: FunctionCompiler, loop: Any, node: ast.AST, ctx: Any,
+                    carried: list[str], types: list[Type], bind_target: Any, next_cond: Any
+                    ) -> tuple[list[Any], Any]:
+        """Emit the body until the carried types are stable (a pass may widen them)."""
+        from ir.core import Block
+        for _ in range(4):
+            block = loop.blocks[0]
+            _, (nexts, exit_cond) = self.emit_in_block(
+                block, lambda b=block: self.loop_body(b, node, ctx, carried, types, bind_target,
+                                                      next_cond))
+            widened = [self.loop_type(name, t, value, node)
+                       for name, t, value in zip(carried, types, nexts)]
+            if widened == types:
+                return nexts, exit_cond
+            types = widened
+            block.erase_contents()
+            loop.blocks[0] = Block(self.graph, owner=loop)
+        raise self.error(node, "the types of the variables this loop changes do not settle")
+
+    def loop_body(self: FunctionCompiler, block: Any, node: Any, ctx: Any, carried: list[str],
+                  types: list[Type], bind_target: Any, next_cond: Any) -> tuple[list[Any], Any]:
+        index = block.add_param(INT, "i")
+        for name, t in zip(carried, types):
+            self.frame.set(name, block.add_param(t, _hint(name)))
+        for flag in (ctx.break_flag, ctx.continue_flag):
+            if flag:
+                self.frame.set(flag, self.const(False))
+        if bind_target is not None:
+            bind_target(index)
+        self.emit_stmts(node.body)
+        exits = [f for f in (ctx.break_flag,) if f]
+        if self.return_flags and contains_return(node.body):
+            exits.append(RETURN_FLAG)
+        stay = self.negate(self.any_flag(exits)) if exits else self.const(True)
+        if next_cond is not None:
+            stay = self.short_circuit(stay, True, next_cond, node) if exits else next_cond()
+        return [self.frame.find(n) for n in carried], stay
+
+    def loop_type(self: FunctionCompiler, name: str, before: Type, value: Any, node: ast.AST
+                  ) -> Type:
+        if value.node.kind == "prim::Uninitialized":
+            return before
+        if before == ANY:
+            return value.type
+        joined = unify(before, value.type)
+        if joined is None:
+            raise self.error(node, f"{describe_variable(name)} has type {before} before the "
+                             f"loop and type {value.type} after an iteration")
+        return self.declared.get(name, joined)
+
+    def emit_unrolled(self: FunctionCompiler, node: ast.For, items: list[Any]) -> None:
+        """``for x in <tuple>``: the body once per element, each with its own types."""
+        ctx = self.loop_context(node)
+        self.loops.append(ctx)
+        try:
+            if ctx.break_flag:
+                self.frame.set(ctx.break_flag, self.const(False))
+            self.unroll_from(node, items, 0, ctx)
+        finally:
+            self.loops.pop()
+
+    def unroll_from(self: FunctionCompiler, node: ast.For, items: list[Any], k: int, ctx: Any
+                    ) -> None:
+        if k == len(items):
+            return
+        outer = self.frame
+        self.frame = outer.child()
+        try:
+            if ctx.continue_flag:
+                self.frame.set(ctx.continue_flag, self.const(False))
+            self.assign(node.target, items[k], node.target)
+            self.emit_stmts(node.body)
+        finally:
+            inner, self.frame = self.frame, outer
+        outer.vars.update(inner.vars)
+        outer.refined.update(inner.refined)
+        flags = [f for f in (ctx.break_flag,) if f]
+        if self.return_flags and contains_return(node.body):
+            flags.append(RETURN_FLAG)
+        if inner.left_function and not flags:
+            outer.exited = outer.left_function = True  # the body always raises
+            return
+        rest = lambda: self.unroll_from(node, items, k + 1, ctx)  # noqa: E731
+        if flags:
+            self.guarded(flags, rest, end_of(node), node)
+        else:
+            rest()
+
+
+def _always_exits(stmts: list[ast.stmt]) -> bool:
+    """True when every path through ``stmts`` ends in return/raise/break/continue."""
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            return True
+        if isinstance(stmt, ast.If) and _always_exits(stmt.body) and _always_exits(stmt.orelse):
+            return True
+    return False
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    """The same target read as an expression (for ``x += y``), positions kept."""
+    load = copy.deepcopy(target)
+    for node in ast.walk(load):
+        if hasattr(node, "ctx"):
+            node.ctx = ast.Load()  # type: ignore[attr-defined]
+    return load
+
+
+def _hint(name: str) -> str:
+    return display_name(name)

@@ -1,0 +1,41 @@
+"""Eager integer-array indexing ops of ``script.ops`` (declared in ``ir/ops/indexing.py``)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from numpy.lib.array_utils import normalize_axis_index
+
+from script.ops._impl_base import array_module
+
+
+def _along(axis: int, ndim: int, index: Any) -> tuple:
+    return (builtins.slice(None),) * normalize_axis_index(axis, ndim) + (index,)
+
+
+def take(a: Any, indices: Any, axis: int = 0) -> Any:
+    """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``)."""
+    return a[_along(axis, a.ndim, indices)]
+
+
+def index_pairs(a: Any, rows: Any, cols: Any) -> Any:
+    """``a[rows, cols]`` for integer arrays (or ints) broadcast together."""
+    return a[rows, cols]
+
+
+def _scatter_add(g: Any, shape: Any, index: tuple) -> Any:
+    xp = array_module(g)
+    out = xp.zeros(tuple(shape), g.dtype)
+    xp.add.at(out, index, g)
+    return out
+
+
+def take_backward(g: Any, shape: Any, indices: Any, axis: int = 0) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``indices`` along ``axis`` (repeats add up)."""
+    return _scatter_add(g, shape, _along(axis, len(shape), indices))
+
+
+def index_pairs_backward(g: Any, shape: Any, rows: Any, cols: Any) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``[rows, cols]`` (repeated pairs add up)."""
+    return _scatter_add(g, shape, (rows, cols))

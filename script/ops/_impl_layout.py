@@ -1,0 +1,19 @@
+"""Eager memory-layout ops (declared in ``ir/ops/layout.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from script.ops._impl_base import array_module
+
+
+def contiguous(a: Any) -> Any:
+    """``a`` with C-contiguous storage; ``a`` itself when it already has it."""
+    if a.ndim == 0 or a.flags.c_contiguous:
+        return a  # ascontiguousarray would turn a 0-d array into a 1-d one
+    return array_module(a).ascontiguousarray(a)
+
+
+def copy(a: Any) -> Any:
+    """A new array holding ``a``'s values."""
+    return a.copy()

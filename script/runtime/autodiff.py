@@ -1,0 +1,466 @@
+"""Reverse-mode gradients of scripted functions: ``vjp``, ``value_and_grad``, backward graphs.
+
+For each input signature the function's graph is specialized and cleaned up, differentiated
+symbolically (``passes.autodiff``) into an augmented forward graph and a backward graph, both run
+through the pipeline and the fuser, and compiled to Python; the pair is cached per signature, like
+``ScriptFunction``'s own cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import ir
+from ir.alias import StorageClasses
+from ir.core import Graph, clone_node
+from passes import STANDARD_PIPELINE
+from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from passes.shape_prop import specialize
+from script.errors import Origin, ScriptError, SignatureError, at_def, reported
+from script.frontend.definition import FunctionDef
+from script.frontend.signature import key_of, type_of
+from script.module import Module
+from script.runtime import instrument
+from script.runtime.codegen import generate
+from script.runtime.function import (
+    ScriptFunction,
+    check_devices,
+    coerce_numbers,
+    input_types,
+)
+from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
+from script.runtime.script_module import ScriptModule
+
+
+@dataclass(frozen=True)
+class CompiledGradient:
+    """One signature's augmented forward and backward, optimized and compiled."""
+
+    gradient: Gradient
+    """the graphs (``gradient.forward``, ``gradient.backward``) after optimization."""
+    forward: Callable[..., Any]
+    """runs the forward; returns the original outputs followed by the saved values."""
+    backward: Callable[..., Any]
+    """takes the output cotangents and the saved values; returns one cotangent per input."""
+    name: str = "f"
+    """the function's name (the profiler's rows)."""
+    shared_outputs: tuple[Any, ...] = ()
+    """per output, what of it the saved values may also hold (``ir.alias.Overlap``): that part
+    is copied before the caller gets it, so mutating an output cannot change the gradient."""
+
+
+_lock = threading.RLock()
+
+
+def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = True
+                     ) -> CompiledGradient:
+    """The forward/backward pair of ``f`` for arguments like ``args`` (cached when optimized).
+
+    ``optimize=False`` skips the pipeline and the fuser on both graphs: the backward then runs
+    each rule's ops one by one, as written (the reference the optimized pair is checked against).
+    """
+    key = tuple(map(key_of, args))
+    cache = f.__dict__.setdefault("_gradient_cache", {})
+    found = cache.get(key) if optimize else None
+    if found is not None:
+        return found
+    with _lock:
+        found = cache.get(key) if optimize else None
+        if found is None:
+            found = _compile(f, tuple(args), optimize)
+            if optimize:
+                cache[key] = found
+    return found
+
+
+def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
+    graph = _specialized_graph(f, args)
+    with reported(f.origin, "differentiating"):
+        return _compile_gradient(f, graph, args, optimize)
+
+
+def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
+                      ) -> CompiledGradient:
+    grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
+    if optimize:
+        run_pipeline(grad.backward, STANDARD_PIPELINE)
+        prune_unused_saved(grad)
+        run_pipeline(grad.forward, FORWARD_PIPELINE)
+        run_pipeline(grad.backward, BACKWARD_PIPELINE)
+    else:
+        prune_unused_saved(grad)
+    name = _py_name(f)
+    forward, _ = generate(grad.forward, name=name + "_forward")
+    backward, _ = generate(grad.backward, name=name + "_backward")
+    return CompiledGradient(grad, forward, backward, name, _shared_with_saved(grad))
+
+
+def _shared_with_saved(grad: Gradient) -> tuple[Any, ...]:
+    """For each output of the forward, what of its memory the saved values (which the backward
+    reads) may also hold: ``y = tanh(x)`` is both returned and saved for its gradient."""
+    outputs = grad.forward.outputs
+    classes = StorageClasses(grad.forward)
+    saved = outputs[grad.num_outputs:]
+    return tuple(classes.overlap(v, saved) for v in outputs[:grad.num_outputs])
+
+
+def _own(value: Any, shared: Any, memo: dict[int, Any]) -> Any:
+    """``value`` with the parts ``shared`` marks copied (one ``memo`` per call keeps one object
+    returned twice one object)."""
+    if shared is None:
+        return value
+    if shared is True:
+        return copy.deepcopy(value, memo)
+    return tuple(_own(v, s, memo) for v, s in zip(value, shared))
+
+
+def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
+    """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused."""
+    d = f.definition
+    if len(args) != len(d.input_names()):
+        raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
+                             "were given")
+    types = input_types(d, args)
+    check_devices(d, args)
+    with reported(f.origin, "compiling"):
+        graph = d.graph.clone()
+        run_pipeline(graph, "inline")
+        coerce_numbers(graph, types)
+        try:
+            specialize(graph, types)
+        except ir.ShapeError as e:
+            raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
+        run_pipeline(graph, STANDARD_PIPELINE)
+    return graph
+
+
+def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list[ir.Type]]:
+    """Each list argument's item types: the signature key holds every item's shape, so a
+    specialization is for exactly these items (the backward needs each weight's shape)."""
+    found = {}
+    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+        if isinstance(a, list) and isinstance(t, ir.ListType):
+            found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
+    return found
+
+
+def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
+    """Each dict argument's value types by key (the signature key holds each value's shape)."""
+    found = {}
+    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+        if isinstance(a, dict) and isinstance(t, ir.DictType):
+            found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
+                        for key, x in a.items()}
+    return found
+
+
+def _py_name(f: ScriptFunction) -> str:
+    name = f.python_fn.__name__
+    return name if name.isidentifier() else "f"
+
+
+def _name_of(f: Any) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _as_script(f: Any) -> ScriptFunction:
+    if isinstance(f, ScriptFunction):
+        return f
+    if callable(f) and hasattr(f, "__code__"):
+        return ScriptFunction(f)
+    raise ScriptError(f"vjp/grad take a scripted function, a Python function or a Module, not "
+                      f"an object of type {type(f).__name__}")
+
+
+# -- the user API ---------------------------------------------------------------------------------
+def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """Run ``f(*args)`` and return ``(outputs, backward)``.
+
+    ``backward(cotangents)`` takes cotangents shaped like ``outputs`` (same nesting; None means
+    zeros) and returns the gradients of the inputs, one per argument with the argument's nesting,
+    None where an argument is not differentiable (ints, None, integer arrays, Python floats).
+    ``f`` is a ``ScriptFunction``, a plain function (scripted here), or a ``Module`` /
+    ``ScriptModule``: then ``backward`` also adds the gradient of every ``Parameter`` its
+    ``forward`` reads to the parameter's ``.grad`` (setting it when None). A global array ``f``
+    reads is read at this call and is a constant of the differentiation: no gradient for it.
+    """
+    if isinstance(f, Module):
+        return _module_vjp(f, args)
+    sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
+    full = sf._bind(args, {})
+    outputs, backward = run_vjp(compile_gradient(sf, full), full, sf.origin)
+    nargs = len(sf.definition.arg_names)
+    if nargs == len(full):
+        return outputs, backward
+    return outputs, lambda cotangents: backward(cotangents)[:nargs]  # globals are constants
+
+
+def _module_vjp(module: Any, args: tuple[Any, ...]
+                ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
+    gradients of those that are parameters accumulate into ``.grad``."""
+    sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
+    method = sm.forward.current()
+    full = method._bind(args, {})
+    nargs = len(full) - len(method.attr_refs)
+    params = [ref.parameter for ref in method.attr_refs]
+    outputs, backward = run_vjp(compile_gradient(method, full), full, method.origin)
+
+    def module_backward(cotangents: Any) -> tuple[Any, ...]:
+        grads = backward(cotangents)
+        accumulate_parameter_grads(params, grads[nargs:])
+        return grads[:nargs]
+
+    return outputs, module_backward
+
+
+def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
+            origin: Callable[[], Origin] | None = None
+            ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """Run a compiled forward on ``args``; return its outputs and the backward closure.
+
+    The forward raises what the function raises; the backward raises ``SignatureError`` for
+    cotangents unlike the outputs, and reports anything else it raises as a compiler bug
+    (``ScriptError``, at the function's ``def`` when ``origin`` says where that is)."""
+    where = origin or (lambda: Origin(compiled.name))
+    arguments = args
+    grad = compiled.gradient
+    args = [tuple(a[key] for key in grad.dict_inputs[k]) if k in grad.dict_inputs else a
+            for k, a in enumerate(args)]
+    prof = instrument.active
+    if prof is None:
+        results = compiled.forward(*args)
+    else:
+        results = prof.run_graph(grad.forward, f"{compiled.name} (forward)", args)
+    if len(grad.forward.outputs) == 1:
+        results = (results,)
+    outputs = results[:grad.num_outputs]
+    saved = results[grad.num_outputs:]
+    if any(s is not None for s in compiled.shared_outputs):
+        memo: dict[int, Any] = {}
+        outputs = tuple(_own(o, s, memo) for o, s in zip(outputs, compiled.shared_outputs))
+
+    def backward(cotangents: Any) -> tuple[Any, ...]:
+        cts = [cotangents] if grad.num_outputs == 1 else list(cotangents)
+        if len(cts) != grad.num_outputs:
+            raise SignatureError(f"backward of {compiled.name}: {len(cts)} cotangents for "
+                                 f"{grad.num_outputs} outputs")
+        # fresh lists and dicts: the backward consumes them (a list's items are popped)
+        cts = [_cotangent_like(o, c, f"cotangent {k}") for k, (o, c) in
+               enumerate(zip(outputs, cts))]
+        prof = instrument.active
+        with reported(where, "running the backward of"):
+            if prof is None:
+                grads = compiled.backward(*cts, *saved)
+            else:
+                grads = prof.run_graph(grad.backward, f"{compiled.name} (backward)",
+                                       (*cts, *saved))
+        if len(grad.backward.outputs) == 1:
+            grads = (grads,)
+        grads = [dict(zip(grad.dict_inputs[k], g)) if k in grad.dict_inputs and g is not None
+                 else g for k, g in enumerate(grads)]
+        return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
+
+    return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
+
+
+def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
+    """A user's cotangent as the backward expects it: zeros for None, arrays for numbers, a new
+    list for a list output (one cotangent per item), a new dict for a dict output (keys left
+    out or None are zero); ``SignatureError`` for one whose nesting or shape differs from its
+    output's."""
+    if isinstance(output, (tuple, list)):
+        cts = ct if ct is not None else (None,) * len(output)
+        if not hasattr(cts, "__len__") or len(cts) != len(output):
+            raise SignatureError(f"{what}: expected a sequence of {len(output)} cotangents "
+                                 f"like the output, got {type(ct).__name__}")
+        made = [_cotangent_like(o, c, f"{what}[{k}]")
+                for k, (o, c) in enumerate(zip(output, cts))]
+        if isinstance(output, list):
+            return made
+        # a NamedTuple output's cotangent is one of its class (the backward reads its fields)
+        return type(output)(*made) if hasattr(output, "_fields") else tuple(made)
+    if isinstance(output, dict):
+        cts = ct if ct is not None else {}
+        if not isinstance(cts, dict):
+            raise SignatureError(f"{what}: expected a dict of cotangents like the output, got "
+                                 f"{type(ct).__name__}")
+        unknown = set(cts) - set(output)
+        if unknown:
+            raise SignatureError(f"{what}: cotangents for keys the output does not have: "
+                                 f"{sorted(unknown, key=repr)}")
+        return {k: _cotangent_like(output[k], c, f"{what}[{k!r}]") for k, c in cts.items()
+                if c is not None}
+    dtype = getattr(output, "dtype", None)
+    if ct is None:
+        if dtype is not None:
+            return np.zeros_like(output)
+        # a number's zero of the number's own type: the backward's input is typed like it
+        return type(output)(0) if isinstance(output, (int, float)) else 0.0
+    if dtype is not None and not hasattr(ct, "shape"):
+        ct = np.asarray(ct, dtype=dtype)
+    shape = getattr(output, "shape", None)
+    if isinstance(ct, np.ndarray) and shape is not None and ct.shape != shape:
+        try:  # one cotangent for every element (a scalar): spread it over the output
+            return np.broadcast_to(ct, shape).copy()
+        except ValueError:
+            raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
+                                 f"shape {tuple(shape)}") from None
+    return ct
+
+
+def _gradient_like(arg: Any, g: Any) -> Any:
+    """An argument's gradient in the argument's structure: a dict argument's has every key of
+    the argument (zeros for the entries the output does not depend on)."""
+    if not isinstance(arg, dict) or not isinstance(g, dict):
+        return g
+    return {k: g[k] if k in g else _zero_gradient(v) for k, v in arg.items()}
+
+
+def _zero_gradient(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)
+    return np.zeros_like(value) if dtype is not None and dtype.kind in "fc" else None
+
+
+def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> None:
+    """``p.grad = p.grad + g`` (or ``g`` when ``p.grad`` is None) for each parameter (None entries
+    are plain attributes and are skipped). A parameter read twice by the graph appears twice and
+    gets both gradients; a gradient array the backward returned for several inputs is copied, so
+    no two ``.grad``s share memory, and so is a read-only one (the gradient of ``b.sum()`` is a
+    broadcast of the cotangent), so optimizers and ``clip_grad_norm_`` can update it in place."""
+    given: set[int] = set()
+    for p, g in zip(params, grads):
+        if p is None or g is None:
+            continue
+        if p.grad is not None:
+            p.grad = p.grad + g
+            continue
+        memory = {id(g), id(getattr(g, "base", None))} - {id(None)}
+        read_only = not getattr(getattr(g, "flags", None), "writeable", True)
+        p.grad = g.copy() if memory & given or read_only else g
+        given |= memory
+
+
+def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
+    """``g(*args) -> (value, grads)`` for a function with one scalar output (a 0-d array or a
+    number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them.
+    For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
+    sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
+
+    def run(*args: Any) -> tuple[Any, Any]:
+        value, backward = vjp(sf, *args)
+        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
+            origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
+            raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
+                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+        grads = backward(np.ones_like(value))
+        for k in [argnums] if isinstance(argnums, int) else argnums:
+            if not -len(grads) <= k < len(grads):
+                raise SignatureError(f"value_and_grad: argnums {k} is out of range for a "
+                                     f"function of {len(grads)} arguments")
+        if isinstance(argnums, int):
+            return value, grads[argnums]
+        return value, tuple(grads[k] for k in argnums)
+
+    return run
+
+
+class GradFunction:
+    """``grad(f, argnums)``: a callable computing the gradient of ``f`` (one scalar output) with
+    respect to argument(s) ``argnums``, that can itself be differentiated: ``vjp``,
+    ``value_and_grad`` and ``grad`` accept it, giving second (and higher) derivatives.
+
+    For each input signature, the gradient is an IR graph: ``f``'s forward, a ones seed and ``f``'s
+    backward, built from the unoptimized forward/backward pair of that signature. Differentiating
+    it again runs the VJP rules over the backward's own ops (elementwise ops, matmuls, reductions,
+    ``sum_to`` / ``broadcast_to``); loops are not supported a second time.
+    """
+
+    def __init__(self, f: Any, argnums: int | Sequence[int] = 0):
+        self.f = f if isinstance(f, GradFunction) else _as_script(f)
+        self.argnums = argnums
+        self._functions: dict[Any, ScriptFunction] = {}
+        self.__name__ = f"grad_{_py_name(self.f) if isinstance(self.f, ScriptFunction) else 'f'}"
+
+    def function_for(self, args: Sequence[Any]) -> ScriptFunction:
+        """The gradient as a ``ScriptFunction`` specialized to arguments like ``args`` (and to
+        the globals ``f`` reads as they are now)."""
+        inner = self.f.function_for(args) if isinstance(self.f, GradFunction) else self.f
+        full = inner._bind(tuple(args), {})
+        key = tuple(map(key_of, full))
+        found = self._functions.get(key)
+        if found is None or found[0] is not inner.definition:  # a global scalar changed
+            found = self._functions[key] = (inner.definition,
+                                            _gradient_function(self, inner, full))
+        return found[1]
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function_for(args)(*args)
+
+
+def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
+    """The gradient of ``f`` (one scalar output) as a differentiable function (``GradFunction``):
+    ``grad(grad(f))(x)`` is the second derivative of a scalar function of a scalar."""
+    return GradFunction(f, argnums)
+
+
+def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any, ...]
+                       ) -> ScriptFunction:
+    """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
+    function of the same arguments that reads the same globals."""
+    pair = compile_gradient(inner, args, optimize=False).gradient
+    if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
+        raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "
+                     "be differentiated twice; use vjp or value_and_grad")
+    fwd, bwd = pair.forward, pair.backward
+    if pair.num_outputs != 1:
+        raise at_def(inner.origin(), "grad needs a function with one scalar output")
+    g = Graph(gf.__name__)
+    vmap = {v: g.add_input(v.type, v.name) for v in fwd.inputs}
+    for node in list(fwd.block) + [None] + list(bwd.block):
+        if node is None:  # between the two: seed the backward with ones
+            out = vmap[fwd.outputs[0]]
+            if not isinstance(out.type, ir.TensorType) or out.type.shape not in ((), None):
+                raise at_def(inner.origin(), "grad needs a function with one scalar output, "
+                             f"got {out.type}")
+            seed = g.create("tensor::ones_like", [out, g.constant(None)], [out.type])
+            g.block.append(seed)
+            vmap.update(zip(bwd.inputs, [seed.output] + [vmap[v] for v in fwd.outputs[1:]]))
+            continue
+        g.block.append(clone_node(node, g, vmap))
+    nums = [gf.argnums] if isinstance(gf.argnums, int) else list(gf.argnums)
+    results = [vmap.get(bwd.outputs[k], bwd.outputs[k]) for k in nums]
+    if isinstance(gf.argnums, int):
+        g.set_outputs(results)
+    else:
+        tup = g.create("prim::TupleConstruct", results, [ir.TupleType([v.type for v in results])])
+        g.block.append(tup)
+        g.set_outputs([tup.output])
+    d = inner.definition
+    types = [type_of(a, t, f"{d.name}(): argument '{n}'")
+             for a, t, n in zip(args, d.arg_types, d.arg_names)]
+    definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, {}, g.outputs[0].type,
+                             d.source, list(d.attr_refs))
+
+    def eager(*call_args: Any) -> Any:
+        return sf(*call_args)
+    eager.__name__ = gf.__name__
+    sf = ScriptFunction(eager)
+    sf._definition = definition
+    sf._nargs = len(d.arg_names)
+    return sf
+
+
+def backward_graph_for(f: ScriptFunction, *args: Any) -> Graph:
+    """The optimized backward graph of ``f`` for these arguments."""
+    return compile_gradient(f, args).gradient.backward
+
+
+__all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "GradFunction", "accumulate_parameter_grads",
+           "backward_graph_for", "compile_gradient", "grad", "run_vjp", "value_and_grad", "vjp"]

@@ -1,0 +1,525 @@
+"""Python code generation: one Python function per optimized graph, one line per node.
+
+Like torch.fx's code generator: values get legal, non-shadowing Python names from their hints;
+control flow becomes Python ``if``/``for``/``while``; every ``tensor::`` op calls its eager
+implementation in ``script.ops`` unless the backend table has a faster spelling; constants that are
+not plain literals are bound as globals of the generated function.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import keyword
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import ir
+from ir.alias import StorageClasses
+from ir.core import Block, Graph, Node, Value
+from script import ops
+from script.frontend.classes import python_class
+from script.runtime import sanitize
+from script.runtime.instrument import stage
+from script.runtime.slot_writes import slot_writes
+from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
+
+INT64_MAX = 2**63 - 1
+
+Emit = Callable[["FunctionWriter", Node, list[str]], str]
+"""An op's code: given the writer, the node and its input expressions, the expression (or
+statement, for nodes without outputs) computing it."""
+
+UNCHECKED = frozenset({"prim::Constant", "prim::Uninitialized"})
+"""Nodes whose outputs the sanitizer leaves alone: constants have their type by construction, and
+an Uninitialized placeholder (None at run time) stands on paths that never read it."""
+
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k",
+                                                                    "_check_type"}
+
+
+@dataclass
+class Namespace:
+    """Legal, unique Python names for values (torch.fx's approach)."""
+
+    used: set[str] = field(default_factory=lambda: set(_RESERVED))
+    names: dict[Value, str] = field(default_factory=dict)
+
+    def name(self, value: Value) -> str:
+        if (known := self.names.get(value)) is not None:
+            return known
+        base = _identifier(value.name or "v")
+        candidate, k = base, 0
+        while candidate in self.used:
+            k += 1
+            candidate = f"{base}_{k}"
+        self.used.add(candidate)
+        self.names[value] = candidate
+        return candidate
+
+    def fresh(self, hint: str) -> str:
+        candidate, k = hint, 0
+        while candidate in self.used:
+            k += 1
+            candidate = f"{hint}_{k}"
+        self.used.add(candidate)
+        return candidate
+
+
+def _identifier(hint: str) -> str:
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in hint)
+    if not text or text[0].isdigit():
+        text = "v" + text
+    return text
+
+
+@dataclass
+class FunctionWriter:
+    """Writes one graph as Python source plus the globals it needs."""
+
+    backend: dict[str, Callable[..., str]]
+    ns: Namespace = field(default_factory=Namespace)
+    lines: list[str] = field(default_factory=list)
+    consts: dict[str, Any] = field(default_factory=dict)
+    indent: int = 1
+    profiler: Any = None
+    """an ``instrument.Instrument`` (the profiler) to build instrumented code for; None for the
+    fast code."""
+    elided: set[Node] = field(default_factory=set)
+    """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
+    classes: StorageClasses | None = None
+    """which values of the graph the caller may receive (constants among them are copied)."""
+    checks: bool = False
+    """emit a shape/dtype check of every value against its static type
+    (``script.runtime.sanitize``)."""
+    lists_hold_placeholders: bool = False
+    """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def const_expr(self, value: Any) -> str:
+        """A literal for simple constants; a global name for everything else."""
+        if value is None or isinstance(value, (bool, str)):
+            return repr(value)
+        if isinstance(value, int):
+            return repr(int(value)) if value >= 0 else f"({int(value)!r})"
+        if isinstance(value, float) and math.isfinite(value):
+            return repr(float(value)) if value >= 0 else f"({float(value)!r})"
+        name = self.ns.fresh("_c")
+        self.consts[name] = value
+        return name
+
+    def write_block(self, block: Block) -> None:
+        for node in block:
+            self.write_node(node)
+
+    def write_node(self, node: Node) -> None:
+        if node in self.elided:  # a write_slot whose value a kernel computed in its slot
+            return
+        if self.profiler is not None:
+            self.profiler.write_node(self, node, self.write_plain_node)
+        else:
+            self.write_plain_node(node)
+        if node.kind not in UNCHECKED:
+            self.write_checks(node.outputs, node, "output")
+
+    def write_checks(self, values: Sequence[Value], node: Node | None, what: str) -> None:
+        """With ``checks``: a statement per value verifying its run-time dtype and shape
+        against its static type (an error names the node, the source line and both)."""
+        if not self.checks:
+            return
+        check = self.consts.setdefault("_check_type", sanitize.check)
+        assert check is sanitize.check
+        for k, value in enumerate(values):
+            t = self.ns.fresh("_type")
+            self.consts[t] = sanitize.static_type(value, self.lists_hold_placeholders)
+            place = sanitize.where(node, f"{what} {k} (%{value.name or '?'})")
+            self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
+
+    def write_plain_node(self, node: Node) -> None:
+        special = STRUCTURE_WRITERS.get(node.kind)
+        if special is not None:
+            special(self, node)
+            return
+        args = [self.ns.name(v) for v in node.inputs]
+        expr = self.expression(node, args)
+        self.assign(node, expr)
+
+    def expression(self, node: Node, args: list[str]) -> str:
+        rule = self.backend.get(node.kind) or PRIM_CODE.get(node.kind)
+        if rule is not None:
+            return rule(*args)
+        if node.kind.startswith("tensor::"):
+            return f"ops.{node.kind.split('::', 1)[1]}({', '.join(args)})"
+        raise ir.IRError(f"no code generation rule for {node.kind}", node)
+
+    def assign(self, node: Node, expr: str) -> None:
+        if not node.outputs:
+            self.emit(expr)
+            return
+        targets = [self.ns.name(v) for v in node.outputs]
+        if len(targets) == 1 and _returns_tuple(node.kind):
+            # ops.chunk(x, 1) / np.split(x, 1) return a 1-tuple: unpack its only element
+            self.emit(f"{targets[0]}, = {expr}")
+        elif len(targets) == 1:
+            self.emit(f"{targets[0]} = {expr}")
+        else:
+            self.emit(f"{', '.join(targets)} = {expr}")
+
+    def assign_values(self, targets: list[Value], sources: list[Value] | tuple[Value, ...]) -> None:
+        pairs = [(self.ns.name(t), self.ns.name(s)) for t, s in zip(targets, sources)]
+        pairs = [(t, s) for t, s in pairs if t != s]
+        if not pairs:
+            return
+        lhs = ", ".join(t for t, _ in pairs)
+        rhs = ", ".join(s for _, s in pairs)
+        self.emit(f"{lhs} = {rhs}")
+
+
+def _write_constant(w: FunctionWriter, node: Node) -> None:
+    # constants are used by name: a literal inline, anything else as a global of the function
+    value = node.attrs.get("value")
+    expr = w.const_expr(value)
+    if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
+        # the caller may receive it: each evaluation makes its own, as the source would
+        w.consts["_fresh_copy"] = fresh_copy
+        if any(_in_a_loop_below(use.node, node) for use in node.output.uses):
+            # used in a loop the constant sits outside of (hoisted or merged with an equal
+            # constant by the passes): every use makes its own, so no two items share memory
+            w.ns.names[node.output] = f"_fresh_copy({expr})"
+            return
+        w.emit(f"{w.ns.name(node.output)} = _fresh_copy({expr})")
+        return
+    w.ns.names[node.output] = expr
+
+
+def _in_a_loop_below(user: Node, node: Node) -> bool:
+    """Whether ``user`` runs in a loop body nested inside the block that holds ``node``."""
+    block = user.owner
+    while block is not None and block is not node.owner:
+        outer = block.owner
+        if outer is None:
+            return False
+        if outer.kind == "prim::Loop":
+            return True
+        block = outer.owner
+    return False
+
+
+def holds_mutable(value: Any) -> bool:
+    """Whether a constant holds something the caller could mutate: an array, a list, a dict."""
+    if isinstance(value, tuple):
+        return any(holds_mutable(v) for v in value)
+    if isinstance(value, (list, dict)):
+        return True
+    return hasattr(value, "shape") and not isinstance(value, np.generic)
+
+
+def fresh_copy(value: Any) -> Any:
+    """A copy of a constant's arrays and containers (items shared within it stay shared)."""
+    if isinstance(value, (tuple, list, dict)):
+        return copy.deepcopy(value)
+    return value.copy(order="K")  # a numpy or CuPy array
+
+
+def _write_if(w: FunctionWriter, node: Node) -> None:
+    cond = w.ns.name(node.inputs[0])
+    w.emit(f"if {cond}:")
+    for k, block in enumerate(node.blocks):
+        if k == 1:
+            w.emit("else:")
+        w.indent += 1
+        start = len(w.lines)
+        w.write_block(block)
+        w.assign_values(node.outputs, block.returns)
+        if len(w.lines) == start:
+            w.emit("pass")
+        w.indent -= 1
+
+
+def _write_loop(w: FunctionWriter, node: Node) -> None:
+    trip, cond, *carried = node.inputs
+    (body,) = node.blocks
+    counter, *params = body.params
+    body_cond, *results = body.returns
+    w.assign_values(params, carried)
+    is_for = _is_true(cond) and _is_true(body_cond)
+    i = w.ns.name(counter)
+    trip_name = w.ns.name(trip)
+    if is_for:
+        w.emit(f"for {i} in range({trip_name}):")
+    else:
+        c = w.ns.fresh("_cond")
+        w.emit(f"{c} = {w.ns.name(cond)}")
+        w.emit(f"{i} = 0")
+        w.emit(f"while {c} and {i} < {trip_name}:")
+    w.indent += 1
+    w.write_checks(params, node, "carried value")  # the types must hold on every iteration
+    start = len(w.lines)
+    w.write_block(body)
+    w.assign_values(params, results)
+    if not is_for:
+        w.emit(f"{c} = {w.ns.name(body_cond)}")
+        w.emit(f"{i} += 1")
+    if len(w.lines) == start:
+        w.emit("pass")
+    w.indent -= 1
+    w.assign_values(node.outputs, params)
+
+
+def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
+    src = w.ns.name(node.inputs[0])
+    if not node.outputs:
+        return
+    targets = ", ".join(w.ns.name(v) for v in node.outputs)
+    w.emit(f"{targets}{',' if len(node.outputs) == 1 else ''} = {src}")
+
+
+def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
+    """A fusion group calls the native kernel of its device's fuser backend (CUDA when its
+    tensors are CuPy arrays, else CPU); groups the backend cannot compile run as Python."""
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    if backend is None:
+        _write_subgraph_call(w, node)
+        return
+    try:
+        with stage("native compile"):
+            kernel = backend.compile_group(node.subgraph)
+    except ValueError:
+        _write_subgraph_call(w, node)
+        return
+    site = getattr(kernel, "site", None)  # each call site keeps its own fast path (CPU)
+    kernel = site() if site is not None else kernel
+    # a kernel with ``into`` (CPU) writes straight into the slots its outputs are stored in
+    writes = slot_writes(node) if hasattr(kernel, "into") else {}
+    if not writes:
+        _write_call(w, node, kernel, "_kernel")
+        return
+    _write_into_slots(w, node, kernel, writes)
+
+
+def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node]) -> None:
+    """The kernel writes output ``k`` into the slot ``writes[k]`` stores it in (taken before the
+    call); the output is what ``Kernel.into`` returns and the ``write_slot`` emits nothing."""
+    outs = []
+    for k in range(len(node.outputs)):
+        write = writes.get(k)
+        if write is None:
+            outs.append("None")
+            continue
+        buf, axis, idx, _ = (w.ns.name(v) for v in write.inputs)
+        slot = w.ns.fresh("_slot")
+        w.emit(f"{slot} = {buf}[{':, ' * write.inputs[1].constant}{idx}]")
+        outs.append(slot)
+        w.elided.add(write)
+    name = w.ns.fresh("_kernel")
+    w.consts[name] = kernel
+    args = "".join(f", {w.ns.name(v)}" for v in node.inputs)
+    targets = ", ".join(w.ns.name(v) for v in node.outputs)
+    w.emit(f"{targets} = {name}.into(({', '.join(outs)},){args})")
+
+
+def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
+    """Subgraph nodes without a native kernel run their subgraph as Python."""
+    # a profiled differentiable graph times its own nodes; a fusion group is timed as a whole
+    profiler = w.profiler if node.kind != "prim::FusionGroup" else None
+    fn, _ = generate(node.subgraph, w.backend, name="subgraph", profiler=profiler)
+    _write_call(w, node, fn, "_sub")
+
+
+def _write_call(w: FunctionWriter, node: Node, fn: Callable[..., Any], hint: str) -> None:
+    name = w.ns.fresh(hint)
+    w.consts[name] = fn
+    args = ", ".join(w.ns.name(v) for v in node.inputs)
+    expr = f"{name}({args})"
+    if len(node.outputs) > 1:
+        targets = ", ".join(w.ns.name(v) for v in node.outputs)
+        w.emit(f"{targets} = {expr}")
+    else:
+        w.assign(node, expr)
+
+
+def _write_raise(w: FunctionWriter, node: Node) -> None:
+    """``raise`` of the exception class the source named; builtin classes only."""
+    name = node.attrs.get("exception", "AssertionError")
+    cls = getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        cls = RuntimeError
+    w.consts.setdefault(f"_exc_{cls.__name__}", cls)
+    w.emit(f"raise _exc_{cls.__name__}({w.ns.name(node.inputs[0])})")
+
+
+def _class_const(w: FunctionWriter, node: Node) -> str:
+    """The Python class of a NamedTuple / script-class node's output, as a global name."""
+    cls = python_class(node.output.type.name)
+    name = w.ns.fresh(f"_cls_{_identifier(cls.__name__)}")
+    w.consts[name] = cls
+    return name
+
+
+def _write_named_tuple(w: FunctionWriter, node: Node) -> None:
+    args = ", ".join(w.ns.name(v) for v in node.inputs)
+    w.assign(node, f"{_class_const(w, node)}({args})")
+
+
+def _write_create_object(w: FunctionWriter, node: Node) -> None:
+    cls = _class_const(w, node)
+    w.assign(node, f"{cls}.__new__({cls})")
+
+
+def _write_get_attr(w: FunctionWriter, node: Node) -> None:
+    w.assign(node, f"{w.ns.name(node.inputs[0])}.{node.attrs['name']}")
+
+
+def _write_set_attr(w: FunctionWriter, node: Node) -> None:
+    obj, value = (w.ns.name(v) for v in node.inputs)
+    w.emit(f"{obj}.{node.attrs['name']} = {value}")
+
+
+def _write_matmul(w: FunctionWriter, node: Node) -> None:
+    """In a loop, ``np.dot`` for two matrices: the same GEMM as ``@`` with less call overhead
+    (about 0.3 us, a tenth of a small RNN step's product); also for an outer product of a column
+    and a row anywhere, which numpy's ``@`` computes about 4x slower than ``np.dot``; the
+    backend's ``@`` elsewhere."""
+    args = [w.ns.name(v) for v in node.inputs]
+    matrices = all(isinstance(v.type, ir.TensorType) and v.type.rank == 2 for v in node.inputs)
+    if matrices and (_in_loop(node) or _outer_product(node)):
+        w.assign(node, f"np.dot({args[0]}, {args[1]})")
+        return
+    w.assign(node, w.expression(node, args))
+
+
+def _outer_product(node: Node) -> bool:
+    """A product of an (n, 1) column and a (1, m) row off the GPU."""
+    a, b = (v.type for v in node.inputs)
+    return a.shape[1] == 1 and b.shape[0] == 1 and "cuda" not in (a.device, b.device)
+
+
+def _in_loop(node: Node) -> bool:
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            return True
+        block = block.owner.owner
+    return False
+
+
+def _row_kernel_dtype(node: Node, tensors: list[Value]) -> str | None:
+    """The dtype of a row kernel for ``node``: its float32/float64 result on the CPU when every
+    tensor in ``tensors`` (None constants aside) has that dtype; None otherwise (the eager op
+    runs: CuPy arrays, other dtypes, mixed dtypes that promote)."""
+    from fuser.cpu import layouts_supported, rowkernels
+    out = node.outputs[0].type
+    if not isinstance(out, ir.TensorType) or out.device == "cuda":
+        return None
+    if not rowkernels.supports(out.dtype) or not layouts_supported():
+        return None
+    for v in tensors:
+        if v.is_constant and v.constant is None:
+            continue
+        t = v.type.element if isinstance(v.type, ir.OptionalType) else v.type
+        if not isinstance(t, ir.TensorType) or t.dtype != out.dtype or t.device == "cuda":
+            return None
+    return out.dtype
+
+
+def _given(v: Value) -> bool:
+    return not (v.is_constant and v.constant is None)
+
+
+def _write_row_kernel(w: FunctionWriter, node: Node,
+                      make: Callable[[str, list[bool]], Callable[..., Any]]) -> None:
+    """A call of the native row kernel ``make(dtype, which tensor inputs are given)`` when the
+    node's tensors are numpy float arrays (the kernel falls back to the eager op for arguments
+    it does not handle at run time); the eager op otherwise."""
+    tensors = list(node.inputs[:3])
+    dtype = _row_kernel_dtype(node, tensors)
+    if dtype is None:
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    with stage("native compile"):
+        kernel = make(dtype, [_given(v) for v in tensors])
+    _write_call(w, node, kernel, f"_{node.kind.split('::', 1)[1]}")
+
+
+def _write_layer_norm(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_forward
+    _write_row_kernel(w, node, lambda dtype, given: layer_norm_forward(
+        dtype, given[1], given[2], ops.layer_norm))
+
+
+def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_backward
+    _write_row_kernel(w, node, lambda dtype, given: layer_norm_backward(
+        dtype, given[2], ops.layer_norm_backward))
+
+
+STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
+    "tensor::matmul": _write_matmul,
+    "tensor::layer_norm": _write_layer_norm,
+    "tensor::layer_norm_backward": _write_layer_norm_backward,
+    "prim::NamedTupleConstruct": _write_named_tuple,
+    "prim::CreateObject": _write_create_object,
+    "prim::GetAttr": _write_get_attr,
+    "prim::LoadAttr": _write_get_attr,
+    "prim::SetAttr": _write_set_attr,
+    "prim::RaiseException": _write_raise,
+    "prim::Constant": _write_constant,
+    "prim::If": _write_if,
+    "prim::Loop": _write_loop,
+    "prim::TupleUnpack": _write_tuple_unpack,
+    "prim::ListUnpack": _write_tuple_unpack,
+    "prim::FusionGroup": _write_fusion_group,
+    "prim::DifferentiableGraph": _write_subgraph_call,
+}
+
+
+def _returns_tuple(kind: str) -> bool:
+    """Whether the eager op returns a tuple of tensors (``(Tensor, ...)`` in its schema)."""
+    op = ir.registry.lookup(kind)
+    return op is not None and op.results.startswith("(") and op.results != "()"
+
+
+def _is_true(v: Value) -> bool:
+    return v.is_constant and v.constant is True
+
+
+def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
+                    name: str = "forward", profiler: Any = None) -> tuple[str, dict[str, Any]]:
+    """The Python source of ``graph`` as a function ``name`` and the globals it needs
+    (instrumented for ``profiler`` when one is given)."""
+    checks = sanitize.enabled()
+    w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
+                       classes=StorageClasses(graph), checks=checks,
+                       lists_hold_placeholders=checks and sanitize.lists_hold_placeholders(graph))
+    params = [w.ns.name(v) for v in graph.inputs]
+    w.write_checks(graph.inputs, None, f"{name}: input")
+    w.write_block(graph.block)
+    outs = [w.ns.name(v) for v in graph.outputs]
+    if len(outs) == 1:
+        w.emit(f"return {outs[0]}")
+    elif outs:
+        w.emit(f"return ({', '.join(outs)})")
+    else:
+        w.emit("return None")
+    header = f"def {name}({', '.join(params)}):"
+    return "\n".join([header, *w.lines]) + "\n", w.consts
+
+
+def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
+             name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
+    """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
+    (an ``instrument.Instrument``) every node is written through it: for profiling only."""
+    source, consts = generate_source(graph, backend, name, profiler)
+    env: dict[str, Any] = {"np": np, "ops": ops, **consts}
+    code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
+    exec(code, env)  # the source is generated from the IR, never taken from user data
+    fn = env[name]
+    fn.__rnnscript_source__ = source
+    return fn, source

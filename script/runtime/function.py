@@ -1,0 +1,281 @@
+"""``ScriptFunction``: a scripted function with a cache of specializations.
+
+On each call the arguments' signature (array dtypes and shapes, scalar types) is looked up in a
+cache; a miss specializes a copy of the graph to those types, runs the optimization pipeline,
+generates a Python function for it and caches it. Concurrent first calls with one signature compile
+once.
+
+The global arrays the function reads are looked up at every call and passed after the arguments
+(their dtypes and shapes are part of the signature); the global scalars it compiled in are checked,
+and a changed one compiles the function again (``script.frontend.globals``).
+
+Two user-facing methods delegate upward through a function-level import, the only two in
+``script`` (pyproject.toml's import contracts name them): ``backward_graph_for`` to
+``runtime.autodiff`` (which builds on this module) and ``explain`` / ``strict=True`` to
+``tools.explain``. Everything else the runtime needs it imports at the top.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ir
+from ir.core import Graph
+from passes.shape_prop import specialize
+from script.errors import Origin, SignatureError, reported
+from script.frontend.compiler import compile_function
+from script.frontend.globals import guards_hold
+from script.frontend.infer_types import infer_signature
+from script.frontend.signature import device_of, key_of, type_of
+from script.runtime import instrument
+from script.runtime.codegen import generate
+from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One compiled entry: the optimized graph and the generated Python function."""
+
+    graph: Graph
+    """the graph after specialization and the pipeline."""
+    fn: Callable[..., Any]
+    """the generated function."""
+    source: str
+    """its Python source."""
+    compile_seconds: float
+    """how long specializing and compiling took."""
+
+
+class ScriptFunction:
+    """A function compiled by ``@script``; call it like the original."""
+
+    pipeline = FORWARD_PIPELINE
+    """the passes run on each specialized graph (frozen methods add folds after the RNN passes)."""
+
+    def __init__(self, fn: Callable[..., Any], *, example_inputs: Any = None,
+                 strict: bool = False):
+        functools.update_wrapper(self, fn)
+        self.python_fn = fn
+        """the undecorated function, run eagerly (the reference implementation)."""
+        self.example_inputs = example_inputs
+        """example argument tuples typing the unannotated parameters
+        (``script.frontend.infer_types``)."""
+        self.strict = strict
+        """compiling a specialization that leaves an elementwise op unfused or falls back to
+        Python raises ScriptError (``script.tools.explain``)."""
+        self._definition: Any = None
+        self._cache: dict[Any, Specialization] = {}
+        self._lock = threading.RLock()
+        self._nargs = -1
+
+    # -- compilation ----------------------------------------------------------------------------
+    @property
+    def definition(self) -> Any:
+        """The frontend's result (graph, parameter names/types/defaults, the globals it reads);
+        compiled on first use, and again when a global scalar compiled into it changed."""
+        d = self._definition
+        if d is None or not guards_hold(d.guards):
+            with self._lock:
+                d = self._definition
+                if d is None or not guards_hold(d.guards):
+                    with instrument.stage("frontend"), reported(self.origin, "compiling"):
+                        d = compile_function(self.python_fn, self._example_types())
+                    if self._definition is not None:  # a stale one: drop what it compiled
+                        self._cache = {}
+                        self.__dict__.pop("_gradient_cache", None)
+                    self._nargs = len(d.arg_names)
+                    self._definition = d
+        return d
+
+    def origin(self) -> Origin:
+        """Where this function's errors point when the line at fault is not known."""
+        d = self._definition
+        source = d.source if d is not None else None
+        name = d.name if d is not None else None
+        return Origin.of(self.python_fn, source, name)
+
+    def _example_types(self) -> dict[str, ir.Type] | None:
+        if self.example_inputs is None:
+            return None
+        return infer_signature(self.python_fn, self.example_inputs).compile_types() or None
+
+    @property
+    def __rnnscript_function__(self) -> Any:
+        return self.definition
+
+    @property
+    def graph(self) -> Graph:
+        """The graph as written, before any specialization."""
+        return self.definition.graph
+
+    @property
+    def compiled_signatures(self) -> int:
+        """How many specializations have been compiled."""
+        return len(self._cache)
+
+    # -- calling --------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self._definition
+        if d is None or d.guards or d.attr_refs:
+            args = self._bind(args, kwargs)
+        elif kwargs or len(args) != self._nargs:
+            args = bind_arguments(d, args, kwargs)
+        if instrument.active is not None:
+            return instrument.active.call(self, args)
+        spec = self._cache.get(tuple(map(key_of, args)))
+        if spec is None:
+            spec = self._specialize(args)
+        return spec.fn(*args)
+
+    def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized graph for these arguments (compiling it if needed, without running)."""
+        return self.specialization(*args, **kwargs).graph
+
+    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized backward graph for these arguments (see ``script.runtime.autodiff``)."""
+        from script.runtime.autodiff import backward_graph_for  # user-facing delegation (1 of 2)
+        return backward_graph_for(self, *self._bind(args, kwargs))
+
+    def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
+        """A readable report on how the specialization for these arguments compiled: fusion
+        groups, elementwise ops left out and why, fallbacks, loops and matmuls. With ``svg``,
+        also renders the optimized graph there (needs Graphviz's ``dot`` program)."""
+        from script.tools.explain import explain_report  # user-facing delegation (2 of 2)
+        args = self._bind(args, kwargs)
+        with reported(self.origin, "explaining"):
+            return explain_report(self, args, svg)
+
+    def code_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source for these arguments."""
+        return self.specialization(*args, **kwargs).source
+
+    def specialization(self, *args: Any, **kwargs: Any) -> Specialization:
+        return self.specialization_for(self._bind(args, kwargs))
+
+    def specialization_for(self, inputs: tuple[Any, ...]) -> Specialization:
+        """The specialization for a call's graph inputs (what ``_bind`` returns)."""
+        return self._cache.get(tuple(map(key_of, inputs))) or self._specialize(inputs)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
+        in), then what each global array the function reads holds now."""
+        d = self.definition
+        return bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
+
+    def _specialize(self, args: tuple[Any, ...]) -> Specialization:
+        key = tuple(map(key_of, args))
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is None:
+                spec = self._compile(args)
+                self._cache[key] = spec
+        return spec
+
+    def _compile(self, args: tuple[Any, ...]) -> Specialization:
+        with reported(self.origin, "compiling"):
+            return self._compile_unchecked(args)
+
+    def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
+        start = time.perf_counter()
+        d = self.definition
+        types = input_types(d, args)
+        check_devices(d, args)
+        graph = d.graph.clone()
+        with instrument.stage("passes"):
+            run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
+            coerce_numbers(graph, types)
+            try:
+                specialize(graph, types)
+            except ir.ShapeError as e:
+                described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
+                raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
+                                     f"accepted: {e}") from None
+            run_pipeline(graph, self.pipeline)
+        with instrument.stage("codegen"):
+            fn, source = generate(graph, name=_py_name(d.name))
+        if self.strict:  # after codegen: it knows which groups compiled natively
+            from script.tools.explain import check_strict  # strict=True: the same delegation
+            check_strict(graph, d)
+        return Specialization(graph, fn, source, time.perf_counter() - start)
+
+    def __repr__(self) -> str:
+        return f"<ScriptFunction {self.python_fn.__qualname__}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``args`` and ``kwargs`` bound to the parameters of the ``FunctionDef`` ``d``, defaults
+    filled in; raises SignatureError where Python would raise TypeError."""
+    names = d.arg_names
+    if len(args) > len(names):
+        raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
+                             "were given")
+    bound = list(args)
+    for name in names[len(args):]:
+        if name in kwargs:
+            bound.append(kwargs[name])
+        elif name in d.defaults:
+            bound.append(d.defaults[name])
+        else:
+            raise SignatureError(f"{d.name}() missing required argument '{name}'")
+    for name in kwargs:
+        if name not in names:
+            raise SignatureError(f"{d.name}() got an unexpected keyword argument '{name}'")
+        if names.index(name) < len(args):
+            raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
+    return tuple(bound)
+
+
+def coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
+    """An int passed for a ``float`` parameter becomes a float at the top of the graph, so the
+    rest of the graph sees the type it was written for."""
+    for k, (value, actual) in enumerate(zip(graph.inputs, types)):
+        if value.type != ir.FLOAT or actual not in (ir.INT, ir.BOOL):
+            continue
+        with graph.inserting_before(graph.block.param_node.next):
+            as_float = graph.insert("prim::Float", [value], [ir.FLOAT], names=[value.name]).output
+        value.replace_all_uses_with(as_float)
+        as_float.node.set_input(0, value)
+        value.type = actual
+        types[k] = actual
+
+
+def input_types(d: Any, inputs: tuple[Any, ...]) -> list[ir.Type]:
+    """The IR types of a call's graph inputs (arguments, then globals and attributes), each
+    checked against its declared type."""
+    return [type_of(a, t, f"{d.name}(): {_describe_input(d, k, n)}")
+            for k, (a, t, n) in enumerate(zip(inputs, d.input_types(), d.input_names()))]
+
+
+def _describe_input(d: Any, k: int, name: str) -> str:
+    return f"argument '{name}'" if k < len(d.arg_names) else f"the global '{name}'"
+
+
+def check_devices(d: Any, args: tuple[Any, ...]) -> None:
+    seen: dict[str, str] = {}
+    for name, a in zip(d.input_names(), args):
+        dev = device_of(a)
+        if dev is not None:
+            seen.setdefault(dev, name)
+    if len(seen) > 1:
+        raise SignatureError(f"{d.name}(): arguments mix devices: '{seen.get('cpu')}' is a numpy "
+                             f"array and '{seen.get('cuda')}' a CuPy array")
+
+
+def _py_name(qualname: str) -> str:
+    name = qualname.rsplit(".", 1)[-1]
+    return name if name.isidentifier() and not name.startswith("<") else "forward"
+
+
+def is_function(obj: Any) -> bool:
+    return inspect.isfunction(obj)

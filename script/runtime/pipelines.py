@@ -1,0 +1,59 @@
+"""The pass pipelines the runtime runs, and the registrations they need, made explicitly.
+
+``passes`` registers its own passes; what sits above it in the layering plugs in here when the
+runtime first runs a pipeline (``run_pipeline``), never at import: the fuser's
+``fuse-elementwise`` pass, and the evaluator constant propagation folds tensor ops with (the
+eager op library, ``script.ops``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import fuser
+import passes
+from ir.core import Graph
+from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, constant_prop
+from script import ops
+
+FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
+"""What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
+
+BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
+                     ",fuse-elementwise,dce")
+"""What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
+iterations become one matmul/reduction after the loop, then fusion."""
+
+FROZEN_PIPELINE = STANDARD_PIPELINE + ",constant-prop,dce,fuse-elementwise,dce"
+"""A frozen method's specializations: the forward pipeline, plus a fold after the RNN passes
+(the weight concatenations batched matmuls make are of constants here)."""
+
+_lock = threading.Lock()
+_registered = False
+
+
+def evaluate_op(kind: str, args: list[Any]) -> Any:
+    """Constant propagation's evaluator: ``tensor::NAME`` runs the eager op ``script.ops.NAME``."""
+    return getattr(ops, kind.split("::", 1)[1])(*args)
+
+
+def register() -> None:
+    """Register the fuser's passes and the constant-folding evaluator (once per process; an
+    evaluator someone else set is kept)."""
+    global _registered
+    if _registered:
+        return
+    with _lock:
+        if _registered:
+            return
+        fuser.register_passes()
+        if constant_prop.get_evaluator() is None:
+            constant_prop.set_evaluator(evaluate_op)
+        _registered = True
+
+
+def run_pipeline(graph: Graph, pipeline: str) -> None:
+    """``passes.run_pipeline`` after ``register``: every pipeline the runtime runs goes here."""
+    register()
+    passes.run_pipeline(graph, pipeline)

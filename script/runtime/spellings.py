@@ -1,0 +1,79 @@
+"""Python spellings of ops in generated code: the numpy backend's table of ``tensor::`` ops with a
+direct numpy/Python spelling (the rest call ``ops.NAME``) and the ``prim::`` structure ops' table.
+
+The code generator writes from them; ``slot_writes`` asks which kinds are plain numpy expressions
+(their results are fresh arrays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# numpy backend: ops with a direct numpy/Python spelling (the rest call ``ops.NAME``).
+NUMPY_CODE: dict[str, Callable[..., str]] = {
+    "tensor::add": lambda a, b: f"{a} + {b}",
+    "tensor::sub": lambda a, b: f"{a} - {b}",
+    "tensor::mul": lambda a, b: f"{a} * {b}",
+    "tensor::div": lambda a, b: f"{a} / {b}",
+    "tensor::floordiv": lambda a, b: f"{a} // {b}",
+    "tensor::mod": lambda a, b: f"{a} % {b}",
+    "tensor::pow": lambda a, b: f"{a} ** {b}",
+    "tensor::neg": lambda a: f"-{a}",
+    "tensor::eq": lambda a, b: f"{a} == {b}",
+    "tensor::ne": lambda a, b: f"{a} != {b}",
+    "tensor::lt": lambda a, b: f"{a} < {b}",
+    "tensor::le": lambda a, b: f"{a} <= {b}",
+    "tensor::gt": lambda a, b: f"{a} > {b}",
+    "tensor::ge": lambda a, b: f"{a} >= {b}",
+    "tensor::matmul": lambda a, b: f"{a} @ {b}",
+    **{f"tensor::{name}": (lambda name: lambda a: f"np.{name}({a})")(name)
+       for name in ("tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "sign", "square", "sin",
+                    "cos", "floor", "ceil")},
+    "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
+    "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
+    # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
+    "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
+    f"ops.select({a}, {axis}, {i})",
+    "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
+    "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
+    f"ops.write_slot({buf}, {axis}, {i}, {v})",
+}
+
+# structure ops: Python spellings of prim:: kinds (statements have no result).
+PRIM_CODE: dict[str, Callable[..., str]] = {
+    "prim::TupleConstruct": lambda *xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})",
+    "prim::TupleIndex": lambda t, i: f"{t}[{i}]",
+    "prim::TupleSlice": lambda t, a, b, c: f"{t}[{a}:{b}:{c}]",
+    "prim::ListConstruct": lambda *xs: f"[{', '.join(xs)}]",
+    "prim::ListIndex": lambda lst, i: f"{lst}[{i}]",
+    "prim::ListSetItem": lambda lst, i, v: f"{lst}[{i}] = {v}",
+    "prim::ListAppend": lambda lst, v: f"{lst}.append({v})",
+    "prim::ListExtend": lambda lst, o: f"{lst}.extend({o})",
+    "prim::ListPop": lambda lst, i="-1": f"{lst}.pop({i})",
+    "prim::ListInsert": lambda lst, i, v: f"{lst}.insert({i}, {v})",
+    "prim::ListSlice": lambda lst, a, b, c: f"{lst}[{a}:{b}:{c}]",
+    "prim::ListAdd": lambda a, b: f"{a} + {b}",
+    "prim::ListContains": lambda lst, v: f"{v} in {lst}",
+    "prim::len": lambda x: f"len({x})",
+    "prim::DictGetItem": lambda d, k: f"{d}[{k}]",
+    "prim::unchecked_unwrap_optional": lambda x: x,
+    "prim::Uninitialized": lambda: "None",
+    "prim::Bool": lambda x: f"bool({x})",
+    "prim::Int": lambda x: f"int({x})",
+    "prim::Float": lambda x: f"float({x})",
+    "prim::IsNone": lambda x: f"{x} is None",
+    "prim::min": lambda a, b: f"min({a}, {b})",
+    "prim::sorted": lambda items, keys, reverse: f"sorted({items}, reverse={reverse})"
+    if keys == "None" else f"[{items}[_sort_k] for _sort_k in sorted(range(len({items})), "
+    f"key={keys}.__getitem__, reverse={reverse})]",
+    "prim::max": lambda a, b: f"max({a}, {b})",
+    "prim::Print": lambda *xs: f"print({', '.join(xs)})",
+    "prim::DictConstruct": lambda *xs: "{" + ", ".join(
+        f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",
+    "prim::DictSetItem": lambda d, k, v: f"{d}[{k}] = {v}",
+    "prim::DictContains": lambda d, k: f"{k} in {d}",
+    "prim::DictGet": lambda d, k, default: f"{d}.get({k}, {default})",
+    "prim::DictKeys": lambda d: f"list({d})",
+    "prim::DictValues": lambda d: f"list({d}.values())",
+    "prim::DictItems": lambda d: f"list({d}.items())",
+}
