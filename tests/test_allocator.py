@@ -31,12 +31,22 @@ def _faults_per_call(fn, calls=20):
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
-def test_import_leaves_malloc_alone():
-    """Importing rnnscript changes no process-wide setting: malloc is tuned on request only."""
-    code = "import script.runtime.allocator as a, script; print(a.tuned)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
-    assert out.stdout.strip() == "False"
+def test_import_leaves_malloc_alone(tmp_path):
+    """Importing rnnscript changes no process-wide setting: malloc is tuned by the first
+    compilation (unless RNNSCRIPT_MALLOC=default)."""
+    (tmp_path / "cell.py").write_text("import numpy as np\n\n\n"
+                                      "def f(x):\n    return np.tanh(x)\n")
+    code = ("import numpy as np, script.runtime.allocator as a, script, cell\n"
+            "print(a.tuned)\n"
+            "script.script(cell.f)(np.ones(3))\n"
+            "print(a.tuned)")
+    root = os.path.dirname(os.path.dirname(__file__))
+    for malloc, after in (("", "True"), ("default", "False")):
+        env = {**os.environ, "RNNSCRIPT_MALLOC": malloc,
+               "PYTHONPATH": os.pathsep.join([root, str(tmp_path)])}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, cwd=root, env=env)
+        assert out.stdout.split() == ["False", after], out.stderr
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ So ``tune()``, on glibc, raises three of malloc's thresholds (``mallopt``):
 ``M_TOP_PAD`` (the heap grows 16 MiB at a time). The process keeps freed memory for its next
 allocations instead of returning it at once; ``release()`` returns it on demand
 (``malloc_trim``). The settings are process-wide, so every library in the process (numpy, torch)
-allocates under them alike: that is why importing rnnscript changes nothing and an application
-opts in by calling ``tune()`` (``RNNSCRIPT_MALLOC=default`` in the environment makes it a no-op).
+allocates under them alike: importing rnnscript changes nothing; the runtime calls ``tune()`` when
+it first compiles a function (``script.runtime.pipelines.register``), and
+``RNNSCRIPT_MALLOC=default`` in the environment makes it a no-op.
 """
 
 from __future__ import annotations
