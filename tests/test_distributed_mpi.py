@@ -79,6 +79,21 @@ def test_mismatched_models_are_named_at_broadcast_parameters():
             "float32[24, 3] on rank 1 but float32[16, 3] on rank 0") in done.stderr
 
 
+@needs_mpi
+def test_char_lm_example_on_two_ranks_follows_the_one_process_loss_curve(tmp_path):
+    done = mpirun(2, "char_lm_curve.py", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    sys.path.insert(0, str(PROGRAMS))
+    try:
+        import char_lm_curve
+    finally:
+        sys.path.remove(str(PROGRAMS))
+    one_process = char_lm_curve.load_example().train(**char_lm_curve.SHORT_RUN)
+    two_ranks = np.load(tmp_path / "losses.npy")
+    assert two_ranks[-1] < two_ranks[0] - 0.1  # it learns
+    np.testing.assert_allclose(two_ranks, one_process, rtol=0, atol=1e-5)
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 def _gpu_reason() -> str | None:
     try:
