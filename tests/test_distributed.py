@@ -7,8 +7,11 @@ test_distributed_mpi.py.
 
 from __future__ import annotations
 
+import re
+import runpy
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -241,3 +244,13 @@ def test_checkpoint_round_trip_restores_parameters_and_adam_state(tmp_path):
 def test_mean_over_ranks_is_the_whole_batch_mean():
     results, _ = run_ranks(2, lambda comm: dist.mean_over_ranks([1.0 + comm.rank, 4.0], comm))
     np.testing.assert_array_equal(results[0], [1.5, 4.0])
+
+
+def test_the_docs_example_runs_as_one_process(tmp_path, capsys):
+    doc = Path(__file__).resolve().parent.parent / "docs" / "distributed.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    program = tmp_path / "distributed_example.py"  # scripted code needs a source file
+    program.write_text("\n\n".join(blocks), encoding="utf-8")
+    runpy.run_path(str(program), run_name="example")
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in printed] == ["step 0", "step 1", "step 2"]
