@@ -72,6 +72,16 @@ def test_a_failing_rank_ends_the_job_within_seconds_with_its_error():
 
 
 @needs_mpi
+def test_a_rank_exiting_with_a_failure_status_ends_the_job():
+    start = time.monotonic()
+    done = mpirun(2, "failing_rank.py", "exit", timeout=60)
+    assert time.monotonic() - start < 20
+    assert done.returncode != 0
+    assert "rnn.distributed: rank 1 of 2 exited with status 3; aborting the job" in done.stderr
+    assert "rank 1 failed on purpose" not in done.stderr  # the rank ended at the exit
+
+
+@needs_mpi
 def test_mismatched_models_are_named_at_broadcast_parameters():
     done = mpirun(2, "failing_rank.py", "mismatch", timeout=60)
     assert done.returncode != 0

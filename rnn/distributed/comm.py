@@ -155,14 +155,20 @@ def launched_size() -> int:
     return 1
 
 
+_world: MPICommunicator | None = None
+"""The communicator ``init()`` made: later calls return it."""
+
+
 def init(use_nccl: bool | None = None, abort_on_error: bool = True) -> LocalCommunicator:
     """The communicator of this job: MPI's ``COMM_WORLD`` when mpi4py is installed, else one
-    local process.
+    local process. Later calls return the same communicator.
 
     Under ``mpiexec -n N`` with ``N > 1`` mpi4py is required (an ImportError says how to get it).
-    With ``abort_on_error`` an uncaught exception on any rank prints that rank's traceback and
-    aborts the whole job (``MPI_Abort``), so the other ranks do not wait for it forever.
+    With ``abort_on_error`` an uncaught exception or a ``sys.exit`` with a failure status on any
+    rank prints that rank's error and aborts the whole job (``MPI_Abort``), so the other ranks
+    do not wait for it forever (see ``install_abort_hook``).
     """
+    global _world
     try:
         from mpi4py import MPI
     except ImportError:
@@ -171,28 +177,49 @@ def init(use_nccl: bool | None = None, abort_on_error: bool = True) -> LocalComm
                               f"with {launched_size()} ranks but mpi4py is not installed "
                               "(pip install 'rnnscript[distributed]')") from None
         return LocalCommunicator()
-    comm = MPICommunicator(MPI.COMM_WORLD, use_nccl)
-    if abort_on_error and comm.size > 1:
-        install_abort_hook(comm)
-    return comm
+    if _world is None:
+        _world = MPICommunicator(MPI.COMM_WORLD, use_nccl)
+        if abort_on_error and _world.size > 1:
+            install_abort_hook(_world)
+    elif use_nccl is not None:
+        _world.use_nccl = use_nccl
+    return _world
 
 
 def install_abort_hook(comm: LocalCommunicator) -> None:
-    """Make an uncaught exception print ``rank R of N`` with its traceback and abort the job."""
-    previous = sys.excepthook
+    """Abort the job when this rank fails: an uncaught exception (``sys.excepthook``) prints
+    ``rank R of N failed`` and the traceback, and ``sys.exit`` with a failure status (argparse's
+    errors included) prints the status, before ``comm.abort``.
+
+    A rank that ends while the others wait in a collective would otherwise leave them waiting:
+    MPI has no other way to tell them. ``raise SystemExit(status)`` written out is not seen
+    here; ``python -m mpi4py program.py`` catches that too.
+    """
+    previous_hook, previous_exit = sys.excepthook, sys.exit
+
+    def abort(message: str, status: int, detail: str = "") -> None:
+        sys.stdout.flush()
+        sys.stderr.write(f"rnn.distributed: rank {comm.rank} of {comm.size} {message}; "
+                         f"aborting the job\n{detail}")
+        sys.stderr.flush()
+        comm.abort(status)
+        os._exit(status)  # MPI_Abort may return before the launcher ends this process
 
     def abort_on_exception(kind: type, error: BaseException, tb: Any) -> None:
         if issubclass(kind, KeyboardInterrupt):
-            previous(kind, error, tb)
-        else:
-            text = "".join(traceback.format_exception(kind, error, tb))
-            sys.stderr.write(f"rnn.distributed: rank {comm.rank} of {comm.size} failed; "
-                             f"aborting the job\n{text}")
-        sys.stderr.flush()
-        sys.stdout.flush()
-        comm.abort(1)
+            previous_hook(kind, error, tb)
+            comm.abort(1)
+            os._exit(1)
+        abort("failed", 1, "".join(traceback.format_exception(kind, error, tb)))
+
+    def exit_or_abort(status: Any = None) -> None:
+        if status is None or status == 0:
+            previous_exit(status)
+        code = status if isinstance(status, int) else 1
+        abort(f"exited with status {status!r}", code)
 
     sys.excepthook = abort_on_exception
+    sys.exit = exit_or_abort
 
 
 __all__ = ["LocalCommunicator", "MPICommunicator", "init", "install_abort_hook",
