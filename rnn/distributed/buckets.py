@@ -150,7 +150,7 @@ def _pack_gradients(bucket: Bucket) -> Any:
     for k, p in enumerate(bucket.params):
         stop = start + int(p.data.size)
         flat[start:stop] = 0 if p.grad is None else p.grad.reshape(-1)
-        flat[n + k] = p.grad is not None
+        flat[n + k] = 0 if p.grad is None else 1
         start = stop
     return flat
 
