@@ -124,7 +124,7 @@ def train(steps: int = 300, seed: int = 0, seq_len: int = 32, batch: int = 32,
     on its share of every batch and the losses are the means over the ranks."""
     comm = comm or dist.LocalCommunicator()
     if batch % comm.size:
-        raise ValueError(f"--batch {batch} does not split evenly over {comm.size} ranks")
+        raise ValueError(f"a batch of {batch} windows does not split evenly over {comm.size} ranks")
     show = show and dist.is_main(comm)
     text, chars = load_text()
     codes = np.array([chars.index(c) for c in text])
