@@ -254,3 +254,21 @@ def test_the_docs_example_runs_as_one_process(tmp_path, capsys):
     runpy.run_path(str(program), run_name="example")
     printed = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in printed] == ["step 0", "step 1", "step 2"]
+
+
+def test_checkpoint_written_by_rank_zero_is_loaded_on_every_rank(tmp_path):
+    path = tmp_path / "ckpt.npz"
+
+    def rank_body(comm):
+        model = Head(seed=20 + comm.rank)
+        dist.save_checkpoint(path, model, comm)     # rank 0 writes, rank 1 waits for it
+        assert path.exists()
+        other = Head(seed=30 + comm.rank)
+        dist.load_checkpoint(path, other, comm)
+        return other.state_dict()
+
+    results, errors = run_ranks(2, rank_body)
+    assert errors == [None, None]
+    for name, value in Head(seed=20).state_dict().items():
+        for state in results:
+            np.testing.assert_array_equal(state[name], value, err_msg=name)
