@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from rnn.compiled import CompiledModule
 from script import Module, ModuleList, Tensor, ops
 
 
@@ -51,7 +52,7 @@ def step_mask(steps: int, batch: int, lengths: Optional[Tensor]) -> Tensor:
     return ops.reshape(inside, (steps, batch, 1))
 
 
-class Recurrent(Module):
+class Recurrent(CompiledModule):
     """One cell run along the time axis; ``reverse=True`` runs from the last step back."""
 
     def __init__(self, cell: Module, reverse: bool = False):
@@ -94,7 +95,7 @@ class Recurrent(Module):
                 ops.reshape(c, (1, batch, self.hidden_size)))
 
 
-class Bidirectional(Module):
+class Bidirectional(CompiledModule):
     """Two one-directional layers over the same input, the second reversed; outputs are
     concatenated on the feature axis, states stacked as ``(2, B, H)``."""
 
@@ -122,7 +123,7 @@ def bidirectional(forward_cell: Module, backward_cell: Module) -> Bidirectional:
     return Bidirectional(Recurrent(forward_cell), Recurrent(backward_cell, reverse=True))
 
 
-class StackedRNN(Module):
+class StackedRNN(CompiledModule):
     """Layers applied one after the other, with dropout on the input of every layer but the
     first while training (PyTorch's ``dropout`` argument). States are ``(L * D, B, H)``, layer
     ``k`` owning rows ``k * D .. (k + 1) * D``."""

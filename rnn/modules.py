@@ -21,12 +21,13 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from rnn.cells import GRUCell, LSTMCell, RNNCell
+from rnn.compiled import CompiledModule
 from rnn.init import DEFAULT_DTYPE, as_generator
 from rnn.layers import Bidirectional, Recurrent, StackedRNN
 from script import Module, Tensor, ops
 
 
-class RNNBase(Module):
+class RNNBase(CompiledModule):
     """The stack of cells behind ``LSTM`` / ``GRU`` / ``RNN`` and its PyTorch parameter names."""
 
     def __init__(self, cell_type: type, input_size: int, hidden_size: int, num_layers: int = 1,

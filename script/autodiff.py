@@ -207,9 +207,13 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
 def _module_vjp(module: Any, args: tuple[Any, ...]
                 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
-    gradients of those that are parameters accumulate into ``.grad``."""
+    gradients of those that are parameters accumulate into ``.grad``. A module that keeps its
+    own ``ScriptModule`` (``__rnnscript_module__(args)``, which also checks the arguments) is
+    differentiated through that one, so its gradient compiles once."""
     from script.script_module import ScriptModule
-    sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
+    kept = getattr(module, "__rnnscript_module__", None)
+    sm = module if isinstance(module, ScriptModule) else \
+        kept(args) if kept is not None else ScriptModule(module)
     method = sm.forward.current()
     full = method._bind(args, {})
     nargs = len(full) - len(method.attr_refs)

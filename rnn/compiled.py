@@ -1,0 +1,63 @@
+"""Compile on first call: the ``rnn`` modules run compiled without the user calling ``script``.
+
+Every module of ``rnn`` (cells, layers, ``LSTM``/``GRU``/``RNN``) derives from ``CompiledModule``:
+calling it checks the arguments (``check_call``, which raises ``SignatureError`` or ``ValueError``
+at the user's call), then runs the module's ``ScriptModule``, made on the first call and kept on
+the module. With ``RNNSCRIPT_DISABLE=1`` in the environment, calls run ``forward`` as Python.
+``script(module)`` keeps working: it compiles the same ``forward``, and ``vjp(module, ...)`` uses
+the kept ``ScriptModule`` (``compiled``), so its gradient is compiled once. A module whose
+``forward`` the compiler refuses (a user's cell in a layer, say) warns once and runs as Python.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from script import Module, ScriptError
+
+
+def disabled() -> bool:
+    """True when ``RNNSCRIPT_DISABLE`` asks for plain Python (read at each call, as ``script``)."""
+    return os.environ.get("RNNSCRIPT_DISABLE", "") not in ("", "0")
+
+
+class CompiledModule(Module):
+    """A module whose calls run compiled (see the module docstring)."""
+
+    def check_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Raise ``SignatureError``/``ValueError`` for arguments ``forward`` cannot take; the
+        default accepts everything (the compiler's own signature checks still apply)."""
+
+    def compiled(self) -> Module:
+        """The module's ``ScriptModule``, compiled on first use and kept (raises the compiler's
+        ``ScriptError`` when ``forward`` cannot compile)."""
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            from script.script_module import ScriptModule
+            compiled = ScriptModule(self)
+            object.__setattr__(self, "_compiled", compiled)
+        return compiled
+
+    def __rnnscript_module__(self, args: tuple[Any, ...]) -> Module:
+        """What ``vjp(self, *args)`` differentiates: the kept ``ScriptModule``, once the
+        arguments passed ``check_call``."""
+        self.check_call(args, {})
+        return self.compiled()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.check_call(args, kwargs)
+        if disabled() or self.__dict__.get("_refused"):
+            return self.forward(*args, **kwargs)
+        try:
+            compiled = self.compiled()
+        except ScriptError as e:
+            object.__setattr__(self, "_refused", True)
+            warnings.warn(f"{type(self).__name__} runs as Python: its forward does not compile "
+                          f"({str(e).splitlines()[0]})", stacklevel=2)
+            return self.forward(*args, **kwargs)
+        return compiled(*args, **kwargs)
+
+
+__all__ = ["CompiledModule", "disabled"]
