@@ -12,14 +12,14 @@ forward (a plain call) and forward + backward (``vjp`` then the backward; torch:
   per layer and direction, stacked in Python as the fastrnns ``script`` row does;
 - ``torch``: ``torch.nn.LSTM``/``GRU`` with the same weights (when torch is installed).
 
-Times are medians in ms of interleaved calls, after the outputs of all three were checked to
-agree. Run with one BLAS thread for steady figures (torch is set to one thread here).
+Times are the best of ``--repeat`` calls in ms, the rows interleaved call by call (on a shared
+machine the best is the figure other processes disturb least), after the outputs of all three were
+checked to agree. Run with one BLAS thread (torch is set to one thread here).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -140,13 +140,18 @@ def rows(mode: str, layers: int, bidir: bool, x: Any, dy: Any
     return found
 
 
-def median_ms(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
+def best_ms(found: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repeat: int
+            ) -> dict[str, list[float]]:
+    """name -> [forward, forward + backward] in ms: the best of ``repeat`` calls, the rows
+    interleaved call by call so that load from other processes hits them alike."""
+    times: dict[str, list[list[float]]] = {n: [[], []] for n in found}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        for name, fns in found.items():
+            for k, fn in enumerate(fns):
+                start = time.perf_counter()
+                fn()
+                times[name][k].append(time.perf_counter() - start)
+    return {n: [1e3 * min(t) for t in ts] for n, ts in times.items()}
 
 
 def measure(name: str, sizes: tuple[int, int, int, int], repeat: int) -> list[str]:
@@ -157,7 +162,7 @@ def measure(name: str, sizes: tuple[int, int, int, int], repeat: int) -> list[st
     x = rng.standard_normal((seq, batch, inp)).astype(np.float32)
     dy = rng.standard_normal((seq, batch, hidden * (2 if bidir else 1))).astype(np.float32)
     found = rows(mode, layers, bidir, x, dy)
-    figures = {n: [median_ms(f, repeat) for f in fns] for n, fns in found.items()}
+    figures = best_ms(found, repeat)
     lines = []
     for n, (fwd, fb) in figures.items():
         ratio = "" if n == "hand" else \
