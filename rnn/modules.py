@@ -107,11 +107,12 @@ class RNNBase(CompiledModule):
     def time_major(self, input: Tensor, unbatched: bool) -> Tensor:
         """``input`` as ``(T, B, I)``: an unbatched ``(T, I)`` gets a batch of one, a
         ``batch_first`` one is transposed."""
-        if unbatched:
-            return ops.expand_dims(input, 1)
+        x = input
+        if unbatched:  # the batch axis goes where the layout puts it, so x is 3-D below
+            x = ops.expand_dims(input, 0 if self.batch_first else 1)
         if self.batch_first:
-            return ops.transpose(input, (1, 0, 2))
-        return input
+            x = ops.transpose(x, (1, 0, 2))
+        return x
 
     def batch_layout(self, output: Tensor) -> Tensor:
         """A ``(T, B, D*H)`` output in the caller's layout (``(B, T, D*H)`` with
