@@ -93,7 +93,7 @@ def test_hx_none_specializes_to_a_fused_graph():
     assert groups >= 1 and not unfused
 
 
-# -- every layer and direction fuses ----------------------------------------------------------------
+# -- every layer and direction fuses -------------------------------------------------------------
 @pytest.mark.parametrize("mode,layers,bidir,batch_first,hx_given,lengths_given", CONFIGS)
 def test_every_layer_and_direction_fuses_forward_and_backward(mode, layers, bidir, batch_first,
                                                                hx_given, lengths_given):
@@ -115,7 +115,7 @@ def test_every_layer_and_direction_fuses_forward_and_backward(mode, layers, bidi
     assert len(projections) == loops
 
 
-# -- torch parity -----------------------------------------------------------------------------------
+# -- torch parity -------------------------------------------------------------------------------
 def torch_twin(torch, mode, layers, bidir, batch_first, ours):
     t = getattr(torch.nn, mode)(INPUT, HIDDEN, num_layers=layers, bidirectional=bidir,
                                 batch_first=batch_first)
