@@ -157,6 +157,8 @@ class StackedRNN(CompiledModule):
     def forward(self, input: Tensor, hx: Tensor, cx: Tensor,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
         d = self.directions
+        if self.num_layers == 1:  # static: one layer's states are the stack's
+            return self.layers[0](input, hx, cx, lengths)
         rows = ops.reshape(ops.arange(0, self.num_layers * d), (self.num_layers * d, 1, 1))
         # final states are placed row by row with np.where: elementwise, so they fuse and
         # differentiate without concatenating a list of states
