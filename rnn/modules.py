@@ -11,7 +11,10 @@ The parameters are registered on the front end as ``weight_ih_l0`` ``(G*H, I)``,
 ``load_state_dict`` takes a PyTorch state dict converted to numpy arrays. The same ``Parameter``
 objects are held by the cells inside (``self.rnn.layers[k]...cell``), which is where ``forward``
 reads them. ``forward`` takes an optional ``lengths`` (B ints, an integer array) for padded
-batches; see ``rnn.layers``. ``script(lstm)`` compiles the whole stack.
+batches; see ``rnn.layers``. The first call compiles the whole stack (``rnn.compiled``), after
+checking the arguments as torch does (``rnn.checks``): an unbatched ``(T, I)`` input with
+``(D*L, H)`` states works, a wrong shape or dtype is refused at the call. ``script(lstm)`` still
+returns a compiled module of its own.
 """
 
 from __future__ import annotations
