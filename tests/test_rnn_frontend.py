@@ -263,3 +263,17 @@ def test_lengths_as_a_list_equal_lengths_as_an_array():
     np.testing.assert_array_equal(listed, arrayed)
     np.testing.assert_array_equal(h_listed, h_arrayed)
     assert not listed[2:, 1].any()  # padded steps output zeros
+
+
+def test_dropout_stack_fuses_in_training_and_in_eval():
+    m = rnn.LSTM(INPUT, HIDDEN, num_layers=2, dropout=0.5, rng=0)
+    x, hx, _ = inputs("LSTM", 2, False, False, True, False, steps=20)
+    for mode in ("train", "eval"):
+        getattr(m, mode)()
+        method = m.compiled().forward.current()
+        for graph in (method.graph_for(x, hx), method.backward_graph_for(x, hx)):
+            unfused, groups = unfused_in_loops(graph)
+            assert groups >= 2 and all("tensor::add" in line for line in unfused), mode
+    trained, _ = m.train()(x, hx)
+    evaluated, _ = m.eval()(x, hx)
+    assert np.abs(trained - evaluated).max() > 1e-3  # dropout acts only while training
