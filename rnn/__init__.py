@@ -2,7 +2,10 @@
 ends, variable-length helpers and optimizers.
 
     lstm = rnn.LSTM(input_size, hidden_size, num_layers=2, bidirectional=True)
-    output, (h_n, c_n) = script(lstm)(x, None, lengths)
+    output, (h_n, c_n) = lstm(x, None, lengths)   # compiled on the first call
+
+Every module here compiles on its first call (``rnn.compiled``; ``RNNSCRIPT_DISABLE=1`` runs them
+as Python) and the front ends check their arguments as ``torch.nn`` does (``rnn.checks``).
 """
 
 from rnn.cells import GRUCell, LayerNorm, LayerNormGRUCell, LayerNormLSTMCell, LSTMCell, RNNCell

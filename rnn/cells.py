@@ -22,11 +22,12 @@ from typing import Any, Tuple
 
 import numpy as np
 
+from rnn.compiled import CompiledModule
 from rnn.init import DEFAULT_DTYPE, as_generator, recurrent_bound, uniform
-from script import Module, Parameter, Tensor, ops
+from script import Parameter, Tensor, ops
 
 
-class _GatedCell(Module):
+class _GatedCell(CompiledModule):
     """Weights of a cell with ``gates`` stacked gate blocks, initialised as PyTorch does."""
 
     state_arity = 1
@@ -108,7 +109,7 @@ class RNNCell(_GatedCell):
         return np.tanh(pre)
 
 
-class LayerNorm(Module):
+class LayerNorm(CompiledModule):
     """Layer norm over the last axis: ``(x - mean) / sqrt(var + eps) * weight + bias`` with the
     biased variance (``torch.nn.LayerNorm``), written out so it fuses with its neighbours."""
 
@@ -125,7 +126,7 @@ class LayerNorm(Module):
         return centred / np.sqrt(variance + self.eps) * self.weight + self.bias
 
 
-class _LayerNormCell(Module):
+class _LayerNormCell(CompiledModule):
     """Weights of a layer-normalised cell: the layer norms' biases replace the gate biases."""
 
     state_arity = 1

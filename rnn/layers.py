@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from rnn.compiled import CompiledModule
 from script import Module, ModuleList, Tensor, ops
 
 
@@ -51,7 +52,7 @@ def step_mask(steps: int, batch: int, lengths: Optional[Tensor]) -> Tensor:
     return ops.reshape(inside, (steps, batch, 1))
 
 
-class Recurrent(Module):
+class Recurrent(CompiledModule):
     """One cell run along the time axis; ``reverse=True`` runs from the last step back."""
 
     def __init__(self, cell: Module, reverse: bool = False):
@@ -61,40 +62,55 @@ class Recurrent(Module):
         self.pair_state = state_arity(cell) == 2
         self.directions = 1
         self.hidden_size = cell.hidden_size
+        first = next(iter(cell.parameters()), None)
+        self.dtype = None if first is None else first.dtype.name
+        """the dtype of the cell's parameters: the stacked output is cast to it, which states
+        its dtype for the layer above (a list grown in a loop does not carry it)."""
+
+    def step(self, input: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+        """One step of the cell: ``(h', c')`` (``c`` unchanged for a one-state cell)."""
+        if self.pair_state:
+            h_new, c_new = self.cell(input, (h, c))
+            return h_new, c_new
+        return self.cell(input, h), c
 
     def forward(self, input: Tensor, hx: Tensor, cx: Tensor,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
         steps = input.shape[0]
         batch = input.shape[1]
         live_steps = step_mask(steps, batch, lengths)
+        if self.reverse:
+            # step k reads row k of the reversed sequence: the input projection of every step
+            # then hoists out of the loop as one matmul, as in the forward direction
+            input = input[::-1]
+            live_steps = live_steps[::-1]
         # the reshapes state shapes that an Optional argument, a list grown in a loop or a
         # loop-carried value do not carry, so every step's ops have known ranks to differentiate
         h = ops.reshape(hx[0], (batch, self.hidden_size))
         c = ops.reshape(cx[0], (batch, self.hidden_size))
         outputs: List[Tensor] = []
-        for k in range(steps):
-            t = k
-            if self.reverse:
-                t = steps - 1 - k
-            if self.pair_state:
-                h_new, c_new = self.cell(input[t], (h, c))
+        for t in range(steps):
+            h_new, c_new = self.step(input[t], h, c)
+            if lengths is None:  # static: without lengths no step is masked
+                h = h_new
+                c = c_new
+                outputs.append(h_new)
             else:
-                h_new = self.cell(input[t], h)
-                c_new = c
-            # sequences already past their end keep their state and output zeros
-            live = live_steps[t]
-            h = np.where(live, h_new, h)
-            if self.pair_state:
+                # sequences already past their end keep their state and output zeros
+                live = live_steps[t]
+                h = np.where(live, h_new, h)
                 c = np.where(live, c_new, c)
-            outputs.append(np.where(live, h_new, 0.0))
+                outputs.append(np.where(live, h_new, 0.0))
         output = ops.reshape(ops.stack(outputs, 0), (steps, batch, self.hidden_size))
+        if self.dtype is not None:
+            output = output.astype(self.dtype)
         if self.reverse:
             output = output[::-1]
         return (output, ops.reshape(h, (1, batch, self.hidden_size)),
                 ops.reshape(c, (1, batch, self.hidden_size)))
 
 
-class Bidirectional(Module):
+class Bidirectional(CompiledModule):
     """Two one-directional layers over the same input, the second reversed; outputs are
     concatenated on the feature axis, states stacked as ``(2, B, H)``."""
 
@@ -122,7 +138,7 @@ def bidirectional(forward_cell: Module, backward_cell: Module) -> Bidirectional:
     return Bidirectional(Recurrent(forward_cell), Recurrent(backward_cell, reverse=True))
 
 
-class StackedRNN(Module):
+class StackedRNN(CompiledModule):
     """Layers applied one after the other, with dropout on the input of every layer but the
     first while training (PyTorch's ``dropout`` argument). States are ``(L * D, B, H)``, layer
     ``k`` owning rows ``k * D .. (k + 1) * D``."""
@@ -141,6 +157,8 @@ class StackedRNN(Module):
     def forward(self, input: Tensor, hx: Tensor, cx: Tensor,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
         d = self.directions
+        if self.num_layers == 1:  # static: one layer's states are the stack's
+            return self.layers[0](input, hx, cx, lengths)
         rows = ops.reshape(ops.arange(0, self.num_layers * d), (self.num_layers * d, 1, 1))
         # final states are placed row by row with np.where: elementwise, so they fuse and
         # differentiate without concatenating a list of states

@@ -11,7 +11,10 @@ The parameters are registered on the front end as ``weight_ih_l0`` ``(G*H, I)``,
 ``load_state_dict`` takes a PyTorch state dict converted to numpy arrays. The same ``Parameter``
 objects are held by the cells inside (``self.rnn.layers[k]...cell``), which is where ``forward``
 reads them. ``forward`` takes an optional ``lengths`` (B ints, an integer array) for padded
-batches; see ``rnn.layers``. ``script(lstm)`` compiles the whole stack.
+batches; see ``rnn.layers``. The first call compiles the whole stack (``rnn.compiled``), after
+checking the arguments as torch does (``rnn.checks``): an unbatched ``(T, I)`` input with
+``(D*L, H)`` states works, a wrong shape or dtype is refused at the call. ``script(lstm)`` still
+returns a compiled module of its own.
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from rnn import checks
 from rnn.cells import GRUCell, LSTMCell, RNNCell
+from rnn.compiled import CompiledModule
 from rnn.init import DEFAULT_DTYPE, as_generator
 from rnn.layers import Bidirectional, Recurrent, StackedRNN
 from script import Module, Tensor, ops
 
 
-class RNNBase(Module):
+class RNNBase(CompiledModule):
     """The stack of cells behind ``LSTM`` / ``GRU`` / ``RNN`` and its PyTorch parameter names."""
+
+    state_pair = False
+    """whether ``hx`` is a pair ``(h0, c0)`` (an LSTM) rather than one array."""
 
     def __init__(self, cell_type: type, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -79,6 +87,43 @@ class RNNBase(Module):
         return np.zeros((self.directions * self.num_layers, batch, self.hidden_size),
                         self.dtype)
 
+    def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Check ``input``, ``hx`` and ``lengths`` as ``torch.nn`` does (``rnn.checks``), before
+        anything runs; a list of lengths becomes an int64 array."""
+        name = type(self).__name__
+        bound = checks.bind(name, args, kwargs)
+        x, hx, lengths = bound["input"], bound["hx"], bound["lengths"]
+        dtype = self.weight_ih_l0.dtype
+        checks.check_input(name, x, self.input_size, dtype)
+        unbatched = x.ndim == 2
+        batch = 1 if unbatched else x.shape[0 if self.batch_first else 1]
+        steps = x.shape[0] if unbatched or not self.batch_first else x.shape[1]
+        rows = self.directions * self.num_layers
+        expected = (rows, self.hidden_size) if unbatched else (rows, batch, self.hidden_size)
+        if hx is not None:
+            checks.check_states(name, hx, self.state_pair, expected, dtype)
+        if lengths is not None:
+            lengths = checks.check_lengths(name, lengths, batch, steps)
+        return (x, hx, lengths), {}
+
+    def time_major(self, input: Tensor, unbatched: bool) -> Tensor:
+        """``input`` as ``(T, B, I)``: an unbatched ``(T, I)`` gets a batch of one, a
+        ``batch_first`` one is transposed."""
+        x = input
+        if unbatched:  # the batch axis goes where the layout puts it, so x is 3-D below
+            x = ops.expand_dims(input, 0 if self.batch_first else 1)
+        if self.batch_first:
+            x = ops.transpose(x, (1, 0, 2))
+        return x
+
+    def batch_layout(self, output: Tensor) -> Tensor:
+        """A ``(T, B, D*H)`` output in the caller's layout (``(B, T, D*H)`` with
+        ``batch_first``)."""
+        if self.batch_first:
+            return ops.transpose(output, (1, 0, 2))
+        return output
+
 
 def _directional_layer(cells: list[Module]) -> Module:
     if len(cells) == 1:
@@ -96,20 +141,25 @@ class LSTM(RNNBase):
         super().__init__(LSTMCell, input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, rng=rng, dtype=dtype)
 
+    state_pair = True
+
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
-        if self.batch_first:
-            input = ops.transpose(input, (1, 0, 2))
+        unbatched = input.ndim == 2  # static: the rank is part of the specialization
+        x = self.time_major(input, unbatched)
         if hx is None:
-            h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
-                            self.hidden_size), self.dtype)
+            h0 = ops.zeros((self.directions * self.num_layers, x.shape[1], self.hidden_size),
+                           self.dtype)
             c0 = h0
         else:
             h0, c0 = hx
-        output, h_n, c_n = self.rnn(input, h0, c0, lengths)
-        if self.batch_first:
-            output = ops.transpose(output, (1, 0, 2))
-        return output, (h_n, c_n)
+            if unbatched:
+                h0 = ops.expand_dims(h0, 1)
+                c0 = ops.expand_dims(c0, 1)
+        output, h_n, c_n = self.rnn(x, h0, c0, lengths)
+        if unbatched:
+            return output[:, 0], (h_n[:, 0], c_n[:, 0])
+        return self.batch_layout(output), (h_n, c_n)
 
 
 class _SingleStateRNN(RNNBase):
@@ -118,17 +168,19 @@ class _SingleStateRNN(RNNBase):
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None,
                 lengths: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-        if self.batch_first:
-            input = ops.transpose(input, (1, 0, 2))
+        unbatched = input.ndim == 2  # static: the rank is part of the specialization
+        x = self.time_major(input, unbatched)
         if hx is None:
-            h0 = ops.zeros((self.directions * self.num_layers, input.shape[1],
-                            self.hidden_size), self.dtype)
+            h0 = ops.zeros((self.directions * self.num_layers, x.shape[1], self.hidden_size),
+                           self.dtype)
         else:
             h0 = hx
-        output, h_n, _ = self.rnn(input, h0, h0, lengths)
-        if self.batch_first:
-            output = ops.transpose(output, (1, 0, 2))
-        return output, h_n
+            if unbatched:
+                h0 = ops.expand_dims(h0, 1)
+        output, h_n, _ = self.rnn(x, h0, h0, lengths)
+        if unbatched:
+            return output[:, 0], h_n[:, 0]
+        return self.batch_layout(output), h_n
 
 
 class GRU(_SingleStateRNN):

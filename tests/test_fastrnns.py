@@ -171,3 +171,21 @@ def test_threads_fuser_and_passes_flags(capsys, tmp_path):
     pools = payload["environment"]["blas"]["threadpools"]
     if isinstance(pools, list):  # threadpoolctl installed: the limit was in force
         assert all(p["num_threads"] == 1 for p in pools if p["internal_api"] == "openblas")
+
+
+def test_front_end_rows_are_checked_against_their_twins(capsys, tmp_path):
+    """The rnn.LSTM / rnn.GRU rows (as users call them) and the hand-written twins with the same
+    layers and directions run by default; each row's outputs and gradients are checked, and
+    with torch installed so are the torch twins."""
+    path = tmp_path / "out.json"
+    peers = ["--peers"] if runner.torch_available() is None else []
+    status, out, _ = _run(capsys, "--rnns", *runner.FRONT_END_RNNS, *peers, "--json", str(path))
+    assert status == 0
+    assert set(runner.FRONT_END_RNNS) <= set(runner.DEFAULT_RNNS)
+    results = json.loads(path.read_text())["results"]
+    twins = ["torch_lstm_2l", "torch_lstm_bidir", "torch_gru"] if peers else []
+    for name in [n for n in runner.FRONT_END_RNNS if n.startswith("rnn_")] + twins:
+        check = results[name]["check"]
+        assert results[name]["status"] == "ok" and check["passed"], (name, check)
+        assert check["bwd_error"] is not None and check["bwd_error"] <= check["bwd_tol"]
+    assert results["rnn_lstm"]["check"]["against"] == "py"

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.fastrnns import cells, factory
+from benchmarks.fastrnns import cells, factory, frontend_rows
 from benchmarks.fastrnns.factory import ModelDef, RNNInputs
 
 
@@ -33,7 +33,7 @@ class Runner:
     @property
     def is_scripted(self) -> bool:
         """An rnnscript row: its first call compiles (``--first-call fresh`` measures those)."""
-        return self.name.startswith(("script", "vl_script"))
+        return self.name.startswith(("script", "vl_script", "rnn_"))
 
     def create(self, inputs: RNNInputs) -> ModelDef:
         if not isinstance(self.creator, str):
@@ -63,28 +63,48 @@ RUNNERS = {r.name: r for r in [
     Runner("script_gru", factory.self_checked_creator(cells.gru_layer, factory.gru_weights, 1),
            doc="GRU layer"),
     Runner("floor", factory.floor_creator, doc="the GEMMs alone"),
+    Runner("rnn_lstm", frontend_rows.front_end_creator("lstm"),
+           doc="rnn.LSTM as users call it (twins: script, torch_lstm)"),
+    Runner("rnn_lstm_2l", frontend_rows.front_end_creator("lstm_2l"), doc="rnn.LSTM, 2 layers"),
+    Runner("script_lstm_2l", frontend_rows.hand_creator("lstm_2l"),
+           doc="scripted cell + loop, 2 layers"),
+    Runner("rnn_lstm_bidir", frontend_rows.front_end_creator("lstm_bidir"),
+           doc="rnn.LSTM, bidirectional"),
+    Runner("script_lstm_bidir", frontend_rows.hand_creator("lstm_bidir"),
+           doc="scripted cell + loop, both directions"),
+    Runner("rnn_gru", frontend_rows.front_end_creator("gru"),
+           doc="rnn.GRU as users call it (twins: script_gru, torch_gru)"),
     Runner("torch_lstm", "torch:lstm_creator", doc="torch.nn.LSTM"),
     Runner("torch_script", "torch:script_creator", doc="custom LSTM, torch.jit.script"),
     Runner("torch_eager", "torch:eager_creator", doc="custom LSTM, torch eager"),
     Runner("torch_compile", "torch:compile_creator", doc="custom LSTM, torch.compile"),
     Runner("torch_layernorm", "torch:layernorm_creator", doc="layer-norm LSTM, torch eager"),
+    Runner("torch_lstm_2l", "torch:lstm_2l_creator", doc="torch.nn.LSTM, 2 layers"),
+    Runner("torch_lstm_bidir", "torch:lstm_bidir_creator", doc="torch.nn.LSTM, bidirectional"),
+    Runner("torch_gru", "torch:gru_creator", doc="torch.nn.GRU"),
     Runner("vl_py", factory.vl_py_creator, "vl_lstm", doc="per-sequence numpy eager"),
     Runner("vl_script", factory.vl_script_creator, "vl_lstm", doc="per-sequence loop, scripted"),
 ]}
 
+FRONT_END_RNNS = ["rnn_lstm", "rnn_lstm_2l", "script_lstm_2l", "rnn_lstm_bidir",
+                  "script_lstm_bidir", "rnn_gru", "script_gru"]
+"""The front ends as users call them (``frontend_rows``) and their hand-written twins."""
+
 DEFAULT_RNNS = ["py", "script", "script_premul", "script_premul_bias", "script_simple",
-                "script_multilayer", "floor"]
+                "script_multilayer", "floor", *FRONT_END_RNNS]
 """Upstream's default list (``cudnn aten jit jit_premul jit_premul_bias jit_simple jit_multilayer
-py``) in our names, plus the floor."""
+py``) in our names, plus the floor and the front-end rows."""
 
 PEER_RNNS = ["torch_lstm", "torch_script", "torch_eager"]
 """Added by ``--peers`` (``torch_compile`` is opt-in: name it in ``--rnns``)."""
 
-PEERS_OF = {"script_layernorm": "torch_layernorm", "script_layernorm_decom": "torch_layernorm"}
+PEERS_OF = {"script_layernorm": "torch_layernorm", "script_layernorm_decom": "torch_layernorm",
+            "rnn_lstm_2l": "torch_lstm_2l", "rnn_lstm_bidir": "torch_lstm_bidir",
+            "rnn_gru": "torch_gru"}
 """Rows whose cell has a torch eager twin: ``--peers`` adds the twin when the row is run, and the
 table's ``x_peer`` column divides the row's times by the twin's."""
 
-EXTRA_RNNS = ["script_layernorm", "script_layernorm_decom", "script_dropout", "script_gru"]
+EXTRA_RNNS = ["script_layernorm", "script_layernorm_decom", "script_dropout"]
 """Opt-in, as upstream's layernorm/dropout variants; ``--rnns all`` includes them."""
 
 VL_RNNS = ["vl_py", "vl_script"]

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from benchmarks.fastrnns import cells, factory
+from benchmarks.fastrnns import cells, factory, frontend_rows
 from benchmarks.fastrnns.factory import ModelDef, RNNInputs
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -173,6 +173,12 @@ def layernorm_creator(inp: RNNInputs) -> ModelDef:
 def compile_creator(inp: RNNInputs) -> ModelDef:
     """``torch_compile``: upstream's custom LSTM under ``torch.compile`` (opt-in: slow to build)."""
     return custom_creator(torch.compile(lstm_layer))(inp)
+
+
+lstm_2l_creator = frontend_rows.torch_creator("lstm_2l")
+lstm_bidir_creator = frontend_rows.torch_creator("lstm_bidir")
+gru_creator = frontend_rows.torch_creator("gru")
+"""The torch twins of the front-end rows (``frontend_rows``)."""
 
 
 def to_numpy(a: Any) -> Any:

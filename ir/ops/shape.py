@@ -69,7 +69,7 @@ def int_items(value: Value) -> list[Dim] | None:
     producer = value.node
     single_use_list = producer.kind == "prim::ListConstruct" and len(value.uses) == 1
     if producer.kind == "prim::TupleConstruct" or single_use_list:
-        return [_int_or_none(constant_of(v)) for v in producer.inputs]
+        return [_int_item(v) for v in producer.inputs]
     if isinstance(value.type, TupleType):
         return [None] * len(value.type.elements)
     if value.type == INT:
@@ -87,6 +87,17 @@ def const_ints(node: Node, index: int, default: object = NOT_CONSTANT) -> object
     if items is None or None in items:
         return NOT_CONSTANT
     return tuple(items)
+
+
+def _int_item(value: Value) -> Dim:
+    """A constant int, or ``tensor::size`` of an axis whose length the types already know (a
+    shape built from ``x.shape[k]`` then types in the same propagation that types ``x``)."""
+    producer = value.node
+    if producer.kind == "tensor::size" and isinstance(producer.inputs[0].type, TensorType):
+        shape, axis = producer.inputs[0].type.shape, constant_of(producer.inputs[1])
+        if shape is not None and isinstance(axis, int) and -len(shape) <= axis < len(shape):
+            return shape[axis]
+    return _int_or_none(constant_of(value))
 
 
 def _int_or_none(c: object) -> Dim:

@@ -60,7 +60,7 @@ def device_of(value: Any) -> str | None:
 def type_of(value: Any, declared: Type, where: str) -> Type:
     """The IR type of an argument, checked against its declared type (SignatureError if not)."""
     if value is None and isinstance(declared, ir.OptionalType):
-        return declared  # keep the Optional: the `is None` branches type-check as written
+        return NONE  # None-ness is static: `x is None` folds, the other branch is never typed
     actual = _type_of(value, declared, where)
     if not ir.is_subtype(actual, declared) and not _accepts_number(actual, declared):
         raise SignatureError(f"{where}: expected {declared}, got {_describe(value, actual)}")

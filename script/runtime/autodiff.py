@@ -204,8 +204,14 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
 def _module_vjp(module: Any, args: tuple[Any, ...]
                 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
-    gradients of those that are parameters accumulate into ``.grad``."""
-    sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
+    gradients of those that are parameters accumulate into ``.grad``. A module that keeps its
+    own ``ScriptModule`` (``__rnnscript_module__(args) -> (script_module, args)``, which also
+    checks the arguments) is differentiated through that one, so its gradient compiles once."""
+    kept = getattr(module, "__rnnscript_module__", None)
+    if isinstance(module, ScriptModule) or kept is None:
+        sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
+    else:
+        sm, args = kept(args)
     method = sm.forward.current()
     full = method._bind(args, {})
     nargs = len(full) - len(method.attr_refs)
