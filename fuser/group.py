@@ -43,13 +43,11 @@ import fuser
 from fuser.analysis import VIEW_OPS
 from fuser.backend import Backend, backend_of
 from ir.alias import StorageClasses
-from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
+from ir.core import SUBGRAPH, Block, Graph, Node, Value
+from ir.kinds import CAT, CONSTANT, FUSION_GROUP, LIST_CONSTRUCT, PARAM, RETURN
 from ir.registry import lookup
 from ir.types import BOOL, FLOAT, INT, NONE, STR, TensorType
 
-FUSION_GROUP = "prim::FusionGroup"
-CAT = "tensor::cat"
-LIST_CONSTRUCT = "prim::ListConstruct"
 MIN_COMPUTE_OPS = 2
 """The fewest computing ops a group must hold to be worth a kernel call."""
 MAX_INDEPENDENT_TRIES = 8
@@ -90,7 +88,7 @@ def shared_views(graph: Graph) -> set[Node]:
         if node.kind not in VIEW_OPS:
             continue
         src = node.inputs[0]
-        if src.node.kind != "prim::Param" and all(u.node is node for u in src.uses):
+        if src.node.kind != PARAM and all(u.node is node for u in src.uses):
             continue
         classes = classes or StorageClasses(graph)
         if classes.any_escapes(node):
@@ -215,18 +213,10 @@ class _BlockFuser:
         found: dict[Node, None] = {}
         for v in node.outputs:
             for use in v.uses:
-                user = self._ancestor_in_block(use.node)
-                if user is not None:
+                user = use.node.ancestor_in(self.block)
+                if user is not None and user.kind != RETURN:
                     found[user] = None
         return list(found)
-
-    def _ancestor_in_block(self, node: Node) -> Node | None:
-        while node.owner is not None and node.owner is not self.block:
-            owner = node.owner.owner
-            if owner is None:
-                return None
-            node = owner
-        return node if node.owner is self.block and node.kind != "prim::Return" else None
 
     def run(self) -> bool:
         changed = True
