@@ -25,19 +25,13 @@ from ir import (
 )
 from ir.core import Block
 from ir.registry import NO_DEFAULT, bind_args, parse_signature
+from tests.helpers import T, emit
 
 F34 = TensorType("float32", (3, 4))
 
 
 def uses_of(v):
     return [(u.node, u.index) for u in v.uses]
-
-
-def emit(g, kind, *inputs, name=None):
-    node = g.insert(kind, inputs)
-    for t in infer_types(node):
-        node.add_output(t, name)
-    return node.output
 
 
 def chain_graph():
@@ -443,10 +437,6 @@ def infer(kind, *types):
     g = Graph()
     node = g.insert(kind, [g.add_input(t) for t in types])
     return infer_types(node)[0]
-
-
-def T(dtype, *shape):
-    return TensorType(dtype, tuple(shape))
 
 
 @pytest.mark.parametrize("kind, a, b, out", [

@@ -27,22 +27,14 @@ from ir import (
     SourceRange,
     TensorType,
     TupleType,
-    infer_types,
     parse,
 )
 from ir.core import SUBGRAPH
+from tests.helpers import emit
 from tests.ir.strategies import graphs
+from tests.programs.graphs import lstm_state_update
 
 F = TensorType("float32", (64, 512))
-
-
-def emit(g: Graph, kind: str, *inputs, names=(), source=None):
-    """Insert ``kind(*inputs)`` with the output types its rule gives; returns the outputs."""
-    node = g.insert(kind, inputs, source=source)
-    types = infer_types(node)
-    for i, t in enumerate(types):
-        node.add_output(t, names[i] if i < len(names) else None)
-    return node.outputs[0] if len(node.outputs) == 1 else node.outputs
 
 
 def round_trip(g: Graph) -> Graph:
@@ -68,12 +60,7 @@ def lstm_cell_graph() -> Graph:
     gates = emit(g, "tensor::add", gates, b_hh, names=["gates"], source=src(3, 40))
     i, f, c, o = emit(g, "tensor::chunk", gates, g.constant(4), g.constant(1),
                       names=["i", "f", "g", "o"], source=src(4, 4))
-    cy = emit(g, "tensor::add", emit(g, "tensor::mul", emit(g, "tensor::sigmoid", f), cx),
-              emit(g, "tensor::mul", emit(g, "tensor::sigmoid", i), emit(g, "tensor::tanh", c)),
-              names=["cy"], source=src(5, 4))
-    hy = emit(g, "tensor::mul", emit(g, "tensor::sigmoid", o), emit(g, "tensor::tanh", cy),
-              names=["hy"], source=src(6, 4))
-    g.set_outputs([hy, cy])
+    g.set_outputs(list(lstm_state_update(g, i, f, c, o, cx)))
     return g
 
 

@@ -18,34 +18,13 @@ from ir import (
     TupleType,
     Use,
     VerifyError,
-    infer_types,
 )
 from ir.core import Block
+from tests.helpers import emit
+from tests.programs.graphs import lstm_pointwise_graph as lstm_cell_graph
 
 F34 = TensorType("float32", (3, 4))
 F64x512 = TensorType("float32", (64, 512))
-
-
-def emit(g: Graph, kind: str, *inputs, name=None, source=None):
-    """Insert ``kind(*inputs)`` at the insert point with the outputs its type rule gives."""
-    node = g.insert(kind, inputs, source=source)
-    for t in infer_types(node):
-        node.add_output(t, name)
-    return node.outputs[0] if len(node.outputs) == 1 else node.outputs
-
-
-def lstm_cell_graph() -> Graph:
-    """An LSTM cell's pointwise part, with the gate pre-activations as inputs."""
-    g = Graph("lstm_cell")
-    i, f, c, o, cx = (g.add_input(F64x512, n) for n in ("ingate", "forgetgate", "cellgate",
-                                                        "outgate", "cx"))
-    i, f, o = (emit(g, "tensor::sigmoid", v) for v in (i, f, o))
-    c = emit(g, "tensor::tanh", c)
-    cy = emit(g, "tensor::add", emit(g, "tensor::mul", f, cx), emit(g, "tensor::mul", i, c),
-              name="cy")
-    hy = emit(g, "tensor::mul", o, emit(g, "tensor::tanh", cy), name="hy")
-    g.add_output(emit(g, "prim::TupleConstruct", hy, cy))
-    return g
 
 
 def if_graph():
