@@ -81,6 +81,11 @@ def rand(r: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any = "flo
     return (r.standard_normal(shape) * scale).astype(dtype)
 
 
+def random_args(shapes, r: np.random.Generator) -> tuple:
+    """A float64 standard normal array for each tuple in ``shapes``; other entries as they are."""
+    return tuple(rand(r, s) if isinstance(s, tuple) else s for s in shapes)
+
+
 def T(dtype: str, *shape: int, device: str | None = None) -> TensorType:
     """``TensorType(dtype, shape, device)``."""
     return TensorType(dtype, tuple(shape), device)
