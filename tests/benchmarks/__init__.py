@@ -1,0 +1,1 @@
+"""Tests of the benchmark harness at tiny sizes (structure only, no timing)."""

@@ -1,0 +1,1 @@
+"""Tests of the fuser: group formation, the backends' kernels and their safety."""

@@ -1,0 +1,460 @@
+"""Compiled CPU fusion kernels equal numpy eager: dtypes, broadcasting, chunks, strides, special
+values, accuracy of the polynomial math functions, and random graphs (hypothesis)."""
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fuser
+from fuser.cpu import compile_group
+from fuser.cpu.kernel import cache_size
+from ir import FLOAT, Graph
+from tests.fuser.reference import check, evaluate, rand, random_graphs
+from tests.helpers import ROOT, T, assert_same, emit
+from tests.programs.graphs import lstm_tail
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_disk_cache(tmp_path_factory):
+    """Compiled kernels go to a temporary cache directory, not the user's."""
+    saved = os.environ.get("RNNSCRIPT_CACHE_DIR")
+    os.environ["RNNSCRIPT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))
+    yield
+    if saved is None:
+        del os.environ["RNNSCRIPT_CACHE_DIR"]
+    else:
+        os.environ["RNNSCRIPT_CACHE_DIR"] = saved
+
+
+# -- fixed cases -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("B,H", [(4, 8), (1, 1), (1, 64), (64, 1), (3, 17)])
+def test_lstm_tail_matches_numpy(dtype, B, H):
+    rng = np.random.default_rng(B * 100 + H)
+    g = lstm_tail(dtype, B, H)
+    args = [rand(rng, v.type.shape, dtype) for v in g.inputs]
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    check(g, *args, rtol=tol, atol=tol)
+
+
+def test_kernel_is_reused_across_sizes():
+    rng = np.random.default_rng(0)
+    first = compile_group(lstm_tail("float32", 4, 8))
+    before = cache_size()
+    second = compile_group(lstm_tail("float32", 16, 32))
+    assert second is first and cache_size() == before
+    g = lstm_tail("float32", 16, 32)
+    check(g, *[rand(rng, v.type.shape) for v in g.inputs])
+
+
+def test_chunk_of_an_input_reads_offsets_of_noncontiguous_arrays():
+    rng = np.random.default_rng(1)
+    g = lstm_tail("float32", 5, 6)
+    args = [rand(rng, v.type.shape) for v in g.inputs]
+    # the same values laid out transposed, sliced and reversed: strides, not copies
+    args[0] = np.asfortranarray(args[0])
+    args[1] = rand(rng, (5, 48))[:, ::2]
+    args[2] = args[2][::-1].copy()[::-1]
+    args[4] = rand(rng, (6, 5)).T
+    check(g, *args)
+
+
+def test_non_element_strides_are_handled():
+    rng = np.random.default_rng(2)
+    g = Graph()
+    a, b = g.add_input(T("float64", 3, 4)), g.add_input(T("float64", 3, 4))
+    g.add_output(emit(g, "tensor::mul", emit(g, "tensor::exp", a), b))
+    raw = np.zeros(3 * 4 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(3, 4)  # unaligned
+    raw[...] = rand(rng, (3, 4), "float64")
+    check(g, raw, rand(rng, (3, 4), "float64"), rtol=1e-13)
+
+
+@pytest.mark.parametrize("shapes", [
+    [(6, 5), (5,)], [(6, 5), (6, 1)], [(6, 5), ()], [(1, 5), (6, 1)],
+    [(2, 3, 4), (3, 1)], [(2, 3, 4), (2, 1, 4)], [(4, 3, 2, 5), (3, 1, 5)], [(7,), (1,)],
+])
+def test_broadcasting(shapes):
+    rng = np.random.default_rng(3)
+    g = Graph()
+    a, b = (g.add_input(T("float32", *s)) for s in shapes)
+    g.add_output(emit(g, "tensor::add", emit(g, "tensor::tanh", a), emit(g, "tensor::mul", b, a)))
+    check(g, *[rand(rng, s) for s in shapes])
+
+
+def test_scalars_inputs_and_constants():
+    rng = np.random.default_rng(4)
+    g = Graph()
+    x = g.add_input(T("float32", 3, 4))
+    s = g.add_input(FLOAT, "s")
+    y = emit(g, "tensor::mul", emit(g, "tensor::add", x, s), g.constant(0.25))
+    g.add_output(emit(g, "tensor::sub", y, g.constant(3)))
+    kernel = check(g, rand(rng, (3, 4)), 1.5)
+    x0 = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(kernel(x0, -1.0), np.full((3, 4), -3.0, np.float32))
+    assert kernel(x0, 2.0).dtype == np.float32  # weak Python scalars keep float32
+
+
+def test_zero_size_and_zero_dim():
+    g = Graph()
+    a, b = g.add_input(T("float32", 0, 4)), g.add_input(T("float32", 4))
+    g.add_output(emit(g, "tensor::exp", emit(g, "tensor::add", a, b)))
+    out = compile_group(g)(np.empty((0, 4), np.float32), np.ones(4, np.float32))
+    assert out.shape == (0, 4) and out.dtype == np.float32
+    g0 = Graph()
+    a, b = g0.add_input(T("float64")), g0.add_input(T("float64"))
+    g0.add_output(emit(g0, "tensor::tanh", emit(g0, "tensor::add", a, b)))
+    check(g0, np.array(0.25), np.array(0.5), rtol=1e-14)
+
+
+def test_dtype_mixing_casts_comparisons_and_where():
+    rng = np.random.default_rng(5)
+    g = Graph()
+    a, b = g.add_input(T("float32", 4, 6)), g.add_input(T("float64", 6))
+    mixed = emit(g, "tensor::add", a, b)                     # float64 by promotion
+    back = emit(g, "tensor::astype", mixed, g.constant("float32"))
+    mask = emit(g, "tensor::gt", a, g.constant(0.0))
+    picked = emit(g, "tensor::where", mask, back, emit(g, "tensor::neg", a))
+    both = emit(g, "tensor::logical_and", mask, emit(g, "tensor::lt", b, g.constant(1.0)))
+    g.add_output(picked)
+    g.add_output(both)
+    g.add_output(mixed)
+    check(g, rand(rng, (4, 6)), rand(rng, (6,), "float64"), rtol=1e-6)
+
+
+def test_bool_inputs_and_outputs():
+    g = Graph()
+    m, x = g.add_input(T("bool", 5)), g.add_input(T("float32", 5))
+    g.add_output(emit(g, "tensor::logical_not", emit(g, "tensor::logical_or", m,
+                                                     emit(g, "tensor::ge", x, g.constant(0.5)))))
+    check(g, np.array([1, 0, 0, 1, 0], bool), np.array([0, 1, 0.2, 0, 0.7], np.float32))
+
+
+UNARY = ["neg", "abs", "square", "reciprocal", "relu", "sqrt", "rsqrt", "floor", "ceil", "exp",
+         "log", "log1p", "tanh", "sigmoid", "softplus", "sign"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_ops_with_special_values(op, dtype):
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e30, -1e30, 0.5, -0.5, 3.0,
+                -3.0, 80.0, -80.0, 1e-45, -1, 1]
+    x = np.array(specials, dtype)
+    g = Graph()
+    a = g.add_input(T(dtype, len(specials)))
+    g.add_output(emit(g, "tensor::" + op, a))
+    check(g, x, rtol=3e-6 if dtype == "float32" else 1e-14, atol=1e-30)
+
+
+@pytest.mark.parametrize("op", ["minimum", "maximum", "add", "div", "pow"])
+def test_binary_ops_with_nan_and_inf(op):
+    vals = np.array([0.0, -1.5, 2.0, np.inf, -np.inf, np.nan], np.float64)
+    a, b = np.meshgrid(vals, vals)
+    g = Graph()
+    x, y = g.add_input(T("float64", 6, 6)), g.add_input(T("float64", 6, 6))
+    rhs = g.constant(2) if op == "pow" else y
+    g.add_output(emit(g, "tensor::" + op, emit(g, "tensor::neg", x), rhs))
+    check(g, a, b, rtol=1e-15)
+
+
+def test_clip_with_open_side():
+    g = Graph()
+    x = g.add_input(T("float32", 7))
+    lo = emit(g, "tensor::clip", x, g.constant(-1.0), g.constant(None))
+    g.add_output(emit(g, "tensor::clip", emit(g, "tensor::exp", lo), g.constant(0.5),
+                      g.constant(2.0)))
+    check(g, np.array([-3, -1, 0, 0.2, 1, np.nan, np.inf], np.float32))
+
+
+def test_outputs_are_fresh_and_inputs_untouched():
+    rng = np.random.default_rng(6)
+    g = lstm_tail()
+    args = [rand(rng, v.type.shape) for v in g.inputs]
+    saved = [a.copy() for a in args]
+    kernel = compile_group(g)
+    h1, c1 = kernel(*args)
+    h2, _ = kernel(*args)
+    assert h1 is not h2 and not np.shares_memory(h1, h2)
+    for a, s in zip(args, saved):
+        np.testing.assert_array_equal(a, s)
+
+
+def test_concurrent_first_calls_compile_once():
+    g = Graph()
+    a = g.add_input(T("float64", 9))
+    g.add_output(emit(g, "tensor::mul", emit(g, "tensor::sigmoid", a), g.constant(7.25)))
+    kernels, errors = [], []
+
+    def work():
+        try:
+            kernels.append(compile_group(g))
+        except Exception as e:  # surfaced below
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and all(k is kernels[0] for k in kernels)
+    assert len(kernels[0].variants) == 1
+
+
+def test_kernel_is_vectorized_and_calls_no_libm():
+    asm = compile_group(lstm_tail()).assembly()
+    assert "zmm" in asm or "ymm" in asm
+    assert "expf" not in asm and "tanhf" not in asm
+
+
+def test_switch_turns_fusion_off(monkeypatch):
+    assert fuser.is_enabled()
+    with fuser.disabled():
+        assert not fuser.is_enabled()
+    assert fuser.is_enabled()
+    monkeypatch.setenv("RNNSCRIPT_FUSION", "0")
+    assert not fuser.is_enabled()
+    fuser.set_enabled(True)
+    try:
+        assert fuser.is_enabled()
+    finally:
+        fuser._enabled = None
+
+
+# -- the guarded fast call path -------------------------------------------------------------------
+def test_repeated_calls_with_changing_layouts_stay_correct():
+    """After the first call, calls go through a native guard for that call's layout; every other
+    layout, dtype, type or argument count must still take the general path."""
+    rng = np.random.default_rng(11)
+    g = lstm_tail("float32", 4, 8)
+    kernel = compile_group(g)
+    base = [rand(rng, v.type.shape) for v in g.inputs]
+
+    def variants():
+        yield base
+        yield base  # same layout again: the guarded path
+        yield [np.asfortranarray(base[0]), *base[1:]]  # same shape, other strides
+        yield [rand(rng, (9, 32)), rand(rng, (9, 32)), base[2], base[3], rand(rng, (9, 8))]
+        yield base
+        yield [a.astype(np.float64) for a in base]  # converted to float32 by the general path
+        yield [base[0].tolist(), *base[1:]]  # not an array
+        yield [base[0].view(np.recarray).view(type("Sub", (np.ndarray,), {})), *base[1:]]
+        yield [base[0].astype(">f4"), *base[1:]]  # equal dtype, other byte order
+        yield [*base[:4], base[4][None]]  # another rank (broadcast against the others)
+        yield base
+
+    for args in variants():
+        got = kernel(*args)
+        want = evaluate(g, *[np.asarray(a, np.float32) for a in args])  # the kernel's dtype
+        for gv, wv in zip(got, want):
+            assert_same(gv, wv, 2e-6, 2e-6)
+
+
+def test_guard_accepts_only_the_layout_it_was_made_for():
+    rng = np.random.default_rng(12)
+    g = lstm_tail("float32", 4, 8)
+    kernel = compile_group(g)
+    args = tuple(rand(rng, v.type.shape) for v in g.inputs)
+    kernel(*args)
+    guarded, guard, shape, dtypes, _ = kernel._fast
+    outs = tuple(np.empty(shape, d) for d in dtypes)
+    assert guarded(args, outs, guard) == 0
+    want_hy, want_cy = evaluate(g, *args)
+    assert_same(outs[0], want_hy, 2e-6, 2e-6)
+    assert_same(outs[1], want_cy, 2e-6, 2e-6)
+    others = [args[:4], (*args, args[0]), (args[0].T.copy().T, *args[1:]),
+              (args[0].astype(np.float64), *args[1:]), (args[0][:2], *args[1:]),
+              (list(args[0]), *args[1:]), (args[0], args[1], 1.0, args[3], args[4])]
+    for bad in others:
+        before = [o.copy() for o in outs]
+        assert guarded(bad, outs, guard) == 1
+        for o, b in zip(outs, before):
+            np.testing.assert_array_equal(o, b)  # rejected without writing anything
+
+
+def test_scalar_arguments_of_any_number_type():
+    g = Graph()
+    x = g.add_input(T("float32", 3, 4))
+    s = g.add_input(FLOAT, "s")
+    g.add_output(emit(g, "tensor::mul", x, s))
+    kernel = compile_group(g)
+    x0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for scale in (1.5, 2, -0.25, True, np.float64(3.0), np.float32(0.5), 1.5):
+        got = kernel(x0, scale)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, x0 * np.float32(float(scale)))
+
+
+def test_repeated_layout_takes_the_guarded_native_path(monkeypatch):
+    """The point of the guard: a call with the last call's layout skips the Python-side planning
+    (speed is measured in benchmarks/fuser_cell.py, not here)."""
+    rng = np.random.default_rng(13)
+    g = lstm_tail("float32", 8, 64)
+    kernel = compile_group(g)
+    args = tuple(rand(rng, v.type.shape) for v in g.inputs)
+    want = kernel(*args)
+
+    def planned(*a, **k):
+        raise AssertionError("the general path ran for a layout the guard accepts")
+
+    monkeypatch.setattr(kernel, "_call_planned", planned)
+    for got, expected in zip(kernel(*args), want):
+        np.testing.assert_array_equal(got, expected)
+
+
+# -- the disk cache --------------------------------------------------------------------------------
+_CHILD = """
+import sys, numpy as np
+from fuser.cpu import compile_group, jit
+from ir import Graph, TensorType, infer_types
+g = Graph()
+x = g.add_input(TensorType("float32", (5,)))
+node = g.insert("tensor::exp", [x])
+node.add_output(infer_types(node)[0])
+g.add_output(node.outputs[0])
+got = compile_group(g)(np.linspace(-2, 2, 5, dtype=np.float32))
+assert np.allclose(got, np.exp(np.linspace(-2, 2, 5)), rtol=2e-6)
+print(jit.STATS.kernels, jit.STATS.disk_hits)
+"""
+
+
+def _child(cache: Path, disk: str = "1") -> tuple[int, int]:
+    """Compile a small kernel in a new process; (kernels compiled, kernels loaded from disk)."""
+    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(cache), RNNSCRIPT_DISK_CACHE=disk)
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def test_disk_cache_is_reused_by_a_new_process(tmp_path):
+    assert _child(tmp_path) == (1, 0)
+    entries = list((tmp_path / "cpu-kernels").glob("*.o"))
+    assert len(entries) == 1
+    assert _child(tmp_path) == (0, 1)
+    assert not [p for p in entries[0].parent.iterdir() if p.name.startswith(".tmp")]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
+def test_corrupt_disk_cache_entries_are_rebuilt(tmp_path, damage):
+    _child(tmp_path)
+    (entry,) = (tmp_path / "cpu-kernels").glob("*.o")
+    data = entry.read_bytes()
+    damaged = {"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)),
+               "flip": data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:], "empty": b""}
+    entry.write_bytes(damaged[damage])
+    assert _child(tmp_path) == (1, 0)  # compiled again (and correct: the child checks)
+    assert entry.read_bytes() == data  # and the entry rewritten
+    assert _child(tmp_path) == (0, 1)
+
+
+def test_disk_cache_can_be_turned_off(tmp_path):
+    assert _child(tmp_path, disk="0") == (1, 0)
+    assert not (tmp_path / "cpu-kernels").exists()
+
+
+def test_unwritable_cache_directory_only_means_no_caching(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert _child(blocker) == (1, 0)
+    assert _child(blocker) == (1, 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_saturating_functions_reach_their_limits_exactly(dtype):
+    """numpy's tanh is exactly +-1 far out, sigmoid exactly 0 / 1."""
+    x = np.array([20.0, -20.0, 40.0, -40.0, 1e30, -1e30, np.inf, -np.inf], dtype)
+    g = Graph()
+    a = g.add_input(T(dtype, len(x)))
+    g.add_output(emit(g, "tensor::tanh", a))
+    g.add_output(emit(g, "tensor::sigmoid", a))
+    th, sig = compile_group(g)(x)
+    np.testing.assert_array_equal(th, np.sign(x))
+    np.testing.assert_array_equal(sig[2::2], np.ones(3, dtype))
+    np.testing.assert_array_equal(sig[5::2], np.zeros(2, dtype))
+    np.testing.assert_array_equal(th, np.tanh(x))
+
+
+def test_float32_exp_scales_with_one_vector_instruction():
+    """exp's 2**n scaling is llvm.ldexp: vscalefps on AVX-512 hosts, never a libm call."""
+    g = Graph()
+    g.add_output(emit(g, "tensor::exp", g.add_input(T("float32", 64))))
+    asm = compile_group(g).assembly()
+    assert "call" not in asm.split("_guarded:")[0].split("_body:")[-1]
+    if "+avx512f" in llvm.get_host_cpu_features().flatten():
+        assert "vscalefps" in asm and "zmm" in asm
+
+
+# -- accuracy sweep --------------------------------------------------------------------------------
+def _sweep() -> np.ndarray:
+    tiny = np.geomspace(1e-45, 1e-3, 20000)
+    huge = np.geomspace(1e-3, 3e38, 40000)
+    dense = np.linspace(-100, 100, 400001)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, -103.9, -104.0]
+    return np.concatenate([tiny, -tiny, huge, -huge, dense, specials]).astype(np.float32)
+
+
+REFERENCE64 = {"exp": np.exp, "log": np.log, "tanh": np.tanh,
+               "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+
+
+@pytest.mark.parametrize("op", sorted(REFERENCE64))
+def test_float32_accuracy_sweep(op):
+    x = _sweep()
+    g = Graph()
+    g.add_output(emit(g, "tensor::" + op, g.add_input(T("float32", len(x)))))
+    got = compile_group(g)(x).astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = REFERENCE64[op](x.astype(np.float64))
+        want32 = want.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want32))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want32))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want32))
+    fin = np.isfinite(want32)
+    err = np.abs(got[fin] - want[fin])
+    ok = (err <= 2e-6 * np.abs(want[fin])) | (err <= 1e-7)
+    bad = x[fin][~ok][:5]
+    assert ok.all(), f"{op} off at x={bad}: got {got[fin][~ok][:5]}, want {want[fin][~ok][:5]}"
+
+
+@pytest.mark.parametrize("op", sorted(REFERENCE64))
+def test_float64_accuracy_sweep(op):
+    x = np.concatenate([np.linspace(-750, 750, 300001), np.geomspace(1e-300, 1e300, 20000),
+                        -np.geomspace(1e-300, 1e300, 20000)])
+    g = Graph()
+    g.add_output(emit(g, "tensor::" + op, g.add_input(T("float64", len(x)))))
+    got = compile_group(g)(x)
+    with np.errstate(all="ignore"):
+        want = REFERENCE64[op](x)
+    assert_same(got, want, rtol=4e-15, atol=1e-300)
+
+
+# -- random graphs (differential testing) ----------------------------------------------------------
+def _check_random(case, layout_seed):
+    g, args = case
+    rng = np.random.default_rng(layout_seed)
+    laid_out = []
+    for a in args:  # some inputs arrive as non-contiguous views with the same values
+        if isinstance(a, np.ndarray) and a.ndim >= 2 and rng.random() < 0.3:
+            a = np.asfortranarray(a)
+        laid_out.append(a)
+    single = any(getattr(v.type, "dtype", None) == "float32" for v in g.inputs)
+    tol = 1e-4 if single else 1e-11
+    check(g, *laid_out, rtol=tol, atol=tol)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(), st.integers(0, 1000))
+def test_random_graphs_match_numpy(case, layout_seed):
+    _check_random(case, layout_seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(), st.integers(0, 1000))
+def test_random_graphs_match_numpy_many(case, layout_seed):
+    _check_random(case, layout_seed)

@@ -1,0 +1,1 @@
+"""Tests of the optimization passes: FileCheck cases, cleanup, RNN and layout passes."""

@@ -1,0 +1,1 @@
+"""Tests of autodiff: every VJP rule and program gradients against finite differences."""

@@ -1,0 +1,1 @@
+"""One file per fixed bug, named after what broke."""

@@ -1,0 +1,1 @@
+"""Tests of the rnn package: cells, layers, optimizers, variable-length batches."""

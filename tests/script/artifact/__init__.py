@@ -1,0 +1,1 @@
+"""Tests of freeze, save and load."""

@@ -1,0 +1,1 @@
+"""Tests of the frontend: the language compiles and computes what Python computes."""

@@ -1,0 +1,1 @@
+"""Tests of the eager op library and its generated reference."""

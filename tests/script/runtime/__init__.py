@@ -1,0 +1,1 @@
+"""Tests of the runtime: the executor, modules, threads, memory and the sanitizer."""

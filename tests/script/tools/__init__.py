@@ -1,0 +1,1 @@
+"""Tests of the profiler, strict compilation and explain."""
