@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from ir.core import Node, Value
 from ir.ops.indexing import _index_pairs, _take
-from ir.ops.rules import broadcast_shapes
 from ir.ops.shape import _select, _slice, tensor_arg
 from ir.registry import ALIASES, PURE, READS, SIDE_EFFECTS, VIEW, WRITES, ShapeError, defop
 from ir.types import TensorType, Type, is_number
@@ -38,6 +37,14 @@ class _Region:
     inputs: list[Value]
 
 
+def _fits(value: tuple, region: tuple) -> bool:
+    """Whether a value of shape ``value`` broadcasts to ``region`` (None: a size not known)."""
+    if len(value) > len(region):
+        return False
+    tail = region[len(region) - len(value):]
+    return all(v is None or r is None or v in (1, r) for v, r in zip(value, tail))
+
+
 def _put_rule(region_rule):
     def rule(node: Node) -> list[Type]:
         a = tensor_arg(node, 0)
@@ -48,8 +55,7 @@ def _put_rule(region_rule):
                              f"not {value}")
         if isinstance(value, TensorType) and value.shape is not None and \
                 isinstance(region, TensorType) and region.shape is not None:
-            if len(value.shape) > len(region.shape) or \
-                    broadcast_shapes([value.shape, region.shape]) != region.shape:
+            if not _fits(value.shape, region.shape):
                 shape = "x".join("?" if d is None else str(d) for d in value.shape)
                 target = "x".join("?" if d is None else str(d) for d in region.shape)
                 raise ShapeError(f"{node.kind}: could not broadcast a value of shape ({shape}) "

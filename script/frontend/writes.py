@@ -201,7 +201,7 @@ class WriteMixin:
                     loop: Node | None = None) -> None:
         """Refuse a write into an array this function did not make."""
         for leaf in array_origins(old, loop):
-            what = _foreign(self.graph, leaf)
+            what = _foreign(self.graph, leaf, loop)
             if what is None:
                 continue
             through = "" if leaf.name == name else f" (through '{name}')"
@@ -231,6 +231,25 @@ class WriteMixin:
             live |= getattr(loop, "exposed", loop.reads)
         return live
 
+    def check_made_in(self: FunctionCompiler, name: str, value: Value, loop: Node,
+                      node: ast.AST) -> None:
+        """Refuse a loop that rebinds an array it writes to one made before the loop: the write
+        at the next step would change that array (and any name of it) in numpy."""
+        seen: set[int] = set()
+        todo = [value]
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if _made_outside(v, loop):
+                raise self.error(node, f"'{name}' is written in place in this loop and rebound "
+                                 f"to an array made before it, so the next step's write would "
+                                 f"change that array too (numpy writes into it): rebind "
+                                 f"'{name}' to a copy ({name} = <value>.copy())")
+            if v.node.kind != PARAM:
+                todo += _sources(v.node, v)
+
     def check_loop_writes(self: FunctionCompiler, loop: Node, node: ast.For | ast.While,
                           carried: list[str], written: set[str]) -> None:
         """After a loop: an array it writes must still be its own at the next step, and no
@@ -240,6 +259,7 @@ class WriteMixin:
         storage = StorageClasses(self.graph)
         for name in written & set(returns):
             self.check_owned(name, returns[name], node, loop)
+            self.check_made_in(name, returns[name], loop, node)
             for other, value in returns.items():
                 if other == name or other.startswith("$") or value is returns[name]:
                     continue
@@ -248,6 +268,16 @@ class WriteMixin:
                                      f"this loop writes in place: numpy would show the write "
                                      f"through '{other}' in the next step, which the compiled "
                                      f"code cannot follow; copy it where it is bound ({other} = <value>.copy())")
+
+
+def _made_outside(value: Value, loop: Node) -> bool:
+    """Whether ``value`` was made before ``loop`` (not inside it, not one of its parameters)."""
+    node = value.node
+    if node.kind == PARAM:
+        return node.owner is not loop.blocks[0] and not (
+            node.owner is not None and node.owner.owner is not None
+            and node.owner.owner.is_inside(loop))
+    return not node.is_inside(loop)
 
 
 def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
@@ -267,8 +297,8 @@ def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
 
 def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
     """The values ``value``'s memory may come from, through views, writes, branches, loops and
-    calls: made by an op, or read from outside (an argument, a constant, a container's item).
-    The parameters of ``loop`` count as made (the loop's own arrays)."""
+    calls, that a tensor op did not make: arguments, constants, containers' items, and the
+    parameters of ``loop`` (which the caller checks itself)."""
     seen: set[int] = set()
     todo = [value]
     while todo:
@@ -279,9 +309,9 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
         node = v.node
         if node.kind == PARAM:
             owner = node.owner.owner if node.owner is not None else None
-            if owner is None:
-                yield v  # a graph input
-            elif owner.kind == "prim::Loop" and owner is not loop and v.index >= 1:
+            if owner is None or owner is loop:
+                yield v  # a graph input, or a parameter of the loop being checked
+            elif owner.kind == "prim::Loop" and v.index >= 1:
                 todo.append(owner.inputs[v.index + 1])
                 if len(node.owner.returns) > v.index:
                     todo.append(node.owner.returns[v.index])
@@ -322,9 +352,11 @@ def _is_made(node: Node) -> bool:
     return node.kind.startswith("tensor::") and op is not None and not op.is_view
 
 
-def _foreign(graph: Any, leaf: Value) -> str | None:
+def _foreign(graph: Any, leaf: Value, loop: Node | None = None) -> str | None:
     """What ``leaf`` is when its memory is not this function's to write, else None."""
     node = leaf.node
+    if loop is not None and node.kind == PARAM and node.owner is loop.blocks[0]:
+        return None
     if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
         return f"the argument '{leaf.name}'" if leaf.name else "an argument"
     if _is_made(node):
