@@ -96,6 +96,8 @@ def _own(value: Value, seen: set[int]) -> bool:
         return _own(node.inputs[0], seen)
     if node.kind == PARAM:
         return _own_loop_param(value, seen)
+    if node.kind == "prim::Loop":  # the array its parameter holds at the end
+        return _own_loop_param(node.blocks[0].params[value.index + 1], seen)
     if node.kind == "prim::If":  # each branch's result is its own and reaches only the If's
         return all(_stays_in(b.returns[value.index], b, value.index)
                    and _own(b.returns[value.index], seen) for b in node.blocks)
