@@ -260,14 +260,41 @@ class WriteMixin:
         for name in written & set(returns):
             self.check_owned(name, returns[name], node, loop)
             self.check_made_in(name, returns[name], loop, node)
+            mine = memory_roots(returns[name], loop)
             for other, value in returns.items():
-                if other == name or other.startswith("$") or value is returns[name]:
+                if other == name or other.startswith("$"):
                     continue
-                if storage.overlap(value, [returns[name]]) is not None:
+                roots = memory_roots(value, loop)
+                if roots & mine or any(storage.overlap(r, [returns[name]]) is not None
+                                       for r in roots if not _is_made(r.node)
+                                       and r.node.kind != PARAM):
                     raise self.error(node, f"'{other}' may share memory with '{name}', which "
                                      f"this loop writes in place: numpy would show the write "
                                      f"through '{other}' in the next step, which the compiled "
-                                     f"code cannot follow; copy it where it is bound ({other} = <value>.copy())")
+                                     f"code cannot follow; copy it where it is bound "
+                                     f"({other} = <value>.copy())")
+
+
+def memory_roots(value: Value, loop: Node) -> set[Value]:
+    """Where ``value``'s memory may come from at the end of a step of ``loop``: arrays made by
+    ops, parameters of ``loop`` (and what they start as), and values read from outside."""
+    roots: set[Value] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in roots:
+            continue
+        node = v.node
+        if node.kind == PARAM and node.owner is loop.blocks[0] and v.index >= 1:
+            roots.add(v)
+            todo.append(loop.inputs[v.index + 1])
+            continue
+        sources = [] if node.kind == PARAM else _sources(node, v)
+        if sources:
+            todo += sources
+        else:
+            roots.add(v)
+    return roots
 
 
 def _made_outside(value: Value, loop: Node) -> bool:
