@@ -53,7 +53,7 @@ def _readers_done(value: Value, write: Node, skip: Node | None = None) -> bool:
             return False
         if placed == "other branch":
             continue
-        if _fresh_op(reader) and reader.kind != "prim::FusionGroup":
+        if _fresh_op(reader):  # new arrays (a fusion kernel allocates its outputs too)
             continue
         if (reader.kind.startswith("prim::") and reader.kind not in _HOLDERS) or reader.blocks \
                 or placed != "same block":
@@ -130,7 +130,7 @@ def _stays_in(value: Value, block: Block, k: int) -> bool:
             continue
         if reader.ancestor_in(block) is None:
             return False
-        if _fresh_op(reader) and reader.kind != "prim::FusionGroup":
+        if _fresh_op(reader):  # new arrays (a fusion kernel allocates its outputs too)
             continue
         if reader.kind.startswith("prim::") or reader.blocks or reader.owner is not block:
             return False
