@@ -7,7 +7,7 @@ per step is written in place."""
 import numpy as np
 import pytest
 
-from script import ScriptError, Tensor, script
+from script import ScriptError, Tensor, ops, script
 from tests.gradcheck import check_vjp
 
 
@@ -79,6 +79,22 @@ def conditional_write(x: Tensor, k: int) -> Tensor:
     return h
 
 
+def twins(x: Tensor, v: Tensor) -> Tensor:
+    """The in-place ops the pass chooses, called directly: the same gradients as the pure ones."""
+    idx = np.array([2, 0])
+    a = ops.select_put_(np.tanh(x), v[0], 0, 1)
+    b = ops.slice_put_(np.sin(x), v[:, :2], 1, 1, 3, None)
+    c = ops.take_put_(x * v, v[:, :2], idx, 1)
+    d = ops.index_pairs_put_(x + v, v[0, :2], idx, idx)
+    return a + b + c + d
+
+
+def last_reads(g: Tensor) -> Tensor:
+    """The reads of a value's cotangent, differentiated again."""
+    idx = np.array([1, 1, 0])
+    return ops.take_last(g, idx, 0).sum(axis=0) + ops.index_pairs_last(g, idx, idx) * 2.0
+
+
 CASES = {
     "select_put": (rnn_buffer, lambda r, dt: (r.standard_normal((4, 2, 3)).astype(dt),
                                               r.standard_normal((3, 3)).astype(dt) * 0.5,
@@ -98,6 +114,12 @@ CASES = {
                  ["tensor::take_put"]),
     "fill": (fill, lambda r, dt: (r.standard_normal((2, 3)).astype(dt), 0.25), []),
     "alias": (whole_name_alias, lambda r, dt: (r.standard_normal((2, 3)).astype(dt),), []),
+    "twins": (twins, lambda r, dt: (r.standard_normal((3, 4)).astype(dt),
+                                    r.standard_normal((3, 4)).astype(dt)),
+              ["tensor::select_put_", "tensor::slice_put_", "tensor::take_put_",
+               "tensor::index_pairs_put_"]),
+    "last_reads": (last_reads, lambda r, dt: (r.standard_normal((3, 3)).astype(dt),),
+                   ["tensor::take_last", "tensor::index_pairs_last"]),
     "conditional": (conditional_write, lambda r, dt: (r.standard_normal((5, 3)).astype(dt), 2),
                     []),
 }
@@ -225,9 +247,28 @@ def test_an_alias_read_after_the_write_sees_it():
 
 
 def test_augmented_whole_name_alias_sees_the_write():
-    """Regression: ``a = h; h += 1`` changes ``a`` too (numpy's += is in place)."""
+    """Regression: ``a = h; h += 1`` changes ``a`` too (numpy's += is in place); it used to
+    return ``a`` unchanged."""
+    def f(x: Tensor) -> Tensor:
+        h = x * 1.0
+        a = h
+        h += 1.0
+        return a
+
     x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(script(f)(x), f(x.copy()))
     np.testing.assert_array_equal(script(whole_name_alias)(x), whole_name_alias(x.copy()))
+
+
+def test_augmented_assignment_through_a_live_view_is_refused():
+    def f(x: Tensor) -> Tensor:
+        h = x * 1.0
+        r = h[0]
+        h += 1.0
+        return r + h[0]
+
+    with pytest.raises(ScriptError, match="would also change 'r'"):
+        script(f)(np.ones((2, 3)))
 
 
 # -- a buffer written once per step is written in place -------------------------------------------
