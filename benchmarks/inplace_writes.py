@@ -62,10 +62,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="fastrnns,small")
     opts = parser.parse_args()
     for size in opts.sizes.split(","):
-        T, B, I, H = SIZES[size]
+        T, B, n_in, H = SIZES[size]
         r = np.random.default_rng(0)
-        args = (r.standard_normal((T, B, I), np.float32) * 0.1,
-                r.standard_normal((I, H), np.float32) * 0.1,
+        args = (r.standard_normal((T, B, n_in), np.float32) * 0.1,
+                r.standard_normal((n_in, H), np.float32) * 0.1,
                 r.standard_normal((H, H), np.float32) * 0.1)
         copying = script(buffer_form)
         with passes.disable("inplace-writes"):
@@ -77,7 +77,7 @@ def main() -> None:
         for _ in range(3):  # interleaved rounds
             for name, fn in configs.items():
                 best[name] = min(best[name], best_time(fn, args, opts.repeat))
-        print(f"{size} (T={T}, B={B}, I={I}, H={H}):")
+        print(f"{size} (T={T}, B={B}, I={n_in}, H={H}):")
         for name, t in best.items():
             print(f"  {name:26s} {t * 1e3:8.2f} ms")
 

@@ -204,7 +204,7 @@ def carried_view(x: Tensor) -> Tensor:
 def rebound_to_outer(x: Tensor) -> Tensor:
     a = x * 1.0
     h = x * 2.0
-    for t in range(2):
+    for _ in range(2):
         h[0] = 1.0
         h = a
     return a

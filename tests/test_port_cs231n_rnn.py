@@ -15,8 +15,7 @@ from typing import List, Tuple
 import numpy as np
 import pytest
 
-from script import Tensor, script
-from script import vjp
+from script import Tensor, script, vjp
 from tests.gradcheck import check_vjp
 
 StepCache = Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]

@@ -45,8 +45,8 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.iter import StaticPlan
-from script.frontend.writes import upward_exposed, written_arrays
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.frontend.writes import upward_exposed, written_arrays
 from script.module import is_module
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""In-place writes to arrays, functionalized: ``h[t] = v`` rebinds ``h`` to ``select_put(h, v, 0, t)``.
+"""In-place writes to arrays, functionalized: ``h[t] = v`` rebinds ``h`` to
+``select_put(h, v, 0, t)``.
 
 A mixin of ``FunctionCompiler``. numpy changes the array itself, so the write is visible through
 every name of it; the compiled program rebinds only the names it can prove are the array, and

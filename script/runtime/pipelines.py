@@ -21,7 +21,8 @@ from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, constant_prop
 from script import ops
 from script.runtime import allocator
 
-FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce,inplace-writes"
+FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + LAYOUT_PIPELINE +
+                    ",fuse-elementwise,dce,inplace-writes")
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists);
 writes into arrays become in place last, after every pass that could move a reader."""
 

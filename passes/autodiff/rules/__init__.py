@@ -1,11 +1,11 @@
 """VJP rules: for each differentiable op kind, how input cotangents follow from output cotangents.
 
 ``VJP_RULES`` is the union of one table per op family (``elementwise``, ``reductions``, ``shape``,
-``matmul``, ``nn``, ``numpy_ops``, ``index_put``); the rule signature and the combinators that build rules from
-per-input formulas (``defbinary``, ``deflinear``, ``defunary``) are in ``combinators``. Ops whose
-outputs never carry a derivative are in ``NON_DIFFERENTIABLE``. Structure ops (tuples, lists,
-control flow, stack/cat/unbind) are handled by the graph transformation itself
-(``passes.autodiff.walk.STRUCTURE_VJPS``).
+``matmul``, ``nn``, ``numpy_ops``, ``index_put``); the rule signature and the combinators that
+build rules from per-input formulas (``defbinary``, ``deflinear``, ``defunary``) are in
+``combinators``. Ops whose outputs never carry a derivative are in ``NON_DIFFERENTIABLE``.
+Structure ops (tuples, lists, control flow, stack/cat/unbind) are handled by the graph
+transformation itself (``passes.autodiff.walk.STRUCTURE_VJPS``).
 """
 
 from __future__ import annotations
