@@ -28,6 +28,7 @@ from passes import (
     hoist_projection,
     hoist_rowwise,
     inline,
+    inplace_writes,
     licm,
     shape_prop,
     stack_to_slots,
@@ -38,7 +39,7 @@ from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
                 hoist_projection, hoist_rowwise, unroll, batch_matmul, batch_accumulation,
-                contiguous_weights, stack_to_slots):
+                contiguous_weights, stack_to_slots, inplace_writes):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 

@@ -5,6 +5,7 @@ from ir.ops import (  # noqa: F401
     containers,
     creation,
     elementwise,
+    index_put,
     indexing,
     layout,
     linalg,

@@ -62,6 +62,7 @@ from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.stmts import StmtMixin
+from script.frontend.writes import WriteMixin
 
 UNINITIALIZED = "prim::Uninitialized"
 
@@ -118,8 +119,8 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
     return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
 
 
-class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
-                       ContainerMixin, ExprMixin, NumpyMixin):
+class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin,
+                       ObjectMixin, ContainerMixin, ExprMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -55,6 +55,9 @@ class Frame:
     path of an exit flag (the code after it is guarded by the same flag). A name the other
     branch of an If defines may then be a placeholder here. Not so after a plain break or
     continue: the loop still carries the values of names defined before it."""
+    loop_body: bool = False
+    """the frame of a loop body: a name bound outside it that the body rebinds is lost after
+    the loop unless the loop carries it."""
 
     def find(self, name: str) -> Value | Undefined | Static | None:
         """The innermost binding of ``name`` (refinements included), or None."""
@@ -191,6 +194,9 @@ class LoopContext:
     continue_flag: str | None
     reads: frozenset[str]
     """names read anywhere in the loop: they are live throughout its body."""
+    exposed: frozenset[str] = frozenset()
+    """names the body may read before assigning them: they may be read after a point of the
+    body in the next step (``writes.upward_exposed``)."""
 
 
 def display_name(name: str) -> str:

@@ -46,6 +46,7 @@ from script.frontend.env import (
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.iter import StaticPlan
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.frontend.writes import upward_exposed, written_arrays
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ class StmtMixin:
         if not isinstance(node.value, ast.Call):
             raise self.error(node, "an expression statement must be a call (its value would be "
                              "discarded)")
+        if self.fill_call(node.value):
+            return
         result = self.expr(node.value)
         if result.node.kind == "prim::Constant" and not result.uses:
             result.node.erase()  # the None a call like list.append(...) evaluates to
@@ -234,8 +237,8 @@ class StmtMixin:
             self.set_dict_item(base, target.slice, value, target)
             return
         if isinstance(base.type, TensorType):
-            raise self.error(target, "assigning to a tensor element is not supported (tensors "
-                             "are immutable)")
+            self.write_array_item(target, value)
+            return
         if not isinstance(base.type, ListType) or isinstance(target.slice, ast.Slice):
             raise self.unsupported(target, f"item assignment on a value of type {base.type}")
         index = self.index_value(target.slice)
@@ -278,7 +281,11 @@ class StmtMixin:
         symbol = _OPERATORS.get(type(node.op))
         if symbol is None:
             raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
-        self.assign(target, self.binary(symbol, current, rhs, node), node)
+        result = self.binary(symbol, current, rhs, node)
+        if isinstance(target, ast.Name) and isinstance(current.type, TensorType):
+            self.rebind_array(target.id, current, result, node)  # numpy: x changes in place
+            return
+        self.assign(target, result, node)
 
     def visit_AnnAssign(self: FunctionCompiler, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name):
@@ -408,9 +415,12 @@ class StmtMixin:
 
     def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
         has_break, has_continue = loop_exits(node.body)
+        target = stored_names(node.target) if isinstance(node, ast.For) else []
+        exposed = upward_exposed(node.body) - set(target)
         return LoopContext(self.new_flag("break") if has_break else None,
                            self.new_flag("continue") if has_continue else None,
-                           frozenset(name for name, _ in loaded_names(node)))
+                           frozenset(name for name, _ in loaded_names(node)),
+                           exposed | loaded_names_of(getattr(node, "test", None)))
 
     def emit_loop(self: FunctionCompiler, node: ast.For | ast.While, trip: Any, cond: Any,
                   bind_target: Callable[[Any], None] | None,
@@ -418,7 +428,9 @@ class StmtMixin:
         """A ``prim::Loop`` carrying the live names the body assigns that exist before it."""
         ctx = self.loop_context(node)
         live = self.live_names(end_of(node)) | ctx.reads
-        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names))
+        written = {n for n in written_arrays(node.body)
+                   if isinstance(getattr(self.frame.find(n), "type", None), TensorType)}
+        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names + sorted(written)))
         in_place = only_augmented(node.body)
         carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
                    and (n.startswith("$") or n in live)
@@ -442,6 +454,8 @@ class StmtMixin:
                 with self.graph.inserting_before(loop):
                     loop.set_input(k + 2, self.uninitialized(t))
             self.frame.set(name, loop.add_output(t, _hint(name)))
+        if written:
+            self.check_loop_writes(loop, node, carried, written)
         for name in assigned:
             if name not in carried and self.frame.find(name) is None:
                 self.frame.set(name, Undefined(
@@ -470,6 +484,7 @@ class StmtMixin:
     def loop_body(self: FunctionCompiler, block: Any, node: Any, ctx: Any, carried: list[str],
                   types: list[Type], bind_target: Any, next_cond: Any) -> tuple[list[Any], Any]:
         index = block.add_param(INT, "i")
+        self.frame.loop_body = True
         for name, t in zip(carried, types):
             self.frame.set(name, block.add_param(t, _hint(name)))
         for flag in (ctx.break_flag, ctx.continue_flag):
@@ -535,6 +550,11 @@ class StmtMixin:
             self.guarded(flags, rest, end_of(node), node)
         else:
             rest()
+
+
+def loaded_names_of(node: ast.AST | None) -> frozenset[str]:
+    """The names read in ``node`` (a while loop's condition is read before every step)."""
+    return frozenset(name for name, _ in loaded_names(node)) if node is not None else frozenset()
 
 
 def _always_exits(stmts: list[ast.stmt]) -> bool:

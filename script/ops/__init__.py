@@ -28,6 +28,18 @@ from script.ops._impl_autodiff import (  # noqa: F401  (gradient ops)
     write_slot,
 )
 from script.ops._impl_base import array_module, as_ufunc_float, manual_seed, python_result
+from script.ops._impl_index_put import (  # noqa: F401  (writes into a region)
+    index_pairs_last,
+    index_pairs_put,
+    index_pairs_put_,
+    select_put,
+    select_put_,
+    slice_put,
+    slice_put_,
+    take_last,
+    take_put,
+    take_put_,
+)
 from script.ops._impl_indexing import (  # noqa: F401  (integer-array indexing)
     index_pairs,
     index_pairs_backward,

@@ -21,15 +21,18 @@ from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, constant_prop
 from script import ops
 from script.runtime import allocator
 
-FORWARD_PIPELINE = STANDARD_PIPELINE + "," + LAYOUT_PIPELINE + ",fuse-elementwise,dce"
-"""What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists)."""
+FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + LAYOUT_PIPELINE +
+                    ",fuse-elementwise,dce,inplace-writes")
+"""What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists);
+writes into arrays become in place last, after every pass that could move a reader."""
 
 BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
-                     ",fuse-elementwise,dce")
+                     ",fuse-elementwise,dce,inplace-writes")
 """What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
 iterations become one matmul/reduction after the loop, then fusion."""
 
-FROZEN_PIPELINE = STANDARD_PIPELINE + ",constant-prop,dce,fuse-elementwise,dce"
+FROZEN_PIPELINE = (STANDARD_PIPELINE + ",constant-prop,dce,fuse-elementwise,dce,"
+                   "inplace-writes")
 """A frozen method's specializations: the forward pipeline, plus a fold after the RNN passes
 (the weight concatenations batched matmuls make are of constants here)."""
 

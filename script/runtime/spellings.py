@@ -35,6 +35,9 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
     f"ops.select({a}, {axis}, {i})",
     "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
+    # a write in place whose old array nothing reads again: one __setitem__, the array itself
+    "tensor::select_put_": lambda a, v, axis, i: f"({a}.__setitem__({i}, {v}) or {a})"
+    if axis == "0" else f"ops.select_put_({a}, {v}, {axis}, {i})",
     "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
     f"ops.write_slot({buf}, {axis}, {i}, {v})",
 }

@@ -198,7 +198,7 @@ def bad_mixed_list(x: Tensor) -> Tensor:
 
 
 def bad_tensor_item_assignment(x: Tensor) -> Tensor:
-    x[0] = 1.0  # ERROR: assigning to a tensor element is not supported \(tensors are immutable\)
+    x[0] = 1.0  # ERROR: in-place write to the argument 'x'.*copy it first: x = x.copy\(\)
     return x
 
 

@@ -234,7 +234,9 @@ def test_dropout_gradient_uses_the_forward_mask():
 
 def test_every_rule_is_checked():
     from tests.passes.autodiff.test_rules_numpy import CASES as NUMPY_CASES
-    checked = {kind for _, _, kinds in (CASES | NUMPY_CASES).values() for kind in kinds}
+    from tests.script.frontend.test_index_put import CASES as WRITE_CASES
+    checked = {kind for _, _, kinds in (CASES | NUMPY_CASES | WRITE_CASES).values()
+               for kind in kinds}
     assert set(VJP_RULES) - checked == set()
 
 

@@ -1,0 +1,451 @@
+"""In-place writes to arrays, functionalized: ``h[t] = v`` rebinds ``h`` to
+``select_put(h, v, 0, t)``.
+
+A mixin of ``FunctionCompiler``. numpy changes the array itself, so the write is visible through
+every name of it; the compiled program rebinds only the names it can prove are the array, and
+refuses (a ``ScriptError`` at the write) what it cannot follow:
+
+- the array must be one this function made (``np.zeros``, arithmetic, ``.copy()`` ...), not an
+  argument, a global, a module attribute or an item read from a container: the caller would see
+  the write in numpy;
+- another name bound to the same value (``a = h``) is rebound too; one that may share memory in
+  another way (a view ``r = h[0]``, a list holding ``h``, a name bound outside the loop the write
+  is in) is refused when it may still be read;
+- at the end of a loop, a name carried to the next step that may share memory with an array the
+  loop writes is refused (the write would show through it in the next step).
+
+Index forms (``ir/ops/index_put.py``): ints and slices per axis (with ``...``), one integer
+array after full slices (``W[idx]``, ``U[:, idx]``) and two integer arrays (``o[rows, cols]``).
+Several axes nest: ``x[i, :H] = v`` writes ``v`` into a copy of ``x[i]`` and that into ``x``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ir.alias import StorageClasses
+from ir.core import PARAM, Block, Node, Value
+from ir.registry import lookup
+from ir.types import BOOL, INT, TensorType, is_number
+from script.frontend.env import Frame, Static, Undefined, loaded_names, walk_same_function
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+_FOLLOWED = {"prim::unchecked_unwrap_optional"}
+"""prim ops whose result is their input."""
+
+
+class WriteMixin:
+    """Visitors of writes into arrays (``x[i] = v``, ``x[i] += v``, ``x.fill(v)``)."""
+
+    # -- the write ------------------------------------------------------------------------------
+    def write_array_item(self: FunctionCompiler, target: ast.Subscript, value: Any) -> None:
+        """``name[index] = value`` for an array ``name``."""
+        if not isinstance(target.value, ast.Name):
+            raise self.unsupported(target, "an in-place write into "
+                                   f"{ast.unparse(target.value)} (write into a local array "
+                                   "name: x = ...; x[i] = v)")
+        name = target.value.id
+        old = self.frame.find(name)
+        assert isinstance(old, Value)
+        aliases = self.check_write(name, old, target)
+        new = self.put_index(old, target.slice, value, target)
+        for alias in [name, *aliases]:
+            self.frame.set(alias, new)
+
+    def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
+                          node: ast.AST) -> None:
+        """``name.fill(value)``: every element of the array set to ``value``."""
+        if not isinstance(old.type, TensorType) or old.type.rank == 0:
+            raise self.error(node, ".fill() of a 0-d array is not supported (write x = "
+                             "np.full_like(x, v))")
+        aliases = self.check_write(name, old, node)
+        none = self.const(None)
+        new = self.emit_value("tensor::slice_put", [old, value, self.const(0), none, none, none])
+        for alias in [name, *aliases]:
+            self.frame.set(alias, new)
+
+    def fill_call(self: FunctionCompiler, call: ast.expr) -> bool:
+        """``x.fill(v)`` as a statement on a local array ``x``: True when handled."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "fill" and isinstance(call.func.value, ast.Name)):
+            return False
+        old = self.frame.find(call.func.value.id)
+        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
+            return False
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(call, ".fill() takes one value")
+        self.write_whole_array(call.func.value.id, old, self.expr(call.args[0]), call)
+        return True
+
+    def rebind_array(self: FunctionCompiler, name: str, old: Value, new: Value,
+                     node: ast.AST) -> None:
+        """``x += v`` on a whole array: numpy changes ``x`` in place, so the names bound to the
+        same array see the new value too (and names that may share its memory otherwise are
+        refused while they may still be read). Arguments keep today's meaning: ``x`` is rebound."""
+        for alias in [name, *self.check_aliases(name, old, node)]:
+            self.bind(alias, new, node)
+
+    def put_index(self: FunctionCompiler, old: Value, index: ast.expr, value: Any,
+                  node: ast.AST) -> Value:
+        """``old`` with the region ``index`` set to ``value``, as a new SSA value."""
+        if not (isinstance(value.type, TensorType) or is_number(value.type)):
+            raise self.error(node, f"cannot write a value of type {value.type} into an array")
+        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        scattered = self.integer_array_put(old, items, value)
+        if scattered is not None:
+            return scattered
+        steps = self.index_steps(items, index)
+        if not steps:  # x[:] = v, x[...] = v: the whole array
+            if old.type.rank == 0:  # type: ignore[union-attr]
+                raise self.error(node, "writing into a 0-d array is not supported")
+            none = self.const(None)
+            steps = [("tensor::slice_put", 0, [none, none, none])]
+        return self.put_steps(old, steps, value)
+
+    def put_steps(self: FunctionCompiler, array: Value, steps: list, value: Any) -> Value:
+        """Write ``value`` through the per-axis ``steps``: a read of each outer region, the write
+        into the innermost, then each region written back into its parent."""
+        kind, axis, args = steps[0]
+        if len(steps) > 1:
+            read = "tensor::select" if kind == "tensor::select_put" else "tensor::slice"
+            region = self.emit_value(read, [array, self.const(axis), *args])
+            value = self.put_steps(region, steps[1:], value)
+        return self.emit_value(kind, [array, value, self.const(axis), *args])
+
+    def index_steps(self: FunctionCompiler, items: list[ast.expr], index: ast.expr) -> list:
+        """(write kind, axis, index arguments) per indexed axis of a basic index, in the axis
+        numbering of the region the previous steps leave (as ``index_axes`` reads them)."""
+        cuts = [k for k, item in enumerate(items) if _is_ellipsis(item)]
+        if len(cuts) > 1:
+            raise self.error(index, "an index can only have a single ellipsis ('...')")
+        for item in items:
+            if isinstance(item, ast.Constant) and item.value is None:
+                raise self.error(item, "None (a new axis) in the subscript of a write is not "
+                                 "supported")
+        if cuts:
+            back = self.axis_steps(items[cuts[0] + 1:], from_end=True)
+            return back + self.axis_steps(items[:cuts[0]], from_end=False)
+        return self.axis_steps(items, from_end=False)
+
+    def axis_steps(self: FunctionCompiler, items: list[ast.expr], from_end: bool) -> list:
+        steps = []
+        axis = -len(items) if from_end else 0
+        for item in items:
+            if not isinstance(item, ast.Slice):
+                steps.append(("tensor::select_put", axis, [self.index_value(item)]))
+            elif not (item.lower is None and item.upper is None and item.step is None):
+                steps.append(("tensor::slice_put", axis, self.slice_bounds(item)))
+            if from_end or isinstance(item, ast.Slice):
+                axis += 1
+        return steps
+
+    def integer_array_put(self: FunctionCompiler, old: Value, items: list[ast.expr],
+                          value: Any) -> Value | None:
+        """``W[idx] = v``, ``U[:, idx] = v``, ``o[rows, cols] = v`` with an integer-array index:
+        ``take_put`` / ``index_pairs_put``. None when no index is an array."""
+        while len(items) > 1 and _is_full_slice(items[-1]):
+            items = items[:-1]
+        leading = 0
+        while leading < len(items) and _is_full_slice(items[leading]):
+            leading += 1
+        indices = items[leading:]
+        if not indices or len(indices) > (1 if leading else 2) or any(
+                isinstance(i, ast.Slice) or _is_ellipsis(i) for i in indices):
+            return None
+        if not any(_may_be_array(i) for i in indices):
+            return None
+        values = [self.expr(i) for i in indices]
+        if not any(isinstance(v.type, TensorType) for v in values):
+            return None
+        for item, v in zip(indices, values):
+            if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
+                raise self.error(item, f"an index must be an int or an integer array, not "
+                                 f"{v.type}")
+        if len(values) == 1:
+            return self.emit_value("tensor::take_put", [old, value, values[0],
+                                                        self.const(leading)])
+        return self.emit_value("tensor::index_pairs_put", [old, value, *values])
+
+    # -- may the write be followed? -------------------------------------------------------------
+    def check_write(self: FunctionCompiler, name: str, old: Value, node: ast.AST) -> list[str]:
+        """Refuse a write numpy would show somewhere the compiled program cannot follow; the
+        other names bound to ``old`` itself, which the write rebinds too."""
+        self.check_owned(name, old, node)
+        return self.check_aliases(name, old, node)
+
+    def check_aliases(self: FunctionCompiler, name: str, old: Value, node: ast.AST
+                      ) -> list[str]:
+        """The other names bound to ``old`` itself; a ScriptError for a live name that may
+        share memory with ``old`` otherwise."""
+        storage = self.storage_now()
+        live = self.live_after(node)
+        aliases = []
+        for other, (value, crosses_loop) in visible_bindings(self.frame).items():
+            if other == name or not isinstance(value, Value):
+                continue
+            if value is old and not crosses_loop:
+                aliases.append(other)
+                continue
+            if other not in live or storage.overlap(value, [old]) is None:
+                continue
+            raise self.error(node, f"this in-place write to '{name}' would also change "
+                             f"'{other}' (numpy shows the write through every name of an array "
+                             f"and its views), which the compiled code cannot follow: copy one "
+                             f"of them first ({other} = {other}.copy() where it is bound)")
+        return aliases
+
+    def check_owned(self: FunctionCompiler, name: str, old: Value, node: ast.AST,
+                    loop: Node | None = None) -> None:
+        """Refuse a write into an array this function did not make."""
+        for leaf in array_origins(old, loop):
+            what = _foreign(self.graph, leaf, loop)
+            if what is None:
+                continue
+            through = "" if leaf.name == name else f" (through '{name}')"
+            raise self.error(node, f"in-place write to {what}{through}: numpy would change "
+                             f"that array itself, which the compiled code does not do; copy it "
+                             f"first: {name} = {name}.copy()")
+
+    def storage_now(self: FunctionCompiler) -> StorageClasses:
+        """The storage classes of the graph so far, the loops being emitted carrying their
+        initial values into their parameters."""
+        storage = StorageClasses(self.graph)
+        block: Block | None = self.graph.insert_point.owner
+        while block is not None and block.owner is not None:
+            loop = block.owner
+            if loop.kind == "prim::Loop" and not loop.outputs:
+                for param, initial in zip(block.params[1:], loop.inputs[2:]):
+                    storage.same(param, initial)
+            block = loop.owner
+        return storage
+
+    def live_after(self: FunctionCompiler, node: ast.AST) -> set[str]:
+        """Names that may be read after ``node``: read later in the source, or read in an
+        enclosing loop before that loop's body assigns them (so in the next step)."""
+        after = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+        live = {n for n, pos in self.reads if pos >= after}
+        for loop in self.loops:
+            live |= getattr(loop, "exposed", loop.reads)
+        return live
+
+    def check_made_in(self: FunctionCompiler, name: str, value: Value, loop: Node,
+                      node: ast.AST) -> None:
+        """Refuse a loop that rebinds an array it writes to one made before the loop: the write
+        at the next step would change that array (and any name of it) in numpy."""
+        seen: set[int] = set()
+        todo = [value]
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if _made_outside(v, loop):
+                raise self.error(node, f"'{name}' is written in place in this loop and rebound "
+                                 f"to an array made before it, so the next step's write would "
+                                 f"change that array too (numpy writes into it): rebind "
+                                 f"'{name}' to a copy ({name} = <value>.copy())")
+            if v.node.kind != PARAM:
+                todo += _sources(v.node, v)
+
+    def check_loop_writes(self: FunctionCompiler, loop: Node, node: ast.For | ast.While,
+                          carried: list[str], written: set[str]) -> None:
+        """After a loop: an array it writes must still be its own at the next step, and no
+        other carried name may reach its memory then."""
+        body = loop.blocks[0]
+        returns = dict(zip(carried, body.returns[1:]))
+        storage = StorageClasses(self.graph)
+        for name in written & set(returns):
+            self.check_owned(name, returns[name], node, loop)
+            self.check_made_in(name, returns[name], loop, node)
+            mine = memory_roots(returns[name], loop)
+            for other, value in returns.items():
+                if other == name or other.startswith("$"):
+                    continue
+                roots = memory_roots(value, loop)
+                if roots & mine or any(storage.overlap(r, [returns[name]]) is not None
+                                       for r in roots if not _is_made(r.node)
+                                       and r.node.kind != PARAM):
+                    raise self.error(node, f"'{other}' may share memory with '{name}', which "
+                                     f"this loop writes in place: numpy would show the write "
+                                     f"through '{other}' in the next step, which the compiled "
+                                     f"code cannot follow; copy it where it is bound "
+                                     f"({other} = <value>.copy())")
+
+
+def memory_roots(value: Value, loop: Node) -> set[Value]:
+    """Where ``value``'s memory may come from at the end of a step of ``loop``: arrays made by
+    ops, parameters of ``loop`` (and what they start as), and values read from outside."""
+    roots: set[Value] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in roots:
+            continue
+        node = v.node
+        if node.kind == PARAM and node.owner is loop.blocks[0] and v.index >= 1:
+            roots.add(v)
+            todo.append(loop.inputs[v.index + 1])
+            continue
+        sources = [] if node.kind == PARAM else _sources(node, v)
+        if sources:
+            todo += sources
+        else:
+            roots.add(v)
+    return roots
+
+
+def _made_outside(value: Value, loop: Node) -> bool:
+    """Whether ``value`` was made before ``loop`` (not inside it, not one of its parameters)."""
+    node = value.node
+    if node.kind == PARAM:
+        return node.owner is not loop.blocks[0] and not (
+            node.owner is not None and node.owner.owner is not None
+            and node.owner.owner.is_inside(loop))
+    return not node.is_inside(loop)
+
+
+def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
+    """name -> (its value, whether it was bound outside the innermost loop body)."""
+    found: dict[str, tuple[Any, bool]] = {}
+    crossed = False
+    at: Frame | None = frame
+    while at is not None:
+        for name in list(at.vars) + list(at.refined):
+            value = at.refined.get(name, at.vars.get(name))
+            if name not in found and not isinstance(value, (Static, Undefined)):
+                found[name] = (value, crossed)
+        crossed = crossed or getattr(at, "loop_body", False)
+        at = at.parent
+    return found
+
+
+def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
+    """The values ``value``'s memory may come from, through views, writes, branches, loops and
+    calls, that a tensor op did not make: arguments, constants, containers' items, and the
+    parameters of ``loop`` (which the caller checks itself)."""
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if node.kind == PARAM:
+            owner = node.owner.owner if node.owner is not None else None
+            if owner is None or owner is loop:
+                yield v  # a graph input, or a parameter of the loop being checked
+            elif owner.kind == "prim::Loop" and v.index >= 1:
+                todo.append(owner.inputs[v.index + 1])
+                if len(node.owner.returns) > v.index:
+                    todo.append(node.owner.returns[v.index])
+            continue
+        todo += _sources(node, v)
+        if not _sources(node, v) and _is_made(node):
+            continue
+        if not _sources(node, v):
+            yield v
+
+
+def _sources(node: Node, v: Value) -> list[Value]:
+    """The values ``v`` (an output of ``node``) may be the memory of."""
+    if node.kind == "prim::If":
+        return [b.returns[v.index] for b in node.blocks]
+    if node.kind == "prim::Loop":
+        return [node.inputs[2 + v.index], node.blocks[0].returns[1 + v.index]]
+    if node.kind in _FOLLOWED:
+        return [node.inputs[0]]
+    if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+        sub = node.subgraph
+        leaves = list(array_origins(sub.outputs[v.index]))
+        inner = {id(x): k for k, x in enumerate(sub.inputs)}
+        if all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
+            return [node.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
+        return []
+    op = lookup(node.kind)
+    if node.kind.startswith("tensor::") and op is not None and op.is_view:
+        return [x for x in node.inputs if isinstance(x.type, TensorType)]
+    if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
+        return [node.inputs[0]]
+    return []
+
+
+def _is_made(node: Node) -> bool:
+    """Whether ``node``'s tensor outputs are new arrays (a non-view tensor op)."""
+    op = lookup(node.kind)
+    return node.kind.startswith("tensor::") and op is not None and not op.is_view
+
+
+def _foreign(graph: Any, leaf: Value, loop: Node | None = None) -> str | None:
+    """What ``leaf`` is when its memory is not this function's to write, else None."""
+    node = leaf.node
+    if loop is not None and node.kind == PARAM and node.owner is loop.blocks[0]:
+        return None
+    if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
+        return f"the argument '{leaf.name}'" if leaf.name else "an argument"
+    if _is_made(node):
+        return None
+    if node.kind == "prim::Constant":
+        return "a constant or global array"
+    if node.kind == "prim::CallFunction":
+        return "an array a called function returns (it may be one of its arguments)"
+    return f"an array read from a container, object or module ({node.kind})"
+
+
+def _is_ellipsis(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _is_full_slice(node: ast.AST) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and \
+        node.step is None
+
+
+def _may_be_array(node: ast.expr) -> bool:
+    """An index expression that is not obviously an int (a literal or arithmetic on names)."""
+    return not isinstance(node, (ast.Constant, ast.Slice, ast.UnaryOp))
+
+
+def written_arrays(stmts: list[ast.stmt]) -> set[str]:
+    """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``."""
+    found = set()
+    for node in walk_same_function(stmts):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in ast.walk(target)]
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "fill" and isinstance(node.func.value, ast.Name):
+            found.add(node.func.value.id)
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                found.add(t.value.id)
+    return found
+
+
+def upward_exposed(stmts: list[ast.stmt]) -> frozenset[str]:
+    """Names a loop body may read before assigning them (so a value from the previous step):
+    every name read, but those a top-level plain assignment binds before their first read."""
+    bound: set[str] = set()
+    exposed: set[str] = set()
+    for stmt in stmts:
+        exposed |= {name for name, _ in loaded_names(stmt) if name not in bound}
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound |= {n.id for t in targets for n in ast.walk(t)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                      and _binds_name(t, n)}
+    return frozenset(exposed)
+
+
+def _binds_name(target: ast.expr, name: ast.Name) -> bool:
+    """Whether ``name`` in ``target`` is bound as a whole (not the base of ``x[i] = ``)."""
+    return isinstance(target, (ast.Name, ast.Tuple, ast.List, ast.Starred))
+
+
+__all__ = ["WriteMixin", "array_origins", "upward_exposed", "written_arrays"]

@@ -1,0 +1,113 @@
+"""Eager writes into a region of an array (declared in ``ir/ops/index_put.py``): ``NAME`` returns a
+new array, ``NAME_`` stores into ``a`` and returns it. The value is broadcast to the region and
+cast to ``a``'s dtype, as numpy's ``a[index] = value`` does; where an integer index repeats, the
+last write wins. ``take_last`` / ``index_pairs_last`` read the region back for the gradient of
+the value: each position that a later one overwrites reads zero."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from script.ops._impl_base import array_module
+from script.ops._impl_indexing import _along
+
+
+def _select_region(a: Any, axis: int, index: int) -> tuple:
+    return _along(axis, a.ndim, index)
+
+
+def _slice_region(a: Any, axis: int, start: Any = None, stop: Any = None, step: Any = None
+                  ) -> tuple:
+    return _along(axis, a.ndim, builtins.slice(start, stop, step))
+
+
+def _take_region(a: Any, indices: Any, axis: int = 0) -> tuple:
+    return _along(axis, a.ndim, indices)
+
+
+def _pairs_region(a: Any, rows: Any, cols: Any) -> tuple:
+    return (rows, cols)
+
+
+def _store(a: Any, region: tuple, value: Any) -> Any:
+    a[region] = value
+    return a
+
+
+def select_put(a: Any, value: Any, axis: int, index: int) -> Any:
+    """``a`` with its slice ``index`` along ``axis`` set to ``value`` (a new array)."""
+    return _store(a.copy(), _select_region(a, axis, index), value)
+
+
+def select_put_(a: Any, value: Any, axis: int, index: int) -> Any:
+    """``a[..., index, ...] = value`` in place; returns ``a``."""
+    return _store(a, _select_region(a, axis, index), value)
+
+
+def slice_put(a: Any, value: Any, axis: int, start: Any = None, stop: Any = None,
+              step: Any = None) -> Any:
+    """``a`` with the slice ``start:stop:step`` along ``axis`` set to ``value`` (a new array)."""
+    return _store(a.copy(), _slice_region(a, axis, start, stop, step), value)
+
+
+def slice_put_(a: Any, value: Any, axis: int, start: Any = None, stop: Any = None,
+               step: Any = None) -> Any:
+    """``a[..., start:stop:step, ...] = value`` in place; returns ``a``."""
+    return _store(a, _slice_region(a, axis, start, stop, step), value)
+
+
+def take_put(a: Any, value: Any, indices: Any, axis: int = 0) -> Any:
+    """``a`` with its items at ``indices`` along ``axis`` set to ``value`` (a new array)."""
+    return _store(a.copy(), _take_region(a, indices, axis), value)
+
+
+def take_put_(a: Any, value: Any, indices: Any, axis: int = 0) -> Any:
+    """``a[..., indices, ...] = value`` in place; returns ``a``."""
+    return _store(a, _take_region(a, indices, axis), value)
+
+
+def index_pairs_put(a: Any, value: Any, rows: Any, cols: Any) -> Any:
+    """``a`` with ``a[rows, cols]`` set to ``value`` (a new array)."""
+    return _store(a.copy(), _pairs_region(a, rows, cols), value)
+
+
+def index_pairs_put_(a: Any, value: Any, rows: Any, cols: Any) -> Any:
+    """``a[rows, cols] = value`` in place; returns ``a``."""
+    return _store(a, _pairs_region(a, rows, cols), value)
+
+
+def _later_repeats(xp: Any, flat: Any) -> Any:
+    """True at each position of ``flat`` whose value occurs again later (a write overwritten)."""
+    flat = flat.ravel()
+    _, last_from_end = xp.unique(flat[::-1], return_index=True)
+    last = flat.size - 1 - last_from_end
+    overwritten = xp.ones(flat.size, dtype=bool)
+    overwritten[last] = False
+    return overwritten
+
+
+def take_last(g: Any, indices: Any, axis: int = 0) -> Any:
+    """``g`` read at ``indices`` along ``axis``, zero where a later index repeats the same one."""
+    xp = array_module(g)
+    out = g[_along(axis, g.ndim, indices)]
+    idx = xp.asarray(indices)
+    if idx.ndim == 0:
+        return out
+    idx = idx % g.shape[axis]
+    mask = _later_repeats(xp, idx).reshape(idx.shape)
+    k = builtins.int(axis) % g.ndim
+    shape = (1,) * k + idx.shape + (1,) * (g.ndim - k - 1)
+    return xp.where(mask.reshape(shape), xp.zeros((), g.dtype), out)
+
+
+def index_pairs_last(g: Any, rows: Any, cols: Any) -> Any:
+    """``g[rows, cols]``, zero where a later pair repeats the same one."""
+    xp = array_module(g)
+    out = g[rows, cols]
+    r, c = xp.broadcast_arrays(xp.asarray(rows) % g.shape[0], xp.asarray(cols) % g.shape[1])
+    if r.ndim == 0:
+        return out
+    mask = _later_repeats(xp, r * g.shape[1] + c).reshape(r.shape)
+    mask = mask.reshape(mask.shape + (1,) * (g.ndim - 2))
+    return xp.where(mask, xp.zeros((), g.dtype), out)
