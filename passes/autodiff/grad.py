@@ -50,7 +50,7 @@ for the check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,7 @@ from passes.autodiff.lists import (
     read_only_list_inputs,
     refusal,
 )
+from passes.autodiff.needed import needed_values
 from passes.autodiff.outputs import seed_outputs
 from passes.autodiff.prepare import (
     active_values,
@@ -103,7 +104,8 @@ class Gradient:
 
 
 def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None = None,
-                  dict_items: Mapping[int, Mapping[Any, Type]] | None = None) -> Gradient:
+                  dict_items: Mapping[int, Mapping[Any, Type]] | None = None,
+                  wrt: Collection[int] | None = None) -> Gradient:
     """Turn ``graph`` (modified in place) into an augmented forward and build its backward.
 
     ``list_items`` gives, for graph inputs that are lists, the types of the items of the list
@@ -111,7 +113,9 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     function only reads then gets a gradient per item (a list), even when its items' shapes
     differ and it is read at a loop's counter (``passes.autodiff.lists``). ``dict_items`` does
     the same for dict arguments (input position -> key -> type): one only read at constant keys
-    becomes a tuple (``Gradient.dict_inputs``).
+    becomes a tuple (``Gradient.dict_inputs``). ``wrt`` names the input positions to
+    differentiate (None: every one that can hold a derivative); the backward returns None for
+    the others, and neither differentiates nor saves what only their gradients need.
     """
     from passes.shape_prop import propagate_block
     lower_dropout(graph)
@@ -129,7 +133,10 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         run_pipeline(graph, RNN_PIPELINE)
         refine_stacked_lists(graph, lists)
     hoist_loop_invariants(graph)
-    active = active_values(graph, NON_DIFFERENTIABLE)
+    varied = active_values(graph, NON_DIFFERENTIABLE, wrt)
+    # active: varied and needed by an output's cotangent; a differentiated input no output
+    # needs stays active, so its gradient is zeros
+    active = (varied & needed_values(graph, NON_DIFFERENTIABLE)) | (varied & set(graph.inputs))
     check_dicts(graph, active)
     ad = Differentiator(graph, active)
     root = BlockGrad(ad, graph.block, ad.backward.block)

@@ -1,0 +1,82 @@
+"""The backward half of activity analysis: which values an output's cotangent reaches.
+
+A value is *active* when it depends on a differentiated input (``prepare.active_values``, the
+forward half) and some output that gets a cotangent depends on it (``needed_values``, here). Only
+active values are differentiated: a value that feeds only a comparison, an ``argmax``-like
+decision, an integer result or nothing returned gets no cotangent, its backward is not built and
+nothing is saved for it. That matters for values carried by a loop: the reverse loop would
+otherwise carry a zero cotangent for them and run (and save for) their backward every step.
+
+The analysis walks each block from its end, marking the inputs of a node whose output (or whose
+written-into operand: a list appended to, a dict entry set) is needed; If branches return what
+the If's needed outputs are, and a loop's carried value is needed in every iteration when it is
+in one. Containers are marked as one value, so the walk is repeated until nothing changes (a list
+needed after an append seen earlier in the walk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ir.core import Block, Graph, Node, Value
+from ir.registry import WRITES, effects_on_input
+from passes.autodiff.prepare import is_differentiable_type
+
+LOOP = "prim::Loop"
+IF = "prim::If"
+
+
+def needed_values(graph: Graph, non_differentiable: frozenset[str] | set[str]) -> set[Value]:
+    """Values of a differentiable type that some graph output's derivative depends on."""
+    needed: set[Value] = set()
+    _mark(graph.outputs, needed)
+    while True:
+        before = len(needed)
+        _visit_block(graph.block, needed, non_differentiable)
+        if len(needed) == before:
+            return needed
+
+
+def _mark(values: Iterable[Value], needed: set[Value]) -> None:
+    needed.update(v for v in values if is_differentiable_type(v.type))
+
+
+def _visit_block(block: Block, needed: set[Value], nd: frozenset[str] | set[str]) -> None:
+    for node in reversed(list(block)):
+        _visit_node(node, needed, nd)
+
+
+def _visit_node(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -> None:
+    if node.kind == LOOP:
+        return _visit_loop(node, needed, nd)
+    if node.kind == IF:
+        for k, out in enumerate(node.outputs):
+            if out in needed:
+                _mark([b.returns[k] for b in node.blocks], needed)
+        for b in node.blocks:
+            _visit_block(b, needed, nd)
+        return
+    if node.kind in nd:
+        return
+    written = [v for k, v in enumerate(node.inputs) if WRITES in effects_on_input(node, k)]
+    if any(v in needed for v in node.outputs) or any(v in needed for v in written):
+        _mark(node.inputs, needed)
+        for b in node.blocks:
+            _mark(b.returns, needed)
+    for b in node.blocks:
+        _visit_block(b, needed, nd)
+
+
+def _visit_loop(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -> None:
+    body = node.blocks[0]
+    carried = list(zip(node.outputs, body.params[1:], body.returns[1:], node.inputs[2:]))
+    for out, param, ret, _ in carried:
+        if out in needed or param in needed:
+            _mark([ret], needed)
+    _visit_block(body, needed, nd)
+    for out, param, ret, init in carried:
+        if param in needed:
+            _mark([init, ret, out], needed)
+
+
+__all__ = ["needed_values"]
