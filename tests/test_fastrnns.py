@@ -3,6 +3,7 @@ promises. Structure only: no timing is ever asserted."""
 
 import json
 
+import numpy as np
 import pytest
 
 from benchmarks.fastrnns import bench, checks, report, runner
@@ -171,3 +172,17 @@ def test_threads_fuser_and_passes_flags(capsys, tmp_path):
     pools = payload["environment"]["blas"]["threadpools"]
     if isinstance(pools, list):  # threadpoolctl installed: the limit was in force
         assert all(p["num_threads"] == 1 for p in pools if p["internal_api"] == "openblas")
+
+
+@pytest.mark.parametrize("name", ["script", "script_simple", "script_multilayer"])
+def test_training_rows_do_not_differentiate_the_input_sequence(name):
+    """Like torch_lstm (an input that does not require grad), the scripted training rows
+    differentiate the initial states and the weights only: dx is None, the others are there."""
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    inputs = rnn_inputs(Sizes(seq_length=3, mini_batch=2, input_size=4, hidden_size=4))
+    model = runner.RUNNERS[name].create(inputs)
+    outputs, saved = model.forward()
+    ct = checks.random_like(outputs, np.random.default_rng(0), inputs.xp)
+    grads = model.backward(saved, ct)
+    assert grads[0] is None
+    assert all(g is not None for g in grads[1:])
