@@ -500,16 +500,24 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     return sf
 
 
-def vjp_graphs_for(f: ScriptFunction, *args: Any, argnums: int | Sequence[int] | None = None
-                   ) -> tuple[Graph, Graph]:
+def vjp_graphs_for(f: ScriptFunction, *args: Any, argnums: int | Sequence[int] | None = None,
+                   regions: bool = False) -> tuple[Graph, Graph]:
     """The optimized augmented forward (outputs, then saved values) and backward graphs of ``f``
-    for these graph inputs, differentiated with respect to ``argnums`` as ``vjp`` does."""
+    for these graph inputs, differentiated with respect to ``argnums`` as ``vjp`` does. With
+    ``regions``, the first graph is instead the forward as differentiated with its active
+    regions grouped into ``prim::DifferentiableGraph`` nodes (``passes.autodiff.regions``)."""
     nargs = len(f.definition.arg_names)
     wrt = _positions(argnums, nargs, "vjp_graphs_for")
     if wrt is None and nargs != len(args):
         wrt = frozenset(range(nargs))
     pair = compile_gradient(f, args, wrt=wrt).gradient
-    return pair.forward, pair.backward
+    if not regions:
+        return pair.forward, pair.backward
+    graph = _specialized_graph(f, args)
+    with reported(f.origin, "differentiating"):
+        view = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args), wrt,
+                             regions=True).regions
+    return view, pair.backward
 
 
 def backward_graph_for(f: ScriptFunction, *args: Any,

@@ -139,13 +139,14 @@ class ScriptFunction:
         from script.autodiff import backward_graph_for
         return backward_graph_for(self, *self._bind(args, kwargs), argnums=argnums)
 
-    def vjp_graphs_for(self, *args: Any, argnums: Any = None, **kwargs: Any
-                       ) -> tuple[Graph, Graph]:
+    def vjp_graphs_for(self, *args: Any, argnums: Any = None, regions: bool = False,
+                       **kwargs: Any) -> tuple[Graph, Graph]:
         """``(forward, backward)``: the optimized augmented forward (outputs, then the values
         saved for the backward) and backward graphs, differentiated with respect to
-        ``argnums`` (None: every argument; see ``script.autodiff.vjp``)."""
+        ``argnums`` (None: every argument; see ``script.autodiff.vjp``). ``regions=True``
+        shows the forward's differentiable regions instead of the augmented forward."""
         from script.autodiff import vjp_graphs_for
-        return vjp_graphs_for(self, *self._bind(args, kwargs), argnums=argnums)
+        return vjp_graphs_for(self, *self._bind(args, kwargs), argnums=argnums, regions=regions)
 
     def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
         """A readable report on how the specialization for these arguments compiled: fusion

@@ -130,3 +130,15 @@ def test_argnums_out_of_range_is_a_signature_error(argnums):
     args = _lstm_args(np.random.default_rng(10))
     with pytest.raises(SignatureError, match="argnums"):
         vjp(cells.lstm_layer, *args, argnums=argnums)
+
+
+def test_regions_view_and_log(monkeypatch, capsys):
+    f = script(cells.lstm_layer)
+    args = _lstm_args(np.random.default_rng(11))
+    view, _ = f.vjp_graphs_for(*args, argnums=(1, 2, 3, 4, 5, 6), regions=True)
+    view.verify()
+    top = [n.kind for n in view.nodes() if n.kind != "prim::Constant"]
+    assert top == ["tensor::reshape", "prim::DifferentiableGraph"]  # x's reshape: data only
+    monkeypatch.setenv("RNNSCRIPT_LOG", "passes")
+    vjp(script(cells.lstm_layer), *args)
+    assert "// ---- differentiable regions ----" in capsys.readouterr().err

@@ -4,7 +4,8 @@ Each file starts with ``// RUN: differentiate`` or ``// RUN: differentiate argnu
 (a specialized graph, as ``vjp`` differentiates it) is differentiated with respect to those input
 positions (every one when none are named), both graphs are optimized as ``vjp`` optimizes them,
 and the augmented forward followed by the backward (the one whose first input is ``%grad``) is
-checked against the file's FileCheck directives.
+checked against the file's FileCheck directives. Last comes the split into differentiable
+regions (``passes.autodiff.regions``), under the line ``// ---- differentiable regions ----``.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ def differentiated(text: str) -> str:
         name, _, value = option.partition("=")
         assert name == "argnums", f"unknown option {option}"
         wrt = frozenset(int(k) for k in value.split(","))
-    grad = differentiate(ir.parse(ir_text(text)), wrt=wrt)
+    grad = differentiate(ir.parse(ir_text(text)), wrt=wrt, regions=True)
     optimize_gradient(grad)
-    return f"{grad.forward}\n{grad.backward}"
+    grad.regions.verify()
+    return f"{grad.forward}\n{grad.backward}\n// ---- differentiable regions ----\n{grad.regions}"
 
 
 def test_there_are_cases():

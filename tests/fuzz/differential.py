@@ -459,6 +459,9 @@ def check_gradients(program: Program, seed: int, random_argnums: bool = False) -
             raise
         ct = cotangent(out, np.random.default_rng(seed))
         grads = backward(ct)
+        if random_argnums:  # the split into differentiable regions is a well-formed graph
+            script(fn).vjp_graphs_for(*program.make_args(seed), argnums=argnums,
+                                      regions=True)[0].verify()
         # the module's global arrays are the caller's too: an output that is one's memory (a
         # view, as in Python) is left alone, or the finite differences would see the write
         owned = (*vjp_args, *global_arrays(module))
