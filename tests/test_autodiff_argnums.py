@@ -142,3 +142,11 @@ def test_regions_view_and_log(monkeypatch, capsys):
     monkeypatch.setenv("RNNSCRIPT_LOG", "passes")
     vjp(script(cells.lstm_layer), *args)
     assert "// ---- differentiable regions ----" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trips", [0, 2])
+def test_a_carried_value_the_body_overwrites_keeps_its_initial_gradient(trips):
+    """The carried value is needed as a whole: with no iteration the result is the initial
+    value, whose gradient must not be dropped because the body never reads it."""
+    rng = np.random.default_rng(12)
+    check_vjp(activity.overwritten_in_loop, (_r(rng, 3), _r(rng, 3), trips))

@@ -186,3 +186,16 @@ def test_training_rows_do_not_differentiate_the_input_sequence(name):
     grads = model.backward(saved, ct)
     assert grads[0] is None
     assert all(g is not None for g in grads[1:])
+
+
+def test_all_grads_row_differentiates_the_input_sequence_too():
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    inputs = rnn_inputs(Sizes(seq_length=3, mini_batch=2, input_size=4, hidden_size=4))
+    reference = runner.RUNNERS["py"].create(inputs)
+    model = runner.RUNNERS["script_all_grads"].create(inputs)
+    outputs, saved = model.forward()
+    ct = checks.random_like(outputs, np.random.default_rng(0), inputs.xp)
+    grads = model.backward(saved, ct)
+    want = reference.backward(reference.forward()[1], ct)
+    assert grads[0] is not None
+    assert checks.max_error(grads, want)[0] < 1e-4

@@ -329,7 +329,7 @@ def test_gradient_programs_avoid_points_without_a_derivative():
 
 def _fake_vjp(backward):
     """A stand-in for ``vjp`` running the plain function, with a given backward."""
-    def fake(f, *args):
+    def fake(f, *args, argnums=None):
         return f.python_fn(*args), lambda ct: backward(args, ct)
     return fake
 

@@ -140,15 +140,18 @@ def scripted(fn: Any) -> ScriptFunction:
 
 # -- stacking single layers ---------------------------------------------------------------------
 def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[list[Any]],
-            xp: Any = np, layer_fn: Callable[..., Any] | None = None) -> ModelDef:
+            xp: Any = np, layer_fn: Callable[..., Any] | None = None,
+            input_gradient: bool = False) -> ModelDef:
     """A model of ``len(weights)`` layers from a one-layer vjp; ``states`` are ``(L, B, H)``
     arrays (``(hx, cx)`` for an LSTM, ``(hx,)`` for a GRU). ``layer_fn(x, *states, *weights)``,
-    the layer's plain call, gives the model its ``infer``."""
+    the layer's plain call, gives the model its ``infer``. ``input_gradient`` also
+    differentiates the input sequence (training does not)."""
     def forward() -> tuple[Any, Any]:
         y, finals, backs = x, [], []
         for k, w in enumerate(weights):
             # the first layer's input is data: no gradient; a later one's is the layer below's
-            argnums = tuple(range(1, 1 + len(states) + len(w))) if k == 0 else None
+            first = k == 0 and not input_gradient
+            argnums = tuple(range(1, 1 + len(states) + len(w))) if first else None
             (y, *state), back = layer_vjp(y, *[s[k] for s in states], *w, argnums=argnums)
             finals.append(state)
             backs.append(back)
@@ -212,11 +215,15 @@ def py_creator(inp: RNNInputs) -> ModelDef:
     return model
 
 
-def lstm_creator(fn: Any) -> Callable[[RNNInputs], ModelDef]:
-    """A scripted one-layer LSTM function, stacked to ``numLayers``."""
+def lstm_creator(fn: Any, input_gradient: bool = False) -> Callable[[RNNInputs], ModelDef]:
+    """A scripted one-layer LSTM function, stacked to ``numLayers``; ``input_gradient`` also
+    differentiates the input sequence (what the training rows skip, to measure the saving)."""
     def create(inp: RNNInputs) -> ModelDef:
-        return stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp,
-                       layer_fn=scripted(fn))
+        model = stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp,
+                        layer_fn=scripted(fn), input_gradient=input_gradient)
+        if input_gradient:
+            model.notes.append("also differentiates the input sequence (vjp with no argnums)")
+        return model
     return create
 
 
@@ -329,7 +336,9 @@ def gru_weights(inp: RNNInputs) -> list[list[Any]]:
 def floor_creator(inp: RNNInputs) -> ModelDef:
     """``floor``: the GEMMs of an LSTM's forward and backward alone, per layer: forward one input
     projection over the sequence and T recurrent matmuls; backward T recurrent matmuls for the
-    hidden-state gradient and one GEMM each for dx, dW_ih and dW_hh over the whole sequence."""
+    hidden-state gradient and one GEMM each for dW_ih and dW_hh over the whole sequence, and one
+    for the layer input's gradient above the first layer (the input sequence gets none, as in
+    the training rows)."""
     xp, (t, b, h) = inp.xp, (inp.sizes.seq_length, inp.sizes.mini_batch, inp.sizes.hidden_size)
     wt = [(xp.ascontiguousarray(w[0].T), xp.ascontiguousarray(w[1].T), w[0], w[1])
           for w in inp.weights]
@@ -355,7 +364,9 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
             for k in range(t):
                 xp.matmul(gates[k * b:(k + 1) * b], w_hh, out=dh)
             layer_input = x if layer == 0 else hidden
-            grads += [gates.T @ hidden, gates.T @ layer_input, gates @ w_ih]
+            grads += [gates.T @ hidden, gates.T @ layer_input]
+            if layer > 0:
+                grads.append(gates @ w_ih)
         return tuple(grads)
 
     model = ModelDef(forward, backward, reference=None)

@@ -9,9 +9,10 @@ otherwise carry a zero cotangent for them and run (and save for) their backward 
 
 The analysis walks each block from its end, marking the inputs of a node whose output (or whose
 written-into operand: a list appended to, a dict entry set) is needed; If branches return what
-the If's needed outputs are, and a loop's carried value is needed in every iteration when it is
-in one. Containers are marked as one value, so the walk is repeated until nothing changes (a list
-needed after an append seen earlier in the walk).
+the If's needed outputs are, and a loop's carried value (initial value, parameter, return,
+output) is needed as a whole when any part of it is. Containers are marked as one value, so
+the walk is repeated until nothing changes (a list needed after an append seen earlier in the
+walk).
 """
 
 from __future__ import annotations
@@ -68,15 +69,18 @@ def _visit_node(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -
 
 
 def _visit_loop(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -> None:
+    """A carried value is needed as a whole: its initial value (the result when the loop runs
+    no iteration), the body's parameter and return, and the loop's output, since the reverse
+    loop carries one cotangent for all of them."""
     body = node.blocks[0]
     carried = list(zip(node.outputs, body.params[1:], body.returns[1:], node.inputs[2:]))
-    for out, param, ret, _ in carried:
-        if out in needed or param in needed:
-            _mark([ret], needed)
+    for slot in carried:
+        if any(v in needed for v in slot):
+            _mark(slot, needed)
     _visit_block(body, needed, nd)
-    for out, param, ret, init in carried:
-        if param in needed:
-            _mark([init, ret, out], needed)
+    for slot in carried:
+        if any(v in needed for v in slot):
+            _mark(slot, needed)
 
 
 __all__ = ["needed_values"]

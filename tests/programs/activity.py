@@ -27,3 +27,11 @@ def masked_layer(x: Tensor, lengths: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tens
         h = mask * new + (1.0 - mask) * h
         steps += 1
     return h, steps
+
+
+def overwritten_in_loop(x: Tensor, w: Tensor, n: int) -> Tensor:
+    """A carried value the body overwrites without reading it: after no iteration it is ``x``."""
+    acc = x
+    for _ in range(n):
+        acc = np.tanh(w)
+    return acc
