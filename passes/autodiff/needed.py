@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ir.core import Block, Graph, Node, Value
-from ir.registry import WRITES, effects_on_input
+from ir.kinds import PARAM
+from ir.registry import FRESH, WRITES, effects_on_input, lookup
 from passes.autodiff.prepare import is_differentiable_type
 
 LOOP = "prim::Loop"
@@ -60,12 +61,23 @@ def _visit_node(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -
     if node.kind in nd:
         return
     written = [v for k, v in enumerate(node.inputs) if WRITES in effects_on_input(node, k)]
-    if any(v in needed for v in node.outputs) or any(v in needed for v in written):
+    if (any(v in needed for v in node.outputs)
+            or any(v in needed or not _tracked(v) for v in written)):
         _mark(node.inputs, needed)
         for b in node.blocks:
             _mark(b.returns, needed)
     for b in node.blocks:
         _visit_block(b, needed, nd)
+
+
+def _tracked(container: Value) -> bool:
+    """Is ``container`` a value the walk follows whole: made here fresh (a list literal), a graph
+    input or a block parameter? Another (an item read out of a list of lists) may alias a
+    container that is needed, so what is written into it is needed."""
+    if container.node is None or container.node.kind == PARAM:
+        return True
+    op = lookup(container.node.kind)
+    return op is not None and FRESH in op.traits
 
 
 def _visit_loop(node: Node, needed: set[Value], nd: frozenset[str] | set[str]) -> None:
