@@ -150,3 +150,13 @@ def test_a_carried_value_the_body_overwrites_keeps_its_initial_gradient(trips):
     value, whose gradient must not be dropped because the body never reads it."""
     rng = np.random.default_rng(12)
     check_vjp(activity.overwritten_in_loop, (_r(rng, 3), _r(rng, 3), trips))
+
+
+def test_a_dict_read_before_its_first_differentiated_store():
+    """Reading a dict's constant first entry, before any stored value depends on an argument,
+    was inactive while the soundness check (which sees a container as one value) wanted it to
+    have a cotangent: the gradient was refused."""
+    rng = np.random.default_rng(13)
+    args = (_r(rng, 3, 2, 3), _r(rng, 3, 4), _r(rng, 4, 4) * 0.3)
+    check_vjp(activity.dict_started_with_zeros, args)
+    check_vjp(activity.dict_started_with_zeros, args, argnums=(2,))

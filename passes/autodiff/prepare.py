@@ -284,8 +284,13 @@ def active_values(graph: Graph, non_differentiable: frozenset[str] | set[str],
     active = {v for k, v in enumerate(graph.inputs)
               if (wrt is None or k in wrt) and is_differentiable_type(v.type)
               and not isinstance(v.type, OptionalType)}
-    _visit_block(graph.block, active, non_differentiable)
-    return active
+    while True:
+        # a container is one value: an item read before an active one is stored into it is
+        # active too (as the soundness check sees it), so walk until nothing changes
+        before = len(active)
+        _visit_block(graph.block, active, non_differentiable)
+        if len(active) == before:
+            return active
 
 
 def _visit_block(block: Block, active: set[Value], nd: frozenset[str] | set[str]) -> None:

@@ -1,6 +1,6 @@
 """Programs for activity analysis: parts that must stay out of the differentiated computation."""
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
@@ -35,3 +35,13 @@ def overwritten_in_loop(x: Tensor, w: Tensor, n: int) -> Tensor:
     for _ in range(n):
         acc = np.tanh(w)
     return acc
+
+
+def dict_started_with_zeros(xs: Tensor, w: Tensor, w_hh: Tensor) -> Tensor:
+    """A dict whose first entry is a constant: the read of it comes before any stored value
+    depends on an argument."""
+    hs: Dict[int, Tensor] = {}
+    hs[-1] = np.zeros((2, 4))
+    for t in range(xs.shape[0]):
+        hs[t] = np.tanh(xs[t] @ w + hs[t - 1] @ w_hh)
+    return (hs[xs.shape[0] - 1] ** 2).sum()
