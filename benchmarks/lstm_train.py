@@ -8,7 +8,8 @@ overhead-bound one. Times are medians of interleaved runs; the ratio is numpy / 
 means the scripted version is faster). The gradients of both are checked to agree first.
 A third row differentiates only what training needs (``argnums``: the initial state and the
 weights, not the input sequence, as ``torch.nn.LSTM`` does for an input that does not require
-grad); its ratio to the full ``vjp`` is the saving of activity analysis.
+grad); its ratio to the full ``vjp`` is the saving of activity analysis. With torch installed,
+``torch.nn.LSTM`` trained the same way (one thread) is timed too.
 
 Both wall-clock and process CPU time are reported: on a shared machine BLAS threads waiting for
 cores inflate wall time erratically, while CPU time stays comparable. For a steady single-core
@@ -75,20 +76,53 @@ def run(T, B, inp, H, repeat):
     assert pruned[0] is None
     for got in zip(pruned[1:], want[1:]):
         np.testing.assert_allclose(*got, rtol=2e-3, atol=2e-4)
-    ours, theirs, few = [], [], []
+    variants = {"scripted": scripted, "numpy+hand backward": eager,
+                "scripted, argnums=state+weights": weights_only}
+    peer = _torch_training(args, ct)
+    if peer is not None:
+        variants["torch nn.LSTM, x not requiring grad"] = peer
+    for fn in variants.values():  # warm up: first calls allocate and fill caches
+        fn()
+    times = {name: [] for name in variants}
     for _ in range(repeat):  # interleaved, so drift hits all alike
-        ours.append(_time(scripted))
-        theirs.append(_time(eager))
-        few.append(_time(weights_only))
+        for name, fn in variants.items():
+            times[name].append(_time(fn))
     print(f"T={T} B={B} I={inp} H={H} (compile {compile_s:.2f} s)")
     for k, clock in enumerate(("wall", "cpu")):
-        a = statistics.median(t[k] for t in ours)
-        b = statistics.median(t[k] for t in theirs)
-        c = statistics.median(t[k] for t in few)
+        med = {name: statistics.median(t[k] for t in ts) for name, ts in times.items()}
+        a, b = med["scripted"], med["numpy+hand backward"]
         print(f"  {clock:4}: scripted {a * 1e3:9.2f} ms   numpy+hand backward {b * 1e3:9.2f} ms   "
               f"ratio numpy/scripted {b / a:5.2f}")
+        c = med["scripted, argnums=state+weights"]
         print(f"        scripted, argnums=state+weights {c * 1e3:9.2f} ms   "
               f"saving vs all arguments {1 - c / a:6.1%}")
+        for name in list(med)[3:]:
+            print(f"        {name} {med[name] * 1e3:9.2f} ms   "
+                  f"ratio argnums-scripted/torch {c / med[name]:5.2f}")
+
+
+def _torch_training(args, ct):
+    """``torch.nn.LSTM``'s forward + backward with respect to the initial state and the weights
+    (one thread), or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh = (torch.from_numpy(a) for a in args)
+    lstm = torch.nn.LSTM(x.shape[2], h0.shape[1])
+    with torch.no_grad():
+        for param, w in zip(lstm.parameters(), (w_ih, w_hh, b_ih, b_hh)):
+            param.copy_(w)
+    h0, c0 = h0[None].requires_grad_(), c0[None].requires_grad_()
+    cts = (torch.from_numpy(ct[0]), torch.from_numpy(ct[1][0])[None],
+           torch.from_numpy(ct[1][1])[None])
+    leaves = [h0, c0, *lstm.parameters()]
+
+    def train():
+        y, (h, c) = lstm(x, (h0, c0))
+        return torch.autograd.grad((y, h, c), leaves, cts)
+    return train
 
 
 def main(argv=None):
