@@ -9,7 +9,7 @@ compiled one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,8 @@ def random_like(tree: Any, rng: np.random.Generator) -> Any:
     """A random cotangent with the structure, shapes and dtypes of ``tree``."""
     if isinstance(tree, (tuple, list)):
         return tuple(random_like(item, rng) for item in tree)
+    if isinstance(tree, (int, np.integer)):  # an integer output (a counter) has no derivative
+        return type(tree)(0)
     dtype = getattr(tree, "dtype", np.float64)
     return np.asarray(rng.standard_normal(np.shape(tree)), dtype=dtype)
 
@@ -78,11 +80,13 @@ def numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: Any,
 
 
 def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float = 1e-6,
-              atol: float = 1e-8, seed: int = 0, before_call: Callable[[], None] | None = None
-              ) -> None:
+              atol: float = 1e-8, seed: int = 0, before_call: Callable[[], None] | None = None,
+              argnums: Sequence[int] | None = None) -> None:
     """Assert that ``vjp`` gradients of ``f`` at ``args`` equal finite differences.
 
-    ``before_call`` runs before every evaluation (e.g. to reseed dropout). Raises AssertionError
+    ``before_call`` runs before every evaluation (e.g. to reseed dropout). With ``argnums``, only
+    those arguments are differentiated: their gradients are checked, the others must be None.
+    Raises AssertionError
     naming the argument and the path (optimized / unoptimized backward, eager / compiled forward).
     """
     sf = f if isinstance(f, ScriptFunction) else script(f)
@@ -102,9 +106,14 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
     for optimize in (True, False):
         hook()
         bound = sf._bind(tuple(args), {})  # the arguments, then the global arrays read
-        _, backward = run_vjp(compile_gradient(sf, bound, optimize=optimize), bound)
+        wrt = None if argnums is None else frozenset(k % len(args) for k in argnums)
+        _, backward = run_vjp(compile_gradient(sf, bound, optimize=optimize, wrt=wrt), bound)
         analytic["optimized" if optimize else "unoptimized"] = backward(ct)[:len(args)]
     for path, _ in float_arrays(args):
+        if wrt is not None and path[0] not in wrt:
+            for name, grads in analytic.items():
+                assert grads[path[0]] is None, f"argument {path}: not in argnums ({name})"
+            continue
         for fwd_name, fwd in (("eager", sf.python_fn), ("compiled", sf)):
             want = numerical_grad(call(fwd), args, ct, path, eps)
             for name, grads in analytic.items():

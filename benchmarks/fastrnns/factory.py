@@ -8,7 +8,10 @@ can be checked against ``py``:
 
 - outputs: ``(y (T, B, H), h_n (L, B, H), c_n (L, B, H))``; an entry is ``None`` where the variant
   does not compute it (``script_simple`` has no ``y``);
-- gradients: ``(dx, dh_0, dc_0, dw_ih_0, dw_hh_0, db_ih_0, db_hh_0, dw_ih_1, ...)``.
+- gradients: ``(dx, dh_0, dc_0, dw_ih_0, dw_hh_0, db_ih_0, db_hh_0, dw_ih_1, ...)``. Training
+  differentiates the initial states and the weights, not the input sequence: ``dx`` is None in
+  the scripted and torch rows (``vjp(..., argnums=...)``, inputs that do not require grad), so
+  no row pays for the input's gradient GEMM; ``py`` (the reference) still computes it.
 
 Single-layer variants are stacked to ``numLayers`` layers in Python (``stacked``), so every LSTM
 row does the same work as ``torch_lstm``; ``script_multilayer`` and ``script_dropout`` loop over
@@ -31,8 +34,9 @@ from script.runtime.autodiff import compile_gradient, run_vjp
 from script.runtime.function import ScriptFunction
 
 LayerVJP = Callable[..., tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]]]
-"""``layer_vjp(x, *states, *weights) -> ((y, *states_out), backward)``;
-``backward((dy, *dstates_out)) -> (dx, *dstates, *dweights)``."""
+"""``layer_vjp(x, *states, *weights, argnums=None) -> ((y, *states_out), backward)``;
+``backward((dy, *dstates_out)) -> (dx, *dstates, *dweights)``; ``argnums`` as ``vjp``'s (the
+first layer's names every argument but ``x``, whose gradient no one needs)."""
 
 
 @dataclass(frozen=True)
@@ -136,14 +140,19 @@ def scripted(fn: Any) -> ScriptFunction:
 
 # -- stacking single layers ---------------------------------------------------------------------
 def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[list[Any]],
-            xp: Any = np, layer_fn: Callable[..., Any] | None = None) -> ModelDef:
+            xp: Any = np, layer_fn: Callable[..., Any] | None = None,
+            input_gradient: bool = False) -> ModelDef:
     """A model of ``len(weights)`` layers from a one-layer vjp; ``states`` are ``(L, B, H)``
     arrays (``(hx, cx)`` for an LSTM, ``(hx,)`` for a GRU). ``layer_fn(x, *states, *weights)``,
-    the layer's plain call, gives the model its ``infer``."""
+    the layer's plain call, gives the model its ``infer``. ``input_gradient`` also
+    differentiates the input sequence (training does not)."""
     def forward() -> tuple[Any, Any]:
         y, finals, backs = x, [], []
         for k, w in enumerate(weights):
-            (y, *state), back = layer_vjp(y, *[s[k] for s in states], *w)
+            # the first layer's input is data: no gradient; a later one's is the layer below's
+            first = k == 0 and not input_gradient
+            argnums = tuple(range(1, 1 + len(states) + len(w))) if first else None
+            (y, *state), back = layer_vjp(y, *[s[k] for s in states], *w, argnums=argnums)
             finals.append(state)
             backs.append(back)
         return (y, *[xp.stack(list(s)) for s in zip(*finals)]), backs
@@ -170,8 +179,10 @@ def stacked(layer_vjp: LayerVJP, x: Any, states: Sequence[Any], weights: list[li
     return ModelDef(forward, backward, infer=None if layer_fn is None else infer)
 
 
-def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any) -> tuple[tuple[Any, ...], Callable]:
-    """``py``'s layer: numpy eager forward with a tape, hand-written backward."""
+def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any, argnums: Any = None
+                    ) -> tuple[tuple[Any, ...], Callable]:
+    """``py``'s layer: numpy eager forward with a tape, hand-written backward (of every input:
+    ``argnums`` is accepted and ignored)."""
     (y, (h_n, c_n)), tape = numpy_forward(x, h, c, *w)
 
     def backward(ct: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -186,10 +197,12 @@ def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
     passes and no fusion, each op as written (the reference for variants that have no ``py``)."""
     f = scripted(fn)
 
-    def layer_vjp(*args: Any) -> tuple[tuple[Any, ...], Callable]:
+    def layer_vjp(*args: Any, argnums: tuple[int, ...] | None = None
+                  ) -> tuple[tuple[Any, ...], Callable]:
         if optimize:
-            return vjp(f, *args)
-        return run_vjp(compile_gradient(f, args, optimize=False), args)
+            return vjp(f, *args, argnums=argnums)
+        wrt = None if argnums is None else frozenset(argnums)
+        return run_vjp(compile_gradient(f, args, optimize=False, wrt=wrt), args)
 
     return layer_vjp
 
@@ -202,11 +215,15 @@ def py_creator(inp: RNNInputs) -> ModelDef:
     return model
 
 
-def lstm_creator(fn: Any) -> Callable[[RNNInputs], ModelDef]:
-    """A scripted one-layer LSTM function, stacked to ``numLayers``."""
+def lstm_creator(fn: Any, input_gradient: bool = False) -> Callable[[RNNInputs], ModelDef]:
+    """A scripted one-layer LSTM function, stacked to ``numLayers``; ``input_gradient`` also
+    differentiates the input sequence (what the training rows skip, to measure the saving)."""
     def create(inp: RNNInputs) -> ModelDef:
-        return stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp,
-                       layer_fn=scripted(fn))
+        model = stacked(scripted_layer_vjp(fn), inp.x, (inp.hx, inp.cx), inp.weights, inp.xp,
+                        layer_fn=scripted(fn), input_gradient=input_gradient)
+        if input_gradient:
+            model.notes.append("also differentiates the input sequence (vjp with no argnums)")
+        return model
     return create
 
 
@@ -218,14 +235,18 @@ def simple_creator(inp: RNNInputs) -> ModelDef:
     args = (inp.x, inp.hx[0], inp.cx[0], *inp.weights[0])
 
     def forward() -> tuple[Any, Any]:
-        (h, c), back = vjp(f, *args)
+        (h, c), back = vjp(f, *args, argnums=tuple(range(1, len(args))))
         return (None, h[None], c[None]), back
 
     def backward(back: Callable, ct: tuple[Any, ...]) -> tuple[Any, ...]:
         dx, dh, dc, *dw = back((ct[1][0], ct[2][0]))
-        return (dx, dh[None], dc[None], *dw)
+        return (dx, dh[None], dc[None], *dw)  # dx: None (argnums)
 
     return ModelDef(forward, backward, infer=lambda: f(*args))
+
+
+STATES_AND_WEIGHTS = frozenset({1, 2, 3})
+"""What a whole-stack function ``fn(x, hx, cx, params, ...)`` is differentiated with respect to."""
 
 
 def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
@@ -242,14 +263,14 @@ def whole_stack_creator(fn: Any, extra: tuple[Any, ...] = (),
             check_args = args[:4] + check_extra
             check = lambda: f(*check_args)
         try:
-            compile_gradient(f, args)
+            compile_gradient(f, args, wrt=STATES_AND_WEIGHTS)
         except Exception as e:  # noqa: BLE001 - any compile failure means "no backward yet"
             model = ModelDef(lambda: (f(*args), None), None, check_forward=check)
             model.notes.append(f"no backward: {_first_line(e)}")
             return model
 
         def forward() -> tuple[Any, Any]:
-            return vjp(f, *args)
+            return vjp(f, *args, argnums=tuple(STATES_AND_WEIGHTS))
 
         def backward(back: Callable, ct: tuple[Any, ...]) -> tuple[Any, ...]:
             dx, dhx, dcx, dparams, *_ = back(ct)
@@ -315,7 +336,9 @@ def gru_weights(inp: RNNInputs) -> list[list[Any]]:
 def floor_creator(inp: RNNInputs) -> ModelDef:
     """``floor``: the GEMMs of an LSTM's forward and backward alone, per layer: forward one input
     projection over the sequence and T recurrent matmuls; backward T recurrent matmuls for the
-    hidden-state gradient and one GEMM each for dx, dW_ih and dW_hh over the whole sequence."""
+    hidden-state gradient and one GEMM each for dW_ih and dW_hh over the whole sequence, and one
+    for the layer input's gradient above the first layer (the input sequence gets none, as in
+    the training rows)."""
     xp, (t, b, h) = inp.xp, (inp.sizes.seq_length, inp.sizes.mini_batch, inp.sizes.hidden_size)
     wt = [(xp.ascontiguousarray(w[0].T), xp.ascontiguousarray(w[1].T), w[0], w[1])
           for w in inp.weights]
@@ -341,7 +364,9 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
             for k in range(t):
                 xp.matmul(gates[k * b:(k + 1) * b], w_hh, out=dh)
             layer_input = x if layer == 0 else hidden
-            grads += [gates.T @ hidden, gates.T @ layer_input, gates @ w_ih]
+            grads += [gates.T @ hidden, gates.T @ layer_input]
+            if layer > 0:
+                grads.append(gates @ w_ih)
         return tuple(grads)
 
     model = ModelDef(forward, backward, reference=None)

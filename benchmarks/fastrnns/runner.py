@@ -47,6 +47,8 @@ _DROPOUT = factory.whole_stack_creator(cells.dropout_lstm, (True,), check_extra=
 RUNNERS = {r.name: r for r in [
     Runner("py", factory.py_creator, doc="numpy eager, hand-written backward"),
     Runner("script", factory.lstm_creator(cells.lstm_layer), doc="scripted cell + loop"),
+    Runner("script_all_grads", factory.lstm_creator(cells.lstm_layer, input_gradient=True),
+           doc="script, also differentiating the input sequence"),
     Runner("script_premul", factory.lstm_creator(cells.lstm_layer_premul),
            doc="input projection as one matmul before the loop"),
     Runner("script_premul_bias", factory.lstm_creator(cells.lstm_layer_premul_bias),
@@ -90,10 +92,12 @@ FRONT_END_RNNS = ["rnn_lstm", "rnn_lstm_2l", "script_lstm_2l", "rnn_lstm_bidir",
                   "script_lstm_bidir", "rnn_gru", "script_gru"]
 """The front ends as users call them (``frontend_rows``) and their hand-written twins."""
 
-DEFAULT_RNNS = ["py", "script", "script_premul", "script_premul_bias", "script_simple",
-                "script_multilayer", "floor", *FRONT_END_RNNS]
+DEFAULT_RNNS = ["py", "script", "script_all_grads", "script_premul", "script_premul_bias",
+                "script_simple", "script_multilayer", "floor", *FRONT_END_RNNS]
 """Upstream's default list (``cudnn aten jit jit_premul jit_premul_bias jit_simple jit_multilayer
-py``) in our names, plus the floor and the front-end rows."""
+py``) in our names, plus the floor, ``script_all_grads`` (``script`` differentiating the input
+sequence too: the saving of differentiating only what training needs, in the same run) and the
+front-end rows."""
 
 PEER_RNNS = ["torch_lstm", "torch_script", "torch_eager"]
 """Added by ``--peers`` (``torch_compile`` is opt-in: name it in ``--rnns``)."""

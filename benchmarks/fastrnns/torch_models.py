@@ -71,14 +71,16 @@ def layernorm_lstm_layer(input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_
     return torch.stack(outputs), hx, cx
 
 
-def _tensor(a: Any, device: str) -> Tensor:
+def _tensor(a: Any, device: str, requires_grad: bool = True) -> Tensor:
     host = a.get() if hasattr(a, "get") else np.asarray(a)
-    return torch.tensor(host, device=device, requires_grad=True)
+    return torch.tensor(host, device=device, requires_grad=requires_grad)
 
 
 def _leaves(inp: RNNInputs, device: str) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
-    return (_tensor(inp.x, device), _tensor(inp.hx, device), _tensor(inp.cx, device),
-            [_tensor(w, device) for w in inp.flat_weights()])
+    """The input sequence (not requiring grad: training does not differentiate its data), the
+    initial states and the weights (requiring grad)."""
+    return (_tensor(inp.x, device, requires_grad=False), _tensor(inp.hx, device),
+            _tensor(inp.cx, device), [_tensor(w, device) for w in inp.flat_weights()])
 
 
 def _model(forward: Callable[[], tuple[Tensor, ...]], leaves: list[Tensor],
@@ -88,7 +90,10 @@ def _model(forward: Callable[[], tuple[Tensor, ...]], leaves: list[Tensor],
         return outputs, outputs
 
     def backward(outputs: tuple[Tensor, ...], ct: list[Tensor]) -> tuple[Any, ...]:
-        return torch.autograd.grad(outputs, leaves, ct)
+        # None for a leaf that does not require grad (the input sequence), as in the scripted rows
+        wanted = [leaf for leaf in leaves if leaf.requires_grad]
+        grads = iter(torch.autograd.grad(outputs, wanted, ct))
+        return tuple(next(grads) if leaf.requires_grad else None for leaf in leaves)
 
     def prepare(ct: tuple[Any, ...]) -> list[Tensor]:
         return [torch.tensor(c.get() if hasattr(c, "get") else np.asarray(c), device=device)
@@ -159,7 +164,8 @@ def layernorm_creator(inp: RNNInputs) -> ModelDef:
     """``torch_layernorm``: the layer-norm LSTM in torch eager, checked like
     ``script_layernorm``."""
     device = _device(inp)
-    x, hx, cx = (_tensor(a, device) for a in (inp.x, inp.hx, inp.cx))
+    x = _tensor(inp.x, device, requires_grad=False)
+    hx, cx = (_tensor(a, device) for a in (inp.hx, inp.cx))
     weights = [_tensor(w, device) for layer in factory.layernorm_weights(inp) for w in layer]
     model = _model(_stacked(layernorm_lstm_layer, x, hx, cx, weights, 8),
                    [x, hx, cx, *weights], device)

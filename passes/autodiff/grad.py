@@ -50,7 +50,7 @@ for the check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,7 @@ from passes.autodiff.lists import (
     read_only_list_inputs,
     refusal,
 )
+from passes.autodiff.needed import needed_values
 from passes.autodiff.outputs import seed_outputs
 from passes.autodiff.prepare import (
     active_values,
@@ -75,6 +76,7 @@ from passes.autodiff.prepare import (
     lower_dropout,
     refine_stacked_lists,
 )
+from passes.autodiff.regions import differentiable_regions, log_regions, logging_regions
 from passes.autodiff.rules import NON_DIFFERENTIABLE
 from passes.autodiff.soundness import STORES, check_gradient_paths
 from passes.autodiff.walk import backprop_block
@@ -96,6 +98,9 @@ class Gradient:
     dict_inputs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     """dict arguments both graphs take as the tuple of their values at these keys (input
     position -> keys); the backward returns their gradients as such tuples."""
+    regions: Graph | None = None
+    """the forward as differentiated, its active regions grouped into
+    ``prim::DifferentiableGraph`` nodes (``passes.autodiff.regions``): a view, not what runs."""
 
     @property
     def num_saved(self) -> int:
@@ -103,7 +108,8 @@ class Gradient:
 
 
 def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None = None,
-                  dict_items: Mapping[int, Mapping[Any, Type]] | None = None) -> Gradient:
+                  dict_items: Mapping[int, Mapping[Any, Type]] | None = None,
+                  wrt: Collection[int] | None = None, regions: bool = False) -> Gradient:
     """Turn ``graph`` (modified in place) into an augmented forward and build its backward.
 
     ``list_items`` gives, for graph inputs that are lists, the types of the items of the list
@@ -111,7 +117,11 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     function only reads then gets a gradient per item (a list), even when its items' shapes
     differ and it is read at a loop's counter (``passes.autodiff.lists``). ``dict_items`` does
     the same for dict arguments (input position -> key -> type): one only read at constant keys
-    becomes a tuple (``Gradient.dict_inputs``).
+    becomes a tuple (``Gradient.dict_inputs``). ``wrt`` names the input positions to
+    differentiate (None: every one that can hold a derivative); the backward returns None for
+    the others, and neither differentiates nor saves what only their gradients need. With
+    ``regions`` (or ``RNNSCRIPT_LOG=passes``), ``Gradient.regions`` shows the split into
+    differentiable regions.
     """
     from passes.shape_prop import propagate_block
     lower_dropout(graph)
@@ -129,8 +139,14 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
         run_pipeline(graph, RNN_PIPELINE)
         refine_stacked_lists(graph, lists)
     hoist_loop_invariants(graph)
-    active = active_values(graph, NON_DIFFERENTIABLE)
+    varied = active_values(graph, NON_DIFFERENTIABLE, wrt)
+    # active: varied and needed by an output's cotangent; a differentiated input no output
+    # needs stays active, so its gradient is zeros
+    active = (varied & needed_values(graph, NON_DIFFERENTIABLE)) | (varied & set(graph.inputs))
     check_dicts(graph, active)
+    view = differentiable_regions(graph, active) if regions or logging_regions() else None
+    if view is not None:
+        log_regions(view)
     ad = Differentiator(graph, active)
     root = BlockGrad(ad, graph.block, ad.backward.block)
     ad.root = root
@@ -157,7 +173,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     ad.backward.set_outputs(results)
     check_gradient_paths(graph, [v for v in graph.inputs if v in active], ad.given)
     graph.set_outputs(list(graph.outputs) + ad.saved)
-    return Gradient(graph, ad.backward, num_outputs, differentiable, dict_inputs)
+    return Gradient(graph, ad.backward, num_outputs, differentiable, dict_inputs, view)
 
 
 def _refuse_lost_list_cotangents(root: BlockGrad, lists: Mapping[Value, object]) -> None:

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ir.core import Block, Graph, Node, Value
 from ir.registry import FRESH, ShapeError, lookup
@@ -276,13 +276,21 @@ def _propagate(block: Block, refined: dict[Node, Type]) -> None:
 
 
 # -- activity -----------------------------------------------------------------------------------
-def active_values(graph: Graph, non_differentiable: frozenset[str] | set[str]) -> set[Value]:
-    """Values that depend differentiably on a graph input and can hold a derivative."""
+def active_values(graph: Graph, non_differentiable: frozenset[str] | set[str],
+                  wrt: Collection[int] | None = None) -> set[Value]:
+    """Values that depend differentiably on a differentiated graph input (those at positions
+    ``wrt``; None: every one) and can hold a derivative."""
     # an input still typed Optional was given None (a value would have specialized the type)
-    active = {v for v in graph.inputs
-              if is_differentiable_type(v.type) and not isinstance(v.type, OptionalType)}
-    _visit_block(graph.block, active, non_differentiable)
-    return active
+    active = {v for k, v in enumerate(graph.inputs)
+              if (wrt is None or k in wrt) and is_differentiable_type(v.type)
+              and not isinstance(v.type, OptionalType)}
+    while True:
+        # a container is one value: an item read before an active one is stored into it is
+        # active too (as the soundness check sees it), so walk until nothing changes
+        before = len(active)
+        _visit_block(graph.block, active, non_differentiable)
+        if len(active) == before:
+            return active
 
 
 def _visit_block(block: Block, active: set[Value], nd: frozenset[str] | set[str]) -> None:

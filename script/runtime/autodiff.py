@@ -58,14 +58,15 @@ class CompiledGradient:
 _lock = threading.RLock()
 
 
-def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = True
-                     ) -> CompiledGradient:
+def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = True,
+                     wrt: frozenset[int] | None = None) -> CompiledGradient:
     """The forward/backward pair of ``f`` for arguments like ``args`` (cached when optimized).
 
     ``optimize=False`` skips the pipeline and the fuser on both graphs: the backward then runs
     each rule's ops one by one, as written (the reference the optimized pair is checked against).
+    ``wrt`` holds the positions in ``args`` (graph inputs) to differentiate; None: all.
     """
-    key = tuple(map(key_of, args))
+    key = (tuple(map(key_of, args)), wrt)
     cache = f.__dict__.setdefault("_gradient_cache", {})
     found = cache.get(key) if optimize else None
     if found is not None:
@@ -73,32 +74,39 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
     with _lock:
         found = cache.get(key) if optimize else None
         if found is None:
-            found = _compile(f, tuple(args), optimize)
+            found = _compile(f, tuple(args), optimize, wrt)
             if optimize:
                 cache[key] = found
     return found
 
 
-def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool) -> CompiledGradient:
+def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool,
+             wrt: frozenset[int] | None = None) -> CompiledGradient:
     graph = _specialized_graph(f, args)
     with reported(f.origin, "differentiating"):
-        return _compile_gradient(f, graph, args, optimize)
+        return _compile_gradient(f, graph, args, optimize, wrt)
 
 
-def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool
-                      ) -> CompiledGradient:
-    grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args))
+def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool,
+                      wrt: frozenset[int] | None = None) -> CompiledGradient:
+    grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args), wrt)
     if optimize:
-        run_pipeline(grad.backward, STANDARD_PIPELINE)
-        prune_unused_saved(grad)
-        run_pipeline(grad.forward, FORWARD_PIPELINE)
-        run_pipeline(grad.backward, BACKWARD_PIPELINE)
+        optimize_gradient(grad)
     else:
         prune_unused_saved(grad)
     name = _py_name(f)
     forward, _ = generate(grad.forward, name=name + "_forward")
     backward, _ = generate(grad.backward, name=name + "_backward")
     return CompiledGradient(grad, forward, backward, name, _shared_with_saved(grad))
+
+
+def optimize_gradient(grad: Gradient) -> None:
+    """Optimize a differentiated pair in place: the backward's cleanup first, so the saved
+    values it no longer reads are dropped from both graphs, then each graph's pipeline."""
+    run_pipeline(grad.backward, STANDARD_PIPELINE)
+    prune_unused_saved(grad)
+    run_pipeline(grad.forward, FORWARD_PIPELINE)
+    run_pipeline(grad.backward, BACKWARD_PIPELINE)
 
 
 def _shared_with_saved(grad: Gradient) -> tuple[Any, ...]:
@@ -179,32 +187,42 @@ def _as_script(f: Any) -> ScriptFunction:
 
 
 # -- the user API ---------------------------------------------------------------------------------
-def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
+        ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """Run ``f(*args)`` and return ``(outputs, backward)``.
 
     ``backward(cotangents)`` takes cotangents shaped like ``outputs`` (same nesting; None means
     zeros) and returns the gradients of the inputs, one per argument with the argument's nesting,
     None where an argument is not differentiable (ints, None, integer arrays, Python floats).
+    ``argnums`` (an index or a sequence of them) names the arguments to differentiate: the others
+    get None, and what only their gradients need is neither computed nor saved (training a layer
+    with respect to its weights skips the input sequence's gradient). None: every argument.
     ``f`` is a ``ScriptFunction``, a plain function (scripted here), or a ``Module`` /
     ``ScriptModule``: then ``backward`` also adds the gradient of every ``Parameter`` its
-    ``forward`` reads to the parameter's ``.grad`` (setting it when None). A global array ``f``
-    reads is read at this call and is a constant of the differentiation: no gradient for it.
+    ``forward`` reads to the parameter's ``.grad`` (setting it when None); the parameters are
+    always differentiated and ``argnums`` names the inputs (``()``: none, as torch does for
+    inputs that do not require grad). A global array ``f`` reads is read at this call and is a
+    constant of the differentiation: no gradient for it.
     """
     if isinstance(f, Module):
-        return _module_vjp(f, args)
+        return _module_vjp(f, args, argnums)
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     full = sf._bind(args, {})
-    outputs, backward = run_vjp(compile_gradient(sf, full), full, sf.origin)
     nargs = len(sf.definition.arg_names)
+    wrt = _positions(argnums, nargs, "vjp")
+    if wrt is None and nargs != len(full):
+        wrt = frozenset(range(nargs))  # globals are constants: never differentiated
+    outputs, backward = run_vjp(compile_gradient(sf, full, wrt=wrt), full, sf.origin)
     if nargs == len(full):
         return outputs, backward
     return outputs, lambda cotangents: backward(cotangents)[:nargs]  # globals are constants
 
 
-def _module_vjp(module: Any, args: tuple[Any, ...]
+def _module_vjp(module: Any, args: tuple[Any, ...], argnums: int | Sequence[int] | None = None
                 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``vjp`` of a module's ``forward``: the module's attribute arrays are extra inputs, and the
-    gradients of those that are parameters accumulate into ``.grad``. A module that keeps its
+    gradients of those that are parameters accumulate into ``.grad``; ``argnums`` picks the
+    inputs to differentiate (None: all of them). A module that keeps its
     own ``ScriptModule`` (``__rnnscript_module__(args) -> (script_module, args)``, which also
     checks the arguments) is differentiated through that one, so its gradient compiles once."""
     kept = getattr(module, "__rnnscript_module__", None)
@@ -216,7 +234,10 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
     full = method._bind(args, {})
     nargs = len(full) - len(method.attr_refs)
     params = [ref.parameter for ref in method.attr_refs]
-    outputs, backward = run_vjp(compile_gradient(method, full), full, method.origin)
+    wrt = _positions(argnums, nargs, "vjp")
+    if wrt is not None:
+        wrt |= {nargs + k for k, p in enumerate(params) if p is not None}
+    outputs, backward = run_vjp(compile_gradient(method, full, wrt=wrt), full, method.origin)
 
     def module_backward(cotangents: Any) -> tuple[Any, ...]:
         grads = backward(cotangents)
@@ -224,6 +245,20 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
         return grads[:nargs]
 
     return outputs, module_backward
+
+
+def _positions(argnums: int | Sequence[int] | None, nargs: int, what: str
+               ) -> frozenset[int] | None:
+    """``argnums`` as a set of argument positions (negative ones counted from the end), or None;
+    ``SignatureError`` for one out of range."""
+    if argnums is None:
+        return None
+    nums = [argnums] if isinstance(argnums, int) else list(argnums)
+    for k in nums:
+        if not isinstance(k, int) or isinstance(k, bool) or not -nargs <= k < nargs:
+            raise SignatureError(f"{what}: argnums {k!r} is out of range for a function of "
+                                 f"{nargs} arguments")
+    return frozenset(k % nargs for k in nums)
 
 
 def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
@@ -360,7 +395,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
 
     def run(*args: Any) -> tuple[Any, Any]:
-        value, backward = vjp(sf, *args)
+        value, backward = vjp(sf, *args, argnums=argnums)
         if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
             origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
             raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
@@ -420,7 +455,8 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
                        ) -> ScriptFunction:
     """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
     function of the same arguments that reads the same globals."""
-    pair = compile_gradient(inner, args, optimize=False).gradient
+    wrt = _positions(gf.argnums, len(inner.definition.arg_names), "grad")
+    pair = compile_gradient(inner, args, optimize=False, wrt=wrt).gradient
     if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
         raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "
                      "be differentiated twice; use vjp or value_and_grad")
@@ -463,10 +499,32 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     return sf
 
 
-def backward_graph_for(f: ScriptFunction, *args: Any) -> Graph:
-    """The optimized backward graph of ``f`` for these arguments."""
-    return compile_gradient(f, args).gradient.backward
+def vjp_graphs_for(f: ScriptFunction, *args: Any, argnums: int | Sequence[int] | None = None,
+                   regions: bool = False) -> tuple[Graph, Graph]:
+    """The optimized augmented forward (outputs, then saved values) and backward graphs of ``f``
+    for these graph inputs, differentiated with respect to ``argnums`` as ``vjp`` does. With
+    ``regions``, the first graph is instead the forward as differentiated with its active
+    regions grouped into ``prim::DifferentiableGraph`` nodes (``passes.autodiff.regions``)."""
+    nargs = len(f.definition.arg_names)
+    wrt = _positions(argnums, nargs, "vjp_graphs_for")
+    if wrt is None and nargs != len(args):
+        wrt = frozenset(range(nargs))
+    pair = compile_gradient(f, args, wrt=wrt).gradient
+    if not regions:
+        return pair.forward, pair.backward
+    graph = _specialized_graph(f, args)
+    with reported(f.origin, "differentiating"):
+        view = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args), wrt,
+                             regions=True).regions
+    return view, pair.backward
+
+
+def backward_graph_for(f: ScriptFunction, *args: Any,
+                       argnums: int | Sequence[int] | None = None) -> Graph:
+    """The optimized backward graph of ``f`` for these arguments (see ``vjp_graphs_for``)."""
+    return vjp_graphs_for(f, *args, argnums=argnums)[1]
 
 
 __all__ = ["BACKWARD_PIPELINE", "CompiledGradient", "GradFunction", "accumulate_parameter_grads",
-           "backward_graph_for", "compile_gradient", "grad", "run_vjp", "value_and_grad", "vjp"]
+           "backward_graph_for", "compile_gradient", "grad", "optimize_gradient", "run_vjp",
+           "value_and_grad", "vjp", "vjp_graphs_for"]

@@ -137,10 +137,20 @@ class ScriptFunction:
         """The optimized graph for these arguments (compiling it if needed, without running)."""
         return self.specialization(*args, **kwargs).graph
 
-    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
-        """The optimized backward graph for these arguments (see ``script.runtime.autodiff``)."""
+    def backward_graph_for(self, *args: Any, argnums: Any = None, **kwargs: Any) -> Graph:
+        """The optimized backward graph for these arguments, differentiated with respect to
+        ``argnums`` (None: every argument; see ``script.vjp``)."""
         from script.runtime.autodiff import backward_graph_for  # user-facing delegation (1 of 2)
-        return backward_graph_for(self, *self._bind(args, kwargs))
+        return backward_graph_for(self, *self._bind(args, kwargs), argnums=argnums)
+
+    def vjp_graphs_for(self, *args: Any, argnums: Any = None, regions: bool = False,
+                       **kwargs: Any) -> tuple[Graph, Graph]:
+        """``(forward, backward)``: the optimized augmented forward (outputs, then the values
+        saved for the backward) and backward graphs, differentiated with respect to
+        ``argnums`` (None: every argument; see ``script.vjp``). ``regions=True``
+        shows the forward's differentiable regions instead of the augmented forward."""
+        from script.runtime.autodiff import vjp_graphs_for  # the same delegation (1 of 2)
+        return vjp_graphs_for(self, *self._bind(args, kwargs), argnums=argnums, regions=regions)
 
     def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
         """A readable report on how the specialization for these arguments compiled: fusion

@@ -3,6 +3,7 @@ promises. Structure only: no timing is ever asserted."""
 
 import json
 
+import numpy as np
 import pytest
 
 from benchmarks.fastrnns import bench, checks, report, runner
@@ -189,3 +190,30 @@ def test_front_end_rows_are_checked_against_their_twins(capsys, tmp_path):
         assert results[name]["status"] == "ok" and check["passed"], (name, check)
         assert check["bwd_error"] is not None and check["bwd_error"] <= check["bwd_tol"]
     assert results["rnn_lstm"]["check"]["against"] == "py"
+
+
+@pytest.mark.parametrize("name", ["script", "script_simple", "script_multilayer"])
+def test_training_rows_do_not_differentiate_the_input_sequence(name):
+    """Like torch_lstm (an input that does not require grad), the scripted training rows
+    differentiate the initial states and the weights only: dx is None, the others are there."""
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    inputs = rnn_inputs(Sizes(seq_length=3, mini_batch=2, input_size=4, hidden_size=4))
+    model = runner.RUNNERS[name].create(inputs)
+    outputs, saved = model.forward()
+    ct = checks.random_like(outputs, np.random.default_rng(0), inputs.xp)
+    grads = model.backward(saved, ct)
+    assert grads[0] is None
+    assert all(g is not None for g in grads[1:])
+
+
+def test_all_grads_row_differentiates_the_input_sequence_too():
+    from benchmarks.fastrnns.factory import Sizes, rnn_inputs
+    inputs = rnn_inputs(Sizes(seq_length=3, mini_batch=2, input_size=4, hidden_size=4))
+    reference = runner.RUNNERS["py"].create(inputs)
+    model = runner.RUNNERS["script_all_grads"].create(inputs)
+    outputs, saved = model.forward()
+    ct = checks.random_like(outputs, np.random.default_rng(0), inputs.xp)
+    grads = model.backward(saved, ct)
+    want = reference.backward(reference.forward()[1], ct)
+    assert grads[0] is not None
+    assert checks.max_error(grads, want)[0] < 1e-4

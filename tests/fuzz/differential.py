@@ -419,8 +419,11 @@ def _assert_backward_owns_nothing_of_the_caller(out: Any, backward: Any, ct: Any
         np.testing.assert_array_equal(g, k, err_msg=f"gradient after a second backward\n{where}")
 
 
-def check_gradients(program: Program, seed: int) -> str:
+def check_gradients(program: Program, seed: int, random_argnums: bool = False) -> str:
     """``vjp`` of a float64 program against finite differences of ``python_fn``.
+
+    With ``random_argnums``, ``vjp`` differentiates a random non-empty subset of the arguments
+    (drawn from ``seed``): those gradients are checked and the others must be None.
 
     Every float array output (in tuples and lists too) gets a random cotangent; every float
     array inside the arguments (dict and list arguments walked) is perturbed, and ``vjp``'s
@@ -441,12 +444,13 @@ def check_gradients(program: Program, seed: int) -> str:
             return "raises"
         if not all(np.all(np.isfinite(v)) for _, v in leaves(want)):
             return "not-finite"
+        argnums = _random_argnums(len(args), seed) if random_argnums else None
         inputs = [(k, path, x) for k, a in enumerate(args) for path, x in leaves(a)]
         if not leaves(want) or not inputs:
             return "no-gradient"
         try:
             vjp_args = program.make_args(seed)
-            out, backward = vjp(script(fn), *vjp_args)
+            out, backward = vjp(script(fn), *vjp_args, argnums=argnums)
         except (ir.IRError, ScriptError) as e:
             if "cannot differentiate" in str(e):
                 return "refused"
@@ -455,6 +459,9 @@ def check_gradients(program: Program, seed: int) -> str:
             raise
         ct = cotangent(out, np.random.default_rng(seed))
         grads = backward(ct)
+        if random_argnums:  # the split into differentiable regions is a well-formed graph
+            script(fn).vjp_graphs_for(*program.make_args(seed), argnums=argnums,
+                                      regions=True)[0].verify()
         # the module's global arrays are the caller's too: an output that is one's memory (a
         # view, as in Python) is left alone, or the finite differences would see the write
         owned = (*vjp_args, *global_arrays(module))
@@ -462,6 +469,9 @@ def check_gradients(program: Program, seed: int) -> str:
                                                      f"seed={seed}\n{program.source}")
         judged = total = 0
         for k, path, x in inputs:
+            if argnums is not None and k not in argnums:
+                assert grads[k] is None, f"argument {k} is not in argnums {argnums}: {grads[k]}"
+                continue
             est = numerical_gradient(fn, args, k, path, ct)
             got = _gradient_at(grads[k], path, x)
             wrong, unjudged = judge(got, est)
@@ -472,6 +482,13 @@ def check_gradients(program: Program, seed: int) -> str:
             total += x.size
             judged += x.size - int(unjudged.sum())
     return "compared" if judged >= MIN_JUDGED * total else "unjudged"
+
+
+def _random_argnums(nargs: int, seed: int) -> tuple[int, ...]:
+    """A random non-empty subset of ``range(nargs)``, in order."""
+    rng = np.random.default_rng(seed + 1)
+    chosen = tuple(k for k in range(nargs) if rng.random() < 0.5)
+    return chosen or (int(rng.integers(nargs)),)
 
 
 def _gradient_at(grad: Any, path: tuple, like: np.ndarray) -> np.ndarray:

@@ -88,9 +88,9 @@ def _check(program, seed):
         unload(program)
 
 
-def _check_gradients(program, seed, outcomes: Counter) -> None:
+def _check_gradients(program, seed, outcomes: Counter, random_argnums: bool = False) -> None:
     try:
-        outcomes[check_gradients(program, seed)] += 1
+        outcomes[check_gradients(program, seed, random_argnums)] += 1
     except KnownBug:
         outcomes["known-bug"] += 1  # a reported bug with a strict-xfail regression test
     finally:
@@ -119,6 +119,21 @@ def test_generated_gradients_match_finite_differences():
     @given(programs(max_helpers=1, differentiable=True), st.integers(0, 2**16))
     def run(program, seed):
         _check_gradients(program, seed, outcomes)
+
+    run()
+    _assert_enough_compared(outcomes)
+
+
+def test_generated_gradients_with_random_argnums_match_finite_differences():
+    """Differentiating a random subset of the arguments leaves the requested gradients as
+    they were (activity analysis prunes only what the others need)."""
+    outcomes: Counter = Counter()
+
+    @pinned_seed(CI_SEED + 1)
+    @settings(max_examples=CI_GRADIENT_EXAMPLES // 2, **_CI)
+    @given(programs(max_helpers=1, differentiable=True), st.integers(0, 2**16))
+    def run(program, seed):
+        _check_gradients(program, seed, outcomes, random_argnums=True)
 
     run()
     _assert_enough_compared(outcomes)
@@ -314,7 +329,7 @@ def test_gradient_programs_avoid_points_without_a_derivative():
 
 def _fake_vjp(backward):
     """A stand-in for ``vjp`` running the plain function, with a given backward."""
-    def fake(f, *args):
+    def fake(f, *args, argnums=None):
         return f.python_fn(*args), lambda ct: backward(args, ct)
     return fake
 
