@@ -73,7 +73,7 @@ def onnx_model(model_or_fn: Any, example_inputs: tuple[Any, ...], opset: int | N
     """The ONNX ``ModelProto`` of ``export_onnx`` (not checked, not written)."""
     from onnx import helper
 
-    from script.artifact.onnx_lower import Exporter, Lowering, flatten
+    from script.artifact.onnx_lower import Exporter, Lowering, flatten, leaf_ranks
     from script.artifact.onnx_ops import RULES
     opset = _checked_opset(opset)
     fdef, graph = frozen_forward(model_or_fn)
@@ -88,6 +88,7 @@ def onnx_model(model_or_fn: Any, example_inputs: tuple[Any, ...], opset: int | N
         inputs += infos
     main.lower_block(graph.block)
     leaves = [leaf for v in graph.outputs for leaf in flatten(main.sym(v))[0]]
+    ranks = [r for v in graph.outputs for r in leaf_ranks(v.type)]
     outputs = [main.emit("Identity", [main.tensor(leaf)], hint=f"output_{k}")
                for k, leaf in enumerate(leaves)]
     onnx_graph = main.graph(fdef.name.replace(".", "_"), inputs, outputs)
@@ -96,23 +97,25 @@ def onnx_model(model_or_fn: Any, example_inputs: tuple[Any, ...], opset: int | N
     model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="rnnscript",
                               producer_version=__version__)
     model.ir_version = helper.find_min_ir_version_for(opsets)
-    _type_outputs(model)
+    _type_outputs(model, ranks if len(ranks) == len(outputs) else [None] * len(outputs))
     return model
 
 
-def _type_outputs(model: Any) -> None:
-    """Give the graph outputs the ranks ONNX's shape inference finds (their sizes left as
-    symbols): an output must declare a shape."""
+def _type_outputs(model: Any, ranks: list[int | None]) -> None:
+    """Give the graph outputs a shape (ONNX requires one): the rank the IR type knows, else the
+    one ONNX's shape inference finds, sizes left free."""
     import onnx
     inferred = onnx.shape_inference.infer_shapes(model)
     found = {v.name: v.type for v in [*inferred.graph.value_info, *inferred.graph.output]}
-    for output in model.graph.output:
+    for output, rank in zip(model.graph.output, ranks):
         t = found.get(output.name)
-        if t is not None and t.tensor_type.HasField("shape"):
-            output.type.CopyFrom(t)
-            for dim in output.type.tensor_type.shape.dim:
-                if dim.HasField("dim_param") and dim.dim_param.startswith("unk__"):
-                    dim.ClearField("dim_param")
+        if rank is None and t is not None and t.tensor_type.HasField("shape"):
+            rank = len(t.tensor_type.shape.dim)
+        if rank is not None:
+            shape = output.type.tensor_type.shape
+            shape.SetInParent()
+            for _ in range(rank):
+                shape.dim.add()
 
 
 # -- the graph -----------------------------------------------------------------------------------
@@ -156,6 +159,9 @@ def specialized(fdef: FunctionDef, graph: Graph, args: tuple[Any, ...],
     with graph.inserting_before(graph.block.param_node.next):
         for value, arg, name in zip(graph.inputs, args, fdef.arg_names):
             t = _array_type(arg, _free_axes(dynamic_axes, name, arg))
+            if isinstance(arg, list):
+                raise ScriptError(f"export_onnx: argument '{name}' is a list; ONNX inputs are "
+                                  "arrays (pass arrays, or a tuple of arrays)")
             if t is None:
                 if value.type == FLOAT and isinstance(arg, int):
                     arg = float(arg)

@@ -25,7 +25,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from ir.core import Block, Node, Value
-from ir.types import BOOL, FLOAT, INT, ScalarType, TensorType
+from ir.types import BOOL, FLOAT, INT, ScalarType, TensorType, TupleType
 from script.errors import ScriptError, at_node
 
 SCALAR_DTYPES = {INT: np.dtype("int64"), FLOAT: np.dtype("float64"), BOOL: np.dtype("bool")}
@@ -41,6 +41,10 @@ class Stacked:
 
     name: str
     """the ONNX tensor of the stacked items."""
+
+
+class Outputs(list):
+    """What a rule returns for a node with several outputs: one symbol per output."""
 
 
 class Uninitialized:
@@ -172,7 +176,7 @@ class Lowering:
                 raise self.error(node, "no ONNX equivalent")
             result = rule(self, node)
             if node.outputs:
-                self.bind(node.outputs, result if len(node.outputs) != 1 else [result])
+                self.bind(node.outputs, result if isinstance(result, Outputs) else [result])
 
     def graph(self, name: str, inputs: list[Any], outputs: list[str]) -> Any:
         outs = [helper.make_tensor_value_info(o, onnx_type(self.x.dtypes[o]), None)
@@ -185,7 +189,7 @@ class Lowering:
         if not isinstance(cond, str):
             block = node.blocks[0] if cond else node.blocks[1]
             self.lower_block(block)
-            return [self.sym(v, node) for v in block.returns]
+            return Outputs(self.sym(v, node) for v in block.returns)
         branches, shapes = [], []
         for block in node.blocks:
             child = Lowering(self.x, self)
@@ -207,7 +211,7 @@ class Lowering:
         for name, out in zip(names, branches[0].output):
             self.x.dtypes[name] = np.dtype(numpy_dtype(out.type.tensor_type.elem_type))
         leaves = iter(names)
-        return [unflatten(s, leaves) for s in shapes[0]]
+        return Outputs(unflatten(s, leaves) for s in shapes[0])
 
     def lower_loop(self, node: Node) -> Any:
         block = node.blocks[0]
@@ -241,8 +245,12 @@ class Lowering:
         scans = [body.emit("Identity", [body.tensor(s, None, node)]) for _, s in body.appends]
         inputs = [helper.make_tensor_value_info(counter, TensorProto.INT64, []),
                   helper.make_tensor_value_info(cond_in, TensorProto.BOOL, [])]
-        inputs += [helper.make_tensor_value_info(c, onnx_type(self.x.dtypes[c]), None)
-                   for c in carried]
+        ranks = [r for p in block.params[1:] for r in leaf_ranks(p.type)]
+        if len(ranks) != len(carried):
+            ranks = [None] * len(carried)
+        inputs += [helper.make_tensor_value_info(c, onnx_type(self.x.dtypes[c]),
+                                                 None if r is None else [None] * r)
+                   for c, r in zip(carried, ranks)]
         graph = body.graph("loop_body", inputs, [cond_out, *outs, *scans])
         finals = [self.x.fresh("loop_out") for _ in outs]
         stacked = [self.x.fresh("scan_out") for _ in scans]
@@ -253,15 +261,25 @@ class Lowering:
         for (lst, _), name in zip(body.appends, stacked):
             self.env[lst] = Stacked(name)
         leaves = iter(finals)
-        return [unflatten(s, leaves) for s in shapes]
+        return Outputs(unflatten(s, leaves) for s in shapes)
 
-    def append(self, node: Node) -> None:
-        lst, item = node.inputs
+    def extend(self, node: Node) -> None:
+        """``l += [x, ...]`` / ``l.extend(...)``: appends of the other list's known items."""
+        lst, other = node.inputs
+        items = self.sym(other, node)
+        if not isinstance(items, (list, tuple)):
+            raise self.error(node, f"extending a list by a {describe(items)}")
+        for item in items:
+            self.append(node, lst, item)
+
+    def append(self, node: Node, lst: Value, item: Any) -> None:
+        """``lst.append(item)``: known items for a list of this scope, a scan output for a list
+        a loop body grows."""
         target = self.sym(lst, node)
         if not isinstance(target, list):
             raise self.error(node, f"appending to a {describe(target)}")
         if lst in self.env.maps[0]:  # a list of this scope: its items are known here
-            target.append(self.sym(item, node))
+            target.append(item)
             return
         if not self.in_loop:
             raise self.error(node, "a list defined outside a run-time condition is appended "
@@ -270,7 +288,7 @@ class Lowering:
             raise self.error(node, "a loop appends to a list that is not empty before it")
         if any(lst is seen for seen, _ in self.appends):
             raise self.error(node, "a loop appends to the same list twice per iteration")
-        self.appends.append((lst, self.tensor(self.sym(item, node), None, node)))
+        self.appends.append((lst, self.tensor(item, None, node)))
         self.scanning.add(lst)
 
 
@@ -286,6 +304,15 @@ def unflatten(structure: Any, leaves: Any) -> Any:
     if structure is None:
         return next(leaves)
     return tuple(unflatten(s, leaves) for s in structure)
+
+
+def leaf_ranks(t: Any) -> list[int | None]:
+    """The rank of each leaf of a (nested) tuple type, depth-first (None when unknown)."""
+    if isinstance(t, TupleType):
+        return [r for e in t.elements for r in leaf_ranks(e)]
+    if isinstance(t, TensorType):
+        return [t.rank]
+    return [0 if isinstance(t, ScalarType) else None]
 
 
 def out_dtype(value: Value, sym: Any, lowering: Lowering) -> Any:
@@ -346,7 +373,7 @@ def _unpack(low: Lowering, node: Node) -> Any:
     items = low.sym(node.inputs[0], node)
     if not isinstance(items, (tuple, list)) or len(items) != len(node.outputs):
         raise low.error(node, f"cannot unpack a {describe(items)} here")
-    return list(items)
+    return Outputs(items)
 
 
 def _length(low: Lowering, node: Node) -> Any:
@@ -391,7 +418,8 @@ STRUCTURE_RULES = {
     "prim::TupleIndex": _tuple_index,
     "prim::ListIndex": _list_index,
     "prim::ListConstruct": lambda low, n: [low.sym(v, n) for v in n.inputs],
-    "prim::ListAppend": lambda low, n: low.append(n),
+    "prim::ListAppend": lambda low, n: low.append(n, n.inputs[0], low.sym(n.inputs[1], n)),
+    "prim::ListExtend": Lowering.extend,
     "prim::len": _length,
     "prim::IsNone": _is_none,
     "prim::unchecked_unwrap_optional": lambda low, n: low.sym(n.inputs[0], n),

@@ -15,7 +15,14 @@ import numpy as np
 from ir.core import Node
 from ir.types import ScalarType, TensorType
 from script import ops
-from script.artifact.onnx_lower import STRUCTURE_RULES, WEAK, Lowering, Stacked, out_dtype
+from script.artifact.onnx_lower import (
+    STRUCTURE_RULES,
+    WEAK,
+    Lowering,
+    Outputs,
+    Stacked,
+    out_dtype,
+)
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -41,7 +48,7 @@ def folding(rule: Any) -> Any:
         if not all(map(is_known, operands)):
             return rule(low, node)
         result = getattr(ops, node.kind.split("::", 1)[1])(*operands)
-        return list(result) if isinstance(result, tuple) and len(node.outputs) > 1 else result
+        return Outputs(result) if isinstance(result, tuple) and len(node.outputs) > 1 else result
     return folded
 
 
@@ -322,7 +329,7 @@ def _split(low: Lowering, node: Node) -> Any:
     pieces = low.emit("Split", [low.tensor(a, None, node)], outputs=count,
                       axis=static_int(low, node, axis, "axis"), num_outputs=count)
     pieces = pieces if count > 1 else [pieces]
-    return pieces if len(node.outputs) == count else tuple(pieces)
+    return Outputs(pieces) if len(node.outputs) == count else tuple(pieces)
 
 
 def _join(stack: bool) -> Any:

@@ -1,0 +1,263 @@
+"""ONNX export (``script.export_onnx``): the exported model, run by onnxruntime, equals the
+model itself at the example shape and at another sequence length and batch size; what ONNX
+cannot express is a ScriptError at the user's line, before any file is written."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+
+import rnn
+import script
+from benchmarks.fastrnns import cells as fast
+from script import Module, Parameter, ScriptError, Tensor, ops
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def leaves(result):
+    """The model's outputs flattened depth-first (the ONNX outputs' order)."""
+    if isinstance(result, tuple):
+        return [leaf for item in result for leaf in leaves(item)]
+    return [result]
+
+
+def run_onnx(path, args):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    arrays = [a for arg in args for a in (arg if isinstance(arg, tuple) else (arg,))
+              if isinstance(a, np.ndarray)]
+    names = [i.name for i in session.get_inputs()]
+    assert len(names) == len(arrays)
+    return session.run(None, dict(zip(names, arrays)))
+
+
+def check_export(tmp_path, model, example, *others, reference=None):
+    """Export at ``example``; onnxruntime equals ``reference`` (the model) at every input set."""
+    path = tmp_path / "model.onnx"
+    script.export_onnx(model, example, path)
+    onnx.checker.check_model(str(path), full_check=True)
+    reference = reference or model
+    for args in (example, *others):
+        expected = leaves(reference(*args))
+        got = run_onnx(path, args)
+        assert len(got) == len(expected)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, np.asarray(e), rtol=RTOL, atol=ATOL)
+    return path
+
+
+def seq(rng, t, b, size, dtype=np.float32):
+    return rng.standard_normal((t, b, size)).astype(dtype)
+
+
+# -- the torch.nn front ends ----------------------------------------------------------------------
+@pytest.mark.parametrize("kind", [rnn.LSTM, rnn.GRU, rnn.RNN])
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True), (2, True)])
+def test_front_ends_export(tmp_path, kind, layers, bidirectional):
+    rng = np.random.default_rng(0)
+    model = kind(5, 6, num_layers=layers, bidirectional=bidirectional, rng=1)
+    check_export(tmp_path, model, (seq(rng, 4, 3, 5),), (seq(rng, 7, 2, 5),),
+                 (seq(rng, 1, 5, 5),))
+
+
+def test_batch_first_with_initial_state(tmp_path):
+    rng = np.random.default_rng(1)
+    model = rnn.LSTM(3, 4, num_layers=2, batch_first=True, rng=2)
+
+    def args(t, b):
+        h = rng.standard_normal((2, b, 4)).astype(np.float32)
+        return seq(rng, b, t, 3), (h, h * 0.5)
+    path = check_export(tmp_path, model, args(5, 2), args(3, 4))
+    session = ort.InferenceSession(str(path))
+    assert [i.name for i in session.get_inputs()] == ["input", "hx_0", "hx_1"]
+    assert len(session.get_outputs()) == 3
+
+
+def test_gru_with_lengths(tmp_path):
+    rng = np.random.default_rng(2)
+    model = rnn.GRU(3, 4, bidirectional=True, rng=3)
+    example = (seq(rng, 5, 3, 3), None, np.array([5, 2, 4]))
+    other = (seq(rng, 6, 2, 3), None, np.array([1, 6]))
+    check_export(tmp_path, model, example, other)
+
+
+def test_layernorm_lstm(tmp_path):
+    rng = np.random.default_rng(3)
+    model = rnn.layer(rnn.LayerNormLSTMCell(4, 5, rng=4))
+    state = lambda b: np.zeros((1, b, 5), np.float32) + 0.1  # noqa: E731
+    check_export(tmp_path, model, (seq(rng, 3, 2, 4), state(2), state(2)),
+                 (seq(rng, 6, 4, 4), state(4), state(4)))
+
+
+# -- a custom cell -----------------------------------------------------------------------------
+class PeepholeLSTMCell(Module):
+    """An LSTM whose gates also see the cell state (peephole connections)."""
+
+    state_arity = 2
+
+    def __init__(self, input_size: int, hidden_size: int, seed: int = 0):
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        self.hidden_size = hidden_size
+        self.weight_ih = Parameter(rng.uniform(-0.3, 0.3, (4 * hidden_size, input_size))
+                                   .astype(np.float32))
+        self.weight_hh = Parameter(rng.uniform(-0.3, 0.3, (4 * hidden_size, hidden_size))
+                                   .astype(np.float32))
+        self.bias = Parameter(rng.uniform(-0.3, 0.3, (4 * hidden_size,)).astype(np.float32))
+        self.peep = Parameter(rng.uniform(-0.3, 0.3, (3, hidden_size)).astype(np.float32))
+
+    def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
+        hx, cx = state
+        gates = input @ self.weight_ih.T + hx @ self.weight_hh.T + self.bias
+        i, f, g, o = ops.chunk(gates, 4, 1)
+        i = ops.sigmoid(i + self.peep[0] * cx)
+        f = ops.sigmoid(f + self.peep[1] * cx)
+        cy = f * cx + i * np.tanh(g)
+        hy = ops.sigmoid(o + self.peep[2] * cy) * np.tanh(cy)
+        return hy, cy
+
+
+def test_custom_peephole_cell_stack(tmp_path):
+    rng = np.random.default_rng(4)
+    layers = [rnn.bidirectional(PeepholeLSTMCell(3, 4, 1), PeepholeLSTMCell(3, 4, 2)),
+              rnn.bidirectional(PeepholeLSTMCell(8, 4, 3), PeepholeLSTMCell(8, 4, 4))]
+    model = rnn.StackedRNN(layers)
+
+    def args(t, b):
+        h = rng.standard_normal((4, b, 4)).astype(np.float32)
+        return seq(rng, t, b, 3), h, h + 1.0
+    check_export(tmp_path, model, args(4, 2), args(9, 3))
+
+
+# -- the fastrnns layers -------------------------------------------------------------------------
+class FastLayer(Module):
+    """A fastrnns layer function with its weights as parameters."""
+
+    def __init__(self, weights: list):
+        super().__init__()
+        self.w_ih, self.w_hh, self.b_ih, self.b_hh = (Parameter(w) for w in weights)
+
+
+def fast_weights(rng, size, hidden, gates=4):
+    def u(*shape):
+        return rng.uniform(-0.4, 0.4, shape).astype(np.float32)
+    return [u(gates * hidden, size), u(gates * hidden, hidden), u(gates * hidden),
+            u(gates * hidden)]
+
+
+class LSTMLayer(FastLayer):
+    def forward(self, x: Tensor, hx: Tensor, cx: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return fast.lstm_layer(x, hx, cx, self.w_ih, self.w_hh, self.b_ih, self.b_hh)
+
+
+class PremulLayer(FastLayer):
+    def forward(self, x: Tensor, hx: Tensor, cx: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return fast.lstm_layer_premul_bias(x, hx, cx, self.w_ih, self.w_hh, self.b_ih,
+                                           self.b_hh)
+
+
+class SimpleLayer(FastLayer):
+    def forward(self, x: Tensor, hx: Tensor, cx: Tensor) -> Tuple[Tensor, Tensor]:
+        return fast.lstm_layer_simple(x, hx, cx, self.w_ih, self.w_hh, self.b_ih, self.b_hh)
+
+
+class GRULayer(FastLayer):
+    def forward(self, x: Tensor, hx: Tensor, cx: Tensor) -> Tuple[Tensor, Tensor]:
+        return fast.gru_layer(x, hx, self.w_ih, self.w_hh, self.b_ih, self.b_hh)
+
+
+@pytest.mark.parametrize("layer,gates", [(LSTMLayer, 4), (PremulLayer, 4), (SimpleLayer, 4),
+                                         (GRULayer, 3)])
+def test_fastrnns_layers(tmp_path, layer, gates):
+    rng = np.random.default_rng(5)
+    model = layer(fast_weights(rng, 3, 4, gates))
+
+    def args(t, b):
+        return seq(rng, t, b, 3), rng.standard_normal((b, 4)).astype(np.float32), \
+            rng.standard_normal((b, 4)).astype(np.float32)
+    check_export(tmp_path, model, args(5, 2), args(2, 6))
+
+
+def test_fastrnns_layernorm_functions_with_weights_as_inputs(tmp_path):
+    rng = np.random.default_rng(6)
+    h = 4
+
+    def args(t, b):
+        ws = [rng.uniform(-0.4, 0.4, s).astype(np.float32)
+              for s in [(4 * h, 3), (4 * h, h), (4 * h,), (4 * h,), (4 * h,), (4 * h,), (h,),
+                        (h,)]]
+        ws[2] += 1.0
+        ws[4] += 1.0
+        ws[6] += 1.0
+        return (seq(rng, t, b, 3), rng.standard_normal((b, h)).astype(np.float32),
+                rng.standard_normal((b, h)).astype(np.float32), *ws)
+    for fn in (fast.layernorm_lstm_layer, fast.layernorm_decom_lstm_layer):
+        compiled = script.script(fn)
+        check_export(tmp_path, compiled, args(3, 2), args(6, 3))
+
+
+def test_a_list_argument_is_refused(tmp_path):
+    rng = np.random.default_rng(7)
+    params = fast_weights(rng, 3, 3) + fast_weights(rng, 3, 3)
+    compiled = script.script(fast.multilayer_lstm)
+    x, h = seq(rng, 4, 2, 3), rng.standard_normal((2, 2, 3)).astype(np.float32)
+    with pytest.raises(ScriptError, match="argument 'params' is a list"):
+        script.export_onnx(compiled, (x, h, h, params), tmp_path / "m.onnx")
+    assert not (tmp_path / "m.onnx").exists()
+
+
+# -- refusals ----------------------------------------------------------------------------------
+class ConditionalAppend(Module):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.eye(3, dtype=np.float32))
+
+    def forward(self, x: Tensor) -> Tensor:
+        outputs: List[Tensor] = []
+        for t in range(x.shape[0]):
+            if ops.sum(x[t]) > 0.0:
+                outputs.append(x[t] @ self.w)
+        return ops.stack(outputs, 0)
+
+
+def test_unsupported_construct_is_a_script_error_at_its_line(tmp_path):
+    x = np.ones((4, 2, 3), np.float32)
+    path = tmp_path / "bad.onnx"
+    with pytest.raises(ScriptError) as info:
+        script.export_onnx(ConditionalAppend(), (x,), path)
+    message = str(info.value)
+    assert "prim::ListAppend" in message and "test_onnx_export.py" in message
+    assert "outputs.append(x[t] @ self.w)" in message
+    assert not path.exists()
+
+
+def test_training_dropout_is_refused(tmp_path):
+    compiled = script.script(fast.dropout_lstm)
+    rng = np.random.default_rng(8)
+    params = fast_weights(rng, 3, 3)
+    x, h = seq(rng, 4, 2, 3), rng.standard_normal((1, 2, 3)).astype(np.float32)
+    with pytest.raises(ScriptError, match="export_onnx"):
+        script.export_onnx(compiled, (x, h, h, params, True), tmp_path / "d.onnx")
+
+
+def test_opset_below_18_is_refused(tmp_path):
+    model = rnn.RNN(2, 2, rng=0)
+    with pytest.raises(ScriptError, match="opset 13"):
+        script.export_onnx(model, (np.ones((2, 1, 2), np.float32),), tmp_path / "o.onnx",
+                           opset=13)
+
+
+def test_static_axes_fix_the_shapes(tmp_path):
+    model = rnn.GRU(2, 3, rng=0)
+    x = np.ones((4, 2, 2), np.float32)
+    path = tmp_path / "s.onnx"
+    script.export_onnx(model, (x,), path, dynamic_axes=False)
+    session = ort.InferenceSession(str(path))
+    assert session.get_inputs()[0].shape == [4, 2, 2]
+    np.testing.assert_allclose(session.run(None, {"input": x})[0], model(x)[0], rtol=RTOL,
+                               atol=ATOL)
