@@ -261,3 +261,26 @@ def test_static_axes_fix_the_shapes(tmp_path):
     assert session.get_inputs()[0].shape == [4, 2, 2]
     np.testing.assert_allclose(session.run(None, {"input": x})[0], model(x)[0], rtol=RTOL,
                                atol=ATOL)
+
+
+def test_command_line_exports_a_saved_model(tmp_path, capsys):
+    from script.__main__ import main
+    model = rnn.LSTM(3, 4, num_layers=2, rng=5)
+    saved = tmp_path / "lstm.rns"
+    script.save(script.freeze(model), saved)
+    out = tmp_path / "lstm.onnx"
+    assert main(["export", str(saved), "--onnx", str(out), "--input", "6,2,3"]) == 0
+    x = np.random.default_rng(9).standard_normal((9, 5, 3)).astype(np.float32)
+    for e, g in zip(leaves(model(x)), run_onnx(out, (x,))):
+        np.testing.assert_allclose(g, e, rtol=RTOL, atol=ATOL)
+    assert main(["export", str(saved), "--onnx", str(out), "--input", "6,x"]) == 1
+    assert "SHAPE[:DTYPE]" in capsys.readouterr().err
+
+
+def test_unfrozen_saved_module_exports_with_its_parameters(tmp_path):
+    model = rnn.GRU(3, 4, rng=6)
+    saved = tmp_path / "gru.rns"
+    script.save(script.script(model), saved)
+    rng = np.random.default_rng(10)
+    check_export(tmp_path, script.load(saved), (seq(rng, 4, 2, 3),), (seq(rng, 2, 3, 3),),
+                 reference=model)

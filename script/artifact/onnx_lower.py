@@ -235,7 +235,7 @@ class Lowering:
         cond_out = body.emit("Identity", [body.tensor(body.sym(block.returns[0]), np.bool_,
                                                       node)])
         outs = []
-        for v, structure, in_shape in zip(block.returns[1:], shapes, shapes):
+        for v, in_shape in zip(block.returns[1:], shapes):
             flat, shape = flatten(body.sym(v, node))
             if shape != in_shape:
                 raise self.error(node, "a loop-carried value changes its structure")
