@@ -29,6 +29,8 @@ from passes.constant_prop import fold_limit
 from passes.shape_prop import specialize
 from script._version import __version__
 from script.artifact.freeze import StandaloneModule, freeze, remove_inference_dropout, standalone
+from script.artifact.onnx_lower import Exporter, Lowering, flatten, helper, leaf_ranks
+from script.artifact.onnx_ops import RULES
 from script.errors import Origin, ScriptError, reported
 from script.frontend.definition import FunctionDef
 from script.module import Module, is_array
@@ -71,10 +73,6 @@ def export_onnx(model_or_fn: Any, example_inputs: Sequence[Any], path: str | os.
 def onnx_model(model_or_fn: Any, example_inputs: tuple[Any, ...], opset: int | None,
                dynamic_axes: DynamicAxes) -> Any:
     """The ONNX ``ModelProto`` of ``export_onnx`` (not checked, not written)."""
-    from onnx import helper
-
-    from script.artifact.onnx_lower import Exporter, Lowering, flatten, leaf_ranks
-    from script.artifact.onnx_ops import RULES
     opset = _checked_opset(opset)
     fdef, graph = frozen_forward(model_or_fn)
     args = bind_arguments(fdef, example_inputs, {})
@@ -197,7 +195,6 @@ def _array_type(arg: Any, free: Any) -> Type | None:
 
 def _graph_input(exporter: Any, name: str, arg: Any, t: Type) -> tuple[Any, list[Any]]:
     """The symbol of a graph input and the ONNX inputs it stands for."""
-    from onnx import helper
     if isinstance(t, TupleType):
         parts = [_graph_input(exporter, f"{name}_{k}", a, e)
                  for k, (a, e) in enumerate(zip(arg, t.elements))]

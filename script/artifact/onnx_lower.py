@@ -15,6 +15,7 @@ branch; on a run-time condition it becomes an ONNX ``If``. The tensor ops are th
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import re
 from collections import ChainMap
@@ -22,11 +23,25 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
 from ir.core import Block, Node, Value
 from ir.types import BOOL, FLOAT, INT, ScalarType, TensorType, TupleType
 from script.errors import ScriptError, at_node
+
+
+class LazyModule:
+    """A module imported on first use: ``onnx`` is an optional dependency, needed only when a
+    model is exported, so importing ``script`` must not import it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+helper = LazyModule("onnx.helper")
+numpy_helper = LazyModule("onnx.numpy_helper")
 
 SCALAR_DTYPES = {INT: np.dtype("int64"), FLOAT: np.dtype("float64"), BOOL: np.dtype("bool")}
 """The ONNX dtype of a run-time Python number (a 0-d tensor)."""
@@ -243,8 +258,8 @@ class Lowering:
         outs = [body.emit("Identity", [body.tensor(s, self.x.dtypes[i], node)])
                 for s, i in zip(outs, inits)]
         scans = [body.emit("Identity", [body.tensor(s, None, node)]) for _, s in body.appends]
-        inputs = [helper.make_tensor_value_info(counter, TensorProto.INT64, []),
-                  helper.make_tensor_value_info(cond_in, TensorProto.BOOL, [])]
+        inputs = [helper.make_tensor_value_info(counter, onnx_type(np.int64), []),
+                  helper.make_tensor_value_info(cond_in, onnx_type(np.bool_), [])]
         ranks = [r for p in block.params[1:] for r in leaf_ranks(p.type)]
         if len(ranks) != len(carried):
             ranks = [None] * len(carried)

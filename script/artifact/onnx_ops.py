@@ -21,6 +21,7 @@ from script.artifact.onnx_lower import (
     Lowering,
     Outputs,
     Stacked,
+    numpy_helper,
     out_dtype,
 )
 
@@ -208,7 +209,6 @@ def _softmax(op: str) -> Any:
 
 
 def _one(dtype: Any, value: Any) -> Any:
-    from onnx import numpy_helper
     return numpy_helper.from_array(np.array([value], dtype=dtype))
 
 
