@@ -6,8 +6,9 @@ The model is ``rnn.LSTM(I, H)`` (one layer, float32). ``script.export_onnx`` wri
 loop an ONNX ``Loop``, the input projection hoisted out of it); onnxruntime runs the file with
 ``--threads`` intra-op threads, rnnscript runs the model as users call it (compiled on first
 call) and frozen. Samples alternate between the three; each time is the best of ``--repeat``
-samples after a warm-up call. Prints one markdown row per size: forward milliseconds and
-onnxruntime's time over rnnscript's (> 1: rnnscript is faster). Set OPENBLAS_NUM_THREADS to the
+samples after a warm-up call. Prints one markdown row per size: forward milliseconds, wall and
+process CPU (on a shared machine the CPU time is the steadier figure), and onnxruntime's wall
+time over rnnscript's (> 1: rnnscript is faster). Set OPENBLAS_NUM_THREADS to the
 same thread count so both use one BLAS thread per matmul.
 """
 
@@ -31,14 +32,15 @@ SIZES = {  # name -> (T, B, I = H)
 }
 
 
-def sample(fn: Callable[[], Any], samples: list[float]) -> None:
-    start = time.perf_counter()
+def sample(fn: Callable[[], Any], samples: list[tuple[float, float]]) -> None:
+    """Append (wall, process CPU) seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
-    samples.append(time.perf_counter() - start)
+    samples.append((time.perf_counter() - wall, time.process_time() - cpu))
 
 
-def measure(size: str, repeat: int, threads: int) -> dict[str, float]:
-    """Best forward times in ms of onnxruntime, rnnscript and frozen rnnscript at ``size``."""
+def measure(size: str, repeat: int, threads: int) -> dict[str, tuple[float, float]]:
+    """Best forward (wall, CPU) ms of onnxruntime, rnnscript and frozen rnnscript at ``size``."""
     import onnxruntime as ort
     steps, batch, features = SIZES[size]
     model = rnn.LSTM(features, features, rng=0)
@@ -55,11 +57,12 @@ def measure(size: str, repeat: int, threads: int) -> dict[str, float]:
             "rnnscript": lambda: model(x), "rnnscript_frozen": lambda: frozen(x)}
     ours, theirs = model(x)[0], runs["onnxruntime"]()[0]
     np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-5)
-    samples: dict[str, list[float]] = {name: [] for name in runs}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
             sample(run, samples[name])
-    return {name: 1000 * min(times) for name, times in samples.items()}
+    return {name: (1000 * min(w for w, _ in times), 1000 * min(c for _, c in times))
+            for name, times in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -73,8 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---:|---:|---:|---:|")
     for size in args.sizes.split(","):
         t = measure(size, args.repeat, args.threads)
-        print(f"| {size} {SIZES[size]} | {t['onnxruntime']:.1f} | {t['rnnscript']:.1f} | "
-              f"{t['rnnscript_frozen']:.1f} | {t['onnxruntime'] / t['rnnscript']:.2f}x |")
+        cells = [f"{t[name][0]:.1f} (cpu {t[name][1]:.1f})"
+                 for name in ("onnxruntime", "rnnscript", "rnnscript_frozen")]
+        ratio = t["onnxruntime"][0] / t["rnnscript"][0]
+        print(f"| {size} {SIZES[size]} | {' | '.join(cells)} | {ratio:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -51,11 +51,34 @@ def check_export(tmp_path, model, example, *others, reference=None):
     return path
 
 
+def op_types(graph):
+    """The op types of an ONNX graph and its subgraphs, each subgraph's as a nested list."""
+    found = []
+    for node in graph.node:
+        found.append(node.op_type)
+        found += [op_types(a.g) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+    return found
+
+
 def seq(rng, t, b, size, dtype=np.float32):
     return rng.standard_normal((t, b, size)).astype(dtype)
 
 
 # -- the torch.nn front ends ----------------------------------------------------------------------
+def test_the_time_loop_stays_a_loop_with_the_projection_hoisted(tmp_path):
+    model = rnn.LSTM(4, 8, rng=0)
+    path = tmp_path / "lstm.onnx"
+    script.export_onnx(model, (np.ones((6, 2, 4), np.float32),), path)
+    graph = onnx.load(str(path)).graph
+    found = op_types(graph)
+    assert found.count("Loop") == 1
+    body = found[found.index("Loop") + 1]
+    assert body.count("MatMul") == 1 and "Split" in body  # only h @ W_hh^T inside
+    # the parameters, under the module's own names (PyTorch's), not transposed copies
+    assert {i.name for i in graph.initializer} == {"weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
+                                                   "bias_hh_l0"}
+
+
 @pytest.mark.parametrize("kind", [rnn.LSTM, rnn.GRU, rnn.RNN])
 @pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True), (2, True)])
 def test_front_ends_export(tmp_path, kind, layers, bidirectional):
@@ -284,3 +307,50 @@ def test_unfrozen_saved_module_exports_with_its_parameters(tmp_path):
     rng = np.random.default_rng(10)
     check_export(tmp_path, script.load(saved), (seq(rng, 4, 2, 3),), (seq(rng, 2, 3, 3),),
                  reference=model)
+
+
+# -- functions: run-time conditions, carried numbers, the op table ----------------------------
+def attention_pool(x: Tensor, w: Tensor, scale: float) -> Tuple[Tensor, Tensor, int]:
+    scores = ops.softmax((x @ w) * scale, 0)
+    positive = 0
+    steps: List[Tensor] = []
+    for t in range(x.shape[0]):
+        if ops.sum(x[t]) > 0.0:
+            y = np.tanh(x[t]) * scores[t]
+            positive = positive + 1
+        else:
+            y = np.maximum(x[t], 0.0) - scores[t]
+        steps.append(y)
+    out = ops.stack(steps, 1)
+    return ops.cat([out, out[:, 0:1]], 1), ops.transpose(out, (1, 0, 2)), positive
+
+
+def test_function_with_a_runtime_condition_and_a_carried_number(tmp_path):
+    rng = np.random.default_rng(11)
+    compiled = script.script(attention_pool)
+    w = rng.standard_normal((4, 1)).astype(np.float32)
+
+    def args(t, b):
+        return rng.standard_normal((t, b, 4)).astype(np.float32), w, 0.5
+    path = check_export(tmp_path, compiled, args(3, 3), args(5, 3), reference=attention_pool)
+    ops_ = op_types(onnx.load(str(path)).graph)
+    body = ops_[ops_.index("Loop") + 1]
+    assert "If" in body  # the condition is decided at run time, in the loop
+
+
+def reductions(x: Tensor, lengths: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    inside = np.expand_dims(ops.arange(0, x.shape[0]), 1) < np.expand_dims(lengths, 0)
+    masked = np.where(np.expand_dims(inside, 2), x, 0.0)
+    norm = ops.layer_norm(masked, None, None, 1e-3)
+    best = ops.argmax(ops.amax(masked, 2), 0).astype(np.int32)
+    spread = ops.std(masked, (0, 2)) + ops.var(masked, 2, keepdims=True)[0, :, 0]
+    return norm, best, spread, ops.clip(masked, -0.5, 0.5)
+
+
+def test_function_of_reductions_masks_and_casts(tmp_path):
+    rng = np.random.default_rng(12)
+    compiled = script.script(reductions)
+
+    def args(t, b):
+        return rng.standard_normal((t, b, 5)), rng.integers(1, t + 1, b)
+    check_export(tmp_path, compiled, args(4, 3), args(7, 2), reference=reductions)

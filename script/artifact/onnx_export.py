@@ -1,11 +1,14 @@
 """``export_onnx``: a model frozen and written as an ONNX file that onnxruntime (or any ONNX
 runtime) runs.
 
-The model is frozen first (eval mode; parameters become constants, written as initializers named
-after the parameters), then its ``forward`` graph is specialized for the example inputs with the
-dynamic axes left unknown, cleaned up (constants folded, the input projection hoisted out of the
-time loop) and lowered op by op (``script.artifact.onnx_lower``, ``onnx_ops``). Loops stay loops:
-an ONNX ``Loop`` whose body is the cell, so the file runs at any sequence length and batch size.
+The model is frozen first: compiled in eval mode, every parameter and array attribute its
+``forward`` reads a constant, written as an initializer under the module's own name for it
+(``weight_ih_l0`` for ``rnn.LSTM``) and in its own layout (``w.T`` is left to the ONNX graph;
+runtimes fold it when they load the model). Then the graph is specialized for the example inputs
+with the dynamic axes left unknown, cleaned up (numbers and shapes folded, the input projection
+hoisted out of the time loop) and lowered op by op (``script.artifact.onnx_lower``,
+``onnx_ops``). Loops stay loops: an ONNX ``Loop`` whose body is the cell, so the file runs at any
+sequence length and batch size.
 Arguments passed as None or as Python numbers are fixed at their example values; the ONNX graph's
 inputs are the array arguments in order (a tuple of arrays gives one input per array,
 ``hx_0``, ``hx_1``), its outputs the model's outputs flattened depth-first (``output_0``, ...).
@@ -28,7 +31,12 @@ from passes import CLEANUP_PIPELINE
 from passes.constant_prop import fold_limit
 from passes.shape_prop import specialize
 from script._version import __version__
-from script.artifact.freeze import StandaloneModule, freeze, remove_inference_dropout, standalone
+from script.artifact.freeze import (
+    StandaloneModule,
+    _eval_mode,
+    remove_inference_dropout,
+    standalone,
+)
 from script.artifact.onnx_lower import Exporter, Lowering, flatten, helper, leaf_ranks
 from script.artifact.onnx_ops import RULES
 from script.errors import Origin, ScriptError, reported
@@ -36,6 +44,7 @@ from script.frontend.definition import FunctionDef
 from script.module import Module, is_array
 from script.runtime.function import ScriptFunction, bind_arguments
 from script.runtime.pipelines import run_pipeline
+from script.runtime.script_module import ScriptModule
 
 DEFAULT_OPSET = 18
 """The opset written unless another is asked for (the oldest with ``Split(num_outputs)`` and
@@ -103,8 +112,11 @@ def _type_outputs(model: Any, ranks: list[int | None]) -> None:
     """Give the graph outputs a shape (ONNX requires one): the rank the IR type knows, else the
     one ONNX's shape inference finds, sizes left free."""
     import onnx
-    inferred = onnx.shape_inference.infer_shapes(model)
-    found = {v.name: v.type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+        found = {v.name: v.type for v in [*inferred.value_info, *inferred.output]}
+    except onnx.shape_inference.InferenceError:  # the checker reports it
+        found = {}
     for output, rank in zip(model.graph.output, ranks):
         t = found.get(output.name)
         if rank is None and t is not None and t.tensor_type.HasField("shape"):
@@ -130,11 +142,13 @@ def frozen_forward(model_or_fn: Any) -> tuple[FunctionDef, Graph]:
                           f"{type(model_or_fn).__name__}")
     if isinstance(model, (ScriptFunction, StandaloneModule)):
         m = standalone(model)
-    else:
-        m = freeze(model)
+    else:  # the module in eval mode, its parameters still named inputs (frozen below)
+        python_module = getattr(model, "python_module", model)
+        with _eval_mode(python_module):
+            m = standalone(ScriptModule(python_module))
     method = m.forward
     graph = method.signature.graph.clone()
-    if method.bindings:  # an unfrozen standalone module: its arrays become constants now
+    if method.bindings:  # the module's arrays become constants named after them
         graph = method._definition.graph.clone()
         nargs = len(method.signature.arg_names)
         with graph.inserting_before(graph.block.param_node.next):
@@ -168,7 +182,7 @@ def specialized(fdef: FunctionDef, graph: Graph, args: tuple[Any, ...],
             types.append(t)
     specialize(graph, types)
     remove_inference_dropout(graph)
-    with fold_limit(None):
+    with fold_limit(0):  # weights stay as they are named (w.T is ONNX's, folded by runtimes)
         run_pipeline(graph, EXPORT_PIPELINE)
     return graph
 

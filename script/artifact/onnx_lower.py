@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import Block, Node, Value
-from ir.types import BOOL, FLOAT, INT, ScalarType, TensorType, TupleType
+from ir.types import BOOL, FLOAT, INT, ListType, ScalarType, TensorType, TupleType
 from script.errors import ScriptError, at_node
 
 
@@ -56,6 +56,8 @@ class Stacked:
 
     name: str
     """the ONNX tensor of the stacked items."""
+    rank: int | None
+    """the rank of the stacked tensor (one more than an item's), None when unknown."""
 
 
 class Outputs(list):
@@ -257,7 +259,7 @@ class Lowering:
             outs += flat
         outs = [body.emit("Identity", [body.tensor(s, self.x.dtypes[i], node)])
                 for s, i in zip(outs, inits)]
-        scans = [body.emit("Identity", [body.tensor(s, None, node)]) for _, s in body.appends]
+        scans = [body.emit("Identity", [s]) for _, s, _ in body.appends]
         inputs = [helper.make_tensor_value_info(counter, onnx_type(np.int64), []),
                   helper.make_tensor_value_info(cond_in, onnx_type(np.bool_), [])]
         ranks = [r for p in block.params[1:] for r in leaf_ranks(p.type)]
@@ -273,8 +275,8 @@ class Lowering:
                                            body=graph))
         for name, src in zip(finals + stacked, outs + scans):
             self.x.dtypes[name] = self.x.dtypes[src]
-        for (lst, _), name in zip(body.appends, stacked):
-            self.env[lst] = Stacked(name)
+        for (lst, _, rank), name in zip(body.appends, stacked):
+            self.env[lst] = Stacked(name, None if rank is None else rank + 1)
         leaves = iter(finals)
         return Outputs(unflatten(s, leaves) for s in shapes)
 
@@ -284,10 +286,12 @@ class Lowering:
         items = self.sym(other, node)
         if not isinstance(items, (list, tuple)):
             raise self.error(node, f"extending a list by a {describe(items)}")
+        t = other.type
+        rank = rank_of_type(t.element) if isinstance(t, ListType) else None
         for item in items:
-            self.append(node, lst, item)
+            self.append(node, lst, item, rank)
 
-    def append(self, node: Node, lst: Value, item: Any) -> None:
+    def append(self, node: Node, lst: Value, item: Any, rank: int | None) -> None:
         """``lst.append(item)``: known items for a list of this scope, a scan output for a list
         a loop body grows."""
         target = self.sym(lst, node)
@@ -301,9 +305,9 @@ class Lowering:
                              "to inside it")
         if target:
             raise self.error(node, "a loop appends to a list that is not empty before it")
-        if any(lst is seen for seen, _ in self.appends):
+        if any(lst is seen for seen, _, _ in self.appends):
             raise self.error(node, "a loop appends to the same list twice per iteration")
-        self.appends.append((lst, self.tensor(item, None, node)))
+        self.appends.append((lst, self.tensor(item, None, node), rank))
         self.scanning.add(lst)
 
 
@@ -319,6 +323,10 @@ def unflatten(structure: Any, leaves: Any) -> Any:
     if structure is None:
         return next(leaves)
     return tuple(unflatten(s, leaves) for s in structure)
+
+
+def rank_of_type(t: Any) -> int | None:
+    return t.rank if isinstance(t, TensorType) else (0 if isinstance(t, ScalarType) else None)
 
 
 def leaf_ranks(t: Any) -> list[int | None]:
@@ -433,7 +441,8 @@ STRUCTURE_RULES = {
     "prim::TupleIndex": _tuple_index,
     "prim::ListIndex": _list_index,
     "prim::ListConstruct": lambda low, n: [low.sym(v, n) for v in n.inputs],
-    "prim::ListAppend": lambda low, n: low.append(n, n.inputs[0], low.sym(n.inputs[1], n)),
+    "prim::ListAppend": lambda low, n: low.append(n, n.inputs[0], low.sym(n.inputs[1], n),
+                                                  rank_of_type(n.inputs[1].type)),
     "prim::ListExtend": Lowering.extend,
     "prim::len": _length,
     "prim::IsNone": _is_none,

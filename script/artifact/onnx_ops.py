@@ -339,11 +339,12 @@ def _join(stack: bool) -> Any:
         if isinstance(items, Stacked):
             if not stack:
                 raise low.error(node, "concatenating a list grown by a loop")
-            rank = len(node.output.type.shape or ()) if isinstance(node.output.type,
-                                                                   TensorType) else 0
-            axis = axis + rank if axis < 0 else axis
             if axis == 0:
                 return low.emit("Identity", [items.name])
+            rank = items.rank
+            if rank is None:
+                raise low.error(node, "stacking on an inner axis items of unknown rank")
+            axis = axis + rank if axis < 0 else axis
             perm = list(range(1, rank))
             perm.insert(axis, 0)
             return low.emit("Transpose", [items.name], perm=perm)
