@@ -231,17 +231,33 @@ class Lowering:
         return Outputs(unflatten(s, leaves) for s in shapes[0])
 
     def lower_loop(self, node: Node) -> Any:
-        block = node.blocks[0]
+        """An ONNX ``Loop``: loop-carried tuples flattened to tensors, the lists the body grows
+        as scan outputs."""
         trip = self.tensor(self.sym(node.inputs[0], node), np.int64, node)
         cond = self.tensor(self.sym(node.inputs[1], node), np.bool_, node)
         inits, shapes = [], []
-        for v, param in zip(node.inputs[2:], block.params[1:]):
+        for v, param in zip(node.inputs[2:], node.blocks[0].params[1:]):
             flat, structure = flatten(self.sym(v, node))
             inits += [self.tensor(s, out_dtype(param, s, self), node) for s in flat]
             shapes.append(structure)
+        body, graph = self._loop_body(node, inits, shapes)
+        finals = [self.x.fresh("loop_out") for _ in inits]
+        stacked = [self.x.fresh("scan_out") for _ in body.appends]
+        self.nodes.append(helper.make_node("Loop", [trip, cond, *inits], finals + stacked,
+                                           body=graph))
+        for name, out in zip(finals + stacked, graph.output[1:]):
+            self.x.dtypes[name] = self.x.dtypes[out.name]
+        for (lst, _, rank), name in zip(body.appends, stacked):
+            self.env[lst] = Stacked(name, None if rank is None else rank + 1)
+        leaves = iter(finals)
+        return Outputs(unflatten(s, leaves) for s in shapes)
+
+    def _loop_body(self, node: Node, inits: list[str], shapes: list[Any]) -> tuple[Any, Any]:
+        """The lowered body of loop ``node`` and its ONNX graph: (iteration, cond, carried...)
+        -> (cond, carried..., scanned...)."""
+        block = node.blocks[0]
         body = Lowering(self.x, self, in_loop=True)
-        counter = body.x.fresh("iteration")
-        cond_in = body.x.fresh("cond_in")
+        counter, cond_in = body.x.fresh("iteration"), body.x.fresh("cond_in")
         carried = [body.x.fresh("carried") for _ in inits]
         body.x.dtypes.update({counter: np.dtype(np.int64), cond_in: np.dtype(np.bool_)})
         body.x.dtypes.update({c: self.x.dtypes[i] for c, i in zip(carried, inits)})
@@ -249,36 +265,22 @@ class Lowering:
         body.env[block.params[0]] = counter
         body.bind(block.params[1:], [unflatten(s, leaves) for s in shapes])
         body.lower_block(block)
-        cond_out = body.emit("Identity", [body.tensor(body.sym(block.returns[0]), np.bool_,
-                                                      node)])
-        outs = []
-        for v, in_shape in zip(block.returns[1:], shapes):
+        outs = [body.tensor(body.sym(block.returns[0], node), np.bool_, node)]
+        for v, structure in zip(block.returns[1:], shapes):
             flat, shape = flatten(body.sym(v, node))
-            if shape != in_shape:
+            if shape != structure:
                 raise self.error(node, "a loop-carried value changes its structure")
             outs += flat
-        outs = [body.emit("Identity", [body.tensor(s, self.x.dtypes[i], node)])
-                for s, i in zip(outs, inits)]
-        scans = [body.emit("Identity", [s]) for _, s, _ in body.appends]
+        outs = [body.tensor(s, self.x.dtypes[i], node) for s, i in zip(outs, [cond_in, *inits])]
+        outs = [body.emit("Identity", [s]) for s in outs + [s for _, s, _ in body.appends]]
+        ranks = [r for p in block.params[1:] for r in leaf_ranks(p.type)]
+        ranks = ranks if len(ranks) == len(carried) else [None] * len(carried)
         inputs = [helper.make_tensor_value_info(counter, onnx_type(np.int64), []),
                   helper.make_tensor_value_info(cond_in, onnx_type(np.bool_), [])]
-        ranks = [r for p in block.params[1:] for r in leaf_ranks(p.type)]
-        if len(ranks) != len(carried):
-            ranks = [None] * len(carried)
         inputs += [helper.make_tensor_value_info(c, onnx_type(self.x.dtypes[c]),
                                                  None if r is None else [None] * r)
                    for c, r in zip(carried, ranks)]
-        graph = body.graph("loop_body", inputs, [cond_out, *outs, *scans])
-        finals = [self.x.fresh("loop_out") for _ in outs]
-        stacked = [self.x.fresh("scan_out") for _ in scans]
-        self.nodes.append(helper.make_node("Loop", [trip, cond, *inits], finals + stacked,
-                                           body=graph))
-        for name, src in zip(finals + stacked, outs + scans):
-            self.x.dtypes[name] = self.x.dtypes[src]
-        for (lst, _, rank), name in zip(body.appends, stacked):
-            self.env[lst] = Stacked(name, None if rank is None else rank + 1)
-        leaves = iter(finals)
-        return Outputs(unflatten(s, leaves) for s in shapes)
+        return body, body.graph("loop_body", inputs, outs)
 
     def extend(self, node: Node) -> None:
         """``l += [x, ...]`` / ``l.extend(...)``: appends of the other list's known items."""
