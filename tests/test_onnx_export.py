@@ -354,3 +354,35 @@ def test_function_of_reductions_masks_and_casts(tmp_path):
     def args(t, b):
         return rng.standard_normal((t, b, 5)), rng.integers(1, t + 1, b)
     check_export(tmp_path, compiled, args(4, 3), args(7, 2), reference=reductions)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rnn.RNN(3, 4, nonlinearity="relu", rng=0),
+    lambda: rnn.GRU(3, 4, num_layers=2, rng=0, dtype=np.float64),
+    lambda: rnn.layer(rnn.LayerNormGRUCell(3, 4, rng=0), reverse=True),
+])
+def test_more_cells_and_dtypes(tmp_path, make):
+    model = make()
+    rng = np.random.default_rng(13)
+    dtype = np.float64 if "float64" in str(getattr(model, "dtype", "")) else np.float32
+
+    def args(t, b):
+        x = seq(rng, t, b, 3, dtype)
+        if isinstance(model, rnn.Recurrent):
+            h = np.zeros((1, b, 4), np.float32)
+            return x, h, h
+        return (x,)
+    check_export(tmp_path, model, args(4, 2), args(2, 5))
+
+
+def test_named_dynamic_axes(tmp_path):
+    model = rnn.LSTM(3, 4, rng=0)
+    path = tmp_path / "d.onnx"
+    x = np.ones((5, 2, 3), np.float32)
+    script.export_onnx(model, (x,), path, dynamic_axes={"input": [0]})
+    session = ort.InferenceSession(str(path))
+    shape = session.get_inputs()[0].shape
+    assert shape[1:] == [2, 3] and isinstance(shape[0], str)
+    longer = np.random.default_rng(14).standard_normal((8, 2, 3)).astype(np.float32)
+    np.testing.assert_allclose(session.run(None, {"input": longer})[0], model(longer)[0],
+                               rtol=RTOL, atol=ATOL)
