@@ -4,6 +4,10 @@ cannot express is a ScriptError at the user's line, before any file is written."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import List, Tuple
 
 import numpy as np
@@ -386,3 +390,14 @@ def test_named_dynamic_axes(tmp_path):
     longer = np.random.default_rng(14).standard_normal((8, 2, 3)).astype(np.float32)
     np.testing.assert_allclose(session.run(None, {"input": longer})[0], model(longer)[0],
                                rtol=RTOL, atol=ATOL)
+
+
+def test_without_onnx_installed_export_is_a_script_error(tmp_path):
+    program = ("import sys\nsys.modules['onnx'] = None\nimport numpy as np, rnn, script\n"
+               "try:\n    script.export_onnx(rnn.GRU(2, 2), (np.ones((2, 1, 2), np.float32),), "
+               "'m.onnx')\nexcept script.ScriptError as e:\n    print('refused:', e)\n")
+    root = Path(script.__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert "refused: export_onnx needs the onnx package" in done.stdout, done.stderr
+    assert not (tmp_path / "m.onnx").exists()
