@@ -76,13 +76,12 @@ class Exporter:
 
     def __init__(self, opset: int, rules: dict[str, Any]):
         self.opset = opset
+        """the ONNX opset the model declares."""
         self.rules = rules
         """the lowering rule of each op kind (``onnx_ops.RULES``)."""
         self.initializers: list[Any] = []
         self.dtypes: dict[str, np.dtype] = {}
         """the element type of every ONNX tensor made so far."""
-        self.known: dict[str, np.ndarray] = {}
-        """the value of every initializer, for ops that need a static operand."""
         self._taken: set[str] = set()
         self._counter = itertools.count()
 
@@ -101,7 +100,6 @@ class Exporter:
         array = np.ascontiguousarray(array)
         self.initializers.append(numpy_helper.from_array(array, name))
         self.dtypes[name] = array.dtype
-        self.known[name] = array
         return name
 
 
@@ -112,11 +110,11 @@ class Lowering:
         self.x = exporter
         self.nodes: list[Any] = []
         self.env: ChainMap[Value, Any] = parent.env.new_child() if parent else ChainMap()
-        self.parent = parent
+        """the symbol of each IR value; a body sees its enclosing scopes' (ONNX outer scope)."""
         self.in_loop = in_loop
         """True for a Loop body: the lists it appends to once per iteration become scan outputs."""
-        self.appends: list[tuple[Value, str]] = []
-        """(list value, appended tensor) for each outer list this loop body appends to."""
+        self.appends: list[tuple[Value, str, int | None]] = []
+        """(list value, appended tensor, its rank) for each outer list this loop body grows."""
         self.scanning: set[Value] = set(parent.scanning) if parent else set()
         """outer lists being grown by an enclosing loop: nothing else may read them."""
 
@@ -150,8 +148,9 @@ class Lowering:
                 return sym
             return self.emit("Cast", [sym], dtype, to=onnx_type(dtype))
         if isinstance(sym, (bool, int, float, np.generic, np.ndarray)):
-            if dtype is None:
-                dtype = np.asarray(sym).dtype if not isinstance(sym, int) else np.int64
+            if dtype is None:  # a Python int is int64 (not the platform's C long)
+                plain_int = isinstance(sym, int) and not isinstance(sym, bool)
+                dtype = np.int64 if plain_int else np.asarray(sym).dtype
             return self.const(sym, dtype)
         if isinstance(sym, Stacked):
             return self.tensor(sym.name, dtype, node)
