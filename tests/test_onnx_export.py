@@ -113,6 +113,16 @@ def test_gru_with_lengths(tmp_path):
     check_export(tmp_path, model, example, other)
 
 
+def test_batch_first_bidirectional_gru_with_lengths_and_state(tmp_path):
+    rng = np.random.default_rng(15)
+    model = rnn.GRU(3, 4, num_layers=2, batch_first=True, bidirectional=True, rng=1)
+
+    def args(b, t, lengths):
+        return (rng.standard_normal((b, t, 3)).astype(np.float32),
+                rng.standard_normal((4, b, 4)).astype(np.float32), np.array(lengths))
+    check_export(tmp_path, model, args(2, 5, [5, 3]), args(3, 7, [7, 1, 4]))
+
+
 def test_layernorm_lstm(tmp_path):
     rng = np.random.default_rng(3)
     model = rnn.layer(rnn.LayerNormLSTMCell(4, 5, rng=4))
