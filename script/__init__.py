@@ -12,6 +12,7 @@ from typing import Any
 from script import ops
 from script._version import __version__  # noqa: F401  (re-exported)
 from script.artifact.freeze import freeze
+from script.artifact.onnx_export import export_onnx
 from script.artifact.serialize import load, save
 from script.errors import LoadError, ScriptError, SignatureError
 from script.frontend.classes import register_script_class
@@ -66,5 +67,5 @@ script.profile = profile  # type: ignore[attr-defined]
 script.export = export  # type: ignore[attr-defined]
 
 __all__ = ["LoadError", "Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction",
-           "SignatureError", "Tensor", "freeze", "infer_annotations", "load", "ops",
+           "SignatureError", "Tensor", "export_onnx", "freeze", "infer_annotations", "load", "ops",
            "grad", "profile", "save", "script", "value_and_grad", "vjp"]

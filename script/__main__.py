@@ -4,6 +4,10 @@ Prints the module, its methods with their signatures, the classes they use, a ta
 arrays (name, shape, dtype, bytes) and each method's graph. The file is checked as ``load``
 checks it (format, checksums, array headers, graphs); a file that fails is reported with the
 reason and exit status 1.
+
+``python -m script export FILE --onnx OUT.onnx --input 5,2,4 [--input ...]``: the saved model's
+``forward`` exported to ONNX (``script.export_onnx``), traced at example arrays of the given
+shapes (``SHAPE[:DTYPE]``, float32 by default; arguments not given are left at their defaults).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from script.artifact.archive import ARRAY_ROLES, Archive, read_archive
+from script.artifact.onnx_export import export_onnx
 from script.artifact.serialize import load
-from script.errors import LoadError
+from script.errors import LoadError, ScriptError
 
 
 def describe(archive: Archive, path: str) -> str:
@@ -80,7 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     inspect = commands.add_parser("inspect", help="print a saved model's methods, signatures, "
                                   "graphs and arrays")
     inspect.add_argument("file", help="a file written by script.save")
+    export = commands.add_parser("export", help="export a saved model's forward to ONNX")
+    export.add_argument("file", help="a file written by script.save")
+    export.add_argument("--onnx", required=True, metavar="OUT", help="the ONNX file to write")
+    export.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+                        help="an example array argument, in order (e.g. 5,2,4 or 7,3:float64)")
+    export.add_argument("--opset", type=int, default=None, help="the ONNX opset (default 18)")
+    export.add_argument("--static", action="store_true",
+                        help="fix every shape at the example's (default: all axes of an input "
+                             "but its last are free)")
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return _export(args)
     try:
         archive = read_archive(args.file)
         load(args.file)  # the same checks as loading: graphs parse, verify and match
@@ -89,6 +105,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     sys.stdout.write(describe(archive, args.file))
     return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    try:
+        model = load(args.file)
+        example = tuple(_example_array(spec) for spec in args.input)
+        export_onnx(model, example, args.onnx, opset=args.opset, dynamic_axes=not args.static)
+    except (LoadError, ScriptError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.onnx}")
+    return 0
+
+
+def _example_array(spec: str) -> np.ndarray:
+    """An example array from ``SHAPE[:DTYPE]`` (``5,2,4`` or ``5,2,4:float64``)."""
+    shape, _, dtype = spec.partition(":")
+    try:
+        dims = tuple(int(d) for d in shape.split(",") if d.strip())
+        return np.zeros(dims, dtype=np.dtype(dtype or "float32"))
+    except (TypeError, ValueError):
+        raise ValueError(f"--input {spec!r}: expected SHAPE[:DTYPE] such as 5,2,4:float32"
+                         ) from None
 
 
 if __name__ == "__main__":

@@ -147,6 +147,17 @@ def as_script_error(exc: BaseException, origin: Origin, doing: str) -> ScriptErr
     return at_def(origin, message)
 
 
+def at_node(node: object, message: str, source: SourceInfo | None = None) -> ScriptError:
+    """A ``ScriptError`` at the user's line of graph node ``node`` (or of the nearest node around
+    it that has a source position); without a position, the bare message."""
+    where = _node_source(node)
+    if where is None:
+        return ScriptError(message)
+    file, lines = _resolve(where.file, source)
+    return ScriptError(message, file, where.line, where.col,
+                       lines.line(where.line) if lines else None)
+
+
 def at_def(origin: Origin, message: str) -> ScriptError:
     """A ``ScriptError`` pointing at the ``def`` of the function ``origin`` describes."""
     if origin.file is not None and origin.line is not None:
