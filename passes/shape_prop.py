@@ -30,6 +30,7 @@ from ir.types import (
     BOOL,
     INT,
     NONE,
+    STR,
     AnyType,
     DictType,
     ListType,
@@ -38,11 +39,19 @@ from ir.types import (
     TensorType,
     Type,
     erase_shape,
+    is_number,
     is_subtype,
     unify,
 )
 
 NAME = "shape-prop"
+
+WEAK_DTYPE = "weak_dtype"
+"""Attribute of the ``tensor::full`` the frontend makes of a number a loop turns into a tensor
+(``loss = 0`` before ``loss += x.sum()``): its dtype is the one the loop's first iteration gives
+(see ``_settle_weak_initials``).
+
+"""
 
 MAX_LOOP_ROUNDS = 4
 """Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
@@ -293,6 +302,7 @@ def is_none_by_type(t: Type) -> bool | None:
 
 
 def _propagate_loop(node: Node) -> None:
+    _settle_weak_initials(node)
     body = node.blocks[0]
     declared = [p.type for p in body.params[1:]]
     types = [v.type for v in node.inputs[2:]]
@@ -302,13 +312,59 @@ def _propagate_loop(node: Node) -> None:
         returned = [v.type for v in body.returns[1:]]
         if all(is_subtype(r, t) for r, t in zip(returned, types)):
             break
-        types = [join(t, r, d) for t, r, d in zip(types, returned, declared)]
+        types = [_carried_join(t, r, d) for t, r, d in zip(types, returned, declared)]
         if round_ >= MAX_LOOP_ROUNDS - 1:
             types = [erase_shape(t) for t in types]
     else:
         raise ShapeError(_with_source("loop-carried types do not settle: " + ", ".join(
             f"{t} becomes {r}" for t, r in zip(types, returned) if not is_subtype(r, t)), node))
     _set_types(node.outputs, types, node)
+
+
+def _settle_weak_initials(node: Node) -> None:
+    """Give each carried number made a tensor (``WEAK_DTYPE``) numpy's dtype: propagate the body
+    once with the number itself carried, as numpy's first iteration runs, and take the dtype of
+    the tensor it returns (``0 + np.float32(x)`` is float32). Without one it keeps the number's
+    own dtype (int64, float64), as ``np.asarray(0)`` has."""
+    weak = [k for k, v in enumerate(node.inputs[2:]) if _is_weak(v)]
+    if not weak:
+        return
+    body = node.blocks[0]
+    types = [v.type for v in node.inputs[2:]]
+    for k in weak:
+        types[k] = node.inputs[2 + k].node.inputs[1].type
+    try:
+        _set_types(body.params, [INT, *types], node)
+        propagate_block(body)
+    except ShapeError:
+        return
+    for k in weak:
+        returned = body.returns[1 + k].type
+        if isinstance(returned, TensorType) and returned.dtype is not None:
+            _set_weak_dtype(node.inputs[2 + k].node, returned.dtype)
+
+
+def _is_weak(v: Value) -> bool:
+    producer = v.node
+    return bool(producer.attrs.get(WEAK_DTYPE)) and producer.inputs[2].node.kind == CONSTANT \
+        and producer.inputs[2].node.attrs.get("value") is None
+
+
+def _set_weak_dtype(full: Node, dtype: str) -> None:
+    graph = full.owner.graph
+    with graph.inserting_before(full):
+        const = graph.insert(CONSTANT, (), [STR], {"value": dtype})
+    full.set_input(2, const.output)
+    del full.attrs[WEAK_DTYPE]
+    propagate_node(full)
+
+
+def _carried_join(before: Type, after: Type, declared: Type) -> Type:
+    """A loop-carried type widened by what an iteration returns; a number an iteration makes a
+    tensor (a weak initial's first round) becomes that tensor, as in numpy."""
+    if is_number(before) and isinstance(after, TensorType):
+        return after
+    return join(before, after, declared)
 
 
 def _propagate_subgraph(node: Node) -> None:

@@ -173,9 +173,9 @@ def bad_branch_types(x: Tensor, flag: bool) -> Tensor:
 
 def bad_loop_type_change(x: Tensor, n: int) -> Tensor:
     acc = 0
-    for i in range(n):  # ERROR: variable 'acc' has type int before the loop and type Tensor after an iteration
-        acc = acc + x
-    return x
+    for i in range(n):  # ERROR: variable 'acc' has type int before the loop and type str after an iteration
+        acc = "a"
+    return x + acc
 
 
 def bad_optional_use(x: Tensor, b: Optional[Tensor]) -> Tensor:

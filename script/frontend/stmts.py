@@ -18,6 +18,7 @@ from ir.registry import constant_of
 from ir.types import (
     ANY,
     INT,
+    TENSOR,
     ClassType,
     DictType,
     ListType,
@@ -25,8 +26,10 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    is_number,
     unify,
 )
+from passes.shape_prop import WEAK_DTYPE
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -441,6 +444,9 @@ class StmtMixin:
             if initial.node.kind == "prim::Uninitialized" and initial.type != t:
                 with self.graph.inserting_before(loop):
                     loop.set_input(k + 2, self.uninitialized(t))
+            elif is_number(initial.type) and isinstance(t, TensorType):
+                with self.graph.inserting_before(loop):
+                    loop.set_input(k + 2, self.weak_tensor(initial))
             self.frame.set(name, loop.add_output(t, _hint(name)))
         for name in assigned:
             if name not in carried and self.frame.find(name) is None:
@@ -492,11 +498,22 @@ class StmtMixin:
             return before
         if before == ANY:
             return value.type
+        if is_number(before) and isinstance(value.type, TensorType) and \
+                name not in self.declared:
+            return TENSOR  # an accumulator `loss = 0` that `loss += x.sum()` makes a tensor
         joined = unify(before, value.type)
         if joined is None:
             raise self.error(node, f"{describe_variable(name)} has type {before} before the "
                              f"loop and type {value.type} after an iteration")
         return self.declared.get(name, joined)
+
+    def weak_tensor(self: FunctionCompiler, number: Any) -> Any:
+        """A 0-d tensor holding ``number`` for a loop that turns it into a tensor. Its dtype is
+        left to shape propagation (``WEAK_DTYPE``): the one numpy gives the first iteration,
+        where the number is still a weak Python scalar (``0 + np.float32(x)`` is float32)."""
+        shape = self.emit_value("prim::TupleConstruct", [])
+        return self.emit("tensor::full", [shape, number, self.const(None)],
+                         attrs={WEAK_DTYPE: True}).output
 
     def emit_unrolled(self: FunctionCompiler, node: ast.For, items: list[Any]) -> None:
         """``for x in <tuple>``: the body once per element, each with its own types."""
