@@ -390,7 +390,8 @@ class CallMixin:
     def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:
         element = lst.type.element
         if not is_subtype(value.type, element):
-            raise self.error(node, f"cannot add a {value.type} to a list of {element}")
+            self.widen_list(lst, value.type,
+                            self.error(node, f"cannot add a {value.type} to a list of {element}"))
         return value
 
     def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
@@ -416,10 +417,11 @@ class CallMixin:
             for item in self.tuple_items(other):
                 self.emit("prim::ListAppend", [lst, self.list_element(lst, item, node)], [])
             return
-        if not isinstance(other.type, ListType) or \
-                unify(lst.type.element, other.type.element) != lst.type.element:
-            raise self.error(node, f"cannot extend a list of {lst.type.element} with "
-                             f"{other.type}")
+        error = self.error(node, f"cannot extend a list of {lst.type.element} with {other.type}")
+        if not isinstance(other.type, ListType):
+            raise error
+        if unify(lst.type.element, other.type.element) != lst.type.element:
+            self.widen_list(lst, other.type.element, error)
         self.emit("prim::ListExtend", [lst, other], [])
 
     def list_insert(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:

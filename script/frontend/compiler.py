@@ -58,6 +58,7 @@ from script.frontend.env import (
 from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.iter import IterMixin
+from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
@@ -119,7 +120,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
-                       ContainerMixin, ExprMixin, NumpyMixin):
+                       ContainerMixin, LiteralTypeMixin, ExprMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -150,6 +151,10 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         self.direct_return: Value | None = None
         self.where: ast.AST = tree
         self.flag_counter = 0
+        self.literal_types: dict[Site, Type] = {}
+        """list and dict literals typed by their later use (``literal_types``)."""
+        self.literal_tried: set[tuple[Site, Type]] = set()
+        self.literal_sites: dict[Node, LiteralSite] = {}
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
@@ -166,6 +171,12 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         return compile_method(fn, owner=owner, session=session)
 
     def compile(self) -> FunctionDef:
+        try:
+            return self.compile_once()
+        except RetypeLiteral as retype:
+            return self.recompiled(retype)
+
+    def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
         for name, t in zip(names, types):
             self.frame.set(name, self.graph.add_input(t, name))

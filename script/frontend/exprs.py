@@ -320,6 +320,22 @@ class ExprMixin:
             if isinstance(elt, ast.Starred):
                 raise self.unsupported(elt, "* unpacking inside a list literal")
         items = [self.expr(e) for e in node.elts]
+        if element is None:
+            hinted = self.literal_type(node)
+            if isinstance(hinted, ListType):
+                out = self.list_literal(items, hinted.element, node)
+                return self.note_literal(out, node, items)
+            if not items:
+                out = self.emit("prim::ListConstruct", [], [ListType(TensorType())]).output
+                return self.note_literal(out, node, items)
+        out = self.list_literal(items, element, node)
+        return self.note_literal(out, node, items) if element is None else out
+
+    def list_literal(self: FunctionCompiler, items: list[Any], element: Type | None,
+                         node: ast.List) -> Any:
+        """A list of ``items`` with the element type ``element`` (None: the items')."""
+        if element is not None:
+            items = self.number_items(items, element)
         if not items:
             return self.emit("prim::ListConstruct", [], [ListType(element or TensorType())]).output
         for item in items:
@@ -401,7 +417,8 @@ class ExprMixin:
         if isinstance(t, DictType):
             key = self.expr(node.slice)
             if unify(key.type, t.key) != t.key:
-                raise self.error(node.slice, f"a key of {t} must be {t.key}, not {key.type}")
+                self.widen_dict(value, key.type, t.value, self.error(
+                    node.slice, f"a key of {t} must be {t.key}, not {key.type}"))
             return self.emit_value("prim::DictGetItem", [value, key])
         raise self.error(node, f"a value of type {t} is not subscriptable")
 

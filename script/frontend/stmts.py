@@ -29,7 +29,6 @@ from ir.types import (
     is_number,
     unify,
 )
-from passes.shape_prop import WEAK_DTYPE
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -446,7 +445,7 @@ class StmtMixin:
                     loop.set_input(k + 2, self.uninitialized(t))
             elif is_number(initial.type) and isinstance(t, TensorType):
                 with self.graph.inserting_before(loop):
-                    loop.set_input(k + 2, self.weak_tensor(initial))
+                    loop.set_input(k + 2, self.number_tensor(initial, weak=True))
             self.frame.set(name, loop.add_output(t, _hint(name)))
         for name in assigned:
             if name not in carried and self.frame.find(name) is None:
@@ -506,14 +505,6 @@ class StmtMixin:
             raise self.error(node, f"{describe_variable(name)} has type {before} before the "
                              f"loop and type {value.type} after an iteration")
         return self.declared.get(name, joined)
-
-    def weak_tensor(self: FunctionCompiler, number: Any) -> Any:
-        """A 0-d tensor holding ``number`` for a loop that turns it into a tensor. Its dtype is
-        left to shape propagation (``WEAK_DTYPE``): the one numpy gives the first iteration,
-        where the number is still a weak Python scalar (``0 + np.float32(x)`` is float32)."""
-        shape = self.emit_value("prim::TupleConstruct", [])
-        return self.emit("tensor::full", [shape, number, self.const(None)],
-                         attrs={WEAK_DTYPE: True}).output
 
     def emit_unrolled(self: FunctionCompiler, node: ast.For, items: list[Any]) -> None:
         """``for x in <tuple>``: the body once per element, each with its own types."""
