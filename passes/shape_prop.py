@@ -82,6 +82,24 @@ def propagate_graph(graph: Graph) -> None:
     propagate_block(graph.block)
     if _drop_ruled_out_branches(graph):
         propagate_block(graph.block)
+    while _fold_dtypes(graph):
+        propagate_block(graph.block)
+
+
+def _fold_dtypes(graph: Graph) -> bool:
+    """Replace each ``x.dtype`` (``tensor::dtype``) of a tensor whose dtype the types know by
+    its constant name, so the ops it is passed to (``np.zeros(3, dtype=x.dtype)``) type their
+    results. Done on settled types only: inside a loop a dtype may still widen."""
+    folded = False
+    for node in list(graph.walk()):
+        t = node.inputs[0].type if node.kind == "tensor::dtype" else None
+        if not isinstance(t, TensorType) or t.dtype is None or not node.output.uses:
+            continue
+        with graph.inserting_before(node):
+            name = graph.insert(CONSTANT, (), [STR], {"value": t.dtype})
+        node.output.replace_all_uses_with(name.output)
+        folded = True
+    return folded
 
 
 def _drop_ruled_out_branches(graph: Graph) -> bool:

@@ -387,9 +387,8 @@ class ExprMixin:
                 return self.emit_value("tensor::shape", [base])
             if name == "dtype" and t.dtype is not None:
                 return self.const(t.dtype)
-            if name == "dtype":
-                raise self.unsupported(node, "reading .dtype of a Tensor whose dtype is not "
-                                       "known at compile time")
+            if name == "dtype":  # a constant once the function is specialized (shape_prop)
+                return self.emit_value("tensor::dtype", [base])
         if isinstance(t, ClassType):
             return self.object_attribute(base, name, node)
         raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'")
