@@ -62,6 +62,7 @@ from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeL
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
+from script.frontend.sequences import SequenceMixin
 from script.frontend.stmts import StmtMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -120,7 +121,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin, ObjectMixin,
-                       ContainerMixin, LiteralTypeMixin, ExprMixin, NumpyMixin):
+                       ContainerMixin, LiteralTypeMixin, SequenceMixin, ExprMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -153,6 +153,8 @@ class ExprMixin:
         if symbol == "+" and isinstance(lhs.type, TupleType) and isinstance(rhs.type, TupleType):
             items = self.tuple_items(lhs) + self.tuple_items(rhs)
             return self.emit_value("prim::TupleConstruct", items)
+        if symbol == "+" and self.int_sequences(lhs, rhs):
+            return self.concat_int_sequences(lhs, rhs)
         if symbol == "+" and isinstance(lhs.type, ListType) and isinstance(rhs.type, ListType):
             if unify(lhs.type.element, rhs.type.element) is None:
                 raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
@@ -232,6 +234,8 @@ class ExprMixin:
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
             return self.negate(found) if isinstance(op, ast.NotIn) else found
+        if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
+            return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
 
     def is_none(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
