@@ -134,8 +134,8 @@ def bad_tensor_method(x: Tensor) -> Tensor:
 
 
 def bad_module_value(x: Tensor) -> Tensor:
-    m = np  # ERROR: is module 'numpy', which cannot be used as a value
-    return x
+    m = np
+    return x + m  # ERROR: is module 'numpy', which cannot be used as a value
 
 
 def bad_recursion(x: Tensor, n: int) -> Tensor:

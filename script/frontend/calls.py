@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -273,14 +274,17 @@ class CallMixin:
         """Call a compiled function; ``bound`` are values for its first parameters (a script
         class's ``self``). A module method's attribute inputs are passed along."""
         params = fdef.arg_names
-        shown = params[len(bound):]
+        shown = fdef.positional_names()[len(bound):]
         if len(node.args) > len(shown):
             raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
                              f"{len(node.args)} were given")
         values: dict[str, Any] = dict(zip(params, bound))
         for name, arg in zip(shown, node.args):
-            values[name] = self.expr(arg)
+            if not self.static_argument(fdef, name, arg):
+                values[name] = self.expr(arg)
         for kw in node.keywords:
+            if self.static_argument(fdef, kw.arg, kw.value):
+                continue
             if kw.arg not in params:
                 raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
                                  f"'{kw.arg}'")
@@ -302,6 +306,17 @@ class CallMixin:
             self.guard_global(key, guard.read, guard.expected)
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+
+    def static_argument(self: FunctionCompiler, fdef: FunctionDef, name: str | None,
+                        arg: ast.expr) -> bool:
+        """True for an argument of a parameter with a module default (``xp=np``): it must be a
+        module too, and is read at compile time (the ops do not depend on which one)."""
+        if name not in fdef.static_args:
+            return False
+        if not isinstance(self.resolve_static(arg), ModuleType):
+            raise self.error(arg, f"{fdef.name}() argument '{name}' must be an array module "
+                             "(numpy or cupy), as its default is")
+        return True
 
     def default_argument(self: FunctionCompiler, fdef: FunctionDef, name: str,
                          node: ast.Call) -> Any:

@@ -27,6 +27,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
@@ -179,16 +180,22 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
 
     def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
+        static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
         for name, t in zip(names, types):
-            self.frame.set(name, self.graph.add_input(t, name))
+            self.frame.set(name, Static(static[name]) if name in static else
+                           self.graph.add_input(t, name))
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
         result = self.emit_body(body)
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type
-        return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
-                           return_type, self.source, self.attr_refs, self.guards)
+        kept = [k for k, n in enumerate(names) if n not in static]
+        return FunctionDef(self.fn.__qualname__, self.graph, [names[k] for k in kept],
+                           [types[k] for k in kept],
+                           {n: v for n, v in defaults.items() if n not in static},
+                           return_type, self.source, self.attr_refs, self.guards, static,
+                           names if static else [])
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
@@ -244,7 +251,7 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         types = [override.get(n, t) for n, t in zip(names, types)]
         self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
-            if name in defaults:
+            if name in defaults and not isinstance(defaults[name], ModuleType):
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
@@ -153,8 +154,9 @@ class StmtMixin:
             return
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
-        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)):
-            value: Any = Static(static)  # `cell = self.cell`: a name for a compile-time module
+        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
+                                         or isinstance(static, ModuleType)):
+            value: Any = Static(static)  # `cell = self.cell`, `xp = np`: compile-time names
         else:
             value = self.expr(node.value)
         for target in node.targets:

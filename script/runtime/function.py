@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import ir
@@ -216,6 +217,8 @@ class ScriptFunction:
 def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """``args`` and ``kwargs`` bound to the parameters of the ``FunctionDef`` ``d``, defaults
     filled in; raises SignatureError where Python would raise TypeError."""
+    if d.static_args:
+        args, kwargs = _without_static_args(d, args, kwargs)
     names = d.arg_names
     if len(args) > len(names):
         raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
@@ -234,6 +237,23 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
         if names.index(name) < len(args):
             raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
     return tuple(bound)
+
+
+def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                         ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments less those of parameters with a module default (``xp=numpy``), which the
+    compiled code does not take: any array module may be passed for them."""
+    named = dict(zip(d.python_params, args))
+    if len(args) > len(d.python_params):
+        raise SignatureError(f"{d.name}() takes {len(d.python_params)} arguments but "
+                             f"{len(args)} were given")
+    for name in d.static_args:
+        value = named.pop(name, kwargs.get(name, d.static_args[name]))
+        if not isinstance(value, ModuleType):
+            raise SignatureError(f"{d.name}() argument '{name}' must be an array module (numpy "
+                                 f"or cupy), as its default is; got {type(value).__name__}")
+    rest = {k: v for k, v in kwargs.items() if k not in d.static_args}
+    return tuple(named.values()), rest
 
 
 def coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
