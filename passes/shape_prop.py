@@ -14,14 +14,16 @@ import math
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LOOP, RETURN
+from ir.kinds import CALL, IF, LIST_INDEX, LOOP, RETURN
 from ir.registry import (
     ALIASES,
     ONLY_READS,
     WRITES,
     ShapeError,
+    constant_of,
     effects_on_input,
     infer_types,
     lookup,
@@ -58,8 +60,14 @@ MAX_LOOP_ROUNDS = 4
 forget information (a dimension, a rank, a dtype), so real loops settle in two or three rounds."""
 
 
-def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
+def specialize(graph: Graph, input_types: Sequence[Type],
+               input_items: Sequence[Any] | None = None) -> None:
     """Give the graph inputs ``input_types`` (each a subtype of the declared type) and propagate.
+
+    ``input_items`` gives, per input, the types of a list's items (a tuple) or a dict's (by key),
+    or None: reads of such a container the graph never changes (``params[0]``, ``p["W"]``,
+    ``a, b = params``) get their own item's type, so a cell written over a weight list types
+    (and fuses) as one written over separate arguments.
 
     Raises ShapeError naming the input when a type does not fit, and any ShapeError an op's rule
     raises (with the node's source position).
@@ -72,7 +80,42 @@ def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
                              f"the declared {value.type}")
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
+    for value, items in zip(graph.inputs, input_items or ()):
+        if items is not None and value.type == input_types[graph.inputs.index(value)]:
+            _annotate_item_reads(value, items)
     propagate_graph(graph)
+
+
+ITEM_TYPES = "item_types"
+"""Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
+a constant index, ``prim::DictGetItem`` with a constant key, ``prim::ListUnpack``): the types
+of the items it reads, which propagation prefers to the container's element type."""
+
+_ITEM_READS = {LIST_INDEX, "prim::DictGetItem", "prim::ListUnpack"}
+
+
+def _annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Type]) -> None:
+    """Mark each read of ``container`` (whose items have the types ``items``) with the types
+    of the items it reads."""
+    for use in container.uses:
+        node = use.node
+        if use.index != 0 or node.kind not in _ITEM_READS:
+            continue
+        read = _items_read(node, items)
+        if read is not None:
+            node.attrs[ITEM_TYPES] = read
+
+
+def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:
+    if node.kind == "prim::ListUnpack":
+        return tuple(items) if isinstance(items, tuple) and \
+            len(items) == len(node.outputs) else None
+    key = constant_of(node.inputs[1])
+    if isinstance(items, dict):
+        return (items[key],) if isinstance(key, (str, int)) and key in items else None
+    if type(key) is int and -len(items) <= key < len(items):
+        return (items[key],)
+    return None
 
 
 def propagate_graph(graph: Graph) -> None:
@@ -195,6 +238,9 @@ def propagate_node(node: Node) -> None:
         types = infer_types(node)
     except ShapeError as e:
         raise ShapeError(_with_source(str(e), node)) from e
+    known = node.attrs.get(ITEM_TYPES)
+    if known is not None and len(known) == len(types):
+        types = [k if is_subtype(k, t) else t for k, t in zip(known, types)]
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 

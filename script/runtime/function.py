@@ -33,7 +33,7 @@ from script.errors import Origin, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.signature import device_of, key_of, type_of
+from script.frontend.signature import device_of, item_types, key_of, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
 from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
@@ -192,7 +192,7 @@ class ScriptFunction:
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
             coerce_numbers(graph, types)
             try:
-                specialize(graph, types)
+                specialize(graph, types, input_items(d, args))
             except ir.ShapeError as e:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
                 raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
@@ -275,6 +275,11 @@ def input_types(d: Any, inputs: tuple[Any, ...]) -> list[ir.Type]:
     checked against its declared type."""
     return [type_of(a, t, f"{d.name}(): {_describe_input(d, k, n)}")
             for k, (a, t, n) in enumerate(zip(inputs, d.input_types(), d.input_names()))]
+
+
+def input_items(d: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """Per graph input, the types of its items when it is a list or dict (else None)."""
+    return [item_types(a, t) for a, t in zip(inputs, d.input_types())]
 
 
 def _describe_input(d: Any, k: int, name: str) -> str:
