@@ -48,6 +48,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
+from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ class CallMixin:
         if isinstance(t, ClassType):
             return self.call_object_method(base, name, node)
         type_name = "Tensor" if isinstance(t, TensorType) else str(t)
-        raise self.error(node.func, f"'{type_name}' has no attribute '{name}'")
+        hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        raise self.error(node.func, f"'{type_name}' has no attribute '{name}'{hint}")
 
     def call_op(self: FunctionCompiler, op: OpDef, node: ast.Call, display: str,
                 self_value: Any = None) -> Any:

@@ -31,6 +31,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static
+from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -112,8 +113,10 @@ class ExprMixin:
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
+                hint = did_you_mean(base, node.attr, ast.unparse(node)) \
+                    if isinstance(base, types.ModuleType) else ""
                 raise self.error(node, f"unknown name {ast.unparse(node)}: "
-                                 f"{describe_object(base)} has no attribute '{node.attr}'")
+                                 f"{describe_object(base)} has no attribute '{node.attr}'{hint}")
             return getattr(base, node.attr)
         if isinstance(node, ast.Subscript):
             return self.static_subscript(node)
@@ -395,7 +398,8 @@ class ExprMixin:
                 return self.emit_value("tensor::dtype", [base])
         if isinstance(t, ClassType):
             return self.object_attribute(base, name, node)
-        raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'")
+        hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'{hint}")
 
     # -- subscripts ----------------------------------------------------------------------------
     def visit_Subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
