@@ -13,6 +13,7 @@ from functools import cache
 
 from ir.registry import all_ops
 from ir.types import DTYPE_NAMES
+from script import ops
 
 ARRAY_MODULES = {"numpy": "np", "cupy": "np", "script.ops": "ops"}
 """module name -> the prefix its functions' spellings have in the registry."""
@@ -27,7 +28,6 @@ def _names(prefix: str) -> tuple[str, ...]:
     if prefix == "np":
         found |= set(DTYPE_NAMES)
     if prefix == "ops":
-        from script import ops
         found |= set(ops.__all__)
     return tuple(sorted(n for n in found if n.isidentifier()))
 
