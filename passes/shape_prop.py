@@ -252,11 +252,26 @@ def _widened_for_stores(value: Value, t: Type) -> Type:
     if not isinstance(t, ListType):
         return t
     element = t.element
-    for use in value.uses:
-        if use.index == 0:
-            for stored in _items_stored(use.node):
-                element = join(element, stored, AnyType())
+    stores = [stored for use in value.uses if use.index == 0
+              for stored in _items_stored(use.node)]
+    if stores and _filled_only_here(value):
+        element = stores[0]  # `hs = []` then `hs.append(h)`: its items are what is stored
+    for stored in stores:
+        element = join(element, stored, AnyType())
     return t if element == t.element else ListType(element)
+
+
+def _filled_only_here(value: Value) -> bool:
+    """Is ``value`` a new empty list whose every item comes from a store this function makes
+    into it directly (no use that could store out of sight: a call, a loop or branch it flows
+    into, another container keeping it)?"""
+    if value.node.kind != "prim::ListConstruct" or value.node.inputs:
+        return False
+    for use in value.uses:
+        op = lookup(use.node.kind)
+        if op is None or use.node.blocks or ALIASES in op.effects_on(use.index):
+            return False
+    return True
 
 
 def _items_stored(user: Node) -> list[Type]:

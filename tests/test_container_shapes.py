@@ -116,3 +116,23 @@ def test_items_of_another_shape_compile_another_specialization():
     wide = weights(np.float64, hidden=6, seed=3)
     h6 = np.zeros((2, 6))
     np.testing.assert_allclose(f(xs, h6, wide), gru_dict(xs, h6, wide))
+
+
+def last_two(xs: Tensor, w: Tensor):
+    hs = []
+    h = np.zeros((xs.shape[1], w.shape[1]), dtype=xs.dtype)
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ w + h)
+        hs.append(h)
+    return hs[-1] * 2.0 + hs[-2]
+
+
+def test_items_read_back_from_a_list_keep_their_dtype_and_shape():
+    r = np.random.default_rng(4)
+    xs, w = r.random((4, 2, 3)).astype(np.float32), r.random((3, 3)).astype(np.float32)
+    f = script(last_two)
+    got = f(xs, w)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, last_two(xs, w), rtol=1e-6)
+    reads = [n for n in f.graph_for(xs, w).walk() if n.kind == "prim::ListIndex"]
+    assert reads and all(str(n.output.type) == "Float(2, 3)" for n in reads)
