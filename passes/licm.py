@@ -28,7 +28,7 @@ from ir.core import Block, Graph, Node, Value
 from ir.kinds import LOOP
 from ir.registry import ALIASES, ELEMENTWISE, FRESH, NOT_CONSTANT, WRITES, const, lookup
 from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
-from passes.shape_prop import ITEM_TYPES
+from passes.item_types import ITEM_TYPES
 
 NAME = "licm"
 

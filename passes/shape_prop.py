@@ -17,13 +17,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LIST_INDEX, LOOP, RETURN
+from ir.kinds import CALL, IF, LOOP, RETURN
 from ir.registry import (
     ALIASES,
     ONLY_READS,
     WRITES,
     ShapeError,
-    constant_of,
     effects_on_input,
     infer_types,
     lookup,
@@ -45,6 +44,7 @@ from ir.types import (
     is_subtype,
     unify,
 )
+from passes.item_types import ITEM_TYPES, annotate_item_reads
 
 NAME = "shape-prop"
 
@@ -82,40 +82,8 @@ def specialize(graph: Graph, input_types: Sequence[Type],
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
     for value, items in zip(graph.inputs, input_items or ()):
         if items is not None and value.type == input_types[graph.inputs.index(value)]:
-            _annotate_item_reads(value, items)
+            annotate_item_reads(value, items)
     propagate_graph(graph)
-
-
-ITEM_TYPES = "item_types"
-"""Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
-a constant index, ``prim::DictGetItem`` with a constant key, ``prim::ListUnpack``): the types
-of the items it reads, which propagation prefers to the container's element type."""
-
-_ITEM_READS = {LIST_INDEX, "prim::DictGetItem", "prim::ListUnpack"}
-
-
-def _annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Type]) -> None:
-    """Mark each read of ``container`` (whose items have the types ``items``) with the types
-    of the items it reads."""
-    for use in container.uses:
-        node = use.node
-        if use.index != 0 or node.kind not in _ITEM_READS:
-            continue
-        read = _items_read(node, items)
-        if read is not None:
-            node.attrs[ITEM_TYPES] = read
-
-
-def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:
-    if node.kind == "prim::ListUnpack":
-        return tuple(items) if isinstance(items, tuple) and \
-            len(items) == len(node.outputs) else None
-    key = constant_of(node.inputs[1])
-    if isinstance(items, dict):
-        return (items[key],) if isinstance(key, (str, int)) and key in items else None
-    if type(key) is int and -len(items) <= key < len(items):
-        return (items[key],)
-    return None
 
 
 def propagate_graph(graph: Graph) -> None:
