@@ -80,3 +80,17 @@ def test_annotated_number_stays_a_number():
 
     with pytest.raises(ScriptError, match="annotated as float"):
         script(annotated)(np.ones((2, 2)))
+
+
+def optional_bias(x: Tensor, b: Tensor, use_bias: bool):
+    total = 0
+    if use_bias:
+        total = total + b.sum()
+    return x * 2.0 + total
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_a_number_on_one_path_and_a_tensor_on_the_other(use_bias):
+    x, b = np.ones(3), np.arange(3.0)
+    np.testing.assert_allclose(script(optional_bias)(x, b, use_bias),
+                               optional_bias(x, b, use_bias))

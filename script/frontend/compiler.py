@@ -33,7 +33,7 @@ from typing import Any
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
+from ir.types import ANY, NONE, TENSOR, TensorType, Type, is_number, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
@@ -422,6 +422,8 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
         if is_placeholder(b):
             return a.type
         joined = unify(a.type, b.type)
+        if joined is None and _number_and_tensor(a.type, b.type) and name not in self.declared:
+            joined = TENSOR  # `total = 0` on one path, a tensor on the other: a 0-d tensor
         if joined is None:
             raise self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
                              f"and type {b.type} {where[1]}")
@@ -431,6 +433,9 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
     def coerce(self, value: Value, type: Type, block: Block) -> Value:
         """``value`` itself, or for a placeholder of another type a new placeholder at the end of
         ``block`` typed ``type``."""
+        if is_number(value.type) and isinstance(type, TensorType):
+            with self.graph.inserting_before(block):
+                return self.number_tensor(value)
         if not is_placeholder(value) or value.type == type:
             return value
         with self.graph.inserting_before(block):
@@ -492,6 +497,10 @@ class FunctionCompiler(StmtMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixi
     def placeholder_in(self, block: Block, type: Type) -> Value:
         with self.graph.inserting_before(block):
             return self.uninitialized(type)
+
+
+def _number_and_tensor(a: Type, b: Type) -> bool:
+    return is_number(a) and isinstance(b, TensorType) or is_number(b) and isinstance(a, TensorType)
 
 
 def remove_unused_scaffolding(graph: Graph) -> None:
