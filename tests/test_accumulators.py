@@ -94,3 +94,14 @@ def test_a_number_on_one_path_and_a_tensor_on_the_other(use_bias):
     x, b = np.ones(3), np.arange(3.0)
     np.testing.assert_allclose(script(optional_bias)(x, b, use_bias),
                                optional_bias(x, b, use_bias))
+
+
+def conditional_sum(x: Tensor, n: int):
+    s = x.sum() if n > 0 else 0.0
+    return s * 2.0
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_conditional_expression_of_a_number_and_a_tensor(n):
+    x = np.arange(3.0)
+    np.testing.assert_allclose(script(conditional_sum)(x, n), conditional_sum(x, n))

@@ -28,6 +28,7 @@ from ir.types import (
     TupleType,
     Type,
     erase_shape,
+    is_number,
     unify,
 )
 from script.frontend.env import Static
@@ -291,11 +292,14 @@ class ExprMixin:
                 self.refine(r), self.expr(b))[1])
             values.append(value)
         t = unify(values[0].type, values[1].type)
+        if t is None and {is_number(v.type) for v in values} == {True, False} and \
+                all(is_number(v.type) or isinstance(v.type, TensorType) for v in values):
+            t = TensorType()  # `x.sum() if n else 0.0`: the number a 0-d tensor
         if t is None:
             raise self.error(node, f"the branches of the conditional expression have types "
                              f"{values[0].type} and {values[1].type}")
         for block, value in zip(if_node.blocks, values):
-            block.add_return(value)
+            block.add_return(self.coerce(value, t, block))
         if_node.add_output(t)
         return if_node.output
 
