@@ -215,7 +215,7 @@ def bad_range_float(x: Tensor) -> Tensor:
 
 
 def bad_conditional_types(x: Tensor, flag: bool) -> Tensor:
-    y = x if flag else 1  # ERROR: the branches of the conditional expression have types Tensor and int
+    y = x if flag else "1"  # ERROR: the branches of the conditional expression have types Tensor and str
     return x
 
 
