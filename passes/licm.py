@@ -28,6 +28,7 @@ from ir.core import Block, Graph, Node, Value
 from ir.kinds import LOOP
 from ir.registry import ALIASES, ELEMENTWISE, FRESH, NOT_CONSTANT, WRITES, const, lookup
 from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
+from passes.item_types import ITEM_TYPES
 
 NAME = "licm"
 
@@ -105,8 +106,11 @@ def cannot_raise(node: Node) -> bool:
 
     Elementwise ops on floating tensors of known shapes qualify: broadcasting was checked at compile
     time and float arithmetic only warns. Integer elementwise ops do not (``1 // 0`` raises,
-    integers to negative powers raise).
+    integers to negative powers raise). A read of an item the specialization knows
+    (``ITEM_TYPES``: its list length and dict keys are part of the call signature) qualifies.
     """
+    if ITEM_TYPES in node.attrs:
+        return True
     rule = SHAPE_CHECKED_RULES.get(node.kind)
     if rule is not None:
         return rule(node)
@@ -137,6 +141,8 @@ def movable(node: Node) -> bool:
     op = lookup(node.kind)
     if op is None or node.blocks:
         return False
+    if ITEM_TYPES in node.attrs:  # a read of a container argument the graph never changes
+        return True
     if FRESH in op.traits:
         return len(node.outputs) == 1 and never_written(node.output)
     if not op.is_pure:
@@ -160,7 +166,7 @@ def hoist_from_block(block: Block, loop: Node, runs_first: bool,
     """
     changed = False
     for node in block:
-        if movable(node) and invariant_in(node, loop) and not classes.any_escapes(node) and (
+        if movable(node) and invariant_in(node, loop) and not _new_escaping(node, classes) and (
                 runs_first or cannot_raise(node)):
             node.move_before(loop)
             changed = True
@@ -170,6 +176,12 @@ def hoist_from_block(block: Block, loop: Node, runs_first: bool,
         for inner in node.blocks:
             changed |= hoist_from_block(inner, loop, False, classes)
     return changed
+
+
+def _new_escaping(node: Node, classes: StorageClasses) -> bool:
+    """Does ``node`` make a value the caller may receive? A read of an item of an argument
+    (``ITEM_TYPES``) makes nothing new: hoisted, it reads the same array."""
+    return ITEM_TYPES not in node.attrs and classes.any_escapes(node)
 
 
 def licm_block(block: Block, classes: StorageClasses) -> bool:

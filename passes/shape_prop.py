@@ -14,6 +14,7 @@ import math
 import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
 from ir.kinds import CALL, IF, LOOP, RETURN
@@ -30,6 +31,7 @@ from ir.types import (
     BOOL,
     INT,
     NONE,
+    STR,
     AnyType,
     DictType,
     ListType,
@@ -38,19 +40,34 @@ from ir.types import (
     TensorType,
     Type,
     erase_shape,
+    is_number,
     is_subtype,
     unify,
 )
+from passes.item_types import ITEM_TYPES, annotate_item_reads
 
 NAME = "shape-prop"
+
+WEAK_DTYPE = "weak_dtype"
+"""Attribute of the ``tensor::full`` the frontend makes of a number a loop turns into a tensor
+(``loss = 0`` before ``loss += x.sum()``): its dtype is the one the loop's first iteration gives
+(see ``_settle_weak_initials``).
+
+"""
 
 MAX_LOOP_ROUNDS = 4
 """Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
 forget information (a dimension, a rank, a dtype), so real loops settle in two or three rounds."""
 
 
-def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
+def specialize(graph: Graph, input_types: Sequence[Type],
+               input_items: Sequence[Any] | None = None) -> None:
     """Give the graph inputs ``input_types`` (each a subtype of the declared type) and propagate.
+
+    ``input_items`` gives, per input, the types of a list's items (a tuple) or a dict's (by key),
+    or None: reads of such a container the graph never changes (``params[0]``, ``p["W"]``,
+    ``a, b = params``) get their own item's type, so a cell written over a weight list types
+    (and fuses) as one written over separate arguments.
 
     Raises ShapeError naming the input when a type does not fit, and any ShapeError an op's rule
     raises (with the node's source position).
@@ -63,6 +80,9 @@ def specialize(graph: Graph, input_types: Sequence[Type]) -> None:
                              f"the declared {value.type}")
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
+    for value, items in zip(graph.inputs, input_items or ()):
+        if items is not None and value.type == input_types[graph.inputs.index(value)]:
+            annotate_item_reads(value, items)
     propagate_graph(graph)
 
 
@@ -73,6 +93,24 @@ def propagate_graph(graph: Graph) -> None:
     propagate_block(graph.block)
     if _drop_ruled_out_branches(graph):
         propagate_block(graph.block)
+    while _fold_dtypes(graph):
+        propagate_block(graph.block)
+
+
+def _fold_dtypes(graph: Graph) -> bool:
+    """Replace each ``x.dtype`` (``tensor::dtype``) of a tensor whose dtype the types know by
+    its constant name, so the ops it is passed to (``np.zeros(3, dtype=x.dtype)``) type their
+    results. Done on settled types only: inside a loop a dtype may still widen."""
+    folded = False
+    for node in list(graph.walk()):
+        t = node.inputs[0].type if node.kind == "tensor::dtype" else None
+        if not isinstance(t, TensorType) or t.dtype is None or not node.output.uses:
+            continue
+        with graph.inserting_before(node):
+            name = graph.insert(CONSTANT, (), [STR], {"value": t.dtype})
+        node.output.replace_all_uses_with(name.output)
+        folded = True
+    return folded
 
 
 def _drop_ruled_out_branches(graph: Graph) -> bool:
@@ -168,6 +206,9 @@ def propagate_node(node: Node) -> None:
         types = infer_types(node)
     except ShapeError as e:
         raise ShapeError(_with_source(str(e), node)) from e
+    known = node.attrs.get(ITEM_TYPES)
+    if known is not None and len(known) == len(types):
+        types = [k if is_subtype(k, t) else t for k, t in zip(known, types)]
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 
@@ -179,11 +220,26 @@ def _widened_for_stores(value: Value, t: Type) -> Type:
     if not isinstance(t, ListType):
         return t
     element = t.element
-    for use in value.uses:
-        if use.index == 0:
-            for stored in _items_stored(use.node):
-                element = join(element, stored, AnyType())
+    stores = [stored for use in value.uses if use.index == 0
+              for stored in _items_stored(use.node)]
+    if stores and _filled_only_here(value):
+        element = stores[0]  # `hs = []` then `hs.append(h)`: its items are what is stored
+    for stored in stores:
+        element = join(element, stored, AnyType())
     return t if element == t.element else ListType(element)
+
+
+def _filled_only_here(value: Value) -> bool:
+    """Is ``value`` a new empty list whose every item comes from a store this function makes
+    into it directly (no use that could store out of sight: a call, a loop or branch it flows
+    into, another container keeping it)?"""
+    if value.node.kind != "prim::ListConstruct" or value.node.inputs:
+        return False
+    for use in value.uses:
+        op = lookup(use.node.kind)
+        if op is None or use.node.blocks or ALIASES in op.effects_on(use.index):
+            return False
+    return True
 
 
 def _items_stored(user: Node) -> list[Type]:
@@ -293,6 +349,7 @@ def is_none_by_type(t: Type) -> bool | None:
 
 
 def _propagate_loop(node: Node) -> None:
+    _settle_weak_initials(node)
     body = node.blocks[0]
     declared = [p.type for p in body.params[1:]]
     types = [v.type for v in node.inputs[2:]]
@@ -302,13 +359,59 @@ def _propagate_loop(node: Node) -> None:
         returned = [v.type for v in body.returns[1:]]
         if all(is_subtype(r, t) for r, t in zip(returned, types)):
             break
-        types = [join(t, r, d) for t, r, d in zip(types, returned, declared)]
+        types = [_carried_join(t, r, d) for t, r, d in zip(types, returned, declared)]
         if round_ >= MAX_LOOP_ROUNDS - 1:
             types = [erase_shape(t) for t in types]
     else:
         raise ShapeError(_with_source("loop-carried types do not settle: " + ", ".join(
             f"{t} becomes {r}" for t, r in zip(types, returned) if not is_subtype(r, t)), node))
     _set_types(node.outputs, types, node)
+
+
+def _settle_weak_initials(node: Node) -> None:
+    """Give each carried number made a tensor (``WEAK_DTYPE``) numpy's dtype: propagate the body
+    once with the number itself carried, as numpy's first iteration runs, and take the dtype of
+    the tensor it returns (``0 + np.float32(x)`` is float32). Without one it keeps the number's
+    own dtype (int64, float64), as ``np.asarray(0)`` has."""
+    weak = [k for k, v in enumerate(node.inputs[2:]) if _is_weak(v)]
+    if not weak:
+        return
+    body = node.blocks[0]
+    types = [v.type for v in node.inputs[2:]]
+    for k in weak:
+        types[k] = node.inputs[2 + k].node.inputs[1].type
+    try:
+        _set_types(body.params, [INT, *types], node)
+        propagate_block(body)
+    except ShapeError:
+        return
+    for k in weak:
+        returned = body.returns[1 + k].type
+        if isinstance(returned, TensorType) and returned.dtype is not None:
+            _set_weak_dtype(node.inputs[2 + k].node, returned.dtype)
+
+
+def _is_weak(v: Value) -> bool:
+    producer = v.node
+    return bool(producer.attrs.get(WEAK_DTYPE)) and producer.inputs[2].node.kind == CONSTANT \
+        and producer.inputs[2].node.attrs.get("value") is None
+
+
+def _set_weak_dtype(full: Node, dtype: str) -> None:
+    graph = full.owner.graph
+    with graph.inserting_before(full):
+        const = graph.insert(CONSTANT, (), [STR], {"value": dtype})
+    full.set_input(2, const.output)
+    del full.attrs[WEAK_DTYPE]
+    propagate_node(full)
+
+
+def _carried_join(before: Type, after: Type, declared: Type) -> Type:
+    """A loop-carried type widened by what an iteration returns; a number an iteration makes a
+    tensor (a weak initial's first round) becomes that tensor, as in numpy."""
+    if is_number(before) and isinstance(after, TensorType):
+        return after
+    return join(before, after, declared)
 
 
 def _propagate_subgraph(node: Node) -> None:

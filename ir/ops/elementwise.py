@@ -79,6 +79,8 @@ def _clip(node: Node) -> list[Type]:
 def _astype(node: Node) -> list[Type]:
     t = node.inputs[0].type
     dtype = const(node, 1)
+    if dtype is NOT_CONSTANT and isinstance(t, TensorType):
+        return [t.with_dtype(None)]  # `x.astype(y.dtype)`: known once specialized
     if dtype is NOT_CONSTANT:
         raise ShapeError("astype needs a constant dtype")
     if dtype not in DTYPE_NAMES:

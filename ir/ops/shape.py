@@ -23,7 +23,7 @@ from ir.registry import (
     constant_of,
     defop,
 )
-from ir.types import INT, Dim, ListType, TensorType, TupleType, Type
+from ir.types import INT, STR, Dim, ListType, TensorType, TupleType, Type
 
 Shape = tuple[Dim, ...]
 
@@ -300,6 +300,11 @@ def _ndim(node: Node) -> list[Type]:
     return [INT]
 
 
+def _dtype(node: Node) -> list[Type]:
+    tensor_arg(node, 0)
+    return [STR]
+
+
 # -- splitting ----------------------------------------------------------------------------------
 def _constant_count(node: Node, index: int, what: str) -> int:
     count = const(node, index)
@@ -463,6 +468,9 @@ defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE), (".
       "the shape as a new list of ints")
 defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
       (".ndim", "np.ndim"), "the rank")
+defop("tensor::dtype(a: Tensor) -> str", _dtype, SHAPE + (ZERO_DERIVATIVE,), (".dtype",),
+      "the name of the dtype (``np.zeros(3, dtype=x.dtype)``); known once the function is "
+      "specialized, where it folds to a constant")
 defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk, VIEWS,
       ("ops.chunk",), "`chunks` pieces of ceil(n / chunks) along `axis`, the last one shorter "
       "(torch.chunk); `chunks` must be a constant")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
+from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -176,7 +178,8 @@ class CallMixin:
         if isinstance(t, ClassType):
             return self.call_object_method(base, name, node)
         type_name = "Tensor" if isinstance(t, TensorType) else str(t)
-        raise self.error(node.func, f"'{type_name}' has no attribute '{name}'")
+        hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        raise self.error(node.func, f"'{type_name}' has no attribute '{name}'{hint}")
 
     def call_op(self: FunctionCompiler, op: OpDef, node: ast.Call, display: str,
                 self_value: Any = None) -> Any:
@@ -273,14 +276,17 @@ class CallMixin:
         """Call a compiled function; ``bound`` are values for its first parameters (a script
         class's ``self``). A module method's attribute inputs are passed along."""
         params = fdef.arg_names
-        shown = params[len(bound):]
+        shown = fdef.positional_names()[len(bound):]
         if len(node.args) > len(shown):
             raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
                              f"{len(node.args)} were given")
         values: dict[str, Any] = dict(zip(params, bound))
         for name, arg in zip(shown, node.args):
-            values[name] = self.expr(arg)
+            if not self.static_argument(fdef, name, arg):
+                values[name] = self.expr(arg)
         for kw in node.keywords:
+            if self.static_argument(fdef, kw.arg, kw.value):
+                continue
             if kw.arg not in params:
                 raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
                                  f"'{kw.arg}'")
@@ -302,6 +308,17 @@ class CallMixin:
             self.guard_global(key, guard.read, guard.expected)
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+
+    def static_argument(self: FunctionCompiler, fdef: FunctionDef, name: str | None,
+                        arg: ast.expr) -> bool:
+        """True for an argument of a parameter with a module default (``xp=np``): it must be a
+        module too, and is read at compile time (the ops do not depend on which one)."""
+        if name not in fdef.static_args:
+            return False
+        if not isinstance(self.resolve_static(arg), ModuleType):
+            raise self.error(arg, f"{fdef.name}() argument '{name}' must be an array module "
+                             "(numpy or cupy), as its default is")
+        return True
 
     def default_argument(self: FunctionCompiler, fdef: FunctionDef, name: str,
                          node: ast.Call) -> Any:
@@ -390,7 +407,8 @@ class CallMixin:
     def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:
         element = lst.type.element
         if not is_subtype(value.type, element):
-            raise self.error(node, f"cannot add a {value.type} to a list of {element}")
+            self.widen_list(lst, value.type,
+                            self.error(node, f"cannot add a {value.type} to a list of {element}"))
         return value
 
     def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
@@ -416,10 +434,11 @@ class CallMixin:
             for item in self.tuple_items(other):
                 self.emit("prim::ListAppend", [lst, self.list_element(lst, item, node)], [])
             return
-        if not isinstance(other.type, ListType) or \
-                unify(lst.type.element, other.type.element) != lst.type.element:
-            raise self.error(node, f"cannot extend a list of {lst.type.element} with "
-                             f"{other.type}")
+        error = self.error(node, f"cannot extend a list of {lst.type.element} with {other.type}")
+        if not isinstance(other.type, ListType):
+            raise error
+        if unify(lst.type.element, other.type.element) != lst.type.element:
+            self.widen_list(lst, other.type.element, error)
         self.emit("prim::ListExtend", [lst, other], [])
 
     def list_insert(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:

@@ -27,12 +27,13 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import ANY, NONE, TENSOR, Type, is_subtype, unify
+from ir.types import ANY, NONE, TENSOR, TensorType, Type, is_number, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
@@ -58,9 +59,11 @@ from script.frontend.env import (
 from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.iter import IterMixin
+from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
+from script.frontend.sequences import SequenceMixin
 from script.frontend.stmts import StmtMixin
 from script.frontend.writes import WriteMixin
 
@@ -120,7 +123,8 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin,
-                       ObjectMixin, ContainerMixin, ExprMixin, NumpyMixin):
+                       ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin, ExprMixin,
+                       NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -151,6 +155,10 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         self.direct_return: Value | None = None
         self.where: ast.AST = tree
         self.flag_counter = 0
+        self.literal_types: dict[Site, Type] = {}
+        """list and dict literals typed by their later use (``literal_types``)."""
+        self.literal_tried: set[tuple[Site, Type]] = set()
+        self.literal_sites: dict[Node, LiteralSite] = {}
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
@@ -167,17 +175,29 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         return compile_method(fn, owner=owner, session=session)
 
     def compile(self) -> FunctionDef:
+        try:
+            return self.compile_once()
+        except RetypeLiteral as retype:
+            return self.recompiled(retype)
+
+    def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
+        static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
         for name, t in zip(names, types):
-            self.frame.set(name, self.graph.add_input(t, name))
+            self.frame.set(name, Static(static[name]) if name in static else
+                           self.graph.add_input(t, name))
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
         result = self.emit_body(body)
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type
-        return FunctionDef(self.fn.__qualname__, self.graph, names, types, defaults,
-                           return_type, self.source, self.attr_refs, self.guards)
+        kept = [k for k, n in enumerate(names) if n not in static]
+        return FunctionDef(self.fn.__qualname__, self.graph, [names[k] for k in kept],
+                           [types[k] for k in kept],
+                           {n: v for n, v in defaults.items() if n not in static},
+                           return_type, self.source, self.attr_refs, self.guards, static,
+                           names if static else [])
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
@@ -233,7 +253,7 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         types = [override.get(n, t) for n, t in zip(names, types)]
         self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
-            if name in defaults:
+            if name in defaults and not isinstance(defaults[name], ModuleType):
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
 
@@ -404,6 +424,8 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         if is_placeholder(b):
             return a.type
         joined = unify(a.type, b.type)
+        if joined is None and _number_and_tensor(a.type, b.type) and name not in self.declared:
+            joined = TENSOR  # `total = 0` on one path, a tensor on the other: a 0-d tensor
         if joined is None:
             raise self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
                              f"and type {b.type} {where[1]}")
@@ -413,6 +435,9 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
     def coerce(self, value: Value, type: Type, block: Block) -> Value:
         """``value`` itself, or for a placeholder of another type a new placeholder at the end of
         ``block`` typed ``type``."""
+        if is_number(value.type) and isinstance(type, TensorType):
+            with self.graph.inserting_before(block):
+                return self.number_tensor(value)
         if not is_placeholder(value) or value.type == type:
             return value
         with self.graph.inserting_before(block):
@@ -474,6 +499,10 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
     def placeholder_in(self, block: Block, type: Type) -> Value:
         with self.graph.inserting_before(block):
             return self.uninitialized(type)
+
+
+def _number_and_tensor(a: Type, b: Type) -> bool:
+    return is_number(a) and isinstance(b, TensorType) or is_number(b) and isinstance(a, TensorType)
 
 
 def remove_unused_scaffolding(graph: Graph) -> None:

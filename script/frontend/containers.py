@@ -13,6 +13,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, erase_shape, unify
+from script.errors import ScriptError
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -29,7 +30,7 @@ class ContainerMixin:
                 raise self.error(node, f"'in' tests a {item.type} against a list of {t.element}")
             return self.emit_value("prim::ListContains", [container, item])
         if isinstance(t, DictType):
-            self.check_key(t, item, node)
+            self.check_dict_key(container, item, node)
             return self.emit_value("prim::DictContains", [container, item])
         raise self.unsupported(node, f"'in' on a value of type {t}")
 
@@ -41,6 +42,18 @@ class ContainerMixin:
         items = []
         for key, value in zip(node.keys, node.values):
             items += [self.expr(key), self.expr(value)]  # type: ignore[arg-type]
+        if declared is None:
+            hinted = self.literal_type(node)
+            declared = hinted if isinstance(hinted, DictType) else None
+            out = self.dict_literal(node, items, declared)
+            return self.note_literal(out, node, items[1::2])
+        return self.dict_literal(node, items, declared)
+
+    def dict_literal(self: FunctionCompiler, node: ast.Dict, items: list[Any],
+                     declared: DictType | None) -> Any:
+        """A dict of ``items`` (key, value, key, value...) typed ``declared`` (None: the items')."""
+        if declared is not None:
+            items[1::2] = self.number_items(items[1::2], declared.value)
         if not items:  # an empty literal is Dict[str, Tensor] unless annotated
             return self.emit("prim::DictConstruct", [], [declared or DictType(STR, TENSOR)]
                              ).output
@@ -57,6 +70,22 @@ class ContainerMixin:
         if key.type != t.key and not (t.key == INT and key.type == BOOL):
             raise self.error(node, f"a key of {t} must be {t.key}, not {key.type}")
 
+    def check_dict_key(self: FunctionCompiler, d: Any, key: Any, node: ast.AST) -> None:
+        """``key`` is a key of ``d``'s type (or ``d``'s empty literal is retyped to fit)."""
+        try:
+            self.check_key(d.type, key, node)
+        except ScriptError as error:
+            self.widen_dict(d, key.type, d.type.value, error)
+
+    def check_store(self: FunctionCompiler, d: Any, key: Any, value: Any, node: ast.AST,
+                    key_node: ast.AST) -> None:
+        """``d[key] = value`` fits ``d``'s type (or its literal is retyped to fit)."""
+        t = d.type
+        self.check_dict_key(d, key, key_node)
+        if unify(t.value, value.type) != t.value:
+            self.widen_dict(d, t.key, value.type,
+                            self.error(node, f"cannot store a {value.type} in a {t}"))
+
     def dict_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
                   ) -> list[Any]:
         if node.keywords or not low <= len(node.args) <= high:
@@ -66,9 +95,12 @@ class ContainerMixin:
 
     def dict_get(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
         args = self.dict_args(node, "get", 1, 2)
-        self.check_key(d.type, args[0], node)
+        self.check_dict_key(d, args[0], node)
         default = args[1] if len(args) == 2 else self.const(None)
-        return self.emit_value("prim::DictGet", [d, args[0], default])
+        try:
+            return self.emit_value("prim::DictGet", [d, args[0], default])
+        except ScriptError as error:  # `hist = {}` then `hist.get(k, 0) + 1`: values are ints
+            self.widen_dict(d, d.type.key, default.type, error)
 
     def dict_keys(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
         self.dict_args(node, "keys", 0, 0)
@@ -84,11 +116,8 @@ class ContainerMixin:
 
     def set_dict_item(self: FunctionCompiler, d: Any, key_node: ast.expr, value: Any,
                       node: ast.AST) -> None:
-        t = d.type
         key = self.expr(key_node)
-        self.check_key(t, key, key_node)
-        if unify(t.value, value.type) != t.value:
-            raise self.error(node, f"cannot store a {value.type} in a {t}")
+        self.check_store(d, key, value, node, key_node)
         self.emit("prim::DictSetItem", [d, key, value], [])
 
     # -- reversed ---------------------------------------------------------------------------------

@@ -44,6 +44,16 @@ class FunctionDef:
     """the global scalars compiled in as constants (``modules.Guard``s, callees'
     included): the definition is stale once one no longer holds."""
 
+    static_args: dict[str, Any] = field(default_factory=dict)
+    """parameters whose default is a module (``xp=numpy``): compile-time names in the body, not
+    inputs of the graph; a caller may pass any array module for them."""
+    python_params: list[str] = field(default_factory=list)
+    """every parameter name in the Python signature's order (``static_args`` included)."""
+
+    def positional_names(self) -> list[str]:
+        """The parameter names positional arguments bind to, ``static_args`` included."""
+        return self.python_params or self.arg_names
+
     def input_names(self) -> list[str]:
         """The names of all the graph's inputs: the parameters, then ``attr_refs``."""
         return self.arg_names + [ref.name for ref in self.attr_refs]

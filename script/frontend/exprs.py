@@ -28,9 +28,11 @@ from ir.types import (
     TupleType,
     Type,
     erase_shape,
+    is_number,
     unify,
 )
 from script.frontend.env import Static
+from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -112,8 +114,10 @@ class ExprMixin:
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
+                hint = did_you_mean(base, node.attr, ast.unparse(node)) \
+                    if isinstance(base, types.ModuleType) else ""
                 raise self.error(node, f"unknown name {ast.unparse(node)}: "
-                                 f"{describe_object(base)} has no attribute '{node.attr}'")
+                                 f"{describe_object(base)} has no attribute '{node.attr}'{hint}")
             return getattr(base, node.attr)
         if isinstance(node, ast.Subscript):
             return self.static_subscript(node)
@@ -153,6 +157,8 @@ class ExprMixin:
         if symbol == "+" and isinstance(lhs.type, TupleType) and isinstance(rhs.type, TupleType):
             items = self.tuple_items(lhs) + self.tuple_items(rhs)
             return self.emit_value("prim::TupleConstruct", items)
+        if symbol == "+" and self.int_sequences(lhs, rhs):
+            return self.concat_int_sequences(lhs, rhs)
         if symbol == "+" and isinstance(lhs.type, ListType) and isinstance(rhs.type, ListType):
             if unify(lhs.type.element, rhs.type.element) is None:
                 raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
@@ -232,6 +238,8 @@ class ExprMixin:
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
             return self.negate(found) if isinstance(op, ast.NotIn) else found
+        if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
+            return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
 
     def is_none(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
@@ -284,11 +292,14 @@ class ExprMixin:
                 self.refine(r), self.expr(b))[1])
             values.append(value)
         t = unify(values[0].type, values[1].type)
+        if t is None and {is_number(v.type) for v in values} == {True, False} and \
+                all(is_number(v.type) or isinstance(v.type, TensorType) for v in values):
+            t = TensorType()  # `x.sum() if n else 0.0`: the number a 0-d tensor
         if t is None:
             raise self.error(node, f"the branches of the conditional expression have types "
                              f"{values[0].type} and {values[1].type}")
         for block, value in zip(if_node.blocks, values):
-            block.add_return(value)
+            block.add_return(self.coerce(value, t, block))
         if_node.add_output(t)
         return if_node.output
 
@@ -320,6 +331,22 @@ class ExprMixin:
             if isinstance(elt, ast.Starred):
                 raise self.unsupported(elt, "* unpacking inside a list literal")
         items = [self.expr(e) for e in node.elts]
+        if element is None:
+            hinted = self.literal_type(node)
+            if isinstance(hinted, ListType):
+                out = self.list_literal(items, hinted.element, node)
+                return self.note_literal(out, node, items)
+            if not items:
+                out = self.emit("prim::ListConstruct", [], [ListType(TensorType())]).output
+                return self.note_literal(out, node, items)
+        out = self.list_literal(items, element, node)
+        return self.note_literal(out, node, items) if element is None else out
+
+    def list_literal(self: FunctionCompiler, items: list[Any], element: Type | None,
+                         node: ast.List) -> Any:
+        """A list of ``items`` with the element type ``element`` (None: the items')."""
+        if element is not None:
+            items = self.number_items(items, element)
         if not items:
             return self.emit("prim::ListConstruct", [], [ListType(element or TensorType())]).output
         for item in items:
@@ -371,12 +398,12 @@ class ExprMixin:
                 return self.emit_value("tensor::shape", [base])
             if name == "dtype" and t.dtype is not None:
                 return self.const(t.dtype)
-            if name == "dtype":
-                raise self.unsupported(node, "reading .dtype of a Tensor whose dtype is not "
-                                       "known at compile time")
+            if name == "dtype":  # a constant once the function is specialized (shape_prop)
+                return self.emit_value("tensor::dtype", [base])
         if isinstance(t, ClassType):
             return self.object_attribute(base, name, node)
-        raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'")
+        hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'{hint}")
 
     # -- subscripts ----------------------------------------------------------------------------
     def visit_Subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
@@ -401,7 +428,8 @@ class ExprMixin:
         if isinstance(t, DictType):
             key = self.expr(node.slice)
             if unify(key.type, t.key) != t.key:
-                raise self.error(node.slice, f"a key of {t} must be {t.key}, not {key.type}")
+                self.widen_dict(value, key.type, t.value, self.error(
+                    node.slice, f"a key of {t} must be {t.key}, not {key.type}"))
             return self.emit_value("prim::DictGetItem", [value, key])
         raise self.error(node, f"a value of type {t} is not subscriptable")
 

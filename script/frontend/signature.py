@@ -152,6 +152,18 @@ def _dict_type(value: dict, declared: Type, where: str) -> Type:
     return DictType(d.key, joined)
 
 
+def item_types(value: Any, declared: Type) -> tuple[Type, ...] | dict[Any, Type] | None:
+    """The type of each item of a list or dict argument (a tuple per position, a dict per key),
+    which shape propagation gives to the reads of a container the function never changes; None
+    for other values."""
+    d = _inner(declared)
+    if type(value) is list and isinstance(d, ListType):
+        return tuple(_type_of(v, d.element, "item") for v in value)
+    if type(value) is dict and isinstance(d, DictType):
+        return {k: _type_of(v, d.value, "item") for k, v in value.items()}
+    return None
+
+
 def _describe(value: Any, t: Type) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of dtype {value.dtype} and shape {value.shape}"

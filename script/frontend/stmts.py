@@ -12,12 +12,14 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import constant_of
 from ir.types import (
     ANY,
     INT,
+    TENSOR,
     ClassType,
     DictType,
     ListType,
@@ -25,6 +27,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    is_number,
     unify,
 )
 from script.frontend.env import (
@@ -154,8 +157,9 @@ class StmtMixin:
             return
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
-        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)):
-            value: Any = Static(static)  # `cell = self.cell`: a name for a compile-time module
+        if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
+                                         or isinstance(static, ModuleType)):
+            value: Any = Static(static)  # `cell = self.cell`, `xp = np`: compile-time names
         else:
             value = self.expr(node.value)
         for target in node.targets:
@@ -453,6 +457,9 @@ class StmtMixin:
             if initial.node.kind == "prim::Uninitialized" and initial.type != t:
                 with self.graph.inserting_before(loop):
                     loop.set_input(k + 2, self.uninitialized(t))
+            elif is_number(initial.type) and isinstance(t, TensorType):
+                with self.graph.inserting_before(loop):
+                    loop.set_input(k + 2, self.number_tensor(initial, weak=True))
             self.frame.set(name, loop.add_output(t, _hint(name)))
         if written:
             self.check_loop_writes(loop, node, carried, written)
@@ -507,6 +514,9 @@ class StmtMixin:
             return before
         if before == ANY:
             return value.type
+        if is_number(before) and isinstance(value.type, TensorType) and \
+                name not in self.declared:
+            return TENSOR  # an accumulator `loss = 0` that `loss += x.sum()` makes a tensor
         joined = unify(before, value.type)
         if joined is None:
             raise self.error(node, f"{describe_variable(name)} has type {before} before the "

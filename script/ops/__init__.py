@@ -81,6 +81,7 @@ from script.ops._impl_shape import (
     arange,
     cat,
     chunk,
+    dtype,
     expand_dims,
     full,
     full_like,
@@ -384,7 +385,7 @@ def astype(a: Any, dtype: Any) -> Any:
 
 __all__ = [
     "abs", "add", "amax", "amin", "arange", "array_module", "astype", "cat", "ceil", "chunk",
-    "clip", "cos", "div", "dropout", "eq", "erf", "exp", "expand_dims", "expm1", "floor",
+    "clip", "cos", "div", "dropout", "dtype", "eq", "erf", "exp", "expand_dims", "expm1", "floor",
     "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le", "linear", "log",
     "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "manual_seed",
     "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul", "ndim", "ne", "neg", "ones",

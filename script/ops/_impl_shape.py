@@ -81,6 +81,11 @@ def ndim(a: Any) -> int:
     return int(a.ndim)
 
 
+def dtype(a: Any) -> str:
+    """The name of the dtype."""
+    return str(a.dtype.name)
+
+
 # -- splitting and joining ----------------------------------------------------------------------
 
 

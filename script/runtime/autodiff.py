@@ -32,6 +32,7 @@ from script.runtime.function import (
     ScriptFunction,
     check_devices,
     coerce_numbers,
+    input_items,
     input_types,
 )
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
@@ -141,7 +142,7 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
         run_pipeline(graph, "inline")
         coerce_numbers(graph, types)
         try:
-            specialize(graph, types)
+            specialize(graph, types, input_items(d, args))
         except ir.ShapeError as e:
             raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
         run_pipeline(graph, STANDARD_PIPELINE)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import ir
@@ -32,7 +33,7 @@ from script.errors import Origin, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.signature import device_of, key_of, type_of
+from script.frontend.signature import device_of, item_types, key_of, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
 from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
@@ -201,7 +202,7 @@ class ScriptFunction:
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
             coerce_numbers(graph, types)
             try:
-                specialize(graph, types)
+                specialize(graph, types, input_items(d, args))
             except ir.ShapeError as e:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
                 raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
@@ -226,6 +227,8 @@ class ScriptFunction:
 def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """``args`` and ``kwargs`` bound to the parameters of the ``FunctionDef`` ``d``, defaults
     filled in; raises SignatureError where Python would raise TypeError."""
+    if d.static_args:
+        args, kwargs = _without_static_args(d, args, kwargs)
     names = d.arg_names
     if len(args) > len(names):
         raise SignatureError(f"{d.name}() takes {len(names)} arguments but {len(args)} "
@@ -244,6 +247,23 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
         if names.index(name) < len(args):
             raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
     return tuple(bound)
+
+
+def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                         ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments less those of parameters with a module default (``xp=numpy``), which the
+    compiled code does not take: any array module may be passed for them."""
+    named = dict(zip(d.python_params, args))
+    if len(args) > len(d.python_params):
+        raise SignatureError(f"{d.name}() takes {len(d.python_params)} arguments but "
+                             f"{len(args)} were given")
+    for name in d.static_args:
+        value = named.pop(name, kwargs.get(name, d.static_args[name]))
+        if not isinstance(value, ModuleType):
+            raise SignatureError(f"{d.name}() argument '{name}' must be an array module (numpy "
+                                 f"or cupy), as its default is; got {type(value).__name__}")
+    rest = {k: v for k, v in kwargs.items() if k not in d.static_args}
+    return tuple(named.values()), rest
 
 
 def coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:
@@ -265,6 +285,11 @@ def input_types(d: Any, inputs: tuple[Any, ...]) -> list[ir.Type]:
     checked against its declared type."""
     return [type_of(a, t, f"{d.name}(): {_describe_input(d, k, n)}")
             for k, (a, t, n) in enumerate(zip(inputs, d.input_types(), d.input_names()))]
+
+
+def input_items(d: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """Per graph input, the types of its items when it is a list or dict (else None)."""
+    return [item_types(a, t) for a, t in zip(inputs, d.input_types())]
 
 
 def _describe_input(d: Any, k: int, name: str) -> str:

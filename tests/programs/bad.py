@@ -134,8 +134,8 @@ def bad_tensor_method(x: Tensor) -> Tensor:
 
 
 def bad_module_value(x: Tensor) -> Tensor:
-    m = np  # ERROR: is module 'numpy', which cannot be used as a value
-    return x
+    m = np
+    return x + m  # ERROR: is module 'numpy', which cannot be used as a value
 
 
 def bad_recursion(x: Tensor, n: int) -> Tensor:
@@ -173,9 +173,9 @@ def bad_branch_types(x: Tensor, flag: bool) -> Tensor:
 
 def bad_loop_type_change(x: Tensor, n: int) -> Tensor:
     acc = 0
-    for i in range(n):  # ERROR: variable 'acc' has type int before the loop and type Tensor after an iteration
-        acc = acc + x
-    return x
+    for i in range(n):  # ERROR: variable 'acc' has type int before the loop and type str after an iteration
+        acc = "a"
+    return x + acc
 
 
 def bad_optional_use(x: Tensor, b: Optional[Tensor]) -> Tensor:
@@ -215,7 +215,7 @@ def bad_range_float(x: Tensor) -> Tensor:
 
 
 def bad_conditional_types(x: Tensor, flag: bool) -> Tensor:
-    y = x if flag else 1  # ERROR: the branches of the conditional expression have types Tensor and int
+    y = x if flag else "1"  # ERROR: the branches of the conditional expression have types Tensor and str
     return x
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ir.core import Graph
 from ir.registry import ShapeError, all_ops, infer_types, op_def
-from ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import BOOL, FLOAT, INT, STR, ListType, OptionalType, TensorType, TupleType, Type
 from script import ops
 from script.ops.opdocs import section_of
 from tests.helpers import infer
@@ -68,7 +68,7 @@ def assert_matches(result: object, t: Type, device: str | None) -> None:
         for item in result:
             assert_matches(item, t.element, device)
     else:
-        assert type(result) is {INT: int, FLOAT: float, BOOL: bool}[t], (result, t)
+        assert type(result) is {INT: int, FLOAT: float, BOOL: bool, STR: str}[t], (result, t)
 
 
 def run(name: str, *args: object, outputs: int = 1) -> object:
@@ -354,6 +354,7 @@ def test_size_shape_ndim():
     assert run("size", x, -1) == 3
     assert run("shape", x) == [2, 3]
     assert run("ndim", x) == 2
+    assert run("dtype", x) == "float32"
 
 
 @pytest.mark.parametrize("n,chunks,sizes", [(8, 4, [2, 2, 2, 2]), (10, 4, [3, 3, 3, 1]),
@@ -477,7 +478,7 @@ def test_every_tensor_op_has_a_checked_example():
     covered = (set(BINARY_REF) | set(UNARY_REF) | set(REDUCTION_REF) |
                {"var", "std", "softmax", "log_softmax", "matmul", "linear", "transpose",
                 "reshape", "expand_dims", "squeeze", "select", "slice", "size", "shape", "ndim",
-                "chunk", "split", "unbind", "cat", "stack", "zeros", "ones", "full",
+                "dtype", "chunk", "split", "unbind", "cat", "stack", "zeros", "ones", "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
                 "clip", "where", "astype"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")

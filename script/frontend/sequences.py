@@ -1,0 +1,91 @@
+"""Shapes as tuples: ``x.shape == (2, 3)``, ``(n, 2) + x.shape[2:]``.
+
+A mixin of ``FunctionCompiler``. ``x.shape`` is a list of ints (its length is known only once the
+function is specialized), so where Python mixes it with a tuple of ints the frontend spells the
+tuple as a list: ``+`` concatenates them into a list, and ``==`` / ``!=`` compare the length and
+then each item, short-circuited. Against ``x.shape`` itself the length is ``x.ndim`` and the
+items ``x.shape[k]``, which the specialization knows: ``if x.shape == (2, 3):`` compiles only
+the branch taken, as ``if x.ndim == 2:`` does.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ir.types import BOOL, INT, ListType, TupleType, is_subtype
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+class SequenceMixin:
+    """Tuple/list-of-int mixing for ``FunctionCompiler``."""
+
+    def int_sequences(self: FunctionCompiler, lhs: Any, rhs: Any) -> bool:
+        """One side is a list of ints, the other a tuple of ints."""
+        kinds = {_kind(lhs.type), _kind(rhs.type)}
+        return kinds == {"list", "tuple"}
+
+    def concat_int_sequences(self: FunctionCompiler, lhs: Any, rhs: Any) -> Any:
+        """``(n, 2) + x.shape[2:]``: a list of ints."""
+        parts = [self.as_int_list(v) for v in (lhs, rhs)]
+        return self.emit_value("prim::ListAdd", parts)
+
+    def as_int_list(self: FunctionCompiler, value: Any) -> Any:
+        if isinstance(value.type, ListType):
+            return value
+        return self.emit("prim::ListConstruct", self.tuple_items(value), [ListType(INT)]).output
+
+    def compare_int_sequences(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
+                              node: ast.AST) -> Any:
+        """``seq == tuple`` / ``seq != tuple`` with one side a list of ints."""
+        if isinstance(rhs.type, ListType):
+            lhs, rhs = rhs, lhs
+        if not _is_shape(lhs):  # a list is never equal to a tuple in Python
+            return self.const(isinstance(op, ast.NotEq))
+        items = self.tuple_items(rhs)
+        base = lhs.node.inputs[0] if lhs.node.kind == "tensor::shape" else None
+        length = self.emit_value("tensor::ndim", [base]) if base is not None else \
+            self.emit_value("prim::len", [lhs])
+        same_length = self.binary("==", length, self.const(len(items)), node)
+        result = self.short_circuit(same_length, True,
+                                    lambda: self.same_items(base, lhs, items, 0, node), node)
+        return self.negate(result) if isinstance(op, ast.NotEq) else result
+
+    def same_items(self: FunctionCompiler, base: Any, lst: Any, items: list[Any], k: int,
+                   node: ast.AST) -> Any:
+        """``lst[k] == items[k] and ...``, each test nested in the one before: a test the
+        specialization rules out (a rank too small) never reaches the ones after it."""
+        if k == len(items):
+            return self.const(True)
+        same = self.binary("==", self.item_of(base, lst, k), items[k], node)
+        return self.short_circuit(same, True,
+                                  lambda: self.same_items(base, lst, items, k + 1, node), node)
+
+    def item_of(self: FunctionCompiler, base: Any, lst: Any, k: int) -> Any:
+        if base is not None:
+            return self.emit_value("tensor::size", [base, self.const(k)])
+        return self.emit_value("prim::ListIndex", [lst, self.const(k)])
+
+
+def _is_shape(value: Any) -> bool:
+    """Is ``value`` a shape (a tuple in numpy): ``x.shape``, a slice of one, or one joined with a
+    tuple by ``+``?"""
+    producer = value.node
+    if producer.kind == "tensor::shape":
+        return True
+    if producer.kind in ("prim::ListSlice", "prim::ListAdd"):
+        lists = [v for v in producer.inputs if isinstance(v.type, ListType)]
+        return any(map(_is_shape, lists)) and \
+            all(_is_shape(v) or v.node.kind == "prim::ListConstruct" for v in lists)
+    return False
+
+
+def _kind(t: Any) -> str | None:
+    if isinstance(t, ListType) and t.element in (INT, BOOL):
+        return "list"
+    if isinstance(t, TupleType) and all(is_subtype(e, INT) or e == BOOL for e in t.elements):
+        return "tuple"
+    return None
+
