@@ -67,6 +67,10 @@ class Recurrent(CompiledModule):
         """the dtype of the cell's parameters: the stacked output is cast to it, which states
         its dtype for the layer above (a list grown in a loop does not carry it)."""
 
+    def _on_converted(self) -> None:
+        first = next(iter(self.cell.parameters()), None)
+        self.dtype = None if first is None else first.dtype.name  # after float()/double()/...
+
     def step(self, input: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
         """One step of the cell: ``(h', c')`` (``c`` unchanged for a one-state cell)."""
         if self.pair_state:

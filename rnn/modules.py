@@ -63,6 +63,9 @@ class RNNBase(CompiledModule):
         self.rnn = StackedRNN(layers, dropout)
         self.dropout = float(dropout)
 
+    def _on_converted(self) -> None:
+        self.dtype = self.weight_ih_l0.dtype.name  # the zeros state follows float()/double()
+
     def _register_cells(self, k: int, cells: list[Module]) -> None:
         """Expose each cell's parameters under PyTorch's name (``weight_ih_l0_reverse``)."""
         for cell, suffix in zip(cells, ("", "_reverse")):

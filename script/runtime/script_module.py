@@ -278,6 +278,12 @@ class ScriptModule(Module):
     def graph(self) -> Graph:
         return self._methods["forward"].graph
 
+    def _apply(self, convert: Any) -> Module:
+        """``to``/``float``/...: convert the original module's arrays (compiled variants
+        re-specialize on the new dtypes)."""
+        self.python_module._apply(convert)
+        return self
+
     def named_buffers(self, prefix: str = "") -> Any:
         return self.python_module.named_buffers(prefix)
 
