@@ -35,7 +35,7 @@ from script.runtime.function import (
     input_types,
 )
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
-from script.runtime.script_module import ScriptModule
+from script.runtime.script_module import ScriptMethod, ScriptModule
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict
 
 
 def _py_name(f: ScriptFunction) -> str:
-    name = f.python_fn.__name__
+    name = getattr(f.python_fn, "__name__", None) or f.__name__  # a loaded method has no fn
     return name if name.isidentifier() else "f"
 
 
@@ -190,8 +190,8 @@ def vjp(f: Any, *args: Any) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     ``forward`` reads to the parameter's ``.grad`` (setting it when None). A global array ``f``
     reads is read at this call and is a constant of the differentiation: no gradient for it.
     """
-    if isinstance(f, Module):
-        return _module_vjp(f, args)
+    if isinstance(f, Module) or hasattr(type(f), "__rnnscript_module__"):
+        return _module_vjp(f, args)  # a Module, or a module loaded from a file
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     full = sf._bind(args, {})
     outputs, backward = run_vjp(compile_gradient(sf, full), full, sf.origin)
@@ -212,10 +212,11 @@ def _module_vjp(module: Any, args: tuple[Any, ...]
         sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
     else:
         sm, args = kept(args)
-    method = sm.forward.current()
+    method = sm.forward
+    method = method.current() if isinstance(method, ScriptMethod) else method
     full = method._bind(args, {})
-    nargs = len(full) - len(method.attr_refs)
-    params = [ref.parameter for ref in method.attr_refs]
+    params = method.gradient_targets()
+    nargs = len(full) - len(params)
     outputs, backward = run_vjp(compile_gradient(method, full), full, method.origin)
 
     def module_backward(cotangents: Any) -> tuple[Any, ...]:

@@ -74,6 +74,11 @@ class CompiledMethod(ScriptFunction):
         bound = bind_arguments(self.method_definition, args, kwargs)
         return bound + tuple(ref.read() for ref in self.attr_refs)
 
+    def gradient_targets(self) -> list[Any]:
+        """Per attribute input, the ``Parameter`` its gradient accumulates into (``vjp`` of a
+        module), None for a plain array."""
+        return [ref.parameter for ref in self.attr_refs]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         full = self._bind(args, kwargs)
         if instrument.active is not None:  # a profiler: it runs the call and records it
