@@ -19,9 +19,9 @@ the ranks: the run follows the loss curve of one process on the whole batch (flo
 apart), with the batch split evenly over the ranks.
 
 Loss target: from ``--seed 0`` the default run (300 steps; 16 s with ``--threads 1`` on a
-shared two-core machine) ends with a mean training loss over its last 20 steps below 1.0 nats per
-character (measured: 0.48; a uniform guess over the 55-character vocabulary costs ln 55 = 4.0). The test's
-short run (30 steps of a smaller model) goes from 3.9 to below 3.2.
+shared two-core machine) ends with a mean training loss over its last 20 steps below 1.0 nats
+per character (measured: 0.48; a uniform guess over the 55-character vocabulary costs
+ln 55 = 4.0). The test's short run (30 steps of a smaller model) goes from 3.9 to below 3.2.
 """
 
 from __future__ import annotations
