@@ -117,12 +117,8 @@ def _attr_name(paths: dict[int, str], ref: AttrRef | GlobalRef) -> str:
 
 class ScriptMethod:
     """``script_module.<method>``: calls the variant of the method the module's state selects.
-
     The graph tools (``graph_for``, ``code_for``, ``explain``, ``backward_graph_for``) take the
-    method's arguments as a call does. For ``forward`` of a module that converts or checks its
-    arguments before they reach ``forward`` (``__rnnscript_prepare__(module, args, kwargs)``, the
-    ``rnn`` front ends' torch checks), they and calls get the arguments as converted.
-    """
+    method's arguments as a call does."""
 
     def __init__(self, owner: ScriptModule, name: str):
         self.owner = owner
@@ -132,18 +128,7 @@ class ScriptMethod:
         """The compiled method for the module as it is now (compiling it if needed)."""
         return self.owner._variant().methods[self.name]
 
-    def prepared(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The arguments as the module's ``__rnnscript_prepare__`` passes them to ``forward``
-        (unchanged for other methods and modules without one)."""
-        module = self.owner.python_module
-        prepare = getattr(type(module), "__rnnscript_prepare__", None)
-        if prepare is None or self.name != "forward":
-            return args, kwargs
-        return prepare(module, args, kwargs)
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args, kwargs = self.prepared(args, kwargs)
         return self.current()(*args, **kwargs)
 
     @property
@@ -153,26 +138,21 @@ class ScriptMethod:
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The optimized graph for these arguments."""
-        args, kwargs = self.prepared(args, kwargs)
         return self.current().graph_for(*args, **kwargs)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source for these arguments."""
-        args, kwargs = self.prepared(args, kwargs)
         return self.current().code_for(*args, **kwargs)
 
     def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The optimized backward graph for these arguments (module attributes included)."""
-        args, kwargs = self.prepared(args, kwargs)
         return self.current().backward_graph_for(*args, **kwargs)
 
     def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
         """How the specialization for these arguments compiled (``ScriptFunction.explain``)."""
-        args, kwargs = self.prepared(args, kwargs)
         return self.current().explain(*args, svg=svg, **kwargs)
 
     def specialization(self, *args: Any, **kwargs: Any) -> Specialization:
-        args, kwargs = self.prepared(args, kwargs)
         return self.current().specialization(*args, **kwargs)
 
     @property
