@@ -8,13 +8,18 @@ Every module here compiles on its first call (``rnn.compiled``; ``RNNSCRIPT_DISA
 as Python) and the front ends check their arguments as ``torch.nn`` does (``rnn.checks``).
 """
 
+from rnn import lr_scheduler
 from rnn.cells import GRUCell, LayerNorm, LayerNormGRUCell, LayerNormLSTMCell, LSTMCell, RNNCell
+from rnn.embedding import Embedding, embedding
 from rnn.layers import Bidirectional, Recurrent, StackedRNN, bidirectional, layer
+from rnn.losses import CrossEntropyLoss, cross_entropy, cross_entropy_losses, nll_loss, nll_losses
 from rnn.modules import GRU, LSTM, RNN, RNNBase
-from rnn.optim import SGD, Adam, clip_grad_norm_, zero_grad
+from rnn.optim import SGD, Adam, AdamW, clip_grad_norm_, zero_grad
 from rnn.varlen import lengths_of, pad_sequence, unpad
 
-__all__ = ["GRU", "LSTM", "RNN", "SGD", "Adam", "Bidirectional", "GRUCell", "LSTMCell",
-           "LayerNorm", "LayerNormGRUCell", "LayerNormLSTMCell", "RNNBase", "RNNCell",
-           "Recurrent", "StackedRNN", "bidirectional", "clip_grad_norm_", "layer", "lengths_of",
-           "pad_sequence", "unpad", "zero_grad"]
+__all__ = ["GRU", "LSTM", "RNN", "SGD", "Adam", "AdamW", "Bidirectional", "CrossEntropyLoss",
+           "Embedding", "GRUCell", "LSTMCell", "LayerNorm", "LayerNormGRUCell",
+           "LayerNormLSTMCell", "RNNBase", "RNNCell", "Recurrent", "StackedRNN", "bidirectional",
+           "clip_grad_norm_", "cross_entropy", "cross_entropy_losses", "embedding", "layer",
+           "lengths_of", "lr_scheduler", "nll_loss", "nll_losses", "pad_sequence", "unpad",
+           "zero_grad"]

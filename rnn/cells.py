@@ -34,26 +34,44 @@ class _GatedCell(CompiledModule):
     gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
-                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE,
+                 proj_size: int = 0):
         super().__init__()
         gen = as_generator(rng)
         bound = recurrent_bound(hidden_size)
         rows = self.gates * hidden_size
         self.input_size = input_size
         self.hidden_size = hidden_size
+        self.proj_size = proj_size
+        """the size of ``h`` when it is projected (an LSTM's ``proj_size``), else 0."""
         self.bias = bias
         self.weight_ih = uniform(gen, (rows, input_size), bound, dtype)
-        self.weight_hh = uniform(gen, (rows, hidden_size), bound, dtype)
+        self.weight_hh = uniform(gen, (rows, proj_size or hidden_size), bound, dtype)
         if bias:
             self.bias_ih = uniform(gen, (rows,), bound, dtype)
             self.bias_hh = uniform(gen, (rows,), bound, dtype)
 
 
 class LSTMCell(_GatedCell):
-    """``torch.nn.LSTMCell``: ``forward(input (B, I), (hx, cx)) -> (hy, cy)``."""
+    """``torch.nn.LSTMCell``: ``forward(input (B, I), (hx, cx)) -> (hy, cy)``. With
+    ``proj_size=P > 0`` (torch's ``LSTM(proj_size=P)`` per cell) ``h`` is projected to ``P``
+    by ``weight_hr (P, H)``: ``hx``/``hy`` are ``(B, P)`` and ``weight_hh`` is ``(4H, P)``."""
 
     state_arity = 2
     gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *,
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE,
+                 proj_size: int = 0):
+        if not 0 <= proj_size < hidden_size:
+            raise ValueError(f"proj_size must be between 0 and hidden_size ({hidden_size}) "
+                             f"exclusive, got {proj_size}")
+        gen = as_generator(rng)
+        super().__init__(input_size, hidden_size, bias, rng=gen, dtype=dtype,
+                         proj_size=proj_size)
+        if proj_size:
+            self.weight_hr = uniform(gen, (proj_size, hidden_size),
+                                     recurrent_bound(hidden_size), dtype)
 
     def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
         hx, cx = state
@@ -63,6 +81,8 @@ class LSTMCell(_GatedCell):
         ingate, forgetgate, cellgate, outgate = ops.chunk(gates, 4, 1)
         cy = ops.sigmoid(forgetgate) * cx + ops.sigmoid(ingate) * np.tanh(cellgate)
         hy = ops.sigmoid(outgate) * np.tanh(cy)
+        if self.proj_size > 0:  # static: a projected LSTM's h is W_hr (o * tanh(c))
+            hy = hy @ self.weight_hr.T
         return hy, cy
 
 

@@ -81,16 +81,20 @@ def check_state(name: str, what: str, state: Any, expected: tuple[int, ...],
 
 
 def check_states(name: str, hx: Any, pair: bool, expected: tuple[int, ...],
-                 dtype: np.dtype) -> None:
-    """``hx``: a pair ``(h0, c0)`` for an LSTM (``pair``), one array otherwise."""
+                 dtype: np.dtype, cell_expected: tuple[int, ...] | None = None) -> None:
+    """``hx``: a pair ``(h0, c0)`` for an LSTM (``pair``), one array otherwise; ``c0`` has
+    shape ``cell_expected`` when it differs from ``h0``'s (an LSTM with ``proj_size``)."""
     if not pair:
         check_state(name, "hx", hx, expected, dtype)
         return
+    cell_expected = cell_expected or expected
     if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-        raise RNNInputError(f"{name}: hx must be a tuple (h0, c0) of two arrays of shape "
-                            f"{expected}, got {_describe(hx)}")
+        shapes = f"shape {expected}" if cell_expected == expected else \
+            f"shapes {expected} and {cell_expected}"
+        raise RNNInputError(f"{name}: hx must be a tuple (h0, c0) of two arrays of {shapes}, "
+                            f"got {_describe(hx)}")
     check_state(name, "h0 (hx[0])", hx[0], expected, dtype)
-    check_state(name, "c0 (hx[1])", hx[1], expected, dtype)
+    check_state(name, "c0 (hx[1])", hx[1], cell_expected, dtype)
 
 
 def check_lengths(name: str, lengths: Any, batch: int, steps: int) -> Any:

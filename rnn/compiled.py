@@ -7,7 +7,10 @@ call and kept on the module. With ``RNNSCRIPT_DISABLE=1`` in the environment, ca
 ``forward`` as Python. ``script(module)`` keeps working: it compiles the same ``forward``, and
 ``vjp(module, ...)`` uses the kept ``ScriptModule`` (``compiled``), so its gradient is compiled
 once. A module whose ``forward`` the compiler refuses (a user's cell in a layer, say) warns once
-and runs as Python.
+and runs as Python. ``graph_for``, ``code_for``, ``backward_graph_for`` and ``explain`` take a
+call's arguments (checked and converted as a call's), as a ``ScriptFunction``'s do;
+``script(module, strict=True)`` gives a strict compiled module (which, as ``script(module)``,
+takes ``forward``'s arguments unchecked), and ``script.profile()`` records the calls.
 """
 
 from __future__ import annotations
@@ -62,6 +65,33 @@ class CompiledModule(Module):
                           f"({str(e).splitlines()[0]})", stacklevel=2)
             return self.forward(*args, **kwargs)
         return compiled(*args, **kwargs)
+
+    # -- observability: as a ScriptFunction's, for a call's arguments (checked as a call) ----------
+    def _method(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+        args, kwargs = self.prepare_call(args, kwargs)
+        return self.compiled().forward.current(), args, kwargs
+
+    def graph_for(self, *args: Any, **kwargs: Any) -> Any:
+        """The optimized graph of ``forward`` for these arguments."""
+        method, args, kwargs = self._method(args, kwargs)
+        return method.graph_for(*args, **kwargs)
+
+    def code_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source of ``forward`` for these arguments."""
+        method, args, kwargs = self._method(args, kwargs)
+        return method.code_for(*args, **kwargs)
+
+    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Any:
+        """The optimized backward graph of ``forward`` for these arguments."""
+        method, args, kwargs = self._method(args, kwargs)
+        return method.backward_graph_for(*args, **kwargs)
+
+    def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
+        """How ``forward`` compiled for these arguments: fusion groups, elementwise ops left
+        out and why, loops and matmuls (``ScriptFunction.explain``)."""
+        method, args, kwargs = self._method(args, kwargs)
+        return method.explain(*args, svg=svg, **kwargs)
 
 
 __all__ = ["CompiledModule", "disabled"]

@@ -62,10 +62,17 @@ class Recurrent(CompiledModule):
         self.pair_state = state_arity(cell) == 2
         self.directions = 1
         self.hidden_size = cell.hidden_size
+        self.state_size = getattr(cell, "proj_size", 0) or cell.hidden_size
+        """the size of ``h`` and of the output: ``proj_size`` for a projected LSTM cell, else
+        ``hidden_size`` (the size of ``c``)."""
         first = next(iter(cell.parameters()), None)
         self.dtype = None if first is None else first.dtype.name
         """the dtype of the cell's parameters: the stacked output is cast to it, which states
         its dtype for the layer above (a list grown in a loop does not carry it)."""
+
+    def _on_converted(self) -> None:
+        first = next(iter(self.cell.parameters()), None)
+        self.dtype = None if first is None else first.dtype.name  # after float()/double()/...
 
     def step(self, input: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
         """One step of the cell: ``(h', c')`` (``c`` unchanged for a one-state cell)."""
@@ -86,7 +93,7 @@ class Recurrent(CompiledModule):
             live_steps = live_steps[::-1]
         # the reshapes state shapes that an Optional argument, a list grown in a loop or a
         # loop-carried value do not carry, so every step's ops have known ranks to differentiate
-        h = ops.reshape(hx[0], (batch, self.hidden_size))
+        h = ops.reshape(hx[0], (batch, self.state_size))
         c = ops.reshape(cx[0], (batch, self.hidden_size))
         outputs: List[Tensor] = []
         for t in range(steps):
@@ -101,12 +108,12 @@ class Recurrent(CompiledModule):
                 h = np.where(live, h_new, h)
                 c = np.where(live, c_new, c)
                 outputs.append(np.where(live, h_new, 0.0))
-        output = ops.reshape(ops.stack(outputs, 0), (steps, batch, self.hidden_size))
+        output = ops.reshape(ops.stack(outputs, 0), (steps, batch, self.state_size))
         if self.dtype is not None:
             output = output.astype(self.dtype)
         if self.reverse:
             output = output[::-1]
-        return (output, ops.reshape(h, (1, batch, self.hidden_size)),
+        return (output, ops.reshape(h, (1, batch, self.state_size)),
                 ops.reshape(c, (1, batch, self.hidden_size)))
 
 

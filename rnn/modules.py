@@ -51,17 +51,23 @@ class RNNBase(CompiledModule):
         self.batch_first = batch_first
         self.bidirectional = bidirectional
         self.directions = 2 if bidirectional else 1
+        self.proj_size = cell_kwargs.get("proj_size", 0)
+        self.state_size = self.proj_size or hidden_size
+        """the size of ``h`` and of the output per direction (``proj_size`` when projected)."""
         self.dtype = np.dtype(dtype).name
         gen = as_generator(rng)
         layers = []
         for k in range(num_layers):
-            size = input_size if k == 0 else hidden_size * self.directions
+            size = input_size if k == 0 else self.state_size * self.directions
             cells = [cell_type(size, hidden_size, bias, rng=gen, dtype=dtype, **cell_kwargs)
                      for _ in range(self.directions)]
             self._register_cells(k, cells)
             layers.append(_directional_layer(cells))
         self.rnn = StackedRNN(layers, dropout)
         self.dropout = float(dropout)
+
+    def _on_converted(self) -> None:
+        self.dtype = self.weight_ih_l0.dtype.name  # the zeros state follows float()/double()
 
     def _register_cells(self, k: int, cells: list[Module]) -> None:
         """Expose each cell's parameters under PyTorch's name (``weight_ih_l0_reverse``)."""
@@ -83,8 +89,8 @@ class RNNBase(CompiledModule):
         return found
 
     def zero_state(self, batch: int) -> np.ndarray:
-        """The default initial state ``(D * L, batch, H)``."""
-        return np.zeros((self.directions * self.num_layers, batch, self.hidden_size),
+        """The default initial ``h`` ``(D * L, batch, H)`` (``H`` is ``proj_size`` when set)."""
+        return np.zeros((self.directions * self.num_layers, batch, self.state_size),
                         self.dtype)
 
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -100,9 +106,10 @@ class RNNBase(CompiledModule):
         batch = 1 if unbatched else x.shape[0 if self.batch_first else 1]
         steps = x.shape[0] if unbatched or not self.batch_first else x.shape[1]
         rows = self.directions * self.num_layers
-        expected = (rows, self.hidden_size) if unbatched else (rows, batch, self.hidden_size)
+        lead = (rows,) if unbatched else (rows, batch)
         if hx is not None:
-            checks.check_states(name, hx, self.state_pair, expected, dtype)
+            checks.check_states(name, hx, self.state_pair, (*lead, self.state_size), dtype,
+                                (*lead, self.hidden_size))
         if lengths is not None:
             lengths = checks.check_lengths(name, lengths, batch, steps)
         return (x, hx, lengths), {}
@@ -133,13 +140,21 @@ def _directional_layer(cells: list[Module]) -> Module:
 
 class LSTM(RNNBase):
     """``torch.nn.LSTM``: ``forward(input, (h0, c0)=None, lengths=None) ->
-    (output, (h_n, c_n))`` with gates ``i, f, g, o``."""
+    (output, (h_n, c_n))`` with gates ``i, f, g, o``. With ``proj_size=P > 0`` each layer's
+    ``h`` is projected by ``weight_hr_l{k} (P, H)``: the output is ``(T, B, D*P)``, ``h0``/``h_n``
+    ``(D*L, B, P)`` and ``c0``/``c_n`` ``(D*L, B, H)``, as torch's."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 *, rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+                 proj_size: int = 0, *, rng: np.random.Generator | int | None = None,
+                 dtype: Any = DEFAULT_DTYPE):
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         super().__init__(LSTMCell, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, rng=rng, dtype=dtype)
+                         dropout, bidirectional, rng=rng, dtype=dtype, proj_size=proj_size)
 
     state_pair = True
 
@@ -148,9 +163,12 @@ class LSTM(RNNBase):
         unbatched = input.ndim == 2  # static: the rank is part of the specialization
         x = self.time_major(input, unbatched)
         if hx is None:
-            h0 = ops.zeros((self.directions * self.num_layers, x.shape[1], self.hidden_size),
+            h0 = ops.zeros((self.directions * self.num_layers, x.shape[1], self.state_size),
                            self.dtype)
             c0 = h0
+            if self.proj_size > 0:  # static: a projected h is smaller than c
+                c0 = ops.zeros((self.directions * self.num_layers, x.shape[1],
+                                self.hidden_size), self.dtype)
         else:
             h0, c0 = hx
             if unbatched:

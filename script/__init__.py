@@ -51,7 +51,9 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
     if isinstance(obj, ScriptFunction):
         return obj
     if isinstance(obj, Module):
-        return obj if isinstance(obj, ScriptModule) else ScriptModule(obj)
+        if isinstance(obj, ScriptModule) and (obj.strict or not strict):
+            return obj
+        return ScriptModule(obj, strict=strict)
     if isinstance(obj, type):
         return register_script_class(obj, compile_method)
     if callable(obj) and hasattr(obj, "__code__"):

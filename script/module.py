@@ -223,6 +223,55 @@ class Module:
         for param in self.parameters():
             param.grad = None
 
+    # -- conversion -----------------------------------------------------------------------------
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """``torch.nn.Module.to``: ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` (or the
+        keywords ``device=``, ``dtype=``). Every parameter (its ``.data`` and ``.grad``, the
+        ``Parameter`` objects stay the same) and array attribute is converted in place: a device
+        (``"cpu"``: numpy, ``"cuda"``/``"cuda:N"``: CuPy) moves all of them, a dtype converts the
+        floating-point ones. Returns ``self``; compiled code re-specializes on the new dtypes."""
+        device, dtype = _to_arguments(args, kwargs)
+        return self._apply(lambda a: convert_array(a, device, dtype))
+
+    def float(self) -> Module:
+        """Floating-point parameters and arrays to float32 (``to(dtype="float32")``)."""
+        return self.to(dtype="float32")
+
+    def double(self) -> Module:
+        """Floating-point parameters and arrays to float64."""
+        return self.to(dtype="float64")
+
+    def half(self) -> Module:
+        """Floating-point parameters and arrays to float16."""
+        return self.to(dtype="float16")
+
+    def cpu(self) -> Module:
+        """Parameters and arrays to numpy (``to("cpu")``)."""
+        return self.to("cpu")
+
+    def cuda(self, device: int | None = None) -> Module:
+        """Parameters and arrays to CuPy (``to("cuda")``)."""
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def _apply(self, convert: Any) -> Module:
+        """Replace every parameter's ``.data``/``.grad`` and array attribute by
+        ``convert(array)``, then let each module refresh what depends on them
+        (``_on_converted``)."""
+        for param in self.parameters():
+            param.data = convert(param.data)
+            if param.grad is not None:
+                param.grad = convert(param.grad)
+        for module in self.modules():
+            for name, value in list(module.__dict__.items()):
+                if not name.startswith("_") and is_array(value):
+                    object.__setattr__(module, name, convert(value))
+            module._on_converted()
+        return self
+
+    def _on_converted(self) -> None:
+        """Called after ``to``/``float``/... converted the module's arrays: a module that keeps
+        facts about them (a dtype name for the zeros it makes) refreshes them here."""
+
     # -- state ----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Parameters' arrays and array attributes by dotted name (the arrays themselves)."""
@@ -262,6 +311,54 @@ class Module:
         if len(lines) == 1:
             return f"{type(self).__name__}()"
         return "\n".join(lines) + "\n)"
+
+
+DEVICES = ("cpu", "cuda")
+"""The devices ``Module.to`` moves arrays to (``"cuda:N"`` names a GPU)."""
+
+
+def _to_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, Any]:
+    """``(device, dtype)`` from ``to``'s arguments, either of them None."""
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "copy"}
+    if unknown or len(args) > 2:
+        raise TypeError(f"to() takes (device, dtype); got {len(args)} positional arguments "
+                        f"and the keywords {sorted(kwargs)}")
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for arg in args:
+        if isinstance(arg, str) and arg.split(":")[0] in DEVICES:
+            device = arg
+        else:
+            dtype = arg
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        if dtype.kind != "f":
+            raise TypeError(f"to(): a module converts to a floating-point dtype, not {dtype}")
+    if device is not None and str(device).split(":")[0] not in DEVICES:
+        raise ValueError(f"to(): unknown device {device!r} (expected 'cpu', 'cuda' or "
+                         "'cuda:N')")
+    return device, dtype
+
+
+def convert_array(a: Any, device: str | None, dtype: Any) -> Any:
+    """``a`` on ``device`` (numpy for ``"cpu"``, CuPy for ``"cuda[:N]"``), floating-point arrays
+    as ``dtype``; ``a`` itself when nothing changes."""
+    if device is not None:
+        a = _on_device(a, device)
+    if dtype is not None and a.dtype.kind == "f" and a.dtype != dtype:
+        a = a.astype(dtype)
+    return a
+
+
+def _on_device(a: Any, device: str) -> Any:
+    on_gpu = not isinstance(a, np.ndarray)
+    if device == "cpu":
+        return a.get() if on_gpu else a
+    import cupy  # only a move to a GPU needs it
+    index = int(device.split(":")[1]) if ":" in device else None
+    if on_gpu and (index is None or a.device.id == index):
+        return a
+    with cupy.cuda.Device(index if index is not None else cupy.cuda.Device().id):
+        return cupy.asarray(a)
 
 
 class ModuleList(Module):

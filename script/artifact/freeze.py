@@ -87,6 +87,11 @@ class StandaloneMethod(ScriptFunction):
         bound = bind_arguments(self.signature, args, kwargs)
         return bound + tuple(b.parameter.data for b in self.bindings)
 
+    def gradient_targets(self) -> list[Parameter | None]:
+        """Per binding, the ``Parameter`` its gradient accumulates into under ``vjp`` of the
+        module (fine-tuning a loaded model), None for a buffer."""
+        return [b.parameter if b.trainable else None for b in self.bindings]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.bindings or kwargs or len(args) != self._nargs:
             args = self._bind(args, kwargs)
@@ -155,6 +160,12 @@ class StandaloneModule:
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source of ``forward`` for these arguments."""
         return self.forward.code_for(*args, **kwargs)
+
+    def __rnnscript_module__(self, args: tuple[Any, ...]) -> tuple[StandaloneModule,
+                                                                  tuple[Any, ...]]:
+        """What ``vjp(self, *args)`` differentiates: ``forward``, whose parameters' gradients
+        accumulate into their ``.grad`` (a frozen module has none: its weights are constants)."""
+        return self, args
 
     def bindings(self) -> Iterator[Binding]:
         """Every named array the methods read, each once."""

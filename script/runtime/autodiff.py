@@ -36,7 +36,7 @@ from script.runtime.function import (
     input_types,
 )
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
-from script.runtime.script_module import ScriptModule
+from script.runtime.script_module import ScriptMethod, ScriptModule
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict
 
 
 def _py_name(f: ScriptFunction) -> str:
-    name = f.python_fn.__name__
+    name = getattr(f.python_fn, "__name__", None) or f.__name__  # a loaded method has no fn
     return name if name.isidentifier() else "f"
 
 
@@ -205,8 +205,8 @@ def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
     inputs that do not require grad). A global array ``f`` reads is read at this call and is a
     constant of the differentiation: no gradient for it.
     """
-    if isinstance(f, Module):
-        return _module_vjp(f, args, argnums)
+    if isinstance(f, Module) or hasattr(type(f), "__rnnscript_module__"):
+        return _module_vjp(f, args, argnums)  # a Module, or a module loaded from a file
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     full = sf._bind(args, {})
     nargs = len(sf.definition.arg_names)
@@ -231,10 +231,11 @@ def _module_vjp(module: Any, args: tuple[Any, ...], argnums: int | Sequence[int]
         sm = module if isinstance(module, ScriptModule) else ScriptModule(module)
     else:
         sm, args = kept(args)
-    method = sm.forward.current()
+    method = sm.forward
+    method = method.current() if isinstance(method, ScriptMethod) else method
     full = method._bind(args, {})
-    nargs = len(full) - len(method.attr_refs)
-    params = [ref.parameter for ref in method.attr_refs]
+    params = method.gradient_targets()
+    nargs = len(full) - len(params)
     wrt = _positions(argnums, nargs, "vjp")
     if wrt is not None:
         wrt |= {nargs + k for k, p in enumerate(params) if p is not None}

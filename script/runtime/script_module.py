@@ -25,6 +25,7 @@ from script.frontend.globals import GlobalRef
 from script.frontend.modules import AttrRef, ModuleSession, method_function
 from script.frontend.signature import key_of
 from script.module import Module
+from script.runtime import instrument
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 
 MAX_VARIANTS = 8
@@ -55,15 +56,16 @@ class CompiledMethod(ScriptFunction):
     """One method of one variant: a ``ScriptFunction`` over the method's arguments followed by
     the module attributes it reads (``attr_refs``), which ``_bind`` appends from the module."""
 
-    def __init__(self, fn: Any, method: FunctionDef, attr_names: list[str]):
-        super().__init__(fn)
+    def __init__(self, fn: Any, method: FunctionDef, attr_names: list[str],
+                 strict: bool = False, name: str | None = None):
+        super().__init__(fn, strict=strict)
         self.method_definition = method
         """the method as compiled: its graph's inputs are the arguments then ``attr_refs``."""
         self.attr_refs: list[AttrRef] = list(method.attr_refs)
         """the module attributes the method reads, in graph-input order (``ref.parameter`` is
         the ``Parameter`` object for a parameter)."""
         self._definition = FunctionDef(
-            method.name, method.graph, method.arg_names + attr_names,
+            name or method.name, method.graph, method.arg_names + attr_names,
             method.arg_types + [ref.type for ref in self.attr_refs], dict(method.defaults),
             method.return_type, method.source)
         self._nargs = len(self._definition.arg_names)
@@ -72,8 +74,15 @@ class CompiledMethod(ScriptFunction):
         bound = bind_arguments(self.method_definition, args, kwargs)
         return bound + tuple(ref.read() for ref in self.attr_refs)
 
+    def gradient_targets(self) -> list[Any]:
+        """Per attribute input, the ``Parameter`` its gradient accumulates into (``vjp`` of a
+        module), None for a plain array."""
+        return [ref.parameter for ref in self.attr_refs]
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         full = self._bind(args, kwargs)
+        if instrument.active is not None:  # a profiler: it runs the call and records it
+            return instrument.active.call(self, full)
         spec = self._cache.get(tuple(map(key_of, full)))
         if spec is None:
             spec = self._specialize(full)
@@ -83,7 +92,7 @@ class CompiledMethod(ScriptFunction):
 class Variant:
     """The entry methods compiled under one set of module constants (the session's guards)."""
 
-    def __init__(self, module: Module, names: list[str]):
+    def __init__(self, module: Module, names: list[str], strict: bool = False):
         self.session = ModuleSession()
         paths = {id(m): p for p, m in module.named_modules()}
         self.methods: dict[str, CompiledMethod] = {}
@@ -92,7 +101,8 @@ class Variant:
             with reported(lambda: Origin.of(fn), "compiling"):
                 fdef = self.session.method(module, fn, ScriptError, compile_method)
             attr_names = [_attr_name(paths, ref) for ref in fdef.attr_refs]
-            self.methods[name] = CompiledMethod(getattr(module, name), fdef, attr_names)
+            self.methods[name] = CompiledMethod(  # named by the module's class, not the base's
+                getattr(module, name), fdef, attr_names, strict, f"{type(module).__name__}.{name}")
 
     def holds(self) -> bool:
         return self.session.guards_hold()
@@ -106,7 +116,9 @@ def _attr_name(paths: dict[int, str], ref: AttrRef | GlobalRef) -> str:
 
 
 class ScriptMethod:
-    """``script_module.<method>``: calls the variant of the method the module's state selects."""
+    """``script_module.<method>``: calls the variant of the method the module's state selects.
+    The graph tools (``graph_for``, ``code_for``, ``explain``, ``backward_graph_for``) take the
+    method's arguments as a call does."""
 
     def __init__(self, owner: ScriptModule, name: str):
         self.owner = owner
@@ -125,10 +137,20 @@ class ScriptMethod:
         return self.current().graph
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized graph for these arguments."""
         return self.current().graph_for(*args, **kwargs)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source for these arguments."""
         return self.current().code_for(*args, **kwargs)
+
+    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized backward graph for these arguments (module attributes included)."""
+        return self.current().backward_graph_for(*args, **kwargs)
+
+    def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
+        """How the specialization for these arguments compiled (``ScriptFunction.explain``)."""
+        return self.current().explain(*args, svg=svg, **kwargs)
 
     def specialization(self, *args: Any, **kwargs: Any) -> Specialization:
         return self.current().specialization(*args, **kwargs)
@@ -144,13 +166,16 @@ class ScriptMethod:
 
 class ScriptModule(Module):
     """A compiled ``Module``: ``forward`` and exported methods run compiled; parameters,
-    submodules and attributes are the original module's (``python_module``)."""
+    submodules and attributes are the original module's (``python_module``). With
+    ``strict=True`` compiling a specialization that leaves an elementwise op unfused raises
+    ``ScriptError``, as for a function."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, strict: bool = False):
         if isinstance(module, ScriptModule):
             module = module.python_module
         set_ = object.__setattr__
         set_(self, "python_module", module)
+        set_(self, "strict", strict)
         set_(self, "_parameters", module._parameters)
         set_(self, "_modules", module._modules)
         set_(self, "_variants", [])
@@ -182,7 +207,7 @@ class ScriptModule(Module):
                 if variant.holds():
                     variants.insert(0, variants.pop(k))
                     return variant
-            variant = Variant(self.python_module, self._entry_names)
+            variant = Variant(self.python_module, self._entry_names, self.strict)
             variants.insert(0, variant)
             del variants[MAX_VARIANTS:]
             return variant
@@ -220,15 +245,29 @@ class ScriptModule(Module):
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         """The optimized graph of ``forward`` for these arguments."""
-        return self._methods["forward"].graph_for(*args, **kwargs)
+        return self.forward.graph_for(*args, **kwargs)
 
     def code_for(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python source of ``forward`` for these arguments."""
-        return self._methods["forward"].code_for(*args, **kwargs)
+        return self.forward.code_for(*args, **kwargs)
+
+    def backward_graph_for(self, *args: Any, **kwargs: Any) -> Graph:
+        """The optimized backward graph of ``forward`` for these arguments."""
+        return self.forward.backward_graph_for(*args, **kwargs)
+
+    def explain(self, *args: Any, svg: str | None = None, **kwargs: Any) -> str:
+        """How ``forward`` compiled for these arguments (``ScriptFunction.explain``)."""
+        return self.forward.explain(*args, svg=svg, **kwargs)
 
     @property
     def graph(self) -> Graph:
         return self._methods["forward"].graph
+
+    def _apply(self, convert: Any) -> Module:
+        """``to``/``float``/...: convert the original module's arrays (compiled variants
+        re-specialize on the new dtypes)."""
+        self.python_module._apply(convert)
+        return self
 
     def named_buffers(self, prefix: str = "") -> Any:
         return self.python_module.named_buffers(prefix)
