@@ -27,7 +27,7 @@ import ir
 import passes
 from script import ScriptError, script, vjp
 from script.runtime.function import ScriptFunction
-from tests.fuzz.program_gen import Program
+from tests.fuzz.program_types import Program
 
 _MODULE_DIR = Path(tempfile.mkdtemp(prefix="rnnscript_fuzz_"))
 """Generated modules live here for the whole run, so ``inspect.getsource`` can read them back."""

@@ -35,7 +35,8 @@ from tests.fuzz.differential import (
     numerical_gradient,
     unload,
 )
-from tests.fuzz.program_gen import (
+from tests.fuzz.program_gen import programs
+from tests.fuzz.program_types import (
     FEATURES,
     PENDING_GRADIENTS,
     PENDING_VALUES,
@@ -44,7 +45,6 @@ from tests.fuzz.program_gen import (
     Program,
     TensorT,
     default_features,
-    programs,
 )
 
 CI_EXAMPLES = 60
