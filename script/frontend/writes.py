@@ -85,7 +85,19 @@ class WriteMixin:
                      node: ast.AST) -> None:
         """``x += v`` on a whole array: numpy changes ``x`` in place, so the names bound to the
         same array see the new value too (and names that may share its memory otherwise are
-        refused while they may still be read). Arguments keep today's meaning: ``x`` is rebound."""
+        refused while they may still be read). An array this function did not make (an
+        argument, a global, an item read from a container) is refused: numpy would change the
+        caller's array, the compiled code would only rebind the name."""
+        for leaf in array_origins(old, None):
+            if leaf.node.kind == "prim::Constant":  # a number or literal: numpy makes a new array
+                continue
+            what = _foreign(self.graph, leaf, None)
+            if what is not None:
+                op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
+                raise self.error(node, f"in-place update of {what} ({name} {op}= ...): numpy "
+                                 f"would change that array itself, which the compiled code does "
+                                 f"not do; write {name} = {name} {op} ... (and return {name} if "
+                                 f"the caller needs it)")
         for alias in [name, *self.check_aliases(name, old, node)]:
             self.bind(alias, new, node)
 
@@ -372,6 +384,11 @@ def _sources(node: Node, v: Value) -> list[Value]:
     if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
         return [node.inputs[0]]
     return []
+
+
+_AUGMENTED = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+              ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@"}
+"""The operator of an augmented assignment, for messages."""
 
 
 def _is_made(node: Node) -> bool:

@@ -1,0 +1,42 @@
+"""``x += y`` on an array argument changes the caller's array in numpy (an optimizer step written
+as ``W -= lr * dW`` updates the caller's weights); the compiled function only rebound ``x``, so the
+caller's array silently stayed as it was. It is now a ScriptError at the line, as writes into an
+argument through an index are; an array the function made itself (a local, a loop carry started from
+a number) still follows numpy."""
+
+import numpy as np
+import pytest
+
+from script import ScriptError, Tensor, script
+
+
+def sgd_step(w: Tensor, dw: Tensor) -> Tensor:
+    w -= 0.1 * dw
+    return w
+
+
+def accumulate_into_argument(x: Tensor, y: Tensor) -> Tensor:
+    for _ in range(3):
+        x += y
+    return x
+
+
+def local_accumulator(x: Tensor, y: Tensor) -> Tensor:
+    h = x * 1.0
+    total = 0
+    for _ in range(3):
+        h += y
+        total += np.sum(h)
+    return h * total
+
+
+@pytest.mark.parametrize("fn, op", [(sgd_step, "w -= ..."), (accumulate_into_argument, "x += ...")])
+def test_an_augmented_update_of_an_argument_is_refused_at_its_line(fn, op):
+    with pytest.raises(ScriptError, match=r"in-place update of the argument .*" + op.replace(
+            "+", r"\+").replace(".", r"\.")):
+        script(fn)(np.ones(3), np.ones(3))
+
+
+def test_a_local_array_and_a_number_accumulator_follow_numpy():
+    x, y = np.arange(3.0), np.ones(3)
+    np.testing.assert_allclose(script(local_accumulator)(x, y), local_accumulator(x, y))
