@@ -85,7 +85,7 @@ def hoist_loop_invariants(graph: Graph) -> None:
 
 def _hoist_from(loop: Node) -> None:
     body = loop.blocks[0]
-    inside = _defined_in(loop)
+    inside = loop.values_defined_inside()
     for node in body.nodes:
         op = lookup(node.kind)
         if node.blocks or op is None or not op.is_pure or FRESH in op.traits:
@@ -96,17 +96,6 @@ def _hoist_from(loop: Node) -> None:
         node.move_before(loop)
         for v in node.outputs:
             inside.discard(v)
-
-
-def _defined_in(node: Node) -> set[Value]:
-    values: set[Value] = set()
-    for b in node.blocks:
-        values.update(b.params)
-        for n in b.walk():
-            values.update(n.outputs)
-            for nb in n.blocks:
-                values.update(nb.params)
-    return values
 
 
 def refine_stacked_lists(graph: Graph, lists: Mapping[Value, tuple[Type, ...]] | None = None

@@ -355,18 +355,9 @@ def _in_a_loop_with(a: Node, b: Node, home: object) -> bool:
         loop = block.owner
         if loop is None:
             return False
-        if loop.kind == "prim::Loop" and _inside(b, loop):
+        if loop.kind == "prim::Loop" and b.is_inside(loop):
             return True
         block = loop.owner
-    return False
-
-
-def _inside(node: Node, outer: Node) -> bool:
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner is outer:
-            return True
-        block = block.owner.owner
     return False
 
 

@@ -176,7 +176,7 @@ def _stacked_reads(node: Node, free: list[Value]) -> dict[Value, int]:
         return {}
     found = {}
     for u in free:
-        inside = [use for use in u.uses if _inside(use.node, node)]
+        inside = [use for use in u.uses if use.node.is_inside(node)]
         if len(inside) != 1:
             continue
         n = inside[0].node
@@ -188,14 +188,6 @@ def _stacked_reads(node: Node, free: list[Value]) -> dict[Value, int]:
         if axis_size(u, axis) == trips.constant:
             found[u] = axis
     return found
-
-
-def _inside(n: Node, loop: Node) -> bool:
-    while n.owner is not None and n.owner.owner is not None:
-        if n.owner.owner is loop:
-            return True
-        n = n.owner.owner
-    return False
 
 
 def _collect_slice(ctx: BlockGrad, node: Node) -> None:
@@ -301,7 +293,7 @@ def _slice_type(u: Value, axis: int) -> TensorType:
 
 
 def _inside_any_use(lst: Value, loop: Node) -> bool:
-    return any(_inside(use.node, loop) for use in lst.uses)
+    return any(use.node.is_inside(loop) for use in lst.uses)
 
 
 STRUCTURE_VJPS = {

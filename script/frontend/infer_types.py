@@ -32,6 +32,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    strip_optional,
 )
 from script.errors import ScriptError
 from script.frontend.definition import load_source
@@ -108,7 +109,7 @@ def join(a: Type, b: Type) -> Type:
     if a == NONE or b == NONE:
         return _optional(b if a == NONE else a)
     if isinstance(a, OptionalType) or isinstance(b, OptionalType):
-        return _optional(join(_strip_optional(a), _strip_optional(b)))
+        return _optional(join(strip_optional(a), strip_optional(b)))
     if {a, b} == {INT, FLOAT}:
         return FLOAT  # an int passes for a float, as in Python
     if isinstance(a, TensorType) and isinstance(b, TensorType):
@@ -126,10 +127,6 @@ def join(a: Type, b: Type) -> Type:
 
 def _optional(t: Type) -> Type:
     return t if isinstance(t, OptionalType) or t == NONE else OptionalType(t)
-
-
-def _strip_optional(t: Type) -> Type:
-    return t.element if isinstance(t, OptionalType) else t
 
 
 def erase_dtypes(t: Type) -> Type:
