@@ -20,12 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ir.core import Block, Graph, Node, Value
-from ir.kinds import PARAM
+from ir.kinds import IF, LOOP, PARAM
 from ir.registry import FRESH, WRITES, effects_on_input, lookup
 from passes.autodiff.prepare import is_differentiable_type
-
-LOOP = "prim::Loop"
-IF = "prim::If"
 
 
 def needed_values(graph: Graph, non_differentiable: frozenset[str] | set[str]) -> set[Value]:

@@ -23,10 +23,10 @@ import sys
 from dataclasses import dataclass, field
 
 from ir.core import SUBGRAPH, Graph, Node, Value, clone_node
+from ir.kinds import DIFFERENTIABLE_GRAPH as REGION
 from ir.registry import WRITES, effects_on_input, lookup
 from passes.dce import run as dce
 
-REGION = "prim::DifferentiableGraph"
 PACKING = frozenset({"prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex"})
 """Structure ops: they join an open region but do not open one (packing a region's results
 with a decision into the returned tuple is not differentiable computation of its own)."""
