@@ -64,6 +64,11 @@ class Backend:
     generate)."""
     stores_cats: bool = False
     """whether a ``cat`` may be a group's store (pieces written at offsets of its output)."""
+    compile_loop: Callable[[Node], Any] | None = None
+    """the native form of a ``prim::Loop`` node: ``loop(trip, free values, initial carried
+    values)`` returns the carried results, or None for arguments it cannot run (the caller runs
+    the loop as Python then); raises ValueError saying why a loop cannot be compiled. None: every
+    loop runs as Python."""
 
     def can_generate(self, node: Node) -> bool:
         """Does this backend have code for ``node`` (with its constant arguments and types)?"""

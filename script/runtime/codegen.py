@@ -243,6 +243,48 @@ def _write_if(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_loop(w: FunctionWriter, node: Node) -> None:
+    """A loop the device's backend compiles natively calls that (``fuser.cpu.loop``), with the
+    Python loop as the fallback for arguments the native code does not take; other loops are
+    Python ``for``/``while`` loops."""
+    native = _native_loop(w, node)
+    if native is None:
+        _write_python_loop(w, node)
+        return
+    name = w.ns.fresh("_loop")
+    w.consts[name] = native
+    result = w.ns.fresh("_carried")
+    trip, _, *carried = node.inputs
+    free = "".join(f"{w.ns.name(v)}, " for v in native.prog.free)
+    inits = "".join(f"{w.ns.name(v)}, " for v in carried)
+    w.emit(f"{result} = {name}({w.ns.name(trip)}, ({free}), ({inits}))")
+    w.emit(f"if {result} is None:")
+    w.indent += 1
+    _write_python_loop(w, node)
+    w.indent -= 1
+    if node.outputs:
+        w.emit("else:")
+        w.indent += 1
+        w.emit(f"{', '.join(w.ns.name(v) for v in node.outputs)}, = {result}")
+        w.indent -= 1
+
+
+def _native_loop(w: FunctionWriter, node: Node) -> Any:
+    """The backend's native form of loop ``node``; None when it has none (or when profiling:
+    the profiler times the body's nodes one by one)."""
+    if w.profiler is not None:
+        return None
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    if backend is None or backend.compile_loop is None:
+        return None
+    try:
+        with stage("native compile"):
+            return backend.compile_loop(node)
+    except ValueError:
+        return None
+
+
+def _write_python_loop(w: FunctionWriter, node: Node) -> None:
     trip, cond, *carried = node.inputs
     (body,) = node.blocks
     counter, *params = body.params

@@ -16,7 +16,8 @@ def two_sizes(a: Tensor, b: Tensor, c: Tensor, d: Tensor, n: int) -> Tensor:
     return acc_w.sum() + acc_b.sum()
 
 
-def test_same_structure_groups_of_two_sizes_keep_separate_fast_paths():
+def test_same_structure_groups_of_two_sizes_keep_separate_fast_paths(monkeypatch):
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")  # the sites of the loop run as Python
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((2, 256)), rng.standard_normal((2, 256))
     c, d = rng.standard_normal((2, 64)), rng.standard_normal((2, 64))

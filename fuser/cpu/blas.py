@@ -1,0 +1,145 @@
+"""The BLAS matrix multiply that native code calls: numpy's own.
+
+A native recurrent loop (``fuser.cpu.loop``) multiplies matrices every step without going back
+to Python, so it needs a GEMM it can call through a function pointer. It uses the library numpy
+itself calls for ``@``, so both paths share one thread pool and its settings (``threadpoolctl``,
+``OPENBLAS_NUM_THREADS``) and give the same sums:
+
+- numpy's wheels bundle ``scipy-openblas`` (the ``numpy.libs`` folder beside the package, or
+  ``.dylibs`` inside it on macOS), built with 64-bit integers and exporting
+  ``scipy_cblas_sgemm64_`` / ``scipy_cblas_dgemm64_``;
+- a numpy built against a system OpenBLAS or another CBLAS exports ``cblas_sgemm``; numpy's
+  config names the library (``np.show_config``).
+
+Opening a library numpy has already loaded returns numpy's handle, so no second copy is loaded.
+Where neither is found (``gemm()`` returns None) recurrent loops stay Python and ``explain`` says
+why. The ``scipy-openblas32`` wheel or scipy's ``cython_blas`` capsules would be alternatives;
+the first adds a second BLAS with its own thread pool beside numpy's, the second a dependency on
+scipy and Fortran calling conventions (every argument by pointer, column-major).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+CBLAS_ROW_MAJOR = 101
+CBLAS_NO_TRANS = 111
+CBLAS_TRANS = 112
+
+_SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64),
+            ("cblas_sgemm64_", "cblas_dgemm64_", 64),
+            ("cblas_sgemm", "cblas_dgemm", 32))
+"""(single, double, integer bits) of the CBLAS entry points, in the order they are tried."""
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """CBLAS ``?gemm`` entry points: ``gemm(order, transa, transb, m, n, k, alpha, a, lda, b,
+    ldb, beta, c, ldc)`` with the sizes as ``int_bits``-bit integers."""
+
+    sgemm: int
+    """the address of the float32 entry."""
+    dgemm: int
+    """the address of the float64 entry."""
+    int_bits: int
+    """64 for an ILP64 build (numpy's bundled OpenBLAS), else 32."""
+    library: str
+    """the file it was found in."""
+    get_threads: int = 0
+    """the address of OpenBLAS's ``openblas_get_num_threads`` (0: not OpenBLAS)."""
+    set_threads: int = 0
+    """the address of OpenBLAS's ``openblas_set_num_threads``."""
+
+
+_lock = threading.Lock()
+_found: list[Gemm | None] = []
+
+
+def gemm() -> Gemm | None:
+    """numpy's CBLAS GEMM, or None when it cannot be found."""
+    with _lock:
+        if not _found:
+            _found.append(_find())
+        return _found[0]
+
+
+def _candidates() -> list[str]:
+    here = os.path.dirname(np.__file__)
+    paths: list[str] = []
+    for folder in (os.path.join(os.path.dirname(here), "numpy.libs"), os.path.join(here, ".dylibs")):
+        for pattern in ("*openblas*", "*blas*"):
+            paths += sorted(glob.glob(os.path.join(folder, pattern)))
+    try:
+        config = np.show_config(mode="dicts")  # type: ignore[call-arg]
+        blas = config.get("Build Dependencies", {}).get("blas", {})
+        libdir, name = blas.get("lib directory"), blas.get("name")
+        if libdir and name:
+            paths += sorted(glob.glob(os.path.join(libdir, f"lib{name}*")))
+        if name:
+            paths.append(f"lib{name}.so")
+    except Exception:  # an old numpy without mode="dicts"
+        pass
+    seen: set[str] = set()
+    return [p for p in paths if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+
+
+def _find() -> Gemm | None:
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for single, double, bits in _SYMBOLS:
+            try:
+                s, d = getattr(lib, single), getattr(lib, double)
+            except AttributeError:
+                continue
+            prefix = "scipy_" if single.startswith("scipy_") else ""
+            suffix = "64_" if single.endswith("64_") else ""
+            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            return Gemm(_address(s), _address(d), bits, os.path.basename(path),
+                        _address(get) if get is not None else 0,
+                        _address(put) if put is not None else 0)
+    return None
+
+
+def _address(fn: object) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+
+def get_threads() -> int | None:
+    """How many threads numpy's OpenBLAS uses (None: not OpenBLAS, or not found)."""
+    g = gemm()
+    if g is None or not g.get_threads:
+        return None
+    return int(ctypes.CFUNCTYPE(ctypes.c_int)(g.get_threads)())
+
+
+def set_threads(n: int) -> None:
+    """Make numpy's OpenBLAS use ``n`` threads (for the whole process, as
+    ``threadpoolctl.threadpool_limits`` does); ignored when it is not OpenBLAS."""
+    g = gemm()
+    if g is None or not g.set_threads:
+        return
+    ctypes.CFUNCTYPE(None, ctypes.c_int)(g.set_threads)(int(n))
+
+
+@contextlib.contextmanager
+def threads(n: int) -> Iterator[None]:
+    """numpy's OpenBLAS on ``n`` threads inside the block; the previous count after it."""
+    before = get_threads()
+    set_threads(n)
+    try:
+        yield
+    finally:
+        if before is not None:
+            set_threads(before)

@@ -1,0 +1,724 @@
+"""Native recurrent loops: a ``prim::Loop`` compiled to one LLVM function, no Python per step.
+
+The loop of a recurrent layer is a handful of nodes run T times: a row of the input projection
+(``select``), the recurrent matmul, the fused cell (a fusion group) and the store of the new
+state into the output (``write_slot``). Run as generated Python, each step costs a few
+microseconds of interpreter and call overhead per node, which at small sizes (B=8, H=64) is
+about as much as the arithmetic. ``compile_loop(node)`` analyzes such a loop once
+(``LoopProgram``: which values come from outside, what each node does, where each value lives);
+calling the result runs every step in native code:
+
+- the loop counter and the integer arithmetic on it are LLVM integers; a ``select`` and a
+  ``write_slot`` index wraps like Python's and is bounds-checked (an index out of range returns
+  to Python, which reruns the loop and raises numpy's ``IndexError``);
+- a ``matmul`` of two 2-D arrays is a call of numpy's own CBLAS GEMM through a function pointer
+  (``fuser.cpu.blas``): the same library, threads and sums as numpy's ``@``;
+- a fusion group calls the element loop of the group's kernel, compiled into the same module
+  (the same ``noinline`` function the kernel's own entries call, so a step gives the kernel's
+  bits), with the plan the kernel makes for these layouts (``Kernel.make_plan``);
+- a ``write_slot`` is a ``memmove`` of the value into its slot;
+- a value made in the body lives in one of two buffers by step parity: the state carried into a
+  step was made by the previous step in the other buffer, so nothing a step reads is
+  overwritten while it runs. The buffers are allocated for each call (``np.empty``); the
+  carried results the caller receives are the buffers of the last step.
+
+What the native code may assume is checked for each call before it runs (otherwise the caller
+runs the loop as Python, ``None`` being returned): every array is an ``ndarray`` of its static
+dtype and shape, the carried initial values are C-contiguous, every ``write_slot`` target is
+writeable, each kernel's plan for these layouts is one slab. The machine code depends only on
+the loop's structure and on each kernel's column-stride classes: sizes, strides and addresses
+are run-time arguments, so the object is shared across sizes and kept in ``fuser.cpu.jit``'s
+disk cache like a kernel's.
+
+A loop with anything else in its body (lists, ifs, other ops, a ``while``) stays Python:
+``compile_loop`` raises ``LoopRefused`` saying which node, and ``explain`` reports it.
+``RNNSCRIPT_NATIVE_LOOPS=0`` keeps every loop Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+
+from fuser.cpu import blas, jit
+from fuser.cpu.codegen import ARRAY_DATA_OFFSET, PTR, TUPLE_ITEMS_OFFSET, KernelBuilder
+from fuser.cpu.kernel import Kernel, compile_group, layouts_supported
+from fuser.cpu.mathfns import F32, F64, I64
+from ir.core import Node, Value
+from ir.types import ScalarType, TensorType
+
+I32 = ir.IntType(32)
+I1 = ir.IntType(1)
+_PLACEHOLDER = "rnnscript_loop_name"
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_int64, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_void_p)
+"""``int loop(tuple of arrays, trip count, int64 *ints, double *doubles, void **functions)``:
+0 when every step ran, 1 when an index was out of range (nothing the caller can see was
+written then but slots of ``write_slot`` targets, which the Python rerun writes again)."""
+
+_NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
+               "tensor::mul": ("mul", "fmul"), "tensor::div": (None, "fdiv")}
+"""Python number arithmetic in the body (a step index, a decay factor): LLVM's integer and IEEE
+double operations give Python's results (ints stay far from overflow: the sizes involved are
+array dimensions); ``/`` by zero returns to Python, which raises."""
+_WRITES = ("tensor::write_slot", "tensor::select_put_")
+_STORED = ("float32", "float64", "bool")
+
+
+class LoopRefused(ValueError):
+    """The loop cannot run natively; the message says which node or value and why."""
+
+
+def enabled() -> bool:
+    """Whether loops are compiled natively (``RNNSCRIPT_NATIVE_LOOPS=0`` turns it off)."""
+    return os.environ.get("RNNSCRIPT_NATIVE_LOOPS", "1").strip().lower() not in ("0", "false",
+                                                                                "off")
+
+
+def _where(node: Node) -> str:
+    src = getattr(node, "source_range", None)
+    return f"{node.kind}" + (f" ({src})" if src else "")
+
+
+def _known_array(v: Value) -> TensorType | None:
+    t = v.type
+    if (isinstance(t, TensorType) and t.dtype in _STORED and t.shape is not None
+            and None not in t.shape):
+        return t
+    return None
+
+
+def _is_int(v: Value) -> bool:
+    return isinstance(v.type, ScalarType) and v.type.name == "int"
+
+
+def _is_number(v: Value) -> bool:
+    return isinstance(v.type, ScalarType) and v.type.name in ("int", "float")
+
+
+def _true(v: Value) -> bool:
+    return v.is_constant and v.constant is True
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+@dataclass
+class LoopProgram:
+    """What one ``prim::Loop`` does, in the terms the native code needs."""
+
+    node: Node
+    free: list[Value] = field(default_factory=list)
+    """the values from outside the loop the body reads, in first-use order."""
+    free_arrays: list[Value] = field(default_factory=list)
+    free_scalars: list[Value] = field(default_factory=list)
+    params: list[Value] = field(default_factory=list)
+    """the body's carried parameters (the counter excluded)."""
+    results: list[Value] = field(default_factory=list)
+    """what each step carries to the next (the condition excluded)."""
+    produced: list[Value] = field(default_factory=list)
+    """the arrays the body makes (matmul and fusion group outputs): two buffers each."""
+    kernels: dict[Node, Kernel] = field(default_factory=dict)
+    write_targets: list[int] = field(default_factory=list)
+    """positions in ``free_arrays`` of arrays the body writes into."""
+    written_params: list[int] = field(default_factory=list)
+    """carried slots whose array the body writes into (in place, as numpy does)."""
+    sources: list[tuple[str, int]] = field(default_factory=list)
+    """per carried result: ("made", index in ``produced``), ("same", its own slot) or
+    ("free", index in ``free``)."""
+    root: dict[Value, Value] = field(default_factory=dict)
+    """the array an in-place write's result is (``select_put_`` returns its target)."""
+
+    @classmethod
+    def of(cls, node: Node) -> LoopProgram:
+        if node.kind != "prim::Loop":
+            raise LoopRefused(f"{node.kind} is not a loop")
+        if not layouts_supported():
+            raise LoopRefused("the CPU fuser does not know this Python build's object layout")
+        if blas.gemm() is None:
+            raise LoopRefused("numpy's CBLAS GEMM was not found")
+        trip, cond, *carried = node.inputs
+        (body,) = node.blocks
+        counter, *params = body.params
+        body_cond, *results = body.returns
+        if not (_true(cond) and _true(body_cond)):
+            raise LoopRefused("a while loop (its condition may change)")
+        prog = cls(node, params=list(params), results=list(results))
+        for p in params:
+            if _known_array(p) is None:
+                raise LoopRefused(f"carried value %{p.name} of type {p.type} is not an array of "
+                                  "known dtype and shape")
+        inside = set(params) | {counter}
+        seen: set[Value] = set()
+
+        def use(v: Value) -> None:
+            if v in inside or v in seen:
+                return
+            if v.is_constant:
+                return
+            seen.add(v)
+            prog.free.append(v)
+
+        for n in body:
+            if n.blocks:
+                raise LoopRefused(f"{_where(n)}: a nested block")
+            prog._check(n)
+            for v in n.inputs:
+                use(v)
+            inside.update(n.outputs)
+        for v in prog.free:
+            if _known_array(v) is not None:
+                prog.free_arrays.append(v)
+            elif _is_number(v):
+                prog.free_scalars.append(v)
+            else:
+                raise LoopRefused(f"value %{v.name} of type {v.type} from outside the loop")
+        made = {v: k for k, v in enumerate(prog.produced)}
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        for j, r in enumerate(results):
+            r = prog.root.get(r, r)
+            if r in made:
+                prog.sources.append(("made", made[r]))
+            elif r is params[j]:
+                prog.sources.append(("same", j))
+            elif r in free_at:
+                prog.sources.append(("free", free_at[r]))
+            else:
+                raise LoopRefused(f"carried value {j} is not made in the body, unchanged or a "
+                                  "value from outside")
+        free_pos = {v: k for k, v in enumerate(prog.free_arrays)}
+        param_pos = {v: k for k, v in enumerate(params)}
+        for n in body:
+            if n.kind in _WRITES:
+                buf = prog.root.get(n.inputs[0], n.inputs[0])
+                if buf in free_pos:
+                    prog.write_targets.append(free_pos[buf])
+                elif buf in param_pos:
+                    prog.written_params.append(param_pos[buf])
+                elif buf not in made:
+                    raise LoopRefused(f"{_where(n)}: writes into a view")
+        return prog
+
+    def _check(self, n: Node) -> None:
+        kind = n.kind
+        if kind == "prim::Constant":
+            if not (_is_number(n.output) or n.output.type == ScalarType("bool")):
+                raise LoopRefused(f"{_where(n)}: a constant of type {n.output.type}")
+            return
+        if kind in _NUMBER_OPS and all(_is_number(v) for v in (*n.inputs, *n.outputs)):
+            if _NUMBER_OPS[kind][0] is None and _is_int(n.output):
+                raise LoopRefused(f"{_where(n)}: an int {kind}")
+            return
+        if kind == "tensor::select":
+            x, axis, idx = n.inputs
+            if _known_array(x) is None or not axis.is_constant or not _is_int(idx):
+                raise LoopRefused(f"{_where(n)}: not a select of a known array by an int")
+            return
+        if kind == "tensor::matmul":
+            a, b = n.inputs
+            ta, tb, to = _known_array(a), _known_array(b), _known_array(n.output)
+            if (ta is None or tb is None or to is None or len(ta.shape) != 2 or len(tb.shape) != 2
+                    or not ta.dtype == tb.dtype == to.dtype
+                    or ta.dtype not in ("float32", "float64")):
+                raise LoopRefused(f"{_where(n)}: not a matmul of two float matrices of one dtype")
+            self.produced.append(n.output)
+            return
+        if kind == "prim::FusionGroup":
+            try:
+                kernel = compile_group(n.subgraph)
+            except (ValueError, RuntimeError) as e:
+                raise LoopRefused(f"{_where(n)}: no CPU kernel ({e})") from None
+            for v in n.outputs:
+                if _known_array(v) is None:
+                    raise LoopRefused(f"{_where(n)}: output %{v.name} of unknown shape")
+            for i in kernel.spec.scalar_inputs:
+                if not (_is_number(n.inputs[i]) or n.inputs[i].type == ScalarType("bool")):
+                    raise LoopRefused(f"{_where(n)}: scalar input {i} is not a number")
+            self.kernels[n] = kernel
+            self.produced.extend(n.outputs)
+            return
+        if kind in _WRITES:
+            if kind == "tensor::select_put_":
+                buf, value, axis, idx = n.inputs
+                self.root[n.output] = self.root.get(buf, buf)
+            else:
+                buf, axis, idx, value = n.inputs
+            tb, tv = _known_array(buf), _known_array(value)
+            if (tb is None or tv is None or not axis.is_constant or not _is_int(idx)
+                    or tb.dtype != tv.dtype or tuple(tb.shape[:axis.constant]) != (1,) * axis.constant
+                    or tuple(tb.shape[axis.constant + 1:]) != tuple(tv.shape)):
+                raise LoopRefused(f"{_where(n)}: a slot write that is not a plain copy")
+            return
+        raise LoopRefused(f"{_where(n)}: no native code for {kind}")
+
+
+# -- layouts ---------------------------------------------------------------------------------------
+Layout = tuple[tuple[int, ...], tuple[int, ...], int]
+"""(shape, byte strides, itemsize)"""
+
+
+def _c_layout(t: TensorType) -> Layout:
+    item = np.dtype(t.dtype).itemsize
+    shape = tuple(int(d) for d in t.shape)  # type: ignore[union-attr]
+    strides, acc = [], item
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return shape, tuple(reversed(strides)), item
+
+
+def _gemm_operand(lay: Layout) -> tuple[int, int] | None:
+    """(transposed?, leading dimension) of a matrix for row-major CBLAS, or None."""
+    (rows, cols), (rs, cs), item = lay
+    if rs % item or cs % item:
+        return None
+    rs, cs = rs // item, cs // item
+    if cols <= 1 or cs == 1:
+        ld = rs if rows > 1 else max(cols, 1)
+        if ld >= max(cols, 1):
+            return 0, ld
+    if rows <= 1 or rs == 1:
+        ld = cs if cols > 1 else max(rows, 1)
+        if ld >= max(rows, 1):
+            return 1, ld
+    return None
+
+
+class _Unplannable(Exception):
+    """These layouts cannot run natively (the loop runs as Python for them)."""
+
+
+# -- the machine code --------------------------------------------------------------------------------
+class _Builder:
+    """The LLVM module of one loop for one set of layouts (kernel classes and gemm flags)."""
+
+    def __init__(self, prog: LoopProgram, layouts: dict[Value, Layout], int_bits: int):
+        self.prog = prog
+        self.layouts = layouts
+        self.int_bits = int_bits
+        self.module = ir.Module(name="loop")
+        self.ints: list[Any] = []
+        """what each entry of the ints array holds: a key ``Variant`` fills in."""
+        self.doubles: list[Any] = []
+        self.plans: dict[Node, Any] = {}
+
+    def int_slot(self, key: Any) -> Any:
+        self.ints.append(key)
+        ptr = self.b.gep(self.ints_arg, [ir.Constant(I64, len(self.ints) - 1)], source_etype=I64)
+        return self.b.load(ptr, typ=I64)
+
+    def double_slot(self, key: Any) -> Any:
+        self.doubles.append(key)
+        ptr = self.b.gep(self.dbl_arg, [ir.Constant(I64, len(self.doubles) - 1)],
+                         source_etype=F64)
+        return self.b.load(ptr, typ=F64)
+
+    def build(self) -> str:
+        prog = self.prog
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, I64, PTR, PTR, PTR]),
+                         _PLACEHOLDER)
+        arrays, trip, self.ints_arg, self.dbl_arg, fns = fn.args
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        b = self.b = ir.IRBuilder(entry)
+        self.fail = fn.append_basic_block("fail")
+        ir.IRBuilder(self.fail).ret(ir.Constant(I32, 1))
+
+        def data(slot: int):
+            item = b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
+                         source_etype=ir.IntType(8))
+            obj = b.load(item, typ=PTR)
+            return b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
+                                source_etype=ir.IntType(8)), typ=PTR)
+
+        slot = 0
+        self.ptr: dict[Value, Any] = {}
+        for v in prog.free_arrays:
+            self.ptr[v] = data(slot)
+            slot += 1
+        inits = []
+        for _ in prog.params:
+            inits.append(data(slot))
+            slot += 1
+        self.bufs: dict[Value, tuple[Any, Any]] = {}
+        for v in prog.produced:
+            self.bufs[v] = (data(slot), data(slot + 1))
+            slot += 2
+        self.num_val: dict[Value, Any] = {}
+        gemm_ty = self._gemm_type
+        self.sgemm = b.load(b.gep(fns, [ir.Constant(I64, 0)], source_etype=PTR),
+                            typ=ir.PointerType(gemm_ty(F32)))
+        self.dgemm = b.load(b.gep(fns, [ir.Constant(I64, 1)], source_etype=PTR),
+                            typ=ir.PointerType(gemm_ty(F64)))
+        # the loop-invariant sizes, strides and plans: loaded once, before the loop
+        self.prepared: dict[Any, Any] = {}
+        self._prepare()
+        (body,) = prog.node.blocks
+        counter = body.params[0]
+        loop = fn.append_basic_block("step")
+        done = fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed(">", trip, ir.Constant(I64, 0)), loop, done)
+        b.position_at_end(loop)
+        i = b.phi(I64, "i")
+        i.add_incoming(ir.Constant(I64, 0), entry)
+        phis = []
+        for p, init in zip(prog.params, inits):
+            phi = b.phi(PTR, p.name or "carried")
+            phi.add_incoming(init, entry)
+            self.ptr[p] = phi
+            phis.append(phi)
+        self.num_val[counter] = i
+        self.odd = b.trunc(i, I1)
+        for n in body:
+            self._step(n)
+        nxt = b.add(i, ir.Constant(I64, 1))
+        i.add_incoming(nxt, b.block)
+        for phi, r in zip(phis, prog.results):
+            phi.add_incoming(self.ptr[r], b.block)
+        b.cbranch(b.icmp_signed("<", nxt, trip), loop, done)
+        b.position_at_end(done)
+        b.ret(ir.Constant(I32, 0))
+        return str(self.module)
+
+    def _gemm_type(self, real: Any) -> ir.FunctionType:
+        n = ir.IntType(self.int_bits)
+        return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
+                                               real, PTR, n])
+
+    # -- before the loop
+    def _prepare(self) -> None:
+        """Load every loop-invariant size, stride and plan pointer in the entry block."""
+        (body,) = self.prog.node.blocks
+        b = self.b
+        for n in body:
+            if n.kind == "tensor::select":
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+            elif n.kind in _WRITES:
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
+                                    self.int_slot(("bytes", n)))
+            elif n.kind == "tensor::matmul":
+                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
+            elif n.kind == "prim::FusionGroup":
+                self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
+        for v in self.prog.free_scalars:
+            if _is_int(v):
+                self.num_val[v] = self.int_slot(("free", v))
+            else:
+                self.num_val[v] = self.double_slot(("free", v))
+
+    # -- one node of the body
+    def _num(self, v: Value) -> Any:
+        """The LLVM value of a Python number: an i64 for an int, a double for a float."""
+        if v.is_constant:
+            c = v.constant
+            if isinstance(c, bool) or not isinstance(c, (int, float)):
+                raise LoopRefused(f"the constant {c!r} is not a number")
+            return ir.Constant(I64, c) if isinstance(c, int) else ir.Constant(F64, float(c))
+        return self.num_val[v]
+
+    def _double(self, v: Value) -> Any:
+        x = self._num(v) if v.type != ScalarType("bool") else None
+        if x is None:  # a bool scalar: 1.0 or 0.0, as float(True) is
+            c = v.constant if v.is_constant else None
+            if c is None:
+                raise LoopRefused(f"a bool value %{v.name} in a kernel")
+            return ir.Constant(F64, float(c))
+        return self.b.sitofp(x, F64) if x.type == I64 else x
+
+    def _index(self, idx: Any, dim: Any) -> Any:
+        """``idx`` wrapped like Python's (negative from the end) and checked against ``dim``."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        idx = b.select(b.icmp_signed("<", idx, zero), b.add(idx, dim), idx)
+        ok = b.and_(b.icmp_signed(">=", idx, zero), b.icmp_signed("<", idx, dim))
+        self._require(ok)
+        return idx
+
+    def _require(self, ok: Any) -> None:
+        """Go on when ``ok``, else return 1 (the caller reruns the loop as Python)."""
+        cont = self.fn.append_basic_block("ok")
+        self.b.cbranch(ok, cont, self.fail)
+        self.b.position_at_end(cont)
+
+    def _buffer(self, v: Value) -> Any:
+        even, odd = self.bufs[v]
+        return self.b.select(self.odd, odd, even)
+
+    def _step(self, n: Node) -> None:
+        b = self.b
+        kind = n.kind
+        if kind == "prim::Constant":
+            return
+        if kind in _NUMBER_OPS:
+            x, y = (self._num(v) for v in n.inputs)
+            int_op, float_op = _NUMBER_OPS[kind]
+            if _is_int(n.output):
+                self.num_val[n.output] = getattr(b, int_op)(x, y)
+                return
+            x = b.sitofp(x, F64) if x.type == I64 else x
+            y = b.sitofp(y, F64) if y.type == I64 else y
+            if float_op == "fdiv":
+                self._require(b.fcmp_unordered("!=", y, ir.Constant(F64, 0.0)))
+            self.num_val[n.output] = getattr(b, float_op)(x, y)
+            return
+        if kind == "tensor::select":
+            x, _, idx = n.inputs
+            dim, stride = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
+                                       source_etype=ir.IntType(8))
+            return
+        if kind in _WRITES:
+            if kind == "tensor::select_put_":
+                buf, value, _, idx = n.inputs
+                self.ptr[n.output] = self.ptr[buf]
+            else:
+                buf, _, idx, value = n.inputs
+            dim, stride, nbytes = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
+            move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
+            b.call(move, [dst, self.ptr[value], nbytes, ir.Constant(I1, 0)])
+            return
+        if kind == "tensor::matmul":
+            a, bm = n.inputs
+            out = self.ptr[n.output] = self._buffer(n.output)
+            m, nn, k, ta, tb, lda, ldb, ldc = self.prepared[n]
+            double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
+            real = F64 if double else F32
+            width = ir.IntType(self.int_bits)
+
+            def size(x: Any) -> Any:
+                return x if self.int_bits == 64 else b.trunc(x, width)
+
+            one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
+            b.call(self.dgemm if double else self.sgemm,
+                   [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32), b.trunc(tb, I32),
+                    size(m), size(nn), size(k), one, self.ptr[a], size(lda), self.ptr[bm],
+                    size(ldb), zero, out, size(ldc)])
+            return
+        if kind == "prim::FusionGroup":
+            kernel = self.prog.kernels[n]
+            plan = self.plans[n]
+            params = self.prepared[n]
+            kb = KernelBuilder(kernel.spec, plan.classes, f"group{len(self.module.globals)}")
+            kb.module = self.module
+            body = kb._body_function()
+            datas = [self.ptr[n.inputs[i]] for i in kernel.spec.array_inputs]
+            scalars = [self._double(n.inputs[i]) for i in kernel.spec.scalar_inputs]
+            outs = []
+            for v in n.outputs:
+                self.ptr[v] = self._buffer(v)
+                outs.append(self.ptr[v])
+            kb._call_body(b, body, params, datas, outs, scalars)
+            return
+        raise LoopRefused(f"{_where(n)}: no native code for {kind}")  # _check refused it before
+
+
+# -- the compiled loop -------------------------------------------------------------------------------
+@dataclass
+class Variant:
+    """The machine code and the loop-invariant arguments for one set of input layouts."""
+
+    fn: Any
+    ints: np.ndarray
+    free_ints: list[tuple[int, int]]
+    """(position in ``ints``, position in the free values) of each int to fill per call."""
+    doubles: np.ndarray
+    free_doubles: list[tuple[int, int]]
+    """the same for each float."""
+    buffers: list[tuple[tuple[int, ...], np.dtype]]
+    keep: list[Any]
+    """the plans' parameter arrays whose addresses ``ints`` holds."""
+
+
+class NativeLoop:
+    """A loop compiled natively: ``loop(trip, free values, initial carried values)`` returns the
+    carried results, or None when these arguments cannot run natively (the caller then runs the
+    loop as Python)."""
+
+    def __init__(self, prog: LoopProgram):
+        self.prog = prog
+        self.variants: dict[tuple, Variant | None] = {}
+        self.lock = threading.Lock()
+        self.free_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
+                            for v in prog.free_arrays]
+        self.init_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
+                            for v in prog.params]
+        pos = {v: k for k, v in enumerate(prog.free)}
+        self.array_pos = [pos[v] for v in prog.free_arrays]
+        self.scalar_pos = [pos[v] for v in prog.free_scalars]
+        gemm = blas.gemm()
+        assert gemm is not None
+        self.gemm = gemm
+        self.fns = np.array([gemm.sgemm, gemm.dgemm], np.uint64)
+        self.calls = 0
+        """how many calls ran natively (for tests and ``explain``)."""
+
+    def __repr__(self) -> str:
+        return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0].nodes())} nodes>"
+
+    def __call__(self, trip: Any, free: tuple, inits: tuple) -> tuple | None:
+        arrays = [free[k] for k in self.array_pos]
+        for a, (dtype, shape) in zip(arrays, self.free_checks):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                return None
+        for a, (dtype, shape) in zip(inits, self.init_checks):
+            if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
+                    or not a.flags.c_contiguous):
+                return None
+        for k in self.prog.write_targets:
+            if not arrays[k].flags.writeable:
+                return None
+        for k in self.prog.written_params:
+            if not inits[k].flags.writeable:
+                return None
+        try:
+            trip = int(trip)
+        except (TypeError, ValueError):
+            return None
+        if trip <= 0:
+            return tuple(inits)
+        if trip >= 2**62:
+            return None
+        key = tuple([a.strides for a in arrays])
+        variant = self.variants.get(key, False)
+        if variant is False:
+            with self.lock:
+                variant = self.variants.get(key, False)
+                if variant is False:
+                    variant = self.variants[key] = self._variant(arrays)
+        if variant is None:
+            return None
+        ints, doubles = variant.ints, variant.doubles
+        if variant.free_ints:
+            ints = ints.copy()
+            for at, k in variant.free_ints:
+                value = free[k]
+                if type(value) is not int or not -2**62 < value < 2**62:
+                    return None
+                ints[at] = value
+        if variant.free_doubles:
+            doubles = doubles.copy()
+            for at, k in variant.free_doubles:
+                value = free[k]
+                if not isinstance(value, (float, int)) or isinstance(value, bool):
+                    return None
+                doubles[at] = value
+        bufs = [np.empty(shape, dtype) for shape, dtype in variant.buffers for _ in (0, 1)]
+        status = variant.fn(tuple([*arrays, *inits, *bufs]), trip, ints.ctypes.data,
+                            doubles.ctypes.data, self.fns.ctypes.data)
+        if status != 0:
+            return None
+        self.calls += 1
+        last = (trip - 1) & 1
+        return tuple([bufs[2 * k + last] if how == "made" else inits[k] if how == "same"
+                      else free[k] for how, k in self.prog.sources])
+
+    # -- variants
+    def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
+        try:
+            return self._make_variant(arrays)
+        except _Unplannable:
+            return None
+
+    def _make_variant(self, arrays: list[np.ndarray]) -> Variant:
+        prog = self.prog
+        layouts: dict[Value, Layout] = {}
+        for v, a in zip(prog.free_arrays, arrays):
+            layouts[v] = (a.shape, a.strides, a.itemsize)
+        for p in prog.params:
+            layouts[p] = _c_layout(p.type)  # type: ignore[arg-type]
+        for v in prog.produced:
+            layouts[v] = _c_layout(v.type)  # type: ignore[arg-type]
+        ints: dict[Any, int] = {}
+        plans: dict[Node, Any] = {}
+        (body,) = prog.node.blocks
+        for n in body:
+            if n.kind == "tensor::select":
+                x, axis, _ = n.inputs
+                shape, strides, item = layouts[x]
+                ax = int(axis.constant)
+                ax = ax + len(shape) if ax < 0 else ax
+                if not 0 <= ax < len(shape):
+                    raise _Unplannable
+                layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
+                                     item)
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+            elif n.kind in _WRITES:
+                if n.kind == "tensor::select_put_":
+                    buf, value, axis, _ = n.inputs
+                    layouts[n.output] = layouts[buf]
+                else:
+                    buf, axis, _, value = n.inputs
+                shape, strides, item = layouts[buf]
+                ax = int(axis.constant)
+                slot_shape, slot_strides = shape[ax + 1:], strides[ax + 1:]
+                want = _c_layout(value.type)  # type: ignore[arg-type]
+                if (slot_shape != want[0] or not _dense(slot_shape, slot_strides, item)
+                        or not _dense(*layouts[value])):
+                    raise _Unplannable
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+                ints[("bytes", n)] = int(np.prod(slot_shape, dtype=np.int64)) * item
+            elif n.kind == "tensor::matmul":
+                a, bm = n.inputs
+                la, lb = layouts[a], layouts[bm]
+                ga, gb = _gemm_operand(la), _gemm_operand(lb)
+                if ga is None or gb is None:
+                    raise _Unplannable
+                (m, k), (_, nn) = la[0], lb[0]
+                for j, value in enumerate((m, nn, k, blas.CBLAS_TRANS if ga[0] else blas.CBLAS_NO_TRANS,
+                                           blas.CBLAS_TRANS if gb[0] else blas.CBLAS_NO_TRANS,
+                                           ga[1], gb[1], max(nn, 1))):
+                    ints[("gemm", n, j)] = value
+            elif n.kind == "prim::FusionGroup":
+                kernel = prog.kernels[n]
+                plan = kernel.make_plan([layouts[n.inputs[i]] for i, _ in kernel.array_slots])
+                if plan is None or plan.fn is None or len(plan.pointers) != 1:
+                    raise _Unplannable
+                for v, shape in zip(n.outputs, plan.shapes):
+                    if tuple(shape) != layouts[v][0]:
+                        raise _Unplannable
+                plans[n] = plan
+                ints[("plan", n)] = plan.pointers[0]
+        builder = _Builder(prog, layouts, self.gemm.int_bits)
+        builder.plans = plans
+        text = builder.build()
+        name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        text = text.replace(_PLACEHOLDER, name)
+        (address,) = jit.compile_ir(text, [name])
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        free_ints, int_values = [], []
+        for at, key in enumerate(builder.ints):
+            if key[0] == "free":
+                free_ints.append((at, free_at[key[1]]))
+                int_values.append(0)
+            else:
+                int_values.append(ints[key])
+        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(builder.doubles)]
+        dbl_values = [0.0] * len(builder.doubles)
+        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype))  # type: ignore[union-attr]
+                   for v in prog.produced]
+        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
+                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
+                       [p.params for p in plans.values()])
+
+
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+    """Whether an array of ``shape`` and byte ``strides`` is one C-ordered block."""
+    acc = item
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d > 1 and s != acc:
+            return False
+        acc *= d
+    return True
+
+
+def compile_loop(node: Node) -> NativeLoop:
+    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not."""
+    return NativeLoop(LoopProgram.of(node))

@@ -1,0 +1,259 @@
+"""Native recurrent loops (``fuser.cpu.loop``): a loop of matmuls, fusion groups, row selects and
+slot writes runs as one native function and gives the Python loop's results; anything it cannot
+take runs the Python loop instead, with the same result or error."""
+
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+
+import rnn
+from benchmarks.fastrnns import cells
+from fuser.cpu import loop as native
+from script import Tensor, ops, script
+
+
+def native_loops(f, *args):
+    spec = f.specialization(*args)
+    return [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
+
+
+def python_result(monkeypatch, fn, *args):
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        f = script(fn)
+        assert not native_loops(f, *args)
+        return f(*args)
+
+
+def lstm_args(T, B, I, H, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def f(*s):
+        return (rng.standard_normal(s) * 0.5).astype(dtype)
+    return (f(T, B, I), f(B, H), f(B, H), f(4 * H, I), f(4 * H, H), f(4 * H), f(4 * H))
+
+
+def gru_args(T, B, I, H, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def f(*s):
+        return (rng.standard_normal(s) * 0.5).astype(dtype)
+    return (f(T, B, I), f(B, H), f(3 * H, I), f(3 * H, H), f(3 * H), f(3 * H))
+
+
+def assert_same(got, want, dtype):
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+LAYERS = [(cells.lstm_layer, lstm_args), (cells.lstm_layer_premul, lstm_args),
+          (cells.lstm_layer_premul_bias, lstm_args), (cells.lstm_layer_simple, lstm_args),
+          (cells.gru_layer, gru_args)]
+SIZES = [(5, 3, 4, 6), (1, 1, 3, 2), (7, 5, 9, 11), (12, 8, 64, 64)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layer,make", LAYERS, ids=lambda x: getattr(x, "__name__", ""))
+def test_fastrnns_layers_run_natively_with_the_python_loops_results(monkeypatch, layer, make,
+                                                                     size, dtype):
+    args = make(*size, dtype)
+    f = script(layer)
+    got = f(*args)
+    loops = native_loops(f, *args)
+    kept = [n for n in f.graph_for(*args).nodes() if n.kind == "prim::Loop"]
+    assert len(loops) == len(kept) and all(lp.calls == 1 for lp in loops)
+    assert loops or size[0] == 1  # one step is unrolled: no loop is left
+    assert_same(got, python_result(monkeypatch, layer, *args), dtype)
+    assert_same(got, layer(*args), dtype)  # and the plain function's
+
+
+def test_outputs_are_fresh_on_every_call():
+    args = lstm_args(6, 4, 5, 3, np.float32)
+    f = script(cells.lstm_layer)
+    out1, h1, c1 = f(*args)
+    keep = h1.copy(), c1.copy(), out1.copy()
+    out2, h2, c2 = f(*args)
+    assert h1 is not h2 and c1 is not c2
+    h2[...] = 7.0
+    c2[...] = 7.0
+    assert_same((h1, c1, out1), keep, np.float32)
+
+
+def test_a_non_contiguous_initial_state_runs_the_python_loop(monkeypatch):
+    args = list(lstm_args(6, 4, 5, 3, np.float64))
+    f = script(cells.lstm_layer)
+    f(*args)
+    (lp,) = native_loops(f, *args)
+    before = lp.calls
+    hx = np.asfortranarray(args[1])
+    args[1] = hx
+    got = f(*args)
+    assert lp.calls == before  # this call took the Python loop
+    assert_same(got, cells.lstm_layer(*args), np.float64)
+
+
+def test_transposed_weights_multiply_through_blas_flags():
+    def layer(x: Tensor, h: Tensor, w: Tensor, u: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] @ w + h @ u)
+        return h
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((20, 3, 4))
+    h = rng.standard_normal((3, 6))
+    w = rng.standard_normal((6, 4)).T  # F-ordered views: gemm reads them transposed
+    u = rng.standard_normal((6, 6)).T
+    f = script(layer)
+    got = f(x, h, w, u)
+    (lp,) = native_loops(f, x, h, w, u)
+    assert lp.calls == 1
+    assert_same(got, layer(x, h, w, u), np.float64)
+
+
+def fill(x: Tensor, n: int) -> Tuple[Tensor, Tensor]:
+    out = np.zeros((20, 2, 3))
+    h = x[0]
+    for t in range(n):
+        h = np.tanh(h + x[t])
+        out[t] = h
+    return h, out
+
+
+def test_index_out_of_range_raises_numpys_error():
+    x = np.random.default_rng(0).standard_normal((20, 2, 3))
+    f = script(fill)
+    assert_same(f(x, 20), fill(x, 20), np.float64)
+    assert native_loops(f, x, 20)[0].calls == 1
+    with pytest.raises(IndexError):
+        fill(x, 21)
+    with pytest.raises(IndexError):
+        f(x, 21)
+
+
+def test_negative_indices_wrap_like_python():
+    def backwards(x: Tensor, h: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h * 0.5 + x[-1 - t])
+        return h
+
+    rng = np.random.default_rng(2)
+    x, h = rng.standard_normal((20, 2, 3)), rng.standard_normal((2, 3))
+    f = script(backwards)
+    got = f(x, h)
+    assert native_loops(f, x, h)[0].calls == 1
+    assert_same(got, backwards(x, h), np.float64)
+
+
+def test_zero_trips_return_the_initial_state():
+    args = lstm_args(0, 3, 4, 5, np.float32)
+    f = script(cells.lstm_layer_simple)
+    h, c = f(*args)
+    np.testing.assert_array_equal(h, args[1])
+    np.testing.assert_array_equal(c, args[2])
+
+
+def test_scalars_from_outside_reach_the_kernel():
+    def leaky(x: Tensor, h: Tensor, alpha: float, k: int) -> Tensor:
+        for t in range(x.shape[0] - k):
+            h = alpha * h + (1.0 - alpha) * np.tanh(x[t + k])
+        return h
+
+    rng = np.random.default_rng(3)
+    x, h = rng.standard_normal((26, 2, 3)), rng.standard_normal((2, 3))
+    f = script(leaky)
+    for alpha, k in ((0.25, 1), (0.75, 2), (0.5, 0)):
+        assert_same(f(x, h, alpha, k), leaky(x, h, alpha, k), np.float64)
+    assert native_loops(f, x, h, 0.25, 1)[0].calls == 3
+
+
+def test_loops_with_lists_stay_python_and_say_why():
+    def collect(x: Tensor, h: Tensor) -> List[Tensor]:
+        hs: List[Tensor] = []
+        for t in range(x.shape[0]):
+            h = np.tanh(h + x[t])
+            hs.append(h)
+        return hs
+
+    x, h = np.ones((20, 2, 2)), np.zeros((2, 2))
+    f = script(collect)
+    got = f(x, h)
+    assert not native_loops(f, x, h)
+    for g, w in zip(got, collect(x, h)):
+        np.testing.assert_allclose(g, w)
+    graph = f.graph_for(x, h)
+    (node,) = [n for n in graph.nodes() if n.kind == "prim::Loop"]
+    with pytest.raises(native.LoopRefused, match="ListAppend"):
+        native.compile_loop(node)
+
+
+def test_state_unchanged_by_the_loop_is_the_caller_s_array():
+    def keep(x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + c)
+        return h, c
+
+    rng = np.random.default_rng(4)
+    x, h, c = (rng.standard_normal((20, 2, 3)), rng.standard_normal((2, 3)),
+               rng.standard_normal((2, 3)))
+    f = script(keep)
+    got_h, got_c = f(x, h, c)
+    assert got_c is c or np.shares_memory(got_c, c) or np.array_equal(got_c, c)
+    assert_same((got_h, got_c), keep(x, h, c), np.float64)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("layers,bidir", [(1, False), (2, True)])
+def test_rnn_modules_in_eval_run_natively(monkeypatch, mode, layers, bidir):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((20, 3, 4)).astype(np.float32)
+    m = getattr(rnn, mode)(4, 5, num_layers=layers, bidirectional=bidir)
+    m.eval()
+    got = m(x)
+    with monkeypatch.context() as mp:
+        mp.setenv("RNNSCRIPT_DISABLE", "1")
+        m2 = getattr(rnn, mode)(4, 5, num_layers=layers, bidirectional=bidir)
+    m2.load_state_dict(m.state_dict())
+    m2.eval()
+    want = m2(x)
+    flat_got, flat_want = _flatten(got), _flatten(want)
+    for g, w in zip(flat_got, flat_want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _flatten(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in _flatten(t)]
+    return [tree]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_every_blas_thread_count_gives_the_python_loops_results(monkeypatch, threads):
+    from fuser.cpu import blas
+    args = lstm_args(9, 7, 33, 40, np.float32, seed=threads)
+    want = python_result(monkeypatch, cells.lstm_layer, *args)
+    with blas.threads(threads):
+        f = script(cells.lstm_layer)
+        got = f(*args)
+    assert native_loops(f, *args)[0].calls == 1
+    assert_same(got, want, np.float32)
+
+
+def test_ops_chunk_cell_in_a_loop_matches():
+    def layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            a, b = ops.chunk(x[t] + h @ w, 2, 1)
+            h = ops.sigmoid(a) * np.tanh(b)
+        return h
+
+    rng = np.random.default_rng(6)
+    x, h, w = (rng.standard_normal((20, 3, 8)), rng.standard_normal((3, 4)),
+               rng.standard_normal((4, 8)))
+    f = script(layer)
+    assert_same(f(x, h, w), layer(x, h, w), np.float64)
+    assert native_loops(f, x, h, w)[0].calls == 1
