@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -48,11 +49,22 @@ import numpy as np
 from llvmlite import ir
 
 from fuser.cpu import blas, jit
-from fuser.cpu.codegen import ARRAY_DATA_OFFSET, PTR, TUPLE_ITEMS_OFFSET, KernelBuilder
+from fuser.cpu.codegen import (
+    ARRAY_DATA_OFFSET,
+    ARRAY_DESCR_OFFSET,
+    ARRAY_DIMS_OFFSET,
+    ARRAY_ND_OFFSET,
+    ARRAY_STRIDES_OFFSET,
+    OBJECT_TYPE_OFFSET,
+    PTR,
+    TUPLE_ITEMS_OFFSET,
+    TUPLE_SIZE_OFFSET,
+    KernelBuilder,
+)
 from fuser.cpu.kernel import Kernel, compile_group, layouts_supported
 from fuser.cpu.mathfns import F32, F64, I64
-from ir.core import Node, Value
-from ir.types import ScalarType, TensorType
+from ir.core import Graph, Node, Value
+from ir.types import ListType, ScalarType, TensorType
 
 I32 = ir.IntType(32)
 I1 = ir.IntType(1)
@@ -95,6 +107,24 @@ def _known_array(v: Value) -> TensorType | None:
     return None
 
 
+def _is_list(v: Value) -> bool:
+    return isinstance(v.type, ListType)
+
+
+def _role(lst: Value, body: Any) -> str:
+    """What the loop body does with list ``lst`` from outside: ``read`` items by index, ``pop``
+    one item from the end per step, or ``append``; a mix (which would need the list's state
+    between steps) is refused."""
+    kinds = [u.node.kind for u in lst.uses if u.node.owner is body]
+    if kinds and all(k == "prim::ListAppend" for k in kinds):
+        return "append"
+    if kinds == ["prim::ListPop"]:
+        return "pop"
+    if kinds and all(k == "prim::ListIndex" for k in kinds):
+        return "read"
+    raise LoopRefused(f"list %{lst.name} is used as {', '.join(sorted(set(kinds)))} in one loop")
+
+
 def _is_int(v: Value) -> bool:
     return isinstance(v.type, ScalarType) and v.type.name == "int"
 
@@ -124,6 +154,9 @@ class LoopProgram:
     produced: list[Value] = field(default_factory=list)
     """the arrays the body makes (matmul and fusion group outputs): two buffers each."""
     kernels: dict[Node, Kernel] = field(default_factory=dict)
+    """the kernel of each fusion group, and of each elementwise op outside one."""
+    kernel_inputs: dict[Node, list[Value]] = field(default_factory=dict)
+    """the values a kernel's inputs are, in its subgraph's order."""
     write_targets: list[int] = field(default_factory=list)
     """positions in ``free_arrays`` of arrays the body writes into."""
     written_params: list[int] = field(default_factory=list)
@@ -133,6 +166,19 @@ class LoopProgram:
     ("free", index in ``free``)."""
     root: dict[Value, Value] = field(default_factory=dict)
     """the array an in-place write's result is (``select_put_`` returns its target)."""
+    free_lists: list[Value] = field(default_factory=list)
+    """lists from outside the body reads items of (``read``), pops one item from per step
+    (``pop``) or appends to (``append``); see ``roles``."""
+    roles: dict[Value, str] = field(default_factory=dict)
+    appends: list[tuple[Value, Value]] = field(default_factory=list)
+    """(list, value) of each append, in body order."""
+    sequenced: set[Value] = field(default_factory=set)
+    """made values every step of which must stay readable after the loop (appended, or carried
+    into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
+    item_types: dict[Value, TensorType] = field(default_factory=dict)
+    """the type of the items the body reads from each ``read`` or ``pop`` list."""
+    unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)
+    """lists the body makes with ``unbind(x, axis)`` (an item is ``select(x, axis, i)``)."""
 
     @classmethod
     def of(cls, node: Node) -> LoopProgram:
@@ -159,8 +205,8 @@ class LoopProgram:
         def use(v: Value) -> None:
             if v in inside or v in seen:
                 return
-            if v.is_constant:
-                return
+            if v.is_constant and _known_array(v) is None and not _is_list(v):
+                return  # a number, bool or None: written into the code
             seen.add(v)
             prog.free.append(v)
 
@@ -176,8 +222,17 @@ class LoopProgram:
                 prog.free_arrays.append(v)
             elif _is_number(v):
                 prog.free_scalars.append(v)
+            elif _is_list(v):
+                prog.free_lists.append(v)
             else:
                 raise LoopRefused(f"value %{v.name} of type {v.type} from outside the loop")
+        for lst in prog.free_lists:
+            prog.roles[lst] = _role(lst, body)
+            if prog.roles[lst] != "append":  # the items read must all be of one known type
+                types = {u.node.output.type for u in lst.uses if u.node.owner is body}
+                if len(types) != 1:
+                    raise LoopRefused(f"items of list %{lst.name} read as {len(types)} types")
+                prog.item_types[lst] = types.pop()
         made = {v: k for k, v in enumerate(prog.produced)}
         free_at = {v: k for k, v in enumerate(prog.free)}
         for j, r in enumerate(results):
@@ -202,6 +257,16 @@ class LoopProgram:
                     prog.written_params.append(param_pos[buf])
                 elif buf not in made:
                     raise LoopRefused(f"{_where(n)}: writes into a view")
+        for lst, v in prog.appends:
+            r = prog.root.get(v, v)
+            if r in made:
+                prog.sequenced.add(r)
+            elif r in param_pos:
+                how, k = prog.sources[param_pos[r]]
+                if how == "made":
+                    prog.sequenced.add(prog.produced[k])
+            elif r not in free_pos:
+                raise LoopRefused(f"appends %{v.name}, a view or a list item, to %{lst.name}")
         return prog
 
     def _check(self, n: Node) -> None:
@@ -213,6 +278,29 @@ class LoopProgram:
         if kind in _NUMBER_OPS and all(_is_number(v) for v in (*n.inputs, *n.outputs)):
             if _NUMBER_OPS[kind][0] is None and _is_int(n.output):
                 raise LoopRefused(f"{_where(n)}: an int {kind}")
+            return
+        if kind == "tensor::unbind":
+            x, axis = n.inputs
+            if _known_array(x) is None or not axis.is_constant:
+                raise LoopRefused(f"{_where(n)}: not an unbind of a known array")
+            if any(u.node.kind != "prim::ListIndex" for u in n.output.uses):
+                raise LoopRefused(f"{_where(n)}: a list of slices used other than by index")
+            self.unbound[n.output] = (x, int(axis.constant))
+            return
+        if kind in ("prim::ListIndex", "prim::ListPop"):
+            lst, idx = n.inputs
+            if lst not in self.unbound and (not _is_list(lst) or lst.node.owner is n.owner):
+                raise LoopRefused(f"{_where(n)}: an item of a list of unknown arrays")
+            if not _is_int(idx) or _known_array(n.output) is None:
+                raise LoopRefused(f"{_where(n)}: an item of unknown type")
+            if kind == "prim::ListPop" and not (idx.is_constant and idx.constant == -1):
+                raise LoopRefused(f"{_where(n)}: a pop from elsewhere than the end")
+            return
+        if kind == "prim::ListAppend":
+            lst, value = n.inputs
+            if _known_array(value) is None or lst.node.owner is n.owner:
+                raise LoopRefused(f"{_where(n)}: an append of an array of unknown shape")
+            self.appends.append((lst, value))
             return
         if kind == "tensor::select":
             x, axis, idx = n.inputs
@@ -236,11 +324,7 @@ class LoopProgram:
             for v in n.outputs:
                 if _known_array(v) is None:
                     raise LoopRefused(f"{_where(n)}: output %{v.name} of unknown shape")
-            for i in kernel.spec.scalar_inputs:
-                if not (_is_number(n.inputs[i]) or n.inputs[i].type == ScalarType("bool")):
-                    raise LoopRefused(f"{_where(n)}: scalar input {i} is not a number")
-            self.kernels[n] = kernel
-            self.produced.extend(n.outputs)
+            self._kernel(n, kernel, list(n.inputs))
             return
         if kind in _WRITES:
             if kind == "tensor::select_put_":
@@ -254,7 +338,46 @@ class LoopProgram:
                     or tuple(tb.shape[axis.constant + 1:]) != tuple(tv.shape)):
                 raise LoopRefused(f"{_where(n)}: a slot write that is not a plain copy")
             return
+        if kind.startswith("tensor::") and all(_known_array(v) for v in n.outputs):
+            single = _single_op_group(n)  # an elementwise op no group took: a kernel of its own
+            if single is not None:
+                graph, inputs = single
+                try:
+                    kernel = compile_group(graph)
+                except (ValueError, RuntimeError):
+                    pass
+                else:
+                    self._kernel(n, kernel, inputs)
+                    return
         raise LoopRefused(f"{_where(n)}: no native code for {kind}")
+
+    def _kernel(self, n: Node, kernel: Kernel, inputs: list[Value]) -> None:
+        for i in kernel.spec.scalar_inputs:
+            if not (_is_number(inputs[i]) or inputs[i].type == ScalarType("bool")):
+                raise LoopRefused(f"{_where(n)}: scalar input {i} is not a number")
+        self.kernels[n] = kernel
+        self.kernel_inputs[n] = inputs
+        self.produced.extend(n.outputs)
+
+
+def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
+    """A fusion subgraph of the one elementwise node ``n`` and the values its inputs are; None
+    when the CPU backend has no rule for it."""
+    from fuser.cpu import BACKEND
+    if not BACKEND.can_generate(n):
+        return None
+    graph = Graph(name="single")
+    inputs, args = [], []
+    for v in n.inputs:
+        if v.is_constant:
+            args.append(graph.constant(v.constant, v.type))
+        else:
+            args.append(graph.add_input(v.type))
+            inputs.append(v)
+    node = graph.insert(n.kind, args, [v.type for v in n.outputs], dict(n.attrs))
+    for out in node.outputs:
+        graph.add_output(out)
+    return graph, inputs
 
 
 # -- layouts ---------------------------------------------------------------------------------------
@@ -346,9 +469,25 @@ class _Builder:
             inits.append(data(slot))
             slot += 1
         self.bufs: dict[Value, tuple[Any, Any]] = {}
+        self.seqs: dict[Value, Any] = {}
         for v in prog.produced:
-            self.bufs[v] = (data(slot), data(slot + 1))
-            slot += 2
+            if v in prog.sequenced:
+                self.seqs[v] = data(slot)
+                slot += 1
+            else:
+                self.bufs[v] = (data(slot), data(slot + 1))
+                slot += 2
+        self.sizes: dict[Value, Any] = {}
+        self.items: dict[Value, Any] = {}
+        for lst in prog.free_lists:
+            if prog.roles[lst] != "append":
+                tup = b.load(b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
+                                   source_etype=ir.IntType(8)), typ=PTR)
+                self.sizes[lst] = b.load(b.gep(tup, [ir.Constant(I64, TUPLE_SIZE_OFFSET)],
+                                               source_etype=ir.IntType(8)), typ=I64)
+                self.items[lst] = b.gep(tup, [ir.Constant(I64, TUPLE_ITEMS_OFFSET)],
+                                        source_etype=ir.IntType(8))
+                slot += 1
         self.num_val: dict[Value, Any] = {}
         gemm_ty = self._gemm_type
         self.sgemm = b.load(b.gep(fns, [ir.Constant(I64, 0)], source_etype=PTR),
@@ -358,18 +497,23 @@ class _Builder:
         # the loop-invariant sizes, strides and plans: loaded once, before the loop
         self.prepared: dict[Any, Any] = {}
         self._prepare()
+        for lst in self.items:
+            self._check_items(lst)
+            if prog.roles[lst] == "pop":  # one item per step
+                self._require(b.icmp_signed(">=", self.sizes[lst], trip))
         (body,) = prog.node.blocks
         counter = body.params[0]
         loop = fn.append_basic_block("step")
         done = fn.append_basic_block("done")
+        before = b.block
         b.cbranch(b.icmp_signed(">", trip, ir.Constant(I64, 0)), loop, done)
         b.position_at_end(loop)
-        i = b.phi(I64, "i")
-        i.add_incoming(ir.Constant(I64, 0), entry)
+        i = self.i = b.phi(I64, "i")
+        i.add_incoming(ir.Constant(I64, 0), before)
         phis = []
         for p, init in zip(prog.params, inits):
             phi = b.phi(PTR, p.name or "carried")
-            phi.add_incoming(init, entry)
+            phi.add_incoming(init, before)
             self.ptr[p] = phi
             phis.append(phi)
         self.num_val[counter] = i
@@ -395,15 +539,18 @@ class _Builder:
         """Load every loop-invariant size, stride and plan pointer in the entry block."""
         (body,) = self.prog.node.blocks
         b = self.b
+        for v in self.seqs:
+            self.prepared[("seq", v)] = self.int_slot(("seq", v))
         for n in body:
-            if n.kind == "tensor::select":
+            if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
+                                              and n.inputs[0] in self.prog.unbound):
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
             elif n.kind in _WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
             elif n.kind == "tensor::matmul":
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
-            elif n.kind == "prim::FusionGroup":
+            elif n in self.prog.kernels:
                 self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
         for v in self.prog.free_scalars:
             if _is_int(v):
@@ -446,12 +593,80 @@ class _Builder:
         self.b.position_at_end(cont)
 
     def _buffer(self, v: Value) -> Any:
+        """Where value ``v`` made by this step goes: its slot of this step, or the buffer of
+        this step's parity."""
+        if v in self.seqs:
+            return self.b.gep(self.seqs[v], [self.b.mul(self.i, self.prepared[("seq", v)])],
+                              source_etype=ir.IntType(8))
         even, odd = self.bufs[v]
         return self.b.select(self.odd, odd, even)
+
+    def _check_items(self, lst: Value) -> None:
+        """Before the loop: return 1 unless every item of ``lst`` (a tuple of its items) is an
+        ndarray of the list's dtype and shape, C-contiguous (what the steps assume)."""
+        b, fn = self.b, self.fn
+        rank = len(self.prog.item_types[lst].shape)  # type: ignore[arg-type]
+        kind = self.int_slot(("ndarray",))
+        descr = self.int_slot(("descr", lst))
+        dims = [self.int_slot(("item dim", lst, d)) for d in range(rank)]
+        strides = [self.int_slot(("item stride", lst, d)) for d in range(rank)]
+        n = self.sizes[lst]
+        start = b.block
+        head, body, done = (fn.append_basic_block(x) for x in ("items", "item", "items_ok"))
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, "k")
+        k.add_incoming(ir.Constant(I64, 0), start)
+        b.cbranch(b.icmp_signed("<", k, n), body, done)
+        b.position_at_end(body)
+        obj = b.load(b.gep(self.items[lst], [k], source_etype=PTR), typ=PTR)
+
+        def at(ptr: Any, offset: int, ty: Any = PTR) -> Any:
+            return b.load(b.gep(ptr, [ir.Constant(I64, offset)], source_etype=ir.IntType(8)),
+                          typ=ty)
+
+        self._require(b.icmp_unsigned("==", b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64), kind))
+        same = b.and_(b.icmp_unsigned("==", b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64), descr),
+                      b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, I32), ir.Constant(I32, rank)))
+        self._require(same)
+        dim_ptr, stride_ptr = at(obj, ARRAY_DIMS_OFFSET), at(obj, ARRAY_STRIDES_OFFSET)
+        same = ir.Constant(I1, 1)
+        for d in range(rank):
+            got_d = b.load(b.gep(dim_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+            got_s = b.load(b.gep(stride_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+            same = b.and_(same, b.and_(b.icmp_signed("==", got_d, dims[d]),
+                                       b.icmp_signed("==", got_s, strides[d])))
+        self._require(same)
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _item(self, lst: Value, at: Any) -> Any:
+        """The data pointer of item ``at`` (in range) of list ``lst``."""
+        b = self.b
+        obj = b.load(b.gep(self.items[lst], [at], source_etype=PTR), typ=PTR)
+        return b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
+                            source_etype=ir.IntType(8)), typ=PTR)
 
     def _step(self, n: Node) -> None:
         b = self.b
         kind = n.kind
+        if n in self.prog.kernels:
+            kernel = self.prog.kernels[n]
+            plan = self.plans[n]
+            params = self.prepared[n]
+            kb = KernelBuilder(kernel.spec, plan.classes, f"group{len(self.module.globals)}")
+            kb.module = self.module
+            body = kb._body_function()
+            inputs = self.prog.kernel_inputs[n]
+            datas = [self.ptr[inputs[i]] for i in kernel.spec.array_inputs]
+            scalars = [self._double(inputs[i]) for i in kernel.spec.scalar_inputs]
+            outs = []
+            for v in n.outputs:
+                self.ptr[v] = self._buffer(v)
+                outs.append(self.ptr[v])
+            kb._call_body(b, body, params, datas, outs, scalars)
+            return
         if kind == "prim::Constant":
             return
         if kind in _NUMBER_OPS:
@@ -465,6 +680,25 @@ class _Builder:
             if float_op == "fdiv":
                 self._require(b.fcmp_unordered("!=", y, ir.Constant(F64, 0.0)))
             self.num_val[n.output] = getattr(b, float_op)(x, y)
+            return
+        if kind in ("tensor::unbind", "prim::ListAppend"):
+            return  # items are read as selects; appended values are kept in their storage
+        if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
+            lst, idx = n.inputs
+            x, _ = self.prog.unbound[lst]
+            dim, stride = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
+                                       source_etype=ir.IntType(8))
+            return
+        if kind == "prim::ListIndex":
+            lst, idx = n.inputs
+            self.ptr[n.output] = self._item(lst, self._index(self._num(idx), self.sizes[lst]))
+            return
+        if kind == "prim::ListPop":
+            lst, _ = n.inputs
+            last = b.sub(b.sub(self.sizes[lst], ir.Constant(I64, 1)), self.i)
+            self.ptr[n.output] = self._item(lst, last)
             return
         if kind == "tensor::select":
             x, _, idx = n.inputs
@@ -502,21 +736,6 @@ class _Builder:
                     size(m), size(nn), size(k), one, self.ptr[a], size(lda), self.ptr[bm],
                     size(ldb), zero, out, size(ldc)])
             return
-        if kind == "prim::FusionGroup":
-            kernel = self.prog.kernels[n]
-            plan = self.plans[n]
-            params = self.prepared[n]
-            kb = KernelBuilder(kernel.spec, plan.classes, f"group{len(self.module.globals)}")
-            kb.module = self.module
-            body = kb._body_function()
-            datas = [self.ptr[n.inputs[i]] for i in kernel.spec.array_inputs]
-            scalars = [self._double(n.inputs[i]) for i in kernel.spec.scalar_inputs]
-            outs = []
-            for v in n.outputs:
-                self.ptr[v] = self._buffer(v)
-                outs.append(self.ptr[v])
-            kb._call_body(b, body, params, datas, outs, scalars)
-            return
         raise LoopRefused(f"{_where(n)}: no native code for {kind}")  # _check refused it before
 
 
@@ -532,7 +751,8 @@ class Variant:
     doubles: np.ndarray
     free_doubles: list[tuple[int, int]]
     """the same for each float."""
-    buffers: list[tuple[tuple[int, ...], np.dtype]]
+    buffers: list[tuple[tuple[int, ...], np.dtype, bool]]
+    """per made value: its shape, dtype and whether it keeps a slot per step."""
     keep: list[Any]
     """the plans' parameter arrays whose addresses ``ints`` holds."""
 
@@ -552,7 +772,15 @@ class NativeLoop:
                             for v in prog.params]
         pos = {v: k for k, v in enumerate(prog.free)}
         self.array_pos = [pos[v] for v in prog.free_arrays]
-        self.scalar_pos = [pos[v] for v in prog.free_scalars]
+        self.list_pos = [pos[v] for v in prog.free_lists]
+        self.list_roles = [prog.roles[v] for v in prog.free_lists]
+        self.changed_lists = any(r != "read" for r in self.list_roles)
+        self.buffer_at: list[int] = []
+        """per made value, the index of its first buffer in a call's buffer list."""
+        at = 0
+        for v in prog.produced:
+            self.buffer_at.append(at)
+            at += 1 if v in prog.sequenced else 2
         gemm = blas.gemm()
         assert gemm is not None
         self.gemm = gemm
@@ -561,9 +789,10 @@ class NativeLoop:
         """how many calls ran natively (for tests and ``explain``)."""
 
     def __repr__(self) -> str:
-        return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0].nodes())} nodes>"
+        return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0])} nodes>"
 
     def __call__(self, trip: Any, free: tuple, inits: tuple) -> tuple | None:
+        prog = self.prog
         arrays = [free[k] for k in self.array_pos]
         for a, (dtype, shape) in zip(arrays, self.free_checks):
             if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
@@ -572,12 +801,17 @@ class NativeLoop:
             if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
                     or not a.flags.c_contiguous):
                 return None
-        for k in self.prog.write_targets:
+        for k in prog.write_targets:
             if not arrays[k].flags.writeable:
                 return None
-        for k in self.prog.written_params:
+        for k in prog.written_params:
             if not inits[k].flags.writeable:
                 return None
+        lists = [free[k] for k in self.list_pos]
+        if any(type(lst) is not list for lst in lists):
+            return None
+        if self.changed_lists and len({id(lst) for lst in lists}) != len(lists):
+            return None  # one list under two names: the steps' order would matter
         try:
             trip = int(trip)
         except (TypeError, ValueError):
@@ -610,15 +844,62 @@ class NativeLoop:
                 if not isinstance(value, (float, int)) or isinstance(value, bool):
                     return None
                 doubles[at] = value
-        bufs = [np.empty(shape, dtype) for shape, dtype in variant.buffers for _ in (0, 1)]
-        status = variant.fn(tuple([*arrays, *inits, *bufs]), trip, ints.ctypes.data,
+        bufs = []
+        for shape, dtype, sequenced in variant.buffers:
+            if sequenced:
+                bufs.append(np.empty((trip, *shape), dtype))
+            else:
+                bufs.append(np.empty(shape, dtype))
+                bufs.append(np.empty(shape, dtype))
+        tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
+        status = variant.fn(tuple([*arrays, *inits, *bufs, *tuples]), trip, ints.ctypes.data,
                             doubles.ctypes.data, self.fns.ctypes.data)
         if status != 0:
             return None
         self.calls += 1
         last = (trip - 1) & 1
-        return tuple([bufs[2 * k + last] if how == "made" else inits[k] if how == "same"
-                      else free[k] for how, k in self.prog.sources])
+
+        def final(k: int) -> Any:
+            at = self.buffer_at[k]
+            return bufs[at][trip - 1] if prog.produced[k] in prog.sequenced else bufs[at + last]
+
+        for lst, role in zip(lists, self.list_roles):
+            if role == "pop":
+                del lst[len(lst) - trip:]
+        if prog.appends:
+            self._append(trip, free, inits, bufs, lists)
+        return tuple([final(k) if how == "made" else inits[k] if how == "same" else free[k]
+                      for how, k in prog.sources])
+
+    def _append(self, trip: int, free: tuple, inits: tuple, bufs: list, lists: list) -> None:
+        """Append what each step appended, in step order, to the lists."""
+        prog = self.prog
+        made = {v: k for k, v in enumerate(prog.produced)}
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        params = {v: j for j, v in enumerate(prog.params)}
+        by_list: dict[int, list[list[Any]]] = {}
+        list_of = {v: lists[k] for k, v in enumerate(prog.free_lists)}
+        for lst, v in prog.appends:
+            r = prog.root.get(v, v)
+            if r in made:
+                steps = list(bufs[self.buffer_at[made[r]]])
+            elif r in params:
+                j = params[r]
+                how, k = prog.sources[j]
+                if how == "made":
+                    steps = [inits[j], *bufs[self.buffer_at[k]][:trip - 1]]
+                elif how == "same":
+                    steps = [inits[j]] * trip
+                else:
+                    steps = [inits[j]] + [free[k]] * (trip - 1)
+            else:
+                steps = [free[free_at[r]]] * trip
+            by_list.setdefault(id(list_of[lst]), [list_of[lst]]).append(steps)
+        for target, *sequences in by_list.values():
+            if len(sequences) == 1:
+                target.extend(sequences[0])
+            else:
+                target.extend(itertools.chain.from_iterable(zip(*sequences)))
 
     # -- variants
     def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
@@ -639,8 +920,31 @@ class NativeLoop:
         ints: dict[Any, int] = {}
         plans: dict[Node, Any] = {}
         (body,) = prog.node.blocks
+        for v in prog.sequenced:
+            shape, _, item = layouts[v]
+            ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
+        ints[("ndarray",)] = id(np.ndarray)
+        for lst in prog.free_lists:
+            if prog.roles[lst] == "append":
+                continue
+            e = prog.item_types[lst]
+            shape, strides, item = _c_layout(e)  # type: ignore[arg-type]
+            ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
+            for d, (size, stride) in enumerate(zip(shape, strides)):
+                ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
         for n in body:
-            if n.kind == "tensor::select":
+            if n.kind in ("prim::ListIndex", "prim::ListPop"):
+                lst = n.inputs[0]
+                if lst not in prog.unbound:
+                    layouts[n.output] = _c_layout(prog.item_types[lst])
+                    continue
+                x, ax = prog.unbound[lst]
+                shape, strides, item = layouts[x]
+                ax = ax + len(shape) if ax < 0 else ax
+                layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
+                                     item)
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+            elif n.kind == "tensor::select":
                 x, axis, _ = n.inputs
                 shape, strides, item = layouts[x]
                 ax = int(axis.constant)
@@ -676,9 +980,10 @@ class NativeLoop:
                                            blas.CBLAS_TRANS if gb[0] else blas.CBLAS_NO_TRANS,
                                            ga[1], gb[1], max(nn, 1))):
                     ints[("gemm", n, j)] = value
-            elif n.kind == "prim::FusionGroup":
+            elif n in prog.kernels:
                 kernel = prog.kernels[n]
-                plan = kernel.make_plan([layouts[n.inputs[i]] for i, _ in kernel.array_slots])
+                inputs = prog.kernel_inputs[n]
+                plan = kernel.make_plan([layouts[inputs[i]] for i, _ in kernel.array_slots])
                 if plan is None or plan.fn is None or len(plan.pointers) != 1:
                     raise _Unplannable
                 for v, shape in zip(n.outputs, plan.shapes):
@@ -702,8 +1007,8 @@ class NativeLoop:
                 int_values.append(ints[key])
         free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(builder.doubles)]
         dbl_values = [0.0] * len(builder.doubles)
-        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype))  # type: ignore[union-attr]
-                   for v in prog.produced]
+        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
+                    v in prog.sequenced) for v in prog.produced]
         return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
                        np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
                        [p.params for p in plans.values()])

@@ -172,23 +172,46 @@ def test_scalars_from_outside_reach_the_kernel():
     assert native_loops(f, x, h, 0.25, 1)[0].calls == 3
 
 
-def test_loops_with_lists_stay_python_and_say_why():
-    def collect(x: Tensor, h: Tensor) -> List[Tensor]:
-        hs: List[Tensor] = []
+def collect(x: Tensor, h: Tensor, b: Tensor) -> Tuple[List[Tensor], List[Tensor], Tensor]:
+    hs: List[Tensor] = []
+    prev: List[Tensor] = []
+    for t in range(x.shape[0]):
+        prev.append(h)
+        h = np.tanh(h + x[t])
+        hs.append(h)
+        hs.append(b)
+    return hs, prev, h
+
+
+def test_appended_values_keep_one_slot_per_step():
+    rng = np.random.default_rng(7)
+    x, h, b = (rng.standard_normal((20, 2, 2)), rng.standard_normal((2, 2)),
+               rng.standard_normal((2, 2)))
+    f = script(collect)
+    hs, prev, last = f(x, h, b)
+    assert native_loops(f, x, h, b)[0].calls == 1
+    want_hs, want_prev, want_last = collect(x, h, b)
+    assert len(hs) == len(want_hs) == 40 and len(prev) == len(want_prev) == 20
+    for g, w in zip([*hs, *prev, last], [*want_hs, *want_prev, want_last]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert prev[0] is h and hs[1] is b and hs[39] is b
+    np.testing.assert_array_equal(prev[5], hs[8])  # the state a step starts from was appended
+    assert not np.shares_memory(hs[0], hs[2])
+
+
+def test_a_list_read_and_appended_in_one_loop_stays_python_and_says_why():
+    def running(x: Tensor, h: Tensor) -> Tensor:
+        hs: List[Tensor] = [h]
         for t in range(x.shape[0]):
-            h = np.tanh(h + x[t])
-            hs.append(h)
-        return hs
+            hs.append(np.tanh(hs[-1] + x[t]))
+        return hs[-1]
 
     x, h = np.ones((20, 2, 2)), np.zeros((2, 2))
-    f = script(collect)
-    got = f(x, h)
+    f = script(running)
+    np.testing.assert_allclose(f(x, h), running(x, h))
     assert not native_loops(f, x, h)
-    for g, w in zip(got, collect(x, h)):
-        np.testing.assert_allclose(g, w)
-    graph = f.graph_for(x, h)
-    (node,) = [n for n in graph.nodes() if n.kind == "prim::Loop"]
-    with pytest.raises(native.LoopRefused, match="ListAppend"):
+    (node,) = [n for n in f.graph_for(x, h).nodes() if n.kind == "prim::Loop"]
+    with pytest.raises(native.LoopRefused, match="ListIndex|used as"):
         native.compile_loop(node)
 
 
@@ -257,3 +280,113 @@ def test_ops_chunk_cell_in_a_loop_matches():
     f = script(layer)
     assert_same(f(x, h, w), layer(x, h, w), np.float64)
     assert native_loops(f, x, h, w)[0].calls == 1
+
+
+# -- training: the forward that saves values for the backward, and the reverse loop --------------
+def gradient_loops(f, args):
+    found = []
+    for cg in f.__dict__.get("_gradient_cache", {}).values():
+        for fn in (cg.forward, cg.backward):
+            found += [v for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    return found
+
+
+def vjp_result(fn, args, seed=1):
+    from script import vjp
+    out, back = vjp(fn, *args)
+    rng = np.random.default_rng(seed)
+    flat = out if isinstance(out, tuple) else (out,)
+    cts = tuple(rng.standard_normal(o.shape).astype(o.dtype) for o in flat)
+    grads = back(cts if isinstance(out, tuple) else cts[0])
+    return flat, grads
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [(20, 3, 4, 6), (1, 1, 3, 2), (17, 1, 5, 3), (25, 7, 9, 11)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layer,make", LAYERS, ids=lambda x: getattr(x, "__name__", ""))
+def test_fastrnns_layers_train_natively_with_the_python_loops_gradients(monkeypatch, layer, make,
+                                                                       size, dtype):
+    args = make(*size, dtype)
+    f = script(layer)
+    out, grads = vjp_result(f, args)
+    if size[0] > 16:  # shorter loops are unrolled
+        loops = gradient_loops(f, args)
+        assert len(loops) == 2 and all(lp.calls == 1 for lp in loops)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        g = script(layer)
+        want_out, want_grads = vjp_result(g, args)
+        assert not gradient_loops(g, args)
+    assert_same(tuple(out), tuple(want_out), dtype)
+    assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_training_at_every_blas_thread_count(monkeypatch, threads):
+    from fuser.cpu import blas
+    args = lstm_args(21, 5, 7, 13, np.float64, seed=threads)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want = vjp_result(script(cells.lstm_layer), args)
+    with blas.threads(threads):
+        f = script(cells.lstm_layer)
+        got = vjp_result(f, args)
+    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    assert_same(tuple(got[0]), tuple(want[0]), np.float64)
+    assert_same(tuple(got[1]), tuple(want[1]), np.float64)
+
+
+def test_gradients_equal_finite_differences():
+    def layer(x: Tensor, h: Tensor, w: Tensor, u: Tensor) -> Tensor:
+        out = np.zeros((x.shape[0], h.shape[0], h.shape[1]))
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] @ w + h @ u)
+            out[t] = h
+        return out
+
+    rng = np.random.default_rng(8)
+    args = [rng.standard_normal(s) * 0.5 for s in ((20, 2, 3), (2, 4), (3, 4), (4, 4))]
+    from script import vjp
+    f = script(layer)
+    out, back = vjp(f, *args)
+    ct = rng.standard_normal(out.shape)
+    grads = back(ct)
+    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    eps = 1e-6
+    for k, a in enumerate(args):
+        for index in [(0,) * a.ndim, tuple(d - 1 for d in a.shape)]:
+            plus = [b.copy() for b in args]
+            minus = [b.copy() for b in args]
+            plus[k][index] += eps
+            minus[k][index] -= eps
+            fd = np.sum((layer(*plus) - layer(*minus)) * ct) / (2 * eps)
+            np.testing.assert_allclose(grads[k][index], fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layers,bidir", [(1, False), (2, True)])
+def test_rnn_modules_train_natively_with_the_python_loops_gradients(monkeypatch, mode, layers,
+                                                                   bidir):
+    from script import vjp
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((20, 3, 4)).astype(np.float32)
+
+    def run():
+        m = getattr(rnn, mode)(4, 5, num_layers=layers, bidirectional=bidir)
+        m.load_state_dict(state)
+        out, back = vjp(m, x)
+        cts = [np.ones_like(leaf) for leaf in _flatten(out)]
+        ct = (cts[0], tuple(cts[1:])) if mode == "LSTM" else (cts[0], cts[1])
+        return _flatten(out), _flatten(back(ct))
+
+    state = getattr(rnn, mode)(4, 5, num_layers=layers, bidirectional=bidir).state_dict()
+    got = run()
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want = run()
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[0] + got[1], want[0] + want[1]):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
