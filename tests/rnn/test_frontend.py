@@ -332,3 +332,16 @@ def test_a_second_call_leaves_the_first_output_alone():
     for a, k in zip((out, h, c), kept):
         np.testing.assert_array_equal(a, k)
     np.testing.assert_allclose(out2[0], kept[0], rtol=1e-6)
+
+
+def test_profiled_calls_and_gradients_are_named_by_the_module_class():
+    import script as rnnscript
+    m = rnn.GRU(INPUT, HIDDEN, rng=0)
+    x, _, _ = inputs("GRU", 1, False, False, False, False)
+    with rnnscript.profile() as prof:
+        m(x)
+        out, backward = vjp(m, x)
+        backward((np.ones_like(out[0]), np.ones_like(out[1])))
+    calls = {k: s.calls for k, s in prof.stats.items() if s.category == "call"}
+    assert calls == {"call GRU.forward": 1, "call GRU.forward (forward)": 1,
+                     "call GRU.forward (backward)": 1}
