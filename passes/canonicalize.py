@@ -6,7 +6,9 @@ that could change a result's type are applied only when the types prove they don
 array, or a float constant on an int tensor, would change them). Identities that turn a new array
 into one of the op's inputs (``IDENTITY_RULES``) apply only to values the caller never receives
 (``ir.alias``): ``return x * 1.0`` gives a new array in Python, and mutating it must not change
-``x``.
+``x``. A copy (``x.copy()``, ``x.astype(x.dtype)``) may also hand the caller ``x`` itself when
+``x`` is a new array of this graph that the caller would not otherwise reach: a stacked layer
+output cast to the dtype it already has costs no copy then.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ir.alias import StorageClasses
+from ir.alias import StorageClasses, may_share_input
 from ir.core import CONSTANT, Graph, Node, Value
-from ir.registry import constant_of
+from ir.registry import NOT_CONSTANT, WRITES, const, constant_of, lookup
 from ir.types import NONE, OptionalType, TensorType, TupleType
 from passes.numpy_lowering import NUMPY_RULES
 
@@ -206,11 +208,74 @@ IDENTITY_RULES: dict[str, Callable[[Node], bool]] = {
 caller cannot receive the result."""
 
 
+def _is_no_op_copy(node: Node) -> bool:
+    """``x.copy()``, or ``x.astype(d)`` where ``x`` is known to have dtype ``d`` already."""
+    x = node.inputs[0]
+    if not isinstance(x.type, TensorType) or x.type != node.output.type:
+        return False
+    if node.kind == "tensor::copy":
+        return True
+    dtype = const(node, 1)
+    return dtype is not NOT_CONSTANT and dtype == x.type.dtype is not None
+
+
+def _new_array(value: Value) -> bool:
+    """Is ``value`` an array this graph makes (a non-view tensor op's result, or a view of one)?
+    Not an argument, a constant, a container's item or a block's result."""
+    node = value.node
+    while True:
+        op = lookup(node.kind)
+        if op is None or not node.kind.startswith("tensor::") or node.blocks:
+            return False
+        if not may_share_input(node):
+            return True
+        bases = [v for v in node.inputs if isinstance(v.type, TensorType)]
+        if len(bases) != 1:
+            return False
+        node = bases[0].node
+
+
+def _writes_arrays(graph: Graph) -> bool:
+    """Does any op of ``graph`` store into an array in place (``write_slot``, ``select_put_``)?
+    (A node with blocks is judged by the nodes inside them.)"""
+    for node in graph.walk():
+        op = lookup(node.kind)
+        if op is None or node.blocks:
+            continue
+        if any(WRITES in op.effects_on(i) and isinstance(v.type, TensorType)
+               for i, v in enumerate(node.inputs)):
+            return True
+    return False
+
+
+def no_op_copy(node: Node, classes: StorageClasses, in_place: bool) -> bool:
+    """``x.copy() -> x`` and ``x.astype(x.dtype) -> x`` when nobody can tell the copy from ``x``:
+    the caller never receives it, or ``x`` is a new array of this graph that the caller does not
+    otherwise reach. Not in a graph that stores into arrays in place (``in_place``): the copy
+    could be what keeps a store from changing ``x``."""
+    if in_place or not _is_no_op_copy(node):
+        return False
+    x = node.inputs[0]
+    if classes.any_escapes(node) and (classes.escapes(x) or not _new_array(x)):
+        return False
+    classes.join(x, node.output)  # x now reaches the caller wherever the copy did
+    return forward_outputs(node, [x])
+
+
+COPY_RULES = ("tensor::copy", "tensor::astype")
+"""kinds rewritten by ``no_op_copy``."""
+
+
 def sweep(graph: Graph) -> bool:
     """Apply the rules once to every node (nested blocks included)."""
     changed = False
     classes = StorageClasses(graph)
+    in_place = _writes_arrays(graph)
     for node in list(graph.walk()):
+        if node.kind in COPY_RULES:
+            if node.owner is not None:
+                changed |= no_op_copy(node, classes, in_place)
+            continue
         rule = RULES.get(node.kind)
         if rule is None:
             rule = IDENTITY_RULES.get(node.kind)

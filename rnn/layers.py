@@ -166,23 +166,22 @@ class StackedRNN(CompiledModule):
         d = self.directions
         if self.num_layers == 1:  # static: one layer's states are the stack's
             return self.layers[0](input, hx, cx, lengths)
-        rows = ops.reshape(ops.arange(0, self.num_layers * d), (self.num_layers * d, 1, 1))
-        # final states are placed row by row with np.where: elementwise, so they fuse and
-        # differentiate without concatenating a list of states
-        h_n = hx * 0.0
-        c_n = cx * 0.0
+        # the final states are concatenated once after the last layer (where-ing each layer's
+        # rows into place would leave one unfused op per layer, each after its own layer's loop);
+        # the reshapes state the row count, which a list grown in a loop does not carry
+        hs: List[Tensor] = []
+        cs: List[Tensor] = []
         output = input
         for i, rnn_layer in enumerate(self.layers):
             if i > 0 and self.dropout > 0.0:
                 output = ops.dropout(output, self.dropout, self.training)
             output, h, c = rnn_layer(output, hx[i * d:(i + 1) * d], cx[i * d:(i + 1) * d],
                                      lengths)
-            h_n = np.where(rows == i * d, h[0:1], h_n)
-            c_n = np.where(rows == i * d, c[0:1], c_n)
-            if d == 2:
-                h_n = np.where(rows == i * d + 1, h[1:2], h_n)
-                c_n = np.where(rows == i * d + 1, c[1:2], c_n)
-        return output, h_n, c_n
+            hs.append(h)
+            cs.append(c)
+        rows = self.num_layers * d
+        return (output, ops.reshape(ops.cat(hs, 0), (rows, hx.shape[1], hx.shape[2])),
+                ops.reshape(ops.cat(cs, 0), (rows, cx.shape[1], cx.shape[2])))
 
 
 __all__ = ["Bidirectional", "Recurrent", "StackedRNN", "bidirectional", "layer", "state_arity"]

@@ -229,8 +229,12 @@ class Module:
         keywords ``device=``, ``dtype=``). Every parameter (its ``.data`` and ``.grad``, the
         ``Parameter`` objects stay the same) and array attribute is converted in place: a device
         (``"cpu"``: numpy, ``"cuda"``/``"cuda:N"``: CuPy) moves all of them, a dtype converts the
-        floating-point ones. Returns ``self``; compiled code re-specializes on the new dtypes."""
+        floating-point ones. Returns ``self``; compiled code re-specializes on the new dtypes.
+        A CUDA device without CuPy or without a GPU is a ``RuntimeError`` before anything
+        moves."""
         device, dtype = _to_arguments(args, kwargs)
+        if device is not None:
+            check_device(device)
         return self._apply(lambda a: convert_array(a, device, dtype))
 
     def float(self) -> Module:
@@ -330,13 +334,38 @@ def _to_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | 
         else:
             dtype = arg
     if dtype is not None:
-        dtype = np.dtype(dtype)
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"to(): {dtype!r} is neither a device ('cpu', 'cuda', 'cuda:N') "
+                            "nor a dtype") from None
         if dtype.kind != "f":
             raise TypeError(f"to(): a module converts to a floating-point dtype, not {dtype}")
-    if device is not None and str(device).split(":")[0] not in DEVICES:
+    if device is not None and not _is_device(device):
         raise ValueError(f"to(): unknown device {device!r} (expected 'cpu', 'cuda' or "
                          "'cuda:N')")
     return device, dtype
+
+
+def _is_device(device: Any) -> bool:
+    kind, _, index = str(device).partition(":")
+    return kind in DEVICES and (not index or (kind == "cuda" and index.isdigit()))
+
+
+def check_device(device: str) -> None:
+    """Raise ``RuntimeError`` when arrays cannot move to ``device``: ``"cuda"`` / ``"cuda:N"``
+    needs CuPy and a CUDA device (device ``N`` among them)."""
+    if device == "cpu":
+        return
+    try:
+        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - ImportError, no driver, no device: all mean no GPU
+        raise RuntimeError(f"to({device!r}): moving a module to a GPU needs CuPy and a CUDA "
+                           f"device ({type(e).__name__}: {e})") from None
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index >= count:
+        raise RuntimeError(f"to({device!r}): there is no CUDA device {index} ({count} found)")
 
 
 def convert_array(a: Any, device: str | None, dtype: Any) -> Any:

@@ -50,7 +50,8 @@ class CompiledGradient:
     backward: Callable[..., Any]
     """takes the output cotangents and the saved values; returns one cotangent per input."""
     name: str = "f"
-    """the function's name (the profiler's rows)."""
+    """the function's name as its calls are recorded (the profiler's rows, error messages): a
+    module's method is named by the module's class, ``LSTM.forward``."""
     shared_outputs: tuple[Any, ...] = ()
     """per output, what of it the saved values may also hold (``ir.alias.Overlap``): that part
     is copied before the caller gets it, so mutating an output cannot change the gradient."""
@@ -98,7 +99,7 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
     name = _py_name(f)
     forward, _ = generate(grad.forward, name=name + "_forward")
     backward, _ = generate(grad.backward, name=name + "_backward")
-    return CompiledGradient(grad, forward, backward, name, _shared_with_saved(grad))
+    return CompiledGradient(grad, forward, backward, f.definition.name, _shared_with_saved(grad))
 
 
 def optimize_gradient(grad: Gradient) -> None:

@@ -78,6 +78,28 @@ def negated_twice(x: Tensor) -> Tensor:
 
 
 @script
+def cast_to_its_dtype(x: Tensor) -> Tensor:
+    return x.astype(np.float64)
+
+
+@script
+def copied(x: Tensor) -> Tensor:
+    return x.copy()
+
+
+@script
+def new_array_and_its_copy(x: Tensor) -> Tuple[Tensor, Tensor]:
+    y = np.tanh(x)
+    return y, y.copy()
+
+
+@script
+def new_array_copied_twice(x: Tensor) -> Tuple[Tensor, Tensor]:
+    y = np.tanh(x)
+    return y.copy(), y.astype(np.float64)
+
+
+@script
 def appended_in_loop(x: Tensor) -> List[Tensor]:
     out: List[Tensor] = []
     for _ in range(3):
@@ -156,7 +178,7 @@ def test_a_returned_constant_is_a_new_array_each_call():
 
 def test_two_arrays_python_makes_stay_two():
     x = np.ones(3)
-    for f in (two_zeros, twice):
+    for f in (two_zeros, twice, new_array_and_its_copy, new_array_copied_twice):
         a, b = f(x)
         assert a is not b
         a += 1.0
@@ -176,7 +198,7 @@ def test_one_object_python_returns_twice_stays_one():
 def test_an_argument_comes_back_as_python_returns_it():
     x = np.ones(3)
     assert identity(x) is x
-    for f in (times_one, plus_zeros, negated_twice):
+    for f in (times_one, plus_zeros, negated_twice, cast_to_its_dtype, copied):
         y = f(x)
         assert y is not x and not np.shares_memory(y, x)
         y += 1.0

@@ -277,3 +277,71 @@ def test_dropout_stack_fuses_in_training_and_in_eval():
     trained, _ = m.train()(x, hx)
     evaluated, _ = m.eval()(x, hx)
     assert np.abs(trained - evaluated).max() > 1e-3  # dropout acts only while training
+
+
+# -- strict mode and copies ------------------------------------------------------------------------
+@pytest.mark.parametrize("mode,layers,bidir", [("LSTM", 1, False), ("LSTM", 2, False),
+                                               ("LSTM", 2, True), ("RNN", 2, True)])
+def test_strict_mode_accepts_the_front_end(mode, layers, bidir):
+    """Every elementwise op of a stack fuses: no per-layer cast of the stacked output, no final
+    state placed row by row after each layer's loop (both were refused in strict mode)."""
+    x, hx, _ = inputs(mode, layers, bidir, False, True, False)
+    m = make(mode, layers, bidir, False)
+    out, _ = script(make(mode, layers, bidir, False), strict=True)(x)
+    np.testing.assert_allclose(out, m.forward(x)[0], rtol=1e-5, atol=1e-6)
+    out, h_n = script(make(mode, layers, bidir, False), strict=True)(x, hx)
+    eager_out, eager_h = m.forward(x, hx)
+    np.testing.assert_allclose(out, eager_out, rtol=1e-5, atol=1e-6)
+    for got, want in zip(h_n if mode == "LSTM" else (h_n,), eager_h if mode == "LSTM" else
+                         (eager_h,)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def sequence_copies(graph, steps):
+    """``astype`` and ``copy`` nodes of ``graph`` whose result is a whole (T, B, ...) sequence."""
+    found = re.findall(rf": Float\({steps}, {BATCH}, [\d, ]*\) = tensor::(astype|copy)\(",
+                       str(graph))
+    return found
+
+
+@pytest.mark.parametrize("mode,layers,bidir", [(mode, layers, bidir) for mode in ("LSTM", "GRU")
+                                               for layers in (1, 2) for bidir in (False, True)])
+def test_no_sequence_is_copied_forward_or_backward(mode, layers, bidir):
+    """The stacked output of a layer is cast to the parameters' dtype, which it already has:
+    the cast is no copy of the (T, B, H) output, forward or backward."""
+    steps = 20
+    x, hx, _ = inputs(mode, layers, bidir, False, True, False, steps=steps)
+    method = make(mode, layers, bidir, False).compiled().forward.current()
+    forward, backward = method.vjp_graphs_for(x, hx, None)
+    for graph in (method.graph_for(x, hx, None), forward, backward):
+        assert sequence_copies(graph, steps) == []
+    assert "astype" not in method.code_for(x, hx, None)
+
+
+def test_a_second_call_leaves_the_first_output_alone():
+    """The layer's output is its stacked buffer itself now (no cast copy): a later call must not
+    write into what an earlier call returned."""
+    m = rnn.LSTM(INPUT, HIDDEN, num_layers=2, bidirectional=True, rng=0)
+    x, _, _ = inputs("LSTM", 2, True, False, False, False)
+    out, (h, c) = m(x)
+    kept = [a.copy() for a in (out, h, c)]
+    m(2.0 * x)
+    out2, backward = vjp(m, x)
+    backward((np.ones_like(out2[0]), (np.ones_like(out2[1][0]), np.ones_like(out2[1][1]))))
+    vjp(m, 3.0 * x)
+    for a, k in zip((out, h, c), kept):
+        np.testing.assert_array_equal(a, k)
+    np.testing.assert_allclose(out2[0], kept[0], rtol=1e-6)
+
+
+def test_profiled_calls_and_gradients_are_named_by_the_module_class():
+    import script as rnnscript
+    m = rnn.GRU(INPUT, HIDDEN, rng=0)
+    x, _, _ = inputs("GRU", 1, False, False, False, False)
+    with rnnscript.profile() as prof:
+        m(x)
+        out, backward = vjp(m, x)
+        backward((np.ones_like(out[0]), np.ones_like(out[1])))
+    calls = {k: s.calls for k, s in prof.stats.items() if s.category == "call"}
+    assert calls == {"call GRU.forward": 1, "call GRU.forward (forward)": 1,
+                     "call GRU.forward (backward)": 1}

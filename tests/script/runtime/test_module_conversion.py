@@ -4,6 +4,9 @@ modules re-specialized on the new dtype; values equal the eager (numpy) run and 
 
 from __future__ import annotations
 
+import sys
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -50,6 +53,45 @@ def test_to_arguments_as_torch():
         m.to("int32")
     with pytest.raises(ValueError, match="unknown device"):
         m.to(device="tpu")
+    with pytest.raises(ValueError, match="unknown device"):
+        m.to("cuda:first")
+    with pytest.raises(TypeError, match="neither a device"):
+        m.to("gpu")
+
+
+def _fake_cupy(devices):
+    def count():
+        if isinstance(devices, Exception):
+            raise devices
+        return devices
+    return SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=count)))
+
+
+@pytest.mark.parametrize("cupy, device, message", [
+    (None, "cuda", r"to\('cuda'\): moving a module to a GPU needs CuPy and a CUDA device "
+                   r"\((ModuleNotFoundError|ImportError)"),
+    (RuntimeError("no CUDA driver"), "cuda", r"needs CuPy and a CUDA device \(RuntimeError: "
+                                             "no CUDA driver"),
+    (0, "cuda", "there is no CUDA device 0 \\(0 found\\)"),
+    (1, "cuda:1", "there is no CUDA device 1 \\(1 found\\)"),
+], ids=["no_cupy", "no_driver", "no_gpu", "no_such_gpu"])
+def test_to_cuda_without_a_gpu_is_a_clear_error_and_moves_nothing(monkeypatch, cupy, device,
+                                                                   message):
+    m = rnn.LSTM(INPUT, HIDDEN, rng=0)
+    x = _x()
+    expected = m(x)[0]
+    weight = next(iter(m.parameters()))
+    weight.grad = np.zeros_like(weight.data)
+    with monkeypatch.context() as patched:
+        patched.setitem(sys.modules, "cupy", cupy if cupy is None else _fake_cupy(cupy))
+        for move in (lambda: m.to(device), lambda: m.to(device, np.float64),
+                     lambda: m.cuda(None if device == "cuda" else 1)):
+            with pytest.raises(RuntimeError, match=message):
+                move()
+    assert all(type(p.data) is np.ndarray and p.data.dtype == np.float32
+               for p in m.parameters())
+    assert type(weight.grad) is np.ndarray
+    np.testing.assert_array_equal(m(x)[0], expected)
 
 
 def test_script_module_re_specializes_on_the_new_dtype():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import script as rnnscript
-from script import Tensor, script, vjp
+from script import Module, Parameter, Tensor, script, vjp
 from tests.helpers import assert_same, rand, random_args, rng
 from tests.programs.layers import affine_norm, mlp, norm_in_a_loop
 
@@ -71,3 +71,28 @@ def test_profiled_vjp_of_a_list_of_weights():
     for g, w in zip(got[1], want[1]):
         assert_same(g, w, rtol=1e-12, atol=1e-12)
     assert _calls(prof) == {"call mlp (forward)": 1, "call mlp (backward)": 1}
+
+
+class _Scaled(Module):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.linspace(0.5, 1.5, 3))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return np.tanh(x * self.w)
+
+
+class Gate(_Scaled):
+    """Inherits ``forward``: its records are named by this class, as its calls are."""
+
+
+@pytest.mark.parametrize("wrap", [lambda m: m, script], ids=["module", "script_module"])
+def test_profiled_vjp_of_a_module_is_named_by_its_class(wrap):
+    module = wrap(Gate())
+    x = np.linspace(-1.0, 1.0, 3)
+    with rnnscript.profile() as prof:
+        out, backward = vjp(module, x)
+        (gx,) = backward(np.ones_like(out))
+    assert _calls(prof) == {"call Gate.forward (forward)": 1, "call Gate.forward (backward)": 1}
+    w = np.linspace(0.5, 1.5, 3)
+    assert_same(gx, w * (1.0 - np.tanh(x * w) ** 2), rtol=1e-12, atol=1e-12)
