@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -202,6 +203,7 @@ def install_abort_hook(comm: LocalCommunicator) -> None:
         sys.stderr.write(f"rnn.distributed: rank {comm.rank} of {comm.size} {message}; "
                          f"aborting the job\n{detail}")
         sys.stderr.flush()
+        _wait_forwarded(sys.stdout, sys.stderr)
         comm.abort(status)
         os._exit(status)  # MPI_Abort may return before the launcher ends this process
 
@@ -220,6 +222,34 @@ def install_abort_hook(comm: LocalCommunicator) -> None:
 
     sys.excepthook = abort_on_exception
     sys.exit = exit_or_abort
+
+
+def _wait_forwarded(*streams: Any, limit: float = 2.0) -> None:
+    """Wait (``limit`` seconds at most) until the launcher has read what this rank wrote to
+    ``streams``: a rank's output reaches the terminal through a pipe the launcher reads, and
+    ``MPI_Abort`` ends the job at once, so on a busy machine the last message (the error
+    itself) could be left unread in the pipe. Streams that are not pipes return at once."""
+    import array
+    import fcntl
+    import termios
+    fds = []
+    for stream in streams:
+        try:
+            fds.append(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue
+    end = time.monotonic() + limit
+    waiting = array.array("i", [0])
+    for fd in fds:
+        while True:
+            try:
+                fcntl.ioctl(fd, termios.FIONREAD, waiting)
+            except OSError:
+                break
+            if waiting[0] == 0 or time.monotonic() > end:
+                break
+            time.sleep(0.005)
+    time.sleep(0.05)  # and a moment for the launcher to pass it on
 
 
 __all__ = ["LocalCommunicator", "MPICommunicator", "init", "install_abort_hook",
