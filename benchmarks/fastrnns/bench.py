@@ -17,6 +17,7 @@ import contextlib
 import gc
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -74,7 +75,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                           "installed")
     p.add_argument("--seed", type=int, default=17)
     p.add_argument("--threads", type=int, default=None,
-                   help="BLAS and torch threads (needs threadpoolctl for numpy's BLAS)")
+                   help="BLAS and torch threads (numpy's OpenBLAS directly, or threadpoolctl)")
+    p.add_argument("--busy", action="store_true",
+                   help="time each row a second time with a busy neighbour (a process spinning "
+                        "on one core) and show the slowdown in its notes")
     p.add_argument("--fuser", choices=("on", "off"), default="on",
                    help="elementwise fusion in scripted variants")
     p.add_argument("--disable-passes", default="",
@@ -146,9 +150,14 @@ def _thread_limit(threads: int, say: Callable[[str], None]) -> Iterator[None]:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        say("--threads: threadpoolctl is not installed, numpy's BLAS keeps its own thread count "
-            "(pip install threadpoolctl, or set OPENBLAS_NUM_THREADS)")
-        yield
+        from fuser.cpu import blas
+        if blas.get_threads() is None:
+            say("--threads: numpy's BLAS is not OpenBLAS and threadpoolctl is not installed: it "
+                "keeps its own thread count (pip install threadpoolctl)")
+            yield
+            return
+        with blas.threads(threads):
+            yield
         return
     with threadpool_limits(limits=threads):
         yield
@@ -269,7 +278,33 @@ def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: 
               "fwd_times": times["fwd"], "bwd_times": times["bwd"]}
     if getattr(args, "first_call", "here") == "fresh" and entry.is_scripted:
         _fresh_first_calls(name, record, args)
+    if getattr(args, "busy", False):
+        _busy_times(record, model, native_ct, args, sync, progress)
     return record
+
+
+def _busy_times(record: dict[str, Any], model: ModelDef, cotangent: Any, args: Any,
+                sync: Callable[[], None], progress: Progress) -> None:
+    """Time the row again beside a process spinning on one core (a data loader, another job):
+    ``busy_fwd`` / ``busy_bwd`` and their ratios to the quiet times, in the row's notes."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it take its core
+        times = time_model(model, cotangent, args.warmup, args.nloops, sync, progress)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    busy_fwd, busy_bwd = _stats(times["fwd"])[0], _stats(times["bwd"])[0]
+    record["busy_fwd"], record["busy_bwd"] = busy_fwd, busy_bwd
+    parts = []
+    for what, busy, quiet in (("forward", busy_fwd, record["avg_fwd"]),
+                              ("backward", busy_bwd, record["avg_bwd"])):
+        if busy is not None and quiet:
+            parts.append(f"{what} {busy:.2f} ms ({busy / quiet:.2f}x quiet)")
+    total_q = (record["avg_fwd"] or 0.0) + (record["avg_bwd"] or 0.0)
+    total_b = (busy_fwd or 0.0) + (busy_bwd or 0.0)
+    record["busy_ratio"] = total_b / total_q if total_q else None
+    record["notes"].append("busy neighbour: " + ", ".join(parts))
 
 
 def _train_once(model: ModelDef, cotangent: Any, sync: Callable[[], None]) -> None:
@@ -362,7 +397,8 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
             say(f"Benchmarking {report.GROUP_TITLES[group]}...")
             inputs = (rnn_inputs if group == "lstm" else varlen_inputs)(sizes, xp)
             refs = checks.References(group, inputs, sync)
-            progress = Progress(len(members) * (args.warmup + args.nloops),
+            rounds = 2 if getattr(args, "busy", False) else 1
+            progress = Progress(len(members) * (args.warmup + args.nloops) * rounds,
                                 enabled=not args.quiet)
             for name in members:
                 progress.describe(name)

@@ -74,7 +74,8 @@ def gemm() -> Gemm | None:
 def _candidates() -> list[str]:
     here = os.path.dirname(np.__file__)
     paths: list[str] = []
-    for folder in (os.path.join(os.path.dirname(here), "numpy.libs"), os.path.join(here, ".dylibs")):
+    folders = (os.path.join(os.path.dirname(here), "numpy.libs"), os.path.join(here, ".dylibs"))
+    for folder in folders:
         for pattern in ("*openblas*", "*blas*"):
             paths += sorted(glob.glob(os.path.join(folder, pattern)))
     try:

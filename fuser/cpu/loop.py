@@ -78,8 +78,8 @@ written then but slots of ``write_slot`` targets, which the Python rerun writes 
 _NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
                "tensor::mul": ("mul", "fmul"), "tensor::div": (None, "fdiv")}
 """Python number arithmetic in the body (a step index, a decay factor): LLVM's integer and IEEE
-double operations give Python's results (ints stay far from overflow: the sizes involved are
-array dimensions); ``/`` by zero returns to Python, which raises."""
+double operations give Python's results; an int result that leaves 64 bits, and ``/`` by zero,
+return to Python, which computes the big int or raises."""
 _WRITES = ("tensor::write_slot", "tensor::select_put_")
 _STORED = ("float32", "float64", "bool")
 
@@ -334,7 +334,8 @@ class LoopProgram:
                 buf, axis, idx, value = n.inputs
             tb, tv = _known_array(buf), _known_array(value)
             if (tb is None or tv is None or not axis.is_constant or not _is_int(idx)
-                    or tb.dtype != tv.dtype or tuple(tb.shape[:axis.constant]) != (1,) * axis.constant
+                    or tb.dtype != tv.dtype
+                    or tuple(tb.shape[:axis.constant]) != (1,) * axis.constant
                     or tuple(tb.shape[axis.constant + 1:]) != tuple(tv.shape)):
                 raise LoopRefused(f"{_where(n)}: a slot write that is not a plain copy")
             return
@@ -416,7 +417,7 @@ class _Unplannable(Exception):
     """These layouts cannot run natively (the loop runs as Python for them)."""
 
 
-# -- the machine code --------------------------------------------------------------------------------
+# -- the machine code ------------------------------------------------------------------------------
 class _Builder:
     """The LLVM module of one loop for one set of layouts (kernel classes and gemm flags)."""
 
@@ -672,8 +673,10 @@ class _Builder:
         if kind in _NUMBER_OPS:
             x, y = (self._num(v) for v in n.inputs)
             int_op, float_op = _NUMBER_OPS[kind]
-            if _is_int(n.output):
-                self.num_val[n.output] = getattr(b, int_op)(x, y)
+            if _is_int(n.output):  # Python's ints do not wrap: an overflow returns to Python
+                pair = getattr(b, f"s{int_op}_with_overflow")(x, y)
+                self._require(b.not_(b.extract_value(pair, 1)))
+                self.num_val[n.output] = b.extract_value(pair, 0)
                 return
             x = b.sitofp(x, F64) if x.type == I64 else x
             y = b.sitofp(y, F64) if y.type == I64 else y
@@ -739,7 +742,7 @@ class _Builder:
         raise LoopRefused(f"{_where(n)}: no native code for {kind}")  # _check refused it before
 
 
-# -- the compiled loop -------------------------------------------------------------------------------
+# -- the compiled loop -----------------------------------------------------------------------------
 @dataclass
 class Variant:
     """The machine code and the loop-invariant arguments for one set of input layouts."""
@@ -976,9 +979,8 @@ class NativeLoop:
                 if ga is None or gb is None:
                     raise _Unplannable
                 (m, k), (_, nn) = la[0], lb[0]
-                for j, value in enumerate((m, nn, k, blas.CBLAS_TRANS if ga[0] else blas.CBLAS_NO_TRANS,
-                                           blas.CBLAS_TRANS if gb[0] else blas.CBLAS_NO_TRANS,
-                                           ga[1], gb[1], max(nn, 1))):
+                flags = [blas.CBLAS_TRANS if g[0] else blas.CBLAS_NO_TRANS for g in (ga, gb)]
+                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1))):
                     ints[("gemm", n, j)] = value
             elif n in prog.kernels:
                 kernel = prog.kernels[n]

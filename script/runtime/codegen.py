@@ -247,6 +247,9 @@ def _write_loop(w: FunctionWriter, node: Node) -> None:
     Python loop as the fallback for arguments the native code does not take; other loops are
     Python ``for``/``while`` loops."""
     native = _native_loop(w, node)
+    if native is not None and any(w.ns.name(v).startswith("_fresh_copy(")
+                                  for v in native.prog.free):
+        native = None  # the loop makes a fresh copy of a constant at each use: Python does that
     if native is None:
         _write_python_loop(w, node)
         return

@@ -361,8 +361,22 @@ def _loops_section(found: Analysis, fn: Any) -> list[str]:
         else:
             trips = "trip count known at run time" if loop.is_for else "while loop"
         body = sum(1 for n in loop.node.blocks[0].walk() if n.kind != CONSTANT)
-        lines.append(f"  loop{where}: {trips}, depth {loop.depth + 1}, {body} nodes in its body")
+        lines.append(f"  loop{where}: {trips}, depth {loop.depth + 1}, {body} nodes in its body"
+                     f"; {_native_status(loop.node)}")
     return lines
+
+
+def _native_status(node: Node) -> str:
+    """Whether the loop runs as one native function (``fuser.cpu.loop``) or as Python, and why."""
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    if backend is None or backend.compile_loop is None:
+        return "runs as Python (its device's backend compiles no loops)"
+    try:
+        backend.compile_loop(node)
+    except ValueError as e:
+        return f"runs as Python: {e}"
+    return "runs natively (one compiled function, no Python per step)"
 
 
 def _loops_written(fn: Any) -> int:

@@ -217,3 +217,13 @@ def test_all_grads_row_differentiates_the_input_sequence_too():
     want = reference.backward(reference.forward()[1], ct)
     assert grads[0] is not None
     assert checks.max_error(grads, want)[0] < 1e-4
+
+
+def test_busy_times_each_row_again_beside_a_spinning_process(capsys, tmp_path):
+    path = tmp_path / "busy.json"
+    status, out, _ = _run(capsys, "--rnns", "script", "--busy", "--threads", "1", "--json",
+                          str(path))
+    assert status == 0
+    record = json.loads(path.read_text())["results"]["script"]
+    assert record["busy_fwd"] > 0 and record["busy_bwd"] > 0 and record["busy_ratio"] > 0
+    assert "script: busy neighbour: forward" in out

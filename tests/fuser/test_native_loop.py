@@ -26,7 +26,7 @@ def python_result(monkeypatch, fn, *args):
         return f(*args)
 
 
-def lstm_args(T, B, I, H, dtype, seed=0):
+def lstm_args(T, B, I, H, dtype, seed=0):  # noqa: E741
     rng = np.random.default_rng(seed)
 
     def f(*s):
@@ -34,7 +34,7 @@ def lstm_args(T, B, I, H, dtype, seed=0):
     return (f(T, B, I), f(B, H), f(B, H), f(4 * H, I), f(4 * H, H), f(4 * H), f(4 * H))
 
 
-def gru_args(T, B, I, H, dtype, seed=0):
+def gru_args(T, B, I, H, dtype, seed=0):  # noqa: E741
     rng = np.random.default_rng(seed)
 
     def f(*s):
@@ -390,3 +390,32 @@ def test_rnn_modules_train_natively_with_the_python_loops_gradients(monkeypatch,
         assert (g is None) == (w is None)
         if g is not None:
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_an_int_that_leaves_64_bits_is_computed_by_python():
+    def scaled(x: Tensor, h: Tensor, big: int) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h * 0.5 + x[t] * (t * big) * 1e-20)
+        return h
+
+    rng = np.random.default_rng(10)
+    x, h = rng.standard_normal((20, 2, 3)), rng.standard_normal((2, 3))
+    f = script(scaled)
+    assert_same(f(x, h, 3), scaled(x, h, 3), np.float64)
+    (lp,) = native_loops(f, x, h, 3)
+    assert lp.calls == 1
+    assert_same(f(x, h, 2**61), scaled(x, h, 2**61), np.float64)  # t * 2**61 needs a big int
+    assert lp.calls == 1
+
+
+def test_a_constant_appended_each_step_is_a_fresh_copy_each_step():
+    def zeros_each_step(x: Tensor) -> List[Tensor]:
+        out: List[Tensor] = []
+        for _ in range(x.shape[0]):
+            out.append(np.zeros(3))
+        return out
+
+    x = np.ones((20, 2))
+    got = script(zeros_each_step)(x)
+    got[0][0] = 5.0
+    assert got[1][0] == 0.0
