@@ -134,6 +134,32 @@ def set_threads(n: int) -> None:
     ctypes.CFUNCTYPE(None, ctypes.c_int)(g.set_threads)(int(n))
 
 
+_single = threading.Lock()
+_single_state = {"depth": 0, "before": None}
+
+
+@contextlib.contextmanager
+def single_threaded() -> Iterator[None]:
+    """numpy's OpenBLAS on one thread while any such block runs (several threads each making
+    their own GEMM calls at once: an OpenBLAS thread pool under each would fight for the same
+    cores, and OpenBLAS serves one caller's threaded call at a time); the count from before
+    the first block when the last one ends. OpenBLAS's ``openblas_set_num_threads_local`` would
+    be the per-thread way, but the builds numpy ships apply it to the whole process."""
+    with _single:
+        if _single_state["depth"] == 0:
+            _single_state["before"] = get_threads()
+            set_threads(1)
+        _single_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _single:
+            _single_state["depth"] -= 1
+            before = _single_state["before"]
+            if _single_state["depth"] == 0 and before is not None:
+                set_threads(before)
+
+
 @contextlib.contextmanager
 def threads(n: int) -> Iterator[None]:
     """numpy's OpenBLAS on ``n`` threads inside the block; the previous count after it."""

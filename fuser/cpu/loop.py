@@ -177,6 +177,11 @@ class LoopProgram:
     into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
     item_types: dict[Value, TensorType] = field(default_factory=dict)
     """the type of the items the body reads from each ``read`` or ``pop`` list."""
+    batch: int | None = None
+    """B when the steps are independent across the rows of a batch (see ``_row_split``): the
+    loop can then run as several loops over disjoint row ranges at once."""
+    row_inputs: dict[Node, set[int]] = field(default_factory=dict)
+    """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)
     """lists the body makes with ``unbind(x, axis)`` (an item is ``select(x, axis, i)``)."""
 
@@ -267,6 +272,7 @@ class LoopProgram:
                     prog.sequenced.add(prog.produced[k])
             elif r not in free_pos:
                 raise LoopRefused(f"appends %{v.name}, a view or a list item, to %{lst.name}")
+        prog.batch = _row_split(prog)
         return prog
 
     def _check(self, n: Node) -> None:
@@ -359,6 +365,76 @@ class LoopProgram:
         self.kernels[n] = kernel
         self.kernel_inputs[n] = inputs
         self.produced.extend(n.outputs)
+
+
+def _row_split(prog: LoopProgram) -> int | None:
+    """The batch size B when every step is independent across batch rows, else None.
+
+    Every carried array is (B, ...); every array a step makes is (B, ...) with row r computed
+    from row r of the (B, ...) arrays it reads (fusion groups: a leaf of the output's rank and
+    B rows; matmuls: the left operand, the right one read whole) and from arrays read whole
+    that no step writes. Then k loops over disjoint row ranges compute what one loop computes,
+    each writing only its rows (of the made values, and of the slots it stores into)."""
+    params = prog.params
+    if not params:
+        return None
+    batch = _known_array(params[0]).shape[0]  # type: ignore[union-attr]
+    if batch is None or batch < 2:
+        return None
+
+    def rows(v: Value) -> bool:
+        t = _known_array(v)
+        return t is not None and len(t.shape) >= 1 and t.shape[0] == batch
+
+    if not all(rows(p) for p in params):
+        return None
+    split: set[Value] = set(params) | set(prog.produced)
+    """values a row range's loop holds only its own rows of."""
+    (body,) = prog.node.blocks
+    for n in body:  # what the steps write rows of, wherever in the step they write it
+        if n.kind in _WRITES:
+            split.add(prog.root.get(n.inputs[0], n.inputs[0]))
+            if n.kind == "tensor::select_put_":
+                split.add(n.output)
+    for n in body:
+        kind = n.kind
+        uses: set[int] = set()
+        if n in prog.kernels:
+            inputs = prog.kernel_inputs[n]
+            outs = [_known_array(v) for v in n.outputs]
+            rank = len(outs[0].shape)  # type: ignore[union-attr]
+            if not all(rows(v) and len(t.shape) == rank for v, t in zip(n.outputs, outs)):
+                return None
+            for i in prog.kernels[n].spec.array_inputs:
+                v = inputs[i]
+                t = _known_array(v)
+                if t is not None and len(t.shape) == rank and t.shape[0] == batch:
+                    uses.add(i)
+                elif v in split:
+                    return None  # a made value read whole (broadcast)
+        elif kind == "tensor::matmul":
+            a, w = n.inputs
+            if not rows(a) or w in split:
+                return None
+            uses.add(0)
+        elif kind in _WRITES:
+            buf, value = ((n.inputs[0], n.inputs[1]) if kind == "tensor::select_put_"
+                          else (n.inputs[0], n.inputs[3]))
+            axis = n.inputs[2] if kind == "tensor::select_put_" else n.inputs[1]
+            t = _known_array(buf)
+            ax = int(axis.constant)
+            if not rows(value) or t is None or ax != 0 or len(t.shape) < 2 or t.shape[1] != batch:
+                return None
+        elif kind == "tensor::select" or kind == "tensor::unbind":
+            if n.inputs[0] in split:
+                return None  # a view of rows written by other row ranges
+        elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
+                      "prim::Constant") or kind in _NUMBER_OPS:
+            pass
+        else:
+            return None
+        prog.row_inputs[n] = uses
+    return batch
 
 
 def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
@@ -497,6 +573,7 @@ class _Builder:
                             typ=ir.PointerType(gemm_ty(F64)))
         # the loop-invariant sizes, strides and plans: loaded once, before the loop
         self.prepared: dict[Any, Any] = {}
+        self.r0 = self.int_slot(("r0",)) if prog.batch is not None else None
         self._prepare()
         for lst in self.items:
             self._check_items(lst)
@@ -507,7 +584,7 @@ class _Builder:
         loop = fn.append_basic_block("step")
         done = fn.append_basic_block("done")
         before = b.block
-        b.cbranch(b.icmp_signed(">", trip, ir.Constant(I64, 0)), loop, done)
+        self.entry_end = b.cbranch(b.icmp_signed(">", trip, ir.Constant(I64, 0)), loop, done)
         b.position_at_end(loop)
         i = self.i = b.phi(I64, "i")
         i.add_incoming(ir.Constant(I64, 0), before)
@@ -549,6 +626,8 @@ class _Builder:
             elif n.kind in _WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
+                if self.r0 is not None:
+                    self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
             elif n.kind == "tensor::matmul":
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
             elif n in self.prog.kernels:
@@ -592,6 +671,20 @@ class _Builder:
         cont = self.fn.append_basic_block("ok")
         self.b.cbranch(ok, cont, self.fail)
         self.b.position_at_end(cont)
+
+    def _rows(self, v: Value) -> Any:
+        """The pointer to this row range's first row of (B, ...) value ``v`` (``v`` itself
+        when the loop runs over all rows at once)."""
+        if self.r0 is None:
+            return self.ptr[v]
+        key = ("row stride", v)
+        stride = self.prepared.get(key)
+        if stride is None:  # loaded in the entry block, where every step can see it
+            here = self.b.block
+            self.b.position_before(self.entry_end)
+            stride = self.prepared[key] = self.b.mul(self.r0, self.int_slot(key))
+            self.b.position_at_end(here)
+        return self.b.gep(self.ptr[v], [stride], source_etype=ir.IntType(8))
 
     def _buffer(self, v: Value) -> Any:
         """Where value ``v`` made by this step goes: its slot of this step, or the buffer of
@@ -660,12 +753,14 @@ class _Builder:
             kb.module = self.module
             body = kb._body_function()
             inputs = self.prog.kernel_inputs[n]
-            datas = [self.ptr[inputs[i]] for i in kernel.spec.array_inputs]
+            by_row = self.prog.row_inputs.get(n, set())
+            datas = [self._rows(inputs[i]) if i in by_row else self.ptr[inputs[i]]
+                     for i in kernel.spec.array_inputs]
             scalars = [self._double(inputs[i]) for i in kernel.spec.scalar_inputs]
             outs = []
             for v in n.outputs:
                 self.ptr[v] = self._buffer(v)
-                outs.append(self.ptr[v])
+                outs.append(self._rows(v))
             kb._call_body(b, body, params, datas, outs, scalars)
             return
         if kind == "prim::Constant":
@@ -719,12 +814,18 @@ class _Builder:
             dim, stride, nbytes = self.prepared[n]
             at = self._index(self._num(idx), dim)
             dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
+            src = self.ptr[value]
+            if self.r0 is not None:  # this range's rows of the slot
+                dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],
+                            source_etype=ir.IntType(8))
+                src = self._rows(value)
             move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
-            b.call(move, [dst, self.ptr[value], nbytes, ir.Constant(I1, 0)])
+            b.call(move, [dst, src, nbytes, ir.Constant(I1, 0)])
             return
         if kind == "tensor::matmul":
             a, bm = n.inputs
-            out = self.ptr[n.output] = self._buffer(n.output)
+            self.ptr[n.output] = self._buffer(n.output)
+            out = self._rows(n.output)
             m, nn, k, ta, tb, lda, ldb, ldc = self.prepared[n]
             double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
             real = F64 if double else F32
@@ -736,7 +837,7 @@ class _Builder:
             one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
             b.call(self.dgemm if double else self.sgemm,
                    [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32), b.trunc(tb, I32),
-                    size(m), size(nn), size(k), one, self.ptr[a], size(lda), self.ptr[bm],
+                    size(m), size(nn), size(k), one, self._rows(a), size(lda), self.ptr[bm],
                     size(ldb), zero, out, size(ldc)])
             return
         raise LoopRefused(f"{_where(n)}: no native code for {kind}")  # _check refused it before
@@ -758,6 +859,12 @@ class Variant:
     """per made value: its shape, dtype and whether it keeps a slot per step."""
     keep: list[Any]
     """the plans' parameter arrays whose addresses ``ints`` holds."""
+    keys: list[Any] = field(default_factory=list)
+    """what each entry of ``ints`` holds (``_Builder.ints``)."""
+    layouts: dict[Value, Layout] = field(default_factory=dict)
+    plans: dict[Node, Any] = field(default_factory=dict)
+    splits: dict[int, list[np.ndarray] | None] = field(default_factory=dict)
+    """per count of row ranges: the ints of each range (None: these layouts do not split)."""
 
 
 class NativeLoop:
@@ -855,8 +962,18 @@ class NativeLoop:
                 bufs.append(np.empty(shape, dtype))
                 bufs.append(np.empty(shape, dtype))
         tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
-        status = variant.fn(tuple([*arrays, *inits, *bufs, *tuples]), trip, ints.ctypes.data,
-                            doubles.ctypes.data, self.fns.ctypes.data)
+        items = tuple([*arrays, *inits, *bufs, *tuples])
+        ranges = self._ranges(variant)
+        if ranges is None:
+            status = variant.fn(items, trip, ints.ctypes.data, doubles.ctypes.data,
+                                self.fns.ctypes.data)
+        else:
+            if variant.free_ints:
+                ranges = [r.copy() for r in ranges]
+                for r in ranges:
+                    for at, _ in variant.free_ints:
+                        r[at] = ints[at]
+            status = _run_ranges(variant.fn, items, trip, ranges, doubles, self.fns)
         if status != 0:
             return None
         self.calls += 1
@@ -993,6 +1110,14 @@ class NativeLoop:
                         raise _Unplannable
                 plans[n] = plan
                 ints[("plan", n)] = plan.pointers[0]
+        if prog.batch is not None:
+            ints[("r0",)] = 0
+            for v, (shape, strides, _) in layouts.items():
+                ints[("row stride", v)] = strides[0] if shape else 0
+            for n in body:
+                if n.kind in _WRITES:
+                    buf = n.inputs[0]
+                    ints[("slot rows", n)] = layouts[buf][1][int(_write_axis(n).constant) + 1]
         builder = _Builder(prog, layouts, self.gemm.int_bits)
         builder.plans = plans
         text = builder.build()
@@ -1013,7 +1138,79 @@ class NativeLoop:
                     v in prog.sequenced) for v in prog.produced]
         return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
                        np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
-                       [p.params for p in plans.values()])
+                       [p.params for p in plans.values()], list(builder.ints), layouts, plans)
+
+    # -- row ranges
+    def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
+        """The ints of each row range to run at once (None: one loop over every row)."""
+        batch = self.prog.batch
+        if batch is None or not self.gemm.set_threads:
+            return None
+        threads = min(_threads(), batch // _MIN_ROWS)
+        if threads < 2:
+            return None
+        found = variant.splits.get(threads, False)
+        if found is False:
+            with self.lock:
+                found = variant.splits.get(threads, False)
+                if found is False:
+                    try:
+                        found = self._split(variant, threads)
+                    except _Unplannable:
+                        found = None
+                    variant.splits[threads] = found
+        return found
+
+    def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
+        prog = self.prog
+        batch = prog.batch
+        assert batch is not None
+        bounds = [batch * k // parts for k in range(parts + 1)]
+        out = []
+        for r0, r1 in zip(bounds, bounds[1:]):
+            values = self._range_values(variant, r0, r1 - r0)
+            ints = variant.ints.copy()
+            for at, key in enumerate(variant.keys):
+                if key in values:
+                    ints[at] = values[key]
+            out.append(ints)
+        return out
+
+    def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:
+        """The ints that differ for the row range ``r0:r0 + rows``: the plans of the groups
+        over those rows, the GEMMs' row count, the bytes of each slot write."""
+        prog = self.prog
+        layouts = variant.layouts
+        values: dict[Any, int] = {("r0",): r0}
+
+        def cut(lay: Layout) -> Layout:
+            shape, strides, item = lay
+            return (rows, *shape[1:]), strides, item
+
+        (body,) = prog.node.blocks
+        for n in body:
+            if n in prog.kernels:
+                kernel = prog.kernels[n]
+                inputs = prog.kernel_inputs[n]
+                by_row = prog.row_inputs.get(n, set())
+                plan = kernel.make_plan([cut(layouts[inputs[i]]) if i in by_row
+                                         else layouts[inputs[i]] for i, _ in kernel.array_slots])
+                if (plan is None or plan.fn is None or len(plan.pointers) != 1
+                        or plan.classes != variant.plans[n].classes
+                        or any(tuple(s) != cut(layouts[v])[0]
+                               for v, s in zip(n.outputs, plan.shapes))):
+                    raise _Unplannable
+                variant.keep.append(plan.params)
+                values[("plan", n)] = plan.pointers[0]
+            elif n.kind == "tensor::matmul":
+                values[("gemm", n, 0)] = rows
+            elif n.kind in _WRITES:
+                buf = n.inputs[0]
+                shape, _, item = layouts[buf]
+                ax = int(_write_axis(n).constant)
+                per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
+                values[("bytes", n)] = rows * per_row
+        return values
 
 
 def _dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
@@ -1024,6 +1221,91 @@ def _dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
             return False
         acc *= d
     return True
+
+
+def _write_axis(n: Node) -> Value:
+    return n.inputs[2] if n.kind == "tensor::select_put_" else n.inputs[1]
+
+
+_MIN_ROWS = 4
+"""the fewest batch rows one row range gets."""
+
+
+def _threads() -> int:
+    """How many row ranges a loop runs at once: ``RNNSCRIPT_LOOP_THREADS`` (default 1: one
+    loop over every row, its GEMMs threaded by BLAS as numpy's are).
+
+    Several ranges run on a pool of helper threads with BLAS on one thread each; a range no
+    helper has started when the caller runs out is the caller's, so a busy core never stalls
+    the call for longer than one range. On this project's shared 2-core machine two ranges
+    were slower than one loop (the other core was rarely free), so it stays opt-in until it
+    is measured to win on a quiet machine."""
+    env = os.environ.get("RNNSCRIPT_LOOP_THREADS", "").strip()
+    try:
+        return max(1, int(env)) if env else 1
+    except ValueError:
+        return 1
+
+
+_pool_lock = threading.Lock()
+_pool: list[Any] = []
+
+
+def _helpers(n: int) -> Any:
+    """The process's pool of helper threads (at least ``n``)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with _pool_lock:
+        if not _pool or _pool[0]._max_workers < n:
+            if _pool:
+                _pool[0].shutdown(wait=False)
+                _pool.clear()
+            _pool.append(ThreadPoolExecutor(n, thread_name_prefix="rnnscript-loop"))
+        return _pool[0]
+
+
+class _Ranges:
+    """One call's row ranges, taken in turn by the calling thread and the helpers: a range no
+    thread has started when the caller runs out is the caller's, so a helper whose core is
+    busy never makes the call wait for it (only a range it has started does)."""
+
+    def __init__(self, fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
+                 doubles: np.ndarray, fns: np.ndarray):
+        self.args = (items, trip, doubles.ctypes.data, fns.ctypes.data)
+        self.fn = fn
+        self.ranges = ranges
+        self.next = itertools.count()
+        self.status = [1] * len(ranges)
+        self.done = 0
+        self.cond = threading.Condition()
+
+    def work(self) -> None:
+        items, trip, doubles, fns = self.args
+        while True:
+            k = next(self.next)
+            if k >= len(self.ranges):
+                return
+            try:
+                self.status[k] = self.fn(items, trip, self.ranges[k].ctypes.data, doubles, fns)
+            finally:
+                with self.cond:
+                    self.done += 1
+                    if self.done == len(self.ranges):
+                        self.cond.notify_all()
+
+
+def _run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
+                doubles: np.ndarray, fns: np.ndarray) -> int:
+    """Run the loop over each row range, on this thread and the helpers at once; 0 when every
+    range ran to the end."""
+    run = _Ranges(fn, items, trip, ranges, doubles, fns)
+    pool = _helpers(len(ranges) - 1)
+    with blas.single_threaded():  # each range's GEMMs on its own thread
+        for _ in range(len(ranges) - 1):
+            pool.submit(run.work)
+        run.work()
+        with run.cond:
+            run.cond.wait_for(lambda: run.done == len(ranges))
+    return max(run.status)
 
 
 def compile_loop(node: Node) -> NativeLoop:

@@ -256,15 +256,23 @@ def _flatten(tree):
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
-def test_every_blas_thread_count_gives_the_python_loops_results(monkeypatch, threads):
+def test_every_thread_count_gives_the_python_loops_results(monkeypatch, threads):
     from fuser.cpu import blas
-    args = lstm_args(9, 7, 33, 40, np.float32, seed=threads)
+    args = lstm_args(9, 17, 33, 40, np.float32, seed=threads)
     want = python_result(monkeypatch, cells.lstm_layer, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))  # row ranges run at once
     with blas.threads(threads):
+        inside = blas.get_threads()  # OpenBLAS caps it at the threads it started with
         f = script(cells.lstm_layer)
         got = f(*args)
-    assert native_loops(f, *args)[0].calls == 1
+        got_again = f(*args)
+        assert blas.get_threads() == inside  # the BLAS setting is back after each call
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 2 and lp.prog.batch == 17
+    assert [len(r) if r else 1 for v in lp.variants.values() for r in v.splits.values()] == \
+        ([] if threads == 1 else [min(threads, 17 // 4)])
     assert_same(got, want, np.float32)
+    assert_same(got_again, want, np.float32)
 
 
 def test_ops_chunk_cell_in_a_loop_matches():
@@ -323,16 +331,19 @@ def test_fastrnns_layers_train_natively_with_the_python_loops_gradients(monkeypa
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
-def test_training_at_every_blas_thread_count(monkeypatch, threads):
+@pytest.mark.parametrize("layer,make", LAYERS, ids=lambda x: getattr(x, "__name__", ""))
+def test_training_at_every_thread_count(monkeypatch, layer, make, threads):
     from fuser.cpu import blas
-    args = lstm_args(21, 5, 7, 13, np.float64, seed=threads)
+    args = make(21, 13, 7, 11, np.float64, seed=threads)
     with monkeypatch.context() as m:
         m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
-        want = vjp_result(script(cells.lstm_layer), args)
+        want = vjp_result(script(layer), args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
     with blas.threads(threads):
-        f = script(cells.lstm_layer)
+        f = script(layer)
         got = vjp_result(f, args)
-    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    loops = gradient_loops(f, args)
+    assert len(loops) == 2 and all(lp.calls == 1 for lp in loops)
     assert_same(tuple(got[0]), tuple(want[0]), np.float64)
     assert_same(tuple(got[1]), tuple(want[1]), np.float64)
 
@@ -419,3 +430,19 @@ def test_a_constant_appended_each_step_is_a_fresh_copy_each_step():
     got = script(zeros_each_step)(x)
     got[0][0] = 5.0
     assert got[1][0] == 0.0
+
+
+def test_steps_that_mix_batch_rows_run_as_one_range(monkeypatch):
+    def mixes(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + w @ h)  # row r of the result reads every row of h
+        return h
+
+    rng = np.random.default_rng(11)
+    x, h, w = (rng.standard_normal((20, 8, 8)), rng.standard_normal((8, 8)),
+               rng.standard_normal((8, 8)) * 0.3)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(mixes)
+    assert_same(f(x, h, w), mixes(x, h, w), np.float64)
+    (lp,) = native_loops(f, x, h, w)
+    assert lp.calls == 1 and lp.prog.batch is None
