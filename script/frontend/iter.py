@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.registry import constant_of
 from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
 from script.frontend.calls import op_for_object
@@ -80,6 +82,12 @@ class IterMixin:
         if not isinstance(tensor.type, TensorType):
             raise self.error(node, f"unbind needs a Tensor, not {tensor.type}")
         trip = self.emit_value("tensor::size", [tensor, axis])
+        t = tensor.type
+        if t.rank == 1 and t.dtype is not None and np.dtype(t.dtype).kind in "iu":
+            # numpy yields integer scalars (np.int64), which index, count and compare as ints
+            # (x[t], t - 1, max(0, t - k)): the loop variable is an int
+            return DynamicPlan(trip, lambda i: self.emit_value(
+                "prim::Int", [self.emit_value("tensor::select", [tensor, axis, i])]))
         return DynamicPlan(trip, lambda i: self.emit_value("tensor::select", [tensor, axis, i]))
 
     def range_plan(self: FunctionCompiler, node: ast.Call) -> DynamicPlan:

@@ -170,7 +170,7 @@ class WriteMixin:
             return None
         if not any(_may_be_array(i) for i in indices):
             return None
-        values = [self.expr(i) for i in indices]
+        values = [self.index_array(self.expr(i)) for i in indices]
         if not any(isinstance(v.type, TensorType) for v in values):
             return None
         for item, v in zip(indices, values):
@@ -356,6 +356,12 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
                 if len(node.owner.returns) > v.index:
                     todo.append(node.owner.returns[v.index])
             continue
+        if node.kind in _UNPACKS:
+            items = _unpacked_literal_item(node.inputs[0], v.index)
+            if items is None:
+                yield v
+            todo += items or []
+            continue
         todo += _sources(node, v)
         if not _sources(node, v) and _is_made(node):
             continue
@@ -384,6 +390,34 @@ def _sources(node: Node, v: Value) -> list[Value]:
     if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
         return [node.inputs[0]]
     return []
+
+
+_UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}
+"""Unpacking ops and the literal whose items they give back."""
+
+
+def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
+    """Where item ``index`` of an unpacked list or tuple may come from, when the container is a
+    literal that nothing but this unpacking uses (``o, s = [o, s]``, also the ``return [o, s]``
+    of a called function): nothing changed it, so the item is the array put into it. [] when
+    that array is one the called function made; None (not followed) otherwise."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return [made.inputs[index]]
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    sub = made.subgraph
+    literal = sub.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    leaves = list(array_origins(literal.node.inputs[index]))
+    inner = {id(x): k for k, x in enumerate(sub.inputs)}
+    if not all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
+        return None
+    return [made.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
 
 
 _AUGMENTED = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
