@@ -456,7 +456,10 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
             if not name.startswith("$") and name not in live:
                 continue
             outer = self.frame.find(name)
-            values = [true_frame.vars.get(name, outer), false_frame.vars.get(name, outer)]
+            # a branch that only tested the name (`if h is None: h = ...` has an else where
+            # h is not None) gives its narrowed value
+            values = [frame.vars.get(name, frame.refined.get(name, outer))
+                      for frame in (true_frame, false_frame)]
             for k, frame in enumerate((true_frame, false_frame)):
                 if frame.left_function and not isinstance(values[k], Value) and \
                         isinstance(values[1 - k], Value):
