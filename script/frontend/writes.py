@@ -356,11 +356,15 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
                 if len(node.owner.returns) > v.index:
                     todo.append(node.owner.returns[v.index])
             continue
+        followed: list[Value] | None = []
         if node.kind in _UNPACKS:
-            items = _unpacked_literal_item(node.inputs[0], v.index)
-            if items is None:
+            followed = _unpacked_literal_item(node.inputs[0], v.index)
+        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            followed = _call_result_sources(node, node.subgraph.outputs[v.index])
+        if node.kind in _UNPACKS or node.kind == "prim::CallFunction":
+            if followed is None:
                 yield v
-            todo += items or []
+            todo += followed or []
             continue
         todo += _sources(node, v)
         if not _sources(node, v) and _is_made(node):
@@ -378,12 +382,7 @@ def _sources(node: Node, v: Value) -> list[Value]:
     if node.kind in _FOLLOWED:
         return [node.inputs[0]]
     if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-        sub = node.subgraph
-        leaves = list(array_origins(sub.outputs[v.index]))
-        inner = {id(x): k for k, x in enumerate(sub.inputs)}
-        if all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
-            return [node.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
-        return []
+        return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
     op = lookup(node.kind)
     if node.kind.startswith("tensor::") and op is not None and op.is_view:
         return [x for x in node.inputs if isinstance(x.type, TensorType)]
@@ -413,11 +412,19 @@ def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
     if literal.node.kind not in _UNPACKS.values() or \
             [u.node.kind for u in literal.uses] != ["prim::Return"]:
         return None
-    leaves = list(array_origins(literal.node.inputs[index]))
+    return _call_result_sources(made, literal.node.inputs[index])
+
+
+def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
+    """The arguments of ``call`` that ``result`` (a value of its subgraph) may be the memory
+    of; [] when it is an array the called function made; None when it may be memory the caller
+    cannot follow (a global, a container's item)."""
+    sub = call.subgraph
+    leaves = list(array_origins(result))
     inner = {id(x): k for k, x in enumerate(sub.inputs)}
     if not all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
         return None
-    return [made.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
+    return [call.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
 
 
 _AUGMENTED = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
