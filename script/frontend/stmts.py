@@ -242,6 +242,9 @@ class StmtMixin:
             self.set_dict_item(base, target.slice, value, target)
             return
         if isinstance(base.type, TensorType):
+            if not isinstance(target.value, ast.Name) and \
+                    self.write_stored_item(target, base, value):
+                return
             self.write_array_item(target, value)
             return
         if not isinstance(base.type, ListType) or isinstance(target.slice, ast.Slice):

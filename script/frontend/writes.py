@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
-from ir.registry import lookup
-from ir.types import BOOL, INT, TensorType, is_number
+from ir.registry import NOT_CONSTANT, constant_of, lookup
+from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
 from script.frontend.env import Frame, Static, Undefined, loaded_names, walk_same_function
 
 if TYPE_CHECKING:
@@ -55,6 +55,39 @@ class WriteMixin:
         new = self.put_index(old, target.slice, value, target)
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
+
+    def write_stored_item(self: FunctionCompiler, target: ast.Subscript, read: Value,
+                          value: Any) -> bool:
+        """``xs[t][i] = v`` right after ``xs[t] = <a new array>`` (min-char-rnn's one-hot:
+        ``xs[t] = np.zeros((vocab_size, 1)); xs[t][inputs[t]] = 1``): the stored array is
+        written and stored again. Only when nothing used the container since that store and
+        nothing else holds the array (names bound to it are rebound); False otherwise."""
+        inner = target.value
+        if not (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)):
+            return False
+        container = self.frame.find(inner.value.id)
+        if not isinstance(container, Value) or \
+                not isinstance(container.type, (DictType, ListType)):
+            return False
+        if read.node.kind in ("prim::DictGetItem", "prim::ListIndex") and not read.uses:
+            read.node.erase()  # the read of xs[t] the assignment made: unused
+        store = _last_user(self.graph.insert_point, container)
+        if store is None or store.kind not in ("prim::DictSetItem", "prim::ListSetItem"):
+            return False
+        key, stored = store.inputs[1], store.inputs[2]
+        again = self.expr(inner.slice)
+        same_key = again is key or (constant_of(again) is not NOT_CONSTANT
+                                     and constant_of(again) == constant_of(key))
+        fresh = _is_made(stored.node) or (stored.node.kind == "prim::Constant"
+                                           and isinstance(stored.type, TensorType))
+        if not same_key or len(stored.uses) != 1 or not fresh:
+            return False
+        aliases = self.check_aliases(inner.value.id, stored, target)
+        new = self.put_index(stored, target.slice, value, target)
+        self.emit(store.kind, [container, key, new], [])
+        for alias in aliases:
+            self.frame.set(alias, new)
+        return True
 
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
                           node: ast.AST) -> None:
@@ -286,6 +319,18 @@ class WriteMixin:
                                      f"through '{other}' in the next step, which the compiled "
                                      f"code cannot follow; copy it where it is bound "
                                      f"({other} = <value>.copy())")
+
+
+def _last_user(before: Node, value: Value) -> Node | None:
+    """The last node before ``before`` in its block that uses ``value`` (in a nested block
+    too), or None."""
+    node = before.prev
+    while node is not None:
+        if any(value in inner.inputs for inner in [node, *(n for b in node.blocks
+                                                               for n in b.walk())]):
+            return node
+        node = node.prev
+    return None
 
 
 def memory_roots(value: Value, loop: Node) -> set[Value]:
