@@ -50,6 +50,9 @@ class IterMixin:
             static = self.resolve_static(node)
             if static is not NOT_STATIC and is_module_sequence(static):
                 return StaticPlan([Static(unwrap_module(m)) for m in static])
+        if isinstance(node, ast.List) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            # `for g in [dW, db]:` iterates the arrays themselves: g is another name of each
+            return StaticPlan([self.expr(e) for e in node.elts])
         if isinstance(node, ast.Call):
             obj = self.resolve_static(node.func)
             handlers = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
