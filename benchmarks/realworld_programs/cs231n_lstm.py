@@ -85,11 +85,9 @@ def forward_args(dtype: str, size: str) -> tuple:
     return arrays(dtype, 3, (N, T, D), (N, H), (D, 4 * H), (H, 4 * H), (4 * H,))
 
 
-MASKS = ("tensor::take: boolean mask indexing is not supported (its result's size depends on "
-         "the values): use np.where -- sigmoid's z[pos_mask] = np.exp(-x[pos_mask])")
 CASES = {
-    "lstm_step_forward": Case(lstm_step_forward, step_args, grad=True, xfail=MASKS),
-    "lstm_forward": Case(lstm_forward, forward_args, xfail=MASKS),
-    "forward_h": Case(forward_h, forward_args, grad=True, xfail=MASKS),
+    "lstm_step_forward": Case(lstm_step_forward, step_args, grad=True),
+    "lstm_forward": Case(lstm_forward, forward_args),
+    "forward_h": Case(forward_h, forward_args, grad=True),
 }
 BENCH = "lstm_forward"

@@ -155,6 +155,11 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         self.direct_return: Value | None = None
         self.where: ast.AST = tree
         self.flag_counter = 0
+        self.masked_by: Value | None = None
+        """The boolean mask of the masked write whose value is being compiled (``x[m]`` in it
+        reads the whole ``x``), else None."""
+        self.masked_reads: list[Value] = []
+        """The arrays that value read through the mask (their shapes are checked)."""
         self.literal_types: dict[Site, Type] = {}
         """list and dict literals typed by their later use (``literal_types``)."""
         self.literal_tried: set[tuple[Site, Type]] = set()

@@ -461,6 +461,10 @@ class ExprMixin:
 
     def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
         """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
+        if self.masked_by is not None and isinstance(index, ast.Name) and \
+                self.frame.find(index.id) is self.masked_by:
+            self.masked_reads.append(value)
+            return value  # x[m] in the value of a masked write: the whole x (assign_masked)
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         gathered = self.integer_array_index(value, items)
         if gathered is not None:

@@ -156,6 +156,8 @@ class StmtMixin:
     def visit_Assign(self: FunctionCompiler, node: ast.Assign) -> None:
         if len(node.targets) == 1 and self.assign_shape(node.targets[0], node.value):
             return
+        if len(node.targets) == 1 and self.assign_masked(node.targets[0], node.value):
+            return
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)

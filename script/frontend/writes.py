@@ -89,6 +89,83 @@ class WriteMixin:
             self.frame.set(alias, new)
         return True
 
+    def assign_masked(self: FunctionCompiler, target: ast.expr, value_node: ast.expr) -> bool:
+        """``z[m] = np.exp(-x[m])`` with a boolean array ``m`` of ``z``'s shape (CS231n's stable
+        sigmoid): the selected elements computed elementwise over the whole arrays, then
+        ``z = np.where(m, value, z)`` cast to ``z``'s dtype. The value may only combine numbers
+        and arrays read through the same mask with elementwise ops, so that each selected
+        element is computed from the elements at its own position; False when ``m`` is not a
+        boolean array."""
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and isinstance(target.slice, (ast.Name, ast.Compare))):
+            return False
+        if isinstance(target.slice, ast.Name):  # x[m] reads through the same mask: x[m] = f(x[m])
+            mask, mask_name = self.frame.find(target.slice.id), target.slice.id
+        else:  # y[x < 0] = v: a comparison (it has no effects; evaluated again if not a mask)
+            mask, mask_name = self.expr(target.slice), None
+        if not (isinstance(mask, Value) and isinstance(mask.type, TensorType)
+                and mask.type.dtype == "bool"):
+            return False
+        if not self.is_masked_elementwise(value_node, mask_name):
+            raise self.error(value_node, "a write through a boolean mask is supported for a "
+                             "number or an elementwise expression of arrays read through the "
+                             f"same mask ({target.value.id}[m] = np.exp(-x[m])); write "
+                             f"{target.value.id} = np.where(m, ..., {target.value.id})")
+        name = target.value.id
+        old = self.frame.find(name)
+        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
+            raise self.error(target, f"'{name}' is not an array")
+        self.masked_by, saved = mask, self.masked_by
+        self.masked_reads = []
+        try:
+            value = self.expr(value_node)
+        finally:
+            self.masked_by = saved
+        chosen = self.emit_value("tensor::where", [mask, value, old])
+        for other in [mask, chosen, *self.masked_reads]:
+            self.require_same_shape(other, old, target)
+        aliases = self.check_write(name, old, target)
+        new = self.emit_value("tensor::astype", [chosen, self.emit_value("tensor::dtype",
+                                                                          [old])])
+        for alias in [name, *aliases]:
+            self.frame.set(alias, new)
+        return True
+
+    def require_same_shape(self: FunctionCompiler, a: Value, b: Value, node: ast.AST) -> None:
+        """A ValueError at run time unless ``a`` has ``b``'s shape (the same number of axes
+        and of elements, and ``a`` broadcast with ``b`` where that could hide a difference)."""
+        for kind in ("tensor::ndim", "tensor::numel"):
+            same = self.binary("==", self.emit_value(kind, [a]), self.emit_value(kind, [b]),
+                               node)
+            self.emit_if(same, lambda: None, lambda: self.raise_exception(
+                "a boolean mask, and each array read through it, must have the shape of the "
+                "array written through it (other masks are not supported)", "ValueError"),
+                (getattr(node, "end_lineno", 0) or 0, 0), node)
+
+    def is_masked_elementwise(self: FunctionCompiler, node: ast.expr, mask: str | None
+                              ) -> bool:
+        """Whether ``node`` combines numbers and ``x[mask]`` reads with elementwise ops only."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float, bool))
+        if isinstance(node, ast.Subscript):
+            return mask is not None and isinstance(node.value, ast.Name) and \
+                isinstance(node.slice, ast.Name) and node.slice.id == mask
+        if isinstance(node, ast.BinOp):
+            return not isinstance(node.op, ast.MatMult) and \
+                self.is_masked_elementwise(node.left, mask) and \
+                self.is_masked_elementwise(node.right, mask)
+        if isinstance(node, ast.UnaryOp):
+            return self.is_masked_elementwise(node.operand, mask)
+        if isinstance(node, ast.Name):
+            value = self.frame.find(node.id)
+            return isinstance(value, Value) and is_number(value.type)
+        if isinstance(node, ast.Call) and not node.keywords:
+            from script.frontend.calls import op_for_object
+            op = op_for_object(self.resolve_static(node.func))
+            return op is not None and op.is_elementwise and all(
+                self.is_masked_elementwise(a, mask) for a in node.args)
+        return False
+
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
                           node: ast.AST) -> None:
         """``name.fill(value)``: every element of the array set to ``value``."""
