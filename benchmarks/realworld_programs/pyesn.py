@@ -99,9 +99,6 @@ def predict_args(dtype: str, size: str) -> tuple:
 
 CASES = {
     "harvest_states": Case(harvest_states, harvest_args, grad=True),
-    "predict": Case(predict, predict_args, grad=True, grad_xfail=(
-        "cannot differentiate np.concatenate of items whose sizes along the axis are not "
-        "known when compiling (np.concatenate([states[n, :], inputs[n, :]]) of the vstack-ed "
-        "buffers)")),
+    "predict": Case(predict, predict_args, grad=True),
 }
 BENCH = "harvest_states"
