@@ -29,6 +29,7 @@ from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
 from ir.registry import NOT_CONSTANT, constant_of, lookup
 from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
+from script.frontend.calls import op_for_object
 from script.frontend.env import Frame, Static, Undefined, loaded_names, walk_same_function
 
 if TYPE_CHECKING:
@@ -160,7 +161,6 @@ class WriteMixin:
             value = self.frame.find(node.id)
             return isinstance(value, Value) and is_number(value.type)
         if isinstance(node, ast.Call) and not node.keywords:
-            from script.frontend.calls import op_for_object
             op = op_for_object(self.resolve_static(node.func))
             return op is not None and op.is_elementwise and all(
                 self.is_masked_elementwise(a, mask) for a in node.args)
