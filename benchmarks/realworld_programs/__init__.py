@@ -3,7 +3,8 @@ annotations only (each module's docstring names its source, file and license, an
 what changed).
 
 Every module defines ``CASES``: name -> :class:`Case` (a function and how to make its arguments),
-and ``BENCH``: the case ``python -m benchmarks.realworld`` times. The test suite
+and ``BENCH``: the case ``python -m benchmarks.realworld`` times (in ``BENCH_DTYPE`` when the
+module names the dtype its source computes in, else float64). The test suite
 (``tests/programs/realworld``) checks every case: compiled equals plain numpy in float32 and
 float64, and gradients equal central finite differences where the case is differentiable.
 """

@@ -93,3 +93,4 @@ CASES = {
     "decoder_generate": Case(decoder_generate, generate_args),
 }
 BENCH = "decoder_generate"
+BENCH_DTYPE = "float32"  # the book's weights are astype('f')

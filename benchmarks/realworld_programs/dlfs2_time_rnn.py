@@ -78,3 +78,4 @@ CASES = {
     "time_lstm_forward": Case(time_lstm_forward, lstm_args, grad=True, fd=(1e-3, 2e-3, 1e-4)),
 }
 BENCH = "time_lstm_forward"
+BENCH_DTYPE = "float32"  # the book's weights are astype('f')
