@@ -120,9 +120,6 @@ def bptt_args(dtype: str, size: str) -> tuple:
 CASES = {
     "forward_propagation": Case(forward_propagation, forward_args, grad=True),
     "calculate_total_loss": Case(calculate_total_loss, loss_args, grad=True),
-    "bptt": Case(bptt, bptt_args, xfail=(
-        "this in-place write to 'delta_o' would also change 's': the items of the list "
-        "[o, s] that forward_propagation returns share one storage class, so the write "
-        "into o is taken to reach s")),
+    "bptt": Case(bptt, bptt_args),
 }
 BENCH = "calculate_total_loss"

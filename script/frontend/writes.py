@@ -314,6 +314,8 @@ class WriteMixin:
                 continue
             if other not in live or storage.overlap(value, [old]) is None:
                 continue
+            if _distinct_new_arrays(value, old):
+                continue  # o, s = f(x) where f returns [o, s], two arrays it made
             raise self.error(node, f"this in-place write to '{name}' would also change "
                              f"'{other}' (numpy shows the write through every name of an array "
                              f"and its views), which the compiled code cannot follow: copy one "
@@ -535,6 +537,85 @@ def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
             [u.node.kind for u in literal.uses] != ["prim::Return"]:
         return None
     return _call_result_sources(made, literal.node.inputs[index])
+
+
+def _distinct_new_arrays(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` can only be memory made by different nodes of this function (or
+    of a function it called): then they are different arrays, whatever the storage classes
+    (which put the items of a list in one class) say."""
+    roots_a, roots_b = _new_array_roots(a), _new_array_roots(b)
+    return roots_a is not None and roots_b is not None and not roots_a & roots_b
+
+
+def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> set[int] | None:
+    """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
+    branches, loops, calls and unpacked literals; None when it may be other memory (an
+    argument, a constant, an item read from a container). ``inputs`` maps a called function's
+    inputs to the caller's values."""
+    roots: set[int] = set()
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if inputs is not None and id(v) in inputs:
+            found = _new_array_roots(inputs[id(v)])
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == PARAM:
+            loop = node.owner.owner if node.owner is not None else None
+            if loop is None or loop.kind != "prim::Loop" or v.index < 1:
+                return None
+            todo.append(loop.inputs[v.index + 1])
+            if len(node.owner.returns) > v.index:
+                todo.append(node.owner.returns[v.index])
+            continue
+        if node.kind in _UNPACKS:
+            found = _unpacked_roots(node.inputs[0], v.index)
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            found = _new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node))
+            if found is None:
+                return None
+            roots |= found
+            continue
+        sources = _sources(node, v)
+        if sources:
+            todo += sources
+        elif _is_made(node):
+            roots.add(id(node))
+        else:
+            return None
+    return roots
+
+
+def _call_inputs(call: Node) -> dict[int, Value]:
+    return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
+
+
+def _unpacked_roots(container: Value, index: int) -> set[int] | None:
+    """``_new_array_roots`` of item ``index`` of an unpacked literal (see
+    ``_unpacked_literal_item``)."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return _new_array_roots(made.inputs[index])
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    literal = made.subgraph.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    return _new_array_roots(literal.node.inputs[index], _call_inputs(made))
 
 
 def _call_result_sources(call: Node, result: Value) -> list[Value] | None:

@@ -6,8 +6,9 @@ callee made, which the caller may write into."""
 from typing import List
 
 import numpy as np
+import pytest
 
-from script import Tensor, script
+from script import ScriptError, Tensor, script
 
 
 def forward(x: Tensor, W: Tensor):
@@ -30,3 +31,32 @@ def test_the_callers_write_into_an_unpacked_item_is_followed():
     args = (rng.standard_normal((3, 3)), rng.standard_normal((3, 3)), [0, 2, 1])
     np.testing.assert_allclose(script(first_output_corrected)(*args),
                                first_output_corrected(*args), rtol=1e-12)
+
+
+def bptt_like(x: Tensor, W: Tensor, y: List[int]) -> Tensor:
+    o, s = forward(x, W)
+    delta_o = o
+    delta_o[np.arange(len(y)), y] -= 1.
+    return delta_o * np.sum(s)  # s is read after the write into o
+
+
+def same_array_twice(x: Tensor) -> Tensor:
+    a = x * 2.0
+    p, q = pair_of(a)
+    p[0] = 7.0
+    return q
+
+
+def pair_of(a: Tensor):
+    return [a, a]
+
+
+def test_items_made_by_different_ops_are_different_arrays():
+    """Denny Britz's ``bptt`` writes into ``o`` while ``s`` (the other item of the returned
+    list) is still read: the list's items share a storage class, but the callee made them with
+    different ops, so they are different arrays; the same array twice is still followed."""
+    rng = np.random.default_rng(1)
+    args = (rng.standard_normal((3, 3)), rng.standard_normal((3, 3)), [2, 0, 1])
+    np.testing.assert_allclose(script(bptt_like)(*args), bptt_like(*args), rtol=1e-12)
+    with pytest.raises(ScriptError, match="would also change 'q'"):
+        script(same_array_twice)(rng.standard_normal(3))
