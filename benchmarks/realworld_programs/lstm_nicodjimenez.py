@@ -1,5 +1,7 @@
 """Nico Jimenez's "Simple LSTM" (https://github.com/nicodjimenez/lstm, ``lstm.py`` and the
-``ToyLossLayer`` of ``test.py``, MIT License): an LSTM over vectors (no batch) with four gate
+``ToyLossLayer`` of ``test.py``; License: MIT as the repository is commonly cited, but the copy
+examined (README, lstm.py, test.py) carries no license file, so verify before redistributing
+this port): an LSTM over vectors (no batch) with four gate
 matrices applied to ``xc = np.hstack((x, h_prev))``; ``LstmNetwork.x_list_add`` runs one node
 per input, ``y_list_is`` walks the nodes backwards summing the toy loss and calling each node's
 hand-written ``top_diff_is``, which accumulates ``np.outer`` products into the parameter diffs
