@@ -128,6 +128,16 @@ def tuple_unpack_of_construct(node: Node) -> bool:
     return forward_outputs(node, list(ctor.inputs))
 
 
+def list_unpack_of_construct(node: Node) -> bool:
+    """``a, b = [x, y] -> x, y`` when nothing but unpacking uses the list (so nothing changed
+    it): ``Wx, Wh, b = params`` in a function called with ``[Wx, Wh, b]``."""
+    ctor = _producer(node.inputs[0], "prim::ListConstruct")
+    if ctor is None or len(ctor.inputs) != len(node.outputs) or \
+            any(use.node.kind != "prim::ListUnpack" for use in ctor.output.uses):
+        return False
+    return forward_outputs(node, list(ctor.inputs))
+
+
 def tuple_index_of_construct(node: Node) -> bool:
     """``(x, y)[1] -> y``."""
     ctor = _producer(node.inputs[0], "prim::TupleConstruct")
@@ -190,6 +200,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::reshape": reshape_of_reshape,
     "tensor::matmul": matmul_of_batch_by_matrix,
     "prim::TupleUnpack": tuple_unpack_of_construct,
+    "prim::ListUnpack": list_unpack_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,

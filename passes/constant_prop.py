@@ -296,15 +296,30 @@ def inline_block_before(block: Block, node: Node) -> list[Value]:
 
 
 def fold_if(node: Node) -> bool:
-    """Replace an ``if`` on a constant condition by the block it takes."""
+    """Replace an ``if`` on a constant condition by the block it takes; an output both blocks
+    give as the same constant number (``c or h is None`` with ``h`` None) by that constant."""
     cond = const(node, 0)
     if cond is NOT_CONSTANT or not isinstance(cond, (bool, int, np.bool_)):
-        return False
+        return fold_same_outputs(node)
     results = inline_block_before(node.blocks[0 if cond else 1], node)
     for out, v in zip(node.outputs, results):
         out.replace_all_uses_with(v)
     node.erase()
     return True
+
+
+def fold_same_outputs(node: Node) -> bool:
+    """Give the uses of an output that is one constant bool, int or float on both paths that
+    constant instead; the ``if`` itself stays (dead-code elimination removes it when unused)."""
+    changed = False
+    for k, out in enumerate(node.outputs):
+        a, b = (constant_of(block.returns[k]) for block in node.blocks)
+        if not out.uses or type(a) is not type(b) or type(a) not in (bool, int, float) or a != b:
+            continue
+        c = node.graph.create(CONSTANT, (), (out.type,), {"value": a}).insert_before(node)
+        out.replace_all_uses_with(c.output)
+        changed = True
+    return changed
 
 
 def fold_loop(node: Node) -> bool:

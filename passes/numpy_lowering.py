@@ -135,10 +135,40 @@ def vstack_as_join(node: Node) -> bool:
     """``np.vstack`` of 1-D arrays is ``np.stack(items, 0)``, of arrays with 2 or more axes
     ``np.concatenate(items, 0)``."""
     rank = _item_rank(node)
-    if rank is None or rank == 0:
+    if rank is None:
+        return _vstack_of_rows_and_matrices(node)
+    if rank == 0:
         return False
     kind = "tensor::stack" if rank == 1 else "tensor::cat"
     return _replace(node, kind, [_sequence(node), _constant(node, 0)])
+
+
+def _vstack_of_rows_and_matrices(node: Node) -> bool:
+    """``np.vstack([row, matrix])`` (pyESN's ``np.vstack([laststate, np.zeros((n, N))])``):
+    each 1-D item is a row ``expand_dims(item, 0)`` and the rows and matrices are concatenated
+    along axis 0, as numpy's ``atleast_2d`` then ``concatenate``. Only for a list or tuple
+    literal that nothing else uses."""
+    seq = node.inputs[0]
+    if seq.node.kind not in ("prim::ListConstruct", "prim::TupleConstruct") or \
+            len(seq.uses) != 1:
+        return False
+    ranks = {v.type.rank if isinstance(v.type, TensorType) else None for v in seq.node.inputs}
+    if ranks != {1, 2}:
+        return False
+    rows = []
+    for v in seq.node.inputs:
+        if v.type.rank == 1:
+            new = node.graph.create("tensor::expand_dims", [v, _constant(node, 0)], [],
+                                    source=node.source)
+            for t in infer_types(new):
+                new.add_output(t)
+            v = new.insert_before(node).output
+        rows.append(v)
+    with node.graph.inserting_before(node):
+        joined = node.graph.insert("prim::ListConstruct", rows,
+                                   [ListType(_covering([v.type for v in rows]))],
+                                   source=seq.node.source).output
+    return _replace(node, "tensor::cat", [joined, _constant(node, 0)])
 
 
 def hstack_as_join(node: Node) -> bool:

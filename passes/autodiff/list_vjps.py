@@ -219,7 +219,10 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     element = lst.type.element if isinstance(lst.type, ListType) else None
     producer = lst.node
     if producer.kind == "prim::ListConstruct" and len(lst.uses) == 1:
+        # a size not known when compiling is read from the piece when the backward runs
         sizes = [axis_size(v, axis) for v in producer.inputs]
+        sizes = [ctx.op("tensor::size", ctx.fwd(v), axis) if size is None else size
+                 for v, size in zip(producer.inputs, sizes)]
     else:
         # the list's length where the cat reads it (appends after the cat are not its pieces)
         n = length_after(lst, node) if lst.node.owner is node.owner else None
@@ -234,10 +237,13 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
         raise refusal(node, "cannot differentiate np.concatenate of items whose sizes along the "
                       "axis are not known when compiling", "concatenate arrays of fixed sizes, "
                       "or np.stack items of one shape")
-    start, pieces = 0, []
+    start: int | Value = 0
+    pieces = []
     for s in sizes:
-        pieces.append(ctx.op("tensor::slice", g, axis, start, start + s, None))
-        start += s
+        end = start + s if isinstance(start, int) and isinstance(s, int) else \
+            ctx.op("tensor::add", start, s)
+        pieces.append(ctx.op("tensor::slice", g, axis, start, end, None))
+        start = end
     # pieces of different sizes: the list's element type covers them all (not the first's)
     item_t = covering([p.type for p in pieces], TensorType())
     lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ir.core import Value
 from ir.registry import (
     NO_DEFAULT,
     NOT_CONSTANT,
@@ -127,6 +128,9 @@ class CallMixin:
             if kw.arg is None:
                 raise self.unsupported(kw, "**kwargs in a call")
         func = node.func
+        out = next((kw for kw in node.keywords if kw.arg == "out"), None)
+        if out is not None and op_for_object(self.resolve_static(func)) is not None:
+            return self.call_with_out(node, out)
         if isinstance(func, ast.Attribute):
             base = self.resolve_static(func.value)
             if base is NOT_STATIC:
@@ -138,6 +142,21 @@ class CallMixin:
             value = self.expr(func)
             raise self.error(func, f"a value of type {value.type} is not callable")
         return self.call_object(obj, node)
+
+    def call_with_out(self: FunctionCompiler, node: ast.Call, out: ast.keyword) -> Any:
+        """``np.clip(g, -5, 5, out=g)``: the op's result written into the array ``out`` names
+        (cast to its dtype, seen through every name of it, as numpy writes it); the call's
+        value is that array."""
+        if not isinstance(out.value, ast.Name):
+            raise self.unsupported(out, "out= that is not a local array name")
+        name = out.value.id
+        old = self.frame.find(name)
+        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
+            raise self.error(out, f"out= must name an array, not {name}")
+        plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
+            kw for kw in node.keywords if kw is not out]), node)
+        self.write_whole_array(name, old, self.visit_Call(plain), node)
+        return self.frame.find(name)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
         if is_module(obj):

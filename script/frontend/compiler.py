@@ -155,6 +155,11 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
         self.direct_return: Value | None = None
         self.where: ast.AST = tree
         self.flag_counter = 0
+        self.masked_by: Value | None = None
+        """The boolean mask of the masked write whose value is being compiled (``x[m]`` in it
+        reads the whole ``x``), else None."""
+        self.masked_reads: list[Value] = []
+        """The arrays that value read through the mask (their shapes are checked)."""
         self.literal_types: dict[Site, Type] = {}
         """list and dict literals typed by their later use (``literal_types``)."""
         self.literal_tried: set[tuple[Site, Type]] = set()
@@ -456,7 +461,10 @@ class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
             if not name.startswith("$") and name not in live:
                 continue
             outer = self.frame.find(name)
-            values = [true_frame.vars.get(name, outer), false_frame.vars.get(name, outer)]
+            # a branch that only tested the name (`if h is None: h = ...` has an else where
+            # h is not None) gives its narrowed value
+            values = [frame.vars.get(name, frame.refined.get(name, outer))
+                      for frame in (true_frame, false_frame)]
             for k, frame in enumerate((true_frame, false_frame)):
                 if frame.left_function and not isinstance(values[k], Value) and \
                         isinstance(values[1 - k], Value):

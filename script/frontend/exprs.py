@@ -461,6 +461,10 @@ class ExprMixin:
 
     def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
         """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
+        if self.masked_by is not None and isinstance(index, ast.Name) and \
+                self.frame.find(index.id) is self.masked_by:
+            self.masked_reads.append(value)
+            return value  # x[m] in the value of a masked write: the whole x (assign_masked)
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         gathered = self.integer_array_index(value, items)
         if gathered is not None:
@@ -469,9 +473,9 @@ class ExprMixin:
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")
         for item in items:
-            if _is_none_literal(item):
-                raise self.error(item, "None (a new axis) in a subscript is not supported; use "
-                                 "np.expand_dims")
+            if _is_none_literal(item) and ellipses:
+                raise self.error(item, "None (a new axis) in a subscript with an ellipsis is "
+                                 "not supported; use np.expand_dims")
         if ellipses:
             cut = ellipses[0]
             value = self.index_axes(value, items[cut + 1:], from_end=True)
@@ -491,11 +495,13 @@ class ExprMixin:
                 self.where = saved
             # a select drops its axis: counted from the front the next item keeps the number;
             # counted from the end it moves one closer to the end either way
-            if from_end or isinstance(item, ast.Slice):
+            if from_end or isinstance(item, ast.Slice) or _is_none_literal(item):
                 axis += 1
         return value
 
     def index_axis(self: FunctionCompiler, value: Any, item: ast.expr, axis: int) -> Any:
+        if _is_none_literal(item):  # x[:, None]: a new axis of size 1 here (only from the front)
+            return self.emit_value("tensor::expand_dims", [value, self.const(axis)])
         if not isinstance(item, ast.Slice):
             return self.emit_value("tensor::select",
                                    [value, self.const(axis), self.index_value(item)])

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.registry import constant_of
 from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
 from script.frontend.calls import op_for_object
@@ -48,6 +50,9 @@ class IterMixin:
             static = self.resolve_static(node)
             if static is not NOT_STATIC and is_module_sequence(static):
                 return StaticPlan([Static(unwrap_module(m)) for m in static])
+        if isinstance(node, ast.List) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            # `for g in [dW, db]:` iterates the arrays themselves: g is another name of each
+            return StaticPlan([self.expr(e) for e in node.elts])
         if isinstance(node, ast.Call):
             obj = self.resolve_static(node.func)
             handlers = {builtins.range: self.range_plan, builtins.enumerate: self.enumerate_plan,
@@ -80,6 +85,12 @@ class IterMixin:
         if not isinstance(tensor.type, TensorType):
             raise self.error(node, f"unbind needs a Tensor, not {tensor.type}")
         trip = self.emit_value("tensor::size", [tensor, axis])
+        t = tensor.type
+        if t.rank == 1 and t.dtype is not None and np.dtype(t.dtype).kind in "iu":
+            # numpy yields integer scalars (np.int64), which index, count and compare as ints
+            # (x[t], t - 1, max(0, t - k)): the loop variable is an int
+            return DynamicPlan(trip, lambda i: self.emit_value(
+                "prim::Int", [self.emit_value("tensor::select", [tensor, axis, i])]))
         return DynamicPlan(trip, lambda i: self.emit_value("tensor::select", [tensor, axis, i]))
 
     def range_plan(self: FunctionCompiler, node: ast.Call) -> DynamicPlan:

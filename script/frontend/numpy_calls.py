@@ -122,7 +122,7 @@ class NumpyMixin:
             return None
         if len(indices) > (1 if leading else 2):
             return None
-        values = [self.expr(i) for i in indices]
+        values = [self.index_array(self.expr(i)) for i in indices]
         for item, v in zip(indices, values):
             if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
                 raise self.error(item, f"an index must be an int or an integer array, not "
@@ -134,6 +134,14 @@ class NumpyMixin:
         if len(values) == 1:
             return self.emit_value("tensor::take", [value, values[0], self.const(leading)])
         return self.emit_value("tensor::index_pairs", [value, *values])
+
+    def index_array(self: FunctionCompiler, value: Any) -> Any:
+        """An index value as numpy reads it: a list of ints is an integer array (``o[rows, y]``
+        with ``y: List[int]``); anything else as it is."""
+        t = value.type
+        if isinstance(t, ListType) and t.element == INT:
+            return self.emit_value("tensor::array", [value, self.const(None)])
+        return value
 
     # -- sorted and list.reverse -------------------------------------------------------------
     def builtin_sorted(self: FunctionCompiler, node: ast.Call) -> Any:

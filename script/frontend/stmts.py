@@ -15,6 +15,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ir.core import PARAM
 from ir.registry import constant_of
 from ir.types import (
     ANY,
@@ -155,6 +156,8 @@ class StmtMixin:
     def visit_Assign(self: FunctionCompiler, node: ast.Assign) -> None:
         if len(node.targets) == 1 and self.assign_shape(node.targets[0], node.value):
             return
+        if len(node.targets) == 1 and self.assign_masked(node.targets[0], node.value):
+            return
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
@@ -241,6 +244,9 @@ class StmtMixin:
             self.set_dict_item(base, target.slice, value, target)
             return
         if isinstance(base.type, TensorType):
+            if not isinstance(target.value, ast.Name) and \
+                    self.write_stored_item(target, base, value):
+                return
             self.write_array_item(target, value)
             return
         if not isinstance(base.type, ListType) or isinstance(target.slice, ast.Slice):
@@ -286,10 +292,34 @@ class StmtMixin:
         if symbol is None:
             raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
         result = self.binary(symbol, current, rhs, node)
+        result = self.keep_dtype_in_place(current, result, node)
         if isinstance(target, ast.Name) and isinstance(current.type, TensorType):
             self.rebind_array(target.id, current, result, node)  # numpy: x changes in place
             return
         self.assign(target, result, node)
+
+    def keep_dtype_in_place(self: FunctionCompiler, current: Any, result: Any,
+                            node: ast.AugAssign) -> Any:
+        """``x += v`` on an array writes into ``x``: the result keeps ``x``'s dtype (numpy casts
+        a float64 result into a float32 array). A 0-d value may be a numpy scalar, which ``+=``
+        replaces, so the cast is for arrays of rank >= 1 (an if on ``x.ndim``, decided when the
+        function is specialized)."""
+        if not (isinstance(current.type, TensorType) and isinstance(result.type, TensorType)):
+            return result
+        if _starts_as_a_number(current):
+            return result  # an accumulator (`acc = 0`): its first update makes a new array
+        name = f"$in_place_{id(node)}"
+        ndim = self.emit_value("tensor::ndim", [current])
+        is_scalar = self.binary("==", ndim, self.const(0), node)
+
+        def cast() -> None:
+            dtype = self.emit_value("tensor::dtype", [current])
+            self.frame.set(name, self.emit_value("tensor::astype", [result, dtype]))
+
+        self.emit_if(is_scalar, lambda: self.frame.set(name, result), cast, end_of(node), node)
+        value = self.frame.find(name)
+        del self.frame.vars[name]
+        return value
 
     def visit_AnnAssign(self: FunctionCompiler, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name):
@@ -588,3 +618,15 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 def _hint(name: str) -> str:
     return display_name(name)
+
+
+def _starts_as_a_number(value: Any) -> bool:
+    """Whether ``value`` is a loop-carried variable that starts as a number (an accumulator
+    ``acc = 0`` that the loop makes a tensor: ``tensor::full[weak_dtype]`` before the loop)."""
+    node = value.node
+    block = node.owner if node.kind == PARAM else None
+    loop = block.owner if block is not None else None
+    if loop is None or loop.kind != "prim::Loop" or value.index < 1:
+        return False
+    start = loop.inputs[value.index + 1]
+    return is_number(start.type) or bool(start.node.attrs.get("weak_dtype"))

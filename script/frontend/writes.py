@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
-from ir.registry import lookup
-from ir.types import BOOL, INT, TensorType, is_number
+from ir.registry import NOT_CONSTANT, constant_of, lookup
+from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
+from script.frontend.calls import op_for_object
 from script.frontend.env import Frame, Static, Undefined, loaded_names, walk_same_function
 
 if TYPE_CHECKING:
@@ -55,6 +56,115 @@ class WriteMixin:
         new = self.put_index(old, target.slice, value, target)
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
+
+    def write_stored_item(self: FunctionCompiler, target: ast.Subscript, read: Value,
+                          value: Any) -> bool:
+        """``xs[t][i] = v`` right after ``xs[t] = <a new array>`` (min-char-rnn's one-hot:
+        ``xs[t] = np.zeros((vocab_size, 1)); xs[t][inputs[t]] = 1``): the stored array is
+        written and stored again. Only when nothing used the container since that store and
+        nothing else holds the array (names bound to it are rebound); False otherwise."""
+        inner = target.value
+        if not (isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name)):
+            return False
+        container = self.frame.find(inner.value.id)
+        if not isinstance(container, Value) or \
+                not isinstance(container.type, (DictType, ListType)):
+            return False
+        if read.node.kind in ("prim::DictGetItem", "prim::ListIndex") and not read.uses:
+            read.node.erase()  # the read of xs[t] the assignment made: unused
+        store = _last_user(self.graph.insert_point, container)
+        if store is None or store.kind not in ("prim::DictSetItem", "prim::ListSetItem"):
+            return False
+        key, stored = store.inputs[1], store.inputs[2]
+        again = self.expr(inner.slice)
+        same_key = again is key or (constant_of(again) is not NOT_CONSTANT
+                                     and constant_of(again) == constant_of(key))
+        fresh = _is_made(stored.node) or (stored.node.kind == "prim::Constant"
+                                           and isinstance(stored.type, TensorType))
+        if not same_key or len(stored.uses) != 1 or not fresh:
+            return False
+        aliases = self.check_aliases(inner.value.id, stored, target)
+        new = self.put_index(stored, target.slice, value, target)
+        self.emit(store.kind, [container, key, new], [])
+        for alias in aliases:
+            self.frame.set(alias, new)
+        return True
+
+    def assign_masked(self: FunctionCompiler, target: ast.expr, value_node: ast.expr) -> bool:
+        """``z[m] = np.exp(-x[m])`` with a boolean array ``m`` of ``z``'s shape (CS231n's stable
+        sigmoid): the selected elements computed elementwise over the whole arrays, then
+        ``z = np.where(m, value, z)`` cast to ``z``'s dtype. The value may only combine numbers
+        and arrays read through the same mask with elementwise ops, so that each selected
+        element is computed from the elements at its own position; False when ``m`` is not a
+        boolean array."""
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and isinstance(target.slice, (ast.Name, ast.Compare))):
+            return False
+        if isinstance(target.slice, ast.Name):  # x[m] reads through the same mask: x[m] = f(x[m])
+            mask, mask_name = self.frame.find(target.slice.id), target.slice.id
+        else:  # y[x < 0] = v: a comparison (it has no effects; evaluated again if not a mask)
+            mask, mask_name = self.expr(target.slice), None
+        if not (isinstance(mask, Value) and isinstance(mask.type, TensorType)
+                and mask.type.dtype == "bool"):
+            return False
+        if not self.is_masked_elementwise(value_node, mask_name):
+            raise self.error(value_node, "a write through a boolean mask is supported for a "
+                             "number or an elementwise expression of arrays read through the "
+                             f"same mask ({target.value.id}[m] = np.exp(-x[m])); write "
+                             f"{target.value.id} = np.where(m, ..., {target.value.id})")
+        name = target.value.id
+        old = self.frame.find(name)
+        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
+            raise self.error(target, f"'{name}' is not an array")
+        self.masked_by, saved = mask, self.masked_by
+        self.masked_reads = []
+        try:
+            value = self.expr(value_node)
+        finally:
+            self.masked_by = saved
+        chosen = self.emit_value("tensor::where", [mask, value, old])
+        for other in [mask, chosen, *self.masked_reads]:
+            self.require_same_shape(other, old, target)
+        aliases = self.check_write(name, old, target)
+        new = self.emit_value("tensor::astype", [chosen, self.emit_value("tensor::dtype",
+                                                                          [old])])
+        for alias in [name, *aliases]:
+            self.frame.set(alias, new)
+        return True
+
+    def require_same_shape(self: FunctionCompiler, a: Value, b: Value, node: ast.AST) -> None:
+        """A ValueError at run time unless ``a`` has ``b``'s shape (the same number of axes
+        and of elements, and ``a`` broadcast with ``b`` where that could hide a difference)."""
+        for kind in ("tensor::ndim", "tensor::numel"):
+            same = self.binary("==", self.emit_value(kind, [a]), self.emit_value(kind, [b]),
+                               node)
+            self.emit_if(same, lambda: None, lambda: self.raise_exception(
+                "a boolean mask, and each array read through it, must have the shape of the "
+                "array written through it (other masks are not supported)", "ValueError"),
+                (getattr(node, "end_lineno", 0) or 0, 0), node)
+
+    def is_masked_elementwise(self: FunctionCompiler, node: ast.expr, mask: str | None
+                              ) -> bool:
+        """Whether ``node`` combines numbers and ``x[mask]`` reads with elementwise ops only."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float, bool))
+        if isinstance(node, ast.Subscript):
+            return mask is not None and isinstance(node.value, ast.Name) and \
+                isinstance(node.slice, ast.Name) and node.slice.id == mask
+        if isinstance(node, ast.BinOp):
+            return not isinstance(node.op, ast.MatMult) and \
+                self.is_masked_elementwise(node.left, mask) and \
+                self.is_masked_elementwise(node.right, mask)
+        if isinstance(node, ast.UnaryOp):
+            return self.is_masked_elementwise(node.operand, mask)
+        if isinstance(node, ast.Name):
+            value = self.frame.find(node.id)
+            return isinstance(value, Value) and is_number(value.type)
+        if isinstance(node, ast.Call) and not node.keywords:
+            op = op_for_object(self.resolve_static(node.func))
+            return op is not None and op.is_elementwise and all(
+                self.is_masked_elementwise(a, mask) for a in node.args)
+        return False
 
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
                           node: ast.AST) -> None:
@@ -170,7 +280,7 @@ class WriteMixin:
             return None
         if not any(_may_be_array(i) for i in indices):
             return None
-        values = [self.expr(i) for i in indices]
+        values = [self.index_array(self.expr(i)) for i in indices]
         if not any(isinstance(v.type, TensorType) for v in values):
             return None
         for item, v in zip(indices, values):
@@ -204,6 +314,8 @@ class WriteMixin:
                 continue
             if other not in live or storage.overlap(value, [old]) is None:
                 continue
+            if _distinct_new_arrays(value, old):
+                continue  # o, s = f(x) where f returns [o, s], two arrays it made
             raise self.error(node, f"this in-place write to '{name}' would also change "
                              f"'{other}' (numpy shows the write through every name of an array "
                              f"and its views), which the compiled code cannot follow: copy one "
@@ -288,6 +400,18 @@ class WriteMixin:
                                      f"({other} = <value>.copy())")
 
 
+def _last_user(before: Node, value: Value) -> Node | None:
+    """The last node before ``before`` in its block that uses ``value`` (in a nested block
+    too), or None."""
+    node = before.prev
+    while node is not None:
+        if any(value in inner.inputs for inner in [node, *(n for b in node.blocks
+                                                               for n in b.walk())]):
+            return node
+        node = node.prev
+    return None
+
+
 def memory_roots(value: Value, loop: Node) -> set[Value]:
     """Where ``value``'s memory may come from at the end of a step of ``loop``: arrays made by
     ops, parameters of ``loop`` (and what they start as), and values read from outside."""
@@ -356,6 +480,16 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
                 if len(node.owner.returns) > v.index:
                     todo.append(node.owner.returns[v.index])
             continue
+        followed: list[Value] | None = []
+        if node.kind in _UNPACKS:
+            followed = _unpacked_literal_item(node.inputs[0], v.index)
+        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            followed = _call_result_sources(node, node.subgraph.outputs[v.index])
+        if node.kind in _UNPACKS or node.kind == "prim::CallFunction":
+            if followed is None:
+                yield v
+            todo += followed or []
+            continue
         todo += _sources(node, v)
         if not _sources(node, v) and _is_made(node):
             continue
@@ -372,18 +506,128 @@ def _sources(node: Node, v: Value) -> list[Value]:
     if node.kind in _FOLLOWED:
         return [node.inputs[0]]
     if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-        sub = node.subgraph
-        leaves = list(array_origins(sub.outputs[v.index]))
-        inner = {id(x): k for k, x in enumerate(sub.inputs)}
-        if all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
-            return [node.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
-        return []
+        return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
     op = lookup(node.kind)
     if node.kind.startswith("tensor::") and op is not None and op.is_view:
         return [x for x in node.inputs if isinstance(x.type, TensorType)]
     if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
         return [node.inputs[0]]
     return []
+
+
+_UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}
+"""Unpacking ops and the literal whose items they give back."""
+
+
+def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
+    """Where item ``index`` of an unpacked list or tuple may come from, when the container is a
+    literal that nothing but this unpacking uses (``o, s = [o, s]``, also the ``return [o, s]``
+    of a called function): nothing changed it, so the item is the array put into it. [] when
+    that array is one the called function made; None (not followed) otherwise."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return [made.inputs[index]]
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    sub = made.subgraph
+    literal = sub.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    return _call_result_sources(made, literal.node.inputs[index])
+
+
+def _distinct_new_arrays(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` can only be memory made by different nodes of this function (or
+    of a function it called): then they are different arrays, whatever the storage classes
+    (which put the items of a list in one class) say."""
+    roots_a, roots_b = _new_array_roots(a), _new_array_roots(b)
+    return roots_a is not None and roots_b is not None and not roots_a & roots_b
+
+
+def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> set[int] | None:
+    """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
+    branches, loops, calls and unpacked literals; None when it may be other memory (an
+    argument, a constant, an item read from a container). ``inputs`` maps a called function's
+    inputs to the caller's values."""
+    roots: set[int] = set()
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if inputs is not None and id(v) in inputs:
+            found = _new_array_roots(inputs[id(v)])
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == PARAM:
+            loop = node.owner.owner if node.owner is not None else None
+            if loop is None or loop.kind != "prim::Loop" or v.index < 1:
+                return None
+            todo.append(loop.inputs[v.index + 1])
+            if len(node.owner.returns) > v.index:
+                todo.append(node.owner.returns[v.index])
+            continue
+        if node.kind in _UNPACKS:
+            found = _unpacked_roots(node.inputs[0], v.index)
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            found = _new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node))
+            if found is None:
+                return None
+            roots |= found
+            continue
+        sources = _sources(node, v)
+        if sources:
+            todo += sources
+        elif _is_made(node):
+            roots.add(id(node))
+        else:
+            return None
+    return roots
+
+
+def _call_inputs(call: Node) -> dict[int, Value]:
+    return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
+
+
+def _unpacked_roots(container: Value, index: int) -> set[int] | None:
+    """``_new_array_roots`` of item ``index`` of an unpacked literal (see
+    ``_unpacked_literal_item``)."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return _new_array_roots(made.inputs[index])
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    literal = made.subgraph.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    return _new_array_roots(literal.node.inputs[index], _call_inputs(made))
+
+
+def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
+    """The arguments of ``call`` that ``result`` (a value of its subgraph) may be the memory
+    of; [] when it is an array the called function made; None when it may be memory the caller
+    cannot follow (a global, a container's item)."""
+    sub = call.subgraph
+    leaves = list(array_origins(result))
+    inner = {id(x): k for k, x in enumerate(sub.inputs)}
+    if not all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
+        return None
+    return [call.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
 
 
 _AUGMENTED = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",

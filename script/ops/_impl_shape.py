@@ -81,9 +81,17 @@ def ndim(a: Any) -> int:
     return int(a.ndim)
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+"""numpy dtype -> its name (``dtype.name`` builds the string on every read, ~1.6 us)."""
+
+
 def dtype(a: Any) -> str:
     """The name of the dtype."""
-    return str(a.dtype.name)
+    t = a.dtype
+    name = _DTYPE_NAMES.get(t)
+    if name is None:
+        name = _DTYPE_NAMES[t] = str(t.name)
+    return name
 
 
 # -- splitting and joining ----------------------------------------------------------------------

@@ -224,7 +224,7 @@ def bad_tensor_index(x: Tensor) -> Tensor:
 
 
 def bad_none_index(x: Tensor) -> Tensor:
-    return x[None]  # ERROR: None \(a new axis\) in a subscript is not supported
+    return x[..., None]  # ERROR: None \(a new axis\) in a subscript with an ellipsis is not
 
 
 def bad_tuple_index(t: Tuple[Tensor, Tensor], i: int) -> Tensor:

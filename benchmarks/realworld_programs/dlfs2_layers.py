@@ -1,22 +1,22 @@
-"""Real numpy RNN code: the layers of "Deep Learning from Scratch 2" (oreilly-japan/
-deep-learning-from-scratch-2, ``common/time_layers.py`` and ``common/functions.py``, MIT License),
-ported with type annotations only. Each class method becomes a function taking what the method
-read from ``self`` and returning what it stored there (``self.cache``, ``self.grads[i][...] =``);
-the bodies are the book's. They use ``np.dot`` for 2-D products (outer products of batches in the
-backward), ``np.hstack``, ``.argmax``, ``x[np.arange(n), t]``, ``.size``, ``/=``.
+"""The layers of "Deep Learning from Scratch 2" (https://github.com/oreilly-japan/
+deep-learning-from-scratch-2, ``common/time_layers.py`` and ``common/functions.py``, MIT
+License): ``softmax``, ``cross_entropy_error``, the ``RNN`` and ``LSTM`` cells' forward and
+hand-written backward, ``TimeAffine.forward`` and ``TimeSoftmaxWithLoss.forward``. They use
+``np.dot`` for 2-D products (outer products of batches in the backward), ``np.hstack``,
+``.argmax``, ``x[np.arange(n), t]``, ``.size``, ``/=`` and ``*=`` on a mask.
 
-Compiled equals plain (float32 and float64); the book's hand-written LSTM backward, compiled,
-equals the gradient the compiler derives from the compiled forward; gradients equal finite
-differences."""
+Changes: annotations; each class method is a function taking what the method read from
+``self`` (``self.params``, ``self.cache``, ``self.ignore_label`` as a local constant) and
+returning what it stored there (``self.cache``, ``self.grads[i][...] =``); the book's ``import
+numpy as np`` through ``common.np``. ``lstm_step`` is an added wrapper without the cache.
+"""
 
 from typing import Tuple
 
 import numpy as np
-import pytest
 
-from script import Tensor, script
-from script import vjp
-from tests.gradcheck import check_vjp
+from benchmarks.realworld_programs import Case, arrays
+from script import Tensor
 
 LSTMCache = Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]
 
@@ -163,80 +163,49 @@ def time_softmax_with_loss(xs: Tensor, ts: Tensor) -> Tensor:
     return loss
 
 
-# -- arguments -----------------------------------------------------------------------------------
-N, D, H, T, V = 3, 4, 5, 6, 7
+SIZES = {"test": (3, 4, 5, 6, 7), "bench": (64, 128, 256, 20, 1000)}  # N, D, H, T, V
 
 
-def _arrays(dtype, *shapes):
-    rng = np.random.default_rng(sum(map(sum, shapes)))
-    return tuple((rng.standard_normal(s) * 0.5).astype(dtype) for s in shapes)
+def _sized(dtype: str, size: str, *names: str) -> tuple:
+    N, D, H, T, V = SIZES[size]
+    dims = {"N": N, "D": D, "H": H, "4H": 4 * H, "T": T, "V": V}
+    shapes = [tuple(dims[d] for d in name.split(",")) for name in names]
+    return arrays(dtype, len(names), *shapes)
 
 
-def lstm_args(dtype):
-    return _arrays(dtype, (N, D), (N, H), (N, H), (D, 4 * H), (H, 4 * H), (4 * H,))
-
-
-def labels():
+def _labels(size: str) -> np.ndarray:
+    N, _, _, T, V = SIZES[size]
     ts = np.random.default_rng(5).integers(0, V, (N, T))
     ts[0, 2] = -1  # ignored
     return ts
 
 
-PROGRAMS = {
-    "softmax_2d": (softmax, lambda d: _arrays(d, (N, V))),
-    "softmax_1d": (softmax, lambda d: _arrays(d, (V,))),
-    "cross_entropy_labels": (cross_entropy_error, lambda d: (
-        softmax(_arrays(d, (N, V))[0]), np.array([1, 0, 6]))),
-    "cross_entropy_one_hot": (cross_entropy_error, lambda d: (
-        softmax(_arrays(d, (N, V))[0]), np.eye(V, dtype=d)[[1, 0, 6]])),
-    "rnn_forward": (rnn_forward, lambda d: _arrays(d, (N, D), (N, H), (D, H), (H, H), (H,))),
-    "rnn_backward": (rnn_backward, lambda d: _arrays(d, (N, H), (D, H), (H, H), (N, D), (N, H),
-                                                     (N, H))),
-    "lstm_forward": (lstm_forward, lstm_args),
-    "time_affine": (time_affine_forward, lambda d: _arrays(d, (N, T, D), (D, V), (V,))),
-    "time_softmax_labels": (time_softmax_with_loss, lambda d: (*_arrays(d, (N, T, V)),
-                                                               labels())),
-    "time_softmax_one_hot": (time_softmax_with_loss, lambda d: (
-        *_arrays(d, (N, T, V)), np.eye(V, dtype=d)[np.abs(labels())])),
+def _probs(dtype: str, size: str) -> Tensor:
+    return softmax(_sized(dtype, size, "N,V")[0])
+
+
+CASES = {
+    "softmax_2d": Case(softmax, lambda d, s: _sized(d, s, "N,V"), grad=True),
+    "softmax_1d": Case(softmax, lambda d, s: _sized(d, s, "V"), grad=True),
+    "cross_entropy_labels": Case(cross_entropy_error, lambda d, s: (
+        _probs(d, s), np.arange(SIZES[s][0]) % SIZES[s][4]), grad=True),
+    "cross_entropy_one_hot": Case(cross_entropy_error, lambda d, s: (
+        _probs(d, s), np.eye(SIZES[s][4], dtype=d)[np.arange(SIZES[s][0]) % SIZES[s][4]])),
+    "rnn_forward": Case(rnn_forward, lambda d, s: _sized(d, s, "N,D", "N,H", "D,H", "H,H", "H"),
+                        grad=True),
+    "rnn_backward": Case(rnn_backward, lambda d, s: _sized(d, s, "N,H", "D,H", "H,H", "N,D",
+                                                           "N,H", "N,H")),
+    "lstm_forward": Case(lstm_forward, lambda d, s: _sized(d, s, "N,D", "N,H", "N,H", "D,4H",
+                                                           "H,4H", "4H"), grad=True),
+    "lstm_backward": Case(lstm_backward, lambda d, s: (
+        *_sized(d, s, "N,H", "N,H"), *_sized(d, s, "D,4H", "H,4H"),
+        lstm_forward(*_sized(d, s, "N,D", "N,H", "N,H", "D,4H", "H,4H", "4H"))[2])),
+    "time_affine": Case(time_affine_forward, lambda d, s: _sized(d, s, "N,T,D", "D,V", "V"),
+                        grad=True),
+    "time_softmax_labels": Case(time_softmax_with_loss, lambda d, s: (
+        *_sized(d, s, "N,T,V"), _labels(s)), grad=True),
+    "time_softmax_one_hot": Case(time_softmax_with_loss, lambda d, s: (
+        *_sized(d, s, "N,T,V"), np.eye(SIZES[s][4], dtype=d)[np.abs(_labels(s))])),
 }
-
-
-def _same(got, want, dtype):
-    if isinstance(want, tuple):
-        for g, w in zip(got, want):
-            _same(g, w, dtype)
-        return
-    assert np.asarray(got).dtype == np.asarray(want).dtype
-    assert np.shape(got) == np.shape(want)
-    np.testing.assert_allclose(got, want, rtol=2e-5 if dtype == "float32" else 1e-12,
-                               atol=1e-6 if dtype == "float32" else 1e-12)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_compiled_equals_plain(name, dtype):
-    fn, make_args = PROGRAMS[name]
-    args = make_args(dtype)
-    _same(script(fn)(*args), fn(*args), dtype)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_books_lstm_backward_equals_the_derived_gradient(dtype):
-    args = lstm_args(dtype)
-    x, h_prev, c_prev, Wx, Wh, b = args
-    dh_next, dc_next = _arrays(dtype, (N, H), (N, H) + (1,))[0], _arrays(dtype, (N, H))[0]
-    _, _, cache = lstm_forward(*args)
-    want = lstm_backward(dh_next, dc_next, Wx, Wh, cache)
-    _same(script(lstm_backward)(dh_next, dc_next, Wx, Wh, cache), want, dtype)
-    _, backward = vjp(script(lstm_step), *args)
-    derived = backward((dh_next, dc_next))
-    # the derived order is the arguments' (x, h_prev, c_prev, Wx, Wh, b)
-    got = tuple(derived[k] for k in (0, 1, 2, 3, 4, 5))
-    _same(got, want, dtype)
-
-
-@pytest.mark.parametrize("name", ["rnn_forward", "lstm_forward", "time_affine",
-                                  "time_softmax_labels", "cross_entropy_labels"])
-def test_gradients_match_finite_differences(name):
-    fn, make_args = PROGRAMS[name]
-    check_vjp(script(fn), make_args("float64"))
+BENCH = "lstm_forward"
+BENCH_DTYPE = "float32"  # the book's weights are astype('f')
