@@ -1,0 +1,59 @@
+"""Native recurrent loops: a ``prim::Loop`` compiled to one LLVM function, no Python per step.
+
+The loop of a recurrent layer is a handful of nodes run T times: a row of the input projection
+(``select``), the recurrent matmul, the fused cell (a fusion group) and the store of the new
+state into the output (``write_slot``). Run as generated Python, each step costs a few
+microseconds of interpreter and call overhead per node, which at small sizes (B=8, H=64) is
+about as much as the arithmetic. ``compile_loop(node)`` analyzes such a loop once
+(``LoopProgram``: which values come from outside, what each node does, where each value lives);
+calling the result runs every step in native code:
+
+- the loop counter and the integer arithmetic on it are LLVM integers; a ``select`` and a
+  ``write_slot`` index wraps like Python's and is bounds-checked (an index out of range returns
+  to Python, which reruns the loop and raises numpy's ``IndexError``);
+- a ``matmul`` of two 2-D arrays is a call of numpy's own CBLAS GEMM through a function pointer
+  (``fuser.cpu.blas``): the same library, threads and sums as numpy's ``@``;
+- a fusion group calls the element loop of the group's kernel, compiled into the same module
+  (the same ``noinline`` function the kernel's own entries call, so a step gives the kernel's
+  bits), with the plan the kernel makes for these layouts (``Kernel.make_plan``);
+- a ``write_slot`` (and an in-place ``x[t] = v``) is a ``memmove`` of the value into its slot;
+- a value made in the body lives in one of two buffers by step parity: the state carried into a
+  step was made by the previous step in the other buffer, so nothing a step reads is
+  overwritten while it runs; a value appended to a list (or carried into one that is) gets a
+  slot per step in one (T, ...) buffer instead, and the list gets views of the slots after the
+  loop. The buffers are allocated for each call (``np.empty``); the carried results the caller
+  receives are the buffers of the last step;
+- lists from outside the loop are read by index or popped from the end (the backward's saved
+  values and cotangents: their items are checked once, before the first step), or appended to.
+
+What the native code may assume is checked for each call before it runs (otherwise the caller
+runs the loop as Python, ``None`` being returned): every array is an ``ndarray`` of its static
+dtype and shape, the carried initial values are C-contiguous, every written array is writeable,
+each kernel's plan for these layouts is one slab. The machine code depends only on the loop's
+structure and on each kernel's column-stride classes: sizes, strides and addresses are run-time
+arguments, so the object is shared across sizes and kept in ``fuser.cpu.jit``'s disk cache like
+a kernel's.
+
+When the steps are independent across batch rows, ``RNNSCRIPT_LOOP_THREADS=N`` runs the loop
+over N row ranges at once (``ranges``). A loop with anything else in its body (ifs, nested
+loops, other ops, a ``while``, a list both read and appended to) stays Python: ``compile_loop``
+raises ``LoopRefused`` saying which node, and ``explain`` reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
+keeps every loop Python.
+
+The modules: ``program`` (the analysis), ``layouts``, ``builder`` (the LLVM IR), ``runtime``
+(``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on helper threads).
+"""
+
+from __future__ import annotations
+
+from fuser.cpu.loop.program import LoopProgram, LoopRefused, enabled
+from fuser.cpu.loop.runtime import NativeLoop, Variant
+from ir.core import Node
+
+
+def compile_loop(node: Node) -> NativeLoop:
+    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not."""
+    return NativeLoop(LoopProgram.of(node))
+
+
+__all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "Variant", "compile_loop", "enabled"]

@@ -1,0 +1,380 @@
+"""The LLVM module of one native loop for one set of layouts (``LoopBuilder``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from fuser.cpu import blas
+from fuser.cpu.codegen import (
+    ARRAY_DATA_OFFSET,
+    ARRAY_DESCR_OFFSET,
+    ARRAY_DIMS_OFFSET,
+    ARRAY_ND_OFFSET,
+    ARRAY_STRIDES_OFFSET,
+    OBJECT_TYPE_OFFSET,
+    PTR,
+    TUPLE_ITEMS_OFFSET,
+    TUPLE_SIZE_OFFSET,
+    KernelBuilder,
+)
+from fuser.cpu.loop.layouts import Layout
+from fuser.cpu.loop.program import NUMBER_OPS, WRITES, LoopProgram, LoopRefused, is_int, where
+from fuser.cpu.mathfns import F32, F64, I64
+from ir.core import Node, Value
+from ir.types import ScalarType
+
+I32 = ir.IntType(32)
+I1 = ir.IntType(1)
+PLACEHOLDER = "rnnscript_loop_name"
+"""the loop function's name until the text is hashed (``NativeLoop`` names it by the hash)."""
+
+
+class LoopBuilder:
+    """The LLVM module of one loop for one set of layouts (kernel classes and gemm flags)."""
+
+    def __init__(self, prog: LoopProgram, layouts: dict[Value, Layout], int_bits: int):
+        self.prog = prog
+        self.layouts = layouts
+        self.int_bits = int_bits
+        self.module = ir.Module(name="loop")
+        self.ints: list[Any] = []
+        """what each entry of the ints array holds: a key ``Variant`` fills in."""
+        self.doubles: list[Any] = []
+        self.plans: dict[Node, Any] = {}
+
+    def int_slot(self, key: Any) -> Any:
+        self.ints.append(key)
+        ptr = self.b.gep(self.ints_arg, [ir.Constant(I64, len(self.ints) - 1)], source_etype=I64)
+        return self.b.load(ptr, typ=I64)
+
+    def double_slot(self, key: Any) -> Any:
+        self.doubles.append(key)
+        ptr = self.b.gep(self.dbl_arg, [ir.Constant(I64, len(self.doubles) - 1)],
+                         source_etype=F64)
+        return self.b.load(ptr, typ=F64)
+
+    def build(self) -> str:
+        prog = self.prog
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, I64, PTR, PTR, PTR]),
+                         PLACEHOLDER)
+        arrays, trip, self.ints_arg, self.dbl_arg, fns = fn.args
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        b = self.b = ir.IRBuilder(entry)
+        self.fail = fn.append_basic_block("fail")
+        ir.IRBuilder(self.fail).ret(ir.Constant(I32, 1))
+
+        def data(slot: int):
+            item = b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
+                         source_etype=ir.IntType(8))
+            obj = b.load(item, typ=PTR)
+            return b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
+                                source_etype=ir.IntType(8)), typ=PTR)
+
+        slot = 0
+        self.ptr: dict[Value, Any] = {}
+        for v in prog.free_arrays:
+            self.ptr[v] = data(slot)
+            slot += 1
+        inits = []
+        for _ in prog.params:
+            inits.append(data(slot))
+            slot += 1
+        self.bufs: dict[Value, tuple[Any, Any]] = {}
+        self.seqs: dict[Value, Any] = {}
+        for v in prog.produced:
+            if v in prog.sequenced:
+                self.seqs[v] = data(slot)
+                slot += 1
+            else:
+                self.bufs[v] = (data(slot), data(slot + 1))
+                slot += 2
+        self.sizes: dict[Value, Any] = {}
+        self.items: dict[Value, Any] = {}
+        for lst in prog.free_lists:
+            if prog.roles[lst] != "append":
+                tup = b.load(b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
+                                   source_etype=ir.IntType(8)), typ=PTR)
+                self.sizes[lst] = b.load(b.gep(tup, [ir.Constant(I64, TUPLE_SIZE_OFFSET)],
+                                               source_etype=ir.IntType(8)), typ=I64)
+                self.items[lst] = b.gep(tup, [ir.Constant(I64, TUPLE_ITEMS_OFFSET)],
+                                        source_etype=ir.IntType(8))
+                slot += 1
+        self.num_val: dict[Value, Any] = {}
+        gemm_ty = self._gemm_type
+        self.sgemm = b.load(b.gep(fns, [ir.Constant(I64, 0)], source_etype=PTR),
+                            typ=ir.PointerType(gemm_ty(F32)))
+        self.dgemm = b.load(b.gep(fns, [ir.Constant(I64, 1)], source_etype=PTR),
+                            typ=ir.PointerType(gemm_ty(F64)))
+        # the loop-invariant sizes, strides and plans: loaded once, before the loop
+        self.prepared: dict[Any, Any] = {}
+        self.r0 = self.int_slot(("r0",)) if prog.batch is not None else None
+        self._prepare()
+        for lst in self.items:
+            self._check_items(lst)
+            if prog.roles[lst] == "pop":  # one item per step
+                self._require(b.icmp_signed(">=", self.sizes[lst], trip))
+        (body,) = prog.node.blocks
+        counter = body.params[0]
+        loop = fn.append_basic_block("step")
+        done = fn.append_basic_block("done")
+        before = b.block
+        self.entry_end = b.cbranch(b.icmp_signed(">", trip, ir.Constant(I64, 0)), loop, done)
+        b.position_at_end(loop)
+        i = self.i = b.phi(I64, "i")
+        i.add_incoming(ir.Constant(I64, 0), before)
+        phis = []
+        for p, init in zip(prog.params, inits):
+            phi = b.phi(PTR, p.name or "carried")
+            phi.add_incoming(init, before)
+            self.ptr[p] = phi
+            phis.append(phi)
+        self.num_val[counter] = i
+        self.odd = b.trunc(i, I1)
+        for n in body:
+            self._step(n)
+        nxt = b.add(i, ir.Constant(I64, 1))
+        i.add_incoming(nxt, b.block)
+        for phi, r in zip(phis, prog.results):
+            phi.add_incoming(self.ptr[r], b.block)
+        b.cbranch(b.icmp_signed("<", nxt, trip), loop, done)
+        b.position_at_end(done)
+        b.ret(ir.Constant(I32, 0))
+        return str(self.module)
+
+    def _gemm_type(self, real: Any) -> ir.FunctionType:
+        n = ir.IntType(self.int_bits)
+        return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
+                                               real, PTR, n])
+
+    # -- before the loop
+    def _prepare(self) -> None:
+        """Load every loop-invariant size, stride and plan pointer in the entry block."""
+        (body,) = self.prog.node.blocks
+        b = self.b
+        for v in self.seqs:
+            self.prepared[("seq", v)] = self.int_slot(("seq", v))
+        for n in body:
+            if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
+                                              and n.inputs[0] in self.prog.unbound):
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+            elif n.kind in WRITES:
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
+                                    self.int_slot(("bytes", n)))
+                if self.r0 is not None:
+                    self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
+            elif n.kind == "tensor::matmul":
+                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
+            elif n in self.prog.kernels:
+                self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
+        for v in self.prog.free_scalars:
+            if is_int(v):
+                self.num_val[v] = self.int_slot(("free", v))
+            else:
+                self.num_val[v] = self.double_slot(("free", v))
+
+    # -- one node of the body
+    def _num(self, v: Value) -> Any:
+        """The LLVM value of a Python number: an i64 for an int, a double for a float."""
+        if v.is_constant:
+            c = v.constant
+            if isinstance(c, bool) or not isinstance(c, (int, float)):
+                raise LoopRefused(f"the constant {c!r} is not a number")
+            return ir.Constant(I64, c) if isinstance(c, int) else ir.Constant(F64, float(c))
+        return self.num_val[v]
+
+    def _double(self, v: Value) -> Any:
+        x = self._num(v) if v.type != ScalarType("bool") else None
+        if x is None:  # a bool scalar: 1.0 or 0.0, as float(True) is
+            c = v.constant if v.is_constant else None
+            if c is None:
+                raise LoopRefused(f"a bool value %{v.name} in a kernel")
+            return ir.Constant(F64, float(c))
+        return self.b.sitofp(x, F64) if x.type == I64 else x
+
+    def _index(self, idx: Any, dim: Any) -> Any:
+        """``idx`` wrapped like Python's (negative from the end) and checked against ``dim``."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        idx = b.select(b.icmp_signed("<", idx, zero), b.add(idx, dim), idx)
+        ok = b.and_(b.icmp_signed(">=", idx, zero), b.icmp_signed("<", idx, dim))
+        self._require(ok)
+        return idx
+
+    def _require(self, ok: Any) -> None:
+        """Go on when ``ok``, else return 1 (the caller reruns the loop as Python)."""
+        cont = self.fn.append_basic_block("ok")
+        self.b.cbranch(ok, cont, self.fail)
+        self.b.position_at_end(cont)
+
+    def _rows(self, v: Value) -> Any:
+        """The pointer to this row range's first row of (B, ...) value ``v`` (``v`` itself
+        when the loop runs over all rows at once)."""
+        if self.r0 is None:
+            return self.ptr[v]
+        key = ("row stride", v)
+        stride = self.prepared.get(key)
+        if stride is None:  # loaded in the entry block, where every step can see it
+            here = self.b.block
+            self.b.position_before(self.entry_end)
+            stride = self.prepared[key] = self.b.mul(self.r0, self.int_slot(key))
+            self.b.position_at_end(here)
+        return self.b.gep(self.ptr[v], [stride], source_etype=ir.IntType(8))
+
+    def _buffer(self, v: Value) -> Any:
+        """Where value ``v`` made by this step goes: its slot of this step, or the buffer of
+        this step's parity."""
+        if v in self.seqs:
+            return self.b.gep(self.seqs[v], [self.b.mul(self.i, self.prepared[("seq", v)])],
+                              source_etype=ir.IntType(8))
+        even, odd = self.bufs[v]
+        return self.b.select(self.odd, odd, even)
+
+    def _check_items(self, lst: Value) -> None:
+        """Before the loop: return 1 unless every item of ``lst`` (a tuple of its items) is an
+        ndarray of the list's dtype and shape, C-contiguous (what the steps assume)."""
+        b, fn = self.b, self.fn
+        rank = len(self.prog.item_types[lst].shape)  # type: ignore[arg-type]
+        kind = self.int_slot(("ndarray",))
+        descr = self.int_slot(("descr", lst))
+        dims = [self.int_slot(("item dim", lst, d)) for d in range(rank)]
+        strides = [self.int_slot(("item stride", lst, d)) for d in range(rank)]
+        n = self.sizes[lst]
+        start = b.block
+        head, body, done = (fn.append_basic_block(x) for x in ("items", "item", "items_ok"))
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64, "k")
+        k.add_incoming(ir.Constant(I64, 0), start)
+        b.cbranch(b.icmp_signed("<", k, n), body, done)
+        b.position_at_end(body)
+        obj = b.load(b.gep(self.items[lst], [k], source_etype=PTR), typ=PTR)
+
+        def at(ptr: Any, offset: int, ty: Any = PTR) -> Any:
+            return b.load(b.gep(ptr, [ir.Constant(I64, offset)], source_etype=ir.IntType(8)),
+                          typ=ty)
+
+        self._require(b.icmp_unsigned("==", b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64), kind))
+        same = b.and_(b.icmp_unsigned("==", b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64), descr),
+                      b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, I32), ir.Constant(I32, rank)))
+        self._require(same)
+        dim_ptr, stride_ptr = at(obj, ARRAY_DIMS_OFFSET), at(obj, ARRAY_STRIDES_OFFSET)
+        same = ir.Constant(I1, 1)
+        for d in range(rank):
+            got_d = b.load(b.gep(dim_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+            got_s = b.load(b.gep(stride_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+            same = b.and_(same, b.and_(b.icmp_signed("==", got_d, dims[d]),
+                                       b.icmp_signed("==", got_s, strides[d])))
+        self._require(same)
+        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def _item(self, lst: Value, at: Any) -> Any:
+        """The data pointer of item ``at`` (in range) of list ``lst``."""
+        b = self.b
+        obj = b.load(b.gep(self.items[lst], [at], source_etype=PTR), typ=PTR)
+        return b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
+                            source_etype=ir.IntType(8)), typ=PTR)
+
+    def _step(self, n: Node) -> None:
+        b = self.b
+        kind = n.kind
+        if n in self.prog.kernels:
+            kernel = self.prog.kernels[n]
+            plan = self.plans[n]
+            params = self.prepared[n]
+            kb = KernelBuilder(kernel.spec, plan.classes, f"group{len(self.module.globals)}")
+            kb.module = self.module
+            body = kb._body_function()
+            inputs = self.prog.kernel_inputs[n]
+            by_row = self.prog.row_inputs.get(n, set())
+            datas = [self._rows(inputs[i]) if i in by_row else self.ptr[inputs[i]]
+                     for i in kernel.spec.array_inputs]
+            scalars = [self._double(inputs[i]) for i in kernel.spec.scalar_inputs]
+            outs = []
+            for v in n.outputs:
+                self.ptr[v] = self._buffer(v)
+                outs.append(self._rows(v))
+            kb._call_body(b, body, params, datas, outs, scalars)
+            return
+        if kind == "prim::Constant":
+            return
+        if kind in NUMBER_OPS:
+            x, y = (self._num(v) for v in n.inputs)
+            int_op, float_op = NUMBER_OPS[kind]
+            if is_int(n.output):  # Python's ints do not wrap: an overflow returns to Python
+                pair = getattr(b, f"s{int_op}_with_overflow")(x, y)
+                self._require(b.not_(b.extract_value(pair, 1)))
+                self.num_val[n.output] = b.extract_value(pair, 0)
+                return
+            x = b.sitofp(x, F64) if x.type == I64 else x
+            y = b.sitofp(y, F64) if y.type == I64 else y
+            if float_op == "fdiv":
+                self._require(b.fcmp_unordered("!=", y, ir.Constant(F64, 0.0)))
+            self.num_val[n.output] = getattr(b, float_op)(x, y)
+            return
+        if kind in ("tensor::unbind", "prim::ListAppend"):
+            return  # items are read as selects; appended values are kept in their storage
+        if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
+            lst, idx = n.inputs
+            x, _ = self.prog.unbound[lst]
+            dim, stride = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
+                                       source_etype=ir.IntType(8))
+            return
+        if kind == "prim::ListIndex":
+            lst, idx = n.inputs
+            self.ptr[n.output] = self._item(lst, self._index(self._num(idx), self.sizes[lst]))
+            return
+        if kind == "prim::ListPop":
+            lst, _ = n.inputs
+            last = b.sub(b.sub(self.sizes[lst], ir.Constant(I64, 1)), self.i)
+            self.ptr[n.output] = self._item(lst, last)
+            return
+        if kind == "tensor::select":
+            x, _, idx = n.inputs
+            dim, stride = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
+                                       source_etype=ir.IntType(8))
+            return
+        if kind in WRITES:
+            if kind == "tensor::select_put_":
+                buf, value, _, idx = n.inputs
+                self.ptr[n.output] = self.ptr[buf]
+            else:
+                buf, _, idx, value = n.inputs
+            dim, stride, nbytes = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
+            src = self.ptr[value]
+            if self.r0 is not None:  # this range's rows of the slot
+                dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],
+                            source_etype=ir.IntType(8))
+                src = self._rows(value)
+            move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
+            b.call(move, [dst, src, nbytes, ir.Constant(I1, 0)])
+            return
+        if kind == "tensor::matmul":
+            a, bm = n.inputs
+            self.ptr[n.output] = self._buffer(n.output)
+            out = self._rows(n.output)
+            m, nn, k, ta, tb, lda, ldb, ldc = self.prepared[n]
+            double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
+            real = F64 if double else F32
+            width = ir.IntType(self.int_bits)
+
+            def size(x: Any) -> Any:
+                return x if self.int_bits == 64 else b.trunc(x, width)
+
+            one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
+            b.call(self.dgemm if double else self.sgemm,
+                   [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32), b.trunc(tb, I32),
+                    size(m), size(nn), size(k), one, self._rows(a), size(lda), self.ptr[bm],
+                    size(ldb), zero, out, size(ldc)])
+            return
+        raise LoopRefused(f"{where(n)}: no native code for {kind}")  # _check refused it before

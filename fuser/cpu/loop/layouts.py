@@ -1,0 +1,52 @@
+"""Array layouts as the native loop plans them: (shape, byte strides, itemsize)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.types import TensorType
+
+# -- layouts ---------------------------------------------------------------------------------------
+Layout = tuple[tuple[int, ...], tuple[int, ...], int]
+"""(shape, byte strides, itemsize)"""
+
+
+def c_layout(t: TensorType) -> Layout:
+    item = np.dtype(t.dtype).itemsize
+    shape = tuple(int(d) for d in t.shape)  # type: ignore[union-attr]
+    strides, acc = [], item
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return shape, tuple(reversed(strides)), item
+
+
+def gemm_operand(lay: Layout) -> tuple[int, int] | None:
+    """(transposed?, leading dimension) of a matrix for row-major CBLAS, or None."""
+    (rows, cols), (rs, cs), item = lay
+    if rs % item or cs % item:
+        return None
+    rs, cs = rs // item, cs // item
+    if cols <= 1 or cs == 1:
+        ld = rs if rows > 1 else max(cols, 1)
+        if ld >= max(cols, 1):
+            return 0, ld
+    if rows <= 1 or rs == 1:
+        ld = cs if cols > 1 else max(rows, 1)
+        if ld >= max(rows, 1):
+            return 1, ld
+    return None
+
+
+class Unplannable(Exception):
+    """These layouts cannot run natively (the loop runs as Python for them)."""
+
+
+def dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+    """Whether an array of ``shape`` and byte ``strides`` is one C-ordered block."""
+    acc = item
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d > 1 and s != acc:
+            return False
+        acc *= d
+    return True

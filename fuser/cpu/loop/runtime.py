@@ -1,0 +1,400 @@
+"""The compiled loop: ``NativeLoop`` checks a call's arguments, finds or compiles the machine code
+for their layouts (``Variant``), runs it (over row ranges at once when asked) and hands back the
+carried results, the appended items and the popped lists."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fuser.cpu import blas, jit
+from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
+from fuser.cpu.loop.layouts import Layout, Unplannable, c_layout, dense, gemm_operand
+from fuser.cpu.loop.program import WRITES, LoopProgram
+from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
+from ir.core import Node, Value
+
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_int64, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_void_p)
+"""``int loop(tuple of arrays, trip count, int64 *ints, double *doubles, void **functions)``:
+0 when every step ran, 1 when an index was out of range (nothing the caller can see was
+written then but slots of ``write_slot`` targets, which the Python rerun writes again)."""
+
+
+@dataclass
+class Variant:
+    """The machine code and the loop-invariant arguments for one set of input layouts."""
+
+    fn: Any
+    ints: np.ndarray
+    free_ints: list[tuple[int, int]]
+    """(position in ``ints``, position in the free values) of each int to fill per call."""
+    doubles: np.ndarray
+    free_doubles: list[tuple[int, int]]
+    """the same for each float."""
+    buffers: list[tuple[tuple[int, ...], np.dtype, bool]]
+    """per made value: its shape, dtype and whether it keeps a slot per step."""
+    keep: list[Any]
+    """the plans' parameter arrays whose addresses ``ints`` holds."""
+    keys: list[Any] = field(default_factory=list)
+    """what each entry of ``ints`` holds (``LoopBuilder.ints``)."""
+    layouts: dict[Value, Layout] = field(default_factory=dict)
+    plans: dict[Node, Any] = field(default_factory=dict)
+    splits: dict[int, list[np.ndarray] | None] = field(default_factory=dict)
+    """per count of row ranges: the ints of each range (None: these layouts do not split)."""
+
+
+class NativeLoop:
+    """A loop compiled natively: ``loop(trip, free values, initial carried values)`` returns the
+    carried results, or None when these arguments cannot run natively (the caller then runs the
+    loop as Python)."""
+
+    def __init__(self, prog: LoopProgram):
+        self.prog = prog
+        self.variants: dict[tuple, Variant | None] = {}
+        self.lock = threading.Lock()
+        self.free_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
+                            for v in prog.free_arrays]
+        self.init_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
+                            for v in prog.params]
+        pos = {v: k for k, v in enumerate(prog.free)}
+        self.array_pos = [pos[v] for v in prog.free_arrays]
+        self.list_pos = [pos[v] for v in prog.free_lists]
+        self.list_roles = [prog.roles[v] for v in prog.free_lists]
+        self.changed_lists = any(r != "read" for r in self.list_roles)
+        self.buffer_at: list[int] = []
+        """per made value, the index of its first buffer in a call's buffer list."""
+        at = 0
+        for v in prog.produced:
+            self.buffer_at.append(at)
+            at += 1 if v in prog.sequenced else 2
+        gemm = blas.gemm()
+        assert gemm is not None
+        self.gemm = gemm
+        self.fns = np.array([gemm.sgemm, gemm.dgemm], np.uint64)
+        self.calls = 0
+        """how many calls ran natively (for tests and ``explain``)."""
+
+    def __repr__(self) -> str:
+        return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0])} nodes>"
+
+    def __call__(self, trip: Any, free: tuple, inits: tuple) -> tuple | None:
+        prog = self.prog
+        arrays = [free[k] for k in self.array_pos]
+        for a, (dtype, shape) in zip(arrays, self.free_checks):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                return None
+        for a, (dtype, shape) in zip(inits, self.init_checks):
+            if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
+                    or not a.flags.c_contiguous):
+                return None
+        for k in prog.write_targets:
+            if not arrays[k].flags.writeable:
+                return None
+        for k in prog.written_params:
+            if not inits[k].flags.writeable:
+                return None
+        lists = [free[k] for k in self.list_pos]
+        if any(type(lst) is not list for lst in lists):
+            return None
+        if self.changed_lists and len({id(lst) for lst in lists}) != len(lists):
+            return None  # one list under two names: the steps' order would matter
+        try:
+            trip = int(trip)
+        except (TypeError, ValueError):
+            return None
+        if trip <= 0:
+            return tuple(inits)
+        if trip >= 2**62:
+            return None
+        key = tuple([a.strides for a in arrays])
+        variant = self.variants.get(key, False)
+        if variant is False:
+            with self.lock:
+                variant = self.variants.get(key, False)
+                if variant is False:
+                    variant = self.variants[key] = self._variant(arrays)
+        if variant is None:
+            return None
+        ints, doubles = variant.ints, variant.doubles
+        if variant.free_ints:
+            ints = ints.copy()
+            for at, k in variant.free_ints:
+                value = free[k]
+                if type(value) is not int or not -2**62 < value < 2**62:
+                    return None
+                ints[at] = value
+        if variant.free_doubles:
+            doubles = doubles.copy()
+            for at, k in variant.free_doubles:
+                value = free[k]
+                if not isinstance(value, (float, int)) or isinstance(value, bool):
+                    return None
+                doubles[at] = value
+        bufs = []
+        for shape, dtype, sequenced in variant.buffers:
+            if sequenced:
+                bufs.append(np.empty((trip, *shape), dtype))
+            else:
+                bufs.append(np.empty(shape, dtype))
+                bufs.append(np.empty(shape, dtype))
+        tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
+        items = tuple([*arrays, *inits, *bufs, *tuples])
+        ranges = self._ranges(variant)
+        if ranges is None:
+            status = variant.fn(items, trip, ints.ctypes.data, doubles.ctypes.data,
+                                self.fns.ctypes.data)
+        else:
+            if variant.free_ints:
+                ranges = [r.copy() for r in ranges]
+                for r in ranges:
+                    for at, _ in variant.free_ints:
+                        r[at] = ints[at]
+            status = run_ranges(variant.fn, items, trip, ranges, doubles, self.fns)
+        if status != 0:
+            return None
+        self.calls += 1
+        last = (trip - 1) & 1
+
+        def final(k: int) -> Any:
+            at = self.buffer_at[k]
+            return bufs[at][trip - 1] if prog.produced[k] in prog.sequenced else bufs[at + last]
+
+        for lst, role in zip(lists, self.list_roles):
+            if role == "pop":
+                del lst[len(lst) - trip:]
+        if prog.appends:
+            self._append(trip, free, inits, bufs, lists)
+        return tuple([final(k) if how == "made" else inits[k] if how == "same" else free[k]
+                      for how, k in prog.sources])
+
+    def _append(self, trip: int, free: tuple, inits: tuple, bufs: list, lists: list) -> None:
+        """Append what each step appended, in step order, to the lists."""
+        prog = self.prog
+        made = {v: k for k, v in enumerate(prog.produced)}
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        params = {v: j for j, v in enumerate(prog.params)}
+        by_list: dict[int, list[list[Any]]] = {}
+        list_of = {v: lists[k] for k, v in enumerate(prog.free_lists)}
+        for lst, v in prog.appends:
+            r = prog.root.get(v, v)
+            if r in made:
+                steps = list(bufs[self.buffer_at[made[r]]])
+            elif r in params:
+                j = params[r]
+                how, k = prog.sources[j]
+                if how == "made":
+                    steps = [inits[j], *bufs[self.buffer_at[k]][:trip - 1]]
+                elif how == "same":
+                    steps = [inits[j]] * trip
+                else:
+                    steps = [inits[j]] + [free[k]] * (trip - 1)
+            else:
+                steps = [free[free_at[r]]] * trip
+            by_list.setdefault(id(list_of[lst]), [list_of[lst]]).append(steps)
+        for target, *sequences in by_list.values():
+            if len(sequences) == 1:
+                target.extend(sequences[0])
+            else:
+                target.extend(itertools.chain.from_iterable(zip(*sequences)))
+
+    # -- variants
+    def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
+        try:
+            return self._make_variant(arrays)
+        except Unplannable:
+            return None
+
+    def _make_variant(self, arrays: list[np.ndarray]) -> Variant:
+        prog = self.prog
+        layouts: dict[Value, Layout] = {}
+        for v, a in zip(prog.free_arrays, arrays):
+            layouts[v] = (a.shape, a.strides, a.itemsize)
+        for p in prog.params:
+            layouts[p] = c_layout(p.type)  # type: ignore[arg-type]
+        for v in prog.produced:
+            layouts[v] = c_layout(v.type)  # type: ignore[arg-type]
+        ints: dict[Any, int] = {}
+        plans: dict[Node, Any] = {}
+        (body,) = prog.node.blocks
+        for v in prog.sequenced:
+            shape, _, item = layouts[v]
+            ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
+        ints[("ndarray",)] = id(np.ndarray)
+        for lst in prog.free_lists:
+            if prog.roles[lst] == "append":
+                continue
+            e = prog.item_types[lst]
+            shape, strides, item = c_layout(e)  # type: ignore[arg-type]
+            ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
+            for d, (size, stride) in enumerate(zip(shape, strides)):
+                ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
+        for n in body:
+            if n.kind in ("prim::ListIndex", "prim::ListPop"):
+                lst = n.inputs[0]
+                if lst not in prog.unbound:
+                    layouts[n.output] = c_layout(prog.item_types[lst])
+                    continue
+                x, ax = prog.unbound[lst]
+                shape, strides, item = layouts[x]
+                ax = ax + len(shape) if ax < 0 else ax
+                layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
+                                     item)
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+            elif n.kind == "tensor::select":
+                x, axis, _ = n.inputs
+                shape, strides, item = layouts[x]
+                ax = int(axis.constant)
+                ax = ax + len(shape) if ax < 0 else ax
+                if not 0 <= ax < len(shape):
+                    raise Unplannable
+                layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
+                                     item)
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+            elif n.kind in WRITES:
+                if n.kind == "tensor::select_put_":
+                    buf, value, axis, _ = n.inputs
+                    layouts[n.output] = layouts[buf]
+                else:
+                    buf, axis, _, value = n.inputs
+                shape, strides, item = layouts[buf]
+                ax = int(axis.constant)
+                slot_shape, slot_strides = shape[ax + 1:], strides[ax + 1:]
+                want = c_layout(value.type)  # type: ignore[arg-type]
+                if (slot_shape != want[0] or not dense(slot_shape, slot_strides, item)
+                        or not dense(*layouts[value])):
+                    raise Unplannable
+                ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+                ints[("bytes", n)] = int(np.prod(slot_shape, dtype=np.int64)) * item
+            elif n.kind == "tensor::matmul":
+                a, bm = n.inputs
+                la, lb = layouts[a], layouts[bm]
+                ga, gb = gemm_operand(la), gemm_operand(lb)
+                if ga is None or gb is None:
+                    raise Unplannable
+                (m, k), (_, nn) = la[0], lb[0]
+                flags = [blas.CBLAS_TRANS if g[0] else blas.CBLAS_NO_TRANS for g in (ga, gb)]
+                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1))):
+                    ints[("gemm", n, j)] = value
+            elif n in prog.kernels:
+                kernel = prog.kernels[n]
+                inputs = prog.kernel_inputs[n]
+                plan = kernel.make_plan([layouts[inputs[i]] for i, _ in kernel.array_slots])
+                if plan is None or plan.fn is None or len(plan.pointers) != 1:
+                    raise Unplannable
+                for v, shape in zip(n.outputs, plan.shapes):
+                    if tuple(shape) != layouts[v][0]:
+                        raise Unplannable
+                plans[n] = plan
+                ints[("plan", n)] = plan.pointers[0]
+        if prog.batch is not None:
+            ints[("r0",)] = 0
+            for v, (shape, strides, _) in layouts.items():
+                ints[("row stride", v)] = strides[0] if shape else 0
+            for n in body:
+                if n.kind in WRITES:
+                    buf = n.inputs[0]
+                    ints[("slot rows", n)] = layouts[buf][1][int(write_axis(n).constant) + 1]
+        builder = LoopBuilder(prog, layouts, self.gemm.int_bits)
+        builder.plans = plans
+        text = builder.build()
+        name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        text = text.replace(PLACEHOLDER, name)
+        (address,) = jit.compile_ir(text, [name])
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        free_ints, int_values = [], []
+        for at, key in enumerate(builder.ints):
+            if key[0] == "free":
+                free_ints.append((at, free_at[key[1]]))
+                int_values.append(0)
+            else:
+                int_values.append(ints[key])
+        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(builder.doubles)]
+        dbl_values = [0.0] * len(builder.doubles)
+        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
+                    v in prog.sequenced) for v in prog.produced]
+        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
+                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
+                       [p.params for p in plans.values()], list(builder.ints), layouts, plans)
+
+    # -- row ranges
+    def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
+        """The ints of each row range to run at once (None: one loop over every row)."""
+        batch = self.prog.batch
+        if batch is None or not self.gemm.set_threads:
+            return None
+        threads = min(range_count(), batch // MIN_ROWS)
+        if threads < 2:
+            return None
+        found = variant.splits.get(threads, False)
+        if found is False:
+            with self.lock:
+                found = variant.splits.get(threads, False)
+                if found is False:
+                    try:
+                        found = self._split(variant, threads)
+                    except Unplannable:
+                        found = None
+                    variant.splits[threads] = found
+        return found
+
+    def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
+        prog = self.prog
+        batch = prog.batch
+        assert batch is not None
+        bounds = [batch * k // parts for k in range(parts + 1)]
+        out = []
+        for r0, r1 in zip(bounds, bounds[1:]):
+            values = self._range_values(variant, r0, r1 - r0)
+            ints = variant.ints.copy()
+            for at, key in enumerate(variant.keys):
+                if key in values:
+                    ints[at] = values[key]
+            out.append(ints)
+        return out
+
+    def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:
+        """The ints that differ for the row range ``r0:r0 + rows``: the plans of the groups
+        over those rows, the GEMMs' row count, the bytes of each slot write."""
+        prog = self.prog
+        layouts = variant.layouts
+        values: dict[Any, int] = {("r0",): r0}
+
+        def cut(lay: Layout) -> Layout:
+            shape, strides, item = lay
+            return (rows, *shape[1:]), strides, item
+
+        (body,) = prog.node.blocks
+        for n in body:
+            if n in prog.kernels:
+                kernel = prog.kernels[n]
+                inputs = prog.kernel_inputs[n]
+                by_row = prog.row_inputs.get(n, set())
+                plan = kernel.make_plan([cut(layouts[inputs[i]]) if i in by_row
+                                         else layouts[inputs[i]] for i, _ in kernel.array_slots])
+                if (plan is None or plan.fn is None or len(plan.pointers) != 1
+                        or plan.classes != variant.plans[n].classes
+                        or any(tuple(s) != cut(layouts[v])[0]
+                               for v, s in zip(n.outputs, plan.shapes))):
+                    raise Unplannable
+                variant.keep.append(plan.params)
+                values[("plan", n)] = plan.pointers[0]
+            elif n.kind == "tensor::matmul":
+                values[("gemm", n, 0)] = rows
+            elif n.kind in WRITES:
+                buf = n.inputs[0]
+                shape, _, item = layouts[buf]
+                ax = int(write_axis(n).constant)
+                per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
+                values[("bytes", n)] = rows * per_row
+        return values
+
+
+def write_axis(n: Node) -> Value:
+    return n.inputs[2] if n.kind == "tensor::select_put_" else n.inputs[1]
