@@ -281,7 +281,8 @@ def test_dropout_stack_fuses_in_training_and_in_eval():
 
 # -- strict mode and copies ------------------------------------------------------------------------
 @pytest.mark.parametrize("mode,layers,bidir", [("LSTM", 1, False), ("LSTM", 2, False),
-                                               ("LSTM", 2, True), ("RNN", 2, True)])
+                                               ("LSTM", 2, True), ("RNN", 2, True),
+                                               ("GRU", 1, False), ("GRU", 2, True)])
 def test_strict_mode_accepts_the_front_end(mode, layers, bidir):
     """Every elementwise op of a stack fuses: no per-layer cast of the stacked output, no final
     state placed row by row after each layer's loop (both were refused in strict mode)."""

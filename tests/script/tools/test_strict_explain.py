@@ -152,6 +152,13 @@ def test_explain_says_why_an_op_was_left_out(fn, make_args, reason):
     assert reason in report
 
 
+def test_strict_accepts_an_op_alone_that_no_group_could_take():
+    x, w = _arrays((B, IN), (IN, H))
+    f = script(single_tanh, strict=True)
+    np.testing.assert_allclose(f(x, w), single_tanh(x, w), rtol=1e-6)
+    assert "a single op with no fusible neighbour" in script(single_tanh).explain(x, w)
+
+
 def test_explain_reports_groups_loops_and_matmuls():
     x, hx, cx = _arrays((T, B, IN), (B, H), (B, H))
     weights = _arrays((4 * H, IN), (4 * H, H), (4 * H,), (4 * H,), seed=1)
