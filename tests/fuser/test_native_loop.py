@@ -446,3 +446,36 @@ def test_steps_that_mix_batch_rows_run_as_one_range(monkeypatch):
     assert_same(f(x, h, w), mixes(x, h, w), np.float64)
     (lp,) = native_loops(f, x, h, w)
     assert lp.calls == 1 and lp.prog.batch is None
+
+
+def cs231n_style(x: Tensor, h0: Tensor, wx: Tensor, wh: Tensor, b: Tensor) -> Tensor:
+    n, t_len, _ = x.shape
+    h = np.zeros((n, t_len, h0.shape[1]))
+    prev = h0
+    for t in range(t_len):
+        prev = np.tanh(x[:, t, :] @ wx + prev @ wh + b)
+        h[:, t, :] = prev
+    return h
+
+
+def test_slots_along_a_later_axis_are_written_block_by_block(monkeypatch):
+    """CS231n's ``h[:, t, :] = ...`` and ``x[:, t, :]``, and the cat the batch-matmul pass makes
+    of a strided row and the state."""
+    rng = np.random.default_rng(12)
+    args = (rng.standard_normal((5, 20, 4)), rng.standard_normal((5, 6)),
+            rng.standard_normal((4, 6)) * 0.5, rng.standard_normal((6, 6)) * 0.5,
+            rng.standard_normal(6))
+    f = script(cs231n_style)
+    assert_same(f(*args), cs231n_style(*args), np.float64)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1
+    out, grads = vjp_result(f, args)
+    loops = gradient_loops(f, args)
+    # the forward runs natively; the reverse loop stays Python (a carried gradient's shape is
+    # not known to the backward graph yet)
+    assert len(loops) == 1 and loops[0].calls == 1
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(cs231n_style), args)
+    assert_same(tuple(out), tuple(want_out), np.float64)
+    assert_same(tuple(grads), tuple(want_grads), np.float64)

@@ -163,10 +163,22 @@ class LoopBuilder:
             elif n.kind in WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
+                axis = n.inputs[2] if n.kind == "tensor::select_put_" else n.inputs[1]
+                if int(axis.constant) > 0:
+                    self.prepared[("outer", n)] = (self.int_slot(("outer", n)),
+                                                   self.int_slot(("outer stride", n)))
                 if self.r0 is not None:
                     self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
             elif n.kind == "tensor::matmul":
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
+            elif n.kind == "tensor::cat":
+                pieces = self.prog.constructed[n.inputs[0]]
+                self.prepared[n] = (self.int_slot(("cat outer", n)),
+                                    self.int_slot(("cat row", n)),
+                                    [(self.int_slot(("cat offset", n, k)),
+                                      self.int_slot(("cat block", n, k)),
+                                      self.int_slot(("cat stride", n, k)))
+                                     for k in range(len(pieces))])
             elif n in self.prog.kernels:
                 self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
         for v in self.prog.free_scalars:
@@ -316,8 +328,29 @@ class LoopBuilder:
                 self._require(b.fcmp_unordered("!=", y, ir.Constant(F64, 0.0)))
             self.num_val[n.output] = getattr(b, float_op)(x, y)
             return
-        if kind in ("tensor::unbind", "prim::ListAppend"):
-            return  # items are read as selects; appended values are kept in their storage
+        if kind in ("tensor::unbind", "prim::ListAppend", "prim::ListConstruct"):
+            return  # items are read as selects, kept in their storage, copied by their cat
+        if kind == "tensor::cat":
+            self.ptr[n.output] = out = self._buffer(n.output)
+            outer, row, pieces = self.prepared[n]
+            move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
+            for v, (offset, block, stride) in zip(self.prog.constructed[n.inputs[0]], pieces):
+                start = b.block
+                head, copy, done = (self.fn.append_basic_block(x)
+                                    for x in ("piece", "piece_row", "piece_done"))
+                b.branch(head)
+                b.position_at_end(head)
+                j = b.phi(I64, "j")
+                j.add_incoming(ir.Constant(I64, 0), start)
+                b.cbranch(b.icmp_signed("<", j, outer), copy, done)
+                b.position_at_end(copy)
+                dst = b.gep(out, [b.add(b.mul(j, row), offset)], source_etype=ir.IntType(8))
+                src = b.gep(self.ptr[v], [b.mul(j, stride)], source_etype=ir.IntType(8))
+                b.call(move, [dst, src, block, ir.Constant(I1, 0)])
+                j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
+                b.branch(head)
+                b.position_at_end(done)
+            return
         if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
             lst, idx = n.inputs
             x, _ = self.prog.unbound[lst]
@@ -357,7 +390,26 @@ class LoopBuilder:
                             source_etype=ir.IntType(8))
                 src = self._rows(value)
             move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
-            b.call(move, [dst, src, nbytes, ir.Constant(I1, 0)])
+            outer = self.prepared.get(("outer", n))
+            if outer is None:
+                b.call(move, [dst, src, nbytes, ir.Constant(I1, 0)])
+                return
+            count, stride = outer  # a slot along a later axis: `count` blocks, strided
+            start = b.block
+            head, copy, done = (self.fn.append_basic_block(x) for x in ("blocks", "block",
+                                                                         "blocks_done"))
+            b.branch(head)
+            b.position_at_end(head)
+            j = b.phi(I64, "j")
+            j.add_incoming(ir.Constant(I64, 0), start)
+            b.cbranch(b.icmp_signed("<", j, count), copy, done)
+            b.position_at_end(copy)
+            b.call(move, [b.gep(dst, [b.mul(j, stride)], source_etype=ir.IntType(8)),
+                          b.gep(src, [b.mul(j, nbytes)], source_etype=ir.IntType(8)),
+                          nbytes, ir.Constant(I1, 0)])
+            j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
+            b.branch(head)
+            b.position_at_end(done)
             return
         if kind == "tensor::matmul":
             a, bm = n.inputs

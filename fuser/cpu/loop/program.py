@@ -114,6 +114,8 @@ class LoopProgram:
     sequenced: set[Value] = field(default_factory=set)
     """made values every step of which must stay readable after the loop (appended, or carried
     into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
+    constructed: dict[Value, list[Value]] = field(default_factory=dict)
+    """lists the body builds for a ``cat`` (their items are copied into its output)."""
     item_types: dict[Value, TensorType] = field(default_factory=dict)
     """the type of the items the body reads from each ``read`` or ``pop`` list."""
     batch: int | None = None
@@ -224,6 +226,20 @@ class LoopProgram:
             if NUMBER_OPS[kind][0] is None and is_int(n.output):
                 raise LoopRefused(f"{where(n)}: an int {kind}")
             return
+        if kind == "prim::ListConstruct":
+            if not all(known_array(v) for v in n.inputs) or any(
+                    u.node.kind != "tensor::cat" for u in n.output.uses):
+                raise LoopRefused(f"{where(n)}: a list built in the loop used other than by cat")
+            self.constructed[n.output] = list(n.inputs)
+            return
+        if kind == "tensor::cat":
+            lst, axis = n.inputs
+            t = known_array(n.output)
+            if lst not in self.constructed or not axis.is_constant or t is None or not all(
+                    known_array(v).dtype == t.dtype for v in self.constructed[lst]):
+                raise LoopRefused(f"{where(n)}: a cat of arrays built elsewhere")
+            self.produced.append(n.output)
+            return
         if kind == "tensor::unbind":
             x, axis = n.inputs
             if known_array(x) is None or not axis.is_constant:
@@ -278,11 +294,12 @@ class LoopProgram:
             else:
                 buf, axis, idx, value = n.inputs
             tb, tv = known_array(buf), known_array(value)
-            if (tb is None or tv is None or not axis.is_constant or not is_int(idx)
-                    or tb.dtype != tv.dtype
-                    or tuple(tb.shape[:axis.constant]) != (1,) * axis.constant
-                    or tuple(tb.shape[axis.constant + 1:]) != tuple(tv.shape)):
-                raise LoopRefused(f"{where(n)}: a slot write that is not a plain copy")
+            ax = int(axis.constant) if axis.is_constant else None
+            if (tb is None or tv is None or ax is None or not 0 <= ax < len(tb.shape)
+                    or not is_int(idx) or tb.dtype != tv.dtype
+                    or tuple(tb.shape[:ax]) + tuple(tb.shape[ax + 1:]) != tuple(tv.shape)):
+                raise LoopRefused(f"{where(n)}: a slot write that is not a plain copy (no "
+                                  "broadcast, no cast)")
             return
         if kind.startswith("tensor::") and all(known_array(v) for v in n.outputs):
             single = _single_op_group(n)  # an elementwise op no group took: a kernel of its own

@@ -265,13 +265,34 @@ class NativeLoop:
                     buf, axis, _, value = n.inputs
                 shape, strides, item = layouts[buf]
                 ax = int(axis.constant)
-                slot_shape, slot_strides = shape[ax + 1:], strides[ax + 1:]
-                want = c_layout(value.type)  # type: ignore[arg-type]
-                if (slot_shape != want[0] or not dense(slot_shape, slot_strides, item)
+                block_shape, block_strides = shape[ax + 1:], strides[ax + 1:]
+                outer = slot_prefix(shape[:ax], strides[:ax])
+                if (outer is None or not dense(block_shape, block_strides, item)
                         or not dense(*layouts[value])):
                     raise Unplannable
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
-                ints[("bytes", n)] = int(np.prod(slot_shape, dtype=np.int64)) * item
+                ints[("bytes", n)] = int(np.prod(block_shape, dtype=np.int64)) * item
+                if ax > 0:  # the slot is `outer` blocks, `outer stride` bytes apart
+                    ints[("outer", n)], ints[("outer stride", n)] = outer
+            elif n.kind == "tensor::cat":
+                pieces = prog.constructed[n.inputs[0]]
+                shape, _, item = layouts[n.output]
+                ax = int(n.inputs[1].constant)
+                ax = ax + len(shape) if ax < 0 else ax
+                inner = int(np.prod(shape[ax + 1:], dtype=np.int64)) * item
+                ints[("cat outer", n)] = int(np.prod(shape[:ax], dtype=np.int64))
+                ints[("cat row", n)] = int(np.prod(shape[ax:], dtype=np.int64)) * item
+                offset = 0
+                for k, v in enumerate(pieces):
+                    p_shape, p_strides, _ = layouts[v]
+                    prefix = slot_prefix(p_shape[:ax], p_strides[:ax])
+                    if prefix is None or not dense(p_shape[ax:], p_strides[ax:], item):
+                        raise Unplannable
+                    block = p_shape[ax] * inner
+                    ints[("cat offset", n, k)] = offset
+                    ints[("cat block", n, k)] = block
+                    ints[("cat stride", n, k)] = prefix[1] if prefix[0] > 1 else block
+                    offset += block
             elif n.kind == "tensor::matmul":
                 a, bm = n.inputs
                 la, lb = layouts[a], layouts[bm]
@@ -394,6 +415,19 @@ class NativeLoop:
                 per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
                 values[("bytes", n)] = rows * per_row
         return values
+
+
+def slot_prefix(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """The dims before a slot's axis as one (count, byte stride), or None when they do not
+    collapse to one stride."""
+    count, stride = 1, 0
+    for d, s in zip(shape, strides):
+        if d == 1:
+            continue
+        if count > 1 and stride != s * d:
+            return None
+        count, stride = count * d, s
+    return count, stride
 
 
 def write_axis(n: Node) -> Value:
