@@ -479,3 +479,31 @@ def test_slots_along_a_later_axis_are_written_block_by_block(monkeypatch):
         want_out, want_grads = vjp_result(script(cs231n_style), args)
     assert_same(tuple(out), tuple(want_out), np.float64)
     assert_same(tuple(grads), tuple(want_grads), np.float64)
+
+
+def gated_step(x: Tensor, h: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
+    z = x @ w
+    return np.tanh(z[:, :4] + h), ops.sigmoid(z[:, 4:])
+
+
+def views_and_tuples(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+    for t in range(x.shape[0]):
+        a, g = gated_step(x[t], h, w)
+        h = (a * g + h[:, ::-1]).reshape(h.shape[0], 4)
+    return h
+
+
+def test_slices_reshapes_and_tuples_in_the_body(monkeypatch):
+    rng = np.random.default_rng(13)
+    args = (rng.standard_normal((20, 3, 5)), rng.standard_normal((3, 4)),
+            rng.standard_normal((5, 8)) * 0.5)
+    f = script(views_and_tuples)
+    assert_same(f(*args), views_and_tuples(*args), np.float64)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1
+    out, grads = vjp_result(f, args)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(views_and_tuples), args)
+    assert_same(tuple(out), tuple(want_out), np.float64)
+    assert_same(tuple(grads), tuple(want_grads), np.float64)

@@ -171,6 +171,8 @@ class LoopBuilder:
                     self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
             elif n.kind == "tensor::matmul":
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
+            elif n.kind == "tensor::slice":
+                self.prepared[n] = self.int_slot(("slice offset", n))
             elif n.kind == "tensor::cat":
                 pieces = self.prog.constructed[n.inputs[0]]
                 self.prepared[n] = (self.int_slot(("cat outer", n)),
@@ -327,6 +329,24 @@ class LoopBuilder:
             if float_op == "fdiv":
                 self._require(b.fcmp_unordered("!=", y, ir.Constant(F64, 0.0)))
             self.num_val[n.output] = getattr(b, float_op)(x, y)
+            return
+        if kind == "prim::TupleConstruct":
+            return
+        if kind in ("prim::TupleUnpack", "prim::TupleIndex"):
+            items = self.prog.tuples[n.inputs[0]]
+            chosen = items if kind == "prim::TupleUnpack" else [items[int(n.inputs[1].constant)]]
+            for out, item in zip(n.outputs, chosen):
+                if item in self.ptr:
+                    self.ptr[out] = self.ptr[item]
+                elif item in self.num_val or item.is_constant:
+                    self.num_val[out] = self._num(item)
+            return
+        if kind == "tensor::slice":  # a view: the first element moves, the strides stay
+            self.ptr[n.output] = b.gep(self.ptr[n.inputs[0]], [self.prepared[n]],
+                                       source_etype=ir.IntType(8))
+            return
+        if kind == "tensor::reshape":  # a view of a C-ordered array: the same memory
+            self.ptr[n.output] = self.ptr[n.inputs[0]]
             return
         if kind in ("tensor::unbind", "prim::ListAppend", "prim::ListConstruct"):
             return  # items are read as selects, kept in their storage, copied by their cat

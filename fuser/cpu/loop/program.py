@@ -114,6 +114,10 @@ class LoopProgram:
     sequenced: set[Value] = field(default_factory=set)
     """made values every step of which must stay readable after the loop (appended, or carried
     into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
+    tuples: dict[Value, list[Value]] = field(default_factory=dict)
+    """tuples the body builds and unpacks again (their items)."""
+    same: dict[Value, Value] = field(default_factory=dict)
+    """values that are another value of the body (a tuple's item unpacked)."""
     constructed: dict[Value, list[Value]] = field(default_factory=dict)
     """lists the body builds for a ``cat`` (their items are copied into its output)."""
     item_types: dict[Value, TensorType] = field(default_factory=dict)
@@ -182,7 +186,7 @@ class LoopProgram:
         made = {v: k for k, v in enumerate(prog.produced)}
         free_at = {v: k for k, v in enumerate(prog.free)}
         for j, r in enumerate(results):
-            r = prog.root.get(r, r)
+            r = prog.resolve(r)
             if r in made:
                 prog.sources.append(("made", made[r]))
             elif r is params[j]:
@@ -196,7 +200,7 @@ class LoopProgram:
         param_pos = {v: k for k, v in enumerate(params)}
         for n in body:
             if n.kind in WRITES:
-                buf = prog.root.get(n.inputs[0], n.inputs[0])
+                buf = prog.resolve(n.inputs[0])
                 if buf in free_pos:
                     prog.write_targets.append(free_pos[buf])
                 elif buf in param_pos:
@@ -204,7 +208,7 @@ class LoopProgram:
                 elif buf not in made:
                     raise LoopRefused(f"{where(n)}: writes into a view")
         for lst, v in prog.appends:
-            r = prog.root.get(v, v)
+            r = prog.resolve(v)
             if r in made:
                 prog.sequenced.add(r)
             elif r in param_pos:
@@ -216,6 +220,12 @@ class LoopProgram:
         prog.batch = _row_split(prog)
         return prog
 
+    def resolve(self, v: Value) -> Value:
+        """The value of the body ``v`` is: a tuple item unpacked is the item, an in-place
+        write's result is the array written."""
+        v = self.same.get(v, v)
+        return self.root.get(v, v)
+
     def _check(self, n: Node) -> None:
         kind = n.kind
         if kind == "prim::Constant":
@@ -225,6 +235,33 @@ class LoopProgram:
         if kind in NUMBER_OPS and all(is_number(v) for v in (*n.inputs, *n.outputs)):
             if NUMBER_OPS[kind][0] is None and is_int(n.output):
                 raise LoopRefused(f"{where(n)}: an int {kind}")
+            return
+        if kind == "prim::TupleConstruct":  # plumbing: a tuple the body unpacks again
+            if any(u.node.kind not in ("prim::TupleUnpack", "prim::TupleIndex")
+                   for u in n.output.uses):
+                raise LoopRefused(f"{where(n)}: a tuple kept beyond the step")
+            self.tuples[n.output] = list(n.inputs)
+            return
+        if kind in ("prim::TupleUnpack", "prim::TupleIndex"):
+            items = self.tuples.get(n.inputs[0])
+            if items is None or (kind == "prim::TupleIndex" and not n.inputs[1].is_constant):
+                raise LoopRefused(f"{where(n)}: an item of a tuple from outside the loop")
+            chosen = items if kind == "prim::TupleUnpack" else [items[int(n.inputs[1].constant)]]
+            for out, item in zip(n.outputs, chosen):
+                self.same[out] = self.same.get(item, item)
+            return
+        if kind == "tensor::slice":
+            x, axis, *bounds = n.inputs
+            if (known_array(x) is None or known_array(n.output) is None or not axis.is_constant
+                    or not all(v.is_constant for v in bounds)):
+                raise LoopRefused(f"{where(n)}: a slice with bounds known only at run time")
+            return
+        if kind == "tensor::reshape":
+            x, _ = n.inputs
+            if known_array(x) is None or known_array(n.output) is None:
+                raise LoopRefused(f"{where(n)}: a reshape of unknown shapes")
+            if known_array(x).shape == known_array(n.output).shape:  # type: ignore[union-attr]
+                self.same[n.output] = self.same.get(x, x)  # the same array, another view
             return
         if kind == "prim::ListConstruct":
             if not all(known_array(v) for v in n.inputs) or any(
@@ -290,7 +327,7 @@ class LoopProgram:
         if kind in WRITES:
             if kind == "tensor::select_put_":
                 buf, value, axis, idx = n.inputs
-                self.root[n.output] = self.root.get(buf, buf)
+                self.root[n.output] = self.resolve(buf)
             else:
                 buf, axis, idx, value = n.inputs
             tb, tv = known_array(buf), known_array(value)
@@ -349,7 +386,7 @@ def _row_split(prog: LoopProgram) -> int | None:
     (body,) = prog.node.blocks
     for n in body:  # what the steps write rows of, wherever in the step they write it
         if n.kind in WRITES:
-            split.add(prog.root.get(n.inputs[0], n.inputs[0]))
+            split.add(prog.resolve(n.inputs[0]))
             if n.kind == "tensor::select_put_":
                 split.add(n.output)
     for n in body:

@@ -183,7 +183,7 @@ class NativeLoop:
         by_list: dict[int, list[list[Any]]] = {}
         list_of = {v: lists[k] for k, v in enumerate(prog.free_lists)}
         for lst, v in prog.appends:
-            r = prog.root.get(v, v)
+            r = prog.resolve(v)
             if r in made:
                 steps = list(bufs[self.buffer_at[made[r]]])
             elif r in params:
@@ -274,6 +274,34 @@ class NativeLoop:
                 ints[("bytes", n)] = int(np.prod(block_shape, dtype=np.int64)) * item
                 if ax > 0:  # the slot is `outer` blocks, `outer stride` bytes apart
                     ints[("outer", n)], ints[("outer stride", n)] = outer
+            elif n.kind in ("prim::TupleUnpack", "prim::TupleIndex"):
+                items = prog.tuples[n.inputs[0]]
+                chosen = (items if n.kind == "prim::TupleUnpack"
+                          else [items[int(n.inputs[1].constant)]])
+                for out, item in zip(n.outputs, chosen):
+                    if item in layouts:
+                        layouts[out] = layouts[item]
+            elif n.kind == "tensor::slice":
+                x, axis, start, stop, step = n.inputs
+                shape, strides, item = layouts[x]
+                ax = int(axis.constant)
+                ax = ax + len(shape) if ax < 0 else ax
+                picked = range(shape[ax])[slice(start.constant, stop.constant, step.constant)]
+                out_shape = tuple(n.output.type.shape)  # type: ignore[union-attr]
+                if len(picked) != out_shape[ax]:
+                    raise Unplannable
+                first = picked.start if len(picked) else 0
+                ints[("slice offset", n)] = first * strides[ax]
+                out_strides = list(strides)
+                out_strides[ax] = strides[ax] * picked.step
+                layouts[n.output] = (out_shape, tuple(out_strides), item)
+            elif n.kind == "tensor::reshape":
+                if n.output in prog.same:
+                    layouts[n.output] = layouts[n.inputs[0]]
+                elif not dense(*layouts[n.inputs[0]]):
+                    raise Unplannable  # numpy would copy: not a view
+                else:
+                    layouts[n.output] = c_layout(n.output.type)  # type: ignore[arg-type]
             elif n.kind == "tensor::cat":
                 pieces = prog.constructed[n.inputs[0]]
                 shape, _, item = layouts[n.output]
