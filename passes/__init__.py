@@ -44,10 +44,12 @@ for _module in (inline, canonicalize, constant_prop, shape_prop, dce, cse, licm,
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
 CLEANUP_PIPELINE = ("inline,canonicalize,constant-prop,shape-prop,constant-prop,canonicalize,"
-                    "dce,cse,dce")
+                    "shape-prop,dce,cse,dce")
 """The cleanups: inlining, canonicalization, constant and shape propagation, DCE and CSE. Constant
 propagation runs again after shape propagation: sizes that only the specialized types know (a loop
-over ``unbind`` of a reshaped projection) fold then, giving loops constant trip counts."""
+over ``unbind`` of a reshaped projection) fold then, giving loops constant trip counts; shape
+propagation runs again after the second canonicalization, so the values after a rewrite it made
+with those sizes (a slice that became a split piece) get their static shapes."""
 
 RNN_PIPELINE = "licm,hoist-projection,hoist-rowwise,unroll,batch-matmul,licm,cse,dce"
 """The loop and matmul rewrites, in DESIGN.md section 4's order. licm runs first so that weights

@@ -178,6 +178,35 @@ def matmul_of_batch_by_matrix(node: Node) -> bool:
     return forward_outputs(node, [_insert_before(node, "tensor::reshape", [product, shape])])
 
 
+def slice_as_split(node: Node) -> bool:
+    """``x[:, H:2*H]`` of an axis of static size ``n``: when the slice is one of ``n // size``
+    equal pieces, it is that piece of ``np.split(x, n // size, axis)``, a view the fuser reads at
+    an offset (``fuser.analysis.VIEW_OPS``) like an LSTM's ``chunk``; a slice stays a barrier to
+    fusion. DLFS2's LSTM writes its gates as ``A[:, :H]`` ... ``A[:, 3*H:]``."""
+    x, axis, start, stop, step = node.inputs
+    t = x.type
+    if not (isinstance(t, TensorType) and t.shape is not None and axis.is_constant
+            and start.is_constant and stop.is_constant and step.is_constant):
+        return False
+    if step.constant not in (None, 1):
+        return False
+    ax = axis.constant
+    if not isinstance(ax, int) or not -len(t.shape) <= ax < len(t.shape):
+        return False
+    n = t.shape[ax]
+    if n is None or any(not (b is None or isinstance(b, int)) for b in (start.constant,
+                                                                          stop.constant)):
+        return False
+    picked = range(n)[slice(start.constant, stop.constant)]
+    size = len(picked)
+    if size == 0 or size == n or n % size or picked.start % size:
+        return False
+    split = node.graph.create_typed("tensor::split", [x, _constant_before(node, n // size),
+                                                      axis], source=node.source)
+    split.insert_before(node)
+    return forward_outputs(node, [split.outputs[picked.start // size]])
+
+
 def _insert_before(at: Node, kind: str, inputs: list[Value]) -> Value:
     return at.graph.create_typed(kind, inputs, source=at.source).insert_before(at).output
 
@@ -199,6 +228,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::transpose": double_transpose,
     "tensor::reshape": reshape_of_reshape,
     "tensor::matmul": matmul_of_batch_by_matrix,
+    "tensor::slice": slice_as_split,
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
