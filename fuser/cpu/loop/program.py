@@ -317,7 +317,10 @@ def _row_split(prog: LoopProgram) -> int | None:
     params = prog.params
     if not params:
         return None
-    batch = known_array(params[0]).shape[0]  # type: ignore[union-attr]
+    first = known_array(params[0])
+    if first is None or not first.shape:  # a 0-d carry (an accumulator) has no rows
+        return None
+    batch = first.shape[0]
     if batch is None or batch < 2:
         return None
 
