@@ -388,7 +388,8 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
     graph = Graph(name="single")
     inputs, args = [], []
     for v in n.inputs:
-        if v.is_constant:
+        if v.is_constant and not isinstance(v.type, TensorType):
+            # a number is written into the code; a constant array is read like any input
             args.append(graph.constant(v.constant, v.type))
         else:
             args.append(graph.add_input(v.type))
