@@ -297,15 +297,10 @@ class FeatureWriter:
         return f"np.array([{', '.join(map(str, picks))}])"
 
     def number_accumulator(self) -> None:
-        """``acc = 0.0`` (or ``0``) summed into in a loop (it becomes an array as in numpy);
-        read after the loop into a tensor of known shape."""
-        self.accumulate(in_list=False)
-
-    def accumulator_list(self) -> None:
-        """A list of number accumulators ``accs = [0.0, 0.0]`` with ``accs[k] += ...``."""
-        self.accumulate(in_list=True)
-
-    def accumulate(self, in_list: bool) -> None:
+        """``acc = 0.0`` (or ``0``) summed into in a loop (it becomes an array as in numpy), or
+        a list of number accumulators ``accs = [0.0, 0.0]`` with ``accs[k] += ...``; read after
+        the loop into a tensor of known shape."""
+        in_list = self.coin(0.4)
         shape = self.known_shape()
         i = self.fresh("i")
         header = f"for {i} in range({self.loop_count()}):"

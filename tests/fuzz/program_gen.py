@@ -158,10 +158,9 @@ class FunctionWriter(FeatureWriter, ExprWriter):
             makers += [self.in_place_write]
         if "fancy-index" in f:
             makers += [self.fancy_index]
-        if "number-accumulator" in f and nested:
+        if "number-accumulator" in f and nested and (
+                self.dtype == "float64" or "float32-accumulator" in f):
             makers += [self.number_accumulator]
-        if "accumulator-list" in f and nested:
-            makers += [self.accumulator_list]
         if "tensor-containers" in f and nested:
             makers += [self.tensor_containers]
         return makers * 2  # each twice as likely as one core statement

@@ -194,8 +194,10 @@ FEATURE_PATTERNS = {
                     r"a\d+\[np\.(array\(\[[^\n]*\]\)|arange\(\d\))\] [-+]?= ",
                     r"a\d+\[np\.(arange\(\d\)|array\(\[[^\n]*\]\)), np\.array\([^\n]*\)\] [-+]?= "],
     "number-accumulator": [r"(acc\d+) = 0\n +for [^\n]*\n +\1 \+= np\.sum\(",
-                           r"(acc\d+) = 0\.0\n", r"(acc\d+) = \1 \+ "],
-    "accumulator-list": [r"accs\d+ = \[0(\.0)?(, 0(\.0)?)+\]", r"accs\d+\[1\] \+= np\.sum\("],
+                           r"(acc\d+) = 0\.0\n", r"(acc\d+) = \1 \+ ",
+                           r"accs\d+ = \[0(\.0)?(, 0(\.0)?)+\]", r"accs\d+\[1\] \+= np\.sum\("],
+    "float32-accumulator": [r"dtype=np\.float32(?:(?!from typing)[^\n]*\n)*?[^\n]*accs?\d+ = \[?0"
+                            r"|accs?\d+ = \[?0(?:(?!from typing)[^\n]*\n)*?[^\n]*dtype=np\.float32"],
     "tensor-containers": [r"hs\d+\.append\(np\.tanh\([^\n]*\+ hs\d+\[(i\d+|-1|len)",
                           r"np\.stack\(hs\d+", r"(hd\d+) = \{\}\n +\1\[-1\] = ",
                           r"(hd\d+)\[(i\d+)\] = np\.tanh\([^\n]*\1\[\2 - 1\]\)",
@@ -231,14 +233,19 @@ def test_generator_covers_the_language():
     assert early > 0, "no early return inside a branch or loop was generated"
 
 
-REQUIRES = {"append-to-comprehension": {"comprehension"}}
+REQUIRES = {"append-to-comprehension": {"comprehension"},
+            "float32-accumulator": {"number-accumulator"}}
 """Features that only act together with others."""
+
+
+SAMPLES = {"in-place-write": 250, "fancy-index": 200}
+"""Programs drawn to see every construct of a feature that writes many (100 otherwise)."""
 
 
 @pytest.mark.parametrize("feature", sorted(FEATURES))
 def test_generator_writes_each_feature(feature):
     features = frozenset({feature, *REQUIRES.get(feature, ())})
-    generated = _generated(programs(features=features), 100)
+    generated = _generated(programs(features=features), SAMPLES.get(feature, 100))
     text = "\n".join(p.source for p in generated)
     missing = [p for p in FEATURE_PATTERNS[feature] if not re.search(p, text)]
     assert not missing, f"{feature}: the generator never wrote {missing}"
