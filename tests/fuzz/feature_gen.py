@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from tests.fuzz.program_types import (
+    DIMS,
     INT,
     DictT,
     ListT,
@@ -157,3 +158,228 @@ class FeatureWriter:
                 target = self.fresh("t")
                 self.emit(f"{target} = {name}[1][{self.choice([0, -1])}]")
                 self.bind(target, TensorT(shape))
+
+    # -- in-place writes, fancy indexing, accumulators, containers of tensors ---------------------
+    def loop_count(self) -> str:
+        """A trip count: a literal, or an int parameter or name (may be 0 or negative)."""
+        ints = self.of_type(lambda t: t == INT)[:2]
+        return self.choice(["1", "2", "3"] + ints)
+
+    def made_array(self, shape: Shape) -> str:
+        """An expression for a new array of ``shape`` the function owns (never an argument's
+        memory: writing into an argument is refused by design)."""
+        kind = self.choice(["zeros", "ones", "full", "copy", "np.copy", "zeros_like"])
+        if kind in ("zeros", "ones", "full"):
+            return self.filled(shape, kind)
+        expr = self.tensor_expr(shape, 1)
+        if kind == "copy":
+            return f"({expr}).copy()"
+        if kind == "zeros_like":
+            return f"np.zeros_like({expr})"
+        return f"np.copy({expr})"
+
+    def in_place_write(self) -> None:
+        """Writes into an array the function made, in one self-contained group of statements
+        (no other name may share its memory while it is written); the array is bound as an
+        ordinary tensor afterwards and never written again."""
+        kind = self.choice(["buffer", "buffer", "slices", "row", "augmented", "fill"])
+        shape = self.known_shape()
+        if kind == "slices" and (len(shape) < 2 or shape[-1] < 2):
+            shape = shape[:2] if len(shape) >= 2 else shape + (1,)
+            shape = shape[:-1] + (self.draw(st.integers(2, 4)),)
+        name = self.fresh("a")
+        if kind == "buffer":
+            # h = np.zeros((T, *shape)); for t in range(T): h[t] = f(h[t - 1], ...)
+            steps = self.draw(st.integers(1, 4))
+            t = self.fresh("i")
+            self.emit(f"{name} = {self.filled((steps,) + shape, 'zeros')}")
+            self.emit(f"for {t} in range({steps}):")
+            self.scopes.append(Scope({t: INT}))
+            expr = self.tensor_expr(shape, 2)
+            self.scopes.pop()
+            prev = f"{name}[{t} - 1]"
+            if self.coin(0.8):  # a recurrence through the buffer (h[-1] at t = 0: zeros)
+                expr = f"np.tanh({expr} + 0.5 * {prev})"
+            op = self.choice(["=", "=", "+="])
+            self.emit(f"    {name}[{t}] {op} {expr}")
+            self.budget -= 2
+            self.bind(name, TensorT((steps,) + shape))
+            if self.coin(0.5):
+                target = self.fresh("t")
+                self.emit(f"{target} = {name}[{self.draw(st.integers(-steps, steps - 1))}]")
+                self.bind(target, TensorT(shape))
+            return
+        if kind == "fill" and self.coin(0.5):  # np.empty is all written by the fill
+            self.emit(f"{name} = {self.filled(shape, 'zeros').replace('np.zeros(', 'np.empty(')}")
+        else:
+            self.emit(f"{name} = {self.made_array(shape)}")
+        if kind == "slices":
+            k = self.draw(st.integers(1, shape[-1] - 1))
+            left, right = shape[:-1] + (k,), shape[:-1] + (shape[-1] - k,)
+            lead = ":, " * (len(shape) - 1) if self.coin(0.5) else "..., "
+            self.emit(f"{name}[{lead}:{k}] = {self.operand(left, 1)}")
+            if self.coin(0.6):
+                self.emit(f"{name}[{lead}{k}:] {self.choice(['=', '+=', '-='])} "
+                          f"{self.operand(right, 1)}")
+        elif kind == "row":
+            k = self.draw(st.integers(-shape[0], shape[0] - 1))
+            value = self.operand(shape[1:], 1) if len(shape) > 1 else self.float_expr(0)
+            self.emit(f"{name}[{k}] {self.choice(['=', '=', '+='])} {value}")
+        elif kind == "fill":
+            self.emit(f"{name}.fill({self.float_expr(0)})")
+            if len(shape) >= 2 and self.coin(0.5):
+                self.emit(f"{name}[0] = {self.tensor_expr(shape[1:], 1)}")
+        for _ in range(self.draw(st.integers(1 if kind == "augmented" else 0, 2))):
+            op = self.choice(["+=", "-=", "*="])
+            value = self.operand(shape, 1)
+            if op == "*=":
+                value = f"np.tanh({value})"  # bounded under repetition
+            self.emit(f"{name} {op} {value}")
+        self.budget -= 1
+        self.bind(name, TensorT(shape))
+
+    def fancy_index(self) -> None:
+        """Integer-array indexing: a gather ``W[idx]`` (indices in range, repeats allowed), a
+        column gather ``U[:, idx]``, pairs ``o[np.arange(n), y]``, and a scatter into a made
+        array with distinct indices (``a[idx] += v``, ``a[np.arange(n), y] -= 1.0``)."""
+        kind = self.choice(["gather", "columns", "pairs", "scatter", "scatter-pairs"])
+        target = self.fresh("t")
+        shape = self.known_shape()
+        if kind == "gather":
+            n = self.draw(st.sampled_from(DIMS))
+            src = self.tensor_expr((n,) + shape[1:], 1)
+            idx = self.int_array(shape[0], n, distinct=False)
+            self.emit(f"{target} = {src}[{idx}]")
+        elif kind == "columns":
+            if len(shape) < 2:
+                shape = shape + (self.draw(st.sampled_from(DIMS)),)
+            n = self.draw(st.sampled_from(DIMS))
+            src = self.tensor_expr((shape[0], n) + shape[2:], 1)
+            self.emit(f"{target} = {src}[:, {self.int_array(shape[1], n, distinct=False)}]")
+        elif kind in ("pairs", "scatter-pairs"):
+            shape = shape[:1]
+            m = self.draw(st.sampled_from(DIMS))
+            y = self.int_array(shape[0], m, distinct=False)
+            rows = self.choice([f"np.arange({shape[0]})", self.int_array(shape[0], shape[0],
+                                                                         distinct=True)])
+            if kind == "pairs":
+                src = self.tensor_expr((shape[0], m), 1)
+                self.emit(f"{target} = {src}[{rows}, {y}]")
+            else:
+                name = self.fresh("a")
+                self.emit(f"{name} = {self.made_array((shape[0], m))}")
+                value = self.choice([self.float_expr(0), self.tensor_expr(shape, 1)])
+                self.emit(f"{name}[{rows}, {y}] {self.choice(['-=', '+=', '='])} {value}")
+                self.bind(name, TensorT((shape[0], m)))
+                self.emit(f"{target} = {name}.sum(axis=1)")
+        else:
+            n = self.draw(st.sampled_from(DIMS))
+            k = self.draw(st.integers(1, n))
+            name = self.fresh("a")
+            self.emit(f"{name} = {self.made_array((n,) + shape[1:])}")
+            value = self.operand((k,) + shape[1:], 1)
+            self.emit(f"{name}[{self.int_array(k, n, distinct=True)}] "
+                      f"{self.choice(['+=', '-=', '='])} {value}")
+            self.bind(name, TensorT((n,) + shape[1:]))
+            self.emit(f"{target} = {name}[{self.int_array(shape[0], n, distinct=False)}]")
+        self.bind(target, TensorT(shape))
+
+    def int_array(self, length: int, size: int, distinct: bool) -> str:
+        """``np.array([...])`` of ``length`` ints indexing an axis of ``size`` (negative ones
+        too), all different when ``distinct``; or ``np.arange(length)`` where that fits."""
+        if length <= size and self.coin(0.3):
+            return f"np.arange({length})"
+        if distinct:
+            picks = self.draw(st.permutations(range(size)))[:length]
+        else:
+            picks = [self.draw(st.integers(0, size - 1)) for _ in range(length)]
+        picks = [p - size if self.coin(0.2) else p for p in picks]
+        return f"np.array([{', '.join(map(str, picks))}])"
+
+    def number_accumulator(self) -> None:
+        """``acc = 0.0`` (or ``0``) summed into in a loop (it becomes an array as in numpy), or
+        a list of number accumulators ``accs = [0.0, 0.0]`` with ``accs[k] += ...``; read after
+        the loop into a tensor of known shape."""
+        in_list = self.coin(0.4)
+        shape = self.known_shape()
+        i = self.fresh("i")
+        header = f"for {i} in range({self.loop_count()}):"
+        target = self.fresh("t")
+        if not in_list:
+            acc = self.fresh("acc")
+            self.emit(f"{acc} = {self.choice(['0', '0.0'])}")
+            self.emit(header)
+            self.scopes.append(Scope({i: INT}))
+            kind = self.choice(["sum", "mean", "tensor", "plus"])
+            if kind == "tensor":
+                self.emit(f"    {acc} += {self.tensor_expr(shape, 2)}")
+            elif kind == "plus":
+                self.emit(f"    {acc} = {acc} + {self.tensor_expr(shape, 2)}")
+            elif kind == "sum":
+                self.emit(f"    {acc} += np.sum({self.tensor_expr(self.known_shape(), 2)})")
+            else:
+                self.emit(f"    {acc} += {self.tensor_expr(self.known_shape(), 2)}.mean()")
+            self.scopes.pop()
+            read = acc
+        else:
+            acc = self.fresh("accs")
+            n = self.draw(st.integers(1, 3))
+            self.emit(f"{acc} = [{', '.join([self.choice(['0', '0.0'])] * n)}]")
+            self.emit(header)
+            self.scopes.append(Scope({i: INT}))
+            for k in range(n):
+                self.emit(f"    {acc}[{k}] += np.sum({self.tensor_expr(self.known_shape(), 1)})")
+            self.scopes.pop()
+            read = " + ".join(f"{acc}[{k}]" for k in range(n))
+        self.emit(f"{target} = {self.tensor_expr(shape, 1)} * 0.5 + 0.25 * ({read})")
+        self.budget -= 2
+        self.bind(target, TensorT(shape))
+
+    def tensor_containers(self) -> None:
+        """Containers of tensors carried through loops: a list appended and read back by the
+        step (``hs[t]``, ``hs[-1]``) then stacked, a dict with int keys ``hs[t] = f(hs[t - 1])``
+        started at ``hs[-1]``, and a tuple state unpacked each step."""
+        kind = self.choice(["list", "dict", "tuple"])
+        shape = self.known_shape()
+        steps = self.draw(st.integers(1, 3))
+        i = self.fresh("i")
+        name = self.fresh({"list": "hs", "dict": "hd", "tuple": "st"}[kind])
+        if kind == "list":
+            self.emit(f"{name} = [{self.tensor_expr(shape, 1)}]")
+            self.emit(f"for {i} in range({steps}):")
+            self.scopes.append(Scope({i: INT}))
+            prev = self.choice([f"{name}[{i}]", f"{name}[-1]", f"{name}[len({name}) - 1]"])
+            self.emit(f"    {name}.append(np.tanh({self.tensor_expr(shape, 2)} + {prev}))")
+            self.scopes.pop()
+            self.bind(name, ListT(shape, True))
+            target = self.fresh("t")
+            axis = self.draw(st.integers(0, len(shape)))
+            self.emit(f"{target} = np.stack({name}, axis={axis})")
+            self.bind(target, TensorT(shape[:axis] + (steps + 1,) + shape[axis:]))
+        elif kind == "dict":
+            self.emit(f"{name} = {{}}")
+            self.emit(f"{name}[-1] = {self.tensor_expr(shape, 1)}")
+            self.emit(f"for {i} in range({steps}):")
+            self.scopes.append(Scope({i: INT}))
+            self.emit(f"    {name}[{i}] = np.tanh({self.tensor_expr(shape, 2)} + "
+                      f"{name}[{i} - 1])")
+            self.scopes.pop()
+            entries = ((-1, shape),) + tuple((k, shape) for k in range(steps))
+            self.bind(name, DictT("int", entries))
+        else:
+            other = self.known_shape()
+            a, b = self.fresh("u"), self.fresh("u")
+            self.emit(f"{name} = ({self.tensor_expr(shape, 1)}, {self.tensor_expr(other, 1)})")
+            self.emit(f"for {i} in range({self.loop_count()}):")
+            self.scopes.append(Scope({i: INT}))
+            self.emit(f"    {a}, {b} = {name}")
+            self.scopes.append(Scope({a: TensorT(shape), b: TensorT(other)}))
+            self.emit(f"    {name} = (np.tanh({self.tensor_expr(shape, 2)}), "
+                      f"{b} * ops.sigmoid({self.tensor_expr(other, 1)}))")
+            self.scopes.pop()
+            self.scopes.pop()
+            self.emit(f"{a}, {b} = {name}")
+            self.bind(name, TupleT((shape, other)))
+            self.bind(a, TensorT(shape))
+            self.bind(b, TensorT(other))
+        self.budget -= 2

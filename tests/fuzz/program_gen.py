@@ -154,6 +154,15 @@ class FunctionWriter(FeatureWriter, ExprWriter):
             makers += [self.recurrence]
         if "tuple-of-lists" in f:
             makers += [self.tuple_of_lists]
+        if "in-place-write" in f:
+            makers += [self.in_place_write]
+        if "fancy-index" in f:
+            makers += [self.fancy_index]
+        if "number-accumulator" in f and nested and (
+                self.dtype == "float64" or "float32-accumulator" in f):
+            makers += [self.number_accumulator]
+        if "tensor-containers" in f and nested:
+            makers += [self.tensor_containers]
         return makers * 2  # each twice as likely as one core statement
 
     def assign_new(self) -> None:

@@ -74,7 +74,9 @@ INT, FLOAT, BOOL = ScalarT("int"), ScalarT("float"), ScalarT("bool")
 
 FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "comprehension",
                       "conditional-append", "tuple-of-lists", "global-array",
-                      "append-after-read", "append-to-comprehension"})
+                      "append-after-read", "append-to-comprehension", "in-place-write",
+                      "fancy-index", "number-accumulator", "float32-accumulator",
+                      "tensor-containers"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -89,10 +91,21 @@ in ``programs(features=...)``:
   ``G1[0] = 1.5``) between two calls; each call is compared with Python;
 - ``append-after-read``: ``l = [a]; t = ops.stack(l).mean(axis=0); l.append(b)`` (a list
   grows after it was read);
-- ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``.
+- ``append-to-comprehension``: ``l = [... for k in range(2)]; l.append(x)``;
+- ``in-place-write``: writes into an array the function made: ``h = np.zeros((T, 2)); for t in
+  range(T): h[t] = np.tanh(... + 0.5 * h[t - 1])``, ``a[:, :k] = v``, ``a[0] = v``, ``a += v``,
+  ``a *= v``, ``a.fill(c)``;
+- ``fancy-index``: ``W[np.array([2, 0, 2])]``, ``U[:, idx]``, ``o[np.arange(n), y]`` and
+  scatters with distinct indices into a made array (``a[idx] += v``, ``a[rows, y] -= 1.0``);
+- ``number-accumulator``: ``acc = 0`` then ``acc += np.sum(...)`` or ``acc = acc + x`` in a
+  loop, ``accs = [0.0, 0.0]`` then ``accs[k] += np.sum(...)`` (in float64 programs);
+- ``float32-accumulator``: number accumulators in float32 programs too (with
+  ``number-accumulator``), where numpy's first ``0.0 + np.float32(...)`` is float32;
+- ``tensor-containers``: ``hs = [h]; hs.append(f(hs[t]))`` then ``np.stack(hs)``, ``hd = {}``
+  with int keys ``hd[t] = f(hd[t - 1])`` from ``hd[-1]``, a tuple state unpacked each step.
 """
 
-PENDING_VALUES: frozenset[str] = frozenset()
+PENDING_VALUES: frozenset[str] = frozenset({"float32-accumulator"})
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""

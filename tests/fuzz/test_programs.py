@@ -185,6 +185,23 @@ FEATURE_PATTERNS = {
     "global-array": [r"\nG0 = np\.linspace", r"G0"],
     "append-to-comprehension": [r"(l\d+) = \[[^\n]* for [^\n]*\n(.*\n)*? +\1\.append\("],
     "append-after-read": [r"(l\d+) = \[[^\n]*\n +t\d+ = [^\n]*\(\1\)[^\n]*\n +\1\.append\("],
+    "in-place-write": [r"(a\d+) = np\.zeros\(\(\d, [^\n]*\n +for (i\d+) in [^\n]*\n +\1\[\2\] \+?= ",
+                       r"a\d+\[i\d+ - 1\]", r"a\d+\[(:, )+:\d+\] = ", r"a\d+\[\.\.\., \d+:\] [-+]?= ",
+                       r"a\d+\[-?\d\] \+?= ", r"a\d+ \+= ", r"a\d+ \*= ", r"a\d+\.fill\(",
+                       r"a\d+ = np\.empty\("],
+    "fancy-index": [r"t\d+ = [^\n]*[\w)\]]\[np\.array\(\[-?\d(, -?\d)*\]\)\]\n",
+                    r"\[:, np\.(array|arange)\(", r"\[np\.arange\(\d\), np\.array\(\[",
+                    r"a\d+\[np\.(array\(\[[^\n]*\]\)|arange\(\d\))\] [-+]?= ",
+                    r"a\d+\[np\.(arange\(\d\)|array\(\[[^\n]*\]\)), np\.array\([^\n]*\)\] [-+]?= "],
+    "number-accumulator": [r"(acc\d+) = 0\n +for [^\n]*\n +\1 \+= np\.sum\(",
+                           r"(acc\d+) = 0\.0\n", r"(acc\d+) = \1 \+ ",
+                           r"accs\d+ = \[0(\.0)?(, 0(\.0)?)+\]", r"accs\d+\[1\] \+= np\.sum\("],
+    "float32-accumulator": [r"dtype=np\.float32(?:(?!from typing)[^\n]*\n)*?[^\n]*accs?\d+ = \[?0"
+                            r"|accs?\d+ = \[?0(?:(?!from typing)[^\n]*\n)*?[^\n]*dtype=np\.float32"],
+    "tensor-containers": [r"hs\d+\.append\(np\.tanh\([^\n]*\+ hs\d+\[(i\d+|-1|len)",
+                          r"np\.stack\(hs\d+", r"(hd\d+) = \{\}\n +\1\[-1\] = ",
+                          r"(hd\d+)\[(i\d+)\] = np\.tanh\([^\n]*\1\[\2 - 1\]\)",
+                          r"(u\d+), (u\d+) = (st\d+)\n +\3 = \("],
 }
 """Regular expressions each feature's programs match somewhere: the constructs the feature
 stands for (lists read back as ``l[0]``/``l[-1]`` are in ``CORE_PATTERNS``)."""
@@ -216,14 +233,19 @@ def test_generator_covers_the_language():
     assert early > 0, "no early return inside a branch or loop was generated"
 
 
-REQUIRES = {"append-to-comprehension": {"comprehension"}}
+REQUIRES = {"append-to-comprehension": {"comprehension"},
+            "float32-accumulator": {"number-accumulator"}}
 """Features that only act together with others."""
+
+
+SAMPLES = {"in-place-write": 250, "fancy-index": 200}
+"""Programs drawn to see every construct of a feature that writes many (100 otherwise)."""
 
 
 @pytest.mark.parametrize("feature", sorted(FEATURES))
 def test_generator_writes_each_feature(feature):
     features = frozenset({feature, *REQUIRES.get(feature, ())})
-    generated = _generated(programs(features=features), 100)
+    generated = _generated(programs(features=features), SAMPLES.get(feature, 100))
     text = "\n".join(p.source for p in generated)
     missing = [p for p in FEATURE_PATTERNS[feature] if not re.search(p, text)]
     assert not missing, f"{feature}: the generator never wrote {missing}"

@@ -371,7 +371,10 @@ def _row_split(prog: LoopProgram) -> int | None:
     params = prog.params
     if not params:
         return None
-    batch = known_array(params[0]).shape[0]  # type: ignore[union-attr]
+    first = known_array(params[0])
+    if first is None or not first.shape:  # a 0-d carry (an accumulator) has no rows
+        return None
+    batch = first.shape[0]
     if batch is None or batch < 2:
         return None
 
@@ -439,7 +442,8 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
     graph = Graph(name="single")
     inputs, args = [], []
     for v in n.inputs:
-        if v.is_constant:
+        if v.is_constant and not isinstance(v.type, TensorType):
+            # a number is written into the code; a constant array is read like any input
             args.append(graph.constant(v.constant, v.type))
         else:
             args.append(graph.add_input(v.type))
