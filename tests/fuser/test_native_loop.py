@@ -507,3 +507,40 @@ def test_slices_reshapes_and_tuples_in_the_body(monkeypatch):
         want_out, want_grads = vjp_result(script(views_and_tuples), args)
     assert_same(tuple(out), tuple(want_out), np.float64)
     assert_same(tuple(grads), tuple(want_grads), np.float64)
+
+
+def test_a_number_divided_by_zero_raises_python_s_error():
+    def scaled(x: Tensor, h: Tensor, k: int) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h + x[t] * (1.0 / (t - k)))
+        return h
+
+    rng = np.random.default_rng(14)
+    x, h = rng.standard_normal((20, 2, 3)), rng.standard_normal((2, 3))
+    f = script(scaled)
+    assert_same(f(x, h, -1), scaled(x, h, -1), np.float64)
+    assert native_loops(f, x, h, -1)[0].calls == 1
+    with pytest.raises(ZeroDivisionError):
+        f(x, h, 3)
+
+
+def test_a_list_item_of_another_layout_runs_the_python_loop():
+    def reads(xs: List[Tensor], h: Tensor) -> Tensor:
+        for t in range(20):
+            h = np.tanh(h * 0.5 + xs[t])
+        return h
+
+    rng = np.random.default_rng(15)
+    xs = [rng.standard_normal((2, 3)) for _ in range(20)]
+    h = rng.standard_normal((2, 3))
+    f = script(reads)
+    assert_same(f(xs, h), reads(xs, h), np.float64)
+    loops = native_loops(f, xs, h)
+    if not loops:
+        pytest.skip("the list's item shapes are not part of this specialization")
+    (lp,) = loops
+    assert lp.calls == 1
+    odd = list(xs)
+    odd[7] = rng.standard_normal((3, 2)).T  # (2, 3), not C-ordered
+    assert_same(f(odd, h), reads(odd, h), np.float64)
+    assert lp.calls == 1  # this call ran the Python loop
