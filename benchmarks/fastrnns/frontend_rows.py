@@ -85,7 +85,9 @@ def front_end_creator(suffix: str) -> Callable[[RNNInputs], ModelDef]:
         model, hx = case.model, case.hx()
 
         def forward() -> tuple[Any, Any]:
-            (y, state), back = vjp(model, case.x, hx)
+            # like the torch rows and the hand-written layers: the weights and initial states,
+            # not the input sequence (data)
+            (y, state), back = vjp(model, case.x, hx, argnums=1)
             return ((y, *state) if case.pair else (y, state)), back
 
         def backward(back: Callable, ct: Any) -> tuple[Any, ...]:
