@@ -20,7 +20,15 @@ from fuser.cpu.codegen import (
     KernelBuilder,
 )
 from fuser.cpu.loop.layouts import Layout
-from fuser.cpu.loop.program import NUMBER_OPS, WRITES, LoopProgram, LoopRefused, is_int, where
+from fuser.cpu.loop.program import (
+    NUMBER_OPS,
+    WRITES,
+    LoopProgram,
+    LoopRefused,
+    is_int,
+    where,
+    write_parts,
+)
 from fuser.cpu.mathfns import F32, F64, I64
 from ir.core import Node, Value
 from ir.types import ScalarType
@@ -163,8 +171,7 @@ class LoopBuilder:
             elif n.kind in WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
-                axis = n.inputs[2] if n.kind == "tensor::select_put_" else n.inputs[1]
-                if int(axis.constant) > 0:
+                if int(write_parts(n)[1].constant) > 0:
                     self.prepared[("outer", n)] = (self.int_slot(("outer", n)),
                                                    self.int_slot(("outer stride", n)))
                 if self.r0 is not None:
@@ -236,6 +243,34 @@ class LoopBuilder:
             stride = self.prepared[key] = self.b.mul(self.r0, self.int_slot(key))
             self.b.position_at_end(here)
         return self.b.gep(self.ptr[v], [stride], source_etype=ir.IntType(8))
+
+    def _select(self, n: Node, x: Value, idx: Value) -> None:
+        """``n``'s output is the slice ``idx`` of ``x`` along the axis ``prepared[n]`` gives."""
+        dim, stride = self.prepared[n]
+        at = self._index(self._num(idx), dim)
+        self.ptr[n.output] = self.b.gep(self.ptr[x], [self.b.mul(at, stride)],
+                                        source_etype=ir.IntType(8))
+
+    def _copy_blocks(self, dst: Any, dst_stride: Any, src: Any, src_stride: Any, nbytes: Any,
+                     count: Any) -> None:
+        """``count`` blocks of ``nbytes``, the k-th from ``src + k * src_stride`` to ``dst + k *
+        dst_stride`` (``memmove``: a slot may overlap what it is written from)."""
+        b = self.b
+        move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
+        start = b.block
+        head, copy, done = (self.fn.append_basic_block(x) for x in ("blocks", "block", "copied"))
+        b.branch(head)
+        b.position_at_end(head)
+        j = b.phi(I64, "j")
+        j.add_incoming(ir.Constant(I64, 0), start)
+        b.cbranch(b.icmp_signed("<", j, count), copy, done)
+        b.position_at_end(copy)
+        b.call(move, [b.gep(dst, [b.mul(j, dst_stride)], source_etype=ir.IntType(8)),
+                      b.gep(src, [b.mul(j, src_stride)], source_etype=ir.IntType(8)),
+                      nbytes, ir.Constant(I1, 0)])
+        j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
 
     def _buffer(self, v: Value) -> Any:
         """Where value ``v`` made by this step goes: its slot of this step, or the buffer of
@@ -353,31 +388,13 @@ class LoopBuilder:
         if kind == "tensor::cat":
             self.ptr[n.output] = out = self._buffer(n.output)
             outer, row, pieces = self.prepared[n]
-            move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
             for v, (offset, block, stride) in zip(self.prog.constructed[n.inputs[0]], pieces):
-                start = b.block
-                head, copy, done = (self.fn.append_basic_block(x)
-                                    for x in ("piece", "piece_row", "piece_done"))
-                b.branch(head)
-                b.position_at_end(head)
-                j = b.phi(I64, "j")
-                j.add_incoming(ir.Constant(I64, 0), start)
-                b.cbranch(b.icmp_signed("<", j, outer), copy, done)
-                b.position_at_end(copy)
-                dst = b.gep(out, [b.add(b.mul(j, row), offset)], source_etype=ir.IntType(8))
-                src = b.gep(self.ptr[v], [b.mul(j, stride)], source_etype=ir.IntType(8))
-                b.call(move, [dst, src, block, ir.Constant(I1, 0)])
-                j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
-                b.branch(head)
-                b.position_at_end(done)
+                self._copy_blocks(b.gep(out, [offset], source_etype=ir.IntType(8)), row,
+                                  self.ptr[v], stride, block, outer)
             return
         if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
             lst, idx = n.inputs
-            x, _ = self.prog.unbound[lst]
-            dim, stride = self.prepared[n]
-            at = self._index(self._num(idx), dim)
-            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
-                                       source_etype=ir.IntType(8))
+            self._select(n, self.prog.unbound[lst][0], idx)
             return
         if kind == "prim::ListIndex":
             lst, idx = n.inputs
@@ -390,17 +407,12 @@ class LoopBuilder:
             return
         if kind == "tensor::select":
             x, _, idx = n.inputs
-            dim, stride = self.prepared[n]
-            at = self._index(self._num(idx), dim)
-            self.ptr[n.output] = b.gep(self.ptr[x], [b.mul(at, stride)],
-                                       source_etype=ir.IntType(8))
+            self._select(n, x, idx)
             return
         if kind in WRITES:
+            buf, _, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
-                buf, value, _, idx = n.inputs
                 self.ptr[n.output] = self.ptr[buf]
-            else:
-                buf, _, idx, value = n.inputs
             dim, stride, nbytes = self.prepared[n]
             at = self._index(self._num(idx), dim)
             dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
@@ -409,27 +421,12 @@ class LoopBuilder:
                 dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],
                             source_etype=ir.IntType(8))
                 src = self._rows(value)
-            move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
             outer = self.prepared.get(("outer", n))
             if outer is None:
-                b.call(move, [dst, src, nbytes, ir.Constant(I1, 0)])
-                return
-            count, stride = outer  # a slot along a later axis: `count` blocks, strided
-            start = b.block
-            head, copy, done = (self.fn.append_basic_block(x) for x in ("blocks", "block",
-                                                                         "blocks_done"))
-            b.branch(head)
-            b.position_at_end(head)
-            j = b.phi(I64, "j")
-            j.add_incoming(ir.Constant(I64, 0), start)
-            b.cbranch(b.icmp_signed("<", j, count), copy, done)
-            b.position_at_end(copy)
-            b.call(move, [b.gep(dst, [b.mul(j, stride)], source_etype=ir.IntType(8)),
-                          b.gep(src, [b.mul(j, nbytes)], source_etype=ir.IntType(8)),
-                          nbytes, ir.Constant(I1, 0)])
-            j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
-            b.branch(head)
-            b.position_at_end(done)
+                self._copy_blocks(dst, nbytes, src, nbytes, nbytes, ir.Constant(I64, 1))
+            else:  # a slot along a later axis: `count` blocks, `stride` bytes apart
+                count, stride = outer
+                self._copy_blocks(dst, stride, src, nbytes, nbytes, count)
             return
         if kind == "tensor::matmul":
             a, bm = n.inputs

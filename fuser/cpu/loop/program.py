@@ -46,6 +46,16 @@ def known_array(v: Value) -> TensorType | None:
     return None
 
 
+def write_parts(n: Node) -> tuple[Value, Value, Value, Value]:
+    """(array, axis, index, value) of a slot write: ``write_slot(buf, axis, index, value)`` or
+    ``select_put_(buf, value, axis, index)``."""
+    if n.kind == "tensor::select_put_":
+        buf, value, axis, idx = n.inputs
+        return buf, axis, idx, value
+    buf, axis, idx, value = n.inputs
+    return buf, axis, idx, value
+
+
 def is_list(v: Value) -> bool:
     return isinstance(v.type, ListType)
 
@@ -325,11 +335,9 @@ class LoopProgram:
             self._kernel(n, kernel, list(n.inputs))
             return
         if kind in WRITES:
+            buf, axis, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
-                buf, value, axis, idx = n.inputs
                 self.root[n.output] = self.resolve(buf)
-            else:
-                buf, axis, idx, value = n.inputs
             tb, tv = known_array(buf), known_array(value)
             ax = int(axis.constant) if axis.is_constant else None
             if (tb is None or tv is None or ax is None or not 0 <= ax < len(tb.shape)
@@ -414,9 +422,7 @@ def _row_split(prog: LoopProgram) -> int | None:
                 return None
             uses.add(0)
         elif kind in WRITES:
-            buf, value = ((n.inputs[0], n.inputs[1]) if kind == "tensor::select_put_"
-                          else (n.inputs[0], n.inputs[3]))
-            axis = n.inputs[2] if kind == "tensor::select_put_" else n.inputs[1]
+            buf, axis, _, value = write_parts(n)
             t = known_array(buf)
             ax = int(axis.constant)
             if not rows(value) or t is None or ax != 0 or len(t.shape) < 2 or t.shape[1] != batch:

@@ -16,7 +16,7 @@ import numpy as np
 from fuser.cpu import blas, jit
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import Layout, Unplannable, c_layout, dense, gemm_operand
-from fuser.cpu.loop.program import WRITES, LoopProgram
+from fuser.cpu.loop.program import WRITES, LoopProgram, write_parts
 from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
 from ir.core import Node, Value
 
@@ -258,11 +258,9 @@ class NativeLoop:
                                      item)
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
             elif n.kind in WRITES:
+                buf, axis, _, value = write_parts(n)
                 if n.kind == "tensor::select_put_":
-                    buf, value, axis, _ = n.inputs
                     layouts[n.output] = layouts[buf]
-                else:
-                    buf, axis, _, value = n.inputs
                 shape, strides, item = layouts[buf]
                 ax = int(axis.constant)
                 block_shape, block_strides = shape[ax + 1:], strides[ax + 1:]
@@ -349,7 +347,7 @@ class NativeLoop:
             for n in body:
                 if n.kind in WRITES:
                     buf = n.inputs[0]
-                    ints[("slot rows", n)] = layouts[buf][1][int(write_axis(n).constant) + 1]
+                    ints[("slot rows", n)] = layouts[buf][1][int(write_parts(n)[1].constant) + 1]
         builder = LoopBuilder(prog, layouts, self.gemm.int_bits)
         builder.plans = plans
         text = builder.build()
@@ -439,7 +437,7 @@ class NativeLoop:
             elif n.kind in WRITES:
                 buf = n.inputs[0]
                 shape, _, item = layouts[buf]
-                ax = int(write_axis(n).constant)
+                ax = int(write_parts(n)[1].constant)
                 per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
                 values[("bytes", n)] = rows * per_row
         return values
@@ -458,5 +456,3 @@ def slot_prefix(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, 
     return count, stride
 
 
-def write_axis(n: Node) -> Value:
-    return n.inputs[2] if n.kind == "tensor::select_put_" else n.inputs[1]
