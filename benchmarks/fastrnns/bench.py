@@ -145,8 +145,19 @@ def compiler_settings(args: argparse.Namespace, say: Callable[[str], None]) -> I
 @contextlib.contextmanager
 def _thread_limit(threads: int, say: Callable[[str], None]) -> Iterator[None]:
     torch = sys.modules.get("torch")
+    torch_threads = None if torch is None else torch.get_num_threads()
     if torch is not None:
         torch.set_num_threads(threads)
+    try:
+        with _blas_limit(threads, say):
+            yield
+    finally:
+        if torch is not None:  # later runs in this process get the machine's threads again
+            torch.set_num_threads(torch_threads)
+
+
+@contextlib.contextmanager
+def _blas_limit(threads: int, say: Callable[[str], None]) -> Iterator[None]:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -5,9 +5,12 @@ benchmark (``benchmarks.respecialize``) at the seed configuration's sizes.
     python -m benchmarks.fastrnns.results [--out benchmarks/RESULTS.md] [--compile]
                                           [bench flags ...]
 
-Extra flags (``--threads 1``, ``--nloops 20``, even sizes such as ``--seqLength 5``) are passed to
-both runs; sizes and ``--threads`` also to the re-specialization benchmark. ``--compile`` adds the
-``torch_compile`` row to both runs (its compilation takes minutes). The seed configuration
+Four runs: the seed and small configurations at the machine's default threads (every row, and
+each row timed again beside a spinning neighbour process, ``--busy``), then the rows the
+one-thread targets compare, at one thread. Extra flags (``--threads 1``, ``--nloops 20``, even
+sizes such as ``--seqLength 5``) are passed to every run; sizes and ``--threads`` also to the
+re-specialization benchmark. ``--compile`` adds the ``torch_compile`` row to the runs of every
+row (its compilation takes minutes). The seed configuration
 measures the scripted rows' first calls in fresh processes with an empty kernel cache
 (``--first-call fresh``).
 """
@@ -23,17 +26,29 @@ from typing import Any
 from benchmarks import respecialize
 from benchmarks.fastrnns import bench, checks, report, runner, targets
 
+FRONT_END_AND_TWINS = ["rnn_lstm", "rnn_lstm_2l", "rnn_lstm_bidir", "rnn_gru", "script_lstm_2l",
+                       "script_lstm_bidir", "script_gru", "torch_lstm_2l", "torch_lstm_bidir",
+                       "torch_gru"]
+"""The torch-style front end's rows and their hand-written and torch twins."""
+
+SEED = ["--seqLength", "100", "--miniBatch", "64", "--inputSize", "512", "--hiddenSize", "512"]
+SMALL = ["--seqLength", "100", "--miniBatch", "8", "--inputSize", "64", "--hiddenSize", "64"]
+
 CONFIGS = [
     ("Seed configuration: T=100, B=64, I=H=512 (fastrnns' defaults)",
-     ["--seqLength", "100", "--miniBatch", "64", "--inputSize", "512", "--hiddenSize", "512",
-      "--rnns", "all", "--peers", "--first-call", "fresh"]),
+     SEED + ["--rnns", "all", "--peers", "--first-call", "fresh", "--busy"]),
     ("Small configuration: T=100, B=8, I=H=64",
-     ["--seqLength", "100", "--miniBatch", "8", "--inputSize", "64", "--hiddenSize", "64",
-      "--rnns", "all", "--peers", "--variable-lstms"]),
+     SMALL + ["--rnns", "all", "--peers", "--variable-lstms", "--busy"]),
+    ("Seed configuration, one thread",
+     SEED + ["--threads", "1", "--rnns", "script", "floor", "torch_lstm"]),
+    ("Small configuration, one thread",
+     SMALL + ["--threads", "1", "--rnns", "script", "floor", "torch_lstm",
+              *FRONT_END_AND_TWINS]),
 ]
-"""(title, flags) of each section."""
+"""(title, flags) of each section: default threads with a busy neighbour's timings, then the
+rows the one-thread targets compare (BLAS and torch limited to one thread)."""
 
-SECTION_KEYS = ("seed", "small")
+SECTION_KEYS = ("seed", "small", "seed1", "small1")
 """The names ``benchmarks.fastrnns.targets`` gives the sections of ``CONFIGS``, in order."""
 
 COMMAND = "python -m benchmarks.fastrnns.results"
@@ -49,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     sections, status = [], 0
     for title, flags in CONFIGS:
         args = bench.parse_args(flags + extra)
-        if opts.compile:
+        if opts.compile and "all" in (args.rnns or ()):
             args.rnns = _with_compile(args.rnns)
         print(f"== {title}", flush=True)
         payload = bench.run(args)
@@ -150,8 +165,10 @@ def _pool_text(pool: dict[str, Any]) -> str:
 
 def _section_lines(payload: dict[str, Any]) -> list[str]:
     config = payload["config"]
+    threads = (f"{config['threads']} thread(s)" if config.get("threads")
+               else "the machine's default threads")
     lines = [f"`{config['dtype']}`, {config['numLayers']} layer(s), on "
-             f"{payload['environment']['device']}; {config['warmup']} warm-up and "
+             f"{payload['environment']['device']}, {threads}; {config['warmup']} warm-up and "
              f"{config['nloops']} timed iterations per row. First calls: "
              + ("scripted rows in fresh processes with an empty kernel disk cache."
                 if config.get("first_call") == "fresh" else "in the benchmark process.")]
