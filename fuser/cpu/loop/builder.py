@@ -116,6 +116,9 @@ class LoopBuilder:
                             typ=ir.PointerType(gemm_ty(F32)))
         self.dgemm = b.load(b.gep(fns, [ir.Constant(I64, 1)], source_etype=PTR),
                             typ=ir.PointerType(gemm_ty(F64)))
+        self.step_gemm = [b.load(b.gep(fns, [ir.Constant(I64, 2 + k)], source_etype=PTR),
+                                  typ=ir.PointerType(self._step_type(real)))
+                           for k, real in enumerate((F32, F64))]
         # the loop-invariant sizes, strides and plans: loaded once, before the loop
         self.prepared: dict[Any, Any] = {}
         self.r0 = self.int_slot(("r0",)) if prog.batch is not None else None
@@ -152,6 +155,11 @@ class LoopBuilder:
         b.ret(ir.Constant(I32, 0))
         return str(self.module)
 
+    @staticmethod
+    def _step_type(real: Any) -> ir.FunctionType:
+        ptr = real.as_pointer()
+        return ir.FunctionType(ir.VoidType(), [I64, I64, I64, ptr, I64, ptr, I64, ptr, I64])
+
     def _gemm_type(self, real: Any) -> ir.FunctionType:
         n = ir.IntType(self.int_bits)
         return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
@@ -177,7 +185,7 @@ class LoopBuilder:
                 if self.r0 is not None:
                     self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
             elif n.kind == "tensor::matmul":
-                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(8)]
+                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(9)]
             elif n.kind == "tensor::slice":
                 self.prepared[n] = self.int_slot(("slice offset", n))
             elif n.kind == "tensor::cat":
@@ -432,7 +440,7 @@ class LoopBuilder:
             a, bm = n.inputs
             self.ptr[n.output] = self._buffer(n.output)
             out = self._rows(n.output)
-            m, nn, k, ta, tb, lda, ldb, ldc = self.prepared[n]
+            m, nn, k, ta, tb, lda, ldb, ldc, own = self.prepared[n]
             double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
             real = F64 if double else F32
             width = ir.IntType(self.int_bits)
@@ -441,9 +449,17 @@ class LoopBuilder:
                 return x if self.int_bits == 64 else b.trunc(x, width)
 
             one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
-            b.call(self.dgemm if double else self.sgemm,
-                   [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32), b.trunc(tb, I32),
-                    size(m), size(nn), size(k), one, self._rows(a), size(lda), self.ptr[bm],
-                    size(ldb), zero, out, size(ldc)])
+            rows_a = self._rows(a)
+            with b.if_else(b.icmp_signed("!=", own, ir.Constant(I64, 0))) as (kernel, call):
+                with kernel:  # stepgemm: both operands row-major, beta 0
+                    ptr = real.as_pointer()
+                    b.call(self.step_gemm[double],
+                           [m, nn, k, b.bitcast(rows_a, ptr), lda, b.bitcast(self.ptr[bm], ptr),
+                            ldb, b.bitcast(out, ptr), ldc])
+                with call:
+                    b.call(self.dgemm if double else self.sgemm,
+                           [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
+                            b.trunc(tb, I32), size(m), size(nn), size(k), one, rows_a,
+                            size(lda), self.ptr[bm], size(ldb), zero, out, size(ldc)])
             return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")  # _check refused it before

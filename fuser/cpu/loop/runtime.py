@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fuser.cpu import blas, jit
+from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import Layout, Unplannable, c_layout, dense, gemm_operand
 from fuser.cpu.loop.program import WRITES, LoopProgram, write_parts
@@ -77,9 +77,23 @@ class NativeLoop:
         gemm = blas.gemm()
         assert gemm is not None
         self.gemm = gemm
-        self.fns = np.array([gemm.sgemm, gemm.dgemm], np.uint64)
+        self.fns = np.array([gemm.sgemm, gemm.dgemm, 0, 0], np.uint64)
+        """BLAS sgemm and dgemm, then ``stepgemm``'s float32 and float64 kernels (compiled
+        when a plan first uses one)."""
         self.calls = 0
         """how many calls ran natively (for tests and ``explain``)."""
+
+    def _step_gemm(self, la: Layout, ga: tuple[int, int], gb: tuple[int, int], m: int, n: int,
+                   k: int) -> int:
+        """1 when a matmul runs ``stepgemm``'s kernel (both operands row-major, sizes it
+        takes), else 0 (BLAS)."""
+        item = la[2]
+        if ga[0] or gb[0] or not stepgemm.enabled() or not stepgemm.use(m, n, k, item):
+            return 0
+        at = 3 if item == 8 else 2
+        if not self.fns[at]:
+            self.fns[at] = stepgemm.address(item == 8)
+        return 1
 
     def __repr__(self) -> str:
         return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0])} nodes>"
@@ -327,7 +341,8 @@ class NativeLoop:
                     raise Unplannable
                 (m, k), (_, nn) = la[0], lb[0]
                 flags = [blas.CBLAS_TRANS if g[0] else blas.CBLAS_NO_TRANS for g in (ga, gb)]
-                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1))):
+                own = self._step_gemm(la, ga, gb, m, nn, k)
+                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1), own)):
                     ints[("gemm", n, j)] = value
             elif n in prog.kernels:
                 kernel = prog.kernels[n]

@@ -1,0 +1,110 @@
+"""The recurrent step's GEMM (``fuser.cpu.stepgemm``): the compiled kernel equals numpy's product
+for every shape class it handles (row blocks of 8, 4, 2, 1; two-vector, one-vector and
+one-column panels; row chunks; leading dimensions wider than the matrix), and a native loop
+that calls it gives what the same loop gives through BLAS, forward and backward."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from benchmarks.fastrnns import cells
+from fuser.cpu import stepgemm
+from script import script, vjp
+
+_SIZES = ctypes.c_int64
+
+
+def _kernel(double):
+    return ctypes.CFUNCTYPE(None, _SIZES, _SIZES, _SIZES, ctypes.c_void_p, _SIZES,
+                            ctypes.c_void_p, _SIZES, ctypes.c_void_p, _SIZES)(
+        stepgemm.address(double))
+
+
+def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
+    """C = A @ B through the kernel, A, B and C being views into wider arrays (``pad`` extra
+    columns each), C prefilled with NaN; returns (C, A @ B in float64)."""
+    rng = np.random.default_rng(seed)
+    wa = rng.standard_normal((m, k + pad[0])).astype(dtype)
+    wb = rng.standard_normal((k, n + pad[1])).astype(dtype)
+    wc = np.full((m, n + pad[2]), np.nan, dtype)
+    a, b, c = wa[:, :k], wb[:, :n], wc[:, :n]
+    item = np.dtype(dtype).itemsize
+    _kernel(dtype == np.float64)(m, n, k, a.ctypes.data, wa.strides[0] // item, b.ctypes.data,
+                                 wb.strides[0] // item, c.ctypes.data, wc.strides[0] // item)
+    if pad[2]:
+        assert np.isnan(wc[:, n:]).all()  # nothing written beyond C's columns
+    return c, a.astype(np.float64) @ b.astype(np.float64)
+
+
+SHAPES = [(1, 1, 1), (8, 64, 256), (8, 256, 64), (3, 5, 7), (13, 17, 50), (9, 64, 33),
+          (32, 100, 200), (5, 3, 16), (2, 7, 31), (15, 1, 47), (7, 33, 8), (64, 40, 96)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_kernel_equals_the_product(dtype, m, k, n):
+    got, want = _product(dtype, m, k, n)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leading_dimensions_wider_than_the_matrices(dtype):
+    got, want = _product(dtype, 11, 19, 37, pad=(3, 5, 7), seed=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_rows_in_several_chunks():
+    # k large enough that a chunk of A (CHUNK_BYTES) holds fewer rows than m
+    k = stepgemm.CHUNK_BYTES // 4 // 16  # 16 float32 rows per chunk
+    got, want = _product(np.float32, 37, k, 40, seed=2)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_no_rows_writes_nothing():
+    c = np.full((2, 3), np.nan, np.float32)
+    a, b = np.ones((2, 4), np.float32), np.ones((4, 3), np.float32)
+    _kernel(False)(0, 3, 4, a.ctypes.data, 4, b.ctypes.data, 3, c.ctypes.data, 3)
+    assert np.isnan(c).all()
+
+
+def test_which_products_it_takes():
+    assert stepgemm.use(8, 256, 64, 4)
+    assert stepgemm.use(64, 2048, 512, 4)
+    assert not stepgemm.use(stepgemm.MAX_ROWS + 1, 256, 64, 4)  # a large product: BLAS
+    assert not stepgemm.use(8, 256, 1 << 20, 8)  # its panel of B would not stay in cache
+    assert not stepgemm.use(0, 256, 64, 4)
+
+
+def _gradient_loops(f):
+    """The native loops of ``f``'s training forward and backward."""
+    found = []
+    for cg in f.__dict__.get("_gradient_cache", {}).values():
+        for fn in (cg.forward, cg.backward):
+            found += [v for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    return found
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("T,B,I,H", [(9, 8, 6, 16), (9, 1, 4, 9), (9, 13, 5, 7)])
+def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, T, B, I, H):  # noqa: E741
+    rng = np.random.default_rng(3)
+    args = tuple((rng.standard_normal(s) * 0.5).astype(dtype) for s in
+                 ((T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,), (4 * H,)))
+    results = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("RNNSCRIPT_STEP_GEMM", setting)
+        f = script(cells.lstm_layer)
+        out, back = vjp(f, *args, argnums=(1, 2, 3, 4, 5, 6))
+        grads = back(tuple(np.ones_like(o) for o in out))
+        loops = _gradient_loops(f)
+        assert len(loops) == 2 and all(loop.calls for loop in loops)  # forward and reverse
+        kernel_slot = 3 if dtype == np.float64 else 2
+        assert all(bool(loop.fns[kernel_slot]) == (setting == "1") for loop in loops)
+        results[setting] = (out, grads)
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    for a, b in zip(results["1"][0], results["0"][0]):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    for a, b in zip(results["1"][1][1:], results["0"][1][1:]):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * 10)
