@@ -69,6 +69,9 @@ class Backend:
     values)`` returns the carried results, or None for arguments it cannot run (the caller runs
     the loop as Python then); raises ValueError saying why a loop cannot be compiled. None: every
     loop runs as Python."""
+    matmul_for: Callable[[Node], Callable[[Any, Any], Any] | None] | None = None
+    """a function computing a 2-D ``tensor::matmul`` node's product (outside loops) better than
+    the array module's ``@``, or None for ``@``."""
 
     def can_generate(self, node: Node) -> bool:
         """Does this backend have code for ``node`` (with its constant arguments and types)?"""

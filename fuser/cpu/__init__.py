@@ -19,10 +19,21 @@ def compile_loop(node):  # type: ignore[no-untyped-def]
     return loop.compile_loop(node)
 
 
+def matmul_for(node):  # type: ignore[no-untyped-def]
+    """The product function of a 2-D ``tensor::matmul`` outside loops (``fuser.cpu.stepgemm``),
+    or None: numpy's ``@``."""
+    a, b = (v.type for v in node.inputs)
+    if a.shape is None or b.shape is None or None in a.shape or None in b.shape \
+            or a.dtype != b.dtype:
+        return None
+    from fuser.cpu import stepgemm
+    return stepgemm.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
+
+
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,
-                  stores_cats=True, compile_loop=compile_loop)
+                  stores_cats=True, compile_loop=compile_loop, matmul_for=matmul_for)
 """numpy arrays on the host: float32, float64 and bool; stores cat pieces at offsets; recurrent
-loops compiled natively."""
+loops compiled natively; large matrix products through the host-vector GEMM."""
 
 __all__ = ["BACKEND", "RULES", "VIEW_OPS", "Kernel", "cache_size", "can_generate",
-           "canonical_key", "compile_group", "compile_loop", "layouts_supported"]
+           "canonical_key", "compile_group", "compile_loop", "layouts_supported", "matmul_for"]

@@ -26,14 +26,18 @@ sends every product to BLAS.
 
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
 import functools
 import os
 import threading
 from typing import Any
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 
+from fuser.cpu import blas
 from fuser.cpu.jit import compile_ir
 
 I64 = ir.IntType(64)
@@ -74,40 +78,66 @@ def lanes(itemsize: int) -> int:
 
 
 def ir_text(double: bool, width: int) -> str:
-    """The LLVM module of ``rnnscript_step_{s,d}gemm(m, n, k, A, lda, B, ldb, C, ldc)`` (sizes and
-    leading dimensions in items, int64) for vectors of ``width`` items."""
+    """The LLVM module of the kernel for vectors of ``width`` items (see ``SIGNATURE``)."""
     real = ir.DoubleType() if double else ir.FloatType()
     module = ir.Module(name="step_gemm")
-    ptr = real.as_pointer()
-    fnty = ir.FunctionType(ir.VoidType(), [I64, I64, I64, ptr, I64, ptr, I64, ptr, I64])
-    fn = ir.Function(module, fnty, name=symbol(double))
+    fn = ir.Function(module, function_type(real), name=symbol(double))
     _Kernel(module, fn, real, width).build()
     return str(module)
+
+
+SIGNATURE = "(m, n, k, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, kc, pack, next, task_cols)"
+"""The kernel's arguments: C (m, n; row stride ldc) = A (m, k) @ B (k, n), item (i, j) of A at
+``A[i * a_rs + j * a_cs]`` and of B at ``B[i * b_rs + j * b_cs]`` (strides in items, any for
+A; for B either ``b_cs == 1``, read in place, or not, when each task's slab of B is copied to
+``pack`` first, room for ``kc * task_cols`` items); ``k`` is taken ``kc`` at a time (C
+accumulates from the second block on). The columns of C are split into tasks of ``task_cols``
+columns; the kernel takes task after task from the counter ``*next`` (an atomic add) until none
+is left, so threads that call it with the same counter share one product without waiting for
+each other. Sizes are int64."""
+
+
+def function_type(real: Any) -> ir.FunctionType:
+    ptr = real.as_pointer()
+    return ir.FunctionType(ir.VoidType(), [I64, I64, I64, ptr, I64, I64, ptr, I64, I64, ptr,
+                                           I64, I64, ptr, I64.as_pointer(), I64])
 
 
 def symbol(double: bool) -> str:
     return "rnnscript_step_dgemm" if double else "rnnscript_step_sgemm"
 
 
+def _c(value: int) -> ir.Constant:
+    return ir.Constant(I64, value)
+
+
 class _Kernel:
     def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
         self.fn, self.real, self.width = fn, real, width
+        self.item = 8 if isinstance(real, ir.DoubleType) else 4
         self.vec = ir.VectorType(real, width)
-        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        entry = fn.append_basic_block("entry")
+        self.allocas = ir.IRBuilder(entry)
+        """allocas go first in the entry block (mem2reg turns them into registers)."""
+        body = fn.append_basic_block("start")
+        self.b = ir.IRBuilder(body)
+        self.entry = entry
         name = "f64" if isinstance(real, ir.DoubleType) else "f32"
         self.fma_vec = ir.Function(module, ir.FunctionType(self.vec, [self.vec] * 3),
                                    name=f"llvm.fma.v{width}{name}")
         self.fma_one = ir.Function(module, ir.FunctionType(real, [real] * 3),
                                    name=f"llvm.fma.{name}")
-        m, n, k, a, lda, bm, ldb, c, ldc = fn.args
-        self.m, self.n, self.k, self.a, self.lda = m, n, k, a, lda
-        self.bm, self.ldb, self.c, self.ldc = bm, ldb, c, ldc
-        for arg in (a, bm, c):
+        (self.m, self.n, self.k, self.a, self.a_rs, self.a_cs, self.bm, self.b_rs, self.b_cs,
+         self.c, self.ldc, self.kc, self.pack, self.next, self.task_cols) = fn.args
+        for arg in (self.a, self.bm, self.c, self.pack):
             arg.add_attribute("noalias")
 
     # -- structured control flow over allocas (mem2reg makes them registers)
+    def _slot(self, ty: Any) -> Any:
+        return self.allocas.alloca(ty)
+
     def _var(self, init: Any) -> Any:
-        slot = self.b.alloca(I64)
+        slot = self._slot(I64)
         self.b.store(init, slot)
         return slot
 
@@ -129,61 +159,121 @@ class _Kernel:
         with self.b.if_then(cond):
             body()
 
+    def _min(self, x: Any, y: Any) -> Any:
+        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
+
     def build(self) -> None:
         b = self.b
-        item = 8 if isinstance(self.real, ir.DoubleType) else 4
-        # rows of A per chunk: CHUNK_BYTES // (k * item), a multiple of MR, at least MR
-        per_chunk = b.sdiv(ir.Constant(I64, CHUNK_BYTES // item),
-                           b.select(b.icmp_signed(">", self.k, ir.Constant(I64, 0)), self.k,
-                                    ir.Constant(I64, 1)))
-        per_chunk = b.mul(b.sdiv(per_chunk, ir.Constant(I64, MR)), ir.Constant(I64, MR))
-        per_chunk = b.select(b.icmp_signed("<", per_chunk, ir.Constant(I64, MR)),
-                             ir.Constant(I64, MR), per_chunk)
-        first = self._var(ir.Constant(I64, 0))
+        tasks = b.sdiv(b.add(self.n, b.sub(self.task_cols, _c(1))), self.task_cols)
+        kc = b.select(b.icmp_signed(">", self.kc, _c(0)), self.kc, _c(1))
+        # rows of A per chunk: CHUNK_BYTES // (kc * item), a multiple of MR, at least MR
+        per_chunk = b.sdiv(_c(CHUNK_BYTES // self.item), kc)
+        per_chunk = b.mul(b.sdiv(per_chunk, _c(MR)), _c(MR))
+        self.per_chunk = b.select(b.icmp_signed("<", per_chunk, _c(MR)), _c(MR), per_chunk)
+        packed = b.icmp_signed("!=", self.b_cs, _c(1))
+        task = self._var(_c(0))
+
+        def take() -> Any:
+            b.store(b.atomic_rmw("add", self.next, _c(1), "monotonic"), task)
+            return b.icmp_signed("<", b.load(task), tasks)
+
+        def run() -> None:
+            c0 = b.mul(b.load(task), self.task_cols)
+            c1 = self._min(b.add(c0, self.task_cols), self.n)
+            self._task(c0, c1, kc, packed)
+
+        self._while(take, run)
+        b.ret_void()
+        self.allocas.branch(self.fn.blocks[1])
+
+    def _task(self, c0: Any, c1: Any, kc: Any, packed: Any) -> None:
+        """Columns ``c0:c1`` of C: block by block of k, chunk by chunk of rows."""
+        b = self.b
+        k0 = self._var(_c(0))
+
+        def k_block() -> None:
+            start = b.load(k0)
+            depth = self._min(kc, b.sub(self.k, start))
+            a = b.gep(self.a, [b.mul(start, self.a_cs)])
+            bsrc = b.gep(self.bm, [b.mul(start, self.b_rs)])
+            base, stride = self._slot(self.real.as_pointer()), self._slot(I64)
+            b.store(bsrc, base)
+            b.store(self.b_rs, stride)
+            with b.if_then(packed):  # copy B[start:start+depth, c0:c1] to pack, row-major
+                width = b.sub(c1, c0)
+                self._pack(bsrc, depth, c0, width)
+                b.store(b.gep(self.pack, [b.neg(c0)]), base)  # column j at pack[j - c0]
+                b.store(width, stride)
+            first = b.icmp_signed("==", start, _c(0))
+            self._chunks(a, b.load(base), b.load(stride), depth, c0, c1, first)
+            b.store(b.add(start, depth), k0)
+
+        self._while(lambda: b.icmp_signed("<", b.load(k0), self.k), k_block)
+
+    def _pack(self, bsrc: Any, depth: Any, c0: Any, width: Any) -> None:
+        b = self.b
+        r = self._var(_c(0))
+
+        def row() -> None:
+            at = b.load(r)
+            col = self._var(_c(0))
+
+            def item() -> None:
+                j = b.load(col)
+                src = b.gep(bsrc, [b.add(b.mul(at, self.b_rs), b.mul(b.add(c0, j), self.b_cs))])
+                b.store(b.load(src), b.gep(self.pack, [b.add(b.mul(at, width), j)]))
+                b.store(b.add(j, _c(1)), col)
+
+            self._while(lambda: b.icmp_signed("<", b.load(col), width), item)
+            b.store(b.add(at, _c(1)), r)
+
+        self._while(lambda: b.icmp_signed("<", b.load(r), depth), row)
+
+    def _chunks(self, a: Any, bbase: Any, brs: Any, depth: Any, c0: Any, c1: Any,
+                first: Any) -> None:
+        b = self.b
+        i = self._var(_c(0))
 
         def chunk() -> None:
-            start = b.load(first)
-            end = b.add(start, per_chunk)
-            end = b.select(b.icmp_signed("<", end, self.m), end, self.m)
-            self._panels(start, end)
-            b.store(end, first)
+            start = b.load(i)
+            end = self._min(b.add(start, self.per_chunk), self.m)
+            self._panels(a, bbase, brs, depth, start, end, c0, c1, first)
+            b.store(end, i)
 
-        self._while(lambda: b.icmp_signed("<", b.load(first), self.m), chunk)
-        b.ret_void()
+        self._while(lambda: b.icmp_signed("<", b.load(i), self.m), chunk)
 
-    def _panels(self, start: Any, end: Any) -> None:
-        """Rows ``start:end`` of C, every column."""
+    def _panels(self, a: Any, bbase: Any, brs: Any, depth: Any, start: Any, end: Any, c0: Any,
+                c1: Any, first: Any) -> None:
+        """Rows ``start:end`` of C, columns ``c0:c1``."""
         b = self.b
-        j = self._var(ir.Constant(I64, 0))
+        j = self._var(c0)
         step = 2 * self.width
 
         def columns_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(self.n, b.load(j)), ir.Constant(I64, at_least))
+            return b.icmp_signed(">=", b.sub(c1, b.load(j)), _c(at_least))
 
         def panel(vectors: int) -> Any:
             def body() -> None:
-                self._rows(start, end, b.load(j), vectors)
-                b.store(b.add(b.load(j), ir.Constant(I64, vectors * self.width if vectors
-                                                     else 1)), j)
+                self._rows(a, bbase, brs, depth, start, end, b.load(j), vectors, first)
+                b.store(b.add(b.load(j), _c(vectors * self.width if vectors else 1)), j)
             return body
 
         self._while(lambda: columns_left(step), panel(2))
         self._if(columns_left(self.width), panel(1))
         self._while(lambda: columns_left(1), panel(0))
 
-    def _rows(self, start: Any, end: Any, j0: Any, vectors: int) -> None:
-        """Rows ``start:end`` of C in the columns ``j0 ..`` (``vectors`` vectors, 0: one
-        column)."""
+    def _rows(self, a: Any, bbase: Any, brs: Any, depth: Any, start: Any, end: Any, j0: Any,
+              vectors: int, first: Any) -> None:
         b = self.b
         i = self._var(start)
 
         def rows_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(end, b.load(i)), ir.Constant(I64, at_least))
+            return b.icmp_signed(">=", b.sub(end, b.load(i)), _c(at_least))
 
         def block(rows: int) -> Any:
             def body() -> None:
-                self._block(b.load(i), j0, rows, vectors)
-                b.store(b.add(b.load(i), ir.Constant(I64, rows)), i)
+                self._block(a, bbase, brs, depth, b.load(i), j0, rows, vectors, first)
+                b.store(b.add(b.load(i), _c(rows)), i)
             return body
 
         self._while(lambda: rows_left(MR), block(MR))
@@ -191,65 +281,168 @@ class _Kernel:
             if rows < MR:
                 self._if(rows_left(rows), block(rows))
 
-    def _block(self, i0: Any, j0: Any, rows: int, vectors: int) -> None:
-        """C[i0:i0+rows, j0:j0+vectors*width] (or one column) = A[i0:i0+rows, :] @ B[:, ...]."""
+    def _block(self, a: Any, bbase: Any, brs: Any, depth: Any, i0: Any, j0: Any, rows: int,
+               vectors: int, first: Any) -> None:
+        """C[i0:i0+rows, j0:j0+vectors*width] (or one column) (+)= A[rows, block] @ B[block, ..]."""
         b = self.b
         lanes_ty = self.vec if vectors else self.real
-        zero = ir.Constant(lanes_ty, None)
-        accs = [[b.alloca(lanes_ty) for _ in range(max(vectors, 1))] for _ in range(rows)]
-        for row in accs:
-            for acc in row:
-                b.store(zero, acc)
-        a_rows = [b.gep(self.a, [b.mul(b.add(i0, ir.Constant(I64, r)), self.lda)])
+        count = max(vectors, 1)
+        accs = [[self._slot(lanes_ty) for _ in range(count)] for _ in range(rows)]
+        c_rows = [b.gep(self.c, [b.add(b.mul(b.add(i0, _c(r)), self.ldc), j0)])
                   for r in range(rows)]
-        kk = self._var(ir.Constant(I64, 0))
+
+        def c_at(r: int, v: int) -> Any:
+            if not vectors:
+                return c_rows[r]
+            return b.bitcast(b.gep(c_rows[r], [_c(v * self.width)]), self.vec.as_pointer())
+
+        with b.if_else(first) as (zero, accumulate):
+            with zero:
+                for row in accs:
+                    for acc in row:
+                        b.store(ir.Constant(lanes_ty, None), acc)
+            with accumulate:
+                for r, row in enumerate(accs):
+                    for v, acc in enumerate(row):
+                        b.store(b.load(c_at(r, v), align=self.item), acc)
+        a_rows = [b.gep(a, [b.mul(b.add(i0, _c(r)), self.a_rs)]) for r in range(rows)]
+        kk = self._var(_c(0))
+        splat = ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width)
 
         def body() -> None:
             at = b.load(kk)
-            b_row = b.gep(self.bm, [b.add(b.mul(at, self.ldb), j0)])
+            b_row = b.gep(bbase, [b.add(b.mul(at, brs), j0)])
             if vectors:
-                bvals = [b.load(b.bitcast(b.gep(b_row, [ir.Constant(I64, v * self.width)]),
-                                          self.vec.as_pointer()), align=self.real_size)
+                bvals = [b.load(b.bitcast(b.gep(b_row, [_c(v * self.width)]),
+                                          self.vec.as_pointer()), align=self.item)
                          for v in range(vectors)]
             else:
                 bvals = [b.load(b_row)]
+            step = b.mul(at, self.a_cs)
             for r in range(rows):
-                a = b.load(b.gep(a_rows[r], [at]))
+                x = b.load(b.gep(a_rows[r], [step]))
                 if vectors:
-                    a = b.shuffle_vector(
-                        b.insert_element(ir.Constant(self.vec, ir.Undefined), a,
+                    x = b.shuffle_vector(
+                        b.insert_element(ir.Constant(self.vec, ir.Undefined), x,
                                          ir.Constant(ir.IntType(32), 0)),
-                        ir.Constant(self.vec, ir.Undefined),
-                        ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width))
+                        ir.Constant(self.vec, ir.Undefined), splat)
                 for v, bv in enumerate(bvals):
                     fma = self.fma_vec if vectors else self.fma_one
-                    b.store(b.call(fma, [a, bv, b.load(accs[r][v])]), accs[r][v])
-            b.store(b.add(at, ir.Constant(I64, 1)), kk)
+                    b.store(b.call(fma, [x, bv, b.load(accs[r][v])]), accs[r][v])
+            b.store(b.add(at, _c(1)), kk)
 
-        self._while(lambda: b.icmp_signed("<", b.load(kk), self.k), body)
-        for r in range(rows):
-            c_row = b.gep(self.c, [b.add(b.mul(b.add(i0, ir.Constant(I64, r)), self.ldc), j0)])
-            for v in range(max(vectors, 1)):
-                if vectors:
-                    dst = b.bitcast(b.gep(c_row, [ir.Constant(I64, v * self.width)]),
-                                    self.vec.as_pointer())
-                    b.store(b.load(accs[r][v]), dst, align=self.real_size)
-                else:
-                    b.store(b.load(accs[r][v]), c_row)
-
-    @property
-    def real_size(self) -> int:
-        return 8 if isinstance(self.real, ir.DoubleType) else 4
+        self._while(lambda: b.icmp_signed("<", b.load(kk), depth), body)
+        for r, row in enumerate(accs):
+            for v, acc in enumerate(row):
+                b.store(b.load(acc), c_at(r, v), align=self.item)
 
 
 _lock = threading.Lock()
 _addresses: dict[bool, int] = {}
+_functions: dict[bool, Any] = {}
+_pool: list[concurrent.futures.ThreadPoolExecutor] = []
 
 
 def address(double: bool) -> int:
-    """The address of the compiled ``step_gemm`` for float64 (``double``) or float32."""
+    """The address of the compiled kernel for float64 (``double``) or float32."""
     with _lock:
         if double not in _addresses:
             text = ir_text(double, lanes(8 if double else 4))
             (_addresses[double],) = compile_ir(text, [symbol(double)])
         return _addresses[double]
+
+
+_I, _P = ctypes.c_int64, ctypes.c_void_p
+_PROTOTYPE = ctypes.CFUNCTYPE(None, _I, _I, _I, _P, _I, _I, _P, _I, _I, _P, _I, _I, _P, _P, _I)
+
+
+def _function(double: bool) -> Any:
+    fn = _functions.get(double)
+    if fn is None:
+        fn = _functions[double] = _PROTOTYPE(address(double))
+    return fn
+
+
+def _workers() -> concurrent.futures.ThreadPoolExecutor:
+    with _lock:
+        if not _pool:
+            _pool.append(concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, _cpus() - 1), thread_name_prefix="rnnscript-gemm"))
+        return _pool[0]
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def threads() -> int:
+    """How many threads a product outside a loop uses: BLAS's thread count (``--threads``,
+    threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
+    on."""
+    count = blas.get_threads()
+    return max(1, min(count if count else _cpus(), _cpus()))
+
+
+OUTSIDE_MIN_PRODUCT = 1 << 21
+"""Products outside loops with fewer multiply-adds than this stay with numpy (the kernel's
+Python-side set-up, a few microseconds, would not pay)."""
+
+
+def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The product function for a matmul outside loops of these static sizes, or None when
+    numpy's ``@`` should compute it."""
+    if dtype not in ("float32", "float64") or not enabled():
+        return None
+    if m * n * k < OUTSIDE_MIN_PRODUCT or m <= 0 or n <= 0 or k <= 0:
+        return None
+    return matmul
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """``a @ b`` for two float matrices of one dtype, through the kernel on ``threads()``
+    threads that take the columns of the result task by task (a thread on a busy core takes
+    fewer, nobody waits for it); numpy's ``@`` for anything else."""
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
+            or a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[1] != b.shape[0]):
+        return a @ b
+    (m, k), n = a.shape, b.shape[1]
+    item = a.itemsize
+    strides = (*a.strides, *b.strides)
+    if m == 0 or n == 0 or k == 0 or any(st % item for st in strides):
+        return a @ b
+    a_rs, a_cs, b_rs, b_cs = (st // item for st in strides)
+    out = np.empty((m, n), a.dtype)
+    width = 2 * lanes(item)
+    count = threads()
+    # columns per task: a few tasks per thread, a whole number of two-vector panels
+    per_task = -(-n // (4 * count)) if count > 1 else n
+    task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
+    tasks = -(-n // task_cols)
+    count = min(count, tasks)
+    kc = min(k, KC_BYTES // item)
+    packed = b_cs != 1
+    fn = _function(a.dtype.char == "d")
+    counter = np.zeros(1, np.int64)
+    args = (m, n, k, a.ctypes.data, a_rs, a_cs, b.ctypes.data, b_rs, b_cs, out.ctypes.data, n,
+            kc)
+
+    def work() -> None:
+        pack = np.empty(kc * task_cols if packed else 1, a.dtype)
+        fn(*args, pack.ctypes.data, counter.ctypes.data, task_cols)
+
+    if count == 1:
+        work()
+        return out
+    helpers = [_workers().submit(work) for _ in range(count - 1)]
+    work()
+    for h in helpers:
+        h.result()
+    return out
+
+
+KC_BYTES = 1024
+"""A block of k outside loops: this many bytes of a row of A (256 float32 items), so a panel of
+B (kc x two vectors) stays in the L1 cache while the rows of a chunk of A sweep it."""

@@ -12,26 +12,20 @@ from benchmarks.fastrnns import cells
 from fuser.cpu import stepgemm
 from script import script, vjp
 
-_SIZES = ctypes.c_int64
-
-
-def _kernel(double):
-    return ctypes.CFUNCTYPE(None, _SIZES, _SIZES, _SIZES, ctypes.c_void_p, _SIZES,
-                            ctypes.c_void_p, _SIZES, ctypes.c_void_p, _SIZES)(
-        stepgemm.address(double))
-
-
 def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
-    """C = A @ B through the kernel, A, B and C being views into wider arrays (``pad`` extra
-    columns each), C prefilled with NaN; returns (C, A @ B in float64)."""
+    """C = A @ B through the kernel as a native loop calls it (one task, k in one block), A, B
+    and C being views into wider arrays (``pad`` extra columns each), C prefilled with NaN;
+    returns (C, A @ B in float64)."""
     rng = np.random.default_rng(seed)
     wa = rng.standard_normal((m, k + pad[0])).astype(dtype)
     wb = rng.standard_normal((k, n + pad[1])).astype(dtype)
     wc = np.full((m, n + pad[2]), np.nan, dtype)
     a, b, c = wa[:, :k], wb[:, :n], wc[:, :n]
     item = np.dtype(dtype).itemsize
-    _kernel(dtype == np.float64)(m, n, k, a.ctypes.data, wa.strides[0] // item, b.ctypes.data,
-                                 wb.strides[0] // item, c.ctypes.data, wc.strides[0] // item)
+    counter = np.zeros(1, np.int64)
+    stepgemm._function(dtype == np.float64)(
+        m, n, k, a.ctypes.data, wa.strides[0] // item, 1, b.ctypes.data, wb.strides[0] // item, 1,
+        c.ctypes.data, wc.strides[0] // item, k, None, counter.ctypes.data, max(n, 1))
     if pad[2]:
         assert np.isnan(wc[:, n:]).all()  # nothing written beyond C's columns
     return c, a.astype(np.float64) @ b.astype(np.float64)
@@ -65,8 +59,54 @@ def test_rows_in_several_chunks():
 def test_no_rows_writes_nothing():
     c = np.full((2, 3), np.nan, np.float32)
     a, b = np.ones((2, 4), np.float32), np.ones((4, 3), np.float32)
-    _kernel(False)(0, 3, 4, a.ctypes.data, 4, b.ctypes.data, 3, c.ctypes.data, 3)
+    counter = np.zeros(1, np.int64)
+    stepgemm._function(False)(0, 3, 4, a.ctypes.data, 4, 1, b.ctypes.data, 3, 1, c.ctypes.data,
+                              3, 4, None, counter.ctypes.data, 3)
     assert np.isnan(c).all()
+
+
+# -- products outside loops: any strides, k in blocks, tasks shared by threads ------------------
+def _operands(dtype, m, k, n, layout, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    if "At" in layout:  # A given as a transposed view (a weight gradient's dG.T)
+        a = np.ascontiguousarray(a.T).T
+    if "Bt" in layout:  # B given as a transposed view (x @ w.T): its slabs are packed
+        b = np.ascontiguousarray(b.T).T
+    if "step" in layout:  # every other row and column: strides that are not the sizes
+        a = np.repeat(np.repeat(a, 2, 0), 2, 1)[::2, ::2]
+        b = np.repeat(np.repeat(b, 2, 0), 2, 1)[::2, ::2]
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["", "At", "Bt", "At Bt", "step"])
+@pytest.mark.parametrize("m,k,n", [(37, 700, 300), (130, 260, 70), (5, 1030, 33), (64, 9, 1)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_matmul_equals_numpy(monkeypatch, dtype, layout, m, k, n, threads):
+    monkeypatch.setattr(stepgemm, "threads", lambda: threads)
+    a, b = _operands(dtype, m, k, n, layout)
+    got = stepgemm.matmul(a, b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert got.dtype == dtype and got.shape == (m, n)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+def test_matmul_leaves_what_it_does_not_take_to_numpy():
+    a = np.ones((3, 4), np.float32)
+    assert stepgemm.matmul(a, np.ones((4, 2), np.float64)).dtype == np.float64  # mixed dtypes
+    assert stepgemm.matmul(np.ones((2, 3, 4)), np.ones((4, 2))).shape == (2, 3, 2)  # a batch
+    assert stepgemm.matmul(np.ones(4), np.ones((4, 2))).shape == (2,)  # a vector
+    with pytest.raises(ValueError):  # numpy's own error for mismatched sizes
+        stepgemm.matmul(a, np.ones((5, 2), np.float32))
+
+
+def test_matmul_for_takes_large_float_products_only():
+    assert stepgemm.matmul_for(6400, 2048, 512, "float32") is stepgemm.matmul
+    assert stepgemm.matmul_for(8, 16, 16, "float32") is None
+    assert stepgemm.matmul_for(6400, 2048, 512, "int64") is None
 
 
 def test_which_products_it_takes():

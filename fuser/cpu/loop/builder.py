@@ -6,7 +6,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from fuser.cpu import blas
+from fuser.cpu import blas, stepgemm
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
     ARRAY_DESCR_OFFSET,
@@ -116,6 +116,8 @@ class LoopBuilder:
                             typ=ir.PointerType(gemm_ty(F32)))
         self.dgemm = b.load(b.gep(fns, [ir.Constant(I64, 1)], source_etype=PTR),
                             typ=ir.PointerType(gemm_ty(F64)))
+        self.gemm_tasks = b.alloca(I64)
+        """the task counter of a ``stepgemm`` call (one task: the whole product)."""
         self.step_gemm = [b.load(b.gep(fns, [ir.Constant(I64, 2 + k)], source_etype=PTR),
                                   typ=ir.PointerType(self._step_type(real)))
                            for k, real in enumerate((F32, F64))]
@@ -157,8 +159,7 @@ class LoopBuilder:
 
     @staticmethod
     def _step_type(real: Any) -> ir.FunctionType:
-        ptr = real.as_pointer()
-        return ir.FunctionType(ir.VoidType(), [I64, I64, I64, ptr, I64, ptr, I64, ptr, I64])
+        return stepgemm.function_type(real)
 
     def _gemm_type(self, real: Any) -> ir.FunctionType:
         n = ir.IntType(self.int_bits)
@@ -451,11 +452,13 @@ class LoopBuilder:
             one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
             rows_a = self._rows(a)
             with b.if_else(b.icmp_signed("!=", own, ir.Constant(I64, 0))) as (kernel, call):
-                with kernel:  # stepgemm: both operands row-major, beta 0
-                    ptr = real.as_pointer()
+                with kernel:  # stepgemm: both operands row-major, k in one block, one task
+                    ptr, one_item = real.as_pointer(), ir.Constant(I64, 1)
+                    b.store(ir.Constant(I64, 0), self.gemm_tasks)
                     b.call(self.step_gemm[double],
-                           [m, nn, k, b.bitcast(rows_a, ptr), lda, b.bitcast(self.ptr[bm], ptr),
-                            ldb, b.bitcast(out, ptr), ldc])
+                           [m, nn, k, b.bitcast(rows_a, ptr), lda, one_item,
+                            b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
+                            ldc, k, ir.Constant(ptr, None), self.gemm_tasks, nn])
                 with call:
                     b.call(self.dgemm if double else self.sgemm,
                            [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
