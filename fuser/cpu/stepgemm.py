@@ -340,7 +340,7 @@ class _Kernel:
 _lock = threading.Lock()
 _addresses: dict[bool, int] = {}
 _functions: dict[bool, Any] = {}
-_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+_pool: list[tuple[int, concurrent.futures.ThreadPoolExecutor]] = []
 
 
 def address(double: bool) -> int:
@@ -364,11 +364,12 @@ def _function(double: bool) -> Any:
 
 
 def _workers() -> concurrent.futures.ThreadPoolExecutor:
+    """The helper threads (a forked child makes its own: it has none of its parent's)."""
     with _lock:
-        if not _pool:
-            _pool.append(concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(1, _cpus() - 1), thread_name_prefix="rnnscript-gemm"))
-        return _pool[0]
+        if not _pool or _pool[0][0] != os.getpid():
+            _pool[:] = [(os.getpid(), concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, _cpus() - 1), thread_name_prefix="rnnscript-gemm"))]
+        return _pool[0][1]
 
 
 def _cpus() -> int:

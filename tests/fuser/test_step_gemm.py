@@ -148,3 +148,18 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     for a, b in zip(results["1"][1][1:], results["0"][1][1:]):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * 10)
+
+
+def test_a_forked_child_gets_its_own_threads(monkeypatch):
+    import os
+    import signal
+    monkeypatch.setattr(stepgemm, "threads", lambda: 2)
+    a, b = _operands(np.float32, 40, 300, 200, "")
+    want = stepgemm.matmul(a, b)  # the parent's helper threads exist now
+    pid = os.fork()
+    if pid == 0:  # the child: the product must finish (and be right) without them
+        signal.alarm(60)  # a hang ends the child with SIGALRM
+        ok = np.allclose(stepgemm.matmul(a, b), want, rtol=1e-5, atol=1e-4)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
