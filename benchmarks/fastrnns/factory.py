@@ -338,10 +338,17 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
     projection over the sequence and T recurrent matmuls; backward T recurrent matmuls for the
     hidden-state gradient and one GEMM each for dW_ih and dW_hh over the whole sequence, and one
     for the layer input's gradient above the first layer (the input sequence gets none, as in
-    the training rows)."""
+    the training rows). On the CPU the products go where compiled code sends them
+    (``fuser.cpu.stepgemm``: its kernel for a step's product and for large ones, BLAS for the
+    rest), so the floor is what the scripted rows' GEMMs cost."""
     xp, (t, b, h) = inp.xp, (inp.sizes.seq_length, inp.sizes.mini_batch, inp.sizes.hidden_size)
     wt = [(xp.ascontiguousarray(w[0].T), xp.ascontiguousarray(w[1].T), w[0], w[1])
           for w in inp.weights]
+    if xp is np:  # the GEMMs compiled code runs: the host-vector kernel where it takes them
+        from fuser.cpu import stepgemm
+        whole, step_mm = stepgemm.matmul, stepgemm.step
+    else:
+        whole, step_mm = xp.matmul, xp.matmul
     gates = xp.zeros((t * b, 4 * h), inp.x.dtype)
     hidden = xp.zeros((t * b, h), inp.x.dtype)
     step = xp.empty((b, 4 * h), inp.x.dtype)
@@ -350,9 +357,9 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
     def forward() -> tuple[Any, Any]:
         x = inp.x.reshape(t * b, -1)
         for w_ih_t, w_hh_t, _, _ in wt:
-            xp.matmul(x, w_ih_t, out=gates)
+            whole(x, w_ih_t, out=gates)
             for k in range(t):
-                xp.matmul(hidden[k * b:(k + 1) * b], w_hh_t, out=step)
+                step_mm(hidden[k * b:(k + 1) * b], w_hh_t, out=step)
             x = hidden
         return None, None
 
@@ -362,11 +369,11 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
         for layer in reversed(range(len(wt))):
             _, _, w_ih, w_hh = wt[layer]
             for k in range(t):
-                xp.matmul(gates[k * b:(k + 1) * b], w_hh, out=dh)
+                step_mm(gates[k * b:(k + 1) * b], w_hh, out=dh)
             layer_input = x if layer == 0 else hidden
-            grads += [gates.T @ hidden, gates.T @ layer_input]
+            grads += [whole(gates.T, hidden), whole(gates.T, layer_input)]
             if layer > 0:
-                grads.append(gates @ w_ih)
+                grads.append(whole(gates, w_ih))
         return tuple(grads)
 
     model = ModelDef(forward, backward, reference=None)

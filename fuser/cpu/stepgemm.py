@@ -402,20 +402,48 @@ def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     return matmul
 
 
-def matmul(a: Any, b: Any) -> Any:
-    """``a @ b`` for two float matrices of one dtype, through the kernel on ``threads()``
-    threads that take the columns of the result task by task (a thread on a busy core takes
-    fewer, nobody waits for it); numpy's ``@`` for anything else."""
+def _takes(a: Any, b: Any, out: Any) -> bool:
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
-            or a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[1] != b.shape[0]):
-        return a @ b
+            or a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[1] != b.shape[0]
+            or 0 in a.shape or b.shape[1] == 0
+            or any(st % a.itemsize for st in (*a.strides, *b.strides))):
+        return False
+    return out is None or (type(out) is np.ndarray and out.dtype == a.dtype
+                           and out.shape == (a.shape[0], b.shape[1])
+                           and out.flags.c_contiguous and out.flags.writeable
+                           and not np.shares_memory(out, a) and not np.shares_memory(out, b))
+
+
+def _numpy(a: Any, b: Any, out: Any) -> Any:
+    return a @ b if out is None else np.matmul(a, b, out=out)
+
+
+def step(a: Any, b: Any, out: Any) -> Any:
+    """``np.matmul(a, b, out=out)`` the way a native loop computes a step's product (one thread,
+    k in one block) when ``use`` takes its sizes and B is row-major; numpy's otherwise."""
+    if not _takes(a, b, out) or b.strides[1] != b.itemsize or not enabled():
+        return _numpy(a, b, out)
+    (m, k), n, item = a.shape, b.shape[1], a.itemsize
+    if not use(m, n, k, item):
+        return _numpy(a, b, out)
+    counter = np.zeros(1, np.int64)
+    _function(item == 8)(m, n, k, a.ctypes.data, a.strides[0] // item, a.strides[1] // item,
+                         b.ctypes.data, b.strides[0] // item, 1, out.ctypes.data, n, k, None,
+                         counter.ctypes.data, n)
+    return out
+
+
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``a @ b`` (into ``out`` when given) for two float matrices of one dtype, through the
+    kernel on ``threads()`` threads that take the columns of the result task by task (a thread
+    on a busy core takes fewer, nobody waits for it); numpy's for anything else."""
+    if not _takes(a, b, out):
+        return _numpy(a, b, out)
     (m, k), n = a.shape, b.shape[1]
     item = a.itemsize
-    strides = (*a.strides, *b.strides)
-    if m == 0 or n == 0 or k == 0 or any(st % item for st in strides):
-        return a @ b
-    a_rs, a_cs, b_rs, b_cs = (st // item for st in strides)
-    out = np.empty((m, n), a.dtype)
+    a_rs, a_cs, b_rs, b_cs = (st // item for st in (*a.strides, *b.strides))
+    if out is None:
+        out = np.empty((m, n), a.dtype)
     width = 2 * lanes(item)
     count = threads()
     # columns per task: a few tasks per thread, a whole number of two-vector panels

@@ -163,3 +163,17 @@ def test_a_forked_child_gets_its_own_threads(monkeypatch):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_products_into_a_given_array():
+    a, b = _operands(np.float32, 20, 300, 70, "Bt", seed=4)
+    out = np.full((20, 70), np.nan, np.float32)
+    assert stepgemm.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+    h, w = _operands(np.float32, 8, 64, 256, "", seed=5)
+    step_out = np.full((8, 256), np.nan, np.float32)
+    assert stepgemm.step(h, w, step_out) is step_out
+    np.testing.assert_allclose(step_out, h @ w, rtol=1e-5, atol=1e-5)
+    overlapping = np.zeros((20, 300), np.float32)  # out sharing memory with an operand: numpy's
+    got = stepgemm.matmul(overlapping[:, :20], np.eye(20, dtype=np.float32), out=None)
+    np.testing.assert_array_equal(got, np.zeros((20, 20)))
