@@ -60,6 +60,7 @@ from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.iter import IterMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
+from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
@@ -122,9 +123,9 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
     return FunctionCompiler(fn, tree, source, owner, session, self_type).compile()
 
 
-class FunctionCompiler(StmtMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin, GlobalsMixin,
-                       ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin, ExprMixin,
-                       NumpyMixin):
+class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
+                       GlobalsMixin, ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin,
+                       ExprMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

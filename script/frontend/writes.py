@@ -22,15 +22,23 @@ Several axes nest: ``x[i, :H] = v`` writes ``v`` into a copy of ``x[i]`` and tha
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
-from ir.registry import NOT_CONSTANT, constant_of, lookup
+from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
+from script.frontend.aliases import (
+    array_origins,
+    distinct_new_arrays,
+    foreign,
+    is_made,
+    made_outside,
+    memory_roots,
+    value_sources,
+)
 from script.frontend.calls import op_for_object
-from script.frontend.env import Frame, Static, Undefined, loaded_names, walk_same_function
+from script.frontend.env import Frame, Static, Undefined
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -79,7 +87,7 @@ class WriteMixin:
         again = self.expr(inner.slice)
         same_key = again is key or (constant_of(again) is not NOT_CONSTANT
                                      and constant_of(again) == constant_of(key))
-        fresh = _is_made(stored.node) or (stored.node.kind == "prim::Constant"
+        fresh = is_made(stored.node) or (stored.node.kind == "prim::Constant"
                                            and isinstance(stored.type, TensorType))
         if not same_key or len(stored.uses) != 1 or not fresh:
             return False
@@ -201,7 +209,7 @@ class WriteMixin:
         for leaf in array_origins(old, None):
             if leaf.node.kind == "prim::Constant":  # a number or literal: numpy makes a new array
                 continue
-            what = _foreign(self.graph, leaf, None)
+            what = foreign(self.graph, leaf, None)
             if what is not None:
                 op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
                 raise self.error(node, f"in-place update of {what} ({name} {op}= ...): numpy "
@@ -314,7 +322,7 @@ class WriteMixin:
                 continue
             if other not in live or storage.overlap(value, [old]) is None:
                 continue
-            if _distinct_new_arrays(value, old):
+            if distinct_new_arrays(value, old):
                 continue  # o, s = f(x) where f returns [o, s], two arrays it made
             raise self.error(node, f"this in-place write to '{name}' would also change "
                              f"'{other}' (numpy shows the write through every name of an array "
@@ -326,7 +334,7 @@ class WriteMixin:
                     loop: Node | None = None) -> None:
         """Refuse a write into an array this function did not make."""
         for leaf in array_origins(old, loop):
-            what = _foreign(self.graph, leaf, loop)
+            what = foreign(self.graph, leaf, loop)
             if what is None:
                 continue
             through = "" if leaf.name == name else f" (through '{name}')"
@@ -367,13 +375,13 @@ class WriteMixin:
             if id(v) in seen:
                 continue
             seen.add(id(v))
-            if _made_outside(v, loop):
+            if made_outside(v, loop):
                 raise self.error(node, f"'{name}' is written in place in this loop and rebound "
                                  f"to an array made before it, so the next step's write would "
                                  f"change that array too (numpy writes into it): rebind "
                                  f"'{name}' to a copy ({name} = <value>.copy())")
             if v.node.kind != PARAM:
-                todo += _sources(v.node, v)
+                todo += value_sources(v.node, v)
 
     def check_loop_writes(self: FunctionCompiler, loop: Node, node: ast.For | ast.While,
                           carried: list[str], written: set[str]) -> None:
@@ -391,14 +399,13 @@ class WriteMixin:
                     continue
                 roots = memory_roots(value, loop)
                 if roots & mine or any(storage.overlap(r, [returns[name]]) is not None
-                                       for r in roots if not _is_made(r.node)
+                                       for r in roots if not is_made(r.node)
                                        and r.node.kind != PARAM):
                     raise self.error(node, f"'{other}' may share memory with '{name}', which "
                                      f"this loop writes in place: numpy would show the write "
                                      f"through '{other}' in the next step, which the compiled "
                                      f"code cannot follow; copy it where it is bound "
                                      f"({other} = <value>.copy())")
-
 
 def _last_user(before: Node, value: Value) -> Node | None:
     """The last node before ``before`` in its block that uses ``value`` (in a nested block
@@ -410,38 +417,6 @@ def _last_user(before: Node, value: Value) -> Node | None:
             return node
         node = node.prev
     return None
-
-
-def memory_roots(value: Value, loop: Node) -> set[Value]:
-    """Where ``value``'s memory may come from at the end of a step of ``loop``: arrays made by
-    ops, parameters of ``loop`` (and what they start as), and values read from outside."""
-    roots: set[Value] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if v in roots:
-            continue
-        node = v.node
-        if node.kind == PARAM and node.owner is loop.blocks[0] and v.index >= 1:
-            roots.add(v)
-            todo.append(loop.inputs[v.index + 1])
-            continue
-        sources = [] if node.kind == PARAM else _sources(node, v)
-        if sources:
-            todo += sources
-        else:
-            roots.add(v)
-    return roots
-
-
-def _made_outside(value: Value, loop: Node) -> bool:
-    """Whether ``value`` was made before ``loop`` (not inside it, not one of its parameters)."""
-    node = value.node
-    if node.kind == PARAM:
-        return node.owner is not loop.blocks[0] and not (
-            node.owner is not None and node.owner.owner is not None
-            and node.owner.owner.is_inside(loop))
-    return not node.is_inside(loop)
 
 
 def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
@@ -459,202 +434,9 @@ def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
     return found
 
 
-def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
-    """The values ``value``'s memory may come from, through views, writes, branches, loops and
-    calls, that a tensor op did not make: arguments, constants, containers' items, and the
-    parameters of ``loop`` (which the caller checks itself)."""
-    seen: set[int] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        node = v.node
-        if node.kind == PARAM:
-            owner = node.owner.owner if node.owner is not None else None
-            if owner is None or owner is loop:
-                yield v  # a graph input, or a parameter of the loop being checked
-            elif owner.kind == "prim::Loop" and v.index >= 1:
-                todo.append(owner.inputs[v.index + 1])
-                if len(node.owner.returns) > v.index:
-                    todo.append(node.owner.returns[v.index])
-            continue
-        followed: list[Value] | None = []
-        if node.kind in _UNPACKS:
-            followed = _unpacked_literal_item(node.inputs[0], v.index)
-        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-            followed = _call_result_sources(node, node.subgraph.outputs[v.index])
-        if node.kind in _UNPACKS or node.kind == "prim::CallFunction":
-            if followed is None:
-                yield v
-            todo += followed or []
-            continue
-        todo += _sources(node, v)
-        if not _sources(node, v) and _is_made(node):
-            continue
-        if not _sources(node, v):
-            yield v
-
-
-def _sources(node: Node, v: Value) -> list[Value]:
-    """The values ``v`` (an output of ``node``) may be the memory of."""
-    if node.kind == "prim::If":
-        return [b.returns[v.index] for b in node.blocks]
-    if node.kind == "prim::Loop":
-        return [node.inputs[2 + v.index], node.blocks[0].returns[1 + v.index]]
-    if node.kind in _FOLLOWED:
-        return [node.inputs[0]]
-    if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-        return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
-    op = lookup(node.kind)
-    if node.kind.startswith("tensor::") and op is not None and op.is_view:
-        return [x for x in node.inputs if isinstance(x.type, TensorType)]
-    if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
-        return [node.inputs[0]]
-    return []
-
-
-_UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}
-"""Unpacking ops and the literal whose items they give back."""
-
-
-def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
-    """Where item ``index`` of an unpacked list or tuple may come from, when the container is a
-    literal that nothing but this unpacking uses (``o, s = [o, s]``, also the ``return [o, s]``
-    of a called function): nothing changed it, so the item is the array put into it. [] when
-    that array is one the called function made; None (not followed) otherwise."""
-    made = container.node
-    if len(container.uses) != 1:
-        return None
-    if made.kind in _UNPACKS.values():
-        return [made.inputs[index]]
-    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
-        return None
-    sub = made.subgraph
-    literal = sub.outputs[container.index]
-    if literal.node.kind not in _UNPACKS.values() or \
-            [u.node.kind for u in literal.uses] != ["prim::Return"]:
-        return None
-    return _call_result_sources(made, literal.node.inputs[index])
-
-
-def _distinct_new_arrays(a: Value, b: Value) -> bool:
-    """Whether ``a`` and ``b`` can only be memory made by different nodes of this function (or
-    of a function it called): then they are different arrays, whatever the storage classes
-    (which put the items of a list in one class) say."""
-    roots_a, roots_b = _new_array_roots(a), _new_array_roots(b)
-    return roots_a is not None and roots_b is not None and not roots_a & roots_b
-
-
-def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> set[int] | None:
-    """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
-    branches, loops, calls and unpacked literals; None when it may be other memory (an
-    argument, a constant, an item read from a container). ``inputs`` maps a called function's
-    inputs to the caller's values."""
-    roots: set[int] = set()
-    seen: set[int] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        node = v.node
-        if inputs is not None and id(v) in inputs:
-            found = _new_array_roots(inputs[id(v)])
-            if found is None:
-                return None
-            roots |= found
-            continue
-        if node.kind == PARAM:
-            loop = node.owner.owner if node.owner is not None else None
-            if loop is None or loop.kind != "prim::Loop" or v.index < 1:
-                return None
-            todo.append(loop.inputs[v.index + 1])
-            if len(node.owner.returns) > v.index:
-                todo.append(node.owner.returns[v.index])
-            continue
-        if node.kind in _UNPACKS:
-            found = _unpacked_roots(node.inputs[0], v.index)
-            if found is None:
-                return None
-            roots |= found
-            continue
-        if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-            found = _new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node))
-            if found is None:
-                return None
-            roots |= found
-            continue
-        sources = _sources(node, v)
-        if sources:
-            todo += sources
-        elif _is_made(node):
-            roots.add(id(node))
-        else:
-            return None
-    return roots
-
-
-def _call_inputs(call: Node) -> dict[int, Value]:
-    return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
-
-
-def _unpacked_roots(container: Value, index: int) -> set[int] | None:
-    """``_new_array_roots`` of item ``index`` of an unpacked literal (see
-    ``_unpacked_literal_item``)."""
-    made = container.node
-    if len(container.uses) != 1:
-        return None
-    if made.kind in _UNPACKS.values():
-        return _new_array_roots(made.inputs[index])
-    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
-        return None
-    literal = made.subgraph.outputs[container.index]
-    if literal.node.kind not in _UNPACKS.values() or \
-            [u.node.kind for u in literal.uses] != ["prim::Return"]:
-        return None
-    return _new_array_roots(literal.node.inputs[index], _call_inputs(made))
-
-
-def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
-    """The arguments of ``call`` that ``result`` (a value of its subgraph) may be the memory
-    of; [] when it is an array the called function made; None when it may be memory the caller
-    cannot follow (a global, a container's item)."""
-    sub = call.subgraph
-    leaves = list(array_origins(result))
-    inner = {id(x): k for k, x in enumerate(sub.inputs)}
-    if not all(id(x) in inner or _foreign(sub, x) is None for x in leaves):
-        return None
-    return [call.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
-
-
 _AUGMENTED = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@"}
 """The operator of an augmented assignment, for messages."""
-
-
-def _is_made(node: Node) -> bool:
-    """Whether ``node``'s tensor outputs are new arrays (a non-view tensor op)."""
-    op = lookup(node.kind)
-    return node.kind.startswith("tensor::") and op is not None and not op.is_view
-
-
-def _foreign(graph: Any, leaf: Value, loop: Node | None = None) -> str | None:
-    """What ``leaf`` is when its memory is not this function's to write, else None."""
-    node = leaf.node
-    if loop is not None and node.kind == PARAM and node.owner is loop.blocks[0]:
-        return None
-    if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
-        return f"the argument '{leaf.name}'" if leaf.name else "an argument"
-    if _is_made(node):
-        return None
-    if node.kind == "prim::Constant":
-        return "a constant or global array"
-    if node.kind == "prim::CallFunction":
-        return "an array a called function returns (it may be one of its arguments)"
-    return f"an array read from a container, object or module ({node.kind})"
 
 
 def _is_ellipsis(node: ast.AST) -> bool:
@@ -671,42 +453,4 @@ def _may_be_array(node: ast.expr) -> bool:
     return not isinstance(node, (ast.Constant, ast.Slice, ast.UnaryOp))
 
 
-def written_arrays(stmts: list[ast.stmt]) -> set[str]:
-    """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``."""
-    found = set()
-    for node in walk_same_function(stmts):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = [t for target in node.targets for t in ast.walk(target)]
-        elif isinstance(node, ast.AugAssign):
-            targets = [node.target]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "fill" and isinstance(node.func.value, ast.Name):
-            found.add(node.func.value.id)
-        for t in targets:
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                found.add(t.value.id)
-    return found
-
-
-def upward_exposed(stmts: list[ast.stmt]) -> frozenset[str]:
-    """Names a loop body may read before assigning them (so a value from the previous step):
-    every name read, but those a top-level plain assignment binds before their first read."""
-    bound: set[str] = set()
-    exposed: set[str] = set()
-    for stmt in stmts:
-        exposed |= {name for name, _ in loaded_names(stmt) if name not in bound}
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            bound |= {n.id for t in targets for n in ast.walk(t)
-                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                      and _binds_name(t, n)}
-    return frozenset(exposed)
-
-
-def _binds_name(target: ast.expr, name: ast.Name) -> bool:
-    """Whether ``name`` in ``target`` is bound as a whole (not the base of ``x[i] = ``)."""
-    return isinstance(target, (ast.Name, ast.Tuple, ast.List, ast.Starred))
-
-
-__all__ = ["WriteMixin", "array_origins", "upward_exposed", "written_arrays"]
+__all__ = ["WriteMixin", "array_origins"]

@@ -3,7 +3,6 @@ for every shape class it handles (row blocks of 8, 4, 2, 1; two-vector, one-vect
 one-column panels; row chunks; leading dimensions wider than the matrix), and a native loop
 that calls it gives what the same loop gives through BLAS, forward and backward."""
 
-import ctypes
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from benchmarks.fastrnns import cells
 from fuser.cpu import stepgemm
 from script import script, vjp
+
 
 def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
     """C = A @ B through the kernel as a native loop calls it (one task, k in one block), A, B

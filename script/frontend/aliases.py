@@ -1,0 +1,248 @@
+"""Where an array's memory may come from: the alias analysis behind in-place writes
+(``script.frontend.writes``).
+
+An array written in place must be one the function made, and every name that may share its
+memory must be rebound or refused. These functions follow a value back through views, writes,
+branches, loops, containers and calls: ``array_origins`` to what no tensor op made (arguments,
+constants, containers' items, loop parameters), ``memory_roots`` to what a loop step's value
+may share memory with, ``distinct_new_arrays`` to tell two fresh arrays apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ir.core import PARAM, Node, Value
+from ir.registry import lookup
+from ir.types import TensorType
+
+if TYPE_CHECKING:
+    pass
+
+_FOLLOWED = {"prim::unchecked_unwrap_optional"}
+"""prim ops whose result is their input."""
+
+def memory_roots(value: Value, loop: Node) -> set[Value]:
+    """Where ``value``'s memory may come from at the end of a step of ``loop``: arrays made by
+    ops, parameters of ``loop`` (and what they start as), and values read from outside."""
+    roots: set[Value] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in roots:
+            continue
+        node = v.node
+        if node.kind == PARAM and node.owner is loop.blocks[0] and v.index >= 1:
+            roots.add(v)
+            todo.append(loop.inputs[v.index + 1])
+            continue
+        sources = [] if node.kind == PARAM else value_sources(node, v)
+        if sources:
+            todo += sources
+        else:
+            roots.add(v)
+    return roots
+
+
+def made_outside(value: Value, loop: Node) -> bool:
+    """Whether ``value`` was made before ``loop`` (not inside it, not one of its parameters)."""
+    node = value.node
+    if node.kind == PARAM:
+        return node.owner is not loop.blocks[0] and not (
+            node.owner is not None and node.owner.owner is not None
+            and node.owner.owner.is_inside(loop))
+    return not node.is_inside(loop)
+
+
+def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
+    """The values ``value``'s memory may come from, through views, writes, branches, loops and
+    calls, that a tensor op did not make: arguments, constants, containers' items, and the
+    parameters of ``loop`` (which the caller checks itself)."""
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if node.kind == PARAM:
+            owner = node.owner.owner if node.owner is not None else None
+            if owner is None or owner is loop:
+                yield v  # a graph input, or a parameter of the loop being checked
+            elif owner.kind == "prim::Loop" and v.index >= 1:
+                todo.append(owner.inputs[v.index + 1])
+                if len(node.owner.returns) > v.index:
+                    todo.append(node.owner.returns[v.index])
+            continue
+        followed: list[Value] | None = []
+        if node.kind in _UNPACKS:
+            followed = _unpacked_literal_item(node.inputs[0], v.index)
+        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            followed = _call_result_sources(node, node.subgraph.outputs[v.index])
+        if node.kind in _UNPACKS or node.kind == "prim::CallFunction":
+            if followed is None:
+                yield v
+            todo += followed or []
+            continue
+        todo += value_sources(node, v)
+        if not value_sources(node, v) and is_made(node):
+            continue
+        if not value_sources(node, v):
+            yield v
+
+
+def value_sources(node: Node, v: Value) -> list[Value]:
+    """The values ``v`` (an output of ``node``) may be the memory of."""
+    if node.kind == "prim::If":
+        return [b.returns[v.index] for b in node.blocks]
+    if node.kind == "prim::Loop":
+        return [node.inputs[2 + v.index], node.blocks[0].returns[1 + v.index]]
+    if node.kind in _FOLLOWED:
+        return [node.inputs[0]]
+    if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+        return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
+    op = lookup(node.kind)
+    if node.kind.startswith("tensor::") and op is not None and op.is_view:
+        return [x for x in node.inputs if isinstance(x.type, TensorType)]
+    if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
+        return [node.inputs[0]]
+    return []
+
+
+_UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}
+"""Unpacking ops and the literal whose items they give back."""
+
+
+def _unpacked_literal_item(container: Value, index: int) -> list[Value] | None:
+    """Where item ``index`` of an unpacked list or tuple may come from, when the container is a
+    literal that nothing but this unpacking uses (``o, s = [o, s]``, also the ``return [o, s]``
+    of a called function): nothing changed it, so the item is the array put into it. [] when
+    that array is one the called function made; None (not followed) otherwise."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return [made.inputs[index]]
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    sub = made.subgraph
+    literal = sub.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    return _call_result_sources(made, literal.node.inputs[index])
+
+
+def distinct_new_arrays(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` can only be memory made by different nodes of this function (or
+    of a function it called): then they are different arrays, whatever the storage classes
+    (which put the items of a list in one class) say."""
+    roots_a, roots_b = _new_array_roots(a), _new_array_roots(b)
+    return roots_a is not None and roots_b is not None and not roots_a & roots_b
+
+
+def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> set[int] | None:
+    """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
+    branches, loops, calls and unpacked literals; None when it may be other memory (an
+    argument, a constant, an item read from a container). ``inputs`` maps a called function's
+    inputs to the caller's values."""
+    roots: set[int] = set()
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if inputs is not None and id(v) in inputs:
+            found = _new_array_roots(inputs[id(v)])
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == PARAM:
+            loop = node.owner.owner if node.owner is not None else None
+            if loop is None or loop.kind != "prim::Loop" or v.index < 1:
+                return None
+            todo.append(loop.inputs[v.index + 1])
+            if len(node.owner.returns) > v.index:
+                todo.append(node.owner.returns[v.index])
+            continue
+        if node.kind in _UNPACKS:
+            found = _unpacked_roots(node.inputs[0], v.index)
+            if found is None:
+                return None
+            roots |= found
+            continue
+        if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            found = _new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node))
+            if found is None:
+                return None
+            roots |= found
+            continue
+        sources = value_sources(node, v)
+        if sources:
+            todo += sources
+        elif is_made(node):
+            roots.add(id(node))
+        else:
+            return None
+    return roots
+
+
+def _call_inputs(call: Node) -> dict[int, Value]:
+    return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
+
+
+def _unpacked_roots(container: Value, index: int) -> set[int] | None:
+    """``_new_array_roots`` of item ``index`` of an unpacked literal (see
+    ``_unpacked_literal_item``)."""
+    made = container.node
+    if len(container.uses) != 1:
+        return None
+    if made.kind in _UNPACKS.values():
+        return _new_array_roots(made.inputs[index])
+    if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
+        return None
+    literal = made.subgraph.outputs[container.index]
+    if literal.node.kind not in _UNPACKS.values() or \
+            [u.node.kind for u in literal.uses] != ["prim::Return"]:
+        return None
+    return _new_array_roots(literal.node.inputs[index], _call_inputs(made))
+
+
+def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
+    """The arguments of ``call`` that ``result`` (a value of its subgraph) may be the memory
+    of; [] when it is an array the called function made; None when it may be memory the caller
+    cannot follow (a global, a container's item)."""
+    sub = call.subgraph
+    leaves = list(array_origins(result))
+    inner = {id(x): k for k, x in enumerate(sub.inputs)}
+    if not all(id(x) in inner or foreign(sub, x) is None for x in leaves):
+        return None
+    return [call.inputs[inner[id(x)]] for x in leaves if id(x) in inner]
+
+
+def is_made(node: Node) -> bool:
+    """Whether ``node``'s tensor outputs are new arrays (a non-view tensor op)."""
+    op = lookup(node.kind)
+    return node.kind.startswith("tensor::") and op is not None and not op.is_view
+
+
+def foreign(graph: Any, leaf: Value, loop: Node | None = None) -> str | None:
+    """What ``leaf`` is when its memory is not this function's to write, else None."""
+    node = leaf.node
+    if loop is not None and node.kind == PARAM and node.owner is loop.blocks[0]:
+        return None
+    if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
+        return f"the argument '{leaf.name}'" if leaf.name else "an argument"
+    if is_made(node):
+        return None
+    if node.kind == "prim::Constant":
+        return "a constant or global array"
+    if node.kind == "prim::CallFunction":
+        return "an array a called function returns (it may be one of its arguments)"
+    return f"an array read from a container, object or module ({node.kind})"

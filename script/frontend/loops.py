@@ -1,0 +1,281 @@
+"""Loops: ``for`` and ``while`` as ``prim::Loop`` nodes, ``for`` over a tuple unrolled, ``break``
+and ``continue``.
+
+A mixin of ``FunctionCompiler`` (statements in general: ``script.frontend.stmts``). ``break`` and
+``continue`` set hidden boolean flags (the loop's ``LoopContext``); a loop's condition becomes
+``not break_flag``. A value the body assigns is carried by the loop with the type its first
+iteration gives it, widened until the body's types settle (``loop_type``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import constant_of
+from ir.types import (
+    ANY,
+    INT,
+    TENSOR,
+    ListType,
+    TensorType,
+    Type,
+    is_number,
+    unify,
+)
+from script.frontend.env import (
+    RETURN_FLAG,
+    LoopContext,
+    Undefined,
+    assigned_names,
+    contains_return,
+    describe_variable,
+    display_name,
+    end_of,
+    loaded_names,
+    loop_exits,
+    only_augmented,
+    stored_names,
+    walk_same_function,
+)
+from script.frontend.iter import StaticPlan
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+MAX_TRIP_COUNT = 2**63 - 1
+"""The trip count of a ``while`` loop (it runs until its condition is false)."""
+
+
+class LoopMixin:
+    """``for``, ``while``, ``break`` and ``continue``."""
+
+    def visit_Break(self: FunctionCompiler, node: ast.Break) -> None:
+        self.loop_flag(node, "break")
+
+    def visit_Continue(self: FunctionCompiler, node: ast.Continue) -> None:
+        self.loop_flag(node, "continue")
+
+    def loop_flag(self: FunctionCompiler, node: ast.stmt, kind: str) -> None:
+        if not self.loops:
+            raise self.error(node, f"'{kind}' outside a loop")
+        flag = getattr(self.loops[-1], f"{kind}_flag")
+        self.frame.set(flag, self.const(True))
+        self.frame.exited = True
+
+    # -- loops ------------------------------------------------------------------------------------
+    def visit_While(self: FunctionCompiler, node: ast.While) -> None:
+        if node.orelse:
+            raise self.unsupported(node, "while/else")
+        cond = self.condition_value(node.test)
+        if constant_of(cond) is False:
+            return
+        self.emit_loop(node, self.const(MAX_TRIP_COUNT), cond, None,
+                       lambda: self.condition_value(node.test), [])
+
+    def visit_For(self: FunctionCompiler, node: ast.For) -> None:
+        if node.orelse:
+            raise self.unsupported(node, "for/else")
+        if node.type_comment:
+            raise self.unsupported(node, "a type comment on a for loop")
+        plan = self.iteration_plan(node.iter)
+        if isinstance(plan, StaticPlan):
+            self.emit_unrolled(node, plan.items)
+            return
+        self.emit_loop(node, plan.trip, self.const(True),
+                       lambda i: self.assign(node.target, plan.element(i), node.target), None,
+                       stored_names(node.target))
+
+    def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
+        has_break, has_continue = loop_exits(node.body)
+        target = stored_names(node.target) if isinstance(node, ast.For) else []
+        exposed = upward_exposed(node.body) - set(target)
+        return LoopContext(self.new_flag("break") if has_break else None,
+                           self.new_flag("continue") if has_continue else None,
+                           frozenset(name for name, _ in loaded_names(node)),
+                           exposed | loaded_names_of(getattr(node, "test", None)))
+
+    def emit_loop(self: FunctionCompiler, node: ast.For | ast.While, trip: Any, cond: Any,
+                  bind_target: Callable[[Any], None] | None,
+                  next_cond: Callable[[], Any] | None, target_names: list[str]) -> None:
+        """A ``prim::Loop`` carrying the live names the body assigns that exist before it."""
+        ctx = self.loop_context(node)
+        live = self.live_names(end_of(node)) | ctx.reads
+        written = {n for n in written_arrays(node.body)
+                   if isinstance(getattr(self.frame.find(n), "type", None), TensorType)}
+        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names + sorted(written)))
+        in_place = only_augmented(node.body)
+        carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
+                   and (n.startswith("$") or n in live)
+                   and not (n in in_place and isinstance(self.frame.find(n).type, ListType))]
+        initials = [self.frame.find(n) for n in carried]
+        loop = self.emit("prim::Loop", [trip, cond, *initials], [], nblocks=1)
+        types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]
+        self.loops.append(ctx)
+        try:
+            nexts, exit_cond = self.settle_loop(loop, node, ctx, carried, types, bind_target,
+                                                next_cond)
+        finally:
+            self.loops.pop()
+        block = loop.blocks[0]
+        block.add_return(exit_cond)
+        for k, (name, value) in enumerate(zip(carried, nexts)):
+            t = block.params[k + 1].type
+            block.add_return(self.coerce(value, t, block))
+            initial = loop.inputs[k + 2]
+            if initial.node.kind == "prim::Uninitialized" and initial.type != t:
+                with self.graph.inserting_before(loop):
+                    loop.set_input(k + 2, self.uninitialized(t))
+            elif is_number(initial.type) and isinstance(t, TensorType):
+                with self.graph.inserting_before(loop):
+                    loop.set_input(k + 2, self.number_tensor(initial, weak=True))
+            self.frame.set(name, loop.add_output(t, _hint(name)))
+        if written:
+            self.check_loop_writes(loop, node, carried, written)
+        for name in assigned:
+            if name not in carried and self.frame.find(name) is None:
+                self.frame.set(name, Undefined(
+                    f"'{name}' is only assigned inside the loop and is undefined after it "
+                    "when the loop runs no iterations; assign it before the loop"))
+
+    def settle_loop(self: FunctionCompiler, loop: Any, node: ast.AST, ctx: Any,
+                    carried: list[str], types: list[Type], bind_target: Any, next_cond: Any
+                    ) -> tuple[list[Any], Any]:
+        """Emit the body until the carried types are stable (a pass may widen them)."""
+        from ir.core import Block
+        for _ in range(4):
+            block = loop.blocks[0]
+            _, (nexts, exit_cond) = self.emit_in_block(
+                block, lambda b=block: self.loop_body(b, node, ctx, carried, types, bind_target,
+                                                      next_cond))
+            widened = [self.loop_type(name, t, value, node)
+                       for name, t, value in zip(carried, types, nexts)]
+            if widened == types:
+                return nexts, exit_cond
+            types = widened
+            block.erase_contents()
+            loop.blocks[0] = Block(self.graph, owner=loop)
+        raise self.error(node, "the types of the variables this loop changes do not settle")
+
+    def loop_body(self: FunctionCompiler, block: Any, node: Any, ctx: Any, carried: list[str],
+                  types: list[Type], bind_target: Any, next_cond: Any) -> tuple[list[Any], Any]:
+        index = block.add_param(INT, "i")
+        self.frame.loop_body = True
+        for name, t in zip(carried, types):
+            self.frame.set(name, block.add_param(t, _hint(name)))
+        for flag in (ctx.break_flag, ctx.continue_flag):
+            if flag:
+                self.frame.set(flag, self.const(False))
+        if bind_target is not None:
+            bind_target(index)
+        self.emit_stmts(node.body)
+        exits = [f for f in (ctx.break_flag,) if f]
+        if self.return_flags and contains_return(node.body):
+            exits.append(RETURN_FLAG)
+        stay = self.negate(self.any_flag(exits)) if exits else self.const(True)
+        if next_cond is not None:
+            stay = self.short_circuit(stay, True, next_cond, node) if exits else next_cond()
+        return [self.frame.find(n) for n in carried], stay
+
+    def loop_type(self: FunctionCompiler, name: str, before: Type, value: Any, node: ast.AST
+                  ) -> Type:
+        if value.node.kind == "prim::Uninitialized":
+            return before
+        if before == ANY:
+            return value.type
+        if is_number(before) and isinstance(value.type, TensorType) and \
+                name not in self.declared:
+            return TENSOR  # an accumulator `loss = 0` that `loss += x.sum()` makes a tensor
+        joined = unify(before, value.type)
+        if joined is None:
+            raise self.error(node, f"{describe_variable(name)} has type {before} before the "
+                             f"loop and type {value.type} after an iteration")
+        return self.declared.get(name, joined)
+
+    def emit_unrolled(self: FunctionCompiler, node: ast.For, items: list[Any]) -> None:
+        """``for x in <tuple>``: the body once per element, each with its own types."""
+        ctx = self.loop_context(node)
+        self.loops.append(ctx)
+        try:
+            if ctx.break_flag:
+                self.frame.set(ctx.break_flag, self.const(False))
+            self.unroll_from(node, items, 0, ctx)
+        finally:
+            self.loops.pop()
+
+    def unroll_from(self: FunctionCompiler, node: ast.For, items: list[Any], k: int, ctx: Any
+                    ) -> None:
+        if k == len(items):
+            return
+        outer = self.frame
+        self.frame = outer.child()
+        try:
+            if ctx.continue_flag:
+                self.frame.set(ctx.continue_flag, self.const(False))
+            self.assign(node.target, items[k], node.target)
+            self.emit_stmts(node.body)
+        finally:
+            inner, self.frame = self.frame, outer
+        outer.vars.update(inner.vars)
+        outer.refined.update(inner.refined)
+        flags = [f for f in (ctx.break_flag,) if f]
+        if self.return_flags and contains_return(node.body):
+            flags.append(RETURN_FLAG)
+        if inner.left_function and not flags:
+            outer.exited = outer.left_function = True  # the body always raises
+            return
+        rest = lambda: self.unroll_from(node, items, k + 1, ctx)  # noqa: E731
+        if flags:
+            self.guarded(flags, rest, end_of(node), node)
+        else:
+            rest()
+
+
+def loaded_names_of(node: ast.AST | None) -> frozenset[str]:
+    """The names read in ``node`` (a while loop's condition is read before every step)."""
+    return frozenset(name for name, _ in loaded_names(node)) if node is not None else frozenset()
+
+
+def _hint(name: str) -> str:
+    return display_name(name)
+
+
+def written_arrays(stmts: list[ast.stmt]) -> set[str]:
+    """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``."""
+    found = set()
+    for node in walk_same_function(stmts):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in ast.walk(target)]
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "fill" and isinstance(node.func.value, ast.Name):
+            found.add(node.func.value.id)
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                found.add(t.value.id)
+    return found
+
+
+def upward_exposed(stmts: list[ast.stmt]) -> frozenset[str]:
+    """Names a loop body may read before assigning them (so a value from the previous step):
+    every name read, but those a top-level plain assignment binds before their first read."""
+    bound: set[str] = set()
+    exposed: set[str] = set()
+    for stmt in stmts:
+        exposed |= {name for name, _ in loaded_names(stmt) if name not in bound}
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound |= {n.id for t in targets for n in ast.walk(t)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                      and _binds_name(t, n)}
+    return frozenset(exposed)
+
+
+def _binds_name(target: ast.expr, name: ast.Name) -> bool:
+    """Whether ``name`` in ``target`` is bound as a whole (not the base of ``x[i] = ``)."""
+    return isinstance(target, (ast.Name, ast.Tuple, ast.List, ast.Starred))
+
