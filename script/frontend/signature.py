@@ -2,7 +2,8 @@
 
 The key captures everything a compiled specialization depends on: for arrays the module (numpy or
 CuPy), dtype and shape; for Python scalars their type; containers recursively; and the values of
-the int arguments that size arrays (``call_key``, ``passes.static_ints``).
+the int arguments that size arrays and of the bool arguments that decide an ``if``
+(``call_key``, ``passes.static_ints``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def key_of(value: Any) -> Any:
 
 
 def call_key(args: tuple[Any, ...], static: tuple[int, ...]) -> Any:
-    """The cache key of a call: each argument's ``key_of``, then the values of the int
-    arguments at the positions ``static`` (those that size arrays, ``passes.static_ints``)."""
+    """The cache key of a call: each argument's ``key_of``, then the values of the int and
+    bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
+    ``if``: ``passes.static_ints``)."""
     key = tuple(map(key_of, args))
     if static:
         return key + tuple([static_value(args[k]) for k in static])
@@ -49,10 +51,10 @@ def call_key(args: tuple[Any, ...], static: tuple[int, ...]) -> Any:
 
 
 def static_value(value: Any) -> int | tuple[int, ...] | None:
-    """What a specialization compiles in for an argument at a static position: an int, or a
-    tuple of ints; None for anything else (None, a bool), which stays keyed by its type."""
+    """What a specialization compiles in for an argument at a static position: an int or a
+    bool, or a tuple of ints; None for anything else (None), which stays keyed by its type."""
     t = type(value)
-    if t is int:
+    if t is int or t is bool:
         return value
     if t is tuple and all(type(x) is int for x in value):
         return value

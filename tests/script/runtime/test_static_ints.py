@@ -1,6 +1,7 @@
-"""Int arguments that size arrays are part of the call signature by value: the specialization
-compiles them in (static shapes), a new value compiles a new specialization, and an int that only
-counts loop trips or enters arithmetic stays keyed by its type."""
+"""Int arguments that size arrays (and bool arguments that decide an ``if``) are part of the call
+signature by value: the specialization compiles them in (static shapes, the branch taken), a new
+value compiles a new specialization, and an int that only counts loop trips or enters arithmetic
+stays keyed by its type."""
 
 from typing import Final, Tuple
 
@@ -171,3 +172,38 @@ def test_module_methods_and_freeze(frozen):
     for width in (2, 3, 2):
         np.testing.assert_allclose(compiled(x, width), _reservoir_eager(m, x, width), rtol=1e-12)
         assert compiled.forward.graph_for(x, width).outputs[0].type.shape == (4, width)
+
+
+def teacher(x: Tensor, W: Tensor, forcing: bool, scale: bool) -> Tensor:
+    h = np.zeros(W.shape[0])
+    for t in range(x.shape[0]):
+        if forcing and not scale:
+            h = np.tanh(W @ h + x[t])
+        else:
+            h = np.tanh(W @ h) + x[t] * scale
+    return h
+
+
+def test_a_bool_that_decides_an_if_specializes_and_its_branch_folds():
+    f = script(teacher)
+    rng = np.random.default_rng(4)
+    x, W = rng.standard_normal((5, 3)), 0.5 * rng.standard_normal((3, 3))
+    assert f.definition.static_ints == (2, 3)
+    for forcing, scale in ((True, False), (False, False), (True, True), (True, False)):
+        np.testing.assert_allclose(f(x, W, forcing, scale), teacher(x, W, forcing, scale),
+                                   rtol=1e-12)
+        assert not any(n.kind == "prim::If" for n in f.graph_for(x, W, forcing, scale).walk())
+    assert f.compiled_signatures == 3
+
+
+def scaled(x: Tensor, flag: bool, n: int) -> Tensor:
+    return x * flag + n
+
+
+def test_a_bool_or_int_only_in_arithmetic_stays_keyed_by_type():
+    f = script(scaled)
+    x = np.arange(3.0)
+    for flag, n in ((True, 1), (False, 2), (True, 3)):
+        np.testing.assert_allclose(f(x, flag, n), scaled(x, flag, n))
+    assert f.compiled_signatures == 1
+    assert f.definition.static_ints == ()
