@@ -160,7 +160,8 @@ class OpDef:
     blocks: int = 0
     """how many nested blocks a node of this kind has."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """facts specific to one op family (e.g. the numpy ufunc name)."""
+    """facts specific to one op family (e.g. the numpy ufunc name; ``sizes``: the names of the
+    int arguments that give the result's shape, which ``passes.static_ints`` traces)."""
     effects: tuple[frozenset[str], ...] = ()
     """for each argument (the last repeats when variadic), the subset of EFFECTS the op has on
     it."""

@@ -97,7 +97,7 @@ defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
 defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
-      "a broadcast to `shape` (numpy.broadcast_to)")
+      "a broadcast to `shape` (numpy.broadcast_to)", sizes=("shape",))
 defop("tensor::select_backward(g: Tensor, shape: ints, axis: int, index: int) -> Tensor",
       _to_shape, (PURE,), (), "zeros of `shape` with g at `index` along `axis`")
 defop("tensor::slice_backward(g: Tensor, shape: ints, axis: int, start: int? = None, "
@@ -115,7 +115,7 @@ defop("tensor::dropout_mask(a: Tensor, p: float = 0.5, training: bool = True) ->
 defop('tensor::empty(shape: ints, dtype: str = "float64") -> Tensor', _empty,
       (FRESH, ZERO_DERIVATIVE), ("np.empty",),
       "uninitialized storage of `shape` that `write_slot` fills (a preallocated stacked array); "
-      "a new array each time, read only after every slot is written")
+      "a new array each time, read only after every slot is written", sizes=("shape",))
 defop("tensor::write_slot(buf: Tensor, axis: int, index: int, value: Tensor) -> ()", _write_slot,
       (SIDE_EFFECTS,), (), "store `value` as the slice `index` of `buf` along `axis`, in place",
       effects={"buf": (READS, WRITES)})

@@ -83,11 +83,14 @@ MADE = (PURE, ZERO_DERIVATIVE)
 """made from a shape (and constants) alone: no derivative flows from the operands."""
 
 defop('tensor::zeros(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), MADE,
-      ("np.zeros",), "a tensor of zeros (float64 unless a dtype is given, as numpy)")
+      ("np.zeros",), "a tensor of zeros (float64 unless a dtype is given, as numpy)",
+      sizes=("shape",))
 defop('tensor::ones(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), MADE,
-      ("np.ones",), "a tensor of ones (float64 unless a dtype is given, as numpy)")
+      ("np.ones",), "a tensor of ones (float64 unless a dtype is given, as numpy)",
+      sizes=("shape",))
 defop("tensor::full(shape: ints, value: number, dtype: str? = None) -> Tensor",
-      _full, MADE, ("np.full",), "a tensor filled with value (dtype from the value by default)")
+      _full, MADE, ("np.full",), "a tensor filled with value (dtype from the value by default)",
+      sizes=("shape",))
 defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
       ("np.zeros_like",), "zeros with a's shape, device and (by default) dtype")
 defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
@@ -96,4 +99,5 @@ defop("tensor::full_like(a: Tensor, value: number, dtype: str? = None) -> Tensor
       MADE, ("np.full_like",), "value with a's shape, device and (by default) dtype")
 defop("tensor::arange(start: number, stop: number? = None, step: number = 1, "
       "dtype: str? = None) -> Tensor", _arange, MADE, ("np.arange",),
-      "evenly spaced values in [start, stop) (or [0, start) when stop is None)")
+      "evenly spaced values in [start, stop) (or [0, start) when stop is None)",
+      sizes=("start", "stop", "step"))

@@ -213,10 +213,11 @@ defop("tensor::argmin(a: Tensor, axis: int? = None) -> Tensor", _arg_extremum,
       "the index of the smallest element (of the flattened array when axis is None; the first "
       "of ties, as numpy)")
 defop("tensor::tile(a: Tensor, reps: ints) -> Tensor", _tile, (PURE,), ("np.tile",),
-      "a repeated `reps` times along each axis (numpy.tile)")
+      "a repeated `reps` times along each axis (numpy.tile)", sizes=("reps",))
 defop("tensor::repeat(a: Tensor, repeats: int, axis: int? = None) -> Tensor", _repeat, (PURE,),
       ("np.repeat", ".repeat"),
-      "each element `repeats` times in a row along `axis` (of the flattened array when None)")
+      "each element `repeats` times in a row along `axis` (of the flattened array when None)",
+      sizes=("repeats",))
 defop("tensor::flatten(a: Tensor) -> Tensor", _flat, (PURE,), (".flatten",),
       "a new 1-D array of a's elements in C order")
 defop("tensor::ravel(a: Tensor) -> Tensor", _flat, (PURE, VIEW), (".ravel", "np.ravel"),

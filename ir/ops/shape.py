@@ -450,7 +450,8 @@ VIEWS = (PURE, VIEW)
 defop("tensor::transpose(a: Tensor, axes: ints? = None) -> Tensor", _transpose, VIEWS,
       (".T", "np.transpose", ".transpose"), "permute the axes (reverse them when axes is None)")
 defop("tensor::reshape(a: Tensor, shape: ints) -> Tensor", _reshape, VIEWS,
-      (".reshape", "np.reshape"), "the same elements in a new shape; one -1 is inferred")
+      (".reshape", "np.reshape"), "the same elements in a new shape; one -1 is inferred",
+      sizes=("shape",))
 defop("tensor::expand_dims(a: Tensor, axis: ints) -> Tensor", _expand_dims, VIEWS,
       ("np.expand_dims",), "insert size-1 axes at the given output positions")
 defop("tensor::squeeze(a: Tensor, axis: ints? = None) -> Tensor", _squeeze, VIEWS,

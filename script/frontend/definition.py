@@ -7,6 +7,7 @@ mixins) imports them from here, below the compiler.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Any
 
 from ir.core import Graph
 from ir.types import Type
+from passes.static_ints import sizing_inputs
 from script.errors import ScriptError, SourceInfo
 
 
@@ -49,6 +51,12 @@ class FunctionDef:
     inputs of the graph; a caller may pass any array module for them."""
     python_params: list[str] = field(default_factory=list)
     """every parameter name in the Python signature's order (``static_args`` included)."""
+
+    @functools.cached_property
+    def static_ints(self) -> tuple[int, ...]:
+        """The positions of the int inputs whose values size arrays (``passes.static_ints``):
+        the call signature holds their values, and each specialization compiles them in."""
+        return sizing_inputs(self.graph)
 
     def positional_names(self) -> list[str]:
         """The parameter names positional arguments bind to, ``static_args`` included."""

@@ -1,7 +1,9 @@
 """Call signatures: a cheap cache key for a call's arguments, and their IR types.
 
 The key captures everything a compiled specialization depends on: for arrays the module (numpy or
-CuPy), dtype and shape; for Python scalars their type; containers recursively.
+CuPy), dtype and shape; for Python scalars their type; containers recursively; and the values of
+the int arguments that size arrays and of the bool arguments that decide an ``if``
+(``call_key``, ``passes.static_ints``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,29 @@ def key_of(value: Any) -> Any:
     if isinstance(value, np.generic):
         return (np.generic, value.dtype.char)
     return (t, id(t))
+
+
+def call_key(args: tuple[Any, ...], static: tuple[int, ...]) -> Any:
+    """The cache key of a call: each argument's ``key_of``, then the values of the int and
+    bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
+    ``if``: ``passes.static_ints``)."""
+    key = tuple(map(key_of, args))
+    if static:
+        return key + tuple([static_value(args[k]) for k in static])
+    return key
+
+
+def static_value(value: Any) -> int | tuple[int, ...] | None:
+    """What a specialization compiles in for an argument at a static position: an int or a
+    bool, or a tuple of ints; None for anything else (None), which stays keyed by its type."""
+    t = type(value)
+    if t is int or t is bool:
+        return value
+    if t is tuple and all(type(x) is int for x in value):
+        return value
+    if isinstance(value, np.integer):
+        return int(value)
+    return None
 
 
 def _is_cupy(value: Any) -> bool:

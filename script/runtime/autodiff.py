@@ -22,9 +22,10 @@ from ir.core import Graph, clone_node
 from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from passes.shape_prop import specialize
+from passes.static_ints import bind_static_ints
 from script.errors import Origin, ScriptError, SignatureError, at_def, reported
 from script.frontend.definition import FunctionDef
-from script.frontend.signature import key_of, type_of
+from script.frontend.signature import type_of
 from script.module import Module
 from script.runtime import instrument
 from script.runtime.codegen import generate
@@ -34,6 +35,7 @@ from script.runtime.function import (
     coerce_numbers,
     input_items,
     input_types,
+    static_arguments,
 )
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
 from script.runtime.script_module import ScriptMethod, ScriptModule
@@ -68,7 +70,7 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
     each rule's ops one by one, as written (the reference the optimized pair is checked against).
     ``wrt`` holds the positions in ``args`` (graph inputs) to differentiate; None: all.
     """
-    key = (tuple(map(key_of, args)), wrt)
+    key = (f.call_key(tuple(args)), wrt)
     cache = f.__dict__.setdefault("_gradient_cache", {})
     found = cache.get(key) if optimize else None
     if found is not None:
@@ -141,6 +143,7 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
     with reported(f.origin, "compiling"):
         graph = d.graph.clone()
         run_pipeline(graph, "inline")
+        bind_static_ints(graph, static_arguments(d, args))
         coerce_numbers(graph, types)
         try:
             specialize(graph, types, input_items(d, args))
@@ -437,7 +440,7 @@ class GradFunction:
         the globals ``f`` reads as they are now)."""
         inner = self.f.function_for(args) if isinstance(self.f, GradFunction) else self.f
         full = inner._bind(tuple(args), {})
-        key = tuple(map(key_of, full))
+        key = inner.call_key(full)
         found = self._functions.get(key)
         if found is None or found[0] is not inner.definition:  # a global scalar changed
             found = self._functions[key] = (inner.definition,

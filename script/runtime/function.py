@@ -29,11 +29,12 @@ from typing import Any
 import ir
 from ir.core import Graph
 from passes.shape_prop import specialize
+from passes.static_ints import bind_static_ints
 from script.errors import Origin, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.signature import device_of, item_types, key_of, type_of
+from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
 from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
@@ -125,11 +126,12 @@ class ScriptFunction:
         d = self._definition
         if d is None or d.guards or d.attr_refs:
             args = self._bind(args, kwargs)
+            d = self._definition
         elif kwargs or len(args) != self._nargs:
             args = bind_arguments(d, args, kwargs)
         if instrument.active is not None:
             return instrument.active.call(self, args)
-        spec = self._cache.get(tuple(map(key_of, args)))
+        spec = self._cache.get(call_key(args, d.static_ints))
         if spec is None:
             spec = self._specialize(args)
         return spec.fn(*args)
@@ -171,7 +173,12 @@ class ScriptFunction:
 
     def specialization_for(self, inputs: tuple[Any, ...]) -> Specialization:
         """The specialization for a call's graph inputs (what ``_bind`` returns)."""
-        return self._cache.get(tuple(map(key_of, inputs))) or self._specialize(inputs)
+        return self._cache.get(self.call_key(inputs)) or self._specialize(inputs)
+
+    def call_key(self, inputs: tuple[Any, ...]) -> Any:
+        """The cache key of a call's graph inputs: their signature, with the values of the int
+        arguments that size arrays (``FunctionDef.static_ints``)."""
+        return call_key(inputs, self.definition.static_ints)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
@@ -180,7 +187,7 @@ class ScriptFunction:
         return bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
 
     def _specialize(self, args: tuple[Any, ...]) -> Specialization:
-        key = tuple(map(key_of, args))
+        key = self.call_key(args)
         with self._lock:
             spec = self._cache.get(key)
             if spec is None:
@@ -200,6 +207,7 @@ class ScriptFunction:
         graph = d.graph.clone()
         with instrument.stage("passes"):
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
+            bind_static_ints(graph, static_arguments(d, args))
             coerce_numbers(graph, types)
             try:
                 specialize(graph, types, input_items(d, args))
@@ -264,6 +272,17 @@ def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                                  f"or cupy), as its default is; got {type(value).__name__}")
     rest = {k: v for k, v in kwargs.items() if k not in d.static_args}
     return tuple(named.values()), rest
+
+
+def static_arguments(d: Any, inputs: tuple[Any, ...]) -> dict[int, Any]:
+    """The values a specialization compiles in for the int inputs that size arrays, by input
+    position (the call key holds them: ``ScriptFunction.call_key``)."""
+    found = {}
+    for k in d.static_ints:
+        value = static_value(inputs[k])
+        if value is not None:
+            found[k] = value
+    return found
 
 
 def coerce_numbers(graph: Graph, types: list[ir.Type]) -> None:

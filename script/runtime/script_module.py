@@ -23,7 +23,6 @@ from script.frontend.compiler import compile_method
 from script.frontend.definition import FunctionDef
 from script.frontend.globals import GlobalRef
 from script.frontend.modules import AttrRef, ModuleSession, method_function
-from script.frontend.signature import key_of
 from script.module import Module
 from script.runtime import instrument
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
@@ -83,7 +82,7 @@ class CompiledMethod(ScriptFunction):
         full = self._bind(args, kwargs)
         if instrument.active is not None:  # a profiler: it runs the call and records it
             return instrument.active.call(self, full)
-        spec = self._cache.get(tuple(map(key_of, full)))
+        spec = self._cache.get(self.call_key(full))
         if spec is None:
             spec = self._specialize(full)
         return spec.fn(*full)
