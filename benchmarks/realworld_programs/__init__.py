@@ -28,7 +28,7 @@ MODULES = (
     "dlfs2_gru",
     "dlfs2_attention",
     "dlfs2_seq2seq",
-    "lstm_nicodjimenez",
+    "mlfromscratch_rnn",
     "pyesn",
 )
 """The programs, one module each."""

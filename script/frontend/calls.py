@@ -265,7 +265,14 @@ class CallMixin:
             return node  # already a value (the receiver of a method call)
         if arg.name == "dtype" and arg.kind.rstrip("?") == "str":
             return self.dtype_value(node)
-        return self.expr(node)
+        value = self.expr(node)
+        if arg.kind == "Tensor[]" and isinstance(node, ast.Tuple) and \
+                value.node.kind == "prim::TupleConstruct" and value.node.inputs and \
+                all(isinstance(v.type, TensorType) for v in value.node.inputs):
+            # np.concatenate((a, b)) reads the sequence as np.concatenate([a, b]) does: the
+            # list literal, whose items the passes and the differentiation follow
+            return self.list_literal(list(value.node.inputs), None, node)
+        return value
 
     def dtype_value(self: FunctionCompiler, node: ast.expr) -> Any:
         """A dtype argument (``np.float32``, ``float``, ``"float32"``) as its numpy name."""

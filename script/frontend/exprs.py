@@ -198,6 +198,8 @@ class ExprMixin:
 
     def condition_value(self: FunctionCompiler, node: ast.expr) -> Any:
         """An expression used as a truth value, converted to bool as Python's ``if`` does."""
+        if isinstance(node, ast.BoolOp):
+            return self.bool_op_condition(node)
         value = self.expr(node)
         return self.to_bool(value, node)
 
@@ -255,13 +257,50 @@ class ExprMixin:
         test = self.emit_value("prim::IsNone", [self.expr(left)])
         return self.negate(test) if negate else test
 
-    def visit_BoolOp(self: FunctionCompiler, node: ast.BoolOp) -> Any:
+    def bool_op_condition(self: FunctionCompiler, node: ast.BoolOp) -> Any:
+        """``a and b`` / ``a or b`` as a truth value (an ``if`` or ``while`` test, ``not``):
+        each operand converted to bool."""
         is_and = isinstance(node.op, ast.And)
         result = self.condition_value(node.values[0])
         for operand in node.values[1:]:
             result = self.short_circuit(result, is_and,
                                         lambda e=operand: self.condition_value(e), node)
         return result
+
+    def visit_BoolOp(self: FunctionCompiler, node: ast.BoolOp) -> Any:
+        """``a and b`` / ``a or b`` as a value, by Python's rule: the operand that decides
+        (``n or 3`` is ``n`` unless ``n`` is 0), each evaluated only when needed."""
+        is_and = isinstance(node.op, ast.And)
+        result = self.expr(node.values[0])
+        for operand in node.values[1:]:
+            result = self.deciding_operand(result, is_and, operand, node)
+        return result
+
+    def deciding_operand(self: FunctionCompiler, first: Any, is_and: bool, operand: ast.expr,
+                         node: ast.BoolOp) -> Any:
+        """``first and operand`` / ``first or operand``: ``first`` when its truth value decides,
+        else ``operand``'s value; the two must have one type."""
+        cond = self.to_bool(first, node)
+        folded = constant_of(cond)
+        if isinstance(folded, bool):
+            return self.expr(operand) if folded == is_and else first
+        if_node = self.emit("prim::If", [cond], [], nblocks=2)
+        evaluate = (lambda: self.expr(operand), lambda: first) if is_and else \
+            (lambda: first, lambda: self.expr(operand))
+        values = []
+        for block, fn in zip(if_node.blocks, evaluate):
+            _, value = self.emit_in_block(block, fn)
+            block.add_return(value)
+            values.append(value)
+        t = unify(values[0].type, values[1].type)
+        if t is None:
+            word = "and" if is_and else "or"
+            raise self.error(node, f"the operands of '{word}' have types {values[0].type} and "
+                             f"{values[1].type}: its value is one of them (Python's rule), so "
+                             f"they need one type; use it as a condition (if a {word} b:) or "
+                             "write a conditional expression (x if c else y)")
+        if_node.add_output(t)
+        return if_node.output
 
     def short_circuit(self: FunctionCompiler, first: Any, is_and: bool, rest: Any,
                       node: ast.AST) -> Any:

@@ -1,5 +1,5 @@
 """``y += v`` with a float32 array ``y`` and a float64 ``v`` gave a float64 ``y``: numpy adds
-into ``y`` itself, which stays float32 (Nico Jimenez's LSTM accumulates float64 products into
+into ``y`` itself, which stays float32 (an LSTM that accumulates float64 products into
 float32 parameter diffs, ``diffs[i] += np.outer(...)``). The result of an augmented assignment to
 an array keeps the array's dtype; a 0-d value may be a numpy scalar, which ``+=`` replaces, and
 promotes as before."""

@@ -1,4 +1,4 @@
-"""``loss = toy_loss(pred, label)`` then ``loss += toy_loss(...)`` (Nico Jimenez's LSTM) was
+"""``loss = toy_loss(pred, label)`` then ``loss += toy_loss(...)`` (a toy loss summed over an LSTM's steps) was
 refused as "an in-place update of an array a called function returns (it may be one of its
 arguments)" even though the called function made that array; so was a write into a helper's
 fresh result. What a called function makes is the caller's to update; what it passes through

@@ -1,11 +1,11 @@
 """The corpus programs that come with a hand-written backward pass: compiled, it equals the
 gradient the compiler derives from the compiled forward (CS231n's ``rnn_backward``, Deep Learning
-from Scratch 2's ``LSTM.backward``, Nico Jimenez's ``top_diff_is`` through ``y_list_is``)."""
+from Scratch 2's ``LSTM.backward``, ML-From-Scratch's ``RNN.backward_pass``)."""
 
 import numpy as np
 import pytest
 
-from benchmarks.realworld_programs import cs231n_rnn, dlfs2_layers, lstm_nicodjimenez
+from benchmarks.realworld_programs import cs231n_rnn, dlfs2_layers, mlfromscratch_rnn
 from script import script, vjp
 
 
@@ -38,21 +38,16 @@ def test_dlfs2_lstm_backward_equals_the_derived_gradient(dtype):
         np.testing.assert_allclose(derived[k], w, rtol=tol, atol=tol)
 
 
-def test_nicodjimenez_top_diff_is_equals_the_derived_gradient():
-    x_list, y_list, params, mem_cell_ct, _ = lstm_nicodjimenez.y_list_args("float64", "test")
-    loss, diffs = script(lstm_nicodjimenez.y_list_is)(*lstm_nicodjimenez.y_list_args(
-        "float64", "test"))
-    want_loss = lstm_nicodjimenez.network_loss(x_list, y_list, params, mem_cell_ct)
-    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
-    # the derived gradient, by central differences of the plain loss (vjp of network_loss is
-    # refused today: see the corpus test)
-    for k, p in enumerate(params):
-        numeric = np.zeros_like(p)
-        for idx in np.ndindex(p.shape):
-            up, down = [q.copy() for q in params], [q.copy() for q in params]
-            up[k][idx] += 1e-6
-            down[k][idx] -= 1e-6
-            numeric[idx] = (lstm_nicodjimenez.network_loss(x_list, y_list, up, mem_cell_ct)
-                            - lstm_nicodjimenez.network_loss(x_list, y_list, down,
-                                                             mem_cell_ct)) / 2e-6
-        np.testing.assert_allclose(diffs[k], numeric, rtol=1e-6, atol=1e-8)
+def test_mlfromscratch_backward_pass_weight_gradients_equal_the_derived_gradient():
+    """With ``bptt_trunc`` covering the sequence the truncation cuts nothing: the weight
+    gradients are the exact ones (the input gradient is the source's one-step term, not
+    compared)."""
+    X, U, V, W, n_units = mlfromscratch_rnn.forward_args("float64", "test")
+    accum_grad = np.random.default_rng(5).standard_normal(X.shape)
+    _, backward = vjp(script(mlfromscratch_rnn.forward_outputs), X, U, V, W, n_units)
+    _, dU, dV, dW = backward(accum_grad)[:4]
+    _, state_input, states, layer_input = mlfromscratch_rnn.forward_pass(X, U, V, W, n_units)
+    got = script(mlfromscratch_rnn.backward_pass)(accum_grad, layer_input, state_input, states,
+                                                  U, V, W, X.shape[1])
+    for g, want in zip(got[:3], (dU, dV, dW)):
+        np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
