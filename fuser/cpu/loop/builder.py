@@ -19,14 +19,19 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop.layouts import Layout
+from fuser.cpu.loop.layouts import Layout, block_copy
+from fuser.cpu.loop import reduce
 from fuser.cpu.loop.program import (
+    CONSTRUCTORS,
     NUMBER_OPS,
+    REDUCTIONS,
     WRITES,
     LoopProgram,
     LoopRefused,
     is_int,
     where,
+    VIEWS,
+    reduction,
     write_parts,
 )
 from fuser.cpu.mathfns import F32, F64, I64
@@ -168,6 +173,13 @@ class LoopBuilder:
             if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
                                               and n.inputs[0] in self.prog.unbound):
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+            elif n.kind in WRITES and not self._block_copy(n):
+                rank = len(write_parts(n)[3].type.shape)  # type: ignore[union-attr]
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+                self.prepared[("copy", n)] = [self.int_slot(("copy count", n))] * 2 + [
+                    self.int_slot((key, n, a)) for key in ("copy dim", "copy stride",
+                                                           "copy out stride")
+                    for a in range(rank)]
             elif n.kind in WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
@@ -190,11 +202,27 @@ class LoopBuilder:
                                      for k in range(len(pieces))])
             elif n in self.prog.kernels:
                 self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
+            elif n.kind in REDUCTIONS and n.output not in self.prog.same:
+                rank = len(n.inputs[0].type.shape)  # type: ignore[union-attr]
+                self.prepared[n] = [self.int_slot(("reduce count", n)),
+                                    self.int_slot(("reduce n", n))] + [
+                    self.int_slot((key, n, a)) for key in ("reduce dim", "reduce stride",
+                                                           "reduce out stride")
+                    for a in range(rank)]
+            elif n.kind in CONSTRUCTORS:
+                self.prepared[n] = self.int_slot(("fill count", n))
+            elif n.kind == "prim::Constant" and (n.output in self.bufs or n.output in self.seqs):
+                self.prepared[n] = (b.inttoptr(self.int_slot(("constant", n)), PTR),
+                                    self.int_slot(("constant bytes", n)))
         for v in self.prog.free_scalars:
             if is_int(v):
                 self.num_val[v] = self.int_slot(("free", v))
             else:
                 self.num_val[v] = self.double_slot(("free", v))
+
+    def _block_copy(self, n: Node) -> bool:
+        buf, axis, _, value = write_parts(n)
+        return block_copy(self.layouts[buf], int(axis.constant), self.layouts[value])
 
     # -- one node of the body
     def _num(self, v: Value) -> Any:
@@ -350,6 +378,10 @@ class LoopBuilder:
             kb._call_body(b, body, params, datas, outs, scalars)
             return
         if kind == "prim::Constant":
+            if n in self.prepared:  # an array: copied into this step's buffer
+                src, nbytes = self.prepared[n]
+                self.ptr[n.output] = out = self._buffer(n.output)
+                self._copy_blocks(out, nbytes, src, nbytes, nbytes, ir.Constant(I64, 1))
             return
         if kind in NUMBER_OPS:
             x, y = (self._num(v) for v in n.inputs)
@@ -379,6 +411,9 @@ class LoopBuilder:
         if kind == "tensor::slice":  # a view: the first element moves, the strides stay
             self.ptr[n.output] = b.gep(self.ptr[n.inputs[0]], [self.prepared[n]],
                                        source_etype=ir.IntType(8))
+            return
+        if kind in VIEWS or (kind in REDUCTIONS and n.output in self.prog.same):  # a view
+            self.ptr[n.output] = self.ptr[n.inputs[0]]
             return
         if kind == "tensor::reshape":  # a view of a C-ordered array: the same memory
             self.ptr[n.output] = self.ptr[n.inputs[0]]
@@ -413,7 +448,7 @@ class LoopBuilder:
             buf, _, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
                 self.ptr[n.output] = self.ptr[buf]
-            dim, stride, nbytes = self.prepared[n]
+            dim, stride, *rest = self.prepared[n]
             at = self._index(self._num(idx), dim)
             dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
             src = self.ptr[value]
@@ -421,6 +456,13 @@ class LoopBuilder:
                 dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],
                             source_etype=ir.IntType(8))
                 src = self._rows(value)
+            if ("copy", n) in self.prepared:  # element by element
+                t = value.type
+                fn = reduce.reduction_function(self.module, f"copy{len(self.module.globals)}",
+                                               "copy", t.dtype, len(t.shape), ())  # type: ignore
+                b.call(fn, [src, dst, *self.prepared[("copy", n)]])
+                return
+            (nbytes,) = rest
             outer = self.prepared.get(("outer", n))
             if outer is None:
                 self._copy_blocks(dst, nbytes, src, nbytes, nbytes, ir.Constant(I64, 1))
@@ -446,4 +488,38 @@ class LoopBuilder:
                     size(m), size(nn), size(k), one, self._rows(a), size(lda), self.ptr[bm],
                     size(ldb), zero, out, size(ldc)])
             return
+        if kind in REDUCTIONS:
+            x = n.inputs[0]
+            t = x.type
+            self.ptr[n.output] = out = self._buffer(n.output)
+            fn = reduce.reduction_function(
+                self.module, f"reduce{len(self.module.globals)}", REDUCTIONS[kind],
+                t.dtype, len(t.shape), reduction(n)[0])  # type: ignore
+            b.call(fn, [self.ptr[x], out, *self.prepared[n]])
+            return
+        if kind in CONSTRUCTORS:
+            self._construct(n)
+            return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")  # _check refused it before
+
+    def _construct(self, n: Node) -> None:
+        """An array of a constructor: zeros (a memset), ones or a number, or left as it is
+        (``empty``), in this step's buffer."""
+        b = self.b
+        fill, at = CONSTRUCTORS[n.kind]
+        self.ptr[n.output] = out = self._buffer(n.output)
+        count = self.prepared[n]
+        dtype = n.output.type.dtype  # type: ignore[union-attr]
+        if fill == "empty":
+            return
+        if fill == "zeros":
+            item = 1 if dtype == "bool" else 4 if dtype == "float32" else 8
+            memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
+            b.call(memset, [out, ir.Constant(ir.IntType(8), 0),
+                            b.mul(count, ir.Constant(I64, item)), ir.Constant(I1, 0)])
+            return
+        ty = reduce.REAL[dtype]
+        value = ir.Constant(F64, 1.0) if fill == "ones" else self._double(n.inputs[at])
+        if ty != F64:
+            value = b.fptrunc(value, ty)
+        b.call(reduce.fill_function(self.module, dtype), [out, count, value])

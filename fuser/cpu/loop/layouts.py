@@ -50,3 +50,24 @@ def dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
             return False
         acc *= d
     return True
+
+
+def slot_prefix(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """The dims before a slot's axis as one (count, byte stride), or None when they do not
+    collapse to one stride."""
+    count, stride = 1, 0
+    for d, s in zip(shape, strides):
+        if d == 1:
+            continue
+        if count > 1 and stride != s * d:
+            return None
+        count, stride = count * d, s
+    return count, stride
+
+
+def block_copy(buf: Layout, ax: int, value: Layout) -> bool:
+    """Whether a slot write of ``value`` into ``buf`` along axis ``ax`` is a copy of dense
+    blocks (else it is copied element by element)."""
+    shape, strides, item = buf
+    return (slot_prefix(shape[:ax], strides[:ax]) is not None
+            and dense(shape[ax + 1:], strides[ax + 1:], item) and dense(*value))
