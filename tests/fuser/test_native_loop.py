@@ -703,3 +703,114 @@ def test_a_slot_write_of_a_strided_value_is_copied_element_by_element():
     assert lp.calls == 1
     np.testing.assert_array_equal(got[1], x.transpose(1, 0, 2))
     assert_same(got, copies_strided_rows(x, h), np.float64)
+
+
+def attention(hs: Tensor, q: Tensor) -> Tuple[Tensor, List[Tensor]]:
+    """Deep Learning from Scratch 2's attention: a sum of a broadcast product over the last axis
+    (the rows of both operands contiguous), a softmax, a sum of a product over a middle axis (the
+    weights repeated along the kept last axis)."""
+    n, t_len, h = hs.shape
+    out = np.empty_like(q)
+    weights: List[Tensor] = []
+    for t in range(q.shape[1]):
+        s = np.sum(hs * q[:, t, :].reshape(n, 1, h), axis=2)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        a = e / e.sum(axis=1, keepdims=True)
+        out[:, t, :] = np.sum(hs * a.reshape(n, t_len, 1), axis=1)
+        weights.append(a)
+    return out, weights
+
+
+def attention_out(hs: Tensor, q: Tensor) -> Tensor:
+    n, t_len, h = hs.shape
+    out = np.empty_like(q)
+    for t in range(q.shape[1]):
+        s = np.sum(hs * q[:, t, :].reshape(n, 1, h), axis=2)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        out[:, t, :] = np.sum(hs * (e / e.sum(axis=1, keepdims=True)).reshape(n, t_len, 1), axis=1)
+    return out
+
+
+# every operand layout of the row loops: along a reduced or a kept last axis
+def reduced_both_contiguous(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(1, 7), axis=1)
+
+
+def reduced_second_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(7, 1), axis=1)
+
+
+def reduced_strided(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(x.reshape(7, 1) * w[:, 1, :].T, axis=1)
+
+
+def kept_both_contiguous(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[:, 0, :] * x, axis=0)
+
+
+def kept_first_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(x.reshape(7, 1) * w[0], axis=0)
+
+
+def kept_second_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(7, 1), axis=0)
+
+
+def kept_strided(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[:, :, 0] * x, axis=0)
+
+
+def mean_over_two_axes(x: Tensor, w: Tensor) -> Tensor:
+    return np.mean(w * x, axis=(0, 2))
+
+
+PRODUCTS = {f.__name__: f for f in (
+    reduced_both_contiguous, reduced_second_repeated, reduced_strided, kept_both_contiguous,
+    kept_first_repeated, kept_second_repeated, kept_strided, mean_over_two_axes)}
+
+
+def summing(product):
+    def layer(x: Tensor, w: Tensor, h: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h * 0.5 + product(x[t], w) * 0.1)
+        return h
+    return layer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sum_of_a_product_is_summed_as_it_is_made(monkeypatch, dtype):
+    rng = np.random.default_rng(22)
+    for size in ((3, 5, 7, 20), (1, 1, 1, 1), (4, 9, 33, 18), (1, 1, 1, 17)):
+        n, t_len, h, t_dec = size
+        args = (rng.standard_normal((n, t_len, h)).astype(dtype),
+                rng.standard_normal((n, t_dec, h)).astype(dtype))
+        f = script(attention)
+        got = f(*args)
+        loops = native_loops(f, *args)
+        assert [lp.calls for lp in loops] == ([1] if t_dec > 16 else [])  # short: unrolled
+        if loops:
+            assert len(loops[0].prog.products) == 2 and len(loops[0].prog.fused) == 2
+        want = python_result(monkeypatch, attention, *args)
+        assert_same(got[0], want[0], dtype)
+        assert_same(tuple(got[1]), tuple(want[1]), dtype)
+        f = script(attention_out)
+        out, grads = vjp_result(f, args)
+        # (the forward that saves values appends views of q: it and the reverse loop stay Python)
+        with monkeypatch.context() as m:
+            m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+            want_out, want_grads = vjp_result(script(attention_out), args)
+        assert_same(tuple(out), tuple(want_out), dtype)
+        assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(PRODUCTS))
+def test_every_layout_of_a_summed_product(monkeypatch, name, dtype):
+    rng = np.random.default_rng(23)
+    args = (rng.standard_normal((20, 7)).astype(dtype), rng.standard_normal((9, 7, 7)).astype(dtype),
+            rng.standard_normal(7).astype(dtype))
+    layer = summing(PRODUCTS[name])
+    f = script(layer)
+    assert_same(f(*args), python_result(monkeypatch, layer, *args), dtype)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and len(lp.prog.products) == 1

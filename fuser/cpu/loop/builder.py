@@ -204,11 +204,12 @@ class LoopBuilder:
                 self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
             elif n.kind in REDUCTIONS and n.output not in self.prog.same:
                 rank = len(n.inputs[0].type.shape)  # type: ignore[union-attr]
+                keys = ("reduce dim", "reduce stride") + (
+                    ("reduce stride b",) if n in self.prog.products else ()) + (
+                    "reduce out stride",)
                 self.prepared[n] = [self.int_slot(("reduce count", n)),
                                     self.int_slot(("reduce n", n))] + [
-                    self.int_slot((key, n, a)) for key in ("reduce dim", "reduce stride",
-                                                           "reduce out stride")
-                    for a in range(rank)]
+                    self.int_slot((key, n, a)) for key in keys for a in range(rank)]
             elif n.kind in CONSTRUCTORS:
                 self.prepared[n] = self.int_slot(("fill count", n))
             elif n.kind == "prim::Constant" and (n.output in self.bufs or n.output in self.seqs):
@@ -377,6 +378,8 @@ class LoopBuilder:
                 outs.append(self._rows(v))
             kb._call_body(b, body, params, datas, outs, scalars)
             return
+        if n in self.prog.fused:
+            return  # summed by the reduction that reads it
         if kind == "prim::Constant":
             if n in self.prepared:  # an array: copied into this step's buffer
                 src, nbytes = self.prepared[n]
@@ -492,10 +495,12 @@ class LoopBuilder:
             x = n.inputs[0]
             t = x.type
             self.ptr[n.output] = out = self._buffer(n.output)
+            pair = self.prog.products.get(n)
             fn = reduce.reduction_function(
                 self.module, f"reduce{len(self.module.globals)}", REDUCTIONS[kind],
-                t.dtype, len(t.shape), reduction(n)[0])  # type: ignore
-            b.call(fn, [self.ptr[x], out, *self.prepared[n]])
+                t.dtype, len(t.shape), reduction(n)[0], pair is not None)  # type: ignore
+            inputs = [self.ptr[v] for v in pair] if pair else [self.ptr[x]]
+            b.call(fn, [*inputs, out, *self.prepared[n]])
             return
         if kind in CONSTRUCTORS:
             self._construct(n)

@@ -71,3 +71,22 @@ def block_copy(buf: Layout, ax: int, value: Layout) -> bool:
     shape, strides, item = buf
     return (slot_prefix(shape[:ax], strides[:ax]) is not None
             and dense(shape[ax + 1:], strides[ax + 1:], item) and dense(*value))
+
+
+def broadcast(lay: Layout, shape: tuple[int, ...]) -> Layout:
+    """``lay`` broadcast to ``shape``: stride 0 along the axes it repeats."""
+    own, strides, item = lay
+    lead = len(shape) - len(own)
+    return shape, tuple(0 if a < lead or own[a - lead] != d else strides[a - lead]
+                        for a, d in enumerate(shape)), item
+
+
+def unit_axes(lay: Layout, shape: tuple[int, ...]) -> Layout:
+    """``lay`` reshaped to ``shape`` when that only adds or drops axes of length 1 (a view with
+    the other axes' strides); ``Unplannable`` otherwise."""
+    own, strides, item = lay
+    kept = [(d, s) for d, s in zip(own, strides) if d != 1]
+    if [d for d, _ in kept] != [d for d in shape if d != 1]:
+        raise Unplannable
+    rest = iter(kept)
+    return shape, tuple(0 if d == 1 else next(rest)[1] for d in shape), item

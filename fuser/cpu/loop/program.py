@@ -195,6 +195,11 @@ class LoopProgram:
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)
     """lists the body makes with ``unbind(x, axis)`` (an item is ``select(x, axis, i)``)."""
+    products: dict[Node, tuple[Value, Value]] = field(default_factory=dict)
+    """sums (and means) of a product ``a * b`` read by nothing else: the operands per reduction
+    node, the product being summed as it is made (see ``fused``)."""
+    fused: set[Node] = field(default_factory=set)
+    """the multiplications ``products`` computes inside a reduction (no step of their own)."""
 
     @classmethod
     def of(cls, node: Node) -> LoopProgram:
@@ -235,6 +240,7 @@ class LoopProgram:
                 if k not in skip:
                     use(v)
             inside.update(n.outputs)
+        prog._fuse_products()
         for v in prog.free:
             if known_array(v) is not None:
                 prog.free_arrays.append(v)
@@ -461,6 +467,29 @@ class LoopProgram:
                     self._kernel(n, kernel, inputs)
                     return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")
+
+    def _fuse_products(self) -> None:
+        """Sum each ``a * b`` only a sum or mean reads as it is made: numpy rounds each product
+        and adds them, and so does the reduction's row loop, without writing the product array
+        (which at attention sizes is most of the step's memory traffic)."""
+        (body,) = self.node.blocks
+        for n in body:
+            if REDUCTIONS.get(n.kind) not in ("sum", "mean") or n.output not in self.produced:
+                continue
+            x = n.inputs[0]
+            m = x.node
+            if m not in self.kernels or m.kind != "tensor::mul" or len(x.uses) != 1:
+                continue
+            inputs = self.kernel_inputs[m]
+            t = known_array(x)
+            if (len(inputs) != 2 or self.kernels[m].spec.scalar_inputs
+                    or any(known_array(v) is None or known_array(v).dtype != t.dtype  # type: ignore
+                           for v in inputs)):
+                continue
+            self.products[n] = (inputs[0], inputs[1])
+            self.fused.add(m)
+            del self.kernels[m], self.kernel_inputs[m]
+            self.produced.remove(x)
 
     def _kernel(self, n: Node, kernel: Kernel, inputs: list[Value]) -> None:
         for i in kernel.spec.scalar_inputs:

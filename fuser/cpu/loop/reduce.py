@@ -144,6 +144,131 @@ def into_function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     return fn
 
 
+def _pair_paths(k: _Builder, fn: ir.Function, item: int, sa: Any, sb: Any,
+                paths: dict[str, Any]) -> None:
+    """Branch to ``paths[kind]()`` by the strides of two operands: both contiguous ("dense"),
+    the second the same element throughout ("splat"), the first so ("splat first"), or
+    anything else ("strided"); each path returns from the function."""
+    b = k.b
+    size = ir.Constant(I64, item)
+    zero = ir.Constant(I64, 0)
+    blocks = {name: fn.append_basic_block(name.replace(" ", "_")) for name in paths}
+    tests = [("dense", b.and_(b.icmp_signed("==", sa, size), b.icmp_signed("==", sb, size))),
+             ("splat", b.and_(b.icmp_signed("==", sa, size), b.icmp_signed("==", sb, zero))),
+             ("splat first", b.and_(b.icmp_signed("==", sa, zero), b.icmp_signed("==", sb, size)))]
+    for name, ok in tests:
+        if name in paths:
+            other = fn.append_basic_block("next")
+            b.cbranch(ok, blocks[name], other)
+            b.position_at_end(other)
+    b.branch(blocks["strided"])
+    for name, path in paths.items():
+        b.position_at_end(blocks[name])
+        path()
+
+
+def dot_function(module: ir.Module, dtype: str) -> ir.Function:
+    """``ty dot(i64 n, ptr a, i64 sa, ptr b, i64 sb)``: the sum of ``a[j] * b[j]`` over ``n``
+    elements ``sa`` and ``sb`` bytes apart (each product rounded, as numpy's ``a * b`` is)."""
+    ty = REAL[dtype]
+    fn, new = _fn(module, f"reduce_dot_{dtype}", ty, [I64, PTR, I64, PTR, I64])
+    if not new:
+        return fn
+    n, x, sa, y, sb = fn.args
+    k = _Builder(fn)
+    b = k.b
+    item = 4 if dtype == "float32" else 8
+    zero = ir.Constant(ty, 0.0)
+
+    def lanes_sum(second: Any) -> None:
+        accs: dict[int, Any] = {}
+
+        def step(lanes: _Lanes, i: Any) -> None:
+            acc = accs.get(lanes.width)
+            if acc is None:
+                with b.goto_block(k.entry):
+                    b.position_at_start(k.entry)
+                    acc = accs[lanes.width] = b.alloca(lanes.vty)
+                    b.store(lanes.zero(), acc)
+            term = b.fmul(lanes.load(x, i), second(lanes, i))
+            b.store(b.fadd(b.load(acc, typ=lanes.vty), term, flags=("reassoc",)), acc)
+
+        _split_loop(k, n, ty, step)
+        total = zero
+        for width, acc in accs.items():
+            lanes = _Lanes(k, ty, width)
+            v = b.load(acc, typ=lanes.vty)
+            total = b.fadd(total, lanes.total(v) if width > 1 else v, flags=("reassoc",))
+        b.ret(total)
+
+    def strided() -> None:
+        acc = k.var(ty, zero)
+
+        def element(i: Any) -> None:
+            u = b.load(b.gep(x, [b.mul(i, sa)], source_etype=I8), typ=ty)
+            v = b.load(b.gep(y, [b.mul(i, sb)], source_etype=I8), typ=ty)
+            b.store(b.fadd(b.load(acc, typ=ty), b.fmul(u, v)), acc)
+
+        k.loop(ir.Constant(I64, 0), n, element)
+        b.ret(b.load(acc, typ=ty))
+
+    def splat() -> None:
+        v = b.load(y, typ=ty)
+        lanes_sum(lambda lanes, i: lanes.splat(v))
+
+    _pair_paths(k, fn, item, sa, sb, {"dense": lambda: lanes_sum(lambda lanes, i: lanes.load(y, i)),
+                                      "splat": splat, "strided": strided})
+    return fn
+
+
+def into_product_function(module: ir.Module, dtype: str) -> ir.Function:
+    """``void into(i64 n, ptr out, ptr a, i64 sa, ptr b, i64 sb)``: ``out[j] += a[j] * b[j]``
+    (``out`` contiguous; each product rounded, then added)."""
+    ty = REAL[dtype]
+    fn, new = _fn(module, f"reduce_into_product_{dtype}", ir.VoidType(),
+                  [I64, PTR, PTR, I64, PTR, I64])
+    if not new:
+        return fn
+    n, out, x, sa, y, sb = fn.args
+    for p in (out, x, y):
+        p.add_attribute("noalias")
+    k = _Builder(fn)
+    b = k.b
+    item = 4 if dtype == "float32" else 8
+
+    def lanes_add(first: Any, second: Any) -> None:
+        def step(lanes: _Lanes, i: Any) -> None:
+            term = b.fmul(first(lanes, i), second(lanes, i))
+            lanes.store(b.fadd(lanes.load(out, i), term), out, i)
+
+        _split_loop(k, n, ty, step)
+        b.ret_void()
+
+    def strided() -> None:
+        def element(i: Any) -> None:
+            at = k.index(out, i, ty)
+            u = b.load(b.gep(x, [b.mul(i, sa)], source_etype=I8), typ=ty)
+            v = b.load(b.gep(y, [b.mul(i, sb)], source_etype=I8), typ=ty)
+            b.store(b.fadd(b.load(at, typ=ty), b.fmul(u, v)), at)
+
+        k.loop(ir.Constant(I64, 0), n, element)
+        b.ret_void()
+
+    def splat() -> None:
+        v = b.load(y, typ=ty)
+        lanes_add(lambda lanes, i: lanes.load(x, i), lambda lanes, i: lanes.splat(v))
+
+    def splat_first() -> None:
+        u = b.load(x, typ=ty)
+        lanes_add(lambda lanes, i: lanes.splat(u), lambda lanes, i: lanes.load(y, i))
+
+    _pair_paths(k, fn, item, sa, sb, {
+        "dense": lambda: lanes_add(lambda lanes, i: lanes.load(x, i),
+                                   lambda lanes, i: lanes.load(y, i)),
+        "splat": splat, "splat first": splat_first, "strided": strided})
+    return fn
+
+
 def fill(k: _Builder, out: Any, count: Any, ty: ir.Type, value: Any) -> None:
     """``count`` elements of type ``ty`` at ``out`` set to ``value``."""
     b = k.b
@@ -163,41 +288,51 @@ def fill_function(module: ir.Module, dtype: str) -> ir.Function:
 
 
 def reduction_function(module: ir.Module, name: str, op: str, dtype: str, rank: int,
-                       reduced: tuple[int, ...]) -> ir.Function:
-    """``void name(ptr x, ptr out, i64 count, i64 n, i64 dims[rank], i64 x_strides[rank],
-    i64 out_strides[rank])``: ``out`` (``count`` contiguous elements) is ``op`` of ``x`` over
-    the axes ``reduced``; ``n`` is the number of elements each output gathers (a mean's
-    divisor)."""
+                       reduced: tuple[int, ...], product: bool = False) -> ir.Function:
+    """``void name(ptr x, [ptr y,] ptr out, i64 count, i64 n, i64 dims[rank],
+    i64 x_strides[rank], [i64 y_strides[rank],] i64 out_strides[rank])``: ``out`` (``count``
+    contiguous elements) is ``op`` of ``x`` (of ``x * y`` with ``product``, a sum or mean,
+    never making the product array) over the axes ``reduced``; ``n`` is the number of elements
+    each output gathers (a mean's divisor)."""
     ty = REAL[dtype]
-    fn, _ = _fn(module, name, ir.VoidType(), [PTR, PTR, I64, I64] + [I64] * (3 * rank))
-    x, out, count, n, *rest = fn.args
-    dims, xs, os_ = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+    pointers = 3 if product else 2
+    fn, _ = _fn(module, name, ir.VoidType(),
+                [PTR] * pointers + [I64, I64] + [I64] * ((3 + product) * rank))
+    x, *ptrs = fn.args[:pointers]
+    y, out = (ptrs[0], ptrs[1]) if product else (None, ptrs[0])
+    count, n, *rest = fn.args[pointers:]
+    dims, xs = rest[:rank], rest[rank:2 * rank]
+    ys = rest[2 * rank:3 * rank] if product else []
+    os_ = rest[(2 + product) * rank:]
     k = _Builder(fn)
     b = k.b
     if op != "copy":  # (a copy is a "reduction" over no axes that overwrites its output)
         fill(k, out, count, ty, ir.Constant(ty, identity(op, ty)))
-    row = row_function(module, op, dtype)
-    into = into_function(module, op, dtype)
+    if product:
+        row, into = dot_function(module, dtype), into_product_function(module, dtype)
+    else:
+        row, into = row_function(module, op, dtype), into_function(module, op, dtype)
     item = ir.Constant(I64, 4 if dtype == "float32" else 8)
 
-    def nest(axis: int, xp: Any, op_: Any) -> None:
-        last = axis >= rank - 1
-        if last:
+    def nest(axis: int, xp: Any, yp: Any, op_: Any) -> None:
+        if axis >= rank - 1:
             d, s = (dims[axis], xs[axis]) if rank else (ir.Constant(I64, 1), item)
+            pair = [xp, s] + ([yp, ys[axis] if rank else item] if product else [])
             if rank == 0 or axis in reduced:
-                part = b.call(row, [d, xp, s])
+                part = b.call(row, [d, *pair] if product else [d, xp, s])
                 b.store(combine(b, op, b.load(op_, typ=ty), part), op_)
             else:
-                b.call(into, [d, op_, xp, s])
+                b.call(into, [d, op_, *pair] if product else [d, op_, xp, s])
             return
 
         def body(i: Any) -> None:
             nest(axis + 1, b.gep(xp, [b.mul(i, xs[axis])], source_etype=I8),
+                 b.gep(yp, [b.mul(i, ys[axis])], source_etype=I8) if product else None,
                  b.gep(op_, [b.mul(i, os_[axis])], source_etype=I8))
 
         k.loop(ir.Constant(I64, 0), dims[axis], body)
 
-    nest(0, x, out)
+    nest(0, x, y, out)
     if op == "mean":
         divisor = b.sitofp(n, F64)
 

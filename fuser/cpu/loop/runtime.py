@@ -19,10 +19,12 @@ from fuser.cpu.loop.layouts import (
     Layout,
     Unplannable,
     block_copy,
+    broadcast,
     c_layout,
     dense,
     gemm_operand,
     slot_prefix,
+    unit_axes,
 )
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
@@ -323,10 +325,11 @@ class NativeLoop:
             elif n.kind == "tensor::reshape":
                 if n.output in prog.same:
                     layouts[n.output] = layouts[n.inputs[0]]
-                elif not dense(*layouts[n.inputs[0]]):
-                    raise Unplannable  # numpy would copy: not a view
-                else:
+                elif dense(*layouts[n.inputs[0]]):
                     layouts[n.output] = c_layout(n.output.type)  # type: ignore[arg-type]
+                else:  # a view when only axes of length 1 come or go, else numpy would copy
+                    layouts[n.output] = unit_axes(layouts[n.inputs[0]],
+                                                  tuple(n.output.type.shape))  # type: ignore
             elif n.kind == "tensor::cat":
                 pieces = prog.constructed[n.inputs[0]]
                 shape, _, item = layouts[n.output]
@@ -359,7 +362,15 @@ class NativeLoop:
             elif n.kind in REDUCTIONS and n.output in prog.same:
                 layouts[n.output] = layouts[n.inputs[0]]
             elif n.kind in REDUCTIONS:
-                shape, strides, item = layouts[n.inputs[0]]
+                pair = prog.products.get(n)
+                if pair is None:
+                    shape, strides, item = layouts[n.inputs[0]]
+                else:  # the operands of a product, broadcast to its shape
+                    shape = tuple(n.inputs[0].type.shape)  # type: ignore[union-attr]
+                    (_, strides, item), (_, strides_b, _) = (
+                        broadcast(layouts[v], shape) for v in pair)
+                    for a, s_ in enumerate(strides_b):
+                        ints[("reduce stride b", n, a)] = s_
                 found = reduction(n)
                 assert found is not None
                 axes, out_axis = found
@@ -374,12 +385,8 @@ class NativeLoop:
             elif n.kind in VIEWS and n.output in prog.same:
                 layouts[n.output] = layouts[n.inputs[0]]
             elif n.kind == "tensor::broadcast_to":
-                shape, strides, item = layouts[n.inputs[0]]
-                out_shape = tuple(n.output.type.shape)  # type: ignore[union-attr]
-                lead = len(out_shape) - len(shape)
-                layouts[n.output] = (out_shape, tuple(
-                    0 if a < lead or shape[a - lead] != d else strides[a - lead]
-                    for a, d in enumerate(out_shape)), item)
+                layouts[n.output] = broadcast(layouts[n.inputs[0]],
+                                              tuple(n.output.type.shape))  # type: ignore
             elif n.kind == "tensor::transpose":
                 shape, strides, item = layouts[n.inputs[0]]
                 perm = n.inputs[1].constant
