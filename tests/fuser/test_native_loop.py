@@ -814,3 +814,50 @@ def test_every_layout_of_a_summed_product(monkeypatch, name, dtype):
     assert_same(f(*args), python_result(monkeypatch, layer, *args), dtype)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1 and len(lp.prog.products) == 1
+
+
+def vector_rnn(x: Tensor, h: Tensor, w: Tensor, u: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+    """An RNN over one vector per step, as numpy tutorials write it: matrix @ vector, vector @
+    matrix, a strided column of a matrix."""
+    y = np.zeros(v.shape[1])
+    for t in range(x.shape[0]):
+        h = np.tanh(w @ h + u[:, t] + x[t] @ v.T)
+        y = y + h @ v
+    return h, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [(20, 5, 7), (1, 1, 1), (19, 1, 3), (25, 33, 2)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_matrix_vector_products_run_natively(monkeypatch, size, dtype):
+    steps, n, m = size
+    rng = np.random.default_rng(24)
+    x, h, w, u, v = (rng.standard_normal(s) * 0.5 for s in ((steps, m), (n,), (n, n), (n, steps),
+                                                          (n, m)))
+    w /= np.sqrt(n)  # contracting: rounding does not grow step by step
+    args = tuple(a.astype(dtype) for a in (x, h, w, u, v))
+    f = script(vector_rnn)
+    got = f(*args)
+    assert [lp.calls for lp in native_loops(f, *args)] == ([1] if steps > 16 else [])
+    assert_same(got, python_result(monkeypatch, vector_rnn, *args), dtype)
+    out, grads = vjp_result(f, args)
+    with monkeypatch.context() as mp:
+        mp.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(vector_rnn), args)
+    assert_same(tuple(out), tuple(want_out), dtype)
+    assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+def test_a_loop_holding_a_loop_says_so_first():
+    def nested(xs: Tensor, h: Tensor) -> Tensor:
+        for i in range(xs.shape[0]):
+            k = int(np.arange(xs.shape[0])[i])  # a select the native code would refuse too
+            for t in range(xs.shape[1]):
+                h = np.tanh(h + xs[k, t])
+        return h
+
+    xs, h = np.ones((20, 20, 3)), np.zeros(3)
+    f = script(nested)
+    np.testing.assert_allclose(f(xs, h), nested(xs, h))
+    report = f.explain(xs, h)
+    assert "a nested loop" in report

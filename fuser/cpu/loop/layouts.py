@@ -38,6 +38,16 @@ def gemm_operand(lay: Layout) -> tuple[int, int] | None:
     return None
 
 
+def as_matrix(lay: Layout, row: bool) -> Layout:
+    """A vector operand of a matmul as the matrix numpy multiplies: a row (1, k) on the left,
+    a column (k, 1) on the right (a matrix stays as it is)."""
+    shape, strides, item = lay
+    if len(shape) != 1:
+        return lay
+    (k,), (s,) = shape, strides
+    return ((1, k), (s * k, s), item) if row else ((k, 1), (s, s * k), item)
+
+
 class Unplannable(Exception):
     """These layouts cannot run natively (the loop runs as Python for them)."""
 

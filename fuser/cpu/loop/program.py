@@ -231,9 +231,11 @@ class LoopProgram:
             seen.add(v)
             prog.free.append(v)
 
-        for n in body:
+        for n in body:  # the structure first: nothing else matters while a block is nested
             if n.blocks:
-                raise LoopRefused(f"{where(n)}: a nested block")
+                what = "a nested loop" if n.kind == "prim::Loop" else "a nested block"
+                raise LoopRefused(f"{where(n)}: {what}")
+        for n in body:
             prog._check(n)
             skip = unread(n)
             for k, v in enumerate(n.inputs):
@@ -393,10 +395,12 @@ class LoopProgram:
         if kind == "tensor::matmul":
             a, b = n.inputs
             ta, tb, to = known_array(a), known_array(b), known_array(n.output)
-            if (ta is None or tb is None or to is None or len(ta.shape) != 2 or len(tb.shape) != 2
+            if (ta is None or tb is None or to is None
+                    or (len(ta.shape), len(tb.shape)) not in ((2, 2), (2, 1), (1, 2))
                     or not ta.dtype == tb.dtype == to.dtype
                     or ta.dtype not in ("float32", "float64")):
-                raise LoopRefused(f"{where(n)}: not a matmul of two float matrices of one dtype")
+                raise LoopRefused(f"{where(n)}: not a matmul of two float matrices (or a matrix "
+                                  "and a vector) of one dtype")
             self.produced.append(n.output)
             return
         if kind == "prim::FusionGroup":
@@ -550,8 +554,9 @@ def _row_split(prog: LoopProgram) -> int | None:
                     return None  # a made value read whole (broadcast)
         elif kind == "tensor::matmul":
             a, w = n.inputs
-            if not rows(a) or w in split:
-                return None
+            if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
+                    known_array(w).shape) != 2:  # type: ignore[union-attr]
+                return None  # (a vector's rows are not batch rows)
             uses.add(0)
         elif kind in WRITES:
             buf, axis, _, value = write_parts(n)

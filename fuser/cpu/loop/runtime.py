@@ -18,6 +18,7 @@ from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import (
     Layout,
     Unplannable,
+    as_matrix,
     block_copy,
     broadcast,
     c_layout,
@@ -351,7 +352,7 @@ class NativeLoop:
                     offset += block
             elif n.kind == "tensor::matmul":
                 a, bm = n.inputs
-                la, lb = layouts[a], layouts[bm]
+                la, lb = as_matrix(layouts[a], row=True), as_matrix(layouts[bm], row=False)
                 ga, gb = gemm_operand(la), gemm_operand(lb)
                 if ga is None or gb is None:
                     raise Unplannable
