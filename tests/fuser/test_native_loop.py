@@ -861,3 +861,4 @@ def test_a_loop_holding_a_loop_says_so_first():
     np.testing.assert_allclose(f(xs, h), nested(xs, h))
     report = f.explain(xs, h)
     assert "a nested loop" in report
+

@@ -221,6 +221,27 @@ class LoopBuilder:
             else:
                 self.num_val[v] = self.double_slot(("free", v))
 
+    def _apart(self, a: Any, b_ptr: Any, dims: list, a_strides: list, b_strides: list) -> Any:
+        """Whether the elements of two arrays of ``dims`` (byte strides ``a_strides`` and
+        ``b_strides`` from ``a`` and ``b_ptr``) lie in disjoint byte ranges (an element copy
+        from one to the other, unlike numpy's, would read what it wrote)."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+
+        def extent(ptr: Any, strides: list) -> tuple[Any, Any]:
+            lo = hi = b.ptrtoint(ptr, I64)
+            for d, s in zip(dims, strides):
+                span = b.mul(b.sub(d, ir.Constant(I64, 1)), s)
+                lo = b.add(lo, b.select(b.icmp_signed("<", span, zero), span, zero))
+                hi = b.add(hi, b.select(b.icmp_signed(">", span, zero), span, zero))
+            return lo, hi
+
+        (lo1, hi1), (lo2, hi2) = extent(a, a_strides), extent(b_ptr, b_strides)
+        # ranges [lo, hi] of first bytes; an element is at most 8 bytes long
+        eight = ir.Constant(I64, 8)
+        return b.or_(b.icmp_signed(">=", lo1, b.add(hi2, eight)),
+                     b.icmp_signed(">=", lo2, b.add(hi1, eight)))
+
     def _block_copy(self, n: Node) -> bool:
         buf, axis, _, value = write_parts(n)
         return block_copy(self.layouts[buf], int(axis.constant), self.layouts[value])
@@ -461,8 +482,12 @@ class LoopBuilder:
                 src = self._rows(value)
             if ("copy", n) in self.prepared:  # element by element
                 t = value.type
+                rank = len(t.shape)  # type: ignore[union-attr]
+                _, _, *rest = self.prepared[("copy", n)]
+                dims, strides, out = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+                self._require(self._apart(src, dst, dims, strides, out))
                 fn = reduce.reduction_function(self.module, f"copy{len(self.module.globals)}",
-                                               "copy", t.dtype, len(t.shape), ())  # type: ignore
+                                               "copy", t.dtype, rank, ())  # type: ignore
                 b.call(fn, [src, dst, *self.prepared[("copy", n)]])
                 return
             (nbytes,) = rest
