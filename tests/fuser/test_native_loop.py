@@ -599,7 +599,8 @@ def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype)
         return h
 
     rng = np.random.default_rng(17)
-    args = (rng.standard_normal((20, 7, 7)).astype(dtype), rng.standard_normal((7, 7)).astype(dtype),
+    args = (rng.standard_normal((20, 7, 7)).astype(dtype),
+            rng.standard_normal((7, 7)).astype(dtype),
             (rng.standard_normal((7, 7)) * 0.5).astype(dtype))
     f = script(layer)
     assert_same(f(*args), layer(*args), dtype)
@@ -807,8 +808,8 @@ def test_a_sum_of_a_product_is_summed_as_it_is_made(monkeypatch, dtype):
 @pytest.mark.parametrize("name", list(PRODUCTS))
 def test_every_layout_of_a_summed_product(monkeypatch, name, dtype):
     rng = np.random.default_rng(23)
-    args = (rng.standard_normal((20, 7)).astype(dtype), rng.standard_normal((9, 7, 7)).astype(dtype),
-            rng.standard_normal(7).astype(dtype))
+    args = (rng.standard_normal((20, 7)).astype(dtype),
+            rng.standard_normal((9, 7, 7)).astype(dtype), rng.standard_normal(7).astype(dtype))
     layer = summing(PRODUCTS[name])
     f = script(layer)
     assert_same(f(*args), python_result(monkeypatch, layer, *args), dtype)

@@ -19,19 +19,19 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop import reduce
+from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
     NUMBER_OPS,
     REDUCTIONS,
+    VIEWS,
     WRITES,
     LoopProgram,
     LoopRefused,
     is_int,
-    where,
-    VIEWS,
     reduction,
+    where,
     write_parts,
 )
 from fuser.cpu.mathfns import F32, F64, I64

@@ -30,9 +30,9 @@ from fuser.cpu.loop.layouts import (
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
     REDUCTIONS,
+    VIEWS,
     WRITES,
     LoopProgram,
-    VIEWS,
     reduction,
     write_parts,
 )
