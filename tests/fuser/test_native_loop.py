@@ -544,3 +544,322 @@ def test_a_list_item_of_another_layout_runs_the_python_loop():
     odd[7] = rng.standard_normal((3, 2)).T  # (2, 3), not C-ordered
     assert_same(f(odd, h), reads(odd, h), np.float64)
     assert lp.calls == 1  # this call ran the Python loop
+
+
+# -- reductions and array constructors in the body -------------------------------------------------
+REDUCE_AXES = [None, 0, 1, -1, (0, 2), (1, 2)]
+
+
+def reducing(op: str, axis, keepdims: bool):
+    reduce = getattr(np, op)
+
+    def layer(x: Tensor, h: Tensor, acc: Tensor) -> Tuple[Tensor, Tensor]:
+        for t in range(x.shape[0]):
+            acc = acc * 0.5 + reduce(x[t] * h, axis=axis, keepdims=keepdims)
+            h = np.tanh(h * 0.5 + x[t])
+        return h, acc
+    return layer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", REDUCE_AXES, ids=str)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_reductions_run_natively_with_the_python_loops_results(monkeypatch, op, axis, keepdims,
+                                                               dtype):
+    layer = reducing(op, axis, keepdims)
+    rng = np.random.default_rng(16)
+    shape = np.sum(np.ones((3, 5, 7)), axis=axis, keepdims=keepdims).shape
+    for steps in (20, 1):
+        x = rng.standard_normal((steps, 3, 5, 7)).astype(dtype)
+        h = rng.standard_normal((3, 5, 7)).astype(dtype)
+        acc = np.zeros(shape, dtype)
+        f = script(layer)
+        got = f(x, h, acc)
+        loops = native_loops(f, x, h, acc)
+        assert [lp.calls for lp in loops] == ([1] if steps > 1 else [])  # one step is unrolled
+        assert_same(got, python_result(monkeypatch, layer, x, h, acc), dtype)
+        assert_same(got, layer(x, h, acc), dtype)
+        if steps > 1:
+            assert "runs natively" in f.explain(x, h, acc)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype):
+    """A reduction over a strided row (the scalar paths) and over a kept axis, trained: the
+    reverse loop's ``sum_to``, ``broadcast_to`` and ``expand_dims`` run natively too."""
+    reduce = getattr(np, op)
+
+    def layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            s = reduce(x[t].T * 0.5, axis=0)
+            c = reduce(np.tanh(x[t] @ w), axis=1, keepdims=True)
+            h = np.tanh(h * 0.5 + s + c)
+        return h
+
+    rng = np.random.default_rng(17)
+    args = (rng.standard_normal((20, 7, 7)).astype(dtype),
+            rng.standard_normal((7, 7)).astype(dtype),
+            (rng.standard_normal((7, 7)) * 0.5).astype(dtype))
+    f = script(layer)
+    assert_same(f(*args), layer(*args), dtype)
+    assert native_loops(f, *args)[0].calls == 1
+    out, grads = vjp_result(f, args)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(layer), args)
+    assert [lp.calls for lp in gradient_loops(f, args)] == [1, 1]
+    assert_same(tuple(out), tuple(want_out), dtype)
+    assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_a_native_max_keeps_nan_as_numpy_does(op):
+    reduce = getattr(np, op)
+
+    def layer(x: Tensor, h: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = h + reduce(x[t], axis=1) + reduce(x[t])
+        return h
+
+    x = np.random.default_rng(18).standard_normal((20, 4, 70))
+    x[3, 1, 50] = np.nan  # in the vector part of a row
+    x[5, 2, 69] = np.nan  # in its scalar tail
+    h = np.zeros(4)
+    f = script(layer)
+    got = f(x, h)
+    assert native_loops(f, x, h)[0].calls == 1
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(layer(x, h)))
+    assert np.isnan(got).all()
+    y = x.copy()
+    y[3, 1, 50] = y[5, 2, 69] = 0.0
+    np.testing.assert_allclose(f(y, h), layer(y, h), rtol=1e-12)
+
+
+def test_a_reduction_to_a_number_kept_beyond_the_step_runs_the_python_loop():
+    def total(x: Tensor, h: Tensor) -> List[Tensor]:
+        out: List[Tensor] = []
+        for t in range(x.shape[0]):
+            h = np.tanh(h + x[t])
+            out.append(np.sum(h))
+        return out
+
+    rng = np.random.default_rng(19)
+    x, h = rng.standard_normal((20, 3)), rng.standard_normal(3)
+    f = script(total)
+    got = f(x, h)
+    assert not native_loops(f, x, h)  # numpy gives numbers, not 0-d arrays
+    assert [type(v) for v in got] == [type(v) for v in total(x, h)]
+    assert "reduction to one number" in f.explain(x, h)
+    np.testing.assert_allclose(got, total(x, h), rtol=1e-12)
+
+
+def constructing(x: Tensor, h: Tensor, c: float) -> Tuple[Tensor, List[Tensor], Tensor]:
+    kept: List[Tensor] = []
+    acc = np.zeros_like(h)
+    for t in range(x.shape[0]):
+        z = np.zeros((3, 5), x.dtype)
+        o = np.ones_like(h)
+        f = np.full((3, 5), c, x.dtype)
+        h = np.tanh(h * 0.5 + z + o * 0.25 + f + x[t])
+        kept.append(z)
+        kept.append(f)
+        acc = acc + np.zeros_like(x[t])
+    return h, kept, acc
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_array_constructors_in_the_body(monkeypatch, dtype):
+    rng = np.random.default_rng(20)
+    for steps in (20, 1):
+        x = rng.standard_normal((steps, 3, 5)).astype(dtype)
+        h = rng.standard_normal((3, 5)).astype(dtype)
+        f = script(constructing)
+        h_got, kept, acc = f(x, h, 0.5)
+        assert [lp.calls for lp in native_loops(f, x, h, 0.5)] == ([1] if steps > 1 else [])
+        h_want, kept_want, acc_want = python_result(monkeypatch, constructing, x, h, 0.5)
+        assert_same((h_got, acc), (h_want, acc_want), dtype)
+        assert len(kept) == 2 * steps and all(k.dtype == dtype for k in kept)
+        assert_same(tuple(kept), tuple(kept_want), dtype)
+        kept[0][0, 0] = 9.0  # each step's zeros are its own array
+        assert steps == 1 or kept[2][0, 0] == 0.0
+        assert_same(f(x, h, -2.0)[0], constructing(x, h, -2.0)[0], dtype)
+
+
+def copies_strided_rows(x: Tensor, h: Tensor) -> Tuple[Tensor, Tensor]:
+    seen = np.empty((x.shape[1], x.shape[0], x.shape[2]))  # written slot by slot, in place
+    for t in range(x.shape[1]):
+        h = np.tanh(h * 0.5 + x[:, t, :])
+        seen[t] = x[:, t, :]  # a strided value: copied element by element
+    return h, seen
+
+
+def test_a_slot_write_of_a_strided_value_is_copied_element_by_element():
+    rng = np.random.default_rng(21)
+    x, h = rng.standard_normal((9, 20, 5)), rng.standard_normal((9, 5))
+    f = script(copies_strided_rows)
+    got = f(x, h)
+    (lp,) = native_loops(f, x, h)
+    assert lp.calls == 1
+    np.testing.assert_array_equal(got[1], x.transpose(1, 0, 2))
+    assert_same(got, copies_strided_rows(x, h), np.float64)
+
+
+def attention(hs: Tensor, q: Tensor) -> Tuple[Tensor, List[Tensor]]:
+    """Deep Learning from Scratch 2's attention: a sum of a broadcast product over the last axis
+    (the rows of both operands contiguous), a softmax, a sum of a product over a middle axis (the
+    weights repeated along the kept last axis)."""
+    n, t_len, h = hs.shape
+    out = np.empty_like(q)
+    weights: List[Tensor] = []
+    for t in range(q.shape[1]):
+        s = np.sum(hs * q[:, t, :].reshape(n, 1, h), axis=2)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        a = e / e.sum(axis=1, keepdims=True)
+        out[:, t, :] = np.sum(hs * a.reshape(n, t_len, 1), axis=1)
+        weights.append(a)
+    return out, weights
+
+
+def attention_out(hs: Tensor, q: Tensor) -> Tensor:
+    n, t_len, h = hs.shape
+    out = np.empty_like(q)
+    for t in range(q.shape[1]):
+        s = np.sum(hs * q[:, t, :].reshape(n, 1, h), axis=2)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        out[:, t, :] = np.sum(hs * (e / e.sum(axis=1, keepdims=True)).reshape(n, t_len, 1), axis=1)
+    return out
+
+
+# every operand layout of the row loops: along a reduced or a kept last axis
+def reduced_both_contiguous(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(1, 7), axis=1)
+
+
+def reduced_second_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(7, 1), axis=1)
+
+
+def reduced_strided(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(x.reshape(7, 1) * w[:, 1, :].T, axis=1)
+
+
+def kept_both_contiguous(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[:, 0, :] * x, axis=0)
+
+
+def kept_first_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(x.reshape(7, 1) * w[0], axis=0)
+
+
+def kept_second_repeated(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[0] * x.reshape(7, 1), axis=0)
+
+
+def kept_strided(x: Tensor, w: Tensor) -> Tensor:
+    return np.sum(w[:, :, 0] * x, axis=0)
+
+
+def mean_over_two_axes(x: Tensor, w: Tensor) -> Tensor:
+    return np.mean(w * x, axis=(0, 2))
+
+
+PRODUCTS = {f.__name__: f for f in (
+    reduced_both_contiguous, reduced_second_repeated, reduced_strided, kept_both_contiguous,
+    kept_first_repeated, kept_second_repeated, kept_strided, mean_over_two_axes)}
+
+
+def summing(product):
+    def layer(x: Tensor, w: Tensor, h: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h * 0.5 + product(x[t], w) * 0.1)
+        return h
+    return layer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sum_of_a_product_is_summed_as_it_is_made(monkeypatch, dtype):
+    rng = np.random.default_rng(22)
+    for size in ((3, 5, 7, 20), (1, 1, 1, 1), (4, 9, 33, 18), (1, 1, 1, 17)):
+        n, t_len, h, t_dec = size
+        args = (rng.standard_normal((n, t_len, h)).astype(dtype),
+                rng.standard_normal((n, t_dec, h)).astype(dtype))
+        f = script(attention)
+        got = f(*args)
+        loops = native_loops(f, *args)
+        assert [lp.calls for lp in loops] == ([1] if t_dec > 16 else [])  # short: unrolled
+        if loops:
+            assert len(loops[0].prog.products) == 2 and len(loops[0].prog.fused) == 2
+        want = python_result(monkeypatch, attention, *args)
+        assert_same(got[0], want[0], dtype)
+        assert_same(tuple(got[1]), tuple(want[1]), dtype)
+        f = script(attention_out)
+        out, grads = vjp_result(f, args)
+        # (the forward that saves values appends views of q: it and the reverse loop stay Python)
+        with monkeypatch.context() as m:
+            m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+            want_out, want_grads = vjp_result(script(attention_out), args)
+        assert_same(tuple(out), tuple(want_out), dtype)
+        assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(PRODUCTS))
+def test_every_layout_of_a_summed_product(monkeypatch, name, dtype):
+    rng = np.random.default_rng(23)
+    args = (rng.standard_normal((20, 7)).astype(dtype),
+            rng.standard_normal((9, 7, 7)).astype(dtype), rng.standard_normal(7).astype(dtype))
+    layer = summing(PRODUCTS[name])
+    f = script(layer)
+    assert_same(f(*args), python_result(monkeypatch, layer, *args), dtype)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and len(lp.prog.products) == 1
+
+
+def vector_rnn(x: Tensor, h: Tensor, w: Tensor, u: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+    """An RNN over one vector per step, as numpy tutorials write it: matrix @ vector, vector @
+    matrix, a strided column of a matrix."""
+    y = np.zeros(v.shape[1])
+    for t in range(x.shape[0]):
+        h = np.tanh(w @ h + u[:, t] + x[t] @ v.T)
+        y = y + h @ v
+    return h, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [(20, 5, 7), (1, 1, 1), (19, 1, 3), (25, 33, 2)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_matrix_vector_products_run_natively(monkeypatch, size, dtype):
+    steps, n, m = size
+    rng = np.random.default_rng(24)
+    x, h, w, u, v = (rng.standard_normal(s) * 0.5 for s in ((steps, m), (n,), (n, n), (n, steps),
+                                                          (n, m)))
+    w /= np.sqrt(n)  # contracting: rounding does not grow step by step
+    args = tuple(a.astype(dtype) for a in (x, h, w, u, v))
+    f = script(vector_rnn)
+    got = f(*args)
+    assert [lp.calls for lp in native_loops(f, *args)] == ([1] if steps > 16 else [])
+    assert_same(got, python_result(monkeypatch, vector_rnn, *args), dtype)
+    out, grads = vjp_result(f, args)
+    with monkeypatch.context() as mp:
+        mp.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(vector_rnn), args)
+    assert_same(tuple(out), tuple(want_out), dtype)
+    assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+def test_a_loop_holding_a_loop_says_so_first():
+    def nested(xs: Tensor, h: Tensor) -> Tensor:
+        for i in range(xs.shape[0]):
+            k = int(np.arange(xs.shape[0])[i])  # a select the native code would refuse too
+            for t in range(xs.shape[1]):
+                h = np.tanh(h + xs[k, t])
+        return h
+
+    xs, h = np.ones((20, 20, 3)), np.zeros(3)
+    f = script(nested)
+    np.testing.assert_allclose(f(xs, h), nested(xs, h))
+    report = f.explain(xs, h)
+    assert "a nested loop" in report
+

@@ -16,7 +16,13 @@ calling the result runs every step in native code:
 - a fusion group calls the element loop of the group's kernel, compiled into the same module
   (the same ``noinline`` function the kernel's own entries call, so a step gives the kernel's
   bits), with the plan the kernel makes for these layouts (``Kernel.make_plan``);
-- a ``write_slot`` (and an in-place ``x[t] = v``) is a ``memmove`` of the value into its slot;
+- a reduction (``sum``, ``mean``, ``amax``, ``amin`` over constant axes, ``sum_to``) is a loop
+  nest over its input with vectorized row loops (``reduce``); a ``sum`` or ``mean`` of a product
+  nothing else reads multiplies as it sums, never writing the product; an array constructor
+  (``zeros``, ``ones``, ``full``, ``empty``, their ``_like`` forms, a constant array) fills the
+  step's buffer; a transpose, ``expand_dims`` or ``broadcast_to`` is a view (other strides);
+- a ``write_slot`` (and an in-place ``x[t] = v``) is a ``memmove`` of the value into its slot
+  (element by element when the value is strided);
 - a value made in the body lives in one of two buffers by step parity: the state carried into a
   step was made by the previous step in the other buffer, so nothing a step reads is
   overwritten while it runs; a value appended to a list (or carried into one that is) gets a
@@ -40,7 +46,8 @@ loops, other ops, a ``while``, a list both read and appended to) stays Python: `
 raises ``LoopRefused`` saying which node, and ``explain`` reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
 keeps every loop Python.
 
-The modules: ``program`` (the analysis), ``layouts``, ``builder`` (the LLVM IR), ``runtime``
+The modules: ``program`` (the analysis), ``layouts``, ``builder`` (the LLVM IR), ``reduce``
+(reductions, fills and element copies), ``runtime``
 (``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on helper threads).
 """
 

@@ -19,13 +19,18 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop.layouts import Layout
+from fuser.cpu.loop import reduce
+from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import (
+    CONSTRUCTORS,
     NUMBER_OPS,
+    REDUCTIONS,
+    VIEWS,
     WRITES,
     LoopProgram,
     LoopRefused,
     is_int,
+    reduction,
     where,
     write_parts,
 )
@@ -177,6 +182,13 @@ class LoopBuilder:
             if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
                                               and n.inputs[0] in self.prog.unbound):
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+            elif n.kind in WRITES and not self._block_copy(n):
+                rank = len(write_parts(n)[3].type.shape)  # type: ignore[union-attr]
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
+                self.prepared[("copy", n)] = [self.int_slot(("copy count", n))] * 2 + [
+                    self.int_slot((key, n, a)) for key in ("copy dim", "copy stride",
+                                                           "copy out stride")
+                    for a in range(rank)]
             elif n.kind in WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
@@ -199,11 +211,49 @@ class LoopBuilder:
                                      for k in range(len(pieces))])
             elif n in self.prog.kernels:
                 self.prepared[n] = b.inttoptr(self.int_slot(("plan", n)), PTR)
+            elif n.kind in REDUCTIONS and n.output not in self.prog.same:
+                rank = len(n.inputs[0].type.shape)  # type: ignore[union-attr]
+                keys = ("reduce dim", "reduce stride") + (
+                    ("reduce stride b",) if n in self.prog.products else ()) + (
+                    "reduce out stride",)
+                self.prepared[n] = [self.int_slot(("reduce count", n)),
+                                    self.int_slot(("reduce n", n))] + [
+                    self.int_slot((key, n, a)) for key in keys for a in range(rank)]
+            elif n.kind in CONSTRUCTORS:
+                self.prepared[n] = self.int_slot(("fill count", n))
+            elif n.kind == "prim::Constant" and (n.output in self.bufs or n.output in self.seqs):
+                self.prepared[n] = (b.inttoptr(self.int_slot(("constant", n)), PTR),
+                                    self.int_slot(("constant bytes", n)))
         for v in self.prog.free_scalars:
             if is_int(v):
                 self.num_val[v] = self.int_slot(("free", v))
             else:
                 self.num_val[v] = self.double_slot(("free", v))
+
+    def _apart(self, a: Any, b_ptr: Any, dims: list, a_strides: list, b_strides: list) -> Any:
+        """Whether the elements of two arrays of ``dims`` (byte strides ``a_strides`` and
+        ``b_strides`` from ``a`` and ``b_ptr``) lie in disjoint byte ranges (an element copy
+        from one to the other, unlike numpy's, would read what it wrote)."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+
+        def extent(ptr: Any, strides: list) -> tuple[Any, Any]:
+            lo = hi = b.ptrtoint(ptr, I64)
+            for d, s in zip(dims, strides):
+                span = b.mul(b.sub(d, ir.Constant(I64, 1)), s)
+                lo = b.add(lo, b.select(b.icmp_signed("<", span, zero), span, zero))
+                hi = b.add(hi, b.select(b.icmp_signed(">", span, zero), span, zero))
+            return lo, hi
+
+        (lo1, hi1), (lo2, hi2) = extent(a, a_strides), extent(b_ptr, b_strides)
+        # ranges [lo, hi] of first bytes; an element is at most 8 bytes long
+        eight = ir.Constant(I64, 8)
+        return b.or_(b.icmp_signed(">=", lo1, b.add(hi2, eight)),
+                     b.icmp_signed(">=", lo2, b.add(hi1, eight)))
+
+    def _block_copy(self, n: Node) -> bool:
+        buf, axis, _, value = write_parts(n)
+        return block_copy(self.layouts[buf], int(axis.constant), self.layouts[value])
 
     # -- one node of the body
     def _num(self, v: Value) -> Any:
@@ -358,7 +408,13 @@ class LoopBuilder:
                 outs.append(self._rows(v))
             kb._call_body(b, body, params, datas, outs, scalars)
             return
+        if n in self.prog.fused:
+            return  # summed by the reduction that reads it
         if kind == "prim::Constant":
+            if n in self.prepared:  # an array: copied into this step's buffer
+                src, nbytes = self.prepared[n]
+                self.ptr[n.output] = out = self._buffer(n.output)
+                self._copy_blocks(out, nbytes, src, nbytes, nbytes, ir.Constant(I64, 1))
             return
         if kind in NUMBER_OPS:
             x, y = (self._num(v) for v in n.inputs)
@@ -388,6 +444,9 @@ class LoopBuilder:
         if kind == "tensor::slice":  # a view: the first element moves, the strides stay
             self.ptr[n.output] = b.gep(self.ptr[n.inputs[0]], [self.prepared[n]],
                                        source_etype=ir.IntType(8))
+            return
+        if kind in VIEWS or (kind in REDUCTIONS and n.output in self.prog.same):  # a view
+            self.ptr[n.output] = self.ptr[n.inputs[0]]
             return
         if kind == "tensor::reshape":  # a view of a C-ordered array: the same memory
             self.ptr[n.output] = self.ptr[n.inputs[0]]
@@ -422,7 +481,7 @@ class LoopBuilder:
             buf, _, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
                 self.ptr[n.output] = self.ptr[buf]
-            dim, stride, nbytes = self.prepared[n]
+            dim, stride, *rest = self.prepared[n]
             at = self._index(self._num(idx), dim)
             dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
             src = self.ptr[value]
@@ -430,6 +489,17 @@ class LoopBuilder:
                 dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],
                             source_etype=ir.IntType(8))
                 src = self._rows(value)
+            if ("copy", n) in self.prepared:  # element by element
+                t = value.type
+                rank = len(t.shape)  # type: ignore[union-attr]
+                _, _, *rest = self.prepared[("copy", n)]
+                dims, strides, out = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+                self._require(self._apart(src, dst, dims, strides, out))
+                fn = reduce.reduction_function(self.module, f"copy{len(self.module.globals)}",
+                                               "copy", t.dtype, rank, ())  # type: ignore
+                b.call(fn, [src, dst, *self.prepared[("copy", n)]])
+                return
+            (nbytes,) = rest
             outer = self.prepared.get(("outer", n))
             if outer is None:
                 self._copy_blocks(dst, nbytes, src, nbytes, nbytes, ir.Constant(I64, 1))
@@ -465,4 +535,40 @@ class LoopBuilder:
                             b.trunc(tb, I32), size(m), size(nn), size(k), one, rows_a,
                             size(lda), self.ptr[bm], size(ldb), zero, out, size(ldc)])
             return
+        if kind in REDUCTIONS:
+            x = n.inputs[0]
+            t = x.type
+            self.ptr[n.output] = out = self._buffer(n.output)
+            pair = self.prog.products.get(n)
+            fn = reduce.reduction_function(
+                self.module, f"reduce{len(self.module.globals)}", REDUCTIONS[kind],
+                t.dtype, len(t.shape), reduction(n)[0], pair is not None)  # type: ignore
+            inputs = [self.ptr[v] for v in pair] if pair else [self.ptr[x]]
+            b.call(fn, [*inputs, out, *self.prepared[n]])
+            return
+        if kind in CONSTRUCTORS:
+            self._construct(n)
+            return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")  # _check refused it before
+
+    def _construct(self, n: Node) -> None:
+        """An array of a constructor: zeros (a memset), ones or a number, or left as it is
+        (``empty``), in this step's buffer."""
+        b = self.b
+        fill, at = CONSTRUCTORS[n.kind]
+        self.ptr[n.output] = out = self._buffer(n.output)
+        count = self.prepared[n]
+        dtype = n.output.type.dtype  # type: ignore[union-attr]
+        if fill == "empty":
+            return
+        if fill == "zeros":
+            item = 1 if dtype == "bool" else 4 if dtype == "float32" else 8
+            memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
+            b.call(memset, [out, ir.Constant(ir.IntType(8), 0),
+                            b.mul(count, ir.Constant(I64, item)), ir.Constant(I1, 0)])
+            return
+        ty = reduce.REAL[dtype]
+        value = ir.Constant(F64, 1.0) if fill == "ones" else self._double(n.inputs[at])
+        if ty != F64:
+            value = b.fptrunc(value, ty)
+        b.call(reduce.fill_function(self.module, dtype), [out, count, value])

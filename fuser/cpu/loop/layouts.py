@@ -38,6 +38,16 @@ def gemm_operand(lay: Layout) -> tuple[int, int] | None:
     return None
 
 
+def as_matrix(lay: Layout, row: bool) -> Layout:
+    """A vector operand of a matmul as the matrix numpy multiplies: a row (1, k) on the left,
+    a column (k, 1) on the right (a matrix stays as it is)."""
+    shape, strides, item = lay
+    if len(shape) != 1:
+        return lay
+    (k,), (s,) = shape, strides
+    return ((1, k), (s * k, s), item) if row else ((k, 1), (s, s * k), item)
+
+
 class Unplannable(Exception):
     """These layouts cannot run natively (the loop runs as Python for them)."""
 
@@ -50,3 +60,43 @@ def dense(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
             return False
         acc *= d
     return True
+
+
+def slot_prefix(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
+    """The dims before a slot's axis as one (count, byte stride), or None when they do not
+    collapse to one stride."""
+    count, stride = 1, 0
+    for d, s in zip(shape, strides):
+        if d == 1:
+            continue
+        if count > 1 and stride != s * d:
+            return None
+        count, stride = count * d, s
+    return count, stride
+
+
+def block_copy(buf: Layout, ax: int, value: Layout) -> bool:
+    """Whether a slot write of ``value`` into ``buf`` along axis ``ax`` is a copy of dense
+    blocks (else it is copied element by element)."""
+    shape, strides, item = buf
+    return (slot_prefix(shape[:ax], strides[:ax]) is not None
+            and dense(shape[ax + 1:], strides[ax + 1:], item) and dense(*value))
+
+
+def broadcast(lay: Layout, shape: tuple[int, ...]) -> Layout:
+    """``lay`` broadcast to ``shape``: stride 0 along the axes it repeats."""
+    own, strides, item = lay
+    lead = len(shape) - len(own)
+    return shape, tuple(0 if a < lead or own[a - lead] != d else strides[a - lead]
+                        for a, d in enumerate(shape)), item
+
+
+def unit_axes(lay: Layout, shape: tuple[int, ...]) -> Layout:
+    """``lay`` reshaped to ``shape`` when that only adds or drops axes of length 1 (a view with
+    the other axes' strides); ``Unplannable`` otherwise."""
+    own, strides, item = lay
+    kept = [(d, s) for d, s in zip(own, strides) if d != 1]
+    if [d for d, _ in kept] != [d for d in shape if d != 1]:
+        raise Unplannable
+    rest = iter(kept)
+    return shape, tuple(0 if d == 1 else next(rest)[1] for d in shape), item

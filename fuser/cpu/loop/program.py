@@ -20,6 +20,19 @@ NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
 double operations give Python's results; an int result that leaves 64 bits, and ``/`` by zero,
 return to Python, which computes the big int or raises."""
 WRITES = ("tensor::write_slot", "tensor::select_put_")
+REDUCTIONS = {"tensor::sum": "sum", "tensor::mean": "mean", "tensor::amax": "max",
+              "tensor::amin": "min", "tensor::sum_to": "sum"}
+"""reductions of a float array over constant axes (all, one or several; ``keepdims`` or not;
+``sum_to`` a shape, the gradient of a broadcast), as native steps: the op each computes (``mean``
+is a sum divided by the count)."""
+VIEWS = ("tensor::broadcast_to", "tensor::expand_dims", "tensor::transpose")
+"""views of known shapes the native code makes by strides (0 along a broadcast axis)."""
+CONSTRUCTORS = {"tensor::zeros": ("zeros", None), "tensor::ones": ("ones", None),
+                "tensor::full": ("full", 1), "tensor::empty": ("empty", None),
+                "tensor::zeros_like": ("zeros", None), "tensor::ones_like": ("ones", None),
+                "tensor::full_like": ("full", 1), "tensor::empty_like": ("empty", None)}
+"""array constructors of a shape known when compiling: the fill and the position of its value
+(``full``); the shape, dtype and ``*_like`` template inputs are not read by the native code."""
 _STORED = ("float32", "float64", "bool")
 
 
@@ -86,6 +99,49 @@ def _true(v: Value) -> bool:
     return v.is_constant and v.constant is True
 
 
+def unread(n: Node) -> set[int]:
+    """Positions of ``n``'s inputs the native code does not read (a reduction's axes and
+    keepdims, a constructor's shape, dtype and template): only their types matter."""
+    if n.kind in REDUCTIONS or n.kind in VIEWS:
+        return set(range(1, len(n.inputs)))
+    if n.kind in CONSTRUCTORS:
+        value = CONSTRUCTORS[n.kind][1]
+        return set(range(len(n.inputs))) - ({value} if value is not None else set())
+    return set()
+
+
+def reduction(n: Node) -> tuple[tuple[int, ...], list[int | None]] | None:
+    """The axes reduction ``n`` reduces (sorted, non-negative) and, per input axis, the output
+    axis it is (None when dropped); None when the axes are not constants."""
+    x = n.inputs[0]
+    t, to = known_array(x), known_array(n.output)
+    if t is None or to is None:
+        return None
+    shape, rank = tuple(t.shape), len(t.shape)  # type: ignore[arg-type]
+    if n.kind == "tensor::sum_to":
+        lead = rank - len(to.shape)  # type: ignore[arg-type]
+        if lead < 0:
+            return None
+        axes = tuple(range(lead)) + tuple(
+            a for a in range(lead, rank) if to.shape[a - lead] == 1 and shape[a] != 1)
+        return axes, [None if a < lead else a - lead for a in range(rank)]
+    _, axis, keep = n.inputs
+    if not axis.is_constant or not keep.is_constant:
+        return None
+    a = axis.constant
+    items = range(rank) if a is None else a if isinstance(a, (tuple, list)) else (a,)
+    out = []
+    for k in items:
+        if isinstance(k, bool) or not isinstance(k, int) or not -rank <= k < max(rank, 1):
+            return None
+        out.append(k % rank if rank else 0)
+    if len(set(out)) != len(out):
+        return None
+    kept = [a for a in range(rank) if a not in out]
+    return tuple(sorted(out)), [a if keep.constant else (kept.index(a) if a in kept else None)
+                                for a in range(rank)]
+
+
 # -- the analysis ----------------------------------------------------------------------------------
 @dataclass
 class LoopProgram:
@@ -139,6 +195,11 @@ class LoopProgram:
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)
     """lists the body makes with ``unbind(x, axis)`` (an item is ``select(x, axis, i)``)."""
+    products: dict[Node, tuple[Value, Value]] = field(default_factory=dict)
+    """sums (and means) of a product ``a * b`` read by nothing else: the operands per reduction
+    node, the product being summed as it is made (see ``fused``)."""
+    fused: set[Node] = field(default_factory=set)
+    """the multiplications ``products`` computes inside a reduction (no step of their own)."""
 
     @classmethod
     def of(cls, node: Node) -> LoopProgram:
@@ -170,13 +231,18 @@ class LoopProgram:
             seen.add(v)
             prog.free.append(v)
 
-        for n in body:
+        for n in body:  # the structure first: nothing else matters while a block is nested
             if n.blocks:
-                raise LoopRefused(f"{where(n)}: a nested block")
+                what = "a nested loop" if n.kind == "prim::Loop" else "a nested block"
+                raise LoopRefused(f"{where(n)}: {what}")
+        for n in body:
             prog._check(n)
-            for v in n.inputs:
-                use(v)
+            skip = unread(n)
+            for k, v in enumerate(n.inputs):
+                if k not in skip:
+                    use(v)
             inside.update(n.outputs)
+        prog._fuse_products()
         for v in prog.free:
             if known_array(v) is not None:
                 prog.free_arrays.append(v)
@@ -227,6 +293,11 @@ class LoopProgram:
                     prog.sequenced.add(prog.produced[k])
             elif r not in free_pos:
                 raise LoopRefused(f"appends %{v.name}, a view or a list item, to %{lst.name}")
+        numbers = {n.output for n in body if n.kind in REDUCTIONS and not n.output.type.shape}
+        if numbers & prog.sequenced or any(how == "made" and prog.produced[k] in numbers
+                                           for how, k in prog.sources):
+            # numpy gives a number there, the native loop a 0-d array
+            raise LoopRefused("a reduction to one number is kept beyond the step")
         prog.batch = _row_split(prog)
         return prog
 
@@ -238,6 +309,12 @@ class LoopProgram:
 
     def _check(self, n: Node) -> None:
         kind = n.kind
+        if kind in ("prim::Constant", "prim::TupleConstruct") and n.output.uses and all(
+                u.index in unread(u.node) for u in n.output.uses):
+            return  # a shape, axis or dtype only its users' types depend on
+        if kind == "prim::Constant" and known_array(n.output) is not None:
+            self.produced.append(n.output)  # a fresh copy each step, as the Python loop makes
+            return
         if kind == "prim::Constant":
             if not (is_number(n.output) or n.output.type == ScalarType("bool")):
                 raise LoopRefused(f"{where(n)}: a constant of type {n.output.type}")
@@ -318,10 +395,12 @@ class LoopProgram:
         if kind == "tensor::matmul":
             a, b = n.inputs
             ta, tb, to = known_array(a), known_array(b), known_array(n.output)
-            if (ta is None or tb is None or to is None or len(ta.shape) != 2 or len(tb.shape) != 2
+            if (ta is None or tb is None or to is None
+                    or (len(ta.shape), len(tb.shape)) not in ((2, 2), (2, 1), (1, 2))
                     or not ta.dtype == tb.dtype == to.dtype
                     or ta.dtype not in ("float32", "float64")):
-                raise LoopRefused(f"{where(n)}: not a matmul of two float matrices of one dtype")
+                raise LoopRefused(f"{where(n)}: not a matmul of two float matrices (or a matrix "
+                                  "and a vector) of one dtype")
             self.produced.append(n.output)
             return
         if kind == "prim::FusionGroup":
@@ -333,6 +412,40 @@ class LoopProgram:
                 if known_array(v) is None:
                     raise LoopRefused(f"{where(n)}: output %{v.name} of unknown shape")
             self._kernel(n, kernel, list(n.inputs))
+            return
+        if kind in REDUCTIONS:
+            x = n.inputs[0]
+            tx, to = known_array(x), known_array(n.output)
+            found = reduction(n)
+            if (tx is None or to is None or found is None or tx.dtype != to.dtype
+                    or tx.dtype not in ("float32", "float64")):
+                raise LoopRefused(f"{where(n)}: not a reduction of a float array over constant "
+                                  "axes")
+            if kind == "tensor::sum_to" and tx.shape == to.shape:
+                self.same[n.output] = self.same.get(x, x)  # numpy returns the array itself
+                return
+            axes = found[0]
+            if REDUCTIONS[kind] != "sum" and any(tx.shape[a] == 0 for a in axes):  # type: ignore
+                raise LoopRefused(f"{where(n)}: a {REDUCTIONS[kind]} over no elements")
+            self.produced.append(n.output)
+            return
+        if kind in VIEWS:
+            tx, to = known_array(n.inputs[0]), known_array(n.output)
+            if tx is None or to is None or (kind != "tensor::broadcast_to"
+                                            and not n.inputs[1].is_constant):
+                raise LoopRefused(f"{where(n)}: a view of unknown shapes")
+            if tx.shape == to.shape and kind == "tensor::broadcast_to":
+                self.same[n.output] = self.same.get(n.inputs[0], n.inputs[0])
+            return
+        if kind in CONSTRUCTORS:
+            t = known_array(n.output)
+            fill, at = CONSTRUCTORS[kind]
+            if t is None or (fill in ("ones", "full") and t.dtype not in ("float32", "float64")):
+                raise LoopRefused(f"{where(n)}: an array of a shape or dtype not known when "
+                                  "compiling")
+            if at is not None and not is_number(n.inputs[at]):
+                raise LoopRefused(f"{where(n)}: a fill value that is not a number")
+            self.produced.append(n.output)
             return
         if kind in WRITES:
             buf, axis, idx, value = write_parts(n)
@@ -358,6 +471,29 @@ class LoopProgram:
                     self._kernel(n, kernel, inputs)
                     return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")
+
+    def _fuse_products(self) -> None:
+        """Sum each ``a * b`` only a sum or mean reads as it is made: numpy rounds each product
+        and adds them, and so does the reduction's row loop, without writing the product array
+        (which at attention sizes is most of the step's memory traffic)."""
+        (body,) = self.node.blocks
+        for n in body:
+            if REDUCTIONS.get(n.kind) not in ("sum", "mean") or n.output not in self.produced:
+                continue
+            x = n.inputs[0]
+            m = x.node
+            if m not in self.kernels or m.kind != "tensor::mul" or len(x.uses) != 1:
+                continue
+            inputs = self.kernel_inputs[m]
+            t = known_array(x)
+            if (len(inputs) != 2 or self.kernels[m].spec.scalar_inputs
+                    or any(known_array(v) is None or known_array(v).dtype != t.dtype  # type: ignore
+                           for v in inputs)):
+                continue
+            self.products[n] = (inputs[0], inputs[1])
+            self.fused.add(m)
+            del self.kernels[m], self.kernel_inputs[m]
+            self.produced.remove(x)
 
     def _kernel(self, n: Node, kernel: Kernel, inputs: list[Value]) -> None:
         for i in kernel.spec.scalar_inputs:
@@ -418,8 +554,9 @@ def _row_split(prog: LoopProgram) -> int | None:
                     return None  # a made value read whole (broadcast)
         elif kind == "tensor::matmul":
             a, w = n.inputs
-            if not rows(a) or w in split:
-                return None
+            if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
+                    known_array(w).shape) != 2:  # type: ignore[union-attr]
+                return None  # (a vector's rows are not batch rows)
             uses.add(0)
         elif kind in WRITES:
             buf, axis, _, value = write_parts(n)

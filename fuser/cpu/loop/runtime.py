@@ -15,8 +15,27 @@ import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
-from fuser.cpu.loop.layouts import Layout, Unplannable, c_layout, dense, gemm_operand
-from fuser.cpu.loop.program import WRITES, LoopProgram, write_parts
+from fuser.cpu.loop.layouts import (
+    Layout,
+    Unplannable,
+    as_matrix,
+    block_copy,
+    broadcast,
+    c_layout,
+    dense,
+    gemm_operand,
+    slot_prefix,
+    unit_axes,
+)
+from fuser.cpu.loop.program import (
+    CONSTRUCTORS,
+    REDUCTIONS,
+    VIEWS,
+    WRITES,
+    LoopProgram,
+    reduction,
+    write_parts,
+)
 from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
 from ir.core import Node, Value
 
@@ -236,6 +255,8 @@ class NativeLoop:
             layouts[v] = c_layout(v.type)  # type: ignore[arg-type]
         ints: dict[Any, int] = {}
         plans: dict[Node, Any] = {}
+        constants: list[np.ndarray] = []
+        """the constant arrays of the body, as the steps copy them (kept alive with the code)."""
         (body,) = prog.node.blocks
         for v in prog.sequenced:
             shape, _, item = layouts[v]
@@ -277,12 +298,21 @@ class NativeLoop:
                     layouts[n.output] = layouts[buf]
                 shape, strides, item = layouts[buf]
                 ax = int(axis.constant)
-                block_shape, block_strides = shape[ax + 1:], strides[ax + 1:]
-                outer = slot_prefix(shape[:ax], strides[:ax])
-                if (outer is None or not dense(block_shape, block_strides, item)
-                        or not dense(*layouts[value])):
-                    raise Unplannable
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+                if not block_copy(layouts[buf], ax, layouts[value]):
+                    # element by element along the value's axes (a transposed gradient)
+                    v_shape, v_strides, _ = layouts[value]
+                    if not v_shape or prog.batch is not None:
+                        raise Unplannable  # (row ranges copy whole blocks)
+                    dst = strides[:ax] + strides[ax + 1:]
+                    ints[("copy count", n)] = int(np.prod(v_shape, dtype=np.int64))
+                    for a, (d, s_, o) in enumerate(zip(v_shape, v_strides, dst)):
+                        ints[("copy dim", n, a)], ints[("copy stride", n, a)] = d, s_
+                        ints[("copy out stride", n, a)] = o
+                    continue
+                block_shape = shape[ax + 1:]
+                outer = slot_prefix(shape[:ax], strides[:ax])
+                assert outer is not None
                 ints[("bytes", n)] = int(np.prod(block_shape, dtype=np.int64)) * item
                 if ax > 0:  # the slot is `outer` blocks, `outer stride` bytes apart
                     ints[("outer", n)], ints[("outer stride", n)] = outer
@@ -310,10 +340,11 @@ class NativeLoop:
             elif n.kind == "tensor::reshape":
                 if n.output in prog.same:
                     layouts[n.output] = layouts[n.inputs[0]]
-                elif not dense(*layouts[n.inputs[0]]):
-                    raise Unplannable  # numpy would copy: not a view
-                else:
+                elif dense(*layouts[n.inputs[0]]):
                     layouts[n.output] = c_layout(n.output.type)  # type: ignore[arg-type]
+                else:  # a view when only axes of length 1 come or go, else numpy would copy
+                    layouts[n.output] = unit_axes(layouts[n.inputs[0]],
+                                                  tuple(n.output.type.shape))  # type: ignore
             elif n.kind == "tensor::cat":
                 pieces = prog.constructed[n.inputs[0]]
                 shape, _, item = layouts[n.output]
@@ -335,7 +366,7 @@ class NativeLoop:
                     offset += block
             elif n.kind == "tensor::matmul":
                 a, bm = n.inputs
-                la, lb = layouts[a], layouts[bm]
+                la, lb = as_matrix(layouts[a], row=True), as_matrix(layouts[bm], row=False)
                 ga, gb = gemm_operand(la), gemm_operand(lb)
                 if ga is None or gb is None:
                     raise Unplannable
@@ -344,6 +375,59 @@ class NativeLoop:
                 own = self._step_gemm(la, ga, gb, m, nn, k)
                 for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1), own)):
                     ints[("gemm", n, j)] = value
+            elif n.kind in REDUCTIONS and n.output in prog.same:
+                layouts[n.output] = layouts[n.inputs[0]]
+            elif n.kind in REDUCTIONS:
+                pair = prog.products.get(n)
+                if pair is None:
+                    shape, strides, item = layouts[n.inputs[0]]
+                else:  # the operands of a product, broadcast to its shape
+                    shape = tuple(n.inputs[0].type.shape)  # type: ignore[union-attr]
+                    (_, strides, item), (_, strides_b, _) = (
+                        broadcast(layouts[v], shape) for v in pair)
+                    for a, s_ in enumerate(strides_b):
+                        ints[("reduce stride b", n, a)] = s_
+                found = reduction(n)
+                assert found is not None
+                axes, out_axis = found
+                out_shape, out_strides, _ = layouts[n.output]
+                ints[("reduce count", n)] = int(np.prod(out_shape, dtype=np.int64))
+                ints[("reduce n", n)] = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+                for a, (d, s) in enumerate(zip(shape, strides)):
+                    ints[("reduce dim", n, a)], ints[("reduce stride", n, a)] = d, s
+                    o = out_axis[a]
+                    ints[("reduce out stride", n, a)] = (
+                        0 if a in axes or o is None else out_strides[o])
+            elif n.kind in VIEWS and n.output in prog.same:
+                layouts[n.output] = layouts[n.inputs[0]]
+            elif n.kind == "tensor::broadcast_to":
+                layouts[n.output] = broadcast(layouts[n.inputs[0]],
+                                              tuple(n.output.type.shape))  # type: ignore
+            elif n.kind == "tensor::transpose":
+                shape, strides, item = layouts[n.inputs[0]]
+                perm = n.inputs[1].constant
+                perm = range(len(shape) - 1, -1, -1) if perm is None else perm
+                layouts[n.output] = (tuple(shape[int(a)] for a in perm),
+                                     tuple(strides[int(a)] for a in perm), item)
+                if layouts[n.output][0] != tuple(n.output.type.shape):  # type: ignore
+                    raise Unplannable
+            elif n.kind == "tensor::expand_dims":
+                shape, strides, item = layouts[n.inputs[0]]
+                out_shape = tuple(n.output.type.shape)  # type: ignore[union-attr]
+                given = n.inputs[1].constant
+                new = {int(a) % len(out_shape) for a in (
+                    given if isinstance(given, (tuple, list)) else (given,))}
+                rest = iter(strides)
+                layouts[n.output] = (out_shape, tuple(0 if a in new else next(rest)
+                                                      for a in range(len(out_shape))), item)
+            elif n.kind in CONSTRUCTORS:
+                ints[("fill count", n)] = int(np.prod(layouts[n.output][0], dtype=np.int64))
+            elif n.kind == "prim::Constant" and n.output in prog.produced:
+                data = np.ascontiguousarray(n.output.constant, np.dtype(n.output.type.dtype))
+                if data.shape != layouts[n.output][0]:
+                    raise Unplannable
+                constants.append(data)
+                ints[("constant", n)], ints[("constant bytes", n)] = data.ctypes.data, data.nbytes
             elif n in prog.kernels:
                 kernel = prog.kernels[n]
                 inputs = prog.kernel_inputs[n]
@@ -383,7 +467,8 @@ class NativeLoop:
                     v in prog.sequenced) for v in prog.produced]
         return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
                        np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
-                       [p.params for p in plans.values()], list(builder.ints), layouts, plans)
+                       [p.params for p in plans.values()] + constants, list(builder.ints), layouts,
+                       plans)
 
     # -- row ranges
     def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
@@ -456,18 +541,3 @@ class NativeLoop:
                 per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
                 values[("bytes", n)] = rows * per_row
         return values
-
-
-def slot_prefix(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int] | None:
-    """The dims before a slot's axis as one (count, byte stride), or None when they do not
-    collapse to one stride."""
-    count, stride = 1, 0
-    for d, s in zip(shape, strides):
-        if d == 1:
-            continue
-        if count > 1 and stride != s * d:
-            return None
-        count, stride = count * d, s
-    return count, stride
-
-
