@@ -44,7 +44,7 @@ from ir.types import (
     is_subtype,
     unify,
 )
-from passes.item_types import ITEM_TYPES, annotate_item_reads
+from passes.item_types import ITEM_TYPES, STORES, annotate_item_reads, local_containers
 
 NAME = "shape-prop"
 
@@ -89,12 +89,99 @@ def specialize(graph: Graph, input_types: Sequence[Type],
 def propagate_graph(graph: Graph) -> None:
     """Propagate through the whole graph, then drop the If branches the types rule out (their
     ops were not typed, and may not accept the specialized types: ``if x.ndim == 2:`` for a 1-D
-    ``x``) and propagate again from the branches kept."""
-    propagate_block(graph.block)
+    ``x``) and propagate again from the branches kept.
+
+    The lists and dicts the graph builds and keeps to itself (``local_containers``) get the
+    join of the items stored into them as their item type, so reads give it back: see
+    ``_propagate_with_local_items``."""
+    locals_ = local_containers(graph)
+    _propagate_with_local_items(graph, locals_)
     if _drop_ruled_out_branches(graph):
-        propagate_block(graph.block)
+        _propagate_with_local_items(graph, local_containers(graph))
     while _fold_dtypes(graph):
+        _propagate_with_local_items(graph, local_containers(graph))
+
+
+MAX_ITEM_ROUNDS = 6
+"""Whole-graph propagations that may widen the item types of local containers before they fall
+back to plain tensors. Each round can only forget something (a dimension, the rank, the dtype),
+so item types settle in two or three rounds."""
+
+
+class _Items:
+    """The item type a local container has so far during a propagation (None: nothing stored
+    yet); ``general`` is the item type it falls back to."""
+
+    __slots__ = ("element", "general")
+
+    def __init__(self, general: Type):
+        self.element: Type | None = None
+        self.general = general
+
+
+_LOCAL_ITEMS: dict[Value, _Items] = {}
+"""The local containers of the graph ``propagate_graph`` is propagating, by value."""
+
+
+def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> None:
+    """Propagate the graph with each container in ``containers`` typed by what is stored into
+    it: its item type starts as nothing, its construction and every store (met in program
+    order, loops until they settle) widen it by the stored items' types, and a read gives the
+    type so far. The graph is propagated again until a whole round leaves every item type as
+    it found it: then every read was given the join of everything stored, wherever it is."""
+    if not containers:
         propagate_block(graph.block)
+        return
+    states = {c: _Items(_general_items(c.type)) for c in containers}
+    _LOCAL_ITEMS.update(states)
+    try:
+        for round_ in range(MAX_ITEM_ROUNDS):
+            before = {c: s.element for c, s in states.items()}
+            propagate_block(graph.block)
+            if all(s.element == before[c] for c, s in states.items()):
+                return
+            if round_ == MAX_ITEM_ROUNDS - 2:  # last chance: plain tensors settle at once
+                for s in states.values():
+                    s.element = s.general
+        raise ShapeError("item types of local containers do not settle")  # pragma: no cover
+    finally:
+        for c in states:
+            _LOCAL_ITEMS.pop(c, None)
+
+
+def _general_items(t: Type) -> Type:
+    return erase_shape(t.element if isinstance(t, ListType) else t.value)  # type: ignore[union-attr]
+
+
+def _with_items(t: Type, element: Type) -> Type:
+    return ListType(element) if isinstance(t, ListType) else DictType(t.key, element)  # type: ignore[union-attr]
+
+
+def _local_construct(node: Node) -> Type:
+    """The type of a local container built by ``node``: its items so far joined with the ones
+    it is built with."""
+    state = _LOCAL_ITEMS[node.output]
+    items = node.inputs if node.kind == "prim::ListConstruct" else node.inputs[1::2]
+    for item in items:
+        _widen_items(state, item.type)
+    element = state.general if state.element is None else state.element
+    return _with_items(node.output.type, element)
+
+
+def _local_store(node: Node) -> None:
+    """Widen the item type of the local container ``node`` stores into by the stored items."""
+    container = node.inputs[0]
+    state = _LOCAL_ITEMS[container]
+    stored = [node.inputs[2].type] if node.kind == "prim::DictSetItem" else _items_stored(node)
+    for t in stored:
+        _widen_items(state, t)
+    if state.element is not None:
+        container.type = _with_items(container.type, state.element)
+
+
+def _widen_items(state: _Items, t: Type) -> None:
+    joined = t if state.element is None else join(state.element, t, state.general)
+    state.element = joined if is_subtype(joined, state.general) else state.general
 
 
 def _fold_dtypes(graph: Graph) -> bool:
@@ -209,6 +296,13 @@ def propagate_node(node: Node) -> None:
     known = node.attrs.get(ITEM_TYPES)
     if known is not None and len(known) == len(types):
         types = [k if is_subtype(k, t) else t for k, t in zip(known, types)]
+    if _LOCAL_ITEMS:
+        if len(node.outputs) == 1 and node.output in _LOCAL_ITEMS:
+            types = [_local_construct(node)]
+            _set_types(node.outputs, types, node)
+            return
+        if node.inputs and node.inputs[0] in _LOCAL_ITEMS and node.kind in STORES:
+            _local_store(node)
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 

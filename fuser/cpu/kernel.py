@@ -143,6 +143,11 @@ class Kernel:
                 outs = tuple([_empty(shape, d) for d in dtypes])
             if not guarded(args, outs, guard):
                 return outs if n_out > 1 else outs[0]
+            # numpy scalars (``np.sum(x)``, ``x[i, 0]``) where the plan has 0-d arrays
+            if any([type(a) in _NUMPY_SCALARS for a in args]):
+                args = tuple([np.asarray(a) if type(a) in _NUMPY_SCALARS else a for a in args])
+                if not guarded(args, outs, guard):
+                    return outs if n_out > 1 else outs[0]
         return self._call_planned(args)
 
     def into(self, outs: tuple[Any, ...], *args: Any) -> Any:
@@ -324,6 +329,11 @@ class Kernel:
     def assembly(self, classes: tuple[int, ...] | None = None) -> str:
         """The host assembly of a variant, to check what LLVM vectorized."""
         return jit.assembly(self.llvm_ir(classes))
+
+
+_NUMPY_SCALARS = frozenset({np.float64, np.float32, np.bool_, np.int64, np.int32})
+"""Types of numpy scalars a call may pass for a 0-d array input (what ``np.sum`` and indexing
+return): the guarded path takes them as 0-d arrays."""
 
 
 def _writable_as(out: Any, shape: tuple[int, ...], dtype: np.dtype) -> bool:

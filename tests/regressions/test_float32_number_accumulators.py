@@ -1,14 +1,11 @@
 """Number accumulators over float32 values: in numpy ``0.0 + np.float32(...)`` is float32 (a
 Python float is weak), so ``acc = 0.0; acc += np.sum(x)`` stays float32, and so does whatever it
 scales (``x * acc``). The compiler gets this right for a plain name summing values of a dtype
-known at compile time (the loop's first iteration gives the carried number its dtype), but not
-yet:
-
-- for a list of accumulators (``accs = [0.0, 0.0]; accs[0] += np.sum(x)``): the list's numbers
-  become 0-d float64 tensors (as ``np.asarray(0.0)``), so the item and ``x * accs[0]`` came out
-  float64;
-- for a value whose dtype is only known at run time, such as an item read from a list literal
-  (``l = [x]; acc += np.sum(l[0])``): the carried number falls back to float64.
+known at compile time (the loop's first iteration gives the carried number its dtype), including
+an item read back from a list the function builds (``l = [x]; acc += np.sum(l[0])``: the list's
+items have x's type), but not yet for a list of accumulators (``accs = [0.0, 0.0];
+accs[0] += np.sum(x)``): the list's numbers become 0-d float64 tensors (as ``np.asarray(0.0)``),
+so the item and ``x * accs[0]`` come out float64.
 
 Found by the program fuzzer (``number-accumulator`` with ``float32-accumulator``, pending)."""
 
@@ -57,7 +54,5 @@ def test_a_number_accumulator_in_a_list_takes_numpys_dtype():
     _same(summed_into_a_list)
 
 
-@pytest.mark.xfail(strict=True, reason="a carried number whose first update has a dtype known "
-                   "only at run time becomes a float64 0-d tensor")
 def test_a_number_accumulator_of_a_list_item_takes_numpys_dtype():
     _same(summed_from_a_list_item)
