@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
 from ir.kinds import CALL, IF, LOOP, RETURN
 from ir.registry import (
@@ -110,13 +112,15 @@ so item types settle in two or three rounds."""
 
 class _Items:
     """The item type a local container has so far during a propagation (None: nothing stored
-    yet); ``general`` is the item type it falls back to."""
+    yet); ``general`` is the item type it falls back to. In a probe (see
+    ``_settle_weak_items``) every read gives ``probe`` and ``element`` joins only the stores."""
 
-    __slots__ = ("element", "general")
+    __slots__ = ("element", "general", "probe")
 
-    def __init__(self, general: Type):
+    def __init__(self, general: Type, probe: Type | None = None):
         self.element: Type | None = None
         self.general = general
+        self.probe = probe
 
 
 _LOCAL_ITEMS: dict[Value, _Items] = {}
@@ -132,7 +136,9 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
     if not containers:
         propagate_block(graph.block)
         return
-    states = {c: _Items(_general_items(c.type)) for c in containers}
+    general = {c: _general_items(c.type) for c in containers}
+    _settle_weak_items(graph, general)
+    states = {c: _Items(general[c]) for c in containers}
     _LOCAL_ITEMS.update(states)
     try:
         for round_ in range(MAX_ITEM_ROUNDS):
@@ -149,6 +155,49 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
             _LOCAL_ITEMS.pop(c, None)
 
 
+PROBE = TensorType("float16", ())
+"""What a weak number item is read as while probing the dtype numpy gives it: a dtype below
+every other float, so a store comes out float32 (or float64) only when something other than the
+number makes it so, as numpy's promotion of a Python number (weak) does."""
+
+
+def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
+    """Give the weak number items of local containers (``accs = [0.0, 0.0]`` that a later
+    ``accs[0] += np.sum(x)`` makes hold tensors: ``tensor::full[weak_dtype]`` items) numpy's
+    dtype, as ``_settle_weak_initials`` does for a loop-carried number. The graph is propagated
+    once with every item of such a container read as a 0-d ``PROBE`` array; when everything
+    stored into it is then a 0-d float32 or float64 array of one dtype, each number exact in it
+    becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32). Otherwise the
+    numbers keep their own dtype, as ``np.asarray(0.0)`` has."""
+    weak = {c: [v.node for v in items] for c in general
+            if (items := _built_items(c.node)) and all(_is_weak(v) for v in items)}
+    if not weak:
+        return
+    states = {c: _Items(general[c], probe=PROBE) for c in weak}
+    _LOCAL_ITEMS.update(states)
+    try:
+        propagate_block(graph.block)
+    except ShapeError:
+        return
+    finally:
+        for c in states:
+            _LOCAL_ITEMS.pop(c, None)
+            c.type = _with_items(c.type, general[c])
+    for c, nodes in weak.items():
+        t = states[c].element
+        if not isinstance(t, TensorType) or t.shape != () or \
+                t.dtype not in ("float32", "float64"):
+            continue
+        for full in dict.fromkeys(nodes):
+            number = full.inputs[1].node.attrs.get("value")
+            if type(number) in (int, float) and float(getattr(np, t.dtype)(number)) == number:
+                _set_weak_dtype(full, t.dtype)
+
+
+def _built_items(node: Node) -> Sequence[Value]:
+    return node.inputs if node.kind == "prim::ListConstruct" else node.inputs[1::2]
+
+
 def _general_items(t: Type) -> Type:
     return erase_shape(t.element if isinstance(t, ListType) else t.value)  # type: ignore[union-attr]
 
@@ -161,8 +210,9 @@ def _local_construct(node: Node) -> Type:
     """The type of a local container built by ``node``: its items so far joined with the ones
     it is built with."""
     state = _LOCAL_ITEMS[node.output]
-    items = node.inputs if node.kind == "prim::ListConstruct" else node.inputs[1::2]
-    for item in items:
+    if state.probe is not None:
+        return _with_items(node.output.type, state.probe)
+    for item in _built_items(node):
         _widen_items(state, item.type)
     element = state.general if state.element is None else state.element
     return _with_items(node.output.type, element)
@@ -175,7 +225,7 @@ def _local_store(node: Node) -> None:
     stored = [node.inputs[2].type] if node.kind == "prim::DictSetItem" else _items_stored(node)
     for t in stored:
         _widen_items(state, t)
-    if state.element is not None:
+    if state.element is not None and state.probe is None:
         container.type = _with_items(container.type, state.element)
 
 
