@@ -16,7 +16,7 @@ from typing import Any
 from ir.core import Graph, Node, Use, Value
 from ir.kinds import LIST_INDEX, RETURN
 from ir.registry import ALIASES, WRITES, constant_of, lookup
-from ir.types import DictType, ListType, TensorType, Type
+from ir.types import ClassType, DictType, ListType, TensorType, TupleType, Type, is_number
 
 ITEM_TYPES = "item_types"
 """Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
@@ -62,7 +62,8 @@ _BUILDS = frozenset({"prim::ListConstruct", "prim::DictConstruct"})
 
 
 def local_containers(graph: Graph) -> list[Value]:
-    """The lists and dicts of tensors ``graph`` builds whose items only its own stores put there:
+    """The lists and dicts of tensors (or of tuples of them) ``graph`` builds whose items only
+    its own stores put there:
     every use reads it, stores into it (``STORES``), copies its items into another list, or
     returns it from the graph. A container carried by a loop, returned by a branch, kept in
     another container or passed to a call may have items stored out of sight: not local."""
@@ -73,10 +74,22 @@ def local_containers(graph: Graph) -> list[Value]:
         t = node.output.type
         element = t.element if isinstance(t, ListType) else \
             t.value if isinstance(t, DictType) else None
-        if isinstance(element, TensorType) and all(
+        if element is not None and _immutable(element) and all(
                 _keeps_local(use, graph) for use in node.output.uses):
             found.append(node.output)
     return found
+
+
+def _immutable(t: Type) -> bool:
+    """Tensors, and tuples or NamedTuples of them: items no store into another value retypes
+    (a tensor's dtype and shape never change in place)."""
+    if isinstance(t, TensorType):
+        return True
+    if isinstance(t, TupleType):
+        return bool(t.elements) and all(_immutable(e) or is_number(e) for e in t.elements)
+    if isinstance(t, ClassType) and t.named_tuple:
+        return bool(t.fields) and all(_immutable(f) or is_number(f) for _, f in t.fields)
+    return False
 
 
 def _keeps_local(use: Use, graph: Graph) -> bool:

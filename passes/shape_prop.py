@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LOOP, RETURN
+from ir.kinds import CALL, IF, LOOP, PARAM, RETURN
 from ir.registry import (
     ALIASES,
     ONLY_READS,
@@ -115,12 +115,14 @@ class _Items:
     yet); ``general`` is the item type it falls back to. In a probe (see
     ``_settle_weak_items``) every read gives ``probe`` and ``element`` joins only the stores."""
 
-    __slots__ = ("element", "general", "probe")
+    __slots__ = ("element", "general", "probe", "blind")
 
     def __init__(self, general: Type, probe: Type | None = None):
         self.element: Type | None = None
         self.general = general
         self.probe = probe
+        self.blind: set[Node] = set()
+        """reads met before anything was stored (given ``general``)."""
 
 
 _LOCAL_ITEMS: dict[Value, _Items] = {}
@@ -144,6 +146,10 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
         for round_ in range(MAX_ITEM_ROUNDS):
             before = {c: s.element for c, s in states.items()}
             propagate_block(graph.block)
+            if round_ == 0 and any(s.blind for s in states.values()):
+                for c, state in states.items():
+                    state.element = _independent_items(c, state)
+                continue
             if all(s.element == before[c] for c, s in states.items()):
                 return
             if round_ == MAX_ITEM_ROUNDS - 2:  # last chance: plain tensors settle at once
@@ -192,6 +198,71 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
             number = full.inputs[1].node.attrs.get("value")
             if type(number) in (int, float) and float(getattr(np, t.dtype)(number)) == number:
                 _set_weak_dtype(full, t.dtype)
+
+
+def _independent_items(container: Value, state: _Items) -> Type | None:
+    """The join of the items ``container`` is built with and of the stored values (or, for a
+    branch's or loop's result, the parts of it) that no read of it met before anything was
+    stored computes: where the next round starts. A read first met in a loop body before the
+    store after it (``h = hs[t - 1]`` ... ``hs[t] = h2``) was given the general item type, and
+    so was everything computed from it; the rounds after this one check the start."""
+    if not state.blind:
+        return state.element
+    found: list[Type] = [v.type for v in _built_items(container.node)]
+    memo: dict[Value, bool] = {}
+    for use in container.uses:
+        if use.index != 0 or use.node.kind not in STORES:
+            continue
+        node = use.node
+        values = [node.inputs[2]] if node.kind in ("prim::DictSetItem", "prim::ListSetItem",
+                                                  "prim::ListInsert") else node.inputs[1:]
+        for v in values:
+            found += [t.element if node.kind == "prim::ListExtend" and isinstance(t, ListType)
+                      else t for t in _parts_free_of(v, state.blind, memo)]
+    element: Type | None = None
+    for t in found:
+        element = t if element is None else join(element, t, state.general)
+    return element if element is None or is_subtype(element, state.general) else state.general
+
+
+def _parts_free_of(v: Value, blind: set[Node], memo: dict[Value, bool]) -> list[Type]:
+    """The types of ``v`` or, for a branch's result, of the values each branch gives it, that no
+    node of ``blind`` computes."""
+    node = v.node
+    if node.kind == IF:
+        k = node.outputs.index(v)
+        return [t for b in node.blocks for t in _parts_free_of(b.returns[k], blind, memo)]
+    return [] if _computed_by(v, blind, memo) else [v.type]
+
+
+def _computed_by(v: Value, blind: set[Node], memo: dict[Value, bool]) -> bool:
+    """Does any node of ``blind`` feed ``v`` (through inputs, branch and loop results, loop
+    parameters)?"""
+    stack, seen, found = [v], set(), False
+    while stack and not found:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if memo.get(value):
+            found = True
+            break
+        node = value.node
+        if node in blind:
+            found = True
+            break
+        stack += node.inputs
+        if node.kind == PARAM:
+            loop = node.owner.owner if node.owner is not None else None
+            if loop is not None and loop.kind == LOOP:
+                k = value.index
+                if k >= 1:
+                    stack += [loop.inputs[k + 1], node.owner.returns[k]]
+        for block in node.blocks:
+            stack += list(block.returns)
+            stack += [i for inner in block.nodes for i in inner.outputs]
+    memo[v] = found
+    return found
 
 
 def _built_items(node: Node) -> Sequence[Value]:
@@ -351,8 +422,12 @@ def propagate_node(node: Node) -> None:
             types = [_local_construct(node)]
             _set_types(node.outputs, types, node)
             return
-        if node.inputs and node.inputs[0] in _LOCAL_ITEMS and node.kind in STORES:
-            _local_store(node)
+        if node.inputs and node.inputs[0] in _LOCAL_ITEMS:
+            state = _LOCAL_ITEMS[node.inputs[0]]
+            if node.kind in STORES:
+                _local_store(node)
+            elif state.element is None and state.probe is None:
+                state.blind.add(node)
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 
