@@ -40,6 +40,7 @@ from ir.types import (
     OptionalType,
     ScalarType,
     TensorType,
+    TupleType,
     Type,
     erase_shape,
     is_number,
@@ -232,6 +233,17 @@ def _parts_free_of(v: Value, blind: set[Node], memo: dict[Value, bool]) -> list[
     if node.kind == IF:
         k = node.outputs.index(v)
         return [t for b in node.blocks for t in _parts_free_of(b.returns[k], blind, memo)]
+    if node.kind == "prim::TupleConstruct" and node.inputs and _computed_by(v, blind, memo):
+        elements = []  # `(h, c)` of two branches' results: each item joined over its parts
+        for item in node.inputs:
+            parts = _parts_free_of(item, blind, memo)
+            if not parts:
+                return []
+            joined = parts[0]
+            for t in parts[1:]:
+                joined = join(joined, t, erase_shape(joined))
+            elements.append(joined)
+        return [TupleType(tuple(elements))]
     return [] if _computed_by(v, blind, memo) else [v.type]
 
 

@@ -14,7 +14,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from ir.types import ListType, TensorType
+from ir.types import ListType, TensorType, TupleType
 from script.runtime.pipelines import run_pipeline
 from passes.shape_prop import specialize
 from script import Tensor, script
@@ -53,6 +53,19 @@ def list_by_append(x: Tensor, h0: Tensor, W: Tensor, U: Tensor) -> Tensor:
         h = np.tanh(np.dot(W, x[t]) + np.dot(U, h))
         out.append(h)
     return out[-1] * out[0]
+
+
+def tuples_read_before_stored(x: Tensor, h0: Tensor, W: Tensor, U: Tensor) -> Tensor:
+    nodes = []
+    for t in range(x.shape[0]):
+        if t == 0:
+            h = np.tanh(np.dot(W, x[t]) + h0)
+            c = h * 2.0
+        else:
+            h = np.tanh(np.dot(W, x[t]) + np.dot(U, nodes[t - 1][0]))
+            c = nodes[t - 1][1] * 0.5 + h
+        nodes.append((h, c))
+    return nodes[-1][0] * nodes[-1][1]
 
 
 def built_with_items(x: Tensor, y: Tensor) -> Tensor:
@@ -117,6 +130,12 @@ def test_a_list_appended_in_a_loop_reads_back_its_items_type():
     assert types and all(t == T("float64", 4) for t in types), types
 
 
+def test_tuples_read_in_a_loop_before_the_store_after_them_are_typed():
+    types = _read_types(tuples_read_before_stored, T("float64", 5, 3), T("float64", 4),
+                        T("float64", 4, 3), T("float64", 4, 4))
+    assert types and all(t == TupleType((T("float64", 4),) * 2) for t in types), types
+
+
 def test_items_of_different_sizes_keep_the_dimensions_they_share():
     types = _read_types(built_with_items, T("float64", 3, 4), T("float64", 5, 4))
     assert types and all(t == TensorType("float64", (None, 4)) for t in types), types
@@ -152,7 +171,7 @@ def _recurrence_args(dtype: str) -> tuple:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("fn", [dict_by_step, list_by_append])
+@pytest.mark.parametrize("fn", [dict_by_step, list_by_append, tuples_read_before_stored])
 def test_compiled_recurrences_over_local_containers_match_numpy(fn, dtype):
     args = _recurrence_args(dtype)
     got, want = script(fn)(*args), fn(*args)
