@@ -109,6 +109,34 @@ def filled_by_a_helper_alike(x: Tensor) -> Tensor:
     return l[-1] * l[0]
 
 
+def aliased_under_two_names(x: Tensor) -> Tensor:
+    hs = {}
+    other = hs
+    hs[0] = x
+    other[1] = x[0]
+    return hs[1] + hs[0]
+
+
+def made_in_each_step(x: Tensor) -> Tensor:
+    total = x * 0.0
+    for t in range(3):
+        out = [x * float(t)]
+        if t == 1:
+            out.append(x[:, :1])
+        total = total + out[-1]
+    return total
+
+
+def appended_under_a_branch(x: Tensor) -> Tensor:
+    out = [x]
+    for t in range(4):
+        if t % 2 == 0:
+            out.append(np.tanh(out[-1]))
+        else:
+            out.append(out[-1][:1] * 2.0)
+    return out[-1] + out[1]
+
+
 def dict_literal(x: Tensor) -> Tensor:
     d: Dict[str, Tensor] = {"a": x, "b": x * 2.0}
     d["c"] = d["a"] + d["b"]
@@ -141,13 +169,18 @@ def test_items_of_different_sizes_keep_the_dimensions_they_share():
     assert types and all(t == TensorType("float64", (None, 4)) for t in types), types
 
 
+def test_items_of_another_length_along_an_axis_join_to_an_unknown_dimension():
+    types = _read_types(appended_under_a_branch, T("float64", 2, 3))
+    assert types and all(t == TensorType("float64", (None, 3)) for t in types), types
+
+
 def test_a_dict_literal_with_an_annotation_reads_back_its_items_type():
     types = _read_types(dict_literal, T("float32", 2, 3))
     assert types and all(t == T("float32", 2, 3) for t in types), types
 
 
 @pytest.mark.parametrize("fn", [mixed_dtypes, mixed_ranks, kept_in_another_list,
-                                filled_by_a_helper])
+                                filled_by_a_helper, aliased_under_two_names])
 def test_items_that_do_not_join_or_cannot_be_followed_stay_plain_tensors(fn):
     types = [t for t in _read_types(fn, T("float32", 2, 3)) if not isinstance(t, ListType)]
     assert types
@@ -182,7 +215,9 @@ def test_compiled_recurrences_over_local_containers_match_numpy(fn, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("fn", [built_with_items, mixed_dtypes, mixed_ranks,
                                 kept_in_another_list, filled_by_a_helper,
-                                filled_by_a_helper_alike, dict_literal])
+                                filled_by_a_helper_alike, dict_literal,
+                                aliased_under_two_names, made_in_each_step,
+                                appended_under_a_branch])
 def test_compiled_small_programs_match_numpy(fn, dtype):
     r = np.random.default_rng(2)
     args = (r.standard_normal((2, 3)).astype(dtype),)
