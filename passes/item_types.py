@@ -1,5 +1,7 @@
-"""Item types of container arguments: what the call signature says about each item of a list or
-dict argument, kept on the reads of it (``ITEM_TYPES``) for shape propagation and LICM.
+"""Item types of containers: what the call signature says about each item of a list or dict
+argument, kept on the reads of it (``ITEM_TYPES``) for shape propagation and LICM; and which
+lists and dicts a graph builds for itself (``local_containers``), whose item type shape
+propagation takes from what is stored into them.
 
 ``specialize`` marks each read of a container argument the graph never changes (``params[0]``,
 ``p["W"]``, ``a, b = params``) with the types of the items it reads; propagation prefers them to
@@ -11,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ir.core import Node, Value
-from ir.kinds import LIST_INDEX
-from ir.registry import constant_of
-from ir.types import Type
+from ir.core import Graph, Node, Use, Value
+from ir.kinds import LIST_INDEX, RETURN
+from ir.registry import ALIASES, WRITES, constant_of, lookup
+from ir.types import ClassType, DictType, ListType, TensorType, TupleType, Type, is_number
 
 ITEM_TYPES = "item_types"
 """Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
@@ -46,3 +48,63 @@ def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple 
     if type(key) is int and -len(items) <= key < len(items):
         return (items[key],)
     return None
+
+
+STORES = frozenset({"prim::ListAppend", "prim::ListSetItem", "prim::ListInsert", "prim::ListExtend",
+                    "prim::DictSetItem"})
+"""Ops that put items into the container that is their first input (the others they keep)."""
+
+_COPIES_ITEMS = frozenset({"prim::ListSlice", "prim::ListExtend", "prim::DictKeys",
+                           "prim::DictValues", "prim::DictItems"})
+"""Ops that put the items of a container operand into another list, not the container itself."""
+
+_BUILDS = frozenset({"prim::ListConstruct", "prim::DictConstruct"})
+
+
+def local_containers(graph: Graph) -> list[Value]:
+    """The lists and dicts of tensors (or of tuples of them) ``graph`` builds whose items only
+    its own stores put there:
+    every use reads it, stores into it (``STORES``), copies its items into another list, or
+    returns it from the graph. A container carried by a loop, returned by a branch, kept in
+    another container or passed to a call may have items stored out of sight: not local."""
+    found = []
+    for node in graph.walk():
+        if node.kind not in _BUILDS or len(node.outputs) != 1:
+            continue
+        t = node.output.type
+        element = t.element if isinstance(t, ListType) else \
+            t.value if isinstance(t, DictType) else None
+        if element is not None and _immutable(element) and all(
+                _keeps_local(use, graph) for use in node.output.uses):
+            found.append(node.output)
+    return found
+
+
+def _immutable(t: Type) -> bool:
+    """Tensors, and tuples or NamedTuples of them: items no store into another value retypes
+    (a tensor's dtype and shape never change in place)."""
+    if isinstance(t, TensorType):
+        return True
+    if isinstance(t, TupleType):
+        return bool(t.elements) and all(_immutable(e) or is_number(e) for e in t.elements)
+    if isinstance(t, ClassType) and t.named_tuple:
+        return bool(t.fields) and all(_immutable(f) or is_number(f) for _, f in t.fields)
+    return False
+
+
+def _keeps_local(use: Use, graph: Graph) -> bool:
+    node = use.node
+    if node.kind == RETURN:
+        return node.owner is graph.block
+    op = lookup(node.kind)
+    if op is None or node.blocks:
+        return False
+    effects = op.effects_on(use.index)
+    if WRITES not in effects and node.outputs and not any(o.uses for o in node.outputs) and \
+            op.is_pure:
+        return True  # kept in a value nothing uses (`a, b = {}, {}` builds a tuple first)
+    if use.index == 0 and node.kind in STORES:
+        return ALIASES not in effects
+    if WRITES in effects:
+        return node.kind == "prim::ListPop" and use.index == 0
+    return ALIASES not in effects or node.kind in _COPIES_ITEMS

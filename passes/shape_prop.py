@@ -16,8 +16,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LOOP, RETURN
+from ir.kinds import CALL, IF, LOOP, PARAM, RETURN
 from ir.registry import (
     ALIASES,
     ONLY_READS,
@@ -38,13 +40,14 @@ from ir.types import (
     OptionalType,
     ScalarType,
     TensorType,
+    TupleType,
     Type,
     erase_shape,
     is_number,
     is_subtype,
     unify,
 )
-from passes.item_types import ITEM_TYPES, annotate_item_reads
+from passes.item_types import ITEM_TYPES, STORES, annotate_item_reads, local_containers
 
 NAME = "shape-prop"
 
@@ -89,12 +92,229 @@ def specialize(graph: Graph, input_types: Sequence[Type],
 def propagate_graph(graph: Graph) -> None:
     """Propagate through the whole graph, then drop the If branches the types rule out (their
     ops were not typed, and may not accept the specialized types: ``if x.ndim == 2:`` for a 1-D
-    ``x``) and propagate again from the branches kept."""
-    propagate_block(graph.block)
+    ``x``) and propagate again from the branches kept.
+
+    The lists and dicts the graph builds and keeps to itself (``local_containers``) get the
+    join of the items stored into them as their item type, so reads give it back: see
+    ``_propagate_with_local_items``."""
+    locals_ = local_containers(graph)
+    _propagate_with_local_items(graph, locals_)
     if _drop_ruled_out_branches(graph):
-        propagate_block(graph.block)
+        _propagate_with_local_items(graph, local_containers(graph))
     while _fold_dtypes(graph):
+        _propagate_with_local_items(graph, local_containers(graph))
+
+
+MAX_ITEM_ROUNDS = 6
+"""Whole-graph propagations that may widen the item types of local containers before they fall
+back to plain tensors. Each round can only forget something (a dimension, the rank, the dtype),
+so item types settle in two or three rounds."""
+
+
+class _Items:
+    """The item type a local container has so far during a propagation (None: nothing stored
+    yet); ``general`` is the item type it falls back to. In a probe (see
+    ``_settle_weak_items``) every read gives ``probe`` and ``element`` joins only the stores."""
+
+    __slots__ = ("element", "general", "probe", "blind")
+
+    def __init__(self, general: Type, probe: Type | None = None):
+        self.element: Type | None = None
+        self.general = general
+        self.probe = probe
+        self.blind: set[Node] = set()
+        """reads met before anything was stored (given ``general``)."""
+
+
+_LOCAL_ITEMS: dict[Value, _Items] = {}
+"""The local containers of the graph ``propagate_graph`` is propagating, by value."""
+
+
+def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> None:
+    """Propagate the graph with each container in ``containers`` typed by what is stored into
+    it: its item type starts as nothing, its construction and every store (met in program
+    order, loops until they settle) widen it by the stored items' types, and a read gives the
+    type so far. The graph is propagated again until a whole round leaves every item type as
+    it found it: then every read was given the join of everything stored, wherever it is."""
+    if not containers:
         propagate_block(graph.block)
+        return
+    general = {c: _general_items(c.type) for c in containers}
+    _settle_weak_items(graph, general)
+    states = {c: _Items(general[c]) for c in containers}
+    _LOCAL_ITEMS.update(states)
+    try:
+        for round_ in range(MAX_ITEM_ROUNDS):
+            before = {c: s.element for c, s in states.items()}
+            propagate_block(graph.block)
+            if round_ == 0 and any(s.blind for s in states.values()):
+                for c, state in states.items():
+                    state.element = _independent_items(c, state)
+                continue
+            if all(s.element == before[c] for c, s in states.items()):
+                return
+            if round_ == MAX_ITEM_ROUNDS - 2:  # last chance: plain tensors settle at once
+                for s in states.values():
+                    s.element = s.general
+        raise ShapeError("item types of local containers do not settle")  # pragma: no cover
+    finally:
+        for c in states:
+            _LOCAL_ITEMS.pop(c, None)
+
+
+PROBE = TensorType("float16", ())
+"""What a weak number item is read as while probing the dtype numpy gives it: a dtype below
+every other float, so a store comes out float32 (or float64) only when something other than the
+number makes it so, as numpy's promotion of a Python number (weak) does."""
+
+
+def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
+    """Give the weak number items of local containers (``accs = [0.0, 0.0]`` that a later
+    ``accs[0] += np.sum(x)`` makes hold tensors: ``tensor::full[weak_dtype]`` items) numpy's
+    dtype, as ``_settle_weak_initials`` does for a loop-carried number. The graph is propagated
+    once with every item of such a container read as a 0-d ``PROBE`` array; when everything
+    stored into it is then a 0-d float32 or float64 array of one dtype, each number exact in it
+    becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32). Otherwise the
+    numbers keep their own dtype, as ``np.asarray(0.0)`` has."""
+    weak = {c: [v.node for v in items] for c in general
+            if (items := _built_items(c.node)) and all(_is_weak(v) for v in items)}
+    if not weak:
+        return
+    states = {c: _Items(general[c], probe=PROBE) for c in weak}
+    _LOCAL_ITEMS.update(states)
+    try:
+        propagate_block(graph.block)
+    except ShapeError:
+        return
+    finally:
+        for c in states:
+            _LOCAL_ITEMS.pop(c, None)
+            c.type = _with_items(c.type, general[c])
+    for c, nodes in weak.items():
+        t = states[c].element
+        if not isinstance(t, TensorType) or t.shape != () or \
+                t.dtype not in ("float32", "float64"):
+            continue
+        for full in dict.fromkeys(nodes):
+            number = full.inputs[1].node.attrs.get("value")
+            if type(number) in (int, float) and float(getattr(np, t.dtype)(number)) == number:
+                _set_weak_dtype(full, t.dtype)
+
+
+def _independent_items(container: Value, state: _Items) -> Type | None:
+    """The join of the items ``container`` is built with and of the stored values (or, for a
+    branch's or loop's result, the parts of it) that no read of it met before anything was
+    stored computes: where the next round starts. A read first met in a loop body before the
+    store after it (``h = hs[t - 1]`` ... ``hs[t] = h2``) was given the general item type, and
+    so was everything computed from it; the rounds after this one check the start."""
+    if not state.blind:
+        return state.element
+    found: list[Type] = [v.type for v in _built_items(container.node)]
+    memo: dict[Value, bool] = {}
+    for use in container.uses:
+        if use.index != 0 or use.node.kind not in STORES:
+            continue
+        node = use.node
+        values = [node.inputs[2]] if node.kind in ("prim::DictSetItem", "prim::ListSetItem",
+                                                  "prim::ListInsert") else node.inputs[1:]
+        for v in values:
+            found += [t.element if node.kind == "prim::ListExtend" and isinstance(t, ListType)
+                      else t for t in _parts_free_of(v, state.blind, memo)]
+    element: Type | None = None
+    for t in found:
+        element = t if element is None else join(element, t, state.general)
+    return element if element is None or is_subtype(element, state.general) else state.general
+
+
+def _parts_free_of(v: Value, blind: set[Node], memo: dict[Value, bool]) -> list[Type]:
+    """The types of ``v`` or, for a branch's result, of the values each branch gives it, that no
+    node of ``blind`` computes."""
+    node = v.node
+    if node.kind == IF:
+        k = node.outputs.index(v)
+        return [t for b in node.blocks for t in _parts_free_of(b.returns[k], blind, memo)]
+    if node.kind == "prim::TupleConstruct" and node.inputs and _computed_by(v, blind, memo):
+        elements = []  # `(h, c)` of two branches' results: each item joined over its parts
+        for item in node.inputs:
+            parts = _parts_free_of(item, blind, memo)
+            if not parts:
+                return []
+            joined = parts[0]
+            for t in parts[1:]:
+                joined = join(joined, t, erase_shape(joined))
+            elements.append(joined)
+        return [TupleType(tuple(elements))]
+    return [] if _computed_by(v, blind, memo) else [v.type]
+
+
+def _computed_by(v: Value, blind: set[Node], memo: dict[Value, bool]) -> bool:
+    """Does any node of ``blind`` feed ``v`` (through inputs, branch and loop results, loop
+    parameters)?"""
+    stack, seen, found = [v], set(), False
+    while stack and not found:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if memo.get(value):
+            found = True
+            break
+        node = value.node
+        if node in blind:
+            found = True
+            break
+        stack += node.inputs
+        if node.kind == PARAM:
+            loop = node.owner.owner if node.owner is not None else None
+            if loop is not None and loop.kind == LOOP:
+                k = value.index
+                if k >= 1:
+                    stack += [loop.inputs[k + 1], node.owner.returns[k]]
+        for block in node.blocks:
+            stack += list(block.returns)
+            stack += [i for inner in block.nodes for i in inner.outputs]
+    memo[v] = found
+    return found
+
+
+def _built_items(node: Node) -> Sequence[Value]:
+    return node.inputs if node.kind == "prim::ListConstruct" else node.inputs[1::2]
+
+
+def _general_items(t: Type) -> Type:
+    return erase_shape(t.element if isinstance(t, ListType) else t.value)  # type: ignore[union-attr]
+
+
+def _with_items(t: Type, element: Type) -> Type:
+    return ListType(element) if isinstance(t, ListType) else DictType(t.key, element)  # type: ignore[union-attr]
+
+
+def _local_construct(node: Node) -> Type:
+    """The type of a local container built by ``node``: its items so far joined with the ones
+    it is built with."""
+    state = _LOCAL_ITEMS[node.output]
+    if state.probe is not None:
+        return _with_items(node.output.type, state.probe)
+    for item in _built_items(node):
+        _widen_items(state, item.type)
+    element = state.general if state.element is None else state.element
+    return _with_items(node.output.type, element)
+
+
+def _local_store(node: Node) -> None:
+    """Widen the item type of the local container ``node`` stores into by the stored items."""
+    container = node.inputs[0]
+    state = _LOCAL_ITEMS[container]
+    stored = [node.inputs[2].type] if node.kind == "prim::DictSetItem" else _items_stored(node)
+    for t in stored:
+        _widen_items(state, t)
+    if state.element is not None and state.probe is None:
+        container.type = _with_items(container.type, state.element)
+
+
+def _widen_items(state: _Items, t: Type) -> None:
+    joined = t if state.element is None else join(state.element, t, state.general)
+    state.element = joined if is_subtype(joined, state.general) else state.general
 
 
 def _fold_dtypes(graph: Graph) -> bool:
@@ -209,6 +429,17 @@ def propagate_node(node: Node) -> None:
     known = node.attrs.get(ITEM_TYPES)
     if known is not None and len(known) == len(types):
         types = [k if is_subtype(k, t) else t for k, t in zip(known, types)]
+    if _LOCAL_ITEMS:
+        if len(node.outputs) == 1 and node.output in _LOCAL_ITEMS:
+            types = [_local_construct(node)]
+            _set_types(node.outputs, types, node)
+            return
+        if node.inputs and node.inputs[0] in _LOCAL_ITEMS:
+            state = _LOCAL_ITEMS[node.inputs[0]]
+            if node.kind in STORES:
+                _local_store(node)
+            elif state.element is None and state.probe is None:
+                state.blind.add(node)
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 

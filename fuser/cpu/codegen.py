@@ -62,6 +62,8 @@ ARRAY_STRIDES_OFFSET = 40
 ARRAY_DESCR_OFFSET = 56
 FLOAT_VALUE_OFFSET = 16
 """Byte offset of ``ob_fval`` in a CPython float."""
+SCALAR_VALUE_OFFSET = 16
+"""Byte offset of ``obval`` in a numpy scalar (``np.float64``, ``np.float32``, ``np.bool_``)."""
 
 
 # -- the rule table -----------------------------------------------------------------------------
@@ -261,7 +263,8 @@ class KernelBuilder(Emitter):
         argument count differs or an array argument is not exactly an ndarray with the guard's
         dtype object, rank, shape and strides, else runs every slab and returns 0. ``guard``
         holds, per array input in tuple order: type address, descr address, dims, byte strides
-        (rank from the group's type);
+        (rank from the group's type), and for a 0-d input the address of its dtype's numpy
+        scalar type, which it also takes (``np.sum(x)`` returns one), reading its value;
         then per scalar input the address of ``float`` (other numbers are rejected); then the
         slab count and the slab rows of ``_entry_function``'s ``params``."""
         spec = self.spec
@@ -291,6 +294,10 @@ class KernelBuilder(Emitter):
             typ = b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64)
             descr = b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64)
             rank = len(spec.graph.inputs[inp].type.shape)  # type: ignore[union-attr]
+            if rank == 0:
+                datas.append(self._zero_d_data(b, fn, require, at, obj, typ, g, pos))
+                pos += 3
+                continue
             require(b.icmp_unsigned("==", typ, g(pos)))  # an ndarray: its fields can be read
             ok = b.and_(b.icmp_unsigned("==", descr, g(pos + 1)),
                         b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, i32), ir.Constant(i32, rank)))
@@ -328,6 +335,32 @@ class KernelBuilder(Emitter):
         b.cbranch(b.icmp_signed("<", s_next, n_slabs), loop, done)
         b.position_at_end(done)
         b.ret(ir.Constant(i32, 0))
+
+    def _zero_d_data(self, b: ir.IRBuilder, fn: ir.Function, require, at, obj, typ, g,
+                     pos: int):
+        """The data pointer of a 0-d input: an ndarray's (of the guard's descr, rank 0), or the
+        value inside a numpy scalar of the guard's scalar type."""
+        i32 = ir.IntType(32)
+        array, scalar = fn.append_basic_block("array0d"), fn.append_basic_block("scalar")
+        joined = fn.append_basic_block("data0d")
+        b.cbranch(b.icmp_unsigned("==", typ, g(pos)), array, scalar)
+        b.position_at_end(scalar)
+        require(b.icmp_unsigned("==", typ, g(pos + 2)))
+        in_scalar = b.gep(obj, [ir.Constant(I64, SCALAR_VALUE_OFFSET)], source_etype=I8)
+        scalar_end = b.block
+        b.branch(joined)
+        b.position_at_end(array)
+        require(b.and_(b.icmp_unsigned("==", b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64),
+                                       g(pos + 1)),
+                       b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, i32), ir.Constant(i32, 0))))
+        in_array = at(obj, ARRAY_DATA_OFFSET)
+        array_end = b.block
+        b.branch(joined)
+        b.position_at_end(joined)
+        data = b.phi(PTR)
+        data.add_incoming(in_array, array_end)
+        data.add_incoming(in_scalar, scalar_end)
+        return data
 
     def _call_body(self, b: ir.IRBuilder, body: ir.Function, params, datas: list, outs: list,
                    scalars: list) -> None:

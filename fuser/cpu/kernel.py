@@ -19,8 +19,9 @@ The general call path:
 The guarded path, which a call takes when its arguments have the layout of the previous general
 call (every step of a recurrent loop): the outputs are allocated for that plan's shape and one
 native call receives the argument tuple as is. The native code checks each argument against the
-plan's guard (exactly ``ndarray``, the same dtype object, rank, shape and strides; Python floats
-for scalar inputs) and returns 1 without writing anything on a mismatch, when the general path
+plan's guard (exactly ``ndarray``, the same dtype object, rank, shape and strides, or for a 0-d
+input the numpy scalar of its dtype, as ``np.sum`` and indexing return; Python floats for scalar
+inputs) and returns 1 without writing anything on a mismatch, when the general path
 runs instead; else it runs every slab. At 8x64 (the LSTM cell's tail) this halves a call: about
 2.3 us instead of 4.3 us, of which about 1.2 us is the arithmetic.
 
@@ -53,6 +54,7 @@ from fuser.cpu.codegen import (
     ARRAY_STRIDES_OFFSET,
     FLOAT_VALUE_OFFSET,
     OBJECT_TYPE_OFFSET,
+    SCALAR_VALUE_OFFSET,
     TUPLE_ITEMS_OFFSET,
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
@@ -262,6 +264,8 @@ class Kernel:
             if len(shape) != len(inputs[i].type.shape):  # type: ignore[union-attr]
                 return
             header += [id(np.ndarray), id(dtype), *shape, *bstrides]
+            if not shape:  # a numpy scalar of the dtype is taken too
+                header.append(id(dtype.type))
         header += [id(float)] * len(self.spec.scalar_inputs)
         header.append(len(plan.params))
         plan.guard = np.concatenate([np.array(header, np.int64), plan.params.ravel()])
@@ -380,6 +384,7 @@ def _probe_layouts() -> bool:
     probe = np.empty((3, 2), np.float32)[:, :1]
     value = 2.5
     items = (probe, value)
+    scalar = np.float64(-1.25)
 
     def word(obj: Any, offset: int, ty: Any = ctypes.c_void_p) -> Any:
         return ty.from_address(id(obj) + offset).value
@@ -394,7 +399,9 @@ def _probe_layouts() -> bool:
             and word(probe, ARRAY_DESCR_OFFSET) == id(probe.dtype)
             and list((ctypes.c_int64 * 2).from_address(dims)) == [3, 1]
             and list((ctypes.c_int64 * 2).from_address(strides)) == [8, 4]
-            and word(value, FLOAT_VALUE_OFFSET, ctypes.c_double) == 2.5)
+            and word(value, FLOAT_VALUE_OFFSET, ctypes.c_double) == 2.5
+            and word(scalar, OBJECT_TYPE_OFFSET) == id(np.float64)
+            and word(scalar, SCALAR_VALUE_OFFSET, ctypes.c_double) == -1.25)
 
 
 def layouts_supported() -> bool:

@@ -79,6 +79,10 @@ def _clip(node: Node) -> list[Type]:
 def _astype(node: Node) -> list[Type]:
     t = node.inputs[0].type
     dtype = const(node, 1)
+    of = node.inputs[1].node
+    if dtype is NOT_CONSTANT and of.kind == "tensor::dtype" and \
+            isinstance(of.inputs[0].type, TensorType) and of.inputs[0].type.dtype is not None:
+        dtype = of.inputs[0].type.dtype  # `x.astype(y.dtype)` for a y of known dtype
     if dtype is NOT_CONSTANT and isinstance(t, TensorType):
         return [t.with_dtype(None)]  # `x.astype(y.dtype)`: known once specialized
     if dtype is NOT_CONSTANT:

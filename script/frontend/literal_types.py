@@ -72,10 +72,12 @@ class LiteralTypeMixin:
         return value
 
     def number_items(self: FunctionCompiler, items: list[Any], element: Type) -> list[Any]:
-        """``items`` with numbers made 0-d tensors when the list holds tensors."""
+        """``items`` with numbers made 0-d tensors when the list holds tensors (weak: shape
+        propagation gives them the dtype of the tensors stored over them, see
+        ``passes.shape_prop._settle_weak_items``)."""
         if not isinstance(element, TensorType):
             return items
-        return [self.number_tensor(v) if is_number(v.type) else v for v in items]
+        return [self.number_tensor(v, weak=True) if is_number(v.type) else v for v in items]
 
     def number_tensor(self: FunctionCompiler, number: Any, weak: bool = False) -> Any:
         """A 0-d tensor holding ``number`` (int64, float64 or bool as ``np.asarray`` makes it;

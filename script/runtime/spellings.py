@@ -34,6 +34,9 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
     "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
     f"ops.select({a}, {axis}, {i})",
+    # `x.T` (every axis reversed) is an attribute read, not a call
+    "tensor::transpose": lambda a, axes="None": f"{a}.T" if axes == "None" else
+    f"ops.transpose({a}, {axes})",
     "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
     # a write in place whose old array nothing reads again: one __setitem__, the array itself
     "tensor::select_put_": lambda a, v, axis, i: f"({a}.__setitem__({i}, {v}) or {a})"

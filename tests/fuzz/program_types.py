@@ -105,7 +105,7 @@ in ``programs(features=...)``:
   with int keys ``hd[t] = f(hd[t - 1])`` from ``hd[-1]``, a tuple state unpacked each step.
 """
 
-PENDING_VALUES: frozenset[str] = frozenset({"float32-accumulator"})
+PENDING_VALUES: frozenset[str] = frozenset()
 """Features with which today's compiler computes wrong values (bugs being fixed): left out of
 programs unless asked for by name, so CI stays green. docs/fuzzing.md has each one's
 reproducer; remove a feature from here when its fix lands."""

@@ -1,19 +1,15 @@
 """Number accumulators over float32 values: in numpy ``0.0 + np.float32(...)`` is float32 (a
 Python float is weak), so ``acc = 0.0; acc += np.sum(x)`` stays float32, and so does whatever it
-scales (``x * acc``). The compiler gets this right for a plain name summing values of a dtype
-known at compile time (the loop's first iteration gives the carried number its dtype), but not
-yet:
+scales (``x * acc``). The loop's first iteration gives a carried number its dtype; the items of a
+list the function builds have the type of what is stored into them, so an item read back
+(``l = [x]; acc += np.sum(l[0])``) has x's dtype; and the numbers of a list of accumulators
+(``accs = [0.0, 0.0]; accs[0] += np.sum(x)``) take the dtype of the 0-d arrays stored over them,
+where each number is exact in it (an untouched ``accs[1]`` then scales a float32 array to float32,
+as the Python float does).
 
-- for a list of accumulators (``accs = [0.0, 0.0]; accs[0] += np.sum(x)``): the list's numbers
-  become 0-d float64 tensors (as ``np.asarray(0.0)``), so the item and ``x * accs[0]`` came out
-  float64;
-- for a value whose dtype is only known at run time, such as an item read from a list literal
-  (``l = [x]; acc += np.sum(l[0])``): the carried number falls back to float64.
-
-Found by the program fuzzer (``number-accumulator`` with ``float32-accumulator``, pending)."""
+Found by the program fuzzer (``number-accumulator`` with ``float32-accumulator``)."""
 
 import numpy as np
-import pytest
 
 from script import Tensor, script
 
@@ -40,24 +36,43 @@ def summed_from_a_list_item(x: Tensor) -> Tensor:
     return x * acc
 
 
-def _same(fn):
+def untouched_item_of_a_list(x: Tensor) -> Tensor:
+    accs = [0.0, 0.0]
+    for i in range(2):
+        accs[0] += np.sum(x)
+    return x * accs[1] + accs[0]
+
+
+def inexact_number_in_a_list(x: Tensor) -> Tensor:
+    accs = [0.1, 0.0]
+    for i in range(2):
+        accs[1] += np.sum(x)
+    return x.astype(np.float64) * accs[0] + accs[1]
+
+
+def _same(fn, dtype=np.float32):
     x = np.linspace(-1.0, 1.0, 3).astype(np.float32)
     got, want = script(fn)(x), fn(x)
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert want.dtype == np.float32 and got.dtype == want.dtype
+    assert want.dtype == dtype and got.dtype == want.dtype
 
 
 def test_a_number_accumulator_in_a_name_takes_numpys_dtype():
     _same(summed_into_a_name)
 
 
-@pytest.mark.xfail(strict=True, reason="list items that start as numbers are 0-d float64 "
-                   "tensors, not the dtype numpy's first update gives them")
 def test_a_number_accumulator_in_a_list_takes_numpys_dtype():
     _same(summed_into_a_list)
 
 
-@pytest.mark.xfail(strict=True, reason="a carried number whose first update has a dtype known "
-                   "only at run time becomes a float64 0-d tensor")
 def test_a_number_accumulator_of_a_list_item_takes_numpys_dtype():
     _same(summed_from_a_list_item)
+
+
+def test_an_untouched_number_of_an_accumulator_list_scales_as_numpys():
+    _same(untouched_item_of_a_list)
+
+
+def test_a_number_not_exact_in_the_accumulators_dtype_keeps_its_value():
+    # numpy multiplies the float64 array by 0.1 itself; a float32 0.1 would change the result
+    _same(inexact_number_in_a_list, np.float64)
