@@ -71,10 +71,9 @@ def size(a: Any, axis: int) -> int:
     return int(a.shape[axis])
 
 
-def shape(a: Any) -> tuple[int, ...]:
-    """The shape, as numpy gives it: a tuple of ints (the IR types it ``int[]``; the ops that
-    change a list in place fail on it as they fail on numpy's ``x.shape``)."""
-    return tuple(a.shape)
+def shape(a: Any) -> list[int]:
+    """The shape as a new list of ints."""
+    return [int(d) for d in a.shape]
 
 
 def ndim(a: Any) -> int:
