@@ -23,8 +23,15 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 import sys
+from typing import Any
+
+import numpy as np
+
+import ir
+from fuser.workspace import MIN_BYTES
 
 M_TRIM_THRESHOLD = -1
 M_TOP_PAD = -2
@@ -68,3 +75,28 @@ def release() -> bool:
     was released."""
     libc = _libc()
     return bool(libc.malloc_trim(0)) if libc is not None else False
+
+
+def workspace_array(value: Any) -> tuple[tuple[int, ...], np.dtype] | None:
+    """The static shape and dtype of ``value`` when the generated code takes its array from the
+    function's workspace (``fuser.workspace``): a host tensor of known shape and dtype of at least
+    ``MIN_BYTES``; None otherwise."""
+    t = value.type
+    if not isinstance(t, ir.TensorType) or t.device == "cuda" or t.dtype is None:
+        return None
+    if t.shape is None or not t.shape or any(not isinstance(d, int) or d < 0 for d in t.shape):
+        return None
+    dtype = np.dtype(t.dtype)
+    if math.prod(t.shape) * dtype.itemsize < MIN_BYTES:
+        return None
+    return tuple(t.shape), dtype
+
+
+def into_output(node: Any) -> bool:
+    """Whether the matmul ``node`` may write into a workspace array (``np.matmul(a, b, out=)``):
+    host float tensors of the output's dtype, so numpy computes in that dtype as ``@`` would."""
+    out = node.output.type
+    if not isinstance(out, ir.TensorType) or out.dtype not in ("float32", "float64"):
+        return False
+    return all(isinstance(v.type, ir.TensorType) and v.type.dtype == out.dtype
+               and v.type.device != "cuda" for v in node.inputs)
