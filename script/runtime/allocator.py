@@ -1,22 +1,27 @@
-"""Keep freed array memory in the process for reuse (glibc malloc settings).
+"""Where the arrays of compiled code come from: the function's workspace, and an opt-in malloc
+tuning.
 
-A training forward allocates every saved activation afresh on each call and frees them all after
-the backward. With glibc's defaults that memory goes back to the kernel each time: free memory at
-the top of the heap above 128 KiB is trimmed, and arrays above a (dynamic) threshold get an
-``mmap`` of their own that ``free`` unmaps. The next call then page-faults every page in again,
-and the kernel zeroes each one. Measured on the fastrnns LSTM layer, forward + backward, one
-thread: 781 minor page faults per call at T=100, B=8, H=64 (5.0 ms a call instead of 2.7 ms) and
-29,000 at T=100, B=64, H=512 (about 11% of the call).
+A training forward allocates its saved activations, slot buffers and products afresh on each call
+and frees them after the backward. With glibc's defaults that memory goes back to the kernel each
+time (free memory at the top of the heap above 128 KiB is trimmed, an array above a dynamic
+threshold gets an ``mmap`` of its own that ``free`` unmaps), and the next call page-faults every
+page in again, zeroed by the kernel: about 700 minor faults a call on the fastrnns LSTM layer at
+T=100, B=8, H=64 (forward + backward, one thread), 4,700 at T=100, B=64, H=512.
 
-So ``tune()``, on glibc, raises three of malloc's thresholds (``mallopt``):
-``M_MMAP_THRESHOLD`` (arrays up to 64 MiB come from the heap, and the threshold stops adapting),
-``M_TRIM_THRESHOLD`` (up to 256 MiB of free memory at the top of the heap is kept) and
-``M_TOP_PAD`` (the heap grows 16 MiB at a time). The process keeps freed memory for its next
-allocations instead of returning it at once; ``release()`` returns it on demand
-(``malloc_trim``). The settings are process-wide, so every library in the process (numpy, torch)
-allocates under them alike: importing rnnscript changes nothing; the runtime calls ``tune()`` when
-it first compiles a function (``script.runtime.pipelines.register``), and
-``RNNSCRIPT_MALLOC=default`` in the environment makes it a no-op.
+The default is the workspace (``fuser.workspace``): the generated code takes each large array of
+static shape (``workspace_array``: a ``tensor::empty`` buffer, a matmul's product written with
+``out=`` when ``into_output``) and the native loop takes its slot buffers from allocation sites the
+compiled function owns, which hand an array out again once nothing else holds it. Repeated calls
+then fault nothing in, and malloc is left as the process set it.
+
+``tune()`` is the former remedy, kept opt-in: with ``RNNSCRIPT_MALLOC=tune`` in the environment the
+runtime's first compilation (``script.runtime.pipelines.register``) raises three of glibc's malloc
+thresholds (``mallopt``) for the whole process: ``M_MMAP_THRESHOLD`` (arrays up to 64 MiB come
+from the heap, and the threshold stops adapting), ``M_TRIM_THRESHOLD`` (up to 256 MiB of free
+memory at the top of the heap is kept) and ``M_TOP_PAD`` (the heap grows 16 MiB at a time). It is
+off by default because a library must not change malloc for every other library in the process,
+and the workspace makes it unnecessary for the arrays compiled code allocates (README, "Memory"
+figures). ``release()`` returns free memory malloc keeps (``malloc_trim``).
 """
 
 from __future__ import annotations
@@ -58,10 +63,16 @@ def _libc() -> ctypes.CDLL | None:
     return libc
 
 
-def tune() -> bool:
-    """Apply ``SETTINGS`` unless ``RNNSCRIPT_MALLOC=default``; True when malloc was changed."""
+def requested() -> bool:
+    """Whether the environment asks for the malloc tuning (``RNNSCRIPT_MALLOC=tune``)."""
+    return os.environ.get("RNNSCRIPT_MALLOC", "").strip().lower() == "tune"
+
+
+def tune(force: bool = False) -> bool:
+    """Apply ``SETTINGS`` when ``RNNSCRIPT_MALLOC=tune`` (or ``force``); True when malloc was
+    changed."""
     global tuned
-    if os.environ.get("RNNSCRIPT_MALLOC", "") == "default":
+    if not (force or requested()):
         return False
     libc = _libc()
     if libc is None:

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 import ir
+from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from script import ops
 from script.frontend.classes import python_class
-from fuser.workspace import Workspace
 from script.runtime import allocator, sanitize
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
