@@ -4,9 +4,11 @@ A training call allocates the same large arrays every time: the native loop's pe
 buffers (``fuser.cpu.loop``), the stacked outputs, the input projection's product, the backward's
 gradient buffers. Freed after each call, glibc returns most of them to the kernel (an array above
 malloc's mmap threshold is unmapped by ``free``; free memory at the top of the heap is trimmed),
-and the next call page-faults every page in again, zeroed by the kernel: 368 minor faults a call
-on the fastrnns LSTM layer at T=100, B=8, H=64 (forward + backward, one thread), about 7,000
-at T=100, B=64, H=512.
+and the next call page-faults every page in again, zeroed by the kernel: on the fastrnns LSTM
+layer (forward + backward, one thread) 368 minor faults a call at T=100, B=8, H=64 and 4,671 at
+T=100, B=64, H=512 (how many depends on the order of the process's earlier allocations, which
+moves malloc's dynamic thresholds: between none and 720 at the small size). With the sites,
+none.
 
 So each allocation site of a compiled function (a ``Site``: one ``tensor::empty`` or matmul of the
 generated code, one buffer of a native loop) keeps the arrays it handed out, and hands one out
@@ -21,8 +23,8 @@ changed in place is not reused either.
 
 A site keeps at most ``KEEP`` arrays (a training loop holds the previous call's saved values while
 it calls the forward again: two sets in turn); an allocation that finds none free beyond that is a
-plain ``np.empty``. Sites below ``MIN_BYTES`` are not made (small arrays come from malloc's heap,
-which does not fault). ``RNNSCRIPT_WORKSPACE=0`` in the environment turns sites off when compiling
+plain ``np.empty``. The generated code makes no site for an array below ``MIN_BYTES`` (small
+arrays come from malloc's heap, which does not fault); a native loop makes one per buffer. ``RNNSCRIPT_WORKSPACE=0`` in the environment turns sites off when compiling
 (every allocation is ``np.empty``); ``Workspace.clear`` lets a function's arrays go.
 """
 

@@ -5,8 +5,8 @@ A training forward allocates its saved activations, slot buffers and products af
 and frees them after the backward. With glibc's defaults that memory goes back to the kernel each
 time (free memory at the top of the heap above 128 KiB is trimmed, an array above a dynamic
 threshold gets an ``mmap`` of its own that ``free`` unmaps), and the next call page-faults every
-page in again, zeroed by the kernel: about 700 minor faults a call on the fastrnns LSTM layer at
-T=100, B=8, H=64 (forward + backward, one thread), 4,700 at T=100, B=64, H=512.
+page in again, zeroed by the kernel: 368 minor faults a call on the fastrnns LSTM layer at
+T=100, B=8, H=64 (forward + backward, one thread), 4,671 at T=100, B=64, H=512.
 
 The default is the workspace (``fuser.workspace``): the generated code takes each large array of
 static shape (``workspace_array``: a ``tensor::empty`` buffer, a matmul's product written with
