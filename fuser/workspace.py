@@ -23,9 +23,11 @@ changed in place is not reused either.
 
 A site keeps at most ``KEEP`` arrays (a training loop holds the previous call's saved values while
 it calls the forward again: two sets in turn); an allocation that finds none free beyond that is a
-plain ``np.empty``. The generated code makes no site for an array below ``MIN_BYTES`` (small
-arrays come from malloc's heap, which does not fault); a native loop makes one per buffer. ``RNNSCRIPT_WORKSPACE=0`` in the environment turns sites off when compiling
-(every allocation is ``np.empty``); ``Workspace.clear`` lets a function's arrays go.
+plain ``np.empty``. The generated code makes no site for an array below ``MIN_BYTES`` (small arrays
+come from malloc's heap, which does not fault); a native loop makes one per buffer.
+``RNNSCRIPT_WORKSPACE=0`` in the environment turns sites off when compiling (every allocation is
+``np.empty``); ``Workspace.clear`` lets a function's arrays go, ``clear_all`` those of every
+workspace in the process (a memory measurement does, before it runs).
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class Workspace:
         """arrays each site keeps at most (0: every allocation is ``np.empty``)."""
         self.sites: list[Site] = []
         self.lock = threading.Lock()
+        _workspaces.add(self)
 
     def site(self) -> Site:
         """A new allocation site of this workspace."""
@@ -120,3 +123,13 @@ class Workspace:
         with self.lock:
             for s in self.sites:
                 s.kept.clear()
+
+
+_workspaces: weakref.WeakSet[Workspace] = weakref.WeakSet()
+"""every workspace alive in the process (``clear_all``)."""
+
+
+def clear_all() -> None:
+    """``Workspace.clear`` of every workspace alive in the process."""
+    for w in list(_workspaces):
+        w.clear()

@@ -117,6 +117,18 @@ def test_clear_lets_the_arrays_go():
     assert ref() is None and w.nbytes() == 0
 
 
+def test_clear_all_lets_every_workspaces_arrays_go():
+    sites = [Workspace().site() for _ in range(3)]
+    refs = []
+    for s in sites:
+        a = s.empty((8,), F32)
+        refs.append(weakref.ref(a))
+        del a
+    assert all(r() is not None for r in refs)
+    workspace.clear_all()
+    assert all(r() is None for r in refs)
+
+
 def test_threads_never_share_an_array():
     s = site()
     errors = []
