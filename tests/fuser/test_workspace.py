@@ -118,9 +118,9 @@ def test_clear_lets_the_arrays_go():
 
 
 def test_clear_all_lets_every_workspaces_arrays_go():
-    sites = [Workspace().site() for _ in range(3)]
+    workspaces = [Workspace() for _ in range(3)]
     refs = []
-    for s in sites:
+    for s in [w.site() for w in workspaces]:
         a = s.empty((8,), F32)
         refs.append(weakref.ref(a))
         del a
