@@ -2,9 +2,11 @@
 
 On a CPU (Linux) the process's peak resident set is reset by writing ``5`` to
 ``/proc/self/clear_refs``; the resident set before the run (``VmRSS``) is subtracted from the peak
-after it (``VmHWM``). Garbage is collected and, with glibc, free heap memory is handed back to the
-system first (``malloc_trim``), so pages an earlier row freed but the allocator kept do not hide
-this row's allocations. This works for numpy and torch alike: both allocate from the process heap.
+after it (``VmHWM``). Garbage is collected, the arrays compiled functions keep for their next call
+are let go (``fuser.workspace.clear_all``) and, with glibc, free heap memory is handed back to the
+system first (``malloc_trim``), so pages an earlier row (or an earlier call of this row) allocated
+and kept do not hide this row's allocations. This works for numpy and torch alike: both allocate
+from the process heap.
 
 On a GPU the device allocators are asked instead: CuPy's default memory pool (emptied first, so
 the bytes it holds afterwards are what the run needed at its peak) plus torch's
@@ -27,6 +29,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from fuser import workspace
+
 _MB = 1024 * 1024
 
 
@@ -44,6 +48,7 @@ def peak_mb(run: Callable[[], Any], device: str = "cpu", repeats: int = 2) -> fl
 # -- host ---------------------------------------------------------------------------------------
 def _host_peak(run: Callable[[], Any]) -> float | None:
     gc.collect()
+    workspace.clear_all()
     _trim_heap()
     if not _reset_peak():
         return None

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 import ir
+from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from script import ops
 from script.frontend.classes import python_class
-from script.runtime import sanitize
+from script.runtime import allocator, sanitize
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
@@ -38,8 +39,8 @@ UNCHECKED = frozenset({"prim::Constant", "prim::Uninitialized"})
 """Nodes whose outputs the sanitizer leaves alone: constants have their type by construction, and
 an Uninitialized placeholder (None at run time) stands on paths that never read it."""
 
-_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "ops", "_k",
-                                                                    "_check_type"}
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {
+    "np", "ops", "_k", "_check_type", "_workspace"}
 
 
 @dataclass
@@ -98,6 +99,8 @@ class FunctionWriter:
     (``script.runtime.sanitize``)."""
     lists_hold_placeholders: bool = False
     """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
+    workspace: Workspace = field(default_factory=Workspace)
+    """the arrays the function allocates on each call, kept for its next call."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -438,11 +441,16 @@ def _write_matmul(w: FunctionWriter, node: Node) -> None:
     if matrices and (_in_loop(node) or _outer_product(node)):
         w.assign(node, f"np.dot({args[0]}, {args[1]})")
         return
+    out = _allocation(w, node) if allocator.into_output(node) else None
     product = _backend_matmul(node) if matrices else None
-    if product is not None:
+    if product is not None:  # the backend's GEMM (into a workspace array when there is one)
         name = w.ns.fresh("_gemm")
         w.consts[name] = product
-        w.assign(node, f"{name}({args[0]}, {args[1]})")
+        into = f", out={out}" if out is not None else ""
+        w.assign(node, f"{name}({args[0]}, {args[1]}{into})")
+        return
+    if out is not None:  # the product of a workspace array: no fresh pages per call
+        w.assign(node, f"np.matmul({args[0]}, {args[1]}, out={out})")
         return
     w.assign(node, w.expression(node, args))
 
@@ -454,6 +462,24 @@ def _backend_matmul(node: Node) -> Any:
     if backend is None or backend.matmul_for is None:
         return None
     return backend.matmul_for(node)
+
+
+def _write_empty(w: FunctionWriter, node: Node) -> None:
+    """A workspace array (``fuser.workspace``) for a large buffer of static shape; else
+    ``np.empty``."""
+    out = _allocation(w, node)
+    w.assign(node, out or w.expression(node, [w.ns.name(v) for v in node.inputs]))
+
+
+def _allocation(w: FunctionWriter, node: Node) -> str | None:
+    """``site.empty(shape, dtype)`` of a new site of the function's workspace for the output of
+    ``node`` (None: the op allocates it: in a loop, or a small, unknown-shape or GPU array)."""
+    found = allocator.workspace_array(node.output)
+    if found is None or not w.workspace.keep or _in_loop(node):
+        return None
+    site, dtype = w.ns.fresh("_site"), w.ns.fresh("_dtype")
+    w.consts[site], w.consts[dtype] = w.workspace.site(), found[1]
+    return f"{site}.empty({found[0]!r}, {dtype})"
 
 
 def _outer_product(node: Node) -> bool:
@@ -523,6 +549,7 @@ def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
 
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": _write_matmul,
+    "tensor::empty": _write_empty,
     "tensor::layer_norm": _write_layer_norm,
     "tensor::layer_norm_backward": _write_layer_norm_backward,
     "prim::NamedTupleConstruct": _write_named_tuple,
@@ -570,17 +597,22 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
     else:
         w.emit("return None")
     header = f"def {name}({', '.join(params)}):"
+    if w.workspace.sites:
+        w.consts["_workspace"] = w.workspace  # the function owns its arrays (``generate``)
     return "\n".join([header, *w.lines]) + "\n", w.consts
 
 
 def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
              name: str = "forward", profiler: Any = None) -> tuple[Callable[..., Any], str]:
     """Compile ``graph`` to a Python function; returns (function, source). With ``profiler``
-    (an ``instrument.Instrument``) every node is written through it: for profiling only."""
+    (an ``instrument.Instrument``) every node is written through it: for profiling only. The
+    function's ``__rnnscript_workspace__`` is the ``fuser.workspace.Workspace`` of the arrays it
+    allocates on each call (None when it has no allocation site)."""
     source, consts = generate_source(graph, backend, name, profiler)
     env: dict[str, Any] = {"np": np, "ops": ops, **consts}
     code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
     exec(code, env)  # the source is generated from the IR, never taken from user data
     fn = env[name]
     fn.__rnnscript_source__ = source
+    fn.__rnnscript_workspace__ = consts.get("_workspace")
     return fn, source

@@ -3,10 +3,9 @@
 ``passes`` registers its own passes; what sits above it in the layering plugs in here when the
 runtime first runs a pipeline (``run_pipeline``), never at import: the fuser's
 ``fuse-elementwise`` pass, and the evaluator constant propagation folds tensor ops with (the
-eager op library, ``script.ops``). The first compilation also keeps freed array memory in the
-process (``allocator.tune``; ``RNNSCRIPT_MALLOC=default`` leaves malloc alone): without it every
-training call page-faults its activations in again (5.0 ms instead of 2.7 ms a call on the small
-LSTM layer).
+eager op library, ``script.ops``). Malloc is left alone: compiled functions reuse their own
+arrays (``fuser.workspace``); ``RNNSCRIPT_MALLOC=tune`` asks the first compilation for the former
+process-wide malloc tuning instead (``allocator.tune``).
 """
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ def evaluate_op(kind: str, args: list[Any]) -> Any:
 
 def register() -> None:
     """Register the fuser's passes and the constant-folding evaluator (once per process; an
-    evaluator someone else set is kept), and tune malloc (see the module docstring)."""
+    evaluator someone else set is kept), and tune malloc when the environment asks for it
+    (``RNNSCRIPT_MALLOC=tune``, see the module docstring)."""
     global _registered
     if _registered:
         return

@@ -27,8 +27,9 @@ calling the result runs every step in native code:
   step was made by the previous step in the other buffer, so nothing a step reads is
   overwritten while it runs; a value appended to a list (or carried into one that is) gets a
   slot per step in one (T, ...) buffer instead, and the list gets views of the slots after the
-  loop. The buffers are allocated for each call (``np.empty``); the carried results the caller
-  receives are the buffers of the last step;
+  loop. The buffers come from the loop's workspace (``fuser.workspace``: reused by a later call
+  once nothing holds them); the carried results the caller receives are the buffers of the last
+  step;
 - lists from outside the loop are read by index or popped from the end (the backward's saved
   values and cotangents: their items are checked once, before the first step), or appended to.
 

@@ -37,6 +37,7 @@ from fuser.cpu.loop.program import (
     write_parts,
 )
 from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
+from fuser.workspace import Workspace
 from ir.core import Node, Value
 
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_int64, ctypes.c_void_p,
@@ -93,6 +94,9 @@ class NativeLoop:
         for v in prog.produced:
             self.buffer_at.append(at)
             at += 1 if v in prog.sequenced else 2
+        self.workspace = Workspace()
+        """the buffers of the last calls, reused by the next (``fuser.workspace``)."""
+        self.sites = [self.workspace.site() for _ in range(at)]
         gemm = blas.gemm()
         assert gemm is not None
         self.gemm = gemm
@@ -171,12 +175,13 @@ class NativeLoop:
                     return None
                 doubles[at] = value
         bufs = []
+        sites = iter(self.sites)
         for shape, dtype, sequenced in variant.buffers:
             if sequenced:
-                bufs.append(np.empty((trip, *shape), dtype))
+                bufs.append(next(sites).empty((trip, *shape), dtype))
             else:
-                bufs.append(np.empty(shape, dtype))
-                bufs.append(np.empty(shape, dtype))
+                bufs.append(next(sites).empty(shape, dtype))
+                bufs.append(next(sites).empty(shape, dtype))
         tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
         items = tuple([*arrays, *inits, *bufs, *tuples])
         ranges = self._ranges(variant)

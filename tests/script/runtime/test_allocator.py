@@ -1,5 +1,6 @@
-"""script.runtime.allocator: freed array memory stays in the process, so repeated training calls
-do not page-fault their activations in again."""
+"""script.runtime.allocator: malloc is left alone unless ``RNNSCRIPT_MALLOC=tune`` asks for the
+process-wide tuning; tuned, freed array memory stays in the process, so repeated training calls
+do not page-fault their activations in again even without the workspace."""
 
 import os
 import resource
@@ -33,8 +34,8 @@ def _faults_per_call(fn, calls=20):
 
 
 def test_import_leaves_malloc_alone(tmp_path):
-    """Importing rnnscript changes no process-wide setting: malloc is tuned by the first
-    compilation (unless RNNSCRIPT_MALLOC=default)."""
+    """Importing rnnscript changes no process-wide setting, and neither does compiling: malloc is
+    tuned by the first compilation only when RNNSCRIPT_MALLOC=tune."""
     (tmp_path / "cell.py").write_text("import numpy as np\n\n\n"
                                       "def f(x):\n    return np.tanh(x)\n")
     code = ("import numpy as np, script.runtime.allocator as a, script, cell\n"
@@ -42,7 +43,7 @@ def test_import_leaves_malloc_alone(tmp_path):
             "script.script(cell.f)(np.ones(3))\n"
             "print(a.tuned)")
     root = str(ROOT)
-    for malloc, after in (("", "True"), ("default", "False")):
+    for malloc, after in (("", "False"), ("default", "False"), ("tune", "True")):
         env = {**os.environ, "RNNSCRIPT_MALLOC": malloc,
                "PYTHONPATH": os.pathsep.join([root, str(tmp_path)])}
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -52,10 +53,12 @@ def test_import_leaves_malloc_alone(tmp_path):
 
 @pytest.fixture
 def tuned():
-    assert allocator.tune()
+    assert allocator.tune(force=True)
 
 
-def test_training_calls_reuse_memory_instead_of_faulting_it_in(tuned):
+def test_tuned_training_calls_reuse_memory_instead_of_faulting_it_in(tuned, monkeypatch):
+    monkeypatch.setenv("RNNSCRIPT_WORKSPACE", "0")  # malloc alone keeps the memory here
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
     f = script(cells.lstm_layer)
     args = _layer_args()
 
@@ -85,8 +88,9 @@ def test_freed_memory_is_kept_until_release_returns_it(tuned):
     np.testing.assert_allclose(f(*args)[0], f.python_fn(*args)[0], rtol=1e-5, atol=1e-6)
 
 
-def test_environment_opt_out_leaves_malloc_alone():
-    env = dict(os.environ, RNNSCRIPT_MALLOC="default")
+@pytest.mark.parametrize("malloc", ["", "default"])
+def test_malloc_is_left_alone_unless_asked(malloc):
+    env = dict(os.environ, RNNSCRIPT_MALLOC=malloc)
     code = "import script.runtime.allocator as a; print(a.tune(), a.tuned)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True, cwd=str(ROOT))

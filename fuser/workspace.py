@@ -1,0 +1,135 @@
+"""Memory a compiled function owns: the arrays it allocates on every call, kept for its next call.
+
+A training call allocates the same large arrays every time: the native loop's per-step slot
+buffers (``fuser.cpu.loop``), the stacked outputs, the input projection's product, the backward's
+gradient buffers. Freed after each call, glibc returns most of them to the kernel (an array above
+malloc's mmap threshold is unmapped by ``free``; free memory at the top of the heap is trimmed),
+and the next call page-faults every page in again, zeroed by the kernel: on the fastrnns LSTM
+layer (forward + backward, one thread) 368 minor faults a call at T=100, B=8, H=64 and 4,671 at
+T=100, B=64, H=512 (how many depends on the order of the process's earlier allocations, which
+moves malloc's dynamic thresholds: between none and 720 at the small size). With the sites,
+none.
+
+So each allocation site of a compiled function (a ``Site``: one ``tensor::empty`` or matmul of the
+generated code, one buffer of a native loop) keeps the arrays it handed out, and hands one out
+again when nothing but the site holds it any more. "Holds" is the array's reference count: every
+view of an array keeps its base alive (``.base``, collapsed by numpy to the array that owns the
+memory), and so does every buffer export (``memoryview``, ``torch.from_numpy``, DLPack), so an
+output the caller kept, a view of one, or a saved activation a pending backward closure holds
+keeps its array out of reuse: nothing anyone can reach is ever overwritten. An array only a
+weak reference reaches is dropped instead of reused (the weak reference then dies, as it would
+have without the site). An array whose shape, dtype, flags (writeable, C-contiguous) a caller
+changed in place is not reused either.
+
+A site keeps at most ``KEEP`` arrays (a training loop holds the previous call's saved values while
+it calls the forward again: two sets in turn); an allocation that finds none free beyond that is a
+plain ``np.empty``. The generated code makes no site for an array below ``MIN_BYTES`` (small arrays
+come from malloc's heap, which does not fault); a native loop makes one per buffer.
+``RNNSCRIPT_WORKSPACE=0`` in the environment turns sites off when compiling (every allocation is
+``np.empty``); ``Workspace.clear`` lets a function's arrays go, ``clear_all`` those of every
+workspace in the process (a memory measurement does, before it runs).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+KEEP = 2
+"""arrays a site keeps at most."""
+
+MIN_BYTES = 64 << 10
+"""the smallest array (in bytes) a compiled function's code allocates through a site."""
+
+_HELD_BY_SITE = 2
+"""``sys.getrefcount(kept[i])`` of an array only the site's list holds (the list and the call's
+argument); ``tests/fuser/test_workspace.py`` checks it on this interpreter."""
+
+
+def enabled() -> bool:
+    """Whether compiled functions allocate through sites: ``RNNSCRIPT_WORKSPACE`` (default on)."""
+    return os.environ.get("RNNSCRIPT_WORKSPACE", "1").strip().lower() not in ("0", "false", "off")
+
+
+class Site:
+    """One allocation site: ``empty(shape, dtype)`` returns a kept array nothing else holds, or
+    a new one (kept while fewer than ``KEEP`` are)."""
+
+    __slots__ = ("keep", "kept", "lock")
+
+    def __init__(self, lock: Any, keep: int):
+        self.kept: list[np.ndarray] = []
+        self.keep = keep
+        self.lock = lock
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An uninitialized C-contiguous writeable array of ``shape`` and ``dtype`` no one else
+        holds (``dtype`` a ``np.dtype``)."""
+        kept = self.kept
+        with self.lock:
+            i = 0
+            while i < len(kept):
+                if sys.getrefcount(kept[i]) != _HELD_BY_SITE:
+                    i += 1
+                    continue
+                a = kept[i]
+                if weakref.getweakrefcount(a):
+                    del kept[i]  # reachable by a weak reference only: let it go, as numpy would
+                    del a
+                    continue
+                flags = a.flags
+                if (a.shape == shape and a.dtype == dtype and flags.writeable
+                        and flags.c_contiguous):
+                    return a
+                del a
+                if len(kept) >= self.keep:  # a free array unlike the one asked for: make room
+                    del kept[i]
+                    continue
+                i += 1
+            a = np.empty(shape, dtype)
+            if len(kept) < self.keep:
+                kept.append(a)
+            return a
+
+
+class Workspace:
+    """The sites of one compiled function (a specialization's generated code, a native loop)."""
+
+    def __init__(self, keep: int | None = None):
+        self.keep = (KEEP if enabled() else 0) if keep is None else keep
+        """arrays each site keeps at most (0: every allocation is ``np.empty``)."""
+        self.sites: list[Site] = []
+        self.lock = threading.Lock()
+        _workspaces.add(self)
+
+    def site(self) -> Site:
+        """A new allocation site of this workspace."""
+        s = Site(self.lock, self.keep)
+        self.sites.append(s)
+        return s
+
+    def nbytes(self) -> int:
+        """The bytes of the arrays the sites keep."""
+        with self.lock:
+            return sum(a.nbytes for s in self.sites for a in s.kept)
+
+    def clear(self) -> None:
+        """Let every kept array go (those in use stay with their holders)."""
+        with self.lock:
+            for s in self.sites:
+                s.kept.clear()
+
+
+_workspaces: weakref.WeakSet[Workspace] = weakref.WeakSet()
+"""every workspace alive in the process (``clear_all``)."""
+
+
+def clear_all() -> None:
+    """``Workspace.clear`` of every workspace alive in the process."""
+    for w in list(_workspaces):
+        w.clear()
