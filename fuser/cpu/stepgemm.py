@@ -78,12 +78,109 @@ def lanes(itemsize: int) -> int:
 
 
 def ir_text(double: bool, width: int) -> str:
-    """The LLVM module of the kernel for vectors of ``width`` items (see ``SIGNATURE``)."""
+    """The LLVM module of the kernel for vectors of ``width`` items (see ``SIGNATURE``) and of
+    its matrix-vector form (``GEMV_SIGNATURE``)."""
     real = ir.DoubleType() if double else ir.FloatType()
     module = ir.Module(name="step_gemm")
     fn = ir.Function(module, function_type(real), name=symbol(double))
-    _Kernel(module, fn, real, width).build()
+    kernel = _Kernel(module, fn, real, width)
+    kernel.build()
+    gemv = ir.Function(module, gemv_type(real), name=gemv_symbol(double))
+    _Gemv(kernel, gemv).build()
     return str(module)
+
+
+GEMV_SIGNATURE = "(m, k, A, lda, x, incx, y)"
+"""``y (m) = A (m, k; row stride lda, unit column stride) @ x (k; stride incx)``: a matrix times
+a vector (a product whose B is one column), each row a dot product in vectors, 8 rows at a
+time. BLAS's ?gemm with one column is several times slower than numpy's ``np.dot``; this
+takes a step's matrix-vector product from about 23 us to about 1 us at 200 x 200."""
+
+
+def gemv_type(real: Any) -> ir.FunctionType:
+    ptr = real.as_pointer()
+    return ir.FunctionType(ir.VoidType(), [I64, I64, ptr, I64, ptr, I64, ptr])
+
+
+def gemv_symbol(double: bool) -> str:
+    return "rnnscript_step_dgemv" if double else "rnnscript_step_sgemv"
+
+
+class _Gemv:
+    """The matrix-vector kernel, built with ``_Kernel``'s control-flow helpers."""
+
+    ROWS = 8
+
+    def __init__(self, kernel: _Kernel, fn: ir.Function):
+        self.k_, self.fn = kernel, fn
+        entry = fn.append_basic_block("entry")
+        kernel.allocas = ir.IRBuilder(entry)
+        kernel.b = ir.IRBuilder(fn.append_basic_block("start"))
+        kernel.fn = fn
+        self.m, self.k, self.a, self.lda, self.x, self.incx, self.y = fn.args
+        for arg in (self.a, self.x, self.y):
+            arg.add_attribute("noalias")
+
+    def build(self) -> None:
+        kn, b = self.k_, self.k_.b
+        i = kn._var(_c(0))
+        rows = self.ROWS
+
+        def rows_left(at_least: int) -> Any:
+            return b.icmp_signed(">=", b.sub(self.m, b.load(i)), _c(at_least))
+
+        def block(count: int) -> Any:
+            def body() -> None:
+                self._rows(b.load(i), count)
+                b.store(b.add(b.load(i), _c(count)), i)
+            return body
+
+        kn._while(lambda: rows_left(rows), block(rows))
+        kn._while(lambda: rows_left(1), block(1))
+        b.ret_void()
+        kn.allocas.branch(self.fn.blocks[1])
+
+    def _rows(self, i0: Any, count: int) -> None:
+        kn, b = self.k_, self.k_.b
+        width, vec, real = kn.width, kn.vec, kn.real
+        accs = [kn._slot(vec) for _ in range(count)]
+        sums = [kn._slot(real) for _ in range(count)]
+        for acc in accs:
+            b.store(ir.Constant(vec, None), acc)
+        rows = [b.gep(self.a, [b.mul(b.add(i0, _c(r)), self.lda)]) for r in range(count)]
+        kk = kn._var(_c(0))
+        contiguous = b.icmp_signed("==", self.incx, _c(1))
+
+        def vectors_left() -> Any:
+            return b.and_(contiguous, b.icmp_signed("<=", b.add(b.load(kk), _c(width)), self.k))
+
+        def step() -> None:
+            at = b.load(kk)
+            xv = b.load(b.bitcast(b.gep(self.x, [at]), vec.as_pointer()), align=kn.item)
+            for r in range(count):
+                av = b.load(b.bitcast(b.gep(rows[r], [at]), vec.as_pointer()), align=kn.item)
+                b.store(b.call(kn.fma_vec, [av, xv, b.load(accs[r])]), accs[r])
+            b.store(b.add(at, _c(width)), kk)
+
+        kn._while(vectors_left, step)
+        for r in range(count):  # the lanes' sum
+            acc = b.load(accs[r])
+            total = b.extract_element(acc, ir.Constant(ir.IntType(32), 0))
+            for lane in range(1, width):
+                total = b.fadd(total, b.extract_element(acc, ir.Constant(ir.IntType(32), lane)))
+            b.store(total, sums[r])
+
+        def scalar() -> None:
+            at = b.load(kk)
+            xs = b.load(b.gep(self.x, [b.mul(at, self.incx)]))
+            for r in range(count):
+                b.store(b.call(kn.fma_one, [b.load(b.gep(rows[r], [at])), xs,
+                                            b.load(sums[r])]), sums[r])
+            b.store(b.add(at, _c(1)), kk)
+
+        kn._while(lambda: b.icmp_signed("<", b.load(kk), self.k), scalar)
+        for r in range(count):
+            b.store(b.load(sums[r]), b.gep(self.y, [b.add(i0, _c(r))]))
 
 
 SIGNATURE = "(m, n, k, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, kc, pack, next, task_cols)"
@@ -338,17 +435,26 @@ class _Kernel:
 
 
 _lock = threading.Lock()
-_addresses: dict[bool, int] = {}
+_addresses: dict[bool, tuple[int, int]] = {}
 _functions: dict[bool, Any] = {}
 _pool: list[tuple[int, concurrent.futures.ThreadPoolExecutor]] = []
 
 
 def address(double: bool) -> int:
     """The address of the compiled kernel for float64 (``double``) or float32."""
+    return _compiled(double)[0]
+
+
+def gemv_address(double: bool) -> int:
+    """The address of the compiled matrix-vector kernel for float64 (``double``) or float32."""
+    return _compiled(double)[1]
+
+
+def _compiled(double: bool) -> tuple[int, int]:
     with _lock:
         if double not in _addresses:
             text = ir_text(double, lanes(8 if double else 4))
-            (_addresses[double],) = compile_ir(text, [symbol(double)])
+            _addresses[double] = tuple(compile_ir(text, [symbol(double), gemv_symbol(double)]))
         return _addresses[double]
 
 

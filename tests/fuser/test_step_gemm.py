@@ -4,12 +4,14 @@ one-column panels; row chunks; leading dimensions wider than the matrix), and a 
 that calls it gives what the same loop gives through BLAS, forward and backward."""
 
 
+import ctypes
+
 import numpy as np
 import pytest
 
 from benchmarks.fastrnns import cells
 from fuser.cpu import stepgemm
-from script import script, vjp
+from script import Tensor, script, vjp
 
 
 def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
@@ -177,3 +179,39 @@ def test_products_into_a_given_array():
     overlapping = np.zeros((20, 300), np.float32)  # out sharing memory with an operand: numpy's
     got = stepgemm.matmul(overlapping[:, :20], np.eye(20, dtype=np.float32), out=None)
     np.testing.assert_array_equal(got, np.zeros((20, 20)))
+
+
+# -- the matrix-vector kernel: a product whose B is one column ---------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,inc", [(200, 200, 1), (13, 37, 1), (9, 5, 3), (1, 1, 1),
+                                     (17, 100, 2), (8, 16, 1), (23, 0, 1)])
+def test_matrix_vector_kernel_equals_the_product(dtype, m, k, inc):
+    rng = np.random.default_rng(6)
+    wide = rng.standard_normal((m, k + 3)).astype(dtype)  # rows wider than the matrix
+    xs = rng.standard_normal(max(k * inc, 1)).astype(dtype)
+    y = np.full(m, np.nan, dtype)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                          ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)(
+        stepgemm.gemv_address(dtype == np.float64))
+    fn(m, k, wide.ctypes.data, k + 3, xs.ctypes.data, inc, y.ctypes.data)
+    want = wide[:, :k].astype(np.float64) @ xs[:k * inc:inc].astype(np.float64)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol * np.sqrt(max(k, 1)))
+
+
+def echo_state(W: Tensor, x: Tensor, T: int) -> Tensor:
+    s = np.zeros((T, 40))
+    for n in range(1, T):
+        s[n, :] = np.tanh(np.dot(W, s[n - 1]) + x[n])
+    return s
+
+
+def test_a_native_loop_of_matrix_vector_products_uses_the_kernel(monkeypatch):
+    rng = np.random.default_rng(7)
+    W, x = rng.standard_normal((40, 40)) * 0.2, rng.standard_normal((30, 40))
+    f = script(echo_state)
+    got = f(W, x, 30)
+    np.testing.assert_allclose(got, echo_state(W, x, 30), rtol=1e-12, atol=1e-12)
+    spec = f.specialization(W, x, 30)
+    (loop,) = [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
+    assert loop.calls == 1 and loop.fns[5]  # ran natively, through the float64 gemv

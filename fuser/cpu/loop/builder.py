@@ -126,6 +126,9 @@ class LoopBuilder:
         self.step_gemm = [b.load(b.gep(fns, [ir.Constant(I64, 2 + k)], source_etype=PTR),
                                   typ=ir.PointerType(self._step_type(real)))
                            for k, real in enumerate((F32, F64))]
+        self.step_gemv = [b.load(b.gep(fns, [ir.Constant(I64, 4 + k)], source_etype=PTR),
+                                  typ=ir.PointerType(stepgemm.gemv_type(real)))
+                           for k, real in enumerate((F32, F64))]
         # the loop-invariant sizes, strides and plans: loaded once, before the loop
         self.prepared: dict[Any, Any] = {}
         self.r0 = self.int_slot(("r0",)) if prog.batch is not None else None
@@ -166,6 +169,34 @@ class LoopBuilder:
     def _step_type(real: Any) -> ir.FunctionType:
         return stepgemm.function_type(real)
 
+    def _matrix_product(self, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
+                        tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
+                        ldc: Any) -> None:
+        """``stepgemm``'s kernel (``own`` 1: both operands row-major, k in one block, one task)
+        or BLAS's ?gemm."""
+        b = self.b
+        real = F64 if double else F32
+        ptr = real.as_pointer()
+        width = ir.IntType(self.int_bits)
+
+        def size(x: Any) -> Any:
+            return x if self.int_bits == 64 else b.trunc(x, width)
+
+        with b.if_else(b.icmp_signed("==", own, ir.Constant(I64, 1))) as (kernel, call):
+            with kernel:
+                one_item = ir.Constant(I64, 1)
+                b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                b.call(self.step_gemm[double],
+                       [m, nn, k, b.bitcast(rows_a, ptr), lda, one_item,
+                        b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
+                        ldc, k, ir.Constant(ptr, None), self.gemm_tasks, nn])
+            with call:
+                b.call(self.dgemm if double else self.sgemm,
+                       [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
+                        b.trunc(tb, I32), size(m), size(nn), size(k), ir.Constant(real, 1.0),
+                        rows_a, size(lda), self.ptr[bm], size(ldb), ir.Constant(real, 0.0),
+                        out, size(ldc)])
+
     def _gemm_type(self, real: Any) -> ir.FunctionType:
         n = ir.IntType(self.int_bits)
         return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
@@ -198,7 +229,7 @@ class LoopBuilder:
                 if self.r0 is not None:
                     self.prepared[("slot rows", n)] = self.int_slot(("slot rows", n))
             elif n.kind == "tensor::matmul":
-                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(9)]
+                self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(10)]
             elif n.kind == "tensor::slice":
                 self.prepared[n] = self.int_slot(("slice offset", n))
             elif n.kind == "tensor::cat":
@@ -511,29 +542,18 @@ class LoopBuilder:
             a, bm = n.inputs
             self.ptr[n.output] = self._buffer(n.output)
             out = self._rows(n.output)
-            m, nn, k, ta, tb, lda, ldb, ldc, own = self.prepared[n]
+            m, nn, k, ta, tb, lda, ldb, ldc, own, incx = self.prepared[n]
             double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
-            real = F64 if double else F32
-            width = ir.IntType(self.int_bits)
-
-            def size(x: Any) -> Any:
-                return x if self.int_bits == 64 else b.trunc(x, width)
-
-            one, zero = ir.Constant(real, 1.0), ir.Constant(real, 0.0)
+            ptr = (F64 if double else F32).as_pointer()
             rows_a = self._rows(a)
-            with b.if_else(b.icmp_signed("!=", own, ir.Constant(I64, 0))) as (kernel, call):
-                with kernel:  # stepgemm: both operands row-major, k in one block, one task
-                    ptr, one_item = real.as_pointer(), ir.Constant(I64, 1)
-                    b.store(ir.Constant(I64, 0), self.gemm_tasks)
-                    b.call(self.step_gemm[double],
-                           [m, nn, k, b.bitcast(rows_a, ptr), lda, one_item,
-                            b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
-                            ldc, k, ir.Constant(ptr, None), self.gemm_tasks, nn])
-                with call:
-                    b.call(self.dgemm if double else self.sgemm,
-                           [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
-                            b.trunc(tb, I32), size(m), size(nn), size(k), one, rows_a,
-                            size(lda), self.ptr[bm], size(ldb), zero, out, size(ldc)])
+            with b.if_else(b.icmp_signed("==", own, ir.Constant(I64, 2))) as (vector, matrix):
+                with vector:  # stepgemm's matrix-vector kernel: B is one column
+                    b.call(self.step_gemv[double], [m, k, b.bitcast(rows_a, ptr), lda,
+                                                    b.bitcast(self.ptr[bm], ptr), incx,
+                                                    b.bitcast(out, ptr)])
+                with matrix:
+                    self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm, ldb,
+                                         out, ldc)
             return
         if kind in REDUCTIONS:
             x = n.inputs[0]

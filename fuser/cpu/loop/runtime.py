@@ -100,18 +100,26 @@ class NativeLoop:
         gemm = blas.gemm()
         assert gemm is not None
         self.gemm = gemm
-        self.fns = np.array([gemm.sgemm, gemm.dgemm, 0, 0], np.uint64)
-        """BLAS sgemm and dgemm, then ``stepgemm``'s float32 and float64 kernels (compiled
-        when a plan first uses one)."""
+        self.fns = np.array([gemm.sgemm, gemm.dgemm, 0, 0, 0, 0], np.uint64)
+        """BLAS sgemm and dgemm, then ``stepgemm``'s float32 and float64 kernels and its
+        matrix-vector kernels (compiled when a plan first uses one)."""
         self.calls = 0
         """how many calls ran natively (for tests and ``explain``)."""
 
     def _step_gemm(self, la: Layout, ga: tuple[int, int], gb: tuple[int, int], m: int, n: int,
                    k: int) -> int:
         """1 when a matmul runs ``stepgemm``'s kernel (both operands row-major, sizes it
-        takes), else 0 (BLAS)."""
+        takes), 2 when it runs its matrix-vector kernel (B is one column, A row-major: BLAS's
+        ?gemm is several times slower there), else 0 (BLAS)."""
         item = la[2]
-        if ga[0] or gb[0] or not stepgemm.enabled() or not stepgemm.use(m, n, k, item):
+        if ga[0] or not stepgemm.enabled():
+            return 0
+        if n == 1:
+            at = 5 if item == 8 else 4
+            if not self.fns[at]:
+                self.fns[at] = stepgemm.gemv_address(item == 8)
+            return 2
+        if gb[0] or not stepgemm.use(m, n, k, item):
             return 0
         at = 3 if item == 8 else 2
         if not self.fns[at]:
@@ -378,7 +386,9 @@ class NativeLoop:
                 (m, k), (_, nn) = la[0], lb[0]
                 flags = [blas.CBLAS_TRANS if g[0] else blas.CBLAS_NO_TRANS for g in (ga, gb)]
                 own = self._step_gemm(la, ga, gb, m, nn, k)
-                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1), own)):
+                incx = 1 if gb[0] else gb[1]  # B's one column, for the matrix-vector kernel
+                for j, value in enumerate((m, nn, k, *flags, ga[1], gb[1], max(nn, 1), own,
+                                           incx)):
                     ints[("gemm", n, j)] = value
             elif n.kind in REDUCTIONS and n.output in prog.same:
                 layouts[n.output] = layouts[n.inputs[0]]
