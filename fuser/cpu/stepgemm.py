@@ -83,10 +83,9 @@ def ir_text(double: bool, width: int) -> str:
     real = ir.DoubleType() if double else ir.FloatType()
     module = ir.Module(name="step_gemm")
     fn = ir.Function(module, function_type(real), name=symbol(double))
-    kernel = _Kernel(module, fn, real, width)
-    kernel.build()
+    _Kernel(module, fn, real, width).build()
     gemv = ir.Function(module, gemv_type(real), name=gemv_symbol(double))
-    _Gemv(kernel, gemv).build()
+    _Gemv(module, gemv, real, width).build()
     return str(module)
 
 
@@ -104,83 +103,6 @@ def gemv_type(real: Any) -> ir.FunctionType:
 
 def gemv_symbol(double: bool) -> str:
     return "rnnscript_step_dgemv" if double else "rnnscript_step_sgemv"
-
-
-class _Gemv:
-    """The matrix-vector kernel, built with ``_Kernel``'s control-flow helpers."""
-
-    ROWS = 8
-
-    def __init__(self, kernel: _Kernel, fn: ir.Function):
-        self.k_, self.fn = kernel, fn
-        entry = fn.append_basic_block("entry")
-        kernel.allocas = ir.IRBuilder(entry)
-        kernel.b = ir.IRBuilder(fn.append_basic_block("start"))
-        kernel.fn = fn
-        self.m, self.k, self.a, self.lda, self.x, self.incx, self.y = fn.args
-        for arg in (self.a, self.x, self.y):
-            arg.add_attribute("noalias")
-
-    def build(self) -> None:
-        kn, b = self.k_, self.k_.b
-        i = kn._var(_c(0))
-        rows = self.ROWS
-
-        def rows_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(self.m, b.load(i)), _c(at_least))
-
-        def block(count: int) -> Any:
-            def body() -> None:
-                self._rows(b.load(i), count)
-                b.store(b.add(b.load(i), _c(count)), i)
-            return body
-
-        kn._while(lambda: rows_left(rows), block(rows))
-        kn._while(lambda: rows_left(1), block(1))
-        b.ret_void()
-        kn.allocas.branch(self.fn.blocks[1])
-
-    def _rows(self, i0: Any, count: int) -> None:
-        kn, b = self.k_, self.k_.b
-        width, vec, real = kn.width, kn.vec, kn.real
-        accs = [kn._slot(vec) for _ in range(count)]
-        sums = [kn._slot(real) for _ in range(count)]
-        for acc in accs:
-            b.store(ir.Constant(vec, None), acc)
-        rows = [b.gep(self.a, [b.mul(b.add(i0, _c(r)), self.lda)]) for r in range(count)]
-        kk = kn._var(_c(0))
-        contiguous = b.icmp_signed("==", self.incx, _c(1))
-
-        def vectors_left() -> Any:
-            return b.and_(contiguous, b.icmp_signed("<=", b.add(b.load(kk), _c(width)), self.k))
-
-        def step() -> None:
-            at = b.load(kk)
-            xv = b.load(b.bitcast(b.gep(self.x, [at]), vec.as_pointer()), align=kn.item)
-            for r in range(count):
-                av = b.load(b.bitcast(b.gep(rows[r], [at]), vec.as_pointer()), align=kn.item)
-                b.store(b.call(kn.fma_vec, [av, xv, b.load(accs[r])]), accs[r])
-            b.store(b.add(at, _c(width)), kk)
-
-        kn._while(vectors_left, step)
-        for r in range(count):  # the lanes' sum
-            acc = b.load(accs[r])
-            total = b.extract_element(acc, ir.Constant(ir.IntType(32), 0))
-            for lane in range(1, width):
-                total = b.fadd(total, b.extract_element(acc, ir.Constant(ir.IntType(32), lane)))
-            b.store(total, sums[r])
-
-        def scalar() -> None:
-            at = b.load(kk)
-            xs = b.load(b.gep(self.x, [b.mul(at, self.incx)]))
-            for r in range(count):
-                b.store(b.call(kn.fma_one, [b.load(b.gep(rows[r], [at])), xs,
-                                            b.load(sums[r])]), sums[r])
-            b.store(b.add(at, _c(1)), kk)
-
-        kn._while(lambda: b.icmp_signed("<", b.load(kk), self.k), scalar)
-        for r in range(count):
-            b.store(b.load(sums[r]), b.gep(self.y, [b.add(i0, _c(r))]))
 
 
 SIGNATURE = "(m, n, k, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, kc, pack, next, task_cols)"
@@ -208,26 +130,26 @@ def _c(value: int) -> ir.Constant:
     return ir.Constant(I64, value)
 
 
-class _Kernel:
+def _intrinsic(module: ir.Module, name: str, ty: Any) -> ir.Function:
+    """``name(ty, ty, ty) -> ty``, declared once per module."""
+    found = module.globals.get(name)
+    return found if found is not None else ir.Function(module, ir.FunctionType(ty, [ty] * 3),
+                                                       name=name)
+
+
+class _Emitter:
+    """One kernel function being built: its entry block holds the allocas (mem2reg turns them
+    into registers), structured control flow over them, fused multiply-adds."""
+
     def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
         self.fn, self.real, self.width = fn, real, width
         self.item = 8 if isinstance(real, ir.DoubleType) else 4
         self.vec = ir.VectorType(real, width)
-        entry = fn.append_basic_block("entry")
-        self.allocas = ir.IRBuilder(entry)
-        """allocas go first in the entry block (mem2reg turns them into registers)."""
-        body = fn.append_basic_block("start")
-        self.b = ir.IRBuilder(body)
-        self.entry = entry
+        self.allocas = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.b = ir.IRBuilder(fn.append_basic_block("start"))
         name = "f64" if isinstance(real, ir.DoubleType) else "f32"
-        self.fma_vec = ir.Function(module, ir.FunctionType(self.vec, [self.vec] * 3),
-                                   name=f"llvm.fma.v{width}{name}")
-        self.fma_one = ir.Function(module, ir.FunctionType(real, [real] * 3),
-                                   name=f"llvm.fma.{name}")
-        (self.m, self.n, self.k, self.a, self.a_rs, self.a_cs, self.bm, self.b_rs, self.b_cs,
-         self.c, self.ldc, self.kc, self.pack, self.next, self.task_cols) = fn.args
-        for arg in (self.a, self.bm, self.c, self.pack):
-            arg.add_attribute("noalias")
+        self.fma_vec = _intrinsic(module, f"llvm.fma.v{width}{name}", self.vec)
+        self.fma_one = _intrinsic(module, f"llvm.fma.{name}", real)
 
     # -- structured control flow over allocas (mem2reg makes them registers)
     def _slot(self, ty: Any) -> Any:
@@ -258,6 +180,17 @@ class _Kernel:
 
     def _min(self, x: Any, y: Any) -> Any:
         return self.b.select(self.b.icmp_signed("<", x, y), x, y)
+
+
+class _Kernel(_Emitter):
+    """The blocked product (``SIGNATURE``)."""
+
+    def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
+        super().__init__(module, fn, real, width)
+        (self.m, self.n, self.k, self.a, self.a_rs, self.a_cs, self.bm, self.b_rs, self.b_cs,
+         self.c, self.ldc, self.kc, self.pack, self.next, self.task_cols) = fn.args
+        for arg in (self.a, self.bm, self.c, self.pack):
+            arg.add_attribute("noalias")
 
     def build(self) -> None:
         b = self.b
@@ -432,6 +365,79 @@ class _Kernel:
         for r, row in enumerate(accs):
             for v, acc in enumerate(row):
                 b.store(b.load(acc), c_at(r, v), align=self.item)
+
+
+class _Gemv(_Emitter):
+    """The matrix-vector kernel (``GEMV_SIGNATURE``)."""
+
+    ROWS = 8
+
+    def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
+        super().__init__(module, fn, real, width)
+        self.m, self.k, self.a, self.lda, self.x, self.incx, self.y = fn.args
+        for arg in (self.a, self.x, self.y):
+            arg.add_attribute("noalias")
+
+    def build(self) -> None:
+        b = self.b
+        i = self._var(_c(0))
+        rows = self.ROWS
+
+        def rows_left(at_least: int) -> Any:
+            return b.icmp_signed(">=", b.sub(self.m, b.load(i)), _c(at_least))
+
+        def block(count: int) -> Any:
+            def body() -> None:
+                self._rows(b.load(i), count)
+                b.store(b.add(b.load(i), _c(count)), i)
+            return body
+
+        self._while(lambda: rows_left(rows), block(rows))
+        self._while(lambda: rows_left(1), block(1))
+        b.ret_void()
+        self.allocas.branch(self.fn.blocks[1])
+
+    def _rows(self, i0: Any, count: int) -> None:
+        b = self.b
+        width, vec, real = self.width, self.vec, self.real
+        accs = [self._slot(vec) for _ in range(count)]
+        sums = [self._slot(real) for _ in range(count)]
+        for acc in accs:
+            b.store(ir.Constant(vec, None), acc)
+        rows = [b.gep(self.a, [b.mul(b.add(i0, _c(r)), self.lda)]) for r in range(count)]
+        kk = self._var(_c(0))
+        contiguous = b.icmp_signed("==", self.incx, _c(1))
+
+        def vectors_left() -> Any:
+            return b.and_(contiguous, b.icmp_signed("<=", b.add(b.load(kk), _c(width)), self.k))
+
+        def step() -> None:
+            at = b.load(kk)
+            xv = b.load(b.bitcast(b.gep(self.x, [at]), vec.as_pointer()), align=self.item)
+            for r in range(count):
+                av = b.load(b.bitcast(b.gep(rows[r], [at]), vec.as_pointer()), align=self.item)
+                b.store(b.call(self.fma_vec, [av, xv, b.load(accs[r])]), accs[r])
+            b.store(b.add(at, _c(width)), kk)
+
+        self._while(vectors_left, step)
+        for r in range(count):  # the lanes' sum
+            acc = b.load(accs[r])
+            total = b.extract_element(acc, ir.Constant(ir.IntType(32), 0))
+            for lane in range(1, width):
+                total = b.fadd(total, b.extract_element(acc, ir.Constant(ir.IntType(32), lane)))
+            b.store(total, sums[r])
+
+        def scalar() -> None:
+            at = b.load(kk)
+            xs = b.load(b.gep(self.x, [b.mul(at, self.incx)]))
+            for r in range(count):
+                b.store(b.call(self.fma_one, [b.load(b.gep(rows[r], [at])), xs,
+                                            b.load(sums[r])]), sums[r])
+            b.store(b.add(at, _c(1)), kk)
+
+        self._while(lambda: b.icmp_signed("<", b.load(kk), self.k), scalar)
+        for r in range(count):
+            b.store(b.load(sums[r]), b.gep(self.y, [b.add(i0, _c(r))]))
 
 
 _lock = threading.Lock()
