@@ -26,7 +26,6 @@ sends every product to BLAS.
 
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import functools
 import os
@@ -37,7 +36,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from fuser.cpu import blas
+from fuser.cpu import blas, pool
 from fuser.cpu.jit import compile_ir
 
 I64 = ir.IntType(64)
@@ -86,7 +85,41 @@ def ir_text(double: bool, width: int) -> str:
     _Kernel(module, fn, real, width).build()
     gemv = ir.Function(module, gemv_type(real), name=gemv_symbol(double))
     _Gemv(module, gemv, real, width).build()
+    _job(module, fn, real, job_symbol(double))
     return str(module)
+
+
+JOB_SLOTS = 18
+"""The int64 arguments of a pool job (``job_symbol``): the kernel's first 12 (``SIGNATURE``,
+pointers as ints), then the first thread's ``pack`` and the bytes between two threads' packs,
+``task_cols``, how many threads may join, and two counters the job updates: threads joined
+(slot 16; a thread's position picks its pack) and tasks taken (slot 17, the kernel's
+``next``)."""
+
+
+def job_symbol(double: bool) -> str:
+    return "rnnscript_step_dgemm_job" if double else "rnnscript_step_sgemm_job"
+
+
+def _job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
+    """``name(args)``: one thread's share of a product for ``fuser.cpu.pool`` (``JOB_SLOTS``);
+    a thread beyond the limit returns at once."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()]), name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args = b.bitcast(fn.args[0], I64.as_pointer())
+
+    def slot(k: int) -> Any:
+        return b.gep(args, [_c(k)])
+
+    joined = b.atomic_rmw("add", slot(16), _c(1), "seq_cst")
+    with b.if_then(b.icmp_signed("<", joined, b.load(slot(15)))):
+        ptr = real.as_pointer()
+        values = [b.load(slot(k)) for k in range(12)]
+        for k in (3, 6, 9):
+            values[k] = b.inttoptr(values[k], ptr)
+        pack = b.add(b.load(slot(12)), b.mul(joined, b.load(slot(13))))
+        b.call(kernel, [*values, b.inttoptr(pack, ptr), slot(17), b.load(slot(14))])
+    b.ret_void()
 
 
 GEMV_SIGNATURE = "(m, k, A, lda, x, incx, y)"
@@ -441,9 +474,8 @@ class _Gemv(_Emitter):
 
 
 _lock = threading.Lock()
-_addresses: dict[bool, tuple[int, int]] = {}
+_addresses: dict[bool, tuple[int, ...]] = {}
 _functions: dict[bool, Any] = {}
-_pool: list[tuple[int, concurrent.futures.ThreadPoolExecutor]] = []
 
 
 def address(double: bool) -> int:
@@ -456,12 +488,18 @@ def gemv_address(double: bool) -> int:
     return _compiled(double)[1]
 
 
-def _compiled(double: bool) -> tuple[int, int]:
+def _compiled(double: bool) -> tuple[int, ...]:
     with _lock:
         if double not in _addresses:
             text = ir_text(double, lanes(8 if double else 4))
-            _addresses[double] = tuple(compile_ir(text, [symbol(double), gemv_symbol(double)]))
+            _addresses[double] = tuple(compile_ir(
+                text, [symbol(double), gemv_symbol(double), job_symbol(double)]))
         return _addresses[double]
+
+
+def job_address(double: bool) -> int:
+    """The address of the pool job of the kernel (``JOB_SLOTS``)."""
+    return _compiled(double)[2]
 
 
 _I, _P = ctypes.c_int64, ctypes.c_void_p
@@ -475,28 +513,12 @@ def _function(double: bool) -> Any:
     return fn
 
 
-def _workers() -> concurrent.futures.ThreadPoolExecutor:
-    """The helper threads (a forked child makes its own: it has none of its parent's)."""
-    with _lock:
-        if not _pool or _pool[0][0] != os.getpid():
-            _pool[:] = [(os.getpid(), concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(1, _cpus() - 1), thread_name_prefix="rnnscript-gemm"))]
-        return _pool[0][1]
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def threads() -> int:
     """How many threads a product outside a loop uses: BLAS's thread count (``--threads``,
     threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
     on."""
     count = blas.get_threads()
-    return max(1, min(count if count else _cpus(), _cpus()))
+    return max(1, min(count if count else pool.cpus(), pool.cpus()))
 
 
 OUTSIDE_MIN_PRODUCT = 1 << 21
@@ -547,13 +569,13 @@ def step(a: Any, b: Any, out: Any) -> Any:
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``a @ b`` (into ``out`` when given) for two float matrices of one dtype, through the
-    kernel on ``threads()`` threads that take the columns of the result task by task (a thread
-    on a busy core takes fewer, nobody waits for it); numpy's for anything else."""
+    kernel on ``threads()`` threads (this one and the native pool's helpers, ``fuser.cpu.pool``)
+    that take the columns of the result task by task (a thread on a busy core takes fewer,
+    nobody waits for it); numpy's for anything else."""
     if not _takes(a, b, out):
         return _numpy(a, b, out)
     (m, k), n = a.shape, b.shape[1]
     item = a.itemsize
-    a_rs, a_cs, b_rs, b_cs = (st // item for st in (*a.strides, *b.strides))
     if out is None:
         out = np.empty((m, n), a.dtype)
     width = 2 * lanes(item)
@@ -561,27 +583,20 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     # columns per task: a few tasks per thread, a whole number of two-vector panels
     per_task = -(-n // (4 * count)) if count > 1 else n
     task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
-    tasks = -(-n // task_cols)
-    count = min(count, tasks)
+    count = min(count, -(-n // task_cols))
     kc = min(k, KC_BYTES // item)
-    packed = b_cs != 1
-    fn = _function(a.dtype.char == "d")
-    counter = np.zeros(1, np.int64)
-    args = (m, n, k, a.ctypes.data, a_rs, a_cs, b.ctypes.data, b_rs, b_cs, out.ctypes.data, n,
-            kc)
-
-    def work() -> None:
-        pack = np.empty(kc * task_cols if packed else 1, a.dtype)
-        fn(*args, pack.ctypes.data, counter.ctypes.data, task_cols)
-
-    if count == 1:
-        work()
-        return out
-    helpers = [_workers().submit(work) for _ in range(count - 1)]
-    work()
-    for h in helpers:
-        h.result()
+    per_pack = kc * task_cols if b.strides[1] != item else 0
+    pack = np.empty(max(1, per_pack * count), a.dtype)
+    args = np.array([m, n, k, a.ctypes.data, *(st // item for st in a.strides), b.ctypes.data,
+                     *(st // item for st in b.strides), out.ctypes.data, n, kc,
+                     pack.ctypes.data, per_pack * item, task_cols, count, 0, 0], np.int64)
+    job = job_address(a.dtype.char == "d")
+    if count == 1 or not pool.run(job, args.ctypes.data):
+        _JOB(job)(args.ctypes.data)
     return out
+
+
+_JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 KC_BYTES = 1024

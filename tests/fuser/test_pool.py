@@ -1,0 +1,75 @@
+"""The native thread pool (``fuser.cpu.pool``) through the products it runs: right results from
+several calling threads at once, from a forked child, and a process that exits cleanly (its
+helpers stopped before the JIT's code goes away)."""
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from fuser.cpu import pool, stepgemm
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.skipif(not pool.available() or pool.cpus() < 2,
+                                reason="native helper threads need Linux and two CPUs")
+
+
+def _product(seed, m=48, k=300, n=520, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_the_pool_has_helpers():
+    assert pool.helpers() == pool.cpus() - 1
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_products_from_several_threads_at_once(monkeypatch, threads):
+    """One caller holds the pool, the others run their products alone: every result right."""
+    monkeypatch.setattr(stepgemm, "threads", lambda: threads)
+    cases = [_product(seed, dtype=np.float32 if seed % 2 else np.float64) for seed in range(6)]
+    errors = []
+
+    def work(case):
+        a, b, want = case
+        tol = 1e-4 if a.dtype == np.float32 else 1e-10
+        for _ in range(30):
+            got = stepgemm.matmul(a, b)
+            if not np.allclose(got, want, rtol=tol, atol=tol * 20):
+                errors.append(float(np.abs(got - want).max()))
+
+    workers = [threading.Thread(target=work, args=(c,)) for c in cases]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+
+
+def test_the_pool_is_free_again_after_each_job(monkeypatch):
+    monkeypatch.setattr(stepgemm, "threads", lambda: 2)
+    a, b, want = _product(1)
+    for _ in range(50):
+        np.testing.assert_allclose(stepgemm.matmul(a, b), want, rtol=1e-4, atol=2e-3)
+    found = pool.pool()
+    assert found is not None and found.lock.acquire(blocking=False)
+    found.lock.release()
+    assert found.state[pool.ACTIVE] == 0 and found.state[pool.OPEN] == 0
+
+
+def test_a_process_that_used_the_pool_exits_cleanly():
+    code = ("import numpy as np\n"
+            "from fuser.cpu import stepgemm\n"
+            "stepgemm.threads = lambda: 2\n"
+            "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"
+            "for _ in range(20):\n"
+            "    assert (stepgemm.matmul(a, b) == 256).all()\n"
+            "print('done')\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "done"
