@@ -339,14 +339,14 @@ def floor_creator(inp: RNNInputs) -> ModelDef:
     hidden-state gradient and one GEMM each for dW_ih and dW_hh over the whole sequence, and one
     for the layer input's gradient above the first layer (the input sequence gets none, as in
     the training rows). On the CPU the products go where compiled code sends them
-    (``fuser.cpu.stepgemm``: its kernel for a step's product and for large ones, BLAS for the
-    rest), so the floor is what the scripted rows' GEMMs cost."""
+    (``fuser.cpu.products``: the host-vector kernel for a step's product and for large ones,
+    BLAS for the rest), so the floor is what the scripted rows' GEMMs cost."""
     xp, (t, b, h) = inp.xp, (inp.sizes.seq_length, inp.sizes.mini_batch, inp.sizes.hidden_size)
     wt = [(xp.ascontiguousarray(w[0].T), xp.ascontiguousarray(w[1].T), w[0], w[1])
           for w in inp.weights]
     if xp is np:  # the GEMMs compiled code runs: the host-vector kernel where it takes them
-        from fuser.cpu import stepgemm
-        whole, step_mm = stepgemm.matmul, stepgemm.step
+        from fuser.cpu import products
+        whole, step_mm = products.matmul, products.step
     else:
         whole, step_mm = xp.matmul, xp.matmul
     gates = xp.zeros((t * b, 4 * h), inp.x.dtype)

@@ -20,14 +20,14 @@ def compile_loop(node):  # type: ignore[no-untyped-def]
 
 
 def matmul_for(node):  # type: ignore[no-untyped-def]
-    """The product function of a 2-D ``tensor::matmul`` outside loops (``fuser.cpu.stepgemm``),
+    """The product function of a 2-D ``tensor::matmul`` outside loops (``fuser.cpu.products``),
     or None: numpy's ``@``."""
     a, b = (v.type for v in node.inputs)
     if a.shape is None or b.shape is None or None in a.shape or None in b.shape \
             or a.dtype != b.dtype:
         return None
-    from fuser.cpu import stepgemm
-    return stepgemm.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
+    from fuser.cpu import products
+    return products.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
 
 
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from fuser.cpu import pool, stepgemm
+from fuser.cpu import pool, products
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(not pool.available() or pool.cpus() < 2,
@@ -30,7 +30,7 @@ def test_the_pool_has_helpers():
 @pytest.mark.parametrize("threads", [2, 4])
 def test_products_from_several_threads_at_once(monkeypatch, threads):
     """One caller holds the pool, the others run their products alone: every result right."""
-    monkeypatch.setattr(stepgemm, "threads", lambda: threads)
+    monkeypatch.setattr(products, "threads", lambda: threads)
     cases = [_product(seed, dtype=np.float32 if seed % 2 else np.float64) for seed in range(6)]
     errors = []
 
@@ -38,7 +38,7 @@ def test_products_from_several_threads_at_once(monkeypatch, threads):
         a, b, want = case
         tol = 1e-4 if a.dtype == np.float32 else 1e-10
         for _ in range(30):
-            got = stepgemm.matmul(a, b)
+            got = products.matmul(a, b)
             if not np.allclose(got, want, rtol=tol, atol=tol * 20):
                 errors.append(float(np.abs(got - want).max()))
 
@@ -51,10 +51,10 @@ def test_products_from_several_threads_at_once(monkeypatch, threads):
 
 
 def test_the_pool_is_free_again_after_each_job(monkeypatch):
-    monkeypatch.setattr(stepgemm, "threads", lambda: 2)
+    monkeypatch.setattr(products, "threads", lambda: 2)
     a, b, want = _product(1)
     for _ in range(50):
-        np.testing.assert_allclose(stepgemm.matmul(a, b), want, rtol=1e-4, atol=2e-3)
+        np.testing.assert_allclose(products.matmul(a, b), want, rtol=1e-4, atol=2e-3)
     found = pool.pool()
     assert found is not None and found.lock.acquire(blocking=False)
     found.lock.release()
@@ -63,11 +63,11 @@ def test_the_pool_is_free_again_after_each_job(monkeypatch):
 
 def test_a_process_that_used_the_pool_exits_cleanly():
     code = ("import numpy as np\n"
-            "from fuser.cpu import stepgemm\n"
-            "stepgemm.threads = lambda: 2\n"
+            "from fuser.cpu import products\n"
+            "products.threads = lambda: 2\n"
             "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"
             "for _ in range(20):\n"
-            "    assert (stepgemm.matmul(a, b) == 256).all()\n"
+            "    assert (products.matmul(a, b) == 256).all()\n"
             "print('done')\n")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)

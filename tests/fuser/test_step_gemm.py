@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks.fastrnns import cells
-from fuser.cpu import stepgemm
+from fuser.cpu import products, stepgemm
 from script import Tensor, script, vjp
 
 
@@ -25,7 +25,7 @@ def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
     a, b, c = wa[:, :k], wb[:, :n], wc[:, :n]
     item = np.dtype(dtype).itemsize
     counter = np.zeros(1, np.int64)
-    stepgemm._function(dtype == np.float64)(
+    stepgemm.kernel(dtype == np.float64)(
         m, n, k, a.ctypes.data, wa.strides[0] // item, 1, b.ctypes.data, wb.strides[0] // item, 1,
         c.ctypes.data, wc.strides[0] // item, k, None, counter.ctypes.data, max(n, 1))
     if pad[2]:
@@ -62,7 +62,7 @@ def test_no_rows_writes_nothing():
     c = np.full((2, 3), np.nan, np.float32)
     a, b = np.ones((2, 4), np.float32), np.ones((4, 3), np.float32)
     counter = np.zeros(1, np.int64)
-    stepgemm._function(False)(0, 3, 4, a.ctypes.data, 4, 1, b.ctypes.data, 3, 1, c.ctypes.data,
+    stepgemm.kernel(False)(0, 3, 4, a.ctypes.data, 4, 1, b.ctypes.data, 3, 1, c.ctypes.data,
                               3, 4, None, counter.ctypes.data, 3)
     assert np.isnan(c).all()
 
@@ -87,9 +87,9 @@ def _operands(dtype, m, k, n, layout, seed=0):
 @pytest.mark.parametrize("m,k,n", [(37, 700, 300), (130, 260, 70), (5, 1030, 33), (64, 9, 1)])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_matmul_equals_numpy(monkeypatch, dtype, layout, m, k, n, threads):
-    monkeypatch.setattr(stepgemm, "threads", lambda: threads)
+    monkeypatch.setattr(products, "threads", lambda: threads)
     a, b = _operands(dtype, m, k, n, layout)
-    got = stepgemm.matmul(a, b)
+    got = products.matmul(a, b)
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert got.dtype == dtype and got.shape == (m, n)
     tol = 1e-5 if dtype == np.float32 else 1e-12
@@ -98,17 +98,17 @@ def test_matmul_equals_numpy(monkeypatch, dtype, layout, m, k, n, threads):
 
 def test_matmul_leaves_what_it_does_not_take_to_numpy():
     a = np.ones((3, 4), np.float32)
-    assert stepgemm.matmul(a, np.ones((4, 2), np.float64)).dtype == np.float64  # mixed dtypes
-    assert stepgemm.matmul(np.ones((2, 3, 4)), np.ones((4, 2))).shape == (2, 3, 2)  # a batch
-    assert stepgemm.matmul(np.ones(4), np.ones((4, 2))).shape == (2,)  # a vector
+    assert products.matmul(a, np.ones((4, 2), np.float64)).dtype == np.float64  # mixed dtypes
+    assert products.matmul(np.ones((2, 3, 4)), np.ones((4, 2))).shape == (2, 3, 2)  # a batch
+    assert products.matmul(np.ones(4), np.ones((4, 2))).shape == (2,)  # a vector
     with pytest.raises(ValueError):  # numpy's own error for mismatched sizes
-        stepgemm.matmul(a, np.ones((5, 2), np.float32))
+        products.matmul(a, np.ones((5, 2), np.float32))
 
 
 def test_matmul_for_takes_large_float_products_only():
-    assert stepgemm.matmul_for(6400, 2048, 512, "float32") is stepgemm.matmul
-    assert stepgemm.matmul_for(8, 16, 16, "float32") is None
-    assert stepgemm.matmul_for(6400, 2048, 512, "int64") is None
+    assert products.matmul_for(6400, 2048, 512, "float32") is products.matmul
+    assert products.matmul_for(8, 16, 16, "float32") is None
+    assert products.matmul_for(6400, 2048, 512, "int64") is None
 
 
 def test_which_products_it_takes():
@@ -155,13 +155,13 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
 def test_a_forked_child_gets_its_own_threads(monkeypatch):
     import os
     import signal
-    monkeypatch.setattr(stepgemm, "threads", lambda: 2)
+    monkeypatch.setattr(products, "threads", lambda: 2)
     a, b = _operands(np.float32, 40, 300, 200, "")
-    want = stepgemm.matmul(a, b)  # the parent's helper threads exist now
+    want = products.matmul(a, b)  # the parent's helper threads exist now
     pid = os.fork()
     if pid == 0:  # the child: the product must finish (and be right) without them
         signal.alarm(60)  # a hang ends the child with SIGALRM
-        ok = np.allclose(stepgemm.matmul(a, b), want, rtol=1e-5, atol=1e-4)
+        ok = np.allclose(products.matmul(a, b), want, rtol=1e-5, atol=1e-4)
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
@@ -170,14 +170,14 @@ def test_a_forked_child_gets_its_own_threads(monkeypatch):
 def test_products_into_a_given_array():
     a, b = _operands(np.float32, 20, 300, 70, "Bt", seed=4)
     out = np.full((20, 70), np.nan, np.float32)
-    assert stepgemm.matmul(a, b, out=out) is out
+    assert products.matmul(a, b, out=out) is out
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
     h, w = _operands(np.float32, 8, 64, 256, "", seed=5)
     step_out = np.full((8, 256), np.nan, np.float32)
-    assert stepgemm.step(h, w, step_out) is step_out
+    assert products.step(h, w, step_out) is step_out
     np.testing.assert_allclose(step_out, h @ w, rtol=1e-5, atol=1e-5)
     overlapping = np.zeros((20, 300), np.float32)  # out sharing memory with an operand: numpy's
-    got = stepgemm.matmul(overlapping[:, :20], np.eye(20, dtype=np.float32), out=None)
+    got = products.matmul(overlapping[:, :20], np.eye(20, dtype=np.float32), out=None)
     np.testing.assert_array_equal(got, np.zeros((20, 20)))
 
 

@@ -1,0 +1,105 @@
+"""Products outside loops and the native loop's step product as numpy calls them, through
+``fuser.cpu.stepgemm``'s kernel: ``matmul`` (a large product on ``threads()`` threads, the
+calling one and ``fuser.cpu.pool``'s helpers, sharing its columns task by task), ``matmul_for``
+(which products outside loops take it) and ``step`` (one thread, as a native loop's step)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from fuser.cpu import blas, pool
+from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, use
+
+
+def threads() -> int:
+    """How many threads a product outside a loop uses: BLAS's thread count (``--threads``,
+    threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
+    on."""
+    count = blas.get_threads()
+    return max(1, min(count if count else pool.cpus(), pool.cpus()))
+
+
+OUTSIDE_MIN_PRODUCT = 1 << 21
+"""Products outside loops with fewer multiply-adds than this stay with numpy (the kernel's
+Python-side set-up, a few microseconds, would not pay)."""
+
+
+def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
+    """The product function for a matmul outside loops of these static sizes, or None when
+    numpy's ``@`` should compute it."""
+    if dtype not in ("float32", "float64") or not enabled():
+        return None
+    if m * n * k < OUTSIDE_MIN_PRODUCT or m <= 0 or n <= 0 or k <= 0:
+        return None
+    return matmul
+
+
+def _takes(a: Any, b: Any, out: Any) -> bool:
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
+            or a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[1] != b.shape[0]
+            or 0 in a.shape or b.shape[1] == 0
+            or any(st % a.itemsize for st in (*a.strides, *b.strides))):
+        return False
+    return out is None or (type(out) is np.ndarray and out.dtype == a.dtype
+                           and out.shape == (a.shape[0], b.shape[1])
+                           and out.flags.c_contiguous and out.flags.writeable
+                           and not np.shares_memory(out, a) and not np.shares_memory(out, b))
+
+
+def _numpy(a: Any, b: Any, out: Any) -> Any:
+    return a @ b if out is None else np.matmul(a, b, out=out)
+
+
+def step(a: Any, b: Any, out: Any) -> Any:
+    """``np.matmul(a, b, out=out)`` the way a native loop computes a step's product (one thread,
+    k in one block) when ``use`` takes its sizes and B is row-major; numpy's otherwise."""
+    if not _takes(a, b, out) or b.strides[1] != b.itemsize or not enabled():
+        return _numpy(a, b, out)
+    (m, k), n, item = a.shape, b.shape[1], a.itemsize
+    if not use(m, n, k, item):
+        return _numpy(a, b, out)
+    counter = np.zeros(1, np.int64)
+    kernel(item == 8)(m, n, k, a.ctypes.data, a.strides[0] // item, a.strides[1] // item,
+                         b.ctypes.data, b.strides[0] // item, 1, out.ctypes.data, n, k, None,
+                         counter.ctypes.data, n)
+    return out
+
+
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``a @ b`` (into ``out`` when given) for two float matrices of one dtype, through the
+    kernel on ``threads()`` threads (this one and the native pool's helpers, ``fuser.cpu.pool``)
+    that take the columns of the result task by task (a thread on a busy core takes fewer,
+    nobody waits for it); numpy's for anything else."""
+    if not _takes(a, b, out):
+        return _numpy(a, b, out)
+    (m, k), n = a.shape, b.shape[1]
+    item = a.itemsize
+    if out is None:
+        out = np.empty((m, n), a.dtype)
+    width = 2 * lanes(item)
+    count = threads()
+    # columns per task: a few tasks per thread, a whole number of two-vector panels
+    per_task = -(-n // (4 * count)) if count > 1 else n
+    task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
+    count = min(count, -(-n // task_cols))
+    kc = min(k, KC_BYTES // item)
+    per_pack = kc * task_cols if b.strides[1] != item else 0
+    pack = np.empty(max(1, per_pack * count), a.dtype)
+    args = np.array([m, n, k, a.ctypes.data, *(st // item for st in a.strides), b.ctypes.data,
+                     *(st // item for st in b.strides), out.ctypes.data, n, kc,
+                     pack.ctypes.data, per_pack * item, task_cols, count, 0, 0], np.int64)
+    job = job_address(a.dtype.char == "d")
+    if count == 1 or not pool.run(job, args.ctypes.data):
+        _JOB(job)(args.ctypes.data)
+    return out
+
+
+_JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+KC_BYTES = 1024
+"""A block of k outside loops: this many bytes of a row of A (256 float32 items), so a panel of
+B (kc x two vectors) stays in the L1 cache while the rows of a chunk of A sweep it."""
