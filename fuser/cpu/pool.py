@@ -150,10 +150,10 @@ def ir_text(machine: str) -> str:
     b.ret(ir.Constant(I8P, None))
 
     # -- the caller's side
-    run = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I8P]),
-                      "rnnscript_pool_run")
+    run = ir.Function(module, ir.FunctionType(I64, [I8P, I8P, I8P]), "rnnscript_pool_run")
     state, fn_arg, arg = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
+    clock = ir.Function(module, ir.FunctionType(I64, []), "llvm.readcyclecounter")
     spins_slot = b.alloca(I32)
     b.store(ir.Constant(I32, 0), spins_slot)
     b.store_atomic(b.ptrtoint(fn_arg, I64), at(b, state, FN), "seq_cst", 8)
@@ -165,8 +165,10 @@ def ir_text(machine: str) -> str:
         call_syscall(b, state, ir.Constant(I64, futex_nr), b.ptrtoint(gen_word(b, state), I64),
                      ir.Constant(I64, _FUTEX_WAKE), ir.Constant(I64, 0x7FFFFFFF),
                      ir.Constant(I64, 0), ir.Constant(I64, 0), ir.Constant(I64, 0))
+    t0 = b.call(clock, [])
     b.call(b.bitcast(fn_arg, job), [arg])
     b.store_atomic(ir.Constant(I64, 0), at(b, state, OPEN), "seq_cst", 8)
+    t1 = b.call(clock, [])
     check = b.append_basic_block("check")
     relax_block = b.append_basic_block("relax")
     give = b.append_basic_block("give")
@@ -183,8 +185,9 @@ def ir_text(machine: str) -> str:
     b.position_at_end(give)
     call_syscall(b, state, ir.Constant(I64, yield_nr))
     b.branch(check)
-    b.position_at_end(done)
-    b.ret_void()
+    b.position_at_end(done)  # waited for more than our own share took: the helpers lag
+    waited = b.sub(b.call(clock, []), t1)
+    b.ret(b.zext(b.icmp_signed(">", waited, b.sdiv(b.sub(t1, t0), ir.Constant(I64, 2))), I64))
     return str(module)
 
 
@@ -198,7 +201,11 @@ class _Pool:
         self.state[SYSCALL] = ctypes.cast(libc.syscall, ctypes.c_void_p).value
         worker, run = compile_ir(ir_text(platform.machine()),
                                  ["rnnscript_pool_worker", "rnnscript_pool_run"])
-        self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(run)
+        self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p)(run)
+        self.skip = 0
+        """jobs the caller runs alone before trying the helpers again (see ``run``)."""
+        self.backoff = 0
         self.lock = threading.Lock()
         self.threads: list[ctypes.c_ulong] = []
         create = libc.pthread_create
@@ -255,15 +262,34 @@ def pool() -> _Pool | None:
     return found if found.helpers else None
 
 
+MAX_BACKOFF = 256
+"""The most jobs in a row the caller runs alone after the helpers lagged."""
+
+
 def run(fn: int, arg: int) -> bool:
     """Run the native job ``fn(arg)`` on this thread and the helpers at once; False (nothing
-    run) when there is no pool or another thread's job holds it: the caller then runs the job
-    alone."""
+    run) when there is no pool, another thread's job holds it, or the helpers lagged lately:
+    the caller then runs the job alone.
+
+    Lagging: the caller, done with its own share, waited for a helper still inside the job
+    longer than half its share took (a helper whose core another process took in the middle
+    of a task; on a quiet machine the wait is at most one task). The next job then runs on
+    the caller alone, and after each further lag twice as many (at most ``MAX_BACKOFF``)
+    before the helpers are tried again, so a busy machine costs one slow job now and then
+    instead of one per product."""
     found = pool()
     if found is None or not found.lock.acquire(blocking=False):
         return False
     try:
-        found.run(found.state.ctypes.data, fn, arg)
+        if found.skip:
+            found.skip -= 1
+            return False
+        lagged = found.run(found.state.ctypes.data, fn, arg)
+        if lagged:
+            found.backoff = min(MAX_BACKOFF, 2 * found.backoff or 1)
+            found.skip = found.backoff
+        else:
+            found.backoff = 0
     finally:
         found.lock.release()
     return True

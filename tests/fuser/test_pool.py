@@ -73,3 +73,22 @@ def test_a_process_that_used_the_pool_exits_cleanly():
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "done"
+
+
+def test_lagging_helpers_make_the_next_jobs_run_alone(monkeypatch):
+    """A job whose helpers lagged sends the next 1, then 2, 4, ... jobs to the caller alone (run
+    returns False: the caller runs them); a job without lag ends the backoff."""
+    found = pool.pool()
+    monkeypatch.setattr(found, "skip", 0)
+    monkeypatch.setattr(found, "backoff", 0)
+    monkeypatch.setattr(found, "run", lambda *args: 1)  # every job lags
+    pattern = [pool.run(0, 0) for _ in range(11)]
+    assert pattern == [True, False, True, False, False, True, False, False, False, False, True]
+    monkeypatch.setattr(found, "run", lambda *args: 0)
+    found.skip = 0
+    assert [pool.run(0, 0) for _ in range(3)] == [True, True, True]
+    assert found.backoff == 0
+    monkeypatch.setattr(found, "run", lambda *args: 1)
+    for _ in range(2000):
+        pool.run(0, 0)
+    assert found.backoff == pool.MAX_BACKOFF
