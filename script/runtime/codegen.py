@@ -431,18 +431,19 @@ def _write_set_attr(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_matmul(w: FunctionWriter, node: Node) -> None:
-    """In a loop, ``np.dot`` for two matrices: the same GEMM as ``@`` with less call overhead
-    (about 0.3 us, a tenth of a small RNN step's product); also for an outer product of a column
-    and a row anywhere, which numpy's ``@`` computes about 4x slower than ``np.dot``; a large
-    product of two matrices outside loops through the backend's ``matmul_for`` when it has one
-    (the CPU's host-vector GEMM); the backend's ``@`` elsewhere."""
+    """A large product of two matrices through the backend's ``matmul_for`` when it has one
+    (the CPU's host-vector GEMM, in loops that stay Python too: its helper threads never wait
+    for a core, where BLAS's spin for one); else in a loop ``np.dot`` for two matrices: the
+    same GEMM as ``@`` with less call overhead (about 0.3 us, a tenth of a small RNN step's
+    product); also for an outer product of a column and a row anywhere, which numpy's ``@``
+    computes about 4x slower than ``np.dot``; the backend's ``@`` elsewhere."""
     args = [w.ns.name(v) for v in node.inputs]
     matrices = all(isinstance(v.type, ir.TensorType) and v.type.rank == 2 for v in node.inputs)
-    if matrices and (_in_loop(node) or _outer_product(node)):
+    product = _backend_matmul(node) if matrices and not _outer_product(node) else None
+    if matrices and product is None and (_in_loop(node) or _outer_product(node)):
         w.assign(node, f"np.dot({args[0]}, {args[1]})")
         return
     out = _allocation(w, node) if allocator.into_output(node) else None
-    product = _backend_matmul(node) if matrices else None
     if product is not None:  # the backend's GEMM (into a workspace array when there is one)
         name = w.ns.fresh("_gemm")
         w.consts[name] = product

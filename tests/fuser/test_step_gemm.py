@@ -215,3 +215,23 @@ def test_a_native_loop_of_matrix_vector_products_uses_the_kernel(monkeypatch):
     spec = f.specialization(W, x, 30)
     (loop,) = [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
     assert loop.calls == 1 and loop.fns[5]  # ran natively, through the float64 gemv
+
+
+def test_a_large_product_in_a_loop_that_stays_python_runs_the_kernel(monkeypatch):
+    """A loop left to Python calls the kernel for its large products (BLAS's threads would
+    spin for a busy core), with numpy's results."""
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+
+    def f(x: Tensor, w: Tensor) -> Tensor:
+        for _ in range(3):
+            x = np.tanh(x @ w)
+        return x
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 512)).astype(np.float32)
+    w = (rng.standard_normal((512, 512)) * 0.05).astype(np.float32)
+    compiled = script(f)
+    code = compiled.code_for(x, w)
+    loop = code[code.index("for "):]
+    assert "_gemm" in loop and "np.dot" not in loop
+    np.testing.assert_allclose(compiled(x, w), f(x, w), rtol=1e-5, atol=1e-5)
