@@ -223,7 +223,7 @@ def test_a_large_product_in_a_loop_that_stays_python_runs_the_kernel(monkeypatch
     monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
 
     def f(x: Tensor, w: Tensor) -> Tensor:
-        for _ in range(3):
+        for _ in range(40):  # not unrolled
             x = np.tanh(x @ w)
         return x
 
