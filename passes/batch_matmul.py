@@ -21,6 +21,10 @@ before the loop, so it is paid once; measured per step (float32, one thread, mic
 
 Hence the gates: the concatenated weights must be defined outside an enclosing loop, and the
 tree's per-step concatenation of activations must be small (``MAX_TREE_STEP_CAT_NUMEL``).
+Side by side needs no concatenation at all, in or out of loops, when the other operands are
+adjacent slices of one matrix (``x @ W[:, :H], x @ W[:, H:2*H]``, a cell that cuts its gates'
+weights out of one array): their concatenation is the slice of that matrix they cover together,
+a view.
 """
 
 from __future__ import annotations
@@ -88,7 +92,8 @@ def available_before(value: Value, node: Node) -> bool:
 
 
 def side_group(block: Block, shared: Value, side: int) -> list[Node]:
-    """The matmuls of ``block`` with ``shared`` as operand ``side`` that can be batched."""
+    """The matmuls of ``block`` with ``shared`` as operand ``side`` that can be batched (in the
+    order of the slices they take when their other operands are adjacent slices)."""
     group = [n for n in block if n.kind == MATMUL and n.inputs[side] is shared
              and n.inputs[1 - side] is not shared]
     if len(group) < MIN_SIDE_BATCH or _static_2d(shared) is None:
@@ -97,21 +102,79 @@ def side_group(block: Block, shared: Value, side: int) -> list[Node]:
     group = [n for n in group if available_before(n.inputs[1 - side], first)
              and _static_2d(n.inputs[1 - side]) is not None
              and _dtype(n.inputs[1 - side]) == _dtype(first.inputs[1 - side])]
-    others = [n.inputs[1 - side] for n in group]
-    if len(group) < MIN_SIDE_BATCH or not hoistable(others, first):
+    if len(group) < MIN_SIDE_BATCH:
+        return []
+    axis = 1 if side == 0 else 0
+    spans = {n: slice_span(n.inputs[1 - side], axis) for n in group}
+    by_base: dict[Value, list[Node]] = {}
+    for n in group:
+        if spans[n] is not None:
+            by_base.setdefault(spans[n][0], []).append(n)  # type: ignore[index]
+    for nodes in by_base.values():
+        nodes.sort(key=lambda n: spans[n][1])  # type: ignore[index]
+        run = longest_adjacent(nodes, spans)
+        if len(run) >= MIN_SIDE_BATCH:
+            return run
+    if not hoistable([n.inputs[1 - side] for n in group], first):
         return []
     return group
 
 
+def slice_span(value: Value, axis: int) -> tuple[Value, int, int] | None:
+    """(matrix, start, stop) when ``value`` is ``matrix`` sliced along ``axis`` with unit step
+    and static bounds; None otherwise."""
+    node = value.node
+    if node.kind in ("tensor::chunk", "tensor::split"):  # consecutive pieces from the start
+        base, _, ax = node.inputs
+        if _static_2d(base) is None or not ax.is_constant or ax.constant not in (axis, axis - 2):
+            return None
+        sizes = [_static_2d(v) for v in node.outputs]
+        if None in sizes:
+            return None
+        k = node.outputs.index(value)
+        start = sum(size[axis] for size in sizes[:k])  # type: ignore[index]
+        return base, start, start + sizes[k][axis]  # type: ignore[index]
+    if node.kind != "tensor::slice" or len(node.inputs) != 5:
+        return None
+    base, ax, start, stop, step = node.inputs
+    shape = _static_2d(base)
+    if shape is None or not all(v.is_constant for v in (ax, start, stop, step)):
+        return None
+    if ax.constant not in (axis, axis - 2) or step.constant not in (None, 1):
+        return None
+    lo, hi, _ = slice(start.constant, stop.constant).indices(shape[axis])
+    return (base, lo, hi) if lo < hi else None
+
+
+def longest_adjacent(nodes: list[Node], spans: dict) -> list[Node]:
+    """The longest run of ``nodes`` (sorted by start) whose slices follow each other."""
+    best: list[Node] = []
+    run: list[Node] = []
+    for n in nodes:
+        if run and spans[run[-1]][2] == spans[n][1]:
+            run.append(n)
+        else:
+            run = [n]
+        if len(run) > len(best):
+            best = list(run)
+    return best
+
+
 def batch_side(group: list[Node], side: int) -> None:
     """Replace the matmuls of ``group`` (sharing operand ``side``) by one matmul and a split."""
-    first = group[0]
+    first = min(group, key=lambda n: n.owner.nodes.index(n))
     graph = first.graph
     shared = first.inputs[side]
     axis = 1 if side == 0 else 0  # x @ [W1 W2] splits columns, [A1; A2] @ W splits rows
     sizes = [_static_2d(n.output)[axis] for n in group]  # type: ignore[index]
+    spans = [slice_span(n.inputs[1 - side], axis) for n in group]
     with graph.inserting_before(first):
-        other = concatenate(graph, [n.inputs[1 - side] for n in group], axis)
+        if all(spans) and len({s[0] for s in spans}) == 1:  # type: ignore[index]
+            bounds = [graph.constant(axis), graph.constant(spans[0][1]),  # type: ignore[index]
+                      graph.constant(spans[-1][2]), graph.constant(None)]  # type: ignore[index]
+            other = graph.insert_typed("tensor::slice", [spans[0][0], *bounds]).output  # type: ignore[index]
+        else:
+            other = concatenate(graph, [n.inputs[1 - side] for n in group], axis)
         operands = [shared, other] if side == 0 else [other, shared]
         product = graph.insert_typed(MATMUL, operands).output
         pieces = split(graph, product, sizes, axis)
