@@ -2,7 +2,9 @@
 
     python -m benchmarks.realworld [--quick] [--programs a,b] [--repeat 15] [--dtype D]
 
-For each program, its ``BENCH`` case at the benchmark sizes, in the dtype its source computes in
+For each program, its ``BENCH`` case and its function-style cells (``CELLS``: one step of a
+recurrent layer written as a function, marked ``cell`` in the table) at the benchmark sizes, in
+the dtype its source computes in
 (``BENCH_DTYPE``: float32 for Deep Learning from Scratch 2, whose weights are ``astype('f')``;
 ``--dtype`` for all): the plain function and the ``script``-compiled one are called alternately
 (``--repeat`` times each, after one warm-up call that also compiles), and the table gives the
@@ -36,6 +38,8 @@ class Row:
     compiled_s: float | None = None
     error: str = ""
     dtype: str = ""
+    cell: bool = False
+    """a function-style cell (``CELLS``)."""
 
     @property
     def ratio(self) -> float | None:
@@ -76,9 +80,11 @@ def run(names: list[str] | None, dtype: str | None, size: str, repeat: int) -> l
         if names is not None and program not in names:
             continue
         own = dtype or getattr(module, "BENCH_DTYPE", "float64")
-        row = measure(program, module.BENCH, module.CASES[module.BENCH], own, size, repeat)
-        row.dtype = own
-        rows.append(row)
+        cells = tuple(getattr(module, "CELLS", ()))
+        for name in dict.fromkeys((module.BENCH, *cells)):
+            row = measure(program, name, module.CASES[name], own, size, repeat)
+            row.dtype, row.cell = own, name in cells
+            rows.append(row)
     return rows
 
 
@@ -86,10 +92,11 @@ def table(rows: list[Row]) -> str:
     lines = [f"{'program':20s} {'case':24s} {'dtype':8s} {'plain ms':>10s} {'compiled ms':>12s} "
              f"{'plain/compiled':>15s}"]
     for r in rows:
+        case = r.case + (" (cell)" if r.cell else "")
         if r.error:
-            lines.append(f"{r.program:20s} {r.case:24s} {r.dtype:8s} does not compile: {r.error}")
+            lines.append(f"{r.program:20s} {case:24s} {r.dtype:8s} does not compile: {r.error}")
             continue
-        lines.append(f"{r.program:20s} {r.case:24s} {r.dtype:8s} {r.plain_s * 1e3:10.3f} "
+        lines.append(f"{r.program:20s} {case:24s} {r.dtype:8s} {r.plain_s * 1e3:10.3f} "
                      f"{r.compiled_s * 1e3:12.3f} {r.ratio:14.2f}x")
     return "\n".join(lines)
 

@@ -4,7 +4,9 @@ what changed).
 
 Every module defines ``CASES``: name -> :class:`Case` (a function and how to make its arguments),
 and ``BENCH``: the case ``python -m benchmarks.realworld`` times (in ``BENCH_DTYPE`` when the
-module names the dtype its source computes in, else float64). The test suite
+module names the dtype its source computes in, else float64); ``CELLS``, where a program has
+them, names its function-style cells (one step of a recurrent layer as a function), which the
+benchmark times too. The test suite
 (``tests/programs/realworld``) checks every case: compiled equals plain numpy in float32 and
 float64, and gradients equal central finite differences where the case is differentiable.
 """

@@ -91,3 +91,4 @@ CASES = {
     "forward_h": Case(forward_h, forward_args, grad=True),
 }
 BENCH = "lstm_forward"
+CELLS = ("lstm_step_forward",)

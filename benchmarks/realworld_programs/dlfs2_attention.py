@@ -79,4 +79,5 @@ CASES = {
     "time_attention_forward": Case(time_attention_forward, time_args, grad=True),
 }
 BENCH = "time_attention_forward"
+CELLS = ("attention_forward",)
 BENCH_DTYPE = "float32"  # the book's weights are astype('f')

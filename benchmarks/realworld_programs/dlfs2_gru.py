@@ -70,4 +70,5 @@ CASES = {
     "time_gru_forward": Case(time_gru_forward, time_args, grad=True, fd=(1e-3, 2e-3, 1e-4)),
 }
 BENCH = "time_gru_forward"
+CELLS = ("gru_forward",)
 BENCH_DTYPE = "float32"  # the book's weights are astype('f')

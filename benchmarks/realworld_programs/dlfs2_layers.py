@@ -208,4 +208,5 @@ CASES = {
         *_sized(d, s, "N,T,V"), np.eye(SIZES[s][4], dtype=d)[np.abs(_labels(s))])),
 }
 BENCH = "lstm_forward"
+CELLS = ("lstm_forward", "rnn_forward")
 BENCH_DTYPE = "float32"  # the book's weights are astype('f')

@@ -14,12 +14,19 @@ from script import Tensor
 
 def test_quick_run_of_one_program(capsys):
     rows = realworld.main(["--quick", "--programs", "dlfs2_gru"])
-    assert [(r.program, r.case) for r in rows] == [("dlfs2_gru", "time_gru_forward")]
-    row = rows[0]
-    assert not row.error and row.plain_s > 0 and row.compiled_s > 0
-    assert row.ratio == pytest.approx(row.plain_s / row.compiled_s)
+    assert [(r.program, r.case, r.cell) for r in rows] == [
+        ("dlfs2_gru", "time_gru_forward", False), ("dlfs2_gru", "gru_forward", True)]
+    for row in rows:
+        assert not row.error and row.plain_s > 0 and row.compiled_s > 0
+        assert row.ratio == pytest.approx(row.plain_s / row.compiled_s)
     out = capsys.readouterr().out
-    assert "plain/compiled" in out and "time_gru_forward" in out
+    assert "plain/compiled" in out and "time_gru_forward" in out and "gru_forward (cell)" in out
+
+
+def test_every_cell_named_is_a_case():
+    from benchmarks.realworld_programs import programs
+    for name, module in programs().items():
+        assert set(getattr(module, "CELLS", ())) <= set(module.CASES), name
 
 
 def refused(x: Tensor) -> Tensor:
