@@ -149,3 +149,30 @@ def test_threads_never_share_an_array():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_a_free_array_moves_to_another_site_of_the_same_size():
+    """A forward's free projection becomes its backward's gradient buffer: one array, not two."""
+    first, second = Workspace().site(), Workspace().site()
+    a = first.empty((8, 4), F32)
+    base = id(a)
+    del a
+    b = second.empty((2, 16), F32)  # same bytes and dtype, another shape: a view of it
+    assert b.shape == (2, 16) and b.flags.c_contiguous and b.flags.writeable
+    assert id(b.base) == base and first.kept == [] and [id(k) for k in second.kept] == [base]
+    del b
+    c = first.empty((8, 4), F32)  # and back again once free
+    assert id(c) == base and second.kept == []
+
+
+def test_an_array_another_site_holds_or_of_another_kind_is_never_taken():
+    first, second = Workspace().site(), Workspace().site()
+    held = first.empty((8, 4), F32)
+    held[...] = 1.0
+    b = second.empty((32,), F32)
+    b[...] = 2.0
+    assert (held == 1.0).all() and b.base is None  # a new array: the other one is held
+    other = first.empty((4, 4), np.dtype("float64"))  # 128 bytes as well, float64
+    del other, b
+    c = Workspace().site().empty((32,), F32)
+    assert c.dtype == F32 and (c.base is None or c.base.dtype == F32)
