@@ -24,7 +24,7 @@ from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from script import ops
 from script.frontend.classes import python_class
-from script.runtime import allocator, sanitize
+from script.runtime import allocator, contractions, sanitize
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
@@ -91,7 +91,10 @@ class FunctionWriter:
     """an ``instrument.Instrument`` (the profiler) to build instrumented code for; None for the
     fast code."""
     elided: set[Node] = field(default_factory=set)
-    """``write_slot`` nodes that emit nothing: a kernel wrote the value into its slot."""
+    """nodes that emit nothing: a ``write_slot`` whose value a kernel wrote into its slot, a
+    product an einsum computes with its sum (``contractions``)."""
+    einsums: dict[Node, tuple[str, Value, Value]] = field(default_factory=dict)
+    """sums computed as ``np.einsum(subscripts, a, b)`` (``script.runtime.contractions``)."""
     classes: StorageClasses | None = None
     """which values of the graph the caller may receive (constants among them are copied)."""
     checks: bool = False
@@ -145,6 +148,10 @@ class FunctionWriter:
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
     def write_plain_node(self, node: Node) -> None:
+        if node in self.einsums:
+            subscripts, a, b = self.einsums[node]
+            self.assign(node, f"np.einsum({subscripts!r}, {self.ns.name(a)}, {self.ns.name(b)})")
+            return
         special = STRUCTURE_WRITERS.get(node.kind)
         if special is not None:
             special(self, node)
@@ -587,6 +594,8 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
                        classes=StorageClasses(graph), checks=checks,
                        lists_hold_placeholders=checks and sanitize.lists_hold_placeholders(graph))
+    w.einsums = contractions.find(graph)
+    w.elided.update(n.inputs[0].node for n in w.einsums)
     params = [w.ns.name(v) for v in graph.inputs]
     w.write_checks(graph.inputs, None, f"{name}: input")
     w.write_block(graph.block)
