@@ -564,7 +564,7 @@ def reducing(op: str, axis, keepdims: bool):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis", REDUCE_AXES, ids=str)
-@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin", "var", "std"])
 def test_reductions_run_natively_with_the_python_loops_results(monkeypatch, op, axis, keepdims,
                                                                dtype):
     layer = reducing(op, axis, keepdims)
@@ -585,7 +585,7 @@ def test_reductions_run_natively_with_the_python_loops_results(monkeypatch, op, 
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "var", "std"])
 def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype):
     """A reduction over a strided row (the scalar paths) and over a kept axis, trained: the
     reverse loop's ``sum_to``, ``broadcast_to`` and ``expand_dims`` run natively too."""
@@ -612,6 +612,41 @@ def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype)
     assert [lp.calls for lp in gradient_loops(f, args)] == [1, 1]
     assert_same(tuple(out), tuple(want_out), dtype)
     assert_same(tuple(grads), tuple(want_grads), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_layer_norm_of_mean_and_std_ops_runs_natively_forward_and_backward(monkeypatch,
+                                                                             dtype):
+    """fastrnns' decomposed LayerNorm LSTM (``x.std(-1, keepdims=True)`` per gate block) and a
+    ``ddof`` of 1: native forward and reverse loops give the Python loops' results."""
+    from benchmarks.fastrnns import factory
+    inp = factory.rnn_inputs(factory.Sizes(12, 1, 16, 16, 5, np.dtype(dtype).name, 3))
+    args = (inp.x, inp.hx[0], inp.cx[0], *factory.layernorm_weights(inp)[0])
+    layer = cells.layernorm_decom_lstm_layer
+    f = script(layer)
+    assert_same(f(*args), layer(*args), dtype)
+    assert native_loops(f, *args)[0].calls == 1
+    out, grads = vjp_result(f, args)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(layer), args)
+    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    assert_same(tuple(out), tuple(want_out), dtype)
+    if dtype == np.float64:
+        assert_same(tuple(grads), tuple(want_grads), dtype)
+    else:  # weight gradients summed over T*B float32 terms through 1/std: rounding, at 1e-4
+        for g, w in zip(grads, want_grads):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+    def unbiased(x: Tensor, h: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h + np.std(x[t], axis=1, ddof=1, keepdims=True) + np.var(x[t], 0, ddof=2))
+        return h
+
+    x, h = inp.x[:, :, :5].copy(), inp.hx[0][:, :5].copy()
+    g = script(unbiased)
+    assert_same(g(x, h), unbiased(x, h), dtype)
+    assert native_loops(g, x, h)[0].calls == 1
 
 
 @pytest.mark.parametrize("op", ["amax", "amin"])

@@ -560,9 +560,10 @@ class LoopBuilder:
             t = x.type
             self.ptr[n.output] = out = self._buffer(n.output)
             pair = self.prog.products.get(n)
+            ddof = int(n.inputs[2].constant) if REDUCTIONS[kind] in ("var", "std") else 0
             fn = reduce.reduction_function(
                 self.module, f"reduce{len(self.module.globals)}", REDUCTIONS[kind],
-                t.dtype, len(t.shape), reduction(n)[0], pair is not None)  # type: ignore
+                t.dtype, len(t.shape), reduction(n)[0], pair is not None, ddof)  # type: ignore
             inputs = [self.ptr[v] for v in pair] if pair else [self.ptr[x]]
             b.call(fn, [*inputs, out, *self.prepared[n]])
             return

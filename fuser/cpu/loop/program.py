@@ -21,10 +21,14 @@ double operations give Python's results; an int result that leaves 64 bits, and 
 return to Python, which computes the big int or raises."""
 WRITES = ("tensor::write_slot", "tensor::select_put_")
 REDUCTIONS = {"tensor::sum": "sum", "tensor::mean": "mean", "tensor::amax": "max",
-              "tensor::amin": "min", "tensor::sum_to": "sum"}
+              "tensor::amin": "min", "tensor::sum_to": "sum", "tensor::var": "var",
+              "tensor::std": "std"}
 """reductions of a float array over constant axes (all, one or several; ``keepdims`` or not;
 ``sum_to`` a shape, the gradient of a broadcast), as native steps: the op each computes (``mean``
-is a sum divided by the count)."""
+is a sum divided by the count; ``var`` and ``std`` the mean of the squared deviations from the
+mean, by a constant ``ddof``, as numpy's two passes)."""
+DEVIATIONS_MAX_BYTES = 64 << 10
+"""the largest result of a ``var`` or ``std`` in a loop (its sums of squares are on the stack)."""
 VIEWS = ("tensor::broadcast_to", "tensor::expand_dims", "tensor::transpose")
 """views of known shapes the native code makes by strides (0 along a broadcast axis)."""
 CONSTRUCTORS = {"tensor::zeros": ("zeros", None), "tensor::ones": ("ones", None),
@@ -125,7 +129,7 @@ def reduction(n: Node) -> tuple[tuple[int, ...], list[int | None]] | None:
         axes = tuple(range(lead)) + tuple(
             a for a in range(lead, rank) if to.shape[a - lead] == 1 and shape[a] != 1)
         return axes, [None if a < lead else a - lead for a in range(rank)]
-    _, axis, keep = n.inputs
+    axis, keep = n.inputs[1], n.inputs[-1]  # (var and std: ddof between them)
     if not axis.is_constant or not keep.is_constant:
         return None
     a = axis.constant
@@ -427,6 +431,16 @@ class LoopProgram:
             axes = found[0]
             if REDUCTIONS[kind] != "sum" and any(tx.shape[a] == 0 for a in axes):  # type: ignore
                 raise LoopRefused(f"{where(n)}: a {REDUCTIONS[kind]} over no elements")
+            if REDUCTIONS[kind] in ("var", "std"):
+                ddof, count, size = n.inputs[2], 1, 4 if tx.dtype == "float32" else 8
+                for a in axes:
+                    count *= tx.shape[a]  # type: ignore[operator]
+                for d in to.shape:  # type: ignore[union-attr]
+                    size *= d  # type: ignore[operator]
+                if (not ddof.is_constant or type(ddof.constant) is not int
+                        or count - ddof.constant <= 0 or size > DEVIATIONS_MAX_BYTES):
+                    raise LoopRefused(f"{where(n)}: a {REDUCTIONS[kind]} whose ddof is not a "
+                                      "constant below the count, or of a large result")
             self.produced.append(n.output)
             return
         if kind in VIEWS:

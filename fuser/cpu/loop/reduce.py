@@ -287,13 +287,87 @@ def fill_function(module: ir.Module, dtype: str) -> ir.Function:
     return fn
 
 
+def deviation_row_function(module: ir.Module, dtype: str) -> ir.Function:
+    """``ty row(i64 n, ptr x, i64 stride, ty m)``: the sum of ``(x[i] - m) ** 2`` over ``n``
+    elements ``stride`` bytes apart."""
+    ty = REAL[dtype]
+    fn, new = _fn(module, f"reduce_deviation_row_{dtype}", ty, [I64, PTR, I64, ty])
+    if not new:
+        return fn
+    n, x, stride, m = fn.args
+    k = _Builder(fn)
+    b = k.b
+    item = 4 if dtype == "float32" else 8
+    dense, strided = fn.append_basic_block("dense"), fn.append_basic_block("strided")
+    b.cbranch(b.icmp_signed("==", stride, ir.Constant(I64, item)), dense, strided)
+    b.position_at_end(dense)
+    accs: dict[int, Any] = {}
+
+    def step(lanes: _Lanes, i: Any) -> None:
+        acc = accs.get(lanes.width)
+        if acc is None:
+            with b.goto_block(k.entry):
+                b.position_at_start(k.entry)
+                acc = accs[lanes.width] = b.alloca(lanes.vty)
+                b.store(lanes.zero(), acc)
+        d = b.fsub(lanes.load(x, i), lanes.splat(m))
+        b.store(b.fadd(b.load(acc, typ=lanes.vty), b.fmul(d, d), flags=SUM_FLAGS), acc)
+
+    _split_loop(k, n, ty, step)
+    total = ir.Constant(ty, 0.0)
+    for width, acc in accs.items():
+        v = b.load(acc, typ=ty if width == 1 else ir.VectorType(ty, width))
+        part = v if width == 1 else _Lanes(k, ty, width).total(v)
+        total = b.fadd(total, part, flags=SUM_FLAGS)
+    b.ret(total)
+    b.position_at_end(strided)
+    acc = k.var(ty, ir.Constant(ty, 0.0))
+
+    def element(i: Any) -> None:
+        d = b.fsub(b.load(b.gep(x, [b.mul(i, stride)], source_etype=I8), typ=ty), m)
+        b.store(b.fadd(b.load(acc, typ=ty), b.fmul(d, d)), acc)
+
+    k.loop(ir.Constant(I64, 0), n, element)
+    b.ret(b.load(acc, typ=ty))
+    return fn
+
+
+def deviation_into_function(module: ir.Module, dtype: str) -> ir.Function:
+    """``void into(i64 n, ptr acc, ptr mean, ptr x, i64 stride)``: ``acc[j] += (x[j] -
+    mean[j]) ** 2`` for ``n`` contiguous ``acc`` and ``mean`` elements and ``n`` elements of
+    ``x`` ``stride`` bytes apart."""
+    ty = REAL[dtype]
+    fn, new = _fn(module, f"reduce_deviation_into_{dtype}", ir.VoidType(),
+                  [I64, PTR, PTR, PTR, I64])
+    if not new:
+        return fn
+    n, acc, mean, x, stride = fn.args
+    k = _Builder(fn)
+    b = k.b
+
+    def element(i: Any) -> None:
+        at = k.index(acc, i, ty)
+        v = b.load(b.gep(x, [b.mul(i, stride)], source_etype=I8), typ=ty)
+        d = b.fsub(v, b.load(k.index(mean, i, ty), typ=ty))
+        b.store(b.fadd(b.load(at, typ=ty), b.fmul(d, d)), at)
+
+    k.loop(ir.Constant(I64, 0), n, element)
+    b.ret_void()
+    return fn
+
+
 def reduction_function(module: ir.Module, name: str, op: str, dtype: str, rank: int,
-                       reduced: tuple[int, ...], product: bool = False) -> ir.Function:
+                       reduced: tuple[int, ...], product: bool = False,
+                       ddof: int = 0) -> ir.Function:
     """``void name(ptr x, [ptr y,] ptr out, i64 count, i64 n, i64 dims[rank],
     i64 x_strides[rank], [i64 y_strides[rank],] i64 out_strides[rank])``: ``out`` (``count``
     contiguous elements) is ``op`` of ``x`` (of ``x * y`` with ``product``, a sum or mean,
     never making the product array) over the axes ``reduced``; ``n`` is the number of elements
-    each output gathers (a mean's divisor)."""
+    each output gathers (a mean's divisor). ``var`` and ``std`` are numpy's two passes: the
+    mean into ``out``, then the sums of the squared deviations from it (on the stack), divided
+    by ``n - ddof`` (and the square root)."""
+    if op in ("var", "std"):
+        return _deviations(module, name, op, dtype, rank, reduced, ddof)
     ty = REAL[dtype]
     pointers = 3 if product else 2
     fn, _ = _fn(module, name, ir.VoidType(),
@@ -344,5 +418,55 @@ def reduction_function(module: ir.Module, name: str, op: str, dtype: str, rank: 
             b.store(q if ty == F64 else b.fptrunc(q, ty), at)
 
         k.loop(ir.Constant(I64, 0), count, divide)
+    b.ret_void()
+    return fn
+
+
+def _deviations(module: ir.Module, name: str, op: str, dtype: str, rank: int,
+                reduced: tuple[int, ...], ddof: int) -> ir.Function:
+    ty = REAL[dtype]
+    mean = reduction_function(module, f"{name}_mean", "mean", dtype, rank, reduced)
+    fn, _ = _fn(module, name, ir.VoidType(), [PTR, PTR, I64, I64] + [I64] * (3 * rank))
+    x, out, count, n, *rest = fn.args
+    dims, xs, os_ = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
+    k = _Builder(fn)
+    b = k.b
+    b.call(mean, list(fn.args))
+    with b.goto_block(k.entry):  # the sums of squares: at most DEVIATIONS_MAX_BYTES
+        b.position_at_start(k.entry)
+        sums = b.alloca(ty, size=count)
+    fill(k, sums, count, ty, ir.Constant(ty, 0.0))
+    row, into = deviation_row_function(module, dtype), deviation_into_function(module, dtype)
+
+    def nest(axis: int, xp: Any, mp: Any, sp: Any) -> None:
+        if axis >= rank - 1:
+            d, stride = (dims[axis], xs[axis]) if rank else (
+                ir.Constant(I64, 1), ir.Constant(I64, 4 if dtype == "float32" else 8))
+            if rank == 0 or axis in reduced:
+                part = b.call(row, [d, xp, stride, b.load(mp, typ=ty)])
+                b.store(b.fadd(b.load(sp, typ=ty), part), sp)
+            else:
+                b.call(into, [d, sp, mp, xp, stride])
+            return
+
+        def body(i: Any) -> None:
+            step = b.mul(i, os_[axis])
+            nest(axis + 1, b.gep(xp, [b.mul(i, xs[axis])], source_etype=I8),
+                 b.gep(mp, [step], source_etype=I8), b.gep(sp, [step], source_etype=I8))
+
+        k.loop(ir.Constant(I64, 0), dims[axis], body)
+
+    nest(0, x, out, sums)
+    divisor = b.sitofp(b.sub(n, ir.Constant(I64, ddof)), F64)
+    sqrt = module.declare_intrinsic("llvm.sqrt", [ty]) if op == "std" else None
+
+    def divide(i: Any) -> None:
+        v = b.load(k.index(sums, i, ty), typ=ty)
+        wide = v if ty == F64 else b.fpext(v, F64)
+        q = b.fdiv(wide, divisor)
+        q = q if ty == F64 else b.fptrunc(q, ty)
+        b.store(b.call(sqrt, [q]) if sqrt is not None else q, k.index(out, i, ty))
+
+    k.loop(ir.Constant(I64, 0), count, divide)
     b.ret_void()
     return fn
