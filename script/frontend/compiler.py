@@ -58,6 +58,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
+from script.frontend.indexing import IndexMixin
 from script.frontend.iter import IterMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.loops import LoopMixin
@@ -125,7 +126,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
                        GlobalsMixin, ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin,
-                       ExprMixin, NumpyMixin):
+                       ExprMixin, IndexMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -1,0 +1,133 @@
+"""Subscripts: indexing and slicing of tensors (basic indexing, one ``tensor::select`` or
+``tensor::slice`` per axis; integer arrays in ``script.frontend.numpy_calls``), tuples, named
+tuples, lists and dicts.
+
+A mixin of ``FunctionCompiler``: every method here returns the IR ``Value`` of the expression.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import NOT_CONSTANT, constant_of
+from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType, unify
+from script.frontend.exprs import _is_none_literal
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+class IndexMixin:
+    """``x[i]``, ``x[a:b]``, ``x[..., None]`` and their kin."""
+
+    def visit_Subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and \
+                not isinstance(node.slice, ast.Slice):
+            base = self.expr(node.value.value)
+            if isinstance(base.type, TensorType):
+                axis = self.index_value(node.slice)
+                return self.emit_value("tensor::size", [base, axis])
+        value = self.expr(node.value)
+        t = value.type
+        if isinstance(t, TensorType):
+            return self.index_tensor(value, node.slice, node)
+        if isinstance(t, TupleType):
+            return self.index_tuple(value, node.slice, node)
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.index_named_tuple(value, node.slice)
+        if isinstance(t, ListType):
+            if isinstance(node.slice, ast.Slice):
+                return self.emit_value("prim::ListSlice", [value, *self.slice_bounds(node.slice)])
+            return self.emit_value("prim::ListIndex", [value, self.index_value(node.slice)])
+        if isinstance(t, DictType):
+            key = self.expr(node.slice)
+            if unify(key.type, t.key) != t.key:
+                self.widen_dict(value, key.type, t.value, self.error(
+                    node.slice, f"a key of {t} must be {t.key}, not {key.type}"))
+            return self.emit_value("prim::DictGetItem", [value, key])
+        raise self.error(node, f"a value of type {t} is not subscriptable")
+
+    def index_value(self: FunctionCompiler, node: ast.expr) -> Any:
+        """An index expression: must be an int."""
+        value = self.expr(node)
+        if value.type not in (INT, BOOL):
+            what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
+                "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)
+            raise self.error(node, f"an index must be an int, not {what}")
+        return value
+
+    def slice_bounds(self: FunctionCompiler, node: ast.Slice) -> list[Any]:
+        bounds = []
+        for part in (node.lower, node.upper, node.step):
+            bounds.append(self.const(None) if part is None else self.index_value(part))
+        return bounds
+
+    def index_tuple(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
+        if isinstance(index, ast.Slice):
+            bounds = self.slice_bounds(index)
+            if any(constant_of(b) is NOT_CONSTANT for b in bounds):
+                raise self.error(index, "tuple slice bounds must be constants")
+            return self.emit_value("prim::TupleSlice", [value, *bounds])
+        i = self.index_value(index)
+        if not isinstance(constant_of(i), int):
+            raise self.error(index, "a tuple index must be a constant int")
+        return self.emit_value("prim::TupleIndex", [value, i])
+
+    def index_tensor(self: FunctionCompiler, value: Any, index: ast.expr, node: ast.AST) -> Any:
+        """Basic indexing: one ``tensor::select`` / ``tensor::slice`` per indexed axis."""
+        if self.masked_by is not None and isinstance(index, ast.Name) and \
+                self.frame.find(index.id) is self.masked_by:
+            self.masked_reads.append(value)
+            return value  # x[m] in the value of a masked write: the whole x (assign_masked)
+        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        gathered = self.integer_array_index(value, items)
+        if gathered is not None:
+            return gathered
+        ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
+        if len(ellipses) > 1:
+            raise self.error(index, "an index can only have a single ellipsis ('...')")
+        for item in items:
+            if _is_none_literal(item) and ellipses:
+                raise self.error(item, "None (a new axis) in a subscript with an ellipsis is "
+                                 "not supported; use np.expand_dims")
+        if ellipses:
+            cut = ellipses[0]
+            value = self.index_axes(value, items[cut + 1:], from_end=True)
+            return self.index_axes(value, items[:cut], from_end=False)
+        return self.index_axes(value, items, from_end=False)
+
+    def index_axes(self: FunctionCompiler, value: Any, items: list[ast.expr], from_end: bool
+                   ) -> Any:
+        """Apply index items to consecutive axes from the front, or (after an ellipsis) to the
+        last ``len(items)`` axes."""
+        axis = -len(items) if from_end else 0
+        for item in items:
+            saved, self.where = self.where, item
+            try:
+                value = self.index_axis(value, item, axis)
+            finally:
+                self.where = saved
+            # a select drops its axis: counted from the front the next item keeps the number;
+            # counted from the end it moves one closer to the end either way
+            if from_end or isinstance(item, ast.Slice) or _is_none_literal(item):
+                axis += 1
+        return value
+
+    def index_axis(self: FunctionCompiler, value: Any, item: ast.expr, axis: int) -> Any:
+        if _is_none_literal(item):  # x[:, None]: a new axis of size 1 here (only from the front)
+            return self.emit_value("tensor::expand_dims", [value, self.const(axis)])
+        if not isinstance(item, ast.Slice):
+            return self.emit_value("tensor::select",
+                                   [value, self.const(axis), self.index_value(item)])
+        if item.lower is None and item.upper is None and item.step is None:
+            return value  # a full slice ':' keeps the axis as it is
+        bounds = self.slice_bounds(item)
+        return self.emit_value("tensor::slice", [value, self.const(axis), *bounds])
+
+    def visit_Slice(self: FunctionCompiler, node: ast.Slice) -> Any:
+        raise self.unsupported(node, "a slice outside a subscript")
+
+
+def _is_ellipsis(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
