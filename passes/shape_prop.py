@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LOOP, PARAM, RETURN
+from ir.kinds import CALL, IF, LOOP, RETURN
 from ir.registry import (
     ALIASES,
     ONLY_READS,
-    WRITES,
     ShapeError,
     effects_on_input,
     infer_types,
@@ -40,14 +39,14 @@ from ir.types import (
     OptionalType,
     ScalarType,
     TensorType,
-    TupleType,
     Type,
     erase_shape,
     is_number,
     is_subtype,
-    unify,
 )
+from passes import local_items
 from passes.item_types import ITEM_TYPES, STORES, annotate_item_reads, local_containers
+from passes.local_items import join
 
 NAME = "shape-prop"
 
@@ -111,25 +110,6 @@ back to plain tensors. Each round can only forget something (a dimension, the ra
 so item types settle in two or three rounds."""
 
 
-class _Items:
-    """The item type a local container has so far during a propagation (None: nothing stored
-    yet); ``general`` is the item type it falls back to. In a probe (see
-    ``_settle_weak_items``) every read gives ``probe`` and ``element`` joins only the stores."""
-
-    __slots__ = ("element", "general", "probe", "blind")
-
-    def __init__(self, general: Type, probe: Type | None = None):
-        self.element: Type | None = None
-        self.general = general
-        self.probe = probe
-        self.blind: set[Node] = set()
-        """reads met before anything was stored (given ``general``)."""
-
-
-_LOCAL_ITEMS: dict[Value, _Items] = {}
-"""The local containers of the graph ``propagate_graph`` is propagating, by value."""
-
-
 def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> None:
     """Propagate the graph with each container in ``containers`` typed by what is stored into
     it: its item type starts as nothing, its construction and every store (met in program
@@ -139,17 +119,17 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
     if not containers:
         propagate_block(graph.block)
         return
-    general = {c: _general_items(c.type) for c in containers}
+    general = {c: local_items.general_items(c.type) for c in containers}
     _settle_weak_items(graph, general)
-    states = {c: _Items(general[c]) for c in containers}
-    _LOCAL_ITEMS.update(states)
+    states = {c: local_items.Items(general[c]) for c in containers}
+    local_items.STATES.update(states)
     try:
         for round_ in range(MAX_ITEM_ROUNDS):
             before = {c: s.element for c, s in states.items()}
             propagate_block(graph.block)
             if round_ == 0 and any(s.blind for s in states.values()):
                 for c, state in states.items():
-                    state.element = _independent_items(c, state)
+                    state.element = local_items.independent_items(c, state)
                 continue
             if all(s.element == before[c] for c, s in states.items()):
                 return
@@ -159,7 +139,7 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
         raise ShapeError("item types of local containers do not settle")  # pragma: no cover
     finally:
         for c in states:
-            _LOCAL_ITEMS.pop(c, None)
+            local_items.STATES.pop(c, None)
 
 
 PROBE = TensorType("float16", ())
@@ -177,19 +157,19 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
     becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32). Otherwise the
     numbers keep their own dtype, as ``np.asarray(0.0)`` has."""
     weak = {c: [v.node for v in items] for c in general
-            if (items := _built_items(c.node)) and all(_is_weak(v) for v in items)}
+            if (items := local_items.built_items(c.node)) and all(_is_weak(v) for v in items)}
     if not weak:
         return
-    states = {c: _Items(general[c], probe=PROBE) for c in weak}
-    _LOCAL_ITEMS.update(states)
+    states = {c: local_items.Items(general[c], probe=PROBE) for c in weak}
+    local_items.STATES.update(states)
     try:
         propagate_block(graph.block)
     except ShapeError:
         return
     finally:
         for c in states:
-            _LOCAL_ITEMS.pop(c, None)
-            c.type = _with_items(c.type, general[c])
+            local_items.STATES.pop(c, None)
+            c.type = local_items.with_items(c.type, general[c])
     for c, nodes in weak.items():
         t = states[c].element
         if not isinstance(t, TensorType) or t.shape != () or \
@@ -199,122 +179,6 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
             number = full.inputs[1].node.attrs.get("value")
             if type(number) in (int, float) and float(getattr(np, t.dtype)(number)) == number:
                 _set_weak_dtype(full, t.dtype)
-
-
-def _independent_items(container: Value, state: _Items) -> Type | None:
-    """The join of the items ``container`` is built with and of the stored values (or, for a
-    branch's or loop's result, the parts of it) that no read of it met before anything was
-    stored computes: where the next round starts. A read first met in a loop body before the
-    store after it (``h = hs[t - 1]`` ... ``hs[t] = h2``) was given the general item type, and
-    so was everything computed from it; the rounds after this one check the start."""
-    if not state.blind:
-        return state.element
-    found: list[Type] = [v.type for v in _built_items(container.node)]
-    memo: dict[Value, bool] = {}
-    for use in container.uses:
-        if use.index != 0 or use.node.kind not in STORES:
-            continue
-        node = use.node
-        values = [node.inputs[2]] if node.kind in ("prim::DictSetItem", "prim::ListSetItem",
-                                                  "prim::ListInsert") else node.inputs[1:]
-        for v in values:
-            found += [t.element if node.kind == "prim::ListExtend" and isinstance(t, ListType)
-                      else t for t in _parts_free_of(v, state.blind, memo)]
-    element: Type | None = None
-    for t in found:
-        element = t if element is None else join(element, t, state.general)
-    return element if element is None or is_subtype(element, state.general) else state.general
-
-
-def _parts_free_of(v: Value, blind: set[Node], memo: dict[Value, bool]) -> list[Type]:
-    """The types of ``v`` or, for a branch's result, of the values each branch gives it, that no
-    node of ``blind`` computes."""
-    node = v.node
-    if node.kind == IF:
-        k = node.outputs.index(v)
-        return [t for b in node.blocks for t in _parts_free_of(b.returns[k], blind, memo)]
-    if node.kind == "prim::TupleConstruct" and node.inputs and _computed_by(v, blind, memo):
-        elements = []  # `(h, c)` of two branches' results: each item joined over its parts
-        for item in node.inputs:
-            parts = _parts_free_of(item, blind, memo)
-            if not parts:
-                return []
-            joined = parts[0]
-            for t in parts[1:]:
-                joined = join(joined, t, erase_shape(joined))
-            elements.append(joined)
-        return [TupleType(tuple(elements))]
-    return [] if _computed_by(v, blind, memo) else [v.type]
-
-
-def _computed_by(v: Value, blind: set[Node], memo: dict[Value, bool]) -> bool:
-    """Does any node of ``blind`` feed ``v`` (through inputs, branch and loop results, loop
-    parameters)?"""
-    stack, seen, found = [v], set(), False
-    while stack and not found:
-        value = stack.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if memo.get(value):
-            found = True
-            break
-        node = value.node
-        if node in blind:
-            found = True
-            break
-        stack += node.inputs
-        if node.kind == PARAM:
-            loop = node.owner.owner if node.owner is not None else None
-            if loop is not None and loop.kind == LOOP:
-                k = value.index
-                if k >= 1:
-                    stack += [loop.inputs[k + 1], node.owner.returns[k]]
-        for block in node.blocks:
-            stack += list(block.returns)
-            stack += [i for inner in block.nodes for i in inner.outputs]
-    memo[v] = found
-    return found
-
-
-def _built_items(node: Node) -> Sequence[Value]:
-    return node.inputs if node.kind == "prim::ListConstruct" else node.inputs[1::2]
-
-
-def _general_items(t: Type) -> Type:
-    return erase_shape(t.element if isinstance(t, ListType) else t.value)  # type: ignore[union-attr]
-
-
-def _with_items(t: Type, element: Type) -> Type:
-    return ListType(element) if isinstance(t, ListType) else DictType(t.key, element)  # type: ignore[union-attr]
-
-
-def _local_construct(node: Node) -> Type:
-    """The type of a local container built by ``node``: its items so far joined with the ones
-    it is built with."""
-    state = _LOCAL_ITEMS[node.output]
-    if state.probe is not None:
-        return _with_items(node.output.type, state.probe)
-    for item in _built_items(node):
-        _widen_items(state, item.type)
-    element = state.general if state.element is None else state.element
-    return _with_items(node.output.type, element)
-
-
-def _local_store(node: Node) -> None:
-    """Widen the item type of the local container ``node`` stores into by the stored items."""
-    container = node.inputs[0]
-    state = _LOCAL_ITEMS[container]
-    stored = [node.inputs[2].type] if node.kind == "prim::DictSetItem" else _items_stored(node)
-    for t in stored:
-        _widen_items(state, t)
-    if state.element is not None and state.probe is None:
-        container.type = _with_items(container.type, state.element)
-
-
-def _widen_items(state: _Items, t: Type) -> None:
-    joined = t if state.element is None else join(state.element, t, state.general)
-    state.element = joined if is_subtype(joined, state.general) else state.general
 
 
 def _fold_dtypes(graph: Graph) -> bool:
@@ -429,15 +293,15 @@ def propagate_node(node: Node) -> None:
     known = node.attrs.get(ITEM_TYPES)
     if known is not None and len(known) == len(types):
         types = [k if is_subtype(k, t) else t for k, t in zip(known, types)]
-    if _LOCAL_ITEMS:
-        if len(node.outputs) == 1 and node.output in _LOCAL_ITEMS:
-            types = [_local_construct(node)]
+    if local_items.STATES:
+        if len(node.outputs) == 1 and node.output in local_items.STATES:
+            types = [local_items.construct(node)]
             _set_types(node.outputs, types, node)
             return
-        if node.inputs and node.inputs[0] in _LOCAL_ITEMS:
-            state = _LOCAL_ITEMS[node.inputs[0]]
+        if node.inputs and node.inputs[0] in local_items.STATES:
+            state = local_items.STATES[node.inputs[0]]
             if node.kind in STORES:
-                _local_store(node)
+                local_items.store(node)
             elif state.element is None and state.probe is None:
                 state.blind.add(node)
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
@@ -452,7 +316,7 @@ def _widened_for_stores(value: Value, t: Type) -> Type:
         return t
     element = t.element
     stores = [stored for use in value.uses if use.index == 0
-              for stored in _items_stored(use.node)]
+              for stored in local_items.items_stored(use.node)]
     if stores and _filled_only_here(value):
         element = stores[0]  # `hs = []` then `hs.append(h)`: its items are what is stored
     for stored in stores:
@@ -473,24 +337,6 @@ def _filled_only_here(value: Value) -> bool:
     return True
 
 
-def _items_stored(user: Node) -> list[Type]:
-    """The types of the items ``user`` puts into the list that is its first input, by the
-    registry's effects: each input it keeps (the items of a ``list`` argument). An op that may
-    also keep the list itself (a call) is opaque: none."""
-    op = lookup(user.kind)
-    if op is None or WRITES not in op.effects_on(0) or ALIASES in op.effects_on(0):
-        return []
-    stored = []
-    for i, v in enumerate(user.inputs[1:], 1):
-        if ALIASES not in op.effects_on(i):
-            continue
-        if op.args[min(i, len(op.args) - 1)].kind != "list":
-            stored.append(v.type)
-        elif isinstance(v.type, ListType):
-            stored.append(v.type.element)
-    return stored
-
-
 def _with_source(message: str, node: Node) -> str:
     return message if node.source is None else f"{message} (at {node.source})"
 
@@ -501,14 +347,6 @@ def _set_types(values: Sequence[Value], types: Sequence[Type], node: Node) -> No
             f"{node.kind} has {len(values)} outputs but its rule gives {len(types)}", node))
     for v, t in zip(values, types):
         v.type = t
-
-
-def join(a: Type, b: Type, fallback: Type) -> Type:
-    """The least type covering ``a`` and ``b``; shapes forgotten if needed; else ``fallback``."""
-    u = unify(a, b)
-    if u is None:
-        u = unify(erase_shape(a), erase_shape(b))
-    return fallback if u is None else u
 
 
 def _propagate_if(node: Node) -> None:
