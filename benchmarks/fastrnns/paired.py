@@ -167,9 +167,8 @@ def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: in
     """Alternated calls of rows ``a`` and ``b`` (both prepared): ``warmup`` untimed rounds, then
     ``rounds`` timed ones, ``b`` first in every other round; the pair's record (``summarize``)."""
     record: dict[str, Any] = {"a": a, "b": b}
-    missing = [f"{n} {prepared[n].record.get('status', '')}".rstrip() if n in prepared
-               else f"{n} skipped" for n in (a, b)
-               if n not in prepared or prepared[n].model is None]
+    missing = [f"{n} {prepared[n].record['status']}" if n in prepared else f"{n} skipped"
+               for n in (a, b) if n not in prepared or prepared[n].model is None]
     if missing:
         return {**record, "status": "not measured", "reason": ", ".join(missing)}
     times: dict[str, dict[str, list[float]]] = {a: {"fwd": [], "fb": []},

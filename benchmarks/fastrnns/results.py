@@ -58,7 +58,7 @@ SECTION_KEYS = ("seed", "small", "seed1", "small1")
 
 PAIRED_ROUNDS = {"seed": 10, "small": 50, "seed1": 10, "small1": 50}
 """Side-by-side rounds per pair of each section: a seed-size call takes 0.1-0.5 s, a small one a
-few ms; about a minute in all."""
+few ms; a minute or two in all at the default sizes."""
 
 COMMAND = "python -m benchmarks.fastrnns.results"
 
@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if any(c["kernels_compiled"] for c in respec["cases"]):
         status = 1
     command = " ".join([COMMAND] + (["--compile"] if opts.compile else [])
+                       + ([] if opts.paired_rounds is None
+                          else ["--paired-rounds", str(opts.paired_rounds)])
                        + [shlex.quote(a) for a in extra]
                        + ([] if opts.out == "benchmarks/RESULTS.md" else ["--out", opts.out]))
     with open(opts.out, "w") as f:

@@ -208,6 +208,7 @@ def test_results_measure_each_sections_pairs_of_rows_that_ran(monkeypatch, tmp_p
     assert results.main(TINY + ["--paired-rounds", "0", "--out", str(out)]) == 1
     assert calls == []
     assert "### Side by side" not in out.read_text()
+    assert "--paired-rounds 0" in out.read_text()  # the file says how it was made
     capsys.readouterr()
 
 
