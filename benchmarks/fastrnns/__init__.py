@@ -11,5 +11,7 @@ measures each one's first calls and the peak memory of a forward + backward.
 - ``eager``: numpy LSTM with a hand-written backward; ``torch_models``: the PyTorch peers;
 - ``checks``: correctness against the reference;    ``report``: table, JSON, environment, plot;
 - ``memory``: peak memory of a forward + backward;   ``firstcall``: first calls in fresh processes;
-- ``results``: regenerates ``benchmarks/RESULTS.md`` (with ``benchmarks.respecialize``).
+- ``results``: regenerates ``benchmarks/RESULTS.md`` (with ``benchmarks.respecialize``);
+- ``paired``: two rows timed side by side, calls alternated (the ratio targets read it);
+- ``targets``: the performance targets read off a ``results`` run.
 """

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -177,24 +178,11 @@ def _blas_limit(threads: int, say: Callable[[str], None]) -> Iterator[None]:
 # -- one variant ----------------------------------------------------------------------------------
 def time_model(model: ModelDef, cotangent: Any, warmup: int, nloops: int,
                sync: Callable[[], None], progress: Progress) -> dict[str, list[float]]:
-    """Upstream's ``trainbench``: per iteration time forward, then backward; the first
-    ``warmup`` iterations are dropped. Garbage is collected before each iteration and the
-    collector is off inside it (as pytest-benchmark's ``disable_gc``), so no collection lands in
-    a timed window. Wall and process-CPU milliseconds."""
+    """Upstream's ``trainbench``: per iteration time forward, then backward (``time_call``); the
+    first ``warmup`` iterations are dropped. Wall and process-CPU milliseconds."""
     times: dict[str, list[float]] = {"fwd": [], "bwd": [], "cpu_fwd": [], "cpu_bwd": []}
     for k in range(warmup + nloops):
-        with _collected_before():
-            wall, cpu = time.perf_counter(), time.process_time()
-            _, saved = model.forward()
-            sync()
-            fwd, cpu_fwd = time.perf_counter() - wall, time.process_time() - cpu
-            bwd = cpu_bwd = None
-            if model.backward is not None:
-                wall, cpu = time.perf_counter(), time.process_time()
-                model.backward(saved, cotangent)
-                sync()
-                bwd, cpu_bwd = time.perf_counter() - wall, time.process_time() - cpu
-            del saved
+        fwd, cpu_fwd, bwd, cpu_bwd = time_call(model, cotangent, sync)
         progress.update()
         if k < warmup:
             continue
@@ -206,8 +194,29 @@ def time_model(model: ModelDef, cotangent: Any, warmup: int, nloops: int,
     return times
 
 
+def time_call(model: ModelDef, cotangent: Any, sync: Callable[[], None]
+              ) -> tuple[float, float, float | None, float | None]:
+    """One training forward and its backward: wall and process-CPU seconds of each (backward
+    None when the row has none). Garbage is collected before and the collector is off inside (as
+    pytest-benchmark's ``disable_gc``), so no collection lands in a timed window."""
+    with collected_before():
+        wall, cpu = time.perf_counter(), time.process_time()
+        _, saved = model.forward()
+        sync()
+        fwd, cpu_fwd = time.perf_counter() - wall, time.process_time() - cpu
+        bwd = cpu_bwd = None
+        if model.backward is not None:
+            wall, cpu = time.perf_counter(), time.process_time()
+            model.backward(saved, cotangent)
+            sync()
+            bwd, cpu_bwd = time.perf_counter() - wall, time.process_time() - cpu
+        del saved  # freed before the collector is back on
+    return fwd, cpu_fwd, bwd, cpu_bwd
+
+
 @contextlib.contextmanager
-def _collected_before() -> Iterator[None]:
+def collected_before() -> Iterator[None]:
+    """Collects garbage, then keeps the collector off until the block ends."""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
@@ -241,15 +250,35 @@ def _first_line(e: BaseException) -> str:
     return lines[0][:300] if lines else ""
 
 
-def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: Any,
-                   sync: Callable[[], None], progress: Progress) -> dict[str, Any]:
+@dataclass
+class Prepared:
+    """A row built, called once (its first call: scripted rows compile) and checked."""
+
+    record: dict[str, Any]
+    """group, doc, notes, check; ``status`` when the row cannot be timed"""
+    model: ModelDef | None = None
+    """None when the row was skipped or failed its check"""
+    cotangent: Any = None
+    """the shared output cotangent in the row's own arrays"""
+    setup: float = 0.0
+    """seconds to build the row"""
+    first_fwd: float = 0.0
+    """seconds of its first forward"""
+    first_bwd: float | None = None
+    """seconds of its first backward (None without one)"""
+
+
+def prepare_variant(name: str, inputs: RNNInputs, refs: checks.References,
+                    sync: Callable[[], None]) -> Prepared:
+    """Build row ``name``, run its first forward and backward and check them against the
+    group's reference; a skipped or failing row comes back with ``model`` None and its status."""
     entry = runner.RUNNERS[name]
     record: dict[str, Any] = {"group": entry.group, "doc": entry.doc, "notes": []}
     start = time.perf_counter()
     try:
         model = entry.create(inputs)
     except Unsupported as e:
-        return {**record, "status": "skipped", "notes": [str(e)]}
+        return Prepared({**record, "status": "skipped", "notes": [str(e)]})
     setup = time.perf_counter() - start
     record["notes"] += model.notes
 
@@ -269,8 +298,18 @@ def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: 
 
     record["check"] = refs.check(name, model, outputs, grads, cotangent)
     if not record["check"]["passed"]:
-        return {**record, "status": "check failed"}
+        return Prepared({**record, "status": "check failed"})
+    return Prepared(record, model, native_ct, setup, first_fwd, first_bwd)
 
+
+def _bench_variant(name: str, inputs: RNNInputs, refs: checks.References, args: Any,
+                   sync: Callable[[], None], progress: Progress) -> dict[str, Any]:
+    entry = runner.RUNNERS[name]
+    prepared = prepare_variant(name, inputs, refs, sync)
+    if prepared.model is None:
+        return prepared.record
+    record, model, native_ct = prepared.record, prepared.model, prepared.cotangent
+    setup, first_fwd, first_bwd = prepared.setup, prepared.first_fwd, prepared.first_bwd
     times = time_model(model, native_ct, args.warmup, args.nloops, sync, progress)
     avg_fwd, std_fwd = _stats(times["fwd"])
     avg_bwd, std_bwd = _stats(times["bwd"])

@@ -98,7 +98,10 @@ def legend(group: str, first_call: str = "here") -> str:
     """What the columns of ``group``'s table mean; ``first_call`` is the ``--first-call`` mode."""
     refs = RATIO_REFERENCES.get(group, ())
     memory_ref = MEMORY_REFERENCE.get(group)
-    return ("times in ms; " + FIRST_CALL_LEGEND[first_call]
+    return ("times in ms, avg_* = mean and std_* = standard deviation over the timed "
+            "iterations (upstream's statistics; rows are timed one after the other, so a ratio "
+            "of two rows mixes the load of two moments: python -m benchmarks.fastrnns.paired "
+            "times two rows side by side); " + FIRST_CALL_LEGEND[first_call]
             + "; peak_mb = MB a forward + backward adds to the process at its peak (GPU: to the "
             "device allocators)"
             + "; " + ", ".join(f"x_{r} = this row / {r}" for r in refs)

@@ -13,6 +13,11 @@ re-specialization benchmark. ``--compile`` adds the ``torch_compile`` row to the
 row (its compilation takes minutes). The seed configuration
 measures the scripted rows' first calls in fresh processes with an empty kernel cache
 (``--first-call fresh``).
+
+After each run, the rows that the section's ratio targets compare (``targets.pairs``) are timed
+again side by side (``paired``: both rows in one process, calls alternated, medians), with the
+run's sizes and settings, ``PAIRED_ROUNDS`` rounds per pair (``--paired-rounds N`` for all, 0 for
+none); targets are judged on those ratios.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import sys
 from typing import Any
 
 from benchmarks import respecialize
-from benchmarks.fastrnns import bench, checks, report, runner, targets
+from benchmarks.fastrnns import bench, checks, paired, report, runner, targets
 
 FRONT_END_AND_TWINS = ["rnn_lstm", "rnn_lstm_2l", "rnn_lstm_bidir", "rnn_gru", "script_lstm_2l",
                        "script_lstm_bidir", "script_gru", "torch_lstm_2l", "torch_lstm_bidir",
@@ -51,6 +56,10 @@ rows the one-thread targets compare (BLAS and torch limited to one thread)."""
 SECTION_KEYS = ("seed", "small", "seed1", "small1")
 """The names ``benchmarks.fastrnns.targets`` gives the sections of ``CONFIGS``, in order."""
 
+PAIRED_ROUNDS = {"seed": 10, "small": 50, "seed1": 10, "small1": 50}
+"""Side-by-side rounds per pair of each section: a seed-size call takes 0.1-0.5 s, a small one a
+few ms; a minute or two in all at the default sizes."""
+
 COMMAND = "python -m benchmarks.fastrnns.results"
 
 
@@ -60,16 +69,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="benchmarks/RESULTS.md")
     parser.add_argument("--compile", action="store_true",
                         help="add the torch_compile row to both runs (compiles for minutes)")
+    parser.add_argument("--paired-rounds", type=int, default=None, metavar="N",
+                        help="side-by-side rounds per pair in every section (default: "
+                             + ", ".join(f"{k} {n}" for k, n in PAIRED_ROUNDS.items())
+                             + "); 0: no side-by-side measurement")
     opts, extra = parser.parse_known_args(argv)
     sections, status = [], 0
-    for title, flags in CONFIGS:
+    for key, (title, flags) in zip(SECTION_KEYS, CONFIGS):
         args = bench.parse_args(flags + extra)
         if opts.compile and "all" in (args.rnns or ()):
             args.rnns = _with_compile(args.rnns)
         print(f"== {title}", flush=True)
         payload = bench.run(args)
+        rounds = PAIRED_ROUNDS[key] if opts.paired_rounds is None else opts.paired_rounds
+        side = side_by_side(key, payload, rounds)
+        if side is not None:
+            payload["paired"] = side
         sections.append((title, payload))
-        if any(r.get("status") in ("check failed", "error") for r in payload["results"].values()):
+        rows = [*payload["results"].values(), *(side or {}).get("rows", {}).values()]
+        if any(r.get("status") in ("check failed", "error") for r in rows):
             status = 1
     print("== Re-specialization", flush=True)
     respec = respecialize.run(respecialize_args(sections[0][1]["config"]))
@@ -77,12 +95,28 @@ def main(argv: list[str] | None = None) -> int:
     if any(c["kernels_compiled"] for c in respec["cases"]):
         status = 1
     command = " ".join([COMMAND] + (["--compile"] if opts.compile else [])
+                       + ([] if opts.paired_rounds is None
+                          else ["--paired-rounds", str(opts.paired_rounds)])
                        + [shlex.quote(a) for a in extra]
                        + ([] if opts.out == "benchmarks/RESULTS.md" else ["--out", opts.out]))
     with open(opts.out, "w") as f:
         f.write(markdown(sections, command, respec))
     print(f"wrote {opts.out}")
     return status
+
+
+def side_by_side(key: str, payload: dict[str, Any], rounds: int) -> dict[str, Any] | None:
+    """The ``paired`` measurement of section ``key``'s target pairs whose rows both ran in
+    ``payload``, at its sizes and settings (None when there is none to measure)."""
+    results = payload["results"]
+    ok = {name for name, r in results.items() if r.get("status") == "ok"}
+    pairs = [p for p in targets.pairs(key) if set(p) <= ok]
+    if not pairs or rounds <= 0:
+        return None
+    print(f"== side by side: {', '.join(f'{a}:{b}' for a, b in pairs)}", flush=True)
+    flags = paired.flags_from_config(payload["config"])
+    return paired.run(paired.parse_args(flags + [
+        "--pairs", ",".join(f"{a}:{b}" for a, b in pairs), "--rounds", str(rounds)]))
 
 
 def _with_compile(rnns: list[str] | None) -> list[str]:
@@ -112,8 +146,14 @@ def markdown(sections: list[tuple[str, dict[str, Any]]], command: str,
     lines += _environment_lines(sections)
     keyed = dict(zip(SECTION_KEYS, (payload for _, payload in sections)))
     lines += ["", "## Performance targets", "",
-              "Each target of the performance work, from the rows below (ratios of rows of one "
-              "run; `fb` = forward + backward).", "", *targets.lines(keyed, respec)]
+              "Each target of the performance work, from the sections below (`fb` = forward + "
+              "backward). `serial`: the figure from the section's table, for a ratio the ratio "
+              "of the two rows' means there (rows timed one after the other, minutes apart, each "
+              "under the load of its moment). `side by side`: for a ratio of two rows' times, "
+              "the ratio of their medians over rounds of alternated calls in one process (the "
+              "section's side-by-side table), which both rows ran under the same load. `met` is "
+              "judged on the side-by-side ratio where there is one, else on the serial figure; "
+              "`at the GEMM floor` is serial.", "", *targets.lines(keyed, respec)]
     for title, payload in sections:
         lines += ["", f"## {title}", ""]
         lines += _section_lines(payload)
@@ -185,6 +225,20 @@ def _section_lines(payload: dict[str, Any]) -> list[str]:
             check = r.get("check") or {}
             if check and not check.get("passed"):
                 lines.append(f"- `{name}`: check failed: {check.get('message')}")
+    side = payload.get("paired")
+    if side is not None:
+        lines += ["", "### Side by side", "",
+                  f"`{paired.COMMAND}`, same sizes and settings: each pair's rows built once in "
+                  f"one process, {side['config']['warmup']} untimed and "
+                  f"{side['config']['rounds']} timed rounds per pair, a round calling row A's "
+                  "forward and backward, then row B's (B first in every other round).", "",
+                  report.markdown_table(paired.table_rows(side["pairs"])), "",
+                  "(" + paired.legend(side["config"]["rounds"]) + ")"]
+        lines += [f"- `{name}`: {r.get('status')}: {'; '.join(r.get('notes', ()))}"
+                  for name, r in side["rows"].items() if r.get("status") in (
+                      "skipped", "error", "check failed")]
+        lines += [f"- `{r['a']}:{r['b']}`: not measured: {r['reason']}"
+                  for r in side["pairs"] if r["status"] != "ok"]
     return lines
 
 
@@ -192,8 +246,14 @@ def _reading_lines() -> list[str]:
     fwd_tol, bwd_tol = checks.TOLERANCES["float32"]
     return [
         "- Times are milliseconds per call, mean and sample standard deviation over the timed "
-        "iterations. `fwd` is the training forward (it keeps what the backward needs); `bwd` is "
-        "the gradient of every input and parameter for a fixed random output cotangent.",
+        "iterations (upstream's `avg_*`/`std_*` columns, kept as upstream defines them; the "
+        "side-by-side tables give medians). `fwd` is the training forward (it keeps what the "
+        "backward needs); `bwd` is the gradient of every input and parameter for a fixed random "
+        "output cotangent.",
+        "- Side by side: the rows a ratio target compares, timed again after the section's run "
+        "with the same sizes, threads and settings, alternating their calls so that load "
+        "changes on a shared machine hit both; the ratio is row A's median over row B's, and "
+        "`q1-q3` the spread of the rounds' own ratios.",
         "- `first_fwd` / `first_fb`: building the row and its first forward / first forward and "
         "backward; for scripted rows they include compilation (compare them with `avg_fwd` and "
         "`avg_fwd + avg_bwd`). Where a section says so (`--first-call fresh`), the scripted rows' "

@@ -6,15 +6,22 @@ A target names a configuration section (``seed``, ``small``, and their one-threa
 ``ratio`` is a row's time over another row's (``fwd``, ``fb`` = forward + backward), held to at
 most ``limit`` (or at least, for "faster than" targets); ``ms`` is a row's own figure in ms.
 Targets whose rows are missing from the run (torch not installed, ``--compile`` not given) are
-listed as not measured. For ratio targets the table also gives the ratio a scripted row would reach
-if it took no time beyond its matmuls (the ``floor`` row in its place): a target that the floor
-itself misses cannot be met with these GEMMs.
+listed as not measured. A ratio of two rows' ``fwd`` or ``fb`` is read twice: ``serial``, the
+ratio of the rows' means in the section's harness run (rows timed one after the other, minutes
+apart, each under whatever load the machine had then), and ``side by side``, the ratio of their
+medians over alternated calls in one process (``paired``; ``pairs(section)`` lists what to
+measure). Whether a target is met is judged on the side-by-side ratio when there is one, else on
+the serial figure. For ratio targets the table also gives the serial ratio a scripted row would
+reach if it took no time beyond its matmuls (the ``floor`` row in its place): a target that the
+floor itself misses cannot be met with these GEMMs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from benchmarks.fastrnns import paired
 
 
 @dataclass(frozen=True)
@@ -116,18 +123,54 @@ def _ratio(results: dict[str, Any], row: str, other: str, name: str) -> float | 
     return None if value is None or not base else value / base
 
 
-def evaluate(sections: dict[str, dict[str, Any]]
-             ) -> list[tuple[Target, float | None, float | None]]:
-    """Each target with its measured value and, for ratios, the value a scripted row running at
-    the GEMM floor (``floor``: its matmuls alone) would reach (None: not measured)."""
+def is_pair_ratio(t: Target) -> bool:
+    """A ratio of two rows' times: the targets the side-by-side measurement reads."""
+    return t.other is not None and not t.row.endswith("*") and t.figure in ("fwd", "fb")
+
+
+def pairs(section: str) -> list[tuple[str, str]]:
+    """The (row, other) pairs whose times ``section``'s ratio targets compare, in target order."""
+    return list(dict.fromkeys((t.row, t.other) for t in TARGETS
+                              if t.section == section and is_pair_ratio(t)))
+
+
+class Evaluation(NamedTuple):
+    """One target read off a results run."""
+
+    target: Target
+    serial: float | None
+    """the figure or ratio from the section's harness rows (None: not measured)"""
+    side_by_side: float | None
+    """for ratios of two rows' times: the ratio of their medians measured side by side"""
+    at_floor: float | None
+    """for ratios: the serial ratio with the ``floor`` row in the scripted row's place"""
+
+    @property
+    def value(self) -> float | None:
+        """What the target is judged on: side by side when measured, else serial."""
+        return self.side_by_side if self.side_by_side is not None else self.serial
+
+    @property
+    def met(self) -> bool | None:
+        value, t = self.value, self.target
+        if value is None:
+            return None
+        return value <= t.limit if t.at_most else value >= t.limit
+
+
+def evaluate(sections: dict[str, dict[str, Any]]) -> list[Evaluation]:
+    """Each target with its serial value, its side-by-side ratio (a section's ``paired``
+    payload) and, for ratios, the value a scripted row running at the GEMM floor (``floor``: its
+    matmuls alone) would reach (None: not measured)."""
     out = []
     for t in TARGETS:
-        results = sections.get(t.section, {}).get("results", {})
+        section = sections.get(t.section, {})
+        results = section.get("results", {})
         if t.row.endswith("*"):
-            out.append((t, worst(results, t.row[:-1], t.figure)[1], None))
+            out.append(Evaluation(t, worst(results, t.row[:-1], t.figure)[1], None, None))
             continue
         if t.other is None:
-            out.append((t, figure(results.get(t.row), t.figure), None))
+            out.append(Evaluation(t, figure(results.get(t.row), t.figure), None, None))
             continue
         scripted = t.row if t.row.startswith("script") else t.other
         at_floor = None
@@ -135,25 +178,30 @@ def evaluate(sections: dict[str, dict[str, Any]]
                 t.row.startswith("script") and t.other.startswith("script")):
             at_floor = (_ratio(results, "floor", t.other, t.figure) if scripted == t.row
                         else _ratio(results, t.row, "floor", t.figure))
-        out.append((t, _ratio(results, t.row, t.other, t.figure), at_floor))
+        side = (paired.ratio(section.get("paired"), t.row, t.other, t.figure)
+                if is_pair_ratio(t) else None)
+        out.append(Evaluation(t, _ratio(results, t.row, t.other, t.figure), side, at_floor))
     return out
 
 
 def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) -> list[str]:
     """A Markdown table of the targets and a line for the re-specialization target."""
-    rows = ["| target | measured | met | at the GEMM floor |", "|---|---:|:---:|---:|"]
-    for t, value, at_floor in evaluate(sections):
-        floor = "-" if at_floor is None else f"{at_floor:.2f}x"
-        if value is None:
-            rows.append(f"| {t.text} | not measured | - | {floor} |")
-            continue
-        unit = "x" if t.other is not None or t.figure == "busy" else (
-            " MB" if t.figure == "peak" else " ms")
-        met = value <= t.limit if t.at_most else value >= t.limit
-        shown = f"{value:.2f}{unit}" if unit == "x" else f"{value:.0f}{unit}"
-        if t.row.endswith("*"):
+    rows = ["| target | serial | side by side | met | at the GEMM floor |",
+            "|---|---:|---:|:---:|---:|"]
+    for e in evaluate(sections):
+        t = e.target
+        floor = "-" if e.at_floor is None else f"{e.at_floor:.2f}x"
+        side = "-" if e.side_by_side is None else f"{e.side_by_side:.2f}x"
+        if e.serial is None:
+            shown = "not measured"
+        elif t.other is not None or t.figure == "busy":
+            shown = f"{e.serial:.2f}x"
+        else:
+            shown = f"{e.serial:.0f}" + (" MB" if t.figure == "peak" else " ms")
+        if e.serial is not None and t.row.endswith("*"):
             shown += f" ({worst(sections[t.section]['results'], t.row[:-1], t.figure)[0]})"
-        rows.append(f"| {t.text} | {shown} | {'yes' if met else 'no'} | {floor} |")
+        met = "-" if e.met is None else ("yes" if e.met else "no")
+        rows.append(f"| {t.text} | {shown} | {side} | {met} | {floor} |")
     if respec is not None and respec.get("cases"):
         cases = respec["cases"]
         slowest = max(max(c["fwd_compile_ms"], c["fb_compile_ms"]) for c in cases)
@@ -161,5 +209,5 @@ def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) ->
         met = slowest <= RESPECIALIZE_LIMIT_MS and compiled == 0
         rows.append(f"| new T or B re-specializes in <= {RESPECIALIZE_LIMIT_MS:.0f} ms with no "
                     f"native compile (compile time, worst case) | {slowest:.0f} ms, {compiled} "
-                    f"kernels | {'yes' if met else 'no'} | - |")
+                    f"kernels | - | {'yes' if met else 'no'} | - |")
     return rows
