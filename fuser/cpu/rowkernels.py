@@ -129,6 +129,26 @@ class _Builder:
         return self.b.gep(ptr, [i], inbounds=True, source_etype=ty)
 
 
+def forward_row_function(module: ir.Module, dtype: str, has_w: bool, has_b: bool) -> Any:
+    """The forward row function (``row(n, x, w, b, y, eps)``) in ``module``, made once per
+    variant (a native loop's module calls it per row)."""
+    name = f"ln_forward_row_{dtype}_{int(has_w)}{int(has_b)}"
+    found = module.globals.get(name)
+    return found if found is not None else _forward_row(module, _TYPES[dtype], has_w, has_b,
+                                                        name)
+
+
+def backward_row_function(module: ir.Module, dtype: str, has_w: bool) -> Any:
+    """The backward row function (``row(n, g, x, w, dx, dw, db, eps)``, adding to ``dw`` and
+    ``db``) in ``module``, made once per variant."""
+    name = f"ln_backward_row_{dtype}_{int(has_w)}"
+    found = module.globals.get(name)
+    return found if found is not None else _backward_row(module, _TYPES[dtype], has_w, name)
+
+
+_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
+
+
 def _row_function(module: ir.Module, name: str, ty: ir.Type, n_ptrs: int) -> tuple[Any, Any]:
     """``void name(i64 n, ptr... (noalias), <ty> eps)`` and its builder."""
     fnty = ir.FunctionType(ir.VoidType(), [I64] + [PTR] * n_ptrs + [ty])
@@ -234,9 +254,10 @@ def _row_stats(k: _Builder, n: Any, x: Any, ty: ir.Type, eps: Any) -> tuple[Any,
     return mean, rstd
 
 
-def _forward_row(module: ir.Module, ty: ir.Type, has_w: bool, has_b: bool) -> ir.Function:
+def _forward_row(module: ir.Module, ty: ir.Type, has_w: bool, has_b: bool,
+                 name: str = "ln_forward_row") -> ir.Function:
     """``row(n, x, w, b, y, eps)``: one row of the forward (w, b unread when absent)."""
-    fn, k = _row_function(module, "ln_forward_row", ty, 4)
+    fn, k = _row_function(module, name, ty, 4)
     n, x, w, bias, y, eps = fn.args
     b = k.b
     mean, rstd = _row_stats(k, n, x, ty, eps)
@@ -255,10 +276,11 @@ def _forward_row(module: ir.Module, ty: ir.Type, has_w: bool, has_b: bool) -> ir
     return fn
 
 
-def _backward_row(module: ir.Module, ty: ir.Type, has_w: bool) -> ir.Function:
+def _backward_row(module: ir.Module, ty: ir.Type, has_w: bool,
+                  name: str = "ln_backward_row") -> ir.Function:
     """``row(n, g, x, w, dx, dw, db, eps)``: one row of the backward, adding the row's
     ``g * xhat`` to ``dw`` and ``g`` to ``db`` (w unread when absent)."""
-    fn, k = _row_function(module, "ln_backward_row", ty, 6)
+    fn, k = _row_function(module, name, ty, 6)
     n, g, x, w, dx, dw, db, eps = fn.args
     b = k.b
     mean, rstd = _row_stats(k, n, x, ty, eps)

@@ -615,14 +615,15 @@ def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_layer_norm_of_mean_and_std_ops_runs_natively_forward_and_backward(monkeypatch,
-                                                                             dtype):
-    """fastrnns' decomposed LayerNorm LSTM (``x.std(-1, keepdims=True)`` per gate block) and a
-    ``ddof`` of 1: native forward and reverse loops give the Python loops' results."""
+@pytest.mark.parametrize("layer", [cells.layernorm_decom_lstm_layer, cells.layernorm_lstm_layer],
+                         ids=["mean and std ops", "layer_norm"])
+def test_a_layer_norm_lstm_runs_natively_forward_and_backward(monkeypatch, layer, dtype):
+    """fastrnns' LayerNorm LSTMs, its layer norms decomposed (``x.std(-1, keepdims=True)`` per
+    gate block) or as ``layer_norm`` (the row kernels, forward and gradient), and a ``ddof`` of
+    1: native forward and reverse loops give the Python loops' results."""
     from benchmarks.fastrnns import factory
     inp = factory.rnn_inputs(factory.Sizes(12, 1, 16, 16, 5, np.dtype(dtype).name, 3))
     args = (inp.x, inp.hx[0], inp.cx[0], *factory.layernorm_weights(inp)[0])
-    layer = cells.layernorm_decom_lstm_layer
     f = script(layer)
     assert_same(f(*args), layer(*args), dtype)
     assert native_loops(f, *args)[0].calls == 1
@@ -630,6 +631,9 @@ def test_a_layer_norm_of_mean_and_std_ops_runs_natively_forward_and_backward(mon
     with monkeypatch.context() as m:
         m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
         want_out, want_grads = vjp_result(script(layer), args)
+    reverse = [v for cg in f.__dict__["_gradient_cache"].values()
+               for k, v in cg.backward.__globals__.items() if k.startswith("_loop")]
+    assert [lp.calls for lp in reverse] == [1]  # the reverse loop ran natively
     assert all(lp.calls == 1 for lp in gradient_loops(f, args))
     assert_same(tuple(out), tuple(want_out), dtype)
     if dtype == np.float64:

@@ -6,7 +6,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from fuser.cpu import blas, stepgemm
+from fuser.cpu import blas, rowkernels, stepgemm
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
     ARRAY_DESCR_OFFSET,
@@ -23,6 +23,7 @@ from fuser.cpu.loop import reduce
 from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
+    LAYER_NORMS,
     NUMBER_OPS,
     REDUCTIONS,
     VIEWS,
@@ -570,7 +571,74 @@ class LoopBuilder:
         if kind in CONSTRUCTORS:
             self._construct(n)
             return
+        if kind in LAYER_NORMS:
+            self._layer_norm(n)
+            return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")  # _check refused it before
+
+    def _layer_norm(self, n: Node) -> None:
+        """A layer norm or its gradient: ``fuser.cpu.rowkernels``' row function, row by row
+        (the gradient's weight and bias sums start at zero and gather every row's)."""
+        b = self.b
+        back = n.kind == "tensor::layer_norm_backward"
+        t = n.inputs[1 if back else 0].type
+        dtype = t.dtype  # type: ignore[union-attr]
+        ty = reduce.REAL[dtype]
+        cols, rows = t.shape[-1], 1  # type: ignore[union-attr,index]
+        for d in t.shape[:-1]:  # type: ignore[union-attr,index]
+            rows *= d
+        row_bytes = cols * (4 if dtype == "float32" else 8)
+        outs = []
+        for v in n.outputs:
+            self.ptr[v] = self._buffer(v)
+            outs.append(self.ptr[v])
+
+        def given(v: Value) -> Any:
+            return ir.Constant(PTR, None) if v.is_constant else self.ptr[v]
+
+        eps = ir.Constant(ty, float(n.inputs[-1].constant))  # type: ignore[arg-type]
+        width = ir.Constant(I64, cols)
+        if back:
+            g, a, w = n.inputs[:3]
+            fn = rowkernels.backward_row_function(self.module, dtype, not w.is_constant)
+            memset = self.module.declare_intrinsic("llvm.memset", [PTR, I64])
+            for out in outs[1:]:
+                b.call(memset, [out, ir.Constant(ir.IntType(8), 0),
+                                ir.Constant(I64, row_bytes), ir.Constant(I1, 0)])
+            rowed, fixed = [g, a], [given(w)]
+        else:
+            x, w, bias = n.inputs[:3]
+            fn = rowkernels.forward_row_function(self.module, dtype, not w.is_constant,
+                                                 not bias.is_constant)
+            rowed, fixed = [x], [given(w), given(bias)]
+
+        def row(r: Any) -> None:
+            at = b.mul(r, ir.Constant(I64, row_bytes))
+
+            def off(ptr: Any) -> Any:
+                return b.gep(ptr, [at], source_etype=ir.IntType(8))
+
+            args = [off(self.ptr[v]) for v in rowed] + fixed + [off(outs[0])] + (
+                outs[1:] if back else [])
+            b.call(fn, [width, *args, eps])
+
+        self._counted(ir.Constant(I64, rows), row)
+
+    def _counted(self, count: Any, body: Any) -> None:
+        """``for r in range(count): body(r)`` at the builder."""
+        b = self.b
+        start = b.block
+        head, inner, done = (self.fn.append_basic_block(x) for x in ("rows", "row", "rows_done"))
+        b.branch(head)
+        b.position_at_end(head)
+        r = b.phi(I64, "r")
+        r.add_incoming(ir.Constant(I64, 0), start)
+        b.cbranch(b.icmp_signed("<", r, count), inner, done)
+        b.position_at_end(inner)
+        body(r)
+        r.add_incoming(b.add(r, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(done)
 
     def _construct(self, n: Node) -> None:
         """An array of a constructor: zeros (a memset), ones or a number, or left as it is

@@ -37,6 +37,8 @@ CONSTRUCTORS = {"tensor::zeros": ("zeros", None), "tensor::ones": ("ones", None)
                 "tensor::full_like": ("full", 1), "tensor::empty_like": ("empty", None)}
 """array constructors of a shape known when compiling: the fill and the position of its value
 (``full``); the shape, dtype and ``*_like`` template inputs are not read by the native code."""
+LAYER_NORMS = ("tensor::layer_norm", "tensor::layer_norm_backward")
+"""a layer norm over the last axis and its gradient, as row kernels."""
 _STORED = ("float32", "float64", "bool")
 
 
@@ -451,6 +453,9 @@ class LoopProgram:
             if tx.shape == to.shape and kind == "tensor::broadcast_to":
                 self.same[n.output] = self.same.get(n.inputs[0], n.inputs[0])
             return
+        if kind in LAYER_NORMS:
+            self._check_layer_norm(n)
+            return
         if kind in CONSTRUCTORS:
             t = known_array(n.output)
             fill, at = CONSTRUCTORS[kind]
@@ -485,6 +490,29 @@ class LoopProgram:
                     self._kernel(n, kernel, inputs)
                     return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")
+
+    def _check_layer_norm(self, n: Node) -> None:
+        """A layer norm (or its gradient) over the last axis of rows the step made or read
+        from a list (both C-contiguous), a weight and bias of one row or None, a constant
+        eps: the row kernels of ``fuser.cpu.rowkernels``, row by row."""
+        rows = n.inputs[:2] if n.kind == "tensor::layer_norm_backward" else n.inputs[:1]
+        optional = n.inputs[2:3] if n.kind == "tensor::layer_norm_backward" else n.inputs[1:3]
+        eps = n.inputs[-1]
+        t = known_array(rows[-1])
+        contiguous = [self.resolve(v) in self.produced
+                      or v.node.kind in ("prim::ListIndex", "prim::ListPop") for v in rows]
+        if (t is None or t.dtype not in ("float32", "float64") or not t.shape
+                or not t.shape[-1] or not all(contiguous) or not eps.is_constant
+                or not is_number(eps)
+                or any(known_array(v) != t for v in (*rows, n.outputs[0]))
+                or any(not (v.is_constant and v.constant is None)
+                       and known_array(v) != TensorType(t.dtype, t.shape[-1:])
+                       for v in optional)
+                or any(known_array(v) != TensorType(t.dtype, t.shape[-1:])
+                       for v in n.outputs[1:])):
+            raise LoopRefused(f"{where(n)}: not a layer norm of contiguous rows the step makes "
+                              "or reads from a list, with a constant eps")
+        self.produced.extend(n.outputs)
 
     def _fuse_products(self) -> None:
         """Sum each ``a * b`` only a sum or mean reads as it is made: numpy rounds each product

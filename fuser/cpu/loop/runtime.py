@@ -29,6 +29,7 @@ from fuser.cpu.loop.layouts import (
 )
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
+    LAYER_NORMS,
     REDUCTIONS,
     VIEWS,
     WRITES,
@@ -413,6 +414,10 @@ class NativeLoop:
                     o = out_axis[a]
                     ints[("reduce out stride", n, a)] = (
                         0 if a in axes or o is None else out_strides[o])
+            elif n.kind in LAYER_NORMS:  # the row kernels read whole C-ordered rows
+                if not all(dense(*layouts[v]) for v in n.inputs
+                           if v in layouts and not v.is_constant):
+                    raise Unplannable
             elif n.kind in VIEWS and n.output in prog.same:
                 layouts[n.output] = layouts[n.inputs[0]]
             elif n.kind == "tensor::broadcast_to":
