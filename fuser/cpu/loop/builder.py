@@ -24,6 +24,7 @@ from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
     NUMBER_OPS,
+    PIECES,
     REDUCTIONS,
     VIEWS,
     WRITES,
@@ -232,6 +233,9 @@ class LoopBuilder:
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(10)]
             elif n.kind == "tensor::slice":
                 self.prepared[n] = self.int_slot(("slice offset", n))
+            elif n.kind in PIECES:
+                self.prepared[n] = [self.int_slot(("piece offset", n, k))
+                                    for k in range(len(n.outputs))]
             elif n.kind == "tensor::cat":
                 pieces = self.prog.constructed[n.inputs[0]]
                 self.prepared[n] = (self.int_slot(("cat outer", n)),
@@ -475,6 +479,11 @@ class LoopBuilder:
         if kind == "tensor::slice":  # a view: the first element moves, the strides stay
             self.ptr[n.output] = b.gep(self.ptr[n.inputs[0]], [self.prepared[n]],
                                        source_etype=ir.IntType(8))
+            return
+        if kind in PIECES:  # views: the first element moves, the strides stay
+            for out, offset in zip(n.outputs, self.prepared[n]):
+                self.ptr[out] = b.gep(self.ptr[n.inputs[0]], [offset],
+                                      source_etype=ir.IntType(8))
             return
         if kind in VIEWS or (kind in REDUCTIONS and n.output in self.prog.same):  # a view
             self.ptr[n.output] = self.ptr[n.inputs[0]]
