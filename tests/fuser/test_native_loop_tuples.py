@@ -140,6 +140,7 @@ def numbers_and_nesting(x: Tensor, h: Tensor, scale: float, k: int
         kept.append(item)
         kept.append((back, t * scale, h, inner))
         rows.append(x[t + k])
+        rows.append(h[k + 4])
     return kept, rows
 
 
@@ -158,6 +159,7 @@ def test_numbers_indices_and_nested_tuples_are_the_python_loops(monkeypatch):
     assert kept[0][3][0].base is x and rows[0].base is x and rows[0] is not x[17]
     assert np.shares_memory(rows[0], x[17])  # x[0 - 3] wraps, as Python's index does
     assert all(type(c[0]) is int and type(c[1]) is float for c in kept)
+    assert rows[1].base is not None and np.shares_memory(rows[1], kept[0][2])  # a row of h
 
 
 def test_lstm_gates_split_into_views_and_kept_in_the_cache(monkeypatch):
@@ -239,3 +241,24 @@ def test_tuples_of_row_ranges_run_at_once_are_the_python_loops(monkeypatch, thre
     assert lp.calls == 1 and lp.prog.batch == 16
     assert_same_tree(got, want, np.float64)
     assert all(c[0].base is x for c in got[1]) and got[0] is got[1][-1][1]
+
+
+@pytest.mark.parametrize("program", ["cs231n_rnn", "cs231n_lstm"])
+def test_the_cs231n_forwards_keep_their_caches_natively(monkeypatch, program):
+    """The corpus's CS231n forwards at their benchmark sizes (at test sizes the loop is
+    unrolled): the step loop runs natively and returns the Python loop's states and caches."""
+    from benchmarks.realworld_programs import programs
+    module = programs()[program]
+    case = module.CASES[module.BENCH]
+    args = case.make_args("float64", "bench")
+    x, h0, Wx, Wh, _ = args
+    f = script(case.fn)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1
+    assert_same_tree(got, python_path(monkeypatch, case.fn, *args), np.float64)
+    cache = got[1]
+    at = 3 if program == "cs231n_lstm" else 2  # where Wx is in a step's cache
+    assert cache[0][1] is h0 and all(c[at] is Wx and c[at + 1] is Wh for c in cache)
+    assert all(c[0].base is x for c in cache)
+    assert all(cache[t + 1][1] is cache[t][-1] for t in range(len(cache) - 1))
