@@ -262,3 +262,22 @@ def test_the_cs231n_forwards_keep_their_caches_natively(monkeypatch, program):
     assert cache[0][1] is h0 and all(c[at] is Wx and c[at + 1] is Wh for c in cache)
     assert all(c[0].base is x for c in cache)
     assert all(cache[t + 1][1] is cache[t][-1] for t in range(len(cache) - 1))
+
+
+def test_a_dropped_cache_gives_its_buffers_back_to_the_next_call_at_once():
+    """Nothing the call leaves behind holds the step buffers (no reference cycle waiting for the
+    garbage collector): once the caller drops the caches, the next call reuses the buffers."""
+    import gc
+    args = rnn_args(np.float64)
+    f = script(rnn_forward)
+    f(*args)
+    gc.collect()
+    gc.disable()
+    try:
+        _, cache = f(*args)
+        first = cache[0][4].base.ctypes.data
+        del cache
+        _, cache = f(*args)
+        assert cache[0][4].base.ctypes.data == first
+    finally:
+        gc.enable()
