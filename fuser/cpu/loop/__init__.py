@@ -22,14 +22,18 @@ calling the result runs every step in native code:
   (``zeros``, ``ones``, ``full``, ``empty``, their ``_like`` forms, a constant array) fills the
   step's buffer; a transpose, ``expand_dims`` or ``broadcast_to`` is a view (other strides);
 - a ``write_slot`` (and an in-place ``x[t] = v``) is a ``memmove`` of the value into its slot
-  (element by element when the value is strided);
+  (element by element when the value is strided); the pieces of a ``split`` or ``chunk`` are
+  views at offsets;
 - a value made in the body lives in one of two buffers by step parity: the state carried into a
   step was made by the previous step in the other buffer, so nothing a step reads is
   overwritten while it runs; a value appended to a list (or carried into one that is) gets a
   slot per step in one (T, ...) buffer instead, and the list gets views of the slots after the
-  loop. The buffers come from the loop's workspace (``fuser.workspace``: reused by a later call
-  once nothing holds them); the carried results the caller receives are the buffers of the last
-  step;
+  loop. A tuple appended (a step's cache: made arrays, carried states, arrays from outside,
+  selects of them, numbers of the step index) becomes, after the loop, the tuple the Python
+  loop builds: one view object per slot, shared by every tuple that holds that step's array,
+  the caller's own objects where it holds values from outside. The buffers come from the
+  loop's workspace (``fuser.workspace``: reused by a later call once nothing holds them); the
+  carried results the caller receives are the buffers of the last step;
 - lists from outside the loop are read by index or popped from the end (the backward's saved
   values and cotangents: their items are checked once, before the first step), or appended to.
 
@@ -47,21 +51,25 @@ loops, other ops, a ``while``, a list both read and appended to) stays Python: `
 raises ``LoopRefused`` saying which node, and ``explain`` reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
 keeps every loop Python.
 
-The modules: ``program`` (the analysis), ``layouts``, ``builder`` (the LLVM IR), ``reduce``
-(reductions, fills and element copies), ``runtime``
-(``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on helper threads).
+The modules: ``program`` (the analysis), ``rows`` (whether steps are independent across batch
+rows), ``layouts``, ``builder`` (the LLVM IR), ``reduce`` (reductions, fills and element
+copies), ``runtime`` (``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on
+helper threads).
 """
 
 from __future__ import annotations
 
 from fuser.cpu.loop.program import LoopProgram, LoopRefused, enabled
+from fuser.cpu.loop.rows import row_split
 from fuser.cpu.loop.runtime import NativeLoop, Variant
 from ir.core import Node
 
 
 def compile_loop(node: Node) -> NativeLoop:
     """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not."""
-    return NativeLoop(LoopProgram.of(node))
+    prog = LoopProgram.of(node)
+    prog.batch = row_split(prog)
+    return NativeLoop(prog)
 
 
 __all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "Variant", "compile_loop", "enabled"]

@@ -25,6 +25,7 @@ from fuser.cpu.loop.program import (
     CONSTRUCTORS,
     LAYER_NORMS,
     NUMBER_OPS,
+    PIECES,
     REDUCTIONS,
     VIEWS,
     WRITES,
@@ -233,6 +234,9 @@ class LoopBuilder:
                 self.prepared[n] = [self.int_slot(("gemm", n, k)) for k in range(10)]
             elif n.kind == "tensor::slice":
                 self.prepared[n] = self.int_slot(("slice offset", n))
+            elif n.kind in PIECES:
+                self.prepared[n] = [self.int_slot(("piece offset", n, k))
+                                    for k in range(len(n.outputs))]
             elif n.kind == "tensor::cat":
                 pieces = self.prog.constructed[n.inputs[0]]
                 self.prepared[n] = (self.int_slot(("cat outer", n)),
@@ -476,6 +480,11 @@ class LoopBuilder:
         if kind == "tensor::slice":  # a view: the first element moves, the strides stay
             self.ptr[n.output] = b.gep(self.ptr[n.inputs[0]], [self.prepared[n]],
                                        source_etype=ir.IntType(8))
+            return
+        if kind in PIECES:  # views: the first element moves, the strides stay
+            for out, offset in zip(n.outputs, self.prepared[n]):
+                self.ptr[out] = b.gep(self.ptr[n.inputs[0]], [offset],
+                                      source_etype=ir.IntType(8))
             return
         if kind in VIEWS or (kind in REDUCTIONS and n.output in self.prog.same):  # a view
             self.ptr[n.output] = self.ptr[n.inputs[0]]

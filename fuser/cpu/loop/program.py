@@ -1,10 +1,11 @@
 """The analysis of a loop for native code: ``LoopProgram.of(node)`` says what each node of the
 body does in terms the machine code needs (values from outside, made values, lists and their
 roles, the carried values' sources), or raises ``LoopRefused`` naming the node it cannot take;
-``_row_split`` finds whether the steps are independent across batch rows."""
+``rows.row_split`` then finds whether the steps are independent across batch rows."""
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,12 @@ NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
 """Python number arithmetic in the body (a step index, a decay factor): LLVM's integer and IEEE
 double operations give Python's results; an int result that leaves 64 bits, and ``/`` by zero,
 return to Python, which computes the big int or raises."""
+PY_NUMBER_OPS = {"tensor::add": operator.add, "tensor::sub": operator.sub,
+                 "tensor::mul": operator.mul, "tensor::div": operator.truediv}
+"""the same operations as Python computes them (a kept number, an index, after the loop)."""
+PIECES = ("tensor::split", "tensor::chunk")
+"""views of an array in pieces along a constant axis (``np.split`` into equal pieces, torch's
+``chunk``): each piece is the array at an offset, with its strides."""
 WRITES = ("tensor::write_slot", "tensor::select_put_")
 REDUCTIONS = {"tensor::sum": "sum", "tensor::mean": "mean", "tensor::amax": "max",
               "tensor::amin": "min", "tensor::sum_to": "sum", "tensor::var": "var",
@@ -108,12 +115,54 @@ def _true(v: Value) -> bool:
 def unread(n: Node) -> set[int]:
     """Positions of ``n``'s inputs the native code does not read (a reduction's axes and
     keepdims, a constructor's shape, dtype and template): only their types matter."""
-    if n.kind in REDUCTIONS or n.kind in VIEWS:
+    if n.kind in REDUCTIONS or n.kind in VIEWS or n.kind in PIECES:
         return set(range(1, len(n.inputs)))
     if n.kind in CONSTRUCTORS:
         value = CONSTRUCTORS[n.kind][1]
         return set(range(len(n.inputs))) - ({value} if value is not None else set())
     return set()
+
+
+def what_it_is(v: Value) -> str:
+    """Words for a value the native loop cannot keep beyond the step."""
+    if is_list(v):
+        return "a list"
+    if v.node.kind in ("prim::ListIndex", "prim::ListPop"):
+        return "a list item"
+    if v.node.kind in (*VIEWS, *PIECES, "tensor::slice", "tensor::reshape"):
+        return "a view"
+    return f"a {v.node.kind} of type {v.type}"
+
+
+def split_pieces(n: Node) -> tuple[int, int, int] | None:
+    """(axis, the length of each piece but maybe the last, the axis's length) of a ``split``
+    or ``chunk`` whose outputs have the shapes numpy's (torch's) pieces have; else None."""
+    x, count, axis = n.inputs
+    t = known_array(x)
+    if t is None or not count.is_constant or not axis.is_constant:
+        return None
+    k, a = count.constant, axis.constant
+    rank = len(t.shape)  # type: ignore[arg-type]
+    if (not isinstance(k, int) or not isinstance(a, int) or isinstance(k, bool) or k <= 0
+            or not -rank <= a < rank or len(n.outputs) != k):
+        return None
+    a %= rank
+    size = t.shape[a]  # type: ignore[index]
+    if n.kind == "tensor::split":
+        if size % k:
+            return None
+        piece = size // k
+    else:
+        piece = -(-size // k)
+        if size and -(-size // piece) != k:
+            return None
+    for j, out in enumerate(n.outputs):
+        to = known_array(out)
+        want = list(t.shape)  # type: ignore[arg-type]
+        want[a] = max(0, min(piece, size - j * piece))
+        if to is None or to.dtype != t.dtype or tuple(to.shape) != tuple(want):
+            return None
+    return a, piece, size
 
 
 def reduction(n: Node) -> tuple[tuple[int, ...], list[int | None]] | None:
@@ -187,7 +236,16 @@ class LoopProgram:
     """made values every step of which must stay readable after the loop (appended, or carried
     into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
     tuples: dict[Value, list[Value]] = field(default_factory=dict)
-    """tuples the body builds and unpacks again (their items)."""
+    """tuples the body builds (their items): unpacked again, or appended to a list."""
+    kept: dict[Value, tuple] = field(default_factory=dict)
+    """how each step's value of what a step appends (an array, a tuple and its items) is found
+    after the loop: ``("made", k)`` the step's slot of ``produced[k]``'s (T, ...) buffer,
+    ``("carried", j)`` carried value j as the step received it, ``("free", k)`` ``free[k]``,
+    ``("constant", c)``, ``("counter",)`` the step index, ``("op", kind, a, b)`` a number
+    computed from such numbers, ``("select", x, axis, index)`` a select of such an array (a
+    view, as numpy's), ``("tuple", items)``: the values named are keys of ``kept`` too."""
+    counter: Value | None = None
+    """the body's step index (0, 1, ...)."""
     same: dict[Value, Value] = field(default_factory=dict)
     """values that are another value of the body (a tuple's item unpacked)."""
     constructed: dict[Value, list[Value]] = field(default_factory=dict)
@@ -195,7 +253,7 @@ class LoopProgram:
     item_types: dict[Value, TensorType] = field(default_factory=dict)
     """the type of the items the body reads from each ``read`` or ``pop`` list."""
     batch: int | None = None
-    """B when the steps are independent across the rows of a batch (see ``_row_split``): the
+    """B when the steps are independent across the rows of a batch (``rows.row_split``): the
     loop can then run as several loops over disjoint row ranges at once."""
     row_inputs: dict[Node, set[int]] = field(default_factory=dict)
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
@@ -221,7 +279,7 @@ class LoopProgram:
         body_cond, *results = body.returns
         if not (_true(cond) and _true(body_cond)):
             raise LoopRefused("a while loop (its condition may change)")
-        prog = cls(node, params=list(params), results=list(results))
+        prog = cls(node, params=list(params), results=list(results), counter=counter)
         for p in params:
             if known_array(p) is None:
                 raise LoopRefused(f"carried value %{p.name} of type {p.type} is not an array of "
@@ -290,22 +348,53 @@ class LoopProgram:
                 elif buf not in made:
                     raise LoopRefused(f"{where(n)}: writes into a view")
         for lst, v in prog.appends:
-            r = prog.resolve(v)
-            if r in made:
-                prog.sequenced.add(r)
-            elif r in param_pos:
-                how, k = prog.sources[param_pos[r]]
-                if how == "made":
-                    prog.sequenced.add(prog.produced[k])
-            elif r not in free_pos:
-                raise LoopRefused(f"appends %{v.name}, a view or a list item, to %{lst.name}")
+            prog._keep(v, lst, made, free_at, param_pos)
         numbers = {n.output for n in body if n.kind in REDUCTIONS and not n.output.type.shape}
         if numbers & prog.sequenced or any(how == "made" and prog.produced[k] in numbers
                                            for how, k in prog.sources):
             # numpy gives a number there, the native loop a 0-d array
             raise LoopRefused("a reduction to one number is kept beyond the step")
-        prog.batch = _row_split(prog)
         return prog
+
+    def _keep(self, v: Value, lst: Value, made: dict[Value, int], free_at: dict[Value, int],
+              param_pos: dict[Value, int]) -> None:
+        """How each step's ``v`` (appended to ``lst``) is found after the loop (``kept``); a made
+        array it is gets a slot per step (``sequenced``)."""
+        if v in self.kept:
+            return
+        r = self.resolve(v)
+        (body,) = self.node.blocks
+        n = r.node
+        if r in made:
+            self.sequenced.add(r)
+            how: tuple = ("made", made[r])
+        elif r in param_pos:
+            j = param_pos[r]
+            source, k = self.sources[j]
+            if source == "made":
+                self.sequenced.add(self.produced[k])
+            how = ("carried", j)
+        elif r in free_at:
+            how = ("free", free_at[r])
+        elif r is self.counter:
+            how = ("counter",)
+        elif r.is_constant and known_array(r) is None and (
+                r.constant is None or isinstance(r.constant, (bool, int, float, str))):
+            how = ("constant", r.constant)
+        elif r in self.tuples:
+            how = ("tuple", self.tuples[r])
+        elif n.owner is body and n.kind in NUMBER_OPS and is_number(r):
+            how = ("op", n.kind, *n.inputs)
+        elif n.owner is body and n.kind == "tensor::select" and n.inputs[1].is_constant:
+            x, axis, idx = n.inputs
+            how = ("select", x, int(axis.constant), idx)
+        else:
+            raise LoopRefused(f"appends %{v.name} to %{lst.name}: {what_it_is(r)}")
+        self.kept[v] = how
+        for w in how[1:]:
+            for u in (w if isinstance(w, list) else [w]):
+                if isinstance(u, Value):
+                    self._keep(u, lst, made, free_at, param_pos)
 
     def resolve(self, v: Value) -> Value:
         """The value of the body ``v`` is: a tuple item unpacked is the item, an in-place
@@ -329,9 +418,10 @@ class LoopProgram:
             if NUMBER_OPS[kind][0] is None and is_int(n.output):
                 raise LoopRefused(f"{where(n)}: an int {kind}")
             return
-        if kind == "prim::TupleConstruct":  # plumbing: a tuple the body unpacks again
-            if any(u.node.kind not in ("prim::TupleUnpack", "prim::TupleIndex")
-                   for u in n.output.uses):
+        if kind == "prim::TupleConstruct":  # plumbing: a tuple unpacked again, or appended
+            if any(u.node.kind not in ("prim::TupleUnpack", "prim::TupleIndex",
+                                       "prim::TupleConstruct", "prim::ListAppend")
+                   or u.node.owner is not n.owner for u in n.output.uses):
                 raise LoopRefused(f"{where(n)}: a tuple kept beyond the step")
             self.tuples[n.output] = list(n.inputs)
             return
@@ -348,6 +438,12 @@ class LoopProgram:
             if (known_array(x) is None or known_array(n.output) is None or not axis.is_constant
                     or not all(v.is_constant for v in bounds)):
                 raise LoopRefused(f"{where(n)}: a slice with bounds known only at run time")
+            return
+        if kind in PIECES:
+            x, count, axis = n.inputs
+            if (known_array(x) is None or not count.is_constant or not axis.is_constant
+                    or split_pieces(n) is None):
+                raise LoopRefused(f"{where(n)}: pieces of unknown shapes")
             return
         if kind == "tensor::reshape":
             x, _ = n.inputs
@@ -389,7 +485,8 @@ class LoopProgram:
             return
         if kind == "prim::ListAppend":
             lst, value = n.inputs
-            if known_array(value) is None or lst.node.owner is n.owner:
+            if lst.node.owner is n.owner or (known_array(value) is None
+                                             and self.resolve(value) not in self.tuples):
                 raise LoopRefused(f"{where(n)}: an append of an array of unknown shape")
             self.appends.append((lst, value))
             return
@@ -544,78 +641,6 @@ class LoopProgram:
         self.kernels[n] = kernel
         self.kernel_inputs[n] = inputs
         self.produced.extend(n.outputs)
-
-
-def _row_split(prog: LoopProgram) -> int | None:
-    """The batch size B when every step is independent across batch rows, else None.
-
-    Every carried array is (B, ...); every array a step makes is (B, ...) with row r computed
-    from row r of the (B, ...) arrays it reads (fusion groups: a leaf of the output's rank and
-    B rows; matmuls: the left operand, the right one read whole) and from arrays read whole
-    that no step writes. Then k loops over disjoint row ranges compute what one loop computes,
-    each writing only its rows (of the made values, and of the slots it stores into)."""
-    params = prog.params
-    if not params:
-        return None
-    first = known_array(params[0])
-    if first is None or not first.shape:  # a 0-d carry (an accumulator) has no rows
-        return None
-    batch = first.shape[0]
-    if batch is None or batch < 2:
-        return None
-
-    def rows(v: Value) -> bool:
-        t = known_array(v)
-        return t is not None and len(t.shape) >= 1 and t.shape[0] == batch
-
-    if not all(rows(p) for p in params):
-        return None
-    split: set[Value] = set(params) | set(prog.produced)
-    """values a row range's loop holds only its own rows of."""
-    (body,) = prog.node.blocks
-    for n in body:  # what the steps write rows of, wherever in the step they write it
-        if n.kind in WRITES:
-            split.add(prog.resolve(n.inputs[0]))
-            if n.kind == "tensor::select_put_":
-                split.add(n.output)
-    for n in body:
-        kind = n.kind
-        uses: set[int] = set()
-        if n in prog.kernels:
-            inputs = prog.kernel_inputs[n]
-            outs = [known_array(v) for v in n.outputs]
-            rank = len(outs[0].shape)  # type: ignore[union-attr]
-            if not all(rows(v) and len(t.shape) == rank for v, t in zip(n.outputs, outs)):
-                return None
-            for i in prog.kernels[n].spec.array_inputs:
-                v = inputs[i]
-                t = known_array(v)
-                if t is not None and len(t.shape) == rank and t.shape[0] == batch:
-                    uses.add(i)
-                elif v in split:
-                    return None  # a made value read whole (broadcast)
-        elif kind == "tensor::matmul":
-            a, w = n.inputs
-            if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
-                    known_array(w).shape) != 2:  # type: ignore[union-attr]
-                return None  # (a vector's rows are not batch rows)
-            uses.add(0)
-        elif kind in WRITES:
-            buf, axis, _, value = write_parts(n)
-            t = known_array(buf)
-            ax = int(axis.constant)
-            if not rows(value) or t is None or ax != 0 or len(t.shape) < 2 or t.shape[1] != batch:
-                return None
-        elif kind == "tensor::select" or kind == "tensor::unbind":
-            if n.inputs[0] in split:
-                return None  # a view of rows written by other row ranges
-        elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
-                      "prim::Constant") or kind in NUMBER_OPS:
-            pass
-        else:
-            return None
-        prog.row_inputs[n] = uses
-    return batch
 
 
 def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:

@@ -30,11 +30,14 @@ from fuser.cpu.loop.layouts import (
 from fuser.cpu.loop.program import (
     CONSTRUCTORS,
     LAYER_NORMS,
+    PIECES,
+    PY_NUMBER_OPS,
     REDUCTIONS,
     VIEWS,
     WRITES,
     LoopProgram,
     reduction,
+    split_pieces,
     write_parts,
 )
 from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
@@ -208,48 +211,88 @@ class NativeLoop:
             return None
         self.calls += 1
         last = (trip - 1) & 1
+        slots: dict[int, list[np.ndarray]] = {}
+        """per sequenced buffer, the views of its slots handed out (one object per step, as
+        the Python loop makes one array per step)."""
 
         def final(k: int) -> Any:
             at = self.buffer_at[k]
-            return bufs[at][trip - 1] if prog.produced[k] in prog.sequenced else bufs[at + last]
+            if prog.produced[k] not in prog.sequenced:
+                return bufs[at + last]
+            return slots[at][trip - 1] if at in slots else bufs[at][trip - 1]
 
         for lst, role in zip(lists, self.list_roles):
             if role == "pop":
                 del lst[len(lst) - trip:]
         if prog.appends:
-            self._append(trip, free, inits, bufs, lists)
+            self._append(trip, free, inits, bufs, lists, slots)
         return tuple([final(k) if how == "made" else inits[k] if how == "same" else free[k]
                       for how, k in prog.sources])
 
-    def _append(self, trip: int, free: tuple, inits: tuple, bufs: list, lists: list) -> None:
-        """Append what each step appended, in step order, to the lists."""
+    def _append(self, trip: int, free: tuple, inits: tuple, bufs: list, lists: list,
+                slots: dict[int, list[np.ndarray]]) -> None:
+        """Append what each step appended, in step order, to the lists: the objects the Python
+        loop would have appended (``LoopProgram.kept``), the same object wherever it appended
+        the same one (a value from outside, a state carried into the next step's tuple)."""
         prog = self.prog
-        made = {v: k for k, v in enumerate(prog.produced)}
-        free_at = {v: k for k, v in enumerate(prog.free)}
-        params = {v: j for j, v in enumerate(prog.params)}
+        call = (trip, free, inits, bufs, slots, {})
         by_list: dict[int, list[list[Any]]] = {}
         list_of = {v: lists[k] for k, v in enumerate(prog.free_lists)}
         for lst, v in prog.appends:
-            r = prog.resolve(v)
-            if r in made:
-                steps = list(bufs[self.buffer_at[made[r]]])
-            elif r in params:
-                j = params[r]
-                how, k = prog.sources[j]
-                if how == "made":
-                    steps = [inits[j], *bufs[self.buffer_at[k]][:trip - 1]]
-                elif how == "same":
-                    steps = [inits[j]] * trip
-                else:
-                    steps = [inits[j]] + [free[k]] * (trip - 1)
-            else:
-                steps = [free[free_at[r]]] * trip
-            by_list.setdefault(id(list_of[lst]), [list_of[lst]]).append(steps)
+            by_list.setdefault(id(list_of[lst]), [list_of[lst]]).append(self._steps(v, call))
         for target, *sequences in by_list.values():
             if len(sequences) == 1:
                 target.extend(sequences[0])
             else:
                 target.extend(itertools.chain.from_iterable(zip(*sequences)))
+
+    def _steps(self, v: Value, call: tuple) -> list[Any]:
+        """``v``'s value at each step of the call (``call``: the trip count, the free values,
+        the initial carried values, the buffers, the slot views handed out and the values
+        found so far). A method, not a closure: a closure calling itself is a reference cycle
+        that would keep the call's buffers from the workspace until the garbage collector
+        runs."""
+        trip, free, inits, bufs, slots, found = call
+        if v in found:
+            return found[v]
+        prog = self.prog
+        how, *args = prog.kept[v]
+        if how == "made":
+            out = self._slots(args[0], bufs, slots)
+        elif how == "carried":
+            j = args[0]
+            source, k = prog.sources[j]
+            if source == "made":
+                out = [inits[j], *self._slots(k, bufs, slots)[:trip - 1]]
+            elif source == "same":
+                out = [inits[j]] * trip
+            else:
+                out = [inits[j]] + [free[k]] * (trip - 1)
+        elif how == "free":
+            out = [free[args[0]]] * trip
+        elif how == "constant":
+            out = [args[0]] * trip
+        elif how == "counter":
+            out = list(range(trip))
+        elif how == "op":
+            kind, a, b = args
+            out = list(map(PY_NUMBER_OPS[kind], self._steps(a, call), self._steps(b, call)))
+        elif how == "select":
+            x, axis, idx = args
+            out = [a[(slice(None),) * (axis % a.ndim) + (i,)]
+                   for a, i in zip(self._steps(x, call), self._steps(idx, call))]
+        else:  # a tuple
+            items = [self._steps(item, call) for item in args[0]]
+            out = list(zip(*items)) if items else [()] * trip
+        found[v] = out
+        return out
+
+    def _slots(self, k: int, bufs: list, slots: dict[int, list[np.ndarray]]) -> list[np.ndarray]:
+        """The views of made value k's slots, one object per step for every use."""
+        at = self.buffer_at[k]
+        if at not in slots:
+            slots[at] = list(bufs[at])
+        return slots[at]
 
     # -- variants
     def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
@@ -351,6 +394,14 @@ class NativeLoop:
                 out_strides = list(strides)
                 out_strides[ax] = strides[ax] * picked.step
                 layouts[n.output] = (out_shape, tuple(out_strides), item)
+            elif n.kind in PIECES:  # views: the input at an offset, with its strides
+                found = split_pieces(n)
+                assert found is not None
+                ax, piece, _ = found
+                shape, strides, item = layouts[n.inputs[0]]
+                for k, out in enumerate(n.outputs):
+                    ints[("piece offset", n, k)] = k * piece * strides[ax]
+                    layouts[out] = (tuple(out.type.shape), strides, item)  # type: ignore
             elif n.kind == "tensor::reshape":
                 if n.output in prog.same:
                     layouts[n.output] = layouts[n.inputs[0]]

@@ -1,0 +1,81 @@
+"""Whether a loop's steps are independent across batch rows (``row_split``): then the loop can
+run as several loops over disjoint row ranges at once (``ranges``)."""
+
+from __future__ import annotations
+
+from fuser.cpu.loop.program import NUMBER_OPS, WRITES, LoopProgram, known_array, write_parts
+from ir.core import Value
+
+
+def row_split(prog: LoopProgram) -> int | None:
+    """The batch size B when every step is independent across batch rows, else None.
+
+    Every carried array is (B, ...); every array a step makes is (B, ...) with row r computed
+    from row r of the (B, ...) arrays it reads (fusion groups: a leaf of the output's rank and
+    B rows; matmuls: the left operand, the right one read whole) and from arrays read whole
+    that no step writes. Then k loops over disjoint row ranges compute what one loop computes,
+    each writing only its rows (of the made values, and of the slots it stores into)."""
+    params = prog.params
+    if not params:
+        return None
+    first = known_array(params[0])
+    if first is None or not first.shape:  # a 0-d carry (an accumulator) has no rows
+        return None
+    batch = first.shape[0]
+    if batch is None or batch < 2:
+        return None
+
+    def rows(v: Value) -> bool:
+        t = known_array(v)
+        return t is not None and len(t.shape) >= 1 and t.shape[0] == batch
+
+    if not all(rows(p) for p in params):
+        return None
+    split: set[Value] = set(params) | set(prog.produced)
+    """values a row range's loop holds only its own rows of."""
+    (body,) = prog.node.blocks
+    for n in body:  # what the steps write rows of, wherever in the step they write it
+        if n.kind in WRITES:
+            split.add(prog.resolve(n.inputs[0]))
+            if n.kind == "tensor::select_put_":
+                split.add(n.output)
+    for n in body:
+        kind = n.kind
+        uses: set[int] = set()
+        if n in prog.kernels:
+            inputs = prog.kernel_inputs[n]
+            outs = [known_array(v) for v in n.outputs]
+            rank = len(outs[0].shape)  # type: ignore[union-attr]
+            if not all(rows(v) and len(t.shape) == rank for v, t in zip(n.outputs, outs)):
+                return None
+            for i in prog.kernels[n].spec.array_inputs:
+                v = inputs[i]
+                t = known_array(v)
+                if t is not None and len(t.shape) == rank and t.shape[0] == batch:
+                    uses.add(i)
+                elif v in split:
+                    return None  # a made value read whole (broadcast)
+        elif kind == "tensor::matmul":
+            a, w = n.inputs
+            if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
+                    known_array(w).shape) != 2:  # type: ignore[union-attr]
+                return None  # (a vector's rows are not batch rows)
+            uses.add(0)
+        elif kind in WRITES:
+            buf, axis, _, value = write_parts(n)
+            t = known_array(buf)
+            ax = int(axis.constant)
+            if not rows(value) or t is None or ax != 0 or len(t.shape) < 2 or t.shape[1] != batch:
+                return None
+        elif kind == "tensor::select" or kind == "tensor::unbind":
+            if n.inputs[0] in split:
+                return None  # a view of rows written by other row ranges
+        elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
+                      "prim::Constant") or kind in NUMBER_OPS or (
+                kind == "prim::TupleConstruct" and n.output in prog.kept):
+            # (a tuple kept for after the loop: nothing reads it in the steps)
+            pass
+        else:
+            return None
+        prog.row_inputs[n] = uses
+    return batch
