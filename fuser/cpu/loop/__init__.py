@@ -56,12 +56,26 @@ from __future__ import annotations
 
 from fuser.cpu.loop.program import LoopProgram, LoopRefused, enabled
 from fuser.cpu.loop.runtime import NativeLoop, Variant
+from fuser.cpu.loop.shapes import RunTimeShapes, outside_values, run_time_shaped
 from ir.core import Node
 
 
-def compile_loop(node: Node) -> NativeLoop:
-    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not."""
-    return NativeLoop(LoopProgram.of(node))
+def compile_loop(node: Node) -> NativeLoop | RunTimeShapes:
+    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not.
+
+    A loop refused only because its arrays' sizes are known at run time compiles when it is
+    reached, for those sizes (``RunTimeShapes``)."""
+    try:
+        return NativeLoop(LoopProgram.of(node))
+    except LoopRefused:
+        if any(n.blocks for n in node.blocks[0]) or not any(
+                run_time_shaped(v.type) for v in (*node.inputs, *outside_values(node))):
+            raise
+    try:
+        return RunTimeShapes(node)
+    except LoopRefused as e:
+        raise LoopRefused(f"{e} (with the sizes its arrays have when it is reached)") from None
 
 
-__all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "Variant", "compile_loop", "enabled"]
+__all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "RunTimeShapes", "Variant", "compile_loop",
+           "enabled"]

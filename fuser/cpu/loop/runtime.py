@@ -33,6 +33,7 @@ from fuser.cpu.loop.program import (
     VIEWS,
     WRITES,
     LoopProgram,
+    int_list,
     reduction,
     write_parts,
 )
@@ -87,6 +88,8 @@ class NativeLoop:
         self.array_pos = [pos[v] for v in prog.free_arrays]
         self.list_pos = [pos[v] for v in prog.free_lists]
         self.list_roles = [prog.roles[v] for v in prog.free_lists]
+        self.int_lists = [int_list(v) for v in prog.free_lists]
+        """per list: whether it is a list of ints (the steps read an int64 copy of it)."""
         self.changed_lists = any(r != "read" for r in self.list_roles)
         self.buffer_at: list[int] = []
         """per made value, the index of its first buffer in a call's buffer list."""
@@ -125,6 +128,11 @@ class NativeLoop:
         if not self.fns[at]:
             self.fns[at] = stepgemm.address(item == 8)
         return 1
+
+    @property
+    def free(self) -> list[Value]:
+        """The values from outside the loop a call passes, in order."""
+        return self.prog.free
 
     def __repr__(self) -> str:
         return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0])} nodes>"
@@ -190,7 +198,15 @@ class NativeLoop:
             else:
                 bufs.append(next(sites).empty(shape, dtype))
                 bufs.append(next(sites).empty(shape, dtype))
-        tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
+        tuples = []
+        for lst, role, ints_only in zip(lists, self.list_roles, self.int_lists):
+            if ints_only:
+                copy = _int64_copy(lst)
+                if copy is None:
+                    return None
+                tuples.append(copy)
+            elif role != "append":
+                tuples.append(tuple(lst))
         items = tuple([*arrays, *inits, *bufs, *tuples])
         ranges = self._ranges(variant)
         if ranges is None:
@@ -276,7 +292,7 @@ class NativeLoop:
             ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
         ints[("ndarray",)] = id(np.ndarray)
         for lst in prog.free_lists:
-            if prog.roles[lst] == "append":
+            if prog.roles[lst] == "append" or int_list(lst):
                 continue
             e = prog.item_types[lst]
             shape, strides, item = c_layout(e)  # type: ignore[arg-type]
@@ -286,6 +302,8 @@ class NativeLoop:
         for n in body:
             if n.kind in ("prim::ListIndex", "prim::ListPop"):
                 lst = n.inputs[0]
+                if int_list(lst):
+                    continue  # an int
                 if lst not in prog.unbound:
                     layouts[n.output] = c_layout(prog.item_types[lst])
                     continue
@@ -556,3 +574,15 @@ class NativeLoop:
                 per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
                 values[("bytes", n)] = rows * per_row
         return values
+
+
+def _int64_copy(items: list) -> np.ndarray | None:
+    """The ints of ``items`` as an int64 array; None when one is not an int (a bool, which
+    indexes otherwise) or does not fit in 64 bits: the loop then runs as Python."""
+    for v in items:
+        if type(v) is not int:
+            return None
+    try:
+        return np.array(items, np.int64)
+    except OverflowError:
+        return None
