@@ -100,12 +100,24 @@ def test_one_loop_keeps_a_specialization_per_length(monkeypatch, dtype):
     got = f(xs, U, V, W)
     lp = inner_loop(f, xs, U, V, W)
     assert lp.calls == 5 and len(lp.specialized) == 4  # lengths 4, 1, 7 and 2
+    assert len(lp.code) == 1  # 4, 7 and 2 share their machine code; 1 is compiled apart
     assert all(found is not None for found in lp.specialized.values())
     assert f(xs, U, V, W) == got and lp.calls == 10 and len(lp.specialized) == 4
     want = python_result(monkeypatch, total, xs, U, V, W)
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
     np.testing.assert_allclose(got, total(xs, U, V, W), rtol=1e-5 if dtype == np.float32
                                else 1e-12)
+
+
+def test_a_length_equal_to_another_size_gets_code_of_its_own(monkeypatch):
+    U, V, W = weights(np.float64, hidden=6)
+    xs = [sentence(n) for n in (3, 6, 5, 11)]  # 6 is the states' size, 11 the words'
+    f = script(total)
+    got = f(xs, U, V, W)
+    lp = inner_loop(f, xs, U, V, W)
+    assert lp.calls == 4 and len(lp.code) == 3
+    np.testing.assert_allclose(got, python_result(monkeypatch, total, xs, U, V, W), rtol=1e-12)
+    np.testing.assert_allclose(got, total(xs, U, V, W), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

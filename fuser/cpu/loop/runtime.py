@@ -76,8 +76,13 @@ class NativeLoop:
     carried results, or None when these arguments cannot run natively (the caller then runs the
     loop as Python)."""
 
-    def __init__(self, prog: LoopProgram):
+    def __init__(self, prog: LoopProgram, shared: dict | None = None,
+                 fingerprint: Any = None):
         self.prog = prog
+        self.shared = shared if fingerprint is not None else None
+        """machine code by what it depends on, shared with loops of the same ``fingerprint``
+        (the specializations of one loop on sizes known at run time: ``shapes``)."""
+        self.fingerprint = fingerprint
         self.variants: dict[tuple, Variant | None] = {}
         self.lock = threading.Lock()
         self.free_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
@@ -480,28 +485,51 @@ class NativeLoop:
                 if n.kind in WRITES:
                     buf = n.inputs[0]
                     ints[("slot rows", n)] = layouts[buf][1][int(write_parts(n)[1].constant) + 1]
+        address, int_keys, double_keys = self._code(layouts, plans, ints)
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        free_ints, int_values = [], []
+        for at, key in enumerate(int_keys):
+            if key[0] == "free":
+                free_ints.append((at, free_at[key[1]]))
+                int_values.append(0)
+            else:
+                int_values.append(ints[key])
+        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(double_keys)]
+        dbl_values = [0.0] * len(double_keys)
+        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
+                    v in prog.sequenced) for v in prog.produced]
+        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
+                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
+                       [p.params for p in plans.values()] + constants, list(int_keys), layouts,
+                       plans)
+
+    def _code(self, layouts: dict[Value, Layout], plans: dict[Node, Any],
+              ints: dict[Any, int]) -> tuple[int, list, list]:
+        """The address of the machine code for these layouts and what its ints and doubles
+        hold; from ``shared`` when a loop of the same fingerprint compiled it for layouts the
+        builder makes the same code of (the same kernel plans' classes and block copies)."""
+        prog = self.prog
+        key = None
+        if self.shared is not None:
+            key = (self.fingerprint, _layout_facts(prog, layouts, plans))
+            found = self.shared.get(key)
+            if found is not None:
+                address, int_keys, double_keys = found
+                objects = _objects(prog)
+                int_keys = [_decode(k, objects) for k in int_keys]
+                if all(k[0] == "free" or k in ints for k in int_keys):
+                    return address, int_keys, [_decode(k, objects) for k in double_keys]
         builder = LoopBuilder(prog, layouts, self.gemm.int_bits)
         builder.plans = plans
         text = builder.build()
         name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         text = text.replace(PLACEHOLDER, name)
         (address,) = jit.compile_ir(text, [name])
-        free_at = {v: k for k, v in enumerate(prog.free)}
-        free_ints, int_values = [], []
-        for at, key in enumerate(builder.ints):
-            if key[0] == "free":
-                free_ints.append((at, free_at[key[1]]))
-                int_values.append(0)
-            else:
-                int_values.append(ints[key])
-        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(builder.doubles)]
-        dbl_values = [0.0] * len(builder.doubles)
-        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
-                    v in prog.sequenced) for v in prog.produced]
-        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
-                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
-                       [p.params for p in plans.values()] + constants, list(builder.ints), layouts,
-                       plans)
+        if key is not None:
+            at = {v: k for k, v in enumerate(_objects(prog))}
+            self.shared[key] = (address, [_encode(k, at) for k in builder.ints],  # type: ignore
+                                [_encode(k, at) for k in builder.doubles])
+        return address, list(builder.ints), list(builder.doubles)
 
     # -- row ranges
     def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
@@ -586,3 +614,37 @@ def _int64_copy(items: list) -> np.ndarray | None:
         return np.array(items, np.int64)
     except OverflowError:
         return None
+
+
+def _layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[Node, Any]) -> tuple:
+    """What of the layouts the builder's code depends on: per node, a kernel's key and plan
+    classes, or whether a slot write copies whole blocks."""
+    (body,) = prog.node.blocks
+    facts: list[Any] = []
+    for n in body:
+        if n in plans:
+            facts.append((prog.kernels[n].key, plans[n].classes))
+        elif n.kind in WRITES:
+            buf, axis, _, value = write_parts(n)
+            facts.append(block_copy(layouts[buf], int(axis.constant), layouts[value]))
+        else:
+            facts.append(None)
+    return tuple(facts)
+
+
+def _objects(prog: LoopProgram) -> list[Any]:
+    """The loop's inputs, its body's parameters, nodes and values, in an order two copies of
+    one loop share (what the keys of a variant's ints name, by position)."""
+    (body,) = prog.node.blocks
+    out = [*prog.node.inputs, *body.params]
+    for n in body:
+        out += [n, *n.inputs, *n.outputs]
+    return list(dict.fromkeys(out))
+
+
+def _encode(key: tuple, at: dict[Any, int]) -> tuple:
+    return tuple(("at", at[x]) if isinstance(x, (Node, Value)) else x for x in key)
+
+
+def _decode(key: tuple, objects: list[Any]) -> tuple:
+    return tuple(objects[x[1]] if isinstance(x, tuple) and x[:1] == ("at",) else x for x in key)

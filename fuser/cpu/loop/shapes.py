@@ -77,6 +77,8 @@ class RunTimeShapes:
         self.shaped_inits = [k for k, v in enumerate(carried) if run_time_shaped(v.type)]
         self.specialized: dict[tuple, tuple[NativeLoop, list[int]] | None] = {}
         self.lock = threading.Lock()
+        self.code: dict[Any, Any] = {}
+        """the machine code the specializations share (``NativeLoop.shared``)."""
         if not (self.shaped_free or self.shaped_inits):
             raise LoopRefused("no array of the loop has a size known only at run time")
         probe = [t.with_shape(tuple(PROBE_SIZE if d is None else d for d in t.shape))
@@ -160,6 +162,33 @@ class RunTimeShapes:
         for v in copy.outputs:
             graph.add_output(v)
         propagate_graph(graph)
-        native = NativeLoop(LoopProgram.of(copy))
+        native = NativeLoop(LoopProgram.of(copy), self.code,
+                            _fingerprint(copy, [d for t in types for d in t.shape]))
         position = {vmap[v]: k for k, v in enumerate(self.free)}
         return native, [position[v] for v in native.prog.free]
+
+
+def _fingerprint(loop: Node, sizes: list[Any]) -> tuple | None:
+    """The types of every value of a specialized copy of the loop, each size it was given at
+    run time written as the position of its first occurrence in ``sizes``; None when one is 0
+    or 1 (sizes the analysis treats apart: an empty reduction, a broadcast).
+
+    Two copies of one loop with the same fingerprint compare every pair of sizes alike (two
+    sizes are equal in one exactly when they are in the other), and no size given at run time
+    equals a size the types hold for another reason, so the analysis decides alike and the
+    builder makes the same code: only the sizes, run-time arguments of that code, differ."""
+    given = [d for d in sizes if isinstance(d, int)]
+    if any(d < 2 for d in given):
+        return None
+    first = {d: k for k, d in reversed(list(enumerate(given)))}
+
+    def canonical(t: Type) -> Any:
+        if isinstance(t, TensorType) and t.shape is not None:
+            return (t.dtype, tuple(("size", first[d]) if d in first else d for d in t.shape))
+        return str(t)
+
+    (body,) = loop.blocks
+    values = [*loop.inputs, *body.params]
+    for n in body:
+        values += [*n.inputs, *n.outputs]
+    return tuple(canonical(v.type) for v in values)
