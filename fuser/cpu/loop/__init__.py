@@ -31,7 +31,12 @@ calling the result runs every step in native code:
   once nothing holds them); the carried results the caller receives are the buffers of the last
   step;
 - lists from outside the loop are read by index or popped from the end (the backward's saved
-  values and cotangents: their items are checked once, before the first step), or appended to.
+  values and cotangents: their items are checked once, before the first step), or appended to;
+  a list of ints (a sentence's word indices) is read from an int64 copy the call makes, and an
+  int array's item taken by ``int()`` (``for t in np.arange(T)``) is an LLVM integer;
+- a loop whose arrays have sizes known only at run time (``Double(*, 400)``: ``T = len(x)``)
+  is compiled when reached, for the shapes its arrays have then (``shapes.RunTimeShapes``: a
+  typed copy of the loop per set of shapes, sharing machine code across them).
 
 What the native code may assume is checked for each call before it runs (otherwise the caller
 runs the loop as Python, ``None`` being returned): every array is an ``ndarray`` of its static
@@ -49,7 +54,8 @@ keeps every loop Python.
 
 The modules: ``program`` (the analysis), ``layouts``, ``builder`` (the LLVM IR), ``reduce``
 (reductions, fills and element copies), ``runtime``
-(``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on helper threads).
+(``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on helper threads),
+``shapes`` (loops sized at run time).
 """
 
 from __future__ import annotations

@@ -525,8 +525,9 @@ class NativeLoop:
         name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         text = text.replace(PLACEHOLDER, name)
         (address,) = jit.compile_ir(text, [name])
-        if key is not None:
-            at = {v: k for k, v in enumerate(_objects(prog))}
+        at = {v: k for k, v in enumerate(_objects(prog))}
+        if key is not None and all(x in at for k in (*builder.ints, *builder.doubles)
+                                   for x in k if isinstance(x, (Node, Value))):
             self.shared[key] = (address, [_encode(k, at) for k in builder.ints],  # type: ignore
                                 [_encode(k, at) for k in builder.doubles])
         return address, list(builder.ints), list(builder.doubles)

@@ -9,7 +9,8 @@ analyzed (``LoopProgram``) and compiled (``NativeLoop``) as any loop of known sh
 specialization is kept per key (the dtypes and shapes of those arrays), so a later call with
 the same shapes runs at once, and a call whose shapes cannot run natively (a shape error, a
 refused body) runs the Python loop. The machine code of a native loop does not depend on sizes
-(they are run-time arguments), so a new length costs the analysis, not a new compilation.
+(they are run-time arguments): specializations whose types agree but for the run-time sizes
+(``_fingerprint``) share it, so a new length costs the analysis, not a new LLVM module.
 
 Whether the body can run natively at all is decided when compiling: the copy is specialized
 once with every unknown size set to ``PROBE_SIZE``; a refusal then (an op with no native code)
