@@ -258,7 +258,7 @@ def _write_loop(w: FunctionWriter, node: Node) -> None:
     Python ``for``/``while`` loops."""
     native = _native_loop(w, node)
     if native is not None and any(w.ns.name(v).startswith("_fresh_copy(")
-                                  for v in native.prog.free):
+                                  for v in native.free):
         native = None  # the loop makes a fresh copy of a constant at each use: Python does that
     if native is None:
         _write_python_loop(w, node)
@@ -267,7 +267,7 @@ def _write_loop(w: FunctionWriter, node: Node) -> None:
     w.consts[name] = native
     result = w.ns.fresh("_carried")
     trip, _, *carried = node.inputs
-    free = "".join(f"{w.ns.name(v)}, " for v in native.prog.free)
+    free = "".join(f"{w.ns.name(v)}, " for v in native.free)
     inits = "".join(f"{w.ns.name(v)}, " for v in carried)
     w.emit(f"{result} = {name}({w.ns.name(trip)}, ({free}), ({inits}))")
     w.emit(f"if {result} is None:")

@@ -380,9 +380,12 @@ def _native_status(node: Node) -> str:
     if backend is None or backend.compile_loop is None:
         return "runs as Python (its device's backend compiles no loops)"
     try:
-        backend.compile_loop(node)
+        native = backend.compile_loop(node)
     except ValueError as e:
         return f"runs as Python: {e}"
+    if getattr(native, "runtime_shapes", False):
+        return ("runs natively, compiled for the sizes its arrays have when it is reached (one "
+                "compiled function per set of sizes, no Python per step)")
     return "runs natively (one compiled function, no Python per step)"
 
 

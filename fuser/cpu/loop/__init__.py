@@ -35,7 +35,12 @@ calling the result runs every step in native code:
   loop's workspace (``fuser.workspace``: reused by a later call once nothing holds them); the
   carried results the caller receives are the buffers of the last step;
 - lists from outside the loop are read by index or popped from the end (the backward's saved
-  values and cotangents: their items are checked once, before the first step), or appended to.
+  values and cotangents: their items are checked once, before the first step), or appended to;
+  a list of ints (a sentence's word indices) is read from an int64 copy the call makes, and an
+  int array's item taken by ``int()`` (``for t in np.arange(T)``) is an LLVM integer;
+- a loop whose arrays have sizes known only at run time (``Double(*, 400)``: ``T = len(x)``)
+  is compiled when reached, for the shapes its arrays have then (``shapes.RunTimeShapes``: a
+  typed copy of the loop per set of shapes, sharing machine code across them).
 
 What the native code may assume is checked for each call before it runs (otherwise the caller
 runs the loop as Python, ``None`` being returned): every array is an ``ndarray`` of its static
@@ -54,7 +59,7 @@ keeps every loop Python.
 The modules: ``program`` (the analysis), ``rows`` (whether steps are independent across batch
 rows), ``layouts``, ``builder`` (the LLVM IR), ``reduce`` (reductions, fills and element
 copies), ``runtime`` (``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on
-helper threads).
+helper threads), ``shapes`` (loops sized at run time).
 """
 
 from __future__ import annotations
@@ -62,14 +67,33 @@ from __future__ import annotations
 from fuser.cpu.loop.program import LoopProgram, LoopRefused, enabled
 from fuser.cpu.loop.rows import row_split
 from fuser.cpu.loop.runtime import NativeLoop, Variant
+from fuser.cpu.loop.shapes import RunTimeShapes, outside_values, run_time_shaped
 from ir.core import Node
 
 
-def compile_loop(node: Node) -> NativeLoop:
-    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not."""
+def compile_loop(node: Node) -> NativeLoop | RunTimeShapes:
+    """The native form of the loop ``node``; ``LoopRefused`` (a ValueError) says why not.
+
+    A loop refused only because its arrays' sizes are known at run time compiles when it is
+    reached, for those sizes (``RunTimeShapes``)."""
+    try:
+        return NativeLoop(analysed(node))
+    except LoopRefused:
+        if any(n.blocks for n in node.blocks[0]) or not any(
+                run_time_shaped(v.type) for v in (*node.inputs, *outside_values(node))):
+            raise
+    try:
+        return RunTimeShapes(node)
+    except LoopRefused as e:
+        raise LoopRefused(f"{e} (with the sizes its arrays have when it is reached)") from None
+
+
+def analysed(node: Node) -> LoopProgram:
+    """``LoopProgram.of(node)`` with its batch rows found (``rows.row_split``)."""
     prog = LoopProgram.of(node)
     prog.batch = row_split(prog)
-    return NativeLoop(prog)
+    return prog
 
 
-__all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "Variant", "compile_loop", "enabled"]
+__all__ = ["LoopProgram", "LoopRefused", "NativeLoop", "RunTimeShapes", "Variant", "compile_loop",
+           "enabled"]

@@ -31,6 +31,7 @@ from fuser.cpu.loop.program import (
     WRITES,
     LoopProgram,
     LoopRefused,
+    int_list,
     is_int,
     reduction,
     where,
@@ -108,8 +109,19 @@ class LoopBuilder:
                 slot += 2
         self.sizes: dict[Value, Any] = {}
         self.items: dict[Value, Any] = {}
+        self.ints_of: dict[Value, Any] = {}
+        """the data pointer of each int list's int64 copy."""
         for lst in prog.free_lists:
-            if prog.roles[lst] != "append":
+            if int_list(lst):  # an int64 array of the list's items
+                obj = b.load(b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
+                                   source_etype=ir.IntType(8)), typ=PTR)
+                dims = b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DIMS_OFFSET)],
+                                    source_etype=ir.IntType(8)), typ=PTR)
+                self.sizes[lst] = b.load(dims, typ=I64)
+                self.ints_of[lst] = b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
+                                                 source_etype=ir.IntType(8)), typ=PTR)
+                slot += 1
+            elif prog.roles[lst] != "append":
                 tup = b.load(b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
                                    source_etype=ir.IntType(8)), typ=PTR)
                 self.sizes[lst] = b.load(b.gep(tup, [ir.Constant(I64, TUPLE_SIZE_OFFSET)],
@@ -504,6 +516,15 @@ class LoopBuilder:
         if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
             lst, idx = n.inputs
             self._select(n, self.prog.unbound[lst][0], idx)
+            return
+        if kind == "prim::ListIndex" and n.inputs[0] in self.ints_of:
+            lst, idx = n.inputs
+            at = self._index(self._num(idx), self.sizes[lst])
+            self.num_val[n.output] = b.load(b.gep(self.ints_of[lst], [at], source_etype=I64),
+                                            typ=I64)
+            return
+        if kind == "prim::Int":  # an item of an int array (``select`` made its pointer)
+            self.num_val[n.output] = b.load(self.ptr[n.inputs[0]], typ=I64)
             return
         if kind == "prim::ListIndex":
             lst, idx = n.inputs

@@ -72,6 +72,19 @@ def known_array(v: Value) -> TensorType | None:
     return None
 
 
+def int_array(v: Value) -> bool:
+    """Whether ``v`` is a 1-D int64 array of known length (``np.arange(T)``, whose items a
+    ``for t in np.arange(T)`` loop reads as ints)."""
+    t = v.type
+    return (isinstance(t, TensorType) and t.dtype == "int64" and t.shape is not None
+            and len(t.shape) == 1 and t.shape[0] is not None)
+
+
+def int_list(v: Value) -> bool:
+    """Whether ``v`` is a list of ints (a sentence of word indices)."""
+    return isinstance(v.type, ListType) and v.type.element == ScalarType("int")
+
+
 def write_parts(n: Node) -> tuple[Value, Value, Value, Value]:
     """(array, axis, index, value) of a slot write: ``write_slot(buf, axis, index, value)`` or
     ``select_put_(buf, value, axis, index)``."""
@@ -264,6 +277,8 @@ class LoopProgram:
     node, the product being summed as it is made (see ``fused``)."""
     fused: set[Node] = field(default_factory=set)
     """the multiplications ``products`` computes inside a reduction (no step of their own)."""
+    int_items: set[Value] = field(default_factory=set)
+    """0-d selects of an int array from outside that only ``prim::Int`` reads: one int each."""
 
     @classmethod
     def of(cls, node: Node) -> LoopProgram:
@@ -308,7 +323,7 @@ class LoopProgram:
             inside.update(n.outputs)
         prog._fuse_products()
         for v in prog.free:
-            if known_array(v) is not None:
+            if known_array(v) is not None or int_array(v):
                 prog.free_arrays.append(v)
             elif is_number(v):
                 prog.free_scalars.append(v)
@@ -474,6 +489,14 @@ class LoopProgram:
                 raise LoopRefused(f"{where(n)}: a list of slices used other than by index")
             self.unbound[n.output] = (x, int(axis.constant))
             return
+        if kind == "prim::ListIndex" and int_list(n.inputs[0]) and is_int(n.inputs[1]):
+            if n.inputs[0].node.owner is n.owner:
+                raise LoopRefused(f"{where(n)}: an item of a list the loop builds")
+            return  # read from an int64 copy of the list the call makes
+        if kind == "prim::Int":
+            if n.inputs[0] not in self.int_items:
+                raise LoopRefused(f"{where(n)}: an int of a value other than an int array's item")
+            return
         if kind in ("prim::ListIndex", "prim::ListPop"):
             lst, idx = n.inputs
             if lst not in self.unbound and (not is_list(lst) or lst.node.owner is n.owner):
@@ -489,6 +512,13 @@ class LoopProgram:
                                              and self.resolve(value) not in self.tuples):
                 raise LoopRefused(f"{where(n)}: an append of an array of unknown shape")
             self.appends.append((lst, value))
+            return
+        if kind == "tensor::select" and int_array(n.inputs[0]):
+            x, axis, idx = n.inputs
+            if (not axis.is_constant or not is_int(idx) or not n.output.uses
+                    or any(u.node.kind != "prim::Int" for u in n.output.uses)):
+                raise LoopRefused(f"{where(n)}: an item of an int array used other than by int()")
+            self.int_items.add(n.output)
             return
         if kind == "tensor::select":
             x, axis, idx = n.inputs

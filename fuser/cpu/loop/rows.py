@@ -71,7 +71,7 @@ def row_split(prog: LoopProgram) -> int | None:
             if n.inputs[0] in split:
                 return None  # a view of rows written by other row ranges
         elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
-                      "prim::Constant") or kind in NUMBER_OPS or (
+                      "prim::Constant", "prim::Int") or kind in NUMBER_OPS or (
                 kind == "prim::TupleConstruct" and n.output in prog.kept):
             # (a tuple kept for after the loop: nothing reads it in the steps)
             pass

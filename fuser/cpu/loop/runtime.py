@@ -36,6 +36,7 @@ from fuser.cpu.loop.program import (
     VIEWS,
     WRITES,
     LoopProgram,
+    int_list,
     reduction,
     split_pieces,
     write_parts,
@@ -79,8 +80,13 @@ class NativeLoop:
     carried results, or None when these arguments cannot run natively (the caller then runs the
     loop as Python)."""
 
-    def __init__(self, prog: LoopProgram):
+    def __init__(self, prog: LoopProgram, shared: dict | None = None,
+                 fingerprint: Any = None):
         self.prog = prog
+        self.shared = shared if fingerprint is not None else None
+        """machine code by what it depends on, shared with loops of the same ``fingerprint``
+        (the specializations of one loop on sizes known at run time: ``shapes``)."""
+        self.fingerprint = fingerprint
         self.variants: dict[tuple, Variant | None] = {}
         self.lock = threading.Lock()
         self.free_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
@@ -91,6 +97,8 @@ class NativeLoop:
         self.array_pos = [pos[v] for v in prog.free_arrays]
         self.list_pos = [pos[v] for v in prog.free_lists]
         self.list_roles = [prog.roles[v] for v in prog.free_lists]
+        self.int_lists = [int_list(v) for v in prog.free_lists]
+        """per list: whether it is a list of ints (the steps read an int64 copy of it)."""
         self.changed_lists = any(r != "read" for r in self.list_roles)
         self.buffer_at: list[int] = []
         """per made value, the index of its first buffer in a call's buffer list."""
@@ -129,6 +137,11 @@ class NativeLoop:
         if not self.fns[at]:
             self.fns[at] = stepgemm.address(item == 8)
         return 1
+
+    @property
+    def free(self) -> list[Value]:
+        """The values from outside the loop a call passes, in order."""
+        return self.prog.free
 
     def __repr__(self) -> str:
         return f"<fuser.cpu.NativeLoop {len(self.prog.node.blocks[0])} nodes>"
@@ -194,7 +207,15 @@ class NativeLoop:
             else:
                 bufs.append(next(sites).empty(shape, dtype))
                 bufs.append(next(sites).empty(shape, dtype))
-        tuples = [tuple(lst) for lst, role in zip(lists, self.list_roles) if role != "append"]
+        tuples = []
+        for lst, role, ints_only in zip(lists, self.list_roles, self.int_lists):
+            if ints_only:
+                copy = _int64_copy(lst)
+                if copy is None:
+                    return None
+                tuples.append(copy)
+            elif role != "append":
+                tuples.append(tuple(lst))
         items = tuple([*arrays, *inits, *bufs, *tuples])
         ranges = self._ranges(variant)
         if ranges is None:
@@ -320,7 +341,7 @@ class NativeLoop:
             ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
         ints[("ndarray",)] = id(np.ndarray)
         for lst in prog.free_lists:
-            if prog.roles[lst] == "append":
+            if prog.roles[lst] == "append" or int_list(lst):
                 continue
             e = prog.item_types[lst]
             shape, strides, item = c_layout(e)  # type: ignore[arg-type]
@@ -330,6 +351,8 @@ class NativeLoop:
         for n in body:
             if n.kind in ("prim::ListIndex", "prim::ListPop"):
                 lst = n.inputs[0]
+                if int_list(lst):
+                    continue  # an int
                 if lst not in prog.unbound:
                     layouts[n.output] = c_layout(prog.item_types[lst])
                     continue
@@ -518,28 +541,52 @@ class NativeLoop:
                 if n.kind in WRITES:
                     buf = n.inputs[0]
                     ints[("slot rows", n)] = layouts[buf][1][int(write_parts(n)[1].constant) + 1]
+        address, int_keys, double_keys = self._code(layouts, plans, ints)
+        free_at = {v: k for k, v in enumerate(prog.free)}
+        free_ints, int_values = [], []
+        for at, key in enumerate(int_keys):
+            if key[0] == "free":
+                free_ints.append((at, free_at[key[1]]))
+                int_values.append(0)
+            else:
+                int_values.append(ints[key])
+        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(double_keys)]
+        dbl_values = [0.0] * len(double_keys)
+        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
+                    v in prog.sequenced) for v in prog.produced]
+        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
+                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
+                       [p.params for p in plans.values()] + constants, list(int_keys), layouts,
+                       plans)
+
+    def _code(self, layouts: dict[Value, Layout], plans: dict[Node, Any],
+              ints: dict[Any, int]) -> tuple[int, list, list]:
+        """The address of the machine code for these layouts and what its ints and doubles
+        hold; from ``shared`` when a loop of the same fingerprint compiled it for layouts the
+        builder makes the same code of (the same kernel plans' classes and block copies)."""
+        prog = self.prog
+        key = None
+        if self.shared is not None:
+            key = (self.fingerprint, _layout_facts(prog, layouts, plans))
+            found = self.shared.get(key)
+            if found is not None:
+                address, int_keys, double_keys = found
+                objects = _objects(prog)
+                int_keys = [_decode(k, objects) for k in int_keys]
+                if all(k[0] == "free" or k in ints for k in int_keys):
+                    return address, int_keys, [_decode(k, objects) for k in double_keys]
         builder = LoopBuilder(prog, layouts, self.gemm.int_bits)
         builder.plans = plans
         text = builder.build()
         name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         text = text.replace(PLACEHOLDER, name)
         (address,) = jit.compile_ir(text, [name])
-        free_at = {v: k for k, v in enumerate(prog.free)}
-        free_ints, int_values = [], []
-        for at, key in enumerate(builder.ints):
-            if key[0] == "free":
-                free_ints.append((at, free_at[key[1]]))
-                int_values.append(0)
-            else:
-                int_values.append(ints[key])
-        free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(builder.doubles)]
-        dbl_values = [0.0] * len(builder.doubles)
-        buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
-                    v in prog.sequenced) for v in prog.produced]
-        return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
-                       np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
-                       [p.params for p in plans.values()] + constants, list(builder.ints), layouts,
-                       plans)
+        at = {v: k for k, v in enumerate(_objects(prog))}
+        if key is not None and all(x in at for k in (*builder.ints, *builder.doubles)
+                                   for x in k if isinstance(x, (Node, Value))):
+            self.shared[key] = (address, [_encode(k, at) for k in builder.ints],  # type: ignore
+                                [_encode(k, at) for k in builder.doubles])
+        return address, list(builder.ints), list(builder.doubles)
 
     # -- row ranges
     def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
@@ -612,3 +659,49 @@ class NativeLoop:
                 per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
                 values[("bytes", n)] = rows * per_row
         return values
+
+
+def _int64_copy(items: list) -> np.ndarray | None:
+    """The ints of ``items`` as an int64 array; None when one is not an int (a bool, which
+    indexes otherwise) or does not fit in 64 bits: the loop then runs as Python."""
+    for v in items:
+        if type(v) is not int:
+            return None
+    try:
+        return np.array(items, np.int64)
+    except OverflowError:
+        return None
+
+
+def _layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[Node, Any]) -> tuple:
+    """What of the layouts the builder's code depends on: per node, a kernel's key and plan
+    classes, or whether a slot write copies whole blocks."""
+    (body,) = prog.node.blocks
+    facts: list[Any] = []
+    for n in body:
+        if n in plans:
+            facts.append((prog.kernels[n].key, plans[n].classes))
+        elif n.kind in WRITES:
+            buf, axis, _, value = write_parts(n)
+            facts.append(block_copy(layouts[buf], int(axis.constant), layouts[value]))
+        else:
+            facts.append(None)
+    return tuple(facts)
+
+
+def _objects(prog: LoopProgram) -> list[Any]:
+    """The loop's inputs, its body's parameters, nodes and values, in an order two copies of
+    one loop share (what the keys of a variant's ints name, by position)."""
+    (body,) = prog.node.blocks
+    out = [*prog.node.inputs, *body.params]
+    for n in body:
+        out += [n, *n.inputs, *n.outputs]
+    return list(dict.fromkeys(out))
+
+
+def _encode(key: tuple, at: dict[Any, int]) -> tuple:
+    return tuple(("at", at[x]) if isinstance(x, (Node, Value)) else x for x in key)
+
+
+def _decode(key: tuple, objects: list[Any]) -> tuple:
+    return tuple(objects[x[1]] if isinstance(x, tuple) and x[:1] == ("at",) else x for x in key)
