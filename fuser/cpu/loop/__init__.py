@@ -56,15 +56,18 @@ loops, other ops, a ``while``, a list both read and appended to) stays Python: `
 raises ``LoopRefused`` saying which node, and ``explain`` reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
 keeps every loop Python.
 
-The modules: ``program`` (the analysis), ``rows`` (whether steps are independent across batch
-rows), ``layouts``, ``builder`` (the LLVM IR), ``reduce`` (reductions, fills and element
-copies), ``runtime`` (``NativeLoop``: checks, variants, the call), ``ranges`` (row ranges on
-helper threads), ``shapes`` (loops sized at run time).
+The modules: ``body`` (what the body's nodes are: op tables, value predicates), ``program``
+(the analysis), ``rows`` (whether steps are independent across batch rows), ``layouts``,
+``builder`` (the LLVM IR) and ``steps`` (its steps that are loops of their own), ``reduce``
+(reductions, fills and element copies), ``runtime`` (``NativeLoop``: checks, variants, the
+call), ``ranges`` (row ranges on helper threads), ``shapes`` (loops sized at run time) and
+``shared_code`` (what their copies share).
 """
 
 from __future__ import annotations
 
-from fuser.cpu.loop.program import LoopProgram, LoopRefused, enabled
+from fuser.cpu.loop.body import LoopRefused, enabled
+from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.rows import row_split
 from fuser.cpu.loop.runtime import NativeLoop, Variant
 from fuser.cpu.loop.shapes import RunTimeShapes, outside_values, run_time_shaped

@@ -5,11 +5,16 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fuser.cpu import blas
+from fuser.cpu.loop.body import WRITES, write_parts
+from fuser.cpu.loop.layouts import Layout, Unplannable
+
+if TYPE_CHECKING:
+    from fuser.cpu.loop.runtime import Variant
 
 MIN_ROWS = 4
 """the fewest batch rows one row range gets."""
@@ -90,3 +95,85 @@ def run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
         with run.cond:
             run.cond.wait_for(lambda: run.done == len(ranges))
     return max(run.status)
+
+
+class RowRanges:
+    """``NativeLoop``'s row ranges: the ints of each range of batch rows a loop runs over at
+    once (``RNNSCRIPT_LOOP_THREADS``), per variant."""
+
+    prog: Any
+    gemm: Any
+    lock: Any
+
+    def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
+        """The ints of each row range to run at once (None: one loop over every row)."""
+        batch = self.prog.batch
+        if batch is None or not self.gemm.set_threads:
+            return None
+        threads = min(range_count(), batch // MIN_ROWS)
+        if threads < 2:
+            return None
+        found = variant.splits.get(threads, False)
+        if found is False:
+            with self.lock:
+                found = variant.splits.get(threads, False)
+                if found is False:
+                    try:
+                        found = self._split(variant, threads)
+                    except Unplannable:
+                        found = None
+                    variant.splits[threads] = found
+        return found
+
+    def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
+        prog = self.prog
+        batch = prog.batch
+        assert batch is not None
+        bounds = [batch * k // parts for k in range(parts + 1)]
+        out = []
+        for r0, r1 in zip(bounds, bounds[1:]):
+            values = self._range_values(variant, r0, r1 - r0)
+            ints = variant.ints.copy()
+            for at, key in enumerate(variant.keys):
+                if key in values:
+                    ints[at] = values[key]
+            out.append(ints)
+        return out
+
+    def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:
+        """The ints that differ for the row range ``r0:r0 + rows``: the plans of the groups
+        over those rows, the GEMMs' row count, the bytes of each slot write."""
+        prog = self.prog
+        layouts = variant.layouts
+        values: dict[Any, int] = {("r0",): r0}
+
+        def cut(lay: Layout) -> Layout:
+            shape, strides, item = lay
+            return (rows, *shape[1:]), strides, item
+
+        (body,) = prog.node.blocks
+        for n in body:
+            if n in prog.kernels:
+                kernel = prog.kernels[n]
+                inputs = prog.kernel_inputs[n]
+                by_row = prog.row_inputs.get(n, set())
+                plan = kernel.make_plan([cut(layouts[inputs[i]]) if i in by_row
+                                         else layouts[inputs[i]] for i, _ in kernel.array_slots])
+                if (plan is None or plan.fn is None or len(plan.pointers) != 1
+                        or plan.classes != variant.plans[n].classes
+                        or any(tuple(s) != cut(layouts[v])[0]
+                               for v, s in zip(n.outputs, plan.shapes))):
+                    raise Unplannable
+                variant.keep.append(plan.params)
+                values[("plan", n)] = plan.pointers[0]
+            elif n.kind == "tensor::matmul":
+                values[("gemm", n, 0)] = rows
+            elif n.kind in WRITES:
+                buf = n.inputs[0]
+                shape, _, item = layouts[buf]
+                ax = int(write_parts(n)[1].constant)
+                per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
+                values[("bytes", n)] = rows * per_row
+        return values
+
+

@@ -3,7 +3,8 @@ run as several loops over disjoint row ranges at once (``ranges``)."""
 
 from __future__ import annotations
 
-from fuser.cpu.loop.program import NUMBER_OPS, WRITES, LoopProgram, known_array, write_parts
+from fuser.cpu.loop.body import NUMBER_OPS, WRITES, known_array, write_parts
+from fuser.cpu.loop.program import LoopProgram
 from ir.core import Value
 
 

@@ -14,6 +14,20 @@ from typing import Any
 import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
+from fuser.cpu.loop import shared_code
+from fuser.cpu.loop.body import (
+    CONSTRUCTORS,
+    LAYER_NORMS,
+    PIECES,
+    PY_NUMBER_OPS,
+    REDUCTIONS,
+    VIEWS,
+    WRITES,
+    int_list,
+    reduction,
+    split_pieces,
+    write_parts,
+)
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import (
     Layout,
@@ -27,21 +41,8 @@ from fuser.cpu.loop.layouts import (
     slot_prefix,
     unit_axes,
 )
-from fuser.cpu.loop.program import (
-    CONSTRUCTORS,
-    LAYER_NORMS,
-    PIECES,
-    PY_NUMBER_OPS,
-    REDUCTIONS,
-    VIEWS,
-    WRITES,
-    LoopProgram,
-    int_list,
-    reduction,
-    split_pieces,
-    write_parts,
-)
-from fuser.cpu.loop.ranges import MIN_ROWS, range_count, run_ranges
+from fuser.cpu.loop.program import LoopProgram
+from fuser.cpu.loop.ranges import RowRanges, run_ranges
 from fuser.workspace import Workspace
 from ir.core import Node, Value
 
@@ -75,7 +76,7 @@ class Variant:
     """per count of row ranges: the ints of each range (None: these layouts do not split)."""
 
 
-class NativeLoop:
+class NativeLoop(RowRanges):
     """A loop compiled natively: ``loop(trip, free values, initial carried values)`` returns the
     carried results, or None when these arguments cannot run natively (the caller then runs the
     loop as Python)."""
@@ -567,99 +568,26 @@ class NativeLoop:
         prog = self.prog
         key = None
         if self.shared is not None:
-            key = (self.fingerprint, _layout_facts(prog, layouts, plans))
+            key = (self.fingerprint, shared_code.layout_facts(prog, layouts, plans))
             found = self.shared.get(key)
             if found is not None:
                 address, int_keys, double_keys = found
-                objects = _objects(prog)
-                int_keys = [_decode(k, objects) for k in int_keys]
+                objects = shared_code.objects(prog)
+                int_keys = [shared_code.decode(k, objects) for k in int_keys]
                 if all(k[0] == "free" or k in ints for k in int_keys):
-                    return address, int_keys, [_decode(k, objects) for k in double_keys]
+                    return address, int_keys, [shared_code.decode(k, objects) for k in double_keys]
         builder = LoopBuilder(prog, layouts, self.gemm.int_bits)
         builder.plans = plans
         text = builder.build()
         name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         text = text.replace(PLACEHOLDER, name)
         (address,) = jit.compile_ir(text, [name])
-        at = {v: k for k, v in enumerate(_objects(prog))}
+        at = {v: k for k, v in enumerate(shared_code.objects(prog))}
         if key is not None and all(x in at for k in (*builder.ints, *builder.doubles)
                                    for x in k if isinstance(x, (Node, Value))):
-            self.shared[key] = (address, [_encode(k, at) for k in builder.ints],  # type: ignore
-                                [_encode(k, at) for k in builder.doubles])
+            self.shared[key] = (address, [shared_code.encode(k, at) for k in builder.ints],  # type: ignore
+                                [shared_code.encode(k, at) for k in builder.doubles])
         return address, list(builder.ints), list(builder.doubles)
-
-    # -- row ranges
-    def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
-        """The ints of each row range to run at once (None: one loop over every row)."""
-        batch = self.prog.batch
-        if batch is None or not self.gemm.set_threads:
-            return None
-        threads = min(range_count(), batch // MIN_ROWS)
-        if threads < 2:
-            return None
-        found = variant.splits.get(threads, False)
-        if found is False:
-            with self.lock:
-                found = variant.splits.get(threads, False)
-                if found is False:
-                    try:
-                        found = self._split(variant, threads)
-                    except Unplannable:
-                        found = None
-                    variant.splits[threads] = found
-        return found
-
-    def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
-        prog = self.prog
-        batch = prog.batch
-        assert batch is not None
-        bounds = [batch * k // parts for k in range(parts + 1)]
-        out = []
-        for r0, r1 in zip(bounds, bounds[1:]):
-            values = self._range_values(variant, r0, r1 - r0)
-            ints = variant.ints.copy()
-            for at, key in enumerate(variant.keys):
-                if key in values:
-                    ints[at] = values[key]
-            out.append(ints)
-        return out
-
-    def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:
-        """The ints that differ for the row range ``r0:r0 + rows``: the plans of the groups
-        over those rows, the GEMMs' row count, the bytes of each slot write."""
-        prog = self.prog
-        layouts = variant.layouts
-        values: dict[Any, int] = {("r0",): r0}
-
-        def cut(lay: Layout) -> Layout:
-            shape, strides, item = lay
-            return (rows, *shape[1:]), strides, item
-
-        (body,) = prog.node.blocks
-        for n in body:
-            if n in prog.kernels:
-                kernel = prog.kernels[n]
-                inputs = prog.kernel_inputs[n]
-                by_row = prog.row_inputs.get(n, set())
-                plan = kernel.make_plan([cut(layouts[inputs[i]]) if i in by_row
-                                         else layouts[inputs[i]] for i, _ in kernel.array_slots])
-                if (plan is None or plan.fn is None or len(plan.pointers) != 1
-                        or plan.classes != variant.plans[n].classes
-                        or any(tuple(s) != cut(layouts[v])[0]
-                               for v, s in zip(n.outputs, plan.shapes))):
-                    raise Unplannable
-                variant.keep.append(plan.params)
-                values[("plan", n)] = plan.pointers[0]
-            elif n.kind == "tensor::matmul":
-                values[("gemm", n, 0)] = rows
-            elif n.kind in WRITES:
-                buf = n.inputs[0]
-                shape, _, item = layouts[buf]
-                ax = int(write_parts(n)[1].constant)
-                per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
-                values[("bytes", n)] = rows * per_row
-        return values
-
 
 def _int64_copy(items: list) -> np.ndarray | None:
     """The ints of ``items`` as an int64 array; None when one is not an int (a bool, which
@@ -671,37 +599,3 @@ def _int64_copy(items: list) -> np.ndarray | None:
         return np.array(items, np.int64)
     except OverflowError:
         return None
-
-
-def _layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[Node, Any]) -> tuple:
-    """What of the layouts the builder's code depends on: per node, a kernel's key and plan
-    classes, or whether a slot write copies whole blocks."""
-    (body,) = prog.node.blocks
-    facts: list[Any] = []
-    for n in body:
-        if n in plans:
-            facts.append((prog.kernels[n].key, plans[n].classes))
-        elif n.kind in WRITES:
-            buf, axis, _, value = write_parts(n)
-            facts.append(block_copy(layouts[buf], int(axis.constant), layouts[value]))
-        else:
-            facts.append(None)
-    return tuple(facts)
-
-
-def _objects(prog: LoopProgram) -> list[Any]:
-    """The loop's inputs, its body's parameters, nodes and values, in an order two copies of
-    one loop share (what the keys of a variant's ints name, by position)."""
-    (body,) = prog.node.blocks
-    out = [*prog.node.inputs, *body.params]
-    for n in body:
-        out += [n, *n.inputs, *n.outputs]
-    return list(dict.fromkeys(out))
-
-
-def _encode(key: tuple, at: dict[Any, int]) -> tuple:
-    return tuple(("at", at[x]) if isinstance(x, (Node, Value)) else x for x in key)
-
-
-def _decode(key: tuple, objects: list[Any]) -> tuple:
-    return tuple(objects[x[1]] if isinstance(x, tuple) and x[:1] == ("at",) else x for x in key)

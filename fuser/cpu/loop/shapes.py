@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from fuser.cpu.loop.program import LoopProgram, LoopRefused
+from fuser.cpu.loop.body import LoopRefused
+from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.rows import row_split
 from fuser.cpu.loop.runtime import NativeLoop
 from ir.core import Graph, Node, Value, clone_node

@@ -1,0 +1,47 @@
+"""What two natively compiled copies of one loop share: the machine code of loops that differ
+only in run-time sizes (``shapes.RunTimeShapes``) is looked up by the loop's fingerprint and
+``layout_facts``, and the keys of its ints and doubles name the loop's values by position
+(``encode`` / ``decode`` over ``objects``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fuser.cpu.loop.body import WRITES, write_parts
+from fuser.cpu.loop.layouts import Layout, block_copy
+from fuser.cpu.loop.program import LoopProgram
+from ir.core import Node, Value
+
+
+def layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[Node, Any]) -> tuple:
+    """What of the layouts the builder's code depends on: per node, a kernel's key and plan
+    classes, or whether a slot write copies whole blocks."""
+    (body,) = prog.node.blocks
+    facts: list[Any] = []
+    for n in body:
+        if n in plans:
+            facts.append((prog.kernels[n].key, plans[n].classes))
+        elif n.kind in WRITES:
+            buf, axis, _, value = write_parts(n)
+            facts.append(block_copy(layouts[buf], int(axis.constant), layouts[value]))
+        else:
+            facts.append(None)
+    return tuple(facts)
+
+
+def objects(prog: LoopProgram) -> list[Any]:
+    """The loop's inputs, its body's parameters, nodes and values, in an order two copies of
+    one loop share (what the keys of a variant's ints name, by position)."""
+    (body,) = prog.node.blocks
+    out = [*prog.node.inputs, *body.params]
+    for n in body:
+        out += [n, *n.inputs, *n.outputs]
+    return list(dict.fromkeys(out))
+
+
+def encode(key: tuple, at: dict[Any, int]) -> tuple:
+    return tuple(("at", at[x]) if isinstance(x, (Node, Value)) else x for x in key)
+
+
+def decode(key: tuple, objects: list[Any]) -> tuple:
+    return tuple(objects[x[1]] if isinstance(x, tuple) and x[:1] == ("at",) else x for x in key)
