@@ -158,16 +158,46 @@ class CompiledScaled(rnn.compiled.CompiledModule, Scaled):
 
 def test_a_grown_module_list_and_a_changed_global_recompile():
     global SCALE
-    model = CompiledScaled([Affine(2.0)])
+    first, extra, other = Affine(2.0), Affine(3.0), Affine(-1.0)  # made first: making one
+    model = CompiledScaled([first])  # counts as a change (its parameter is assigned)
     x = np.arange(3.0)
-    np.testing.assert_allclose(model(x), 2.0 * x)
-    model.layers.append(Affine(3.0))
-    np.testing.assert_allclose(model(x), 5.0 * x)
-    model.layers[0] = Affine(-1.0)
-    np.testing.assert_allclose(model(x), 2.0 * x)
+    for _ in range(2):  # the second call finds the guards held (their state kept)
+        np.testing.assert_allclose(model(x), 2.0 * x)
+    model.layers.append(extra)
+    for _ in range(2):
+        np.testing.assert_allclose(model(x), 5.0 * x)
+    model.layers[0] = other
+    for _ in range(2):
+        np.testing.assert_allclose(model(x), 2.0 * x)
     SCALE = 10.0  # a global is checked at every call, not only after a module changed
     try:
         np.testing.assert_allclose(model(x), 20.0 * x)
     finally:
         SCALE = 1.0
     np.testing.assert_allclose(model(x), 2.0 * x)
+
+
+class Shifted(rnn.compiled.CompiledModule):
+    """``x * w + b`` with ``b`` a plain array (no gradient) until it is made a parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.asarray(2.0))
+        self.b = np.ones(3)
+
+    def forward(self, x):
+        return x * self.w + self.b
+
+
+def test_an_array_attribute_made_a_parameter_gets_its_gradient():
+    model, x = Shifted(), np.arange(3.0)
+    for _ in range(2):
+        y, back = vjp(model, x, argnums=())
+        back(np.ones(3))
+    np.testing.assert_allclose(model.get_parameter("w").grad, 2 * x.sum())
+    model.zero_grad()
+    model.b = Parameter(np.array([1.0, 2.0, 3.0]))
+    y, back = vjp(model, x, argnums=())
+    np.testing.assert_allclose(y, 2.0 * x + [1.0, 2.0, 3.0])
+    back(np.ones(3))
+    np.testing.assert_allclose(model.get_parameter("b").grad, np.ones(3))
