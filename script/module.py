@@ -215,8 +215,17 @@ class Module:
         yield from self._tree()
 
     def _tree(self) -> list[Module]:
-        """This module and every submodule, each once, in ``named_modules``'s order (without
-        making the names: ``parameters()`` and ``zero_grad()`` run at every training step)."""
+        """This module and every submodule, each once, in ``named_modules``'s order."""
+        return self._walk()[0]
+
+    def _walk(self) -> tuple[list[Module], list[Parameter]]:
+        """``(modules, parameters)`` of the tree, each once, as ``modules()`` and
+        ``parameters()`` give them; kept until ``state_version`` moves (they run at every
+        training step: ``zero_grad``, optimizers, gradient clipping)."""
+        kept = self.__dict__.get("_walk_kept")
+        version = _state_version
+        if kept is not None and kept[0] == version and kept[1][0][0] is self:  # not a copy's
+            return kept[1]
         seen: set[int] = set()
         found = []
         stack: list[Module] = [self]
@@ -227,7 +236,9 @@ class Module:
             seen.add(id(module))
             found.append(module)
             stack.extend(reversed(module._modules.values()))
-        return found
+        params = list({id(p): p for m in found for p in m._parameters.values()}.values())
+        self.__dict__["_walk_kept"] = (version, (found, params))
+        return found, params
 
     def named_parameters(self, prefix: str = "", recurse: bool = True
                          ) -> Iterator[tuple[str, Parameter]]:
@@ -242,12 +253,9 @@ class Module:
                 yield (f"{owner}.{name}" if owner else name), param
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        seen: set[int] = set()
-        for module in self._tree() if recurse else [self]:
-            for param in module._parameters.values():
-                if id(param) not in seen:
-                    seen.add(id(param))
-                    yield param
+        if not recurse:
+            return iter(list({id(p): p for p in self._parameters.values()}.values()))
+        return iter(self._walk()[1])
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """(dotted name, array) of the plain array attributes (state that is not trained)."""

@@ -10,6 +10,8 @@ with the changed module and that gradients land on the parameters the module hol
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -201,3 +203,25 @@ def test_an_array_attribute_made_a_parameter_gets_its_gradient():
     np.testing.assert_allclose(y, 2.0 * x + [1.0, 2.0, 3.0])
     back(np.ones(3))
     np.testing.assert_allclose(model.get_parameter("b").grad, np.ones(3))
+
+
+def test_parameters_modules_and_zero_grad_follow_the_module_tree():
+    model = make()
+    before = list(model.parameters())
+    model.zero_grad()
+    cell = model.rnn.layers[0].cell
+    extra = Parameter(np.ones(2))
+    cell.extra = extra
+    assert list(model.parameters()) == [*before, extra]
+    extra.grad = np.ones(2)
+    model.zero_grad()
+    assert extra.grad is None
+    del cell.extra
+    assert list(model.parameters()) == before
+    outer = Scaled([Affine(1.0)])
+    assert len(list(outer.modules())) == 3  # Scaled, the ModuleList, one Affine
+    added = Affine(2.0)
+    outer.layers.append(added)
+    assert list(outer.modules())[-1] is added
+    assert list(outer.parameters())[-1] is added.get_parameter("w")
+    assert next(copy.copy(outer).modules()) is not outer  # a shallow copy walks from itself
