@@ -30,8 +30,10 @@ ARGUMENTS = ("input", "hx", "lengths")
 """The parameters of the front ends' ``forward``, in order (all but ``input`` default to None)."""
 
 
-def bind(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments by parameter name, as Python would bind them."""
+def bind(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The call's ``(input, hx, lengths)``, bound as Python would bind them."""
+    if not kwargs and 1 <= len(args) <= len(ARGUMENTS):  # the usual positional call
+        return (*args, *(None,) * (len(ARGUMENTS) - len(args)))  # type: ignore[return-value]
     if len(args) > len(ARGUMENTS):
         raise RNNInputError(f"{name}() takes at most {len(ARGUMENTS)} arguments (input, hx, "
                             f"lengths) but {len(args)} were given")
@@ -44,7 +46,7 @@ def bind(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, 
         bound[key] = value
     if "input" not in bound:
         raise RNNInputError(f"{name}() missing required argument 'input'")
-    return {key: bound.get(key) for key in ARGUMENTS}
+    return bound["input"], bound.get("hx"), bound.get("lengths")
 
 
 def check_input(name: str, x: Any, input_size: int, dtype: np.dtype) -> None:

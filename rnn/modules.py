@@ -98,8 +98,7 @@ class RNNBase(CompiledModule):
         """Check ``input``, ``hx`` and ``lengths`` as ``torch.nn`` does (``rnn.checks``), before
         anything runs; a list of lengths becomes an int64 array."""
         name = type(self).__name__
-        bound = checks.bind(name, args, kwargs)
-        x, hx, lengths = bound["input"], bound["hx"], bound["lengths"]
+        x, hx, lengths = checks.bind(name, args, kwargs)
         dtype = self.weight_ih_l0.dtype
         checks.check_input(name, x, self.input_size, dtype)
         unbatched = x.ndim == 2

@@ -10,6 +10,7 @@ plain arrays in and out, and ``train()`` / ``eval()`` set the ``training`` flag 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -66,6 +67,26 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
+_versions = itertools.count(1)
+_state_version = 0
+
+
+def state_version() -> int:
+    """A number that changes whenever a module's structure or plain attributes may have changed:
+    an attribute, parameter or submodule assigned or deleted, a ``ModuleList`` changed,
+    ``train()``/``eval()``, ``to()``/``float()``/.... Compiled modules check their guards again
+    only when it differs from the one they last saw them hold at (a parameter's ``.data`` is
+    not a guard: it is read at every call)."""
+    return _state_version
+
+
+def state_changed() -> None:
+    """Note a change ``state_version`` stands for (for code that sets a module attribute with
+    ``object.__setattr__``)."""
+    global _state_version
+    _state_version = next(_versions)
+
+
 class Module:
     """Base class of models: subclass it, assign parameters and submodules in ``__init__`` and
     write ``forward``. Calling the module runs ``forward`` as Python; ``script(module)`` compiles
@@ -100,6 +121,7 @@ class Module:
         else:
             self._forget(name)
             object.__setattr__(self, name, value)
+        state_changed()
 
     def _forget(self, name: str) -> None:
         self.__dict__["_parameters"].pop(name, None)
@@ -122,6 +144,7 @@ class Module:
             self._forget(name)
         else:
             object.__delattr__(self, name)
+        state_changed()
 
     def register_parameter(self, name: str, param: Parameter) -> None:
         """Same as ``self.<name> = param``."""
@@ -159,6 +182,7 @@ class Module:
         """Set ``training`` on this module and every submodule; returns ``self``."""
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
+        state_changed()
         return self
 
     def eval(self) -> Module:
@@ -188,8 +212,33 @@ class Module:
             stack.extend(reversed(children))
 
     def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
-            yield module
+        yield from self._tree()
+
+    def _tree(self) -> list[Module]:
+        """This module and every submodule, each once, in ``named_modules``'s order."""
+        return self._walk()[0]
+
+    def _walk(self) -> tuple[list[Module], list[Parameter]]:
+        """``(modules, parameters)`` of the tree, each once, as ``modules()`` and
+        ``parameters()`` give them; kept until ``state_version`` moves (they run at every
+        training step: ``zero_grad``, optimizers, gradient clipping)."""
+        kept = self.__dict__.get("_walk_kept")
+        version = _state_version
+        if kept is not None and kept[0] == version and kept[1][0][0] is self:  # not a copy's
+            return kept[1]
+        seen: set[int] = set()
+        found = []
+        stack: list[Module] = [self]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            found.append(module)
+            stack.extend(reversed(module._modules.values()))
+        params = list({id(p): p for m in found for p in m._parameters.values()}.values())
+        self.__dict__["_walk_kept"] = (version, (found, params))
+        return found, params
 
     def named_parameters(self, prefix: str = "", recurse: bool = True
                          ) -> Iterator[tuple[str, Parameter]]:
@@ -204,8 +253,9 @@ class Module:
                 yield (f"{owner}.{name}" if owner else name), param
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, param in self.named_parameters(recurse=recurse):
-            yield param
+        if not recurse:
+            return iter(list({id(p): p for p in self._parameters.values()}.values()))
+        return iter(self._walk()[1])
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """(dotted name, array) of the plain array attributes (state that is not trained)."""
@@ -270,6 +320,7 @@ class Module:
                 if not name.startswith("_") and is_array(value):
                     object.__setattr__(module, name, convert(value))
             module._on_converted()
+        state_changed()
         return self
 
     def _on_converted(self) -> None:
@@ -417,10 +468,12 @@ class ModuleList(Module):
         key = list(self._modules)[index]
         _check_module(module)
         self._modules[key] = module
+        state_changed()
 
     def append(self, module: Module) -> ModuleList:
         _check_module(module)
         self._modules[str(len(self._modules))] = module
+        state_changed()
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
@@ -434,6 +487,7 @@ class ModuleList(Module):
         items.insert(index, module)
         self._modules.clear()
         self.extend(items)
+        state_changed()
 
 
 def _check_module(value: Any) -> None:

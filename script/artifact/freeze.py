@@ -32,7 +32,7 @@ from script.errors import Origin, ScriptError, SourceInfo, reported
 from script.frontend.classes import python_class
 from script.frontend.definition import FunctionDef
 from script.frontend.modules import method_function
-from script.module import Module, Parameter, is_array
+from script.module import Module, Parameter, is_array, state_changed
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 from script.runtime.pipelines import FROZEN_PIPELINE, run_pipeline
 from script.runtime.script_module import ScriptModule, Variant
@@ -399,10 +399,12 @@ class _eval_mode:  # noqa: N801 - used as a context manager, like contextlib's
     def __enter__(self) -> None:
         for m in self.modules:
             object.__setattr__(m, "training", False)
+        state_changed()
 
     def __exit__(self, *exc: Any) -> None:
         for m, mode in zip(self.modules, self.saved):
             object.__setattr__(m, "training", mode)
+        state_changed()
 
 
 def _signature(fdef: FunctionDef, graph: Graph) -> FunctionDef:

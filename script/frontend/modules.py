@@ -24,7 +24,7 @@ from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.signature import type_of
-from script.module import Module, ModuleList, Parameter, is_array, is_module
+from script.module import Module, ModuleList, Parameter, is_array, is_module, state_version
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -99,18 +99,38 @@ class AttrRef:
 
 
 class ModuleSession:
-    """One compilation of a module tree: its guards and its compiled methods, by object."""
+    """One compilation of a module tree: its guards and its compiled methods, by object.
+
+    A guard on a module member or a ``ModuleList``'s items (``module_state``) can only fail
+    after a change ``script.module.state_version`` counts, so once all guards held the session
+    checks those again only when that number moved; the others (a global's value) every time."""
 
     def __init__(self) -> None:
         self.guards: dict[Any, Guard] = {}
         self.methods: dict[tuple[int, Any], FunctionDef] = {}
         self._compiling: list[tuple[int, Any]] = []
+        self._unversioned: list[Guard] = []
+        """the guards checked at every call (not on module state)."""
+        self._held_at: int | None = None
+        """the ``state_version`` at which every guard last held (None: check them all)."""
 
-    def guard(self, key: Any, read: Callable[[], Any], expected: Any) -> None:
-        self.guards.setdefault(key, Guard(read, expected))
+    def guard(self, key: Any, read: Callable[[], Any], expected: Any,
+              module_state: bool = False) -> None:
+        if key in self.guards:
+            return
+        self.guards[key] = guard = Guard(read, expected)
+        if not module_state:
+            self._unversioned.append(guard)
+        self._held_at = None
 
     def guards_hold(self) -> bool:
-        return all(g.holds() for g in self.guards.values())
+        version = state_version()  # read first: a change while checking is seen next time
+        if version == self._held_at:
+            return all(g.holds() for g in self._unversioned)
+        if not all(g.holds() for g in list(self.guards.values())):
+            return False
+        self._held_at = version
+        return True
 
     def method(self, owner: Any, fn: Any, where: Callable[[str], ScriptError],
                compile_method: Callable[[Any, Any, ModuleSession], FunctionDef]) -> FunctionDef:
@@ -169,7 +189,8 @@ class ModuleMixin:
         self.guard_member(owner, name, value)
         if isinstance(value, ModuleList):
             items = tuple(value)
-            self.guard(("items", id(value)), lambda ml=value: tuple(ml), items)
+            self.guard(("items", id(value)), lambda ml=value: tuple(ml), items,
+                       module_state=True)
         return unwrap_module(value)
 
     def class_member(self: FunctionCompiler, owner: Any, name: str, value: Any,
@@ -189,11 +210,13 @@ class ModuleMixin:
 
     def guard_member(self: FunctionCompiler, owner: Any, name: str, value: Any) -> None:
         if self.session is not None:
-            self.session.guard((id(owner), name), lambda: read_member(owner, name), value)
+            self.session.guard((id(owner), name), lambda: read_member(owner, name), value,
+                               module_state=True)
 
-    def guard(self: FunctionCompiler, key: Any, read: Callable[[], Any], expected: Any) -> None:
+    def guard(self: FunctionCompiler, key: Any, read: Callable[[], Any], expected: Any,
+              module_state: bool = False) -> None:
         if self.session is not None:
-            self.session.guard(key, read, expected)
+            self.session.guard(key, read, expected, module_state)
 
     def module_value(self: FunctionCompiler, owner: Any, name: str, node: ast.AST) -> Any:
         """``owner.<name>`` read as a value: a graph input or a constant."""

@@ -240,9 +240,7 @@ def _module_vjp(module: Any, args: tuple[Any, ...], argnums: int | Sequence[int]
     full = method._bind(args, {})
     params = method.gradient_targets()
     nargs = len(full) - len(params)
-    wrt = _positions(argnums, nargs, "vjp")
-    if wrt is not None:
-        wrt |= {nargs + k for k, p in enumerate(params) if p is not None}
+    wrt = _module_wrt(method, argnums, nargs, params)
     outputs, backward = run_vjp(compile_gradient(method, full, wrt=wrt), full, method.origin)
 
     def module_backward(cotangents: Any) -> tuple[Any, ...]:
@@ -251,6 +249,27 @@ def _module_vjp(module: Any, args: tuple[Any, ...], argnums: int | Sequence[int]
         return grads[:nargs]
 
     return outputs, module_backward
+
+
+def _module_wrt(method: Any, argnums: int | Sequence[int] | None, nargs: int,
+                params: list[Any]) -> frozenset[int] | None:
+    """The graph inputs a module's ``vjp`` differentiates: ``argnums``'s and every parameter's
+    (None: all). Kept on the method per ``argnums`` (an int or a tuple of ints) while its
+    ``gradient_targets`` are the same list."""
+    if argnums is None:
+        return None
+    kept = method.__dict__.get("_wrt_kept")
+    if kept is None or kept[0] is not params:
+        kept = method.__dict__["_wrt_kept"] = (params, {})
+    cacheable = type(argnums) is int or (type(argnums) is tuple
+                                         and all(type(k) is int for k in argnums))
+    wrt = kept[1].get(argnums) if cacheable else None
+    if wrt is None:
+        wrt = _positions(argnums, nargs, "vjp") | {nargs + k for k, p in enumerate(params)
+                                                   if p is not None}
+        if cacheable:
+            kept[1][argnums] = wrt
+    return wrt
 
 
 def _positions(argnums: int | Sequence[int] | None, nargs: int, what: str

@@ -23,7 +23,7 @@ from script.frontend.compiler import compile_method
 from script.frontend.definition import FunctionDef
 from script.frontend.globals import GlobalRef
 from script.frontend.modules import AttrRef, ModuleSession, method_function
-from script.module import Module
+from script.module import Module, state_version
 from script.runtime import instrument
 from script.runtime.function import ScriptFunction, Specialization, bind_arguments
 
@@ -68,15 +68,26 @@ class CompiledMethod(ScriptFunction):
             method.arg_types + [ref.type for ref in self.attr_refs], dict(method.defaults),
             method.return_type, method.source)
         self._nargs = len(self._definition.arg_names)
+        self._targets: tuple[int | None, list[Any]] = (None, [])
+        """(``state_version``, ``gradient_targets``) as last looked up."""
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         bound = bind_arguments(self.method_definition, args, kwargs)
-        return bound + tuple(ref.read() for ref in self.attr_refs)
+        params = self.gradient_targets()
+        return bound + tuple([ref.read() if p is None else p.data
+                              for p, ref in zip(params, self.attr_refs)])
 
     def gradient_targets(self) -> list[Any]:
         """Per attribute input, the ``Parameter`` its gradient accumulates into (``vjp`` of a
-        module), None for a plain array."""
-        return [ref.parameter for ref in self.attr_refs]
+        module), None for a plain array. Looked up again only after a module changed
+        (``script.module.state_version``: a parameter assigned anew, say); callers must not
+        change the list."""
+        version = state_version()
+        seen, params = self._targets
+        if seen != version:
+            params = [ref.parameter for ref in self.attr_refs]
+            self._targets = (version, params)
+        return params
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         full = self._bind(args, kwargs)
