@@ -22,6 +22,7 @@ import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
+from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from script import ops
 from script.frontend.classes import python_class
 from script.runtime import allocator, sanitize
@@ -148,6 +149,12 @@ class FunctionWriter:
         special = STRUCTURE_WRITERS.get(node.kind)
         if special is not None:
             special(self, node)
+            return
+        if node.attrs.get(IN_PLACE_ATTR) and self.ns.name(node.inputs[0]).isidentifier() \
+                and self.ns.name(node.inputs[0]) not in self.consts:
+            target = self.ns.name(node.inputs[0])  # numpy's a += b: the result is a, updated
+            self.emit(f"{target} {AUGMENTED[node.kind]} {self.ns.name(node.inputs[1])}")
+            self.emit(f"{self.ns.name(node.output)} = {target}")
             return
         args = [self.ns.name(v) for v in node.inputs]
         expr = self.expression(node, args)
@@ -547,8 +554,22 @@ def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
         dtype, given[2], ops.layer_norm_backward))
 
 
+def _write_select_put(w: FunctionWriter, node: Node) -> None:
+    """``select_put`` along axis 0 as ``ops.select_put`` computes it, inline: a copy, then one
+    ``__setitem__`` (the call's own work is most of a small array's write: a one-hot vector
+    made per step)."""
+    a, value, axis, index = (w.ns.name(v) for v in node.inputs)
+    if axis != "0":
+        w.assign(node, w.expression(node, [a, value, axis, index]))
+        return
+    out = w.ns.name(node.output)
+    w.emit(f"{out} = {a}.copy()")
+    w.emit(f"{out}[{index}] = {value}")
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": _write_matmul,
+    "tensor::select_put": _write_select_put,
     "tensor::empty": _write_empty,
     "tensor::layer_norm": _write_layer_norm,
     "tensor::layer_norm_backward": _write_layer_norm_backward,

@@ -12,6 +12,7 @@ from typing import Any
 from fuser.cpu import blas
 from fuser.cpu.kernel import Kernel, compile_group, layouts_supported
 from ir.core import Graph, Node, Value
+from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.types import ListType, ScalarType, TensorType
 
 NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
@@ -591,7 +592,8 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
         else:
             args.append(graph.add_input(v.type))
             inputs.append(v)
-    node = graph.insert(n.kind, args, [v.type for v in n.outputs], dict(n.attrs))
+    attrs = {k: v for k, v in n.attrs.items() if k != IN_PLACE_ATTR}  # the kernel makes its own
+    node = graph.insert(n.kind, args, [v.type for v in n.outputs], attrs)
     for out in node.outputs:
         graph.add_output(out)
     return graph, inputs
