@@ -36,7 +36,7 @@ def shared(x: Tensor, m: Tensor, g: Tensor, n: int):
     w = x @ m.T
     w = w - g  # nothing reads the product again: stored into it
     acc = g @ m
-    for i in range(n):
+    for _ in range(n):
         acc = acc + np.dot(x, m)
     return acc, y, z, w
 
