@@ -567,8 +567,25 @@ def _write_select_put(w: FunctionWriter, node: Node) -> None:
     w.emit(f"{out}[{index}] = {value}")
 
 
+def _write_sum(w: FunctionWriter, node: Node) -> None:
+    """A host float array's sum over constant axes as ``ops.sum`` computes it (``a.sum(axis,
+    keepdims=...)``) without the layers above numpy's reduction: ``np.add.reduce``, which the
+    method calls (their Python cost is a third of a small vector's sum: a softmax per step)."""
+    a, axis, keep = node.inputs
+    t = a.type
+    literal = axis.is_constant and (axis.constant is None or type(axis.constant) is int or (
+        type(axis.constant) is tuple and all(type(k) is int for k in axis.constant)))
+    if not (literal and keep.is_constant and isinstance(t, ir.TensorType)
+            and t.dtype in ("float32", "float64") and t.device != "cuda"):
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    w.assign(node, f"np.add.reduce({w.ns.name(a)}, {w.ns.name(axis)}, None, None, "
+                   f"{bool(keep.constant)})")
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": _write_matmul,
+    "tensor::sum": _write_sum,
     "tensor::select_put": _write_select_put,
     "tensor::empty": _write_empty,
     "tensor::layer_norm": _write_layer_norm,
