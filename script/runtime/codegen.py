@@ -343,6 +343,9 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     if backend is None:
         _write_subgraph_call(w, node)
         return
+    if numbers_only(node):
+        _write_inline_group(w, node)
+        return
     try:
         with stage("native compile"):
             kernel = backend.compile_group(node.subgraph)
@@ -357,6 +360,31 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
         _write_call(w, node, kernel, "_kernel")
         return
     _write_into_slots(w, node, kernel, writes)
+
+
+SCALAR_GROUP_NODES = 4
+"""A host fusion group of 0-d values with at most this many nodes runs as numpy's arithmetic on
+numbers, inline: a kernel call (about a microsecond) costs more than their numpy calls (a tenth
+to a third of that each: a loss summed over a loop's steps); a native loop still compiles the
+group as its own."""
+
+
+def numbers_only(node: Node) -> bool:
+    """Whether fusion group ``node`` runs inline as numpy's arithmetic on numbers (see
+    ``SCALAR_GROUP_NODES``)."""
+    return len(node.subgraph.block.nodes) <= SCALAR_GROUP_NODES and all(
+        isinstance(v.type, ir.TensorType) and v.type.shape == () and v.type.device != "cuda"
+        for v in node.outputs)
+
+
+def _write_inline_group(w: FunctionWriter, node: Node) -> None:
+    """The group's subgraph written into the function, its inputs named as the group's."""
+    sub = node.subgraph
+    for inner, outer in zip(sub.inputs, node.inputs):
+        w.ns.names[inner] = w.ns.name(outer)
+    for n in sub.block:
+        w.write_plain_node(n)
+    w.assign_values(node.outputs, sub.outputs)
 
 
 def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node]) -> None:

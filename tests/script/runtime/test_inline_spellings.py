@@ -1,8 +1,11 @@
-"""Ops the generated code spells inline instead of calling ``script.ops`` (a float sum as
-``np.add.reduce``, a write along axis 0 of a copy as a copy and one ``__setitem__``) give the
-eager results: same values, dtypes, shapes and Python types, and the copy is the caller's own."""
+"""Ops the generated code spells inline instead of calling ``script.ops`` or a kernel (a float sum
+as ``np.add.reduce``, a write along axis 0 of a copy as a copy and one ``__setitem__``, a small
+fusion group of numbers as numpy's arithmetic) give the eager results: same values, dtypes,
+shapes and Python types, and the copy is the caller's own."""
 
 from __future__ import annotations
+
+from typing import List
 
 import numpy as np
 import pytest
@@ -47,3 +50,21 @@ def test_a_row_written_into_a_copy_equals_numpys(dtype):
         one_hot(x, 3, 1.0)
     with pytest.raises(IndexError):
         f(x, 3, 1.0)
+
+
+def losses(p: Tensor, targets: List[int]):
+    loss = 0
+    for t in range(len(targets)):
+        loss += -np.log(p[t, targets[t]])
+    return loss
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_loss_summed_over_steps_is_numpys_number(dtype, native, monkeypatch):
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", native)
+    p = np.random.default_rng(2).random((5, 3)).astype(dtype)
+    targets = [0, 2, 1, 1, 0]
+    got, want = script(losses)(p, targets), losses(p, targets)
+    assert type(got) is type(want)  # a numpy scalar, as numpy's arithmetic on numbers gives
+    assert_same(got, want, 0, 0)
