@@ -31,6 +31,7 @@ from passes import (
     inline,
     inplace_writes,
     licm,
+    outer_products,
     shape_prop,
     stack_to_slots,
     unroll,
@@ -40,7 +41,7 @@ from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, canonicalize, constant_prop, shape_prop, dce, dict_items, cse, licm,
                 hoist_projection, hoist_rowwise, unroll, batch_matmul, batch_accumulation,
-                contiguous_weights, stack_to_slots, inplace_writes):
+                contiguous_weights, stack_to_slots, outer_products, inplace_writes):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 

@@ -1,5 +1,6 @@
 """Arithmetic stored into an array nothing reads again (``acc = acc + g`` as numpy's ``acc += g``,
-marked by the inplace-writes pass) and one-hot writes spelled inline give plain Python's results,
+marked by the inplace-writes pass), outer products summed in the sum's kernel (outer-products)
+and one-hot writes spelled inline give plain Python's results,
 leave the caller's arrays alone and return arrays no other result shares; a step kept in a dict
 keyed by the step reads as Python reads it, a missing key raising Python's KeyError."""
 
@@ -57,7 +58,9 @@ def test_steps_kept_in_dicts_and_summed_equal_python(dtype, native, monkeypatch)
     got, want = f(inputs, W, h0, 1), steps(inputs, W, h0, 1)
     assert_same(got, want, **TOLERANCE[np.dtype(dtype)])
     assert_same((inputs, W, h0), kept, 0, 0)  # the arguments are not written
-    assert "dW_1 += " in f.code_for(inputs, W, h0, 1)  # the sum is made in place
+    code = f.code_for(inputs, W, h0, 1)
+    assert "dh_1 += " in code  # the sum is made in place
+    assert "np.dot" not in code.split("for i_1")[1]  # the outer products summed in a kernel
     assert_same(f(inputs, W, h0, 1), want, **TOLERANCE[np.dtype(dtype)])  # a second call too
 
 
