@@ -12,14 +12,16 @@ one call instead of two (about 2.5x faster at n, m = 100)::
   ->
     %p = tensor::mul(%a, %b)
 
-Only host float arrays of static shapes, a product read once by an add or sub of its shape.
-It runs after differentiation, before fusion (in the executor's pipelines).
+Only host float arrays of static shapes, a product read once by the sum a loop carries from step
+to step (``acc = acc + p``, ``acc - p``): a product whose 1 is a batch of one (an LSTM's weight
+gradient at B=1) stays a matmul elsewhere, so a kernel compiled for one batch size serves the
+others. It runs after differentiation, before fusion (in the executor's pipelines).
 """
 
 from __future__ import annotations
 
-from ir.core import Graph, Node
-from ir.kinds import ADD, MATMUL
+from ir.core import Graph, Node, Value
+from ir.kinds import ADD, LOOP, MATMUL, PARAM
 from ir.types import TensorType
 
 NAME = "outer-products"
@@ -41,10 +43,22 @@ def _column_times_row(node: Node) -> bool:
     if not (a.dtype == b.dtype == out.dtype and a.shape[1] == 1 and b.shape[0] == 1):  # type: ignore
         return False
     uses = node.output.uses
-    if len(uses) != 1 or uses[0].node.kind not in _SUMS:
+    if len(uses) != 1 or uses[0].node.kind not in _SUMS or uses[0].index != 1:
         return False
-    total = uses[0].node.output.type
-    return isinstance(total, TensorType) and total.shape == out.shape and total.dtype == out.dtype
+    total, acc = uses[0].node.output, uses[0].node.inputs[0]
+    return (isinstance(total.type, TensorType) and total.type == out == acc.type
+            and _summed_over_steps(acc, total))
+
+
+def _summed_over_steps(acc: Value, total: Value) -> bool:
+    """Whether ``total = acc + p`` is a sum a loop carries from step to step: ``acc`` is a
+    parameter of the loop body holding the sum, and ``total`` is what the body returns for it."""
+    block = total.node.owner
+    if acc.node.kind != PARAM or acc.node.owner is not block or block.owner is None \
+            or block.owner.kind != LOOP:
+        return False
+    k = acc.index
+    return k >= 1 and block.returns[k] is total
 
 
 def run(graph: Graph) -> bool:
