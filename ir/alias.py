@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
+from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import constant_of, lookup
 from ir.types import (
     ListType,
@@ -245,7 +246,10 @@ Rule = Callable[[StorageClasses, Node], None]
 
 def may_share_input(node: Node) -> bool:
     """Whether a ``tensor::`` node's result may share memory with its inputs: its op has the
-    ``VIEW`` trait and, where ``VIEW_WHEN`` says more for its kind, this node's types allow it."""
+    ``VIEW`` trait and, where ``VIEW_WHEN`` says more for its kind, this node's types allow it;
+    arithmetic done in place (``IN_PLACE_ATTR``) returns its first operand's array."""
+    if node.attrs.get(IN_PLACE_ATTR):
+        return True
     op = lookup(node.kind)
     if op is None or not op.is_view:
         return False

@@ -15,6 +15,11 @@ which stores into ``h`` and returns it) when the copy cannot be told apart:
 - every other reader of the old array (and of a view of it) is in the write's block before the
   write, or inside a node there before it, so nothing reads the old contents after the store.
 
+Arithmetic whose first operand is such an array, with nothing reading its old value afterwards,
+stores into it likewise (``acc = acc + g`` as numpy's ``acc += g``: a gradient summed over a
+loop's steps updates one array instead of making one a step) when the result has the operand's
+type: the node is marked ``IN_PLACE_ATTR``.
+
 It runs last in the executor's pipelines (after fusion, which could otherwise move a reader past
 the store); autodiff and the other passes never see the in-place ops.
 """
@@ -22,6 +27,7 @@ the store); autodiff and the other passes never see the in-place ops.
 from __future__ import annotations
 
 from ir.core import PARAM, Block, Graph, Node, Value
+from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from ir.ops.index_put import IN_PLACE
 from ir.registry import lookup
 from ir.types import TensorType
@@ -35,6 +41,10 @@ _HOLDERS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
 def _fresh_op(node: Node) -> bool:
     """A tensor op whose outputs are new arrays (not views, not constants, not containers)."""
     op = lookup(node.kind)
+    if node.attrs.get(IN_PLACE_ATTR):
+        return False  # its result is its first operand's array
+    if node.kind == "tensor::clip":  # returns its input only when both bounds are None
+        return not all(v.is_constant and v.constant is None for v in node.inputs[1:])
     if node.kind.startswith("tensor::"):
         return op is not None and not op.is_view
     return node.kind == "prim::FusionGroup"
@@ -92,7 +102,7 @@ def _own(value: Value, seen: set[int]) -> bool:
         return True
     if node.kind in IN_PLACE:
         return True  # a pure write: a new array
-    if node.kind in IN_PLACE.values():
+    if node.kind in IN_PLACE.values() or node.attrs.get(IN_PLACE_ATTR):
         return _own(node.inputs[0], seen)
     if node.kind == PARAM:
         return _own_loop_param(value, seen)
@@ -155,15 +165,31 @@ def _in_place(graph: Graph, write: Node) -> None:
     write.erase()
 
 
+def _augmentable(node: Node) -> bool:
+    """Whether arithmetic ``node`` may store into its first operand: the result is an array of
+    that operand's static dtype and shape (numpy's ``a += b`` neither broadcasts ``a`` nor casts;
+    a 0-d result stays out: numpy's ``a + b`` of two 0-d arrays is a scalar, not an array)."""
+    if node.kind not in AUGMENTED or len(node.inputs) != 2 or node.attrs.get(IN_PLACE_ATTR):
+        return False
+    t = node.output.type
+    return (isinstance(t, TensorType) and t.dtype is not None and bool(t.shape)
+            and all(isinstance(d, int) for d in t.shape)  # type: ignore[union-attr]
+            and node.inputs[0].type == t)
+
+
 def run(graph: Graph) -> bool:
-    """Make every write whose old array nothing reads afterwards a write in place."""
+    """Make every write whose old array nothing reads afterwards a write in place, and mark
+    arithmetic storing into such an array (``IN_PLACE_ATTR``)."""
     changed = False
-    for write in [n for n in graph.block.walk() if n.kind in IN_PLACE]:
-        old = write.inputs[0]
-        if old is write.inputs[1] or not _readers_done(old, write, skip=write):
+    for node in [n for n in graph.block.walk() if n.kind in IN_PLACE or _augmentable(n)]:
+        old = node.inputs[0]
+        if old is node.inputs[1] or not _readers_done(old, node, skip=node):
             continue
         if not _own(old, set()):
             continue
-        _in_place(graph, write)
+        if node.kind in IN_PLACE:
+            _in_place(graph, node)
+        else:
+            node.attrs[IN_PLACE_ATTR] = True
         changed = True
     return changed

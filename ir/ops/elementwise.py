@@ -103,6 +103,13 @@ defop("tensor::mul(a: operand, b: operand) -> operand", _binary, EW + (COMMUTATI
       ("*", "np.multiply"), "a * b, broadcasting")
 defop("tensor::div(a: operand, b: operand) -> operand", _true_divide, EW,
       ("/", "np.divide", "np.true_divide"), "true division a / b (integers give float64)")
+AUGMENTED = {"tensor::add": "+=", "tensor::sub": "-=", "tensor::mul": "*=", "tensor::div": "/="}
+"""arithmetic with an augmented assignment (numpy's ``a += b`` stores ``a + b`` into ``a``)."""
+IN_PLACE_ATTR = "in_place"
+"""set (True) on an ``AUGMENTED`` node whose result is its first operand's array, updated in
+place: the inplace-writes pass marks it when nothing reads that operand's old value afterwards
+and the result has its type (no broadcast of it, no cast). A native loop computes it as the
+plain op into its own buffer; Python code writes ``a += b``."""
 defop("tensor::floordiv(a: operand, b: operand) -> operand", _binary, EW_ZERO,
       ("//", "np.floor_divide"), "floor division a // b")
 defop("tensor::mod(a: operand, b: operand) -> operand", _binary, EW,

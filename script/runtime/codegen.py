@@ -22,6 +22,7 @@ import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
+from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from script import ops
 from script.frontend.classes import python_class
 from script.runtime import allocator, contractions, sanitize
@@ -155,6 +156,12 @@ class FunctionWriter:
         special = STRUCTURE_WRITERS.get(node.kind)
         if special is not None:
             special(self, node)
+            return
+        if node.attrs.get(IN_PLACE_ATTR) and self.ns.name(node.inputs[0]).isidentifier() \
+                and self.ns.name(node.inputs[0]) not in self.consts:
+            target = self.ns.name(node.inputs[0])  # numpy's a += b: the result is a, updated
+            self.emit(f"{target} {AUGMENTED[node.kind]} {self.ns.name(node.inputs[1])}")
+            self.emit(f"{self.ns.name(node.output)} = {target}")
             return
         args = [self.ns.name(v) for v in node.inputs]
         expr = self.expression(node, args)
@@ -343,6 +350,9 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     if backend is None:
         _write_subgraph_call(w, node)
         return
+    if numbers_only(node):
+        _write_inline_group(w, node)
+        return
     try:
         with stage("native compile"):
             kernel = backend.compile_group(node.subgraph)
@@ -357,6 +367,31 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
         _write_call(w, node, kernel, "_kernel")
         return
     _write_into_slots(w, node, kernel, writes)
+
+
+SCALAR_GROUP_NODES = 4
+"""A host fusion group of 0-d values with at most this many nodes runs as numpy's arithmetic on
+numbers, inline: a kernel call (about a microsecond) costs more than their numpy calls (a tenth
+to a third of that each: a loss summed over a loop's steps); a native loop still compiles the
+group as its own."""
+
+
+def numbers_only(node: Node) -> bool:
+    """Whether fusion group ``node`` runs inline as numpy's arithmetic on numbers (see
+    ``SCALAR_GROUP_NODES``)."""
+    return len(node.subgraph.block.nodes) <= SCALAR_GROUP_NODES and all(
+        isinstance(v.type, ir.TensorType) and v.type.shape == () and v.type.device != "cuda"
+        for v in node.outputs)
+
+
+def _write_inline_group(w: FunctionWriter, node: Node) -> None:
+    """The group's subgraph written into the function, its inputs named as the group's."""
+    sub = node.subgraph
+    for inner, outer in zip(sub.inputs, node.inputs):
+        w.ns.names[inner] = w.ns.name(outer)
+    for n in sub.block:
+        w.write_plain_node(n)
+    w.assign_values(node.outputs, sub.outputs)
 
 
 def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node]) -> None:
@@ -555,8 +590,39 @@ def _write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
         dtype, given[2], ops.layer_norm_backward))
 
 
+def _write_select_put(w: FunctionWriter, node: Node) -> None:
+    """``select_put`` along axis 0 as ``ops.select_put`` computes it, inline: a copy, then one
+    ``__setitem__`` (the call's own work is most of a small array's write: a one-hot vector
+    made per step)."""
+    a, value, axis, index = (w.ns.name(v) for v in node.inputs)
+    if axis != "0":
+        w.assign(node, w.expression(node, [a, value, axis, index]))
+        return
+    out = w.ns.name(node.output)
+    w.emit(f"{out} = {a}.copy()")
+    w.emit(f"{out}[{index}] = {value}")
+
+
+def _write_sum(w: FunctionWriter, node: Node) -> None:
+    """A host float array's sum over constant axes as ``ops.sum`` computes it (``a.sum(axis,
+    keepdims=...)``) without the layers above numpy's reduction: ``np.add.reduce``, which the
+    method calls (their Python cost is a third of a small vector's sum: a softmax per step)."""
+    a, axis, keep = node.inputs
+    t = a.type
+    literal = axis.is_constant and (axis.constant is None or type(axis.constant) is int or (
+        type(axis.constant) is tuple and all(type(k) is int for k in axis.constant)))
+    if not (literal and keep.is_constant and isinstance(t, ir.TensorType)
+            and t.dtype in ("float32", "float64") and t.device != "cuda"):
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    w.assign(node, f"np.add.reduce({w.ns.name(a)}, {w.ns.name(axis)}, None, None, "
+                   f"{bool(keep.constant)})")
+
+
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": _write_matmul,
+    "tensor::sum": _write_sum,
+    "tensor::select_put": _write_select_put,
     "tensor::empty": _write_empty,
     "tensor::layer_norm": _write_layer_norm,
     "tensor::layer_norm_backward": _write_layer_norm_backward,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ir
 from ir.core import Block, Node, Value
+from ir.ops.elementwise import IN_PLACE_ATTR
 from script.runtime.spellings import NUMPY_CODE
 
 
@@ -55,6 +56,8 @@ def _fresh_result(node: Node) -> bool:
     """Whether ``node``'s tensor outputs are new arrays, never views of its inputs."""
     if node.kind == "tensor::matmul":
         return True
+    if node.attrs.get(IN_PLACE_ATTR):
+        return False  # its result is its first operand
     op = ir.registry.lookup(node.kind)
     return node.kind in NUMPY_CODE and op is not None and op.is_elementwise
 
@@ -69,7 +72,8 @@ def _confined(value: Value, block: Block, write: Node) -> bool:
             continue
         if n.owner is not block or n.blocks or n.kind.startswith("prim::"):
             return False
-        if ir.registry.WRITES in ir.registry.effects_on_input(n, use.index):
+        if ir.registry.WRITES in ir.registry.effects_on_input(n, use.index) or (
+                n.attrs.get(IN_PLACE_ATTR) and use.index == 0):  # a += b stores into a
             return False
         if not _fresh_result(n) and not all(_confined(out, block, write) for out in n.outputs):
             return False

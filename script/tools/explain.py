@@ -30,6 +30,7 @@ from ir.kinds import LOOP
 from ir.registry import lookup
 from ir.types import TensorType
 from script.errors import ScriptError, render_caret
+from script.runtime.codegen import numbers_only
 
 MATMULS = frozenset({"tensor::matmul", "tensor::linear"})
 """Kinds reported as matmuls."""
@@ -330,7 +331,9 @@ def _groups_section(found: Analysis) -> list[str]:
     lines = [f"fusion groups: {len(found.groups)}"]
     for k, g in enumerate(found.groups):
         where = f", inside {g.loop_depth} loop(s)" if g.loop_depth else ""
-        kernel = "runs as Python (fallback)" if g.fallback else "native kernel"
+        kernel = ("runs as Python (fallback)" if g.fallback else "numpy's arithmetic on numbers"
+                  " outside native loops (cheaper than a kernel call)" if numbers_only(g.node)
+                  else "native kernel")
         out = g.node.outputs[0].type if g.node.outputs else ""
         lines.append(f"  group {k}: {len([o for o in g.ops if o not in VIEW_OPS])} ops -> "
                      f"{len(g.node.outputs)} output(s) {out}{where}; {kernel}")

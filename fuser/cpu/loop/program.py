@@ -35,6 +35,7 @@ from fuser.cpu.loop.body import (
     write_parts,
 )
 from ir.core import Graph, Node, Value
+from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.types import ScalarType, TensorType
 
 
@@ -516,7 +517,8 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
         else:
             args.append(graph.add_input(v.type))
             inputs.append(v)
-    node = graph.insert(n.kind, args, [v.type for v in n.outputs], dict(n.attrs))
+    attrs = {k: v for k, v in n.attrs.items() if k != IN_PLACE_ATTR}  # the kernel makes its own
+    node = graph.insert(n.kind, args, [v.type for v in n.outputs], attrs)
     for out in node.outputs:
         graph.add_output(out)
     return graph, inputs
