@@ -27,6 +27,13 @@ OUTSIDE_MIN_PRODUCT = 1 << 21
 Python-side set-up, a few microseconds, would not pay)."""
 
 
+POOL_MIN_PRODUCT = 1 << 23
+"""Products with fewer multiply-adds than this run on the calling thread alone: waking a
+helper costs tens of microseconds on a virtual machine whose other vCPU sleeps, as long as such
+a product takes on one core (measured, float32: (64, 128) x (128, 256) 27 us alone, 31 us
+shared; (64, 128) x (128, 1024), 8.4M multiply-adds, 98 us alone, 61 us shared)."""
+
+
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     """The product function for a matmul outside loops of these static sizes, or None when
     numpy's ``@`` should compute it."""
@@ -80,7 +87,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     if out is None:
         out = np.empty((m, n), a.dtype)
     width = 2 * lanes(item)
-    count = threads()
+    count = threads() if m * n * k >= POOL_MIN_PRODUCT else 1
     # columns per task: a few tasks per thread, a whole number of two-vector panels
     per_task = -(-n // (4 * count)) if count > 1 else n
     task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))

@@ -31,6 +31,7 @@ def test_the_pool_has_helpers():
 def test_products_from_several_threads_at_once(monkeypatch, threads):
     """One caller holds the pool, the others run their products alone: every result right."""
     monkeypatch.setattr(products, "threads", lambda: threads)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
     cases = [_product(seed, dtype=np.float32 if seed % 2 else np.float64) for seed in range(6)]
     errors = []
 
@@ -52,6 +53,7 @@ def test_products_from_several_threads_at_once(monkeypatch, threads):
 
 def test_the_pool_is_free_again_after_each_job(monkeypatch):
     monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
     a, b, want = _product(1)
     for _ in range(50):
         np.testing.assert_allclose(products.matmul(a, b), want, rtol=1e-4, atol=2e-3)
@@ -65,6 +67,7 @@ def test_a_process_that_used_the_pool_exits_cleanly():
     code = ("import numpy as np\n"
             "from fuser.cpu import products\n"
             "products.threads = lambda: 2\n"
+            "products.POOL_MIN_PRODUCT = 0\n"
             "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"
             "for _ in range(20):\n"
             "    assert (products.matmul(a, b) == 256).all()\n"

@@ -88,6 +88,7 @@ def _operands(dtype, m, k, n, layout, seed=0):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_matmul_equals_numpy(monkeypatch, dtype, layout, m, k, n, threads):
     monkeypatch.setattr(products, "threads", lambda: threads)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)  # shared even when small
     a, b = _operands(dtype, m, k, n, layout)
     got = products.matmul(a, b)
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -156,6 +157,7 @@ def test_a_forked_child_gets_its_own_threads(monkeypatch):
     import os
     import signal
     monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
     a, b = _operands(np.float32, 40, 300, 200, "")
     want = products.matmul(a, b)  # the parent's helper threads exist now
     pid = os.fork()
