@@ -1,0 +1,178 @@
+"""Code for the tensor ops whose generated code is not a plain call of ``script.ops``: matrix
+products (numpy's ``np.dot`` in loops, the backend's GEMM for large ones, workspace outputs),
+``empty`` from the workspace, the layer norm row kernels, in-place slot writes and sums spelled
+as numpy calls; and ``write_call``, a node as a call of a Python callable bound as a global.
+Each writer takes the ``codegen.FunctionWriter`` and the node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import ir
+from ir.core import Node, Value
+from script import ops
+from script.runtime import allocator
+from script.runtime.instrument import stage
+
+if TYPE_CHECKING:
+    from script.runtime.codegen import FunctionWriter
+
+
+def write_call(w: FunctionWriter, node: Node, fn: Callable[..., Any], hint: str) -> None:
+    name = w.ns.fresh(hint)
+    w.consts[name] = fn
+    args = ", ".join(w.ns.name(v) for v in node.inputs)
+    expr = f"{name}({args})"
+    if len(node.outputs) > 1:
+        targets = ", ".join(w.ns.name(v) for v in node.outputs)
+        w.emit(f"{targets} = {expr}")
+    else:
+        w.assign(node, expr)
+
+
+def write_matmul(w: FunctionWriter, node: Node) -> None:
+    """A large product of two matrices through the backend's ``matmul_for`` when it has one
+    (the CPU's host-vector GEMM, in loops that stay Python too: its helper threads never wait
+    for a core, where BLAS's spin for one); else in a loop ``np.dot`` for two matrices: the
+    same GEMM as ``@`` with less call overhead (about 0.3 us, a tenth of a small RNN step's
+    product); also for an outer product of a column and a row anywhere, which numpy's ``@``
+    computes about 4x slower than ``np.dot``; the backend's ``@`` elsewhere."""
+    args = [w.ns.name(v) for v in node.inputs]
+    matrices = all(isinstance(v.type, ir.TensorType) and v.type.rank == 2 for v in node.inputs)
+    product = backend_matmul(node) if matrices and not outer_product(node) else None
+    if matrices and product is None and (in_loop(node) or outer_product(node)):
+        w.assign(node, f"np.dot({args[0]}, {args[1]})")
+        return
+    out = allocation(w, node) if allocator.into_output(node) else None
+    if product is not None:  # the backend's GEMM (into a workspace array when there is one)
+        name = w.ns.fresh("_gemm")
+        w.consts[name] = product
+        into = f", out={out}" if out is not None else ""
+        w.assign(node, f"{name}({args[0]}, {args[1]}{into})")
+        return
+    if out is not None:  # the product of a workspace array: no fresh pages per call
+        w.assign(node, f"np.matmul({args[0]}, {args[1]}, out={out})")
+        return
+    w.assign(node, w.expression(node, args))
+
+
+def backend_matmul(node: Node) -> Any:
+    """The device backend's product function for a matrix product outside loops, or None."""
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    if backend is None or backend.matmul_for is None:
+        return None
+    return backend.matmul_for(node)
+
+
+def write_empty(w: FunctionWriter, node: Node) -> None:
+    """A workspace array (``fuser.workspace``) for a large buffer of static shape; else
+    ``np.empty``."""
+    out = allocation(w, node)
+    w.assign(node, out or w.expression(node, [w.ns.name(v) for v in node.inputs]))
+
+
+def allocation(w: FunctionWriter, node: Node) -> str | None:
+    """``site.empty(shape, dtype)`` of a new site of the function's workspace for the output of
+    ``node`` (None: the op allocates it: in a loop, or a small, unknown-shape or GPU array)."""
+    found = allocator.workspace_array(node.output)
+    if found is None or not w.workspace.keep or in_loop(node):
+        return None
+    site, dtype = w.ns.fresh("_site"), w.ns.fresh("_dtype")
+    w.consts[site], w.consts[dtype] = w.workspace.site(), found[1]
+    return f"{site}.empty({found[0]!r}, {dtype})"
+
+
+def outer_product(node: Node) -> bool:
+    """A product of an (n, 1) column and a (1, m) row off the GPU."""
+    a, b = (v.type for v in node.inputs)
+    return a.shape[1] == 1 and b.shape[0] == 1 and "cuda" not in (a.device, b.device)
+
+
+def in_loop(node: Node) -> bool:
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            return True
+        block = block.owner.owner
+    return False
+
+
+def row_kernel_dtype(node: Node, tensors: list[Value]) -> str | None:
+    """The dtype of a row kernel for ``node``: its float32/float64 result on the CPU when every
+    tensor in ``tensors`` (None constants aside) has that dtype; None otherwise (the eager op
+    runs: CuPy arrays, other dtypes, mixed dtypes that promote)."""
+    from fuser.cpu import layouts_supported, rowkernels
+    out = node.outputs[0].type
+    if not isinstance(out, ir.TensorType) or out.device == "cuda":
+        return None
+    if not rowkernels.supports(out.dtype) or not layouts_supported():
+        return None
+    for v in tensors:
+        if v.is_constant and v.constant is None:
+            continue
+        t = v.type.element if isinstance(v.type, ir.OptionalType) else v.type
+        if not isinstance(t, ir.TensorType) or t.dtype != out.dtype or t.device == "cuda":
+            return None
+    return out.dtype
+
+
+def given(v: Value) -> bool:
+    return not (v.is_constant and v.constant is None)
+
+
+def write_row_kernel(w: FunctionWriter, node: Node,
+                      make: Callable[[str, list[bool]], Callable[..., Any]]) -> None:
+    """A call of the native row kernel ``make(dtype, which tensor inputs are given)`` when the
+    node's tensors are numpy float arrays (the kernel falls back to the eager op for arguments
+    it does not handle at run time); the eager op otherwise."""
+    tensors = list(node.inputs[:3])
+    dtype = row_kernel_dtype(node, tensors)
+    if dtype is None:
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    with stage("native compile"):
+        kernel = make(dtype, [given(v) for v in tensors])
+    write_call(w, node, kernel, f"_{node.kind.split('::', 1)[1]}")
+
+
+def write_layer_norm(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_forward
+    write_row_kernel(w, node, lambda dtype, given: layer_norm_forward(
+        dtype, given[1], given[2], ops.layer_norm))
+
+
+def write_layer_norm_backward(w: FunctionWriter, node: Node) -> None:
+    from fuser.cpu.rowkernels import layer_norm_backward
+    write_row_kernel(w, node, lambda dtype, given: layer_norm_backward(
+        dtype, given[2], ops.layer_norm_backward))
+
+
+def write_select_put(w: FunctionWriter, node: Node) -> None:
+    """``select_put`` along axis 0 as ``ops.select_put`` computes it, inline: a copy, then one
+    ``__setitem__`` (the call's own work is most of a small array's write: a one-hot vector
+    made per step)."""
+    a, value, axis, index = (w.ns.name(v) for v in node.inputs)
+    if axis != "0":
+        w.assign(node, w.expression(node, [a, value, axis, index]))
+        return
+    out = w.ns.name(node.output)
+    w.emit(f"{out} = {a}.copy()")
+    w.emit(f"{out}[{index}] = {value}")
+
+
+def write_sum(w: FunctionWriter, node: Node) -> None:
+    """A host float array's sum over constant axes as ``ops.sum`` computes it (``a.sum(axis,
+    keepdims=...)``) without the layers above numpy's reduction: ``np.add.reduce``, which the
+    method calls (their Python cost is a third of a small vector's sum: a softmax per step)."""
+    a, axis, keep = node.inputs
+    t = a.type
+    literal = axis.is_constant and (axis.constant is None or type(axis.constant) is int or (
+        type(axis.constant) is tuple and all(type(k) is int for k in axis.constant)))
+    if not (literal and keep.is_constant and isinstance(t, ir.TensorType)
+            and t.dtype in ("float32", "float64") and t.device != "cuda"):
+        w.assign(node, w.expression(node, [w.ns.name(v) for v in node.inputs]))
+        return
+    w.assign(node, f"np.add.reduce({w.ns.name(a)}, {w.ns.name(axis)}, None, None, "
+                   f"{bool(keep.constant)})")
