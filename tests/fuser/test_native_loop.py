@@ -580,6 +580,7 @@ def test_reductions_run_natively_with_the_python_loops_results(monkeypatch, op, 
         assert [lp.calls for lp in loops] == ([1] if steps > 1 else [])  # one step is unrolled
         assert_same(got, python_result(monkeypatch, layer, x, h, acc), dtype)
         assert_same(got, layer(x, h, acc), dtype)
+        assert [type(v) for v in got] == [type(v) for v in layer(x, h, acc)]  # a number: numpy's
         if steps > 1:
             assert "runs natively" in f.explain(x, h, acc)
 

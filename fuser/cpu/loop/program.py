@@ -193,11 +193,13 @@ class LoopProgram:
                     raise LoopRefused(f"{where(n)}: writes into a view")
         for lst, v in prog.appends:
             prog._keep(v, lst, made, free_at, param_pos)
-        numbers = {n.output for n in body if n.kind in REDUCTIONS and not n.output.type.shape}
-        if numbers & prog.sequenced or any(how == "made" and prog.produced[k] in numbers
-                                           for how, k in prog.sources):
-            # numpy gives a number there, the native loop a 0-d array
-            raise LoopRefused("a reduction to one number is kept beyond the step")
+        if numbers(prog) & prog.sequenced:
+            # numpy's arithmetic, reductions and item reads give a number there (a numpy
+            # scalar), the native loop a slot of a 0-d array (a carried one is handed back as
+            # a number: ``runtime``)
+            raise LoopRefused("a reduction to one number is kept beyond the step" if any(
+                v.node.kind in REDUCTIONS for v in numbers(prog) & prog.sequenced)
+                else "a number (a 0-d result) is kept beyond the step")
         return prog
 
     def _keep(self, v: Value, lst: Value, made: dict[Value, int], free_at: dict[Value, int],
@@ -522,3 +524,10 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
     for out in node.outputs:
         graph.add_output(out)
     return graph, inputs
+
+
+def numbers(prog: LoopProgram) -> set[Value]:
+    """The 0-d arrays the steps make where numpy's arithmetic, reductions and item reads give
+    a number (a numpy scalar): all but those of array constructors."""
+    return {v for v in prog.produced if v.node.kind not in CONSTRUCTORS
+            and isinstance(v.type, TensorType) and v.type.shape == ()}

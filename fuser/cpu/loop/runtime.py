@@ -41,7 +41,7 @@ from fuser.cpu.loop.layouts import (
     slot_prefix,
     unit_axes,
 )
-from fuser.cpu.loop.program import LoopProgram
+from fuser.cpu.loop.program import LoopProgram, numbers
 from fuser.cpu.loop.ranges import RowRanges, run_ranges
 from fuser.workspace import Workspace
 from ir.core import Node, Value
@@ -101,6 +101,8 @@ class NativeLoop(RowRanges):
         self.int_lists = [int_list(v) for v in prog.free_lists]
         """per list: whether it is a list of ints (the steps read an int64 copy of it)."""
         self.changed_lists = any(r != "read" for r in self.list_roles)
+        self.numbers = {k for k, v in enumerate(prog.produced) if v in numbers(prog)}
+        """made values handed back as numbers, as numpy's loop gives them (``numbers``)."""
         self.buffer_at: list[int] = []
         """per made value, the index of its first buffer in a call's buffer list."""
         at = 0
@@ -239,6 +241,8 @@ class NativeLoop(RowRanges):
 
         def final(k: int) -> Any:
             at = self.buffer_at[k]
+            if k in self.numbers:  # numpy's loop ends with a number there
+                return bufs[at + last][()]
             if prog.produced[k] not in prog.sequenced:
                 return bufs[at + last]
             return slots[at][trip - 1] if at in slots else bufs[at][trip - 1]
