@@ -21,12 +21,12 @@ weak reference reaches is dropped instead of reused (the weak reference then die
 have without the site). An array whose shape, dtype, flags (writeable, C-contiguous) a caller
 changed in place is not reused either.
 
-Arrays move between sites of one size: a site with no free array of its own takes a free one of
-the same dtype and byte size from any other site in the process (under another shape, as a
-reshaped view of it), which then owns it. A forward's input projection is free once the forward
-returns and its backward's gradient buffer of the same size takes it, instead of a second array
-(50 MB less at T=100, B=64, H=512); in a training loop the two calls hand one array back and
-forth.
+Large arrays (``BORROW_MIN_BYTES``) move between sites of one size: a site with no free array
+of its own takes a free one of the same dtype and byte size from any other site in the process
+(under another shape, as a reshaped view of it), which then owns it. A forward's input
+projection is free once the forward returns and its backward's gradient buffer of the same size
+takes it, instead of a second array (50 MB less at T=100, B=64, H=512); in a training loop the
+two calls hand one array back and forth.
 
 A site keeps at most ``KEEP`` arrays (a training loop holds the previous call's saved values while
 it calls the forward again: two sets in turn); an allocation that finds none free beyond that is a
@@ -52,6 +52,10 @@ KEEP = 2
 
 MIN_BYTES = 64 << 10
 """the smallest array (in bytes) a compiled function's code allocates through a site."""
+
+BORROW_MIN_BYTES = 1 << 20
+"""the smallest array a site takes from another site (smaller ones are cheap to keep twice,
+and a loop compiled per run-time size has many sites of one small size to search)."""
 
 _HELD_BY_SITE = 2
 """``sys.getrefcount(kept[i])`` of an array only the site's list holds (the list and the call's
@@ -82,7 +86,7 @@ class Site:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         with self.lock:
             a = self._own(shape, dtype, nbytes)
-            if a is None and self.keep:
+            if a is None and self.keep and nbytes >= BORROW_MIN_BYTES:
                 a = self._borrowed(dtype, nbytes)
             if a is None:
                 a = np.empty(shape, dtype)

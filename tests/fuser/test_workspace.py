@@ -151,8 +151,9 @@ def test_threads_never_share_an_array():
     assert not errors
 
 
-def test_a_free_array_moves_to_another_site_of_the_same_size():
+def test_a_free_array_moves_to_another_site_of_the_same_size(monkeypatch):
     """A forward's free projection becomes its backward's gradient buffer: one array, not two."""
+    monkeypatch.setattr(workspace, "BORROW_MIN_BYTES", 0)
     first, second = Workspace().site(), Workspace().site()
     a = first.empty((8, 4), F32)
     base = id(a)
@@ -165,7 +166,8 @@ def test_a_free_array_moves_to_another_site_of_the_same_size():
     assert id(c) == base and second.kept == []
 
 
-def test_an_array_another_site_holds_or_of_another_kind_is_never_taken():
+def test_an_array_another_site_holds_or_of_another_kind_is_never_taken(monkeypatch):
+    monkeypatch.setattr(workspace, "BORROW_MIN_BYTES", 0)
     first, second = Workspace().site(), Workspace().site()
     held = first.empty((8, 4), F32)
     held[...] = 1.0
@@ -176,3 +178,11 @@ def test_an_array_another_site_holds_or_of_another_kind_is_never_taken():
     del other, b
     c = Workspace().site().empty((32,), F32)
     assert c.dtype == F32 and (c.base is None or c.base.dtype == F32)
+
+
+def test_small_arrays_stay_with_their_site():
+    first, second = Workspace().site(), Workspace().site()
+    a = first.empty((8, 4), F32)
+    del a
+    b = second.empty((32,), F32)
+    assert b.base is None and len(first.kept) == 1
