@@ -106,9 +106,13 @@ def ir_text(machine: str) -> str:
     b.store(ir.Constant(I32, 0), spins_slot)
     b.branch(wait)
 
-    b.position_at_end(wait)  # a new generation? else spin a while, then sleep
+    b.position_at_end(wait)  # a new generation? else (unless told to stop) spin, then sleep
     g = load(b, gen_word(b, state))
-    b.cbranch(b.icmp_unsigned("!=", g, b.load(seen_slot)), woke, spin)
+    quit_check = b.append_basic_block("quit_check")
+    b.cbranch(b.icmp_unsigned("!=", g, b.load(seen_slot)), woke, quit_check)
+    b.position_at_end(quit_check)  # (a thread that starts after ``stop`` bumped the counter)
+    stopping = b.icmp_signed("!=", load(b, at(b, state, QUIT)), ir.Constant(I64, 0))
+    b.cbranch(stopping, leave, spin)
 
     b.position_at_end(spin)
     spins = b.load(spins_slot)

@@ -95,3 +95,13 @@ def test_lagging_helpers_make_the_next_jobs_run_alone(monkeypatch):
     for _ in range(2000):
         pool.run(0, 0)
     assert found.backoff == pool.MAX_BACKOFF
+
+
+def test_a_process_that_exits_right_after_starting_the_pool_exits():
+    """The helpers are stopped at exit even when one has not started running yet (it must not
+    wait for a job that will never come)."""
+    code = "from fuser.cpu import pool\nassert pool.pool() is not None\n"
+    for _ in range(8):
+        run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
