@@ -45,60 +45,48 @@ class StepEmitters:
         dst_stride`` (``memmove``: a slot may overlap what it is written from)."""
         b = self.b
         move = self.module.declare_intrinsic("llvm.memmove", [PTR, PTR, I64])
-        start = b.block
-        head, copy, done = (self.fn.append_basic_block(x) for x in ("blocks", "block", "copied"))
-        b.branch(head)
-        b.position_at_end(head)
-        j = b.phi(I64, "j")
-        j.add_incoming(ir.Constant(I64, 0), start)
-        b.cbranch(b.icmp_signed("<", j, count), copy, done)
-        b.position_at_end(copy)
-        b.call(move, [b.gep(dst, [b.mul(j, dst_stride)], source_etype=ir.IntType(8)),
-                      b.gep(src, [b.mul(j, src_stride)], source_etype=ir.IntType(8)),
-                      nbytes, ir.Constant(I1, 0)])
-        j.add_incoming(b.add(j, ir.Constant(I64, 1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+
+        def block(j: Any) -> None:
+            b.call(move, [b.gep(dst, [b.mul(j, dst_stride)], source_etype=ir.IntType(8)),
+                          b.gep(src, [b.mul(j, src_stride)], source_etype=ir.IntType(8)),
+                          nbytes, ir.Constant(I1, 0)])
+
+        self._counted(count, block)
 
     def _check_items(self, lst: Value) -> None:
         """Before the loop: return 1 unless every item of ``lst`` (a tuple of its items) is an
         ndarray of the list's dtype and shape, C-contiguous (what the steps assume)."""
-        b, fn = self.b, self.fn
+        b = self.b
         rank = len(self.prog.item_types[lst].shape)  # type: ignore[arg-type]
         kind = self.int_slot(("ndarray",))
         descr = self.int_slot(("descr", lst))
         dims = [self.int_slot(("item dim", lst, d)) for d in range(rank)]
         strides = [self.int_slot(("item stride", lst, d)) for d in range(rank)]
-        n = self.sizes[lst]
-        start = b.block
-        head, body, done = (fn.append_basic_block(x) for x in ("items", "item", "items_ok"))
-        b.branch(head)
-        b.position_at_end(head)
-        k = b.phi(I64, "k")
-        k.add_incoming(ir.Constant(I64, 0), start)
-        b.cbranch(b.icmp_signed("<", k, n), body, done)
-        b.position_at_end(body)
-        obj = b.load(b.gep(self.items[lst], [k], source_etype=PTR), typ=PTR)
 
         def at(ptr: Any, offset: int, ty: Any = PTR) -> Any:
             return b.load(b.gep(ptr, [ir.Constant(I64, offset)], source_etype=ir.IntType(8)),
                           typ=ty)
 
-        self._require(b.icmp_unsigned("==", b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64), kind))
-        same = b.and_(b.icmp_unsigned("==", b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64), descr),
-                      b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, I32), ir.Constant(I32, rank)))
-        self._require(same)
-        dim_ptr, stride_ptr = at(obj, ARRAY_DIMS_OFFSET), at(obj, ARRAY_STRIDES_OFFSET)
-        same = ir.Constant(I1, 1)
-        for d in range(rank):
-            got_d = b.load(b.gep(dim_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
-            got_s = b.load(b.gep(stride_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
-            same = b.and_(same, b.and_(b.icmp_signed("==", got_d, dims[d]),
-                                       b.icmp_signed("==", got_s, strides[d])))
-        self._require(same)
-        k.add_incoming(b.add(k, ir.Constant(I64, 1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        def item(k: Any) -> None:
+            obj = b.load(b.gep(self.items[lst], [k], source_etype=PTR), typ=PTR)
+            self._require(b.icmp_unsigned("==", b.ptrtoint(at(obj, OBJECT_TYPE_OFFSET), I64),
+                                          kind))
+            same = b.and_(b.icmp_unsigned("==", b.ptrtoint(at(obj, ARRAY_DESCR_OFFSET), I64),
+                                          descr),
+                          b.icmp_signed("==", at(obj, ARRAY_ND_OFFSET, I32),
+                                        ir.Constant(I32, rank)))
+            self._require(same)
+            dim_ptr, stride_ptr = at(obj, ARRAY_DIMS_OFFSET), at(obj, ARRAY_STRIDES_OFFSET)
+            same = ir.Constant(I1, 1)
+            for d in range(rank):
+                got_d = b.load(b.gep(dim_ptr, [ir.Constant(I64, d)], source_etype=I64), typ=I64)
+                got_s = b.load(b.gep(stride_ptr, [ir.Constant(I64, d)], source_etype=I64),
+                               typ=I64)
+                same = b.and_(same, b.and_(b.icmp_signed("==", got_d, dims[d]),
+                                           b.icmp_signed("==", got_s, strides[d])))
+            self._require(same)
+
+        self._counted(self.sizes[lst], item)
 
     def _item(self, lst: Value, at: Any) -> Any:
         """The data pointer of item ``at`` (in range) of list ``lst``."""
@@ -156,7 +144,8 @@ class StepEmitters:
         self._counted(ir.Constant(I64, rows), row)
 
     def _counted(self, count: Any, body: Any) -> None:
-        """``for r in range(count): body(r)`` at the builder."""
+        """``for r in range(count): body(r)`` at the builder (``body`` may end in another block:
+        a check that branches out)."""
         b = self.b
         start = b.block
         head, inner, done = (self.fn.append_basic_block(x) for x in ("rows", "row", "rows_done"))
