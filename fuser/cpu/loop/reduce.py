@@ -24,7 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from fuser.cpu.rowkernels import SUM_FLAGS, _Builder, _Lanes, _split_loop
+from fuser.cpu.rowkernels import SUM_FLAGS, _Builder, _Lanes, _split_loop, _sum
 
 I8 = ir.IntType(8)
 I64 = ir.IntType(64)
@@ -301,25 +301,12 @@ def deviation_row_function(module: ir.Module, dtype: str) -> ir.Function:
     dense, strided = fn.append_basic_block("dense"), fn.append_basic_block("strided")
     b.cbranch(b.icmp_signed("==", stride, ir.Constant(I64, item)), dense, strided)
     b.position_at_end(dense)
-    accs: dict[int, Any] = {}
 
-    def step(lanes: _Lanes, i: Any) -> None:
-        acc = accs.get(lanes.width)
-        if acc is None:
-            with b.goto_block(k.entry):
-                b.position_at_start(k.entry)
-                acc = accs[lanes.width] = b.alloca(lanes.vty)
-                b.store(lanes.zero(), acc)
+    def square(lanes: _Lanes, i: Any) -> Any:
         d = b.fsub(lanes.load(x, i), lanes.splat(m))
-        b.store(b.fadd(b.load(acc, typ=lanes.vty), b.fmul(d, d), flags=SUM_FLAGS), acc)
+        return b.fmul(d, d)
 
-    _split_loop(k, n, ty, step)
-    total = ir.Constant(ty, 0.0)
-    for width, acc in accs.items():
-        v = b.load(acc, typ=ty if width == 1 else ir.VectorType(ty, width))
-        part = v if width == 1 else _Lanes(k, ty, width).total(v)
-        total = b.fadd(total, part, flags=SUM_FLAGS)
-    b.ret(total)
+    b.ret(_sum(k, n, ty, square))
     b.position_at_end(strided)
     acc = k.var(ty, ir.Constant(ty, 0.0))
 
