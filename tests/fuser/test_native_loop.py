@@ -903,3 +903,33 @@ def test_a_loop_holding_a_loop_says_so_first():
     report = f.explain(xs, h)
     assert "a nested loop" in report
 
+
+
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_loops_with_large_step_products_split_by_default(monkeypatch, blas_threads):
+    """Unset ``RNNSCRIPT_LOOP_THREADS``: a loop whose products reach ``SPLIT_MIN_PRODUCT``
+    multiply-adds a step runs one row range per thread a product gets; a smaller one, or one
+    thread, runs as one loop."""
+    from fuser.cpu import products
+    from fuser.cpu.loop import ranges
+
+    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w)
+        return h
+
+    monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
+    monkeypatch.setattr(products, "threads", lambda: blas_threads)
+    rng = np.random.default_rng(5)
+    for hidden, splits in ((16, False), (1024, blas_threads > 1)):
+        x, h = rng.standard_normal((20, 8, hidden)), rng.standard_normal((8, hidden))
+        w = rng.standard_normal((hidden, hidden)) / hidden
+        f = script(rnn_layer)
+        assert_same(f(x, h, w), rnn_layer(x, h, w), np.float64)
+        (lp,) = native_loops(f, x, h, w)
+        (variant,) = lp.variants.values()
+        assert variant.step_product == 8 * hidden * hidden
+        assert (variant.step_product >= ranges.SPLIT_MIN_PRODUCT) == (hidden == 1024)
+        assert bool(variant.splits) == splits
+        if splits:
+            assert [len(v) for v in variant.splits.values()] == [2]

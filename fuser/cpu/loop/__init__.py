@@ -50,17 +50,20 @@ structure and on each kernel's column-stride classes: sizes, strides and address
 arguments, so the object is shared across sizes and kept in ``fuser.cpu.jit``'s disk cache like
 a kernel's.
 
-When the steps are independent across batch rows, ``RNNSCRIPT_LOOP_THREADS=N`` runs the loop
-over N row ranges at once (``ranges``). A loop with anything else in its body (ifs, nested
-loops, other ops, a ``while``, a list both read and appended to) stays Python: ``compile_loop``
-raises ``LoopRefused`` saying which node, and ``explain`` reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
+When the steps are independent across batch rows and their products are large enough to pay
+for it, the loop runs over several row ranges at once, one per BLAS thread
+(``ranges.range_count``; ``RNNSCRIPT_LOOP_THREADS=N`` sets the count). A loop with anything
+else in its body (ifs, nested loops, other ops, a ``while``, a list both read and appended to)
+stays Python: ``compile_loop`` raises ``LoopRefused`` saying which node, and ``explain``
+reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
 keeps every loop Python.
 
 The modules: ``body`` (what the body's nodes are: op tables, value predicates), ``program``
 (the analysis), ``rows`` (whether steps are independent across batch rows), ``layouts``,
 ``builder`` (the LLVM IR) and ``steps`` (its steps that are loops of their own), ``reduce``
 (reductions, fills and element copies), ``runtime`` (``NativeLoop``: checks, variants, the
-call), ``ranges`` (row ranges on helper threads), ``shapes`` (loops sized at run time) and
+call), ``appends`` (the appended lists it hands back), ``ranges`` (row ranges on helper
+threads), ``shapes`` (loops sized at run time) and
 ``shared_code`` (what their copies share).
 """
 

@@ -19,21 +19,40 @@ if TYPE_CHECKING:
 MIN_ROWS = 4
 """the fewest batch rows one row range gets."""
 
+SPLIT_MIN_PRODUCT = 1 << 22
+"""Loops whose products take fewer multiply-adds than this per step run as one loop unless
+``RNNSCRIPT_LOOP_THREADS`` says otherwise: with less work per step than this, two row ranges
+were no faster than one loop (measured side by side against one loop on 2 cores, float32, LSTM
+layers of T=100: B=32, H=128, 2.1M a step: 6.8 ms either way; B=8, H=64: 1.47 ms against 1.42;
+from B=16, H=256, 4.2M a step, two ranges won: 7.9 ms against 10.7; the seed layer, B=64,
+H=512, 67M a step: 87 ms against 138)."""
 
-def range_count() -> int:
-    """How many row ranges a loop runs at once: ``RNNSCRIPT_LOOP_THREADS`` (default 1: one
-    loop over every row, its GEMMs threaded by BLAS as numpy's are).
+RANGE_ROWS = 16
+"""Beyond two ranges, each range gets at least this many rows by default: a range of a few
+rows streams the whole recurrent weight from memory every step for little work."""
+
+
+def range_count(step_product: int = 0, batch: int = 0) -> int:
+    """How many row ranges a loop runs at once: ``RNNSCRIPT_LOOP_THREADS`` when set (1: one
+    loop over every row, its GEMMs threaded by BLAS as numpy's are); otherwise, for a loop
+    whose products take at least ``SPLIT_MIN_PRODUCT`` multiply-adds a step
+    (``step_product``), one range per thread a product gets (BLAS's thread count, at most the
+    CPUs this process may run on: ``--threads``, threadpoolctl and ``OPENBLAS_NUM_THREADS``
+    set it), ranges beyond two getting ``RANGE_ROWS`` rows or more; else 1.
 
     Several ranges run on a pool of helper threads with BLAS on one thread each; a range no
     helper has started when the caller runs out is the caller's, so a busy core never stalls
-    the call for longer than one range. On this project's shared 2-core machine two ranges
-    were slower than one loop (the other core was rarely free), so it stays opt-in until it
-    is measured to win on a quiet machine."""
+    the call for longer than one range."""
     env = os.environ.get("RNNSCRIPT_LOOP_THREADS", "").strip()
-    try:
-        return max(1, int(env)) if env else 1
-    except ValueError:
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            return 1
+    if step_product < SPLIT_MIN_PRODUCT:
         return 1
+    from fuser.cpu.products import threads
+    return min(threads(), max(2, batch // RANGE_ROWS))
 
 
 _pool_lock = threading.Lock()
@@ -110,7 +129,9 @@ class RowRanges:
         batch = self.prog.batch
         if batch is None or not self.gemm.set_threads:
             return None
-        threads = min(range_count(), batch // MIN_ROWS)
+        if variant.step_product is None:
+            variant.step_product = self._step_product(variant)
+        threads = min(range_count(variant.step_product, batch), batch // MIN_ROWS)
         if threads < 2:
             return None
         found = variant.splits.get(threads, False)
@@ -124,6 +145,16 @@ class RowRanges:
                         found = None
                     variant.splits[threads] = found
         return found
+
+    def _step_product(self, variant: Variant) -> int:
+        """The multiply-adds of one step's products (at these layouts)."""
+        total = 0
+        (body,) = self.prog.node.blocks
+        for n in body:
+            if n.kind == "tensor::matmul":
+                a, w = (variant.layouts[v][0] for v in n.inputs)
+                total += int(np.prod(a, dtype=np.int64)) * int(w[-1])
+        return total
 
     def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
         prog = self.prog

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,11 +14,11 @@ import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.loop import shared_code
+from fuser.cpu.loop.appends import Appends
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
     PIECES,
-    PY_NUMBER_OPS,
     REDUCTIONS,
     VIEWS,
     WRITES,
@@ -74,9 +73,11 @@ class Variant:
     plans: dict[Node, Any] = field(default_factory=dict)
     splits: dict[int, list[np.ndarray] | None] = field(default_factory=dict)
     """per count of row ranges: the ints of each range (None: these layouts do not split)."""
+    step_product: int | None = None
+    """the multiply-adds of one step's products (``RowRanges._step_product``)."""
 
 
-class NativeLoop(RowRanges):
+class NativeLoop(RowRanges, Appends):
     """A loop compiled natively: ``loop(trip, free values, initial carried values)`` returns the
     carried results, or None when these arguments cannot run natively (the caller then runs the
     loop as Python)."""
@@ -254,71 +255,6 @@ class NativeLoop(RowRanges):
             self._append(trip, free, inits, bufs, lists, slots)
         return tuple([final(k) if how == "made" else inits[k] if how == "same" else free[k]
                       for how, k in prog.sources])
-
-    def _append(self, trip: int, free: tuple, inits: tuple, bufs: list, lists: list,
-                slots: dict[int, list[np.ndarray]]) -> None:
-        """Append what each step appended, in step order, to the lists: the objects the Python
-        loop would have appended (``LoopProgram.kept``), the same object wherever it appended
-        the same one (a value from outside, a state carried into the next step's tuple)."""
-        prog = self.prog
-        call = (trip, free, inits, bufs, slots, {})
-        by_list: dict[int, list[list[Any]]] = {}
-        list_of = {v: lists[k] for k, v in enumerate(prog.free_lists)}
-        for lst, v in prog.appends:
-            by_list.setdefault(id(list_of[lst]), [list_of[lst]]).append(self._steps(v, call))
-        for target, *sequences in by_list.values():
-            if len(sequences) == 1:
-                target.extend(sequences[0])
-            else:
-                target.extend(itertools.chain.from_iterable(zip(*sequences)))
-
-    def _steps(self, v: Value, call: tuple) -> list[Any]:
-        """``v``'s value at each step of the call (``call``: the trip count, the free values,
-        the initial carried values, the buffers, the slot views handed out and the values
-        found so far). A method, not a closure: a closure calling itself is a reference cycle
-        that would keep the call's buffers from the workspace until the garbage collector
-        runs."""
-        trip, free, inits, bufs, slots, found = call
-        if v in found:
-            return found[v]
-        prog = self.prog
-        how, *args = prog.kept[v]
-        if how == "made":
-            out = self._slots(args[0], bufs, slots)
-        elif how == "carried":
-            j = args[0]
-            source, k = prog.sources[j]
-            if source == "made":
-                out = [inits[j], *self._slots(k, bufs, slots)[:trip - 1]]
-            elif source == "same":
-                out = [inits[j]] * trip
-            else:
-                out = [inits[j]] + [free[k]] * (trip - 1)
-        elif how == "free":
-            out = [free[args[0]]] * trip
-        elif how == "constant":
-            out = [args[0]] * trip
-        elif how == "counter":
-            out = list(range(trip))
-        elif how == "op":
-            kind, a, b = args
-            out = list(map(PY_NUMBER_OPS[kind], self._steps(a, call), self._steps(b, call)))
-        elif how == "select":
-            x, axis, idx = args
-            out = [a[(slice(None),) * (axis % a.ndim) + (i,)]
-                   for a, i in zip(self._steps(x, call), self._steps(idx, call))]
-        else:  # a tuple
-            items = [self._steps(item, call) for item in args[0]]
-            out = list(zip(*items)) if items else [()] * trip
-        found[v] = out
-        return out
-
-    def _slots(self, k: int, bufs: list, slots: dict[int, list[np.ndarray]]) -> list[np.ndarray]:
-        """The views of made value k's slots, one object per step for every use."""
-        at = self.buffer_at[k]
-        if at not in slots:
-            slots[at] = list(bufs[at])
-        return slots[at]
 
     # -- variants
     def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
