@@ -39,6 +39,7 @@ workspace in the process (a memory measurement does, before it runs).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -83,7 +84,7 @@ class Site:
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """An uninitialized C-contiguous writeable array of ``shape`` and ``dtype`` no one else
         holds (``dtype`` a ``np.dtype``)."""
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = int(math.prod(shape)) * dtype.itemsize
         with self.lock:
             a = self._own(shape, dtype, nbytes)
             if a is None and self.keep and nbytes >= BORROW_MIN_BYTES:
