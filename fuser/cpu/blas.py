@@ -27,6 +27,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -117,12 +118,18 @@ def _address(fn: object) -> int:
     return ctypes.cast(fn, ctypes.c_void_p).value or 0
 
 
+_getter: list[Any] = []
+"""``openblas_get_num_threads`` as a ctypes function (None: not OpenBLAS), once found."""
+
+
 def get_threads() -> int | None:
     """How many threads numpy's OpenBLAS uses (None: not OpenBLAS, or not found)."""
-    g = gemm()
-    if g is None or not g.get_threads:
-        return None
-    return int(ctypes.CFUNCTYPE(ctypes.c_int)(g.get_threads)())
+    if not _getter:
+        g = gemm()
+        _getter.append(ctypes.CFUNCTYPE(ctypes.c_int)(g.get_threads)
+                       if g is not None and g.get_threads else None)
+    fn = _getter[0]
+    return None if fn is None else int(fn())
 
 
 def set_threads(n: int) -> None:

@@ -246,12 +246,22 @@ _lock = threading.Lock()
 _pools: list[_Pool] = []
 
 
+_cpus: dict[int, int] = {}
+"""per process id, the CPUs it may run on (read once: a product asks before every call)."""
+
+
 def cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may run on (its affinity when first asked)."""
+    pid = os.getpid()
+    found = _cpus.get(pid)
+    if found is None:
+        try:
+            found = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            found = os.cpu_count() or 1
+        _cpus.clear()
+        _cpus[pid] = found
+    return found
 
 
 def pool() -> _Pool | None:
