@@ -404,6 +404,20 @@ def _probe_layouts() -> bool:
             and word(scalar, SCALAR_VALUE_OFFSET, ctypes.c_double) == -1.25)
 
 
+_word = ctypes.c_void_p.from_address
+_known: list[bool] = []
+
+
+def data_address(a: np.ndarray) -> int:
+    """``a.ctypes.data`` (about 1.5 us) read from the array object itself (0.2 us) where this
+    Python's object layout is the one checked (``layouts_supported``); ``a`` an ``ndarray``."""
+    if not _known:
+        _known.append(layouts_supported())
+    if _known[0] and type(a) is np.ndarray:
+        return _word(id(a) + ARRAY_DATA_OFFSET).value or 0
+    return a.ctypes.data
+
+
 def layouts_supported() -> bool:
     try:
         check_layouts()

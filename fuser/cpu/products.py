@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from fuser.cpu import blas, pool
-from fuser.cpu.codegen import ARRAY_DATA_OFFSET
-from fuser.cpu.kernel import layouts_supported
+from fuser.cpu.kernel import data_address
 from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, use
 
 
@@ -65,15 +64,6 @@ def _takes(a: Any, b: Any, out: Any) -> bool:
             and not np.may_share_memory(out, b))
 
 
-_word = ctypes.c_void_p.from_address
-
-
-def _data(a: np.ndarray) -> int:
-    """``a.ctypes.data`` (about 1.5 us) read from the array object itself (0.2 us), as the
-    kernels read it (``fuser.cpu.kernel``'s checked layout; an exact ``ndarray``)."""
-    return _word(id(a) + ARRAY_DATA_OFFSET).value or 0
-
-
 def _numpy(a: Any, b: Any, out: Any) -> Any:
     return a @ b if out is None else np.matmul(a, b, out=out)
 
@@ -87,7 +77,7 @@ def step(a: Any, b: Any, out: Any) -> Any:
     if not use(m, n, k, item):
         return _numpy(a, b, out)
     counter = np.zeros(1, np.int64)
-    data = _data if _layouts_known() else (lambda x: x.ctypes.data)
+    data = data_address
     kernel(item == 8)(m, n, k, data(a), a.strides[0] // item, a.strides[1] // item,
                       data(b), b.strides[0] // item, 1, data(out), n, k, None, data(counter), n)
     return out
@@ -113,7 +103,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     kc = min(k, KC_BYTES // item)
     per_pack = kc * task_cols if b.strides[1] != item else 0
     pack = np.empty(max(1, per_pack * count), a.dtype)
-    data = _data if _layouts_known() else (lambda x: x.ctypes.data)
+    data = data_address
     args = np.array([m, n, k, data(a), *(st // item for st in a.strides), data(b),
                      *(st // item for st in b.strides), data(out), n, kc,
                      data(pack), per_pack * item, task_cols, count, 0, 0], np.int64)
@@ -130,14 +120,6 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
 _JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _jobs: dict[int, Any] = {}
 """each job's ctypes function, by address."""
-_known: list[bool] = []
-
-
-def _layouts_known() -> bool:
-    """Whether this Python's object layout is the one the kernels read (checked once)."""
-    if not _known:
-        _known.append(layouts_supported())
-    return _known[0]
 
 
 KC_BYTES = 1024

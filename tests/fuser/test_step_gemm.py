@@ -237,3 +237,12 @@ def test_a_large_product_in_a_loop_that_stays_python_runs_the_kernel(monkeypatch
     loop = code[code.index("for "):]
     assert "_gemm" in loop and "np.dot" not in loop
     np.testing.assert_allclose(compiled(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_data_address_is_the_arrays_data_pointer():
+    from fuser.cpu.kernel import data_address
+
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for a in (base, base[1:], base[:, 2:].T, base[::2, ::3], np.float64(2.0) * base,
+              np.empty(0), np.ones(()), np.ma.masked_array(base)):
+        assert data_address(a) == a.ctypes.data

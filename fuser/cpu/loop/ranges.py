@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fuser.cpu import blas
+from fuser.cpu.kernel import data_address
 from fuser.cpu.loop.body import WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
 
@@ -78,7 +79,7 @@ class _Ranges:
 
     def __init__(self, fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
                  doubles: np.ndarray, fns: np.ndarray):
-        self.args = (items, trip, doubles.ctypes.data, fns.ctypes.data)
+        self.args = (items, trip, data_address(doubles), data_address(fns))
         self.fn = fn
         self.ranges = ranges
         self.next = itertools.count()
@@ -93,7 +94,7 @@ class _Ranges:
             if k >= len(self.ranges):
                 return
             try:
-                self.status[k] = self.fn(items, trip, self.ranges[k].ctypes.data, doubles, fns)
+                self.status[k] = self.fn(items, trip, data_address(self.ranges[k]), doubles, fns)
             finally:
                 with self.cond:
                     self.done += 1

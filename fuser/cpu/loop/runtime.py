@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
+from fuser.cpu.kernel import data_address
 from fuser.cpu.loop import shared_code
 from fuser.cpu.loop.appends import Appends
 from fuser.cpu.loop.body import (
@@ -223,8 +224,8 @@ class NativeLoop(RowRanges, Appends):
         items = tuple([*arrays, *inits, *bufs, *tuples])
         ranges = self._ranges(variant)
         if ranges is None:
-            status = variant.fn(items, trip, ints.ctypes.data, doubles.ctypes.data,
-                                self.fns.ctypes.data)
+            status = variant.fn(items, trip, data_address(ints), data_address(doubles),
+                                data_address(self.fns))
         else:
             if variant.free_ints:
                 ranges = [r.copy() for r in ranges]
