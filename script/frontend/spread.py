@@ -15,6 +15,8 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ir.types import ClassType, ListType, TensorType, TupleType
+from script.frontend.env import end_of
+from script.frontend.exprs import operator_op
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -131,6 +133,12 @@ class SpreadMixin:
         if defaulted:
             raise self.list_spread_error(spread, f"the defaults of {fdef.name}() "
                                          f"({', '.join(defaulted)}) leave the list's length open")
+        if count == 0:  # nothing to unpack: an item left over is Python's TypeError
+            empty = self.emit_value(operator_op("==").kind, [
+                self.emit_value("prim::len", [spread.value]), self.const(0)])
+            message = f"{fdef.name}() takes {limit} positional arguments but more were given"
+            self.emit_if(empty, lambda: None, lambda: self.raise_exception(message, "TypeError"),
+                         end_of(node), node)
         element = spread.value.type.element
         items = self.emit("prim::ListUnpack", [spread.value], [element] * count).outputs \
             if count else []

@@ -76,6 +76,10 @@ def in_order(xs: List[Tensor]) -> Tensor:
     return difference(xs.pop(), *xs)
 
 
+def into_nothing(xs: List[Tensor]) -> float:
+    return no_arguments(*xs)
+
+
 def weights(r, dtype="float64"):
     return [rand(r, (3, 4), dtype), rand(r, (4, 2), dtype), rand(r, (4,), dtype)]
 
@@ -105,6 +109,14 @@ def test_spread_into_ops_and_scripted_functions():
     same_as_plain(into_ops, x, (3, 2), (-0.5, 0.5))
     same_as_plain(into_scripted, [x, 2.0 * x])
     same_as_plain(in_order, [x, rand(r, (2, 3))])
+    same_as_plain(into_nothing, [])
+
+
+def test_a_list_left_over_by_the_parameters_is_a_type_error_as_in_python():
+    with pytest.raises(TypeError):
+        into_nothing([np.ones(2)])
+    with pytest.raises(TypeError, match=r"no_arguments\(\) takes 0 positional arguments"):
+        script(into_nothing)([np.ones(2)])
 
 
 def test_gradients_through_spread_calls_equal_finite_differences():
