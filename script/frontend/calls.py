@@ -121,9 +121,8 @@ class CallMixin:
     """Call visitors of ``FunctionCompiler``."""
 
     def visit_Call(self: FunctionCompiler, node: ast.Call) -> Any:
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                raise self.unsupported(arg, "*args in a call")
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            node = self.spread_arguments(node)
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.unsupported(kw, "**kwargs in a call")
@@ -168,6 +167,8 @@ class CallMixin:
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)
+        if not inspect.isfunction(obj) or _is_library(obj):
+            self.refuse_list_spread(node)
         builtin = _builtin_name(obj)
         if builtin is not None and hasattr(self, f"builtin_{builtin}"):
             return getattr(self, f"builtin_{builtin}")(node)
@@ -186,6 +187,8 @@ class CallMixin:
     # -- ops ------------------------------------------------------------------------------------
     def call_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:
         t = base.type
+        if not isinstance(t, ClassType):
+            self.refuse_list_spread(node)
         if isinstance(t, TensorType):
             op = method_op(name)
             if op is not None:
@@ -303,6 +306,7 @@ class CallMixin:
         class's ``self``). A module method's attribute inputs are passed along."""
         params = fdef.arg_names
         shown = fdef.positional_names()[len(bound):]
+        node = self.fill_list_spread(fdef, node, shown)
         if len(node.args) > len(shown):
             raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
                              f"{len(node.args)} were given")

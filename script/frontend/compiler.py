@@ -66,6 +66,7 @@ from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.sequences import SequenceMixin
+from script.frontend.spread import SpreadMixin
 from script.frontend.stmts import StmtMixin
 from script.frontend.writes import WriteMixin
 
@@ -126,7 +127,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
                        GlobalsMixin, ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin,
-                       ExprMixin, IndexMixin, NumpyMixin):
+                       ExprMixin, IndexMixin, NumpyMixin, SpreadMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -34,6 +34,7 @@ class ObjectMixin:
     def construct_named_tuple(self: FunctionCompiler, cls: type, t: ClassType,
                               node: ast.Call) -> Any:
         names = [n for n, _ in t.fields]
+        self.refuse_list_spread(node)
         if len(node.args) > len(names):
             raise self.error(node, f"{cls.__name__}() takes {len(names)} arguments but "
                              f"{len(node.args)} were given")

@@ -6,7 +6,7 @@ The bodies are never run; they only need to be valid Python syntax.
 # ruff: noqa
 
 import contextlib
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -15,6 +15,10 @@ from script import Tensor, ops
 
 def helper(x: Tensor, scale: float = 2.0) -> Tensor:
     return x * scale
+
+
+def helper2(x: Tensor, y: Tensor) -> Tensor:
+    return x - y
 
 
 # -- unsupported syntax ---------------------------------------------------------------------
@@ -105,7 +109,23 @@ def bad_bitwise(a: int, b: int) -> int:
 
 
 def bad_star_call(xs: List[Tensor]) -> Tensor:
-    return ops.stack(*xs)  # ERROR: \*args in a call is not supported
+    return ops.stack(*xs)  # ERROR: \*xs in a call of ops.stack\(\) is not supported: a list's length is not known when compiling \(unpack it first
+
+
+def bad_star_call_defaults(xs: List[Tensor]) -> Tensor:
+    return helper(*xs)  # ERROR: the defaults of helper\(\) \(scale\) leave the list's length open
+
+
+def bad_star_call_two_lists(xs: List[Tensor], ys: List[Tensor]) -> Tensor:
+    return ops.sigmoid(xs[0]) + helper2(*xs, *ys)  # ERROR: \*ys in a call of helper2\(\) is not supported: two lists share
+
+
+def bad_star_call_tensor(x: Tensor) -> Tensor:
+    return helper2(*x)  # ERROR: cannot spread a value of type Tensor into a call: \*x must be a tuple or a list
+
+
+def bad_double_star_call(x: Tensor, d: Dict[str, float]) -> Tensor:
+    return helper(x, **d)  # ERROR: \*\*kwargs in a call is not supported
 
 
 # -- names ------------------------------------------------------------------------------------
