@@ -387,6 +387,7 @@ RULES: dict[str, Rule] = {
     "prim::min": _nothing,
     "prim::max": _nothing,
     "prim::ListConstruct": _construct,
+    "prim::ShapeConstruct": _nothing,
     "prim::TupleConstruct": _tuple,
     "prim::NamedTupleConstruct": _construct,
     "prim::DictConstruct": _construct,

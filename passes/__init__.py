@@ -31,6 +31,7 @@ from passes import (
     inline,
     inplace_writes,
     licm,
+    object_fields,
     outer_products,
     shape_prop,
     stack_to_slots,
@@ -39,16 +40,17 @@ from passes import (
 from passes.autodiff import batch_accumulation
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
-for _module in (inline, canonicalize, constant_prop, shape_prop, dce, dict_items, cse, licm,
-                hoist_projection, hoist_rowwise, unroll, batch_matmul, batch_accumulation,
-                contiguous_weights, stack_to_slots, outer_products, inplace_writes):
+for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
+                cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
+                batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
+                inplace_writes):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
-CLEANUP_PIPELINE = ("inline,canonicalize,constant-prop,shape-prop,constant-prop,canonicalize,"
-                    "shape-prop,forward-dict-items,dce,cse,dce")
-"""The cleanups: inlining, canonicalization, constant and shape propagation, dict items read back
-forwarded, DCE and CSE. Constant
+CLEANUP_PIPELINE = ("inline,forward-fields,canonicalize,constant-prop,shape-prop,constant-prop,"
+                    "canonicalize,shape-prop,forward-dict-items,dce,cse,dce")
+"""The cleanups: inlining, the fields of local objects read back forwarded, canonicalization,
+constant and shape propagation, dict items read back forwarded, DCE and CSE. Constant
 propagation runs again after shape propagation: sizes that only the specialized types know (a loop
 over ``unbind`` of a reshaped projection) fold then, giving loops constant trip counts; shape
 propagation runs again after the second canonicalization, so the values after a rewrite it made

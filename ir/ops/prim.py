@@ -121,6 +121,10 @@ def _int(node: Node) -> list[Type]:
     return [INT]
 
 
+def _int_list(node: Node) -> list[Type]:
+    return [ListType(INT)]
+
+
 def _bool(node: Node) -> list[Type]:
     return [BOOL]
 
@@ -161,6 +165,9 @@ defop("prim::TupleSlice(t: tuple, start: int?, stop: int?, step: int?) -> tuple"
       effects={"t": READ_AND_KEPT})
 defop("prim::ListConstruct(*items: any) -> list", _list_construct, (FRESH,), ("[a, b]",),
       "build a new list", effects={"items": KEPT})
+defop("prim::ShapeConstruct(*items: int) -> int[]", _int_list, (FRESH, ZERO_DERIVATIVE),
+      ("(n, 2) + x.shape",), "a tuple of ints typed as a list of ints: a tuple of ints joined "
+      "with a shape (a list of ints in the IR, a tuple at run time, as numpy's shapes are)")
 defop("prim::ListUnpack(l: list) -> any", _list_unpack, (), ("a, b = l",),
       "unpack a list of known length (checked at run time)")
 defop("prim::ListIndex(l: list, i: int) -> any", _list_element, (), ("l[i]",),

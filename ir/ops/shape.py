@@ -68,7 +68,7 @@ def int_items(value: Value) -> list[Dim] | None:
         return list(as_tuple(c))
     producer = value.node
     single_use_list = producer.kind == "prim::ListConstruct" and len(value.uses) == 1
-    if producer.kind == "prim::TupleConstruct" or single_use_list:
+    if producer.kind in ("prim::TupleConstruct", "prim::ShapeConstruct") or single_use_list:
         return [_int_item(v) for v in producer.inputs]
     if isinstance(value.type, TupleType):
         return [None] * len(value.type.elements)
@@ -466,7 +466,7 @@ defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATI
       ("x.shape[i]",),
       "the size of one axis")
 defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE), (".shape",),
-      "the shape as a new list of ints")
+      "the shape: a list of ints in the IR, a tuple of ints at run time (numpy's)")
 defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
       (".ndim", "np.ndim"), "the rank")
 defop("tensor::dtype(a: Tensor) -> str", _dtype, SHAPE + (ZERO_DERIVATIVE,), (".dtype",),

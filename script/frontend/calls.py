@@ -336,6 +336,7 @@ class CallMixin:
         inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
             self.guard_global(key, guard.read, guard.expected)
+        self.forget_fields()  # the callee may assign the fields of any object it reaches
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
 

@@ -48,6 +48,9 @@ class Frame:
     """names (re)defined in this block, in definition order."""
     refined: dict[str, Value] = field(default_factory=dict)
     """Optional values known not to be None in this block (``if x is not None:``)."""
+    fields: dict[str, tuple[Value, Value]] = field(default_factory=dict)
+    """``"obj.name"`` -> (the object, its Optional field unwrapped) for a field known not to be
+    None in this block (``if self.b is not None:``); see ``ObjectMixin.refine_field``."""
     exited: bool = False
     """the block ended in return/break/continue/raise: nothing after it runs."""
     left_function: bool = False

@@ -344,6 +344,9 @@ class ExprMixin:
     def refine(self: FunctionCompiler, names: list[str]) -> None:
         """Inside a branch where these Optional names are known not to be None."""
         for name in names:
+            if "." in name:
+                self.refine_field(name)
+                continue
             value = self.frame.find(name)
             if value is None or not isinstance(getattr(value, "type", None), OptionalType):
                 continue
@@ -422,6 +425,9 @@ class ExprMixin:
         obj = self.resolve_static(node)
         if obj is not NOT_STATIC:
             return self.captured_value(node, obj)
+        narrowed = self.refined_field(node)
+        if narrowed is not None:
+            return narrowed
         base = self.expr(node.value)
         return self.attribute(base, node.attr, node)
 
@@ -471,8 +477,9 @@ def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
         left, right = test.left, test.comparators[0]
         if _is_none_literal(left):
             left, right = right, left
-        if isinstance(left, ast.Name) and _is_none_literal(right):
-            return ([left.id], []) if isinstance(test.ops[0], ast.IsNot) else ([], [left.id])
+        key = _narrowable(left)
+        if key is not None and _is_none_literal(right):
+            return ([key], []) if isinstance(test.ops[0], ast.IsNot) else ([], [key])
         return [], []
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         true_names, false_names = none_checks(test.operand)
@@ -483,6 +490,16 @@ def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
             return [n for p in parts for n in p[0]], []
         return [], [n for p in parts for n in p[1]]
     return [], []
+
+
+def _narrowable(node: ast.expr) -> str | None:
+    """The key a None check narrows: a local's name, or ``"obj.name"`` for a field of a local
+    object (``self.b``)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
 
 
 def _is_none_literal(node: ast.AST) -> bool:

@@ -147,12 +147,14 @@ class LoopMixin:
         from ir.core import Block
         for _ in range(4):
             block = loop.blocks[0]
+            narrowed = self.narrowed_fields()
             _, (nexts, exit_cond) = self.emit_in_block(
                 block, lambda b=block: self.loop_body(b, node, ctx, carried, types, bind_target,
                                                       next_cond))
             widened = [self.loop_type(name, t, value, node)
                        for name, t, value in zip(carried, types, nexts)]
-            if widened == types:
+            # a field the body assigns is no longer narrowed in the next iteration either
+            if widened == types and self.narrowed_fields() == narrowed:
                 return nexts, exit_cond
             types = widened
             block.erase_contents()
@@ -220,6 +222,7 @@ class LoopMixin:
             inner, self.frame = self.frame, outer
         outer.vars.update(inner.vars)
         outer.refined.update(inner.refined)
+        outer.fields.update(inner.fields)
         flags = [f for f in (ctx.break_flag,) if f]
         if self.return_flags and contains_return(node.body):
             flags.append(RETURN_FLAG)

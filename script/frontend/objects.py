@@ -10,12 +10,13 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import ClassType, is_subtype
+from ir.types import ClassType, OptionalType, is_subtype
 from script.frontend.annotations import class_type
 from script.frontend.classes import class_info, compile_class_method
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
+    from script.frontend.env import Frame
 
 
 class ObjectMixin:
@@ -66,6 +67,52 @@ class ObjectMixin:
             raise self.unsupported(node, f"using the method '{name}' as a value")
         raise self.error(node, f"'{info.cls.__name__}' object has no attribute '{name}'")
 
+    # -- fields narrowed by a None check -----------------------------------------------------------
+    def refine_field(self: FunctionCompiler, key: str) -> None:
+        """After ``if obj.name is not None:`` reads of ``obj.name`` give the unwrapped value,
+        until ``obj`` is rebound, a field of that name is assigned or a function is called."""
+        base_name, name = key.split(".", 1)
+        base = self.frame.find(base_name)
+        if not isinstance(getattr(base, "type", None), ClassType) or base.type.named_tuple:
+            return
+        declared = class_info(base.type).fields.get(name)
+        if not isinstance(declared, OptionalType):
+            return
+        read = self.emit("prim::LoadAttr", [base], [declared], {"name": name}).output
+        unwrapped = self.emit_value("prim::unchecked_unwrap_optional", [read])
+        self.frame.fields[key] = (base, unwrapped)
+
+    def refined_field(self: FunctionCompiler, node: ast.Attribute) -> Any:
+        """The narrowed value of ``obj.name`` (see ``refine_field``), or None."""
+        if not isinstance(node.value, ast.Name):
+            return None
+        key = f"{node.value.id}.{node.attr}"
+        frame: Frame | None = self.frame
+        while frame is not None and key not in frame.fields:
+            frame = frame.parent
+        if frame is None:
+            return None
+        base, unwrapped = frame.fields[key]
+        return unwrapped if self.frame.find(node.value.id) is base else None
+
+    def forget_fields(self: FunctionCompiler, name: str | None = None) -> None:
+        """A field ``name`` (every field when None) may have changed: drop its narrowings in
+        every enclosing block (the code after them sees the change too)."""
+        frame: Frame | None = self.frame
+        while frame is not None:
+            for key in [k for k in frame.fields if name is None or k.endswith("." + name)]:
+                del frame.fields[key]
+            frame = frame.parent
+
+    def narrowed_fields(self: FunctionCompiler) -> set[str]:
+        """The keys of the narrowed fields visible here."""
+        found: set[str] = set()
+        frame: Frame | None = self.frame
+        while frame is not None:
+            found |= set(frame.fields)
+            frame = frame.parent
+        return found
+
     def named_tuple_items(self: FunctionCompiler, value: Any) -> list[Any]:
         if value.node.kind == "prim::NamedTupleConstruct":
             return list(value.node.inputs)
@@ -114,6 +161,7 @@ class ObjectMixin:
             raise self.error(target, f"field '{target.attr}' of '{info.cls.__name__}' has type "
                              f"{declared}, not {value.type}")
         self.emit("prim::SetAttr", [base, value], [], {"name": target.attr})
+        self.forget_fields(target.attr)
 
     def defining_fields(self: FunctionCompiler, base: Any) -> bool:
         """Inside a script class's ``__init__``, assigning ``self.<new field>`` defines it."""

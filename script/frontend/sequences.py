@@ -1,11 +1,12 @@
 """Shapes as tuples: ``x.shape == (2, 3)``, ``(n, 2) + x.shape[2:]``.
 
-A mixin of ``FunctionCompiler``. ``x.shape`` is a list of ints (its length is known only once the
-function is specialized), so where Python mixes it with a tuple of ints the frontend spells the
-tuple as a list: ``+`` concatenates them into a list, and ``==`` / ``!=`` compare the length and
-then each item, short-circuited. Against ``x.shape`` itself the length is ``x.ndim`` and the
-items ``x.shape[k]``, which the specialization knows: ``if x.shape == (2, 3):`` compiles only
-the branch taken, as ``if x.ndim == 2:`` does.
+A mixin of ``FunctionCompiler``. ``x.shape`` is a list of ints in the IR (its length is known
+only once the function is specialized) and a tuple at run time, as in numpy; where Python mixes
+it with a tuple of ints the frontend makes the tuple a ``prim::ShapeConstruct`` (an int list in
+the IR, a tuple at run time): ``+`` concatenates them into a tuple, and ``==`` / ``!=`` compare
+the length and then each item, short-circuited. Against ``x.shape`` itself the length is
+``x.ndim`` and the items ``x.shape[k]``, which the specialization knows: ``if x.shape == (2,
+3):`` compiles only the branch taken, as ``if x.ndim == 2:`` does.
 """
 
 from __future__ import annotations
@@ -28,21 +29,24 @@ class SequenceMixin:
         return kinds == {"list", "tuple"}
 
     def concat_int_sequences(self: FunctionCompiler, lhs: Any, rhs: Any) -> Any:
-        """``(n, 2) + x.shape[2:]``: a list of ints."""
+        """``(n, 2) + x.shape[2:]``: the tuple a ``prim::ShapeConstruct``, so that joined with a
+        shape (a tuple at run time) it makes a tuple, as in numpy (and joined with a real list
+        it raises Python's TypeError)."""
         parts = [self.as_int_list(v) for v in (lhs, rhs)]
         return self.emit_value("prim::ListAdd", parts)
 
     def as_int_list(self: FunctionCompiler, value: Any) -> Any:
         if isinstance(value.type, ListType):
             return value
-        return self.emit("prim::ListConstruct", self.tuple_items(value), [ListType(INT)]).output
+        return self.emit("prim::ShapeConstruct", self.tuple_items(value),
+                         [ListType(INT)]).output
 
     def compare_int_sequences(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
                               node: ast.AST) -> Any:
         """``seq == tuple`` / ``seq != tuple`` with one side a list of ints."""
         if isinstance(rhs.type, ListType):
             lhs, rhs = rhs, lhs
-        if not _is_shape(lhs):  # a list is never equal to a tuple in Python
+        if not is_shape(lhs):  # a list is never equal to a tuple in Python
             return self.const(isinstance(op, ast.NotEq))
         items = self.tuple_items(rhs)
         base = lhs.node.inputs[0] if lhs.node.kind == "tensor::shape" else None
@@ -69,16 +73,18 @@ class SequenceMixin:
         return self.emit_value("prim::ListIndex", [lst, self.const(k)])
 
 
-def _is_shape(value: Any) -> bool:
-    """Is ``value`` a shape (a tuple in numpy): ``x.shape``, a slice of one, or one joined with a
-    tuple by ``+``?"""
+def is_shape(value: Any) -> bool:
+    """Is ``value`` a shape (a tuple in numpy): ``x.shape``, a slice of one, one joined with a
+    tuple by ``+``, or an ``if``'s output that is a shape on both paths?"""
     producer = value.node
-    if producer.kind == "tensor::shape":
+    if producer.kind in ("tensor::shape", "prim::ShapeConstruct"):
         return True
     if producer.kind in ("prim::ListSlice", "prim::ListAdd"):
         lists = [v for v in producer.inputs if isinstance(v.type, ListType)]
-        return any(map(_is_shape, lists)) and \
-            all(_is_shape(v) or v.node.kind == "prim::ListConstruct" for v in lists)
+        return all(map(is_shape, lists))
+    if producer.kind == "prim::If":
+        k = producer.outputs.index(value)
+        return all(is_shape(block.returns[k]) for block in producer.blocks)
     return False
 
 

@@ -37,6 +37,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.frontend.sequences import is_shape
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -269,7 +270,8 @@ class StmtMixin:
         target = node.target
         current = self.expr(_as_load(target))
         rhs = self.expr(node.value)
-        if isinstance(current.type, ListType) and isinstance(node.op, ast.Add):
+        if isinstance(current.type, ListType) and isinstance(node.op, ast.Add) and \
+                not is_shape(current):
             self.extend_list(current, rhs, node)  # lists are mutable: += extends in place
             return
         symbol = _OPERATORS.get(type(node.op))

@@ -71,9 +71,9 @@ def size(a: Any, axis: int) -> int:
     return int(a.shape[axis])
 
 
-def shape(a: Any) -> list[int]:
-    """The shape as a new list of ints."""
-    return [int(d) for d in a.shape]
+def shape(a: Any) -> tuple[int, ...]:
+    """The shape as a tuple of ints (numpy's)."""
+    return tuple(int(d) for d in a.shape)
 
 
 def ndim(a: Any) -> int:

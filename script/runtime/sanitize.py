@@ -71,7 +71,8 @@ def mismatch(value: Any, t: Type) -> str | None:
         return _first((f"item {k}: ", mismatch(v, e))
                       for k, (v, e) in enumerate(zip(value, t.elements)))
     if isinstance(t, ListType):
-        if not isinstance(value, list):
+        # a list of ints may be a shape, which is a tuple at run time as in numpy
+        if not isinstance(value, list) and not (isinstance(value, tuple) and _ints(t.element)):
             return f"{_describe(value)} where a list was expected"
         return _first((f"item {k}: ", mismatch(v, t.element)) for k, v in enumerate(value))
     if isinstance(t, DictType):
@@ -79,6 +80,10 @@ def mismatch(value: Any, t: Type) -> str | None:
             return f"{_describe(value)} where a dict was expected"
         return _first((f"value of {k!r}: ", mismatch(v, t.value)) for k, v in value.items())
     return None  # classes, Any, devices: nothing shape-like to check
+
+
+def _ints(t: Type) -> bool:
+    return t == INT or isinstance(t, OptionalType) and t.element == INT
 
 
 def _first(reasons: Any) -> str | None:

@@ -51,6 +51,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::TupleIndex": lambda t, i: f"{t}[{i}]",
     "prim::TupleSlice": lambda t, a, b, c: f"{t}[{a}:{b}:{c}]",
     "prim::ListConstruct": lambda *xs: f"[{', '.join(xs)}]",
+    "prim::ShapeConstruct": lambda *xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})",
     "prim::ListIndex": lambda lst, i: f"{lst}[{i}]",
     "prim::ListSetItem": lambda lst, i, v: f"{lst}[{i}] = {v}",
     "prim::ListAppend": lambda lst, v: f"{lst}.append({v})",

@@ -46,6 +46,10 @@ def static_shape(v: Value) -> tuple[int, ...] | None:
 def rank_of(v: Value) -> int:
     """``v``'s number of dimensions; refused when it is not known when compiling."""
     t = v.type
+    if (not isinstance(t, TensorType) or t.shape is None) and v.node.kind == "prim::LoadAttr":
+        raise IRError(f"cannot differentiate the field '{v.node.attrs.get('name')}' of an "
+                      "object that is assigned more than once, or that is not built in the "
+                      "differentiated function: pass the value as a separate argument")
     if not isinstance(t, TensorType) or t.shape is None:
         raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
                       "of dimensions is not known when compiling (its shape changes from one "

@@ -49,3 +49,58 @@ def test_compiled_equals_numpy(fn, args):
 def test_the_shape_test_is_decided_per_specialization():
     graph = str(script(by_shape).graph_for(np.ones((2, 3))))
     assert "prim::If" not in graph and "tensor::sum" not in graph
+
+
+# -- a shape is a tuple, as numpy's, also where it leaves the function --------------------------
+def returned(x: Tensor, n: int):
+    N, H = x.shape[:2]
+    return x.shape, (n, 2) + x.shape[1:], x.shape[1:] + x.shape[:1], [x.shape], N * H
+
+
+def grown_in_place(x: Tensor):
+    s = x.shape
+    s += (1,)
+    return s, x.shape
+
+
+def either(x: Tensor, y: Tensor, first: bool):
+    s = x.shape if first else y.shape
+    s += (7,)
+    return (1,) + s, s[-1]
+
+
+def carried(x: Tensor, n: int):
+    s = x.shape
+    for i in range(n):
+        s = s + (i,)
+    return s
+
+
+def with_a_list(x: Tensor):
+    return x.shape + [1]
+
+
+def same_kinds(got, want):
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            same_kinds(g, w)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("fn,args", [
+    (returned, (np.ones((2, 3, 4)), 5)), (returned, (np.ones((2, 3)), 1)),
+    (grown_in_place, (np.ones((2, 3)),)), (either, (np.ones((2, 3)), np.ones(4), True)),
+    (either, (np.ones((2, 3)), np.ones(4), False)), (carried, (np.ones((2, 3)), 3)),
+])
+def test_shapes_are_tuples_as_in_numpy(fn, args):
+    same_kinds(script(fn)(*args), fn(*args))
+
+
+def test_a_shape_joined_with_a_list_raises_as_in_numpy():
+    with pytest.raises(TypeError):
+        with_a_list(np.ones(2))
+    with pytest.raises(TypeError):
+        script(with_a_list)(np.ones(2))
