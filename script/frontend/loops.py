@@ -40,6 +40,7 @@ from script.frontend.env import (
     walk_same_function,
 )
 from script.frontend.iter import StaticPlan
+from script.frontend.sequences import is_shape
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -109,7 +110,9 @@ class LoopMixin:
         in_place = only_augmented(node.body)
         carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
                    and (n.startswith("$") or n in live)
-                   and not (n in in_place and isinstance(self.frame.find(n).type, ListType))]
+                   and not (n in in_place and isinstance(self.frame.find(n).type, ListType)
+                            and not is_shape(self.frame.find(n)))]
+        # (``s += ...`` extends a list in place but rebinds a shape, a tuple at run time)
         initials = [self.frame.find(n) for n in carried]
         loop = self.emit("prim::Loop", [trip, cond, *initials], [], nblocks=1)
         types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]

@@ -85,6 +85,12 @@ def is_shape(value: Any) -> bool:
     if producer.kind == "prim::If":
         k = producer.outputs.index(value)
         return all(is_shape(block.returns[k]) for block in producer.blocks)
+    if producer.kind == "prim::Param" and value.index >= 1:  # a loop's carried value
+        loop = producer.owner.owner if producer.owner is not None else None
+        return (loop is not None and loop.kind == "prim::Loop"
+                and is_shape(loop.inputs[value.index + 1]))
+    if producer.kind == "prim::Loop":
+        return is_shape(producer.inputs[value.index + 2])
     return False
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ir.core import PARAM
 from ir.registry import constant_of
 from ir.types import (
+    INT,
     ClassType,
     DictType,
     ListType,
@@ -42,6 +43,17 @@ from script.module import is_module
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
+
+
+_CONTAINER_READS = frozenset({"prim::ListIndex", "prim::TupleIndex", "prim::DictIndex",
+                              "prim::ListPop", "prim::DictGet"})
+"""nodes that read an item of a container (which may be a shape, a tuple at run time)."""
+
+
+def _argument(value: Any) -> bool:
+    """Whether ``value`` is one of the function's arguments (whose int lists are lists)."""
+    return value.node.kind == "prim::Param" and value.node.owner is not None \
+        and value.node.owner.owner is None
 
 
 class StmtMixin:
@@ -272,6 +284,13 @@ class StmtMixin:
         rhs = self.expr(node.value)
         if isinstance(current.type, ListType) and isinstance(node.op, ast.Add) and \
                 not is_shape(current):
+            if current.type == ListType(INT) and current.node.kind in _CONTAINER_READS \
+                    and not _argument(current.node.inputs[0]):
+                raise self.error(node, f"'{ast.unparse(target)} += ...' on a list of ints read "
+                                 "from a container: it may hold a shape (a tuple, which += "
+                                 "rebinds) or a list (which += extends in place); write "
+                                 f"{ast.unparse(target)} = {ast.unparse(target)} + (...) for a "
+                                 f"shape or {ast.unparse(target)}.extend(...) for a list")
             self.extend_list(current, rhs, node)  # lists are mutable: += extends in place
             return
         symbol = _OPERATORS.get(type(node.op))

@@ -1,6 +1,8 @@
 """Shapes mixed with tuples as in numpy: ``x.shape == (2, 3)`` (decided when the function is
 specialized, so only the branch taken compiles), ``(n, 2) + x.shape[2:]``, ``!=``."""
 
+from typing import List
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,56 @@ def test_a_shape_joined_with_a_list_raises_as_in_numpy():
         with_a_list(np.ones(2))
     with pytest.raises(TypeError):
         script(with_a_list)(np.ones(2))
+
+
+def grown_in_a_loop(x: Tensor):
+    s = x.shape
+    out: List[int] = []
+    for i in range(3):
+        out += [i]
+        s += (i,)  # a shape is rebound each step (a tuple), the list extended in place
+    return s, out
+
+
+def shifted_in_a_loop(x: Tensor):
+    s = x.shape
+    for i in range(2):
+        s = s[1:]
+        s += (i,)
+    return s
+
+
+def grown_in_a_branch(x: Tensor, c: bool):
+    s = x.shape
+    if c:
+        s += (1,)
+    return s
+
+
+@pytest.mark.parametrize("fn, args", [
+    (grown_in_a_loop, ()), (shifted_in_a_loop, ()), (grown_in_a_branch, (True,)),
+    (grown_in_a_branch, (False,))])
+def test_a_shape_grown_in_place_is_rebound_as_a_tuple(fn, args):
+    x = np.ones((2, 3))
+    got, want = script(fn)(x, *args), fn(x, *args)
+    assert got == want and type(got) is type(want)
+
+
+def item_grown(x: Tensor):
+    shapes = [x.shape, x.shape]
+    s = shapes[0]
+    s += (1,)
+    return s
+
+
+def argument_item_grown(lists: List[List[int]]):
+    s = lists[0]
+    s += [5]  # an argument's int lists are lists: extended in place
+    return lists
+
+
+def test_growing_an_int_list_read_from_a_container():
+    from script import ScriptError
+    with pytest.raises(ScriptError, match="may hold a shape"):
+        script(item_grown)(np.ones((2, 3)))
+    assert script(argument_item_grown)([[1], [2]]) == [[1, 5], [2]]
