@@ -108,9 +108,31 @@ def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
         return _dict_type(args, namespace)
     if origin is typing.Union or origin is types.UnionType:
         return _union_type(obj, args, namespace)
+    if is_plain_class(obj):
+        raise AnnotationError(f"the annotation {_describe(obj)} is a plain class: its objects "
+                              "can only be arguments of the scripted function itself (their "
+                              "attributes are read per call); here use Tensor, int, float, "
+                              "bool, str, None, Tuple, List, Dict, Optional, a NamedTuple "
+                              "class or a @script class")
     raise AnnotationError(f"the annotation {_describe(obj)} is not a supported type "
                           "(supported: Tensor, int, float, bool, str, None, Tuple, List, "
-                          "Dict, Optional, NamedTuple classes and @script classes)")
+                          "Dict, Optional, NamedTuple classes, @script classes, and plain "
+                          "classes for arguments)")
+
+
+_NOT_PLAIN = (tuple, list, dict, set, frozenset, np.ndarray, np.generic, BaseException, type)
+
+
+def is_plain_class(obj: Any) -> bool:
+    """A user class that is neither a NamedTuple, a @script class, a container, an array nor a
+    module (``script.Module``): its objects can be arguments read through their attributes
+    (``script.frontend.object_args``)."""
+    if not isinstance(obj, type) or obj.__module__ == "builtins" or issubclass(obj, _NOT_PLAIN):
+        return False
+    if is_tensor_annotation(obj) or classes.info_of(obj) is not None:
+        return False
+    return not any(getattr(c, "__rnnscript_module__", False) or c.__name__ == "Module"
+                   and c.__module__.startswith("script") for c in obj.__mro__)
 
 
 def _tuple_type(obj: Any, args: tuple[Any, ...], namespace: dict[str, Any] | None) -> Type:

@@ -64,6 +64,7 @@ from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeL
 from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.object_args import ObjectArgMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.sequences import SequenceMixin
 from script.frontend.stmts import StmtMixin
@@ -78,18 +79,21 @@ _lock = threading.RLock()
 
 
 def compile_function(fn: Callable[..., Any],
-                     arg_types_override: dict[str, Type] | None = None) -> FunctionDef:
+                     arg_types_override: dict[str, Type] | None = None,
+                     objects: dict[str, Any] | None = None) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
     again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
-    type; from ``script.frontend.infer_types``) types unannotated parameters; such results are
-    not cached.
+    type; from ``script.frontend.infer_types``) types unannotated parameters; ``objects``
+    (parameter name -> the call's object) gives the parameters annotated with a plain class
+    their layout (``object_args``); such results are not cached.
     """
-    if arg_types_override:
+    if arg_types_override or objects:
         tree, source = load_source(fn)
         compiler = FunctionCompiler(fn, tree, source)
         compiler.arg_types_override = arg_types_override
+        compiler.objects = objects or {}
         return compiler.compile()
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
@@ -125,8 +129,8 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
-                       GlobalsMixin, ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin,
-                       ExprMixin, IndexMixin, NumpyMixin):
+                       GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
+                       LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -146,7 +150,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.file_name = os.path.basename(source.file)
         self.graph = Graph(fn.__qualname__)
         self.frame = Frame()
-        self.namespace = _namespace(fn)
+        self.namespace = function_namespace(fn)
         self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
         self.loops: list[LoopContext] = []
         self.declared: dict[str, Type] = {}
@@ -190,9 +194,15 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
         static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
+        objects = getattr(self, "objects", {})
         for name, t in zip(names, types):
-            self.frame.set(name, Static(static[name]) if name in static else
-                           self.graph.add_input(t, name))
+            if name in static:
+                self.frame.set(name, Static(static[name]))
+            elif name in objects:
+                param = len(self.graph.inputs)
+                self.frame.set(name, Static(self.object_param(name, param, objects[name])))
+            else:
+                self.frame.set(name, self.graph.add_input(t, name))
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
         result = self.emit_body(body)
@@ -204,7 +214,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                            [types[k] for k in kept],
                            {n: v for n, v in defaults.items() if n not in static},
                            return_type, self.source, self.attr_refs, self.guards, static,
-                           names if static else [])
+                           names if static else [],
+                           tuple(k for k, n in enumerate(names[j] for j in kept)
+                                 if n in objects))
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
@@ -283,6 +295,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
 
     def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
         annotations = getattr(self.fn, "__annotations__", {})
+        if arg.arg in getattr(self, "objects", {}):
+            return NONE  # a plain object: its attributes are inputs (object_args)
         if arg.arg in annotations:
             return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
         default = defaults.get(arg.arg)
@@ -546,7 +560,7 @@ def is_placeholder(value: Value) -> bool:
     return value.node.kind == UNINITIALIZED
 
 
-def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:
+def function_namespace(fn: Callable[..., Any]) -> dict[str, Any]:
     """The names a function body can see: builtins, then globals, then its closure."""
     scope: dict[str, Any] = dict(vars(builtins))
     scope.update(getattr(fn, "__globals__", {}))

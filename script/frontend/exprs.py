@@ -31,6 +31,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static
+from script.frontend.object_args import ObjectArg
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
@@ -110,6 +111,8 @@ class ExprMixin:
             base = self.resolve_static(node.value)
             if base is NOT_STATIC:
                 return NOT_STATIC
+            if isinstance(base, ObjectArg):
+                return self.object_arg_member(base, node)
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
@@ -124,6 +127,8 @@ class ExprMixin:
 
     def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
         """A captured Python object as a constant value; ScriptError when it cannot be one."""
+        if isinstance(obj, ObjectArg):
+            raise self.object_arg_as_value(node, obj)
         value = constant_value(obj)
         if value is NOT_CONSTANT:
             raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "
@@ -419,6 +424,8 @@ class ExprMixin:
         owner = self.resolve_static(node.value)
         if owner is not NOT_STATIC and is_module(owner):
             return self.module_value(owner, node.attr, node)
+        if isinstance(owner, ObjectArg):
+            return self.object_arg_value(owner, node)
         obj = self.resolve_static(node)
         if obj is not NOT_STATIC:
             return self.captured_value(node, obj)

@@ -1,0 +1,188 @@
+"""Plain Python objects as arguments: ``p: Params`` where ``Params`` is an ordinary class.
+
+Numpy RNN code keeps its weights in plain objects (``p.W_f.v``, ``layer.U``). Such an argument is
+not an IR value: while the function compiles, its name stands for an ``ObjectArg`` (a
+compile-time placeholder holding the call's object as an example), an attribute that holds
+another plain object is another ``ObjectArg``, and an attribute that holds anything else (an
+array, a number, a list...) is a graph input (an ``ArgAttrRef``) read from the call's object at
+every call, after the arguments, like a global array (``globals.GlobalRef``). Its dtype and
+shape, or its type, are part of the call signature, so a call with other shapes specializes
+again. Which attributes hold objects and which hold values is the object's *layout*; a call
+whose layout differs from the one compiled compiles the function again (``layout_holds``).
+
+Attributes are read, never assigned: ``p.W = ...`` is a ScriptError.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import types
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ir.types import ANY, NONE, Type, erase_shape
+from script.errors import ScriptError, SignatureError
+from script.frontend.annotations import is_plain_class
+from script.frontend.signature import type_of
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+def is_plain_object(value: Any) -> bool:
+    """An instance of a plain class (``is_plain_class``): what an object argument may be."""
+    return is_plain_class(type(value)) and not isinstance(value, types.ModuleType) and \
+        not callable(value) and hasattr(value, "__dict__")
+
+
+@dataclass(frozen=True)
+class ObjectArg:
+    """A plain object argument, or an object reached through its attributes, at compile time."""
+
+    param: int
+    """the position of the argument among the graph's inputs."""
+    path: tuple[str, ...]
+    """the attributes followed from the argument (``()`` for the argument itself)."""
+    spelling: str
+    """how the code names it (``p.W_f``)."""
+    example: Any
+    """what it is in the call the function is compiled for (decides the layout)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ArgAttrRef:
+    """An attribute of an object argument holding a value: a graph input after the arguments,
+    read from the call's argument (``read_from``). Has ``GlobalRef``'s interface."""
+
+    param: int
+    """the position of the argument among the graph's inputs."""
+    path: tuple[str, ...]
+    """the attribute path from the argument."""
+    name: str
+    """how the code spells it (``p.W_f.v``)."""
+    type: Type
+    """its IR type, shapes left unknown (the executor specializes on the actual value)."""
+    kind: type
+    """the Python type it had when compiled: a call that finds another compiles again."""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return ("argument", self.param, self.path)
+
+    @property
+    def parameter(self) -> None:
+        return None
+
+    def read(self) -> Any:
+        raise ScriptError(f"'{self.name}' is an attribute of an argument: it is read per call")
+
+    def read_from(self, inputs: tuple[Any, ...]) -> Any:
+        """The attribute's value in a call whose bound arguments are ``inputs``."""
+        value = inputs[self.param]
+        for attr in self.path:
+            value = getattr(value, attr)
+        return value
+
+
+def plain_class_params(fn: Any, namespace: dict[str, Any]) -> tuple[str, ...]:
+    """The parameters of ``fn`` annotated with a plain class (string annotations resolved in
+    ``namespace``; one that does not resolve is left to the compiler to report)."""
+    from script.frontend.annotations import AnnotationError, evaluate_annotation
+    found = []
+    for name, annotation in getattr(fn, "__annotations__", {}).items():
+        if name == "return":
+            continue
+        if isinstance(annotation, str):
+            try:
+                annotation = evaluate_annotation(annotation, namespace)
+            except AnnotationError:
+                continue
+        if is_plain_class(annotation):
+            found.append(name)
+    return tuple(found)
+
+
+def object_layout_holds(refs: list[Any], inputs: tuple[Any, ...]) -> bool:
+    """Does a call's arguments have the layout the function compiled for: each attribute path
+    read crosses plain objects and ends at a value of the Python type it had?"""
+    for ref in refs:
+        if not isinstance(ref, ArgAttrRef):
+            continue
+        value = inputs[ref.param]
+        for attr in ref.path:
+            if not is_plain_object(value):
+                return False
+            value = getattr(value, attr, _MISSING)
+        if value is _MISSING or type(value) is not ref.kind or is_plain_object(value):
+            return False
+    return True
+
+
+_MISSING: Any = object()
+
+
+def check_object_argument(name: str, value: Any, function: str) -> None:
+    """SignatureError unless ``value`` can be passed for the parameter ``name``, annotated with
+    a plain class."""
+    if not is_plain_object(value):
+        what = f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else \
+            f"a value of type {type(value).__name__}"
+        raise SignatureError(f"{function}(): argument '{name}' is annotated with a plain class, "
+                             f"whose objects' attributes are read per call; got {what}")
+
+
+class ObjectArgMixin:
+    """Reading the attributes of plain object arguments in ``FunctionCompiler``."""
+
+    def object_param(self: FunctionCompiler, name: str, param: int, example: Any) -> Any:
+        """What the name of an object parameter is bound to while the body compiles: the graph
+        input itself is a placeholder (None at run time)."""
+        self.graph.add_input(NONE, name)
+        return ObjectArg(param, (), name, example)
+
+    def object_arg_member(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
+        """``owner.<attr>`` at compile time: an ``ObjectArg`` for an attribute holding a plain
+        object; else NOT_STATIC (its value is a graph input, ``object_arg_value``)."""
+        from script.frontend.exprs import NOT_STATIC
+        value = self.object_arg_example(owner, node)
+        if is_plain_object(value):
+            return ObjectArg(owner.param, owner.path + (node.attr,),
+                             f"{owner.spelling}.{node.attr}", value)
+        return NOT_STATIC
+
+    def object_arg_example(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute
+                           ) -> Any:
+        if not hasattr(owner.example, node.attr):
+            raise self.error(node, f"'{owner.spelling}' ({type(owner.example).__name__} object) "
+                             f"has no attribute '{node.attr}'")
+        value = getattr(owner.example, node.attr)
+        if inspect.ismethod(value) or inspect.isfunction(value):
+            raise self.unsupported(node, f"calling the method '{node.attr}' of the plain object "
+                                   f"argument '{owner.spelling}' (its attributes are read; make "
+                                   "the method a function taking the object, or script the "
+                                   "class)")
+        return value
+
+    def object_arg_value(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
+        """The graph input standing for ``owner.<attr>`` when it holds a value."""
+        value = self.object_arg_example(owner, node)
+        name = f"{owner.spelling}.{node.attr}"
+        if is_plain_object(value):
+            raise self.error(node, f"'{name}' is a {type(value).__name__} object: scripted code "
+                             "reads the attributes of an object argument (its arrays and "
+                             "numbers), it cannot use the object itself as a value")
+        try:
+            t = erase_shape(type_of(value, ANY, f"'{name}'"))
+        except SignatureError as exc:
+            raise self.error(node, f"{exc}; scripted code cannot read it") from None
+        return self.add_attr_input(ArgAttrRef(owner.param, owner.path + (node.attr,), name, t,
+                                              type(value)))
+
+    def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: ObjectArg) -> Any:
+        raise self.error(node, f"'{owner.spelling}' is a {type(owner.example).__name__} object "
+                         "argument: scripted code reads its attributes "
+                         f"('{owner.spelling}.<name>'), it cannot use the object itself as a "
+                         "value (pass the attributes instead)")
