@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from script import script
+from script import script, vjp
+from script.frontend.object_args import is_plain_object
 from script.runtime.autodiff import compile_gradient, run_vjp
 from script.runtime.function import ScriptFunction
 
@@ -109,6 +110,8 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
         wrt = None if argnums is None else frozenset(k % len(args) for k in argnums)
         _, backward = run_vjp(compile_gradient(sf, bound, optimize=optimize, wrt=wrt), bound)
         analytic["optimized" if optimize else "unoptimized"] = backward(ct)[:len(args)]
+    if any(is_plain_object(a) for a in args):
+        check_object_vjp(sf, args, ct, call, eps=eps, rtol=rtol, atol=atol, argnums=argnums)
     for path, _ in float_arrays(args):
         if wrt is not None and path[0] not in wrt:
             for name, grads in analytic.items():
@@ -122,3 +125,65 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
                 np.testing.assert_allclose(
                     got, want, rtol=rtol, atol=atol,
                     err_msg=f"argument {path}: {name} backward vs {fwd_name} finite differences")
+
+
+def object_float_arrays(obj: Any, path: tuple[str, ...] = ()
+                        ) -> Iterator[tuple[tuple[str, ...], np.ndarray]]:
+    """(attribute path, array) for every float array held by a plain object, nested objects
+    included."""
+    for name, value in vars(obj).items():
+        if is_plain_object(value):
+            yield from object_float_arrays(value, path + (name,))
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            yield path + (name,), value
+
+
+def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
+                     call: Callable[[Callable[..., Any]], Callable[..., Any]], *, eps: float,
+                     rtol: float, atol: float, argnums: Sequence[int] | None = None) -> None:
+    """The public ``vjp``'s gradient of each plain object argument (an object of its class)
+    against finite differences of every float array it holds: an attribute the gradient object
+    lacks must have a zero derivative."""
+    _, backward = vjp(sf, *args, argnums=argnums)
+    grads = backward(ct)
+    for k, obj in enumerate(args):
+        if not is_plain_object(obj):
+            continue
+        if argnums is not None and k % len(args) not in {n % len(args) for n in argnums}:
+            assert grads[k] is None, f"argument {k}: not in argnums"
+            continue
+        assert type(grads[k]) is type(obj), f"argument {k}: gradient of type {type(grads[k])}"
+        for path, _ in object_float_arrays(obj):
+            got: Any = grads[k]
+            for name in path:
+                got = getattr(got, name, None)
+            for fwd_name, fwd in (("eager", sf.python_fn), ("compiled", sf)):
+                want = _object_numerical_grad(call(fwd), args, ct, k, path, eps)
+                where = f"argument {k}.{'.'.join(path)} vs {fwd_name} finite differences"
+                if got is None:
+                    np.testing.assert_allclose(want, 0.0, atol=atol, err_msg=where + " (unset)")
+                    continue
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=where)
+
+
+def _object_numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: Any, k: int,
+                           path: tuple[str, ...], eps: float) -> np.ndarray:
+    """d<ct, fn(args)>/d(args[k].<path>) by central differences (the array perturbed in place,
+    then restored)."""
+    owner = args[k]
+    for name in path[:-1]:
+        owner = getattr(owner, name)
+    x = getattr(owner, path[-1])
+    grad = np.zeros_like(x, dtype=np.float64)
+    try:
+        for idx in np.ndindex(x.shape):
+            values = []
+            for step in (eps, -eps):
+                moved = x.copy()
+                moved[idx] += step
+                setattr(owner, path[-1], moved)
+                values.append(inner(ct, fn(*args)))
+            grad[idx] = (values[0] - values[1]) / (2 * eps)
+    finally:
+        setattr(owner, path[-1], x)
+    return grad

@@ -111,7 +111,8 @@ def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
     if is_plain_class(obj):
         raise AnnotationError(f"the annotation {_describe(obj)} is a plain class: its objects "
                               "can only be arguments of the scripted function itself (their "
-                              "attributes are read per call); here use Tensor, int, float, "
+                              "attributes are read per call; pass a callee the attributes "
+                              "it needs); here use Tensor, int, float, "
                               "bool, str, None, Tuple, List, Dict, Optional, a NamedTuple "
                               "class or a @script class")
     raise AnnotationError(f"the annotation {_describe(obj)} is not a supported type "

@@ -295,12 +295,20 @@ class CallMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
-        return self.call_function(self.compile_callee(fn, node), node)
+        objects = self.object_arguments(fn, node)
+        if not objects:
+            return self.call_function(self.compile_callee(fn, node), node)
+        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
+        return self.call_function(fdef, node, objects=objects)
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
-                      bound: tuple[Any, ...] = ()) -> Any:
+                      bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None
+                      ) -> Any:
         """Call a compiled function; ``bound`` are values for its first parameters (a script
-        class's ``self``). A module method's attribute inputs are passed along."""
+        class's ``self``); ``objects`` the object arguments (``ObjectArg``s) passed for its
+        parameters annotated with a plain class. A module method's attribute inputs are passed
+        along."""
+        objects = objects or {}
         params = fdef.arg_names
         shown = fdef.positional_names()[len(bound):]
         if len(node.args) > len(shown):
@@ -308,10 +316,15 @@ class CallMixin:
                              f"{len(node.args)} were given")
         values: dict[str, Any] = dict(zip(params, bound))
         for name, arg in zip(shown, node.args):
-            if not self.static_argument(fdef, name, arg):
+            if name in objects:
+                values[name] = self.const(None)
+            elif not self.static_argument(fdef, name, arg):
                 values[name] = self.expr(arg)
         for kw in node.keywords:
             if self.static_argument(fdef, kw.arg, kw.value):
+                continue
+            if kw.arg in objects:
+                values[kw.arg] = self.const(None)
                 continue
             if kw.arg not in params:
                 raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
@@ -329,7 +342,8 @@ class CallMixin:
                 raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                  f"not {value.type}")
             inputs.append(value)
-        inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
+        inputs += [self.add_attr_input(self.callee_ref(fdef, ref, objects))
+                   for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
             self.guard_global(key, guard.read, guard.expected)
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],

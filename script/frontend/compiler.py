@@ -173,12 +173,21 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
-    def compile_callee(self, fn: Callable[..., Any], node: ast.AST) -> FunctionDef:
-        """``fn``, a Python function the code calls, compiled (and cached)."""
+    def compile_callee(self, fn: Callable[..., Any], node: ast.AST,
+                       objects: dict[str, Any] | None = None) -> FunctionDef:
+        """``fn``, a Python function the code calls, compiled (and cached unless it takes
+        plain ``objects``, by parameter name)."""
         if is_compiling(fn):
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")
-        return compile_function(fn)
+        if not objects:
+            return compile_function(fn)
+        with _lock:
+            _compiling.append(fn)
+            try:
+                return compile_function(fn, objects=objects)
+            finally:
+                _compiling.pop()
 
     def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
                               ) -> FunctionDef:

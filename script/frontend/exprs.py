@@ -448,7 +448,17 @@ class ExprMixin:
         if isinstance(t, ClassType):
             return self.object_attribute(base, name, node)
         hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        if isinstance(t, TensorType) and not hint and self.unannotated_parameter(base):
+            hint = (f"; the unannotated parameter '{base.name}' is a Tensor: to pass an object "
+                    "whose attributes are arrays, annotate it with the object's class")
         raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'{hint}")
+
+    def unannotated_parameter(self: FunctionCompiler, value: Any) -> bool:
+        """Is ``value`` the input of a parameter without an annotation?"""
+        names = {a.arg for a in self.tree.args.posonlyargs + self.tree.args.args}
+        return value in self.graph.inputs and value.name in names and \
+            value.name not in getattr(self.fn, "__annotations__", {}) and \
+            not self.tree.type_comment
 
 
 _SCALAR_FOLDS: dict[str, Any] = {

@@ -181,6 +181,41 @@ class ObjectArgMixin:
         return self.add_attr_input(ArgAttrRef(owner.param, owner.path + (node.attr,), name, t,
                                               type(value)))
 
+    def object_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
+        """The object arguments a call passes for the parameters of ``fn`` annotated with a
+        plain class, by parameter name (each must be an object argument or one reached from
+        it)."""
+        from script.frontend.compiler import function_namespace
+        wanted = plain_class_params(fn, function_namespace(fn))
+        if not wanted:
+            return {}
+        try:
+            names = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            return {}
+        given = list(zip(names, node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        found = {}
+        for name, arg in given:
+            if name not in wanted:
+                continue
+            obj = self.resolve_static(arg)
+            if not isinstance(obj, ObjectArg):
+                raise self.error(arg, f"{fn.__qualname__}() argument '{name}' is annotated with "
+                                 "a plain class: pass it an object argument of this function "
+                                 "(or an object one holds)")
+            found[name] = obj
+        return found
+
+    def callee_ref(self: FunctionCompiler, fdef: Any, ref: Any, objects: dict[str, Any]
+                   ) -> Any:
+        """A callee's attribute input as the caller's: an attribute of an object the caller
+        passed is the same attribute path from the caller's own argument."""
+        if not isinstance(ref, ArgAttrRef):
+            return ref
+        owner = objects[fdef.arg_names[ref.param]]
+        return ArgAttrRef(owner.param, owner.path + ref.path,
+                          ".".join((owner.spelling, *ref.path)), ref.type, ref.kind)
+
     def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: ObjectArg) -> Any:
         raise self.error(node, f"'{owner.spelling}' is a {type(owner.example).__name__} object "
                          "argument: scripted code reads its attributes "

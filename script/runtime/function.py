@@ -231,8 +231,13 @@ class ScriptFunction:
             check_object_argument(d.arg_names[k], bound[k], d.name)
         if not object_layout_holds(d.attr_refs, bound):
             with self._lock:
+                compiled_for = self._objects
                 self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
-                d = self._compile_definition()
+                try:
+                    d = self._compile_definition()
+                except BaseException:
+                    self._objects = compiled_for
+                    raise
             bound = bind_arguments(d, args, kwargs)
         extra = tuple(ref.read_from(bound) if type(ref) is ArgAttrRef else ref.read()
                       for ref in d.attr_refs)
