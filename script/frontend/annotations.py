@@ -56,6 +56,20 @@ def is_tensor_annotation(obj: Any) -> bool:
     return name == "Tensor" and module.startswith("script")
 
 
+def function_namespace(fn: Any) -> dict[str, Any]:
+    """The names a function body can see: builtins, then globals, then its closure."""
+    scope: dict[str, Any] = dict(vars(builtins))
+    scope.update(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars if code else (), cells):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell: a closure variable assigned later
+            continue
+    return scope
+
+
 def evaluate_annotation(text: str, namespace: dict[str, Any]) -> Any:
     """Evaluate a string annotation against ``namespace`` (globals and closure), with the
     typing names and ``Tensor`` available as fallbacks."""

@@ -21,7 +21,6 @@ through ``compile_callee`` and ``compile_module_method``.
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import os
 import threading
@@ -38,6 +37,7 @@ from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
     evaluate_annotation,
+    function_namespace,
     type_from_annotation,
 )
 from script.frontend.calls import CallMixin
@@ -567,20 +567,6 @@ def _drop_unused_if_outputs(node: Node) -> bool:
 def is_placeholder(value: Value) -> bool:
     """A ``prim::Uninitialized``: stands for a value no path will read."""
     return value.node.kind == UNINITIALIZED
-
-
-def function_namespace(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The names a function body can see: builtins, then globals, then its closure."""
-    scope: dict[str, Any] = dict(vars(builtins))
-    scope.update(getattr(fn, "__globals__", {}))
-    code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars if code else (), cells):
-        try:
-            scope[name] = cell.cell_contents
-        except ValueError:  # an empty cell: a closure variable assigned later
-            continue
-    return scope
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -112,7 +112,8 @@ class ExprMixin:
             if base is NOT_STATIC:
                 return NOT_STATIC
             if isinstance(base, ObjectArg):
-                return self.object_arg_member(base, node)
+                member = self.object_arg_member(base, node)
+                return NOT_STATIC if member is None else member
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):

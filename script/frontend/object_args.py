@@ -25,7 +25,12 @@ import numpy as np
 
 from ir.types import ANY, NONE, Type, erase_shape
 from script.errors import ScriptError, SignatureError
-from script.frontend.annotations import is_plain_class
+from script.frontend.annotations import (
+    AnnotationError,
+    evaluate_annotation,
+    function_namespace,
+    is_plain_class,
+)
 from script.frontend.signature import type_of
 
 if TYPE_CHECKING:
@@ -87,15 +92,16 @@ class ArgAttrRef:
         return value
 
 
-def plain_class_params(fn: Any, namespace: dict[str, Any]) -> tuple[str, ...]:
+def plain_class_params(fn: Any) -> tuple[str, ...]:
     """The parameters of ``fn`` annotated with a plain class (string annotations resolved in
-    ``namespace``; one that does not resolve is left to the compiler to report)."""
-    from script.frontend.annotations import AnnotationError, evaluate_annotation
+    its namespace; one that does not resolve is left to the compiler to report)."""
+    namespace: dict[str, Any] | None = None
     found = []
     for name, annotation in getattr(fn, "__annotations__", {}).items():
         if name == "return":
             continue
         if isinstance(annotation, str):
+            namespace = function_namespace(fn) if namespace is None else namespace
             try:
                 annotation = evaluate_annotation(annotation, namespace)
             except AnnotationError:
@@ -145,13 +151,12 @@ class ObjectArgMixin:
 
     def object_arg_member(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
         """``owner.<attr>`` at compile time: an ``ObjectArg`` for an attribute holding a plain
-        object; else NOT_STATIC (its value is a graph input, ``object_arg_value``)."""
-        from script.frontend.exprs import NOT_STATIC
+        object; else None (its value is a graph input, ``object_arg_value``)."""
         value = self.object_arg_example(owner, node)
         if is_plain_object(value):
             return ObjectArg(owner.param, owner.path + (node.attr,),
                              f"{owner.spelling}.{node.attr}", value)
-        return NOT_STATIC
+        return None
 
     def object_arg_example(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute
                            ) -> Any:
@@ -185,8 +190,7 @@ class ObjectArgMixin:
         """The object arguments a call passes for the parameters of ``fn`` annotated with a
         plain class, by parameter name (each must be an object argument or one reached from
         it)."""
-        from script.frontend.compiler import function_namespace
-        wanted = plain_class_params(fn, function_namespace(fn))
+        wanted = plain_class_params(fn)
         if not wanted:
             return {}
         try:

@@ -31,7 +31,7 @@ from ir.core import Graph
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script.errors import Origin, ScriptError, SignatureError, reported
-from script.frontend.compiler import compile_function, function_namespace
+from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
 from script.frontend.object_args import (
@@ -120,8 +120,7 @@ class ScriptFunction:
         """The parameters annotated with a plain class (``script.frontend.object_args``)."""
         found = self.__dict__.get("_object_names")
         if found is None:
-            found = self.__dict__["_object_names"] = plain_class_params(
-                self.python_fn, function_namespace(self.python_fn))
+            found = self.__dict__["_object_names"] = plain_class_params(self.python_fn)
         return found
 
     def origin(self) -> Origin:
