@@ -127,15 +127,23 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
                     err_msg=f"argument {path}: {name} backward vs {fwd_name} finite differences")
 
 
-def object_float_arrays(obj: Any, path: tuple[str, ...] = ()
-                        ) -> Iterator[tuple[tuple[str, ...], np.ndarray]]:
-    """(attribute path, array) for every float array held by a plain object, nested objects
-    included."""
-    for name, value in vars(obj).items():
-        if is_plain_object(value):
-            yield from object_float_arrays(value, path + (name,))
+def object_float_arrays(obj: Any, path: tuple[Any, ...] = ()
+                        ) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
+    """(path, array) for every float array held by a plain object: in its attributes, nested
+    objects, and the lists and dicts they hold (a path step is an attribute name, or ``[key]``
+    as a one-item list for an item)."""
+    items = vars(obj).items() if is_plain_object(obj) else \
+        obj.items() if isinstance(obj, dict) else enumerate(obj)
+    for name, value in items:
+        step = name if is_plain_object(obj) else [name]
+        if is_plain_object(value) or isinstance(value, (list, dict)):
+            yield from object_float_arrays(value, path + (step,))
         elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
-            yield path + (name,), value
+            yield path + (step,), value
+
+
+def _step(tree: Any, step: Any) -> Any:
+    return tree[step[0]] if isinstance(step, list) else getattr(tree, step, None)
 
 
 def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
@@ -155,11 +163,11 @@ def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
         assert type(grads[k]) is type(obj), f"argument {k}: gradient of type {type(grads[k])}"
         for path, _ in object_float_arrays(obj):
             got: Any = grads[k]
-            for name in path:
-                got = getattr(got, name, None)
+            for step in path:
+                got = None if got is None else _step(got, step)
             for fwd_name, fwd in (("eager", sf.python_fn), ("compiled", sf)):
                 want = _object_numerical_grad(call(fwd), args, ct, k, path, eps)
-                where = f"argument {k}.{'.'.join(path)} vs {fwd_name} finite differences"
+                where = f"argument {k} at {path} vs {fwd_name} finite differences"
                 if got is None:
                     np.testing.assert_allclose(want, 0.0, atol=atol, err_msg=where + " (unset)")
                     continue
@@ -167,13 +175,21 @@ def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
 
 
 def _object_numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: Any, k: int,
-                           path: tuple[str, ...], eps: float) -> np.ndarray:
-    """d<ct, fn(args)>/d(args[k].<path>) by central differences (the array perturbed in place,
-    then restored)."""
+                           path: tuple[Any, ...], eps: float) -> np.ndarray:
+    """d<ct, fn(args)>/d(the array at ``path`` in args[k]) by central differences (the array
+    replaced in its owner, then restored)."""
     owner = args[k]
-    for name in path[:-1]:
-        owner = getattr(owner, name)
-    x = getattr(owner, path[-1])
+    for step in path[:-1]:
+        owner = _step(owner, step)
+    last = path[-1]
+
+    def put(value: Any) -> None:
+        if isinstance(last, list):
+            owner[last[0]] = value
+        else:
+            setattr(owner, last, value)
+
+    x = _step(owner, last)
     grad = np.zeros_like(x, dtype=np.float64)
     try:
         for idx in np.ndindex(x.shape):
@@ -181,9 +197,9 @@ def _object_numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: An
             for step in (eps, -eps):
                 moved = x.copy()
                 moved[idx] += step
-                setattr(owner, path[-1], moved)
+                put(moved)
                 values.append(inner(ct, fn(*args)))
             grad[idx] = (values[0] - values[1]) / (2 * eps)
     finally:
-        setattr(owner, path[-1], x)
+        put(x)
     return grad

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ir.types import ANY, NONE, Type, erase_shape
+from ir.types import ANY, INT, NONE, STR, DictType, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.annotations import (
     AnnotationError,
@@ -39,8 +38,7 @@ if TYPE_CHECKING:
 
 def is_plain_object(value: Any) -> bool:
     """An instance of a plain class (``is_plain_class``): what an object argument may be."""
-    return is_plain_class(type(value)) and not isinstance(value, types.ModuleType) and \
-        not callable(value) and hasattr(value, "__dict__")
+    return is_plain_class(type(value)) and hasattr(value, "__dict__")
 
 
 @dataclass(frozen=True)
@@ -140,6 +138,17 @@ def check_object_argument(name: str, value: Any, function: str) -> None:
                              f"whose objects' attributes are read per call; got {what}")
 
 
+def _declared(value: Any) -> Type:
+    """What an attribute's value is checked against: a dict's keys decide its key type."""
+    if isinstance(value, dict) and value:
+        keys = {type(k) for k in value}
+        if keys == {str}:
+            return DictType(STR, ANY)
+        if keys == {int}:
+            return DictType(INT, ANY)
+    return ANY
+
+
 class ObjectArgMixin:
     """Reading the attributes of plain object arguments in ``FunctionCompiler``."""
 
@@ -180,7 +189,7 @@ class ObjectArgMixin:
                              "reads the attributes of an object argument (its arrays and "
                              "numbers), it cannot use the object itself as a value")
         try:
-            t = erase_shape(type_of(value, ANY, f"'{name}'"))
+            t = erase_shape(type_of(value, _declared(value), f"'{name}'"))
         except SignatureError as exc:
             raise self.error(node, f"{exc}; scripted code cannot read it") from None
         return self.add_attr_input(ArgAttrRef(owner.param, owner.path + (node.attr,), name, t,

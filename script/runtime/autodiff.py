@@ -159,7 +159,7 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
     """Each list argument's item types: the signature key holds every item's shape, so a
     specialization is for exactly these items (the backward needs each weight's shape)."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
         if isinstance(a, list) and isinstance(t, ir.ListType):
             found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
     return found
@@ -168,7 +168,7 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
 def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
     """Each dict argument's value types by key (the signature key holds each value's shape)."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
         if isinstance(a, dict) and isinstance(t, ir.DictType):
             found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
                         for key, x in a.items()}

@@ -175,6 +175,35 @@ def test_argnums_and_value_and_grad():
     assert_same(value, loss(p, z))
 
 
+class Stack:
+    def __init__(self, rng):
+        self.Ws = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
+        self.bias = {"out": rng.standard_normal(3)}
+        self.pair = (rng.standard_normal(3), 2)
+
+
+def stacked(s: Stack, x: Tensor) -> Tensor:
+    h = x
+    for W in s.Ws:
+        h = np.tanh(W @ h)
+    return h + s.bias["out"] * s.pair[0] * s.pair[1]
+
+
+def test_containers_held_by_an_object():
+    rng = np.random.default_rng(13)
+    s, x = Stack(rng), rng.standard_normal(3)
+    check(stacked, s, x)
+    check_vjp(script(stacked), (s, x))  # the list's and the dict's arrays
+    _, backward = S.vjp(script(stacked), s, x)
+    g = backward(np.ones(3))[0]
+    eps, e0 = 1e-6, np.eye(3)[0]
+    plus, minus = copy.deepcopy(s), copy.deepcopy(s)
+    plus.pair, minus.pair = (s.pair[0] + eps * e0, 2), (s.pair[0] - eps * e0, 2)
+    fd = (stacked(plus, x).sum() - stacked(minus, x).sum()) / (2 * eps)
+    np.testing.assert_allclose(g.pair[0][0], fd, rtol=1e-6)  # the tuple's array
+    assert g.pair[1] is None
+
+
 def test_grad_refuses_object_arguments():
     with pytest.raises(ScriptError, match="plain object argument cannot be differentiated by "
                                           "grad"):
