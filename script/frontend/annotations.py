@@ -142,6 +142,17 @@ def is_plain_class(obj: Any) -> bool:
     """A user class that is neither a NamedTuple, a @script class, a container, an array nor a
     module (``script.Module``): its objects can be arguments read through their attributes
     (``script.frontend.object_args``)."""
+    found = _plain_classes.get(obj) if isinstance(obj, type) else False
+    if found is None:
+        found = _plain_classes[obj] = _is_plain_class(obj)
+    return found and classes.info_of(obj) is None  # scripted since: not plain any more
+
+
+_plain_classes: dict[type, bool] = {}
+"""``is_plain_class`` by class (it runs at every call of a function with object arguments)."""
+
+
+def _is_plain_class(obj: Any) -> bool:
     if not isinstance(obj, type) or obj.__module__ == "builtins" or issubclass(obj, _NOT_PLAIN):
         return False
     if is_tensor_annotation(obj) or classes.info_of(obj) is not None:

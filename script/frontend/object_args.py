@@ -109,20 +109,26 @@ def plain_class_params(fn: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
-def object_layout_holds(refs: list[Any], inputs: tuple[Any, ...]) -> bool:
-    """Does a call's arguments have the layout the function compiled for: each attribute path
-    read crosses plain objects and ends at a value of the Python type it had?"""
+def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """What the ``attr_refs`` read in a call whose bound arguments are ``inputs``; None when an
+    object argument does not have the layout the function compiled for (an attribute path read
+    that does not cross plain objects, or ends at a value of another Python type). The object
+    arguments themselves are plain objects (``check_object_argument``)."""
+    values = []
     for ref in refs:
-        if not isinstance(ref, ArgAttrRef):
+        if type(ref) is not ArgAttrRef:
+            values.append(ref.read())
             continue
-        value = inputs[ref.param]
-        for attr in ref.path:
+        path = ref.path
+        value = getattr(inputs[ref.param], path[0], _MISSING)  # the argument: checked already
+        for attr in path[1:]:
             if not is_plain_object(value):
-                return False
+                return None
             value = getattr(value, attr, _MISSING)
-        if value is _MISSING or type(value) is not ref.kind or is_plain_object(value):
-            return False
-    return True
+        if type(value) is not ref.kind:
+            return None
+        values.append(value)
+    return tuple(values)
 
 
 _MISSING: Any = object()

@@ -34,12 +34,7 @@ from script.errors import Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.object_args import (
-    ArgAttrRef,
-    check_object_argument,
-    object_layout_holds,
-    plain_class_params,
-)
+from script.frontend.object_args import check_object_argument, plain_class_params, read_inputs
 from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
@@ -228,7 +223,8 @@ class ScriptFunction:
         bound = bind_arguments(d, args, kwargs)
         for k in d.object_args:
             check_object_argument(d.arg_names[k], bound[k], d.name)
-        if not object_layout_holds(d.attr_refs, bound):
+        extra = read_inputs(d.attr_refs, bound)
+        if extra is None:
             with self._lock:
                 compiled_for = self._objects
                 self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
@@ -238,8 +234,10 @@ class ScriptFunction:
                     self._objects = compiled_for
                     raise
             bound = bind_arguments(d, args, kwargs)
-        extra = tuple(ref.read_from(bound) if type(ref) is ArgAttrRef else ref.read()
-                      for ref in d.attr_refs)
+            extra = read_inputs(d.attr_refs, bound)
+            if extra is None:  # an attribute the new definition reads changed meanwhile
+                raise SignatureError(f"{d.name}(): the attributes of the object arguments "
+                                     "changed while the function compiled")
         return tuple(None if k in d.object_args else a for k, a in enumerate(bound)) + extra
 
     def _objects_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
