@@ -100,8 +100,9 @@ class ScriptFunction:
             names = ", ".join(f"'{n}'" for n in self._object_params())
             raise ScriptError(f"{self.python_fn.__qualname__}(): the parameters {names} are "
                               "annotated with plain classes, whose objects' attributes are "
-                              "read per call: call the function (or pass the arguments to "
-                              "graph_for / code_for) to compile it")
+                              "read per call, so it compiles for the objects a call passes: "
+                              "call it, or pass the arguments to graph_for / code_for / explain "
+                              "(export_onnx and save take no object arguments)")
         with instrument.stage("frontend"), reported(self.origin, "compiling"):
             d = compile_function(self.python_fn, self._example_types(), self._objects)
         if self._definition is not None:  # a stale one: drop what it compiled
@@ -115,7 +116,10 @@ class ScriptFunction:
         """The parameters annotated with a plain class (``script.frontend.object_args``)."""
         found = self.__dict__.get("_object_names")
         if found is None:
-            found = self.__dict__["_object_names"] = plain_class_params(self.python_fn)
+            found = plain_class_params(self.python_fn)
+            if self.example_inputs is not None:  # unannotated ones the examples pass objects
+                found += tuple(infer_signature(self.python_fn, self.example_inputs).objects)
+            self.__dict__["_object_names"] = found
         return found
 
     def origin(self) -> Origin:

@@ -141,6 +141,22 @@ def test_helpers_take_objects_and_the_objects_they_hold():
     check_vjp(f, (params(seed=1), params(seed=2), rng.standard_normal((7, 1))))
 
 
+def unannotated_step(p, z):
+    return sigmoid_step(p, z)
+
+
+def test_example_inputs_make_an_unannotated_parameter_an_object():
+    from script.frontend.infer_types import infer_annotations
+    p, z = params(), np.random.default_rng(14).standard_normal((7, 1))
+    f = script(unannotated_step, example_inputs=[(p, z)])
+    assert_same(f(p, z), sigmoid_step(p, z))
+    check_vjp(f, (p, z))
+    assert infer_annotations(unannotated_step, [(p, z)]).startswith(
+        "def unannotated_step(p: Parameters, z: Tensor)")
+    with pytest.raises(ScriptError, match="a Parameters object in example 0 and a ndarray"):
+        script(unannotated_step, example_inputs=[(p, z), (z, z)])(p, z)
+
+
 # -- gradients ------------------------------------------------------------------------------------
 def loss(p: Parameters, z: Tensor) -> Tensor:
     return (sigmoid_step(p, z) ** 2).sum()
@@ -267,7 +283,7 @@ def test_a_non_object_for_an_object_parameter():
 
 
 def test_the_graph_needs_a_call():
-    with pytest.raises(ScriptError, match="call the function"):
+    with pytest.raises(ScriptError, match="compiles for the objects a call passes"):
         script(object_value).graph  # noqa: B018
     f = script(object_value)
     assert "h.U" in str(f.graph_for(Layer(np.ones(2), None), np.ones(2)))
