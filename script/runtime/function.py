@@ -55,6 +55,10 @@ class Specialization:
     """how long specializing and compiling took."""
 
 
+MAX_LAYOUTS = 8
+"""Definitions kept per function for object arguments of different layouts."""
+
+
 class ScriptFunction:
     """A function compiled by ``@script``; call it like the original."""
 
@@ -230,19 +234,39 @@ class ScriptFunction:
         extra = read_inputs(d.attr_refs, bound)
         if extra is None:
             with self._lock:
-                compiled_for = self._objects
-                self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
-                try:
-                    d = self._compile_definition()
-                except BaseException:
-                    self._objects = compiled_for
-                    raise
+                d = self._other_layout(d, bound)
             bound = bind_arguments(d, args, kwargs)
             extra = read_inputs(d.attr_refs, bound)
             if extra is None:  # an attribute the new definition reads changed meanwhile
                 raise SignatureError(f"{d.name}(): the attributes of the object arguments "
                                      "changed while the function compiled")
         return tuple(None if k in d.object_args else a for k, a in enumerate(bound)) + extra
+
+    def _other_layout(self, d: Any, bound: tuple[Any, ...]) -> Any:
+        """The definition for object arguments whose layout ``d`` was not compiled for: one
+        compiled before for it (with its specializations), else a new one; the last
+        ``MAX_LAYOUTS`` are kept (objects of two layouts passed in turn compile once each)."""
+        layouts = self.__dict__.setdefault("_layouts", {})
+        layouts[id(d)] = (d, self._cache, self.__dict__.setdefault("_gradient_cache", {}),
+                          self._objects)
+        for other, cache, gradients, objects in layouts.values():
+            if other is not d and guards_hold(other.guards) and \
+                    read_inputs(other.attr_refs, bound) is not None:
+                self._definition, self._cache, self._objects = other, cache, objects
+                self.__dict__["_gradient_cache"] = gradients
+                return other
+        self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
+        self._definition, self._cache = None, {}
+        self.__dict__.pop("_gradient_cache", None)
+        try:
+            new = self._compile_definition()
+        except BaseException:  # keep the definition the last call used
+            self._definition, self._cache, gradients, self._objects = layouts[id(d)]
+            self.__dict__["_gradient_cache"] = gradients
+            raise
+        if len(layouts) >= MAX_LAYOUTS:
+            layouts.pop(next(iter(layouts)))
+        return new
 
     def _objects_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The objects a call passes for the plain object parameters, by name."""

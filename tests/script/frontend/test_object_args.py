@@ -9,6 +9,7 @@ import pytest
 
 import script as S
 from script import ScriptError, SignatureError, Tensor, script
+from script.frontend.compiler import compile_function
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same
 
@@ -100,6 +101,29 @@ def test_an_other_layout_compiles_again():
     assert_same(f(Layer(np.ones(2), None), np.full(2, 3.0)), np.full(2, 3.0))
     assert_same(f(Layer(2, None), np.full(2, 3.0)), np.full(2, 6.0))  # an int now: recompiled
     assert_same(f(Layer(np.full(2, 2.0), None), np.ones(2)), np.full(2, 2.0))
+
+
+def with_bias(h: Layer, x: Tensor) -> Tensor:
+    y = h.U @ x
+    if h.W is not None:
+        y = y + h.W
+    return y
+
+
+def test_layouts_passed_in_turn_compile_once_each(monkeypatch):
+    import script.runtime.function as function
+    compiled = []
+    monkeypatch.setattr(function, "compile_function",
+                        lambda *a, **k: compiled.append(1) or compile_function(*a, **k))
+    rng = np.random.default_rng(15)
+    plain = Layer(rng.standard_normal((2, 3)), None)
+    biased = Layer(rng.standard_normal((2, 3)), rng.standard_normal(2))
+    f = script(with_bias)
+    for _ in range(3):
+        for layer in (plain, biased):
+            x = rng.standard_normal(3)
+            assert_same(f(layer, x), with_bias(layer, x))
+    assert len(compiled) == 2 and f.compiled_signatures == 1
 
 
 def test_in_place_changes_between_calls_are_seen():
