@@ -49,6 +49,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
+from script.frontend.object_args import ObjectArg
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
@@ -159,6 +160,9 @@ class CallMixin:
         return self.frame.find(name)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if isinstance(obj, ObjectArg):
+            raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
+                                   "(its attributes are read; call a function with them)")
         if is_module(obj):
             return self.call_module(obj, "forward", node)
         if inspect.ismethod(obj) and is_module(obj.__self__):

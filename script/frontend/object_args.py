@@ -8,7 +8,7 @@ array, a number, a list...) is a graph input (an ``ArgAttrRef``) read from the c
 every call, after the arguments, like a global array (``globals.GlobalRef``). Its dtype and
 shape, or its type, are part of the call signature, so a call with other shapes specializes
 again. Which attributes hold objects and which hold values is the object's *layout*; a call
-whose layout differs from the one compiled compiles the function again (``layout_holds``).
+whose layout differs from the one compiled compiles the function again (``read_inputs``).
 
 Attributes are read, never assigned: ``p.W = ...`` is a ScriptError.
 """
@@ -41,7 +41,7 @@ def is_plain_object(value: Any) -> bool:
     return is_plain_class(type(value)) and hasattr(value, "__dict__")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ObjectArg:
     """A plain object argument, or an object reached through its attributes, at compile time."""
 
@@ -58,7 +58,7 @@ class ObjectArg:
 @dataclass(frozen=True, eq=False)
 class ArgAttrRef:
     """An attribute of an object argument holding a value: a graph input after the arguments,
-    read from the call's argument (``read_from``). Has ``GlobalRef``'s interface."""
+    read from the call's argument (``read_inputs``). Has ``GlobalRef``'s interface."""
 
     param: int
     """the position of the argument among the graph's inputs."""
@@ -81,13 +81,6 @@ class ArgAttrRef:
 
     def read(self) -> Any:
         raise ScriptError(f"'{self.name}' is an attribute of an argument: it is read per call")
-
-    def read_from(self, inputs: tuple[Any, ...]) -> Any:
-        """The attribute's value in a call whose bound arguments are ``inputs``."""
-        value = inputs[self.param]
-        for attr in self.path:
-            value = getattr(value, attr)
-        return value
 
 
 def plain_class_params(fn: Any) -> tuple[str, ...]:
