@@ -49,7 +49,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
-from script.frontend.object_args import ObjectArg
+from script.frontend.object_args import ObjectArg, plain_class_params
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
@@ -169,6 +169,9 @@ class CallMixin:
             return self.call_module(obj.__self__, obj.__func__.__name__, node)
         if isinstance(obj, type) and class_type(obj) is not None:
             return self.construct(obj, node)
+        python_fn = getattr(obj, "python_fn", None)
+        if inspect.isfunction(python_fn) and plain_class_params(python_fn):
+            return self.call_python_function(python_fn, node)  # a @script one taking objects
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)

@@ -155,6 +155,19 @@ def two_layers(p: Parameters, q: Parameters, z: Tensor) -> Tensor:
     return affine(p.W_v, sigmoid_step(q, z)) + affine(q.W_v, sigmoid_step(p, z))
 
 
+scripted_affine = script(affine)
+
+
+def calls_scripted(p: Parameters, x: Tensor) -> Tensor:
+    return scripted_affine(p.W_v, x)
+
+
+def test_a_scripted_helper_takes_objects_too():
+    p, x = params(), np.random.default_rng(16).standard_normal((3, 2))
+    check(calls_scripted, p, x)
+    check_vjp(script(calls_scripted), (p, x))
+
+
 def test_helpers_take_objects_and_the_objects_they_hold():
     rng = np.random.default_rng(12)
     check(two_layers, params(seed=1), params(seed=2), rng.standard_normal((7, 1)))
