@@ -9,6 +9,7 @@ module that only imports ``Tensor`` still resolves ``"Tuple[Tensor, Tensor]"``.
 from __future__ import annotations
 
 import builtins
+import enum
 import sys
 import types
 import typing
@@ -135,7 +136,8 @@ def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
                           "classes for arguments)")
 
 
-_NOT_PLAIN = (tuple, list, dict, set, frozenset, np.ndarray, np.generic, BaseException, type)
+_NOT_PLAIN = (tuple, list, dict, set, frozenset, np.ndarray, np.generic, BaseException, type,
+              enum.Enum)
 
 
 def is_plain_class(obj: Any) -> bool:
@@ -152,12 +154,17 @@ _plain_classes: dict[type, bool] = {}
 """``is_plain_class`` by class (it runs at every call of a function with object arguments)."""
 
 
+_LIBRARY_MODULES = ("builtins", "typing", "collections", "abc", "enum", "numpy", "cupy")
+"""Classes of these packages are types or library objects, never plain user classes."""
+
+
 def _is_plain_class(obj: Any) -> bool:
-    if not isinstance(obj, type) or obj.__module__ == "builtins" or issubclass(obj, _NOT_PLAIN):
+    if not isinstance(obj, type) or issubclass(obj, _NOT_PLAIN) or \
+            obj.__module__.split(".")[0] in _LIBRARY_MODULES:
         return False
     if is_tensor_annotation(obj) or classes.info_of(obj) is not None:
         return False
-    return not any(getattr(c, "__rnnscript_module__", False) or c.__name__ == "Module"
+    return not any(hasattr(c, "__rnnscript_module__") or c.__name__ == "Module"
                    and c.__module__.startswith("script") for c in obj.__mro__)
 
 
