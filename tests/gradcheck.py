@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from script import script
+from script import script, vjp
+from script.frontend.object_args import is_plain_object
 from script.runtime.autodiff import compile_gradient, run_vjp
 from script.runtime.function import ScriptFunction
 
@@ -109,6 +110,8 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
         wrt = None if argnums is None else frozenset(k % len(args) for k in argnums)
         _, backward = run_vjp(compile_gradient(sf, bound, optimize=optimize, wrt=wrt), bound)
         analytic["optimized" if optimize else "unoptimized"] = backward(ct)[:len(args)]
+    if any(is_plain_object(a) for a in args):
+        check_object_vjp(sf, args, ct, call, eps=eps, rtol=rtol, atol=atol, argnums=argnums)
     for path, _ in float_arrays(args):
         if wrt is not None and path[0] not in wrt:
             for name, grads in analytic.items():
@@ -122,3 +125,81 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
                 np.testing.assert_allclose(
                     got, want, rtol=rtol, atol=atol,
                     err_msg=f"argument {path}: {name} backward vs {fwd_name} finite differences")
+
+
+def object_float_arrays(obj: Any, path: tuple[Any, ...] = ()
+                        ) -> Iterator[tuple[tuple[Any, ...], np.ndarray]]:
+    """(path, array) for every float array held by a plain object: in its attributes, nested
+    objects, and the lists and dicts they hold (a path step is an attribute name, or ``[key]``
+    as a one-item list for an item)."""
+    items = vars(obj).items() if is_plain_object(obj) else \
+        obj.items() if isinstance(obj, dict) else enumerate(obj)
+    for name, value in items:
+        step = name if is_plain_object(obj) else [name]
+        if is_plain_object(value) or isinstance(value, (list, dict)):
+            yield from object_float_arrays(value, path + (step,))
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            yield path + (step,), value
+
+
+def _step(tree: Any, step: Any) -> Any:
+    return tree[step[0]] if isinstance(step, list) else getattr(tree, step, None)
+
+
+def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
+                     call: Callable[[Callable[..., Any]], Callable[..., Any]], *, eps: float,
+                     rtol: float, atol: float, argnums: Sequence[int] | None = None) -> None:
+    """The public ``vjp``'s gradient of each plain object argument (an object of its class)
+    against finite differences of every float array it holds: an attribute the gradient object
+    lacks must have a zero derivative."""
+    _, backward = vjp(sf, *args, argnums=argnums)
+    grads = backward(ct)
+    for k, obj in enumerate(args):
+        if not is_plain_object(obj):
+            continue
+        if argnums is not None and k % len(args) not in {n % len(args) for n in argnums}:
+            assert grads[k] is None, f"argument {k}: not in argnums"
+            continue
+        assert type(grads[k]) is type(obj), f"argument {k}: gradient of type {type(grads[k])}"
+        for path, _ in object_float_arrays(obj):
+            got: Any = grads[k]
+            for step in path:
+                got = None if got is None else _step(got, step)
+            for fwd_name, fwd in (("eager", sf.python_fn), ("compiled", sf)):
+                want = _object_numerical_grad(call(fwd), args, ct, k, path, eps)
+                where = f"argument {k} at {path} vs {fwd_name} finite differences"
+                if got is None:
+                    np.testing.assert_allclose(want, 0.0, atol=atol, err_msg=where + " (unset)")
+                    continue
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=where)
+
+
+def _object_numerical_grad(fn: Callable[..., Any], args: tuple[Any, ...], ct: Any, k: int,
+                           path: tuple[Any, ...], eps: float) -> np.ndarray:
+    """d<ct, fn(args)>/d(the array at ``path`` in args[k]) by central differences (the array
+    replaced in its owner, then restored)."""
+    owner = args[k]
+    for step in path[:-1]:
+        owner = _step(owner, step)
+    last = path[-1]
+
+    def put(value: Any) -> None:
+        if isinstance(last, list):
+            owner[last[0]] = value
+        else:
+            setattr(owner, last, value)
+
+    x = _step(owner, last)
+    grad = np.zeros_like(x, dtype=np.float64)
+    try:
+        for idx in np.ndindex(x.shape):
+            values = []
+            for step in (eps, -eps):
+                moved = x.copy()
+                moved[idx] += step
+                put(moved)
+                values.append(inner(ct, fn(*args)))
+            grad[idx] = (values[0] - values[1]) / (2 * eps)
+    finally:
+        put(x)
+    return grad

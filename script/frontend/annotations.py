@@ -9,6 +9,7 @@ module that only imports ``Tensor`` still resolves ``"Tuple[Tensor, Tensor]"``.
 from __future__ import annotations
 
 import builtins
+import enum
 import sys
 import types
 import typing
@@ -54,6 +55,20 @@ def is_tensor_annotation(obj: Any) -> bool:
     name = getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None) or ""
     return name == "Tensor" and module.startswith("script")
+
+
+def function_namespace(fn: Any) -> dict[str, Any]:
+    """The names a function body can see: builtins, then globals, then its closure."""
+    scope: dict[str, Any] = dict(vars(builtins))
+    scope.update(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars if code else (), cells):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell: a closure variable assigned later
+            continue
+    return scope
 
 
 def evaluate_annotation(text: str, namespace: dict[str, Any]) -> Any:
@@ -108,9 +123,49 @@ def _generic_type(obj: Any, namespace: dict[str, Any] | None) -> Type:
         return _dict_type(args, namespace)
     if origin is typing.Union or origin is types.UnionType:
         return _union_type(obj, args, namespace)
+    if is_plain_class(obj):
+        raise AnnotationError(f"the annotation {_describe(obj)} is a plain class: its objects "
+                              "can only be arguments of the scripted function itself (their "
+                              "attributes are read per call; pass a callee the attributes "
+                              "it needs); here use Tensor, int, float, "
+                              "bool, str, None, Tuple, List, Dict, Optional, a NamedTuple "
+                              "class or a @script class")
     raise AnnotationError(f"the annotation {_describe(obj)} is not a supported type "
                           "(supported: Tensor, int, float, bool, str, None, Tuple, List, "
-                          "Dict, Optional, NamedTuple classes and @script classes)")
+                          "Dict, Optional, NamedTuple classes, @script classes, and plain "
+                          "classes for arguments)")
+
+
+_NOT_PLAIN = (tuple, list, dict, set, frozenset, np.ndarray, np.generic, BaseException, type,
+              enum.Enum)
+
+
+def is_plain_class(obj: Any) -> bool:
+    """A user class that is neither a NamedTuple, a @script class, a container, an array nor a
+    module (``script.Module``): its objects can be arguments read through their attributes
+    (``script.frontend.object_args``)."""
+    found = _plain_classes.get(obj) if isinstance(obj, type) else False
+    if found is None:
+        found = _plain_classes[obj] = _is_plain_class(obj)
+    return found and classes.info_of(obj) is None  # scripted since: not plain any more
+
+
+_plain_classes: dict[type, bool] = {}
+"""``is_plain_class`` by class (it runs at every call of a function with object arguments)."""
+
+
+_LIBRARY_MODULES = ("builtins", "typing", "collections", "abc", "enum", "numpy", "cupy")
+"""Classes of these packages are types or library objects, never plain user classes."""
+
+
+def _is_plain_class(obj: Any) -> bool:
+    if not isinstance(obj, type) or issubclass(obj, _NOT_PLAIN) or \
+            obj.__module__.split(".")[0] in _LIBRARY_MODULES:
+        return False
+    if is_tensor_annotation(obj) or classes.info_of(obj) is not None:
+        return False
+    return not any(hasattr(c, "__rnnscript_module__") or c.__name__ == "Module"
+                   and c.__module__.startswith("script") for c in obj.__mro__)
 
 
 def _tuple_type(obj: Any, args: tuple[Any, ...], namespace: dict[str, Any] | None) -> Type:

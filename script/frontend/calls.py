@@ -49,6 +49,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
+from script.frontend.object_args import ObjectArg, plain_class_params
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
@@ -158,12 +159,18 @@ class CallMixin:
         return self.frame.find(name)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if isinstance(obj, ObjectArg):
+            raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
+                                   "(its attributes are read; call a function with them)")
         if is_module(obj):
             return self.call_module(obj, "forward", node)
         if inspect.ismethod(obj) and is_module(obj.__self__):
             return self.call_module(obj.__self__, obj.__func__.__name__, node)
         if isinstance(obj, type) and class_type(obj) is not None:
             return self.construct(obj, node)
+        python_fn = getattr(obj, "python_fn", None)
+        if inspect.isfunction(python_fn) and plain_class_params(python_fn):
+            return self.call_python_function(python_fn, node)  # a @script one taking objects
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)
@@ -298,12 +305,20 @@ class CallMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
-        return self.call_function(self.compile_callee(fn, node), node)
+        objects = self.object_arguments(fn, node)
+        if not objects:
+            return self.call_function(self.compile_callee(fn, node), node)
+        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
+        return self.call_function(fdef, node, objects=objects)
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
-                      bound: tuple[Any, ...] = ()) -> Any:
+                      bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None
+                      ) -> Any:
         """Call a compiled function; ``bound`` are values for its first parameters (a script
-        class's ``self``). A module method's attribute inputs are passed along."""
+        class's ``self``); ``objects`` the object arguments (``ObjectArg``s) passed for its
+        parameters annotated with a plain class. A module method's attribute inputs are passed
+        along."""
+        objects = objects or {}
         params = fdef.arg_names
         shown = fdef.positional_names()[len(bound):]
         node = self.fill_list_spread(fdef, node, shown)
@@ -312,10 +327,15 @@ class CallMixin:
                              f"{len(node.args)} were given")
         values: dict[str, Any] = dict(zip(params, bound))
         for name, arg in zip(shown, node.args):
-            if not self.static_argument(fdef, name, arg):
+            if name in objects:
+                values[name] = self.const(None)
+            elif not self.static_argument(fdef, name, arg):
                 values[name] = self.expr(arg)
         for kw in node.keywords:
             if self.static_argument(fdef, kw.arg, kw.value):
+                continue
+            if kw.arg in objects:
+                values[kw.arg] = self.const(None)
                 continue
             if kw.arg not in params:
                 raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
@@ -333,7 +353,8 @@ class CallMixin:
                 raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                  f"not {value.type}")
             inputs.append(value)
-        inputs += [self.add_attr_input(ref) for ref in fdef.attr_refs]
+        inputs += [self.add_attr_input(self.callee_ref(fdef, ref, objects))
+                   for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
             self.guard_global(key, guard.read, guard.expected)
         self.forget_fields()  # the callee may assign the fields of any object it reaches

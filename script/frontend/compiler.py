@@ -21,7 +21,6 @@ through ``compile_callee`` and ``compile_module_method``.
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import os
 import threading
@@ -38,6 +37,7 @@ from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
     evaluate_annotation,
+    function_namespace,
     type_from_annotation,
 )
 from script.frontend.calls import CallMixin
@@ -64,6 +64,7 @@ from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeL
 from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.object_args import ObjectArgMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.sequences import SequenceMixin
 from script.frontend.spread import SpreadMixin
@@ -79,18 +80,21 @@ _lock = threading.RLock()
 
 
 def compile_function(fn: Callable[..., Any],
-                     arg_types_override: dict[str, Type] | None = None) -> FunctionDef:
+                     arg_types_override: dict[str, Type] | None = None,
+                     objects: dict[str, Any] | None = None) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
     again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
-    type; from ``script.frontend.infer_types``) types unannotated parameters; such results are
-    not cached.
+    type; from ``script.frontend.infer_types``) types unannotated parameters; ``objects``
+    (parameter name -> the call's object) gives the parameters annotated with a plain class
+    their layout (``object_args``); such results are not cached.
     """
-    if arg_types_override:
+    if arg_types_override or objects:
         tree, source = load_source(fn)
         compiler = FunctionCompiler(fn, tree, source)
         compiler.arg_types_override = arg_types_override
+        compiler.objects = objects or {}
         return compiler.compile()
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
@@ -126,8 +130,9 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 
 
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
-                       GlobalsMixin, ObjectMixin, ContainerMixin, LiteralTypeMixin, SequenceMixin,
-                       ExprMixin, IndexMixin, NumpyMixin, SpreadMixin):
+                       GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
+                       LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
+                       SpreadMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -147,7 +152,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.file_name = os.path.basename(source.file)
         self.graph = Graph(fn.__qualname__)
         self.frame = Frame()
-        self.namespace = _namespace(fn)
+        self.namespace = function_namespace(fn)
         self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
         self.loops: list[LoopContext] = []
         self.declared: dict[str, Type] = {}
@@ -170,12 +175,21 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
-    def compile_callee(self, fn: Callable[..., Any], node: ast.AST) -> FunctionDef:
-        """``fn``, a Python function the code calls, compiled (and cached)."""
+    def compile_callee(self, fn: Callable[..., Any], node: ast.AST,
+                       objects: dict[str, Any] | None = None) -> FunctionDef:
+        """``fn``, a Python function the code calls, compiled (and cached unless it takes
+        plain ``objects``, by parameter name)."""
         if is_compiling(fn):
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")
-        return compile_function(fn)
+        if not objects:
+            return compile_function(fn)
+        with _lock:
+            _compiling.append(fn)
+            try:
+                return compile_function(fn, objects=objects)
+            finally:
+                _compiling.pop()
 
     def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
                               ) -> FunctionDef:
@@ -191,9 +205,15 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
         static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
+        objects = getattr(self, "objects", {})
         for name, t in zip(names, types):
-            self.frame.set(name, Static(static[name]) if name in static else
-                           self.graph.add_input(t, name))
+            if name in static:
+                self.frame.set(name, Static(static[name]))
+            elif name in objects:
+                param = len(self.graph.inputs)
+                self.frame.set(name, Static(self.object_param(name, param, objects[name])))
+            else:
+                self.frame.set(name, self.graph.add_input(t, name))
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
         result = self.emit_body(body)
@@ -205,7 +225,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                            [types[k] for k in kept],
                            {n: v for n, v in defaults.items() if n not in static},
                            return_type, self.source, self.attr_refs, self.guards, static,
-                           names if static else [])
+                           names if static else [],
+                           tuple(k for k, n in enumerate(names[j] for j in kept)
+                                 if n in objects))
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]
@@ -284,6 +306,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
 
     def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
         annotations = getattr(self.fn, "__annotations__", {})
+        if arg.arg in getattr(self, "objects", {}):
+            return NONE  # a plain object: its attributes are inputs (object_args)
         if arg.arg in annotations:
             return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
         default = defaults.get(arg.arg)
@@ -545,20 +569,6 @@ def _drop_unused_if_outputs(node: Node) -> bool:
 def is_placeholder(value: Value) -> bool:
     """A ``prim::Uninitialized``: stands for a value no path will read."""
     return value.node.kind == UNINITIALIZED
-
-
-def _namespace(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The names a function body can see: builtins, then globals, then its closure."""
-    scope: dict[str, Any] = dict(vars(builtins))
-    scope.update(getattr(fn, "__globals__", {}))
-    code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars if code else (), cells):
-        try:
-            scope[name] = cell.cell_contents
-        except ValueError:  # an empty cell: a closure variable assigned later
-            continue
-    return scope
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:

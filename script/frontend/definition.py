@@ -51,6 +51,9 @@ class FunctionDef:
     inputs of the graph; a caller may pass any array module for them."""
     python_params: list[str] = field(default_factory=list)
     """every parameter name in the Python signature's order (``static_args`` included)."""
+    object_args: tuple[int, ...] = ()
+    """the positions of the parameters annotated with a plain class (``object_args``): their
+    inputs are None placeholders, the attributes read are ``attr_refs`` (``ArgAttrRef``)."""
 
     @functools.cached_property
     def static_ints(self) -> tuple[int, ...]:

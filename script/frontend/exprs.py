@@ -31,6 +31,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static
+from script.frontend.object_args import ObjectArg
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
@@ -110,6 +111,9 @@ class ExprMixin:
             base = self.resolve_static(node.value)
             if base is NOT_STATIC:
                 return NOT_STATIC
+            if isinstance(base, ObjectArg):
+                member = self.object_arg_member(base, node)
+                return NOT_STATIC if member is None else member
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
@@ -124,6 +128,8 @@ class ExprMixin:
 
     def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
         """A captured Python object as a constant value; ScriptError when it cannot be one."""
+        if isinstance(obj, ObjectArg):
+            raise self.object_arg_as_value(node, obj)
         value = constant_value(obj)
         if value is NOT_CONSTANT:
             raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "
@@ -422,6 +428,8 @@ class ExprMixin:
         owner = self.resolve_static(node.value)
         if owner is not NOT_STATIC and is_module(owner):
             return self.module_value(owner, node.attr, node)
+        if isinstance(owner, ObjectArg):
+            return self.object_arg_value(owner, node)
         obj = self.resolve_static(node)
         if obj is not NOT_STATIC:
             return self.captured_value(node, obj)
@@ -447,7 +455,17 @@ class ExprMixin:
         if isinstance(t, ClassType):
             return self.object_attribute(base, name, node)
         hint = did_you_mean_method(name) if isinstance(t, TensorType) else ""
+        if isinstance(t, TensorType) and not hint and self.unannotated_parameter(base):
+            hint = (f"; the unannotated parameter '{base.name}' is a Tensor: to pass an object "
+                    "whose attributes are arrays, annotate it with the object's class")
         raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'{hint}")
+
+    def unannotated_parameter(self: FunctionCompiler, value: Any) -> bool:
+        """Is ``value`` the input of a parameter without an annotation?"""
+        names = {a.arg for a in self.tree.args.posonlyargs + self.tree.args.args}
+        return value in self.graph.inputs and value.name in names and \
+            value.name not in getattr(self.fn, "__annotations__", {}) and \
+            not self.tree.type_comment
 
 
 _SCALAR_FOLDS: dict[str, Any] = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from ir.types import (
 )
 from script.errors import ScriptError
 from script.frontend.definition import load_source
+from script.frontend.object_args import is_plain_object
 
 
 class Conflict(Exception):
@@ -53,6 +54,9 @@ class InferredSignature:
     parameters are absent."""
     annotated: dict[str, Any]
     """parameter name (and ``"return"``) -> the annotation the source already has."""
+    objects: dict[str, type] = field(default_factory=dict)
+    """unannotated parameter name -> the plain class of the objects every example passed for
+    it: an object argument whose attributes are read per call (``object_args``)."""
 
     def compile_types(self) -> dict[str, Type]:
         """The types handed to the frontend. A tensor return is left dtype-free: the frontend
@@ -159,6 +163,7 @@ def infer_signature(fn: Callable[..., Any], examples: Sequence[Any]) -> Inferred
     names = list(sig.parameters)
     annotated = _source_annotations(fn, sig)
     observed: dict[str, list[Type]] = {n: [] for n in names if n not in annotated}
+    objects: dict[str, type] = {}
     returns: list[Type] = []
     for k, args in enumerate(examples):
         try:
@@ -168,13 +173,22 @@ def infer_signature(fn: Callable[..., Any], examples: Sequence[Any]) -> Inferred
                 from None
         bound.apply_defaults()
         for name in observed:
-            observed[name].append(_typed(bound.arguments[name], f"parameter '{name}'", k))
+            value = bound.arguments[name]
+            if (name in objects or k == 0) and is_plain_object(value):
+                objects.setdefault(name, type(value))
+                continue
+            if name in objects:
+                raise ScriptError(f"cannot infer the type of parameter '{name}': a "
+                                  f"{objects[name].__name__} object in example 0 and a "
+                                  f"{type(value).__name__} in example {k}")
+            observed[name].append(_typed(value, f"parameter '{name}'", k))
         if "return" not in annotated:
             returns.append(_typed(fn(*args), "the return value", k))
-    types = {name: _joined(ts, f"parameter '{name}'", fn) for name, ts in observed.items()}
+    types = {name: _joined(ts, f"parameter '{name}'", fn) for name, ts in observed.items()
+             if name not in objects}
     if returns:
         types["return"] = _joined(returns, "the return value", fn)
-    return InferredSignature(names, types, annotated)
+    return InferredSignature(names, types, annotated, objects)
 
 
 def _as_calls(fn: Callable[..., Any], examples: Any) -> list[tuple[Any, ...]]:
@@ -296,4 +310,6 @@ def _parameter_text(p: inspect.Parameter, inferred: InferredSignature,
 def _annotation_for(name: str, inferred: InferredSignature, written: dict[str, str]) -> str:
     if name in inferred.types:
         return annotation_text(inferred.types[name])
+    if name in inferred.objects:
+        return inferred.objects[name].__qualname__
     return written.get(name, "")

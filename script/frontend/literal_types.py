@@ -119,6 +119,8 @@ class LiteralTypeMixin:
                            self.self_type)
         if hasattr(self, "arg_types_override"):
             again.arg_types_override = self.arg_types_override
+        if hasattr(self, "objects"):
+            again.objects = self.objects
         again.literal_types = {**self.literal_types, retype.site: retype.type}
         again.literal_tried = self.literal_tried | {(retype.site, retype.type)}
         return again.compile()

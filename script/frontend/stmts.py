@@ -38,6 +38,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.frontend.object_args import ObjectArg
 from script.frontend.sequences import is_shape
 from script.module import is_module
 
@@ -158,7 +159,7 @@ class StmtMixin:
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
-                                         or isinstance(static, ModuleType)):
+                                         or isinstance(static, (ModuleType, ObjectArg))):
             value: Any = Static(static)  # `cell = self.cell`, `xp = np`: compile-time names
         else:
             value = self.expr(node.value)
@@ -220,6 +221,11 @@ class StmtMixin:
         if owner is NOT_STATIC:
             self.assign_field(target, value)
             return
+        if isinstance(owner, ObjectArg):
+            raise self.error(target, f"cannot assign the attribute '{target.attr}' of "
+                             f"'{owner.spelling}': scripted code only reads the attributes of "
+                             "an object argument; return the new value and assign it after "
+                             f"the call (`{owner.spelling}.{target.attr} = f(...)`)")
         if not is_module(owner):
             raise self.unsupported(target, "assigning to an attribute of a global object")
         owner = unwrap_module(owner)

@@ -31,12 +31,14 @@ from script.runtime import instrument
 from script.runtime.codegen import generate
 from script.runtime.function import (
     ScriptFunction,
+    bind_arguments,
     check_devices,
     coerce_numbers,
     input_items,
     input_types,
     static_arguments,
 )
+from script.runtime.object_grads import object_attribute_positions, object_gradients
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
 from script.runtime.script_module import ScriptMethod, ScriptModule
 
@@ -157,7 +159,7 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
     """Each list argument's item types: the signature key holds every item's shape, so a
     specialization is for exactly these items (the backward needs each weight's shape)."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
         if isinstance(a, list) and isinstance(t, ir.ListType):
             found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
     return found
@@ -166,7 +168,7 @@ def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list
 def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
     """Each dict argument's value types by key (the signature key holds each value's shape)."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.arg_types)):
+    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
         if isinstance(a, dict) and isinstance(t, ir.DictType):
             found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
                         for key, x in a.items()}
@@ -213,11 +215,18 @@ def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
         return _module_vjp(f, args, argnums)  # a Module, or a module loaded from a file
     sf = f.function_for(args) if isinstance(f, GradFunction) else _as_script(f)
     full = sf._bind(args, {})
-    nargs = len(sf.definition.arg_names)
+    d = sf.definition
+    nargs = len(d.arg_names)
     wrt = _positions(argnums, nargs, "vjp")
     if wrt is None and nargs != len(full):
         wrt = frozenset(range(nargs))  # globals are constants: never differentiated
+    if d.object_args:
+        wrt = object_attribute_positions(d, wrt)
     outputs, backward = run_vjp(compile_gradient(sf, full, wrt=wrt), full, sf.origin)
+    if d.object_args:
+        bound = bind_arguments(d, args, {})
+        return outputs, lambda cotangents: object_gradients(d, bound, wrt,
+                                                            backward(cotangents))
     if nargs == len(full):
         return outputs, backward
     return outputs, lambda cotangents: backward(cotangents)[:nargs]  # globals are constants
@@ -481,6 +490,10 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
     function of the same arguments that reads the same globals."""
     wrt = _positions(gf.argnums, len(inner.definition.arg_names), "grad")
+    if inner.definition.object_args:
+        raise at_def(inner.origin(), f"grad({inner.definition.name}): a function with a plain "
+                     "object argument cannot be differentiated by grad yet; use vjp or "
+                     "value_and_grad (they give the object's gradient as an object)")
     pair = compile_gradient(inner, args, optimize=False, wrt=wrt).gradient
     if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
         raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "

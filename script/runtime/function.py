@@ -30,10 +30,11 @@ import ir
 from ir.core import Graph
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
-from script.errors import Origin, SignatureError, reported
+from script.errors import Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
+from script.frontend.object_args import check_object_argument, plain_class_params, read_inputs
 from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
@@ -52,6 +53,10 @@ class Specialization:
     """its Python source."""
     compile_seconds: float
     """how long specializing and compiling took."""
+
+
+MAX_LAYOUTS = 8
+"""Definitions kept per function for object arguments of different layouts."""
 
 
 class ScriptFunction:
@@ -75,6 +80,9 @@ class ScriptFunction:
         self._cache: dict[Any, Specialization] = {}
         self._lock = threading.RLock()
         self._nargs = -1
+        self._objects: dict[str, Any] = {}
+        """the objects passed for the parameters annotated with a plain class in the call the
+        definition compiled for (they decide which attributes hold objects)."""
 
     # -- compilation ----------------------------------------------------------------------------
     @property
@@ -86,14 +94,37 @@ class ScriptFunction:
             with self._lock:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
-                    with instrument.stage("frontend"), reported(self.origin, "compiling"):
-                        d = compile_function(self.python_fn, self._example_types())
-                    if self._definition is not None:  # a stale one: drop what it compiled
-                        self._cache = {}
-                        self.__dict__.pop("_gradient_cache", None)
-                    self._nargs = len(d.arg_names)
-                    self._definition = d
+                    d = self._compile_definition()
         return d
+
+    def _compile_definition(self) -> Any:
+        """Compile the function again (the caller holds the lock), dropping what a stale
+        definition compiled."""
+        if self._object_params() and not self._objects:
+            names = ", ".join(f"'{n}'" for n in self._object_params())
+            raise ScriptError(f"{self.python_fn.__qualname__}(): the parameters {names} are "
+                              "annotated with plain classes, whose objects' attributes are "
+                              "read per call, so it compiles for the objects a call passes: "
+                              "call it, or pass the arguments to graph_for / code_for / explain "
+                              "(export_onnx and save take no object arguments)")
+        with instrument.stage("frontend"), reported(self.origin, "compiling"):
+            d = compile_function(self.python_fn, self._example_types(), self._objects)
+        if self._definition is not None:  # a stale one: drop what it compiled
+            self._cache = {}
+            self.__dict__.pop("_gradient_cache", None)
+        self._nargs = len(d.arg_names)
+        self._definition = d
+        return d
+
+    def _object_params(self) -> tuple[str, ...]:
+        """The parameters annotated with a plain class (``script.frontend.object_args``)."""
+        found = self.__dict__.get("_object_names")
+        if found is None:
+            found = plain_class_params(self.python_fn)
+            if self.example_inputs is not None:  # unannotated ones the examples pass objects
+                found += tuple(infer_signature(self.python_fn, self.example_inputs).objects)
+            self.__dict__["_object_names"] = found
+        return found
 
     def origin(self) -> Origin:
         """Where this function's errors point when the line at fault is not known."""
@@ -124,7 +155,7 @@ class ScriptFunction:
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self._definition
-        if d is None or d.guards or d.attr_refs:
+        if d is None or d.guards or d.attr_refs or d.object_args:
             args = self._bind(args, kwargs)
             d = self._definition
         elif kwargs or len(args) != self._nargs:
@@ -183,8 +214,70 @@ class ScriptFunction:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
         in), then what each global array the function reads holds now."""
+        if self._object_params():
+            return self._bind_objects(args, kwargs)
         d = self.definition
         return bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
+
+    def _bind_objects(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``_bind`` for a function with plain object parameters: the objects' attributes the
+        function reads are inputs after the arguments, and the objects' places hold None. A call
+        whose objects have another layout than the compiled one compiles the function again."""
+        if self._definition is None:
+            with self._lock:
+                if not self._objects:
+                    self._objects = self._objects_of(args, kwargs)
+        d = self.definition
+        bound = bind_arguments(d, args, kwargs)
+        for k in d.object_args:
+            check_object_argument(d.arg_names[k], bound[k], d.name)
+        extra = read_inputs(d.attr_refs, bound)
+        if extra is None:
+            with self._lock:
+                d = self._other_layout(d, bound)
+            bound = bind_arguments(d, args, kwargs)
+            extra = read_inputs(d.attr_refs, bound)
+            if extra is None:  # an attribute the new definition reads changed meanwhile
+                raise SignatureError(f"{d.name}(): the attributes of the object arguments "
+                                     "changed while the function compiled")
+        return tuple(None if k in d.object_args else a for k, a in enumerate(bound)) + extra
+
+    def _other_layout(self, d: Any, bound: tuple[Any, ...]) -> Any:
+        """The definition for object arguments whose layout ``d`` was not compiled for: one
+        compiled before for it (with its specializations), else a new one; the last
+        ``MAX_LAYOUTS`` are kept (objects of two layouts passed in turn compile once each)."""
+        layouts = self.__dict__.setdefault("_layouts", {})
+        layouts[id(d)] = (d, self._cache, self.__dict__.setdefault("_gradient_cache", {}),
+                          self._objects)
+        for other, cache, gradients, objects in layouts.values():
+            if other is not d and guards_hold(other.guards) and \
+                    read_inputs(other.attr_refs, bound) is not None:
+                self._definition, self._cache, self._objects = other, cache, objects
+                self.__dict__["_gradient_cache"] = gradients
+                return other
+        self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
+        self._definition, self._cache = None, {}
+        self.__dict__.pop("_gradient_cache", None)
+        try:
+            new = self._compile_definition()
+        except BaseException:  # keep the definition the last call used
+            self._definition, self._cache, gradients, self._objects = layouts[id(d)]
+            self.__dict__["_gradient_cache"] = gradients
+            raise
+        if len(layouts) >= MAX_LAYOUTS:
+            layouts.pop(next(iter(layouts)))
+        return new
+
+    def _objects_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The objects a call passes for the plain object parameters, by name."""
+        try:
+            bound = inspect.signature(self.python_fn).bind(*args, **kwargs).arguments
+        except TypeError as exc:
+            raise SignatureError(f"{self.python_fn.__qualname__}(): {exc}") from None
+        found = {n: bound[n] for n in self._object_params() if n in bound}
+        for name, value in found.items():
+            check_object_argument(name, value, self.python_fn.__qualname__)
+        return found
 
     def _specialize(self, args: tuple[Any, ...]) -> Specialization:
         key = self.call_key(args)
