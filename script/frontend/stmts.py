@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 
-_CONTAINER_READS = frozenset({"prim::ListIndex", "prim::TupleIndex", "prim::DictIndex",
+_CONTAINER_READS = frozenset({"prim::ListIndex", "prim::TupleIndex", "prim::DictGetItem",
                               "prim::ListPop", "prim::DictGet"})
 """nodes that read an item of a container (which may be a shape, a tuple at run time)."""
 

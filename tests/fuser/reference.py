@@ -175,8 +175,11 @@ def _apply_unary(g, op, x):
         x = emit(g, "tensor::sigmoid", x)
     elif op == "sqrt":
         x = emit(g, "tensor::add", emit(g, "tensor::abs", x), g.constant(1.0))
-    elif op in ("square", "floor"):
+    elif op == "square":
         x = emit(g, "tensor::tanh", x)
+    elif op == "floor":  # in (-0.5, 0.5): a saturated tanh (1.0 in float32 from x > 9, which
+        # one correctly rounded tanh reaches and another 1 ulp below does not) stays off 1
+        x = emit(g, "tensor::mul", emit(g, "tensor::tanh", x), g.constant(0.5))
     return emit(g, "tensor::" + op, x)
 
 
