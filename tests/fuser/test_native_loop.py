@@ -933,3 +933,26 @@ def test_loops_with_large_step_products_split_by_default(monkeypatch, blas_threa
         assert bool(variant.splits) == splits
         if splits:
             assert [len(v) for v in variant.splits.values()] == [2]
+
+
+def test_a_reverse_loop_at_a_new_length_reuses_its_machine_code():
+    """``T - 1 - k`` is a constant of the specialization: read at run time, so the code of the
+    loop does not depend on T (a new sequence length compiles and loads nothing)."""
+    from fuser.cpu import jit
+
+    def backwards(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        n = x.shape[0]
+        for k in range(n):
+            h = np.tanh(x[n - 1 - k] + h @ w)
+        return h
+
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((5, 5)) * 0.3
+    f = script(backwards)
+    for t in (20, 31):
+        x, h = rng.standard_normal((t, 3, 5)), rng.standard_normal((3, 5))
+        before = (jit.STATS.kernels, jit.STATS.disk_hits)
+        assert_same(f(x, h, w), backwards(x, h, w), np.float64)
+        (lp,) = native_loops(f, x, h, w)
+        assert lp.calls == 1
+    assert (jit.STATS.kernels, jit.STATS.disk_hits) == before

@@ -307,8 +307,26 @@ class LoopBuilder(StepEmitters):
             c = v.constant
             if isinstance(c, bool) or not isinstance(c, (int, float)):
                 raise LoopRefused(f"the constant {c!r} is not a number")
-            return ir.Constant(I64, c) if isinstance(c, int) else ir.Constant(F64, float(c))
+            if isinstance(c, int):
+                return self._int_constant(c)
+            return ir.Constant(F64, float(c))
         return self.num_val[v]
+
+    def _int_constant(self, c: int) -> Any:
+        """An int constant of the body (``T - 1 - k`` of a reverse loop) read from the ints at
+        run time, so that the code does not depend on sizes (a new sequence length finds it
+        compiled); loaded once, in the entry block."""
+        key = ("int constant", c)
+        found = self.prepared.get(key)
+        if found is None:
+            entry_end = getattr(self, "entry_end", None)
+            if entry_end is None:  # still in the entry block
+                return self.prepared.setdefault(key, self.int_slot(key))
+            here = self.b.block
+            self.b.position_before(entry_end)
+            found = self.prepared[key] = self.int_slot(key)
+            self.b.position_at_end(here)
+        return found
 
     def _double(self, v: Value) -> Any:
         x = self._num(v) if v.type != ScalarType("bool") else None

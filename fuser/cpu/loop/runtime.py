@@ -490,6 +490,8 @@ class NativeLoop(RowRanges, Appends):
             if key[0] == "free":
                 free_ints.append((at, free_at[key[1]]))
                 int_values.append(0)
+            elif key[0] == "int constant":
+                int_values.append(key[1])
             else:
                 int_values.append(ints[key])
         free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(double_keys)]
