@@ -46,15 +46,25 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 
-_CONTAINER_READS = frozenset({"prim::ListIndex", "prim::TupleIndex", "prim::DictGetItem",
-                              "prim::ListPop", "prim::DictGet"})
-"""nodes that read an item of a container (which may be a shape, a tuple at run time)."""
+def _holds_int_lists(t: Any) -> bool:
+    """Whether a container of type ``t`` holds lists of ints (shapes, tuples at run time, are
+    lists of ints in the IR)."""
+    if isinstance(t, ListType):
+        return t.element == ListType(INT)
+    if isinstance(t, DictType):
+        return t.value == ListType(INT)
+    return isinstance(t, TupleType) and ListType(INT) in t.elements
 
 
-def _argument(value: Any) -> bool:
-    """Whether ``value`` is one of the function's arguments (whose int lists are lists)."""
-    return value.node.kind == "prim::Param" and value.node.owner is not None \
-        and value.node.owner.owner is None
+def _taken_from_container(value: Any) -> bool:
+    """Whether ``value`` (a list of ints) was taken out of a container of int lists that is not
+    one of the function's arguments (whose int lists are lists): it may be a shape."""
+    for v in value.node.inputs:
+        if _holds_int_lists(v.type) and not (
+                v.node.kind == "prim::Param" and v.node.owner is not None
+                and v.node.owner.owner is None):
+            return True
+    return False
 
 
 class StmtMixin:
@@ -290,8 +300,7 @@ class StmtMixin:
         rhs = self.expr(node.value)
         if isinstance(current.type, ListType) and isinstance(node.op, ast.Add) and \
                 not is_shape(current):
-            if current.type == ListType(INT) and current.node.kind in _CONTAINER_READS \
-                    and not _argument(current.node.inputs[0]):
+            if current.type == ListType(INT) and _taken_from_container(current):
                 raise self.error(node, f"'{ast.unparse(target)} += ...' on a list of ints read "
                                  "from a container: it may hold a shape (a tuple, which += "
                                  "rebinds) or a list (which += extends in place); write "

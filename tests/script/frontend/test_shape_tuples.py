@@ -148,6 +148,13 @@ def item_grown(x: Tensor):
     return s
 
 
+def unpacked_grown(x: Tensor):
+    shapes = [x.shape, x.shape]
+    a, b = shapes
+    a += (1,)
+    return a
+
+
 def argument_item_grown(lists: List[List[int]]):
     s = lists[0]
     s += [5]  # an argument's int lists are lists: extended in place
@@ -158,4 +165,6 @@ def test_growing_an_int_list_read_from_a_container():
     from script import ScriptError
     with pytest.raises(ScriptError, match="may hold a shape"):
         script(item_grown)(np.ones((2, 3)))
+    with pytest.raises(ScriptError, match="may hold a shape"):
+        script(unpacked_grown)(np.ones((2, 3)))
     assert script(argument_item_grown)([[1], [2]]) == [[1, 5], [2]]
