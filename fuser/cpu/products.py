@@ -77,9 +77,9 @@ def step(a: Any, b: Any, out: Any) -> Any:
     if not use(m, n, k, item):
         return _numpy(a, b, out)
     counter = np.zeros(1, np.int64)
-    data = data_address
-    kernel(item == 8)(m, n, k, data(a), a.strides[0] // item, a.strides[1] // item,
-                      data(b), b.strides[0] // item, 1, data(out), n, k, None, data(counter), n)
+    kernel(item == 8)(m, n, k, data_address(a), a.strides[0] // item, a.strides[1] // item,
+                      data_address(b), b.strides[0] // item, 1, data_address(out), n, k, None,
+                      data_address(counter), n)
     return out
 
 
@@ -103,12 +103,11 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     kc = min(k, KC_BYTES // item)
     per_pack = kc * task_cols if b.strides[1] != item else 0
     pack = np.empty(max(1, per_pack * count), a.dtype)
-    data = data_address
-    args = np.array([m, n, k, data(a), *(st // item for st in a.strides), data(b),
-                     *(st // item for st in b.strides), data(out), n, kc,
-                     data(pack), per_pack * item, task_cols, count, 0, 0], np.int64)
+    args = np.array([m, n, k, data_address(a), *(st // item for st in a.strides),
+                     data_address(b), *(st // item for st in b.strides), data_address(out), n,
+                     kc, data_address(pack), per_pack * item, task_cols, count, 0, 0], np.int64)
     job = job_address(a.dtype.char == "d")
-    at = data(args)
+    at = data_address(args)
     if count == 1 or not pool.run(job, at):
         fn = _jobs.get(job)
         if fn is None:

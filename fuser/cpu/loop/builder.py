@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from llvmlite import ir
@@ -317,16 +318,21 @@ class LoopBuilder(StepEmitters):
         run time, so that the code does not depend on sizes (a new sequence length finds it
         compiled); loaded once, in the entry block."""
         key = ("int constant", c)
-        found = self.prepared.get(key)
-        if found is None:
-            entry_end = getattr(self, "entry_end", None)
-            if entry_end is None:  # still in the entry block
-                return self.prepared.setdefault(key, self.int_slot(key))
-            here = self.b.block
-            self.b.position_before(entry_end)
-            found = self.prepared[key] = self.int_slot(key)
+        if key not in self.prepared:
+            self.prepared[key] = self._in_entry(lambda: self.int_slot(key))
+        return self.prepared[key]
+
+    def _in_entry(self, make: Callable[[], Any]) -> Any:
+        """``make()`` emitted at the end of the entry block, where every step can see it."""
+        entry_end = getattr(self, "entry_end", None)
+        if entry_end is None:  # still building the entry block
+            return make()
+        here = self.b.block
+        self.b.position_before(entry_end)
+        try:
+            return make()
+        finally:
             self.b.position_at_end(here)
-        return found
 
     def _double(self, v: Value) -> Any:
         x = self._num(v) if v.type != ScalarType("bool") else None
@@ -359,11 +365,9 @@ class LoopBuilder(StepEmitters):
             return self.ptr[v]
         key = ("row stride", v)
         stride = self.prepared.get(key)
-        if stride is None:  # loaded in the entry block, where every step can see it
-            here = self.b.block
-            self.b.position_before(self.entry_end)
-            stride = self.prepared[key] = self.b.mul(self.r0, self.int_slot(key))
-            self.b.position_at_end(here)
+        if stride is None:
+            stride = self.prepared[key] = self._in_entry(
+                lambda: self.b.mul(self.r0, self.int_slot(key)))
         return self.b.gep(self.ptr[v], [stride], source_etype=ir.IntType(8))
 
     def _select(self, n: Node, x: Value, idx: Value) -> None:

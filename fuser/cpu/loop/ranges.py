@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fuser.cpu import blas
+from fuser.cpu import blas, products
 from fuser.cpu.kernel import data_address
 from fuser.cpu.loop.body import WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
@@ -52,8 +52,7 @@ def range_count(step_product: int = 0, batch: int = 0) -> int:
             return 1
     if step_product < SPLIT_MIN_PRODUCT:
         return 1
-    from fuser.cpu.products import threads
-    return min(threads(), max(2, batch // RANGE_ROWS))
+    return min(products.threads(), max(2, batch // RANGE_ROWS))
 
 
 _pool_lock = threading.Lock()
