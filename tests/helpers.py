@@ -155,3 +155,21 @@ def arguments(fn: Any, shape: tuple[int, ...], dtype: str = "float64") -> tuple[
         pass
     params = inspect.signature(fn).parameters
     return tuple(_annotated_value(hints.get(name), rng, shape, dtype) for name in params)
+
+
+def native_loops(f: Any, *args: Any) -> list[Any]:
+    """The native loops (``fuser.cpu.loop.NativeLoop``) of ``f``'s specialization for ``args``."""
+    spec = f.specialization(*args)
+    return [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
+
+
+def python_loop_result(monkeypatch: Any, fn: Any, *args: Any) -> Any:
+    """``fn`` compiled with every loop as generated Python (``RNNSCRIPT_NATIVE_LOOPS=0``),
+    called on ``args``."""
+    from script import script
+
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        f = script(fn)
+        assert not native_loops(f, *args)
+        return f(*args)

@@ -11,19 +11,7 @@ import rnn
 from benchmarks.fastrnns import cells
 from fuser.cpu import loop as native
 from script import Tensor, ops, script
-
-
-def native_loops(f, *args):
-    spec = f.specialization(*args)
-    return [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
-
-
-def python_result(monkeypatch, fn, *args):
-    with monkeypatch.context() as m:
-        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
-        f = script(fn)
-        assert not native_loops(f, *args)
-        return f(*args)
+from tests.helpers import native_loops, python_loop_result
 
 
 def lstm_args(T, B, I, H, dtype, seed=0):  # noqa: E741
@@ -69,7 +57,7 @@ def test_fastrnns_layers_run_natively_with_the_python_loops_results(monkeypatch,
     kept = [n for n in f.graph_for(*args).nodes() if n.kind == "prim::Loop"]
     assert len(loops) == len(kept) and all(lp.calls == 1 for lp in loops)
     assert loops or size[0] == 1  # one step is unrolled: no loop is left
-    assert_same(got, python_result(monkeypatch, layer, *args), dtype)
+    assert_same(got, python_loop_result(monkeypatch, layer, *args), dtype)
     assert_same(got, layer(*args), dtype)  # and the plain function's
 
 
@@ -259,7 +247,7 @@ def _flatten(tree):
 def test_every_thread_count_gives_the_python_loops_results(monkeypatch, threads):
     from fuser.cpu import blas
     args = lstm_args(9, 17, 33, 40, np.float32, seed=threads)
-    want = python_result(monkeypatch, cells.lstm_layer, *args)
+    want = python_loop_result(monkeypatch, cells.lstm_layer, *args)
     monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))  # row ranges run at once
     with blas.threads(threads):
         inside = blas.get_threads()  # OpenBLAS caps it at the threads it started with
@@ -578,7 +566,7 @@ def test_reductions_run_natively_with_the_python_loops_results(monkeypatch, op, 
         got = f(x, h, acc)
         loops = native_loops(f, x, h, acc)
         assert [lp.calls for lp in loops] == ([1] if steps > 1 else [])  # one step is unrolled
-        assert_same(got, python_result(monkeypatch, layer, x, h, acc), dtype)
+        assert_same(got, python_loop_result(monkeypatch, layer, x, h, acc), dtype)
         assert_same(got, layer(x, h, acc), dtype)
         assert [type(v) for v in got] == [type(v) for v in layer(x, h, acc)]  # a number: numpy's
         if steps > 1:
@@ -718,7 +706,7 @@ def test_array_constructors_in_the_body(monkeypatch, dtype):
         f = script(constructing)
         h_got, kept, acc = f(x, h, 0.5)
         assert [lp.calls for lp in native_loops(f, x, h, 0.5)] == ([1] if steps > 1 else [])
-        h_want, kept_want, acc_want = python_result(monkeypatch, constructing, x, h, 0.5)
+        h_want, kept_want, acc_want = python_loop_result(monkeypatch, constructing, x, h, 0.5)
         assert_same((h_got, acc), (h_want, acc_want), dtype)
         assert len(kept) == 2 * steps and all(k.dtype == dtype for k in kept)
         assert_same(tuple(kept), tuple(kept_want), dtype)
@@ -831,7 +819,7 @@ def test_a_sum_of_a_product_is_summed_as_it_is_made(monkeypatch, dtype):
         assert [lp.calls for lp in loops] == ([1] if t_dec > 16 else [])  # short: unrolled
         if loops:
             assert len(loops[0].prog.products) == 2 and len(loops[0].prog.fused) == 2
-        want = python_result(monkeypatch, attention, *args)
+        want = python_loop_result(monkeypatch, attention, *args)
         assert_same(got[0], want[0], dtype)
         assert_same(tuple(got[1]), tuple(want[1]), dtype)
         f = script(attention_out)
@@ -852,7 +840,7 @@ def test_every_layout_of_a_summed_product(monkeypatch, name, dtype):
             rng.standard_normal((9, 7, 7)).astype(dtype), rng.standard_normal(7).astype(dtype))
     layer = summing(PRODUCTS[name])
     f = script(layer)
-    assert_same(f(*args), python_result(monkeypatch, layer, *args), dtype)
+    assert_same(f(*args), python_loop_result(monkeypatch, layer, *args), dtype)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1 and len(lp.prog.products) == 1
 
@@ -880,7 +868,7 @@ def test_matrix_vector_products_run_natively(monkeypatch, size, dtype):
     f = script(vector_rnn)
     got = f(*args)
     assert [lp.calls for lp in native_loops(f, *args)] == ([1] if steps > 16 else [])
-    assert_same(got, python_result(monkeypatch, vector_rnn, *args), dtype)
+    assert_same(got, python_loop_result(monkeypatch, vector_rnn, *args), dtype)
     out, grads = vjp_result(f, args)
     with monkeypatch.context() as mp:
         mp.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")

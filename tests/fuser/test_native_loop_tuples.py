@@ -10,22 +10,9 @@ import pytest
 
 from fuser.cpu import loop as native
 from script import Tensor, script
+from tests.helpers import native_loops, python_loop_result
 
 Cache = Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]
-
-
-def native_loops(f, *args):
-    spec = f.specialization(*args)
-    return [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
-
-
-def python_path(monkeypatch, fn, *args):
-    with monkeypatch.context() as m:
-        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
-        f = script(fn)
-        out = f(*args)
-        assert not native_loops(f, *args)
-        return out
 
 
 def loop_node(f, *args):
@@ -84,7 +71,7 @@ def test_step_caches_are_appended_natively_with_the_python_loops_tuples(monkeypa
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1
     assert "runs natively" in f.explain(*args)
-    assert_same_tree((h, cache), python_path(monkeypatch, rnn_forward, *args), dtype)
+    assert_same_tree((h, cache), python_loop_result(monkeypatch, rnn_forward, *args), dtype)
     assert_same_tree((h, cache), rnn_forward(*args), dtype)
     assert len(cache) == 20 and all(type(c) is tuple for c in cache)
     # the arrays from outside are the caller's objects, the rows of x views of it
@@ -120,7 +107,7 @@ def test_every_call_appends_fresh_arrays_to_the_list_it_is_given(monkeypatch):
     for c, kept in zip(cache[1:], first):  # the second call's buffers are not the first's
         np.testing.assert_array_equal(c[1], kept)
     want = [old]
-    python_path(monkeypatch, forward, x + 1.0, h, w, want)
+    python_loop_result(monkeypatch, forward, x + 1.0, h, w, want)
     assert_same_tree(again, want, np.float64)
 
 
@@ -150,7 +137,7 @@ def test_numbers_indices_and_nested_tuples_are_the_python_loops(monkeypatch):
     f = script(numbers_and_nesting)
     got = f(x, h, 0.5, -3)
     assert native_loops(f, x, h, 0.5, -3)[0].calls == 1
-    want = python_path(monkeypatch, numbers_and_nesting, x, h, 0.5, -3)
+    want = python_loop_result(monkeypatch, numbers_and_nesting, x, h, 0.5, -3)
     assert_same_tree(got, want, np.float64)
     assert_same_tree(got, numbers_and_nesting(x, h, 0.5, -3), np.float64)
     kept, rows = got
@@ -189,7 +176,7 @@ def test_lstm_gates_split_into_views_and_kept_in_the_cache(monkeypatch):
         f = script(lstm_forward)
         got = f(x, h, Wx, Wh, b)
         assert native_loops(f, x, h, Wx, Wh, b)[0].calls == 1
-        assert_same_tree(got, python_path(monkeypatch, lstm_forward, x, h, Wx, Wh, b), dtype)
+        assert_same_tree(got, python_loop_result(monkeypatch, lstm_forward, x, h, Wx, Wh, b), dtype)
         assert_same_tree(got, lstm_forward(x, h, Wx, Wh, b), dtype)
 
 
@@ -232,7 +219,7 @@ def test_tuples_of_row_ranges_run_at_once_are_the_python_loops(monkeypatch, thre
     rng = np.random.default_rng(10)
     x, h, w = (rng.standard_normal((20, 16, 5)), rng.standard_normal((16, 4)),
                rng.standard_normal((5, 4)) * 0.5)
-    want = python_path(monkeypatch, forward, x, h, w)
+    want = python_loop_result(monkeypatch, forward, x, h, w)
     monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
     with blas.threads(threads):
         f = script(forward)
@@ -256,7 +243,7 @@ def test_the_cs231n_forwards_keep_their_caches_natively(monkeypatch, program):
     got = f(*args)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1
-    assert_same_tree(got, python_path(monkeypatch, case.fn, *args), np.float64)
+    assert_same_tree(got, python_loop_result(monkeypatch, case.fn, *args), np.float64)
     cache = got[1]
     at = 3 if program == "cs231n_lstm" else 2  # where Wx is in a step's cache
     assert cache[0][1] is h0 and all(c[at] is Wx and c[at + 1] is Wh for c in cache)
