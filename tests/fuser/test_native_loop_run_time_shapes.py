@@ -11,12 +11,8 @@ from benchmarks.fastrnns import cells
 from benchmarks.realworld_programs import programs
 from fuser.cpu.loop import NativeLoop, RunTimeShapes
 from script import Tensor, script
-from tests.fuser.test_native_loop import (
-    assert_same,
-    lstm_args,
-    native_loops,
-    python_result,
-)
+from tests.fuser.test_native_loop import assert_same, lstm_args
+from tests.helpers import native_loops, python_loop_result
 
 
 def softmax(x: Tensor) -> Tensor:
@@ -88,7 +84,7 @@ def test_a_sentence_loop_runs_natively_for_each_length(monkeypatch, dtype):
         got = f(*args)
         lp = inner_loop(f, *args)
         assert isinstance(lp, RunTimeShapes) and lp.calls >= 1
-        assert_same(tuple(got), tuple(python_result(monkeypatch, forward, *args)), dtype)
+        assert_same(tuple(got), tuple(python_loop_result(monkeypatch, forward, *args)), dtype)
         assert_same(tuple(got), tuple(forward(*args)), dtype)
 
 
@@ -103,7 +99,7 @@ def test_one_loop_keeps_a_specialization_per_length(monkeypatch, dtype):
     assert len(lp.code) == 1  # 4, 7 and 2 share their machine code; 1 is compiled apart
     assert all(found is not None for found in lp.specialized.values())
     assert f(xs, U, V, W) == got and lp.calls == 10 and len(lp.specialized) == 4
-    want = python_result(monkeypatch, total, xs, U, V, W)
+    want = python_loop_result(monkeypatch, total, xs, U, V, W)
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
     np.testing.assert_allclose(got, total(xs, U, V, W), rtol=1e-5 if dtype == np.float32
                                else 1e-12)
@@ -116,7 +112,7 @@ def test_a_length_equal_to_another_size_gets_code_of_its_own(monkeypatch):
     got = f(xs, U, V, W)
     lp = inner_loop(f, xs, U, V, W)
     assert lp.calls == 4 and len(lp.code) == 3
-    np.testing.assert_allclose(got, python_result(monkeypatch, total, xs, U, V, W), rtol=1e-12)
+    np.testing.assert_allclose(got, python_loop_result(monkeypatch, total, xs, U, V, W), rtol=1e-12)
     np.testing.assert_allclose(got, total(xs, U, V, W), rtol=1e-12)
 
 
@@ -128,7 +124,7 @@ def test_no_words_run_no_steps_and_one_word_one(monkeypatch, dtype):
         args = (sentence(n), U, W)
         got = f(*args)
         assert got.shape == (n + 1, W.shape[0])
-        assert_same(got, python_result(monkeypatch, shifted, *args), dtype)
+        assert_same(got, python_loop_result(monkeypatch, shifted, *args), dtype)
         assert_same(got, shifted(*args), dtype)
     lp = inner_loop(f, sentence(3), U, W)
     assert isinstance(lp, RunTimeShapes) and lp.calls == 1
