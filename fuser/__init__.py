@@ -41,12 +41,14 @@ def disabled() -> Iterator[None]:
 
 
 def register_passes() -> None:
-    """Register the ``fuse-elementwise`` pass with ``passes`` (idempotent). Importing ``fuser``
-    registers nothing: the runtime calls this when it builds its pipelines
-    (``script.runtime.pipelines``)."""
+    """Register the ``fuse-elementwise`` and ``matmul-sums`` passes with ``passes``
+    (idempotent). Importing ``fuser`` registers nothing: the runtime calls this when it builds
+    its pipelines (``script.runtime.pipelines``)."""
+    from fuser import matmul_sums
     from fuser.group import fuse_elementwise
     from passes import register_pass
     register_pass("fuse-elementwise", fuse_elementwise)
+    register_pass(matmul_sums.NAME, matmul_sums.run)
 
 
 __all__ = ["disabled", "is_enabled", "register_passes", "set_enabled"]

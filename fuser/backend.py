@@ -72,6 +72,9 @@ class Backend:
     matmul_for: Callable[[Node], Callable[[Any, Any], Any] | None] | None = None
     """a function computing a 2-D ``tensor::matmul`` node's product (outside loops) better than
     the array module's ``@``, or None for ``@``."""
+    matmul_sum_for: Callable[[Node], Callable[..., Any] | None] | None = None
+    """likewise for a ``tensor::matmul_sum`` node (``a1 @ b1 + a2 @ b2 + ...`` as one product;
+    the ``matmul-sums`` pass makes one only where this gives a function)."""
 
     def can_generate(self, node: Node) -> bool:
         """Does this backend have code for ``node`` (with its constant arguments and types)?"""

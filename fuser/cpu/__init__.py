@@ -30,10 +30,25 @@ def matmul_for(node):  # type: ignore[no-untyped-def]
     return products.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
 
 
+def matmul_sum_for(node):  # type: ignore[no-untyped-def]
+    """The product function of a ``tensor::matmul_sum`` of 2-D operands of static shapes and
+    one dtype outside loops (``fuser.cpu.products.matmul_sum``), or None."""
+    types = [v.type for v in node.inputs]
+    if any(t.shape is None or len(t.shape) != 2 or None in t.shape for t in types) \
+            or len({t.dtype for t in types}) != 1:
+        return None
+    from fuser.cpu import products
+    m, n = types[0].shape[0], types[1].shape[1]
+    depth = sum(t.shape[1] for t in types[::2])
+    return products.matmul_sum_for(m, n, depth, types[0].dtype)
+
+
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,
-                  stores_cats=True, compile_loop=compile_loop, matmul_for=matmul_for)
+                  stores_cats=True, compile_loop=compile_loop, matmul_for=matmul_for,
+                  matmul_sum_for=matmul_sum_for)
 """numpy arrays on the host: float32, float64 and bool; stores cat pieces at offsets; recurrent
 loops compiled natively; large matrix products through the host-vector GEMM."""
 
 __all__ = ["BACKEND", "RULES", "VIEW_OPS", "Kernel", "cache_size", "can_generate",
-           "canonical_key", "compile_group", "compile_loop", "layouts_supported", "matmul_for"]
+           "canonical_key", "compile_group", "compile_loop", "layouts_supported", "matmul_for",
+           "matmul_sum_for"]

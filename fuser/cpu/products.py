@@ -12,7 +12,7 @@ import numpy as np
 
 from fuser.cpu import blas, pool
 from fuser.cpu.kernel import data_address
-from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, use
+from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, sum_job_address, use
 
 
 def threads() -> int:
@@ -28,11 +28,14 @@ OUTSIDE_MIN_PRODUCT = 1 << 21
 Python-side set-up, a few microseconds, would not pay)."""
 
 
-POOL_MIN_PRODUCT = 1 << 23
+POOL_MIN_PRODUCT = 1 << 21
 """Products with fewer multiply-adds than this run on the calling thread alone: waking a
 helper costs tens of microseconds on a virtual machine whose other vCPU sleeps, as long as such
-a product takes on one core (measured, float32: (64, 128) x (128, 256) 27 us alone, 31 us
-shared; (64, 128) x (128, 1024), 8.4M multiply-adds, 98 us alone, 61 us shared)."""
+a product takes on one core of a fast CPU (measured, float32, Zen 5: (64, 128) x (128, 256),
+2.1M multiply-adds, 27 us alone, 31 us shared; (64, 128) x (128, 1024) 98 us alone, 61 us
+shared). On a CPU of half that vector throughput (Zen 4) the 2.1M product takes 44 us alone and
+sharing pays from there: a DLFS2 GRU cell (products of 4.2M to 8.4M) 438 -> 355 us and its RNN
+cell 169 -> 157 us per call, median of 300 calls interleaved with numpy's."""
 
 
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
@@ -43,6 +46,12 @@ def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     if m * n * k < OUTSIDE_MIN_PRODUCT or m <= 0 or n <= 0 or k <= 0:
         return None
     return matmul
+
+
+def matmul_sum_for(m: int, n: int, depth: int, dtype: str) -> Any:
+    """The function for a sum of products outside loops of these static sizes (``depth``: the
+    products' k together), or None when numpy should compute each product and the sum."""
+    return matmul_sum if matmul_for(m, n, depth, dtype) is not None else None
 
 
 def _takes(a: Any, b: Any, out: Any) -> bool:
@@ -109,11 +118,63 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     job = job_address(a.dtype.char == "d")
     at = data_address(args)
     if count == 1 or not pool.run(job, at):
-        fn = _jobs.get(job)
-        if fn is None:
-            fn = _jobs[job] = _JOB(job)
-        fn(at)
+        _job_function(job)(at)
     return out
+
+
+def matmul_sum(*operands: Any, out: Any = None) -> Any:
+    """``a1 @ b1 + a2 @ b2 + ...`` (into ``out`` when given) for float matrices of one dtype
+    and one result shape: one job on ``threads()`` threads whose tasks each compute their
+    columns of every product in turn, the first written, the others added (no product is
+    stored on its own, no separate sum); numpy's for anything else."""
+    pairs = list(zip(operands[::2], operands[1::2]))
+    if (len(operands) % 2 or not pairs
+            or not all(_takes(a, b, out) for a, b in pairs)):
+        return _numpy_sum(pairs, out)
+    (a0, b0) = pairs[0]
+    m, n, item, dtype = a0.shape[0], b0.shape[1], a0.itemsize, a0.dtype
+    if any(a.shape[0] != m or b.shape[1] != n or a.dtype != dtype for a, b in pairs):
+        return _numpy_sum(pairs, out)
+    if out is None:
+        out = np.empty((m, n), dtype)
+    depth = sum(a.shape[1] for a, _ in pairs)
+    width = 2 * lanes(item)
+    count = threads() if m * n * depth >= POOL_MIN_PRODUCT else 1
+    per_task = -(-n // (4 * count)) if count > 1 else n
+    task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
+    count = min(count, -(-n // task_cols))
+    kc = min(max(a.shape[1] for a, _ in pairs), KC_BYTES // item)
+    strided = any(b.strides[1] != item for _, b in pairs)
+    per_pack = kc * task_cols if strided else 0
+    pack = np.empty(max(1, per_pack * count), dtype)
+    args = [len(pairs), m, n, data_address(out), n, kc, data_address(pack), per_pack * item,
+            task_cols, count, 0, 0]
+    for a, b in pairs:
+        args += [a.shape[1], data_address(a), *(st // item for st in a.strides),
+                 data_address(b), *(st // item for st in b.strides)]
+    block = np.array(args, np.int64)
+    job = sum_job_address(item == 8)
+    at = data_address(block)
+    if count == 1 or not pool.run(job, at):
+        _job_function(job)(at)
+    return out
+
+
+def _numpy_sum(pairs: list[tuple[Any, Any]], out: Any) -> Any:
+    total = pairs[0][0] @ pairs[0][1]
+    for a, b in pairs[1:]:
+        total = total + a @ b
+    if out is None:
+        return total
+    out[...] = total
+    return out
+
+
+def _job_function(job: int) -> Any:
+    fn = _jobs.get(job)
+    if fn is None:
+        fn = _jobs[job] = _JOB(job)
+    return fn
 
 
 _JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

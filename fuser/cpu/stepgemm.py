@@ -84,6 +84,7 @@ def ir_text(double: bool, width: int) -> str:
     gemv = ir.Function(module, gemv_type(real), name=gemv_symbol(double))
     _Gemv(module, gemv, real, width).build()
     _job(module, fn, real, job_symbol(double))
+    _sum_job(module, fn, real, sum_job_symbol(double))
     return str(module)
 
 
@@ -120,6 +121,69 @@ def _job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
     b.ret_void()
 
 
+SUM_SLOTS = 12
+"""The int64 arguments of a sum job (``sum_job_symbol``): the number of products P, m, n, C,
+ldc, kc, the first thread's ``pack`` and the bytes between two threads' packs, ``task_cols``,
+how many threads may join, threads joined and tasks taken (the job's counters); then per
+product 7 slots: k, A, a_rs, a_cs, B, b_rs, b_cs (``SIGNATURE``'s, pointers as ints)."""
+
+PAIR_SLOTS = 7
+
+
+def sum_job_symbol(double: bool) -> str:
+    return "rnnscript_step_dgemm_sum_job" if double else "rnnscript_step_sgemm_sum_job"
+
+
+def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
+    """``name(args)``: one thread's share of ``C = A1 @ B1 + A2 @ B2 + ...`` (``SUM_SLOTS``):
+    task by task of ``task_cols`` columns, the first product into the task's columns of C, each
+    further one added to them (the kernel with a negative ``kc``), so a task's columns are
+    written by one thread, product after product, while another thread takes the next task."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()]), name)
+    e = _Emitter(module, fn, real, 1)
+    b = e.b
+    args = b.bitcast(fn.args[0], I64.as_pointer())
+
+    def slot(k: Any) -> Any:
+        return b.gep(args, [k if isinstance(k, ir.Value) else _c(k)])
+
+    ptr = real.as_pointer()
+    joined = b.atomic_rmw("add", slot(10), _c(1), "seq_cst")
+    count, m, n, c, ldc, kc = (b.load(slot(k)) for k in range(6))
+    pack = b.inttoptr(b.add(b.load(slot(6)), b.mul(joined, b.load(slot(7)))), ptr)
+    task_cols = b.load(slot(8))
+    tasks = b.sdiv(b.add(n, b.sub(task_cols, _c(1))), task_cols)
+    task, pair, local = e._var(_c(0)), e._var(_c(0)), e._var(_c(0))
+
+    def take() -> Any:
+        b.store(b.atomic_rmw("add", slot(11), _c(1), "monotonic"), task)
+        return b.icmp_signed("<", b.load(task), tasks)
+
+    def run() -> None:
+        c0 = b.mul(b.load(task), task_cols)
+        width = e._min(task_cols, b.sub(n, c0))
+        b.store(_c(0), pair)
+
+        def product() -> None:
+            p = b.load(pair)
+            base = b.add(_c(SUM_SLOTS), b.mul(p, _c(PAIR_SLOTS)))
+            k, a, a_rs, a_cs, bm, b_rs, b_cs = (b.load(slot(b.add(base, _c(i))))
+                                                 for i in range(PAIR_SLOTS))
+            columns = b.gep(b.inttoptr(bm, ptr), [b.mul(c0, b_cs)])
+            block = b.select(b.icmp_signed("==", p, _c(0)), kc, b.neg(kc))
+            b.store(_c(0), local)
+            b.call(kernel, [m, width, k, b.inttoptr(a, ptr), a_rs, a_cs, columns, b_rs, b_cs,
+                            b.gep(b.inttoptr(c, ptr), [c0]), ldc, block, pack, local, width])
+            b.store(b.add(p, _c(1)), pair)
+
+        e._while(lambda: b.icmp_signed("<", b.load(pair), count), product)
+
+    with b.if_then(b.icmp_signed("<", joined, b.load(slot(9)))):  # beyond the limit: none
+        e._while(take, run)
+    b.ret_void()
+    e.allocas.branch(fn.blocks[1])
+
+
 GEMV_SIGNATURE = "(m, k, A, lda, x, incx, y)"
 """``y (m) = A (m, k; row stride lda, unit column stride) @ x (k; stride incx)``: a matrix times
 a vector (a product whose B is one column), each row a dot product in vectors, 8 rows at a
@@ -141,7 +205,8 @@ SIGNATURE = "(m, n, k, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, kc, pack, next, tas
 ``A[i * a_rs + j * a_cs]`` and of B at ``B[i * b_rs + j * b_cs]`` (strides in items, any for
 A; for B either ``b_cs == 1``, read in place, or not, when each task's slab of B is copied to
 ``pack`` first, room for ``kc * task_cols`` items); ``k`` is taken ``kc`` at a time (C
-accumulates from the second block on). The columns of C are split into tasks of ``task_cols``
+accumulates from the second block on; a negative ``kc`` takes ``-kc`` at a time and
+accumulates from the first: C += A @ B). The columns of C are split into tasks of ``task_cols``
 columns; the kernel takes task after task from the counter ``*next`` (an atomic add) until none
 is left, so threads that call it with the same counter share one product without waiting for
 each other. Sizes are int64."""
@@ -226,7 +291,9 @@ class _Kernel(_Emitter):
     def build(self) -> None:
         b = self.b
         tasks = b.sdiv(b.add(self.n, b.sub(self.task_cols, _c(1))), self.task_cols)
-        kc = b.select(b.icmp_signed(">", self.kc, _c(0)), self.kc, _c(1))
+        self.accumulate = b.icmp_signed("<", self.kc, _c(0))  # C += A @ B
+        kc = b.select(self.accumulate, b.neg(self.kc), self.kc)
+        kc = b.select(b.icmp_signed(">", kc, _c(0)), kc, _c(1))
         # rows of A per chunk: CHUNK_BYTES // (kc * item), a multiple of MR, at least MR
         per_chunk = b.sdiv(_c(CHUNK_BYTES // self.item), kc)
         per_chunk = b.mul(b.sdiv(per_chunk, _c(MR)), _c(MR))
@@ -265,7 +332,7 @@ class _Kernel(_Emitter):
                 self._pack(bsrc, depth, c0, width)
                 b.store(b.gep(self.pack, [b.neg(c0)]), base)  # column j at pack[j - c0]
                 b.store(width, stride)
-            first = b.icmp_signed("==", start, _c(0))
+            first = b.and_(b.icmp_signed("==", start, _c(0)), b.not_(self.accumulate))
             self._chunks(a, b.load(base), b.load(stride), depth, c0, c1, first)
             b.store(b.add(start, depth), k0)
 
@@ -491,13 +558,19 @@ def _compiled(double: bool) -> tuple[int, ...]:
         if double not in _addresses:
             text = ir_text(double, lanes(8 if double else 4))
             _addresses[double] = tuple(compile_ir(
-                text, [symbol(double), gemv_symbol(double), job_symbol(double)]))
+                text, [symbol(double), gemv_symbol(double), job_symbol(double),
+                       sum_job_symbol(double)]))
         return _addresses[double]
 
 
 def job_address(double: bool) -> int:
     """The address of the pool job of the kernel (``JOB_SLOTS``)."""
     return _compiled(double)[2]
+
+
+def sum_job_address(double: bool) -> int:
+    """The address of the pool job of a sum of products (``SUM_SLOTS``)."""
+    return _compiled(double)[3]
 
 
 _I, _P = ctypes.c_int64, ctypes.c_void_p

@@ -1,4 +1,5 @@
-"""Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``.
+"""Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``;
+``matmul_sum``, which a rewrite inserts.
 
 Each op has an eager function of the same name in ``script.ops``; ``ops.mm`` is ``ops.matmul``.
 """
@@ -74,5 +75,19 @@ defop("tensor::matmul(a: Tensor, b: Tensor) -> Tensor", _matmul, (PURE,),
       ("@", "np.matmul", "ops.mm"),
       "matrix product with numpy's 1-D and batch-broadcasting rules (np.dot and .dot are this "
       "when the second operand has at most 2 axes, a multiplication when one is a scalar)")
+def _matmul_sum(node: Node) -> list[Type]:
+    args = [tensor_arg(node, i) for i in range(len(node.inputs))]
+    if not args or len(args) % 2:
+        raise ShapeError(f"{node.kind}: takes pairs of matrices, got {len(args)} operands")
+    shapes = [matmul_shape(a.shape, b.shape, node.kind) for a, b in zip(args[::2], args[1::2])]
+    shape = shapes[0]
+    for other in shapes[1:]:
+        shape = None if shape is None or other is None else broadcast_shapes([shape, other])
+    return [TensorType(_dtype(args), shape, items_device(args, node))]
+
+
 defop("tensor::linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor", _linear,
       (PURE,), (), "x @ weight.T + bias (torch.nn.functional.linear)")
+defop("tensor::matmul_sum(*operands: Tensor) -> Tensor", _matmul_sum, (PURE,), (),
+      "a1 @ b1 + a2 @ b2 + ... for pairs of matrices of one result shape: the matmul-sums "
+      "rewrite makes it of a sum of products outside loops, computed as one product")

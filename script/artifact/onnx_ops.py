@@ -174,6 +174,16 @@ def _matmul(low: Lowering, node: Node) -> Any:
     return low.emit("MatMul", [low.tensor(a, dtype, node), low.tensor(b, dtype, node)])
 
 
+def _matmul_sum(low: Lowering, node: Node) -> Any:
+    operands = syms(low, node)
+    dtype = promoted(low, node, operands)
+    total = None
+    for a, b in zip(operands[::2], operands[1::2]):
+        product = low.emit("MatMul", [low.tensor(a, dtype, node), low.tensor(b, dtype, node)])
+        total = product if total is None else low.emit("Add", [total, product])
+    return total
+
+
 def _linear(low: Lowering, node: Node) -> Any:
     x, w, b = syms(low, node)
     dtype = promoted(low, node, [x, w, b])
@@ -430,6 +440,7 @@ TENSOR_RULES = {
     "tensor::clip": _clip,
     "tensor::astype": _astype,
     "tensor::matmul": _matmul,
+    "tensor::matmul_sum": _matmul_sum,
     "tensor::dot": _matmul,
     "tensor::linear": _linear,
     "tensor::layer_norm": _layer_norm,

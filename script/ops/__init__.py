@@ -56,6 +56,7 @@ from script.ops._impl_nn import (
     linear,
     log_softmax,
     matmul,
+    matmul_sum,  # noqa: F401  (inserted by passes)
     mean,
     mm,
     softmax,

@@ -81,6 +81,14 @@ mm = matmul
 """``ops.mm`` is ``ops.matmul`` (torch's spelling)."""
 
 
+def matmul_sum(*operands: Any) -> Any:
+    """``a1 @ b1 + a2 @ b2 + ...`` over the pairs of ``operands``."""
+    total = matmul(operands[0], operands[1])
+    for a, b in zip(operands[2::2], operands[3::2]):
+        total = total + matmul(a, b)
+    return total
+
+
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """x @ weight.T + bias (torch.nn.functional.linear)."""
     y = array_module(x, weight, bias).matmul(x, weight.T)

@@ -462,6 +462,7 @@ def _write_set_attr(w: FunctionWriter, node: Node) -> None:
 
 STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::matmul": op_writers.write_matmul,
+    "tensor::matmul_sum": op_writers.write_matmul_sum,
     "tensor::sum": op_writers.write_sum,
     "tensor::select_put": op_writers.write_select_put,
     "tensor::empty": op_writers.write_empty,

@@ -1,5 +1,6 @@
 """Code for the tensor ops whose generated code is not a plain call of ``script.ops``: matrix
-products (numpy's ``np.dot`` in loops, the backend's GEMM for large ones, workspace outputs),
+products (numpy's ``np.dot`` in loops, the backend's GEMM for large ones, workspace outputs)
+and sums of products,
 ``empty`` from the workspace, the layer norm row kernels, in-place slot writes and sums spelled
 as numpy calls; and ``write_call``, a node as a call of a Python callable bound as a global.
 Each writer takes the ``codegen.FunctionWriter`` and the node."""
@@ -55,6 +56,25 @@ def write_matmul(w: FunctionWriter, node: Node) -> None:
         w.assign(node, f"np.matmul({args[0]}, {args[1]}, out={out})")
         return
     w.assign(node, w.expression(node, args))
+
+
+def write_matmul_sum(w: FunctionWriter, node: Node) -> None:
+    """A sum of products (the ``matmul-sums`` rewrite) through the backend's ``matmul_sum_for``,
+    into a workspace array when there is one; numpy's products and sum otherwise."""
+    args = [w.ns.name(v) for v in node.inputs]
+    from fuser.backend import backend_of
+    backend = backend_of(node)
+    product = None
+    if backend is not None and backend.matmul_sum_for is not None:
+        product = backend.matmul_sum_for(node)
+    if product is None:
+        w.assign(node, " + ".join(f"{a} @ {b}" for a, b in zip(args[::2], args[1::2])))
+        return
+    out = allocation(w, node) if allocator.into_output(node) else None
+    name = w.ns.fresh("_gemm")
+    w.consts[name] = product
+    into = f", out={out}" if out is not None else ""
+    w.assign(node, f"{name}({', '.join(args)}{into})")
 
 
 def backend_matmul(node: Node) -> Any:

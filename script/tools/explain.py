@@ -32,7 +32,7 @@ from ir.types import TensorType
 from script.errors import ScriptError, render_caret
 from script.runtime.codegen import numbers_only
 
-MATMULS = frozenset({"tensor::matmul", "tensor::linear"})
+MATMULS = frozenset({"tensor::matmul", "tensor::linear", "tensor::matmul_sum"})
 """Kinds reported as matmuls."""
 BATCHING_INPUTS = frozenset({"tensor::cat", "tensor::stack"})
 """Producers that mark a matmul operand as several operands batched into one."""

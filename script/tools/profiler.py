@@ -232,7 +232,7 @@ def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
 UNTIMED = frozenset({"prim::Constant", "prim::If", "prim::Loop", "prim::DifferentiableGraph"})
 """Nodes whose own line is not timed: constants emit no code; the nodes inside control flow and
 differentiable graphs are timed one by one."""
-MATMULS = frozenset({"tensor::matmul", "tensor::linear"})
+MATMULS = frozenset({"tensor::matmul", "tensor::linear", "tensor::matmul_sum"})
 """Kinds timed per node (each matmul on its own row), not per kind."""
 _TIMER = "_prof_t"
 SUMMARY_WIDTH = 48

@@ -86,8 +86,19 @@ def linear_vjp(b, node, gs):
     return grads
 
 
+def matmul_sum_vjp(b, node, gs):
+    """``a1 @ b1 + a2 @ b2 + ...`` of matrices: each pair's cotangents, as a matmul's."""
+    (g,), grads = gs, []
+    pairs = zip(node.inputs[::2], node.inputs[1::2])
+    for x, y in pairs:
+        ga, gb = matmul_grads(b, g, b.fwd(x), b.fwd(y), 2, 2, b.is_active(x), b.is_active(y))
+        grads += [unbroadcast(b, ga, x), unbroadcast(b, gb, y)]
+    return grads
+
+
 MATMUL_RULES: dict[str, Rule] = {
     "tensor::matmul": matmul_vjp,
+    "tensor::matmul_sum": matmul_sum_vjp,
     "tensor::linear": linear_vjp,
 }
 """op kind -> VJP rule, for the matrix products."""

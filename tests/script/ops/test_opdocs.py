@@ -34,10 +34,12 @@ def test_every_tensor_op_has_an_eager_function_with_the_schema_arguments(op):
     assert callable(fn), f"script.ops has no {op.name}"
     params = list(inspect.signature(fn).parameters.values())
     assert [p.name for p in params] == [a.name for a in op.args]
-    for param, arg in zip(params, op.args):
+    for k, (param, arg) in enumerate(zip(params, op.args)):
         expected = inspect.Parameter.empty if arg.default is NO_DEFAULT else arg.default
         assert param.default == expected, f"{op.name}({arg.name}=...)"
-        assert param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        repeats = op.variadic and k == len(op.args) - 1  # ``*operands``
+        assert param.kind is (inspect.Parameter.VAR_POSITIONAL if repeats
+                              else inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def test_mm_is_documented_as_matmul():
