@@ -56,6 +56,13 @@ def gathers(w: Tensor, o: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tenso
     return w[idx] * 2.0, np.log(o[np.arange(3), y] ** 2 + 1.0), o[:, y] * o[:, y]
 
 
+def range_gathers(o: Tensor, y: Tensor) -> Tuple[Tensor, Tensor]:
+    d = o * 1.0
+    d[range(3), y] -= 1.0
+    picked = np.log(o[range(o.shape[0]), y] ** 2 + 1.0) * o[range(0, 3, 1), 0]
+    return picked, d * o[range(1, 3)].sum()
+
+
 def scatters(g: Tensor, h: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor]:
     return (ops.take_backward(g, (5, 2), idx, 0) * 3.0,
             ops.index_pairs_backward(h, (3, 4), np.arange(3), y) ** 2)
@@ -77,6 +84,7 @@ CASES = {
     "arrays": (arrays, lambda r: (_r(r, 3), _r(r, 3)), ["tensor::array"]),
     "gathers": (gathers, lambda r: (_r(r, 5, 2), _r(r, 3, 4), np.array([0, 2, 2, 4]),
                                     np.array([3, 0, 3])), ["tensor::take", "tensor::index_pairs"]),
+    "range_gathers": (range_gathers, lambda r: (_r(r, 3, 4), np.array([3, 0, 3])), []),
     "scatters": (scatters, lambda r: (_r(r, 4, 2), _r(r, 3), np.array([0, 2, 2, 4]),
                                       np.array([3, 0, 3])),
                  ["tensor::take_backward", "tensor::index_pairs_backward"]),

@@ -61,6 +61,13 @@ def gathers(w: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor, Tensor, 
     return w[idx], picked, w[:, y[0]], w[1, 2] + w[0], w[np.arange(3), 1]
 
 
+def range_indices(p: Tensor, y: List[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    m = p.shape[0]
+    d = p.copy()
+    d[range(m), y] -= 1.0
+    return p[range(m), y], p[range(1, m), 0], p[range(0, m, 2)], d
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -77,6 +84,7 @@ PROGRAMS = {
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
     "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
                                        np.array([4, 0, 2]))),
+    "range_indices": (range_indices, lambda r, d: (_r(r, d, 4, 3), [2, 0, 1, 2])),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
                                                r.integers(0, 2, (3, 4)) * 3)),
 }
@@ -149,6 +157,8 @@ REFUSED = [
      r"np.where\(cond\) with one argument .* is not supported"),
     ("def f(x: Tensor) -> Tensor:\n    return np.take(x, 1.5)\n",
      "an index must be an int or an integer array"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.tanh(x[range(0.5 * 4)])\n",
+     "range\\(\\) arguments must be ints, not float"),
 ]
 
 
