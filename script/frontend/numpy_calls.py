@@ -214,14 +214,18 @@ class NumpyMixin:
             raise self.error(node, "list.reverse() takes no arguments")
         items, copy, n, i = (self.new_flag(k) for k in ("reverse", "reversed", "n", "i"))
         self.frame.set(items, lst)
-        code = (f"{n} = len({items})\n"
-                f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
-                f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n")
+        self.emit_source(f"{n} = len({items})\n"
+                         f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
+                         f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n", node)
+        return self.const(None)
+
+    def emit_source(self: FunctionCompiler, code: str, node: ast.AST) -> None:
+        """Compile the statements ``code`` (which may name the compiler's ``$`` variables) as
+        if written at ``node``: a construct written as the Python that means it."""
         for stmt in ast.parse(code.replace("$", "_S_")).body:
             stmt = _Dollars().visit(stmt)
             ast.fix_missing_locations(_located(stmt, node))
             self.visit(stmt)
-        return self.const(None)
 
 class _Dollars(ast.NodeTransformer):
     """Give back the ``$`` of compiler-made names (not valid in parsed Python source)."""
