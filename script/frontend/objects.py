@@ -135,6 +135,8 @@ class ObjectMixin:
 
     def call_object_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:
         info = class_info(base.type)
+        if name in info.fields:  # self.layer(x): the object a field holds, called
+            return self.call_instance(self.object_attribute(base, name, node.func), node)
         fdef = None if base.type.named_tuple else compile_class_method(info, name)
         if fdef is None:
             raise self.error(node.func, f"'{info.cls.__name__}' object has no method '{name}' "
