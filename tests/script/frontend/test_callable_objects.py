@@ -111,3 +111,45 @@ def test_calling_what_has_no_call_is_refused_at_the_line(fn, match, line):
     with pytest.raises(ScriptError, match=match) as info:
         script(fn)(np.ones((2, 2)))
     assert line in str(info.value)
+
+
+@script
+class Squash:
+    """No __init__: a class of methods only."""
+
+    def __call__(self, h: Tensor) -> Tensor:
+        return np.tanh(h) * 0.5
+
+
+def squashed(x: Tensor) -> Tensor:
+    squash = Squash()
+    return squash(squash(x)) + x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_script_class_without_init_is_constructed_without_arguments(dtype):
+    x = _arrays(dtype)[2]
+    assert_same_at(script(squashed)(x), squashed(x))
+    check_vjp(script(squashed), (x.astype(np.float64),))
+
+
+def squash_with_argument(x: Tensor) -> Tensor:
+    return Squash(x)(x)
+
+
+def test_script_class_without_init_takes_no_arguments():
+    with pytest.raises(ScriptError, match=r"Squash\(\) takes no arguments") as info:
+        script(squash_with_argument)(np.ones(2))
+    assert "return Squash(x)(x)" in str(info.value)
+
+
+def test_script_class_inheriting_an_init_is_refused():
+    class Base:
+        def __init__(self, W):
+            self.W = W
+
+    class Derived(Base):
+        pass
+
+    with pytest.raises(ScriptError, match="needs its own __init__"):
+        script(Derived)
