@@ -1,9 +1,10 @@
 """Canonicalization rules writing numpy functions whose meaning depends on numbers of axes as the
-ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` as
-``np.stack`` or ``np.concatenate``.
+ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` /
+``np.column_stack`` as ``np.stack`` or ``np.concatenate``.
 
 The front end cannot choose (an argument's number of axes is known only once the function is
-specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack``; after shape
+specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack`` /
+``tensor::column_stack``; after shape
 propagation these rules turn them into the ops the loop passes, the fuser and the differentiation
 know. A rule leaves its op alone where the ranks are still unknown or mixed: the eager op then
 computes numpy's result.
@@ -60,8 +61,8 @@ def dot_as_matmul(node: Node) -> bool:
 LIST_STORES = {"prim::ListAppend": 1, "prim::ListInsert": 2, "prim::ListSetItem": 2}
 """list ops that put an item into their list: the item's input index."""
 LIST_READS = frozenset({"prim::len", "prim::ListIndex", "prim::ListSlice", "prim::ListPop",
-                        "prim::ListContains", "tensor::vstack", "tensor::hstack", "tensor::cat",
-                        "tensor::stack"})
+                        "prim::ListContains", "tensor::vstack", "tensor::hstack",
+                        "tensor::column_stack", "tensor::cat", "tensor::stack"})
 """ops that read a list (or remove items) without putting an item into it or sharing it."""
 
 
@@ -136,18 +137,30 @@ def vstack_as_join(node: Node) -> bool:
     ``np.concatenate(items, 0)``."""
     rank = _item_rank(node)
     if rank is None:
-        return _vstack_of_rows_and_matrices(node)
+        return _vectors_and_matrices(node, 0)
     if rank == 0:
         return False
     kind = "tensor::stack" if rank == 1 else "tensor::cat"
     return _replace(node, kind, [_sequence(node), _constant(node, 0)])
 
 
-def _vstack_of_rows_and_matrices(node: Node) -> bool:
-    """``np.vstack([row, matrix])`` (pyESN's ``np.vstack([laststate, np.zeros((n, N))])``):
-    each 1-D item is a row ``expand_dims(item, 0)`` and the rows and matrices are concatenated
-    along axis 0, as numpy's ``atleast_2d`` then ``concatenate``. Only for a list or tuple
-    literal that nothing else uses."""
+def column_stack_as_join(node: Node) -> bool:
+    """``np.column_stack`` of 1-D arrays is ``np.stack(items, 1)``, of arrays with 2 or more
+    axes ``np.concatenate(items, 1)`` (``np.hstack``'s join)."""
+    rank = _item_rank(node)
+    if rank is None:
+        return _vectors_and_matrices(node, 1)
+    if rank == 0:
+        return False
+    kind = "tensor::stack" if rank == 1 else "tensor::cat"
+    return _replace(node, kind, [_sequence(node), _constant(node, 1)])
+
+
+def _vectors_and_matrices(node: Node, axis: int) -> bool:
+    """``np.vstack([row, matrix])`` (pyESN's ``np.vstack([laststate, np.zeros((n, N))])``,
+    ``axis`` 0) or ``np.column_stack([column, matrix])`` (``axis`` 1): each 1-D item becomes a
+    row or column ``expand_dims(item, axis)`` and the items are concatenated along ``axis``, as
+    numpy does. Only for a list or tuple literal that nothing else uses."""
     seq = node.inputs[0]
     if seq.node.kind not in ("prim::ListConstruct", "prim::TupleConstruct") or \
             len(seq.uses) != 1:
@@ -155,20 +168,20 @@ def _vstack_of_rows_and_matrices(node: Node) -> bool:
     ranks = {v.type.rank if isinstance(v.type, TensorType) else None for v in seq.node.inputs}
     if ranks != {1, 2}:
         return False
-    rows = []
+    items = []
     for v in seq.node.inputs:
         if v.type.rank == 1:
-            new = node.graph.create("tensor::expand_dims", [v, _constant(node, 0)], [],
+            new = node.graph.create("tensor::expand_dims", [v, _constant(node, axis)], [],
                                     source=node.source)
             for t in infer_types(new):
                 new.add_output(t)
             v = new.insert_before(node).output
-        rows.append(v)
+        items.append(v)
     with node.graph.inserting_before(node):
-        joined = node.graph.insert("prim::ListConstruct", rows,
-                                   [ListType(_covering([v.type for v in rows]))],
+        joined = node.graph.insert("prim::ListConstruct", items,
+                                   [ListType(_covering([v.type for v in items]))],
                                    source=seq.node.source).output
-    return _replace(node, "tensor::cat", [joined, _constant(node, 0)])
+    return _replace(node, "tensor::cat", [joined, _constant(node, axis)])
 
 
 def hstack_as_join(node: Node) -> bool:
@@ -186,5 +199,6 @@ NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::dot": dot_as_matmul,
     "tensor::vstack": vstack_as_join,
     "tensor::hstack": hstack_as_join,
+    "tensor::column_stack": column_stack_as_join,
 }
 """kind -> canonicalization rule (merged into ``passes.canonicalize.RULES``)."""

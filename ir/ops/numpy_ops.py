@@ -1,9 +1,9 @@
 """numpy functions with no older op to stand for them: argmax / argmin, tile, repeat, flatten,
 ravel, empty_like, ``np.array`` of numbers, ``x.size``, and ``np.dot`` / ``np.vstack`` /
-``np.hstack``.
+``np.hstack`` / ``np.column_stack``.
 
 Each op has an eager function of the same name in ``script.ops`` that calls numpy's (or CuPy's)
-function, so values, dtypes and shapes are numpy's. ``dot``, ``vstack`` and ``hstack`` mean
+function, so values, dtypes and shapes are numpy's. ``dot`` and the stacks mean
 different ops for different numbers of axes, known only once a function is specialized:
 canonicalization then rewrites them as matmul / mul / stack / cat (``passes.numpy_lowering``).
 ``np.outer`` and ``np.array`` of arrays are written by the front end as other ops
@@ -271,9 +271,16 @@ def _at_least(shape: tuple[Dim, ...], rank: int) -> tuple[Dim, ...]:
     return (1,) * (rank - len(shape)) + shape
 
 
-def _stacked(node: Node, rank: int, axis_of: object) -> list[Type]:
-    """The type of joining the items, each made at least ``rank``-D, along ``axis_of(first
-    item's rank)``."""
+def _as_column(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """np.column_stack's view of an item: a 0-d array is (1, 1), a 1-D (n,) the column (n, 1)."""
+    if len(shape) >= 2:
+        return shape
+    return (shape[0] if shape else 1, 1)
+
+
+def _stacked(node: Node, rank: int, axis_of: object, lift: object = None) -> list[Type]:
+    """The type of joining the items, each made at least ``rank``-D (by ``lift`` when given),
+    along ``axis_of(first item's rank)``."""
     from ir.ops.shape import items_device, items_dtype, merge_dims, tensor_items
     items, common = tensor_items(node.inputs[0])
     if items is not None and not items:
@@ -282,7 +289,8 @@ def _stacked(node: Node, rank: int, axis_of: object) -> list[Type]:
     dtype, device = items_dtype(known), items_device(known, node)
     if any(t.shape is None for t in known):
         return [TensorType(dtype, None, device)]
-    shapes = [_at_least(t.shape, rank) for t in known]  # type: ignore[arg-type]
+    shapes = [lift(t.shape) if lift else _at_least(t.shape, rank)  # type: ignore[operator]
+              for t in known]
     if len({len(s) for s in shapes}) > 1:
         raise ShapeError(f"{node.kind}: all the arrays must have the same number of "
                          "dimensions after they are made at least " f"{rank}-D")
@@ -307,6 +315,10 @@ def _hstack(node: Node) -> list[Type]:
     return _stacked(node, 1, lambda first_rank: 0 if first_rank <= 1 else 1)
 
 
+def _column_stack(node: Node) -> list[Type]:
+    return _stacked(node, 2, lambda first_rank: 1, _as_column)
+
+
 defop("tensor::vstack(tensors: Tensor[]) -> Tensor", _vstack, (PURE,),
       ("np.vstack", "np.row_stack"),
       "join along the first axis, 1-D arrays as rows (numpy.vstack); rewritten as np.stack or "
@@ -314,6 +326,10 @@ defop("tensor::vstack(tensors: Tensor[]) -> Tensor", _vstack, (PURE,),
 defop("tensor::hstack(tensors: Tensor[]) -> Tensor", _hstack, (PURE,), ("np.hstack",),
       "join 1-D arrays end to end, others along the second axis (numpy.hstack); rewritten as "
       "np.concatenate once the numbers of axes are known")
+defop("tensor::column_stack(tensors: Tensor[]) -> Tensor", _column_stack, (PURE,),
+      ("np.column_stack",),
+      "join along the second axis, 1-D arrays as columns (numpy.column_stack); rewritten as "
+      "np.stack or np.concatenate once the numbers of axes are known")
 
 
 def _numel(node: Node) -> list[Type]:

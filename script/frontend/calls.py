@@ -139,9 +139,28 @@ class CallMixin:
                 return self.call_method(self.captured_value(func.value, base), func.attr, node)
         obj = self.resolve_static(func)
         if obj is NOT_STATIC:
-            value = self.expr(func)
-            raise self.error(func, f"a value of type {value.type} is not callable")
+            return self.call_instance(self.expr(func), node)
         return self.call_object(obj, node)
+
+    def call_instance(self: FunctionCompiler, value: Any, node: ast.Call) -> Any:
+        """``layer(x)`` on a value: a script-class object's ``__call__``."""
+        t = value.type
+        if isinstance(t, ClassType) and not t.named_tuple:
+            return self.call_object_method(value, "__call__", node)
+        raise self.error(node.func, f"a value of type {t} is not callable")
+
+    def call_object_argument(self: FunctionCompiler, obj: ObjectArg, node: ast.Call) -> Any:
+        """``layer(x)`` on a plain object argument: its class's ``__call__``, compiled as a
+        function taking the object (its attributes read per call, as the caller's are)."""
+        method = inspect.getattr_static(type(obj.example), "__call__", None)
+        if not inspect.isfunction(method) or _is_library(method):
+            raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
+                                   "(its class has no __call__; its attributes are read: call a "
+                                   "function with them)")
+        objects = self.object_arguments(obj.example.__call__, node)
+        objects[next(iter(inspect.signature(method).parameters))] = obj
+        fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()})
+        return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
 
     def call_with_out(self: FunctionCompiler, node: ast.Call, out: ast.keyword) -> Any:
         """``np.clip(g, -5, 5, out=g)``: the op's result written into the array ``out`` names
@@ -160,8 +179,7 @@ class CallMixin:
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
         if isinstance(obj, ObjectArg):
-            raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
-                                   "(its attributes are read; call a function with them)")
+            return self.call_object_argument(obj, node)
         if is_module(obj):
             return self.call_module(obj, "forward", node)
         if inspect.ismethod(obj) and is_module(obj.__self__):

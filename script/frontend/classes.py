@@ -1,12 +1,13 @@
 """Script classes and NamedTuples: user-defined record types usable inside scripted code.
 
-``script(cls)`` on a plain class with an ``__init__`` registers it as a script class: scripted code
-can construct it (``Foo(a, b)``), read and write its fields and call its methods; the field types
-come from the assignments to ``self.<field>`` in ``__init__``. Instances are real instances of the
-Python class, so they cross the boundary both ways. NamedTuple classes (``typing.NamedTuple`` or
-``collections.namedtuple``, whose untyped fields are Tensors) need no registration: scripted code
-constructs them, reads fields by name or index and unpacks them. Both are ``ir.ClassType``s;
-``python_class(name)`` gives the Python class the generated code instantiates.
+``script(cls)`` on a plain class registers it as a script class: scripted code can construct it
+(``Foo(a, b)``), read and write its fields and call its methods; the field types come from the
+assignments to ``self.<field>`` in ``__init__`` (a class without one has no fields). Instances
+are real instances of the Python class, so they cross the boundary both ways. NamedTuple classes
+(``typing.NamedTuple`` or ``collections.namedtuple``, whose untyped fields are Tensors) need no
+registration: scripted code constructs them, reads fields by name or index and unpacks them.
+Both are ``ir.ClassType``s; ``python_class(name)`` gives the Python class the generated code
+instantiates.
 
 This module is the registry; ``annotations.class_type`` types a class (registering NamedTuples
 on first sight) and ``objects.ObjectMixin`` compiles the constructs.
@@ -39,7 +40,7 @@ class ClassInfo:
     methods: dict[str, Any] = field(default_factory=dict)
     """compiled methods (``FunctionDef``) by name."""
     init: Any = None
-    """the compiled ``__init__`` (script classes)."""
+    """the compiled ``__init__`` (script classes; ``NO_INIT`` for one without)."""
     compiling: bool = False
     """``__init__`` is being compiled (the type is still provisional)."""
     compile: Callable[..., Any] | None = None
@@ -47,6 +48,8 @@ class ClassInfo:
     classes compile their ``__init__`` and methods with it)."""
 
 
+NO_INIT = "no __init__"
+"""``ClassInfo.init`` of a script class without ``__init__``: constructed with no arguments."""
 _by_class: dict[type, ClassInfo] = {}
 _by_name: dict[str, ClassInfo] = {}
 _lock = threading.RLock()
@@ -59,9 +62,9 @@ def is_named_tuple_class(obj: Any) -> bool:
 def register_script_class(cls: type, compile_method: Callable[..., Any]) -> type:
     """``script(cls)``: make ``cls`` usable from scripted code, its code compiled by
     ``compile_method(fn, self_type=...)``; returns ``cls`` unchanged."""
-    if "__init__" not in vars(cls):
-        raise ScriptError(f"script class '{cls.__qualname__}' needs an __init__ that assigns "
-                          "its fields")
+    if "__init__" not in vars(cls) and cls.__init__ is not object.__init__:
+        raise ScriptError(f"script class '{cls.__qualname__}' needs its own __init__ that "
+                          "assigns its fields (it inherits one)")
     with _lock:
         if cls not in _by_class:
             _register(cls, ClassType(_unique_name(cls))).compile = compile_method
@@ -119,6 +122,10 @@ def compile_init(info: ClassInfo) -> None:
                           "cannot be compiled")
     with _lock:
         if info.init is not None:
+            return
+        if "__init__" not in vars(info.cls):  # a class of methods only: no fields
+            info.type = ClassType(info.type.name, ())
+            info.init = NO_INIT
             return
         provisional = info.type
         info.fields.clear()

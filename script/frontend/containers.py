@@ -1,4 +1,5 @@
-"""Containers: dict literals and methods, ``in``, list comprehensions, ``reversed``.
+"""Containers: dict literals and methods, ``in``, list comprehensions, ``reversed``, and the
+builtins ``sum``, ``list`` and ``dict``.
 
 A mixin of ``FunctionCompiler``. Dicts are insertion-ordered and mutable, with ``str`` or ``int``
 keys; ``keys()`` / ``values()`` / ``items()`` make lists (iterating a dict iterates its keys). A
@@ -12,7 +13,21 @@ import ast
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ir.types import ANY, BOOL, INT, STR, TENSOR, DictType, ListType, Type, erase_shape, unify
+from ir.types import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    TENSOR,
+    DictType,
+    ListType,
+    TensorType,
+    TupleType,
+    Type,
+    erase_shape,
+    unify,
+)
 from script.errors import ScriptError
 
 if TYPE_CHECKING:
@@ -129,6 +144,82 @@ class ContainerMixin:
         none = self.const(None)
         return self.emit_value("prim::ListSlice", [value, none, none, self.const(-1)])
 
+    # -- sum, list, dict -----------------------------------------------------------------------
+    def builtin_sum(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``sum(items, start=0)``: ``acc = start`` then ``acc = acc + item`` for each item, as
+        Python adds them (a generator expression is read as the list comprehension)."""
+        keywords = {kw.arg: kw.value for kw in node.keywords}
+        given = [*node.args, *keywords.values()]
+        if not 1 <= len(node.args) <= 2 or set(keywords) - {"start"} or len(given) > 2:
+            raise self.error(node, "sum() takes an iterable and a start value")
+        items = self.expr(self.iterable_as_list(node.args[0]))
+        start = self.expr(given[1]) if len(given) == 2 else self.const(0)
+        if not isinstance(items.type, (ListType, TupleType, TensorType)):
+            raise self.error(node.args[0], f"sum() of a {items.type} is not supported (pass a "
+                             "list or tuple of numbers or Tensors)")
+        t = items.type
+        floats = t.element == FLOAT if isinstance(t, ListType) else \
+            isinstance(t, TupleType) and FLOAT in t.elements
+        if floats and start.type in (INT, BOOL):  # an int sum becomes a float: start as one
+            start = self.emit_value("prim::Float", [start])
+        acc, seq, item = (self.new_flag(k) for k in ("sum", "summed", "item"))
+        self.frame.set(seq, items)
+        self.frame.set(acc, start)
+        self.emit_source(f"for {item} in {seq}:\n    {acc} = {acc} + {item}\n", node)
+        return self.frame.find(acc)
+
+    def builtin_list(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``list()`` is ``[]``; ``list(items)`` the comprehension ``[x for x in items]`` (a new
+        list of a list's, a tuple's or a range's items, a dict's keys...)."""
+        if node.keywords or len(node.args) > 1:
+            raise self.error(node, "list() takes at most one argument")
+        if not node.args:
+            return self.expr(ast.copy_location(ast.List(elts=[], ctx=ast.Load()), node))
+        arg = node.args[0]
+        comp = self.iterable_as_list(arg)
+        return self.expr(comp if isinstance(comp, ast.ListComp) else _items_of(arg))
+
+    def builtin_dict(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``dict(a=w, b=v)`` is the literal ``{"a": w, "b": v}``; ``dict(items, **kw)`` a new
+        dict of a dict's items (of its type) or of (key, value) pairs, then the keywords."""
+        if len(node.args) > 1:
+            raise self.error(node, "dict() takes at most one positional argument")
+        keys = [ast.copy_location(ast.Constant(kw.arg), kw) for kw in node.keywords]
+        values = [kw.value for kw in node.keywords]
+        if not node.args:
+            return self.expr(ast.copy_location(ast.Dict(keys=keys, values=values), node))
+        source = self.expr(self.iterable_as_list(node.args[0]))
+        t = source.type
+        pairs = isinstance(t, ListType) and isinstance(t.element, TupleType) and \
+            len(t.element.elements) == 2
+        if not isinstance(t, DictType) and not pairs:
+            raise self.error(node.args[0], f"dict() of a {t} is not supported (pass a dict or a "
+                             "list of (key, value) pairs)")
+        declared = t if isinstance(t, DictType) else None
+        made = self.dict_literal(ast.copy_location(ast.Dict([], []), node), [], declared)
+        copy_, src, k, v = (self.new_flag(x) for x in ("dict", "items", "k", "v"))
+        self.frame.set(copy_, made)
+        self.frame.set(src, source)
+        if declared is not None:  # d[k] reads: the form the differentiation follows
+            self.emit_source(f"for {k} in {src}:\n    {copy_}[{k}] = {src}[{k}]\n", node)
+        else:
+            self.emit_source(f"for {k}, {v} in {src}:\n    {copy_}[{k}] = {v}\n", node)
+        for key, value in zip(keys, values):
+            self.set_dict_item(self.frame.find(copy_), key, self.expr(value), value)
+        return self.frame.find(copy_)
+
+    def iterable_as_list(self: FunctionCompiler, node: ast.expr) -> ast.expr:
+        """What ``sum``, ``list`` and ``dict`` read from an iterable argument: a generator
+        expression as the list comprehension of its items, ``range`` / ``zip`` / ``enumerate``
+        as ``[x for x in ...]`` (they are values only as a loop's iterable); else ``node``."""
+        if isinstance(node, ast.GeneratorExp):
+            return ast.copy_location(ast.ListComp(elt=node.elt, generators=node.generators),
+                                     node)
+        if isinstance(node, ast.Call) and self.resolve_static(node.func) in (range, zip,
+                                                                            enumerate):
+            return _items_of(node)
+        return node
+
     # -- comprehensions ---------------------------------------------------------------------------
     def visit_ListComp(self: FunctionCompiler, node: ast.ListComp) -> Any:
         """``[elt for x in it if cond]``: a new list, appended to by a loop."""
@@ -168,6 +259,14 @@ class ContainerMixin:
                 t = use.node.inputs[1].type
                 element = t if element is None else unify(element, t)
         return element
+
+
+def _items_of(node: ast.expr) -> ast.ListComp:
+    """``[$item for $item in node]``."""
+    item = "$item"
+    return ast.copy_location(ast.ListComp(elt=ast.Name(item, ast.Load()), generators=[
+        ast.comprehension(target=ast.Name(item, ast.Store()), iter=node, ifs=[], is_async=0)]),
+        node)
 
 
 class _Renamer(ast.NodeTransformer):

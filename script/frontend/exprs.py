@@ -20,6 +20,7 @@ from ir.types import (
     FLOAT,
     INT,
     NONE,
+    STR,
     ClassType,
     ListType,
     OptionalType,
@@ -214,12 +215,14 @@ class ExprMixin:
             return value
         if t in (INT, FLOAT) or isinstance(t, TensorType):
             return self.emit_value("prim::Bool", [value])
+        if t == STR:  # Python's rule: only the empty string is false
+            return self.emit_value("prim::Bool", [self.emit_value("prim::len", [value])])
         if t == NONE:
             return self.const(False)
         if isinstance(t, OptionalType):
             raise self.error(node, f"the truth value of an Optional ({t}) is ambiguous; "
                              "test 'x is not None'")
-        raise self.error(node, f"a condition must be a bool, number or Tensor, not {t}")
+        raise self.error(node, f"a condition must be a bool, number, str or Tensor, not {t}")
 
     # -- comparisons ------------------------------------------------------------------------------
     def visit_Compare(self: FunctionCompiler, node: ast.Compare) -> Any:

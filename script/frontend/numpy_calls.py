@@ -122,7 +122,7 @@ class NumpyMixin:
             return None
         if len(indices) > (1 if leading else 2):
             return None
-        values = [self.index_array(self.expr(i)) for i in indices]
+        values = [self.index_item(i) for i in indices]
         for item, v in zip(indices, values):
             if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
                 raise self.error(item, f"an index must be an int or an integer array, not "
@@ -134,6 +134,20 @@ class NumpyMixin:
         if len(values) == 1:
             return self.emit_value("tensor::take", [value, values[0], self.const(leading)])
         return self.emit_value("tensor::index_pairs", [value, *values])
+
+    def index_item(self: FunctionCompiler, node: ast.expr) -> Any:
+        """One item of an integer-array subscript: ``range(...)`` is ``np.arange(...)`` there (a
+        sequence of ints numpy reads as an integer array), anything else ``index_array``."""
+        if isinstance(node, ast.Call) and self.resolve_static(node.func) is range:
+            if node.keywords or not 1 <= len(node.args) <= 3:
+                raise self.error(node, "range() takes 1 to 3 positional arguments")
+            bounds = [self.expr(arg) for arg in node.args]
+            for arg, value in zip(node.args, bounds):
+                if value.type not in (INT, BOOL):
+                    raise self.error(arg, f"range() arguments must be ints, not {value.type}")
+            defaults = [self.const(None), self.const(1)][len(bounds) - 1:]
+            return self.emit_value("tensor::arange", [*bounds, *defaults, self.const(None)])
+        return self.index_array(self.expr(node))
 
     def index_array(self: FunctionCompiler, value: Any) -> Any:
         """An index value as numpy reads it: a list of ints is an integer array (``o[rows, y]``
@@ -200,14 +214,18 @@ class NumpyMixin:
             raise self.error(node, "list.reverse() takes no arguments")
         items, copy, n, i = (self.new_flag(k) for k in ("reverse", "reversed", "n", "i"))
         self.frame.set(items, lst)
-        code = (f"{n} = len({items})\n"
-                f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
-                f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n")
+        self.emit_source(f"{n} = len({items})\n"
+                         f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
+                         f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n", node)
+        return self.const(None)
+
+    def emit_source(self: FunctionCompiler, code: str, node: ast.AST) -> None:
+        """Compile the statements ``code`` (which may name the compiler's ``$`` variables) as
+        if written at ``node``: a construct written as the Python that means it."""
         for stmt in ast.parse(code.replace("$", "_S_")).body:
             stmt = _Dollars().visit(stmt)
             ast.fix_missing_locations(_located(stmt, node))
             self.visit(stmt)
-        return self.const(None)
 
 class _Dollars(ast.NodeTransformer):
     """Give back the ``$`` of compiler-made names (not valid in parsed Python source)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ClassType, OptionalType, is_subtype
 from script.frontend.annotations import class_type
-from script.frontend.classes import class_info, compile_class_method
+from script.frontend.classes import NO_INIT, class_info, compile_class_method
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -28,8 +28,12 @@ class ObjectMixin:
         if t.named_tuple:
             return self.construct_named_tuple(cls, t, node)
         info = class_info(t)
+        if info.init is NO_INIT and (node.args or node.keywords):
+            raise self.error(node, f"{cls.__name__}() takes no arguments (the class has no "
+                             "__init__)")
         obj = self.emit("prim::CreateObject", [], [t]).output
-        self.call_function(info.init, node, bound=(obj,))
+        if info.init is not NO_INIT:
+            self.call_function(info.init, node, bound=(obj,))
         return obj
 
     def construct_named_tuple(self: FunctionCompiler, cls: type, t: ClassType,
@@ -135,6 +139,8 @@ class ObjectMixin:
 
     def call_object_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:
         info = class_info(base.type)
+        if name in info.fields:  # self.layer(x): the object a field holds, called
+            return self.call_instance(self.object_attribute(base, name, node.func), node)
         fdef = None if base.type.named_tuple else compile_class_method(info, name)
         if fdef is None:
             raise self.error(node.func, f"'{info.cls.__name__}' object has no method '{name}' "

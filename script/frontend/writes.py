@@ -288,7 +288,7 @@ class WriteMixin:
             return None
         if not any(_may_be_array(i) for i in indices):
             return None
-        values = [self.index_array(self.expr(i)) for i in indices]
+        values = [self.index_item(i) for i in indices]
         if not any(isinstance(v.type, TensorType) for v in values):
             return None
         for item, v in zip(indices, values):

@@ -68,6 +68,7 @@ from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
     argmax,
     argmin,
     array,
+    column_stack,
     dot,
     empty_like,
     flatten,

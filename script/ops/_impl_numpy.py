@@ -69,6 +69,11 @@ def hstack(tensors: Any) -> Any:
     return array_module(*tensors).hstack(tuple(tensors))
 
 
+def column_stack(tensors: Any) -> Any:
+    """Join along the second axis, 1-D arrays as columns (numpy.column_stack)."""
+    return array_module(*tensors).column_stack(tuple(tensors))
+
+
 def numel(a: Any) -> int:
     """The number of elements (numpy's ``a.size``)."""
     return int(a.size)

@@ -5,8 +5,9 @@
 gather it back. ``tile`` and ``repeat`` sum the cotangent over the copies they made (a reshape
 that splits each repeated axis into (copies, size) or (size, copies), then a sum); ``flatten``
 and ``ravel`` reshape it back. ``dot`` is matmul's or mul's rule where canonicalization has not
-already rewritten it. ``vstack`` / ``hstack`` left unrewritten have items of unknown or mixed
-numbers of axes, and ``array`` of numbers computed from arrays carries no gradient: both refused.
+already rewritten it. ``vstack`` / ``hstack`` / ``column_stack`` left unrewritten have items of
+unknown or mixed numbers of axes, and ``array`` of numbers computed from arrays carries no
+gradient: both refused.
 """
 
 from __future__ import annotations
@@ -124,6 +125,10 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::hstack": _refused(
         "cannot differentiate np.hstack of arrays whose numbers of axes are not known when "
         "compiling or differ: write np.concatenate or np.stack of arrays of one number of axes"),
+    "tensor::column_stack": _refused(
+        "cannot differentiate np.column_stack of arrays whose numbers of axes are not known "
+        "when compiling, are 0, or mix 1-D arrays with arrays of 3 or more: write "
+        "np.concatenate or np.stack of arrays of one number of axes"),
     "tensor::array": _refused(
         "cannot differentiate np.array of Python numbers computed from arrays: keep them arrays "
         "(x.sum(), not float(x.sum())) and join them with np.stack"),

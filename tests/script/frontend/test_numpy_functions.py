@@ -35,11 +35,16 @@ def joins(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]
             np.hstack([v, v, v]))
 
 
-def joins_of_lists(x: Tensor) -> Tuple[Tensor, Tensor]:
+def joins_of_lists(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     rows: List[Tensor] = []
     for i in range(3):
         rows.append(np.tanh(x[i]))
-    return np.vstack(rows), np.hstack(rows)
+    return np.vstack(rows), np.hstack(rows), np.column_stack(rows)
+
+
+def column_stacks(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    return (np.column_stack((v, v * 2.0)), np.column_stack([x.T, x.T]),
+            np.column_stack((v, x.T, v)), np.column_stack((v[0], v[1])))
 
 
 def products(a: Tensor, v: Tensor, c: Tensor, r: Tensor):
@@ -61,6 +66,13 @@ def gathers(w: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tensor, Tensor, 
     return w[idx], picked, w[:, y[0]], w[1, 2] + w[0], w[np.arange(3), 1]
 
 
+def range_indices(p: Tensor, y: List[int]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    m = p.shape[0]
+    d = p.copy()
+    d[range(m), y] -= 1.0
+    return p[range(m), y], p[range(1, m), 0], p[range(0, m, 2)], d
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -71,12 +83,14 @@ PROGRAMS = {
     "repeats": (repeats, lambda r, d: (_r(r, d, 2, 3),)),
     "flat": (flat, lambda r, d: (_r(r, d, 2, 3),)),
     "joins": (joins, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
+    "column_stacks": (column_stacks, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "joins_of_lists": (joins_of_lists, lambda r, d: (_r(r, d, 3, 2),)),
     "products": (products, lambda r, d: (_r(r, d, 3, 3), _r(r, d, 3), _r(r, d, 5, 1),
                                          _r(r, d, 1, 4))),
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
     "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
                                        np.array([4, 0, 2]))),
+    "range_indices": (range_indices, lambda r, d: (_r(r, d, 4, 3), [2, 0, 1, 2])),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
                                                r.integers(0, 2, (3, 4)) * 3)),
 }
@@ -127,6 +141,9 @@ TYPE_CASES = [
     ("array", (True, None)), ("dot", (np.ones((2, 3)), np.ones((4, 3, 5)))),
     ("dot", (np.ones(3), np.ones(3))), ("vstack", ([np.ones(3), np.ones(3)],)),
     ("hstack", ([np.ones((2, 1)), np.ones((2, 3))],)),
+    ("column_stack", ([np.ones(3), np.ones((3, 2), np.float32)],)),
+    ("column_stack", ((np.ones(()), np.ones(()), np.ones(())),)),
+    ("column_stack", ([np.ones((3, 2, 4)), np.ones((3, 1, 4))],)),
     ("take", (np.ones((4, 3), np.float32), np.array([[0, 1]]), 1)),
     ("take", (np.ones((4, 3)), 2, 0)), ("index_pairs", (np.ones((4, 3, 2)), np.arange(4), 1)),
     ("take_backward", (np.ones((2, 3)), (5, 3), np.array([0, 0]), 0)),
@@ -149,6 +166,10 @@ REFUSED = [
      r"np.where\(cond\) with one argument .* is not supported"),
     ("def f(x: Tensor) -> Tensor:\n    return np.take(x, 1.5)\n",
      "an index must be an int or an integer array"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.column_stack(x, x)\n",
+     r"np.column_stack\(\) takes at most 1 positional arguments, got 2"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.tanh(x[range(0.5 * 4)])\n",
+     "range\\(\\) arguments must be ints, not float"),
 ]
 
 

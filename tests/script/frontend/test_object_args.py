@@ -282,7 +282,7 @@ def method_call(h: Layer, x: Tensor) -> Tensor:
     return h.norm() + x
 
 
-def calls_it(h: "WithCall", x: Tensor) -> Tensor:  # a string annotation
+def calls_it(h: "Layer", x: Tensor) -> Tensor:  # a string annotation
     return h(x)
 
 
@@ -298,11 +298,6 @@ def unannotated(h, x: Tensor) -> Tensor:
     return h.U + x
 
 
-class WithCall(Layer):
-    def __call__(self, x):
-        return self.U * x
-
-
 class WithMethod(Layer):
     def norm(self):
         return self.U
@@ -313,7 +308,8 @@ class WithMethod(Layer):
     (updates, Layer(np.ones(2), None), r"cannot assign the attribute 'U' of 'h'"),
     (passes_on, Layer(np.ones(2), None), r"argument 'layer' is annotated with a plain class"),
     (method_call, WithMethod(np.ones(2), None), r"calling the method 'norm'"),
-    (calls_it, WithCall(np.ones(2), None), r"calling the object argument 'h'"),
+    (calls_it, Layer(np.ones(2), None), r"calling the object argument 'h' \(its class has no "
+                                        "__call__"),
     (missing, Layer(np.ones(2), None), r"'h' \(Layer object\) has no attribute 'V'"),
     (object_value, Layer(Layer(1, 2), None), r"'h.U' is a Layer object"),
     (unannotated, Layer(np.ones(2), None), r"annotate it with the object's class"),
