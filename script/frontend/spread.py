@@ -1,12 +1,15 @@
-"""Spread arguments in calls: ``f(*params)``, ``f(x, *params, y)``.
+"""Spread arguments in calls, ``f(*params)``, ``f(x, *params, y)``, and spread items in list
+literals, ``[*xs, y]``.
 
 A tuple (a literal, a tuple-typed value, a named tuple) spreads into its items wherever a call
 takes positional arguments: its length is part of its type. A list's length is not known when a
-function compiles (a ``List[Tensor]`` argument, a list literal that may have grown, a list built
-by appends), so a list spreads only into a scripted or plain Python function, whose parameters
-say how many items it must hold; the items are read as ``a, b, c = params`` reads them (their
-gradients flow back into the list's items). A list spread anywhere else (an op, a builtin), or
-where the callee's defaults leave its length open, is refused with the unpacking to write.
+function compiles (a ``List[Tensor]`` argument, a list built by appends), so a list spreads into
+a callee whose positional parameters say how many items it must hold (a scripted or plain Python
+function, an op, a builtin), after a check, when the call runs, that it holds that many; the
+items are read as ``a, b, c = params`` reads them (their gradients flow back into the list's
+items). A list literal only read since it was made is unpacked as it is. A list spread into a
+callee that takes any number of arguments, or whose defaults leave its length open, is refused
+with the unpacking to write.
 """
 
 from __future__ import annotations
