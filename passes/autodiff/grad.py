@@ -38,8 +38,9 @@ cotangent's type can be less precise than its forward value's.
 
 Where each part lives: the reverse walk with Ifs and loops in ``walk``, the op rules in
 ``rules/`` (one module per op family), tuples in ``tuple_vjps``, lists in ``list_cts`` (the backward
-lists of item cotangents) and ``list_vjps``, dicts in ``dicts``, output seeding in ``outputs``, the
-preparatory rewrites and activity analysis in ``prepare``, and the builder in ``context``.
+lists of item cotangents), ``list_vjps`` and ``join_vjps`` (stack, concatenate), dicts in
+``dicts``, output seeding in ``outputs``, the preparatory rewrites and activity analysis in
+``prepare``, and the builder in ``context``.
 
 Last, ``passes.autodiff.soundness`` checks that every value on a path from a differentiated input
 to an output got a cotangent: a construct the backward does not handle is refused (``IRError``

@@ -15,6 +15,8 @@ its reads go to known items (``read_cts``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ir.core import PARAM, Block, Node, Value
 from ir.errors import IRError
 from ir.types import INT, ListType
@@ -80,7 +82,8 @@ def _zero_items(ctx: BlockGrad, lst: Value, node: Node) -> Value:
             return ctx.emit("prim::ListConstruct", types=[ListType(item)]).output
         zeros = ctx.op("tensor::zeros", (n, *item.shape), item.dtype)
         return ctx.emit("tensor::unbind", zeros, 0, types=[ListType(item)]).output
-    saved = ctx.fwd(_snapshot_after(ctx, lst, node))
+    assert node.next is not None
+    saved = ctx.fwd(snapshot_before(ctx, lst, node.next))
     cts = ctx.emit("prim::ListConstruct", types=[ListType(element)]).output
 
     def zero(k: Value) -> None:
@@ -90,28 +93,33 @@ def _zero_items(ctx: BlockGrad, lst: Value, node: Node) -> Value:
     return cts
 
 
-def _snapshot_after(ctx: BlockGrad, lst: Value, node: Node) -> Value:
-    """A forward copy of ``lst`` taken right after ``node`` (the items it has there)."""
+def snapshot_before(ctx: BlockGrad, lst: Value, node: Node) -> Value:
+    """A forward copy of ``lst`` taken right before ``node`` runs (the items it has there)."""
     fgraph = ctx.ad.forward
-    assert node.next is not None
-    with fgraph.inserting_before(node.next):
+    with fgraph.inserting_before(node):
         none = fgraph.constant(None)
         return fgraph.insert("prim::ListSlice", [lst, none, none, none], [lst.type],
                              names=[(lst.name or "l") + "_items"]).output
 
 
-def for_each(ctx: BlockGrad, n: Value, body) -> None:
-    """Emit ``for k in range(n): body(k)`` into the backward (nothing carried)."""
-    loop = ctx.emit("prim::Loop", n, True, types=[])
+def for_each(ctx: BlockGrad, n: Value, body, carry: Sequence[Value] = ()) -> list[Value]:
+    """Emit ``for k in range(n): body(k)`` into the backward. With ``carry``, the loop carries
+    those values: ``body(k, *carried)`` returns their next values, and the loop's results (the
+    carried values after the last trip) are returned."""
+    loop = ctx.emit("prim::Loop", n, True, *carry, types=[])
     block = Block(ctx.graph, owner=loop)
     loop.blocks.append(block)
     k = block.add_param(INT, "k")
+    carried = [block.add_param(v.type, v.name or "c") for v in carry]
     outer, ctx.bblock = ctx.bblock, block
     try:
-        body(k)
-        block.set_returns([ctx.const(True)])
+        nexts = body(k, *carried)
+        block.set_returns([ctx.const(True), *(nexts if carry else [])])
     finally:
         ctx.bblock = outer
+    for v in carry:
+        loop.add_output(v.type)
+    return list(loop.outputs)
 
 
 def item_ct(ctx: BlockGrad, cts: Value, index: Value) -> Value:

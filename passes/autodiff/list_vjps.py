@@ -7,7 +7,7 @@ from __future__ import annotations
 from ir.core import Node, Value
 from ir.errors import IRError
 from ir.types import INT, ListType, TensorType
-from passes.autodiff.context import BlockGrad, axis_size, covering
+from passes.autodiff.context import BlockGrad
 from passes.autodiff.list_cts import (
     add_at,
     copy_list,
@@ -15,13 +15,11 @@ from passes.autodiff.list_cts import (
     is_graph_input,
     item_ct,
     untracked,
-    whole_list_ct,
 )
 from passes.autodiff.lists import (
     CHANGES,
     LEN,
     is_static_list,
-    length_after,
     made_items,
     refusal,
 )
@@ -200,56 +198,6 @@ def _zeros_of(ctx: BlockGrad, t: TensorType) -> Value:
     return ctx.op("tensor::zeros", tuple(t.shape), t.dtype)
 
 
-def _stack(ctx: BlockGrad, node: Node) -> None:
-    g = ctx.take_ct(node.output)
-    lst = node.inputs[0]
-    if g is None or not ctx.is_active(lst):
-        return
-    axis = node.inputs[1]
-    pieces = ctx.emit("tensor::unbind", g, ctx.fwd(axis)).output
-    whole_list_ct(ctx, node, lst, pieces)
-
-
-def _cat(ctx: BlockGrad, node: Node) -> None:
-    g = ctx.take_ct(node.output)
-    lst = node.inputs[0]
-    if g is None or not ctx.is_active(lst):
-        return
-    axis = int(node.inputs[1].constant)
-    element = lst.type.element if isinstance(lst.type, ListType) else None
-    producer = lst.node
-    if producer.kind == "prim::ListConstruct" and len(lst.uses) == 1:
-        # a size not known when compiling is read from the piece when the backward runs
-        sizes = [axis_size(v, axis) for v in producer.inputs]
-        sizes = [ctx.op("tensor::size", ctx.fwd(v), axis) if size is None else size
-                 for v, size in zip(producer.inputs, sizes)]
-    else:
-        # the list's length where the cat reads it (appends after the cat are not its pieces)
-        n = length_after(lst, node) if lst.node.owner is node.owner else None
-        size = element.shape[axis] if isinstance(element, TensorType) and element.shape else None
-        if n is None or size is None:
-            raise refusal(node, "cannot differentiate np.concatenate of a list whose length or "
-                          "item sizes are not known when compiling", "append to it a fixed "
-                          "number of times (no conditional appends, a loop over a constant "
-                          "range), np.stack items of one shape, or concatenate a list literal")
-        sizes = [size] * n
-    if None in sizes:
-        raise refusal(node, "cannot differentiate np.concatenate of items whose sizes along the "
-                      "axis are not known when compiling", "concatenate arrays of fixed sizes, "
-                      "or np.stack items of one shape")
-    start: int | Value = 0
-    pieces = []
-    for s in sizes:
-        end = start + s if isinstance(start, int) and isinstance(s, int) else \
-            ctx.op("tensor::add", start, s)
-        pieces.append(ctx.op("tensor::slice", g, axis, start, end, None))
-        start = end
-    # pieces of different sizes: the list's element type covers them all (not the first's)
-    item_t = covering([p.type for p in pieces], TensorType())
-    lst_ct = ctx.emit("prim::ListConstruct", *pieces, types=[ListType(item_t)]).output
-    whole_list_ct(ctx, node, lst, lst_ct)
-
-
 LIST_VJPS = {
     "prim::ListConstruct": _list_construct,
     "prim::ListAppend": _list_append,
@@ -260,7 +208,5 @@ LIST_VJPS = {
     "prim::ListIndex": _list_index,
     "prim::ListUnpack": _list_unpack,
     "tensor::unbind": _unbind,
-    "tensor::stack": _stack,
-    "tensor::cat": _cat,
 }
 """List nodes (and the array ops that make or read whole lists) -> their backward."""

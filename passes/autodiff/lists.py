@@ -11,7 +11,8 @@ multi-layer stack keeps its layers' weights in one list, and their shapes differ
   body reads such a list at an index computed from its counter (``params[4 * layer + 1]``) is
   unrolled, so each copy reads at a constant index.
 - ``tuple_list_inputs``: once every read is at a constant index, the argument is retyped as the
-  tuple of its items' types and the reads become ``TupleIndex``: shape propagation then knows
+  tuple of its items' types and the reads become ``TupleIndex`` (a list extended by it, as
+  ``[*xs, y]`` builds one, is appended each item): shape propagation then knows
   every weight's shape, and the backward gives the argument a per-item cotangent (returned as a
   list again).
 - ``simplify_unbind_reads``: ``unbind(x, a)[i]`` is ``select(x, a, i)`` and ``len(unbind(x, a))``
@@ -43,21 +44,22 @@ MAX_TRIPS = MAX_FULL_UNROLL_TRIPS
 LIST_INDEX = "prim::ListIndex"
 LEN = "prim::len"
 UNPACK = "prim::ListUnpack"
+EXTEND = "prim::ListExtend"
 READS = (LIST_INDEX, LEN)
 
 
 # -- list arguments -------------------------------------------------------------------------------
 def read_only_list_inputs(graph: Graph, item_types: Mapping[int, Sequence[Type]]
                           ) -> dict[Value, tuple[Type, ...]]:
-    """Graph inputs that are lists of tensors with known items, only indexed, unpacked and
-    measured by the function: input -> its items' types. Their ``len`` is replaced by the
-    constant length."""
+    """Graph inputs that are lists of tensors with known items, only indexed, unpacked,
+    measured and copied into another list (``l.extend(xs)``) by the function: input -> its
+    items' types. Their ``len`` is replaced by the constant length."""
     found: dict[Value, tuple[Type, ...]] = {}
     for k, types in item_types.items():
         v = graph.inputs[k]
         if not isinstance(v.type, ListType) or not all(isinstance(t, TensorType) for t in types):
             continue
-        if any(use.node.kind not in (*READS, UNPACK) or use.index != 0 for use in v.uses):
+        if not all(_only_read(use.node, use.index) for use in v.uses):
             continue
         found[v] = tuple(types)
         for use in list(v.uses):
@@ -77,6 +79,12 @@ def tuple_list_inputs(lists: Mapping[Value, tuple[Type, ...]]) -> bool:
         v.type = TupleType(types)
         for use in list(v.uses):
             read = use.node
+            if read.kind == EXTEND:  # l.extend(xs): append each item
+                for k in range(len(types)):
+                    item = _node_before(read, "prim::TupleIndex", [v, _constant_before(read, k)])
+                    _node_before(read, "prim::ListAppend", [read.inputs[0], item.output])
+                read.erase()
+                continue
             if read.kind == UNPACK:
                 unpack = read.graph.create("prim::TupleUnpack", [v], list(types),
                                            source=read.source)
@@ -90,9 +98,16 @@ def tuple_list_inputs(lists: Mapping[Value, tuple[Type, ...]]) -> bool:
     return changed
 
 
+def _only_read(user: Node, index: int) -> bool:
+    """``user`` reads the list it has as input ``index`` without changing it."""
+    if user.kind == EXTEND:
+        return index == 1 and user.inputs[0] is not user.inputs[1]
+    return user.kind in (*READS, UNPACK) and index == 0
+
+
 def _constant_read(node: Node, n: int) -> bool:
-    if node.kind == UNPACK:
-        return len(node.outputs) == n
+    if node.kind in (UNPACK, EXTEND):
+        return node.kind == EXTEND or len(node.outputs) == n
     i = node.inputs[1]
     return node.kind == LIST_INDEX and i.is_constant and -n <= int(i.constant) < n
 

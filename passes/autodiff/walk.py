@@ -24,6 +24,7 @@ from passes.autodiff.context import (
     kind_of,
 )
 from passes.autodiff.dicts import DICT_VJPS, uses_active_dict
+from passes.autodiff.join_vjps import JOIN_VJPS
 from passes.autodiff.list_cts import open_lists
 from passes.autodiff.list_vjps import LIST_VJPS
 from passes.autodiff.lists import located
@@ -300,7 +301,7 @@ STRUCTURE_VJPS = {
     "prim::Constant": lambda ctx, node: None,
     "prim::If": _backprop_if,
     "prim::Loop": _backprop_loop,
-} | TUPLE_VJPS | LIST_VJPS | DICT_VJPS
+} | TUPLE_VJPS | LIST_VJPS | JOIN_VJPS | DICT_VJPS
 """Nodes whose backward is about structure (tuples, lists, control flow), not arithmetic."""
 
 __all__ = ["STRUCTURE_VJPS", "backprop_block", "backprop_node", "outer_values"]

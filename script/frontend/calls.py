@@ -50,6 +50,7 @@ from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.object_args import ObjectArg, plain_class_params
+from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
 
@@ -193,7 +194,7 @@ class CallMixin:
         if fdef is not None:
             return self.call_function(fdef, node)
         if not inspect.isfunction(obj) or _is_library(obj):
-            self.refuse_list_spread(node)
+            node = self.spread_into_library(positional_params(obj, op_for_object(obj)), node)
         builtin = _builtin_name(obj)
         if builtin is not None and hasattr(self, f"builtin_{builtin}"):
             return getattr(self, f"builtin_{builtin}")(node)
@@ -212,8 +213,10 @@ class CallMixin:
     # -- ops ------------------------------------------------------------------------------------
     def call_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:
         t = base.type
-        if not isinstance(t, ClassType):
-            self.refuse_list_spread(node)
+        if isinstance(t, TensorType) or not isinstance(t, ClassType):
+            op = method_op(name) if isinstance(t, TensorType) else None
+            node = self.spread_into_library(positional_params(None, op) if op else None, node,
+                                            method=True)
         if isinstance(t, TensorType):
             op = method_op(name)
             if op is not None:
@@ -339,7 +342,7 @@ class CallMixin:
         objects = objects or {}
         params = fdef.arg_names
         shown = fdef.positional_names()[len(bound):]
-        node = self.fill_list_spread(fdef, node, shown)
+        node = self.fill_list_spread(fdef.name, node, shown, fdef.defaults)
         if len(node.args) > len(shown):
             raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
                              f"{len(node.args)} were given")

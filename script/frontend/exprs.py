@@ -377,9 +377,8 @@ class ExprMixin:
         return self.emit_value("prim::TupleConstruct", items)
 
     def visit_List(self: FunctionCompiler, node: ast.List, element: Type | None = None) -> Any:
-        for elt in node.elts:
-            if isinstance(elt, ast.Starred):
-                raise self.unsupported(elt, "* unpacking inside a list literal")
+        if any(isinstance(elt, ast.Starred) for elt in node.elts):
+            return self.list_with_spreads(node, element)
         items = [self.expr(e) for e in node.elts]
         if element is None:
             hinted = self.literal_type(node)

@@ -75,7 +75,11 @@ class SequenceMixin:
 
 def is_shape(value: Any) -> bool:
     """Is ``value`` a shape (a tuple in numpy): ``x.shape``, a slice of one, one joined with a
-    tuple by ``+``, or an ``if``'s output that is a shape on both paths?"""
+    tuple by ``+``, an ``if``'s output that is a shape on both paths, or an item read from a list
+    literal of shapes (``shapes = [x.shape, x.shape[1:]]; s = shapes[0]``)?"""
+    items = literal_items_read(value)
+    if items is not None:
+        return bool(items) and all(map(is_shape, items))
     producer = value.node
     if producer.kind in ("tensor::shape", "prim::ShapeConstruct"):
         return True
@@ -92,6 +96,42 @@ def is_shape(value: Any) -> bool:
     if producer.kind == "prim::Loop":
         return is_shape(producer.inputs[value.index + 2])
     return False
+
+
+READS = ("prim::ListIndex", "prim::len", "prim::ListUnpack")
+"""Uses that read a list without changing it or keeping it anywhere."""
+
+
+def literal_items_read(value: Any) -> list[Any] | None:
+    """The items of a list literal that ``value`` may be, when it was read from one (``l[i]``,
+    ``a, b = l``; at a constant index, the one item) in the literal's own block, and nothing
+    before the read could have changed the list (only reads of it came first): else None."""
+    read = value.node
+    if read.kind not in ("prim::ListIndex", "prim::ListUnpack"):
+        return None
+    lst = read.inputs[0]
+    maker = lst.node
+    if maker.kind != "prim::ListConstruct" or maker.owner is not read.owner:
+        return None
+    for use in lst.uses:
+        top = use.node  # the node of the read's block that is or holds the use
+        while top is not None and top.owner is not read.owner:
+            top = top.owner.owner if top.owner is not None else None
+        if top is None or (top is not read and top.is_before(read) and not _only_reads(use.node)):
+            return None
+    items = list(maker.inputs)
+    if read.kind == "prim::ListUnpack":
+        return [items[value.index]] if len(read.outputs) == len(items) else items
+    index = read.inputs[1]
+    if index.is_constant and -len(items) <= int(index.constant) < len(items):
+        return [items[int(index.constant)]]
+    return items
+
+
+def _only_reads(user: Any) -> bool:
+    """``user`` reads a list without changing it or keeping it anywhere (a tuple never used is
+    what ``a, b = l1, l2`` leaves)."""
+    return user.kind in READS or (user.kind == "prim::TupleConstruct" and not user.output.uses)
 
 
 def _kind(t: Any) -> str | None:

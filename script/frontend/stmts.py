@@ -39,7 +39,7 @@ from script.frontend.env import (
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg
-from script.frontend.sequences import is_shape
+from script.frontend.sequences import is_shape, literal_items_read
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -58,7 +58,11 @@ def _holds_int_lists(t: Any) -> bool:
 
 def _taken_from_container(value: Any) -> bool:
     """Whether ``value`` (a list of ints) was taken out of a container of int lists that is not
-    one of the function's arguments (whose int lists are lists): it may be a shape."""
+    one of the function's arguments (whose int lists are lists): it may be a shape. Not when it
+    was read from a list literal of list literals (``is_shape`` finds one of shapes)."""
+    items = literal_items_read(value)
+    if items and all(v.node.kind == "prim::ListConstruct" for v in items):
+        return False
     for v in value.node.inputs:
         if _holds_int_lists(v.type) and not (
                 v.node.kind == "prim::Param" and v.node.owner is not None

@@ -109,7 +109,7 @@ def bad_bitwise(a: int, b: int) -> int:
 
 
 def bad_star_call(xs: List[Tensor]) -> Tensor:
-    return ops.stack(*xs)  # ERROR: \*xs in a call of ops.stack\(\) is not supported: a list's length is not known when compiling \(unpack it first
+    return ops.stack(*xs)  # ERROR: \*xs in a call of ops.stack\(\) is not supported: the defaults of ops.stack\(\) \(axis\) leave the list's length open \(unpack it first
 
 
 def bad_star_call_defaults(xs: List[Tensor]) -> Tensor:

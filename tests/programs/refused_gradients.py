@@ -99,14 +99,6 @@ def refused_list_inside_a_tuple_output(x: Tensor) -> Tuple[Tensor, List[Tensor]]
 
 
 # -- constructs the backward refuses by name -----------------------------------------------------
-def refused_concatenate_conditional_appends(x: Tensor, n: int) -> Tensor:
-    l: List[Tensor] = []
-    for i in range(n):
-        if i % 2 == 0:
-            l.append(x * float(i + 1))
-    return np.concatenate(l, axis=0)  # REFUSED: cannot differentiate np.concatenate of a list
-
-
 def refused_list_read_at_a_variable_index(x: Tensor, k: int) -> Tensor:
     l = [x * 2.0, np.tanh(x)]
     return l[k] * 3.0  # REFUSED: cannot differentiate reading a list at a non-constant index
@@ -170,7 +162,6 @@ ARGS = {
     "refused_named_tuple_fields": lambda r: (r.standard_normal(3),),
     "refused_object_field": lambda r: (r.standard_normal(3),),
     "refused_list_inside_a_tuple_output": lambda r: (r.standard_normal(3),),
-    "refused_concatenate_conditional_appends": lambda r: (r.standard_normal(2), 3),
     "refused_list_read_at_a_variable_index": lambda r: (r.standard_normal(2), 1),
     "refused_appended_item_read_back": lambda r: (r.standard_normal(2),),
     "refused_list_pop": lambda r: (r.standard_normal(2),),

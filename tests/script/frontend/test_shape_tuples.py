@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from script import Tensor, script
+from tests.gradcheck import check_vjp
 
 
 def by_shape(x: Tensor):
@@ -142,17 +143,39 @@ def test_a_shape_grown_in_place_is_rebound_as_a_tuple(fn, args):
 
 
 def item_grown(x: Tensor):
-    shapes = [x.shape, x.shape]
+    shapes = [x.shape, x.shape[1:]]
     s = shapes[0]
-    s += (1,)
-    return s
+    s += (1,)  # a tuple: rebound, shapes[0] unchanged
+    return s, shapes, shapes[1] == (3,)
 
 
 def unpacked_grown(x: Tensor):
     shapes = [x.shape, x.shape]
     a, b = shapes
     a += (1,)
-    return a
+    return a, b, shapes
+
+
+def item_grown_in_a_loop(x: Tensor):
+    shapes = [x.shape, x.shape[1:]]
+    s = shapes[1]
+    for i in range(2):
+        s += (i,)
+    return s, shapes
+
+
+def reshaped_by_a_grown_item(x: Tensor):
+    shapes = [x.shape, x.shape[1:]]
+    s = shapes[0]
+    s += (1,)
+    return np.tanh(x.reshape(s)) * 2.0
+
+
+def literal_item_grown(x: Tensor):
+    lists = [[1, 2], [3]]
+    s = lists[0]
+    s += [5]  # a list: extended in place, lists[0] sees it
+    return lists, s
 
 
 def argument_item_grown(lists: List[List[int]]):
@@ -161,10 +184,38 @@ def argument_item_grown(lists: List[List[int]]):
     return lists
 
 
+def item_of_either(x: Tensor, k: int):
+    items = [[1, 2], x.shape]
+    s = items[k]  # a list or a shape, by k
+    s += (7,)
+    return s
+
+
+def item_after_an_append(x: Tensor):
+    shapes = [x.shape]
+    shapes.append([4, 5])
+    s = shapes[-1]
+    s += [1]
+    return s, shapes
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("fn", [item_grown, unpacked_grown, item_grown_in_a_loop,
+                                literal_item_grown, reshaped_by_a_grown_item])
+def test_growing_an_item_of_a_literal_of_shapes_or_of_lists(fn, dtype):
+    x = np.arange(6.0, dtype=dtype).reshape(2, 3)
+    got, want = script(fn)(x), fn(x)
+    assert repr(got) == repr(want)
+
+
+def test_the_gradient_through_a_shape_grown_from_a_container():
+    check_vjp(reshaped_by_a_grown_item, (np.random.default_rng(0).standard_normal((2, 3)),))
+
+
 def test_growing_an_int_list_read_from_a_container():
     from script import ScriptError
-    with pytest.raises(ScriptError, match="may hold a shape"):
-        script(item_grown)(np.ones((2, 3)))
-    with pytest.raises(ScriptError, match="may hold a shape"):
-        script(unpacked_grown)(np.ones((2, 3)))
+    for fn, args in ((item_of_either, (1,)), (item_after_an_append, ())):
+        with pytest.raises(ScriptError, match="'s \\+= ...' on a list of ints read from a "
+                           "container: it may hold a shape"):
+            script(fn)(np.ones((2, 3)), *args)
     assert script(argument_item_grown)([[1], [2]]) == [[1, 5], [2]]
