@@ -395,6 +395,7 @@ class _Materializer:
         self.members = [n for n in block if n in self.inside]
 
     def run(self) -> bool:
+        self._views_outside()
         outputs = [v for n in self.members for v in n.outputs
                    if any(use.node not in self.inside for use in v.uses)]
         if not outputs:
@@ -410,6 +411,23 @@ class _Materializer:
         for n in reversed(self.members):
             n.erase()
         return True
+
+    def _views_outside(self) -> None:
+        """A member view (a gate's chunk) of a value computed outside the group that nodes
+        outside read too (a second group, after a product between them) is read there through
+        a copy of the view made outside: the group would otherwise write it out as an output,
+        a copy of memory that is already there."""
+        from ir.core import clone_node
+        for n in self.members:
+            if n.kind not in VIEW_OPS or n.inputs[0].node in self.inside:
+                continue
+            if not any(u.node not in self.inside for v in n.outputs for u in v.uses):
+                continue
+            copy = clone_node(n, self.graph, {})
+            copy.insert_before(n)
+            for old, new in zip(n.outputs, copy.outputs):
+                for use in [u for u in old.uses if u.node not in self.inside]:
+                    use.node.set_input(use.index, new)
 
     def _subgraph(self, outputs: list[Value]) -> tuple[Graph, list[Value]]:
         from ir.core import clone_node

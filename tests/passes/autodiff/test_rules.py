@@ -129,6 +129,10 @@ def matmul_vec(a: Tensor, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor, Tensor]
     return a @ v, w @ a, v @ v
 
 
+def matmul_sum(a: Tensor, b: Tensor, c: Tensor, d: Tensor) -> Tensor:
+    return ops.matmul_sum(a, b, c, d)
+
+
 def matmul_batched(a: Tensor, b: Tensor) -> Tensor:
     return np.matmul(a, b)
 
@@ -204,6 +208,8 @@ CASES = {
     "matmul_vec": (matmul_vec, lambda r: (_r(r, 3, 3), _r(r, 3), _r(r, 3)), ["tensor::matmul"]),
     "matmul_batched": (matmul_batched, lambda r: (_r(r, 2, 3, 4), _r(r, 4, 2)),
                        ["tensor::matmul"]),
+    "matmul_sum": (matmul_sum, lambda r: (_r(r, 3, 4), _r(r, 4, 2), _r(r, 3, 5), _r(r, 5, 2)),
+                   ["tensor::matmul_sum"]),
     "linear": (linear, lambda r: (_r(r, 2, 3, 4), _r(r, 5, 4), _r(r, 5)), ["tensor::linear"]),
     "layer_norm": (layer_norm, lambda r: (_r(r, 3, 6), _r(r, 6), _r(r, 6)),
                    ["tensor::layer_norm"]),
