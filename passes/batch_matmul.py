@@ -170,9 +170,14 @@ def batch_side(group: list[Node], side: int) -> None:
     spans = [slice_span(n.inputs[1 - side], axis) for n in group]
     with graph.inserting_before(first):
         if all(spans) and len({s[0] for s in spans}) == 1:  # type: ignore[index]
-            bounds = [graph.constant(axis), graph.constant(spans[0][1]),  # type: ignore[index]
-                      graph.constant(spans[-1][2]), graph.constant(None)]  # type: ignore[index]
-            other = graph.insert_typed("tensor::slice", [spans[0][0], *bounds]).output  # type: ignore[index]
+            source, start, stop = spans[0][0], spans[0][1], spans[-1][2]  # type: ignore[index]
+            whole = _static_2d(source)
+            if whole is not None and start == 0 and stop == whole[axis]:
+                other = source  # the slices cover the whole matrix
+            else:
+                bounds = [graph.constant(axis), graph.constant(start), graph.constant(stop),
+                          graph.constant(None)]
+                other = graph.insert_typed("tensor::slice", [source, *bounds]).output
         else:
             other = concatenate(graph, [n.inputs[1 - side] for n in group], axis)
         operands = [shared, other] if side == 0 else [other, shared]
