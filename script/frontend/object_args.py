@@ -206,6 +206,12 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
 _MISSING: Any = object()
 
 
+def _holds_objects(value: Any) -> bool:
+    """A list or tuple holding a plain object, at any depth."""
+    return any(is_plain_object(v) or type(v) in (list, tuple) and _holds_objects(v)
+               for v in value)
+
+
 def check_object_argument(name: str, value: Any, function: str, kind: str = "object") -> None:
     """SignatureError unless ``value`` can be passed for the parameter ``name``, annotated with
     a plain class (``kind`` "object") or a list or tuple of them ("sequence")."""
@@ -250,11 +256,12 @@ class ObjectArgMixin:
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_plain_object(value):
             return ObjectArg(owner.param, path, spelling, value)
-        if type(value) in (list, tuple) and any(is_plain_object(v) for v in value):
+        if type(value) in (list, tuple) and _holds_objects(value):
             if not is_object_sequence(value):
                 raise self.error(node, f"'{spelling}' is a {type(value).__name__} mixing plain "
-                                 "objects and other values: scripted code reads a list of "
-                                 "objects only (keep the other values in another attribute)")
+                                 "objects and other values (or lists of them): scripted code "
+                                 "reads a flat list of objects only (keep the other values in "
+                                 "another attribute)")
             return ObjectSeq.of(owner.param, path, spelling, value)
         return None
 
