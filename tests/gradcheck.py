@@ -110,7 +110,7 @@ def check_vjp(f: Any, args: tuple[Any, ...], *, eps: float = 1e-6, rtol: float =
         wrt = None if argnums is None else frozenset(k % len(args) for k in argnums)
         _, backward = run_vjp(compile_gradient(sf, bound, optimize=optimize, wrt=wrt), bound)
         analytic["optimized" if optimize else "unoptimized"] = backward(ct)[:len(args)]
-    if any(is_plain_object(a) for a in args):
+    if any(is_plain_object(a) or _is_object_sequence(a) for a in args):
         check_object_vjp(sf, args, ct, call, eps=eps, rtol=rtol, atol=atol, argnums=argnums)
     for path, _ in float_arrays(args):
         if wrt is not None and path[0] not in wrt:
@@ -136,10 +136,26 @@ def object_float_arrays(obj: Any, path: tuple[Any, ...] = ()
         obj.items() if isinstance(obj, dict) else enumerate(obj)
     for name, value in items:
         step = name if is_plain_object(obj) else [name]
-        if is_plain_object(value) or isinstance(value, (list, dict)):
+        if is_plain_object(value) or isinstance(value, (list, dict)) or \
+                _is_object_sequence(value):
             yield from object_float_arrays(value, path + (step,))
         elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
             yield path + (step,), value
+
+
+def _is_object_sequence(value: Any) -> bool:
+    """A list or tuple of plain objects (an argument ``layers: List[Layer]``)."""
+    return isinstance(value, (list, tuple)) and bool(value) and \
+        all(is_plain_object(v) for v in value)
+
+
+def _gradient_type_matches(got: Any, arg: Any) -> bool:
+    """The gradient of an object is an object of its class; of a list of objects, a list (tuple)
+    of such gradients."""
+    if _is_object_sequence(arg):
+        return type(got) is type(arg) and len(got) == len(arg) and \
+            all(_gradient_type_matches(g, a) for g, a in zip(got, arg))
+    return type(got) is type(arg)
 
 
 def _step(tree: Any, step: Any) -> Any:
@@ -149,18 +165,19 @@ def _step(tree: Any, step: Any) -> Any:
 def check_object_vjp(sf: ScriptFunction, args: tuple[Any, ...], ct: Any,
                      call: Callable[[Callable[..., Any]], Callable[..., Any]], *, eps: float,
                      rtol: float, atol: float, argnums: Sequence[int] | None = None) -> None:
-    """The public ``vjp``'s gradient of each plain object argument (an object of its class)
-    against finite differences of every float array it holds: an attribute the gradient object
-    lacks must have a zero derivative."""
+    """The public ``vjp``'s gradient of each plain object argument (an object of its class; a
+    list or tuple of them for a list or tuple of objects) against finite differences of every
+    float array it holds: an attribute the gradient object lacks must have a zero derivative."""
     _, backward = vjp(sf, *args, argnums=argnums)
     grads = backward(ct)
     for k, obj in enumerate(args):
-        if not is_plain_object(obj):
+        if not is_plain_object(obj) and not _is_object_sequence(obj):
             continue
         if argnums is not None and k % len(args) not in {n % len(args) for n in argnums}:
             assert grads[k] is None, f"argument {k}: not in argnums"
             continue
-        assert type(grads[k]) is type(obj), f"argument {k}: gradient of type {type(grads[k])}"
+        assert _gradient_type_matches(grads[k], obj), \
+            f"argument {k}: gradient of type {type(grads[k])}"
         for path, _ in object_float_arrays(obj):
             got: Any = grads[k]
             for step in path:

@@ -49,7 +49,7 @@ from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.numpy_calls import numpy_composite
-from script.frontend.object_args import ObjectArg, plain_class_params
+from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
@@ -136,6 +136,8 @@ class CallMixin:
             base = self.resolve_static(func.value)
             if base is NOT_STATIC:
                 return self.call_method(self.expr(func.value), func.attr, node)
+            if isinstance(base, ObjectArg) and self.object_method(base, func.attr) is not None:
+                return self.call_object_argument(base, node, func.attr)
             if constant_value(base) is not NOT_CONSTANT:  # a method of a captured array
                 return self.call_method(self.captured_value(func.value, base), func.attr, node)
         obj = self.resolve_static(func)
@@ -150,15 +152,22 @@ class CallMixin:
             return self.call_object_method(value, "__call__", node)
         raise self.error(node.func, f"a value of type {t} is not callable")
 
-    def call_object_argument(self: FunctionCompiler, obj: ObjectArg, node: ast.Call) -> Any:
-        """``layer(x)`` on a plain object argument: its class's ``__call__``, compiled as a
-        function taking the object (its attributes read per call, as the caller's are)."""
-        method = inspect.getattr_static(type(obj.example), "__call__", None)
-        if not inspect.isfunction(method) or _is_library(method):
+    def call_object_argument(self: FunctionCompiler, obj: ObjectArg, node: ast.Call,
+                             name: str = "__call__") -> Any:
+        """``layer(x)`` or ``layer.forward(x)`` on a plain object argument: its class's method,
+        compiled as a function taking the object (its attributes read per call, as the
+        caller's are); a static method is a plain function."""
+        method = self.object_method(obj, name)
+        if method is None:
             raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
                                    "(its class has no __call__; its attributes are read: call a "
                                    "function with them)")
-        objects = self.object_arguments(obj.example.__call__, node)
+        if isinstance(method, staticmethod):
+            return self.call_python_function(method.__func__, node)
+        if isinstance(method, classmethod):
+            raise self.unsupported(node.func, f"calling the class method '{name}' of "
+                                   f"'{obj.spelling}' (make it a static method or a function)")
+        objects = self.object_arguments(getattr(obj.example, name), node)
         objects[next(iter(inspect.signature(method).parameters))] = obj
         fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
@@ -374,8 +383,7 @@ class CallMixin:
                 raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                  f"not {value.type}")
             inputs.append(value)
-        inputs += [self.add_attr_input(self.callee_ref(fdef, ref, objects))
-                   for ref in fdef.attr_refs]
+        inputs += [self.callee_input(fdef, ref, objects) for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
             self.guard_global(key, guard.read, guard.expected)
         self.forget_fields()  # the callee may assign the fields of any object it reaches
@@ -413,6 +421,8 @@ class CallMixin:
     def builtin_len(self: FunctionCompiler, node: ast.Call) -> Any:
         if len(node.args) == 1 and not node.keywords:
             static = self.resolve_static(node.args[0])
+            if isinstance(static, ObjectSeq):
+                return self.const(len(self.object_items(static)))
             if static is not NOT_STATIC and is_module_sequence(static):
                 return self.const(len(static))
         (value,) = self.builtin_args(node, "len", 1)

@@ -32,7 +32,17 @@ from typing import Any
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import ANY, NONE, TENSOR, TensorType, Type, is_number, is_subtype, unify
+from ir.types import (
+    ANY,
+    NONE,
+    TENSOR,
+    OptionalType,
+    TensorType,
+    Type,
+    is_number,
+    is_subtype,
+    unify,
+)
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
@@ -77,6 +87,7 @@ UNINITIALIZED = "prim::Uninitialized"
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
 _compiling: list[Any] = []
 _lock = threading.RLock()
+_NO_DEFAULT: Any = object()
 
 
 def compile_function(fn: Callable[..., Any],
@@ -310,8 +321,10 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             return NONE  # a plain object: its attributes are inputs (object_args)
         if arg.arg in annotations:
             return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
-        default = defaults.get(arg.arg)
-        if default is not None and isinstance(default, (bool, int, float, str, tuple)):
+        default = defaults.get(arg.arg, _NO_DEFAULT)
+        if default is None:
+            return OptionalType(TENSOR)  # `h=None`: an optional array
+        if isinstance(default, (bool, int, float, str, tuple)):
             from ir.constants import constant_type
             return constant_type(default)
         return TENSOR

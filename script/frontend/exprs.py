@@ -32,7 +32,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static
-from script.frontend.object_args import ObjectArg
+from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
@@ -115,6 +115,8 @@ class ExprMixin:
             if isinstance(base, ObjectArg):
                 member = self.object_arg_member(base, node)
                 return NOT_STATIC if member is None else member
+            if isinstance(base, ObjectSeq):
+                raise self.object_seq_attribute(base, node)
             if is_module(base):
                 return self.module_member(base, node.attr, node)
             if not hasattr(base, node.attr):
@@ -129,7 +131,7 @@ class ExprMixin:
 
     def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
         """A captured Python object as a constant value; ScriptError when it cannot be one."""
-        if isinstance(obj, ObjectArg):
+        if isinstance(obj, (ObjectArg, ObjectSeq)):
             raise self.object_arg_as_value(node, obj)
         value = constant_value(obj)
         if value is NOT_CONSTANT:

@@ -22,6 +22,7 @@ from script.frontend.calls import op_for_object
 from script.frontend.env import Static
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.modules import is_module_sequence, unwrap_module
+from script.frontend.object_args import ObjectSeq
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -48,6 +49,8 @@ class IterMixin:
     def iteration_plan(self: FunctionCompiler, node: ast.expr) -> StaticPlan | DynamicPlan:
         if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
             static = self.resolve_static(node)
+            if isinstance(static, ObjectSeq):
+                return StaticPlan([Static(item) for item in self.object_items(static)])
             if static is not NOT_STATIC and is_module_sequence(static):
                 return StaticPlan([Static(unwrap_module(m)) for m in static])
         if isinstance(node, ast.List) and not any(isinstance(e, ast.Starred) for e in node.elts):

@@ -23,6 +23,7 @@ from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.object_args import ObjectSeq
 from script.frontend.signature import type_of
 from script.module import Module, ModuleList, Parameter, is_array, is_module, state_version
 
@@ -261,6 +262,8 @@ class ModuleMixin:
     def static_subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
         """``self.layers[k]`` / ``self.layers[::-1]`` with constant ``k`` and bounds."""
         base = self.resolve_static(node.value)
+        if isinstance(base, ObjectSeq):
+            return self.object_seq_subscript(base, node)
         if base is NOT_STATIC or not is_module_sequence(base):
             return NOT_STATIC
         items = tuple(unwrap_module(m) for m in base)

@@ -10,6 +10,13 @@ shape, or its type, are part of the call signature, so a call with other shapes 
 again. Which attributes hold objects and which hold values is the object's *layout*; a call
 whose layout differs from the one compiled compiles the function again (``read_inputs``).
 
+A list or tuple of plain objects (an argument annotated ``List[Layer]``, or an attribute holding
+one) is an ``ObjectSeq``: its items are ``ObjectArg``s whose paths step through the item's index,
+so each item's attributes are read on their own (their shapes may differ). The code iterates it
+(unrolled), indexes it with constants or takes its ``len``; its length is part of the layout (an
+``ArgAttrRef`` with a ``length`` checks it). A method of an object's class is compiled as a
+function taking the object (``call_object_argument``).
+
 Attributes are read, never assigned: ``p.W = ...`` is a ScriptError.
 """
 
@@ -17,11 +24,13 @@ from __future__ import annotations
 
 import ast
 import inspect
+import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ANY, INT, NONE, STR, DictType, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.annotations import (
@@ -47,12 +56,50 @@ class ObjectArg:
 
     param: int
     """the position of the argument among the graph's inputs."""
-    path: tuple[str, ...]
-    """the attributes followed from the argument (``()`` for the argument itself)."""
+    path: tuple[str | int, ...]
+    """the attributes (and, for an item of a list, indices) followed from the argument (``()``
+    for the argument itself)."""
     spelling: str
-    """how the code names it (``p.W_f``)."""
+    """how the code names it (``p.W_f``, ``layers[0]``)."""
     example: Any
     """what it is in the call the function is compiled for (decides the layout)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectSeq:
+    """A list or tuple of plain objects: an object argument, or held by one, at compile time."""
+
+    param: int
+    """the position of the argument among the graph's inputs."""
+    path: tuple[str | int, ...] | None
+    """the path from the argument to the list; None for a slice of one (its items keep the
+    paths into the list, whose length its parent checks)."""
+    spelling: str
+    """how the code names it (``layers``, ``self.layers``)."""
+    items: tuple[ObjectArg, ...]
+    kind: type
+    """list or tuple: a call passing the other compiles again."""
+
+    @staticmethod
+    def of(param: int, path: tuple[str | int, ...], spelling: str, example: Any) -> ObjectSeq:
+        items = tuple(ObjectArg(param, path + (k,), f"{spelling}[{k}]", item)
+                      for k, item in enumerate(example))
+        return ObjectSeq(param, path, spelling, items, type(example))
+
+    @property
+    def example(self) -> Any:
+        """What it is in the call the function is compiled for."""
+        return self.kind(item.example for item in self.items)
+
+    def length_ref(self) -> ArgAttrRef:
+        """The graph input that checks a call's list has as many items (its value unused)."""
+        assert self.path is not None
+        return ArgAttrRef(self.param, self.path, f"len({self.spelling})", INT, self.kind,
+                          len(self.items))
+
+    def describe(self) -> str:
+        classes = sorted({type(item.example).__name__ for item in self.items})
+        return f"a {self.kind.__name__} of {'/'.join(classes) or 'no'} objects"
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,10 +117,13 @@ class ArgAttrRef:
     """its IR type, shapes left unknown (the executor specializes on the actual value)."""
     kind: type
     """the Python type it had when compiled: a call that finds another compiles again."""
+    length: int | None = None
+    """for a list of objects (``ObjectSeq.length_ref``): the length it must have; its value is
+    the length."""
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return ("argument", self.param, self.path)
+        return ("argument", self.param, self.path, self.length)
 
     @property
     def parameter(self) -> None:
@@ -84,10 +134,17 @@ class ArgAttrRef:
 
 
 def plain_class_params(fn: Any) -> tuple[str, ...]:
-    """The parameters of ``fn`` annotated with a plain class (string annotations resolved in
-    its namespace; one that does not resolve is left to the compiler to report)."""
+    """The parameters of ``fn`` annotated with a plain class or a list or tuple of one."""
+    return tuple(object_param_kinds(fn))
+
+
+def object_param_kinds(fn: Any) -> dict[str, str]:
+    """The parameters of ``fn`` annotated with a plain class (``"object"``) or with ``List[C]``
+    / ``Tuple[C, ...]`` / ``Tuple[C, D]`` of plain classes (``"sequence"``), by name (string
+    annotations resolved in its namespace; one that does not resolve is left to the compiler
+    to report)."""
     namespace: dict[str, Any] | None = None
-    found = []
+    found = {}
     for name, annotation in getattr(fn, "__annotations__", {}).items():
         if name == "return":
             continue
@@ -98,28 +155,50 @@ def plain_class_params(fn: Any) -> tuple[str, ...]:
             except AnnotationError:
                 continue
         if is_plain_class(annotation):
-            found.append(name)
-    return tuple(found)
+            found[name] = "object"
+        elif _is_object_sequence_annotation(annotation):
+            found[name] = "sequence"
+    return found
+
+
+def _is_object_sequence_annotation(annotation: Any) -> bool:
+    if typing.get_origin(annotation) not in (list, tuple):
+        return False
+    args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    return bool(args) and all(is_plain_class(a) for a in args)
+
+
+def is_object_sequence(value: Any) -> bool:
+    """A list or tuple of plain objects (an empty one too)."""
+    return type(value) in (list, tuple) and all(is_plain_object(v) for v in value)
 
 
 def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """What the ``attr_refs`` read in a call whose bound arguments are ``inputs``; None when an
     object argument does not have the layout the function compiled for (an attribute path read
-    that does not cross plain objects, or ends at a value of another Python type). The object
-    arguments themselves are plain objects (``check_object_argument``)."""
+    that does not cross plain objects or lists of them, or ends at a value of another Python
+    type, or a list of objects of another length)."""
     values = []
     for ref in refs:
         if type(ref) is not ArgAttrRef:
             values.append(ref.read())
             continue
-        path = ref.path
-        value = getattr(inputs[ref.param], path[0], _MISSING)  # the argument: checked already
-        for attr in path[1:]:
-            if not is_plain_object(value):
+        value = inputs[ref.param]
+        for step in ref.path:
+            if type(step) is int:
+                if type(value) not in (list, tuple) or step >= len(value):
+                    return None
+                value = value[step]
+            elif is_plain_object(value):
+                value = getattr(value, step, _MISSING)
+            else:
                 return None
-            value = getattr(value, attr, _MISSING)
         if type(value) is not ref.kind:
             return None
+        if ref.length is not None:
+            if len(value) != ref.length:
+                return None
+            value = ref.length
         values.append(value)
     return tuple(values)
 
@@ -127,14 +206,24 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
 _MISSING: Any = object()
 
 
-def check_object_argument(name: str, value: Any, function: str) -> None:
+def _holds_objects(value: Any) -> bool:
+    """A list or tuple holding a plain object, at any depth."""
+    return any(is_plain_object(v) or type(v) in (list, tuple) and _holds_objects(v)
+               for v in value)
+
+
+def check_object_argument(name: str, value: Any, function: str, kind: str = "object") -> None:
     """SignatureError unless ``value`` can be passed for the parameter ``name``, annotated with
-    a plain class."""
-    if not is_plain_object(value):
-        what = f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else \
-            f"a value of type {type(value).__name__}"
+    a plain class (``kind`` "object") or a list or tuple of them ("sequence")."""
+    if is_plain_object(value) if kind == "object" else is_object_sequence(value):
+        return
+    what = f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else \
+        f"a value of type {type(value).__name__}"
+    if kind == "object":
         raise SignatureError(f"{function}(): argument '{name}' is annotated with a plain class, "
                              f"whose objects' attributes are read per call; got {what}")
+    raise SignatureError(f"{function}(): argument '{name}' is annotated with a list or tuple of "
+                         f"a plain class; got {what} (pass a list or tuple of such objects)")
 
 
 def _declared(value: Any) -> Type:
@@ -155,15 +244,25 @@ class ObjectArgMixin:
         """What the name of an object parameter is bound to while the body compiles: the graph
         input itself is a placeholder (None at run time)."""
         self.graph.add_input(NONE, name)
+        if type(example) in (list, tuple):
+            return ObjectSeq.of(param, (), name, example)
         return ObjectArg(param, (), name, example)
 
     def object_arg_member(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
         """``owner.<attr>`` at compile time: an ``ObjectArg`` for an attribute holding a plain
-        object; else None (its value is a graph input, ``object_arg_value``)."""
+        object, an ``ObjectSeq`` for one holding a list or tuple of them; else None (its value
+        is a graph input, ``object_arg_value``)."""
         value = self.object_arg_example(owner, node)
+        path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_plain_object(value):
-            return ObjectArg(owner.param, owner.path + (node.attr,),
-                             f"{owner.spelling}.{node.attr}", value)
+            return ObjectArg(owner.param, path, spelling, value)
+        if type(value) in (list, tuple) and _holds_objects(value):
+            if not is_object_sequence(value):
+                raise self.error(node, f"'{spelling}' is a {type(value).__name__} mixing plain "
+                                 "objects and other values (or lists of them): scripted code "
+                                 "reads a flat list of objects only (keep the other values in "
+                                 "another attribute)")
+            return ObjectSeq.of(owner.param, path, spelling, value)
         return None
 
     def object_arg_example(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute
@@ -171,22 +270,57 @@ class ObjectArgMixin:
         if not hasattr(owner.example, node.attr):
             raise self.error(node, f"'{owner.spelling}' ({type(owner.example).__name__} object) "
                              f"has no attribute '{node.attr}'")
-        value = getattr(owner.example, node.attr)
-        if inspect.ismethod(value) or inspect.isfunction(value):
-            raise self.unsupported(node, f"calling the method '{node.attr}' of the plain object "
-                                   f"argument '{owner.spelling}' (its attributes are read; make "
-                                   "the method a function taking the object, or script the "
-                                   "class)")
-        return value
+        if self.object_method(owner, node.attr) is not None:
+            raise self.error(node, f"the method '{owner.spelling}.{node.attr}' can only be "
+                             f"called (`{owner.spelling}.{node.attr}(...)`), not used as a "
+                             "value")
+        return getattr(owner.example, node.attr)
+
+    def object_method(self: FunctionCompiler, owner: ObjectArg, name: str) -> Any:
+        """The function defined by the class of ``owner`` for the method ``name`` (a
+        ``staticmethod`` or ``classmethod`` as such), or None when ``name`` is not a method (an
+        attribute of the object itself, a value of the class, a method of ``object``)."""
+        if name in getattr(owner.example, "__dict__", {}):
+            return None
+        found = inspect.getattr_static(type(owner.example), name, None)
+        if isinstance(found, (staticmethod, classmethod)) or \
+                inspect.isfunction(found):
+            return found
+        return None
+
+    def object_items(self: FunctionCompiler, seq: ObjectSeq) -> tuple[ObjectArg, ...]:
+        """The items of a list of objects the code uses: the call's list must have as many."""
+        if seq.path is not None:
+            self.add_attr_input(seq.length_ref())
+        return seq.items
+
+    def object_seq_subscript(self: FunctionCompiler, seq: ObjectSeq, node: ast.Subscript
+                             ) -> Any:
+        """``layers[k]`` / ``layers[1:]`` with constant ``k`` and bounds."""
+        items = self.object_items(seq)
+        if isinstance(node.slice, ast.Slice):
+            bounds = [constant_of(b) for b in self.slice_bounds(node.slice)]
+            if any(b is NOT_CONSTANT for b in bounds):
+                raise self.error(node.slice, f"a slice of '{seq.spelling}' ({seq.describe()}) "
+                                 "needs constant bounds")
+            return ObjectSeq(seq.param, None, ast.unparse(node), items[slice(*bounds)], seq.kind)
+        index = constant_of(self.index_value(node.slice))
+        if type(index) is not int:
+            raise self.error(node.slice, f"'{seq.spelling}' ({seq.describe()}) can only be "
+                             "indexed with a constant (its objects' attributes are read per "
+                             "item); iterate over it with for / enumerate / zip instead")
+        if not -len(items) <= index < len(items):
+            raise self.error(node.slice, f"index {index} out of range: '{seq.spelling}' has "
+                             f"{len(items)} items")
+        return items[index]
 
     def object_arg_value(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
         """The graph input standing for ``owner.<attr>`` when it holds a value."""
-        value = self.object_arg_example(owner, node)
+        static = self.object_arg_member(owner, node)
+        if static is not None:
+            raise self.object_arg_as_value(node, static)
+        value = getattr(owner.example, node.attr)
         name = f"{owner.spelling}.{node.attr}"
-        if is_plain_object(value):
-            raise self.error(node, f"'{name}' is a {type(value).__name__} object: scripted code "
-                             "reads the attributes of an object argument (its arrays and "
-                             "numbers), it cannot use the object itself as a value")
         try:
             t = erase_shape(type_of(value, _declared(value), f"'{name}'"))
         except SignatureError as exc:
@@ -196,9 +330,9 @@ class ObjectArgMixin:
 
     def object_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
         """The object arguments a call passes for the parameters of ``fn`` annotated with a
-        plain class, by parameter name (each must be an object argument or one reached from
-        it)."""
-        wanted = plain_class_params(fn)
+        plain class (or a list of them), by parameter name (each must be an object argument or
+        one reached from it: an ``ObjectArg``, or an ``ObjectSeq`` for a list)."""
+        wanted = object_param_kinds(fn)
         if not wanted:
             return {}
         try:
@@ -211,25 +345,51 @@ class ObjectArgMixin:
             if name not in wanted:
                 continue
             obj = self.resolve_static(arg)
-            if not isinstance(obj, ObjectArg):
+            if wanted[name] == "object" and not isinstance(obj, ObjectArg):
                 raise self.error(arg, f"{fn.__qualname__}() argument '{name}' is annotated with "
                                  "a plain class: pass it an object argument of this function "
                                  "(or an object one holds)")
+            if wanted[name] == "sequence" and not isinstance(obj, ObjectSeq):
+                raise self.error(arg, f"{fn.__qualname__}() argument '{name}' is annotated with "
+                                 "a list of a plain class: pass it a list of objects this "
+                                 "function takes as an argument (or one an object holds)")
             found[name] = obj
         return found
 
-    def callee_ref(self: FunctionCompiler, fdef: Any, ref: Any, objects: dict[str, Any]
-                   ) -> Any:
+    def callee_input(self: FunctionCompiler, fdef: Any, ref: Any, objects: dict[str, Any]
+                     ) -> Any:
         """A callee's attribute input as the caller's: an attribute of an object the caller
-        passed is the same attribute path from the caller's own argument."""
+        passed is the same attribute path from the caller's own argument (through the item's
+        path for an item of a list)."""
         if not isinstance(ref, ArgAttrRef):
-            return ref
+            return self.add_attr_input(ref)
         owner = objects[fdef.arg_names[ref.param]]
-        return ArgAttrRef(owner.param, owner.path + ref.path,
-                          ".".join((owner.spelling, *ref.path)), ref.type, ref.kind)
+        path = ref.path
+        if isinstance(owner, ObjectSeq):
+            if not path:  # the length of the list passed
+                items = self.object_items(owner)
+                return self.const(len(items)) if owner.path is None else \
+                    self.add_attr_input(owner.length_ref())
+            owner, path = owner.items[path[0]], path[1:]
+        spelling = owner.spelling + "".join(f"[{s}]" if type(s) is int else f".{s}"
+                                            for s in path)
+        return self.add_attr_input(ArgAttrRef(owner.param, owner.path + path, spelling,
+                                              ref.type, ref.kind, ref.length))
 
-    def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: ObjectArg) -> Any:
-        raise self.error(node, f"'{owner.spelling}' is a {type(owner.example).__name__} object "
-                         "argument: scripted code reads its attributes "
-                         f"('{owner.spelling}.<name>'), it cannot use the object itself as a "
-                         "value (pass the attributes instead)")
+    def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: Any) -> Any:
+        if isinstance(owner, ObjectSeq):
+            return self.error(node, f"'{owner.spelling}' is {owner.describe()}: scripted code "
+                              f"iterates over it (`for item in {owner.spelling}:`), indexes it "
+                              "with a constant, takes its len() or passes it to a function; "
+                              "it cannot use the list itself as a value")
+        return self.error(node, f"'{owner.spelling}' is a {type(owner.example).__name__} object "
+                          "argument: scripted code reads its attributes "
+                          f"('{owner.spelling}.<name>'), it cannot use the object itself as a "
+                          "value (pass the attributes instead)")
+
+    def object_seq_attribute(self: FunctionCompiler, seq: ObjectSeq, node: ast.Attribute
+                             ) -> Any:
+        return self.error(node, f"'{seq.spelling}' is {seq.describe()}: it has no attribute "
+                          f"'{node.attr}' scripted code can use (iterate over it, index it with "
+                          "a constant or take its len())")
+

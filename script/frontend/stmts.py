@@ -38,7 +38,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
-from script.frontend.object_args import ObjectArg
+from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.sequences import is_shape, literal_items_read
 from script.module import is_module
 
@@ -173,8 +173,11 @@ class StmtMixin:
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
-                                         or isinstance(static, (ModuleType, ObjectArg))):
+                                         or isinstance(static, (ModuleType, ObjectArg, ObjectSeq))):
             value: Any = Static(static)  # `cell = self.cell`, `xp = np`: compile-time names
+            if isinstance(static, ObjectSeq) and \
+                    any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+                value = tuple(Static(item) for item in self.object_items(static))
         else:
             value = self.expr(node.value)
         for target in node.targets:

@@ -476,7 +476,21 @@ class GradFunction:
         return found[1]
 
     def __call__(self, *args: Any) -> Any:
+        if isinstance(self.f, ScriptFunction) and self.f._object_params():
+            return self._object_gradient(args)
         return self.function_for(args)(*args)
+
+    def _object_gradient(self, args: tuple[Any, ...]) -> Any:
+        """The gradient of a function taking plain objects: ``vjp``'s, seeded with ones (an
+        object argument's is an object of its class); it cannot be differentiated again."""
+        value, backward = vjp(self.f, *args, argnums=self.argnums)
+        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
+            raise at_def(self.f.origin(), "grad needs a function with one scalar output, got "
+                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+        grads = backward(np.ones_like(value))
+        if isinstance(self.argnums, int):
+            return grads[self.argnums]
+        return tuple(grads[k] for k in self.argnums)
 
 
 def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
@@ -491,9 +505,9 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     function of the same arguments that reads the same globals."""
     wrt = _positions(gf.argnums, len(inner.definition.arg_names), "grad")
     if inner.definition.object_args:
-        raise at_def(inner.origin(), f"grad({inner.definition.name}): a function with a plain "
-                     "object argument cannot be differentiated by grad yet; use vjp or "
-                     "value_and_grad (they give the object's gradient as an object)")
+        raise at_def(inner.origin(), f"grad({inner.definition.name}): the gradient of a "
+                     "function with a plain object argument cannot be differentiated again "
+                     "(grad of grad, vjp of grad)")
     pair = compile_gradient(inner, args, optimize=False, wrt=wrt).gradient
     if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
         raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "

@@ -34,7 +34,7 @@ from script.errors import Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.object_args import check_object_argument, plain_class_params, read_inputs
+from script.frontend.object_args import check_object_argument, object_param_kinds, read_inputs
 from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
@@ -116,13 +116,15 @@ class ScriptFunction:
         self._definition = d
         return d
 
-    def _object_params(self) -> tuple[str, ...]:
-        """The parameters annotated with a plain class (``script.frontend.object_args``)."""
+    def _object_params(self) -> dict[str, str]:
+        """The parameters annotated with a plain class, or a list of them, by name: their kind
+        ("object" or "sequence", ``script.frontend.object_args.object_param_kinds``)."""
         found = self.__dict__.get("_object_names")
         if found is None:
-            found = plain_class_params(self.python_fn)
+            found = object_param_kinds(self.python_fn)
             if self.example_inputs is not None:  # unannotated ones the examples pass objects
-                found += tuple(infer_signature(self.python_fn, self.example_inputs).objects)
+                found.update(dict.fromkeys(
+                    infer_signature(self.python_fn, self.example_inputs).objects, "object"))
             self.__dict__["_object_names"] = found
         return found
 
@@ -229,8 +231,9 @@ class ScriptFunction:
                     self._objects = self._objects_of(args, kwargs)
         d = self.definition
         bound = bind_arguments(d, args, kwargs)
+        kinds = self._object_params()
         for k in d.object_args:
-            check_object_argument(d.arg_names[k], bound[k], d.name)
+            check_object_argument(d.arg_names[k], bound[k], d.name, kinds[d.arg_names[k]])
         extra = read_inputs(d.attr_refs, bound)
         if extra is None:
             with self._lock:
@@ -274,9 +277,10 @@ class ScriptFunction:
             bound = inspect.signature(self.python_fn).bind(*args, **kwargs).arguments
         except TypeError as exc:
             raise SignatureError(f"{self.python_fn.__qualname__}(): {exc}") from None
-        found = {n: bound[n] for n in self._object_params() if n in bound}
+        kinds = self._object_params()
+        found = {n: bound[n] for n in kinds if n in bound}
         for name, value in found.items():
-            check_object_argument(name, value, self.python_fn.__qualname__)
+            check_object_argument(name, value, self.python_fn.__qualname__, kinds[name])
         return found
 
     def _specialize(self, args: tuple[Any, ...]) -> Specialization:

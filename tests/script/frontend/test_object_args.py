@@ -257,10 +257,14 @@ def test_containers_held_by_an_object():
     assert g.pair[1] is None
 
 
-def test_grad_refuses_object_arguments():
-    with pytest.raises(ScriptError, match="plain object argument cannot be differentiated by "
-                                          "grad"):
-        S.grad(script(loss))(params(), np.ones((7, 1)))
+def test_grad_gives_the_object_gradient():
+    p, z = params(), np.random.default_rng(17).standard_normal((7, 1))
+    g = S.grad(script(loss))(p, z)
+    _, want = S.value_and_grad(script(loss))(p, z)
+    assert type(g) is Parameters
+    assert_same(g.W_f.v, want.W_f.v)
+    with pytest.raises(ScriptError, match="cannot be differentiated again"):
+        S.grad(S.grad(script(loss)))(p, z)
 
 
 # -- refusals -------------------------------------------------------------------------------------
@@ -278,8 +282,9 @@ def passes_on(h: Layer, x: Tensor) -> Tensor:
     return rnn(x, x, x)
 
 
-def method_call(h: Layer, x: Tensor) -> Tensor:
-    return h.norm() + x
+def method_value(h: Layer, x: Tensor) -> Tensor:
+    norm = h.norm
+    return norm() + x
 
 
 def calls_it(h: "Layer", x: Tensor) -> Tensor:  # a string annotation
@@ -307,7 +312,7 @@ class WithMethod(Layer):
     (assigns, Layer(np.ones(2), None), r"cannot assign the attribute 'U' of 'h'.*return the new"),
     (updates, Layer(np.ones(2), None), r"cannot assign the attribute 'U' of 'h'"),
     (passes_on, Layer(np.ones(2), None), r"argument 'layer' is annotated with a plain class"),
-    (method_call, WithMethod(np.ones(2), None), r"calling the method 'norm'"),
+    (method_value, WithMethod(np.ones(2), None), r"the method 'h.norm' can only be called"),
     (calls_it, Layer(np.ones(2), None), r"calling the object argument 'h' \(its class has no "
                                         "__call__"),
     (missing, Layer(np.ones(2), None), r"'h' \(Layer object\) has no attribute 'V'"),
