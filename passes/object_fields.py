@@ -126,9 +126,16 @@ def _drop_unread(graph: Graph, obj: Value) -> bool:
 
 
 def run(graph: Graph) -> bool:
-    """Forward the fields of the graph's local objects (see the module docstring)."""
+    """Forward the fields of the graph's local objects (see the module docstring), until none
+    changes: an object stored in another's field (``Stack(Cell(W), ...)``) becomes local once
+    the reads of that field were forwarded and the store dropped, so its own fields forward
+    next."""
     changed = False
-    for obj in local_objects(graph):
-        changed |= _forward(obj)
-        changed |= _drop_unread(graph, obj)
-    return changed
+    while True:
+        step = False
+        for obj in local_objects(graph):
+            step |= _forward(obj)
+            step |= _drop_unread(graph, obj)
+        if not step:
+            return changed
+        changed = True
