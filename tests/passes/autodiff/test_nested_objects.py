@@ -157,11 +157,18 @@ def test_the_forward_reads_the_inner_arrays_directly():
     assert "prim::LoadAttr" not in graph and "prim::CreateObject" not in graph
 
 
-@pytest.mark.parametrize("fn", [replaced_on_a_path, inner_field_replaced_on_a_path,
-                                inner_replaced_in_a_loop])
-def test_inner_objects_replaced_on_some_paths_are_refused(fn):
+OUTER_FIELD = "cannot differentiate the field 'a' of an object that is assigned more than once"
+STORED = "cannot differentiate a value stored in an object's field"
+
+
+@pytest.mark.parametrize("fn,match,line", [
+    (replaced_on_a_path, OUTER_FIELD, "self.b.step(self.a.step(h))"),
+    (inner_field_replaced_on_a_path, STORED, "s.a.W = U"),
+    (inner_replaced_in_a_loop, OUTER_FIELD, "self.b.step(self.a.step(h))"),
+])
+def test_inner_objects_replaced_on_some_paths_are_refused(fn, match, line):
     inputs = args()
     np.testing.assert_allclose(script(fn)(*inputs), fn(*inputs), rtol=1e-12)
-    with pytest.raises(ScriptError, match="cannot differentiate") as info:
+    with pytest.raises(ScriptError, match=match) as info:
         vjp(script(fn), *inputs)
-    assert "test_nested_objects.py" in str(info.value)
+    assert "test_nested_objects.py" in str(info.value) and line in str(info.value)
