@@ -23,6 +23,7 @@ from __future__ import annotations
 from ir.core import Graph, Node, Value
 from ir.kinds import PARAM
 from ir.types import Type, unify
+from passes import object_lists
 
 NAME = "forward-fields"
 
@@ -129,10 +130,11 @@ def run(graph: Graph) -> bool:
     """Forward the fields of the graph's local objects (see the module docstring), until none
     changes: an object stored in another's field (``Stack(Cell(W), ...)``) becomes local once
     the reads of that field were forwarded and the store dropped, so its own fields forward
-    next."""
+    next; a list of objects read item by item (``for c in self.cells``) becomes lists of their
+    fields (``passes.object_lists``)."""
     changed = False
     while True:
-        step = False
+        step = object_lists.run(graph)
         for obj in local_objects(graph):
             step |= _forward(obj)
             step |= _drop_unread(graph, obj)
