@@ -20,8 +20,8 @@ LOAD, LEN = "prim::LoadAttr", "prim::len"
 
 
 def object_lists(graph: Graph) -> list[Node]:
-    """The list literals of objects that only ``len`` and item reads whose items are read
-    only for their fields use."""
+    """The list literals of objects whose only uses are ``len`` and item reads, each item read
+    only for its fields."""
     return [node for node in graph.walk()
             if node.kind == LIST_CONSTRUCT and isinstance(node.output.type, ListType)
             and isinstance(node.output.type.element, ClassType)
