@@ -12,7 +12,11 @@ change it while the graph runs), this pass:
   stores it (an earlier iteration's store): Python reads that very object. Other reads keep
   their node, typed as the values stored (their join);
 - drops the stores of fields nothing reads any more, and the object when nothing uses it, unless
-  the graph returns it.
+  the graph returns it;
+- does so again until nothing changes: an object stored in another's field (``Stack(Cell(W),
+  Cell(U))``) is the graph's own once the reads of that field were forwarded and its store
+  dropped, and a list literal of objects read item by item becomes lists of the fields read
+  (``passes.object_lists``).
 
 The reads then carry the stored values' types (shapes and dtypes after specialization), and
 their data flow is plain SSA, so gradients reach the arrays stored in the fields.
@@ -23,6 +27,7 @@ from __future__ import annotations
 from ir.core import Graph, Node, Value
 from ir.kinds import PARAM
 from ir.types import Type, unify
+from passes import object_lists
 
 NAME = "forward-fields"
 
@@ -126,9 +131,14 @@ def _drop_unread(graph: Graph, obj: Value) -> bool:
 
 
 def run(graph: Graph) -> bool:
-    """Forward the fields of the graph's local objects (see the module docstring)."""
+    """Forward the fields of the graph's local objects, and of the objects that become local
+    after that, until nothing changes (see the module docstring)."""
     changed = False
-    for obj in local_objects(graph):
-        changed |= _forward(obj)
-        changed |= _drop_unread(graph, obj)
-    return changed
+    while True:
+        step = object_lists.run(graph)
+        for obj in local_objects(graph):
+            step |= _forward(obj)
+            step |= _drop_unread(graph, obj)
+        if not step:
+            return changed
+        changed = True

@@ -24,6 +24,7 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.errors import IRError
+from ir.kinds import PARAM
 from ir.registry import spelling
 from ir.types import TensorType
 
@@ -46,16 +47,65 @@ def static_shape(v: Value) -> tuple[int, ...] | None:
 def rank_of(v: Value) -> int:
     """``v``'s number of dimensions; refused when it is not known when compiling."""
     t = v.type
-    if (not isinstance(t, TensorType) or t.shape is None) and v.node.kind == "prim::LoadAttr":
-        raise IRError(f"cannot differentiate the field '{v.node.attrs.get('name')}' of an "
+    read = None if isinstance(t, TensorType) and t.shape is not None else _unknown_field(v)
+    if read is not None and read.inputs[0].node.kind == "prim::ListIndex":
+        raise IRError(f"cannot differentiate the field '{read.attrs.get('name')}' of an "
+                      "object read from a list that is changed or passed on, or whose items' "
+                      "fields are assigned through it: build the list as a literal that is only "
+                      "read (`[Cell(W1), Cell(W2)]`), or pass the arrays as arguments", read)
+    if read is not None:
+        raise IRError(f"cannot differentiate the field '{read.attrs.get('name')}' of an "
                       "object that is assigned more than once, or that is not built in the "
-                      "differentiated function: pass the value as a separate argument")
+                      "differentiated function: pass the value as a separate argument", read)
     if not isinstance(t, TensorType) or t.shape is None:
         raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
                       "of dimensions is not known when compiling (its shape changes from one "
                       "loop step to the next, or it comes from a list of arrays of several "
                       "shapes): keep its shape the same")
     return len(t.shape)
+
+
+def _unknown_rank(v: Value) -> bool:
+    return isinstance(v.type, TensorType) and v.type.shape is None
+
+
+def _unknown_field(v: Value) -> Node | None:
+    """The field read that the unknown rank of ``v`` comes from, when it comes from one: a
+    ``prim::LoadAttr`` of unknown rank among the values ``v`` is computed or carried from
+    through values of unknown rank (``h @ self.W``, ``h`` carried by a loop), taken at the
+    outermost field of the object it reads (``self.a`` of ``self.a.W``: an inner object stored
+    in a field that was not forwarded)."""
+    todo, seen = [v], set()
+    while todo:
+        u = todo.pop()
+        if u in seen or not (_unknown_rank(u) or u is v):
+            continue
+        seen.add(u)
+        if u.node.kind == "prim::LoadAttr":
+            read = u.node
+            while read.inputs[0].node.kind == "prim::LoadAttr":
+                read = read.inputs[0].node
+            return read
+        todo.extend(_sources(u))
+    return None
+
+
+def _sources(u: Value) -> list[Value]:
+    """The values ``u`` is computed from, or carried from by a loop or an ``if``."""
+    node = u.node
+    if node.kind == PARAM:
+        owner = node.owner.owner if node.owner is not None else None
+        if owner is None or owner.kind != "prim::Loop" or u is node.owner.params[0]:
+            return []
+        k = node.owner.params.index(u)
+        return [owner.inputs[k + 1], node.owner.returns[k]]
+    if node.kind == "prim::Loop":
+        k = node.outputs.index(u)
+        return [node.inputs[k + 2], node.blocks[0].returns[k + 1]]
+    if node.kind == "prim::If":
+        k = node.outputs.index(u)
+        return [block.returns[k] for block in node.blocks]
+    return list(node.inputs)
 
 
 def shape_arg(b: Any, v: Value) -> Any:
