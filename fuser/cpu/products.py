@@ -28,14 +28,16 @@ OUTSIDE_MIN_PRODUCT = 1 << 21
 Python-side set-up, a few microseconds, would not pay)."""
 
 
-POOL_MIN_PRODUCT = 1 << 21
+POOL_MIN_PRODUCT = 1 << 23
 """Products with fewer multiply-adds than this run on the calling thread alone: waking a
 helper costs tens of microseconds on a virtual machine whose other vCPU sleeps, as long as such
-a product takes on one core of a fast CPU (measured, float32, Zen 5: (64, 128) x (128, 256),
-2.1M multiply-adds, 27 us alone, 31 us shared; (64, 128) x (128, 1024) 98 us alone, 61 us
-shared). On a CPU of half that vector throughput (Zen 4) the 2.1M product takes 44 us alone and
-sharing pays from there: a DLFS2 GRU cell (products of 4.2M to 8.4M) 438 -> 355 us and its RNN
-cell 169 -> 157 us per call, median of 300 calls interleaved with numpy's."""
+a product takes on one core (measured, float32, Zen 5: (64, 128) x (128, 256) 27 us alone, 31 us
+shared; (64, 128) x (128, 1024), 8.4M multiply-adds, 98 us alone, 61 us shared). Sharing
+smaller products pays on a slower core (Zen 4: the 2.1M product takes 44 us alone) when nothing
+else runs, but a cell called between numpy calls then wakes the helper for every product, and
+the helper's watch after each job takes the core numpy's own BLAS thread wants: in the
+realworld benchmark's interleaved calls the plain DLFS2 RNN cell went from 0.12 to 0.21 ms and
+the compiled one from 0.17 to 0.20 ms at 2.1M."""
 
 
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
