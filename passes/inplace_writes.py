@@ -18,7 +18,8 @@ which stores into ``h`` and returns it) when the copy cannot be told apart:
 Arithmetic whose first operand is such an array, with nothing reading its old value afterwards,
 stores into it likewise (``acc = acc + g`` as numpy's ``acc += g``: a gradient summed over a
 loop's steps updates one array instead of making one a step) when the result has the operand's
-type: the node is marked ``IN_PLACE_ATTR``.
+type: the node is marked ``IN_PLACE_ATTR``; so is a ``clip`` whose result is put back over the
+whole array it clipped (``np.clip(g, -5, 5, out=g)``, which clips ``g`` in place).
 
 It runs last in the executor's pipelines (after fusion, which could otherwise move a reader past
 the store); autodiff and the other passes never see the in-place ops.
@@ -50,13 +51,16 @@ def _fresh_op(node: Node) -> bool:
     return node.kind == "prim::FusionGroup"
 
 
-def _readers_done(value: Value, write: Node, skip: Node | None = None) -> bool:
-    """Whether every reader of ``value`` but ``skip`` is done before ``write`` stores: it runs
-    before the write in a block holding both (or inside a node there before it), or in another
-    branch of an If the write is in; and views of ``value`` are likewise done by then."""
+def _readers_done(value: Value, write: Node, skip: Node | tuple[Node, ...] | None = None
+                  ) -> bool:
+    """Whether every reader of ``value`` but ``skip`` (a node or nodes) is done before ``write``
+    stores: it runs before the write in a block holding both (or inside a node there before it),
+    or in another branch of an If the write is in; and views of ``value`` are likewise done by
+    then."""
+    skipped = skip if isinstance(skip, tuple) else (skip,)
     for use in value.uses:
         reader = use.node
-        if reader is skip:
+        if reader in skipped:
             continue
         placed = _placement(reader, write)
         if placed is None:
@@ -177,10 +181,41 @@ def _augmentable(node: Node) -> bool:
             and node.inputs[0].type == t)
 
 
+def _clip_back(write: Node) -> Node | None:
+    """The ``clip`` whose result ``write`` puts back over the whole array it clipped
+    (``np.clip(g, -5, 5, out=g)``: ``slice_put(g, clip(g, -5, 5), 0, None, None, None)``),
+    read by nothing else; None for any other write."""
+    if write.kind != "tensor::slice_put":
+        return None
+    old, value, axis, *bounds = write.inputs
+    if not (axis.is_constant and axis.constant == 0
+            and all(b.is_constant and b.constant is None for b in bounds)):
+        return None
+    clip = value.node
+    if clip.kind != "tensor::clip" or clip.inputs[0] is not old or len(value.uses) != 1 \
+            or clip.owner is not write.owner or clip.attrs.get(IN_PLACE_ATTR):
+        return None
+    t = old.type
+    if not (isinstance(t, TensorType) and t.shape and value.type == t):
+        return None
+    return clip
+
+
 def run(graph: Graph) -> bool:
     """Make every write whose old array nothing reads afterwards a write in place, and mark
-    arithmetic storing into such an array (``IN_PLACE_ATTR``)."""
+    arithmetic storing into such an array (``IN_PLACE_ATTR``); a clip put back over the whole
+    array it clipped clips that array in place instead (numpy's ``np.clip(g, lo, hi, out=g)``:
+    no new array, no copy back)."""
     changed = False
+    for write in [n for n in graph.block.walk() if n.kind == "tensor::slice_put"]:
+        clip = _clip_back(write)
+        if clip is None or not _own(clip.inputs[0], set()) \
+                or not _readers_done(clip.inputs[0], clip, skip=(clip, write)):
+            continue
+        clip.attrs[IN_PLACE_ATTR] = True
+        write.output.replace_all_uses_with(clip.output)
+        write.erase()
+        changed = True
     for node in [n for n in graph.block.walk() if n.kind in IN_PLACE or _augmentable(n)]:
         old = node.inputs[0]
         if old is node.inputs[1] or not _readers_done(old, node, skip=node):

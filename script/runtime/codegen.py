@@ -160,7 +160,11 @@ class FunctionWriter:
         if node.attrs.get(IN_PLACE_ATTR) and self.ns.name(node.inputs[0]).isidentifier() \
                 and self.ns.name(node.inputs[0]) not in self.consts:
             target = self.ns.name(node.inputs[0])  # numpy's a += b: the result is a, updated
-            self.emit(f"{target} {AUGMENTED[node.kind]} {self.ns.name(node.inputs[1])}")
+            if node.kind == "tensor::clip":  # np.clip(a, lo, hi, out=a)
+                lo, hi = (self.ns.name(v) for v in node.inputs[1:])
+                self.emit(f"np.clip({target}, {lo}, {hi}, out={target})")
+            else:
+                self.emit(f"{target} {AUGMENTED[node.kind]} {self.ns.name(node.inputs[1])}")
             self.emit(f"{self.ns.name(node.output)} = {target}")
             return
         args = [self.ns.name(v) for v in node.inputs]

@@ -86,3 +86,36 @@ def test_results_stored_in_place_share_no_memory(n, native, monkeypatch):
     for k, a in enumerate(got):
         assert not any(np.shares_memory(a, b) for b in (x, m, g, *got[k + 1:]))
     assert " -= g" in f.code_for(x, m, g, n)
+
+
+def clipped(W: Tensor, xs: Tensor, lo: float):
+    dW = np.zeros_like(W)
+    for t in range(xs.shape[0]):
+        dW += np.outer(xs[t], xs[t])
+    np.clip(dW, lo, 5.0, out=dW)  # clips the sum in place
+    kept = dW
+    np.clip(kept, None, 1.0, out=kept)  # through another name: both see it
+    return dW, kept
+
+
+def clipped_after_read(W: Tensor):
+    g = W * 2.0
+    before = g.sum()
+    total = g  # the old array is read after the clip through this list: a clip into a copy
+    np.clip(g, -1.0, 1.0, out=g)
+    return before, total, g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_clip_put_back_over_its_array_clips_it_in_place(dtype):
+    r = np.random.default_rng(3)
+    W = r.standard_normal((4, 4)).astype(dtype)
+    xs = (r.standard_normal((3, 4)) * 2).astype(dtype)
+    f = script(clipped)
+    assert ", out=" in f.code_for(W, xs, -0.5)  # the second clip (the first joins the sum's kernel)
+    got, want = f(W, xs, -0.5), clipped(W, xs, -0.5)
+    for g, w in zip(got, want):
+        assert_same(g, w, **TOLERANCE[np.dtype(dtype)])
+    assert got[0] is got[1]  # one array, as numpy's out= gives
+    for g, w in zip(script(clipped_after_read)(W), clipped_after_read(W)):
+        assert_same(g, w, **TOLERANCE[np.dtype(dtype)])
