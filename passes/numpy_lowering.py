@@ -135,25 +135,25 @@ def _covering(types: list[Type]) -> Type:
 def vstack_as_join(node: Node) -> bool:
     """``np.vstack`` of 1-D arrays is ``np.stack(items, 0)``, of arrays with 2 or more axes
     ``np.concatenate(items, 0)``."""
-    rank = _item_rank(node)
-    if rank is None:
-        return _vectors_and_matrices(node, 0)
-    if rank == 0:
-        return False
-    kind = "tensor::stack" if rank == 1 else "tensor::cat"
-    return _replace(node, kind, [_sequence(node), _constant(node, 0)])
+    return _join_along(node, 0)
 
 
 def column_stack_as_join(node: Node) -> bool:
     """``np.column_stack`` of 1-D arrays is ``np.stack(items, 1)``, of arrays with 2 or more
     axes ``np.concatenate(items, 1)`` (``np.hstack``'s join)."""
+    return _join_along(node, 1)
+
+
+def _join_along(node: Node, axis: int) -> bool:
+    """1-D items stacked along ``axis``, items of 2 or more axes concatenated along it; 1-D
+    items among matrices made rows or columns first (``_vectors_and_matrices``)."""
     rank = _item_rank(node)
     if rank is None:
-        return _vectors_and_matrices(node, 1)
+        return _vectors_and_matrices(node, axis)
     if rank == 0:
         return False
     kind = "tensor::stack" if rank == 1 else "tensor::cat"
-    return _replace(node, kind, [_sequence(node), _constant(node, 1)])
+    return _replace(node, kind, [_sequence(node), _constant(node, axis)])
 
 
 def _vectors_and_matrices(node: Node, axis: int) -> bool:

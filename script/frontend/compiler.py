@@ -32,17 +32,7 @@ from typing import Any
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import (
-    ANY,
-    NONE,
-    TENSOR,
-    OptionalType,
-    TensorType,
-    Type,
-    is_number,
-    is_subtype,
-    unify,
-)
+from ir.types import ANY, NONE, TENSOR, OptionalType, TensorType, Type, is_number, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     AnnotationError,
