@@ -11,7 +11,10 @@ per step; a few percent at B=64, H=512), so the copy made once pays for itself w
 
 Only matmul operands inside a loop that are transposes defined outside that loop are rewritten;
 other uses of the transpose (a hoisted projection, a returned value) keep the view, which BLAS
-takes without a copy. The values are unchanged: ``contiguous`` is the identity on values.
+takes without a copy. So does a matrix-vector product (``np.dot(w_hh.T, dh)`` with ``dh`` a
+vector or one column): numpy's ``gemv`` reads the transposed view as fast as a copy, and a
+native loop runs it on the weight's own storage (``fuser.cpu.loop``), so a copy would only cost
+an allocation per call. The values are unchanged: ``contiguous`` is the identity on values.
 The pass runs after differentiation (in the executor's pipeline), so autodiff never sees it.
 """
 
@@ -35,9 +38,22 @@ def invariant_transposed_operands(loop: Node) -> list[tuple[Node, int]]:
         if node.kind != MATMUL:
             continue
         for k, value in enumerate(node.inputs):
-            if value.node.kind == TRANSPOSE and not value.defined_inside(loop):
+            if (value.node.kind == TRANSPOSE and not value.defined_inside(loop)
+                    and not is_vector(node.inputs[1 - k], k)):
                 found.append((node, k))
     return found
+
+
+def is_vector(other: Value, k: int) -> bool:
+    """Whether a matmul's ``other`` operand (the one beside the transposed operand ``k``) makes
+    it a matrix-vector product: a vector, a column on the right or a row on the left."""
+    t = other.type
+    shape = getattr(t, "shape", None)
+    if shape is None:
+        return False
+    if len(shape) == 1:
+        return True
+    return len(shape) == 2 and shape[0 if k == 1 else 1] == 1
 
 
 def contiguous_copy(value: Value, copies: dict[Value, Value]) -> Value:

@@ -143,8 +143,10 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
         grads = back(tuple(np.ones_like(o) for o in out))
         loops = _gradient_loops(f)
         assert len(loops) == 2 and all(loop.calls for loop in loops)  # forward and reverse
-        kernel_slot = 3 if dtype == np.float64 else 2
-        assert all(bool(loop.fns[kernel_slot]) == (setting == "1") for loop in loops)
+        double = dtype == np.float64
+        # a row (B=1) times the transposed weight runs the matrix-vector kernel on its storage
+        kernels = [loop.fns[2 + double] or loop.fns[4 + double] for loop in loops]
+        assert all(bool(k) == (setting == "1") for k in kernels)
         results[setting] = (out, grads)
     tol = 1e-5 if dtype == np.float32 else 1e-10
     for a, b in zip(results["1"][0], results["0"][0]):
@@ -246,3 +248,71 @@ def test_data_address_is_the_arrays_data_pointer():
     for a in (base, base[1:], base[:, 2:].T, base[::2, ::3], np.float64(2.0) * base,
               np.empty(0), np.ones(()), np.ma.masked_array(base)):
         assert data_address(a) == a.ctypes.data
+
+
+# -- products with a transposed weight and a vector: run on the weight's own storage ----------
+def column_steps(W: Tensor, U: Tensor, h: Tensor, x: Tensor) -> Tensor:
+    for t in range(x.shape[0]):  # h: (H, 1); x[t]: (K, 1)
+        h = np.tanh(np.dot(W.T, h) + np.dot(U.T, x[t]))
+    return h
+
+
+def row_steps(W: Tensor, U: Tensor, h: Tensor, x: Tensor) -> Tensor:
+    for t in range(x.shape[0]):  # h: (1, H) or (H,); x[t]: (1, K) or (K,)
+        h = np.tanh(h @ W.T + x[t] @ U.T)
+    return h
+
+
+def _transposed_case(fn, dtype, H, K, column, vector=False, seed=8):
+    rng = np.random.default_rng(seed)
+    W = (rng.standard_normal((H, H)) * 0.3).astype(dtype)
+    U = (rng.standard_normal((K, H) if column else (H, K)) * 0.3).astype(dtype)
+    if vector:
+        h, x = rng.standard_normal(H).astype(dtype), rng.standard_normal((30, K)).astype(dtype)
+    elif column:
+        h, x = rng.standard_normal((H, 1)).astype(dtype), rng.standard_normal((30, K, 1))
+    else:
+        h, x = rng.standard_normal((1, H)).astype(dtype), rng.standard_normal((30, 1, K))
+    return W, U, h, x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn,column,vector", [(column_steps, True, False),
+                                              (column_steps, True, True),
+                                              (row_steps, False, False),
+                                              (row_steps, False, True)])
+@pytest.mark.parametrize("H,K", [(40, 40), (13, 5), (1, 3), (33, 70)])
+def test_a_transposed_weight_times_a_vector_runs_natively_without_a_copy(dtype, fn, column,
+                                                                         vector, H, K):
+    args = _transposed_case(fn, dtype, H, K, column, vector)
+    f = script(fn)
+    got = f(*args)
+    want = fn(*(a.astype(np.float64) for a in args))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert "ops.contiguous(" not in f.code_for(*args)  # the view is multiplied as it is
+    spec = f.specialization(*args)
+    (loop,) = [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
+    double = dtype == np.float64
+    # a column or vector on the right: stepgemm's kernel on the weight's storage (fns[2/3]);
+    # a row on the left: the matrix-vector kernel on it (fns[4/5]); a 1 x 1 weight is not
+    # transposed at all (the matrix-vector kernel)
+    assert loop.calls == 1 and loop.fns[(2 if column and H > 1 else 4) + double]
+
+
+@pytest.mark.parametrize("fn,column", [(column_steps, True), (row_steps, False)])
+def test_gradients_through_a_transposed_weight_times_a_vector(monkeypatch, fn, column):
+    args = _transposed_case(fn, np.float64, 9, 4, column)
+    _, backward = vjp(script(fn), *args)
+    got = backward(np.ones_like(args[2]))
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+    _, python_backward = vjp(script(fn), *args)
+    for g, w in zip(got, python_backward(np.ones_like(args[2]))):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    eps, k = 1e-6, (0, 1)  # one weight's finite difference
+    W = args[0]
+    up, down = W.copy(), W.copy()
+    up[k] += eps
+    down[k] -= eps
+    fd = (fn(up, *args[1:]).sum() - fn(down, *args[1:]).sum()) / (2 * eps)
+    np.testing.assert_allclose(got[0][k], fd, rtol=1e-6)

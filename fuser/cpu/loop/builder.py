@@ -528,14 +528,30 @@ class LoopBuilder(StepEmitters):
             double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
             ptr = (F64 if double else F32).as_pointer()
             rows_a = self._rows(a)
-            with b.if_else(b.icmp_signed("==", own, ir.Constant(I64, 2))) as (vector, matrix):
-                with vector:  # stepgemm's matrix-vector kernel: B is one column
-                    b.call(self.step_gemv[double], [m, k, b.bitcast(rows_a, ptr), lda,
-                                                    b.bitcast(self.ptr[bm], ptr), incx,
-                                                    b.bitcast(out, ptr)])
-                with matrix:
-                    self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm, ldb,
-                                         out, ldc)
+            a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, self.ptr[bm], out))
+            one = ir.Constant(I64, 1)
+
+            def case(kind: int) -> Any:
+                return b.icmp_signed("==", own, ir.Constant(I64, kind))
+
+            with b.if_else(b.or_(case(2), case(4))) as (vector, other):
+                with vector:  # stepgemm's matrix-vector kernel on A and the column B (2) or
+                    # on B's storage and the row A (4: A @ B = (B^T @ A^T)^T, B^T row-major)
+                    row = case(4)
+                    b.call(self.step_gemv[double], [
+                        b.select(row, nn, m), k, b.select(row, b_ptr, a_ptr),
+                        b.select(row, ldb, lda), b.select(row, a_ptr, b_ptr),
+                        b.select(row, one, incx), out])
+                with other, b.if_else(case(3)) as (transposed, matrix):
+                    with transposed:  # the column B times a transposed A: the row B^T times
+                        # A's row-major storage, one row of stepgemm's kernel
+                        b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                        b.call(self.step_gemm[double], [one, m, k, b_ptr, k, incx, a_ptr, lda,
+                                                        one, out, m, k, ir.Constant(ptr, None),
+                                                        self.gemm_tasks, m])
+                    with matrix:
+                        self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm,
+                                             ldb, b.bitcast(out, PTR), ldc)
             return
         if kind in REDUCTIONS:
             x = n.inputs[0]

@@ -125,23 +125,32 @@ class NativeLoop(RowRanges, Appends):
 
     def _step_gemm(self, la: Layout, ga: tuple[int, int], gb: tuple[int, int], m: int, n: int,
                    k: int) -> int:
-        """1 when a matmul runs ``stepgemm``'s kernel (both operands row-major, sizes it
-        takes), 2 when it runs its matrix-vector kernel (B is one column, A row-major: BLAS's
-        ?gemm is several times slower there), else 0 (BLAS)."""
+        """Which kernel a matmul runs: 1 ``stepgemm``'s (both operands row-major, sizes it
+        takes); 2 its matrix-vector kernel (B one column, A row-major: BLAS's ?gemm is several
+        times slower there); 3 a column B times a transposed A, run as the row B^T times A's
+        storage on ``stepgemm``'s kernel; 4 a row A times a transposed B, run as the
+        matrix-vector kernel on B's storage; 0 BLAS. (3 and 4 are why a matrix-vector product
+        needs no contiguous copy of a transposed weight, ``passes.contiguous_weights``.)"""
         item = la[2]
-        if ga[0] or not stepgemm.enabled():
+        if not stepgemm.enabled():
             return 0
-        if n == 1:
-            at = 5 if item == 8 else 4
-            if not self.fns[at]:
-                self.fns[at] = stepgemm.gemv_address(item == 8)
-            return 2
-        if gb[0] or not stepgemm.use(m, n, k, item):
+        if n == 1 and not ga[0]:
+            return self._kernel(2, item)
+        if n == 1 and stepgemm.use(1, m, k, item):
+            return self._kernel(3, item)
+        if m == 1 and gb[0] and not ga[0]:
+            return self._kernel(4, item)
+        if ga[0] or gb[0] or not stepgemm.use(m, n, k, item):
             return 0
-        at = 3 if item == 8 else 2
+        return self._kernel(1, item)
+
+    def _kernel(self, own: int, item: int) -> int:
+        """``own``, once the ``stepgemm`` kernel it calls is compiled into ``fns``."""
+        vector = own in (2, 4)
+        at = (4 if vector else 2) + (item == 8)
         if not self.fns[at]:
-            self.fns[at] = stepgemm.address(item == 8)
-        return 1
+            self.fns[at] = (stepgemm.gemv_address if vector else stepgemm.address)(item == 8)
+        return own
 
     @property
     def free(self) -> list[Value]:
