@@ -111,7 +111,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     per_task = -(-n // (4 * count)) if count > 1 else n
     task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
     count = min(count, -(-n // task_cols))
-    kc = min(k, KC_BYTES // item)
+    kc = min(k, KC)
     per_pack = kc * task_cols if b.strides[1] != item else 0
     pack = np.empty(max(1, per_pack * count), a.dtype)
     args = np.array([m, n, k, data_address(a), *(st // item for st in a.strides),
@@ -145,7 +145,7 @@ def matmul_sum(*operands: Any, out: Any = None) -> Any:
     per_task = -(-n // (4 * count)) if count > 1 else n
     task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
     count = min(count, -(-n // task_cols))
-    kc = min(max(a.shape[1] for a, _ in pairs), KC_BYTES // item)
+    kc = min(max(a.shape[1] for a, _ in pairs), KC)
     strided = any(b.strides[1] != item for _, b in pairs)
     per_pack = kc * task_cols if strided else 0
     pack = np.empty(max(1, per_pack * count), dtype)
@@ -184,6 +184,9 @@ _jobs: dict[int, Any] = {}
 """each job's ctypes function, by address."""
 
 
-KC_BYTES = 1024
-"""A block of k outside loops: this many bytes of a row of A (256 float32 items), so a panel of
-B (kc x two vectors) stays in the L1 cache while the rows of a chunk of A sweep it."""
+KC = 256
+"""A block of k outside loops: this many items of a row of A, so a panel of B (kc x two
+vectors: 32 KB in either dtype) stays in the L1 cache while the rows of a chunk of A sweep it.
+In items, not bytes: float64 blocks of 128 items ran a (64, 512) x (512, 2048) product at
+2.8 ms against 1.7 ms with 256 (numpy: 1.9 ms), a (6400, 512) x (512, 2048) one at 236 against
+182 ms (Zen 4, two threads)."""

@@ -167,6 +167,8 @@ class FunctionWriter:
                 self.emit(f"{target} {AUGMENTED[node.kind]} {self.ns.name(node.inputs[1])}")
             self.emit(f"{self.ns.name(node.output)} = {target}")
             return
+        if op_writers.write_ufunc_into_workspace(self, node):
+            return
         args = [self.ns.name(v) for v in node.inputs]
         expr = self.expression(node, args)
         self.assign(node, expr)
@@ -367,10 +369,12 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     kernel = site() if site is not None else kernel
     # a kernel with ``into`` (CPU) writes straight into the slots its outputs are stored in
     writes = slot_writes(node) if hasattr(kernel, "into") else {}
-    if not writes:
+    sites = [op_writers.allocation(w, node, v) for v in node.outputs] if hasattr(
+        kernel, "into") and not writes else []
+    if not writes and not any(sites):
         op_writers.write_call(w, node, kernel, "_kernel")
         return
-    _write_into_slots(w, node, kernel, writes)
+    _write_into_slots(w, node, kernel, writes, sites)
 
 
 SCALAR_GROUP_NODES = 4
@@ -398,14 +402,17 @@ def _write_inline_group(w: FunctionWriter, node: Node) -> None:
     w.assign_values(node.outputs, sub.outputs)
 
 
-def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node]) -> None:
+def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node],
+                      sites: list[str | None]) -> None:
     """The kernel writes output ``k`` into the slot ``writes[k]`` stores it in (taken before the
-    call); the output is what ``Kernel.into`` returns and the ``write_slot`` emits nothing."""
+    call; the ``write_slot`` emits nothing) or into the workspace array ``sites[k]`` (a large
+    output outside loops, so a call does not page-fault a fresh array in); the output is what
+    ``Kernel.into`` returns."""
     outs = []
     for k in range(len(node.outputs)):
         write = writes.get(k)
         if write is None:
-            outs.append("None")
+            outs.append(sites[k] if sites and sites[k] else "None")
             continue
         buf, axis, idx, _ = (w.ns.name(v) for v in write.inputs)
         slot = w.ns.fresh("_slot")
