@@ -40,10 +40,21 @@ realworld benchmark's interleaved calls the plain DLFS2 RNN cell went from 0.12 
 the compiled one from 0.17 to 0.20 ms at 2.1M."""
 
 
+OUTSIDE_DTYPES = ("float32",)
+"""The dtypes whose products outside loops run the kernel. Not float64: there numpy's OpenBLAS
+is faster at every size measured ((1024, 256) x (256, 1000): 5.9 against 6.4-6.9 ms; (6400,
+512) x (512, 2048): 141 against 182 ms; Zen 4, two threads), and a function called between
+numpy's own products (as real programs are) finds numpy's BLAS thread still spinning after its
+last product (OpenBLAS waits about 0.1 s before it sleeps): three busy threads on two cores.
+On numpy's BLAS the product shares that thread instead: the cs231n captioning loss, called in
+turn with plain numpy, went from 1.20x to 1.72x plain numpy's speed. Inside loops float64
+products still run the kernel (one thread, ``step``)."""
+
+
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     """The product function for a matmul outside loops of these static sizes, or None when
-    numpy's ``@`` should compute it."""
-    if dtype not in ("float32", "float64") or not enabled():
+    numpy's ``@`` should compute it: float64 products always (see ``OUTSIDE_DTYPES``)."""
+    if dtype not in OUTSIDE_DTYPES or not enabled():
         return None
     if m * n * k < OUTSIDE_MIN_PRODUCT or m <= 0 or n <= 0 or k <= 0:
         return None
