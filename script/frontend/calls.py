@@ -133,6 +133,8 @@ class CallMixin:
         if out is not None and op_for_object(self.resolve_static(func)) is not None:
             return self.call_with_out(node, out)
         if isinstance(func, ast.Attribute):
+            if self.is_super_call(func.value):
+                return self.call_super_method(func.value, func.attr, node)
             base = self.resolve_static(func.value)
             if base is NOT_STATIC:
                 return self.call_method(self.expr(func.value), func.attr, node)
@@ -162,12 +164,19 @@ class CallMixin:
             raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
                                    "(its class has no __call__; its attributes are read: call a "
                                    "function with them)")
+        return self.call_plain_method(obj, method, node)
+
+    def call_plain_method(self: FunctionCompiler, obj: ObjectArg, method: Any, node: ast.Call
+                          ) -> Any:
+        """Call ``method`` (a function, static or class method stored in the class of the
+        object argument ``obj`` or a base class) on ``obj``."""
         if isinstance(method, staticmethod):
             return self.call_python_function(method.__func__, node)
         if isinstance(method, classmethod):
-            raise self.unsupported(node.func, f"calling the class method '{name}' of "
-                                   f"'{obj.spelling}' (make it a static method or a function)")
-        objects = self.object_arguments(getattr(obj.example, name), node)
+            raise self.unsupported(node.func, f"calling the class method "
+                                   f"'{method.__func__.__name__}' of '{obj.spelling}' (make it "
+                                   "a static method or a function)")
+        objects = self.object_arguments(method.__get__(obj.example), node)
         objects[next(iter(inspect.signature(method).parameters))] = obj
         fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
@@ -204,6 +213,8 @@ class CallMixin:
             return self.call_function(fdef, node)
         if not inspect.isfunction(obj) or _is_library(obj):
             node = self.spread_into_library(positional_params(obj, op_for_object(obj)), node)
+        if obj is super:
+            raise self.super_refused(node)
         builtin = _builtin_name(obj)
         if builtin is not None and hasattr(self, f"builtin_{builtin}"):
             return getattr(self, f"builtin_{builtin}")(node)

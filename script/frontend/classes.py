@@ -15,6 +15,7 @@ on first sight) and ``objects.ObjectMixin`` compiles the constructs.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,8 +38,9 @@ class ClassInfo:
     """its IR type (for a script class, fields known once ``__init__`` has compiled)."""
     fields: dict[str, Type] = field(default_factory=dict)
     """field name -> type, in definition order."""
-    methods: dict[str, Any] = field(default_factory=dict)
-    """compiled methods (``FunctionDef``) by name."""
+    methods: dict[Any, Any] = field(default_factory=dict)
+    """compiled methods (``FunctionDef``, None for one scripted code cannot call) by the
+    Python function (a method found in a base class is compiled for this class)."""
     init: Any = None
     """the compiled ``__init__`` (script classes; ``NO_INIT`` for one without)."""
     compiling: bool = False
@@ -62,9 +64,6 @@ def is_named_tuple_class(obj: Any) -> bool:
 def register_script_class(cls: type, compile_method: Callable[..., Any]) -> type:
     """``script(cls)``: make ``cls`` usable from scripted code, its code compiled by
     ``compile_method(fn, self_type=...)``; returns ``cls`` unchanged."""
-    if "__init__" not in vars(cls) and cls.__init__ is not object.__init__:
-        raise ScriptError(f"script class '{cls.__qualname__}' needs its own __init__ that "
-                          "assigns its fields (it inherits one)")
     with _lock:
         if cls not in _by_class:
             _register(cls, ClassType(_unique_name(cls))).compile = compile_method
@@ -123,15 +122,19 @@ def compile_init(info: ClassInfo) -> None:
     with _lock:
         if info.init is not None:
             return
-        if "__init__" not in vars(info.cls):  # a class of methods only: no fields
+        init = find_in_mro(info.cls, "__init__")
+        if init is object.__init__:  # a class of methods only: no fields
             info.type = ClassType(info.type.name, ())
             info.init = NO_INIT
             return
+        if not inspect.isfunction(init):
+            raise ScriptError(f"the __init__ of script class '{info.cls.__qualname__}' is not "
+                              "a Python function: it cannot be compiled")
         provisional = info.type
         info.fields.clear()
         info.compiling = True
         try:
-            fdef = info.compile(info.cls.__init__, self_type=provisional)
+            fdef = info.compile(init, self_type=provisional)
         finally:
             info.compiling = False
         info.type = ClassType(provisional.name, tuple(info.fields.items()))
@@ -140,11 +143,27 @@ def compile_init(info: ClassInfo) -> None:
         info.init = fdef
 
 
+def find_in_mro(cls: type, name: str, after: type | None = None) -> Any:
+    """``name`` in the first class of ``cls.__mro__`` that defines it (after the class
+    ``after``, as ``super(after, obj).name`` looks it up for an object of class ``cls``), as
+    that class stores it; None when none does."""
+    mro = cls.__mro__
+    start = 0 if after is None else mro.index(after) + 1
+    return next((vars(k)[name] for k in mro[start:] if name in vars(k)), None)
+
+
 def compile_class_method(info: ClassInfo, name: str) -> FunctionDef | None:
-    """A script class's method, compiled with ``self`` typed as the class."""
+    """A script class's method (found along its MRO), compiled with ``self`` typed as the
+    class; None when it has no such method scripted code can call."""
+    return compile_class_function(info, find_in_mro(info.cls, name))
+
+
+def compile_class_function(info: ClassInfo, fn: Any) -> FunctionDef | None:
+    """The function ``fn`` (a method of the class or of a base class) compiled as a method of
+    the script class ``info``; None when it is not a Python function."""
+    if not inspect.isfunction(fn):
+        return None
     with _lock:
-        if name not in info.methods:
-            fn = vars(info.cls).get(name)
-            info.methods[name] = info.compile(fn, self_type=info.type) if callable(fn) \
-                and hasattr(fn, "__code__") else None
-        return info.methods[name]
+        if fn not in info.methods:
+            info.methods[fn] = info.compile(fn, self_type=info.type)
+        return info.methods[fn]

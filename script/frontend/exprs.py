@@ -370,10 +370,7 @@ class ExprMixin:
         items: list[Any] = []
         for elt in node.elts:
             if isinstance(elt, ast.Starred):
-                value = self.expr(elt.value)
-                if not isinstance(value.type, TupleType):
-                    raise self.error(elt, f"only tuples can be unpacked with *, not {value.type}")
-                items += self.tuple_items(value)
+                items += self.tuple_spread_items(elt)
             else:
                 items.append(self.expr(elt))
         return self.emit_value("prim::TupleConstruct", items)

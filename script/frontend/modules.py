@@ -293,6 +293,11 @@ class ModuleMixin:
         if fn is None:
             raise self.error(node, f"module '{type(owner).__name__}' has no method '{name}' "
                              "that scripted code can call")
+        return self.call_module_function(owner, fn, node)
+
+    def call_module_function(self: FunctionCompiler, owner: Any, fn: Any, node: ast.Call
+                             ) -> Any:
+        """Call ``fn``, a method of the module ``owner``'s class or of a base class."""
         fdef = self.session.method(owner, fn, lambda message: self.error(node, message),
                                    self.compile_module_method)
         return self.call_function(fdef, node)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import ClassType, OptionalType, is_subtype
 from script.frontend.annotations import class_type
-from script.frontend.classes import NO_INIT, class_info, compile_class_method
+from script.frontend.classes import NO_INIT, class_info, compile_class_method, find_in_mro
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -67,7 +67,7 @@ class ObjectMixin:
         if name in info.fields:
             kind = "prim::GetAttr" if t.named_tuple else "prim::LoadAttr"
             return self.emit(kind, [base], [info.fields[name]], {"name": name}).output
-        if not t.named_tuple and callable(vars(info.cls).get(name)):
+        if not t.named_tuple and callable(find_in_mro(info.cls, name)):
             raise self.unsupported(node, f"using the method '{name}' as a value")
         raise self.error(node, f"'{info.cls.__name__}' object has no attribute '{name}'")
 

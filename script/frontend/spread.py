@@ -1,5 +1,5 @@
 """Spread arguments in calls, ``f(*params)``, ``f(x, *params, y)``, and spread items in list
-literals, ``[*xs, y]``.
+and tuple literals, ``[*xs, y]``, ``(*xs, y)``.
 
 A tuple (a literal, a tuple-typed value, a named tuple) spreads into its items wherever a call
 takes positional arguments: its length is part of its type. A list's length is not known when a
@@ -9,7 +9,8 @@ function, an op, a builtin), after a check, when the call runs, that it holds th
 items are read as ``a, b, c = params`` reads them (their gradients flow back into the list's
 items). A list literal only read since it was made is unpacked as it is. A list spread into a
 callee that takes any number of arguments, or whose defaults leave its length open, is refused
-with the unpacking to write.
+with the unpacking to write; so is one spread into a tuple literal (a tuple's length is part of
+its type), unless its length is known there.
 """
 
 from __future__ import annotations
@@ -126,6 +127,27 @@ class SpreadMixin:
         for spread, value in parts[lead:]:
             self.emit("prim::ListExtend" if spread else "prim::ListAppend", [out, value], [])
         return out
+
+    def tuple_spread_items(self: FunctionCompiler, elt: ast.Starred) -> list[Any]:
+        """``*xs`` in a tuple literal, ``(*xs, y)``: the items of a tuple or named tuple, or of
+        a list whose length is known here (a literal only read since). A tuple's length is part
+        of its type, so a list whose length is only known when the code runs is refused."""
+        value = self.expr(elt.value)
+        t, text = value.type, ast.unparse(elt.value)
+        if isinstance(t, TupleType):
+            return self.tuple_items(value)
+        if isinstance(t, ClassType) and t.named_tuple:
+            return self.named_tuple_items(value)
+        if not isinstance(t, ListType):
+            raise self.error(elt, f"cannot spread a value of type {t} into a tuple: *{text} "
+                             "must be a tuple or a list")
+        n = known_length(value, self.graph.insert_point.owner)
+        if n is None:
+            raise self.error(elt, f"*{text} in a tuple literal is not supported: the list's "
+                             "length is not known when compiling and a tuple's length is part "
+                             f"of its type (build a list literal instead, [*{text}, ...], or "
+                             f"unpack it first, as in a, b = {text})")
+        return self.emit("prim::ListUnpack", [value], [t.element] * n).outputs if n else []
 
     def visit_SpreadItem(self: FunctionCompiler, node: SpreadItem) -> Any:
         return node.value

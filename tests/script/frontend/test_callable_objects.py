@@ -141,15 +141,3 @@ def test_script_class_without_init_takes_no_arguments():
     with pytest.raises(ScriptError, match=r"Squash\(\) takes no arguments") as info:
         script(squash_with_argument)(np.ones(2))
     assert "return Squash(x)(x)" in str(info.value)
-
-
-def test_script_class_inheriting_an_init_is_refused():
-    class Base:
-        def __init__(self, W):
-            self.W = W
-
-    class Derived(Base):
-        pass
-
-    with pytest.raises(ScriptError, match="needs its own __init__"):
-        script(Derived)
