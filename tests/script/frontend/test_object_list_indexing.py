@@ -244,7 +244,7 @@ def test_zip_stops_at_the_shorter_like_python(dtype):
     rng = np.random.default_rng(5)
     layers = [_dense(rng, 3, 3, dtype) for _ in range(3)]
     f, g, h = script(zip_objects_first), script(zip_objects_second), script(zip_three)
-    for n in (1, 2, 3, 5):  # the lists' lengths are read per call: one compilation
+    for n in (1, 2, 3, 5):  # shorter, as long and longer than the objects
         xs = [rng.standard_normal((2, 3)).astype(dtype) for _ in range(n)]
         assert_same_at(f(layers, xs), zip_objects_first(layers, xs))
         assert_same_at(g(xs, layers), zip_objects_second(xs, layers))
