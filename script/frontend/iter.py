@@ -18,11 +18,12 @@ import numpy as np
 
 from ir.registry import constant_of
 from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
+from script.errors import ScriptError
 from script.frontend.calls import op_for_object
-from script.frontend.env import Static
+from script.frontend.env import Static, assigned_names, stored_names, walk_same_function
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.modules import is_module_sequence, unwrap_module
-from script.frontend.object_args import ObjectSeq
+from script.frontend.object_args import ObjectArg, ObjectSeq
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -33,6 +34,27 @@ class StaticPlan:
     """Iterate over values known at compile time (a tuple's elements): the loop is unrolled."""
 
     items: list[Any]
+    limit: Any = None
+    """a run-time count the unrolled loop stops at (``zip`` of a list of objects and a list of
+    run-time length stops at the shorter): item ``k`` runs only while ``k < limit``; None when
+    every item runs."""
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """An item of an unrolled loop emitted only when its iteration runs (``xs[k]`` of a list
+    that may be shorter, the ``k``-th element of a ``range``)."""
+
+    make: Callable[[], Any]
+
+
+def realize(item: Any) -> Any:
+    """An unrolled loop's item with its ``Deferred`` parts emitted (nested in tuples too)."""
+    if isinstance(item, Deferred):
+        return realize(item.make())
+    if type(item) is tuple:
+        return tuple(realize(part) for part in item)
+    return item
 
 
 @dataclass
@@ -146,38 +168,116 @@ class IterMixin:
         pair = lambda i, item: self.static_tuple(  # noqa: E731
             [self.range_element(start, 1, i), item])
         if isinstance(inner, StaticPlan):
-            return StaticPlan([pair(self.const(k), item) for k, item in enumerate(inner.items)])
+            return StaticPlan([pair(self.const(k), item) for k, item in enumerate(inner.items)],
+                              inner.limit)
         return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
 
     def zip_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
         if node.keywords or not node.args:
             raise self.error(node, "zip() takes one or more iterables")
         plans = [self.iteration_plan(a) for a in node.args]
-        static = [p for p in plans if isinstance(p, StaticPlan)]
-        if static:
-            n = min(len(p.items) for p in static)
-            return StaticPlan([self.static_tuple([
-                p.items[k] if isinstance(p, StaticPlan) else p.element(self.const(k))
-                for p in plans]) for k in range(n)])
+        if any(isinstance(p, StaticPlan) for p in plans):
+            return self.unrolled_zip(plans)
         trip = plans[0].trip  # type: ignore[union-attr]
         for p in plans[1:]:
             trip = self.emit_value("prim::min", [trip, p.trip])  # type: ignore[union-attr]
         return DynamicPlan(trip, lambda i: self.emit_value(
             "prim::TupleConstruct", [p.element(i) for p in plans]))  # type: ignore[union-attr]
 
+    def unrolled_zip(self: FunctionCompiler, plans: list[StaticPlan | DynamicPlan]
+                     ) -> StaticPlan:
+        """``zip`` with an unrolled iterable (a list of objects): as many items as the shortest
+        unrolled one, stopping earlier at a run-time count (``limit``) shorter than that, as
+        Python's ``zip`` stops at its shortest iterable. The other iterables' items are emitted
+        only in the iterations that run."""
+        n = min(len(p.items) for p in plans if isinstance(p, StaticPlan))
+        limits = [p.limit if isinstance(p, StaticPlan) else p.trip for p in plans]
+        limit = None
+        for count in limits:
+            fixed = constant_of(count) if count is not None else None
+            if type(fixed) is int:
+                n = max(0, min(n, fixed))
+            elif count is not None:
+                limit = count if limit is None else self.emit_value("prim::min", [limit, count])
+        items = [self.static_tuple([
+            p.items[k] if isinstance(p, StaticPlan)
+            else Deferred(lambda p=p, k=k: p.element(self.const(k))) for p in plans])
+            for k in range(n)]
+        return StaticPlan(items, limit)
+
     def reversed_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
         """``reversed(x)``: unrolled items backwards, or the i-th element from the end."""
         if node.keywords or len(node.args) != 1:
             raise self.error(node, "reversed() takes exactly one argument")
         inner = self.iteration_plan(node.args[0])
+        if isinstance(inner, StaticPlan) and inner.limit is not None:
+            raise self.error(node, "reversed() of a zip: a zip is not reversible in Python "
+                             "either (zip the reversed lists instead)")
         if isinstance(inner, StaticPlan):
             return StaticPlan(inner.items[::-1])
         last = self.binary("-", inner.trip, self.const(1), node)
         return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)))
 
+    def indexes_objects_per_step(self: FunctionCompiler, node: ast.For) -> bool:
+        """Whether the body of ``node`` indexes a list of plain objects with an index that may
+        change per iteration (it names the loop's variable or a name the body assigns, other
+        than an inner loop's variable): ``self.layers[i]`` in ``for i in range(...)``."""
+        target = set(stored_names(node.target))
+        inner = {name for sub in walk_same_function(node.body) if isinstance(sub, ast.For)
+                 for name in stored_names(sub.target)} - target
+        varying = (target | set(assigned_names(node.body))) - inner
+        for sub in walk_same_function(node.body):
+            if not isinstance(sub, ast.Subscript) or isinstance(sub.slice, ast.Slice):
+                continue
+            if any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(sub.slice)) \
+                    and isinstance(self.static_chain(sub.value), ObjectSeq):
+                return True
+        return False
+
+    def static_chain(self: FunctionCompiler, node: ast.expr) -> Any:
+        """What a name or attribute chain is bound to at compile time (an ``ObjectSeq``, an
+        ``ObjectArg``...), or None; emits nothing and raises nothing."""
+        if isinstance(node, ast.Name):
+            found = self.frame.find(node.id)
+            return found.obj if isinstance(found, Static) else None
+        if isinstance(node, ast.Subscript):  # self.layers[i].cells, i a constant by now
+            base = self.static_chain(node.value)
+            index = self.static_index(node.slice)
+            if isinstance(base, ObjectSeq) and index is not None and \
+                    -len(base.items) <= index < len(base.items):
+                return base.items[index]
+            return None
+        if not isinstance(node, ast.Attribute):
+            return None
+        base = self.static_chain(node.value)
+        if not isinstance(base, ObjectArg):
+            return None
+        try:
+            return self.object_arg_member(base, node)
+        except ScriptError:
+            return None
+
+    def static_index(self: FunctionCompiler, node: ast.expr) -> int | None:
+        """An index that is an int literal or a name bound to a constant int, else None."""
+        if isinstance(node, ast.Constant):
+            return node.value if type(node.value) is int else None
+        found = self.frame.find(node.id) if isinstance(node, ast.Name) else None
+        value = constant_of(found) if hasattr(found, "type") else None
+        return value if type(value) is int else None
+
+    def unrolled_steps(self: FunctionCompiler, plan: DynamicPlan) -> StaticPlan | DynamicPlan:
+        """A loop with a constant trip count (``range(len(layers))``) unrolled, so that an index
+        computed from its variable is a constant in each copy of the body; a run-time count
+        stays a loop (and a list of objects indexed in it is refused at the index)."""
+        count = constant_of(plan.trip)
+        if type(count) is not int:
+            return plan
+        return StaticPlan([Deferred(lambda k=k: plan.element(self.const(k)))
+                           for k in range(max(count, 0))])
+
     def static_tuple(self: FunctionCompiler, items: list[Any]) -> Any:
         """A loop element made of several parts: a tuple value, or a compile-time tuple when a
         part is a compile-time object (a module of a ``ModuleList``)."""
-        if any(isinstance(item, (Static, tuple)) for item in items):
+        if any(isinstance(item, (Static, tuple, Deferred)) for item in items):
             return tuple(items)
         return self.emit_value("prim::TupleConstruct", items)

@@ -39,7 +39,7 @@ from script.frontend.env import (
     stored_names,
     walk_same_function,
 )
-from script.frontend.iter import StaticPlan
+from script.frontend.iter import DynamicPlan, StaticPlan, realize
 from script.frontend.sequences import is_shape
 
 if TYPE_CHECKING:
@@ -82,8 +82,10 @@ class LoopMixin:
         if node.type_comment:
             raise self.unsupported(node, "a type comment on a for loop")
         plan = self.iteration_plan(node.iter)
+        if isinstance(plan, DynamicPlan) and self.indexes_objects_per_step(node):
+            plan = self.unrolled_steps(plan)
         if isinstance(plan, StaticPlan):
-            self.emit_unrolled(node, plan.items)
+            self.emit_unrolled(node, plan)
             return
         self.emit_loop(node, plan.trip, self.const(True),
                        lambda i: self.assign(node.target, plan.element(i), node.target), None,
@@ -199,27 +201,38 @@ class LoopMixin:
                              f"loop and type {value.type} after an iteration")
         return self.declared.get(name, joined)
 
-    def emit_unrolled(self: FunctionCompiler, node: ast.For, items: list[Any]) -> None:
+    def emit_unrolled(self: FunctionCompiler, node: ast.For, plan: StaticPlan) -> None:
         """``for x in <tuple>``: the body once per element, each with its own types."""
         ctx = self.loop_context(node)
         self.loops.append(ctx)
         try:
             if ctx.break_flag:
                 self.frame.set(ctx.break_flag, self.const(False))
-            self.unroll_from(node, items, 0, ctx)
+            self.unroll_from(node, plan, 0, ctx)
         finally:
             self.loops.pop()
 
-    def unroll_from(self: FunctionCompiler, node: ast.For, items: list[Any], k: int, ctx: Any
+    def unroll_from(self: FunctionCompiler, node: ast.For, plan: StaticPlan, k: int, ctx: Any
                     ) -> None:
-        if k == len(items):
+        """Iteration ``k`` of an unrolled loop and, after it, the rest; when the plan has a
+        run-time ``limit``, all of it only while ``k < limit``."""
+        if k == len(plan.items):
             return
+        if plan.limit is None:
+            self.unrolled_step(node, plan, k, ctx)
+            return
+        runs = self.binary("<", self.const(k), plan.limit, node)
+        self.emit_if(runs, lambda: self.unrolled_step(node, plan, k, ctx), lambda: None,
+                     end_of(node), node)
+
+    def unrolled_step(self: FunctionCompiler, node: ast.For, plan: StaticPlan, k: int, ctx: Any
+                      ) -> None:
         outer = self.frame
         self.frame = outer.child()
         try:
             if ctx.continue_flag:
                 self.frame.set(ctx.continue_flag, self.const(False))
-            self.assign(node.target, items[k], node.target)
+            self.assign(node.target, realize(plan.items[k]), node.target)
             self.emit_stmts(node.body)
         finally:
             inner, self.frame = self.frame, outer
@@ -232,7 +245,7 @@ class LoopMixin:
         if inner.left_function and not flags:
             outer.exited = outer.left_function = True  # the body always raises
             return
-        rest = lambda: self.unroll_from(node, items, k + 1, ctx)  # noqa: E731
+        rest = lambda: self.unroll_from(node, plan, k + 1, ctx)  # noqa: E731
         if flags:
             self.guarded(flags, rest, end_of(node), node)
         else:

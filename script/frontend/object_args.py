@@ -306,9 +306,12 @@ class ObjectArgMixin:
             return ObjectSeq(seq.param, None, ast.unparse(node), items[slice(*bounds)], seq.kind)
         index = constant_of(self.index_value(node.slice))
         if type(index) is not int:
-            raise self.error(node.slice, f"'{seq.spelling}' ({seq.describe()}) can only be "
-                             "indexed with a constant (its objects' attributes are read per "
-                             "item); iterate over it with for / enumerate / zip instead")
+            raise self.error(node.slice, f"'{seq.spelling}' ({seq.describe()}) is indexed "
+                             f"with '{ast.unparse(node.slice)}', an int known only when the "
+                             "function runs (its objects' attributes are read per item): index "
+                             "it with a constant or in a loop of a constant count, which is "
+                             f"unrolled (`for i in range(len({seq.spelling})):`), or iterate "
+                             "over it with for / enumerate / zip")
         if not -len(items) <= index < len(items):
             raise self.error(node.slice, f"index {index} out of range: '{seq.spelling}' has "
                              f"{len(items)} items")

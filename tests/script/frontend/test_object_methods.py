@@ -293,12 +293,6 @@ def assigns_in_method(layer: Caching, x: Tensor) -> Tensor:
     return layer.forward(x)
 
 
-def dynamic_index(layers: List[Dense], x: Tensor) -> Tensor:
-    for i in range(len(layers)):
-        x = layers[i].forward(x)
-    return x
-
-
 def list_as_value(layers: List[Dense], x: Tensor) -> Tensor:
     return layers
 
@@ -349,8 +343,6 @@ _D = Dense(np.eye(2), np.zeros(2))
 @pytest.mark.parametrize("fn, arg, match, line", [
     (assigns_in_method, Caching(np.eye(2), np.zeros(2)),
      r"cannot assign the attribute 'cache' of 'self'.*return the new value", "self.cache = x"),
-    (dynamic_index, [_D, _D], r"'layers' \(a list of Dense objects\) can only be indexed with a "
-                              "constant", "x = layers[i].forward(x)"),
     (list_as_value, [_D], r"'layers' is a list of Dense objects: scripted code iterates",
      "return layers"),
     (list_method, [_D], r"'layers' is a list of Dense objects: it has no attribute 'append'",
