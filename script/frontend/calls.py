@@ -225,7 +225,8 @@ class CallMixin:
             return getattr(self, composite)(node)
         op = op_for_object(obj)
         if op is not None:
-            return self.call_op(op, node, display=ast.unparse(node.func))
+            result = self.call_op(op, node, display=ast.unparse(node.func))
+            return self.ufunc_result(result) if isinstance(obj, np.ufunc) else result
         if inspect.isfunction(obj) and not _is_library(obj):
             return self.call_python_function(obj, node)
         raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")

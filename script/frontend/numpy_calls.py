@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ir.core import Value
 from ir.ops.numpy_ops import array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
@@ -22,7 +23,10 @@ from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Typ
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
-NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where"}
+NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
+                    **{name: "numpy_scalar_type" for name in (
+                        "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                        "uint8", "bool_")}}
 """numpy function name -> the FunctionCompiler method that writes it."""
 _composite_ids: dict[int, tuple[Any, str]] = {}
 
@@ -55,6 +59,32 @@ class NumpyMixin:
         if missing:
             raise self.error(node, f"{display}() missing required argument '{missing[0]}'")
         return [v if v is None or not isinstance(v, ast.AST) else self.expr(v) for v in found]
+
+    # -- numpy scalars --------------------------------------------------------------------------
+    def numpy_scalar_type(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``np.float32(x)`` and the other scalar types: a number becomes a 0-d array of that
+        dtype (numpy's scalar: it promotes arrays as an array of that dtype does, where a Python
+        number would not), an array is cast (``x.astype``)."""
+        dtype = np.dtype(self.resolve_static(node.func)).name
+        display = ast.unparse(node.func)
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"{display}() takes exactly one positional argument")
+        value = self.expr(node.args[0])
+        if isinstance(value.type, TensorType):
+            return self.emit_value("tensor::astype", [value, self.const(dtype)])
+        if value.type not in (INT, FLOAT, BOOL):
+            raise self.error(node.args[0], f"{display}() of {value.type}: give a number or "
+                             "an array")
+        return self.emit_value("tensor::array", [value, self.const(dtype)])
+
+    def ufunc_result(self: FunctionCompiler, value: Any) -> Any:
+        """What a numpy ufunc gives for Python numbers: a numpy scalar (``np.sqrt(3)`` is a
+        ``np.float64``, ``np.negative(3)`` a ``np.int64``), which promotes a float32 array to
+        float64 where the Python float ``3 ** 0.5`` would leave it float32: such a number
+        becomes a 0-d array of numpy's dtype (``np.array``'s), the same for promotion."""
+        if isinstance(value, Value) and value.type in (INT, FLOAT, BOOL):
+            return self.emit_value("tensor::array", [value, self.const(None)])
+        return value
 
     # -- np.outer ----------------------------------------------------------------------------------
     def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:
