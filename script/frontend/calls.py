@@ -259,6 +259,9 @@ class CallMixin:
         args = list(op.args)
         for k, value in enumerate(inputs):
             arg = args[min(k, len(args) - 1)]
+            if arg.kind == "Tensor" and display.startswith("np.") and value.type in (
+                    INT, FLOAT, BOOL):  # numpy takes a number as a 0-d array: np.sum(3.0)
+                value = inputs[k] = self.emit_value("tensor::array", [value, self.const(None)])
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")

@@ -68,3 +68,16 @@ def bad_scalar_type(a: Tensor) -> Tensor:
 def test_a_scalar_type_takes_one_argument():
     with pytest.raises(ScriptError, match=r"np.float32\(\) takes exactly one positional"):
         script(bad_scalar_type)(np.ones(3, np.float32))
+
+
+def reductions_of_numbers(a: Tensor, n: int):
+    return np.sum(3.0), np.max(n), a * np.mean(2), np.sum(np.sqrt(2.0)) + a
+
+
+def test_numpy_functions_take_numbers_as_0d_arrays():
+    a = np.ones((2, 3), np.float32)
+    want = reductions_of_numbers(a, 4)
+    got = script(reductions_of_numbers)(a, 4)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(g, w, rtol=1e-12)
