@@ -66,7 +66,7 @@ MAX_LAYOUTS = 8
 
 MAX_CONSTANT_VALUES = 4
 """Values an int, bool or str attribute of an object argument is compiled in for before it is
-read per call instead (``ScriptFunction.count_constants``)."""
+read per call instead, where the code allows (``ScriptFunction.count_constants``)."""
 
 
 class ScriptFunction:
@@ -97,6 +97,8 @@ class ScriptFunction:
         """the values compiled in for each (class, attribute name) of the object arguments."""
         self._read_per_call: frozenset[tuple[type, str]] = frozenset()
         """the (class, attribute name) pairs that took too many values: read per call."""
+        self._kept_constant: frozenset[tuple[type, str]] = frozenset()
+        """those that took too many values but that the code needs constant."""
 
     # -- compilation ----------------------------------------------------------------------------
     @property
@@ -273,12 +275,12 @@ class ScriptFunction:
                 self._definition, self._cache, self._objects = other, cache, objects
                 self.__dict__["_gradient_cache"] = gradients
                 return other
-        self.count_constants(d, bound)
+        demoted = self.count_constants(d, bound)
         self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
         self._definition, self._cache = None, {}
         self.__dict__.pop("_gradient_cache", None)
         try:
-            new = self._compile_definition()
+            new = self._compile_layout(demoted)
         except BaseException:  # keep the definition the last call used
             self._definition, self._cache, gradients, self._objects = layouts[id(d)]
             self.__dict__["_gradient_cache"] = gradients
@@ -287,23 +289,44 @@ class ScriptFunction:
             layouts.pop(next(iter(layouts)))
         return new
 
-    def count_constants(self, d: Any, bound: tuple[Any, ...]) -> None:
+    def count_constants(self, d: Any, bound: tuple[Any, ...]) -> frozenset[tuple[type, str]]:
         """Count the values of the attributes ``d`` compiled in as constants that the call
-        ``bound`` changes. Ints, bools and strs of object arguments are constants so that a
-        count (``range(self.num_layers)``), an index or a condition (``if self.bidirectional``)
-        is decided when compiling, as a global scalar is; an attribute that changes from call
-        to call (a step counter) would compile every call, so once one has taken more than
-        ``MAX_CONSTANT_VALUES`` values it is read per call, as an int argument is (with a
-        warning: code that needs it constant, an index into a list of objects, now fails)."""
+        ``bound`` changes; the (class, attribute name) pairs that now took more than
+        ``MAX_CONSTANT_VALUES`` are returned, to be read per call (``_compile_layout``).
+
+        Ints, bools and strs of object arguments are constants so that a count
+        (``range(self.num_layers)``), an index or a condition (``if self.bidirectional``) is
+        decided when compiling, as a global scalar's is; but an attribute that changes at every
+        call (a step counter ``self.t``) would compile every call."""
+        demoted = set()
         for key, old, new in changed_constants(d.attr_refs, bound):
+            if key in self._read_per_call or key in self._kept_constant:
+                continue
             seen = self._constant_values.setdefault(key, set())
             seen.update((old, new))
-            if len(seen) > MAX_CONSTANT_VALUES and key not in self._read_per_call:
-                self._read_per_call |= {key}
-                warnings.warn(f"{self.python_fn.__qualname__}(): the attribute '{key[1]}' of "
-                              f"{key[0].__name__} objects took {len(seen)} values across calls, "
-                              "each compiling the function again: it is read per call from now "
-                              "on, as an int argument is", RuntimeWarning, stacklevel=6)
+            if len(seen) > MAX_CONSTANT_VALUES:
+                demoted.add(key)
+        return frozenset(demoted)
+
+    def _compile_layout(self, demoted: frozenset[tuple[type, str]]) -> Any:
+        """Compile the definition for ``self._objects``, reading the ``demoted`` attributes per
+        call (with a warning), as int arguments are; when the code needs one constant (a count
+        of a loop indexing a list of objects) it stays compiled in, at every value."""
+        if not demoted:
+            return self._compile_definition()
+        self._read_per_call |= demoted
+        try:
+            new = self._compile_definition()
+        except ScriptError:
+            self._read_per_call -= demoted
+            self._kept_constant |= demoted
+            return self._compile_definition()
+        for cls, name in sorted(demoted, key=lambda key: (key[0].__qualname__, key[1])):
+            warnings.warn(f"{self.python_fn.__qualname__}(): the attribute '{name}' of "
+                          f"{cls.__name__} objects took {MAX_CONSTANT_VALUES + 1} values across "
+                          "calls, each compiling the function again: it is read per call from "
+                          "now on, as an int argument is", RuntimeWarning, stacklevel=6)
+        return new
 
     def _objects_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The objects a call passes for the plain object parameters, by name."""
