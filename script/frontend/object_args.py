@@ -10,6 +10,13 @@ shape, or its type, are part of the call signature, so a call with other shapes 
 again. Which attributes hold objects and which hold values is the object's *layout*; a call
 whose layout differs from the one compiled compiles the function again (``read_inputs``).
 
+An attribute holding an int, bool or str is part of the layout too: it is compiled in as a
+constant (``ArgAttrRef.constant``), as a global scalar is, so ``range(self.num_layers)`` has a
+constant count (``self.layers[i]`` in it is unrolled) and ``if self.bidirectional:`` is decided
+when compiling; a call that finds another value compiles again. One that changes at every call (a
+step counter) would compile every call: once it has taken a few values, the runtime reads it per
+call instead where the code allows (``read_per_call``; ``ScriptFunction.count_constants``).
+
 A list or tuple of plain objects (an argument annotated ``List[Layer]``, or an attribute holding
 one) is an ``ObjectSeq``: its items are ``ObjectArg``s whose paths step through the item's index,
 so each item's attributes are read on their own (their shapes may differ). The code iterates it
