@@ -83,20 +83,22 @@ _NO_DEFAULT: Any = object()
 
 def compile_function(fn: Callable[..., Any],
                      arg_types_override: dict[str, Type] | None = None,
-                     objects: dict[str, Any] | None = None) -> FunctionDef:
+                     objects: dict[str, Any] | None = None,
+                     read_per_call: frozenset[tuple[type, str]] = frozenset()) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
     again (recursion) is an error. ``arg_types_override`` (parameter name, or ``"return"``, ->
     type; from ``script.frontend.infer_types``) types unannotated parameters; ``objects``
     (parameter name -> the call's object) gives the parameters annotated with a plain class
-    their layout (``object_args``); such results are not cached.
+    their layout (``object_args``, with ``read_per_call``); such results are not cached.
     """
     if arg_types_override or objects:
         tree, source = load_source(fn)
         compiler = FunctionCompiler(fn, tree, source)
         compiler.arg_types_override = arg_types_override
         compiler.objects = objects or {}
+        compiler.read_per_call = read_per_call
         return compiler.compile()
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
@@ -189,7 +191,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         with _lock:
             _compiling.append(fn)
             try:
-                return compile_function(fn, objects=objects)
+                return compile_function(fn, objects=objects, read_per_call=self.read_per_call)
             finally:
                 _compiling.pop()
 

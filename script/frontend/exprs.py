@@ -479,9 +479,12 @@ _SCALAR_FOLDS: dict[str, Any] = {
 
 def fold_scalars(symbol: str, lhs: Any, rhs: Any) -> Any:
     """``lhs <symbol> rhs`` for two int/bool constants (a counter in an unrolled loop, an index
-    into a ModuleList, ``i < self.num_layers - 1``), else NOT_CONSTANT."""
+    into a ModuleList, ``i < self.num_layers - 1``) or ``==`` / ``!=`` of two str constants
+    (``self.nonlinearity == "relu"``), else NOT_CONSTANT."""
     fn = _SCALAR_FOLDS.get(symbol)
     a, b = constant_of(lhs), constant_of(rhs)
+    if symbol in ("==", "!=") and type(a) is str and type(b) is str:
+        return fn(a, b)
     if fn is None or type(a) not in (int, bool) or type(b) not in (int, bool):
         return NOT_CONSTANT
     if symbol in ("//", "%") and b == 0:

@@ -22,8 +22,9 @@ from script.errors import ScriptError
 from script.frontend.calls import op_for_object
 from script.frontend.env import Static, assigned_names, stored_names, walk_same_function
 from script.frontend.exprs import NOT_STATIC
-from script.frontend.modules import is_module_sequence, unwrap_module
+from script.frontend.modules import is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg, ObjectSeq
+from script.module import is_module
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -219,9 +220,10 @@ class IterMixin:
         return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)))
 
     def indexes_objects_per_step(self: FunctionCompiler, node: ast.For) -> bool:
-        """Whether the body of ``node`` indexes a list of plain objects with an index that may
-        change per iteration (it names the loop's variable or a name the body assigns, other
-        than an inner loop's variable): ``self.layers[i]`` in ``for i in range(...)``."""
+        """Whether the body of ``node`` indexes a list of plain objects or a ``ModuleList`` with
+        an index that may change per iteration (it names the loop's variable or a name the body
+        assigns, other than an inner loop's variable): ``self.layers[i]`` in ``for i in
+        range(...)``."""
         target = set(stored_names(node.target))
         inner = {name for sub in walk_same_function(node.body) if isinstance(sub, ast.For)
                  for name in stored_names(sub.target)} - target
@@ -230,26 +232,32 @@ class IterMixin:
             if not isinstance(sub, ast.Subscript) or isinstance(sub.slice, ast.Slice):
                 continue
             if any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(sub.slice)) \
-                    and isinstance(self.static_chain(sub.value), ObjectSeq):
+                    and _indexed_per_item(self.static_chain(sub.value)):
                 return True
         return False
 
     def static_chain(self: FunctionCompiler, node: ast.expr) -> Any:
         """What a name or attribute chain is bound to at compile time (an ``ObjectSeq``, an
-        ``ObjectArg``...), or None; emits nothing and raises nothing."""
+        ``ObjectArg``, a module or ``ModuleList``...), or None; emits nothing and raises
+        nothing."""
         if isinstance(node, ast.Name):
             found = self.frame.find(node.id)
+            if found is None and is_module(self.namespace.get(node.id)):
+                return self.namespace[node.id]  # a module method's self
             return found.obj if isinstance(found, Static) else None
         if isinstance(node, ast.Subscript):  # self.layers[i].cells, i a constant by now
             base = self.static_chain(node.value)
+            items = base.items if isinstance(base, ObjectSeq) else \
+                tuple(base) if is_module_sequence(base) else ()
             index = self.static_index(node.slice)
-            if isinstance(base, ObjectSeq) and index is not None and \
-                    -len(base.items) <= index < len(base.items):
-                return base.items[index]
+            if index is not None and -len(items) <= index < len(items):
+                return unwrap_module(items[index])
             return None
         if not isinstance(node, ast.Attribute):
             return None
         base = self.static_chain(node.value)
+        if is_module(base):
+            return unwrap_module(read_member(unwrap_module(base), node.attr))
         if not isinstance(base, ObjectArg):
             return None
         try:
@@ -281,3 +289,9 @@ class IterMixin:
         if any(isinstance(item, (Static, tuple, Deferred)) for item in items):
             return tuple(items)
         return self.emit_value("prim::TupleConstruct", items)
+
+
+def _indexed_per_item(chain: Any) -> bool:
+    """A list whose items the compiler picks when compiling: of plain objects (each with its own
+    attribute inputs) or of modules (each with its own methods)."""
+    return isinstance(chain, ObjectSeq) or is_module_sequence(chain)

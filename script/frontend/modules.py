@@ -274,9 +274,13 @@ class ModuleMixin:
             return items[slice(*bounds)]
         index = constant_of(self.index_value(node.slice))
         if not isinstance(index, int):
-            raise self.error(node.slice, "a module list can only be indexed with a constant "
-                             "(its modules may have different types); iterate over it with "
-                             "for / enumerate / zip instead")
+            raise self.error(node.slice, f"'{ast.unparse(node.value)}' (a module list) is "
+                             f"indexed with '{ast.unparse(node.slice)}', an int known only when "
+                             "the function runs (its modules may have different types): index "
+                             "it with a constant or in a loop of a constant count, which is "
+                             "unrolled (`for i in range(len("
+                             f"{ast.unparse(node.value)})):`), or iterate over it with for / "
+                             "enumerate / zip")
         if not -len(items) <= index < len(items):
             raise self.error(node.slice, f"module list index {index} out of range (the list "
                              f"has {len(items)} modules)")

@@ -10,6 +10,13 @@ shape, or its type, are part of the call signature, so a call with other shapes 
 again. Which attributes hold objects and which hold values is the object's *layout*; a call
 whose layout differs from the one compiled compiles the function again (``read_inputs``).
 
+An attribute holding an int, bool or str is part of the layout too: it is compiled in as a
+constant (``ArgAttrRef.constant``), as a global scalar is, so ``range(self.num_layers)`` has a
+constant count (``self.layers[i]`` in it is unrolled) and ``if self.bidirectional:`` is decided
+when compiling; a call that finds another value compiles again. One that changes at every call (a
+step counter) would compile every call: once it has taken a few values, the runtime reads it per
+call instead where the code allows (``read_per_call``; ``ScriptFunction.count_constants``).
+
 A list or tuple of plain objects (an argument annotated ``List[Layer]``, or an attribute holding
 one) is an ``ObjectSeq``: its items are ``ObjectArg``s whose paths step through the item's index,
 so each item's attributes are read on their own (their shapes may differ). The code iterates it
@@ -23,6 +30,7 @@ Attributes are read, never assigned: ``p.W = ...`` is a ScriptError.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import typing
 from dataclasses import dataclass
@@ -43,6 +51,10 @@ from script.frontend.signature import type_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
+
+
+CONSTANT_KINDS = (int, bool, str)
+"""The Python types of the attributes compiled in as constants (``object_arg_value``)."""
 
 
 def is_plain_object(value: Any) -> bool:
@@ -120,6 +132,9 @@ class ArgAttrRef:
     length: int | None = None
     """for a list of objects (``ObjectSeq.length_ref``): the length it must have; its value is
     the length."""
+    constant: int | str | None = None
+    """for an int, bool or str compiled in as a constant (``CONSTANT_KINDS``): the value a call's
+    attribute must hold (a call that finds another compiles again); None when read per call."""
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -183,17 +198,10 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
         if type(ref) is not ArgAttrRef:
             values.append(ref.read())
             continue
-        value = inputs[ref.param]
-        for step in ref.path:
-            if type(step) is int:
-                if type(value) not in (list, tuple) or step >= len(value):
-                    return None
-                value = value[step]
-            elif is_plain_object(value):
-                value = getattr(value, step, _MISSING)
-            else:
-                return None
+        value = follow(inputs[ref.param], ref.path)
         if type(value) is not ref.kind:
+            return None
+        if ref.constant is not None and value != ref.constant:
             return None
         if ref.length is not None:
             if len(value) != ref.length:
@@ -201,6 +209,37 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
             value = ref.length
         values.append(value)
     return tuple(values)
+
+
+def changed_constants(refs: list[Any], inputs: tuple[Any, ...]
+                      ) -> list[tuple[tuple[type, str], Any, Any]]:
+    """The attributes compiled in as constants (``ArgAttrRef.constant``) that hold another value
+    of their type in a call whose bound arguments are ``inputs``: ((the class of the object
+    holding it, its name), the compiled value, the call's value) for each."""
+    found = []
+    for ref in refs:
+        if type(ref) is not ArgAttrRef or ref.constant is None:
+            continue
+        value = follow(inputs[ref.param], ref.path)
+        if type(value) is ref.kind and value != ref.constant:
+            owner = follow(inputs[ref.param], ref.path[:-1])
+            found.append(((type(owner), ref.path[-1]), ref.constant, value))
+    return found
+
+
+def follow(value: Any, path: tuple[str | int, ...]) -> Any:
+    """What ``path`` reaches from an object argument's ``value`` (``_MISSING`` when it does not
+    cross plain objects and lists of them, or an attribute or index is missing)."""
+    for step in path:
+        if type(step) is int:
+            if type(value) not in (list, tuple) or step >= len(value):
+                return _MISSING
+            value = value[step]
+        elif is_plain_object(value):
+            value = getattr(value, step, _MISSING)
+        else:
+            return _MISSING
+    return value
 
 
 _MISSING: Any = object()
@@ -239,6 +278,10 @@ def _declared(value: Any) -> Type:
 
 class ObjectArgMixin:
     """Reading the attributes of plain object arguments in ``FunctionCompiler``."""
+
+    read_per_call: frozenset[tuple[type, str]] = frozenset()
+    """(class, attribute name) of the int, bool and str attributes read per call rather than
+    compiled in (``compile_function`` sets it)."""
 
     def object_param(self: FunctionCompiler, name: str, param: int, example: Any) -> Any:
         """What the name of an object parameter is bound to while the body compiles: the graph
@@ -318,7 +361,9 @@ class ObjectArgMixin:
         return items[index]
 
     def object_arg_value(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
-        """The graph input standing for ``owner.<attr>`` when it holds a value."""
+        """The graph input standing for ``owner.<attr>`` when it holds a value; for an int, bool
+        or str (``CONSTANT_KINDS``) not in ``read_per_call``, the value as a constant (its graph
+        input, unused, checks a call's value is the same)."""
         static = self.object_arg_member(owner, node)
         if static is not None:
             raise self.object_arg_as_value(node, static)
@@ -328,8 +373,12 @@ class ObjectArgMixin:
             t = erase_shape(type_of(value, _declared(value), f"'{name}'"))
         except SignatureError as exc:
             raise self.error(node, f"{exc}; scripted code cannot read it") from None
-        return self.add_attr_input(ArgAttrRef(owner.param, owner.path + (node.attr,), name, t,
-                                              type(value)))
+        ref = ArgAttrRef(owner.param, owner.path + (node.attr,), name, t, type(value))
+        if type(value) not in CONSTANT_KINDS or \
+                (type(owner.example), node.attr) in self.read_per_call:
+            return self.add_attr_input(ref)
+        self.add_attr_input(dataclasses.replace(ref, constant=value))  # checked per call
+        return self.const(value)
 
     def object_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
         """The object arguments a call passes for the parameters of ``fn`` annotated with a
@@ -377,7 +426,7 @@ class ObjectArgMixin:
         spelling = owner.spelling + "".join(f"[{s}]" if type(s) is int else f".{s}"
                                             for s in path)
         return self.add_attr_input(ArgAttrRef(owner.param, owner.path + path, spelling,
-                                              ref.type, ref.kind, ref.length))
+                                              ref.type, ref.kind, ref.length, ref.constant))
 
     def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: Any) -> Any:
         if isinstance(owner, ObjectSeq):

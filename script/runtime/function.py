@@ -21,6 +21,7 @@ import functools
 import inspect
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -34,7 +35,12 @@ from script.errors import Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
-from script.frontend.object_args import check_object_argument, object_param_kinds, read_inputs
+from script.frontend.object_args import (
+    changed_constants,
+    check_object_argument,
+    object_param_kinds,
+    read_inputs,
+)
 from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
@@ -57,6 +63,10 @@ class Specialization:
 
 MAX_LAYOUTS = 8
 """Definitions kept per function for object arguments of different layouts."""
+
+MAX_CONSTANT_VALUES = 4
+"""Values an int, bool or str attribute of an object argument is compiled in for before it is
+read per call instead, where the code allows (``ScriptFunction.count_constants``)."""
 
 
 class ScriptFunction:
@@ -83,6 +93,12 @@ class ScriptFunction:
         self._objects: dict[str, Any] = {}
         """the objects passed for the parameters annotated with a plain class in the call the
         definition compiled for (they decide which attributes hold objects)."""
+        self._constant_values: dict[tuple[type, str], set[Any]] = {}
+        """the values compiled in for each (class, attribute name) of the object arguments."""
+        self._read_per_call: frozenset[tuple[type, str]] = frozenset()
+        """the (class, attribute name) pairs that took too many values: read per call."""
+        self._kept_constant: frozenset[tuple[type, str]] = frozenset()
+        """those that took too many values but that the code needs constant."""
 
     # -- compilation ----------------------------------------------------------------------------
     @property
@@ -108,7 +124,8 @@ class ScriptFunction:
                               "call it, or pass the arguments to graph_for / code_for / explain "
                               "(export_onnx and save take no object arguments)")
         with instrument.stage("frontend"), reported(self.origin, "compiling"):
-            d = compile_function(self.python_fn, self._example_types(), self._objects)
+            d = compile_function(self.python_fn, self._example_types(), self._objects,
+                                 self._read_per_call)
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
             self.__dict__.pop("_gradient_cache", None)
@@ -258,17 +275,57 @@ class ScriptFunction:
                 self._definition, self._cache, self._objects = other, cache, objects
                 self.__dict__["_gradient_cache"] = gradients
                 return other
+        demoted = self.count_constants(d, bound)
         self._objects = {d.arg_names[k]: bound[k] for k in d.object_args}
         self._definition, self._cache = None, {}
         self.__dict__.pop("_gradient_cache", None)
         try:
-            new = self._compile_definition()
+            new = self._compile_layout(demoted)
         except BaseException:  # keep the definition the last call used
             self._definition, self._cache, gradients, self._objects = layouts[id(d)]
             self.__dict__["_gradient_cache"] = gradients
             raise
         if len(layouts) >= MAX_LAYOUTS:
             layouts.pop(next(iter(layouts)))
+        return new
+
+    def count_constants(self, d: Any, bound: tuple[Any, ...]) -> frozenset[tuple[type, str]]:
+        """Count the values of the attributes ``d`` compiled in as constants that the call
+        ``bound`` changes; the (class, attribute name) pairs that now took more than
+        ``MAX_CONSTANT_VALUES`` are returned, to be read per call (``_compile_layout``).
+
+        Ints, bools and strs of object arguments are constants so that a count
+        (``range(self.num_layers)``), an index or a condition (``if self.bidirectional``) is
+        decided when compiling, as a global scalar's is; but an attribute that changes at every
+        call (a step counter ``self.t``) would compile every call."""
+        demoted = set()
+        for key, old, new in changed_constants(d.attr_refs, bound):
+            if key in self._read_per_call or key in self._kept_constant:
+                continue
+            seen = self._constant_values.setdefault(key, set())
+            seen.update((old, new))
+            if len(seen) > MAX_CONSTANT_VALUES:
+                demoted.add(key)
+        return frozenset(demoted)
+
+    def _compile_layout(self, demoted: frozenset[tuple[type, str]]) -> Any:
+        """Compile the definition for ``self._objects``, reading the ``demoted`` attributes per
+        call (with a warning), as int arguments are; when the code needs one constant (a count
+        of a loop indexing a list of objects) it stays compiled in, at every value."""
+        if not demoted:
+            return self._compile_definition()
+        self._read_per_call |= demoted
+        try:
+            new = self._compile_definition()
+        except ScriptError:
+            self._read_per_call -= demoted
+            self._kept_constant |= demoted
+            return self._compile_definition()
+        for cls, name in sorted(demoted, key=lambda key: (key[0].__qualname__, key[1])):
+            warnings.warn(f"{self.python_fn.__qualname__}(): the attribute '{name}' of "
+                          f"{cls.__name__} objects took {MAX_CONSTANT_VALUES + 1} values across "
+                          "calls, each compiling the function again: it is read per call from "
+                          "now on, as an int argument is", RuntimeWarning, stacklevel=6)
         return new
 
     def _objects_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -316,7 +316,7 @@ class UnsupportedAttribute(Module):
     (AddsAttribute(), "cannot add the attribute 'cache'", "self.cache = x"),
     (ReadsMissing(), "has no attribute 'bias'", "return x + self.bias"),
     (RebindsParameter(), "cannot rebind the parameter 'weight'", "self.weight = x"),
-    (IndexesDynamically(), "indexed with a constant", "x = self.layers[i](x)"),
+    (IndexesDynamically(), "known only when the function runs", "x = self.layers[i](x)"),
     (MixedList(), "mixing modules and other values", "len(self.things)"),
     (UnsupportedAttribute(), "attribute 'tags'.*cannot use", "len(self.tags)"),
 ])
