@@ -493,12 +493,8 @@ class LoopBuilder(StepEmitters):
             lst, idx = n.inputs
             self.ptr[n.output] = self._item(lst, self._index(self._num(idx), self.sizes[lst]))
             return
-        if kind == "prim::DictGetItem":  # a missing key returns to Python (KeyError)
-            d, key = n.inputs
-            at = b.sub(self._num(key), self.lows[d])
-            self._require(b.and_(b.icmp_signed(">=", at, ir.Constant(I64, 0)),
-                                 b.icmp_signed("<", at, self.sizes[d])))
-            self.ptr[n.output] = self._item(d, at)
+        if kind == "prim::DictGetItem":
+            self._dict_item(n)
             return
         if kind == "prim::DictSetItem":
             return  # the items are kept a slot per step and stored after the loop
