@@ -313,6 +313,8 @@ class NativeLoop(RowRanges, Appends):
         for lst in prog.free_lists:
             if prog.roles[lst] in ("append", "store") or int_list(lst):
                 continue
+            if prog.roles[lst] == "keys":
+                ints[("dict low", lst)] = 0  # each call's (``dict_lows``)
             e = prog.item_types[lst]
             shape, strides, item = c_layout(e)  # type: ignore[arg-type]
             ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
@@ -530,8 +532,6 @@ class NativeLoop(RowRanges, Appends):
                 int_values.append(0)
             elif key[0] == "int constant":
                 int_values.append(key[1])
-            elif key[0] == "dict low":
-                int_values.append(0)
             else:
                 int_values.append(ints[key])
         keyed = [v for v in prog.free_lists if prog.roles[v] == "keys"]
