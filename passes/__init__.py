@@ -25,6 +25,7 @@ from passes import (
     contiguous_weights,
     cse,
     dce,
+    dict_carry,
     dict_items,
     hoist_projection,
     hoist_rowwise,
@@ -41,6 +42,7 @@ from passes.autodiff import batch_accumulation
 from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
+                dict_carry,
                 cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
                 inplace_writes):
@@ -48,13 +50,14 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
 CLEANUP_PIPELINE = ("inline,forward-fields,canonicalize,constant-prop,shape-prop,constant-prop,"
-                    "canonicalize,shape-prop,forward-dict-items,dce,cse,dce")
+                    "canonicalize,shape-prop,forward-dict-items,carry-dict-items,dce,cse,dce")
 """The cleanups: inlining, the fields of local objects read back forwarded, canonicalization,
-constant and shape propagation, dict items read back forwarded, DCE and CSE. Constant
-propagation runs again after shape propagation: sizes that only the specialized types know (a loop
-over ``unbind`` of a reshaped projection) fold then, giving loops constant trip counts; shape
-propagation runs again after the second canonicalization, so the values after a rewrite it made
-with those sizes (a slice that became a split piece) get their static shapes."""
+constant and shape propagation, dict items read back forwarded (and the item the step before
+stored carried through its loop), DCE and CSE. Constant propagation runs again after shape
+propagation: sizes that only the specialized types know (a loop over ``unbind`` of a reshaped
+projection) fold then, giving loops constant trip counts; shape propagation runs again after
+the second canonicalization, so the values after a rewrite it made with those sizes (a slice
+that became a split piece) get their static shapes."""
 
 RNN_PIPELINE = "licm,hoist-projection,hoist-rowwise,unroll,batch-matmul,licm,cse,dce"
 """The loop and matmul rewrites, in DESIGN.md section 4's order. licm runs first so that weights

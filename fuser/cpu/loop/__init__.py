@@ -36,6 +36,11 @@ calling the result runs every step in native code:
   carried results the caller receives are the buffers of the last step;
 - lists from outside the loop are read by index or popped from the end (the backward's saved
   values and cotangents: their items are checked once, before the first step), or appended to;
+  dicts from outside with int keys are read by key (a call whose dict's keys are consecutive
+  ints passes its items in key order and the lowest key; a key not there returns to Python,
+  which raises ``KeyError``) or stored into (each step's items are kept like appended ones and
+  stored after the loop, in the Python loop's order); a write into a copy (``x = zeros; x[i] =
+  1``, ``dy = p.copy(); dy[k] -= 1``) copies the old array into the step's buffer first;
   a list of ints (a sentence's word indices) is read from an int64 copy the call makes, and an
   int array's item taken by ``int()`` (``for t in np.arange(T)``) is an LLVM integer;
 - a loop whose arrays have sizes known only at run time (``Double(*, 400)``: ``T = len(x)``)
@@ -53,7 +58,8 @@ a kernel's.
 When the steps are independent across batch rows and their products are large enough to pay
 for it, the loop runs over several row ranges at once, one per BLAS thread
 (``ranges.range_count``; ``RNNSCRIPT_LOOP_THREADS=N`` sets the count). A loop with anything
-else in its body (ifs, nested loops, other ops, a ``while``, a list both read and appended to)
+else in its body (ifs, nested loops, other ops, a ``while``, a list both read and appended to,
+a dict both read and stored into)
 stays Python: ``compile_loop`` raises ``LoopRefused`` saying which node, and ``explain``
 reports it. ``RNNSCRIPT_NATIVE_LOOPS=0``
 keeps every loop Python.

@@ -1,5 +1,6 @@
-"""What a native loop's steps appended, handed back as the Python loop would have appended it:
-``Appends`` is ``NativeLoop``'s part that rebuilds each appended list from the call's buffers."""
+"""What a native loop's steps appended (or stored into dicts), handed back as the Python loop
+would have: ``Appends`` is ``NativeLoop``'s part that rebuilds each appended list, and stores
+each stored item, from the call's buffers."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class Appends:
                 slots: dict[int, list[np.ndarray]]) -> None:
         """Append what each step appended, in step order, to the lists: the objects the Python
         loop would have appended (``LoopProgram.kept``), the same object wherever it appended
-        the same one (a value from outside, a state carried into the next step's tuple)."""
+        the same one (a value from outside, a state carried into the next step's tuple); then
+        store what each step stored into dicts, in step order."""
         prog = self.prog
         call = (trip, free, inits, bufs, slots, {})
         by_list: dict[int, list[list[Any]]] = {}
@@ -34,6 +36,11 @@ class Appends:
                 target.extend(sequences[0])
             else:
                 target.extend(itertools.chain.from_iterable(zip(*sequences)))
+        stores = [(list_of[d], self._steps(key, call), self._steps(v, call))
+                  for d, key, v in prog.stores]
+        for t in range(trip):  # each step's stores in body order, as the Python loop's
+            for target, keys, values in stores:
+                target[keys[t]] = values[t]
 
     def _steps(self, v: Value, call: tuple) -> list[Any]:
         """``v``'s value at each step of the call (``call``: the trip count, the free values,

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ir.core import Node, Value
-from ir.types import ListType, ScalarType, TensorType
+from ir.types import DictType, ListType, ScalarType, TensorType
 
 NUMBER_OPS = {"tensor::add": ("add", "fadd"), "tensor::sub": ("sub", "fsub"),
               "tensor::mul": ("mul", "fmul"), "tensor::div": (None, "fdiv")}
@@ -23,6 +23,11 @@ PIECES = ("tensor::split", "tensor::chunk")
 """views of an array in pieces along a constant axis (``np.split`` into equal pieces, torch's
 ``chunk``): each piece is the array at an offset, with its strides."""
 WRITES = ("tensor::write_slot", "tensor::select_put_")
+PURE_WRITE = "tensor::select_put"
+"""a write into a copy (``y = x.copy(); y[i] = v``, one row of a fresh one-hot array): ``x``
+(one C-ordered block) is copied into the step's buffer, then the slot is written; the value may
+be a number (filling the slot)."""
+SLOT_WRITES = (*WRITES, PURE_WRITE)
 REDUCTIONS = {"tensor::sum": "sum", "tensor::mean": "mean", "tensor::amax": "max",
               "tensor::amin": "min", "tensor::sum_to": "sum", "tensor::var": "var",
               "tensor::std": "std"}
@@ -83,23 +88,38 @@ def int_list(v: Value) -> bool:
 
 def write_parts(n: Node) -> tuple[Value, Value, Value, Value]:
     """(array, axis, index, value) of a slot write: ``write_slot(buf, axis, index, value)`` or
-    ``select_put_(buf, value, axis, index)``."""
-    if n.kind == "tensor::select_put_":
+    ``select_put_(buf, value, axis, index)`` (``select_put`` likewise)."""
+    if n.kind in ("tensor::select_put_", PURE_WRITE):
         buf, value, axis, idx = n.inputs
         return buf, axis, idx, value
     buf, axis, idx, value = n.inputs
     return buf, axis, idx, value
 
 
+def write_target(n: Node) -> Value:
+    """The array a slot write stores into: its input, or for a write into a copy its output."""
+    return n.output if n.kind == PURE_WRITE else write_parts(n)[0]
+
+
 def is_list(v: Value) -> bool:
     return isinstance(v.type, ListType)
 
 
+def is_dict(v: Value) -> bool:
+    """Whether ``v`` is a dict with int keys (a loop's steps keyed by the step)."""
+    return isinstance(v.type, DictType) and v.type.key == ScalarType("int")
+
+
 def role(lst: Value, body: Any) -> str:
     """What the loop body does with list ``lst`` from outside: ``read`` items by index, ``pop``
-    one item from the end per step, or ``append``; a mix (which would need the list's state
-    between steps) is refused."""
+    one item from the end per step, or ``append``; with a dict, ``keys`` (items read by key)
+    or ``store`` (items stored); a mix (which would need the list's state between steps) is
+    refused."""
     kinds = [u.node.kind for u in lst.uses if u.node.owner is body]
+    if kinds and all(k == "prim::DictGetItem" for k in kinds):
+        return "keys"
+    if kinds and all(k == "prim::DictSetItem" for k in kinds):
+        return "store"
     if kinds and all(k == "prim::ListAppend" for k in kinds):
         return "append"
     if kinds == ["prim::ListPop"]:
@@ -134,8 +154,8 @@ def unread(n: Node) -> set[int]:
 
 def what_it_is(v: Value) -> str:
     """Words for a value the native loop cannot keep beyond the step."""
-    if is_list(v):
-        return "a list"
+    if is_list(v) or is_dict(v):
+        return "a list" if is_list(v) else "a dict"
     if v.node.kind in ("prim::ListIndex", "prim::ListPop"):
         return "a list item"
     if v.node.kind in (*VIEWS, *PIECES, "tensor::slice", "tensor::reshape"):

@@ -22,15 +22,18 @@ from fuser.cpu.loop.body import (
     LAYER_NORMS,
     NUMBER_OPS,
     PIECES,
+    PURE_WRITE,
     REDUCTIONS,
+    SLOT_WRITES,
     VIEWS,
-    WRITES,
     LoopRefused,
     int_list,
     is_int,
+    known_array,
     reduction,
     where,
     write_parts,
+    write_target,
 )
 from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import LoopProgram
@@ -107,6 +110,8 @@ class LoopBuilder(StepEmitters):
                 slot += 2
         self.sizes: dict[Value, Any] = {}
         self.items: dict[Value, Any] = {}
+        self.lows: dict[Value, Any] = {}
+        """the lowest key of each dict read by key (its first item's)."""
         self.ints_of: dict[Value, Any] = {}
         """the data pointer of each int list's int64 copy."""
         for lst in prog.free_lists:
@@ -119,7 +124,9 @@ class LoopBuilder(StepEmitters):
                 self.ints_of[lst] = b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
                                                  source_etype=ir.IntType(8)), typ=PTR)
                 slot += 1
-            elif prog.roles[lst] != "append":
+            elif prog.roles[lst] not in ("append", "store"):
+                if prog.roles[lst] == "keys":  # the items by key, from the lowest key
+                    self.lows[lst] = self.int_slot(("dict low", lst))
                 tup = b.load(b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
                                    source_etype=ir.IntType(8)), typ=PTR)
                 self.sizes[lst] = b.load(b.gep(tup, [ir.Constant(I64, TUPLE_SIZE_OFFSET)],
@@ -222,17 +229,22 @@ class LoopBuilder(StepEmitters):
         for v in self.seqs:
             self.prepared[("seq", v)] = self.int_slot(("seq", v))
         for n in body:
+            if n.kind == PURE_WRITE:
+                self.prepared[("copy bytes", n)] = self.int_slot(("copy bytes", n))
             if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
                                               and n.inputs[0] in self.prog.unbound):
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
-            elif n.kind in WRITES and not self._block_copy(n):
+            elif n.kind in SLOT_WRITES and known_array(write_parts(n)[3]) is None:
+                self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
+                                    self.int_slot(("fill count", n)))
+            elif n.kind in SLOT_WRITES and not self._block_copy(n):
                 rank = len(write_parts(n)[3].type.shape)  # type: ignore[union-attr]
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
                 self.prepared[("copy", n)] = [self.int_slot(("copy count", n))] * 2 + [
                     self.int_slot((key, n, a)) for key in ("copy dim", "copy stride",
                                                            "copy out stride")
                     for a in range(rank)]
-            elif n.kind in WRITES:
+            elif n.kind in SLOT_WRITES:
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)),
                                     self.int_slot(("bytes", n)))
                 if int(write_parts(n)[1].constant) > 0:
@@ -298,8 +310,8 @@ class LoopBuilder(StepEmitters):
                      b.icmp_signed(">=", lo2, b.add(hi1, eight)))
 
     def _block_copy(self, n: Node) -> bool:
-        buf, axis, _, value = write_parts(n)
-        return block_copy(self.layouts[buf], int(axis.constant), self.layouts[value])
+        _, axis, _, value = write_parts(n)
+        return block_copy(self.layouts[write_target(n)], int(axis.constant), self.layouts[value])
 
     # -- one node of the body
     def _num(self, v: Value) -> Any:
@@ -481,6 +493,11 @@ class LoopBuilder(StepEmitters):
             lst, idx = n.inputs
             self.ptr[n.output] = self._item(lst, self._index(self._num(idx), self.sizes[lst]))
             return
+        if kind == "prim::DictGetItem":
+            self._dict_item(n)
+            return
+        if kind == "prim::DictSetItem":
+            return  # the items are kept a slot per step and stored after the loop
         if kind == "prim::ListPop":
             lst, _ = n.inputs
             last = b.sub(b.sub(self.sizes[lst], ir.Constant(I64, 1)), self.i)
@@ -490,13 +507,26 @@ class LoopBuilder(StepEmitters):
             x, _, idx = n.inputs
             self._select(n, x, idx)
             return
-        if kind in WRITES:
+        if kind in SLOT_WRITES:
             buf, _, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
                 self.ptr[n.output] = self.ptr[buf]
             dim, stride, *rest = self.prepared[n]
             at = self._index(self._num(idx), dim)
-            dst = b.gep(self.ptr[buf], [b.mul(at, stride)], source_etype=ir.IntType(8))
+            if kind == PURE_WRITE:  # the old array copied whole into the step's buffer
+                self.ptr[n.output] = self._buffer(n.output)
+                nbytes = self.prepared[("copy bytes", n)]
+                self._copy_blocks(self.ptr[n.output], nbytes, self.ptr[buf], nbytes, nbytes,
+                                  ir.Constant(I64, 1))
+            dst = b.gep(self.ptr[write_target(n)], [b.mul(at, stride)],
+                        source_etype=ir.IntType(8))
+            if known_array(value) is None:  # a number filling the slot
+                dtype = n.output.type.dtype  # type: ignore[union-attr]
+                number = self._double(value)
+                if dtype == "float32":
+                    number = b.fptrunc(number, F32)
+                b.call(reduce.fill_function(self.module, dtype), [dst, rest[0], number])
+                return
             src = self.ptr[value]
             if self.r0 is not None:  # this range's rows of the slot
                 dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],

@@ -15,12 +15,14 @@ from fuser.cpu.loop.body import (
     LAYER_NORMS,
     NUMBER_OPS,
     PIECES,
+    PURE_WRITE,
     REDUCTIONS,
     VIEWS,
     WRITES,
     LoopRefused,
     int_array,
     int_list,
+    is_dict,
     is_int,
     is_list,
     is_number,
@@ -77,6 +79,9 @@ class LoopProgram:
     sequenced: set[Value] = field(default_factory=set)
     """made values every step of which must stay readable after the loop (appended, or carried
     into a value that is): they live in one (T, ...) buffer, a slot per step, instead of two."""
+    stores: list[tuple[Value, Value, Value]] = field(default_factory=list)
+    """(dict, key, value) of each ``d[key] = value`` into a dict from outside, in body order:
+    kept like appends, stored after the loop in step order."""
     tuples: dict[Value, list[Value]] = field(default_factory=dict)
     """tuples the body builds (their items): unpacked again, or appended to a list."""
     kept: dict[Value, tuple] = field(default_factory=dict)
@@ -134,7 +139,7 @@ class LoopProgram:
         def use(v: Value) -> None:
             if v in inside or v in seen:
                 return
-            if v.is_constant and known_array(v) is None and not is_list(v):
+            if v.is_constant and known_array(v) is None and not (is_list(v) or is_dict(v)):
                 return  # a number, bool or None: written into the code
             seen.add(v)
             prog.free.append(v)
@@ -156,13 +161,13 @@ class LoopProgram:
                 prog.free_arrays.append(v)
             elif is_number(v):
                 prog.free_scalars.append(v)
-            elif is_list(v):
+            elif is_list(v) or is_dict(v):
                 prog.free_lists.append(v)
             else:
                 raise LoopRefused(f"value %{v.name} of type {v.type} from outside the loop")
         for lst in prog.free_lists:
             prog.roles[lst] = role(lst, body)
-            if prog.roles[lst] != "append":  # the items read must all be of one known type
+            if prog.roles[lst] not in ("append", "store"):  # items read: of one known type
                 types = {u.node.output.type for u in lst.uses if u.node.owner is body}
                 if len(types) != 1:
                     raise LoopRefused(f"items of list %{lst.name} read as {len(types)} types")
@@ -193,6 +198,9 @@ class LoopProgram:
                     raise LoopRefused(f"{where(n)}: writes into a view")
         for lst, v in prog.appends:
             prog._keep(v, lst, made, free_at, param_pos)
+        for d, key, v in prog.stores:
+            prog._keep(key, d, made, free_at, param_pos)
+            prog._keep(v, d, made, free_at, param_pos)
         if numbers(prog) & prog.sequenced:
             # numpy's arithmetic, reductions and item reads give a number there (a numpy
             # scalar), the native loop a slot of a 0-d array (a carried one is handed back as
@@ -337,6 +345,16 @@ class LoopProgram:
             if kind == "prim::ListPop" and not (idx.is_constant and idx.constant == -1):
                 raise LoopRefused(f"{where(n)}: a pop from elsewhere than the end")
             return
+        if kind in ("prim::DictGetItem", "prim::DictSetItem"):
+            d, key = n.inputs[:2]
+            item = n.output if kind == "prim::DictGetItem" else n.inputs[2]
+            if d.node.owner is n.owner or not is_dict(d) or not is_int(key) or (
+                    known_array(item) is None):
+                raise LoopRefused(f"{where(n)}: an item of unknown type, or of a dict the loop "
+                                  "builds")
+            if kind == "prim::DictSetItem":
+                self.stores.append((d, key, item))
+            return
         if kind == "prim::ListAppend":
             lst, value = n.inputs
             if lst.node.owner is n.owner or (known_array(value) is None
@@ -424,17 +442,24 @@ class LoopProgram:
                 raise LoopRefused(f"{where(n)}: a fill value that is not a number")
             self.produced.append(n.output)
             return
-        if kind in WRITES:
+        if kind in WRITES or kind == PURE_WRITE:
             buf, axis, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
                 self.root[n.output] = self.resolve(buf)
             tb, tv = known_array(buf), known_array(value)
             ax = int(axis.constant) if axis.is_constant else None
-            if (tb is None or tv is None or ax is None or not 0 <= ax < len(tb.shape)
-                    or not is_int(idx) or tb.dtype != tv.dtype
-                    or tuple(tb.shape[:ax]) + tuple(tb.shape[ax + 1:]) != tuple(tv.shape)):
+            # a number filling a row of a copy (``x[i] = 1``), cast as numpy casts it
+            filled = (kind == PURE_WRITE and is_number(value) and ax == 0 and tb is not None
+                      and tb.dtype in ("float32", "float64"))
+            if (tb is None or (tv is None and not filled) or ax is None
+                    or not 0 <= ax < len(tb.shape) or not is_int(idx)
+                    or (kind == PURE_WRITE and known_array(n.output) != tb)
+                    or (not filled and (tb.dtype != tv.dtype or tuple(tb.shape[:ax])
+                                        + tuple(tb.shape[ax + 1:]) != tuple(tv.shape)))):
                 raise LoopRefused(f"{where(n)}: a slot write that is not a plain copy (no "
                                   "broadcast, no cast)")
+            if kind == PURE_WRITE:
+                self.produced.append(n.output)
             return
         if kind.startswith("tensor::") and all(known_array(v) for v in n.outputs):
             single = _single_op_group(n)  # an elementwise op no group took: a kernel of its own

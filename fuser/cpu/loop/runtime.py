@@ -20,13 +20,17 @@ from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
     PIECES,
+    PURE_WRITE,
     REDUCTIONS,
+    SLOT_WRITES,
     VIEWS,
     WRITES,
     int_list,
+    known_array,
     reduction,
     split_pieces,
     write_parts,
+    write_target,
 )
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import (
@@ -74,6 +78,8 @@ class Variant:
     plans: dict[Node, Any] = field(default_factory=dict)
     splits: dict[int, list[np.ndarray] | None] = field(default_factory=dict)
     """per count of row ranges: the ints of each range (None: these layouts do not split)."""
+    dict_lows: list[tuple[int, int]] = field(default_factory=list)
+    """(position in ``ints``, which dict read by key) of each dict's lowest key, per call."""
     step_product: int | None = None
     """the multiply-adds of one step's products (``RowRanges._step_product``)."""
 
@@ -102,7 +108,9 @@ class NativeLoop(RowRanges, Appends):
         self.list_roles = [prog.roles[v] for v in prog.free_lists]
         self.int_lists = [int_list(v) for v in prog.free_lists]
         """per list: whether it is a list of ints (the steps read an int64 copy of it)."""
-        self.changed_lists = any(r != "read" for r in self.list_roles)
+        self.changed_lists = any(r not in ("read", "keys") for r in self.list_roles)
+        self.container_types = [dict if r in ("keys", "store") else list
+                                for r in self.list_roles]
         self.numbers = {k for k, v in enumerate(prog.produced) if v in numbers(prog)}
         """made values handed back as numbers, as numpy's loop gives them (``numbers``)."""
         self.buffer_at: list[int] = []
@@ -177,7 +185,7 @@ class NativeLoop(RowRanges, Appends):
             if not inits[k].flags.writeable:
                 return None
         lists = [free[k] for k in self.list_pos]
-        if any(type(lst) is not list for lst in lists):
+        if any(type(lst) is not kind for lst, kind in zip(lists, self.container_types)):
             return None
         if self.changed_lists and len({id(lst) for lst in lists}) != len(lists):
             return None  # one list under two names: the steps' order would matter
@@ -222,14 +230,25 @@ class NativeLoop(RowRanges, Appends):
                 bufs.append(next(sites).empty(shape, dtype))
                 bufs.append(next(sites).empty(shape, dtype))
         tuples = []
+        lows = []
         for lst, role, ints_only in zip(lists, self.list_roles, self.int_lists):
             if ints_only:
                 copy = _int64_copy(lst)
                 if copy is None:
                     return None
                 tuples.append(copy)
-            elif role != "append":
+            elif role == "keys":
+                found = _keyed_items(lst)
+                if found is None:
+                    return None
+                lows.append(found[0])
+                tuples.append(found[1])
+            elif role not in ("append", "store"):
                 tuples.append(tuple(lst))
+        if variant.dict_lows:
+            ints = ints.copy() if ints is variant.ints else ints
+            for at, k in variant.dict_lows:
+                ints[at] = lows[k]
         items = tuple([*arrays, *inits, *bufs, *tuples])
         ranges = self._ranges(variant)
         if ranges is None:
@@ -261,7 +280,7 @@ class NativeLoop(RowRanges, Appends):
         for lst, role in zip(lists, self.list_roles):
             if role == "pop":
                 del lst[len(lst) - trip:]
-        if prog.appends:
+        if prog.appends or prog.stores:
             self._append(trip, free, inits, bufs, lists, slots)
         return tuple([final(k) if how == "made" else inits[k] if how == "same" else free[k]
                       for how, k in prog.sources])
@@ -292,15 +311,19 @@ class NativeLoop(RowRanges, Appends):
             ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
         ints[("ndarray",)] = id(np.ndarray)
         for lst in prog.free_lists:
-            if prog.roles[lst] == "append" or int_list(lst):
+            if prog.roles[lst] in ("append", "store") or int_list(lst):
                 continue
+            if prog.roles[lst] == "keys":
+                ints[("dict low", lst)] = 0  # each call's (``dict_lows``)
             e = prog.item_types[lst]
             shape, strides, item = c_layout(e)  # type: ignore[arg-type]
             ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
             for d, (size, stride) in enumerate(zip(shape, strides)):
                 ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
         for n in body:
-            if n.kind in ("prim::ListIndex", "prim::ListPop"):
+            if n.kind == "prim::DictGetItem":
+                layouts[n.output] = c_layout(prog.item_types[n.inputs[0]])
+            elif n.kind in ("prim::ListIndex", "prim::ListPop"):
                 lst = n.inputs[0]
                 if int_list(lst):
                     continue  # an int
@@ -323,14 +346,22 @@ class NativeLoop(RowRanges, Appends):
                 layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
                                      item)
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
-            elif n.kind in WRITES:
+            elif n.kind in SLOT_WRITES:
                 buf, axis, _, value = write_parts(n)
                 if n.kind == "tensor::select_put_":
                     layouts[n.output] = layouts[buf]
-                shape, strides, item = layouts[buf]
+                if n.kind == PURE_WRITE:  # the old array is copied whole first
+                    if not dense(*layouts[buf]):
+                        raise Unplannable
+                    shape, _, item = layouts[buf]
+                    ints[("copy bytes", n)] = int(np.prod(shape, dtype=np.int64)) * item
+                shape, strides, item = layouts[write_target(n)]
                 ax = int(axis.constant)
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
-                if not block_copy(layouts[buf], ax, layouts[value]):
+                if known_array(value) is None:  # a number filling the slot (a dense row)
+                    ints[("fill count", n)] = int(np.prod(shape[1:], dtype=np.int64))
+                    continue
+                if not block_copy(layouts[write_target(n)], ax, layouts[value]):
                     # element by element along the value's axes (a transposed gradient)
                     v_shape, v_strides, _ = layouts[value]
                     if not v_shape or prog.batch is not None:
@@ -503,6 +534,9 @@ class NativeLoop(RowRanges, Appends):
                 int_values.append(key[1])
             else:
                 int_values.append(ints[key])
+        keyed = [v for v in prog.free_lists if prog.roles[v] == "keys"]
+        dict_lows = [(at, keyed.index(key[1])) for at, key in enumerate(int_keys)
+                     if key[0] == "dict low"]
         free_doubles = [(at, free_at[v]) for at, (_, v) in enumerate(double_keys)]
         dbl_values = [0.0] * len(double_keys)
         buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
@@ -510,7 +544,7 @@ class NativeLoop(RowRanges, Appends):
         return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
                        np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
                        [p.params for p in plans.values()] + constants, list(int_keys), layouts,
-                       plans)
+                       plans, dict_lows=dict_lows)
 
     def _code(self, layouts: dict[Value, Layout], plans: dict[Node, Any],
               ints: dict[Any, int]) -> tuple[int, list, list]:
@@ -540,6 +574,19 @@ class NativeLoop(RowRanges, Appends):
             self.shared[key] = (address, [shared_code.encode(k, at) for k in builder.ints],  # type: ignore
                                 [shared_code.encode(k, at) for k in builder.doubles])
         return address, list(builder.ints), list(builder.doubles)
+
+def _keyed_items(d: dict) -> tuple[int, tuple] | None:
+    """(the lowest key, the items by key from it) of a dict whose keys are consecutive ints
+    (a loop's steps, ``hs[-1]`` first); None for any other dict (the Python loop reads it)."""
+    if not d:
+        return 0, ()
+    if any(type(key) is not int for key in d):
+        return None
+    low, high = min(d), max(d)
+    if high - low + 1 != len(d) or not -2**62 < low < 2**62:
+        return None
+    return low, tuple([d[k] for k in range(low, high + 1)])
+
 
 def _int64_copy(items: list) -> np.ndarray | None:
     """The ints of ``items`` as an int64 array; None when one is not an int (a bool, which

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuser.cpu.loop.body import WRITES, write_parts
+from fuser.cpu.loop.body import SLOT_WRITES, known_array, write_parts, write_target
 from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import LoopProgram
 from ir.core import Node, Value
@@ -21,9 +21,10 @@ def layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[No
     for n in body:
         if n in plans:
             facts.append((prog.kernels[n].key, plans[n].classes))
-        elif n.kind in WRITES:
-            buf, axis, _, value = write_parts(n)
-            facts.append(block_copy(layouts[buf], int(axis.constant), layouts[value]))
+        elif n.kind in SLOT_WRITES:
+            _, axis, _, value = write_parts(n)
+            facts.append(known_array(value) is not None and block_copy(
+                layouts[write_target(n)], int(axis.constant), layouts[value]))
         else:
             facts.append(None)
     return tuple(facts)

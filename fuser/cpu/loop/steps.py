@@ -38,6 +38,7 @@ class StepEmitters:
     prepared: dict
     sizes: dict
     items: dict
+    lows: dict
 
     def _copy_blocks(self, dst: Any, dst_stride: Any, src: Any, src_stride: Any, nbytes: Any,
                      count: Any) -> None:
@@ -94,6 +95,16 @@ class StepEmitters:
         obj = b.load(b.gep(self.items[lst], [at], source_etype=PTR), typ=PTR)
         return b.load(b.gep(obj, [ir.Constant(I64, ARRAY_DATA_OFFSET)],
                             source_etype=ir.IntType(8)), typ=PTR)
+
+    def _dict_item(self, n: Node) -> None:
+        """``d[key]`` of a dict read by key: its item ``key - lowest key`` (a key that is not
+        there, below or above, returns to Python, which raises ``KeyError``)."""
+        b = self.b
+        d, key = n.inputs
+        at = b.sub(self._num(key), self.lows[d])
+        self._require(b.and_(b.icmp_signed(">=", at, ir.Constant(I64, 0)),
+                             b.icmp_signed("<", at, self.sizes[d])))
+        self.ptr[n.output] = self._item(d, at)
 
     def _layer_norm(self, n: Node) -> None:
         """A layer norm or its gradient: ``fuser.cpu.rowkernels``' row function, row by row
