@@ -407,7 +407,7 @@ class StmtMixin:
     # -- return, break, continue -------------------------------------------------------------
     def visit_Return(self: FunctionCompiler, node: ast.Return) -> None:
         value = self.expr(node.value) if node.value is not None else self.const(None)
-        self.check_return(value, node)
+        value = self.check_return(value, node)
         self.frame.exited = self.frame.left_function = True
         if not self.return_flags:
             self.direct_return = value
@@ -415,13 +415,17 @@ class StmtMixin:
         self.frame.set(RETURN_VALUE, value)
         self.frame.set(RETURN_FLAG, self.const(True))
 
-    def check_return(self: FunctionCompiler, value: Any, node: ast.Return) -> None:
+    def check_return(self: FunctionCompiler, value: Any, node: ast.Return) -> Any:
+        """The value returned: ``value``, checked against the annotation; a numpy scalar where
+        the annotation names ``bool``, ``int`` or ``float`` is converted to it."""
         expected = self.return_type
         if expected is None or value.type == expected:
-            return
+            return value
         from ir.types import is_subtype
         if is_subtype(value.type, expected):
-            return
+            return value
+        if _numpy_scalar_of(value.type, expected):
+            return self.emit_value(f"prim::{expected.name.capitalize()}", [value])
         name = self.fn.__qualname__
         if getattr(node, "implicit", False):
             raise self.error(self.tree, f"'{name}' is annotated to return {expected}, but not "
@@ -467,3 +471,15 @@ def _starts_as_a_number(value: Any) -> bool:
         return False
     start = loop.inputs[value.index + 1]
     return is_number(start.type) or bool(start.node.attrs.get("weak_dtype"))
+
+
+def _numpy_scalar_of(t: Any, expected: Any) -> bool:
+    """Whether ``t`` is a numpy scalar (a 0-d array in the graph) of the kind a ``bool``,
+    ``int`` or ``float`` annotation names: what a numpy function of numbers returns
+    (``np.maximum(a, b)`` of two bools is a ``np.bool_``) passes as Python's would."""
+    from ir.types import BOOL, FLOAT, INT, TensorType
+    if not isinstance(t, TensorType) or t.shape != () or t.dtype is None:
+        return False
+    kinds = {BOOL: "b", INT: "biu", FLOAT: "biuf"}.get(expected)
+    import numpy as np
+    return kinds is not None and np.dtype(t.dtype).kind in kinds
