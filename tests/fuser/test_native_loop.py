@@ -944,3 +944,32 @@ def test_a_reverse_loop_at_a_new_length_reuses_its_machine_code():
         (lp,) = native_loops(f, x, h, w)
         assert lp.calls == 1
     assert (jit.STATS.kernels, jit.STATS.disk_hits) == before
+
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("batch", [8, 13, 17])
+@pytest.mark.parametrize("layer", ["time_lstm_forward", "time_rnn_forward"])
+def test_batch_first_slots_split_into_row_ranges(monkeypatch, threads, batch, layer):
+    """DLFS2's Time layers keep states batch first (``hs[:, t, :] = h`` into a (B, T, H)
+    buffer): a slot along axis 1 takes each row range's rows of it, so the loop runs over row
+    ranges at once, with the one loop's results."""
+    from benchmarks.realworld_programs import dlfs2_time_rnn as M
+    rng = np.random.default_rng(batch + threads)
+    xs, wx, wh, b, h = ((rng.standard_normal(s) * 0.5).astype(np.float32) for s in (
+        (batch, 20, 5), (5, 4 * 7), (7, 4 * 7), (4 * 7,), (batch, 7)))
+    fn = getattr(M, layer)
+    if layer == "time_rnn_forward":
+        args = (xs, [wx[:, :7], wh[:, :7], b[:7]], h, True)
+    else:
+        args = (xs, [wx, wh, b], None, None, False)
+    want = python_loop_result(monkeypatch, fn, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(fn)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and lp.prog.batch == batch
+    assert [len(r) for v in lp.variants.values() for r in v.splits.values() if r] == \
+        [min(threads, batch // 4)]
+    assert_same(got, want, np.float32)
+    assert_same(got, fn(*args), np.float32)

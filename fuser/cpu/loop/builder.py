@@ -470,11 +470,12 @@ class LoopBuilder(StepEmitters):
         if kind in ("tensor::unbind", "prim::ListAppend", "prim::ListConstruct"):
             return  # items are read as selects, kept in their storage, copied by their cat
         if kind == "tensor::cat":
-            self.ptr[n.output] = out = self._buffer(n.output)
+            self.ptr[n.output] = self._buffer(n.output)
+            out = self._rows(n.output)  # (a row range's rows: each piece's same rows)
             outer, row, pieces = self.prepared[n]
             for v, (offset, block, stride) in zip(self.prog.constructed[n.inputs[0]], pieces):
                 self._copy_blocks(b.gep(out, [offset], source_etype=ir.IntType(8)), row,
-                                  self.ptr[v], stride, block, outer)
+                                  self._rows(v), stride, block, outer)
             return
         if kind == "prim::ListIndex" and n.inputs[0] in self.prog.unbound:
             lst, idx = n.inputs

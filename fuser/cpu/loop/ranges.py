@@ -199,12 +199,20 @@ class RowRanges:
                 values[("plan", n)] = plan.pointers[0]
             elif n.kind == "tensor::matmul":
                 values[("gemm", n, 0)] = rows
+            elif n.kind == "tensor::cat":  # along a later axis: the blocks of these rows
+                shape = layouts[n.output][0]
+                ax = int(n.inputs[1].constant)
+                ax = ax + len(shape) if ax < 0 else ax
+                values[("cat outer", n)] = rows * int(np.prod(shape[1:ax], dtype=np.int64))
             elif n.kind in WRITES:
                 buf = n.inputs[0]
                 shape, _, item = layouts[buf]
                 ax = int(write_parts(n)[1].constant)
-                per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
-                values[("bytes", n)] = rows * per_row
+                if ax == 0:  # (T, B, ...): the slot's rows are one block
+                    per_row = int(np.prod(shape[ax + 2:], dtype=np.int64)) * item
+                    values[("bytes", n)] = rows * per_row
+                else:  # (B, T, ...): one block per row
+                    values[("outer", n)] = rows
         return values
 
 

@@ -66,8 +66,21 @@ def row_split(prog: LoopProgram) -> int | None:
             buf, axis, _, value = write_parts(n)
             t = known_array(buf)
             ax = int(axis.constant)
-            if not rows(value) or t is None or ax != 0 or len(t.shape) < 2 or t.shape[1] != batch:
+            # the slot's rows are the buffer's axis after the slot's (T, B, ...) or, for a slot
+            # along axis 1, its first (B, T, ...: ``hs[:, t, :] = h``)
+            if not rows(value) or t is None or len(t.shape) < 2 or not (
+                    (ax == 0 and t.shape[1] == batch) or (ax == 1 and t.shape[0] == batch)):
                 return None
+        elif kind == "tensor::cat":  # pieces joined along a later axis: row r of each
+            pieces = prog.constructed.get(n.inputs[0], [])
+            axis, out = n.inputs[1], known_array(n.output)
+            ax = int(axis.constant) if axis.is_constant else 0
+            ax = ax + len(out.shape) if out is not None and ax < 0 else ax
+            if not (ax >= 1 and rows(n.output) and pieces and all(rows(v) for v in pieces)):
+                return None
+            uses.add(0)
+        elif kind == "prim::ListConstruct" and n.output in prog.constructed:
+            pass  # a cat's pieces
         elif kind == "tensor::select" or kind == "tensor::unbind":
             if n.inputs[0] in split:
                 return None  # a view of rows written by other row ranges

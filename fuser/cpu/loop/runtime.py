@@ -522,7 +522,8 @@ class NativeLoop(RowRanges, Appends):
             for n in body:
                 if n.kind in WRITES:
                     buf = n.inputs[0]
-                    ints[("slot rows", n)] = layouts[buf][1][int(write_parts(n)[1].constant) + 1]
+                    ax = int(write_parts(n)[1].constant)  # rows: the axis after a first
+                    ints[("slot rows", n)] = layouts[buf][1][1 if ax == 0 else 0]  # slot axis
         address, int_keys, double_keys = self._code(layouts, plans, ints)
         free_at = {v: k for k, v in enumerate(prog.free)}
         free_ints, int_values = [], []
