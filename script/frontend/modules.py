@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ir.registry import NOT_CONSTANT, constant_of
+from ir.registry import NOT_CONSTANT
 from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
@@ -267,24 +267,9 @@ class ModuleMixin:
         if base is NOT_STATIC or not is_module_sequence(base):
             return NOT_STATIC
         items = tuple(unwrap_module(m) for m in base)
-        if isinstance(node.slice, ast.Slice):
-            bounds = [constant_of(b) for b in self.slice_bounds(node.slice)]
-            if any(b is NOT_CONSTANT for b in bounds):
-                raise self.error(node.slice, "a slice of a module list needs constant bounds")
-            return items[slice(*bounds)]
-        index = constant_of(self.index_value(node.slice))
-        if not isinstance(index, int):
-            raise self.error(node.slice, f"'{ast.unparse(node.value)}' (a module list) is "
-                             f"indexed with '{ast.unparse(node.slice)}', an int known only when "
-                             "the function runs (its modules may have different types): index "
-                             "it with a constant or in a loop of a constant count, which is "
-                             "unrolled (`for i in range(len("
-                             f"{ast.unparse(node.value)})):`), or iterate over it with for / "
-                             "enumerate / zip")
-        if not -len(items) <= index < len(items):
-            raise self.error(node.slice, f"module list index {index} out of range (the list "
-                             f"has {len(items)} modules)")
-        return items[index]
+        spelling = ast.unparse(node.value)
+        return self.static_item(items, node, f"'{spelling}' (a module list)",
+                                "its modules may have different types", spelling)
 
     # -- calls ----------------------------------------------------------------------------------
     def call_module(self: FunctionCompiler, owner: Any, name: str, node: ast.Call) -> Any:

@@ -341,22 +341,32 @@ class ObjectArgMixin:
                              ) -> Any:
         """``layers[k]`` / ``layers[1:]`` with constant ``k`` and bounds."""
         items = self.object_items(seq)
+        found = self.static_item(items, node, f"'{seq.spelling}' ({seq.describe()})",
+                                 "its objects' attributes are read per item", seq.spelling)
+        if isinstance(node.slice, ast.Slice):
+            return ObjectSeq(seq.param, None, ast.unparse(node), found, seq.kind)
+        return found
+
+    def static_item(self: FunctionCompiler, items: tuple, node: ast.Subscript, what: str,
+                    why: str, spelling: str) -> Any:
+        """``items[k]`` or ``items[a:b:c]`` for a sequence known when compiling (a list of
+        objects, a module list), with a constant index or constant bounds; a run-time index is
+        a ScriptError saying to unroll a loop over ``range(len(spelling))`` (``why``: why a
+        run-time index cannot pick an item)."""
         if isinstance(node.slice, ast.Slice):
             bounds = [constant_of(b) for b in self.slice_bounds(node.slice)]
             if any(b is NOT_CONSTANT for b in bounds):
-                raise self.error(node.slice, f"a slice of '{seq.spelling}' ({seq.describe()}) "
-                                 "needs constant bounds")
-            return ObjectSeq(seq.param, None, ast.unparse(node), items[slice(*bounds)], seq.kind)
+                raise self.error(node.slice, f"a slice of {what} needs constant bounds")
+            return items[slice(*bounds)]
         index = constant_of(self.index_value(node.slice))
         if type(index) is not int:
-            raise self.error(node.slice, f"'{seq.spelling}' ({seq.describe()}) is indexed "
-                             f"with '{ast.unparse(node.slice)}', an int known only when the "
-                             "function runs (its objects' attributes are read per item): index "
-                             "it with a constant or in a loop of a constant count, which is "
-                             f"unrolled (`for i in range(len({seq.spelling})):`), or iterate "
-                             "over it with for / enumerate / zip")
+            raise self.error(node.slice, f"{what} is indexed with '{ast.unparse(node.slice)}', "
+                             f"an int known only when the function runs ({why}): index it "
+                             "with a constant or in a loop of a constant count, which is "
+                             f"unrolled (`for i in range(len({spelling})):`), or iterate over "
+                             "it with for / enumerate / zip")
         if not -len(items) <= index < len(items):
-            raise self.error(node.slice, f"index {index} out of range: '{seq.spelling}' has "
+            raise self.error(node.slice, f"index {index} out of range: '{spelling}' has "
                              f"{len(items)} items")
         return items[index]
 
