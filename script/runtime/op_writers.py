@@ -7,10 +7,14 @@ Each writer takes the ``codegen.FunctionWriter`` and the node."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 import ir
+import ir.registry
 from ir.core import Node, Value
 from script import ops
 from script.runtime import allocator
@@ -105,13 +109,15 @@ def allocation(w: FunctionWriter, node: Node, output: Value | None = None) -> st
     return f"{site}.empty({found[0]!r}, {dtype})"
 
 
-UFUNCS = {"tensor::add": "np.add", "tensor::sub": "np.subtract", "tensor::mul": "np.multiply",
-          "tensor::div": "np.true_divide", "tensor::neg": "np.negative",
-          "tensor::minimum": "np.minimum", "tensor::maximum": "np.maximum",
-          "tensor::abs": "np.absolute",
-          **{f"tensor::{name}": f"np.{name}" for name in (
-              "tanh", "exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos")}}
-"""elementwise ops that are one numpy ufunc (which takes ``out=``)."""
+@functools.cache
+def ufunc_spelling(kind: str) -> str | None:
+    """The numpy ufunc an elementwise op is (its first ``np.`` spelling that is a ufunc, which
+    takes ``out=``), or None."""
+    op = ir.registry.lookup(kind)
+    if op is None or not op.is_elementwise:
+        return None
+    return next((sp for sp in op.spellings if sp.startswith("np.")
+                 and isinstance(getattr(np, sp[3:], None), np.ufunc)), None)
 
 
 def write_ufunc_into_workspace(w: FunctionWriter, node: Node) -> bool:
@@ -120,7 +126,7 @@ def write_ufunc_into_workspace(w: FunctionWriter, node: Node) -> bool:
     (an 8 MB sum: 2.7 ms fresh, 0.8 ms into a kept array). Only when every tensor operand has
     the output's dtype and the others are Python numbers, so numpy computes in that dtype as
     the operator would; False (nothing written) otherwise."""
-    ufunc = UFUNCS.get(node.kind)
+    ufunc = ufunc_spelling(node.kind)
     if ufunc is None or len(node.outputs) != 1:
         return False
     out = node.output.type
