@@ -16,9 +16,13 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.core import PARAM
 from ir.registry import constant_of
 from ir.types import (
+    BOOL,
+    FLOAT,
     INT,
     ClassType,
     DictType,
@@ -477,9 +481,7 @@ def _numpy_scalar_of(t: Any, expected: Any) -> bool:
     """Whether ``t`` is a numpy scalar (a 0-d array in the graph) of the kind a ``bool``,
     ``int`` or ``float`` annotation names: what a numpy function of numbers returns
     (``np.maximum(a, b)`` of two bools is a ``np.bool_``) passes as Python's would."""
-    from ir.types import BOOL, FLOAT, INT, TensorType
     if not isinstance(t, TensorType) or t.shape != () or t.dtype is None:
         return False
     kinds = {BOOL: "b", INT: "biu", FLOAT: "biuf"}.get(expected)
-    import numpy as np
     return kinds is not None and np.dtype(t.dtype).kind in kinds
