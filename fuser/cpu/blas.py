@@ -58,6 +58,11 @@ class Gemm:
     """the address of OpenBLAS's ``openblas_get_num_threads`` (0: not OpenBLAS)."""
     set_threads: int = 0
     """the address of OpenBLAS's ``openblas_set_num_threads``."""
+    pthread: int = 0
+    """the address of OpenBLAS's ``gotoblas_pthread`` (0: absent)."""
+    started: int = 0
+    """the address of OpenBLAS's ``blas_num_threads`` (an ``int``: the threads its server has
+    started, the caller's included)."""
 
 
 _lock = threading.Lock()
@@ -108,9 +113,13 @@ def _find() -> Gemm | None:
             suffix = "64_" if single.endswith("64_") else ""
             get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
             put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            run = getattr(lib, "gotoblas_pthread", None) if get is not None else None
+            started = getattr(lib, "blas_num_threads", None) if run is not None else None
             return Gemm(_address(s), _address(d), bits, os.path.basename(path),
                         _address(get) if get is not None else 0,
-                        _address(put) if put is not None else 0)
+                        _address(put) if put is not None else 0,
+                        _address(run) if started is not None else 0,
+                        _address(started) if started is not None else 0)
     return None
 
 
@@ -139,6 +148,46 @@ def set_threads(n: int) -> None:
     if g is None or not g.set_threads:
         return
     ctypes.CFUNCTYPE(None, ctypes.c_int)(g.set_threads)(int(n))
+
+
+_sharer: list[Any] = []
+"""``gotoblas_pthread`` as a ctypes function (None: not found), once looked up."""
+
+
+def share(fn: int, arg: int, count: int) -> bool:
+    """Run the native job ``fn(arg)`` on this thread and ``count - 1`` of numpy's OpenBLAS
+    threads at once (at most the threads OpenBLAS has started), returning when every one has
+    left it; False (nothing run) when OpenBLAS's thread server is not there (another BLAS).
+
+    A function called between numpy's own products (as real programs are) finds OpenBLAS's
+    threads still spinning after numpy's last product (they wait about 0.1 s before they sleep).
+    Threads of our own would then be three busy threads on two cores, each product taking as
+    long as on one core; on OpenBLAS's threads the job takes the spinning one, as numpy's next
+    product would. ``gotoblas_pthread(n, fn, arg, stride)`` is the entry OpenBLAS keeps for
+    running a caller's function on its threads (``fn(arg + k * stride)`` on thread ``k``, the
+    caller being thread 0): every thread gets the same ``arg`` here and the job takes its work
+    from a counter of its own, so a thread that starts late takes none.
+
+    The job must not call a threaded BLAS function itself (it would wait for a thread that is
+    running the job): jobs here are native products and loops whose GEMMs run on one thread
+    (``single_threaded``)."""
+    if count < 2:
+        return False
+    if not _sharer:
+        g = gemm()
+        _sharer.append((ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                         ctypes.c_void_p, ctypes.c_int)(g.pthread),
+                        ctypes.c_int.from_address(g.started))
+                       if g is not None and g.pthread else None)
+    found = _sharer[0]
+    if found is None:
+        return False
+    run, started = found
+    count = min(count, started.value)
+    if count < 2:
+        return False
+    run(count, fn, arg, 0)
+    return True
 
 
 _single = threading.Lock()

@@ -1,6 +1,7 @@
 """Products outside loops and the native loop's step product as numpy calls them, through
 ``fuser.cpu.stepgemm``'s kernel: ``matmul`` (a large product on ``threads()`` threads, the
-calling one and ``fuser.cpu.pool``'s helpers, sharing its columns task by task), ``matmul_for``
+calling one and numpy's OpenBLAS threads (``blas.share``) or else ``fuser.cpu.pool``'s
+helpers, sharing its columns task by task), ``matmul_for``
 (which products outside loops take it) and ``step`` (one thread, as a native loop's step)."""
 
 from __future__ import annotations
@@ -28,27 +29,23 @@ OUTSIDE_MIN_PRODUCT = 1 << 21
 Python-side set-up, a few microseconds, would not pay)."""
 
 
-POOL_MIN_PRODUCT = 1 << 23
-"""Products with fewer multiply-adds than this run on the calling thread alone: waking a
-helper costs tens of microseconds on a virtual machine whose other vCPU sleeps, as long as such
-a product takes on one core (measured, float32, Zen 5: (64, 128) x (128, 256) 27 us alone, 31 us
-shared; (64, 128) x (128, 1024), 8.4M multiply-adds, 98 us alone, 61 us shared). Sharing
-smaller products pays on a slower core (Zen 4: the 2.1M product takes 44 us alone) when nothing
-else runs, but a cell called between numpy calls then wakes the helper for every product, and
-the helper's watch after each job takes the core numpy's own BLAS thread wants: in the
-realworld benchmark's interleaved calls the plain DLFS2 RNN cell went from 0.12 to 0.21 ms and
-the compiled one from 0.17 to 0.20 ms at 2.1M."""
+POOL_MIN_PRODUCT = 1 << 21
+"""Products with fewer multiply-adds than this run on the calling thread alone. Larger ones
+share their columns with numpy's OpenBLAS threads (``blas.share``; the native pool's where
+OpenBLAS has no thread server), which after numpy's own last product, or ours, are still
+spinning and take a task at once. Measured side by side on 2 cores of a Zen 4 EPYC, float32,
+median of 81 calls, alone against shared, each call after a numpy product: (64, 128) x (128,
+256), 2.1M: 50-66 against 30-45 us; (64, 384) x (384, 256), 6.3M: 119-120 against 69-97 us;
+(8, 512) x (512, 2048): 231-245 against 107-109 us. On threads of our own the helper had
+fought numpy's spinning thread for the second core: 6.3M took 125-128 us shared, and the
+plain DLFS2 RNN cell, called in turn with the compiled one, ran at 0.65x."""
 
 
 OUTSIDE_DTYPES = ("float32",)
 """The dtypes whose products outside loops run the kernel. Not float64: there numpy's OpenBLAS
 is faster at every size measured ((1024, 256) x (256, 1000): 5.9 against 6.4-6.9 ms; (6400,
-512) x (512, 2048): 141 against 182 ms; Zen 4, two threads), and a function called between
-numpy's own products (as real programs are) finds numpy's BLAS thread still spinning after its
-last product (OpenBLAS waits about 0.1 s before it sleeps): three busy threads on two cores.
-On numpy's BLAS the product shares that thread instead: the cs231n captioning loss, called in
-turn with plain numpy, went from 1.20x to 1.72x plain numpy's speed. Inside loops float64
-products still run the kernel (one thread, ``step``)."""
+512) x (512, 2048): 141 against 182 ms; Zen 4, two threads). Inside loops float64 products
+still run the kernel (one thread, ``step``)."""
 
 
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
@@ -107,9 +104,10 @@ def step(a: Any, b: Any, out: Any) -> Any:
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``a @ b`` (into ``out`` when given) for two float matrices of one dtype, through the
-    kernel on ``threads()`` threads (this one and the native pool's helpers, ``fuser.cpu.pool``)
-    that take the columns of the result task by task (a thread on a busy core takes fewer,
-    nobody waits for it); numpy's for anything else."""
+    kernel on ``threads()`` threads (this one and numpy's OpenBLAS threads, ``blas.share``, or
+    the native pool's helpers, ``fuser.cpu.pool``) that take the columns of the result task
+    by task (a thread on a busy core takes fewer, nobody waits for it); numpy's for anything
+    else."""
     if not _takes(a, b, out):
         return _numpy(a, b, out)
     (m, k), n = a.shape, b.shape[1]
@@ -130,7 +128,7 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
                      kc, data_address(pack), per_pack * item, task_cols, count, 0, 0], np.int64)
     job = job_address(a.dtype.char == "d")
     at = data_address(args)
-    if count == 1 or not pool.run(job, at):
+    if count == 1 or not (blas.share(job, at, count) or pool.run(job, at)):
         _job_function(job)(at)
     return out
 
@@ -168,7 +166,7 @@ def matmul_sum(*operands: Any, out: Any = None) -> Any:
     block = np.array(args, np.int64)
     job = sum_job_address(item == 8)
     at = data_address(block)
-    if count == 1 or not pool.run(job, at):
+    if count == 1 or not (blas.share(job, at, count) or pool.run(job, at)):
         _job_function(job)(at)
     return out
 

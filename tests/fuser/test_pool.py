@@ -9,11 +9,17 @@ import threading
 import numpy as np
 import pytest
 
-from fuser.cpu import pool, products
+from fuser.cpu import blas, pool, products
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(not pool.available() or pool.cpus() < 2,
                                 reason="native helper threads need Linux and two CPUs")
+
+
+@pytest.fixture(autouse=True)
+def _without_openblas_threads(monkeypatch):
+    """Jobs go to the pool, as where numpy's BLAS has no OpenBLAS thread server."""
+    monkeypatch.setattr(blas, "share", lambda fn, arg, count: False)
 
 
 def _product(seed, m=48, k=300, n=520, dtype=np.float32):
@@ -65,7 +71,8 @@ def test_the_pool_is_free_again_after_each_job(monkeypatch):
 
 def test_a_process_that_used_the_pool_exits_cleanly():
     code = ("import numpy as np\n"
-            "from fuser.cpu import products\n"
+            "from fuser.cpu import blas, products\n"
+            "blas.share = lambda fn, arg, count: False\n"
             "products.threads = lambda: 2\n"
             "products.POOL_MIN_PRODUCT = 0\n"
             "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
+import ctypes
 import os
-import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from llvmlite import ir
 
-from fuser.cpu import blas, products
+from fuser.cpu import blas, pool, products
+from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
 from fuser.cpu.loop.body import WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
@@ -41,9 +42,8 @@ def range_count(step_product: int = 0, batch: int = 0) -> int:
     CPUs this process may run on: ``--threads``, threadpoolctl and ``OPENBLAS_NUM_THREADS``
     set it), ranges beyond two getting ``RANGE_ROWS`` rows or more; else 1.
 
-    Several ranges run on a pool of helper threads with BLAS on one thread each; a range no
-    helper has started when the caller runs out is the caller's, so a busy core never stalls
-    the call for longer than one range."""
+    Several ranges run on numpy's OpenBLAS threads (``run_ranges``), with BLAS on one thread
+    in each; a range no thread has started when the caller runs out is the caller's."""
     env = os.environ.get("RNNSCRIPT_LOOP_THREADS", "").strip()
     if env:
         try:
@@ -55,65 +55,85 @@ def range_count(step_product: int = 0, batch: int = 0) -> int:
     return min(products.threads(), max(2, batch // RANGE_ROWS))
 
 
-_pool_lock = threading.Lock()
-_pool: list[Any] = []
+JOB_SLOTS = 7
+"""The int64 slots of a ranges job before its per-range ones: the loop function, the tuple of
+arrays, the trip count, the doubles, the function table, the number of ranges, ranges taken
+(the job's counter); then each range's ints and each range's status."""
 
 
-def _helpers(n: int) -> Any:
-    """The process's pool of helper threads (at least ``n``)."""
-    from concurrent.futures import ThreadPoolExecutor
-    with _pool_lock:
-        if not _pool or _pool[0]._max_workers < n:
-            if _pool:
-                _pool[0].shutdown(wait=False)
-                _pool.clear()
-            _pool.append(ThreadPoolExecutor(n, thread_name_prefix="rnnscript-loop"))
-        return _pool[0]
+def _job_ir() -> str:
+    """``rnnscript_ranges_job(slots)``: take the next range from the counter and run the loop
+    over it (``status = loop(items, trip, ints, doubles, fns)``) until none is left."""
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+    i8p = ir.IntType(8).as_pointer()
+    module = ir.Module(name="ranges_job")
+    loop_type = ir.FunctionType(i32, [i8p, i64, i8p, i8p, i8p])
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p]), JOB_SYMBOL)
+    entry, take, run, done = (fn.append_basic_block(n) for n in ("entry", "take", "run", "done"))
+    b = ir.IRBuilder(entry)
+    slots = b.bitcast(fn.args[0], i64.as_pointer())
+
+    def slot(k: Any) -> Any:
+        return b.gep(slots, [k if isinstance(k, ir.Value) else ir.Constant(i64, k)])
+
+    b.branch(take)
+    b.position_at_end(take)
+    k = b.atomic_rmw("add", slot(6), ir.Constant(i64, 1), "seq_cst")
+    count = b.load(slot(5))
+    b.cbranch(b.icmp_signed("<", k, count), run, done)
+    b.position_at_end(run)
+    loop = b.inttoptr(b.load(slot(0)), loop_type.as_pointer())
+    ints = b.load(slot(b.add(k, ir.Constant(i64, JOB_SLOTS))))
+    status = b.call(loop, [b.inttoptr(b.load(slot(1)), i8p), b.load(slot(2)),
+                           b.inttoptr(ints, i8p), b.inttoptr(b.load(slot(3)), i8p),
+                           b.inttoptr(b.load(slot(4)), i8p)])
+    at = b.add(b.add(k, count), ir.Constant(i64, JOB_SLOTS))
+    b.store(b.sext(status, i64), slot(at))
+    b.branch(take)
+    b.position_at_end(done)
+    b.ret_void()
+    return str(module)
 
 
-class _Ranges:
-    """One call's row ranges, taken in turn by the calling thread and the helpers: a range no
-    thread has started when the caller runs out is the caller's, so a helper whose core is
-    busy never makes the call wait for it (only a range it has started does)."""
+JOB_SYMBOL = "rnnscript_ranges_job"
+_job: list[int] = []
 
-    def __init__(self, fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
-                 doubles: np.ndarray, fns: np.ndarray):
-        self.args = (items, trip, data_address(doubles), data_address(fns))
-        self.fn = fn
-        self.ranges = ranges
-        self.next = itertools.count()
-        self.status = [1] * len(ranges)
-        self.done = 0
-        self.cond = threading.Condition()
 
-    def work(self) -> None:
-        items, trip, doubles, fns = self.args
-        while True:
-            k = next(self.next)
-            if k >= len(self.ranges):
-                return
-            try:
-                self.status[k] = self.fn(items, trip, data_address(self.ranges[k]), doubles, fns)
-            finally:
-                with self.cond:
-                    self.done += 1
-                    if self.done == len(self.ranges):
-                        self.cond.notify_all()
+def _job_address() -> int:
+    if not _job:
+        (address,) = compile_ir(_job_ir(), [JOB_SYMBOL])
+        _job.append(address)
+    return _job[0]
+
+
+def can_share() -> bool:
+    """Whether row ranges can run on several threads here: numpy's OpenBLAS threads
+    (``blas.share``) or the native pool's (``fuser.cpu.pool``)."""
+    g = blas.gemm()
+    return bool(g is not None and g.pthread) or pool.available()
 
 
 def run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
-                doubles: np.ndarray, fns: np.ndarray) -> int:
-    """Run the loop over each row range, on this thread and the helpers at once; 0 when every
-    range ran to the end."""
-    run = _Ranges(fn, items, trip, ranges, doubles, fns)
-    pool = _helpers(len(ranges) - 1)
+               doubles: np.ndarray, fns: np.ndarray) -> int:
+    """Run the loop over each row range, on this thread and others at once (numpy's OpenBLAS
+    threads, else the native pool's, each taking the next range not yet taken: a thread that
+    starts late takes none; every GEMM in a range on its own thread); 0 when every range ran to
+    the end."""
+    n = len(ranges)
+    slots = np.zeros(JOB_SLOTS + 2 * n, np.int64)
+    slots[:JOB_SLOTS] = (ctypes.cast(fn, ctypes.c_void_p).value, id(items), trip,
+                         data_address(doubles), data_address(fns), n, 0)
+    slots[JOB_SLOTS:JOB_SLOTS + n] = [data_address(r) for r in ranges]
+    slots[JOB_SLOTS + n:] = 1
+    job, at = _job_address(), data_address(slots)
+    threads = min(n, products.threads())
     with blas.single_threaded():  # each range's GEMMs on its own thread
-        for _ in range(len(ranges) - 1):
-            pool.submit(run.work)
-        run.work()
-        with run.cond:
-            run.cond.wait_for(lambda: run.done == len(ranges))
-    return max(run.status)
+        if not (blas.share(job, at, threads) or pool.run(job, at)):
+            _JOB(job)(at)
+    return int(slots[JOB_SLOTS + n:].max())
+
+
+_JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class RowRanges:
@@ -127,7 +147,7 @@ class RowRanges:
     def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
         """The ints of each row range to run at once (None: one loop over every row)."""
         batch = self.prog.batch
-        if batch is None or not self.gemm.set_threads:
+        if batch is None or not self.gemm.set_threads or not can_share():
             return None
         if variant.step_product is None:
             variant.step_product = self._step_product(variant)

@@ -1,0 +1,140 @@
+"""Native jobs on numpy's OpenBLAS threads (``fuser.cpu.blas.share``): products outside loops and
+the row ranges of native loops run there, so a function called between numpy's own products
+shares the thread numpy's BLAS left spinning instead of adding a thread of its own."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from fuser.cpu import blas, products, stepgemm
+from fuser.cpu.kernel import data_address
+from tests.helpers import ROOT
+
+found = blas.gemm()
+pytestmark = pytest.mark.skipif(
+    found is None or not found.pthread or os.cpu_count() < 2 or (blas.get_threads() or 1) < 2,
+    reason="needs numpy's OpenBLAS with its thread server on two threads")
+
+
+def _product(seed, m=40, k=200, n=300, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_a_shared_job_runs_on_two_threads():
+    """The products job counts the threads that joined it: an OpenBLAS thread joined the
+    caller, and the two computed the product together."""
+    a, b, want = _product(0, n=512)
+    out = np.empty(want.shape, np.float32)
+    m, k = a.shape
+    n = b.shape[1]
+    task_cols = 64
+    args = np.array([m, n, k, data_address(a), k, 1, data_address(b), n, 1, data_address(out), n,
+                     k, data_address(out), 0, task_cols, 2, 0, 0], np.int64)
+    assert blas.share(stepgemm.job_address(False), data_address(args), 2)
+    assert args[16] == 2  # both threads joined
+    assert args[17] >= n // task_cols  # every task taken
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+
+
+def test_one_thread_is_not_shared():
+    assert not blas.share(stepgemm.job_address(False), 0, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_share_openblas_threads(monkeypatch, dtype):
+    calls = []
+    share = blas.share
+
+    def counted(fn, arg, count):
+        calls.append(count)
+        return share(fn, arg, count)
+
+    monkeypatch.setattr(blas, "share", counted)
+    monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
+    a, b, want = _product(1, dtype=dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(products.matmul(a, b), want, rtol=tol, atol=tol * 20)
+    c, d, also = _product(2, m=40, k=50, n=300, dtype=dtype)
+    got = products.matmul_sum(a, b, c, d)
+    np.testing.assert_allclose(got, want + also, rtol=tol, atol=tol * 20)
+    assert calls == [2, 2]
+
+
+def test_shared_products_beside_numpys_own_from_several_threads(monkeypatch):
+    """Python threads run shared products while others call numpy's threaded ``@`` at once:
+    OpenBLAS hands its threads to one caller at a time, every result is right."""
+    monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
+    cases = [_product(seed, m=64, k=256, n=512,
+                      dtype=np.float32 if seed % 2 else np.float64) for seed in range(6)]
+    errors = []
+
+    def work(case, ours):
+        a, b, want = case
+        tol = 1e-4 if a.dtype == np.float32 else 1e-10
+        for _ in range(25):
+            got = products.matmul(a, b) if ours else a @ b
+            if not np.allclose(got, want, rtol=tol, atol=tol * 50):
+                errors.append(float(np.abs(got - want).max()))
+
+    workers = [threading.Thread(target=work, args=(c, k % 3 != 0)) for k, c in enumerate(cases)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+
+
+def test_split_loops_run_their_ranges_on_openblas_threads(monkeypatch):
+    from benchmarks.fastrnns import cells
+    from script import script
+    from tests.fuser.test_native_loop import lstm_args
+    from tests.helpers import native_loops, python_loop_result
+
+    calls = []
+    share = blas.share
+
+    def counted(fn, arg, count):
+        calls.append(count)
+        return share(fn, arg, count)
+
+    args = lstm_args(6, 16, 24, 32, np.float32, seed=3)
+    want = python_loop_result(monkeypatch, cells.lstm_layer, *args)
+    monkeypatch.setattr(blas, "share", counted)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "4")  # four ranges, two threads take them
+    f = script(cells.lstm_layer)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and calls == [2]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_forked_child_shares_openblas_threads():
+    """OpenBLAS starts its threads again in a child on the first job (they do not survive
+    ``fork``): the child's shared products are right and it exits."""
+    code = ("import os, numpy as np\n"
+            "from fuser.cpu import products\n"
+            "products.threads = lambda: 2\n"
+            "products.POOL_MIN_PRODUCT = 0\n"
+            "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"
+            "assert (products.matmul(a, b) == 256).all()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    ok = all((products.matmul(a, b) == 256).all() for _ in range(20))\n"
+            "    os._exit(0 if ok else 3)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "assert os.waitstatus_to_exitcode(status) == 0, status\n"
+            "print('done')\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "done"
