@@ -973,3 +973,45 @@ def test_batch_first_slots_split_into_row_ranges(monkeypatch, threads, batch, la
         [min(threads, batch // 4)]
     assert_same(got, want, np.float32)
     assert_same(got, fn(*args), np.float32)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("batch", [8, 13])
+def test_pieces_of_a_steps_rows_split_into_row_ranges(monkeypatch, threads, batch):
+    """DLFS2's GRU takes its gates as column slices of the weights and column pieces of a
+    step's product: views along a later axis of (B, ...) rows are the same rows, so the loop
+    runs over row ranges at once, with the one loop's results."""
+    from benchmarks.realworld_programs import dlfs2_gru as M
+    rng = np.random.default_rng(batch + threads)
+    xs, wx, wh, h = ((rng.standard_normal(s) * 0.5).astype(np.float32) for s in (
+        (batch, 20, 5), (5, 3 * 7), (7, 3 * 7), (batch, 7)))
+    args = (xs, wx, wh, h, True)
+    want = python_loop_result(monkeypatch, M.time_gru_forward, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(M.time_gru_forward)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and lp.prog.batch == batch
+    assert [len(r) for v in lp.variants.values() for r in v.splits.values() if r] == \
+        [min(threads, batch // 4)]
+    assert_same(got, want, np.float32)
+
+
+def test_a_slice_of_a_steps_rows_along_the_batch_does_not_split(monkeypatch):
+    """A step that reads other rows of a value it made (a slice along the batch axis) is not
+    row-wise: the loop runs over every row at once."""
+
+    def shifted(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            a = np.tanh(x[t] + h @ w)
+            h = np.concatenate((a[1:], a[:1]), axis=0)
+        return h
+
+    rng = np.random.default_rng(4)
+    x, h = rng.standard_normal((6, 8, 5)), rng.standard_normal((8, 5))
+    w = rng.standard_normal((5, 5)) * 0.3
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(shifted)
+    assert_same(f(x, h, w), shifted(x, h, w), np.float64)
+    for lp in native_loops(f, x, h, w):
+        assert lp.prog.batch is None

@@ -3,7 +3,7 @@ run as several loops over disjoint row ranges at once (``ranges``)."""
 
 from __future__ import annotations
 
-from fuser.cpu.loop.body import NUMBER_OPS, WRITES, known_array, write_parts
+from fuser.cpu.loop.body import NUMBER_OPS, PIECES, WRITES, known_array, split_pieces, write_parts
 from fuser.cpu.loop.program import LoopProgram
 from ir.core import Value
 
@@ -84,6 +84,16 @@ def row_split(prog: LoopProgram) -> int | None:
         elif kind == "tensor::select" or kind == "tensor::unbind":
             if n.inputs[0] in split:
                 return None  # a view of rows written by other row ranges
+        elif kind in PIECES or kind == "tensor::slice":  # views at an offset along an axis
+            if n.inputs[0] in split:  # of this range's rows: along a later axis, the same rows
+                found = split_pieces(n) if kind in PIECES else None
+                ax = found[0] if found is not None else (
+                    int(n.inputs[1].constant) if kind == "tensor::slice" else 0)
+                t = known_array(n.inputs[0])
+                ax = ax + len(t.shape) if t is not None and ax < 0 else ax
+                if ax < 1 or not all(rows(v) for v in n.outputs):
+                    return None
+                split.update(n.outputs)
         elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
                       "prim::Constant", "prim::Int") or kind in NUMBER_OPS or (
                 kind == "prim::TupleConstruct" and n.output in prog.kept):
