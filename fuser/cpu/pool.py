@@ -1,4 +1,7 @@
-"""A pool of native threads that share one job with the calling thread, started in microseconds.
+"""A pool of native threads that share one job with the calling thread, started in microseconds:
+where numpy's BLAS has no OpenBLAS thread server to run jobs on (``fuser.cpu.blas.share``, which
+is tried first: a job on OpenBLAS's threads adds no thread beside the ones numpy's own products
+keep spinning).
 
 A product outside a loop (a hoisted projection, a weight gradient, a cell's two products) takes
 tens to hundreds of microseconds on one core. Handing half of it to a Python thread pool costs
