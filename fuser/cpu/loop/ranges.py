@@ -21,13 +21,17 @@ if TYPE_CHECKING:
 MIN_ROWS = 4
 """the fewest batch rows one row range gets."""
 
-SPLIT_MIN_PRODUCT = 1 << 22
+SPLIT_MIN_PRODUCT = 1 << 20
 """Loops whose products take fewer multiply-adds than this per step run as one loop unless
-``RNNSCRIPT_LOOP_THREADS`` says otherwise: with less work per step than this, two row ranges
-were no faster than one loop (measured side by side against one loop on 2 cores, float32, LSTM
-layers of T=100: B=32, H=128, 2.1M a step: 6.8 ms either way; B=8, H=64: 1.47 ms against 1.42;
-from B=16, H=256, 4.2M a step, two ranges won: 7.9 ms against 10.7; the seed layer, B=64,
-H=512, 67M a step: 87 ms against 138)."""
+``RNNSCRIPT_LOOP_THREADS`` says otherwise. With the ranges on numpy's OpenBLAS threads
+(``run_ranges``) two ranges beat one loop from about 66K multiply-adds a step when those threads
+are awake (after a product of numpy's or ours, as in training) but lose up to 0.35x below 1M when
+they have slept (0.25 s idle before each call: waking one costs 0.1-0.3 ms on a virtual
+machine). Measured on 2 cores of a Zen 4 EPYC, float32 LSTM layers, medians, one loop against
+two ranges, awake / asleep: B=8, H=64, T=100 (262K a step): 1.00 against 0.70 ms / 1.27 against
+1.30 ms; B=32, H=64, T=50 (1.05M): 1.47 against 1.30 / 2.29 against 2.12 ms; B=50, H=128, T=20
+(6.6M): 2.73 against 2.06 / 3.93 against 2.76 ms. The cs231n RNN layer's loop (B=50, 1.2M a
+step, float64) went from 1.13x to 1.87x plain numpy's speed."""
 
 RANGE_ROWS = 16
 """Beyond two ranges, each range gets at least this many rows by default: a range of a few
