@@ -106,31 +106,8 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``a @ b`` (into ``out`` when given) for two float matrices of one dtype, through the
     kernel on ``threads()`` threads (this one and numpy's OpenBLAS threads, ``blas.share``, or
     the native pool's helpers, ``fuser.cpu.pool``) that take the columns of the result task
-    by task (a thread on a busy core takes fewer, nobody waits for it); numpy's for anything
-    else."""
-    if not _takes(a, b, out):
-        return _numpy(a, b, out)
-    (m, k), n = a.shape, b.shape[1]
-    item = a.itemsize
-    if out is None:
-        out = np.empty((m, n), a.dtype)
-    width = 2 * lanes(item)
-    count = threads() if m * n * k >= POOL_MIN_PRODUCT else 1
-    # columns per task: a few tasks per thread, a whole number of two-vector panels
-    per_task = -(-n // (4 * count)) if count > 1 else n
-    task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
-    count = min(count, -(-n // task_cols))
-    kc = min(k, KC)
-    per_pack = kc * task_cols if b.strides[1] != item else 0
-    pack = np.empty(max(1, per_pack * count), a.dtype)
-    args = np.array([m, n, k, data_address(a), *(st // item for st in a.strides),
-                     data_address(b), *(st // item for st in b.strides), data_address(out), n,
-                     kc, data_address(pack), per_pack * item, task_cols, count, 0, 0], np.int64)
-    job = job_address(a.dtype.char == "d")
-    at = data_address(args)
-    if count == 1 or not (blas.share(job, at, count) or pool.run(job, at)):
-        _job_function(job)(at)
-    return out
+    by task (a thread that starts late takes fewer); numpy's for anything else."""
+    return _run((a, b), out, False)
 
 
 def matmul_sum(*operands: Any, out: Any = None) -> Any:
@@ -138,37 +115,124 @@ def matmul_sum(*operands: Any, out: Any = None) -> Any:
     and one result shape: one job on ``threads()`` threads whose tasks each compute their
     columns of every product in turn, the first written, the others added (no product is
     stored on its own, no separate sum); numpy's for anything else."""
-    pairs = list(zip(operands[::2], operands[1::2]))
-    if (len(operands) % 2 or not pairs
-            or not all(_takes(a, b, out) for a, b in pairs)):
-        return _numpy_sum(pairs, out)
-    (a0, b0) = pairs[0]
-    m, n, item, dtype = a0.shape[0], b0.shape[1], a0.itemsize, a0.dtype
-    if any(a.shape[0] != m or b.shape[1] != n or a.dtype != dtype for a, b in pairs):
-        return _numpy_sum(pairs, out)
+    return _run(operands, out, True)
+
+
+def _run(operands: tuple, out: Any, summed: bool) -> Any:
+    """One product job (a sum of products: ``summed``) over ``operands`` (A1, B1, A2, ...) into
+    ``out``, from the job's plan for their shapes, strides and dtypes (``_Plan``): a call
+    fills in the addresses and runs it."""
+    key: list[Any] = [summed, out is None]
+    for x in operands:
+        if type(x) is not np.ndarray:
+            return _numpy_call(operands, out, summed)
+        key.append((x.shape, x.strides, x.dtype))
+    plan = _plans.get(tkey := tuple(key))
+    if plan is None:
+        plan = _Plan.of(operands, out, summed)
+        if len(_plans) < MAX_PLANS:
+            _plans[tkey] = plan
+    if not plan.ok:
+        return _numpy_call(operands, out, summed)
     if out is None:
-        out = np.empty((m, n), dtype)
-    depth = sum(a.shape[1] for a, _ in pairs)
-    width = 2 * lanes(item)
-    count = threads() if m * n * depth >= POOL_MIN_PRODUCT else 1
-    per_task = -(-n // (4 * count)) if count > 1 else n
-    task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
-    count = min(count, -(-n // task_cols))
-    kc = min(max(a.shape[1] for a, _ in pairs), KC)
-    strided = any(b.strides[1] != item for _, b in pairs)
-    per_pack = kc * task_cols if strided else 0
-    pack = np.empty(max(1, per_pack * count), dtype)
-    args = [len(pairs), m, n, data_address(out), n, kc, data_address(pack), per_pack * item,
-            task_cols, count, 0, 0]
-    for a, b in pairs:
-        args += [a.shape[1], data_address(a), *(st // item for st in a.strides),
-                 data_address(b), *(st // item for st in b.strides)]
-    block = np.array(args, np.int64)
-    job = sum_job_address(item == 8)
+        out = np.empty(plan.shape, plan.dtype)
+    elif (type(out) is not np.ndarray or out.shape != plan.shape or out.dtype != plan.dtype
+          or not out.flags.c_contiguous or not out.flags.writeable
+          or any(np.may_share_memory(out, x) for x in operands)):
+        return _numpy_call(operands, out, summed)
+    count = threads() if plan.large else 1
+    block, per_pack = plan.block(count)
+    block = block.copy()
+    for at, x in zip(plan.at, operands):
+        block[at] = data_address(x)
+    block[plan.out_at] = data_address(out)
+    pack = np.empty(max(1, per_pack), plan.dtype)
+    block[plan.pack_at] = data_address(pack)
+    count = int(block[plan.count_at])
     at = data_address(block)
-    if count == 1 or not (blas.share(job, at, count) or pool.run(job, at)):
-        _job_function(job)(at)
+    if count == 1 or not (blas.share(plan.job, at, count) or pool.run(plan.job, at)):
+        plan.fn(at)
     return out
+
+
+MAX_PLANS = 512
+"""Plans kept (``_plans``): beyond this many distinct layouts, new ones are made per call."""
+
+_plans: dict[tuple, _Plan] = {}
+
+
+class _Plan:
+    """A product job for one set of operand shapes, strides and dtypes: whether the kernel
+    takes it (``ok``), and per thread count the job's int64 block with every address 0
+    (``block``), the slots the addresses go in."""
+
+    ok: bool
+    shape: tuple[int, int]
+    dtype: Any
+    large: bool
+    """whether the job shares its tasks (``POOL_MIN_PRODUCT`` multiply-adds or more)."""
+
+    @staticmethod
+    def of(operands: tuple, out: Any, summed: bool) -> _Plan:
+        plan = _Plan()
+        plan.ok = False
+        pairs = list(zip(operands[::2], operands[1::2]))
+        if len(operands) % 2 or not pairs or (not summed and len(pairs) != 1):
+            return plan
+        a0, b0 = pairs[0]
+        if a0.ndim != 2 or b0.ndim != 2:
+            return plan
+        plan.shape = (a0.shape[0], b0.shape[1])
+        for a, b in pairs:
+            if not _takes(a, b, None) or a.shape[0] != plan.shape[0] or (
+                    b.shape[1] != plan.shape[1] or a.dtype != a0.dtype):
+                return plan
+        plan.ok, plan.dtype, plan.pairs = True, a0.dtype, [
+            (a.shape, a.strides, b.shape, b.strides) for a, b in pairs]
+        plan.summed, plan.item = summed, a0.itemsize
+        m, n = plan.shape
+        plan.large = m * n * sum(a.shape[1] for a, _ in pairs) >= POOL_MIN_PRODUCT
+        plan.job, plan.fn = _job(summed, plan.item == 8)
+        plan.blocks = {}
+        if summed:
+            plan.out_at, plan.pack_at, plan.count_at = 3, 6, 9
+            plan.at = [12 + 7 * (k // 2) + (1 if k % 2 == 0 else 4) for k in range(len(operands))]
+        else:
+            plan.out_at, plan.pack_at, plan.count_at, plan.at = 9, 12, 15, [3, 6]
+        return plan
+
+    def block(self, count: int) -> tuple[np.ndarray, int]:
+        """The job's block for ``count`` threads (addresses 0) and the items of its pack."""
+        found = self.blocks.get(count)
+        if found is not None:
+            return found
+        (m, n), item = self.shape, self.item
+        width = 2 * lanes(item)
+        # columns per task: a few tasks per thread, a whole number of two-vector panels
+        per_task = -(-n // (4 * count)) if count > 1 else n
+        task_cols = min(n, max(width, -(-per_task // width) * width, 64 if count > 1 else n))
+        count = min(count, -(-n // task_cols))
+        kc = min(max(a_shape[1] for a_shape, _, _, _ in self.pairs), KC)
+        strided = any(b_strides[1] != item for _, _, _, b_strides in self.pairs)
+        per_pack = kc * task_cols if strided else 0
+        if self.summed:
+            args = [len(self.pairs), m, n, 0, n, kc, 0, per_pack * item, task_cols, count, 0, 0]
+            for a_shape, a_strides, _, b_strides in self.pairs:
+                args += [a_shape[1], 0, *(st // item for st in a_strides),
+                         0, *(st // item for st in b_strides)]
+        else:
+            ((a_shape, a_strides, _, b_strides),) = self.pairs
+            args = [m, n, a_shape[1], 0, *(st // item for st in a_strides),
+                    0, *(st // item for st in b_strides), 0, n,
+                    kc, 0, per_pack * item, task_cols, count, 0, 0]
+        found = self.blocks[count] = (np.array(args, np.int64), per_pack * count)
+        return found
+
+
+def _numpy_call(operands: tuple, out: Any, summed: bool) -> Any:
+    if not summed:
+        return _numpy(operands[0], operands[1], out)
+    return _numpy_sum(list(zip(operands[::2], operands[1::2])), out)
 
 
 def _numpy_sum(pairs: list[tuple[Any, Any]], out: Any) -> Any:
@@ -181,16 +245,19 @@ def _numpy_sum(pairs: list[tuple[Any, Any]], out: Any) -> Any:
     return out
 
 
-def _job_function(job: int) -> Any:
-    fn = _jobs.get(job)
-    if fn is None:
-        fn = _jobs[job] = _JOB(job)
-    return fn
+def _job(summed: bool, double: bool) -> tuple[int, Any]:
+    """The address of the product job (of a sum of products: ``summed``) and its ctypes
+    function."""
+    found = _jobs.get((summed, double))
+    if found is None:
+        job = sum_job_address(double) if summed else job_address(double)
+        found = _jobs[(summed, double)] = (job, _JOB(job))
+    return found
 
 
 _JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_jobs: dict[int, Any] = {}
-"""each job's ctypes function, by address."""
+_jobs: dict[tuple[bool, bool], tuple[int, Any]] = {}
+"""each job's address and ctypes function."""
 
 
 KC = 256

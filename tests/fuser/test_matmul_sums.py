@@ -180,3 +180,36 @@ def test_the_ops_own_gradient():
     np.testing.assert_allclose(script(written_as_op)(*args), np.tanh(args[0] @ args[1]
                                                                      + args[2] @ args[3]))
     check_vjp(written_as_op, args)
+
+
+def test_a_layout_seen_before_reuses_its_plan_and_checks_each_calls_arrays(monkeypatch):
+    """A product's job is planned once per layout of its operands (shapes, strides, dtypes);
+    every call still checks its own output (shape, dtype, writeable, apart from the operands)
+    and puts in its own arrays' addresses."""
+    monkeypatch.setattr(products, "POOL_MIN_PRODUCT", 0)
+    r = rng(2)
+    x, w, h, u = (r.standard_normal(s).astype(np.float32)
+                  for s in ((8, 5), (5, 6), (8, 7), (7, 6)))
+    for _ in range(3):  # the same layout, new data each time
+        x, h = x + 1, h - 1
+        np.testing.assert_allclose(products.matmul_sum(x, w, h, u), x @ w + h @ u, rtol=1e-5,
+                                   atol=1e-5)
+        np.testing.assert_allclose(products.matmul(x, w), x @ w, rtol=1e-5, atol=1e-5)
+    big = r.standard_normal((6, 9)).astype(np.float32)
+    wt = big[:, 1:6].T  # the same shape, other strides: a plan of its own
+    np.testing.assert_allclose(products.matmul(x, wt), x @ wt, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(products.matmul_sum(x, wt, h, u), x @ wt + h @ u, rtol=1e-5,
+                               atol=1e-5)
+    both = np.zeros((8, 12), np.float32)
+    out = both[:, :6]  # not contiguous: numpy's
+    products.matmul_sum(x, w, h, u, out=out)
+    np.testing.assert_allclose(out, x @ w + h @ u, rtol=1e-5, atol=1e-5)
+    square = r.standard_normal((6, 6)).astype(np.float32)
+    a = r.standard_normal((6, 6)).astype(np.float32)
+    want = a @ square + a @ square
+    products.matmul_sum(a, square, a, square, out=a)  # the output is an operand: numpy's
+    np.testing.assert_allclose(a, want, rtol=1e-5, atol=1e-5)
+    frozen = np.empty((8, 6), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):  # numpy's own error for a read-only output
+        products.matmul_sum(x, w, h, u, out=frozen)
