@@ -11,7 +11,12 @@ Here every row named in ``--pairs`` is built once with the harness's creators, i
 compiler settings, called once (its first call: scripted rows compile) and checked as the harness
 checks it. Then each pair runs ``warmup`` untimed and ``rounds`` timed rounds; a round times a
 training forward and its backward of row A, then of row B (B first in every other round), with a
-garbage collection before each call (``bench.time_call``). Per pair: each row's median forward time
+garbage collection before each call (``bench.time_call``). Before each timed call the row rests
+``--settle`` seconds and makes one untimed call: thread pools keep their threads spinning for a
+while after a call (numpy's OpenBLAS about 0.1 s), and a row timed right after the other would
+share the cores with the other row's spinning threads (torch's ``nn.LSTM`` at the small size ran
+0.96 ms alone and 4.9 ms right after a numpy product); after the rest and its own untimed call a
+row runs with its own threads awake, as in a training loop. Per pair: each row's median forward time
 and median forward + backward time (the median of each round's sum), in ms, and the ratio A / B of
 those medians; the spread of the rounds' own ratios (25th to 75th percentile) says how much the
 load moved under the measurement.
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +39,9 @@ from benchmarks.fastrnns.factory import Sizes, rnn_inputs, varlen_inputs
 from benchmarks.fastrnns.progress import Progress
 
 COMMAND = "python -m benchmarks.fastrnns.paired"
+SETTLE = 0.15
+"""Seconds a row rests before each timed call (numpy's OpenBLAS threads spin about 0.1 s after
+a product before they sleep)."""
 FIGURES = ("fwd", "fb")
 """``fwd``: the training forward; ``fb``: forward + backward."""
 
@@ -45,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "script:torch_lstm); the ratio is A / B")
     p.add_argument("--rounds", type=int, default=30, help="timed rounds per pair")
     p.add_argument("--warmup", type=int, default=2, help="untimed rounds per pair")
+    p.add_argument("--settle", type=float, default=SETTLE,
+                   help="seconds a row rests before its untimed and timed calls (0: no rest and "
+                        "no untimed call)")
     p.add_argument("--seqLength", type=int, default=100)
     p.add_argument("--numLayers", type=int, default=1)
     p.add_argument("--inputSize", type=int, default=512)
@@ -59,8 +71,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.rounds < 1 or args.warmup < 0:
-        p.error("--rounds must be at least 1 and --warmup at least 0")
+    if args.rounds < 1 or args.warmup < 0 or args.settle < 0:
+        p.error("--rounds must be at least 1, --warmup and --settle at least 0")
     return args
 
 
@@ -139,10 +151,10 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
         for a, b in pairs:
             progress.describe(f"{a}:{b}")
             results.append(measure_pair(a, b, prepared, args.warmup, args.rounds, sync,
-                                        progress.update))
+                                        progress.update, args.settle))
         progress.close()
     say(report.format_table(table_rows(results)))
-    say("(" + legend(args.rounds) + ")")
+    say("(" + legend(args.rounds, args.settle) + ")")
     for record in results:
         if record["status"] != "ok":
             say(f"  {record['a']}:{record['b']}: not measured: {record['reason']}")
@@ -162,10 +174,12 @@ def _prepare(name: str, inputs: Any, refs: checks.References,
 
 
 def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: int, rounds: int,
-                 sync: Callable[[], None], tick: Callable[[], None] = lambda: None
-                 ) -> dict[str, Any]:
+                 sync: Callable[[], None], tick: Callable[[], None] = lambda: None,
+                 settle: float = 0.0) -> dict[str, Any]:
     """Alternated calls of rows ``a`` and ``b`` (both prepared): ``warmup`` untimed rounds, then
-    ``rounds`` timed ones, ``b`` first in every other round; the pair's record (``summarize``)."""
+    ``rounds`` timed ones, ``b`` first in every other round, each timed call after ``settle``
+    seconds of rest and an untimed call when ``settle`` is not 0; the pair's record
+    (``summarize``)."""
     record: dict[str, Any] = {"a": a, "b": b}
     missing = [f"{n} {prepared[n].record['status']}" if n in prepared else f"{n} skipped"
                for n in (a, b) if n not in prepared or prepared[n].model is None]
@@ -176,6 +190,9 @@ def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: in
     for k in range(warmup + rounds):
         for name in ((a, b) if k % 2 == 0 else (b, a)):
             p = prepared[name]
+            if settle:
+                time.sleep(settle)
+                bench.time_call(p.model, p.cotangent, sync)
             fwd, _, bwd, _ = bench.time_call(p.model, p.cotangent, sync)
             if k < warmup:
                 continue
@@ -241,9 +258,12 @@ def table_rows(results: list[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def legend(rounds: int) -> str:
+def legend(rounds: int, settle: float = SETTLE) -> str:
     """What the columns of ``table_rows`` mean."""
-    return (f"ms, medians over {rounds} rounds of alternated calls in one process; fwd = training "
+    rest = (f", each timed call after {settle:g} s of rest and an untimed call of its row"
+            if settle else "")
+    return (f"ms, medians over {rounds} rounds of alternated calls in one process{rest}; "
+            "fwd = training "
             "forward, fb = forward + backward; x_fwd, x_fb = row A's median / row B's (below 1: A "
             "is faster); q1-q3 = 25th to 75th percentile of the rounds' own ratios")
 
