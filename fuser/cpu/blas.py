@@ -25,6 +25,7 @@ import ctypes
 import glob
 import os
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -154,7 +155,24 @@ _sharer: list[Any] = []
 """``gotoblas_pthread`` as a ctypes function (None: not found), once looked up."""
 
 
-def share(fn: int, arg: int, count: int) -> bool:
+LAG = 2.0
+"""A shared job that took more than this many times the fastest run of its kind so far (and
+``LAG_SLACK`` seconds more) lagged: an OpenBLAS thread whose core another process holds started
+it late, and the caller waited for it."""
+LAG_SLACK = 50e-6
+MAX_BACKOFF = 256
+"""After a lag the next job runs without OpenBLAS's threads, after each further lag twice as
+many (at most this many) before they are tried again."""
+ON_TIME_STREAK = 8
+"""Jobs on time in a row that halve the backoff (one on time does not end it: beside a busy
+neighbour some jobs find the thread's core free, and the next lag costs a time slice again)."""
+
+_lag = {"skip": 0, "backoff": 0, "streak": 0}
+_fastest: dict[Any, float] = {}
+"""per kind of job (``share``'s ``kind``), its fastest shared run in seconds."""
+
+
+def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     """Run the native job ``fn(arg)`` on this thread and ``count - 1`` of numpy's OpenBLAS
     threads at once (at most the threads OpenBLAS has started), returning when every one has
     left it; False (nothing run) when OpenBLAS's thread server is not there (another BLAS).
@@ -170,8 +188,19 @@ def share(fn: int, arg: int, count: int) -> bool:
 
     The job must not call a threaded BLAS function itself (it would wait for a thread that is
     running the job): jobs here are native products and loops whose GEMMs run on one thread
-    (``single_threaded``)."""
+    (``single_threaded``).
+
+    OpenBLAS's caller waits for every thread it handed the job to, even one that starts too late
+    to take any work; with another process holding that thread's core the wait is the
+    scheduler's (milliseconds). So a job of a ``kind`` (the same work: one product layout, one
+    loop variant) that took over ``LAG`` times its fastest shared run makes the next jobs run
+    without these threads (False), 1, then 2, 4, ... after each further lag, the count halving
+    after ``ON_TIME_STREAK`` jobs on time in a row: the small LSTM's backward beside a spinning
+    neighbour had taken 5.8x its quiet time."""
     if count < 2:
+        return False
+    if _lag["skip"]:
+        _lag["skip"] -= 1
         return False
     if not _sharer:
         g = gemm()
@@ -186,7 +215,23 @@ def share(fn: int, arg: int, count: int) -> bool:
     count = min(count, started.value)
     if count < 2:
         return False
+    start = time.perf_counter()
     run(count, fn, arg, 0)
+    took = time.perf_counter() - start
+    if kind is not None:
+        fastest = _fastest.get(kind)
+        if fastest is None or took < fastest:
+            if len(_fastest) < 4096:
+                _fastest[kind] = took
+        elif took > LAG * fastest + LAG_SLACK:
+            _lag["backoff"] = min(MAX_BACKOFF, 2 * _lag["backoff"] or 1)
+            _lag["skip"] = _lag["backoff"]
+            _lag["streak"] = 0
+            return True
+    _lag["streak"] += 1
+    if _lag["streak"] >= ON_TIME_STREAK:
+        _lag["backoff"] //= 2
+        _lag["streak"] = 0
     return True
 
 

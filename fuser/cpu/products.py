@@ -150,7 +150,8 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
     block[plan.pack_at] = data_address(pack)
     count = int(block[plan.count_at])
     at = data_address(block)
-    if count == 1 or not (blas.share(plan.job, at, count) or pool.run(plan.job, at)):
+    if count == 1 or not (blas.share(plan.job, at, count, (plan, count))
+                          or pool.run(plan.job, at)):
         plan.fn(at)
     return out
 

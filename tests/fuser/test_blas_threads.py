@@ -20,6 +20,12 @@ pytestmark = pytest.mark.skipif(
     reason="needs numpy's OpenBLAS with its thread server on two threads")
 
 
+@pytest.fixture(autouse=True)
+def _no_backoff(monkeypatch):
+    monkeypatch.setattr(blas, "_lag", {"skip": 0, "backoff": 0, "streak": 0})
+    monkeypatch.setattr(blas, "_fastest", {})
+
+
 def _product(seed, m=40, k=200, n=300, dtype=np.float32):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(dtype)
@@ -52,9 +58,9 @@ def test_products_share_openblas_threads(monkeypatch, dtype):
     calls = []
     share = blas.share
 
-    def counted(fn, arg, count):
+    def counted(fn, arg, count, kind=None):
         calls.append(count)
-        return share(fn, arg, count)
+        return share(fn, arg, count, kind)
 
     monkeypatch.setattr(blas, "share", counted)
     monkeypatch.setattr(products, "threads", lambda: 2)
@@ -102,9 +108,9 @@ def test_split_loops_run_their_ranges_on_openblas_threads(monkeypatch):
     calls = []
     share = blas.share
 
-    def counted(fn, arg, count):
+    def counted(fn, arg, count, kind=None):
         calls.append(count)
-        return share(fn, arg, count)
+        return share(fn, arg, count, kind)
 
     args = lstm_args(6, 16, 24, 32, np.float32, seed=3)
     want = python_loop_result(monkeypatch, cells.lstm_layer, *args)
@@ -138,3 +144,36 @@ def test_a_forked_child_shares_openblas_threads():
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "done"
+
+
+def test_a_job_that_waited_for_a_late_thread_sends_the_next_ones_elsewhere(monkeypatch):
+    """A shared job of a kind taking over ``LAG`` times its fastest run (a thread whose core
+    another process holds started it late) makes the next job, then 2, 4, ... after further
+    lags, run without OpenBLAS's threads (share says False); ``ON_TIME_STREAK`` jobs on time in a
+    row halve the count."""
+    import time
+    durations = []
+
+    def run(count, fn, arg, stride):
+        time.sleep(durations.pop(0))
+        return 0
+
+    blas.share(stepgemm.job_address(False), 0, 1)  # looks the entry up
+    monkeypatch.setattr(blas, "_sharer", [(run, blas._sharer[0][1])])
+    job = stepgemm.job_address(False)
+
+    def pattern(times):
+        durations[:] = list(times)
+        out = []
+        while durations:
+            out.append(blas.share(job, 0, 2, "kind"))
+        return out
+
+    assert pattern([0.002, 0.002]) == [True, True]
+    assert pattern([0.02, 0.02, 0.02]) == [True, False, True, False, False, True]
+    assert blas._lag == {"skip": 4, "backoff": 4, "streak": 0}
+    assert pattern([0.002]) == [False] * 4 + [True] and blas._lag["backoff"] == 4
+    assert pattern([0.002] * (blas.ON_TIME_STREAK - 1)) == [True] * (blas.ON_TIME_STREAK - 1)
+    assert blas._lag["backoff"] == 2
+    assert pattern([0.02]) == [True] and blas._lag["skip"] == blas._lag["backoff"] == 4
+    assert not blas.share(job, 0, 2, "other kind")  # the backoff holds for every kind

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not pool.available() or pool.cpus() < 2,
 @pytest.fixture(autouse=True)
 def _without_openblas_threads(monkeypatch):
     """Jobs go to the pool, as where numpy's BLAS has no OpenBLAS thread server."""
-    monkeypatch.setattr(blas, "share", lambda fn, arg, count: False)
+    monkeypatch.setattr(blas, "share", lambda *args: False)
 
 
 def _product(seed, m=48, k=300, n=520, dtype=np.float32):
@@ -72,7 +72,7 @@ def test_the_pool_is_free_again_after_each_job(monkeypatch):
 def test_a_process_that_used_the_pool_exits_cleanly():
     code = ("import numpy as np\n"
             "from fuser.cpu import blas, products\n"
-            "blas.share = lambda fn, arg, count: False\n"
+            "blas.share = lambda *args: False\n"
             "products.threads = lambda: 2\n"
             "products.POOL_MIN_PRODUCT = 0\n"
             "a = np.ones((64, 256), np.float32); b = np.ones((256, 512), np.float32)\n"

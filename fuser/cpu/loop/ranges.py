@@ -132,7 +132,7 @@ def run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
     job, at = _job_address(), data_address(slots)
     threads = min(n, products.threads())
     with blas.single_threaded():  # each range's GEMMs on its own thread
-        if not (blas.share(job, at, threads) or pool.run(job, at)):
+        if not (blas.share(job, at, threads, (int(slots[0]), trip, n)) or pool.run(job, at)):
             _JOB(job)(at)
     return int(slots[JOB_SLOTS + n:].max())
 
