@@ -34,6 +34,7 @@ from passes import (
     licm,
     object_fields,
     outer_products,
+    peel,
     shape_prop,
     stack_to_slots,
     unroll,
@@ -45,7 +46,7 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 dict_carry,
                 cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
-                inplace_writes):
+                inplace_writes, peel):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -68,10 +69,12 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
-LAYOUT_PIPELINE = "contiguous-weights,stack-to-slots,dce"
-"""Rewrites for execution speed that insert layout ops (``tensor::contiguous``) or buffers written
-in place (``tensor::empty`` + ``write_slot`` for a list stacked after its loop): they run on the
-graphs the executor compiles, after differentiation, so gradients never meet their ops."""
+LAYOUT_PIPELINE = "peel-first-trip,contiguous-weights,stack-to-slots,dce"
+"""Rewrites for execution speed that peel a loop's first trip where it narrows a carried type
+(``c = None`` before the loop, a native loop after it), insert layout ops
+(``tensor::contiguous``) or buffers written in place (``tensor::empty`` + ``write_slot`` for a
+list stacked after its loop): they run on the graphs the executor compiles, after
+differentiation, so gradients never meet their ops."""
 
 _disabled: set[str] = set()
 

@@ -1,0 +1,96 @@
+"""Peeling a loop's first trip where it narrows a carried value's type.
+
+Real loops often start a carried value as None and let the steps replace it: ``c = None``
+before a loop whose step does ``if c is None: c = np.zeros(...)`` (DLFS2's stateful layers). The
+carried type is then the join of both
+(``Float(1, 128)?``), which a native loop (``fuser.cpu.loop``) cannot hold. Running the first
+trip on its own, before the loop, gives the loop that trip's results as its initial values, so
+its carried types are what a step returns:
+
+    %outs = prim::If(%trips > 0)
+      block0():            # the first trip, then the loop over the others
+        <body with counter 0>
+        %rest = prim::Loop(%trips - 1, True, <the first trip's results>)
+          block0(%i, ...):  # the body, its counter read as %i + 1
+        -> (%rest)
+      block1():            # no trip: the initial values
+        -> (<initial values>)
+
+It runs after differentiation (in ``LAYOUT_PIPELINE``), on the graphs the executor compiles, and
+only on for-loops carrying in a None that the body returns as a value that cannot be None.
+When it peels a loop it re-propagates types and folds what the narrower types decide (an ``h is
+None`` test in the step, the unwrap of an Optional that no longer is one); a graph without such
+a loop costs one walk.
+"""
+
+from __future__ import annotations
+
+from ir.core import Graph, Node
+from ir.kinds import IF, LOOP
+from ir.types import is_subtype
+from passes.licm import is_for_loop
+from passes.shape_prop import is_none_by_type
+from passes.unroll import _insert, clone_body_before
+
+NAME = "peel-first-trip"
+
+
+def narrows(loop: Node) -> bool:
+    """Whether ``loop`` carries a value in as None (or an Optional) that its body returns as
+    something that cannot be None: the steps replace the initial None."""
+    if not is_for_loop(loop):
+        return False
+    body = loop.blocks[0]
+    return any(is_none_by_type(init.type) is not False and is_none_by_type(ret.type) is False
+               and not is_subtype(out.type, ret.type) and is_subtype(ret.type, out.type)
+               for init, out, ret in zip(loop.inputs[2:], loop.outputs, body.returns[1:]))
+
+
+def peel(loop: Node) -> None:
+    """Run ``loop``'s first trip before it, inside an ``If`` on the trip count (above)."""
+    graph: Graph = loop.graph
+    trips = loop.inputs[0]
+    with graph.inserting_before(loop):
+        some = _insert(graph, "tensor::gt", [trips, graph.constant(0)])
+    branch = graph.create(IF, [some], [v.type for v in loop.outputs], nblocks=2,
+                          names=[v.name for v in loop.outputs], source=loop.source)
+    branch.insert_before(loop)
+    first, none = branch.blocks
+    none.set_returns(list(loop.inputs[2:]))
+    end = first.return_node
+    for out, result in zip(loop.outputs, branch.outputs):
+        out.replace_all_uses_with(result)
+    loop.move_before(end)
+    with graph.inserting_before(loop):
+        counter = graph.constant(0)
+    carried = clone_body_before(loop, loop, counter, list(loop.inputs[2:]))
+    with graph.inserting_before(loop):
+        rest = _insert(graph, "tensor::sub", [trips, graph.constant(1)])
+    loop.set_input(0, rest)
+    for k, value in enumerate(carried):
+        loop.set_input(2 + k, value)
+    first.set_returns(list(loop.outputs))
+    body = loop.blocks[0]
+    index = body.params[0]
+    if index.uses:
+        start = body.param_node.next
+        assert start is not None
+        with graph.inserting_before(start):
+            shifted = _insert(graph, "tensor::add", [index, graph.constant(1)])
+        index.replace_uses_after(shifted, shifted.node)
+
+
+def run(graph: Graph) -> bool:
+    """Peel every for-loop whose first trip narrows a carried type (innermost last: a loop
+    peeled moves into a branch, its inner loops with it), then re-type and clean up."""
+    from passes import canonicalize, constant_prop, dce, shape_prop
+    loops = [n for n in graph.walk() if n.kind == LOOP and narrows(n)]
+    if not loops:
+        return False
+    for loop in loops:
+        peel(loop)
+    shape_prop.run(graph)
+    canonicalize.run(graph)
+    constant_prop.run(graph)
+    dce.run(graph)
+    return True

@@ -1,0 +1,80 @@
+"""Peeling a loop's first trip (``passes/peel.py``): a value carried as None into a loop whose
+first trip makes it a tensor (DLFS2's stateful layers: ``h = None`` before the loop, ``if h is
+None: h = np.zeros(...)`` in the step) is carried as that tensor by the loop over the other
+trips, which then compiles natively; results and gradients are the plain function's at every
+trip count, none included."""
+
+from typing import Optional
+
+import numpy as np
+import pytest
+
+from script import Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same, native_loops
+
+
+def step(x: Tensor, h: Optional[Tensor], w: Tensor, u: Tensor) -> Tensor:
+    if h is None:
+        h = np.zeros((x.shape[0], w.shape[1]), dtype=x.dtype)
+    return np.tanh(x @ w + h @ u)
+
+
+def layer(xs: Tensor, w: Tensor, u: Tensor, n: int) -> Tensor:
+    h = None
+    out = np.zeros((n, xs.shape[1], w.shape[1]), dtype=xs.dtype)
+    for t in range(n):
+        h = step(xs[t], h, w, u)
+        out[t] = h
+    return out
+
+
+def last(xs: Tensor, w: Tensor, u: Tensor, n: int) -> Optional[Tensor]:
+    h = None
+    for t in range(n):
+        h = step(xs[t], h, w, u)
+    return h
+
+
+def _args(dtype, n=30, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((max(n, 1), 3, 4)).astype(dtype),
+            r.standard_normal((4, 6)).astype(dtype),
+            (r.standard_normal((6, 6)) * 0.3).astype(dtype), n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_loop_after_the_first_trip_runs_natively(dtype):
+    args = _args(dtype)
+    f = script(layer)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(f(*args), layer(*args), rtol=tol, atol=tol)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1
+    assert "runs natively" in f.explain(*args)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_every_trip_count(n):
+    f, g = script(layer), script(last)
+    args = _args(np.float64, n=n)
+    assert_same(f(*args), layer(*args))
+    got, want = g(*args), last(*args)
+    if n == 0:
+        assert got is None and want is None
+    else:
+        assert_same(got, want)
+
+
+def test_gradients_through_a_peeled_loop():
+    check_vjp(layer, _args(np.float64, n=6, seed=1), argnums=(0, 1, 2))
+
+
+def test_a_loop_whose_carried_shape_changes_is_not_peeled():
+    """Only a value carried in as None is peeled for: an MLP over weights of several shapes
+    (its carried activation changes shape each trip) compiles and runs as before."""
+    from tests.programs.layers import mlp
+    r = np.random.default_rng(3)
+    x = r.standard_normal((2, 3))
+    ws = [r.standard_normal((3, 4)), r.standard_normal((4, 5)), r.standard_normal((5, 2))]
+    np.testing.assert_allclose(script(mlp)(x, ws), mlp(x, ws), rtol=1e-12)
