@@ -963,6 +963,13 @@ def test_batch_first_slots_split_into_row_ranges(monkeypatch, threads, batch, la
         args = (xs, [wx[:, :7], wh[:, :7], b[:7]], h, True)
     else:
         args = (xs, [wx, wh, b], None, None, False)
+    got = _split_result(monkeypatch, fn, args, threads, batch)
+    assert_same(got, fn(*args), np.float32)
+
+
+def _split_result(monkeypatch, fn, args, threads, batch):
+    """``fn(*args)`` compiled with ``threads`` row ranges, checked to run natively over
+    ``min(threads, batch // 4)`` ranges with the Python loop's results."""
     want = python_loop_result(monkeypatch, fn, *args)
     monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
     f = script(fn)
@@ -972,7 +979,7 @@ def test_batch_first_slots_split_into_row_ranges(monkeypatch, threads, batch, la
     assert [len(r) for v in lp.variants.values() for r in v.splits.values() if r] == \
         [min(threads, batch // 4)]
     assert_same(got, want, np.float32)
-    assert_same(got, fn(*args), np.float32)
+    return got
 
 
 @pytest.mark.parametrize("threads", [2, 3])
@@ -985,16 +992,7 @@ def test_pieces_of_a_steps_rows_split_into_row_ranges(monkeypatch, threads, batc
     rng = np.random.default_rng(batch + threads)
     xs, wx, wh, h = ((rng.standard_normal(s) * 0.5).astype(np.float32) for s in (
         (batch, 20, 5), (5, 3 * 7), (7, 3 * 7), (batch, 7)))
-    args = (xs, wx, wh, h, True)
-    want = python_loop_result(monkeypatch, M.time_gru_forward, *args)
-    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
-    f = script(M.time_gru_forward)
-    got = f(*args)
-    (lp,) = native_loops(f, *args)
-    assert lp.calls == 1 and lp.prog.batch == batch
-    assert [len(r) for v in lp.variants.values() for r in v.splits.values() if r] == \
-        [min(threads, batch // 4)]
-    assert_same(got, want, np.float32)
+    _split_result(monkeypatch, M.time_gru_forward, (xs, wx, wh, h, True), threads, batch)
 
 
 def test_a_slice_of_a_steps_rows_along_the_batch_does_not_split(monkeypatch):
