@@ -37,7 +37,11 @@ FRONT_END_AND_TWINS = ["rnn_lstm", "rnn_lstm_2l", "rnn_lstm_bidir", "rnn_gru", "
 """The torch-style front end's rows and their hand-written and torch twins."""
 
 SEED = ["--seqLength", "100", "--miniBatch", "64", "--inputSize", "512", "--hiddenSize", "512"]
-SMALL = ["--seqLength", "100", "--miniBatch", "8", "--inputSize", "64", "--hiddenSize", "64"]
+SMALL = ["--seqLength", "100", "--miniBatch", "8", "--inputSize", "64", "--hiddenSize", "64",
+         "--warmup", "10", "--nloops", "100"]
+"""The small configuration with upstream's iteration counts: a call takes milliseconds, and the
+harness's CPU default of 5 timed calls made one scheduler time slice (3-8 ms beside a busy
+neighbour) a third of a row's mean."""
 
 CONFIGS = [
     ("Seed configuration: T=100, B=64, I=H=512 (fastrnns' defaults)",
@@ -153,7 +157,11 @@ def markdown(sections: list[tuple[str, dict[str, Any]]], command: str,
               "the ratio of their medians over rounds of alternated calls in one process (the "
               "section's side-by-side table), which both rows ran under the same load. `met` is "
               "judged on the side-by-side ratio where there is one, else on the serial figure; "
-              "`at the GEMM floor` is serial.", "", *targets.lines(keyed, respec)]
+              "`at the GEMM floor` is serial. `profile`: where the scripted layer's time went in "
+              "that section's run: the share its matmuls alone (`floor`) take of it, and beside "
+              "a busy neighbour what the matmuls alone lost (the `floor` row's own busy ratio: "
+              "a scripted row running these GEMMs cannot do better).", "",
+              *targets.lines(keyed, respec)]
     for title, payload in sections:
         lines += ["", f"## {title}", ""]
         lines += _section_lines(payload)

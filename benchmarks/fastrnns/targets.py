@@ -13,7 +13,10 @@ medians over alternated calls in one process (``paired``; ``pairs(section)`` lis
 measure). Whether a target is met is judged on the side-by-side ratio when there is one, else on
 the serial figure. For ratio targets the table also gives the serial ratio a scripted row would
 reach if it took no time beyond its matmuls (the ``floor`` row in its place): a target that the
-floor itself misses cannot be met with these GEMMs.
+floor itself misses cannot be met with these GEMMs. Its ``profile`` column says where the
+scripted layer's time goes in that run: the share of it its matmuls alone take (``floor`` over
+``script``), and for a busy target what the matmuls alone lose beside the neighbour (the
+``floor`` row's own busy ratio), the bound a scripted row cannot beat with these GEMMs.
 """
 
 from __future__ import annotations
@@ -144,6 +147,10 @@ class Evaluation(NamedTuple):
     """for ratios of two rows' times: the ratio of their medians measured side by side"""
     at_floor: float | None
     """for ratios: the serial ratio with the ``floor`` row in the scripted row's place"""
+    profile: str | None = None
+    """where the scripted row's time goes, from the same run: for a ratio of its ``fwd`` or
+    ``fb``, the share its matmuls alone (``floor``) take of it; for ``busy``, the ``floor`` row's
+    own busy ratio (what the GEMMs alone lose beside the neighbour)"""
 
     @property
     def value(self) -> float | None:
@@ -167,7 +174,10 @@ def evaluate(sections: dict[str, dict[str, Any]]) -> list[Evaluation]:
         section = sections.get(t.section, {})
         results = section.get("results", {})
         if t.row.endswith("*"):
-            out.append(Evaluation(t, worst(results, t.row[:-1], t.figure)[1], None, None))
+            floor_busy = figure(results.get("floor"), "busy")
+            out.append(Evaluation(t, worst(results, t.row[:-1], t.figure)[1], None, None,
+                                  None if floor_busy is None
+                                  else f"GEMMs alone {floor_busy:.2f}x"))
             continue
         if t.other is None:
             out.append(Evaluation(t, figure(results.get(t.row), t.figure), None, None))
@@ -180,14 +190,18 @@ def evaluate(sections: dict[str, dict[str, Any]]) -> list[Evaluation]:
                         else _ratio(results, t.row, "floor", t.figure))
         side = (paired.ratio(section.get("paired"), t.row, t.other, t.figure)
                 if is_pair_ratio(t) else None)
-        out.append(Evaluation(t, _ratio(results, t.row, t.other, t.figure), side, at_floor))
+        share = (_ratio(results, "floor", scripted, t.figure)  # floor: one LSTM layer's GEMMs
+                 if t.figure in ("fwd", "fb") and scripted == "script" else None)
+        profile = None if share is None else f"GEMMs {100 * share:.0f}% of {scripted}"
+        out.append(Evaluation(t, _ratio(results, t.row, t.other, t.figure), side, at_floor,
+                              profile))
     return out
 
 
 def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) -> list[str]:
     """A Markdown table of the targets and a line for the re-specialization target."""
-    rows = ["| target | serial | side by side | met | at the GEMM floor |",
-            "|---|---:|---:|:---:|---:|"]
+    rows = ["| target | serial | side by side | met | at the GEMM floor | profile |",
+            "|---|---:|---:|:---:|---:|---|"]
     for e in evaluate(sections):
         t = e.target
         floor = "-" if e.at_floor is None else f"{e.at_floor:.2f}x"
@@ -201,7 +215,7 @@ def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) ->
         if e.serial is not None and t.row.endswith("*"):
             shown += f" ({worst(sections[t.section]['results'], t.row[:-1], t.figure)[0]})"
         met = "-" if e.met is None else ("yes" if e.met else "no")
-        rows.append(f"| {t.text} | {shown} | {side} | {met} | {floor} |")
+        rows.append(f"| {t.text} | {shown} | {side} | {met} | {floor} | {e.profile or '-'} |")
     if respec is not None and respec.get("cases"):
         cases = respec["cases"]
         slowest = max(max(c["fwd_compile_ms"], c["fb_compile_ms"]) for c in cases)
@@ -209,5 +223,5 @@ def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) ->
         met = slowest <= RESPECIALIZE_LIMIT_MS and compiled == 0
         rows.append(f"| new T or B re-specializes in <= {RESPECIALIZE_LIMIT_MS:.0f} ms with no "
                     f"native compile (compile time, worst case) | {slowest:.0f} ms, {compiled} "
-                    f"kernels | - | {'yes' if met else 'no'} | - |")
+                    f"kernels | - | {'yes' if met else 'no'} | - | - |")
     return rows

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import math
 import os
 import threading
 import time
@@ -161,8 +162,13 @@ LAG = 2.0
 it late, and the caller waited for it."""
 LAG_SLACK = 50e-6
 MAX_BACKOFF = 256
-"""After a lag the next job runs without OpenBLAS's threads, after each further lag twice as
-many (at most this many) before they are tried again."""
+"""After a lag the next jobs run without OpenBLAS's threads, as many as the wait would have run
+(its time beyond the kind's fastest run, over that fastest run: a job run elsewhere loses at
+most about its shared time), after each further lag at least twice as many, at most this many,
+before they are tried again. A lag costs a scheduler time slice, milliseconds, and afterwards
+OpenBLAS's threads keep spinning beside the busy neighbour for about 0.1 s: beside a spinning
+process the small LSTM's forward lost 3-8 ms per lagged job, where a job of its own pool took
+0.15-0.6 ms."""
 ON_TIME_STREAK = 8
 """Jobs on time in a row that halve the backoff (one on time does not end it: beside a busy
 neighbour some jobs find the thread's core free, and the next lag costs a time slice again)."""
@@ -194,9 +200,10 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     to take any work; with another process holding that thread's core the wait is the
     scheduler's (milliseconds). So a job of a ``kind`` (the same work: one product layout, one
     loop variant) that took over ``LAG`` times its fastest shared run makes the next jobs run
-    without these threads (False), 1, then 2, 4, ... after each further lag, the count halving
-    after ``ON_TIME_STREAK`` jobs on time in a row: the small LSTM's backward beside a spinning
-    neighbour had taken 5.8x its quiet time."""
+    without these threads (False): as many as its wait would have run (``MAX_BACKOFF``), at least
+    twice as many after each further lag, the count halving after ``ON_TIME_STREAK`` jobs on
+    time in a row: the small LSTM's backward beside a spinning neighbour had taken 5.8x its
+    quiet time."""
     if count < 2:
         return False
     if _lag["skip"]:
@@ -224,7 +231,8 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
             if len(_fastest) < 4096:
                 _fastest[kind] = took
         elif took > LAG * fastest + LAG_SLACK:
-            _lag["backoff"] = min(MAX_BACKOFF, 2 * _lag["backoff"] or 1)
+            waited = math.ceil((took - fastest) / max(fastest, 1e-6))
+            _lag["backoff"] = min(MAX_BACKOFF, max(2 * _lag["backoff"], waited))
             _lag["skip"] = _lag["backoff"]
             _lag["streak"] = 0
             return True

@@ -12,7 +12,8 @@ def _sections():
         "script": _rec(110.0, 200.0, first_call_fwd=900.0, first_call_fb=2500.0, peak_mb=100.0,
                        busy_ratio=1.1),
         "script_all_grads": _rec(110.0, 250.0, busy_ratio=1.4),
-        "torch_lstm": _rec(100.0, 200.0, peak_mb=100.0), "floor": _rec(100.0, 190.0),
+        "torch_lstm": _rec(100.0, 200.0, peak_mb=100.0),
+        "floor": _rec(100.0, 190.0, busy_ratio=1.25),
         "torch_script": _rec(200.0, 300.0, busy_ratio=9.0)}}
     small = {"results": {"script": _rec(1.0, 1.0), "torch_lstm": _rec(1.0, 1.0),
                          "floor": _rec(0.5, 0.5)}}
@@ -47,10 +48,17 @@ def test_busy_target_takes_the_worst_scripted_row():
 def test_table_says_met_missed_and_not_measured():
     table = "\n".join(targets.lines(_sections(), {"cases": [
         {"fwd_compile_ms": 4.0, "fb_compile_ms": 60.0, "kernels_compiled": 0}]}))
-    assert "| seed: forward <= 1.0x torch nn.LSTM | 1.10x | - | no | 1.00x |" in table
+    assert ("| seed: forward <= 1.0x torch nn.LSTM | 1.10x | - | no | 1.00x | "
+            "GEMMs 91% of script |") in table
     assert "| seed: first call forward+backward <= 2000 ms | 2500 ms | - | no | - |" in table
     assert "| small: torch_compile forward >= 2x script's | not measured | - | - | - |" in table
     assert ("| seed: busy neighbour: worst scripted row <= 1.3x its quiet time | "
-            "1.40x (script_all_grads) | - | no | - |") in table
+            "1.40x (script_all_grads) | - | no | - | GEMMs alone 1.25x |") in table
     assert "| small, 1 thread: forward <= 0.9x torch nn.LSTM | not measured | - | - | - |" in table
     assert "| 60 ms, 0 kernels | - | no |" in table  # the gradient compile took over 50 ms
+    # the profile: floor's share of script's time (fwd 100/110, fb 290/310); none without floor
+    assert "| 1.02x | - | yes | - | GEMMs 98% of script |" in table  # seed, 1 thread
+    assert ("| seed: forward+backward <= 0.95x torch nn.LSTM | 1.03x | - | no | 0.97x | "
+            "GEMMs 94% of script |") in table
+    assert "| small: busy neighbour: worst scripted row <= 1.3x its quiet time | not measured |" \
+        " - | - | - | - |" in table

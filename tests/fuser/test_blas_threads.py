@@ -148,18 +148,18 @@ def test_a_forked_child_shares_openblas_threads():
 
 def test_a_job_that_waited_for_a_late_thread_sends_the_next_ones_elsewhere(monkeypatch):
     """A shared job of a kind taking over ``LAG`` times its fastest run (a thread whose core
-    another process holds started it late) makes the next job, then 2, 4, ... after further
-    lags, run without OpenBLAS's threads (share says False); ``ON_TIME_STREAK`` jobs on time in a
-    row halve the count."""
-    import time
-    durations = []
+    another process holds started it late) makes as many next jobs as its wait would have run
+    go without OpenBLAS's threads (share says False), at least twice as many after further lags;
+    ``ON_TIME_STREAK`` jobs on time in a row halve the count."""
+    durations, clock = [], [0.0]
 
     def run(count, fn, arg, stride):
-        time.sleep(durations.pop(0))
+        clock[0] += durations.pop(0)
         return 0
 
     blas.share(stepgemm.job_address(False), 0, 1)  # looks the entry up
     monkeypatch.setattr(blas, "_sharer", [(run, blas._sharer[0][1])])
+    monkeypatch.setattr(blas.time, "perf_counter", lambda: clock[0])  # the jobs' own clock
     job = stepgemm.job_address(False)
 
     def pattern(times):
@@ -170,10 +170,17 @@ def test_a_job_that_waited_for_a_late_thread_sends_the_next_ones_elsewhere(monke
         return out
 
     assert pattern([0.002, 0.002]) == [True, True]
-    assert pattern([0.02, 0.02, 0.02]) == [True, False, True, False, False, True]
-    assert blas._lag == {"skip": 4, "backoff": 4, "streak": 0}
-    assert pattern([0.002]) == [False] * 4 + [True] and blas._lag["backoff"] == 4
+    # 5 ms waited 1.5 jobs' time: 2 jobs go elsewhere, then at least twice as many per lag
+    assert pattern([0.005, 0.005, 0.005]) == [True] + [False] * 2 + [True] + [False] * 4 + [True]
+    assert blas._lag == {"skip": 8, "backoff": 8, "streak": 0}
+    assert pattern([0.002]) == [False] * 8 + [True] and blas._lag["backoff"] == 8
     assert pattern([0.002] * (blas.ON_TIME_STREAK - 1)) == [True] * (blas.ON_TIME_STREAK - 1)
-    assert blas._lag["backoff"] == 2
-    assert pattern([0.02]) == [True] and blas._lag["skip"] == blas._lag["backoff"] == 4
+    assert blas._lag["backoff"] == 4
+    assert pattern([0.005]) == [True] and blas._lag["skip"] == blas._lag["backoff"] == 8
     assert not blas.share(job, 0, 2, "other kind")  # the backoff holds for every kind
+    blas._lag.update(skip=0, backoff=0)
+    # a wait of a time slice, 9 jobs' time beyond the fastest: the next 9 go elsewhere
+    assert pattern([0.02, 0.002]) == [True] + [False] * 9 + [True]
+    assert blas._lag["backoff"] == 9
+    blas._lag.update(skip=0)
+    assert pattern([1.0]) == [True] and blas._lag["skip"] == blas.MAX_BACKOFF
