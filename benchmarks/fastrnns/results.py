@@ -157,10 +157,12 @@ def markdown(sections: list[tuple[str, dict[str, Any]]], command: str,
               "the ratio of their medians over rounds of alternated calls in one process (the "
               "section's side-by-side table), which both rows ran under the same load. `met` is "
               "judged on the side-by-side ratio where there is one, else on the serial figure; "
-              "`at the GEMM floor` is serial. `profile`: where the scripted layer's time went in "
-              "that section's run: the share its matmuls alone (`floor`) take of it, and beside "
-              "a busy neighbour what the matmuls alone lost (the `floor` row's own busy ratio: "
-              "a scripted row running these GEMMs cannot do better).", "",
+              "`at the GEMM floor` is serial. `profile`, for a missed target: where the scripted "
+              "layer's time went in that section's run: the share its matmuls alone (`floor`) "
+              "take of it (`floor` runs a step's GEMMs one after another on one thread; where "
+              "the layer splits its loop over threads the floor is slower), and beside a busy "
+              "neighbour what the matmuls alone lost (the `floor` row's own busy ratio: a "
+              "scripted row running these GEMMs cannot do better).", "",
               *targets.lines(keyed, respec)]
     for title, payload in sections:
         lines += ["", f"## {title}", ""]

@@ -13,10 +13,12 @@ medians over alternated calls in one process (``paired``; ``pairs(section)`` lis
 measure). Whether a target is met is judged on the side-by-side ratio when there is one, else on
 the serial figure. For ratio targets the table also gives the serial ratio a scripted row would
 reach if it took no time beyond its matmuls (the ``floor`` row in its place): a target that the
-floor itself misses cannot be met with these GEMMs. Its ``profile`` column says where the
-scripted layer's time goes in that run: the share of it its matmuls alone take (``floor`` over
-``script``), and for a busy target what the matmuls alone lose beside the neighbour (the
-``floor`` row's own busy ratio), the bound a scripted row cannot beat with these GEMMs.
+floor itself misses cannot be met with these GEMMs. For a missed target the ``profile`` column
+says where the scripted layer's time went in that run: the share of it its matmuls alone take
+(``floor`` over ``script``; the ``floor`` row runs a step's GEMMs one after another on one
+thread, so where the layer splits its loop over threads the floor is slower and says so), and
+for a busy target what the matmuls alone lost beside the neighbour (the ``floor`` row's own
+busy ratio), the bound a scripted row cannot beat with these GEMMs.
 """
 
 from __future__ import annotations
@@ -192,7 +194,9 @@ def evaluate(sections: dict[str, dict[str, Any]]) -> list[Evaluation]:
                 if is_pair_ratio(t) else None)
         share = (_ratio(results, "floor", scripted, t.figure)  # floor: one LSTM layer's GEMMs
                  if t.figure in ("fwd", "fb") and scripted == "script" else None)
-        profile = None if share is None else f"GEMMs {100 * share:.0f}% of {scripted}"
+        profile = (None if share is None
+                   else f"GEMMs {100 * share:.0f}% of {scripted}" if share <= 1.0
+                   else "floor slower: its step GEMMs on one thread")
         out.append(Evaluation(t, _ratio(results, t.row, t.other, t.figure), side, at_floor,
                               profile))
     return out
@@ -215,7 +219,8 @@ def lines(sections: dict[str, dict[str, Any]], respec: dict[str, Any] | None) ->
         if e.serial is not None and t.row.endswith("*"):
             shown += f" ({worst(sections[t.section]['results'], t.row[:-1], t.figure)[0]})"
         met = "-" if e.met is None else ("yes" if e.met else "no")
-        rows.append(f"| {t.text} | {shown} | {side} | {met} | {floor} | {e.profile or '-'} |")
+        profile = e.profile if e.met is False and e.profile else "-"  # explains a miss
+        rows.append(f"| {t.text} | {shown} | {side} | {met} | {floor} | {profile} |")
     if respec is not None and respec.get("cases"):
         cases = respec["cases"]
         slowest = max(max(c["fwd_compile_ms"], c["fb_compile_ms"]) for c in cases)

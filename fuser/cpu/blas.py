@@ -164,11 +164,15 @@ LAG_SLACK = 50e-6
 MAX_BACKOFF = 256
 """After a lag the next jobs run without OpenBLAS's threads, as many as the wait would have run
 (its time beyond the kind's fastest run, over that fastest run: a job run elsewhere loses at
-most about its shared time), after each further lag at least twice as many, at most this many,
-before they are tried again. A lag costs a scheduler time slice, milliseconds, and afterwards
-OpenBLAS's threads keep spinning beside the busy neighbour for about 0.1 s: beside a spinning
-process the small LSTM's forward lost 3-8 ms per lagged job, where a job of its own pool took
-0.15-0.6 ms."""
+most about its shared time; at most ``FIRST_MAX``), after each further lag at least twice as
+many, at most this many, before they are tried again. A lag costs a scheduler time slice,
+milliseconds, and afterwards OpenBLAS's threads keep spinning beside the busy neighbour for about
+0.1 s: beside a spinning process the small LSTM's forward lost 3-8 ms per lagged job, where a
+job of its own pool took 0.15-0.6 ms."""
+FIRST_MAX = 32
+"""The most jobs one lag sends elsewhere on its own wait's account (further lags double the
+count): a lag on a quiet machine (another tenant's moment) must not send hundreds of jobs to
+threads that, in a program calling numpy between them, fight numpy's spinning ones."""
 ON_TIME_STREAK = 8
 """Jobs on time in a row that halve the backoff (one on time does not end it: beside a busy
 neighbour some jobs find the thread's core free, and the next lag costs a time slice again)."""
@@ -200,10 +204,10 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     to take any work; with another process holding that thread's core the wait is the
     scheduler's (milliseconds). So a job of a ``kind`` (the same work: one product layout, one
     loop variant) that took over ``LAG`` times its fastest shared run makes the next jobs run
-    without these threads (False): as many as its wait would have run (``MAX_BACKOFF``), at least
-    twice as many after each further lag, the count halving after ``ON_TIME_STREAK`` jobs on
-    time in a row: the small LSTM's backward beside a spinning neighbour had taken 5.8x its
-    quiet time."""
+    without these threads (False): as many as its wait would have run (at most ``FIRST_MAX``), at
+    least twice as many after each further lag (at most ``MAX_BACKOFF``), the count halving after
+    ``ON_TIME_STREAK`` jobs on time in a row: the small LSTM's backward beside a spinning
+    neighbour had taken 5.8x its quiet time."""
     if count < 2:
         return False
     if _lag["skip"]:
@@ -232,7 +236,7 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
                 _fastest[kind] = took
         elif took > LAG * fastest + LAG_SLACK:
             waited = math.ceil((took - fastest) / max(fastest, 1e-6))
-            _lag["backoff"] = min(MAX_BACKOFF, max(2 * _lag["backoff"], waited))
+            _lag["backoff"] = min(MAX_BACKOFF, max(2 * _lag["backoff"], min(waited, FIRST_MAX)))
             _lag["skip"] = _lag["backoff"]
             _lag["streak"] = 0
             return True

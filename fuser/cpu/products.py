@@ -24,9 +24,18 @@ def threads() -> int:
     return max(1, min(count if count else pool.cpus(), pool.cpus()))
 
 
-OUTSIDE_MIN_PRODUCT = 1 << 21
-"""Products outside loops with fewer multiply-adds than this stay with numpy (the kernel's
-Python-side set-up, a few microseconds, would not pay)."""
+OUTSIDE_MIN_PRODUCT = 1 << 18
+"""Products outside loops with fewer multiply-adds than this stay with numpy, whose OpenBLAS runs
+them on the calling thread. From this size on (OpenBLAS's own threshold, ``GEMM_MULTITHREAD_
+THRESHOLD`` 4 x 65536) numpy's OpenBLAS would hand part of a product to its threads, and wait
+for them: beside a busy neighbour a thread whose core the neighbour holds starts a time slice
+late, and afterwards it spins for about 0.1 s on the core the calling thread needs. The fastrnns
+variable-length LSTM (one (T_i, 64) x (64, 256) projection per sequence, 0.5-1.6M multiply-adds)
+took 2.2 ms a forward alone and 35-110 ms in some calls beside a spinning process; with these
+products here, on one thread (``POOL_MIN_PRODUCT``), 2.3-3.4 ms. The price on a quiet machine,
+medians on 2 cores of a Zen 4 EPYC, float32, numpy with its threads awake against this kernel on
+one thread: (32, 64) x (64, 256) 33 against 29 us, (63, 64) x (64, 256) 20 against 25 us, (96,
+64) x (64, 256) 32 against 37 us, (64, 128) x (128, 256) 38 against 35 us."""
 
 
 POOL_MIN_PRODUCT = 1 << 21

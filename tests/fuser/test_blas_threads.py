@@ -183,4 +183,9 @@ def test_a_job_that_waited_for_a_late_thread_sends_the_next_ones_elsewhere(monke
     assert pattern([0.02, 0.002]) == [True] + [False] * 9 + [True]
     assert blas._lag["backoff"] == 9
     blas._lag.update(skip=0)
+    # a long wait counts for at most FIRST_MAX jobs; further lags double the count
+    assert pattern([1.0]) == [True] and blas._lag["skip"] == blas.FIRST_MAX
+    blas._lag.update(skip=0)
+    assert pattern([1.0]) == [True] and blas._lag["skip"] == 2 * blas.FIRST_MAX
+    blas._lag.update(skip=0, backoff=200)
     assert pattern([1.0]) == [True] and blas._lag["skip"] == blas.MAX_BACKOFF
