@@ -30,7 +30,7 @@ from ir.kinds import IF, LOOP
 from ir.types import is_subtype
 from passes.licm import is_for_loop
 from passes.shape_prop import is_none_by_type
-from passes.unroll import _insert, clone_body_before
+from passes.unroll import clone_body_before
 
 NAME = "peel-first-trip"
 
@@ -51,7 +51,7 @@ def peel(loop: Node) -> None:
     graph: Graph = loop.graph
     trips = loop.inputs[0]
     with graph.inserting_before(loop):
-        some = _insert(graph, "tensor::gt", [trips, graph.constant(0)])
+        some = graph.insert_typed("tensor::gt", [trips, graph.constant(0)]).output
     branch = graph.create(IF, [some], [v.type for v in loop.outputs], nblocks=2,
                           names=[v.name for v in loop.outputs], source=loop.source)
     branch.insert_before(loop)
@@ -65,7 +65,7 @@ def peel(loop: Node) -> None:
         counter = graph.constant(0)
     carried = clone_body_before(loop, loop, counter, list(loop.inputs[2:]))
     with graph.inserting_before(loop):
-        rest = _insert(graph, "tensor::sub", [trips, graph.constant(1)])
+        rest = graph.insert_typed("tensor::sub", [trips, graph.constant(1)]).output
     loop.set_input(0, rest)
     for k, value in enumerate(carried):
         loop.set_input(2 + k, value)
@@ -76,7 +76,7 @@ def peel(loop: Node) -> None:
         start = body.param_node.next
         assert start is not None
         with graph.inserting_before(start):
-            shifted = _insert(graph, "tensor::add", [index, graph.constant(1)])
+            shifted = graph.insert_typed("tensor::add", [index, graph.constant(1)]).output
         index.replace_uses_after(shifted, shifted.node)
 
 
