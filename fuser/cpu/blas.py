@@ -177,7 +177,14 @@ ON_TIME_STREAK = 8
 """Jobs on time in a row that halve the backoff (one on time does not end it: beside a busy
 neighbour some jobs find the thread's core free, and the next lag costs a time slice again)."""
 
+AWAKE_S = 0.01
+"""For this long after a shared job ended, OpenBLAS's threads are known to be spinning (they
+wait about 0.1 s for the next job before they sleep), so a job handed to them now starts at
+once (``awake``)."""
+
 _lag = {"skip": 0, "backoff": 0, "streak": 0}
+_last = [-1.0]
+"""when the last shared job ended (``time.perf_counter``)."""
 _fastest: dict[Any, float] = {}
 """per kind of job (``share``'s ``kind``), its fastest shared run in seconds."""
 
@@ -228,7 +235,8 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
         return False
     start = time.perf_counter()
     run(count, fn, arg, 0)
-    took = time.perf_counter() - start
+    _last[0] = end = time.perf_counter()
+    took = end - start
     if kind is not None:
         fastest = _fastest.get(kind)
         if fastest is None or took < fastest:
@@ -245,6 +253,13 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
         _lag["backoff"] //= 2
         _lag["streak"] = 0
     return True
+
+
+def awake() -> bool:
+    """Whether a job shared with OpenBLAS's threads ended less than ``AWAKE_S`` ago: they are
+    still spinning, and a job handed to them now costs no wake-up (a thread that has slept
+    takes 0.1-0.3 ms to wake on a virtual machine)."""
+    return _lag["skip"] == 0 and time.perf_counter() - _last[0] < AWAKE_S
 
 
 _single = threading.Lock()

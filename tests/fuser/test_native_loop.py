@@ -2,6 +2,7 @@
 slot writes runs as one native function and gives the Python loop's results; anything it cannot
 take runs the Python loop instead, with the same result or error."""
 
+import time
 from typing import List, Tuple
 
 import numpy as np
@@ -1013,3 +1014,46 @@ def test_a_slice_of_a_steps_rows_along_the_batch_does_not_split(monkeypatch):
     assert_same(f(x, h, w), shifted(x, h, w), np.float64)
     for lp in native_loops(f, x, h, w):
         assert lp.prog.batch is None
+
+
+@pytest.mark.parametrize("awake", [False, True])
+def test_loops_with_mid_step_products_split_while_blas_threads_are_awake(monkeypatch, awake):
+    """Unset ``RNNSCRIPT_LOOP_THREADS``: a loop whose products take from ``AWAKE_MIN_PRODUCT``
+    to ``SPLIT_MIN_PRODUCT`` multiply-adds a step runs as two row ranges only while
+    OpenBLAS's threads are awake (``blas.awake``), with the same results either way."""
+    from fuser.cpu import blas, products
+    from fuser.cpu.loop import ranges
+
+    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w)
+        return h
+
+    monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
+    monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(blas, "awake", lambda: awake)
+    rng = np.random.default_rng(6)
+    hidden = 128
+    x, h = rng.standard_normal((20, 8, hidden)), rng.standard_normal((8, hidden))
+    w = rng.standard_normal((hidden, hidden)) / hidden
+    f = script(rnn_layer)
+    assert_same(f(x, h, w), rnn_layer(x, h, w), np.float64)
+    (lp,) = native_loops(f, x, h, w)
+    (variant,) = lp.variants.values()
+    assert ranges.AWAKE_MIN_PRODUCT <= variant.step_product < ranges.SPLIT_MIN_PRODUCT
+    assert bool(variant.splits) == (awake and ranges.can_share())
+
+
+def test_blas_threads_are_awake_just_after_a_shared_job(monkeypatch):
+    """``blas.awake``: a job shared with OpenBLAS's threads that ended within ``AWAKE_S``, and
+    no lag backoff in force."""
+    from fuser.cpu import blas
+
+    monkeypatch.setattr(blas, "_last", [time.perf_counter()])
+    monkeypatch.setattr(blas, "_lag", {"skip": 0, "backoff": 0, "streak": 0})
+    assert blas.awake()
+    blas._lag["skip"] = 3
+    assert not blas.awake()
+    blas._lag["skip"] = 0
+    blas._last[0] -= 2 * blas.AWAKE_S
+    assert not blas.awake()
