@@ -37,14 +37,14 @@ AWAKE_MIN_PRODUCT = 1 << 16
 """Loops whose products take from this many multiply-adds a step (up to ``SPLIT_MIN_PRODUCT``)
 run as row ranges when numpy's OpenBLAS threads are known to be awake (``blas.awake``: a
 product of ours shared with them has just ended, as the input projection before a layer's
-loop, or the previous loop of a training step). Measured side by side on 2 cores of a Zen 4
-EPYC, float32 fastrnns LSTM layers, medians of 150 alternated calls, one loop against two
-ranges, training forward / forward and backward: B=8, H=64, T=100 (262K a step) 1.10 / 2.15
-against 0.88 / 1.95 ms (torch 2.13 ``nn.LSTM``: 1.03 / 2.76 ms); B=32, H=32 (131K) 1.69 /
-2.96 against 1.25 / 2.60 ms; B=8, H=96, T=50 (295K) 1.50 / 3.24 against 1.33 / 2.92 ms;
-beside a spinning process, B=8, H=64: 1.32 / 2.63 against 1.05 / 2.31 ms. With 50 ms of rest
-before each call (the threads asleep until the input projection wakes them) the two were
-within 1-5%."""
+loop, or the previous loop of a training step). Measured on 2 cores of a Zen 4 EPYC, float32
+fastrnns LSTM layers, medians of 150 calls of each in shuffled order, one loop against two
+ranges, inference / training forward / forward and backward, ms: B=8, H=64, T=100 (262K a
+step) 0.71 / 0.94 / 2.03 against 0.63 / 0.91 / 1.87; B=32, H=32, T=100 (131K) 0.87 / 1.12 /
+2.51 against 0.78 / 1.09 / 2.32; B=8, H=96, T=50 (295K) 0.67 / 0.78 / 1.72 against 0.59 /
+0.73 / 1.57; B=16, H=64, T=50 (524K) 0.59 / 0.70 / 1.54 against 0.48 / 0.61 / 1.33. Beside
+a spinning process (B=8, H=64) the two were equal: 0.86 / 1.00 / 2.40 against 0.86 / 1.00 /
+2.43 (lagging jobs back off, ``blas.share``)."""
 
 RANGE_ROWS = 16
 """Beyond two ranges, each range gets at least this many rows by default: a range of a few
