@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+
+def _lead(axis: str) -> str | None:
+    """The ``:, `` prefix that indexes along ``axis`` when it is a literal axis from the left
+    (``0``: none, ``2``: two); None for anything else (a negative axis, a name)."""
+    return ":, " * int(axis) if axis.isdigit() and int(axis) < 32 else None
+
+
 # numpy backend: ops with a direct numpy/Python spelling (the rest call ``ops.NAME``).
 NUMPY_CODE: dict[str, Callable[..., str]] = {
     "tensor::add": lambda a, b: f"{a} + {b}",
@@ -31,18 +38,26 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
                     "cos", "floor", "ceil")},
     "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
     "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
-    # along axis 0 (a per-step slice of a sequence) plain indexing saves a call in the loop
-    "tensor::select": lambda a, axis, i: f"{a}[{i}]" if axis == "0" else
-    f"ops.select({a}, {axis}, {i})",
+    # along a constant axis (a per-step slice of a sequence) plain indexing saves a call
+    "tensor::select": lambda a, axis, i: f"{a}[{_lead(axis)}{i}]" if _lead(axis) is not None
+    else f"ops.select({a}, {axis}, {i})",
+    "tensor::take": lambda a, idx, axis="0": f"{a}[{_lead(axis)}{idx}]"
+    if _lead(axis) is not None else f"ops.take({a}, {idx}, {axis})",
+    "tensor::reshape": lambda a, shape: f"{a}.reshape({shape})",
+    "tensor::empty": lambda shape, dtype="'float64'": f"np.empty({shape}, {dtype})",
+    "tensor::flatten": lambda a: f"{a}.flatten()",
+    "tensor::argmax": lambda a, axis="None": f"np.argmax({a}, {axis})",
+    "tensor::argmin": lambda a, axis="None": f"np.argmin({a}, {axis})",
     # `x.T` (every axis reversed) is an attribute read, not a call
     "tensor::transpose": lambda a, axes="None": f"{a}.T" if axes == "None" else
     f"ops.transpose({a}, {axes})",
     "tensor::cat": lambda tensors, axis="0": f"np.concatenate({tensors}, {axis})",
     # a write in place whose old array nothing reads again: one __setitem__, the array itself
     "tensor::select_put_": lambda a, v, axis, i: f"({a}.__setitem__({i}, {v}) or {a})"
-    if axis == "0" else f"ops.select_put_({a}, {v}, {axis}, {i})",
-    "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{i}] = {v}" if axis == "0" else
-    f"ops.write_slot({buf}, {axis}, {i}, {v})",
+    if axis == "0" else f"({a}.__setitem__(({'slice(None), ' * int(axis)}{i}), {v}) or {a})"
+    if _lead(axis) is not None else f"ops.select_put_({a}, {v}, {axis}, {i})",
+    "tensor::write_slot": lambda buf, axis, i, v: f"{buf}[{_lead(axis)}{i}] = {v}"
+    if _lead(axis) is not None else f"ops.write_slot({buf}, {axis}, {i}, {v})",
 }
 
 # structure ops: Python spellings of prim:: kinds (statements have no result).
