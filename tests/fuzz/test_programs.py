@@ -185,8 +185,10 @@ FEATURE_PATTERNS = {
     "global-array": [r"\nG0 = np\.linspace", r"G0"],
     "append-to-comprehension": [r"(l\d+) = \[[^\n]* for [^\n]*\n(.*\n)*? +\1\.append\("],
     "append-after-read": [r"(l\d+) = \[[^\n]*\n +t\d+ = [^\n]*\(\1\)[^\n]*\n +\1\.append\("],
-    "in-place-write": [r"(a\d+) = np\.zeros\(\(\d, [^\n]*\n +for (i\d+) in [^\n]*\n +\1\[\2\] \+?= ",
-                       r"a\d+\[i\d+ - 1\]", r"a\d+\[(:, )+:\d+\] = ", r"a\d+\[\.\.\., \d+:\] [-+]?= ",
+    "in-place-write": [r"(a\d+) = np\.zeros\(\(\d, [^\n]*\n +for (i\d+) in [^\n]*\n"
+                       r" +\1\[\2\] \+?= ",
+                       r"a\d+\[i\d+ - 1\]", r"a\d+\[(:, )+:\d+\] = ",
+                       r"a\d+\[\.\.\., \d+:\] [-+]?= ",
                        r"a\d+\[-?\d\] \+?= ", r"a\d+ \+= ", r"a\d+ \*= ", r"a\d+\.fill\(",
                        r"a\d+ = np\.empty\("],
     "fancy-index": [r"t\d+ = [^\n]*[\w)\]]\[np\.array\(\[-?\d(, -?\d)*\]\)\]\n",
@@ -196,8 +198,10 @@ FEATURE_PATTERNS = {
     "number-accumulator": [r"(acc\d+) = 0\n +for [^\n]*\n +\1 \+= np\.sum\(",
                            r"(acc\d+) = 0\.0\n", r"(acc\d+) = \1 \+ ",
                            r"accs\d+ = \[0(\.0)?(, 0(\.0)?)+\]", r"accs\d+\[1\] \+= np\.sum\("],
-    "float32-accumulator": [r"dtype=np\.float32(?:(?!from typing)[^\n]*\n)*?[^\n]*accs?\d+ = \[?0"
-                            r"|accs?\d+ = \[?0(?:(?!from typing)[^\n]*\n)*?[^\n]*dtype=np\.float32"],
+    "float32-accumulator": [r"dtype=np\.float32(?:(?!from typing)[^\n]*\n)*?[^\n]*"
+                            r"accs?\d+ = \[?0"
+                            r"|accs?\d+ = \[?0(?:(?!from typing)[^\n]*\n)*?[^\n]*"
+                            r"dtype=np\.float32"],
     "tensor-containers": [r"hs\d+\.append\(np\.tanh\([^\n]*\+ hs\d+\[(i\d+|-1|len)",
                           r"np\.stack\(hs\d+", r"(hd\d+) = \{\}\n +\1\[-1\] = ",
                           r"(hd\d+)\[(i\d+)\] = np\.tanh\([^\n]*\1\[\2 - 1\]\)",

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from ir.types import ListType, TensorType, TupleType
-from script.runtime.pipelines import run_pipeline
 from passes.shape_prop import specialize
 from script import Tensor, script
+from script.runtime.pipelines import run_pipeline
 from tests.gradcheck import check_vjp
 from tests.helpers import T, assert_same
 

@@ -322,7 +322,8 @@ def test_linear(x_shape, with_bias):
 
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_matmul_sum(dtype):
-    x, w, h, u = array((3, 4), dtype), array((4, 5), dtype), array((3, 2), dtype), array((2, 5), dtype)
+    x, w = array((3, 4), dtype), array((4, 5), dtype)
+    h, u = array((3, 2), dtype), array((2, 5), dtype)
     result = run("matmul_sum", x, w, h, u)
     close(result, f64(x) @ f64(w) + f64(h) @ f64(u))
     close(run("matmul_sum", x, w), f64(x) @ f64(w))
@@ -485,8 +486,9 @@ LIBRARY_SECTIONS = {"elementwise", "linalg", "reductions", "shape", "nn", "creat
 def test_every_tensor_op_has_a_checked_example():
     """A new op in the library's modules without an example here is a gap in this file."""
     covered = (set(BINARY_REF) | set(UNARY_REF) | set(REDUCTION_REF) |
-               {"var", "std", "softmax", "log_softmax", "matmul", "linear", "matmul_sum", "transpose",
-                "reshape", "expand_dims", "squeeze", "select", "slice", "size", "shape", "ndim",
+               {"var", "std", "softmax", "log_softmax", "matmul", "linear", "matmul_sum",
+                "transpose", "reshape", "expand_dims", "squeeze", "select", "slice", "size",
+                "shape", "ndim",
                 "dtype", "chunk", "split", "unbind", "cat", "stack", "zeros", "ones", "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
                 "clip", "where", "astype"})
