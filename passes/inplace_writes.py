@@ -13,7 +13,9 @@ which stores into ``h`` and returns it) when the copy cannot be told apart:
   first value is not the loop's own (a constant the loop fills) gets a copy of it before the loop:
   one copy a call instead of one a step;
 - every other reader of the old array (and of a view of it) is in the write's block before the
-  write, or inside a node there before it, so nothing reads the old contents after the store.
+  write, or inside a node there before it, so nothing reads the old contents after the store;
+- the write is not in a loop the old array comes from outside of (the next step would read the
+  stored array where it reads the one from before the loop).
 
 Arithmetic whose first operand is such an array, with nothing reading its old value afterwards,
 stores into it likewise (``acc = acc + g`` as numpy's ``acc += g``: a gradient summed over a
@@ -96,6 +98,22 @@ def _placement(reader: Node, write: Node) -> str | None:
             return None
         at = block.owner
     return None
+
+
+def _in_loop_around(write: Node, value: Value) -> bool:
+    """Whether ``write`` runs in the body of a loop that ``value`` is defined outside of: a
+    store into ``value`` there would change it for the next step, which reads it as it was
+    before the loop (``[(w * 0.5) * k for k in range(3)]`` once ``w * 0.5`` is hoisted)."""
+    home = value.node.owner
+    block = write.owner
+    while block is not None and block is not home:
+        owner = block.owner
+        if owner is None:
+            return False
+        if owner.kind == "prim::Loop":
+            return True
+        block = owner.owner
+    return False
 
 
 def _own(value: Value, seen: set[int]) -> bool:
@@ -209,7 +227,8 @@ def run(graph: Graph) -> bool:
     changed = False
     for write in [n for n in graph.block.walk() if n.kind == "tensor::slice_put"]:
         clip = _clip_back(write)
-        if clip is None or not _own(clip.inputs[0], set()) \
+        if clip is None or _in_loop_around(clip, clip.inputs[0]) \
+                or not _own(clip.inputs[0], set()) \
                 or not _readers_done(clip.inputs[0], clip, skip=(clip, write)):
             continue
         clip.attrs[IN_PLACE_ATTR] = True
@@ -218,7 +237,8 @@ def run(graph: Graph) -> bool:
         changed = True
     for node in [n for n in graph.block.walk() if n.kind in IN_PLACE or _augmentable(n)]:
         old = node.inputs[0]
-        if old is node.inputs[1] or not _readers_done(old, node, skip=node):
+        if old is node.inputs[1] or _in_loop_around(node, old) \
+                or not _readers_done(old, node, skip=node):
             continue
         if not _own(old, set()):
             continue
