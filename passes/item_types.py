@@ -65,8 +65,9 @@ def local_containers(graph: Graph) -> list[Value]:
     """The lists and dicts of tensors (or of tuples of them) ``graph`` builds whose items only
     its own stores put there:
     every use reads it, stores into it (``STORES``), copies its items into another list, or
-    returns it from the graph. A container carried by a loop, returned by a branch, kept in
-    another container or passed to a call may have items stored out of sight: not local."""
+    returns it from the graph (alone or in a tuple returned). A container carried by a loop,
+    returned by a branch, kept in another container or passed to a call may have items stored
+    out of sight: not local."""
     found = []
     for node in graph.walk():
         if node.kind not in _BUILDS or len(node.outputs) != 1:
@@ -96,6 +97,9 @@ def _keeps_local(use: Use, graph: Graph) -> bool:
     node = use.node
     if node.kind == RETURN:
         return node.owner is graph.block
+    if node.kind == "prim::TupleConstruct" and node.output.uses and all(
+            _keeps_local(u, graph) for u in node.output.uses):
+        return True  # `return y, hs`: handed to the caller at the end
     op = lookup(node.kind)
     if op is None or node.blocks:
         return False

@@ -153,9 +153,10 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
     ``accs[0] += np.sum(x)`` makes hold tensors: ``tensor::full[weak_dtype]`` items) numpy's
     dtype, as ``_settle_weak_initials`` does for a loop-carried number. The graph is propagated
     once with every item of such a container read as a 0-d ``PROBE`` array; when everything
-    stored into it is then a 0-d float32 or float64 array of one dtype, each number exact in it
-    becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32). Otherwise the
-    numbers keep their own dtype, as ``np.asarray(0.0)`` has."""
+    stored into it is then a float32 or float64 array of one dtype (any shape), each number
+    exact in it becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32, so is
+    ``0 + x`` of a float32 ``x``). Otherwise they stay weak: code generation writes them as the
+    Python numbers they are (``codegen.weak_number``)."""
     weak = {c: [v.node for v in items] for c in general
             if (items := local_items.built_items(c.node)) and all(_is_weak(v) for v in items)}
     if not weak:
@@ -172,8 +173,7 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
             c.type = local_items.with_items(c.type, general[c])
     for c, nodes in weak.items():
         t = states[c].element
-        if not isinstance(t, TensorType) or t.shape != () or \
-                t.dtype not in ("float32", "float64"):
+        if not isinstance(t, TensorType) or t.dtype not in ("float32", "float64"):
             continue
         for full in dict.fromkeys(nodes):
             number = full.inputs[1].node.attrs.get("value")

@@ -25,7 +25,7 @@ from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from script import ops
 from script.frontend.classes import python_class
-from script.runtime import contractions, op_writers, sanitize
+from script.runtime import contractions, op_writers, sanitize, weak_numbers
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
@@ -149,6 +149,25 @@ class FunctionWriter:
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
     def write_plain_node(self, node: Node) -> None:
+        if weak_numbers.is_weak_number(node):  # the number itself (see weak_numbers)
+            self.assign(node, self.ns.name(node.inputs[1]))
+            return
+        numbers = [] if node.attrs.get(IN_PLACE_ATTR) else weak_numbers.inputs_as_arrays(node)
+        if not numbers:
+            self.write_op(node)
+            return
+        saved = {v: self.ns.name(v) for v in numbers}
+        convert = self.consts.setdefault("_as_array", weak_numbers.as_array)
+        assert convert is weak_numbers.as_array
+        for v, name in saved.items():
+            self.ns.names[v] = self.ns.fresh("_array")
+            self.emit(f"{self.ns.names[v]} = _as_array({name})")
+        try:
+            self.write_op(node)
+        finally:
+            self.ns.names.update(saved)
+
+    def write_op(self, node: Node) -> None:
         if node in self.einsums:
             subscripts, a, b = self.einsums[node]
             self.assign(node, f"np.einsum({subscripts!r}, {self.ns.name(a)}, {self.ns.name(b)})")
