@@ -11,10 +11,11 @@ where the next round starts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ir.core import Node, Value
 from ir.kinds import IF, LOOP, PARAM
-from ir.registry import ALIASES, WRITES, lookup
+from ir.registry import ALIASES, WRITES, constant_of, lookup
 from ir.types import DictType, ListType, TupleType, Type, erase_shape, is_subtype, unify
 from passes.item_types import STORES
 
@@ -24,7 +25,7 @@ class Items:
     yet); ``general`` is the item type it falls back to. In a probe (see
     ``_settle_weak_items``) every read gives ``probe`` and ``element`` joins only the stores."""
 
-    __slots__ = ("element", "general", "probe", "blind")
+    __slots__ = ("element", "general", "probe", "blind", "keys")
 
     def __init__(self, general: Type, probe: Type | None = None):
         self.element: Type | None = None
@@ -32,6 +33,10 @@ class Items:
         self.probe = probe
         self.blind: set[Node] = set()
         """reads met before anything was stored (given ``general``)."""
+        self.keys: dict[Any, Type] | None = {}
+        """for a dict whose every store so far has a constant key: the join of what each key
+        was given (``cache = {'x': x, 'b': b}`` reads ``cache['x']`` with x's rank); None once
+        a store's key is not a constant."""
 
 
 STATES: dict[Value, Items] = {}
@@ -134,6 +139,9 @@ def construct(node: Node) -> Type:
         return with_items(node.output.type, state.probe)
     for item in built_items(node):
         widen_items(state, item.type)
+    if node.kind == "prim::DictConstruct":
+        for key, item in zip(node.inputs[0::2], node.inputs[1::2]):
+            widen_key(state, key, item.type)
     element = state.general if state.element is None else state.element
     return with_items(node.output.type, element)
 
@@ -145,8 +153,34 @@ def store(node: Node) -> None:
     stored = [node.inputs[2].type] if node.kind == "prim::DictSetItem" else items_stored(node)
     for t in stored:
         widen_items(state, t)
+    if node.kind == "prim::DictSetItem":
+        widen_key(state, node.inputs[1], node.inputs[2].type)
     if state.element is not None and state.probe is None:
         container.type = with_items(container.type, state.element)
+
+
+def widen_key(state: Items, key: Value, t: Type) -> None:
+    """Widen what the constant ``key`` of a local dict holds by ``t`` (a key not constant: no
+    key is told apart any more)."""
+    if state.keys is None:
+        return
+    k = constant_of(key)
+    if type(k) not in (str, int, bool):
+        state.keys = None
+        return
+    held = state.keys.get(k)
+    state.keys[k] = t if held is None else join(held, t, state.general)
+
+
+def key_read(node: Node) -> Type | None:
+    """The type ``d[k]`` (``node``, a ``prim::DictGetItem`` with a constant key of a local dict
+    whose keys are told apart) reads: the join of what was stored under ``k``; None if not
+    known."""
+    state = STATES[node.inputs[0]]
+    if state.keys is None or state.probe is not None:
+        return None
+    k = constant_of(node.inputs[1])
+    return state.keys.get(k) if type(k) in (str, int, bool) else None
 
 
 def widen_items(state: Items, t: Type) -> None:

@@ -125,17 +125,18 @@ def _propagate_with_local_items(graph: Graph, containers: Sequence[Value]) -> No
     local_items.STATES.update(states)
     try:
         for round_ in range(MAX_ITEM_ROUNDS):
-            before = {c: s.element for c, s in states.items()}
+            before = {c: (s.element, None if s.keys is None else dict(s.keys))
+                      for c, s in states.items()}
             propagate_block(graph.block)
             if round_ == 0 and any(s.blind for s in states.values()):
                 for c, state in states.items():
                     state.element = local_items.independent_items(c, state)
                 continue
-            if all(s.element == before[c] for c, s in states.items()):
+            if all((s.element, s.keys) == before[c] for c, s in states.items()):
                 return
             if round_ == MAX_ITEM_ROUNDS - 2:  # last chance: plain tensors settle at once
                 for s in states.values():
-                    s.element = s.general
+                    s.element, s.keys = s.general, None
         raise ShapeError("item types of local containers do not settle")  # pragma: no cover
     finally:
         for c in states:
@@ -304,6 +305,10 @@ def propagate_node(node: Node) -> None:
                 local_items.store(node)
             elif state.element is None and state.probe is None:
                 state.blind.add(node)
+            elif node.kind == "prim::DictGetItem":
+                held = local_items.key_read(node)
+                if held is not None and is_subtype(held, types[0]):
+                    types = [held]
     _set_types(node.outputs, [_widened_for_stores(v, t) for v, t in zip(node.outputs, types)],
                node)
 

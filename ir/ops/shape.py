@@ -70,6 +70,9 @@ def int_items(value: Value) -> list[Dim] | None:
     single_use_list = producer.kind == "prim::ListConstruct" and len(value.uses) == 1
     if producer.kind in ("prim::TupleConstruct", "prim::ShapeConstruct") or single_use_list:
         return [_int_item(v) for v in producer.inputs]
+    if producer.kind == "tensor::shape" and isinstance(producer.inputs[0].type, TensorType) \
+            and producer.inputs[0].type.shape is not None:  # np.zeros(W.shape)
+        return list(producer.inputs[0].type.shape)
     if isinstance(value.type, TupleType):
         return [None] * len(value.type.elements)
     if value.type == INT:

@@ -129,10 +129,12 @@ def _settle(graph: Graph, stored: Mapping[Value, Any], values: dict[Value, Type 
 
 
 def _retype(graph: Graph, values: Mapping[Value, Type | None]) -> None:
-    from passes.shape_prop import propagate_block
+    """Give the dicts these value types and propagate (the dicts the graph keeps to itself
+    are typed by what is stored into them again there, each constant key by its own)."""
+    from passes.shape_prop import propagate_graph
     for d, t in values.items():
         d.type = DictType(d.type.key, t if t is not None else TensorType())
-    propagate_block(graph.block)
+    propagate_graph(graph)
 
 
 def _rank_only(t: Type | None) -> Type | None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ir.core import RETURN, Graph, Node, Value
+from ir.registry import spelling
 from ir.types import DictType, TensorType
 from passes.autodiff.refusals import refuse
 
@@ -94,10 +95,15 @@ def _check_use(graph: Graph, d: Value, user: Node, index: int) -> None:
     if user.kind == "prim::DictGet":
         raise refuse("cannot differentiate d.get(k, default) of a dict of tensors: read "
                      "d[k] (after checking k in d) instead", user)
-    what = {"prim::DictValues": "d.values()", "prim::DictItems": "d.items()"}.get(user.kind)
-    what = what or f"{user.kind} of it"
-    raise refuse(f"cannot differentiate {what} for a dict of tensors: gradients follow a dict "
-                 "through d[k] reads and d[k] = v writes only", user)
+    what = {"prim::DictValues": "d.values() of a dict of tensors",
+            "prim::DictItems": "d.items() of a dict of tensors",
+            "prim::TupleConstruct": "a tuple holding a dict of tensors",
+            "prim::ListConstruct": "a list holding a dict of tensors",
+            "prim::ListAppend": "a list holding a dict of tensors",
+            "prim::CallFunction": "a dict of tensors passed to a function that is not inlined",
+            }.get(user.kind, f"a dict of tensors used by {spelling(user.kind)}")
+    raise refuse(f"cannot differentiate {what}: gradients follow a dict through d[k] reads and "
+                 "d[k] = v writes only (read the tensors it holds out of it first)", user)
 
 
 def _only_returned(graph: Graph, v: Value) -> bool:

@@ -143,11 +143,21 @@ def distinct_new_arrays(a: Value, b: Value) -> bool:
     return roots_a is not None and roots_b is not None and not roots_a & roots_b
 
 
-def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> set[int] | None:
+def apart_from_made(value: Value, made: Value) -> bool:
+    """Whether ``value`` cannot share memory with ``made``, an array this function made:
+    ``value`` may only be arrays made by other nodes, arguments or constants (``prev = C[t - 1]
+    if t > 0 else c0`` is a row of ``C`` or the argument ``c0``, never ``D``'s memory)."""
+    roots_made, roots = _new_array_roots(made), _new_array_roots(value, outside=True)
+    return roots_made is not None and roots is not None and not roots_made & roots
+
+
+def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
+                     outside: bool = False) -> set[int] | None:
     """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
     branches, loops, calls and unpacked literals; None when it may be other memory (an
     argument, a constant, an item read from a container). ``inputs`` maps a called function's
-    inputs to the caller's values."""
+    inputs to the caller's values. ``outside``: arguments and constants, memory no op of this
+    function made, count as roots of their own."""
     roots: set[int] = set()
     seen: set[int] = set()
     todo = [value]
@@ -165,6 +175,9 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> se
             continue
         if node.kind == PARAM:
             loop = node.owner.owner if node.owner is not None else None
+            if outside and inputs is None and node.owner is not None and loop is None:
+                roots.add(id(v))  # an argument of the function
+                continue
             if loop is None or loop.kind != "prim::Loop" or v.index < 1:
                 return None
             todo.append(loop.inputs[v.index + 1])
@@ -186,7 +199,7 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None) -> se
         sources = value_sources(node, v)
         if sources:
             todo += sources
-        elif is_made(node):
+        elif is_made(node) or (outside and node.kind == "prim::Constant"):
             roots.add(id(node))
         else:
             return None

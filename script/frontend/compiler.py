@@ -158,6 +158,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.frame = Frame()
         self.namespace = function_namespace(fn)
         self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
+        self.statement: ast.stmt | None = None
+        """the innermost statement being emitted (see ``WriteMixin.live_after``)."""
         self.loops: list[LoopContext] = []
         self.declared: dict[str, Type] = {}
         """variables with an annotated assignment: later assignments must fit the type."""
@@ -600,6 +602,15 @@ _UNSUPPORTED = {
 }
 
 
+_INSTEAD = {
+    "Global": "a global is read without it; to change one, return the new value and assign it "
+              "where the function is called",
+    "Nonlocal": "return the new value instead",
+}
+"""What to write instead of a construct, where a message can say."""
+
+
 def _unsupported_message(node: ast.AST) -> str:
     name = type(node).__name__
-    return f"{_UNSUPPORTED.get(name, repr(name) + ' is')} not supported"
+    instead = f" ({_INSTEAD[name]})" if name in _INSTEAD else ""
+    return f"{_UNSUPPORTED.get(name, repr(name) + ' is')} not supported{instead}"

@@ -281,17 +281,40 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
 
 def upward_exposed(stmts: list[ast.stmt]) -> frozenset[str]:
     """Names a loop body may read before assigning them (so a value from the previous step):
-    every name read, but those a top-level plain assignment binds before their first read."""
-    bound: set[str] = set()
+    every name read, but those a plain assignment binds before their first read, at the top
+    level or in both branches of an ``if`` (or, for reads in a nested loop's body, in that
+    body)."""
     exposed: set[str] = set()
+    _bind_in_order(stmts, set(), exposed)
+    return frozenset(exposed)
+
+
+def _bind_in_order(stmts: list[ast.stmt], bound: set[str], exposed: set[str]) -> set[str]:
+    """Add to ``exposed`` the names ``stmts`` read before binding them (``bound``: bound
+    already); the names bound after them, whichever way they run."""
+    bound = set(bound)
     for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            exposed |= {name for name, _ in loaded_names(stmt.test) if name not in bound}
+            then = _bind_in_order(stmt.body, bound, exposed)
+            other = _bind_in_order(stmt.orelse, bound, exposed)
+            bound |= then & other
+            continue
+        if isinstance(stmt, (ast.For, ast.While)):  # a nested loop binds nothing for sure
+            head = stmt.iter if isinstance(stmt, ast.For) else stmt.test
+            exposed |= {name for name, _ in loaded_names(head) if name not in bound}
+            targets = {n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name)} \
+                if isinstance(stmt, ast.For) else set()
+            _bind_in_order(stmt.body, bound | targets, exposed)
+            _bind_in_order(stmt.orelse, bound, exposed)
+            continue
         exposed |= {name for name, _ in loaded_names(stmt) if name not in bound}
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             bound |= {n.id for t in targets for n in ast.walk(t)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                       and _binds_name(t, n)}
-    return frozenset(exposed)
+    return bound
 
 
 def _binds_name(target: ast.expr, name: ast.Name) -> bool:

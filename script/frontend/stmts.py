@@ -82,7 +82,11 @@ class StmtMixin:
     def emit_stmts(self: FunctionCompiler, stmts: list[ast.stmt]) -> None:
         """Emit ``stmts``; after one that may exit, the rest runs only if it did not."""
         for k, stmt in enumerate(stmts):
-            self.visit(stmt)
+            saved, self.statement = self.statement, stmt
+            try:
+                self.visit(stmt)
+            finally:
+                self.statement = saved
             rest = stmts[k + 1:]
             if self.frame.exited or not rest:
                 return

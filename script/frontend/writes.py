@@ -29,6 +29,7 @@ from ir.core import PARAM, Block, Node, Value
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
 from script.frontend.aliases import (
+    apart_from_made,
     array_origins,
     distinct_new_arrays,
     foreign,
@@ -38,7 +39,7 @@ from script.frontend.aliases import (
     value_sources,
 )
 from script.frontend.calls import op_for_object
-from script.frontend.env import Frame, Static, Undefined
+from script.frontend.env import Frame, Static, Undefined, end_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -322,7 +323,7 @@ class WriteMixin:
                 continue
             if other not in live or storage.overlap(value, [old]) is None:
                 continue
-            if distinct_new_arrays(value, old):
+            if distinct_new_arrays(value, old) or apart_from_made(value, old):
                 continue  # o, s = f(x) where f returns [o, s], two arrays it made
             raise self.error(node, f"this in-place write to '{name}' would also change "
                              f"'{other}' (numpy shows the write through every name of an array "
@@ -359,7 +360,15 @@ class WriteMixin:
         """Names that may be read after ``node``: read later in the source, or read in an
         enclosing loop before that loop's body assigns them (so in the next step)."""
         after = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
-        live = {n for n, pos in self.reads if pos >= after}
+        stmt = self.statement
+        single = isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) or \
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node
+        value = stmt.value if single else None  # type: ignore[union-attr]
+        # the value of `C[t] = prev * c` is computed, then written: its reads are not after it
+        # (where the statement binds more, `C[t], y = v, prev` binds y to prev after the write)
+        skip = (value.lineno, value.col_offset) if value is not None else after
+        end = end_of(value) if value is not None else after
+        live = {n for n, pos in self.reads if pos >= after and not skip <= pos < end}
         for loop in self.loops:
             live |= getattr(loop, "exposed", loop.reads)
         return live

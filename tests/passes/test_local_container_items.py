@@ -14,7 +14,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from ir.types import ListType, TensorType, TupleType
+from ir.types import INT, ListType, TensorType, TupleType
 from passes.shape_prop import specialize
 from script import Tensor, script
 from script.runtime.pipelines import run_pipeline
@@ -80,9 +80,22 @@ def mixed_dtypes(x: Tensor) -> Tensor:
 
 
 def mixed_ranks(x: Tensor) -> Tensor:
+    d = [x]
+    d.append(x[0])
+    return d[0] * d[1]
+
+
+def keys_of_mixed_ranks(x: Tensor, k: int) -> Tensor:
     d = {}
     d[0] = x
     d[1] = x[0]
+    return d[0] * d[1]
+
+
+def a_key_not_constant(x: Tensor, k: int) -> Tensor:
+    d = {}
+    d[0] = x
+    d[k] = x[0]
     return d[0] * d[1]
 
 
@@ -179,10 +192,21 @@ def test_a_dict_literal_with_an_annotation_reads_back_its_items_type():
     assert types and all(t == T("float32", 2, 3) for t in types), types
 
 
+def test_each_constant_key_of_a_dict_reads_what_was_stored_under_it():
+    types = _read_types(keys_of_mixed_ranks, T("float32", 2, 3), INT)
+    assert types == [T("float32", 2, 3), T("float32", 3)], types
+    # `other = hs` names the same dict: its stores are followed as well
+    types = _read_types(aliased_under_two_names, T("float32", 2, 3))
+    assert types == [T("float32", 3), T("float32", 2, 3)], types
+    x = np.ones((2, 3), np.float32)
+    assert_same(script(aliased_under_two_names)(x), aliased_under_two_names(x))
+
+
 @pytest.mark.parametrize("fn", [mixed_dtypes, mixed_ranks, kept_in_another_list,
-                                filled_by_a_helper, aliased_under_two_names])
+                                filled_by_a_helper, a_key_not_constant])
 def test_items_that_do_not_join_or_cannot_be_followed_stay_plain_tensors(fn):
-    types = [t for t in _read_types(fn, T("float32", 2, 3)) if not isinstance(t, ListType)]
+    args = [T("float32", 2, 3)] + ([INT] if fn is a_key_not_constant else [])
+    types = [t for t in _read_types(fn, *args) if not isinstance(t, ListType)]
     assert types
     for t in types:
         assert isinstance(t, TensorType)
