@@ -1,4 +1,5 @@
-"""Peeling a loop's first trip where it narrows a carried value's type.
+"""Peeling a loop's first trip where it narrows a carried value's type, or where a branch
+tells it from the others.
 
 Real loops often start a carried value as None and let the steps replace it: ``c = None``
 before a loop whose step does ``if c is None: c = np.zeros(...)`` (DLFS2's stateful layers). The
@@ -16,8 +17,13 @@ its carried types are what a step returns:
       block1():            # no trip: the initial values
         -> (<initial values>)
 
+A step that branches on ``t > 0`` (Karpathy's LSTM: ``prevc = C[t - 1] if t > 0 else c0``) is
+peeled the same way: in the first trip the test is ``0 > 0``, in the loop it is True, and
+the branches fold away on both sides.
+
 It runs after differentiation (in ``LAYOUT_PIPELINE``), on the graphs the executor compiles, and
-only on for-loops carrying in a None that the body returns as a value that cannot be None.
+only on for-loops carrying in a None that the body returns as a value that cannot be None, or
+whose body has an ``if`` on such a test of its counter.
 When it peels a loop it re-propagates types and folds what the narrower types decide (an ``h is
 None`` test in the step, the unwrap of an Optional that no longer is one); a graph without such
 a loop costs one walk.
@@ -44,6 +50,36 @@ def narrows(loop: Node) -> bool:
     return any(is_none_by_type(init.type) is not False and is_none_by_type(ret.type) is False
                and not is_subtype(out.type, ret.type) and is_subtype(ret.type, out.type)
                for init, out, ret in zip(loop.inputs[2:], loop.outputs, body.returns[1:]))
+
+
+_FIRST_TRIP_TESTS = {
+    # (kind, the counter's side, the constant): the value for a counter of 1 or more
+    ("tensor::gt", 0, 0): True, ("tensor::ge", 0, 1): True, ("tensor::eq", 0, 0): False,
+    ("tensor::ne", 0, 0): True, ("tensor::lt", 1, 0): True, ("tensor::le", 1, 1): True,
+    ("tensor::eq", 1, 0): False, ("tensor::ne", 1, 0): True,
+}
+"""Tests of a loop's counter that tell the first trip from the others (``t > 0``, ``t == 0``
+...): after the first trip is peeled, each is a constant in the loop."""
+
+
+def first_trip_tests(loop: Node) -> dict[Node, bool]:
+    """The tests in ``loop``'s body that only tell its first trip from the others, which an
+    ``if`` decides (``prevh = Hout[t - 1] if t > 0 else h0``: a branch in every step, which a
+    native loop cannot run), with their value on the other trips; empty unless ``loop`` is a
+    for-loop."""
+    if not is_for_loop(loop):
+        return {}
+    index = loop.blocks[0].params[0]
+    found = {}
+    for use in index.uses:
+        node = use.node
+        other = node.inputs[1 - use.index] if len(node.inputs) == 2 else None
+        if other is None or not other.is_constant or type(other.constant) is not int:
+            continue
+        value = _FIRST_TRIP_TESTS.get((node.kind, use.index, other.constant))
+        if value is not None and any(u.node.kind == IF for u in node.output.uses):
+            found[node] = value
+    return found
 
 
 def peel(loop: Node) -> None:
@@ -84,11 +120,15 @@ def run(graph: Graph) -> bool:
     """Peel every for-loop whose first trip narrows a carried type (innermost last: a loop
     peeled moves into a branch, its inner loops with it), then re-type and clean up."""
     from passes import canonicalize, constant_prop, dce, shape_prop
-    loops = [n for n in graph.walk() if n.kind == LOOP and narrows(n)]
+    loops = [n for n in graph.walk() if n.kind == LOOP and (narrows(n) or first_trip_tests(n))]
     if not loops:
         return False
     for loop in loops:
+        tests = first_trip_tests(loop)
         peel(loop)
+        for test, value in tests.items():  # the loop runs the trips after the first
+            with graph.inserting_before(test):
+                test.output.replace_all_uses_with(graph.constant(value))
     shape_prop.run(graph)
     canonicalize.run(graph)
     constant_prop.run(graph)

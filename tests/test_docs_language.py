@@ -68,6 +68,13 @@ class Checks:
             script(fn)(*args)
         self.checked.append(fn.__name__)
 
+    def raises_as_python(self, fn: Any, *args: Any, error: type) -> None:
+        """The plain function and the compiled one raise ``error`` for ``args``."""
+        for f in (fn, script(fn)):
+            with pytest.raises(error):
+                f(*copy.deepcopy(args))
+        self.checked.append(fn.__name__)
+
 
 def test_code_blocks_are_found_in_list_items_too():
     text = "a\n```python\nx = 1\n```\n- item:\n\n  ```python\n  if x:\n      y = 2\n  ```\n"
@@ -83,5 +90,6 @@ def test_language_code_blocks_run_and_check_themselves(tmp_path):
     program.write_text("\n\n".join(blocks), encoding="utf-8")
     checks = Checks()
     runpy.run_path(str(program), run_name="language", init_globals=dict(
-        check=checks.check, check_grad=checks.check_grad, refused=checks.refused))
+        check=checks.check, check_grad=checks.check_grad, refused=checks.refused,
+        raises_as_python=checks.raises_as_python))
     assert len(checks.checked) >= 40, checks.checked

@@ -48,6 +48,7 @@ from script.frontend.env import (
     RETURN_VALUE,
     Frame,
     LoopContext,
+    MaybeUnbound,
     Static,
     Undefined,
     always_returns,
@@ -432,6 +433,13 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         found = self.frame.find(name)
         if isinstance(found, Undefined):
             raise self.error(node, found.message)
+        if isinstance(found, MaybeUnbound):
+            unbound = self.negate(found.bound)
+            self.emit_if(unbound, lambda: self.raise_exception(
+                f"cannot access local variable '{name}' where it is not associated with a "
+                "value (the loop that assigns it ran no iterations)", "UnboundLocalError"),
+                lambda: None, (getattr(node, "lineno", 0), 0), node)
+            return found.value
         return found
 
     def bind(self, name: str, value: Value, node: ast.AST) -> None:

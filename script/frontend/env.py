@@ -31,6 +31,17 @@ class Undefined:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class MaybeUnbound:
+    """A name bound when ``bound`` (a bool value) is true at run time: a ``for`` loop's target
+    after the loop (``for t in range(n)`` leaves ``t = n - 1``, and no ``t`` when n is 0).
+    Reading it checks ``bound`` and raises ``UnboundLocalError`` as Python does."""
+
+    value: Value
+    bound: Value
+    name: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Static:
     """A name bound to a compile-time Python object rather than an IR value: a submodule while a
     loop over a ``ModuleList`` is unrolled (``for layer in self.layers``), or after

@@ -64,6 +64,9 @@ class DynamicPlan:
 
     trip: Any
     element: Callable[[Any], Any]
+    arithmetic: bool = False
+    """whether ``element(i)`` is int arithmetic on ``i`` (a range): it may be emitted for any
+    ``i``, after the loop too."""
 
 
 class IterMixin:
@@ -137,7 +140,7 @@ class IterMixin:
         if step_c == 0:
             raise self.error(node, "the step of range() must not be zero")
         return DynamicPlan(self.range_length(start, stop, step_c),
-                           lambda i: self.range_element(start, step_c, i))
+                           lambda i: self.range_element(start, step_c, i), arithmetic=True)
 
     def range_length(self: FunctionCompiler, start: Any, stop: Any, step: int) -> Any:
         a, b = constant_of(start), constant_of(stop)
@@ -217,7 +220,8 @@ class IterMixin:
         if isinstance(inner, StaticPlan):
             return StaticPlan(inner.items[::-1])
         last = self.binary("-", inner.trip, self.const(1), node)
-        return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)))
+        return DynamicPlan(inner.trip, lambda i: inner.element(self.binary("-", last, i, node)),
+                           inner.arithmetic)
 
     def indexes_objects_per_step(self: FunctionCompiler, node: ast.For) -> bool:
         """Whether the body of ``node`` indexes a list of plain objects or a ``ModuleList`` with

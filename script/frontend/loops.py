@@ -27,6 +27,7 @@ from ir.types import (
 from script.frontend.env import (
     RETURN_FLAG,
     LoopContext,
+    MaybeUnbound,
     Undefined,
     assigned_names,
     contains_return,
@@ -89,7 +90,9 @@ class LoopMixin:
             return
         self.emit_loop(node, plan.trip, self.const(True),
                        lambda i: self.assign(node.target, plan.element(i), node.target), None,
-                       stored_names(node.target))
+                       stored_names(node.target),
+                       plan.element if plan.arithmetic and isinstance(node.target, ast.Name)
+                       else None)
 
     def loop_context(self: FunctionCompiler, node: ast.For | ast.While) -> Any:
         has_break, has_continue = loop_exits(node.body)
@@ -102,8 +105,11 @@ class LoopMixin:
 
     def emit_loop(self: FunctionCompiler, node: ast.For | ast.While, trip: Any, cond: Any,
                   bind_target: Callable[[Any], None] | None,
-                  next_cond: Callable[[], Any] | None, target_names: list[str]) -> None:
-        """A ``prim::Loop`` carrying the live names the body assigns that exist before it."""
+                  next_cond: Callable[[], Any] | None, target_names: list[str],
+                  element: Callable[[Any], Any] | None = None) -> None:
+        """A ``prim::Loop`` carrying the live names the body assigns that exist before it.
+        ``element``: the target's value at a step, int arithmetic (a range), for the target
+        after the loop: its last value, unbound when the loop ran no iterations."""
         ctx = self.loop_context(node)
         live = self.live_names(end_of(node)) | ctx.reads
         written = {n for n in written_arrays(node.body)
@@ -139,6 +145,12 @@ class LoopMixin:
             self.frame.set(name, loop.add_output(t, _hint(name)))
         if written:
             self.check_loop_writes(loop, node, carried, written)
+        if element is not None and not ctx.break_flag and target_names[0] not in carried \
+                and self.frame.find(target_names[0]) is None \
+                and _bound_once(self.tree, target_names[0]):
+            last = element(self.binary("-", trip, self.const(1), node))
+            bound = self.binary(">", trip, self.const(0), node)
+            self.frame.set(target_names[0], MaybeUnbound(last, bound, target_names[0]))
         for name in assigned:
             if name not in carried and self.frame.find(name) is None:
                 self.frame.set(name, Undefined(
@@ -277,6 +289,14 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 found.add(t.value.id)
     return found
+
+
+def _bound_once(function: ast.AST, name: str) -> bool:
+    """Whether ``name`` is bound in one place only in ``function`` (the ``for`` target whose
+    value after its loop ``MaybeUnbound`` holds: no other binding can meet it)."""
+    stores = [n for n in walk_same_function(function.body)  # type: ignore[attr-defined]
+              if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
+    return len(stores) == 1
 
 
 def upward_exposed(stmts: list[ast.stmt]) -> frozenset[str]:

@@ -78,3 +78,51 @@ def test_a_loop_whose_carried_shape_changes_is_not_peeled():
     x = r.standard_normal((2, 3))
     ws = [r.standard_normal((3, 4)), r.standard_normal((4, 5)), r.standard_normal((5, 2))]
     np.testing.assert_allclose(script(mlp)(x, ws), mlp(x, ws), rtol=1e-12)
+
+
+# -- a branch on the counter's first trip ---------------------------------------------------------
+
+
+def cell_states(xs: Tensor, w: Tensor, c0: Tensor, n: int) -> Tensor:
+    C = np.zeros((n, xs.shape[1], w.shape[1]), dtype=xs.dtype)
+    for t in range(n):
+        prevc = C[t - 1] if t > 0 else c0  # Karpathy's LSTM
+        C[t] = np.tanh(xs[t] @ w) + 0.5 * prevc
+    return C
+
+
+def first_step_differs(xs: Tensor, w: Tensor, h: Tensor, n: int) -> Tensor:
+    for t in range(n):
+        if t == 0:
+            h = np.tanh(xs[t] @ w)
+        elif 0 != t:
+            h = np.tanh(xs[t] @ w + h)
+    return h
+
+
+def _branch_args(dtype, n=30, seed=1):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((max(n, 1), 3, 4)).astype(dtype),
+            (r.standard_normal((4, 6)) * 0.5).astype(dtype),
+            r.standard_normal((3, 6)).astype(dtype), n)
+
+
+@pytest.mark.parametrize("fn", [cell_states, first_step_differs])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_branch_on_the_first_trip_is_peeled_and_the_loop_runs_natively(fn, dtype):
+    args = _branch_args(dtype)
+    f = script(fn)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(f(*args), fn(*args), rtol=tol, atol=tol)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1
+    assert "runs natively" in f.explain(*args)
+
+
+@pytest.mark.parametrize("fn", [cell_states, first_step_differs])
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_a_branch_on_the_first_trip_at_every_trip_count(fn, n):
+    args = _branch_args(np.float64, n=n)
+    assert_same(script(fn)(*args), fn(*args))
+    if n:
+        check_vjp(script(fn), args, argnums=(0, 1, 2))
