@@ -157,7 +157,7 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
     stored into it is then a float32 or float64 array of one dtype (any shape), each number
     exact in it becomes a 0-d array of that dtype (``0.0 + np.float32(s)`` is float32, so is
     ``0 + x`` of a float32 ``x``). Otherwise they stay weak: code generation writes them as the
-    Python numbers they are (``codegen.weak_number``)."""
+    Python numbers they are (``script.runtime.weak_numbers``)."""
     weak = {c: [v.node for v in items] for c in general
             if (items := local_items.built_items(c.node)) and all(_is_weak(v) for v in items)}
     if not weak:

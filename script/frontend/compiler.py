@@ -71,6 +71,7 @@ from script.frontend.sequences import SequenceMixin
 from script.frontend.spread import SpreadMixin
 from script.frontend.stmts import StmtMixin
 from script.frontend.super_calls import SuperMixin
+from script.frontend.unsupported import unsupported_message
 from script.frontend.writes import WriteMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -367,7 +368,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """Dispatch to ``visit_<Class>``; the node becomes the source of what gets emitted."""
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is None:
-            raise self.error(node, _unsupported_message(node))
+            raise self.error(node, unsupported_message(node))
         saved, self.where = self.where, node
         try:
             return method(node)
@@ -593,32 +594,3 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
             isinstance(first.value.value, str):
         return body[1:]
     return body
-
-
-_UNSUPPORTED = {
-    "Lambda": "lambda is", "With": "with statements are", "AsyncWith": "async with statements are",
-    "Try": "try/except is", "TryStar": "try/except* is", "ClassDef": "class definitions are",
-    "FunctionDef": "nested function definitions are",
-    "AsyncFunctionDef": "nested function definitions are", "Global": "global/nonlocal are",
-    "Nonlocal": "global/nonlocal are", "Delete": "del is", "Yield": "generators/yield are",
-    "YieldFrom": "generators/yield are", "GeneratorExp": "generator expressions are",
-    "SetComp": "comprehensions are",
-    "DictComp": "comprehensions are", "NamedExpr": "the walrus operator := is",
-    "Await": "await is", "Import": "import statements are", "ImportFrom": "import statements are",
-    "Set": "set literals are", "JoinedStr": "f-strings are",
-    "Match": "match statements are", "AsyncFor": "async for is",
-}
-
-
-_INSTEAD = {
-    "Global": "a global is read without it; to change one, return the new value and assign it "
-              "where the function is called",
-    "Nonlocal": "return the new value instead",
-}
-"""What to write instead of a construct, where a message can say."""
-
-
-def _unsupported_message(node: ast.AST) -> str:
-    name = type(node).__name__
-    instead = f" ({_INSTEAD[name]})" if name in _INSTEAD else ""
-    return f"{_UNSUPPORTED.get(name, repr(name) + ' is')} not supported{instead}"

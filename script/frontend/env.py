@@ -38,7 +38,6 @@ class MaybeUnbound:
 
     value: Value
     bound: Value
-    name: str
 
 
 @dataclass(frozen=True, slots=True, eq=False)

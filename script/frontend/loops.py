@@ -150,7 +150,7 @@ class LoopMixin:
                 and _bound_once(self.tree, target_names[0]):
             last = element(self.binary("-", trip, self.const(1), node))
             bound = self.binary(">", trip, self.const(0), node)
-            self.frame.set(target_names[0], MaybeUnbound(last, bound, target_names[0]))
+            self.frame.set(target_names[0], MaybeUnbound(last, bound))
         for name in assigned:
             if name not in carried and self.frame.find(name) is None:
                 self.frame.set(name, Undefined(

@@ -152,7 +152,8 @@ class FunctionWriter:
         if weak_numbers.is_weak_number(node):  # the number itself (see weak_numbers)
             self.assign(node, self.ns.name(node.inputs[1]))
             return
-        numbers = [] if node.attrs.get(IN_PLACE_ATTR) else weak_numbers.inputs_as_arrays(node)
+        numbers = [] if node.attrs.get(IN_PLACE_ATTR) else \
+            weak_numbers.inputs_as_arrays(node, self.backend)
         if not numbers:
             self.write_op(node)
             return

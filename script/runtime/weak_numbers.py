@@ -6,29 +6,21 @@ dtype is not known, or two items of one list get different dtypes), generated co
 Python number itself, as the source does, so numpy promotes it as the weak number it is: a 0-d
 int64 array there would make ``acc + np.float32(s)`` a float64.
 
-Such a value reaches only ops whose inputs' types do not say a dtype. Arithmetic spelled as
-operators and numpy ufuncs takes it as the source would; every other op gets it as the array
+Such a value reaches only ops whose inputs' types do not say a dtype. Elementwise ops spelled as
+operators and numpy ufuncs take it as the source would; every other op gets it as the array
 ``np.asarray`` makes of it (numpy functions do the same with a Python number)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ir.core import Node, Value
+from ir.registry import lookup
 from ir.types import TensorType
 from passes.shape_prop import WEAK_DTYPE
-
-NUMBER_SAFE = frozenset({
-    "tensor::add", "tensor::sub", "tensor::mul", "tensor::div", "tensor::floordiv", "tensor::mod",
-    "tensor::pow", "tensor::neg", "tensor::eq", "tensor::ne", "tensor::lt", "tensor::le",
-    "tensor::gt", "tensor::ge", "tensor::tanh", "tensor::exp", "tensor::log", "tensor::log1p",
-    "tensor::expm1", "tensor::sqrt", "tensor::abs", "tensor::sign", "tensor::square",
-    "tensor::sin", "tensor::cos", "tensor::floor", "tensor::ceil", "tensor::minimum",
-    "tensor::maximum"})
-"""Ops whose generated code (an operator, a numpy ufunc) takes a Python number as the source
-would: numpy promotes it as a weak scalar."""
 
 
 def is_weak_number(node: Node) -> bool:
@@ -44,10 +36,14 @@ def may_be_number(v: Value) -> bool:
     return is_weak_number(v.node) or isinstance(t, TensorType) and t.dtype is None
 
 
-def inputs_as_arrays(node: Node) -> list[Value]:
-    """The inputs of ``node`` its code must get as arrays because they may be Python numbers."""
-    if node.kind in NUMBER_SAFE or not (node.kind.startswith("tensor::") or
-                                        node.kind == "prim::FusionGroup"):
+def inputs_as_arrays(node: Node, spellings: Mapping[str, Any]) -> list[Value]:
+    """The inputs of ``node`` its code must get as arrays because they may be Python numbers.
+    An elementwise op the backend spells directly (``spellings``: an operator, a numpy ufunc)
+    takes a number as the source would."""
+    op = lookup(node.kind)
+    if node.kind in spellings and op is not None and op.is_elementwise:
+        return []
+    if not (node.kind.startswith("tensor::") or node.kind == "prim::FusionGroup"):
         return []
     return list(dict.fromkeys(v for v in node.inputs if may_be_number(v)))
 

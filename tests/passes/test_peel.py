@@ -43,15 +43,18 @@ def _args(dtype, n=30, seed=0):
             (r.standard_normal((6, 6)) * 0.3).astype(dtype), n)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_loop_after_the_first_trip_runs_natively(dtype):
-    args = _args(dtype)
-    f = script(layer)
+def _runs_natively_as_python_computes(fn, args, dtype):
+    f = script(fn)
     tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(f(*args), layer(*args), rtol=tol, atol=tol)
+    np.testing.assert_allclose(f(*args), fn(*args), rtol=tol, atol=tol)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1
     assert "runs natively" in f.explain(*args)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_loop_after_the_first_trip_runs_natively(dtype):
+    _runs_natively_as_python_computes(layer, _args(dtype), dtype)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 5])
@@ -110,13 +113,7 @@ def _branch_args(dtype, n=30, seed=1):
 @pytest.mark.parametrize("fn", [cell_states, first_step_differs])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_branch_on_the_first_trip_is_peeled_and_the_loop_runs_natively(fn, dtype):
-    args = _branch_args(dtype)
-    f = script(fn)
-    tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(f(*args), fn(*args), rtol=tol, atol=tol)
-    (lp,) = native_loops(f, *args)
-    assert lp.calls == 1
-    assert "runs natively" in f.explain(*args)
+    _runs_natively_as_python_computes(fn, _branch_args(dtype), dtype)
 
 
 @pytest.mark.parametrize("fn", [cell_states, first_step_differs])
