@@ -10,8 +10,8 @@ which stores into ``h`` and returns it) when the copy cannot be told apart:
   a write done in place stored into such an array, or each branch of an If made one), or it is
   a loop parameter whose first value is
   such an array used only by the loop and whose next value is again the loop's own. A loop whose
-  first value is not the loop's own (a constant the loop fills) gets a copy of it before the loop:
-  one copy a call instead of one a step;
+  first value is not the loop's own (a constant the loop fills, an array read after the loop
+  starts) gets a copy of it before the loop: one copy a call instead of one a step;
 - every other reader of the old array (and of a view of it) is in the write's block before the
   write, or inside a node there before it, so nothing reads the old contents after the store;
 - the write is not in a loop the old array comes from outside of (the next step would read the
@@ -23,161 +23,25 @@ loop's steps updates one array instead of making one a step) when the result has
 type: the node is marked ``IN_PLACE_ATTR``; so is a ``clip`` whose result is put back over the
 whole array it clipped (``np.clip(g, -5, 5, out=g)``, which clips ``g`` in place).
 
+A write into a region of such an array whose value is that same region with a part of it
+replaced (``h[t, :, 0] = 1``: ``select_put_(h, select_put(select(h, 0, t), 1, 1, 0), 0, t)``)
+stores the part into the region itself (``h[t][:, 0] = 1``, numpy's own view write) and the
+copy of the region and the copy back go, when nothing reads the region's old contents after.
+
 It runs last in the executor's pipelines (after fusion, which could otherwise move a reader past
 the store); autodiff and the other passes never see the in-place ops.
 """
 
 from __future__ import annotations
 
-from ir.core import PARAM, Block, Graph, Node, Value
+from ir.core import Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from ir.ops.index_put import IN_PLACE
-from ir.registry import lookup
+from ir.registry import ALIASES, WRITES, effects_on_input
 from ir.types import TensorType
+from passes import ownership
 
 NAME = "inplace-writes"
-
-_HOLDERS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
-"""Containers made of a value: done with it when their own readers are (a list concatenated)."""
-
-
-def _fresh_op(node: Node) -> bool:
-    """A tensor op whose outputs are new arrays (not views, not constants, not containers)."""
-    op = lookup(node.kind)
-    if node.attrs.get(IN_PLACE_ATTR):
-        return False  # its result is its first operand's array
-    if node.kind == "tensor::clip":  # returns its input only when both bounds are None
-        return not all(v.is_constant and v.constant is None for v in node.inputs[1:])
-    if node.kind.startswith("tensor::"):
-        return op is not None and not op.is_view
-    return node.kind == "prim::FusionGroup"
-
-
-def _readers_done(value: Value, write: Node, skip: Node | tuple[Node, ...] | None = None
-                  ) -> bool:
-    """Whether every reader of ``value`` but ``skip`` (a node or nodes) is done before ``write``
-    stores: it runs before the write in a block holding both (or inside a node there before it),
-    or in another branch of an If the write is in; and views of ``value`` are likewise done by
-    then."""
-    skipped = skip if isinstance(skip, tuple) else (skip,)
-    for use in value.uses:
-        reader = use.node
-        if reader in skipped:
-            continue
-        placed = _placement(reader, write)
-        if placed is None:
-            return False
-        if placed == "other branch":
-            continue
-        if _fresh_op(reader):  # new arrays (a fusion kernel allocates its outputs too)
-            continue
-        if (reader.kind.startswith("prim::") and reader.kind not in _HOLDERS) or reader.blocks \
-                or placed != "same block":
-            return False  # a view read in a nested block, a structure op
-
-        if not all(_readers_done(out, write) for out in reader.outputs):
-            return False
-    return True
-
-
-def _placement(reader: Node, write: Node) -> str | None:
-    """Where ``reader`` runs relative to ``write``: "same block" or "nested" (before it, in the
-    innermost block holding both), "other branch" (another block of an If holding the write),
-    or None (after it, or not known to be before)."""
-    at: Node = write
-    while at.owner is not None:
-        block = at.owner
-        mine = reader.ancestor_in(block)
-        if mine is not None:
-            if mine is at:
-                return "other branch" if at.kind == "prim::If" and at is not write else None
-            if not mine.is_before(at):
-                return None
-            return "same block" if mine is reader else "nested"
-        if block.owner is None:
-            return None
-        at = block.owner
-    return None
-
-
-def _in_loop_around(write: Node, value: Value) -> bool:
-    """Whether ``write`` runs in the body of a loop that ``value`` is defined outside of: a
-    store into ``value`` there would change it for the next step, which reads it as it was
-    before the loop (``[(w * 0.5) * k for k in range(3)]`` once ``w * 0.5`` is hoisted)."""
-    home = value.node.owner
-    block = write.owner
-    while block is not None and block is not home:
-        owner = block.owner
-        if owner is None:
-            return False
-        if owner.kind == "prim::Loop":
-            return True
-        block = owner.owner
-    return False
-
-
-def _own(value: Value, seen: set[int]) -> bool:
-    """Whether ``value`` is an array this graph made and nothing else holds (see the module
-    docstring); a loop parameter under test counts as its own."""
-    node = value.node
-    if id(value) in seen:
-        return True
-    if node.kind in IN_PLACE:
-        return True  # a pure write: a new array
-    if node.kind in IN_PLACE.values() or node.attrs.get(IN_PLACE_ATTR):
-        return _own(node.inputs[0], seen)
-    if node.kind == PARAM:
-        return _own_loop_param(value, seen)
-    if node.kind == "prim::Loop":  # the array its parameter holds at the end
-        return _own_loop_param(node.blocks[0].params[value.index + 1], seen)
-    if node.kind == "prim::If":  # each branch's result is its own and reaches only the If's
-        return all(_stays_in(b.returns[value.index], b, value.index)
-                   and _own(b.returns[value.index], seen) for b in node.blocks)
-    return _fresh_op(node) and isinstance(value.type, TensorType)
-
-
-def _own_loop_param(param: Value, seen: set[int]) -> bool:
-    block = param.node.owner
-    loop = block.owner if block is not None else None
-    if loop is None or loop.kind != "prim::Loop" or param.index < 1:
-        return False
-    k = param.index
-    nxt = block.returns[k]
-    if not (_stays_in(nxt, block, k) and _own(nxt, seen | {id(param)})):
-        return False
-    initial = loop.inputs[k + 1]
-    if not (_own(initial, seen) and len(initial.uses) == 1):
-        _copy_first(loop, k + 1)
-    return True
-
-
-def _stays_in(value: Value, block: Block, k: int) -> bool:
-    """Whether ``value`` (or a view of it) reaches nothing but ``block``'s result ``k`` and
-    readers inside ``block``: at the next step only the loop parameter holds it."""
-    for use in value.uses:
-        reader = use.node
-        if reader is block.return_node:
-            if use.index != k:
-                return False
-            continue
-        if reader.ancestor_in(block) is None:
-            return False
-        if _fresh_op(reader):  # new arrays (a fusion kernel allocates its outputs too)
-            continue
-        if reader.kind.startswith("prim::") or reader.blocks or reader.owner is not block:
-            return False
-        if not all(_stays_in(out, block, k) for out in reader.outputs):
-            return False
-    return True
-
-
-def _copy_first(loop: Node, index: int) -> None:
-    """Give the loop a copy of its first value at ``index``: it is not the loop's own."""
-    graph = loop.graph
-    with graph.inserting_before(loop):
-        copy = graph.insert_typed("tensor::copy", [loop.inputs[index]]).output
-    loop.set_input(index, copy)
-
 
 def _in_place(graph: Graph, write: Node) -> None:
     twin = graph.create_typed(IN_PLACE[write.kind], list(write.inputs), source=write.source,
@@ -219,32 +83,114 @@ def _clip_back(write: Node) -> Node | None:
     return clip
 
 
+_MADE = frozenset(f"tensor::{name}" for name in (
+    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like"))
+"""arrays made from a shape and a fill alone: one the passes merged with an equal one (two
+``np.zeros((T, B, H))`` buffers) is made again for a write that would otherwise copy it."""
+
+
+def _made_again(graph: Graph, write: Node) -> None:
+    """Give ``write`` an array of its own when its old array is a ``_MADE`` one something else
+    still reads (or one from outside the loop the write is in): the same op again, just before
+    the write, instead of the copy the pure write makes."""
+    old = write.inputs[0]
+    made = old.node
+    if made.kind not in _MADE or not _never_written(old) or (
+            ownership.readers_done(old, write, skip=write)
+            and not ownership.in_loop_around(write, old)):
+        return
+    with graph.inserting_before(write):
+        again = graph.insert_typed(made.kind, list(made.inputs)).output
+    write.set_input(0, again)
+
+
+def _never_written(value: Value) -> bool:
+    """Whether nothing stores into ``value`` (a ``write_slot`` filling it, arithmetic in place),
+    through any view or container of it: each reader only reads it."""
+    for use in value.uses:
+        effects = effects_on_input(use.node, use.index)
+        if WRITES in effects or (use.index == 0 and use.node.attrs.get(IN_PLACE_ATTR)):
+            return False
+        if ALIASES in effects and not all(_never_written(out) for out in use.node.outputs):
+            return False
+    return True
+
+
+_REGION_READS = {"tensor::select_put_": "tensor::select", "tensor::slice_put_": "tensor::slice"}
+"""an in-place write -> the view op reading its region."""
+
+
+def _same_arguments(a: list[Value], b: list[Value]) -> bool:
+    return len(a) == len(b) and all(
+        x is y or (x.is_constant and y.is_constant and type(x.constant) is type(y.constant)
+                   and x.constant == y.constant) for x, y in zip(a, b))
+
+
+def _region_part(write: Node) -> Node | None:
+    """The pure write ``inner`` whose result in-place ``write`` puts back over the region of its
+    array that ``inner`` copied (``select_put_(h, select_put(select(h, 0, t), v, 1, 0), 0, t)``),
+    when ``inner`` may store into that region (a view) instead: nothing but the put back reads
+    the copy, and no reader of the array or of the region runs between the part's store and the
+    put back (or reads them after it); None otherwise."""
+    read = _REGION_READS.get(write.kind)
+    if read is None:
+        return None
+    old, value, *where = write.inputs
+    inner = value.node
+    if inner.kind not in IN_PLACE or len(value.uses) != 1 or inner.owner is not write.owner:
+        return None
+    region = inner.inputs[0]
+    view = region.node
+    if view.kind != read or view.inputs[0] is not old \
+            or not _same_arguments(list(view.inputs[1:]), where) or region.type != value.type \
+            or view.owner is not write.owner or inner.inputs[1] is region:
+        return None
+    if not (ownership.readers_done(region, inner, skip=inner)
+            and ownership.readers_done(old, inner, skip=(view, write))):
+        return None
+    return inner
+
+
 def run(graph: Graph) -> bool:
     """Make every write whose old array nothing reads afterwards a write in place, and mark
     arithmetic storing into such an array (``IN_PLACE_ATTR``); a clip put back over the whole
     array it clipped clips that array in place instead (numpy's ``np.clip(g, lo, hi, out=g)``:
-    no new array, no copy back)."""
+    no new array, no copy back); a part of a region put back over it is stored into the
+    region."""
     changed = False
     for write in [n for n in graph.block.walk() if n.kind == "tensor::slice_put"]:
         clip = _clip_back(write)
-        if clip is None or _in_loop_around(clip, clip.inputs[0]) \
-                or not _own(clip.inputs[0], set()) \
-                or not _readers_done(clip.inputs[0], clip, skip=(clip, write)):
+        if clip is None or ownership.in_loop_around(clip, clip.inputs[0]) \
+                or not ownership.own(clip.inputs[0], set()) \
+                or not ownership.readers_done(clip.inputs[0], clip, skip=(clip, write)):
             continue
         clip.attrs[IN_PLACE_ATTR] = True
         write.output.replace_all_uses_with(clip.output)
         write.erase()
         changed = True
     for node in [n for n in graph.block.walk() if n.kind in IN_PLACE or _augmentable(n)]:
+        if node.kind in IN_PLACE:
+            _made_again(graph, node)
         old = node.inputs[0]
-        if old is node.inputs[1] or _in_loop_around(node, old) \
-                or not _readers_done(old, node, skip=node):
+        if old is node.inputs[1] or ownership.in_loop_around(node, old) \
+                or not ownership.readers_done(old, node, skip=node):
             continue
-        if not _own(old, set()):
+        if not ownership.own(old, set()):
             continue
         if node.kind in IN_PLACE:
             _in_place(graph, node)
         else:
             node.attrs[IN_PLACE_ATTR] = True
         changed = True
+    again = True
+    while again:  # a part of a part (h[t][i][:, 0] = 1) once the outer write is a view write
+        again = False
+        for write in [n for n in graph.block.walk() if n.kind in _REGION_READS]:
+            inner = _region_part(write)
+            if inner is None:
+                continue
+            _in_place(graph, inner)
+            write.output.replace_all_uses_with(write.inputs[0])
+            write.erase()
+            changed = again = True
     return changed
