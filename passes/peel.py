@@ -19,7 +19,9 @@ its carried types are what a step returns:
 
 A step that branches on ``t > 0`` (Karpathy's LSTM: ``prevc = C[t - 1] if t > 0 else c0``) is
 peeled the same way: in the first trip the test is ``0 > 0``, in the loop it is True, and
-the branches fold away on both sides.
+the branches fold away on both sides. A loop counting down (``for t in reversed(range(n))``,
+its backward) that branches on ``t > 0`` has its last trip peeled instead: the loop over the
+trips before it, then the body once more with ``t`` 0 (``peel_last``).
 
 It runs after differentiation (in ``LAYOUT_PIPELINE``), on the graphs the executor compiles, and
 only on for-loops carrying in a None that the body returns as a value that cannot be None, or
@@ -31,7 +33,7 @@ a loop costs one walk.
 
 from __future__ import annotations
 
-from ir.core import Graph, Node
+from ir.core import Graph, Node, Value
 from ir.kinds import IF, LOOP
 from ir.types import is_subtype
 from passes.licm import is_for_loop
@@ -69,9 +71,37 @@ def first_trip_tests(loop: Node) -> dict[Node, bool]:
     for-loop."""
     if not is_for_loop(loop):
         return {}
+    return _tests_of(loop.blocks[0].params[0])
+
+
+def last_trip_tests(loop: Node) -> dict[Node, bool]:
+    """Likewise the tests that tell a for-loop's last trip from the others, on the step of a
+    loop counting down to 0 (``for t in reversed(range(n))``: ``t = (n - 1) - i``; Karpathy's
+    backward ``if t > 0: dC[t - 1] += ...``)."""
+    if not is_for_loop(loop):
+        return {}
     index = loop.blocks[0].params[0]
-    found = {}
+    trips = loop.inputs[0]
+    found: dict[Node, bool] = {}
     for use in index.uses:
+        node = use.node
+        if node.kind != "tensor::sub" or use.index != 1:
+            continue
+        start = node.inputs[0]
+        made = start.node
+        if (start.is_constant and trips.is_constant and type(start.constant) is int
+                and start.constant == trips.constant - 1) or (
+                made.kind == "tensor::sub" and made.inputs[0] is trips
+                and made.inputs[1].is_constant and made.inputs[1].constant == 1):
+            found.update(_tests_of(node.output))
+    return found
+
+
+def _tests_of(count: Value) -> dict[Node, bool]:
+    """The tests of ``count`` (a loop's counter, or a step counting down) against a constant
+    that an ``if`` reads and that tell 0 from the counts after it (``_FIRST_TRIP_TESTS``)."""
+    found = {}
+    for use in count.uses:
         node = use.node
         other = node.inputs[1 - use.index] if len(node.inputs) == 2 else None
         if other is None or not other.is_constant or type(other.constant) is not int:
@@ -116,17 +146,53 @@ def peel(loop: Node) -> None:
         index.replace_uses_after(shifted, shifted.node)
 
 
+def peel_last(loop: Node) -> None:
+    """Run ``loop``'s last trip after it, inside an ``If`` on the trip count:
+
+        %outs = prim::If(%trips > 0)
+          block0():            # the loop over the trips before the last, then the last
+            %rest = prim::Loop(%trips - 1, True, <initial values>)
+            <body with counter %trips - 1, carried %rest>
+            -> (<the last trip's results>)
+          block1():            # no trip: the initial values
+            -> (<initial values>)
+    """
+    graph: Graph = loop.graph
+    trips = loop.inputs[0]
+    with graph.inserting_before(loop):
+        some = graph.insert_typed("tensor::gt", [trips, graph.constant(0)]).output
+    branch = graph.create(IF, [some], [v.type for v in loop.outputs], nblocks=2,
+                          names=[v.name for v in loop.outputs], source=loop.source)
+    branch.insert_before(loop)
+    first, none = branch.blocks
+    none.set_returns(list(loop.inputs[2:]))
+    end = first.return_node
+    for out, result in zip(loop.outputs, branch.outputs):
+        out.replace_all_uses_with(result)
+    loop.move_before(end)
+    with graph.inserting_before(loop):
+        rest = graph.insert_typed("tensor::sub", [trips, graph.constant(1)]).output
+    loop.set_input(0, rest)
+    first.set_returns(clone_body_before(loop, end, rest, list(loop.outputs)))
+
+
 def run(graph: Graph) -> bool:
-    """Peel every for-loop whose first trip narrows a carried type (innermost last: a loop
-    peeled moves into a branch, its inner loops with it), then re-type and clean up."""
+    """Peel every for-loop whose first trip narrows a carried type, or whose body branches on
+    its first or last trip (innermost last: a loop peeled moves into a branch, its inner loops
+    with it), then re-type and clean up."""
     from passes import canonicalize, constant_prop, dce, shape_prop
-    loops = [n for n in graph.walk() if n.kind == LOOP and (narrows(n) or first_trip_tests(n))]
+    loops = [n for n in graph.walk() if n.kind == LOOP and (
+        narrows(n) or first_trip_tests(n) or last_trip_tests(n))]
     if not loops:
         return False
     for loop in loops:
         tests = first_trip_tests(loop)
-        peel(loop)
-        for test, value in tests.items():  # the loop runs the trips after the first
+        if narrows(loop) or tests:
+            peel(loop)
+        else:
+            tests = last_trip_tests(loop)
+            peel_last(loop)
+        for test, value in tests.items():  # the loop runs the trips but the peeled one
             with graph.inserting_before(test):
                 test.output.replace_all_uses_with(graph.constant(value))
     shape_prop.run(graph)

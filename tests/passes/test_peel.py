@@ -123,3 +123,64 @@ def test_a_branch_on_the_first_trip_at_every_trip_count(fn, n):
     assert_same(script(fn)(*args), fn(*args))
     if n:
         check_vjp(script(fn), args, argnums=(0, 1, 2))
+
+
+# -- a branch on the last trip of a loop counting down ---------------------------------------------
+
+
+def backward_states(dC: Tensor, w: Tensor, c0: Tensor, n: int) -> Tensor:
+    """Karpathy's LSTM backward: the gradient flows to the step before, or to c0 at t == 0."""
+    dC = dC.copy()
+    dc0 = np.zeros_like(c0)
+    for t in reversed(range(n)):
+        g = np.tanh(dC[t] @ w)
+        if t > 0:
+            dC[t - 1] += g * 0.5
+        else:
+            dc0 = g * c0
+    return dC.sum(0) + dc0
+
+
+def last_step_differs(xs: Tensor, w: Tensor, h: Tensor, n: int) -> Tensor:
+    for t in reversed(range(n)):
+        if t == 0:
+            h = np.tanh(xs[t] @ w) * 2.0
+        else:
+            h = np.tanh(xs[t] @ w + h)
+    return h
+
+
+def _down_args(dtype, n=30, seed=2):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((max(n, 1), 3, 6)).astype(dtype),
+            (r.standard_normal((6, 6)) * 0.5).astype(dtype),
+            r.standard_normal((3, 6)).astype(dtype), n)
+
+
+@pytest.mark.parametrize("fn", [backward_states, last_step_differs])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_branch_on_the_last_trip_counting_down_is_peeled_and_the_loop_runs_natively(fn, dtype):
+    _runs_natively_as_python_computes(fn, _down_args(dtype), dtype)
+
+
+@pytest.mark.parametrize("fn", [backward_states, last_step_differs])
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_a_branch_on_the_last_trip_at_every_trip_count(fn, n):
+    args = _down_args(np.float64, n=n)
+    assert_same(script(fn)(*args), fn(*args))
+    if n:
+        check_vjp(script(fn), args, argnums=(0, 1, 2))
+
+
+def counting_up(xs: Tensor, w: Tensor, h: Tensor, n: int) -> Tensor:
+    for t in range(n):
+        h = np.tanh(xs[t] @ w + h) if t > n - 2 else h * 0.5
+    return h
+
+
+def test_a_branch_on_the_last_trip_counting_up_is_left_alone():
+    """``t > n - 2`` in a loop counting up is not a test of a step counting down to 0: the
+    loop stays as it is (and right)."""
+    up = counting_up
+    args = _down_args(np.float64, n=6)
+    assert_same(script(up)(*args), up(*args))

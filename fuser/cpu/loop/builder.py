@@ -16,7 +16,7 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop import reduce
+from fuser.cpu.loop import reduce, regions
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
@@ -231,7 +231,9 @@ class LoopBuilder(StepEmitters):
         for n in body:
             if n.kind == PURE_WRITE:
                 self.prepared[("copy bytes", n)] = self.int_slot(("copy bytes", n))
-            if n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
+            if regions.is_region_write(n):
+                regions.prepare(self, n)
+            elif n.kind == "tensor::select" or (n.kind == "prim::ListIndex"
                                               and n.inputs[0] in self.prog.unbound):
                 self.prepared[n] = (self.int_slot(("dim", n)), self.int_slot(("stride", n)))
             elif n.kind in SLOT_WRITES and known_array(write_parts(n)[3]) is None:
@@ -287,27 +289,6 @@ class LoopBuilder(StepEmitters):
                 self.num_val[v] = self.int_slot(("free", v))
             else:
                 self.num_val[v] = self.double_slot(("free", v))
-
-    def _apart(self, a: Any, b_ptr: Any, dims: list, a_strides: list, b_strides: list) -> Any:
-        """Whether the elements of two arrays of ``dims`` (byte strides ``a_strides`` and
-        ``b_strides`` from ``a`` and ``b_ptr``) lie in disjoint byte ranges (an element copy
-        from one to the other, unlike numpy's, would read what it wrote)."""
-        b = self.b
-        zero = ir.Constant(I64, 0)
-
-        def extent(ptr: Any, strides: list) -> tuple[Any, Any]:
-            lo = hi = b.ptrtoint(ptr, I64)
-            for d, s in zip(dims, strides):
-                span = b.mul(b.sub(d, ir.Constant(I64, 1)), s)
-                lo = b.add(lo, b.select(b.icmp_signed("<", span, zero), span, zero))
-                hi = b.add(hi, b.select(b.icmp_signed(">", span, zero), span, zero))
-            return lo, hi
-
-        (lo1, hi1), (lo2, hi2) = extent(a, a_strides), extent(b_ptr, b_strides)
-        # ranges [lo, hi] of first bytes; an element is at most 8 bytes long
-        eight = ir.Constant(I64, 8)
-        return b.or_(b.icmp_signed(">=", lo1, b.add(hi2, eight)),
-                     b.icmp_signed(">=", lo2, b.add(hi1, eight)))
 
     def _block_copy(self, n: Node) -> bool:
         _, axis, _, value = write_parts(n)
@@ -508,6 +489,9 @@ class LoopBuilder(StepEmitters):
             x, _, idx = n.inputs
             self._select(n, x, idx)
             return
+        if regions.is_region_write(n):
+            regions.emit(self, n)
+            return
         if kind in SLOT_WRITES:
             buf, _, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
@@ -538,7 +522,7 @@ class LoopBuilder(StepEmitters):
                 rank = len(t.shape)  # type: ignore[union-attr]
                 _, _, *rest = self.prepared[("copy", n)]
                 dims, strides, out = rest[:rank], rest[rank:2 * rank], rest[2 * rank:]
-                self._require(self._apart(src, dst, dims, strides, out))
+                self._require(regions.apart(self.b, src, dst, dims, strides, out))
                 fn = reduce.reduction_function(self.module, f"copy{len(self.module.globals)}",
                                                "copy", t.dtype, rank, ())  # type: ignore
                 b.call(fn, [src, dst, *self.prepared[("copy", n)]])

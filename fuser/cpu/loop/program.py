@@ -36,9 +36,13 @@ from fuser.cpu.loop.body import (
     where,
     write_parts,
 )
+from fuser.cpu.loop.regions import SLICE_WRITE, slice_range
 from ir.core import Graph, Node, Value
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.types import ScalarType, TensorType
+
+_VIEWS_OF = ("tensor::select", "tensor::slice", "tensor::transpose", *PIECES)
+"""views a write stores through into the array they view."""
 
 
 # -- the analysis ----------------------------------------------------------------------------------
@@ -188,8 +192,8 @@ class LoopProgram:
         free_pos = {v: k for k, v in enumerate(prog.free_arrays)}
         param_pos = {v: k for k, v in enumerate(params)}
         for n in body:
-            if n.kind in WRITES:
-                buf = prog.resolve(n.inputs[0])
+            if n.kind in WRITES or n.kind == SLICE_WRITE:
+                buf = prog.base(n.inputs[0])
                 if buf in free_pos:
                     prog.write_targets.append(free_pos[buf])
                 elif buf in param_pos:
@@ -442,15 +446,20 @@ class LoopProgram:
                 raise LoopRefused(f"{where(n)}: a fill value that is not a number")
             self.produced.append(n.output)
             return
+        if kind == SLICE_WRITE:
+            self._check_slice_write(n)
+            return
         if kind in WRITES or kind == PURE_WRITE:
             buf, axis, idx, value = write_parts(n)
             if kind == "tensor::select_put_":
                 self.root[n.output] = self.resolve(buf)
             tb, tv = known_array(buf), known_array(value)
             ax = int(axis.constant) if axis.is_constant else None
-            # a number filling a row of a copy (``x[i] = 1``), cast as numpy casts it
-            filled = (kind == PURE_WRITE and is_number(value) and ax == 0 and tb is not None
-                      and tb.dtype in ("float32", "float64"))
+            # a number filling a row of a copy (``x[i] = 1``) or a slot of an array in place
+            # (``x[:, 0] = 1``), cast as numpy casts it
+            filled = (kind in (PURE_WRITE, "tensor::select_put_") and is_number(value)
+                      and tb is not None and tb.dtype in ("float32", "float64")
+                      and (ax == 0 if kind == PURE_WRITE else len(tb.shape) >= 2))
             if (tb is None or (tv is None and not filled) or ax is None
                     or not 0 <= ax < len(tb.shape) or not is_int(idx)
                     or (kind == PURE_WRITE and known_array(n.output) != tb)
@@ -473,6 +482,34 @@ class LoopProgram:
                     self._kernel(n, kernel, inputs)
                     return
         raise LoopRefused(f"{where(n)}: no native code for {kind}")
+
+    def _check_slice_write(self, n: Node) -> None:
+        """A slice of an array written in place (``x[:, a:b] = v``) with a value of the
+        slice's dtype and shape, or a number (cast as numpy casts it)."""
+        buf, value, axis, *bounds = n.inputs
+        self.root[n.output] = self.resolve(buf)
+        tb, tv = known_array(buf), known_array(value)
+        ok = (tb is not None and axis.is_constant and type(axis.constant) is int
+              and -len(tb.shape) <= axis.constant < len(tb.shape)
+              and all(b.is_constant and (b.constant is None or type(b.constant) is int)
+                      for b in bounds) and bounds[2].constant != 0)
+        if ok:
+            shape = list(tb.shape)  # type: ignore[union-attr]
+            ax = axis.constant % len(shape)  # type: ignore[operator]
+            shape[ax] = len(slice_range(shape[ax], [b.constant for b in bounds]))
+            ok = (tv.dtype == tb.dtype and tuple(tv.shape) == tuple(shape) if tv is not None
+                  else is_number(value) and tb.dtype in ("float32", "float64"))
+        if not ok:
+            raise LoopRefused(f"{where(n)}: a slice write that is not a plain copy (no "
+                              "broadcast, no cast) or a number, at constant bounds")
+
+    def base(self, v: Value) -> Value:
+        """The array view ``v`` of the body is a view of (``v`` itself when not a view)."""
+        v = self.resolve(v)
+        (body,) = self.node.blocks
+        while v.node.owner is body and v.node.kind in _VIEWS_OF:
+            v = self.resolve(v.node.inputs[0])
+        return v
 
     def _check_layer_norm(self, n: Node) -> None:
         """A layer norm (or its gradient) over the last axis of rows the step made or read

@@ -348,8 +348,9 @@ def reduction_function(module: ir.Module, name: str, op: str, dtype: str, rank: 
                        ddof: int = 0) -> ir.Function:
     """``void name(ptr x, [ptr y,] ptr out, i64 count, i64 n, i64 dims[rank],
     i64 x_strides[rank], [i64 y_strides[rank],] i64 out_strides[rank])``: ``out`` (``count``
-    contiguous elements) is ``op`` of ``x`` (of ``x * y`` with ``product``, a sum or mean,
-    never making the product array) over the axes ``reduced``; ``n`` is the number of elements
+    contiguous elements; a copy's, ``out_strides`` apart) is ``op`` of ``x`` (of ``x * y``
+    with ``product``, a sum or mean, never making the product array) over the axes
+    ``reduced``; ``n`` is the number of elements
     each output gathers (a mean's divisor). ``var`` and ``std`` are numpy's two passes: the
     mean into ``out``, then the sums of the squared deviations from it (on the stack), divided
     by ``n - ddof`` (and the square root)."""
@@ -382,6 +383,14 @@ def reduction_function(module: ir.Module, name: str, op: str, dtype: str, rank: 
             if rank == 0 or axis in reduced:
                 part = b.call(row, [d, *pair] if product else [d, xp, s])
                 b.store(combine(b, op, b.load(op_, typ=ty), part), op_)
+            elif op == "copy":  # into a region whose last axis may be strided (x[:, 0] = v)
+                with b.if_else(b.icmp_signed("==", os_[axis], item)) as (dense, strided):
+                    with dense:
+                        b.call(into, [d, op_, xp, s])
+                    with strided:
+                        k.loop(ir.Constant(I64, 0), d, lambda i: b.store(
+                            b.load(b.gep(xp, [b.mul(i, s)], source_etype=I8), typ=ty),
+                            b.gep(op_, [b.mul(i, os_[axis])], source_etype=I8)))
             else:
                 b.call(into, [d, op_, *pair] if product else [d, op_, xp, s])
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fuser.cpu.loop.body import NUMBER_OPS, PIECES, WRITES, known_array, split_pieces, write_parts
 from fuser.cpu.loop.program import LoopProgram
+from fuser.cpu.loop.regions import is_region_write
 from ir.core import Value
 
 
@@ -35,6 +36,10 @@ def row_split(prog: LoopProgram) -> int | None:
     split: set[Value] = set(params) | set(prog.produced)
     """values a row range's loop holds only its own rows of."""
     (body,) = prog.node.blocks
+    for n in body:
+        if is_region_write(n) or (n.kind in WRITES
+                                  and prog.base(n.inputs[0]) is not prog.resolve(n.inputs[0])):
+            return None  # a slice or a fill, a write into a view: not split by rows (yet)
     for n in body:  # what the steps write rows of, wherever in the step they write it
         if n.kind in WRITES:
             split.add(prog.resolve(n.inputs[0]))

@@ -14,7 +14,7 @@ import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop import shared_code
+from fuser.cpu.loop import regions, shared_code
 from fuser.cpu.loop.appends import Appends
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
@@ -346,6 +346,8 @@ class NativeLoop(RowRanges, Appends):
                 layouts[n.output] = (shape[:ax] + shape[ax + 1:], strides[:ax] + strides[ax + 1:],
                                      item)
                 ints[("dim", n)], ints[("stride", n)] = shape[ax], strides[ax]
+            elif regions.is_region_write(n):
+                regions.plan(n, layouts, ints)
             elif n.kind in SLOT_WRITES:
                 buf, axis, _, value = write_parts(n)
                 if n.kind == "tensor::select_put_":
@@ -366,11 +368,8 @@ class NativeLoop(RowRanges, Appends):
                     v_shape, v_strides, _ = layouts[value]
                     if not v_shape or prog.batch is not None:
                         raise Unplannable  # (row ranges copy whole blocks)
-                    dst = strides[:ax] + strides[ax + 1:]
-                    ints[("copy count", n)] = int(np.prod(v_shape, dtype=np.int64))
-                    for a, (d, s_, o) in enumerate(zip(v_shape, v_strides, dst)):
-                        ints[("copy dim", n, a)], ints[("copy stride", n, a)] = d, s_
-                        ints[("copy out stride", n, a)] = o
+                    regions.plan_copy(n, v_shape, v_strides, strides[:ax] + strides[ax + 1:],
+                                      ints)
                     continue
                 block_shape = shape[ax + 1:]
                 outer = slot_prefix(shape[:ax], strides[:ax])
