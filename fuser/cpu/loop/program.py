@@ -36,7 +36,7 @@ from fuser.cpu.loop.body import (
     where,
     write_parts,
 )
-from fuser.cpu.loop.regions import SLICE_WRITE, slice_range
+from fuser.cpu.loop.regions import SLICE_WRITE, SLICE_WRITES, slice_range
 from ir.core import Graph, Node, Value
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.types import ScalarType, TensorType
@@ -446,7 +446,7 @@ class LoopProgram:
                 raise LoopRefused(f"{where(n)}: a fill value that is not a number")
             self.produced.append(n.output)
             return
-        if kind == SLICE_WRITE:
+        if kind in SLICE_WRITES:
             self._check_slice_write(n)
             return
         if kind in WRITES or kind == PURE_WRITE:
@@ -484,11 +484,16 @@ class LoopProgram:
         raise LoopRefused(f"{where(n)}: no native code for {kind}")
 
     def _check_slice_write(self, n: Node) -> None:
-        """A slice of an array written in place (``x[:, a:b] = v``) with a value of the
-        slice's dtype and shape, or a number (cast as numpy casts it)."""
+        """A slice of an array written in place (``x[:, a:b] = v``) or into a copy of it,
+        with a value of the slice's dtype and shape, or a number (cast as numpy casts it)."""
         buf, value, axis, *bounds = n.inputs
-        self.root[n.output] = self.resolve(buf)
         tb, tv = known_array(buf), known_array(value)
+        if n.kind == SLICE_WRITE:
+            self.root[n.output] = self.resolve(buf)
+        elif known_array(n.output) != tb or tb is None:
+            raise LoopRefused(f"{where(n)}: a slice write into a copy of another type")
+        else:
+            self.produced.append(n.output)
         ok = (tb is not None and axis.is_constant and type(axis.constant) is int
               and -len(tb.shape) <= axis.constant < len(tb.shape)
               and all(b.is_constant and (b.constant is None or type(b.constant) is int)

@@ -15,18 +15,22 @@ from llvmlite import ir
 
 from fuser.cpu.loop import reduce
 from fuser.cpu.loop.body import known_array
-from fuser.cpu.loop.layouts import Layout, Unplannable
+from fuser.cpu.loop.layouts import Layout, Unplannable, dense
 from fuser.cpu.mathfns import F32, F64, I64
 from ir.core import Node
 
 SLICE_WRITE = "tensor::slice_put_"
+PURE_SLICE_WRITE = "tensor::slice_put"
+"""a slice written into a copy (``y = x[t].copy(); y[:, a:] = v``): ``x`` (one C-ordered
+block) copied into the step's buffer, then the slice written."""
+SLICE_WRITES = (SLICE_WRITE, PURE_SLICE_WRITE)
 
 
 def is_region_write(n: Node) -> bool:
-    """Whether ``n`` is a write this module does: a slice write, or a number filling a slot
-    of an array in place."""
-    return n.kind == SLICE_WRITE or (n.kind == "tensor::select_put_"
-                                     and known_array(n.inputs[1]) is None)
+    """Whether ``n`` is a write this module does: a slice write (in place or into a copy), or a
+    number filling a slot of an array in place."""
+    return n.kind in SLICE_WRITES or (n.kind == "tensor::select_put_"
+                                      and known_array(n.inputs[1]) is None)
 
 
 def slice_range(length: int, bounds: list[Any]) -> range:
@@ -37,18 +41,24 @@ def slice_range(length: int, bounds: list[Any]) -> range:
 def region_rank(n: Node) -> int:
     t = known_array(n.inputs[0])
     assert t is not None
-    return len(t.shape) - (0 if n.kind == SLICE_WRITE else 1)  # type: ignore[arg-type]
+    return len(t.shape) - (0 if n.kind in SLICE_WRITES else 1)  # type: ignore[arg-type]
 
 
 def plan(n: Node, layouts: dict[Any, Layout], ints: dict[Any, int]) -> None:
     """The ints of region write ``n`` for the arrays' ``layouts``: where the region starts (a
     slice) or the slot's axis (a fill), and the copy's sizes and strides."""
     buf, value = n.inputs[:2]
-    shape, strides, item = layouts[buf]
-    layouts[n.output] = layouts[buf]
+    if n.kind == PURE_SLICE_WRITE:  # the old array is copied whole into the output first
+        if not dense(*layouts[buf]):
+            raise Unplannable
+        shape, _, item = layouts[buf]
+        ints[("copy bytes", n)] = int(np.prod(shape, dtype=np.int64)) * item
+    else:
+        layouts[n.output] = layouts[buf]
+    shape, strides, item = layouts[n.output]
     ax = int(n.inputs[2].constant)
     ax = ax + len(shape) if ax < 0 else ax
-    if n.kind == SLICE_WRITE:
+    if n.kind in SLICE_WRITES:
         picked = slice_range(shape[ax], [v.constant for v in n.inputs[3:]])
         ints[("region offset", n)] = (picked.start if len(picked) else 0) * strides[ax]
         r_shape = shape[:ax] + (len(picked),) + shape[ax + 1:]
@@ -101,7 +111,9 @@ def apart(b: ir.IRBuilder, a: Any, b_ptr: Any, dims: list, a_strides: list, b_st
 def prepare(bld: Any, n: Node) -> None:
     """Load ``n``'s ints in the loop's entry block (``bld`` a ``LoopBuilder``)."""
     rank = region_rank(n)
-    if n.kind == SLICE_WRITE:
+    if n.kind == PURE_SLICE_WRITE:
+        bld.prepared[("copy bytes", n)] = bld.int_slot(("copy bytes", n))
+    if n.kind in SLICE_WRITES:
         bld.prepared[n] = bld.int_slot(("region offset", n))
     else:
         bld.prepared[n] = (bld.int_slot(("dim", n)), bld.int_slot(("stride", n)))
@@ -116,13 +128,19 @@ def emit(bld: Any, n: Node) -> None:
     """The step's code of region write ``n``."""
     b = bld.b
     buf, value = n.inputs[:2]
-    bld.ptr[n.output] = bld.ptr[buf]
-    if n.kind == SLICE_WRITE:
+    if n.kind == PURE_SLICE_WRITE:
+        bld.ptr[n.output] = bld._buffer(n.output)
+        nbytes = bld.prepared[("copy bytes", n)]
+        bld._copy_blocks(bld.ptr[n.output], nbytes, bld.ptr[buf], nbytes, nbytes,
+                         ir.Constant(I64, 1))
+    else:
+        bld.ptr[n.output] = bld.ptr[buf]
+    if n.kind in SLICE_WRITES:
         at = bld.prepared[n]
     else:
         dim, stride = bld.prepared[n]
         at = b.mul(bld._index(bld._num(n.inputs[3]), dim), stride)
-    dst = b.gep(bld.ptr[buf], [at], source_etype=ir.IntType(8))
+    dst = b.gep(bld.ptr[n.output], [at], source_etype=ir.IntType(8))
     copy = bld.prepared[("copy", n)]
     rank = region_rank(n)
     dtype = n.output.type.dtype  # type: ignore[union-attr]
