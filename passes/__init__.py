@@ -37,6 +37,7 @@ from passes import (
     peel,
     shape_prop,
     stack_to_slots,
+    tuple_columns,
     unroll,
 )
 from passes.autodiff import batch_accumulation
@@ -46,7 +47,7 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 dict_carry,
                 cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
-                inplace_writes, peel):
+                inplace_writes, peel, tuple_columns):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 
@@ -69,9 +70,10 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
-LAYOUT_PIPELINE = "peel-first-trip,contiguous-weights,stack-to-slots,dce"
+LAYOUT_PIPELINE = "peel-first-trip,tuple-columns,contiguous-weights,stack-to-slots,dce"
 """Rewrites for execution speed that peel a loop's first trip where it narrows a carried type
-(``c = None`` before the loop, a native loop after it), insert layout ops
+(``c = None`` before the loop, a native loop after it), read a list of tuples a loop reads item
+by item as one list per field (``tuple-columns``), insert layout ops
 (``tensor::contiguous``) or buffers written in place (``tensor::empty`` + ``write_slot`` for a
 list stacked after its loop): they run on the graphs the executor compiles, after
 differentiation, so gradients never meet their ops."""

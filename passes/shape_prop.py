@@ -39,6 +39,7 @@ from ir.types import (
     OptionalType,
     ScalarType,
     TensorType,
+    TupleType,
     Type,
     erase_shape,
     is_number,
@@ -218,18 +219,25 @@ def _drop_ruled_out_branches(graph: Graph) -> bool:
 
 
 def _kept_items(value: Value, t: ListType | DictType) -> Type:
-    """``t`` for a list or dict argument the function only reads; else the declared type (or
+    """``t`` for a list or dict argument of arrays, numbers or tuples of them that the function
+    only reads; else the declared type (or
     one of plain tensors): an append or a store may put items of another shape into it, which
     the items' specialized type would contradict."""
     item = t.element if isinstance(t, ListType) else t.value
-    if isinstance(item, (TensorType, ScalarType)) and all(_only_reads(u, value)
-                                                          for u in value.uses):
+    if _plain_item(item) and all(_only_reads(u, value) for u in value.uses):
         return t
     if isinstance(value.type, type(t)):
         return value.type
     if not isinstance(item, TensorType):
         return t
     return ListType(TensorType()) if isinstance(t, ListType) else DictType(t.key, TensorType())
+
+
+def _plain_item(t: Type) -> bool:
+    """An array or a number, or a tuple of such (a step's cache: ``(x, prev_h, next_h)``)."""
+    if isinstance(t, TupleType):
+        return all(_plain_item(e) for e in t.elements)
+    return isinstance(t, (TensorType, ScalarType))
 
 
 def _only_reads(use: Use, container: Value) -> bool:

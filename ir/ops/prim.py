@@ -147,6 +147,16 @@ def _dict_value(node: Node) -> list[Type]:
 
 
 defop("prim::Constant() -> any", _constant, (PURE,), (), "a constant; attribute `value`")
+def _list_column(node: Node) -> list[Type]:
+    t, k = node.inputs[0].type, node.inputs[1]
+    if not (isinstance(t, ListType) and isinstance(t.element, TupleType) and k.is_constant
+            and type(k.constant) is int and -len(t.element.elements) <= k.constant
+            < len(t.element.elements)):
+        raise ShapeError(f"prim::ListColumn: expected a list of tuples and a constant index "
+                         f"into them, got {t}")
+    return [ListType(t.element.elements[k.constant])]
+
+
 defop("prim::Uninitialized() -> any", keep_types, (PURE, ZERO_DERIVATIVE), (),
       "a placeholder for a value never read (after return/break)")
 defop("prim::If(cond: any) -> any", keep_types, (), ("if",),
@@ -185,6 +195,9 @@ defop("prim::ListInsert(l: list, i: int, v: any) -> ()", _no_outputs, (SIDE_EFFE
       (".insert",), "insert an element", effects={"l": (WRITES,), "v": KEPT})
 defop("prim::ListSlice(l: list, start: int?, stop: int?, step: int?) -> list", _same_as_first,
       (FRESH,), ("l[a:b:c]",), "a new list from a slice (negative steps reverse)",
+      effects={"l": READ_AND_KEPT})
+defop("prim::ListColumn(l: list, k: int) -> list", _list_column, (FRESH,),
+      ("[t[k] for t in l]",), "a new list of item k of each tuple of a list of tuples",
       effects={"l": READ_AND_KEPT})
 defop("prim::ListAdd(a: list, b: list) -> list", _same_as_first, (FRESH,), ("a + b",),
       "concatenate two lists into a new one", effects={"a": READ_AND_KEPT, "b": READ_AND_KEPT})

@@ -197,13 +197,17 @@ class NativeLoop(RowRanges, Appends):
             return tuple(inits)
         if trip >= 2**62:
             return None
-        key = tuple([a.strides for a in arrays])
+        # the items of a list are laid out as its first (views x[:, t, :] of one array)
+        items_at = tuple([lst[0].strides if role in ("read", "pop") and lst
+                          and type(lst[0]) is np.ndarray else None
+                          for lst, role in zip(lists, self.list_roles)])
+        key = (tuple([a.strides for a in arrays]), items_at)
         variant = self.variants.get(key, False)
         if variant is False:
             with self.lock:
                 variant = self.variants.get(key, False)
                 if variant is False:
-                    variant = self.variants[key] = self._variant(arrays)
+                    variant = self.variants[key] = self._variant(arrays, items_at)
         if variant is None:
             return None
         ints, doubles = variant.ints, variant.doubles
@@ -286,13 +290,13 @@ class NativeLoop(RowRanges, Appends):
                       for how, k in prog.sources])
 
     # -- variants
-    def _variant(self, arrays: list[np.ndarray]) -> Variant | None:
+    def _variant(self, arrays: list[np.ndarray], items_at: tuple) -> Variant | None:
         try:
-            return self._make_variant(arrays)
+            return self._make_variant(arrays, items_at)
         except Unplannable:
             return None
 
-    def _make_variant(self, arrays: list[np.ndarray]) -> Variant:
+    def _make_variant(self, arrays: list[np.ndarray], items_at: tuple) -> Variant:
         prog = self.prog
         layouts: dict[Value, Layout] = {}
         for v, a in zip(prog.free_arrays, arrays):
@@ -310,13 +314,18 @@ class NativeLoop(RowRanges, Appends):
             shape, _, item = layouts[v]
             ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
         ints[("ndarray",)] = id(np.ndarray)
+        item_layouts: dict[Value, Layout] = {}
         for lst in prog.free_lists:
             if prog.roles[lst] in ("append", "store") or int_list(lst):
                 continue
             if prog.roles[lst] == "keys":
                 ints[("dict low", lst)] = 0  # each call's (``dict_lows``)
             e = prog.item_types[lst]
-            shape, strides, item = c_layout(e)  # type: ignore[arg-type]
+            shape, strides, item = item_layouts[lst] = c_layout(e)  # type: ignore[arg-type]
+            at = items_at[prog.free_lists.index(lst)]
+            if at is not None and len(at) == len(strides):
+                strides = at
+                item_layouts[lst] = (shape, strides, item)
             ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
             for d, (size, stride) in enumerate(zip(shape, strides)):
                 ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
@@ -328,7 +337,7 @@ class NativeLoop(RowRanges, Appends):
                 if int_list(lst):
                     continue  # an int
                 if lst not in prog.unbound:
-                    layouts[n.output] = c_layout(prog.item_types[lst])
+                    layouts[n.output] = item_layouts[lst]
                     continue
                 x, ax = prog.unbound[lst]
                 shape, strides, item = layouts[x]

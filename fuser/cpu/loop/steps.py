@@ -56,7 +56,8 @@ class StepEmitters:
 
     def _check_items(self, lst: Value) -> None:
         """Before the loop: return 1 unless every item of ``lst`` (a tuple of its items) is an
-        ndarray of the list's dtype and shape, C-contiguous (what the steps assume)."""
+        ndarray of the list's dtype, shape and strides (C-contiguous, or those of the list's
+        first item: views ``x[:, t, :]`` of one array), which the steps assume."""
         b = self.b
         rank = len(self.prog.item_types[lst].shape)  # type: ignore[arg-type]
         kind = self.int_slot(("ndarray",))
