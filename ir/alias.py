@@ -364,6 +364,12 @@ def _dict_items(s: StorageClasses, node: Node) -> None:
     s.unite(s.items_location(pairs), s.items_location(node.inputs[0]))
 
 
+def _list_column(s: StorageClasses, node: Node) -> None:
+    """``[t[k] for t in l]``: a new list whose items are elements of the tuples ``l`` holds."""
+    if holds_storage(node.output.type):
+        s.unite(s.items_location(node.output), s.items_location(s.items_location(node.inputs[0])))
+
+
 def _same(s: StorageClasses, node: Node) -> None:
     s.same(*node.inputs, *node.outputs)
 
@@ -411,6 +417,7 @@ RULES: dict[str, Rule] = {
     "prim::TupleSlice": _same_items,
     "prim::DictValues": _same_items,
     "prim::DictItems": _dict_items,
+    "prim::ListColumn": _list_column,
     "prim::unchecked_unwrap_optional": _same,
 }
 """kind -> how a node of that kind relates its inputs' and outputs' memory (``tensor::`` ops go

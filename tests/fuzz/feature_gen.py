@@ -182,8 +182,11 @@ class FeatureWriter:
         """Writes into an array the function made, in one self-contained group of statements
         (no other name may share its memory while it is written); the array is bound as an
         ordinary tensor afterwards and never written again."""
-        kind = self.choice(["buffer", "buffer", "slices", "row", "augmented", "fill"])
+        kind = self.choice(["buffer", "buffer", "parts", "slices", "row", "augmented", "fill"])
         shape = self.known_shape()
+        if kind == "parts" and shape and shape[-1] >= 2:
+            self.slot_parts(shape)
+            return
         if kind == "slices" and (len(shape) < 2 or shape[-1] < 2):
             shape = shape[:2] if len(shape) >= 2 else shape + (1,)
             shape = shape[:-1] + (self.draw(st.integers(2, 4)),)
@@ -237,6 +240,31 @@ class FeatureWriter:
             self.emit(f"{name} {op} {value}")
         self.budget -= 1
         self.bind(name, TensorT(shape))
+
+    def slot_parts(self, shape: Shape) -> None:
+        """A buffer of steps whose slot is written in parts, in place (Karpathy's LSTM:
+        ``h[t, :, :k] = f(h[t - 1, :, :k])``, ``h[t, :, k:] = g``, ``h[t, ..., 0] = 1.0``)."""
+        name, t = self.fresh("a"), self.fresh("i")
+        steps = self.draw(st.integers(1, 4))
+        k = self.draw(st.integers(1, shape[-1] - 1))
+        lead = ":, " * (len(shape) - 1)
+        self.emit(f"{name} = {self.filled((steps,) + shape, 'zeros')}")
+        self.emit(f"for {t} in range({steps}):")
+        self.scopes.append(Scope({t: INT}))
+        left = self.tensor_expr(shape[:-1] + (k,), 2)
+        right = self.tensor_expr(shape[:-1] + (shape[-1] - k,), 1)
+        self.scopes.pop()
+        if self.coin(0.7):  # a recurrence through the part the step before wrote
+            prev = f"{name}[{t} - 1, {lead}:{k}]"
+            left = f"np.tanh({left} + 0.5 * {prev})" if self.coin(0.5) else \
+                f"np.tanh({left}) + 0.5 * {prev} if {t} > 0 else {left}"
+        self.emit(f"    {name}[{t}, {lead}:{k}] = {left}")
+        if self.coin(0.7):
+            self.emit(f"    {name}[{t}, {lead}{k}:] {self.choice(['=', '+='])} {right}")
+        if len(shape) >= 2 and self.coin(0.5):
+            self.emit(f"    {name}[{t}, ..., 0] = {self.float_expr(0)}")
+        self.budget -= 2
+        self.bind(name, TensorT((steps,) + shape))
 
     def fancy_index(self) -> None:
         """Integer-array indexing: a gather ``W[idx]`` (indices in range, repeats allowed), a

@@ -8,7 +8,7 @@ shape and ran as Python), and a native loop refused list items that are not C-co
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -109,3 +109,27 @@ def test_the_forward_and_backward_in_one_function():
 def forward_backward(x: Tensor, h0: Tensor, Wx: Tensor, Wh: Tensor):
     h, caches = forward(x, h0, Wx, Wh)
     return backward(np.ones_like(h), caches, Wx, Wh)
+
+
+def clipped_gradients(xs: Tensor, model: Dict[str, Tensor]):
+    """hipsternet's clipping: (key, value) pairs of ``d.items()`` read in a loop are tuples of
+    a list too (their columns once crashed the alias analysis)."""
+    steps = []
+    for x in xs:
+        steps.append(x * 2.0)
+    grads = dict([(k, np.zeros_like(v)) for k, v in model.items()])
+    for t in range(len(steps)):
+        for k in grads.keys():
+            grads[k] += steps[t]
+    for k, v in grads.items():
+        grads[k] = np.clip(v, -5.0, 5.0)
+    return grads
+
+
+def test_a_loop_over_dict_items():
+    xs = np.random.default_rng(5).standard_normal((4, 3)) * 3
+    model = {"W": np.zeros(3), "b": np.ones(3)}
+    got, want = script(clipped_gradients)(xs, model), clipped_gradients(xs, model)
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
