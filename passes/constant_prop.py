@@ -84,6 +84,21 @@ def _scalar_fold(fn: Callable[..., Any]) -> Folder:
     return fold
 
 
+def _number_cast(fn: Callable[[Any], Any]) -> Folder:
+    """``bool(x)``, ``int(x)``, ``float(x)`` of a Python number (``if self.flag:`` with an int
+    attribute compiled in); anything else is left to run."""
+
+    def fold(node: Node, args: list[Any]) -> Any:
+        if len(args) != 1 or not _is_scalar(args[0]):
+            return NOT_CONSTANT
+        try:
+            return (fn(args[0]),)
+        except (ArithmeticError, ValueError):
+            return NOT_CONSTANT  # int(inf), int(nan): raised at run time, as written
+
+    return fold
+
+
 def _as_declared(result: Any, declared: Type) -> Any:
     # min(1, 2.0) is the int 1 in Python but the float 1.0 in numpy and in the op's type rule
     if declared == FLOAT and isinstance(result, (int, float)):
@@ -146,6 +161,9 @@ FOLDERS: dict[str, Folder] = {
     "prim::TupleUnpack": _tuple_unpack,
     "prim::TupleSlice": _tuple_slice,
     "prim::len": _len,
+    "prim::Bool": _number_cast(bool),
+    "prim::Int": _number_cast(int),
+    "prim::Float": _number_cast(float),
     "tensor::add": _scalar_fold(operator.add),
     "tensor::sub": _scalar_fold(operator.sub),
     "tensor::mul": _scalar_fold(operator.mul),

@@ -246,6 +246,8 @@ def _only_reads(use: Use, container: Value) -> bool:
     type, which may be mutated)?"""
     if use.node.kind == RETURN:  # returned by the function itself: not an alias inside it
         return use.node.owner is container.node.owner
+    if use.node.kind == "prim::DictKeys":  # a new list of the keys: nothing of the items
+        return True
     return effects_on_input(use.node, use.index) == ONLY_READS
 
 

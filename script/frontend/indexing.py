@@ -80,7 +80,8 @@ class IndexMixin:
                 self.frame.find(index.id) is self.masked_by:
             self.masked_reads.append(value)
             return value  # x[m] in the value of a masked write: the whole x (assign_masked)
-        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        items = [self.new_axis_as_none(i)
+                 for i in (index.elts if isinstance(index, ast.Tuple) else [index])]
         gathered = self.integer_array_index(value, items)
         if gathered is not None:
             return gathered
@@ -96,6 +97,13 @@ class IndexMixin:
             value = self.index_axes(value, items[cut + 1:], from_end=True)
             return self.index_axes(value, items[:cut], from_end=False)
         return self.index_axes(value, items, from_end=False)
+
+    def new_axis_as_none(self: FunctionCompiler, item: ast.expr) -> ast.expr:
+        """``np.newaxis`` in a subscript read as the ``None`` it is."""
+        if isinstance(item, ast.Attribute) and item.attr == "newaxis" and \
+                self.resolve_static(item) is None:
+            return ast.copy_location(ast.Constant(None), item)
+        return item
 
     def index_axes(self: FunctionCompiler, value: Any, items: list[ast.expr], from_end: bool
                    ) -> Any:

@@ -25,6 +25,7 @@ from passes import constant_prop
 from script import ops, script
 from script.frontend.exprs import _SCALAR_FOLDS, fold_scalars
 from script.runtime import codegen, pipelines
+from script.runtime.spellings import PRIM_CODE
 
 INTS = [-7, -3, -1, 0, 1, 2, 5]
 FLOATS = [-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, math.inf, -math.inf, math.nan]
@@ -63,6 +64,9 @@ SCALAR_REFERENCES = {
     "tensor::logical_not": (operator.not_, 1),
     "tensor::neg": (operator.neg, 1),
     "tensor::abs": (lambda a: np.abs(a).item(), 1),
+    "prim::Bool": (bool, 1),
+    "prim::Int": (int, 1),
+    "prim::Float": (float, 1),
 }
 """Scalar folders: the value the unfolded program computes."""
 
@@ -95,7 +99,7 @@ def fold(kind: str, args: tuple) -> tuple[bool, object, ir.Type]:
 def runtime(kind: str, args: tuple) -> object:
     """What the generated code computes for ``kind(*args)`` when nothing is folded."""
     names = [f"a{k}" for k in range(len(args))]
-    rule = codegen.NUMPY_CODE.get(kind)
+    rule = codegen.NUMPY_CODE.get(kind) or PRIM_CODE.get(kind)
     expr = rule(*names) if rule is not None else f"ops.{kind.split('::')[1]}({', '.join(names)})"
     return eval(expr, {"np": np, "ops": ops}, dict(zip(names, args)))  # noqa: S307
 

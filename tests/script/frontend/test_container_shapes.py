@@ -42,6 +42,14 @@ def gru_list(xs: Tensor, h: Tensor, params: List[Tensor]):
     return h
 
 
+def gru_dict_and_norm(xs: Tensor, h: Tensor, p: Dict[str, Tensor]):
+    h = gru_dict(xs, h, p)
+    norm = 0.0
+    for k in p.keys():  # (hipsternet's loops over a model's keys)
+        norm += np.sum(p[k] ** 2)
+    return h, norm
+
+
 def rescaled(p: Dict[str, Tensor], x: Tensor):
     # changes its dict: the items keep the element type (a later read may see the new item)
     y = x @ p["w"]
@@ -90,6 +98,16 @@ def test_a_cell_over_a_list_or_dict_compiles_like_one_over_arguments():
     for fn, args in [(gru_dict, by_dict), (gru_list, by_list)]:
         graph = script(fn).graph_for(*args)
         assert _loop_body(graph) == want, str(graph)  # reads hoisted, the same groups
+
+
+def test_a_loop_over_the_keys_keeps_the_items_shapes():
+    (_, sep), (_, by_dict), (_, _) = calls(np.float64)
+    f = script(gru_dict_and_norm)
+    got, want = f(*by_dict), gru_dict_and_norm(*by_dict)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    graph = f.graph_for(*by_dict)
+    assert _loop_body(graph) == _loop_body(script(gru_separate).graph_for(*sep)), str(graph)
 
 
 def test_gradients_equal_finite_differences():

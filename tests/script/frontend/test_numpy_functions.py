@@ -73,6 +73,10 @@ def range_indices(p: Tensor, y: List[int]) -> Tuple[Tensor, Tensor, Tensor, Tens
     return p[range(m), y], p[range(1, m), 0], p[range(0, m, 2)], d
 
 
+def new_axes(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+    return v[:, np.newaxis] * v[np.newaxis, :], x[np.newaxis][0][:, None] + x[:, np.newaxis]
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -90,6 +94,7 @@ PROGRAMS = {
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
     "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
                                        np.array([4, 0, 2]))),
+    "new_axes": (new_axes, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "range_indices": (range_indices, lambda r, d: (_r(r, d, 4, 3), [2, 0, 1, 2])),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
                                                r.integers(0, 2, (3, 4)) * 3)),

@@ -135,6 +135,19 @@ def test_bool_and_str_attributes_decide_branches_when_compiling(dtype):
         assert "prim::If" not in str(f.graph)  # both conditions folded
 
 
+def test_an_int_attribute_as_a_condition_is_decided_when_compiling():
+    """ONNX's GRU reference: ``h = h_linear if self.linear_before_reset else h_default`` with
+    an int attribute (0 or 1)."""
+    rng = np.random.default_rng(5)
+    enc = Encoder(rng, 3, 1, "tanh")
+    xs = rng.standard_normal((4, 2, 3))
+    f = script(encode)
+    for flag in (1, 0, 2):
+        enc.bidirectional = flag
+        assert_same_at(f(enc, xs), encode(enc, xs))
+        assert "prim::If" not in str(f.graph_for(enc, xs))
+
+
 def test_bool_and_str_attribute_gradients_match_finite_differences():
     rng = np.random.default_rng(4)
     xs = rng.standard_normal((3, 2, 3))
