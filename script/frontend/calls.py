@@ -394,6 +394,8 @@ class CallMixin:
             value = values.get(name)
             if value is None:
                 value = self.default_argument(fdef, name, node)
+            if t == FLOAT and value.type in (INT, BOOL):  # as an argument of the function
+                value = self.emit_value("prim::Float", [value])  # called itself takes it
             if not is_subtype(value.type, t):
                 raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                  f"not {value.type}")

@@ -166,3 +166,19 @@ def test_dict_of_a_list_of_arrays_is_refused_at_the_call():
     with pytest.raises(ScriptError, match="dict\\(\\) of a Tensor\\[\\] is not supported") as info:
         script(dict_of_a_list)([np.ones(2)])
     assert "return dict(xs)" in str(info.value)
+
+
+# -- an int passed for a float parameter of a helper ---------------------------------------------
+def penalty(w: Tensor, lam=1e-3):
+    return lam * np.sum(w * w)
+
+
+def penalties(w: Tensor) -> Tensor:
+    return penalty(w, lam=0) + penalty(w, 2) + penalty(w, True) + penalty(w)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_int_for_a_float_parameter_of_a_helper_is_taken_as_python_takes_it(dtype):
+    """hipsternet calls ``cross_entropy(model, y_pred, y, lam=0)`` where ``lam=1e-3``."""
+    w = np.arange(3.0).astype(dtype)
+    assert_same_at(script(penalties)(w), penalties(w))
