@@ -1,6 +1,6 @@
 """Canonicalization rules writing numpy functions whose meaning depends on numbers of axes as the
 ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` /
-``np.column_stack`` as ``np.stack`` or ``np.concatenate``.
+``np.column_stack`` as ``np.stack`` or ``np.concatenate``, ``np.swapaxes`` as ``np.transpose``.
 
 The front end cannot choose (an argument's number of axes is known only once the function is
 specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack`` /
@@ -195,10 +195,26 @@ def hstack_as_join(node: Node) -> bool:
     return _replace(node, "tensor::cat", [_sequence(node), _constant(node, 0 if rank == 1 else 1)])
 
 
+def swapaxes_as_transpose(node: Node) -> bool:
+    """``np.swapaxes(a, i, j)`` is ``np.transpose(a, axes)`` with axes ``i`` and ``j`` of the
+    identity permutation exchanged."""
+    a, i, j = node.inputs
+    rank = _rank(a)
+    if rank is None or not i.is_constant or not j.is_constant:
+        return False
+    axes = list(range(rank))
+    p, q = int(i.constant) % max(rank, 1), int(j.constant) % max(rank, 1)
+    axes[p], axes[q] = axes[q], axes[p]
+    with node.graph.inserting_before(node):
+        perm = node.graph.constant(tuple(axes))
+    return _replace(node, "tensor::transpose", [a, perm])
+
+
 NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::dot": dot_as_matmul,
     "tensor::vstack": vstack_as_join,
     "tensor::hstack": hstack_as_join,
     "tensor::column_stack": column_stack_as_join,
+    "tensor::swapaxes": swapaxes_as_transpose,
 }
 """kind -> canonicalization rule (merged into ``passes.canonicalize.RULES``)."""

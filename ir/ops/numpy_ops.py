@@ -339,3 +339,23 @@ def _numel(node: Node) -> list[Type]:
 
 defop("tensor::numel(a: Tensor) -> int", _numel, (PURE, ZERO_DERIVATIVE), (".size", "np.size"),
       "the number of elements (numpy's a.size)")
+
+
+# -- np.swapaxes ------------------------------------------------------------------------------
+def _swapaxes(node: Node) -> list[Type]:
+    t = tensor_arg(node, 0)
+    i, j = (node.inputs[k].constant if node.inputs[k].is_constant else None for k in (1, 2))
+    if type(i) is not int or type(j) is not int:
+        raise ShapeError("np.swapaxes: the axes must be int constants")
+    if t.shape is None:
+        return [t]
+    rank = len(t.shape)
+    a, b = check_axis(i, rank, node), check_axis(j, rank, node)
+    shape = list(t.shape)
+    shape[a], shape[b] = shape[b], shape[a]
+    return [t.with_shape(tuple(shape))]
+
+
+defop("tensor::swapaxes(a: Tensor, axis1: int, axis2: int) -> Tensor", _swapaxes, (PURE, VIEW),
+      ("np.swapaxes", ".swapaxes"), "a with two axes swapped (a view, numpy.swapaxes); "
+      "rewritten as np.transpose once the number of axes is known")

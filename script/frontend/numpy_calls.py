@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
+                    "flip": "numpy_flip",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}
@@ -107,6 +108,30 @@ class NumpyMixin:
                              "holds) is not supported: its size depends on the values; write "
                              "np.where(cond, a, b)")
         return self.call_op(op_def("tensor::where"), node, display="np.where")
+
+    def numpy_flip(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.flip(m, axis): m[..., ::-1, ...] along each given axis (a view)."""
+        given = dict(zip(["m", "axis"], node.args)) | {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 2 or set(given) - {"m", "axis"} or "m" not in given:
+            raise self.error(node, "np.flip() takes an array and an axis")
+        value = None
+        if "axis" in given:
+            try:  # a literal: 0, -1, (0, 2)
+                value = ast.literal_eval(given["axis"])
+            except ValueError:
+                axis = self.expr(given["axis"])  # a name bound to a constant
+                value = axis.constant if axis.is_constant else None
+        axes = value if isinstance(value, tuple) else (value,)
+        if not axes or not all(type(a) is int for a in axes):
+            raise self.error(node, "np.flip() needs its axis (an int or a tuple of ints) "
+                             "here: np.flip(x, axis=0) is x[::-1]")
+        out = self.expr(given["m"])
+        if not isinstance(out.type, TensorType):
+            raise self.error(given["m"], f"np.flip() of a {out.type}: pass an array")
+        for a in axes:
+            out = self.emit_value("tensor::slice", [out, self.const(a), self.const(None),
+                                                    self.const(None), self.const(-1)])
+        return out
 
     # -- np.array ----------------------------------------------------------------------------------
     def numpy_array(self: FunctionCompiler, node: ast.Call) -> Any:

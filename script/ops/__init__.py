@@ -76,6 +76,7 @@ from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
     numel,
     ravel,
     repeat,
+    swapaxes,
     tile,
     vstack,
 )

@@ -69,6 +69,11 @@ def hstack(tensors: Any) -> Any:
     return array_module(*tensors).hstack(tuple(tensors))
 
 
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """``a`` with two axes swapped, a view (numpy.swapaxes)."""
+    return array_module(a).swapaxes(a, axis1, axis2)
+
+
 def column_stack(tensors: Any) -> Any:
     """Join along the second axis, 1-D arrays as columns (numpy.column_stack)."""
     return array_module(*tensors).column_stack(tuple(tensors))

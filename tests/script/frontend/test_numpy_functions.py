@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from script import ScriptError, Tensor, ops, script
+from tests.gradcheck import check_vjp
 from tests.helpers import assert_same, infer
 
 
@@ -77,6 +78,11 @@ def new_axes(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
     return v[:, np.newaxis] * v[np.newaxis, :], x[np.newaxis][0][:, None] + x[:, np.newaxis]
 
 
+def flips_and_swaps(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    return (np.flip(x, 0) * 2.0, np.flip(x, axis=(0, -1)) + 1.0, np.swapaxes(x, 0, 2),
+            x.swapaxes(-1, 1) * x.swapaxes(1, 2))
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -94,6 +100,7 @@ PROGRAMS = {
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
     "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
                                        np.array([4, 0, 2]))),
+    "flips_and_swaps": (flips_and_swaps, lambda r, d: (_r(r, d, 2, 3, 3),)),
     "new_axes": (new_axes, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "range_indices": (range_indices, lambda r, d: (_r(r, d, 4, 3), [2, 0, 1, 2])),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
@@ -163,6 +170,8 @@ def test_type_rule_agrees_with_the_eager_op(name, args):
 
 
 REFUSED = [
+    ("def f(x: Tensor) -> Tensor:\n    return np.flip(x)\n",
+     r"np.flip\(\) needs its axis .* np.flip\(x, axis=0\) is x\[::-1\]"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array('ab')\n", r"np.array\(\) of a str"),
     ("def f(x: Tensor) -> Tensor:\n    return np.outer(2.0, x)\n", r"np.outer\(\) of a float"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array(x, copy=False)\n",
@@ -198,3 +207,8 @@ def test_unsupported_forms_are_script_errors(tmp_path, source, message):
     with pytest.raises(ScriptError, match=message) as info:
         script(module.f)(np.ones(3))
     assert "return np." in str(info.value)
+
+
+def test_gradients_of_flips_and_swaps():
+    x = np.random.default_rng(1).standard_normal((2, 3, 3))
+    check_vjp(flips_and_swaps, (x,), argnums=(0,))
