@@ -262,6 +262,13 @@ class CallMixin:
             if arg.kind == "Tensor" and display.startswith("np.") and value.type in (
                     INT, FLOAT, BOOL):  # numpy takes a number as a 0-d array: np.sum(3.0)
                 value = inputs[k] = self.emit_value("tensor::array", [value, self.const(None)])
+            elif arg.kind == "Tensor" and display.startswith("np.") and _arrays(value.type):
+                # and a list of arrays as their stack: np.sum([np.sum(w * w) for w in ws])
+                if isinstance(value.type, TupleType):  # (a list: gradients follow those)
+                    items = self.emit("prim::TupleUnpack", [value],
+                                      list(value.type.elements)).outputs
+                    value = self.emit_value("prim::ListConstruct", list(items))
+                value = inputs[k] = self.emit_value("tensor::stack", [value, self.const(0)])
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
@@ -566,3 +573,11 @@ def _builtin_name(obj: Any) -> str | None:
 def _is_library(fn: Any) -> bool:
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     return module in _LIBRARY_MODULES
+
+
+def _arrays(t: Type) -> bool:
+    """A list or tuple of arrays (which numpy functions take as the array of their stack)."""
+    if isinstance(t, ListType):
+        return isinstance(t.element, TensorType)
+    return isinstance(t, TupleType) and bool(t.elements) and all(
+        isinstance(e, TensorType) for e in t.elements)

@@ -83,6 +83,13 @@ def flips_and_swaps(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
             x.swapaxes(-1, 1) * x.swapaxes(1, 2))
 
 
+def lists_as_arrays(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """numpy takes a list or tuple of arrays as their stack (hipsternet's regularization)."""
+    ws: List[Tensor] = [x, x * 2.0]
+    return (np.sum([np.sum(w * w) for w in ws]), np.mean((v, v * 3.0), axis=0),
+            np.max([x.sum(), v.max()]))
+
+
 def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -101,6 +108,7 @@ PROGRAMS = {
     "gathers": (gathers, lambda r, d: (_r(r, d, 4, 5), np.array([[0, 3], [3, -1]]),
                                        np.array([4, 0, 2]))),
     "flips_and_swaps": (flips_and_swaps, lambda r, d: (_r(r, d, 2, 3, 3),)),
+    "lists_as_arrays": (lists_as_arrays, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "new_axes": (new_axes, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "range_indices": (range_indices, lambda r, d: (_r(r, d, 4, 3), [2, 0, 1, 2])),
     "elementwise": (elementwise, lambda r, d: (_r(r, d, 3, 4),
@@ -209,6 +217,8 @@ def test_unsupported_forms_are_script_errors(tmp_path, source, message):
     assert "return np." in str(info.value)
 
 
-def test_gradients_of_flips_and_swaps():
-    x = np.random.default_rng(1).standard_normal((2, 3, 3))
-    check_vjp(flips_and_swaps, (x,), argnums=(0,))
+def test_gradients_of_flips_and_swaps_and_lists_as_arrays():
+    r = np.random.default_rng(1)
+    check_vjp(flips_and_swaps, (r.standard_normal((2, 3, 3)),), argnums=(0,))
+    check_vjp(lists_as_arrays, (r.standard_normal((2, 3)), r.standard_normal(3)),
+              argnums=(0, 1))
