@@ -272,9 +272,10 @@ class ExprMixin:
         each operand converted to bool."""
         is_and = isinstance(node.op, ast.And)
         result = self.condition_value(node.values[0])
-        for operand in node.values[1:]:
-            result = self.short_circuit(result, is_and,
-                                        lambda e=operand: self.condition_value(e), node)
+        for k, operand in enumerate(node.values[1:], 1):
+            known = _known_not_none(node.values[:k], is_and)
+            result = self.short_circuit(result, is_and, lambda e=operand, n=known: (
+                self.refine(n), self.condition_value(e))[1], node)
         return result
 
     def visit_BoolOp(self: FunctionCompiler, node: ast.BoolOp) -> Any:
@@ -282,12 +283,13 @@ class ExprMixin:
         (``n or 3`` is ``n`` unless ``n`` is 0), each evaluated only when needed."""
         is_and = isinstance(node.op, ast.And)
         result = self.expr(node.values[0])
-        for operand in node.values[1:]:
-            result = self.deciding_operand(result, is_and, operand, node)
+        for k, operand in enumerate(node.values[1:], 1):
+            result = self.deciding_operand(result, is_and, operand, node,
+                                           _known_not_none(node.values[:k], is_and))
         return result
 
     def deciding_operand(self: FunctionCompiler, first: Any, is_and: bool, operand: ast.expr,
-                         node: ast.BoolOp) -> Any:
+                         node: ast.BoolOp, known: list[str] | None = None) -> Any:
         """``first and operand`` / ``first or operand``: ``first`` when its truth value decides,
         else ``operand``'s value; the two must have one type."""
         cond = self.to_bool(first, node)
@@ -295,8 +297,11 @@ class ExprMixin:
         if isinstance(folded, bool):
             return self.expr(operand) if folded == is_and else first
         if_node = self.emit("prim::If", [cond], [], nblocks=2)
-        evaluate = (lambda: self.expr(operand), lambda: first) if is_and else \
-            (lambda: first, lambda: self.expr(operand))
+        def later() -> Any:  # (where the operands before decided: x is not None and x == 1)
+            self.refine(known or [])
+            return self.expr(operand)
+
+        evaluate = (later, lambda: first) if is_and else (lambda: first, later)
         values = []
         for block, fn in zip(if_node.blocks, evaluate):
             _, value = self.emit_in_block(block, fn)
@@ -512,6 +517,12 @@ def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
             return [n for p in parts for n in p[0]], []
         return [], [n for p in parts for n in p[1]]
     return [], []
+
+
+def _known_not_none(before: list[ast.expr], is_and: bool) -> list[str]:
+    """The names known not to be None where an operand of ``and`` (``or``) is evaluated: those
+    the operands before it test, all true (false) there."""
+    return [n for v in before for n in none_checks(v)[0 if is_and else 1]]
 
 
 def _narrowable(node: ast.expr) -> str | None:

@@ -102,3 +102,32 @@ def test_a_rebound_object_assigned_field_or_call_ends_the_narrowing(fn):
     with pytest.raises(ScriptError, match="unsupported operand types for \\+: 'Tensor' and "
                        "'Tensor\\?'"):
         script(fn)(np.ones(2))
+
+
+# -- the operands after a None test in `and` / `or` ----------------------------------------------
+def narrowed_in_the_expression(x: Tensor, k: Optional[int], h: Optional[Tensor]):
+    a = 2.0 if k is not None and k == 1 else 3.0
+    b = h is not None and h.shape[0] == 2
+    c = h is None or h.shape[0] == 2
+    if k is not None and k > 0 and h is not None and h.ndim == 1:
+        a = a + 1.0
+    return x * a, b, c
+
+
+@pytest.mark.parametrize("k, h", [(1, np.ones(2)), (None, None), (2, np.ones(3)), (1, None)])
+def test_an_operand_after_a_none_test_in_and_or_is_narrowed(k, h):
+    """ONNX's reference ops: ``layout is not None and layout == 1``."""
+    x = np.ones(2)
+    got, want = script(narrowed_in_the_expression)(x, k, h), narrowed_in_the_expression(x, k, h)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:]
+
+
+def still_optional_after(k: Optional[int]) -> int:
+    a = k is not None and k == 1
+    return k + 1 if a else 0
+
+
+def test_the_narrowing_ends_with_the_expression():
+    with pytest.raises(ScriptError, match="unsupported operand types for \\+: 'int\\?'"):
+        script(still_optional_after)(1)
