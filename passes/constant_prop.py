@@ -161,6 +161,8 @@ FOLDERS: dict[str, Folder] = {
     "prim::TupleUnpack": _tuple_unpack,
     "prim::TupleSlice": _tuple_slice,
     "prim::len": _len,
+    "prim::str_eq": lambda node, args: (args[0] == args[1],) if all(
+        type(a) is str for a in args) else NOT_CONSTANT,
     "prim::Bool": _number_cast(bool),
     "prim::Int": _number_cast(int),
     "prim::Float": _number_cast(float),

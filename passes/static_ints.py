@@ -1,5 +1,6 @@
-"""Static int arguments: the int parameters whose value gives an array's shape, and the bool
-parameters whose value decides an ``if``.
+"""Static int arguments: the int parameters whose value gives an array's shape, the bool
+parameters whose value decides an ``if``, and the str parameters compared with a constant
+string (``if mode == "train":``, decided when compiling like a bool's ``if``).
 
 ``sizing_inputs(graph)`` finds, once per function, the graph inputs declared ``int`` (or
 ``Optional[int]``, or a tuple of ints) whose value flows into an operand that sizes an array: an
@@ -25,24 +26,27 @@ from collections.abc import Mapping
 from ir.core import Graph, Value
 from ir.kinds import CONSTANT, IF, PARAM, TUPLE_CONSTRUCT
 from ir.registry import lookup
-from ir.types import BOOL, INT, ListType, OptionalType, TupleType, Type
+from ir.types import BOOL, INT, STR, ListType, OptionalType, TupleType, Type
 from passes import inline
 
 
 def sizing_inputs(graph: Graph) -> tuple[int, ...]:
-    """The positions of ``graph``'s int inputs whose value sizes an array and of its bool inputs
-    that decide an ``if``, in order."""
+    """The positions of ``graph``'s int inputs whose value sizes an array, of its bool inputs
+    that decide an ``if`` and of its str inputs compared with a constant string, in order."""
     graph = graph.clone()
     inline.run(graph)
     candidates = {v: k for k, v in enumerate(graph.inputs) if _int_like(v.type)}
     flags = {v: k for k, v in enumerate(graph.inputs) if v.type == BOOL}
-    if not candidates and not flags:
+    words = {v: k for k, v in enumerate(graph.inputs) if v.type == STR}
+    if not candidates and not flags and not words:
         return ()
     found: set[int] = set()
     seen: set[Value] = set()
     for node in graph.walk():
         if node.kind == IF and flags:
             _trace_flags(node.inputs[0], flags, found)
+        if node.kind == "prim::str_eq" and any(v.is_constant for v in node.inputs):
+            found.update(words[v] for v in node.inputs if v in words)  # mode == "train"
         op = lookup(node.kind)
         sizes = op.extra.get("sizes", ()) if op is not None else ()
         for k, arg in enumerate(op.args if sizes else ()):

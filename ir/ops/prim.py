@@ -26,6 +26,7 @@ from ir.types import (
     BOOL,
     INT,
     NONE,
+    STR,
     ClassType,
     DictType,
     ListType,
@@ -147,6 +148,13 @@ def _dict_value(node: Node) -> list[Type]:
 
 
 defop("prim::Constant() -> any", _constant, (PURE,), (), "a constant; attribute `value`")
+def _str_eq(node: Node) -> list[Type]:
+    if any(v.type != STR for v in node.inputs):
+        raise ShapeError(f"prim::str_eq: expected two strings, got "
+                         f"{', '.join(str(v.type) for v in node.inputs)}")
+    return [BOOL]
+
+
 def _list_column(node: Node) -> list[Type]:
     t, k = node.inputs[0].type, node.inputs[1]
     if not (isinstance(t, ListType) and isinstance(t.element, TupleType) and k.is_constant
@@ -196,6 +204,8 @@ defop("prim::ListInsert(l: list, i: int, v: any) -> ()", _no_outputs, (SIDE_EFFE
 defop("prim::ListSlice(l: list, start: int?, stop: int?, step: int?) -> list", _same_as_first,
       (FRESH,), ("l[a:b:c]",), "a new list from a slice (negative steps reverse)",
       effects={"l": READ_AND_KEPT})
+defop("prim::str_eq(a: any, b: any) -> bool", _str_eq, (PURE, ZERO_DERIVATIVE), (),
+      "whether two strings are equal")
 defop("prim::ListColumn(l: list, k: int) -> list", _list_column, (FRESH,),
       ("[t[k] for t in l]",), "a new list of item k of each tuple of a list of tuples",
       effects={"l": READ_AND_KEPT})

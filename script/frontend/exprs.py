@@ -175,6 +175,9 @@ class ExprMixin:
         folded = fold_scalars(symbol, lhs, rhs)
         if folded is not NOT_CONSTANT:
             return self.const(folded)
+        if symbol in ("==", "!=") and lhs.type == rhs.type == STR:  # if mode == "train":
+            same = self.emit_value("prim::str_eq", [lhs, rhs])
+            return same if symbol == "==" else self.negate(same)
         op = operator_op(symbol)
         for value, arg in zip((lhs, rhs), op.args):
             if not accepts(arg.kind, value.type):

@@ -51,10 +51,11 @@ def call_key(args: tuple[Any, ...], static: tuple[int, ...]) -> Any:
 
 
 def static_value(value: Any) -> int | tuple[int, ...] | None:
-    """What a specialization compiles in for an argument at a static position: an int or a
-    bool, or a tuple of ints; None for anything else (None), which stays keyed by its type."""
+    """What a specialization compiles in for an argument at a static position: an int, a bool
+    or a str, or a tuple of ints; None for anything else (None), which stays keyed by its
+    type."""
     t = type(value)
-    if t is int or t is bool:
+    if t is int or t is bool or t is str:
         return value
     if t is tuple and all(type(x) is int for x in value):
         return value

@@ -76,6 +76,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::ListSlice": lambda lst, a, b, c: f"{lst}[{a}:{b}:{c}]",
     "prim::ListAdd": lambda a, b: f"{a} + {b}",
     "prim::ListColumn": lambda lst, k: f"[_item[{k}] for _item in {lst}]",
+    "prim::str_eq": lambda a, b: f"{a} == {b}",
     "prim::ListContains": lambda lst, v: f"{v} in {lst}",
     "prim::len": lambda x: f"len({x})",
     "prim::DictGetItem": lambda d, k: f"{d}[{k}]",

@@ -71,7 +71,7 @@ SCALAR_REFERENCES = {
 """Scalar folders: the value the unfolded program computes."""
 
 STRUCTURE_FOLDERS = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack",
-                     "prim::TupleSlice", "prim::len"}
+                     "prim::TupleSlice", "prim::len", "prim::str_eq"}
 """Folders of tuples and lengths: checked by the tests of the same name below."""
 
 TYPE_FOLDERS = {"tensor::ndim", "tensor::size", "tensor::numel", "prim::IsNone"}
@@ -314,3 +314,13 @@ def test_compiled_constant_arithmetic_equals_python():
         return x + a + b + c + d
 
     assert f(0.25) == f.python_fn(0.25)
+
+
+@pytest.mark.parametrize("a, b", [("train", "train"), ("train", "eval"), ("", "")])
+def test_string_equality_folds_to_pythons(a, b):
+    g = ir.Graph()
+    node = g.insert("prim::str_eq", [g.constant(a), g.constant(b)], [ir.BOOL])
+    g.add_output(node.output)
+    constant_prop.run(g)
+    out = g.outputs[0]
+    assert out.is_constant and out.constant is (a == b)

@@ -182,3 +182,24 @@ def test_an_int_for_a_float_parameter_of_a_helper_is_taken_as_python_takes_it(dt
     """hipsternet calls ``cross_entropy(model, y_pred, y, lam=0)`` where ``lam=1e-3``."""
     w = np.arange(3.0).astype(dtype)
     assert_same_at(script(penalties)(w), penalties(w))
+
+
+# -- string equality -------------------------------------------------------------------------------
+def by_mode(x: Tensor, mode: str, other: str):
+    h = x[0] * 0.0
+    for t in range(x.shape[0]):
+        if mode == "train":
+            h = np.tanh(x[t] + h)
+        else:
+            h = np.tanh(x[t] - h)
+    return h, mode == other, "eval" != mode
+
+
+@pytest.mark.parametrize("mode, other", [("train", "train"), ("eval", "x"), ("train", "eval")])
+def test_strings_compare_as_in_python_and_a_compared_argument_decides_the_branch(mode, other):
+    x = np.random.default_rng(0).standard_normal((30, 3))
+    f = script(by_mode)
+    got, want = f(x, mode, other), by_mode(x, mode, other)
+    assert_same(got[0], want[0])
+    assert got[1:] == want[1:]
+    assert "runs natively" in f.explain(x, mode, other)  # the if decided when compiling
