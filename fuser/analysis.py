@@ -52,6 +52,17 @@ VIEW_OPS: dict[str, str] = {"tensor::chunk": "chunk", "tensor::split": "split"}
 """Ops a group may contain that cut their input into pieces read at offsets (no compute)."""
 
 
+def seen_by(operand: Value, views: tuple[View, ...]) -> tuple[View, ...]:
+    """The views of an elementwise op's result that its ``operand`` sees: those along an axis
+    the operand broadcasts (size 1, or missing) take all of it there (``k - x[1:2, 0:1]``,
+    chunked along rows, reads that one element in every piece)."""
+    t = operand.type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return views
+    rank = len(t.shape)
+    return tuple(v for v in views if rank + v.axis >= 0 and t.shape[rank + v.axis] != 1)
+
+
 def leaf_for(value: Value, views: tuple[View, ...]) -> Leaf:
     """The leaf reading subgraph input ``value`` through ``views`` (outermost view last).
 
@@ -176,7 +187,7 @@ def analyze(graph: Graph, storage: Container[str], can_generate: Callable[[Node]
             raise ValueError(f"{CAT} output %{v.name} is read inside the group")
         if not can_generate(node):
             raise ValueError(f"the {backend} fuser cannot generate {node.kind}")
-        stack.extend((u, views) for u in reversed(node.inputs))
+        stack.extend((u, seen_by(u, views)) for u in reversed(node.inputs))
     return spec
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fuser.analysis import VIEW_OPS, KernelSpec, View, leaf_for, view_of
+from fuser.analysis import VIEW_OPS, KernelSpec, View, leaf_for, seen_by, view_of
 from ir.core import CONSTANT, Node, Value
 from ir.types import TensorType
 
@@ -100,7 +100,7 @@ class Emitter:
             return Val("weak", const=v.constant)
         if node.kind in VIEW_OPS:
             return self.value(node.inputs[0], (view_of(node, v.index),) + views)
-        args = [self.value(u, views) for u in node.inputs]
+        args = [self.value(u, seen_by(u, views)) for u in node.inputs]
         return self.keep(self.rules[node.kind](self, node, args))
 
     def load(self, leaf: int) -> Val:

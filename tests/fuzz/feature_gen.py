@@ -367,11 +367,30 @@ class FeatureWriter:
         """Containers of tensors carried through loops: a list appended and read back by the
         step (``hs[t]``, ``hs[-1]``) then stacked, a dict with int keys ``hs[t] = f(hs[t - 1])``
         started at ``hs[-1]``, and a tuple state unpacked each step."""
-        kind = self.choice(["list", "dict", "tuple"])
+        kind = self.choice(["list", "dict", "tuple", "caches"])
         shape = self.known_shape()
         steps = self.draw(st.integers(1, 3))
         i = self.fresh("i")
-        name = self.fresh({"list": "hs", "dict": "hd", "tuple": "st"}[kind])
+        name = self.fresh({"list": "hs", "dict": "hd", "tuple": "st", "caches": "cs"}[kind])
+        if kind == "caches":  # a forward saving (h, next h) per step, a reverse loop reading them
+            h, g, a, b = self.fresh("h"), self.fresh("g"), self.fresh("u"), self.fresh("u")
+            self.emit(f"{name} = []")
+            self.emit(f"{h} = {self.tensor_expr(shape, 1)}")
+            self.emit(f"for {i} in range({steps}):")
+            self.scopes.append(Scope({i: INT}))
+            nh = f"np.tanh({self.tensor_expr(shape, 2)} + 0.5 * {h})"
+            self.scopes.pop()
+            self.emit(f"    {name}.append(({h}, {nh}))")
+            self.emit(f"    {h} = {name}[-1][1]")
+            self.emit(f"{g} = {self.tensor_expr(shape, 1)}")
+            order = self.choice([f"reversed(range(len({name})))", f"range(len({name}))"])
+            self.emit(f"for {i} in {order}:")
+            self.emit(f"    {a}, {b} = {name}[{i}]")
+            self.emit(f"    {g} = {g} * (1.0 - {b} * {b}) + 0.5 * {name}[{i}][0] * {a}")
+            self.bind(g, TensorT(shape))
+            self.bind(h, TensorT(shape))
+            self.budget -= 2
+            return
         if kind == "list":
             self.emit(f"{name} = [{self.tensor_expr(shape, 1)}]")
             self.emit(f"for {i} in range({steps}):")
