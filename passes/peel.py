@@ -33,7 +33,7 @@ a loop costs one walk.
 
 from __future__ import annotations
 
-from ir.core import Graph, Node, Value
+from ir.core import Block, Graph, Node, Value
 from ir.kinds import IF, LOOP
 from ir.types import is_subtype
 from passes.licm import is_for_loop
@@ -112,21 +112,29 @@ def _tests_of(count: Value) -> dict[Node, bool]:
     return found
 
 
-def peel(loop: Node) -> None:
-    """Run ``loop``'s first trip before it, inside an ``If`` on the trip count (above)."""
+def _inside_a_branch_on_trips(loop: Node) -> Block:
+    """Move ``loop`` into the first block of a new ``If(trips > 0)`` whose other block gives the
+    initial values; the If's outputs replace the loop's. Returns that first block (its returns
+    still to be set)."""
     graph: Graph = loop.graph
-    trips = loop.inputs[0]
     with graph.inserting_before(loop):
-        some = graph.insert_typed("tensor::gt", [trips, graph.constant(0)]).output
+        some = graph.insert_typed("tensor::gt", [loop.inputs[0], graph.constant(0)]).output
     branch = graph.create(IF, [some], [v.type for v in loop.outputs], nblocks=2,
                           names=[v.name for v in loop.outputs], source=loop.source)
     branch.insert_before(loop)
     first, none = branch.blocks
     none.set_returns(list(loop.inputs[2:]))
-    end = first.return_node
     for out, result in zip(loop.outputs, branch.outputs):
         out.replace_all_uses_with(result)
-    loop.move_before(end)
+    loop.move_before(first.return_node)
+    return first
+
+
+def peel(loop: Node) -> None:
+    """Run ``loop``'s first trip before it, inside an ``If`` on the trip count (above)."""
+    graph: Graph = loop.graph
+    trips = loop.inputs[0]
+    first = _inside_a_branch_on_trips(loop)
     with graph.inserting_before(loop):
         counter = graph.constant(0)
     carried = clone_body_before(loop, loop, counter, list(loop.inputs[2:]))
@@ -159,17 +167,8 @@ def peel_last(loop: Node) -> None:
     """
     graph: Graph = loop.graph
     trips = loop.inputs[0]
-    with graph.inserting_before(loop):
-        some = graph.insert_typed("tensor::gt", [trips, graph.constant(0)]).output
-    branch = graph.create(IF, [some], [v.type for v in loop.outputs], nblocks=2,
-                          names=[v.name for v in loop.outputs], source=loop.source)
-    branch.insert_before(loop)
-    first, none = branch.blocks
-    none.set_returns(list(loop.inputs[2:]))
+    first = _inside_a_branch_on_trips(loop)
     end = first.return_node
-    for out, result in zip(loop.outputs, branch.outputs):
-        out.replace_all_uses_with(result)
-    loop.move_before(end)
     with graph.inserting_before(loop):
         rest = graph.insert_typed("tensor::sub", [trips, graph.constant(1)]).output
     loop.set_input(0, rest)

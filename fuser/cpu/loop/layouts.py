@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from fuser.cpu.loop.body import int_list
 from ir.types import TensorType
 
 # -- layouts ---------------------------------------------------------------------------------------
@@ -100,3 +103,26 @@ def unit_axes(lay: Layout, shape: tuple[int, ...]) -> Layout:
         raise Unplannable
     rest = iter(kept)
     return shape, tuple(0 if d == 1 else next(rest)[1] for d in shape), item
+
+
+def list_item_layouts(prog: Any, items_at: tuple, ints: dict[Any, int]) -> dict[Any, Layout]:
+    """Per list from outside a loop (``LoopProgram`` ``prog``) whose items the steps read, their
+    layout: C-ordered, or the strides of the list's first item (``items_at``, per free list;
+    views ``x[:, t, :]`` of one array), which the loop checks every item against; and the
+    ints that check reads (dtype, dims, strides)."""
+    found: dict[Any, Layout] = {}
+    for lst in prog.free_lists:
+        if prog.roles[lst] in ("append", "store") or int_list(lst):
+            continue
+        if prog.roles[lst] == "keys":
+            ints[("dict low", lst)] = 0  # each call's (``dict_lows``)
+        e = prog.item_types[lst]
+        shape, strides, item = c_layout(e)
+        at = items_at[prog.free_lists.index(lst)]
+        if at is not None and len(at) == len(strides):
+            strides = at
+        found[lst] = (shape, strides, item)
+        ints[("descr", lst)] = id(np.dtype(e.dtype))
+        for d, (size, stride) in enumerate(zip(shape, strides)):
+            ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
+    return found

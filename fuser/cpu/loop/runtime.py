@@ -42,6 +42,7 @@ from fuser.cpu.loop.layouts import (
     c_layout,
     dense,
     gemm_operand,
+    list_item_layouts,
     slot_prefix,
     unit_axes,
 )
@@ -314,21 +315,7 @@ class NativeLoop(RowRanges, Appends):
             shape, _, item = layouts[v]
             ints[("seq", v)] = int(np.prod(shape, dtype=np.int64)) * item
         ints[("ndarray",)] = id(np.ndarray)
-        item_layouts: dict[Value, Layout] = {}
-        for lst in prog.free_lists:
-            if prog.roles[lst] in ("append", "store") or int_list(lst):
-                continue
-            if prog.roles[lst] == "keys":
-                ints[("dict low", lst)] = 0  # each call's (``dict_lows``)
-            e = prog.item_types[lst]
-            shape, strides, item = item_layouts[lst] = c_layout(e)  # type: ignore[arg-type]
-            at = items_at[prog.free_lists.index(lst)]
-            if at is not None and len(at) == len(strides):
-                strides = at
-                item_layouts[lst] = (shape, strides, item)
-            ints[("descr", lst)] = id(np.dtype(e.dtype))  # type: ignore[union-attr]
-            for d, (size, stride) in enumerate(zip(shape, strides)):
-                ints[("item dim", lst, d)], ints[("item stride", lst, d)] = size, stride
+        item_layouts = list_item_layouts(prog, items_at, ints)
         for n in body:
             if n.kind == "prim::DictGetItem":
                 layouts[n.output] = c_layout(prog.item_types[n.inputs[0]])
