@@ -245,12 +245,16 @@ def is_made(node: Node) -> bool:
     return node.kind.startswith("tensor::") and op is not None and not op.is_view
 
 
-def foreign(graph: Any, leaf: Value, loop: Node | None = None) -> str | None:
-    """What ``leaf`` is when its memory is not this function's to write, else None."""
+def foreign(graph: Any, leaf: Value, loop: Node | None = None,
+            enclosing: tuple[str, ...] = ()) -> str | None:
+    """What ``leaf`` is when its memory is not this function's to write, else None;
+    ``enclosing``: the parameters of a nested function that are the enclosing one's names."""
     node = leaf.node
     if loop is not None and node.kind == PARAM and node.owner is loop.blocks[0]:
         return None
     if node.kind == PARAM and node.owner is not None and node.owner.owner is None:
+        if leaf.name and leaf.name in enclosing:
+            return f"'{leaf.name}' of the enclosing function (a nested function reads it)"
         return f"the argument '{leaf.name}'" if leaf.name else "an argument"
     if is_made(node):
         return None

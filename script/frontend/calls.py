@@ -48,6 +48,7 @@ from script import ops as ops_module
 from script.frontend.annotations import class_type
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
+from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
 from script.frontend.spread import positional_params
@@ -197,6 +198,8 @@ class CallMixin:
         return self.frame.find(name)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if isinstance(obj, LocalFunction):
+            return self.call_local_function(obj, node)
         if isinstance(obj, ObjectArg):
             return self.call_object_argument(obj, node)
         if is_module(obj):

@@ -64,6 +64,7 @@ from script.frontend.iter import IterMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
+from script.frontend.nested import NestedMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.object_args import ObjectArgMixin
 from script.frontend.objects import ObjectMixin
@@ -138,11 +139,12 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
-                       SpreadMixin, SuperMixin):
+                       SpreadMixin, SuperMixin, NestedMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
-                 owner: Any = None, session: Any = None, self_type: Type | None = None):
+                 owner: Any = None, session: Any = None, self_type: Type | None = None,
+                 presets: dict[str, Any] | None = None):
         self.fn = fn
         self.owner = owner
         """the module whose method this is (``self`` in the body), or None."""
@@ -153,8 +155,13 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.attr_refs: list[Any] = []
         self.attr_values: dict[Any, Value] = {}
         self.guards: dict[Any, Any] = {}
-        self.tree = tree
         self.source = source
+        self.presets = presets or {}
+        """names of the enclosing function a nested one reads that are compile-time objects
+        (``nested``)."""
+        self.tree = tree = self.lift_nested(tree)
+        self.enclosing_names: tuple[str, ...] = ()
+        """for a nested function: its parameters that are the enclosing function's names."""
         self.file_name = os.path.basename(source.file)
         self.graph = Graph(fn.__qualname__)
         self.frame = Frame()
@@ -214,6 +221,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         names, types, defaults = self.parameters()
         static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
         objects = getattr(self, "objects", {})
+        for name, obj in self.presets.items():
+            self.frame.set(name, Static(obj))
         for name, t in zip(names, types):
             if name in static:
                 self.frame.set(name, Static(static[name]))

@@ -32,6 +32,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static
+from script.frontend.nested import LocalFunction
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
@@ -133,6 +134,9 @@ class ExprMixin:
         """A captured Python object as a constant value; ScriptError when it cannot be one."""
         if isinstance(obj, (ObjectArg, ObjectSeq)):
             raise self.object_arg_as_value(node, obj)
+        if isinstance(obj, LocalFunction):
+            raise self.error(node, f"'{obj.name}' is a nested function: it can only be called "
+                             "(storing, passing or returning it is not supported)")
         value = constant_value(obj)
         if value is NOT_CONSTANT:
             raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "

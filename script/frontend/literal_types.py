@@ -115,8 +115,8 @@ class LiteralTypeMixin:
 
     def recompiled(self: FunctionCompiler, retype: RetypeLiteral) -> Any:
         """The function compiled again with one more literal typed."""
-        again = type(self)(self.fn, self.tree, self.source, self.owner, self.session,
-                           self.self_type)
+        again = type(self)(self.fn, self.unlifted, self.source, self.owner, self.session,
+                           self.self_type, self.presets)
         if hasattr(self, "arg_types_override"):
             again.arg_types_override = self.arg_types_override
         if hasattr(self, "objects"):

@@ -210,7 +210,7 @@ class WriteMixin:
         for leaf in array_origins(old, None):
             if leaf.node.kind == "prim::Constant":  # a number or literal: numpy makes a new array
                 continue
-            what = foreign(self.graph, leaf, None)
+            what = foreign(self.graph, leaf, None, self.enclosing_names)
             if what is not None:
                 op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
                 raise self.error(node, f"in-place update of {what} ({name} {op}= ...): numpy "
@@ -335,13 +335,17 @@ class WriteMixin:
                     loop: Node | None = None) -> None:
         """Refuse a write into an array this function did not make."""
         for leaf in array_origins(old, loop):
-            what = foreign(self.graph, leaf, loop)
+            what = foreign(self.graph, leaf, loop, self.enclosing_names)
             if what is None:
                 continue
             through = "" if leaf.name == name else f" (through '{name}')"
+            instead = f"copy it first: {name} = {name}.copy()"
+            if leaf.name in self.enclosing_names:
+                instead = ("return the new array from the nested function and assign it where "
+                           "it is called")
             raise self.error(node, f"in-place write to {what}{through}: numpy would change "
-                             f"that array itself, which the compiled code does not do; copy it "
-                             f"first: {name} = {name}.copy()")
+                             f"that array itself, which the compiled code does not do; "
+                             f"{instead}")
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their

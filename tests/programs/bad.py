@@ -23,8 +23,7 @@ def helper2(x: Tensor, y: Tensor) -> Tensor:
 
 # -- unsupported syntax ---------------------------------------------------------------------
 def bad_lambda(x: Tensor) -> Tensor:
-    f = lambda v: v + 1.0  # ERROR: lambda is not supported
-    return f(x)
+    return (lambda v: v + 1.0)(x)  # ERROR: lambda is not supported
 
 
 def bad_with(x: Tensor) -> Tensor:
@@ -48,9 +47,19 @@ def bad_class(x: Tensor) -> Tensor:
 
 
 def bad_nested_def(x: Tensor) -> Tensor:
-    def inner(v):  # ERROR: nested function definitions are not supported
+    def inner(v):
         return v
-    return inner(x)
+    return [inner][0](x)  # ERROR: 'inner' is a nested function: it can only be called
+
+
+def bad_nonlocal(x: Tensor) -> Tensor:
+    y = x
+
+    def double():
+        nonlocal y  # ERROR: nonlocal is not supported: return the new value
+        y = y * 2
+    double()
+    return y
 
 
 def bad_generator(x: Tensor):
