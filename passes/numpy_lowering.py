@@ -1,6 +1,7 @@
 """Canonicalization rules writing numpy functions whose meaning depends on numbers of axes as the
 ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` /
-``np.column_stack`` as ``np.stack`` or ``np.concatenate``, ``np.swapaxes`` as ``np.transpose``.
+``np.column_stack`` as ``np.stack`` or ``np.concatenate``, ``np.swapaxes`` as ``np.transpose``,
+``np.flip`` without an axis as slices with step -1.
 
 The front end cannot choose (an argument's number of axes is known only once the function is
 specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack`` /
@@ -210,7 +211,28 @@ def swapaxes_as_transpose(node: Node) -> bool:
     return _replace(node, "tensor::transpose", [a, perm])
 
 
+def flip_as_slices(node: Node) -> bool:
+    """``np.flip(a)`` is ``a[::-1, ::-1, ...]``: a slice with step -1 along every axis."""
+    (a,) = node.inputs
+    rank = _rank(a)
+    if rank is None:
+        return False
+    graph, out = node.graph, a
+    with graph.inserting_before(node):
+        for axis in range(rank):
+            inputs = [out, graph.constant(axis), graph.constant(None), graph.constant(None),
+                      graph.constant(-1)]
+            step = graph.create("tensor::slice", inputs, [], source=node.source)
+            for t in infer_types(step):
+                step.add_output(t)
+            out = step.insert_before(node).output
+    node.output.replace_all_uses_with(out)
+    node.erase()
+    return True
+
+
 NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::flip": flip_as_slices,
     "tensor::dot": dot_as_matmul,
     "tensor::vstack": vstack_as_join,
     "tensor::hstack": hstack_as_join,

@@ -359,3 +359,14 @@ def _swapaxes(node: Node) -> list[Type]:
 defop("tensor::swapaxes(a: Tensor, axis1: int, axis2: int) -> Tensor", _swapaxes, (PURE, VIEW),
       ("np.swapaxes", ".swapaxes"), "a with two axes swapped (a view, numpy.swapaxes); "
       "rewritten as np.transpose once the number of axes is known")
+
+
+# -- np.flip without an axis ---------------------------------------------------------------------
+def _flip(node: Node) -> list[Type]:
+    return [tensor_arg(node, 0)]
+
+
+defop("tensor::flip(a: Tensor) -> Tensor", _flip, (PURE, VIEW), (),
+      "a with every axis reversed (a view, numpy.flip without an axis); rewritten as slices "
+      "with step -1 once the number of axes is known (np.flip(a, axis) is such slices along "
+      "the axes given)")

@@ -110,21 +110,25 @@ class NumpyMixin:
         return self.call_op(op_def("tensor::where"), node, display="np.where")
 
     def numpy_flip(self: FunctionCompiler, node: ast.Call) -> Any:
-        """np.flip(m, axis): m[..., ::-1, ...] along each given axis (a view)."""
+        """np.flip(m, axis): m[..., ::-1, ...] along each given axis (a view); without an
+        axis (or ``axis=None``), along every axis."""
         given = dict(zip(["m", "axis"], node.args)) | {kw.arg: kw.value for kw in node.keywords}
         if len(node.args) > 2 or set(given) - {"m", "axis"} or "m" not in given:
             raise self.error(node, "np.flip() takes an array and an axis")
-        value = None
-        if "axis" in given:
-            try:  # a literal: 0, -1, (0, 2)
-                value = ast.literal_eval(given["axis"])
-            except ValueError:
-                axis = self.expr(given["axis"])  # a name bound to a constant
-                value = axis.constant if axis.is_constant else None
+        if "axis" not in given or _is_none(given["axis"]):
+            out = self.expr(given["m"])
+            if not isinstance(out.type, TensorType):
+                raise self.error(given["m"], f"np.flip() of a {out.type}: pass an array")
+            return self.emit_value("tensor::flip", [out])
+        try:  # a literal: 0, -1, (0, 2)
+            value = ast.literal_eval(given["axis"])
+        except ValueError:
+            axis = self.expr(given["axis"])  # a name bound to a constant
+            value = axis.constant if axis.is_constant else None
         axes = value if isinstance(value, tuple) else (value,)
         if not axes or not all(type(a) is int for a in axes):
-            raise self.error(node, "np.flip() needs its axis (an int or a tuple of ints) "
-                             "here: np.flip(x, axis=0) is x[::-1]")
+            raise self.error(node, "np.flip() needs its axis (an int, a tuple of ints or None) "
+                             "as a constant here: np.flip(x, axis=0) is x[::-1]")
         out = self.expr(given["m"])
         if not isinstance(out.type, TensorType):
             raise self.error(given["m"], f"np.flip() of a {out.type}: pass an array")

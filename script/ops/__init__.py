@@ -72,6 +72,7 @@ from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
     dot,
     empty_like,
     flatten,
+    flip,
     hstack,
     numel,
     ravel,

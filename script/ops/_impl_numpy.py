@@ -74,6 +74,11 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     return array_module(a).swapaxes(a, axis1, axis2)
 
 
+def flip(a: Any) -> Any:
+    """``a`` with every axis reversed, a view (numpy.flip without an axis)."""
+    return array_module(a).flip(a)
+
+
 def column_stack(tensors: Any) -> Any:
     """Join along the second axis, 1-D arrays as columns (numpy.column_stack)."""
     return array_module(*tensors).column_stack(tuple(tensors))

@@ -1,13 +1,12 @@
 """VJP rules of the numpy-function ops (``ir/ops/numpy_ops.py``) and of integer-array indexing
-(``ir/ops/indexing.py``).
-
-``take`` / ``index_pairs`` add the cotangent into zeros at the indices, and those scatter-adds
-gather it back. ``tile`` and ``repeat`` sum the cotangent over the copies they made (a reshape
-that splits each repeated axis into (copies, size) or (size, copies), then a sum); ``flatten``
-and ``ravel`` reshape it back, ``swapaxes`` swaps it back. ``dot`` is matmul's or mul's rule
-where canonicalization has not already rewritten it. ``vstack`` / ``hstack`` /
-``column_stack`` left unrewritten have items of unknown or mixed numbers of axes, and
-``array`` of numbers computed from arrays carries no gradient: both refused.
+(``ir/ops/indexing.py``). ``take`` / ``index_pairs`` add the cotangent into zeros at the
+indices, and those scatter-adds gather it back. ``tile`` and ``repeat`` sum the cotangent over
+the copies they made (a reshape that splits each repeated axis into (copies, size) or (size,
+copies), then a sum); ``flatten`` and ``ravel`` reshape it back, ``swapaxes`` swaps it back,
+``flip`` flips it back. ``dot`` is matmul's or mul's rule where canonicalization has not already
+rewritten it. ``vstack`` / ``hstack`` / ``column_stack`` left unrewritten have items of unknown
+or mixed numbers of axes, and ``array`` of numbers computed from arrays carries no gradient:
+both refused.
 """
 
 from __future__ import annotations
@@ -76,6 +75,11 @@ def _swap_back(b: Any, g: Value, node: Node) -> Value:
     return b.op("tensor::swapaxes", g, b.fwd(node.inputs[1]), b.fwd(node.inputs[2]))
 
 
+def _flip_back(b: Any, g: Value, node: Node) -> Value:
+    """Every axis reversed again (where the rank was not known to make it slices)."""
+    return b.op("tensor::flip", g)
+
+
 def _scatter_taken(b: Any, g: Value, node: Node) -> Value:
     a, indices, axis = node.inputs
     return b.op("tensor::take_backward", g, shape_arg(b, a), b.fwd(indices), b.fwd(axis))
@@ -120,6 +124,7 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::flatten": deflinear(_reshape_like_input),
     "tensor::ravel": deflinear(_reshape_like_input),
     "tensor::swapaxes": deflinear(_swap_back),
+    "tensor::flip": deflinear(_flip_back),
     "tensor::dot": dot_vjp,
     "tensor::take": deflinear(_scatter_taken),
     "tensor::index_pairs": deflinear(_scatter_pairs),

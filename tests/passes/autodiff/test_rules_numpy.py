@@ -72,9 +72,11 @@ def scatters(g: Tensor, h: Tensor, idx: Tensor, y: Tensor) -> Tuple[Tensor, Tens
             ops.index_pairs_backward(h, (3, 4), np.arange(3), y) ** 2)
 
 
-def swaps(x: Tensor, rows: List[Tensor]) -> Tuple[Tensor, Tensor]:
+def swaps(x: Tensor, rows: List[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
     # rows of mixed ranks: the item's number of axes is not known, the swap stays a swapaxes
-    return np.swapaxes(x, 0, 2) * x.swapaxes(-1, 0), np.swapaxes(rows[1], 0, 1) * 2.0
+    # and the flip of every axis a flip
+    return (np.swapaxes(x, 0, 2) * x.swapaxes(-1, 0), np.swapaxes(rows[1], 0, 1) * 2.0,
+            np.flip(rows[1]) * np.flip(x[:, :, 0], axis=None))
 
 
 def _r(rng, *shape):
@@ -100,7 +102,8 @@ CASES = {
                                       np.array([3, 0, 3])),
                  ["tensor::take_backward", "tensor::index_pairs_backward"]),
     "copies": (copies, lambda r: (_r(r, 2, 3),), []),
-    "swaps": (swaps, lambda r: (_r(r, 2, 3, 2), [_r(r, 3), _r(r, 2, 3)]), ["tensor::swapaxes"]),
+    "swaps": (swaps, lambda r: (_r(r, 2, 3, 2), [_r(r, 3), _r(r, 2, 3)]),
+              ["tensor::swapaxes", "tensor::flip"]),
     "clip_where": (clip_where, lambda r: (_r(r, 3, 4), (r.random((3, 4)) > 0.5).astype(np.int64)),
                    []),
 }

@@ -78,9 +78,9 @@ def new_axes(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
     return v[:, np.newaxis] * v[np.newaxis, :], x[np.newaxis][0][:, None] + x[:, np.newaxis]
 
 
-def flips_and_swaps(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+def flips_and_swaps(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     return (np.flip(x, 0) * 2.0, np.flip(x, axis=(0, -1)) + 1.0, np.swapaxes(x, 0, 2),
-            x.swapaxes(-1, 1) * x.swapaxes(1, 2))
+            x.swapaxes(-1, 1) * x.swapaxes(1, 2), np.flip(x) * np.flip(x, axis=None)[0])
 
 
 def lists_as_arrays(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -178,8 +178,8 @@ def test_type_rule_agrees_with_the_eager_op(name, args):
 
 
 REFUSED = [
-    ("def f(x: Tensor) -> Tensor:\n    return np.flip(x)\n",
-     r"np.flip\(\) needs its axis .* np.flip\(x, axis=0\) is x\[::-1\]"),
+    ("def f(x: Tensor) -> Tensor:\n    return np.flip(x, int(x[0]))\n",
+     r"np.flip\(\) needs its axis .* as a constant here: np.flip\(x, axis=0\) is x\[::-1\]"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array('ab')\n", r"np.array\(\) of a str"),
     ("def f(x: Tensor) -> Tensor:\n    return np.outer(2.0, x)\n", r"np.outer\(\) of a float"),
     ("def f(x: Tensor) -> Tensor:\n    return np.array(x, copy=False)\n",
