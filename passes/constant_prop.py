@@ -155,6 +155,21 @@ def _len(node: Node, args: list[Any]) -> Any:
     return NOT_CONSTANT
 
 
+def _str_op(node: Node, args: list[Any]) -> Any:
+    name, text, *rest = args
+    if type(text) is not str:
+        return NOT_CONSTANT
+    try:
+        result = getattr(text, name)(*rest)
+    except (IndexError, ValueError, TypeError, AttributeError):  # raised when the code runs
+        return NOT_CONSTANT
+    return NOT_CONSTANT if isinstance(result, list) else (result,)  # a list is not a constant
+
+
+def _str_slice(node: Node, args: list[Any]) -> Any:
+    return (args[0][args[1]:args[2]:args[3]],) if type(args[0]) is str else NOT_CONSTANT
+
+
 FOLDERS: dict[str, Folder] = {
     "prim::TupleConstruct": _tuple_construct,
     "prim::TupleIndex": _tuple_index,
@@ -163,6 +178,8 @@ FOLDERS: dict[str, Folder] = {
     "prim::len": _len,
     "prim::str_eq": lambda node, args: (args[0] == args[1],) if all(
         type(a) is str for a in args) else NOT_CONSTANT,
+    "prim::str_op": _str_op,
+    "prim::str_slice": _str_slice,
     "prim::Bool": _number_cast(bool),
     "prim::Int": _number_cast(int),
     "prim::Float": _number_cast(float),

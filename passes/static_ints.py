@@ -1,6 +1,7 @@
 """Static int arguments: the int parameters whose value gives an array's shape, the bool
 parameters whose value decides an ``if``, and the str parameters compared with a constant
-string (``if mode == "train":``, decided when compiling like a bool's ``if``).
+string or deciding an ``if`` through string ops (``if mode == "train":``, ``if
+name.startswith("lstm"):``, decided when compiling like a bool's ``if``).
 
 ``sizing_inputs(graph)`` finds, once per function, the graph inputs declared ``int`` (or
 ``Optional[int]``, or a tuple of ints) whose value flows into an operand that sizes an array: an
@@ -43,8 +44,8 @@ def sizing_inputs(graph: Graph) -> tuple[int, ...]:
     found: set[int] = set()
     seen: set[Value] = set()
     for node in graph.walk():
-        if node.kind == IF and flags:
-            _trace_flags(node.inputs[0], flags, found)
+        if node.kind == IF and (flags or words):
+            _trace_flags(node.inputs[0], flags, found, words)
         if node.kind == "prim::str_eq" and any(v.is_constant for v in node.inputs):
             found.update(words[v] for v in node.inputs if v in words)  # mode == "train"
         op = lookup(node.kind)
@@ -76,9 +77,11 @@ def _trace(value: Value, candidates: dict[Value, int], found: set[int], seen: se
             stack += node.inputs
 
 
-def _trace_flags(value: Value, flags: dict[Value, int], found: set[int]) -> None:
+def _trace_flags(value: Value, flags: dict[Value, int], found: set[int],
+                 words: dict[Value, int]) -> None:
     """Add to ``found`` the bool inputs ``value`` (an ``if``'s condition) is computed from
-    through ``not`` and the ``if``s that ``and`` and ``or`` make."""
+    through ``not`` and the ``if``s that ``and`` and ``or`` make, and the str inputs it is
+    computed from through string ops (``if name.startswith("lstm"):``)."""
     stack, seen = [value], set()
     while stack:
         v = stack.pop()
@@ -91,9 +94,28 @@ def _trace_flags(value: Value, flags: dict[Value, int], found: set[int]) -> None
         node = v.node
         if node.kind == IF:
             stack += [node.inputs[0], *(block.returns[v.index] for block in node.blocks)]
+        elif node.kind in STRING_OPS:
+            _trace_words(node.inputs, words, found)
         elif not node.blocks and node.kind not in (PARAM, CONSTANT):
             if all(x.type == BOOL for x in node.inputs):
                 stack += node.inputs
+
+
+STRING_OPS = ("prim::str_eq", "prim::str_op", "prim::str_slice")
+
+
+def _trace_words(values: list[Value], words: dict[Value, int], found: set[int]) -> None:
+    """Add to ``found`` the str inputs ``values`` are computed from through string ops."""
+    stack, seen = list(values), set()
+    while stack:
+        v = stack.pop()
+        if v in seen or v.type != STR:
+            continue
+        seen.add(v)
+        if v in words:
+            found.add(words[v])
+        elif v.node.kind in STRING_OPS:
+            stack += v.node.inputs
 
 
 def _int_like(t: Type) -> bool:

@@ -15,4 +15,5 @@ from ir.ops import (  # noqa: F401
     reductions,
     script_prim,
     shape,
+    strings,
 )

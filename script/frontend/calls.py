@@ -249,6 +249,8 @@ class CallMixin:
             return getattr(self, f"list_{name}")(base, node)
         if isinstance(t, DictType) and hasattr(self, f"dict_{name}"):
             return getattr(self, f"dict_{name}")(base, node)
+        if t == STR:
+            return self.string_method(base, name, node)
         if isinstance(t, ClassType):
             return self.call_object_method(base, name, node)
         type_name = "Tensor" if isinstance(t, TensorType) else str(t)

@@ -71,6 +71,7 @@ from script.frontend.objects import ObjectMixin
 from script.frontend.sequences import SequenceMixin
 from script.frontend.spread import SpreadMixin
 from script.frontend.stmts import StmtMixin
+from script.frontend.strings import StringMixin
 from script.frontend.super_calls import SuperMixin
 from script.frontend.unsupported import unsupported_message
 from script.frontend.writes import WriteMixin
@@ -139,7 +140,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
-                       SpreadMixin, SuperMixin, NestedMixin):
+                       SpreadMixin, SuperMixin, NestedMixin, StringMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -47,6 +47,10 @@ class ContainerMixin:
         if isinstance(t, DictType):
             self.check_dict_key(container, item, node)
             return self.emit_value("prim::DictContains", [container, item])
+        if t == STR:
+            return self.string_contains(container, item, node)
+        if isinstance(t, TupleType):
+            return self.tuple_contains(container, item, node)
         raise self.unsupported(node, f"'in' on a value of type {t}")
 
     # -- dicts ------------------------------------------------------------------------------------

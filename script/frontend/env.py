@@ -10,8 +10,10 @@ which names are read after a point (a cheap superset of liveness).
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ir.core import Value
 
@@ -90,6 +92,15 @@ class Frame:
 
     def child(self) -> Frame:
         return Frame(parent=self)
+
+
+def describe_object(obj: Any) -> str:
+    """What a compile-time Python object is, for messages."""
+    if isinstance(obj, types.ModuleType):
+        return f"module '{obj.__name__}'"
+    if callable(obj):
+        return f"function '{getattr(obj, '__qualname__', obj)}'"
+    return f"a {type(obj).__name__}"
 
 
 # -- syntactic facts -----------------------------------------------------------------------------

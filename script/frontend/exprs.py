@@ -31,7 +31,7 @@ from ir.types import (
     is_number,
     unify,
 )
-from script.frontend.env import Static
+from script.frontend.env import Static, describe_object
 from script.frontend.nested import LocalFunction
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.suggest import did_you_mean, did_you_mean_method
@@ -80,14 +80,6 @@ def constant_value(obj: Any) -> Any:
             return NOT_CONSTANT
         return items
     return NOT_CONSTANT
-
-
-def describe_object(obj: Any) -> str:
-    if isinstance(obj, types.ModuleType):
-        return f"module '{obj.__name__}'"
-    if callable(obj):
-        return f"function '{getattr(obj, '__qualname__', obj)}'"
-    return f"a {type(obj).__name__}"
 
 
 class ExprMixin:
@@ -182,6 +174,10 @@ class ExprMixin:
         if symbol in ("==", "!=") and lhs.type == rhs.type == STR:  # if mode == "train":
             same = self.emit_value("prim::str_eq", [lhs, rhs])
             return same if symbol == "==" else self.negate(same)
+        if STR in (lhs.type, rhs.type):
+            joined = self.string_binary(symbol, lhs, rhs)
+            if joined is not None:
+                return joined
         op = operator_op(symbol)
         for value, arg in zip((lhs, rhs), op.args):
             if not accepts(arg.kind, value.type):

@@ -11,7 +11,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType, unify
+from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType, unify
 from script.frontend.exprs import _is_none_literal
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class IndexMixin:
                 self.widen_dict(value, key.type, t.value, self.error(
                     node.slice, f"a key of {t} must be {t.key}, not {key.type}"))
             return self.emit_value("prim::DictGetItem", [value, key])
+        if t == STR:
+            return self.string_index(value, node.slice)
         raise self.error(node, f"a value of type {t} is not subscriptable")
 
     def index_value(self: FunctionCompiler, node: ast.expr) -> Any:

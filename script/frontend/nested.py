@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from script.errors import ScriptError, SourceInfo
-from script.frontend.env import Static, walk_same_function
+from script.frontend.env import Static, describe_object, walk_same_function
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -282,7 +282,6 @@ class NestedMixin:
                                  "function, which has no value where it is called here")
             if isinstance(found, Static):
                 if not isinstance(found.obj, (LocalFunction, types.ModuleType)):
-                    from script.frontend.exprs import describe_object
                     raise self.error(node, f"'{function.name}' reads '{kw.arg}', "
                                      f"{describe_object(found.obj)}: pass it as an argument")
                 presets[kw.arg] = found.obj

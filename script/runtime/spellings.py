@@ -77,6 +77,8 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::ListAdd": lambda a, b: f"{a} + {b}",
     "prim::ListColumn": lambda lst, k: f"[_item[{k}] for _item in {lst}]",
     "prim::str_eq": lambda a, b: f"{a} == {b}",
+    "prim::str_op": lambda name, s, *args: f"getattr({s}, {name})({', '.join(args)})",
+    "prim::str_slice": lambda s, a, b, c: f"{s}[{a}:{b}:{c}]",
     "prim::ListContains": lambda lst, v: f"{v} in {lst}",
     "prim::len": lambda x: f"len({x})",
     "prim::DictGetItem": lambda d, k: f"{d}[{k}]",

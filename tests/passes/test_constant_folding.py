@@ -71,7 +71,8 @@ SCALAR_REFERENCES = {
 """Scalar folders: the value the unfolded program computes."""
 
 STRUCTURE_FOLDERS = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack",
-                     "prim::TupleSlice", "prim::len", "prim::str_eq"}
+                     "prim::TupleSlice", "prim::len", "prim::str_eq", "prim::str_op",
+                     "prim::str_slice"}
 """Folders of tuples and lengths: checked by the tests of the same name below."""
 
 TYPE_FOLDERS = {"tensor::ndim", "tensor::size", "tensor::numel", "prim::IsNone"}
@@ -324,3 +325,49 @@ def test_string_equality_folds_to_pythons(a, b):
     constant_prop.run(g)
     out = g.outputs[0]
     assert out.is_constant and out.constant is (a == b)
+
+
+@pytest.mark.parametrize("name, text, args, want", [
+    ("lower", "LSTM", (), "lstm"), ("startswith", "lstm_2l", ("lstm",), True),
+    ("find", "abc", ("c",), 2), ("__getitem__", "abc", (-1,), "c"), ("__add__", "a", ("b",), "ab"),
+    ("__mul__", "ab", (2,), "abab"), ("__contains__", "gru", ("r",), True),
+    ("replace", "a-b", ("-", "_"), "a_b"),
+])
+def test_string_ops_fold_to_pythons(name, text, args, want):
+    g = ir.Graph()
+    node = g.create("prim::str_op", [g.constant(name), g.constant(text),
+                                     *(g.constant(a) for a in args)])
+    for out_type in infer_types(node):
+        node.add_output(out_type)
+    node.insert_before(g.block.return_node)
+    g.add_output(node.output)
+    constant_prop.run(g)
+    out = g.outputs[0]
+    assert out.is_constant and out.constant == want and type(out.constant) is type(want)
+
+
+@pytest.mark.parametrize("name, text, args", [
+    ("__getitem__", "abc", (5,)),  # IndexError when it runs: left to run
+    ("index", "abc", ("z",)),  # ValueError
+    ("split", "a,b", (",",)),  # a list is not a constant
+])
+def test_string_ops_that_raise_or_make_lists_are_not_folded(name, text, args):
+    g = ir.Graph()
+    node = g.create("prim::str_op", [g.constant(name), g.constant(text),
+                                     *(g.constant(a) for a in args)])
+    for out_type in infer_types(node):
+        node.add_output(out_type)
+    node.insert_before(g.block.return_node)
+    g.add_output(node.output)
+    constant_prop.run(g)
+    assert g.outputs[0].node.kind == "prim::str_op"
+
+
+def test_string_slice_folds_to_pythons():
+    g = ir.Graph()
+    node = g.create("prim::str_slice", [g.constant("abcdef"), g.constant(1), g.constant(None),
+                                        g.constant(2)], [ir.STR])
+    node.insert_before(g.block.return_node)
+    g.add_output(node.output)
+    constant_prop.run(g)
+    assert g.outputs[0].constant == "bdf"
