@@ -45,7 +45,12 @@ from ir.types import (
     unify,
 )
 from script import ops as ops_module
-from script.frontend.annotations import class_type
+from script.frontend.annotations import (
+    AnnotationError,
+    class_type,
+    function_namespace,
+    type_from_annotation,
+)
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.nested import LocalFunction
@@ -362,11 +367,41 @@ class CallMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
+        if fn.__code__.co_flags & inspect.CO_VARARGS:
+            return self.call_with_varargs(fn, node)
         objects = self.object_arguments(fn, node)
         if not objects:
             return self.call_function(self.compile_callee(fn, node), node)
         fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, objects=objects)
+
+    def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
+        """``f(w, a, b)`` of ``def f(weights, *args)``: the arguments past the named ones are
+        the tuple ``args``, and ``f`` is compiled for its types."""
+        code = fn.__code__
+        named = code.co_argcount
+        vararg = code.co_varnames[named + code.co_kwonlyargcount]
+        if self.object_arguments(fn, node):
+            raise self.unsupported(node, f"calling {fn.__qualname__}(), which takes *{vararg}, "
+                                   "with plain objects")
+        args = [self.expr(a) for a in node.args]
+        keywords = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if vararg in keywords:
+            raise self.error(node, f"{fn.__qualname__}() got an unexpected keyword argument "
+                             f"'{vararg}'")
+        annotation = getattr(fn, "__annotations__", {}).get(vararg)
+        try:
+            each = None if annotation is None else type_from_annotation(
+                annotation, function_namespace(fn))
+        except AnnotationError:
+            each = None  # the callee's compilation reports it at its line
+        for arg, value in zip(node.args[named:], args[named:]):
+            if each is not None and not is_subtype(value.type, each):
+                raise self.error(arg, f"{fn.__qualname__}() takes *{vararg} of {each}, not "
+                                 f"{value.type}")
+        keywords[vararg] = self.emit_value("prim::TupleConstruct", args[named:])
+        fdef = self.compile_callee(fn, node, override={vararg: keywords[vararg].type})
+        return self.call_function(fdef, self.call_of_values(node, args[:named], keywords))
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
                       bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None

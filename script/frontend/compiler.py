@@ -192,18 +192,21 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
     def compile_callee(self, fn: Callable[..., Any], node: ast.AST,
-                       objects: dict[str, Any] | None = None) -> FunctionDef:
+                       objects: dict[str, Any] | None = None,
+                       override: dict[str, Type] | None = None) -> FunctionDef:
         """``fn``, a Python function the code calls, compiled (and cached unless it takes
-        plain ``objects``, by parameter name)."""
+        plain ``objects``, by parameter name, or ``*args``, whose tuple type ``override``
+        gives)."""
         if is_compiling(fn):
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")
-        if not objects:
+        if not objects and not override:
             return compile_function(fn)
         with _lock:
             _compiling.append(fn)
             try:
-                return compile_function(fn, objects=objects, read_per_call=self.read_per_call)
+                return compile_function(fn, arg_types_override=override, objects=objects,
+                                        read_per_call=self.read_per_call)
             finally:
                 _compiling.pop()
 
@@ -276,8 +279,11 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     # -- parameters -----------------------------------------------------------------------------
     def parameters(self) -> tuple[list[str], list[Type], dict[str, object]]:
         args = self.tree.args
-        if args.vararg is not None:
-            raise self.error(args.vararg, "*args is not supported")
+        override = getattr(self, "arg_types_override", None) or {}
+        if args.vararg is not None and args.vararg.arg not in override:
+            raise self.error(args.vararg, "*args is not supported in the function scripted "
+                             "itself (a function it calls may take *args); take a tuple or "
+                             "list instead")
         if args.kwonlyargs:
             raise self.error(args.kwonlyargs[0], "keyword-only arguments are not supported")
         if args.kwarg is not None:
@@ -285,6 +291,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         params = args.posonlyargs + args.args
         if self.owner is not None or self.self_type is not None:
             params = self.bind_self(params)
+        if args.vararg is not None:
+            self.check_varargs(args.vararg, override[args.vararg.arg])
+            params = params + [args.vararg]  # the tuple of the call's further arguments
         names = [a.arg for a in params]
         defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
                     if v.default is not inspect.Parameter.empty}
@@ -304,6 +313,17 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             if name in defaults and not isinstance(defaults[name], ModuleType):
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
+
+    def check_varargs(self, vararg: ast.arg, t: Type) -> None:
+        """Each argument ``*args`` takes must fit its annotation (``*args: Tensor``)."""
+        annotation = getattr(self.fn, "__annotations__", {}).get(vararg.arg)
+        if annotation is None:
+            return
+        each = self.resolve_annotation(annotation, vararg.annotation or vararg)
+        for k, item in enumerate(getattr(t, "elements", ())):
+            if not is_subtype(item, each):
+                raise self.error(vararg, f"*{vararg.arg} takes {each} arguments, and argument "
+                                 f"{k} of it is {item}")
 
     def comment_types(self, params: list[ast.arg]) -> list[Type] | None:
         comment = self.tree.type_comment

@@ -236,3 +236,60 @@ def test_unsupported_nested_functions_are_script_errors(fn, match, line):
     with pytest.raises(ScriptError, match=match) as info:
         script(fn)(np.ones(3))
     assert line in str(info.value)
+
+
+# -- *args of a called function -------------------------------------------------------------------
+def concat_and_multiply(weights, *args):
+    """HIPS/autograd's examples/rnn.py helper (MIT): the states to concatenate as *args."""
+    cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
+    return np.dot(cat_state, weights)
+
+
+def rnn_predict(W: Tensor, xs: Tensor, h: Tensor) -> Tensor:
+    def update_rnn(x, hiddens):
+        return np.tanh(concat_and_multiply(W, x, hiddens))
+    for x in xs:
+        h = update_rnn(x, h)
+    return h
+
+
+def total(*xs: Tensor):
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out, len(xs)
+
+
+def totals(a: Tensor, b: Tensor, pair: Tuple[Tensor, Tensor]):
+    return total(a), total(a, b * 2.0), total(*pair, a)
+
+
+def not_a_tensor(a: Tensor):
+    return total(a, 3)
+
+
+def takes_varargs(*xs: Tensor):
+    return xs[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_varargs_of_a_called_function(dtype):
+    r = np.random.default_rng(2)
+    W, xs, h = (0.3 * r.standard_normal(s).astype(dtype) for s in ((8, 4), (5, 2, 3), (2, 4)))
+    assert_same_at(script(rnn_predict)(W, xs, h), rnn_predict(W, xs, h), dtype)
+    a, b = np.arange(3, dtype=dtype), np.ones(3, dtype=dtype)
+    assert_same_at(script(totals)(a, b, (b, a)), totals(a, b, (b, a)), dtype)
+
+
+def test_varargs_gradients_equal_finite_differences():
+    r = np.random.default_rng(3)
+    check_vjp(rnn_predict, tuple(0.3 * r.standard_normal(s) for s in ((8, 4), (5, 2, 3), (2, 4))))
+
+
+def test_varargs_errors_point_at_the_line():
+    with pytest.raises(ScriptError, match=r"total\(\) takes \*xs of Tensor, not int") as info:
+        script(not_a_tensor)(np.ones(2))
+    assert "return total(a, 3)" in str(info.value)
+    with pytest.raises(ScriptError, match=r"\*args is not supported in the function scripted "
+                                          r"itself \(a function it calls may take \*args\)"):
+        script(takes_varargs)(np.ones(2))
