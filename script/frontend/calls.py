@@ -34,10 +34,12 @@ from ir.types import (
     BOOL,
     FLOAT,
     INT,
+    NONE,
     STR,
     ClassType,
     DictType,
     ListType,
+    OptionalType,
     TensorType,
     TupleType,
     Type,
@@ -371,9 +373,50 @@ class CallMixin:
             return self.call_with_varargs(fn, node)
         objects = self.object_arguments(fn, node)
         if not objects:
-            return self.call_function(self.compile_callee(fn, node), node)
+            node, override = self.typed_by_the_call(fn, node)
+            return self.call_function(self.compile_callee(fn, node, override=override), node)
         fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, objects=objects)
+
+    def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call
+                          ) -> tuple[ast.Call, dict[str, Type] | None]:
+        """The types the call gives the unannotated parameters of ``fn`` (without a default, or
+        with ``None``) that it passes other than an array (``def affine(x, W, b, scale)``
+        called with ``0.5``, ``def layer(params, x)`` with a dict, ``def lse(a, axis=None)``
+        with ``axis=1``): a number, string, list, dict or tuple is typed as passed (Optional
+        where the default is None; such a parameter is otherwise an array), one left at its
+        default None is None, and ``fn`` is compiled for those types. The arguments are
+        computed once, in order: the call returned names them."""
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return node, None
+        annotations = getattr(fn, "__annotations__", {})
+        plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = list(sig.parameters.values())
+        open_names = {p.name for p in params if p.kind == plain and p.name not in annotations
+                      and p.default in (inspect.Parameter.empty, None)}  # other defaults type
+        if not open_names or any(not isinstance(a, ast.expr) or type(a).__name__ == "SpreadList"
+                                 for a in node.args):
+            return node, None
+        bound = [p.name for p in params[:len(node.args)]] + [kw.arg for kw in node.keywords]
+        if not open_names or len(node.args) > len(params) or any(
+                p.kind != plain for p in params[:len(node.args)]):
+            return node, None
+        static = {p.name for p in params if isinstance(p.default, ModuleType)}
+        values = [a if name in static else self.expr(a) for name, a in zip(bound, node.args)]
+        keywords = {kw.arg: kw.value if kw.arg in static else self.expr(kw.value)
+                    for kw in node.keywords}
+        defaults = {p.name: p.default for p in params}
+        override = {name: OptionalType(value.type) if defaults[name] is None else value.type
+                    for name, value in [*zip(bound, values), *keywords.items()]
+                    if name in open_names and not isinstance(value.type, (TensorType,
+                                                                           OptionalType))
+                    and value.type != NONE}
+        for name in open_names - set(bound):  # left at its default None: None here
+            if defaults[name] is None:
+                override[name] = NONE
+        return self.call_of_values(node, values, keywords), override or None
 
     def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
         """``f(w, a, b)`` of ``def f(weights, *args)``: the arguments past the named ones are

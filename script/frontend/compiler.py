@@ -80,6 +80,8 @@ UNINITIALIZED = "prim::Uninitialized"
 
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
+_typed: weakref.WeakKeyDictionary[Any, dict[Any, FunctionDef]] = weakref.WeakKeyDictionary()
+"""function -> (the types calls give its unannotated parameters) -> its definition."""
 _compiling: list[Any] = []
 _lock = threading.RLock()
 _NO_DEFAULT: Any = object()
@@ -202,13 +204,20 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                              "is already being compiled")
         if not objects and not override:
             return compile_function(fn)
+        key = None if objects else tuple(sorted(override.items(), key=lambda item: item[0]))
         with _lock:
+            cached = _typed.get(fn, {}).get(key) if key is not None else None
+            if cached is not None and guards_hold(cached.guards):
+                return cached
             _compiling.append(fn)
             try:
-                return compile_function(fn, arg_types_override=override, objects=objects,
-                                        read_per_call=self.read_per_call)
+                result = compile_function(fn, arg_types_override=override, objects=objects,
+                                          read_per_call=self.read_per_call)
             finally:
                 _compiling.pop()
+            if key is not None:
+                _typed.setdefault(fn, {})[key] = result
+            return result
 
     def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
                               ) -> FunctionDef:

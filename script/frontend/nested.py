@@ -314,9 +314,12 @@ class NestedMixin:
 
     def call_of_values(self: FunctionCompiler, node: ast.Call, args: list[Any],
                        keywords: dict[str, Any]) -> ast.Call:
-        """A call like ``node`` whose arguments are names of the values already computed."""
+        """A call like ``node`` whose arguments are names of the values already computed (or
+        the expressions, where ``args`` / ``keywords`` hold them)."""
 
-        def name_of(value: Any) -> ast.Name:
+        def name_of(value: Any) -> ast.expr:
+            if isinstance(value, ast.expr):  # left to the call (an array module argument)
+                return value
             flag = self.new_flag("arg")
             self.frame.set(flag, value)
             return ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), node)

@@ -11,6 +11,7 @@ keys that a comprehension computes.
 from __future__ import annotations
 
 import ast
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,14 +33,26 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
 _composite_ids: dict[int, tuple[Any, str]] = {}
 
 
+SCIPY_COMPOSITES = {"expit": "scipy_expit", "logsumexp": "scipy_logsumexp"}
+"""``scipy.special`` function name -> the FunctionCompiler method that writes it (when the
+program has imported scipy: it is not a dependency)."""
+
+
 def numpy_composite(obj: Any) -> str | None:
-    """The FunctionCompiler method writing a call of numpy function ``obj``, or None."""
+    """The FunctionCompiler method writing a call of numpy (or ``scipy.special``) function
+    ``obj``, or None."""
     if not _composite_ids:
         for name, method in NUMPY_COMPOSITES.items():
             fn = getattr(np, name)
             _composite_ids[id(fn)] = (fn, method)
     entry = _composite_ids.get(id(obj))
-    return entry[1] if entry is not None and entry[0] is obj else None
+    if entry is not None and entry[0] is obj:
+        return entry[1]
+    special = sys.modules.get("scipy.special")
+    for name, method in SCIPY_COMPOSITES.items() if special is not None else ():
+        if getattr(special, name, None) is obj:
+            return method
+    return None
 
 
 class NumpyMixin:
@@ -86,6 +99,40 @@ class NumpyMixin:
         if isinstance(value, Value) and value.type in (INT, FLOAT, BOOL):
             return self.emit_value("tensor::array", [value, self.const(None)])
         return value
+
+    # -- scipy.special ----------------------------------------------------------------------------
+    def scipy_expit(self: FunctionCompiler, node: ast.Call) -> Any:
+        """scipy.special.expit(x): the logistic sigmoid 1 / (1 + exp(-x))."""
+        (x,) = self.numpy_args(node, "scipy.special.expit", ["x"], 1)
+        return self.emit_value("tensor::sigmoid", [x])
+
+    def scipy_logsumexp(self: FunctionCompiler, node: ast.Call) -> Any:
+        """scipy.special.logsumexp(a, axis=None, keepdims=False): ``m + log(sum(exp(a - m)))``
+        with ``m`` the maximum along ``axis`` (0 where it is not finite, as scipy does);
+        ``b`` and ``return_sign`` are refused."""
+        given = dict(zip(["a", "axis", "b", "keepdims", "return_sign"], node.args)) | {
+            kw.arg: kw.value for kw in node.keywords}
+        extra = set(given) - {"a", "axis", "keepdims"}
+        if extra or "a" not in given:
+            raise self.error(node, "scipy.special.logsumexp() takes a, axis and keepdims here"
+                             + (f" (not {', '.join(sorted(extra))})" if extra else ""))
+        a = self.expr(given["a"])
+        if not isinstance(a.type, TensorType):
+            raise self.error(given["a"], f"scipy.special.logsumexp() of a {a.type}: pass an "
+                             "array")
+        axis = self.expr(given["axis"]) if "axis" in given else self.const(None)
+        keepdims = self.expr(given["keepdims"]) if "keepdims" in given else self.const(False)
+        if not keepdims.is_constant or type(keepdims.constant) is not bool:
+            raise self.error(node, "scipy.special.logsumexp(): keepdims must be True or False")
+        m = self.emit_value("tensor::amax", [a, axis, self.const(True)])
+        finite = self.emit_value("tensor::lt", [self.emit_value("tensor::abs", [m]),
+                                                self.const(float("inf"))])
+        m = self.emit_value("tensor::where", [finite, m, self.const(0.0)])
+        shifted = self.emit_value("tensor::exp", [self.emit_value("tensor::sub", [a, m])])
+        total = self.emit_value("tensor::sum", [shifted, axis, keepdims])
+        if not keepdims.constant:
+            m = self.emit_value("tensor::squeeze", [m, axis])
+        return self.emit_value("tensor::add", [self.emit_value("tensor::log", [total]), m])
 
     # -- np.outer ----------------------------------------------------------------------------------
     def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:
