@@ -77,14 +77,17 @@ class _Shim:
         self.__globals__ = getattr(outer, "__globals__", {})
         self.__code__ = getattr(outer, "__code__", None)
         self.__closure__ = getattr(outer, "__closure__", None)
-        self.__annotations__ = {a.arg: ast.unparse(a.annotation) for a in tree.args.args
-                                if a.annotation is not None}
+        self.__annotations__ = {a.arg: ast.unparse(a.annotation)
+                                for a in [*tree.args.args, tree.args.vararg]
+                                if a is not None and a.annotation is not None}
         if tree.returns is not None:
             self.__annotations__["return"] = ast.unparse(tree.returns)
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        varargs = [tree.args.vararg] if tree.args.vararg is not None else []
         self.__signature__ = inspect.Signature([
             inspect.Parameter(a.arg, kind, default=defaults.get(a.arg, inspect.Parameter.empty))
-            for a in tree.args.args], __validate_parameters__=False)  # free names follow defaults
+            for a in [*tree.args.args, *varargs]],
+            __validate_parameters__=False)  # free names (and *args) follow defaults
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self.__qualname__} is compiled with the function that defines it")
@@ -225,10 +228,10 @@ def _check_definition(d: ast.FunctionDef, source: SourceInfo) -> None:
 
 def _defaults(d: ast.FunctionDef, source: SourceInfo) -> dict[str, Any]:
     args = d.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-        where = args.vararg or args.kwarg or (args.kwonlyargs or args.posonlyargs)[0]
-        raise ScriptError.at(where, source, "a nested function takes plain parameters only "
-                             "(no *args, **kwargs, keyword-only or positional-only ones)")
+    if args.kwarg or args.kwonlyargs or args.posonlyargs:
+        where = args.kwarg or (args.kwonlyargs or args.posonlyargs)[0]
+        raise ScriptError.at(where, source, "a nested function takes plain parameters and "
+                             "*args only (no **kwargs, keyword-only or positional-only ones)")
     out = {}
     for a, default in zip(args.args[len(args.args) - len(args.defaults):], args.defaults):
         try:
@@ -288,14 +291,20 @@ class NestedMixin:
                 continue
             keywords[kw.arg] = self.expr(kw.value)
         params = [a.arg for a in function.tree.args.args]
-        if len(args) > len(params) - len(function.frees):
-            raise self.error(node, f"{function.name}() takes "
-                             f"{len(params) - len(function.frees)} arguments but {len(args)} "
-                             "were given")
+        named = len(params) - len(function.frees)
+        vararg = function.tree.args.vararg
+        if vararg is not None:  # the arguments past the named ones are the tuple *args
+            keywords[vararg.arg] = self.emit_value("prim::TupleConstruct", args[named:])
+            args = args[:named]
+        if len(args) > named:
+            raise self.error(node, f"{function.name}() takes {named} arguments but "
+                             f"{len(args)} were given")
         bound = {**dict(zip(params, args)), **keywords}
         annotated = function.shim.__annotations__
         override = {name: value.type for name, value in bound.items()
                     if name in params and name not in annotated}
+        if vararg is not None:
+            override[vararg.arg] = keywords[vararg.arg].type
         key = (tuple(sorted(override.items(), key=lambda item: item[0])),
                tuple(sorted((name, id(obj)) for name, obj in presets.items())))
         fdef = function.compiled.get(key)

@@ -293,3 +293,18 @@ def test_varargs_errors_point_at_the_line():
     with pytest.raises(ScriptError, match=r"\*args is not supported in the function scripted "
                                           r"itself \(a function it calls may take \*args\)"):
         script(takes_varargs)(np.ones(2))
+
+
+def nested_varargs(x: Tensor, W: Tensor) -> Tensor:
+    def join(*parts: Tensor):
+        return np.hstack(parts + (np.ones((parts[0].shape[0], 1)),)) @ W
+
+    total = lambda *xs: sum(xs)  # noqa: E731
+    return join(x, x * 2.0) + total(1.0, 2.0, x[:, :1]) + join(*(x, x))
+
+
+def test_varargs_of_a_nested_function():
+    r = np.random.default_rng(4)
+    x, W = r.standard_normal((2, 3)), r.standard_normal((7, 2))
+    assert_same(script(nested_varargs)(x, W), nested_varargs(x, W))
+    check_vjp(nested_varargs, (x, W))
