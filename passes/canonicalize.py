@@ -138,6 +138,34 @@ def list_unpack_of_construct(node: Node) -> bool:
     return forward_outputs(node, list(ctor.inputs))
 
 
+def list_add_of_constructs(node: Node) -> bool:
+    """``[a, b] + [c] -> [a, b, c]`` when nothing else uses the two lists (a helper's
+    ``np.hstack(args + [ones])`` of a list its caller built)."""
+    ctors = [_producer(v, "prim::ListConstruct") for v in node.inputs]
+    if any(c is None or len(c.output.uses) != 1 for c in ctors) or \
+            node.inputs[0] is node.inputs[1]:
+        return False
+    items = [v for c in ctors for v in c.inputs]  # type: ignore[union-attr]
+    joined = node.graph.create("prim::ListConstruct", items, [node.output.type],
+                               source=node.source)
+    return forward_outputs(node, [joined.insert_before(node).output])
+
+
+_LIST_READS = frozenset({"prim::ListIndex", "prim::ListAdd", "prim::len"})
+
+
+def list_index_of_construct(node: Node) -> bool:
+    """``[x, y, z][k] -> the k-th item`` for a constant ``k`` when every use of the list only
+    reads it (indexing, ``+``, ``len``, array ops such as ``np.hstack``): nothing changes it."""
+    ctor = _producer(node.inputs[0], "prim::ListConstruct")
+    k = constant_of(node.inputs[1])
+    if ctor is None or type(k) is not int or not -len(ctor.inputs) <= k < len(ctor.inputs) or \
+            any(u.node.kind not in _LIST_READS and not u.node.kind.startswith("tensor::")
+                for u in ctor.output.uses):
+        return False
+    return forward_outputs(node, [ctor.inputs[k]])
+
+
 def tuple_index_of_construct(node: Node) -> bool:
     """``(x, y)[1] -> y``."""
     ctor = _producer(node.inputs[0], "prim::TupleConstruct")
@@ -148,7 +176,11 @@ def tuple_index_of_construct(node: Node) -> bool:
 
 
 def len_of_known(node: Node) -> bool:
-    """``len`` of a tuple, or of a tensor whose first dimension is known."""
+    """``len`` of a tuple, or of a tensor whose first dimension is known; ``len(x.shape)`` is
+    ``x.ndim`` (which folds, and decides ifs, once ``x``'s number of axes is known)."""
+    shape = _producer(node.inputs[0], "tensor::shape")
+    if shape is not None:
+        return forward_outputs(node, [_insert_before(node, "tensor::ndim", [shape.inputs[0]])])
     t = node.inputs[0].type
     if isinstance(t, TupleType):
         return replace_with_constant(node, len(t.elements))
@@ -231,6 +263,8 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::slice": slice_as_split,
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::ListUnpack": list_unpack_of_construct,
+    "prim::ListAdd": list_add_of_constructs,
+    "prim::ListIndex": list_index_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,

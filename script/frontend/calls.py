@@ -74,6 +74,9 @@ KIND_TEXT = {
 }
 _LIBRARY_MODULES = {"numpy", "math", "builtins", "script", "typing", "cupy", "ir"}
 _LOOP_ONLY = ("range", "enumerate", "zip")
+_LIST_AS_TUPLE = ("axes", "shape", "newshape", "reps")
+"""The int-tuple parameters numpy also takes as a list of ints (``np.transpose(x, [1, 0, 2])``,
+``np.zeros([2, 3])``); an ``axis`` it does not (``np.sum(x, axis=[0, 1])`` is a TypeError)."""
 _object_ops: dict[int, tuple[Any, OpDef]] = {}
 _method_ops: dict[str, OpDef] = {}
 
@@ -346,6 +349,11 @@ class CallMixin:
             # np.concatenate((a, b)) reads the sequence as np.concatenate([a, b]) does: the
             # list literal, whose items the passes and the differentiation follow
             return self.list_literal(list(value.node.inputs), None, node)
+        if arg.kind.rstrip("?") == "ints" and arg.name in _LIST_AS_TUPLE and \
+                isinstance(node, ast.List) and all(
+                isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+            # np.transpose(x, [1, 0, 2]): numpy reads a list of ints as their tuple
+            return self.const(tuple(e.value for e in node.elts))  # type: ignore[attr-defined]
         return value
 
     def dtype_value(self: FunctionCompiler, node: ast.expr) -> Any:
@@ -585,13 +593,6 @@ class CallMixin:
             raise self.unsupported(node.keywords[0], "keyword arguments of print()")
         self.emit("prim::Print", [self.expr(a) for a in node.args], [])
         return self.const(None)
-
-    def builtin_isinstance(self: FunctionCompiler, node: ast.Call) -> Any:
-        if node.keywords or len(node.args) != 2:
-            raise self.error(node, "isinstance() takes exactly 2 arguments")
-        value = self.expr(node.args[0])
-        t = self.annotation_type(node.args[1])
-        return self.const(is_subtype(value.type, t))
 
     # -- list methods -----------------------------------------------------------------------------
     def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:

@@ -426,8 +426,9 @@ def sliced(x: Tensor) -> Tensor:
 
 def added(x: Tensor) -> Tensor:
     items = [x * 2.0]
+    items.append(np.cos(x))  # changed: not rewritten as one list
     l2 = items + [np.sin(x)]
-    return l2[0] * l2[1]  # refused
+    return l2[0] * l2[2]  # refused
 
 
 def chosen_by_if(x: Tensor, c: float) -> Tensor:
@@ -458,8 +459,24 @@ def popped_at_run_time(x: Tensor, i: int) -> Tensor:
 def changed_through_another_list(x: Tensor) -> Tensor:
     items = [x * 2.0]
     nested = [items]
+    nested.append([x])  # changed: its items are not read through
     nested[0].append(np.sin(x))
     return items[-1] * 3.0  # refused
+
+
+def joined_and_read(x: Tensor) -> Tensor:
+    items = [x * 2.0]
+    l2 = items + [np.sin(x)]
+    nested = [l2]
+    return l2[0] * nested[0][1]
+
+
+def test_lists_only_read_are_followed():
+    """A list built and only read is its items: ``[a] + [b]`` is ``[a, b]`` and ``[a, b][1]``
+    is ``b``, so the gradient flows through them."""
+    x = np.random.default_rng(6).standard_normal((2, 3))
+    np.testing.assert_allclose(script(joined_and_read)(x), joined_and_read(x))
+    check_vjp(joined_and_read, (x,))
 
 
 def _refused_line(fn) -> int:

@@ -154,3 +154,27 @@ def test_items_read_back_from_a_list_keep_their_dtype_and_shape():
     np.testing.assert_allclose(got, last_two(xs, w), rtol=1e-6)
     reads = [n for n in f.graph_for(xs, w).walk() if n.kind == "prim::ListIndex"]
     assert reads and all(str(n.output.type) == "Float(2, 3)" for n in reads)
+
+
+# -- a list joined with another: [x, h] + [ones] ------------------------------------------------
+def concat_with_bias(weights, states: List[Tensor]):
+    """The states side by side with a column of ones (a list version of autograd's helper)."""
+    joined = np.hstack(states + [np.ones((states[0].shape[0], 1))])
+    return np.dot(joined, weights)
+
+
+def rnn_over_joined_lists(xs: Tensor, W: Tensor, h: Tensor):
+    for x in xs:
+        h = np.tanh(concat_with_bias(W, [x, h]))
+    return h
+
+
+def test_a_list_joined_with_another_keeps_its_items_shapes():
+    r = np.random.default_rng(5)
+    xs, W, h = r.standard_normal((40, 2, 3)), 0.3 * r.standard_normal((8, 4)), \
+        r.standard_normal((2, 4))
+    f = script(rnn_over_joined_lists)
+    np.testing.assert_allclose(f(xs, W, h), rnn_over_joined_lists(xs, W, h), rtol=1e-12)
+    report = f.explain(xs, W, h)
+    assert "Double(2, 8) @ Double(8, 4)" in report and "runs natively" in report, report
+    check_vjp(rnn_over_joined_lists, (xs[:4], W, h))

@@ -219,3 +219,31 @@ def test_growing_an_int_list_read_from_a_container():
                            "container: it may hold a shape"):
             script(fn)(np.ones((2, 3)), *args)
     assert script(argument_item_grown)([[1], [2]]) == [[1, 5], [2]]
+
+
+def len_of_shape(delta: Tensor, W: Tensor):
+    """rushter/MLAlgorithms' LSTM backward: ``if len(delta.shape) == 2: delta = delta[:, None]``."""
+    if len(delta.shape) == 2:
+        delta = delta[:, np.newaxis, :]
+    return (delta * W).sum()
+
+
+def test_len_of_a_shape_is_the_number_of_axes():
+    r = np.random.default_rng(7)
+    for d in (r.standard_normal((2, 3)), r.standard_normal((2, 1, 3))):
+        W = r.standard_normal((2, 1, 3))
+        np.testing.assert_allclose(script(len_of_shape)(d, W), len_of_shape(d, W))
+        check_vjp(len_of_shape, (d, W))
+
+
+def axes_as_a_list(x: Tensor):
+    """PaddlePaddle's rnn_numpy: ``np.transpose(inputs, [1, 0, 2])``."""
+    return np.transpose(x, [1, 0, 2]) * 2.0, np.reshape(x, [6, 4]), np.zeros([2, 2])
+
+
+def test_axes_given_as_a_list_of_ints():
+    x = np.random.default_rng(8).standard_normal((2, 3, 4))
+    got, want = script(axes_as_a_list)(x), axes_as_a_list(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+    check_vjp(axes_as_a_list, (x,))
