@@ -60,6 +60,7 @@ from script.frontend.env import (
 from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.indexing import IndexMixin
+from script.frontend.instances import InstanceMixin
 from script.frontend.iter import IterMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.loops import LoopMixin
@@ -142,7 +143,7 @@ def compile_method(fn: Callable[..., Any], owner: Any = None, session: Any = Non
 class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, ModuleMixin,
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
-                       SpreadMixin, SuperMixin, NestedMixin, StringMixin):
+                       SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
