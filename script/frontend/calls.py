@@ -189,6 +189,8 @@ class CallMixin:
                                    "a static method or a function)")
         objects = self.object_arguments(method.__get__(obj.example), node)
         objects[next(iter(inspect.signature(method).parameters))] = obj
+        if method.__code__.co_flags & inspect.CO_VARARGS and len(objects) == 1:
+            return self.call_with_varargs(method, node, objects)  # def __call__(self, *args)
         fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
 
@@ -426,13 +428,15 @@ class CallMixin:
                 override[name] = NONE
         return self.call_of_values(node, values, keywords), override or None
 
-    def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
+    def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call,
+                          receiver: dict[str, Any] | None = None) -> Any:
         """``f(w, a, b)`` of ``def f(weights, *args)``: the arguments past the named ones are
-        the tuple ``args``, and ``f`` is compiled for its types."""
+        the tuple ``args``, and ``f`` is compiled for its types. ``receiver``: for a method of
+        a plain object argument, its ``self`` (parameter name -> the ``ObjectArg``)."""
         code = fn.__code__
-        named = code.co_argcount
-        vararg = code.co_varnames[named + code.co_kwonlyargcount]
-        if self.object_arguments(fn, node):
+        named = code.co_argcount - (1 if receiver else 0)
+        vararg = code.co_varnames[code.co_argcount + code.co_kwonlyargcount]
+        if receiver is None and self.object_arguments(fn, node):
             raise self.unsupported(node, f"calling {fn.__qualname__}(), which takes *{vararg}, "
                                    "with plain objects")
         args = [self.expr(a) for a in node.args]
@@ -451,8 +455,13 @@ class CallMixin:
                 raise self.error(arg, f"{fn.__qualname__}() takes *{vararg} of {each}, not "
                                  f"{value.type}")
         keywords[vararg] = self.emit_value("prim::TupleConstruct", args[named:])
-        fdef = self.compile_callee(fn, node, override={vararg: keywords[vararg].type})
-        return self.call_function(fdef, self.call_of_values(node, args[:named], keywords))
+        override = {vararg: keywords[vararg].type}
+        call = self.call_of_values(node, args[:named], keywords)
+        if receiver:
+            fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
+                                       override)
+            return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
+        return self.call_function(self.compile_callee(fn, node, override=override), call)
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
                       bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None

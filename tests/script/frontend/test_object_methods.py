@@ -369,3 +369,33 @@ def test_a_non_list_for_a_list_parameter():
         script(through_list)(_D, np.ones((1, 2)))
     with pytest.raises(SignatureError, match="annotated with a list or tuple of a plain class"):
         script(through_list)([_D, np.eye(2)], np.ones((1, 2)))
+
+
+# -- a method taking *args: a layer's __call__ forwarding to its forward ----------------------
+class Forwarding:
+    """PaddlePaddle's test/rnn/rnn_numpy.py LayerMixin: ``__call__(self, *args)`` calls
+    ``self.forward(*args)``."""
+
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, *args):
+        return self.forward(*args)
+
+    def forward(self, x, h):
+        return np.tanh(x @ self.W + h)
+
+
+def calls_through_varargs(layer: Forwarding, xs: Tensor, h: Tensor):
+    for t in range(xs.shape[0]):
+        h = layer(xs[t], h)
+    return h
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_method_taking_varargs(dtype):
+    r = np.random.default_rng(9)
+    layer = Forwarding((0.3 * r.standard_normal((3, 3))).astype(dtype))
+    xs, h = r.standard_normal((4, 2, 3)).astype(dtype), r.standard_normal((2, 3)).astype(dtype)
+    assert_same_at(script(calls_through_varargs)(layer, xs, h),
+                   calls_through_varargs(layer, xs, h), dtype)
