@@ -256,6 +256,35 @@ class ContainerMixin:
         result.type = ListType(erase_shape(element))
         return result
 
+    def visit_DictComp(self: FunctionCompiler, node: ast.DictComp) -> Any:
+        """``{k: v for x in it if cond}``: a new dict (typed by what is stored, as ``d = {}``
+        is), stored into by a loop; the loop variables do not leak."""
+        self.flag_counter += 1
+        tag = f"$dcomp{self.flag_counter}"
+        renames: dict[str, str] = {}
+        for gen in node.generators:
+            if gen.is_async:
+                raise self.unsupported(gen, "async comprehensions")
+            for name in ast.walk(gen.target):
+                if isinstance(name, ast.Name):
+                    renames[name.id] = f"{tag}_{name.id}"
+        comp = _Renamer(renames).visit(copy.deepcopy(node))
+        store = ast.Subscript(ast.Name(tag, ast.Load()), comp.key, ast.Store())
+        body: ast.stmt = ast.Assign(targets=[store], value=comp.value)
+        for gen in reversed(comp.generators):
+            for cond in reversed(gen.ifs):
+                body = ast.If(test=cond, body=[body], orelse=[])
+            target, iterable, read = _keys_of_items(gen)
+            body = ast.For(target=target, iter=iterable, body=[*read, body], orelse=[])
+        start = ast.Assign(targets=[ast.Name(tag, ast.Store())], value=ast.Dict([], []))
+        for stmt in (start, body):
+            ast.fix_missing_locations(ast.copy_location(stmt, node))
+            for sub in ast.walk(stmt):
+                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, node)
+            self.visit(stmt)
+        return self.frame.find(tag)
+
     def appended_type(self: FunctionCompiler, lst: Any) -> Type | None:
         element: Type | None = None
         for use in lst.uses:
@@ -263,6 +292,22 @@ class ContainerMixin:
                 t = use.node.inputs[1].type
                 element = t if element is None else unify(element, t)
         return element
+
+
+def _keys_of_items(gen: ast.comprehension) -> tuple[ast.expr, ast.expr, list[ast.stmt]]:
+    """``for k, v in d.items()`` of a dict named ``d`` as ``for k in d: v = d[k]`` (the reads
+    the differentiation follows); any other generator as it is: (target, iterable, the
+    statements that start the body)."""
+    it, target = gen.iter, gen.target
+    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+            and it.func.attr == "items" and isinstance(it.func.value, ast.Name)
+            and not it.args and not it.keywords and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts)):
+        key, value = target.elts
+        read = ast.Assign(targets=[value], value=ast.Subscript(
+            ast.Name(it.func.value.id, ast.Load()), ast.Name(key.id, ast.Load()), ast.Load()))
+        return key, it.func.value, [read]
+    return target, it, []
 
 
 def _items_of(node: ast.expr) -> ast.ListComp:

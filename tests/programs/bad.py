@@ -92,7 +92,7 @@ def bad_walrus(x: Tensor, n: int) -> Tensor:
 
 
 def bad_comprehension(xs: List[Tensor]) -> List[Tensor]:
-    return [x + 1.0 for x in {x for x in xs}]  # ERROR: comprehensions are not supported
+    return [x + 1.0 for x in {x for x in xs}]  # ERROR: set comprehensions are not supported
 
 
 def bad_import(x: Tensor) -> Tensor:
