@@ -54,6 +54,7 @@ from script.frontend.env import (
     always_returns,
     describe_variable,
     display_name,
+    dominating_stores,
     loaded_names,
     walk_same_function,
 )
@@ -171,6 +172,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.frame = Frame()
         self.namespace = function_namespace(fn)
         self.reads = [read for stmt in tree.body for read in loaded_names(stmt)]
+        self.stores_before = dominating_stores(tree.body)
+        """read -> the assignments of its name every path to it passes (``live_after``)."""
         self.statement: ast.stmt | None = None
         """the innermost statement being emitted (see ``WriteMixin.live_after``)."""
         self.loops: list[LoopContext] = []

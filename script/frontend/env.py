@@ -206,6 +206,36 @@ def loaded_names(node: ast.AST) -> list[tuple[str, tuple[int, int]]]:
     return reads
 
 
+Position = tuple[int, int]
+
+
+def dominating_stores(body: list[ast.stmt]) -> dict[tuple[str, Position], list[Position]]:
+    """For each read ``(name, position)`` under ``body``: where the plain assignments of
+    ``name`` that every path to the read passes start (``h = ...`` as an earlier statement of a
+    block holding the read: structured code enters a block at its top only). A write before
+    such an assignment cannot be seen by the read through the old binding."""
+    found: dict[tuple[str, Position], list[Position]] = {}
+
+    def block(stmts: list[ast.stmt], before: dict[str, list[Position]]) -> None:
+        stores = {name: list(at) for name, at in before.items()}
+        for stmt in stmts:
+            for read in loaded_names(stmt):
+                found.setdefault(read, []).extend(stores.get(read[0], ()))
+            for part in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, part, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) and \
+                        not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                    block(inner, stores)
+            if isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    if isinstance(target, (ast.Name, ast.Tuple, ast.List)):
+                        for name in stored_names(target):
+                            stores.setdefault(name, []).append((stmt.lineno, stmt.col_offset))
+
+    block(body, {})
+    return found
+
+
 def end_of(stmt: ast.AST) -> tuple[int, int]:
     return (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)  # type: ignore[attr-defined]
 

@@ -372,7 +372,8 @@ class WriteMixin:
         # (where the statement binds more, `C[t], y = v, prev` binds y to prev after the write)
         skip = (value.lineno, value.col_offset) if value is not None else after
         end = end_of(value) if value is not None else after
-        live = {n for n, pos in self.reads if pos >= after and not skip <= pos < end}
+        live = {n for n, pos in self.reads if pos >= after and not skip <= pos < end
+                and not any(after <= at < pos for at in self.stores_before.get((n, pos), ()))}
         for loop in self.loops:
             live |= getattr(loop, "exposed", loop.reads)
         return live

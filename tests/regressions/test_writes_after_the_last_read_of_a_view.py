@@ -114,3 +114,56 @@ def test_a_view_dead_in_an_inner_loop_body_allows_the_write():
 def test_a_write_seen_through_a_name_read_later_is_refused(fn):
     with pytest.raises(ScriptError, match="would also change|may share memory"):
         script(fn)(np.arange(2.0))
+
+
+# -- a later read of a name bound again first (chainer's n_step_bigru reference) ---------------
+def view_bound_again_in_a_later_loop(e: Tensor, x: Tensor):
+    """The forward pass's last ``h_prev`` is a view of ``e``; the backward pass binds
+    ``h_prev`` again at the top of its loop body before reading it."""
+    e = e.copy()
+    outs = []
+    for t in range(3):
+        h_prev = e[0, :2]
+        e[0, :2] = h_prev * 0.5 + x
+        outs.append(e[0, :2] * 1.0)
+    for t in range(3):
+        h_prev = e[1, :2]
+        y = h_prev * 0.5 - x
+        e[1, :2] = y
+        outs.append(y)
+    return outs, e
+
+
+def view_bound_again_only_in_a_branch(e: Tensor, x: Tensor, c: bool):
+    e = e.copy()
+    h = e[0, :2]
+    e[0, :2] = x
+    if c:
+        h = e[1, :2]
+    return h + 0.0
+
+
+def view_bound_again_only_in_a_loop(e: Tensor, x: Tensor, n: int):
+    e = e.copy()
+    h = e[0, :2]
+    e[0, :2] = x
+    for t in range(n):
+        h = e[1, :2]
+    return h + 0.0
+
+
+def test_a_name_bound_again_before_its_later_read_allows_the_write():
+    r = np.random.default_rng(1)
+    e, x = r.standard_normal((2, 3, 4)), r.standard_normal((2, 4))
+    (got, ge), (want, we) = script(view_bound_again_in_a_later_loop)(e, x), \
+        view_bound_again_in_a_later_loop(e, x)
+    for g, w in zip(got + [ge], want + [we]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn, extra", [(view_bound_again_only_in_a_branch, (True,)),
+                                       (view_bound_again_only_in_a_loop, (2,))])
+def test_a_name_bound_again_on_only_some_paths_is_refused(fn, extra):
+    r = np.random.default_rng(2)
+    with pytest.raises(ScriptError, match="would also change 'h'"):
+        script(fn)(r.standard_normal((2, 3, 4)), r.standard_normal((2, 4)), *extra)
