@@ -1,0 +1,182 @@
+"""Calls of Python functions and methods from scripted code (a ``FunctionCompiler`` mixin):
+each callee is compiled to a ``FunctionDef`` (per set of argument types where the call gives
+its unannotated parameters theirs, or packs its ``*args``) and called as ``prim::CallFunction``
+with the arguments bound to its parameters, defaults filled in."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import NOT_CONSTANT
+from ir.types import BOOL, FLOAT, INT, NONE, OptionalType, TensorType, Type, is_subtype
+from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
+from script.frontend.exprs import constant_value
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+    from script.frontend.definition import FunctionDef
+
+
+class CalleeMixin:
+    """Calls of Python functions, methods and scripted functions."""
+
+    # -- scripted and plain Python functions -------------------------------------------------------
+    def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
+        if fn.__code__.co_flags & inspect.CO_VARARGS:
+            return self.call_with_varargs(fn, node)
+        objects = self.object_arguments(fn, node)
+        if not objects:
+            node, override = self.typed_by_the_call(fn, node)
+            return self.call_function(self.compile_callee(fn, node, override=override), node)
+        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
+        return self.call_function(fdef, node, objects=objects)
+
+    def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call
+                          ) -> tuple[ast.Call, dict[str, Type] | None]:
+        """The types the call gives the unannotated parameters of ``fn`` (without a default, or
+        with ``None``) that it passes other than an array (``def affine(x, W, b, scale)``
+        called with ``0.5``, ``def layer(params, x)`` with a dict, ``def lse(a, axis=None)``
+        with ``axis=1``): a number, string, list, dict or tuple is typed as passed (Optional
+        where the default is None; such a parameter is otherwise an array), one left at its
+        default None is None, and ``fn`` is compiled for those types. The arguments are
+        computed once, in order: the call returned names them."""
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return node, None
+        annotations = getattr(fn, "__annotations__", {})
+        plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = list(sig.parameters.values())
+        open_names = {p.name for p in params if p.kind == plain and p.name not in annotations
+                      and p.default in (inspect.Parameter.empty, None)}  # other defaults type
+        if not open_names or any(not isinstance(a, ast.expr) or type(a).__name__ == "SpreadList"
+                                 for a in node.args):
+            return node, None
+        bound = [p.name for p in params[:len(node.args)]] + [kw.arg for kw in node.keywords]
+        if not open_names or len(node.args) > len(params) or any(
+                p.kind != plain for p in params[:len(node.args)]):
+            return node, None
+        static = {p.name for p in params if isinstance(p.default, ModuleType)}
+        values = [a if name in static else self.expr(a) for name, a in zip(bound, node.args)]
+        keywords = {kw.arg: kw.value if kw.arg in static else self.expr(kw.value)
+                    for kw in node.keywords}
+        defaults = {p.name: p.default for p in params}
+        override = {name: OptionalType(value.type) if defaults[name] is None else value.type
+                    for name, value in [*zip(bound, values), *keywords.items()]
+                    if name in open_names and not isinstance(value.type, (TensorType,
+                                                                           OptionalType))
+                    and value.type != NONE}
+        for name in open_names - set(bound):  # left at its default None: None here
+            if defaults[name] is None:
+                override[name] = NONE
+        return self.call_of_values(node, values, keywords), override or None
+
+    def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call,
+                          receiver: dict[str, Any] | None = None) -> Any:
+        """``f(w, a, b)`` of ``def f(weights, *args)``: the arguments past the named ones are
+        the tuple ``args``, and ``f`` is compiled for its types. ``receiver``: for a method of
+        a plain object argument, its ``self`` (parameter name -> the ``ObjectArg``)."""
+        code = fn.__code__
+        named = code.co_argcount - (1 if receiver else 0)
+        vararg = code.co_varnames[code.co_argcount + code.co_kwonlyargcount]
+        if receiver is None and self.object_arguments(fn, node):
+            raise self.unsupported(node, f"calling {fn.__qualname__}(), which takes *{vararg}, "
+                                   "with plain objects")
+        args = [self.expr(a) for a in node.args]
+        keywords = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if vararg in keywords:
+            raise self.error(node, f"{fn.__qualname__}() got an unexpected keyword argument "
+                             f"'{vararg}'")
+        annotation = getattr(fn, "__annotations__", {}).get(vararg)
+        try:
+            each = None if annotation is None else type_from_annotation(
+                annotation, function_namespace(fn))
+        except AnnotationError:
+            each = None  # the callee's compilation reports it at its line
+        for arg, value in zip(node.args[named:], args[named:]):
+            if each is not None and not is_subtype(value.type, each):
+                raise self.error(arg, f"{fn.__qualname__}() takes *{vararg} of {each}, not "
+                                 f"{value.type}")
+        keywords[vararg] = self.emit_value("prim::TupleConstruct", args[named:])
+        override = {vararg: keywords[vararg].type}
+        call = self.call_of_values(node, args[:named], keywords)
+        if receiver:
+            fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
+                                       override)
+            return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
+        return self.call_function(self.compile_callee(fn, node, override=override), call)
+
+    def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
+                      bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None
+                      ) -> Any:
+        """Call a compiled function; ``bound`` are values for its first parameters (a script
+        class's ``self``); ``objects`` the object arguments (``ObjectArg``s) passed for its
+        parameters annotated with a plain class. A module method's attribute inputs are passed
+        along."""
+        objects = objects or {}
+        params = fdef.arg_names
+        shown = fdef.positional_names()[len(bound):]
+        node = self.fill_list_spread(fdef.name, node, shown, fdef.defaults)
+        if len(node.args) > len(shown):
+            raise self.error(node, f"{fdef.name}() takes {len(shown)} arguments but "
+                             f"{len(node.args)} were given")
+        values: dict[str, Any] = dict(zip(params, bound))
+        for name, arg in zip(shown, node.args):
+            if name in objects:
+                values[name] = self.const(None)
+            elif not self.static_argument(fdef, name, arg):
+                values[name] = self.expr(arg)
+        for kw in node.keywords:
+            if self.static_argument(fdef, kw.arg, kw.value):
+                continue
+            if kw.arg in objects:
+                values[kw.arg] = self.const(None)
+                continue
+            if kw.arg not in params:
+                raise self.error(kw, f"{fdef.name}() got an unexpected keyword argument "
+                                 f"'{kw.arg}'")
+            if kw.arg in values:
+                raise self.error(kw, f"{fdef.name}() got multiple values for argument "
+                                 f"'{kw.arg}'")
+            values[kw.arg] = self.expr(kw.value)
+        inputs = []
+        for name, t in zip(params, fdef.arg_types):
+            value = values.get(name)
+            if value is None:
+                value = self.default_argument(fdef, name, node)
+            if t == FLOAT and value.type in (INT, BOOL):  # as an argument of the function
+                value = self.emit_value("prim::Float", [value])  # called itself takes it
+            if not is_subtype(value.type, t):
+                raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
+                                 f"not {value.type}")
+            inputs.append(value)
+        inputs += [self.callee_input(fdef, ref, objects) for ref in fdef.attr_refs]
+        for key, guard in fdef.guards.items():
+            self.guard_global(key, guard.read, guard.expected)
+        self.forget_fields()  # the callee may assign the fields of any object it reaches
+        return self.emit("prim::CallFunction", inputs, [fdef.return_type],
+                         {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+
+    def static_argument(self: FunctionCompiler, fdef: FunctionDef, name: str | None,
+                        arg: ast.expr) -> bool:
+        """True for an argument of a parameter with a module default (``xp=np``): it must be a
+        module too, and is read at compile time (the ops do not depend on which one)."""
+        if name not in fdef.static_args:
+            return False
+        if not isinstance(self.resolve_static(arg), ModuleType):
+            raise self.error(arg, f"{fdef.name}() argument '{name}' must be an array module "
+                             "(numpy or cupy), as its default is")
+        return True
+
+    def default_argument(self: FunctionCompiler, fdef: FunctionDef, name: str,
+                         node: ast.Call) -> Any:
+        if name not in fdef.defaults:
+            raise self.error(node, f"{fdef.name}() missing required argument '{name}'")
+        value = constant_value(fdef.defaults[name])
+        if value is NOT_CONSTANT:
+            raise self.error(node, f"the default of '{name}' in {fdef.name}() cannot be a "
+                             "constant")
+        return self.const(value)

@@ -1,0 +1,124 @@
+"""The parameters of a function being compiled (a ``FunctionCompiler`` mixin): their names,
+types (annotations, type comments, defaults, the types a call gives a called function's
+unannotated ones, a ``*args`` tuple) and defaults, and annotations resolved to types."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import ModuleType
+from typing import Any
+
+from ir.types import NONE, TENSOR, OptionalType, Type, is_subtype
+from script.frontend.annotations import AnnotationError, evaluate_annotation, type_from_annotation
+
+_NO_DEFAULT = object()
+
+
+class ParameterMixin:
+    """Parameters and annotations of ``FunctionCompiler``."""
+
+    # -- parameters -----------------------------------------------------------------------------
+    def parameters(self) -> tuple[list[str], list[Type], dict[str, object]]:
+        args = self.tree.args
+        override = getattr(self, "arg_types_override", None) or {}
+        if args.vararg is not None and args.vararg.arg not in override:
+            raise self.error(args.vararg, "*args is not supported in the function scripted "
+                             "itself (a function it calls may take *args); take a tuple or "
+                             "list instead")
+        if args.kwonlyargs:
+            raise self.error(args.kwonlyargs[0], "keyword-only arguments are not supported")
+        if args.kwarg is not None:
+            raise self.error(args.kwarg, "**kwargs is not supported")
+        params = args.posonlyargs + args.args
+        if self.owner is not None or self.self_type is not None:
+            params = self.bind_self(params)
+        if args.vararg is not None:
+            self.check_varargs(args.vararg, override[args.vararg.arg])
+            params = params + [args.vararg]  # the tuple of the call's further arguments
+        names = [a.arg for a in params]
+        defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
+                    if v.default is not inspect.Parameter.empty}
+        types = self.comment_types(params)
+        if types is None:
+            annotations = getattr(self.fn, "__annotations__", {})
+            if "return" in annotations:
+                self.return_type = self.resolve_annotation(annotations["return"],
+                                                           self.tree.returns or self.tree)
+            types = [self.parameter_type(a, defaults) for a in params]
+        if self.self_type is not None:
+            types[0] = self.self_type
+        override = getattr(self, "arg_types_override", None) or {}
+        types = [override.get(n, t) for n, t in zip(names, types)]
+        self.return_type = override.get("return", self.return_type)
+        for name, t in zip(names, types):
+            if name in defaults and not isinstance(defaults[name], ModuleType):
+                self.check_default(params[names.index(name)], t, defaults[name])
+        return names, types, defaults
+
+    def check_varargs(self, vararg: ast.arg, t: Type) -> None:
+        """Each argument ``*args`` takes must fit its annotation (``*args: Tensor``)."""
+        annotation = getattr(self.fn, "__annotations__", {}).get(vararg.arg)
+        if annotation is None:
+            return
+        each = self.resolve_annotation(annotation, vararg.annotation or vararg)
+        for k, item in enumerate(getattr(t, "elements", ())):
+            if not is_subtype(item, each):
+                raise self.error(vararg, f"*{vararg.arg} takes {each} arguments, and argument "
+                                 f"{k} of it is {item}")
+
+    def comment_types(self, params: list[ast.arg]) -> list[Type] | None:
+        comment = self.tree.type_comment
+        if not comment:
+            return None
+        try:
+            sig = ast.parse(comment, mode="func_type")
+        except SyntaxError:
+            raise self.error(self.tree, f"cannot parse the type comment '{comment}'") from None
+        if self.self_type is not None:  # a type comment leaves out `self`
+            sig.argtypes.insert(0, ast.Constant(value="Tensor"))
+        if len(sig.argtypes) != len(params):
+            raise self.error(self.tree, f"the type comment gives {len(sig.argtypes)} argument "
+                             f"types for {len(params)} parameters")
+        types = [self.resolve_annotation(ast.unparse(t), self.tree) for t in sig.argtypes]
+        self.return_type = self.resolve_annotation(ast.unparse(sig.returns), self.tree)
+        return types
+
+    def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
+        annotations = getattr(self.fn, "__annotations__", {})
+        if arg.arg in getattr(self, "objects", {}):
+            return NONE  # a plain object: its attributes are inputs (object_args)
+        if arg.arg in annotations:
+            return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
+        default = defaults.get(arg.arg, _NO_DEFAULT)
+        if default is None:
+            return OptionalType(TENSOR)  # `h=None`: an optional array
+        if isinstance(default, (bool, int, float, str, tuple)):
+            from ir.constants import constant_type
+            return constant_type(default)
+        return TENSOR
+
+    def check_default(self, arg: ast.arg, t: Type, default: object) -> None:
+        from ir.constants import constant_type
+        try:
+            dt = constant_type(default)
+        except TypeError:
+            raise self.error(arg, f"the default value of '{arg.arg}' is a "
+                             f"{type(default).__name__}, which cannot be a constant") from None
+        if not is_subtype(dt, t) and not (dt == NONE and t == TENSOR):
+            raise self.error(arg, f"the default value of '{arg.arg}' has type {dt}, but the "
+                             f"parameter is declared as {t}")
+
+    def resolve_annotation(self, annotation: Any, node: ast.AST) -> Type:
+        try:
+            return type_from_annotation(annotation, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def annotation_type(self, node: ast.expr) -> Type:
+        """The type an annotation expression in the body (``x: List[int] = []``) denotes."""
+        try:
+            value = evaluate_annotation(ast.unparse(node), self.namespace)
+            return type_from_annotation(value, self.namespace)
+        except AnnotationError as exc:
+            raise self.error(node, str(exc)) from None
