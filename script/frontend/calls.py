@@ -272,7 +272,8 @@ class CallMixin:
             if arg.kind == "Tensor" and display.startswith("np.") and value.type in (
                     INT, FLOAT, BOOL):  # numpy takes a number as a 0-d array: np.sum(3.0)
                 value = inputs[k] = self.emit_value("tensor::array", [value, self.const(None)])
-            elif arg.kind == "Tensor" and display.startswith("np.") and _arrays(value.type):
+            elif arg.kind in ("Tensor", "operand") and display.startswith("np.") and \
+                    _arrays(value.type):
                 # and a list of arrays as their stack: np.sum([np.sum(w * w) for w in ws])
                 if isinstance(value.type, TupleType):  # (a list: gradients follow those)
                     items = self.emit("prim::TupleUnpack", [value],

@@ -222,3 +222,22 @@ def test_gradients_of_flips_and_swaps_and_lists_as_arrays():
     check_vjp(flips_and_swaps, (r.standard_normal((2, 3, 3)),), argnums=(0,))
     check_vjp(lists_as_arrays, (r.standard_normal((2, 3)), r.standard_normal(3)),
               argnums=(0, 1))
+
+
+def list_as_an_operand(x: Tensor, W: List[Tensor]) -> Tuple[Tensor, Tensor]:
+    """rushter/MLAlgorithms' LSTM: ``np.dot(x, W)`` with ``W`` a list of weight matrices."""
+    return np.dot(x, W), np.maximum([x[0], x[1]], 0.0)
+
+
+def test_a_list_of_arrays_as_an_operand_is_their_stack():
+    r = np.random.default_rng(13)
+    x, W = r.standard_normal((2, 3)), [r.standard_normal((3, 4)), r.standard_normal((3, 4))]
+    got, want = script(list_as_an_operand)(x, W), list_as_an_operand(x, W)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    check_vjp(rows_clipped, (x,))  # (np.dot of a 3-D stack has no gradient: refused)
+
+
+def rows_clipped(x: Tensor) -> Tensor:
+    return np.maximum([x[0], x[1] * 2.0], 0.1)
