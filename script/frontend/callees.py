@@ -180,3 +180,20 @@ class CalleeMixin:
             raise self.error(node, f"the default of '{name}' in {fdef.name}() cannot be a "
                              "constant")
         return self.const(value)
+
+    def call_of_values(self: FunctionCompiler, node: ast.Call, args: list[Any],
+                       keywords: dict[str, Any]) -> ast.Call:
+        """A call like ``node`` whose arguments are names of the values already computed (or
+        the expressions, where ``args`` / ``keywords`` hold them)."""
+
+        def name_of(value: Any) -> ast.expr:
+            if isinstance(value, ast.expr):  # left to the call (an array module argument)
+                return value
+            flag = self.new_flag("arg")
+            self.frame.set(flag, value)
+            return ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), node)
+
+        call = ast.Call(func=node.func, args=[name_of(v) for v in args],
+                        keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
+                                  for k, v in keywords.items()])
+        return ast.copy_location(call, node)

@@ -227,27 +227,13 @@ class ContainerMixin:
     # -- comprehensions ---------------------------------------------------------------------------
     def visit_ListComp(self: FunctionCompiler, node: ast.ListComp) -> Any:
         """``[elt for x in it if cond]``: a new list, appended to by a loop."""
-        self.flag_counter += 1
-        tag = f"$comp{self.flag_counter}"
-        renames: dict[str, str] = {}
-        for gen in node.generators:
-            if gen.is_async:
-                raise self.unsupported(gen, "async comprehensions")
-            for name in ast.walk(gen.target):
-                if isinstance(name, ast.Name):
-                    renames[name.id] = f"{tag}_{name.id}"
-        comp = _Renamer(renames).visit(copy.deepcopy(node))
+        tag, comp = self.renamed_comprehension(node, "comp")
         result = self.emit("prim::ListConstruct", [], [ListType(ANY)]).output
         self.frame.set(tag, result)
-        body: ast.stmt = ast.Expr(ast.Call(
+        append = ast.Expr(ast.Call(
             func=ast.Attribute(ast.Name(tag, ast.Load()), "append", ast.Load()),
             args=[comp.elt], keywords=[]))
-        for gen in reversed(comp.generators):
-            for cond in reversed(gen.ifs):
-                body = ast.If(test=cond, body=[body], orelse=[])
-            body = ast.For(target=gen.target, iter=gen.iter, body=[body], orelse=[])
-        ast.fix_missing_locations(ast.copy_location(body, node))
-        self.visit(body)
+        self.visit(_located(_loops(comp.generators, append, read_items=False), node))
         element = self.appended_type(result)
         if element is None:
             raise self.error(node, "the element type of this comprehension is unknown")
@@ -258,9 +244,21 @@ class ContainerMixin:
 
     def visit_DictComp(self: FunctionCompiler, node: ast.DictComp) -> Any:
         """``{k: v for x in it if cond}``: a new dict (typed by what is stored, as ``d = {}``
-        is), stored into by a loop; the loop variables do not leak."""
+        is), stored into by a loop; ``d.items()`` of a named dict is read as ``d[k]``."""
+        tag, comp = self.renamed_comprehension(node, "dcomp")
+        store = ast.Subscript(ast.Name(tag, ast.Load()), comp.key, ast.Store())
+        body = ast.Assign(targets=[store], value=comp.value)
+        start = ast.Assign(targets=[ast.Name(tag, ast.Store())], value=ast.Dict([], []))
+        self.visit(_located(start, node))
+        self.visit(_located(_loops(comp.generators, body, read_items=True), node))
+        return self.frame.find(tag)
+
+    def renamed_comprehension(self: FunctionCompiler, node: Any, kind: str
+                              ) -> tuple[str, Any]:
+        """A fresh name for the comprehension's result, and a copy of ``node`` whose loop
+        variables are renamed after it (they do not leak into the function)."""
         self.flag_counter += 1
-        tag = f"$dcomp{self.flag_counter}"
+        tag = f"${kind}{self.flag_counter}"
         renames: dict[str, str] = {}
         for gen in node.generators:
             if gen.is_async:
@@ -268,22 +266,7 @@ class ContainerMixin:
             for name in ast.walk(gen.target):
                 if isinstance(name, ast.Name):
                     renames[name.id] = f"{tag}_{name.id}"
-        comp = _Renamer(renames).visit(copy.deepcopy(node))
-        store = ast.Subscript(ast.Name(tag, ast.Load()), comp.key, ast.Store())
-        body: ast.stmt = ast.Assign(targets=[store], value=comp.value)
-        for gen in reversed(comp.generators):
-            for cond in reversed(gen.ifs):
-                body = ast.If(test=cond, body=[body], orelse=[])
-            target, iterable, read = _keys_of_items(gen)
-            body = ast.For(target=target, iter=iterable, body=[*read, body], orelse=[])
-        start = ast.Assign(targets=[ast.Name(tag, ast.Store())], value=ast.Dict([], []))
-        for stmt in (start, body):
-            ast.fix_missing_locations(ast.copy_location(stmt, node))
-            for sub in ast.walk(stmt):
-                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, node)
-            self.visit(stmt)
-        return self.frame.find(tag)
+        return tag, _Renamer(renames).visit(copy.deepcopy(node))
 
     def appended_type(self: FunctionCompiler, lst: Any) -> Type | None:
         element: Type | None = None
@@ -292,6 +275,22 @@ class ContainerMixin:
                 t = use.node.inputs[1].type
                 element = t if element is None else unify(element, t)
         return element
+
+
+def _loops(generators: list[ast.comprehension], body: ast.stmt, read_items: bool) -> ast.stmt:
+    """``body`` inside the comprehension's loops and conditions (``read_items``: ``for k, v in
+    d.items()`` as ``for k in d: v = d[k]``, ``_keys_of_items``)."""
+    for gen in reversed(generators):
+        for cond in reversed(gen.ifs):
+            body = ast.If(test=cond, body=[body], orelse=[])
+        target, iterable, read = _keys_of_items(gen) if read_items else (gen.target, gen.iter, [])
+        body = ast.For(target=target, iter=iterable, body=[*read, body], orelse=[])
+    return body
+
+
+def _located(stmt: ast.stmt, at: ast.AST) -> ast.stmt:
+    """``stmt`` at ``at``'s position (its parts without one at their parent's)."""
+    return ast.fix_missing_locations(ast.copy_location(stmt, at))
 
 
 def _keys_of_items(gen: ast.comprehension) -> tuple[ast.expr, ast.expr, list[ast.stmt]]:

@@ -320,20 +320,3 @@ class NestedMixin:
                 function.compiling = False
             function.compiled[key] = fdef
         return self.call_function(fdef, self.call_of_values(node, args, keywords))
-
-    def call_of_values(self: FunctionCompiler, node: ast.Call, args: list[Any],
-                       keywords: dict[str, Any]) -> ast.Call:
-        """A call like ``node`` whose arguments are names of the values already computed (or
-        the expressions, where ``args`` / ``keywords`` hold them)."""
-
-        def name_of(value: Any) -> ast.expr:
-            if isinstance(value, ast.expr):  # left to the call (an array module argument)
-                return value
-            flag = self.new_flag("arg")
-            self.frame.set(flag, value)
-            return ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), node)
-
-        call = ast.Call(func=node.func, args=[name_of(v) for v in args],
-                        keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
-                                  for k, v in keywords.items()])
-        return ast.copy_location(call, node)

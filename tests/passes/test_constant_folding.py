@@ -334,6 +334,12 @@ def test_string_equality_folds_to_pythons(a, b):
     ("replace", "a-b", ("-", "_"), "a_b"),
 ])
 def test_string_ops_fold_to_pythons(name, text, args, want):
+    out = _string_op_folded(name, text, args)
+    assert out.is_constant and out.constant == want and type(out.constant) is type(want)
+
+
+def _string_op_folded(name: str, text: str, args: tuple) -> ir.Value:
+    """The output of ``prim::str_op(name, text, *args)`` of constants after constant_prop."""
     g = ir.Graph()
     node = g.create("prim::str_op", [g.constant(name), g.constant(text),
                                      *(g.constant(a) for a in args)])
@@ -342,8 +348,7 @@ def test_string_ops_fold_to_pythons(name, text, args, want):
     node.insert_before(g.block.return_node)
     g.add_output(node.output)
     constant_prop.run(g)
-    out = g.outputs[0]
-    assert out.is_constant and out.constant == want and type(out.constant) is type(want)
+    return g.outputs[0]
 
 
 @pytest.mark.parametrize("name, text, args", [
@@ -352,15 +357,7 @@ def test_string_ops_fold_to_pythons(name, text, args, want):
     ("split", "a,b", (",",)),  # a list is not a constant
 ])
 def test_string_ops_that_raise_or_make_lists_are_not_folded(name, text, args):
-    g = ir.Graph()
-    node = g.create("prim::str_op", [g.constant(name), g.constant(text),
-                                     *(g.constant(a) for a in args)])
-    for out_type in infer_types(node):
-        node.add_output(out_type)
-    node.insert_before(g.block.return_node)
-    g.add_output(node.output)
-    constant_prop.run(g)
-    assert g.outputs[0].node.kind == "prim::str_op"
+    assert _string_op_folded(name, text, args).node.kind == "prim::str_op"
 
 
 def test_string_slice_folds_to_pythons():
