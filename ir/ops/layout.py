@@ -1,7 +1,8 @@
 """Memory-layout ops: rewrites insert them; user code has no need of them.
 
 ``contiguous(a)`` is ``a`` with C-contiguous storage (``numpy.ascontiguousarray``): the same
-values, so it is the identity on what a program computes. A matmul against a transposed view runs
+values (a 0-d array becomes one of shape (1,), as numpy's does), so it is the identity on what
+a program computes. A matmul against a transposed view runs
 several times slower than against a contiguous copy at RNN step sizes; the contiguous-weights pass
 makes that copy once, before the loop, for loop-invariant transposes that matmuls in a loop use.
 ``copy(a)`` is a new array of ``a``'s values: where the caller receives two equal results, CSE
@@ -13,15 +14,23 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.shape import tensor_arg
 from ir.registry import PURE, VIEW, defop
-from ir.types import Type
+from ir.types import TensorType, Type
 
 
 def _same_as_input(node: Node) -> list[Type]:
     return [tensor_arg(node, 0)]
 
 
-defop("tensor::contiguous(a: Tensor) -> Tensor", _same_as_input, (PURE, VIEW), (),
-      "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is): "
-      "the same values, a faster matmul operand than a transposed view")
+def _at_least_1d(node: Node) -> list[Type]:
+    t = tensor_arg(node, 0)
+    if isinstance(t, TensorType) and t.shape == ():
+        return [TensorType(t.dtype, (1,), t.device)]
+    return [t]
+
+
+defop("tensor::contiguous(a: Tensor) -> Tensor", _at_least_1d, (PURE, VIEW), (),
+      "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is; a "
+      "0-d array becomes shape (1,)): the same values, a faster matmul operand than a "
+      "transposed view")
 defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE,), ("np.copy", ".copy"),
       "a new array holding a's values (numpy.copy)")

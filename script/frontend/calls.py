@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import typing
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -223,6 +224,10 @@ class CallMixin:
             node = self.spread_into_library(positional_params(obj, op_for_object(obj)), node)
         if obj is super:
             raise self.super_refused(node)
+        if obj is typing.cast:  # a hint to type checkers: the value itself
+            if node.keywords or len(node.args) != 2:
+                raise self.error(node, "cast() takes exactly 2 arguments")
+            return self.expr(node.args[1])
         builtin = _builtin_name(obj)
         if builtin is not None and hasattr(self, f"builtin_{builtin}"):
             return getattr(self, f"builtin_{builtin}")(node)

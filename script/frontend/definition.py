@@ -79,10 +79,7 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
     if not inspect.isfunction(fn):
         raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
     if fn.__name__ == "<lambda>":
-        code = fn.__code__
-        raise ScriptError("lambda is not supported; use a def", code.co_filename,
-                          code.co_firstlineno, 0, linecache.getline(code.co_filename,
-                                                                    code.co_firstlineno).rstrip())
+        return _lambda_source(fn)
     try:
         file = inspect.getsourcefile(fn)
         lines, start = inspect.getsourcelines(fn)
@@ -107,3 +104,33 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
         if isinstance(node, ast.FunctionDef):
             return node, source
     raise ScriptError(f"cannot compile '{name}': no function definition found in its source")
+
+
+def _lambda_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
+    """A lambda (``relu = lambda z: np.maximum(z, 0)`` at module level, one an attribute holds)
+    as the ``def`` it stands for: found in its file by its line and its parameters' names."""
+    code = fn.__code__
+    line = linecache.getline(code.co_filename, code.co_firstlineno).rstrip()
+    lines = linecache.getlines(code.co_filename)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        tree = None
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [] if tree is None else [
+        node for node in ast.walk(tree) if isinstance(node, ast.Lambda)
+        and node.lineno == code.co_firstlineno
+        and [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        == params]
+    if len(found) != 1:
+        why = "its source code is unavailable" if tree is None else \
+            "several lambdas on its line take the same parameters"
+        raise ScriptError(f"cannot compile this lambda: {why}; use a def", code.co_filename,
+                          code.co_firstlineno, 0, line)
+    node = found[0]
+    fdef = ast.FunctionDef(name="<lambda>", args=node.args, body=[ast.Return(node.body)],
+                           decorator_list=[], returns=None, type_comment=None, type_params=[])
+    ast.copy_location(fdef.body[0], node.body)
+    ast.copy_location(fdef, node)
+    source = SourceInfo(code.co_filename, tuple(x.rstrip("\n") for x in lines))
+    return fdef, source

@@ -1,5 +1,5 @@
-"""``isinstance(x, cls)`` in scripted code: decided from ``x``'s type when compiling, as Python
-decides it when the code runs.
+"""``isinstance(x, cls)`` and ``hasattr(x, name)`` in scripted code: decided from ``x``'s type
+when compiling, as Python decides them when the code runs.
 
 ``cls`` is a class or a tuple of classes (``isinstance(h, tuple)``, ``isinstance(state,
 (tuple, list))``), and the bare ``typing`` aliases stand for their classes (``typing.Tuple`` is
@@ -7,7 +7,12 @@ decides it when the code runs.
 other type's answer). What the types cannot decide is a ScriptError: an array whose number of
 axes is not known against ``np.ndarray``, ``float`` or ``int`` (a 0-d result of a reduction is
 a numpy scalar, a ``float`` subclass, not an array), and subscripted generics
-(``isinstance(x, List[int])``, a TypeError in Python)."""
+(``isinstance(x, List[int])``, a TypeError in Python).
+
+``hasattr`` of a plain object argument (or an object one holds) asks the call's object: the
+answer is compiled in, and a call whose object answers otherwise compiles again (a presence
+check among the attributes read per call). Of any other value it asks the value's class (an
+array's: ``np.ndarray``; a script class's fields and methods)."""
 
 from __future__ import annotations
 
@@ -32,7 +37,9 @@ from ir.types import (
     TupleType,
     Type,
 )
+from script.frontend import classes
 from script.frontend.annotations import class_type
+from script.frontend.object_args import ArgAttrRef, ObjectArg, ObjectSeq
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -59,6 +66,43 @@ class InstanceMixin:
             return self.const(none_ok)
         is_none = self.emit_value("prim::IsNone", [value])  # decided when the code runs
         return is_none if none_ok else self.negate(is_none)
+
+    def builtin_hasattr(self: FunctionCompiler, node: ast.Call) -> Any:
+        if node.keywords or len(node.args) != 2:
+            raise self.error(node, "hasattr() takes exactly 2 arguments")
+        name = node.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            attr = self.expr(name)
+            if not (attr.is_constant and isinstance(attr.constant, str)):
+                raise self.error(name, "hasattr() needs the attribute's name as a constant "
+                                 "string here")
+            attr_name = attr.constant
+        else:
+            attr_name = name.value
+        owner = self.resolve_static(node.args[0])
+        if isinstance(owner, ObjectArg):
+            present = hasattr(owner.example, attr_name)
+            self.add_attr_input(ArgAttrRef(
+                owner.param, owner.path + (attr_name,), f"hasattr({owner.spelling}, "
+                f"{attr_name!r})", BOOL, bool, constant=present, exists=True))
+            return self.const(present)
+        if isinstance(owner, ObjectSeq):
+            return self.const(hasattr(owner.kind, attr_name))
+        t = self.expr(node.args[0]).type
+        if isinstance(t, OptionalType):
+            raise self.error(node.args[0], "hasattr() of an Optional value: test 'is None' "
+                             "first")
+        if isinstance(t, ClassType):
+            return self.const(t.field_type(attr_name) is not None
+                              or hasattr(classes.python_class(t.name), attr_name))
+        simple = {NONE: type(None), INT: int, FLOAT: float, STR: str, BOOL: bool}
+        for kind, py in ((TensorType, np.ndarray), (TupleType, tuple), (ListType, list),
+                         (DictType, dict)):
+            if isinstance(t, kind):
+                return self.const(hasattr(py, attr_name))
+        if t in simple:
+            return self.const(hasattr(simple[t], attr_name))
+        raise self.error(node, f"hasattr() of a value of type {t} is not supported")
 
     def instance_class(self: FunctionCompiler, node: ast.expr) -> Any:
         """The class (or ``typing`` alias) ``node`` names."""

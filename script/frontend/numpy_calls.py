@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
-                    "flip": "numpy_flip",
+                    "flip": "numpy_flip", "asarray": "numpy_asarray",
+                    "ascontiguousarray": "numpy_asarray",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}
@@ -195,6 +196,10 @@ class NumpyMixin:
                              "and ndmin are not supported)")
         data = self.expr(given["object"])
         dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const(None)
+        return self.array_of(node, data, dtype)
+
+    def array_of(self: FunctionCompiler, node: ast.Call, data: Any, dtype: Any) -> Any:
+        """``np.array(data, dtype)`` of an evaluated ``data``."""
         t = data.type
         arrays = isinstance(t, TensorType) or (
             isinstance(t, ListType) and isinstance(t.element, TensorType)) or (
@@ -211,6 +216,30 @@ class NumpyMixin:
             return out
         return self.emit_value("tensor::astype", [out, dtype])
 
+
+    def numpy_asarray(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.asarray(a, dtype) and np.ascontiguousarray(a, dtype): an array argument itself
+        (``tensor::contiguous`` for ascontiguousarray: a view, as numpy returns ``a`` when it
+        is already contiguous; a 0-d array becomes (1,)), cast when ``dtype`` differs from its
+        own; numbers and lists as ``np.array`` makes them."""
+        display = ast.unparse(node.func)
+        given = dict(zip(["a", "dtype"], node.args)) | {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 2 or set(given) - {"a", "dtype"} or "a" not in given:
+            raise self.error(node, f"{display}() takes an array and a dtype here (order and "
+                             "like are not supported)")
+        data = self.expr(given["a"])
+        dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const(None)
+        contiguous = self.resolve_static(node.func) is np.ascontiguousarray
+        t = data.type
+        if not isinstance(t, TensorType):
+            data = self.array_of(node, data, dtype)
+            return self.emit_value("tensor::contiguous", [data]) if contiguous else data
+        if contiguous:
+            data = self.emit_value("tensor::contiguous", [data])
+        if dtype.is_constant and (dtype.constant is None or (
+                t.dtype is not None and np.dtype(dtype.constant) == t.dtype)):
+            return data
+        return self.emit_value("tensor::astype", [data, dtype])
 
     # -- integer-array indexing --------------------------------------------------------------
     def integer_array_index(self: FunctionCompiler, value: Any, items: list[ast.expr]) -> Any:

@@ -135,10 +135,17 @@ class ArgAttrRef:
     constant: int | str | None = None
     """for an int, bool or str compiled in as a constant (``CONSTANT_KINDS``): the value a call's
     attribute must hold (a call that finds another compiles again); None when read per call."""
+    exists: bool = False
+    """for ``hasattr``: its value is whether the path exists (``constant`` the answer compiled
+    in; a call with the other answer compiles again)."""
+    function: bool = False
+    """for an attribute holding a function (``self.act = np.tanh``): ``constant`` is the
+    function compiled in, and a call whose attribute holds another compiles again; its value
+    is None."""
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return ("argument", self.param, self.path, self.length)
+        return ("argument", self.param, self.path, self.length, self.exists)
 
     @property
     def parameter(self) -> None:
@@ -183,6 +190,15 @@ def _is_object_sequence_annotation(annotation: Any) -> bool:
     return bool(args) and all(is_plain_class(a) for a in args)
 
 
+def is_static_function(value: Any) -> bool:
+    """A function an attribute may hold for the compiled code to call (``self.act = np.tanh``,
+    a Python function, a scripted one): compiled in, like the functions of a module's
+    namespace. Classes, bound methods and callable objects are not."""
+    return (inspect.isfunction(value) or isinstance(value, np.ufunc)
+            or inspect.isbuiltin(value) or type(value).__name__ == "_ArrayFunctionDispatcher"
+            or inspect.isfunction(getattr(value, "python_fn", None)))
+
+
 def is_object_sequence(value: Any) -> bool:
     """A list or tuple of plain objects (an empty one too)."""
     return type(value) in (list, tuple) and all(is_plain_object(v) for v in value)
@@ -199,6 +215,13 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
             values.append(ref.read())
             continue
         value = follow(inputs[ref.param], ref.path)
+        if ref.function:
+            if value is not ref.constant:
+                return None
+            values.append(None)
+            continue
+        if ref.exists:
+            value = value is not _MISSING
         if type(value) is not ref.kind:
             return None
         if ref.constant is not None and value != ref.constant:
@@ -218,7 +241,7 @@ def changed_constants(refs: list[Any], inputs: tuple[Any, ...]
     holding it, its name), the compiled value, the call's value) for each."""
     found = []
     for ref in refs:
-        if type(ref) is not ArgAttrRef or ref.constant is None:
+        if type(ref) is not ArgAttrRef or ref.constant is None or ref.exists or ref.function:
             continue
         value = follow(inputs[ref.param], ref.path)
         if type(value) is ref.kind and value != ref.constant:
@@ -299,6 +322,10 @@ class ObjectArgMixin:
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_plain_object(value):
             return ObjectArg(owner.param, path, spelling, value)
+        if is_static_function(value):  # compiled in; a call holding another compiles again
+            self.add_attr_input(ArgAttrRef(owner.param, path, spelling, NONE, type(value),
+                                           constant=value, function=True))
+            return value
         if type(value) in (list, tuple) and _holds_objects(value):
             if not is_object_sequence(value):
                 raise self.error(node, f"'{spelling}' is a {type(value).__name__} mixing plain "
@@ -375,6 +402,10 @@ class ObjectArgMixin:
         or str (``CONSTANT_KINDS``) not in ``read_per_call``, the value as a constant (its graph
         input, unused, checks a call's value is the same)."""
         static = self.object_arg_member(owner, node)
+        if static is not None and is_static_function(static):
+            raise self.error(node, f"'{owner.spelling}.{node.attr}' holds a function: scripted "
+                             "code calls it or binds a name to it (act = "
+                             f"{owner.spelling}.{node.attr}); it cannot be a value otherwise")
         if static is not None:
             raise self.object_arg_as_value(node, static)
         value = getattr(owner.example, node.attr)
@@ -435,8 +466,10 @@ class ObjectArgMixin:
             owner, path = owner.items[path[0]], path[1:]
         spelling = owner.spelling + "".join(f"[{s}]" if type(s) is int else f".{s}"
                                             for s in path)
-        return self.add_attr_input(ArgAttrRef(owner.param, owner.path + path, spelling,
-                                              ref.type, ref.kind, ref.length, ref.constant))
+        if ref.exists:
+            spelling = f"hasattr({spelling.rpartition('.')[0]}, {path[-1]!r})"
+        return self.add_attr_input(dataclasses.replace(ref, param=owner.param,
+                                                       path=owner.path + path, name=spelling))
 
     def object_arg_as_value(self: FunctionCompiler, node: ast.AST, owner: Any) -> Any:
         if isinstance(owner, ObjectSeq):

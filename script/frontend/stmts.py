@@ -42,7 +42,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
-from script.frontend.object_args import ObjectArg, ObjectSeq
+from script.frontend.object_args import ObjectArg, ObjectSeq, is_static_function
 from script.frontend.sequences import is_shape, literal_items_read
 from script.module import is_module
 
@@ -181,8 +181,10 @@ class StmtMixin:
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
-                                         or isinstance(static, (ModuleType, ObjectArg, ObjectSeq))):
-            value: Any = Static(static)  # `cell = self.cell`, `xp = np`: compile-time names
+                                         or isinstance(static, (ModuleType, ObjectArg, ObjectSeq))
+                                         or is_static_function(static)):
+            # `cell = self.cell`, `xp = np`, `act = np.tanh`: compile-time names
+            value: Any = Static(static)
             if isinstance(static, ObjectSeq) and \
                     any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
                 value = tuple(Static(item) for item in self.object_items(static))

@@ -8,9 +8,12 @@ from script.ops._impl_base import array_module
 
 
 def contiguous(a: Any) -> Any:
-    """``a`` with C-contiguous storage; ``a`` itself when it already has it."""
-    if a.ndim == 0 or a.flags.c_contiguous:
-        return a  # ascontiguousarray would turn a 0-d array into a 1-d one
+    """``a`` with C-contiguous storage; ``a`` itself when it already has it (numpy's
+    ``ascontiguousarray``: a 0-d array becomes a view of shape (1,))."""
+    if a.ndim == 0:
+        return a.reshape(1)
+    if a.flags.c_contiguous:
+        return a
     return array_module(a).ascontiguousarray(a)
 
 

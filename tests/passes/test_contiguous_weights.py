@@ -135,10 +135,10 @@ def test_cat_equals_numpy_along_either_axis():
     np.testing.assert_array_equal(tall, np.concatenate([a, b], 0))
 
 
-def test_contiguous_keeps_rank_zero_and_values():
+def test_contiguous_is_numpys_ascontiguousarray():
     from script import ops
     scalar = np.array(2.5)
-    assert ops.contiguous(scalar).shape == ()
+    assert ops.contiguous(scalar).shape == np.ascontiguousarray(scalar).shape == (1,)
     view = np.arange(6.0).reshape(2, 3).T
     out = ops.contiguous(view)
     assert out.flags.c_contiguous and out.shape == (3, 2)

@@ -16,6 +16,7 @@ from passes.autodiff.rules.combinators import (
     fwd_input,
     fwd_output,
     product,
+    shape_arg,
     unbroadcast,
     unbroadcast_all,
 )
@@ -134,6 +135,14 @@ UNARY: dict[str, Formula] = {
 """Nonlinear elementwise ops of one input: ``g * f'(x)``."""
 
 
+def _contiguous_back(b: Any, g: Value, node: Node) -> Value:
+    """``g`` itself, back in the input's shape where a 0-d input became (1,)."""
+    t = node.inputs[0].type
+    if isinstance(t, TensorType) and t.shape is not None and len(t.shape) > 0:
+        return g
+    return b.op("tensor::reshape", g, shape_arg(b, node.inputs[0]))
+
+
 def _astype_back(b: Any, g: Value, node: Node) -> Value:
     """The cotangent in the input's dtype (as it is when that is only known at run time)."""
     x = node.inputs[0]
@@ -168,6 +177,7 @@ ELEMENTWISE_RULES: dict[str, Rule] = BROADCASTING_RULES | {
     **{kind: defunary(derivative) for kind, derivative in UNARY.items()},
     "tensor::neg": deflinear(_negated),
     "tensor::copy": deflinear(_same),
+    "tensor::contiguous": deflinear(_contiguous_back),
     "tensor::astype": deflinear(_astype_back),
     "tensor::clip": clip_vjp,
 }

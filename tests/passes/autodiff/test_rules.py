@@ -167,6 +167,10 @@ def copies(x: Tensor) -> Tuple[Tensor, Tensor]:
     return np.tanh(x) * 3.0, np.tanh(x) * 3.0  # the second becomes a copy of the first
 
 
+def contiguous_views(x: Tensor, s: Tensor) -> Tuple[Tensor, Tensor]:
+    return np.ascontiguousarray(x.T) * 2.0, np.ascontiguousarray(s) * x[0]  # s is 0-d
+
+
 def _r(rng, *shape):
     return rng.standard_normal(shape)
 
@@ -221,6 +225,7 @@ CASES = {
                      ["tensor::sum_to", "tensor::broadcast_to", "tensor::select_backward",
                       "tensor::slice_backward"]),
     "copy": (copies, lambda r: (_r(r, 3, 4),), ["tensor::copy"]),
+    "contiguous": (contiguous_views, lambda r: (_r(r, 3, 4), _r(r)), ["tensor::contiguous"]),
 }
 
 TOLERANCE = {"astype": dict(eps=1e-2, rtol=1e-6, atol=1e-6)}  # linear: a big step is exact

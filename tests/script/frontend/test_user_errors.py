@@ -163,7 +163,7 @@ def two_args(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("misuse, error", [
-    (lambda: script(lambda x: x)(np.ones(2)), ScriptError),
+    (lambda: script([lambda x: x, lambda x: -x][0])(np.ones(2)), ScriptError),
     (lambda: script(3), ScriptError),
     (lambda: script(two_args)(np.ones(2)), SignatureError),
     (lambda: script(two_args)(np.ones(2), np.ones(3)), SignatureError),
