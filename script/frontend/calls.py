@@ -185,7 +185,11 @@ class CallMixin:
         objects[next(iter(inspect.signature(method).parameters))] = obj
         if method.__code__.co_flags & inspect.CO_VARARGS and len(objects) == 1:
             return self.call_with_varargs(method, node, objects)  # def __call__(self, *args)
-        fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()})
+        override = None
+        if len(objects) == 1:  # unannotated parameters take the call's types, as a function's
+            node, override = self.typed_by_the_call(method.__get__(obj.example), node)
+        fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()},
+                                   override)
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
 
     def call_with_out(self: FunctionCompiler, node: ast.Call, out: ast.keyword) -> Any:
@@ -285,6 +289,9 @@ class CallMixin:
                                       list(value.type.elements)).outputs
                     value = self.emit_value("prim::ListConstruct", list(items))
                 value = inputs[k] = self.emit_value("tensor::stack", [value, self.const(0)])
+            if arg.kind.rstrip("?") in ("int", "ints", "number") and \
+                    display.startswith("np."):  # np.arange(n), np.zeros(n) of a 0-d int array
+                value = inputs[k] = self.as_index(value)
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
@@ -296,6 +303,16 @@ class CallMixin:
         if not ir_node.outputs:
             return self.const(None)
         return ir_node.output
+
+    def as_index(self: FunctionCompiler, value: Any) -> Any:
+        """An integer array where Python or numpy takes an int (``range(n)``, ``np.zeros(n)``
+        for ``n = np.argmax(x)``): its int, as ``operator.index`` reads a 0-d integer array;
+        any other value as it is."""
+        t = value.type
+        if isinstance(t, TensorType) and t.dtype is not None and \
+                np.dtype(t.dtype).kind in "iub" and (t.shape is None or len(t.shape) == 0):
+            return self.emit_value("prim::Int", [value])
+        return value
 
     def bind_op_arguments(self: FunctionCompiler, op: OpDef, node: ast.Call, display: str,
                           self_value: Any) -> list[Any]:

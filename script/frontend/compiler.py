@@ -65,7 +65,7 @@ from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
 from script.frontend.numpy_calls import NumpyMixin
-from script.frontend.object_args import ObjectArgMixin
+from script.frontend.object_args import ObjectArg, ObjectArgMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
 from script.frontend.sequences import SequenceMixin
@@ -201,7 +201,10 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """``fn``, a Python function the code calls, compiled (and cached unless it takes
         plain ``objects``, by parameter name, or ``*args``, whose tuple type ``override``
         gives)."""
-        if is_compiling(fn):
+        # a method called for another object (a base class's __call__ reached for the model,
+        # then for its layer) is another compilation, not a recursive call
+        marker = (fn, tuple((n, id(o)) for n, o in sorted(objects.items()))) if objects else fn
+        if marker in _compiling:
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")
         if not objects and not override:
@@ -211,7 +214,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             cached = _typed.get(fn, {}).get(key) if key is not None else None
             if cached is not None and guards_hold(cached.guards):
                 return cached
-            _compiling.append(fn)
+            _compiling.append(marker)
             try:
                 result = compile_function(fn, arg_types_override=override, objects=objects,
                                           read_per_call=self.read_per_call)
@@ -246,6 +249,10 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                 self.frame.set(name, Static(self.object_param(name, param, objects[name])))
             else:
                 self.frame.set(name, self.graph.add_input(t, name))
+        for name in objects:  # each object argument's class is part of the layout
+            found = self.frame.find(name)
+            if isinstance(found, Static) and isinstance(found.obj, ObjectArg):
+                self.reached(found.obj)
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
         result = self.emit_body(body)

@@ -66,6 +66,10 @@ def operator_op(spelling: str) -> OpDef:
     return _operator_ops[spelling]
 
 
+_SCALAR_TYPES = frozenset(np.dtype(c).type for c in "?bhilqBHILQefdgFDG")
+"""numpy's concrete scalar types (``np.float32``, ``np.int64``, ...)."""
+
+
 def constant_value(obj: Any) -> Any:
     """A Python object captured from the enclosing scope as a constant, or NOT_CONSTANT."""
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -74,6 +78,9 @@ def constant_value(obj: Any) -> Any:
         return obj.item()
     if isinstance(obj, np.ndarray):
         return obj
+    if isinstance(obj, np.dtype) or (isinstance(obj, type) and issubclass(obj, np.generic)
+                                     and obj in _SCALAR_TYPES):
+        return np.dtype(obj).name  # a dtype as a value is its name, as ``x.dtype`` is
     if isinstance(obj, tuple):
         items = tuple(constant_value(v) for v in obj)
         if any(v is NOT_CONSTANT or isinstance(v, np.ndarray) for v in items):

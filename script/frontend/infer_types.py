@@ -59,12 +59,11 @@ class InferredSignature:
     it: an object argument whose attributes are read per call (``object_args``)."""
 
     def compile_types(self) -> dict[str, Type]:
-        """The types handed to the frontend. A tensor return is left dtype-free: the frontend
-        checks the returned value against it before shapes and dtypes are known."""
-        types = dict(self.types)
-        if "return" in types:
-            types["return"] = erase_dtypes(types["return"])
-        return types
+        """The types handed to the frontend: tensors left dtype-free, as the annotation
+        ``Tensor`` the examples stand for says (a later call with float32 arrays where the
+        examples passed float64 ones specializes again; the return value is checked before
+        dtypes are known)."""
+        return {name: erase_dtypes(t) for name, t in self.types.items()}
 
 
 # -- the type of one example value ----------------------------------------------------------------
@@ -186,6 +185,9 @@ def infer_signature(fn: Callable[..., Any], examples: Sequence[Any]) -> Inferred
             returns.append(_typed(fn(*args), "the return value", k))
     types = {name: _joined(ts, f"parameter '{name}'", fn) for name, ts in observed.items()
              if name not in objects}
+    for name, t in list(types.items()):  # None in every example, by default: left to the
+        if t == NONE and sig.parameters[name].default is None:  # default rule (Optional)
+            del types[name]
     if returns:
         types["return"] = _joined(returns, "the return value", fn)
     return InferredSignature(names, types, annotated, objects)

@@ -125,7 +125,7 @@ class IterMixin:
     def range_plan(self: FunctionCompiler, node: ast.Call) -> DynamicPlan:
         if node.keywords or not 1 <= len(node.args) <= 3:
             raise self.error(node, "range() takes 1 to 3 positional arguments")
-        values = [self.expr(a) for a in node.args]
+        values = [self.as_index(self.expr(a)) for a in node.args]
         for arg, value in zip(node.args, values):
             if value.type not in (INT, BOOL):
                 raise self.error(arg, f"range() arguments must be ints, not {value.type}")

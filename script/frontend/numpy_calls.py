@@ -19,13 +19,13 @@ import numpy as np
 from ir.core import Value
 from ir.ops.numpy_ops import array_rank
 from ir.registry import op_def
-from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type
+from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
-                    "flip": "numpy_flip", "asarray": "numpy_asarray",
+                    "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "ascontiguousarray": "numpy_asarray",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -241,6 +241,37 @@ class NumpyMixin:
             return data
         return self.emit_value("tensor::astype", [data, dtype])
 
+    def numpy_eye(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.eye(N, M=None, k=0, dtype=float): ones where the column is the row plus ``k``
+        (``arange(N)[:, None] + k == arange(M)``), in ``dtype``."""
+        given = dict(zip(["N", "M", "k", "dtype"], node.args)) | {kw.arg: kw.value
+                                                                   for kw in node.keywords}
+        if len(node.args) > 4 or set(given) - {"N", "M", "k", "dtype"} or "N" not in given:
+            raise self.error(node, "np.eye() takes N, M, k and dtype here (order and like are "
+                             "not supported)")
+        sizes = []
+        for name in ("N", "M", "k"):
+            value = self.as_index(self.expr(given[name])) if name in given else None
+            if value is not None and value.type not in (INT, BOOL) and not (
+                    name == "M" and value.type == NONE):
+                raise self.error(given[name], f"np.eye() argument '{name}' must be an int, not "
+                                 f"{value.type}")
+            sizes.append(value)
+        n, m, k = sizes
+        if m is None or m.type == NONE:
+            m = n
+        dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const("float64")
+        none = self.const(None)
+        rows = self.emit_value("tensor::arange", [n, none, self.const(1), self.const("int64")])
+        rows = self.emit_value("tensor::reshape", [rows, self.const((-1, 1))])
+        if k is not None:
+            rows = self.emit_value("tensor::add", [rows, k])
+        cols = self.emit_value("tensor::arange", [m, none, self.const(1), self.const("int64")])
+        ones = self.emit_value("tensor::eq", [rows, cols])
+        if dtype.is_constant and dtype.constant is None:
+            dtype = self.const("float64")
+        return self.emit_value("tensor::astype", [ones, dtype])
+
     # -- integer-array indexing --------------------------------------------------------------
     def integer_array_index(self: FunctionCompiler, value: Any, items: list[ast.expr]) -> Any:
         """``a[idx]``, ``a[:, ..., :, idx]`` (full slices before one index) and ``a[rows, cols]``
@@ -276,7 +307,7 @@ class NumpyMixin:
         if isinstance(node, ast.Call) and self.resolve_static(node.func) is range:
             if node.keywords or not 1 <= len(node.args) <= 3:
                 raise self.error(node, "range() takes 1 to 3 positional arguments")
-            bounds = [self.expr(arg) for arg in node.args]
+            bounds = [self.as_index(self.expr(arg)) for arg in node.args]
             for arg, value in zip(node.args, bounds):
                 if value.type not in (INT, BOOL):
                     raise self.error(arg, f"range() arguments must be ints, not {value.type}")

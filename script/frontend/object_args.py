@@ -132,7 +132,7 @@ class ArgAttrRef:
     length: int | None = None
     """for a list of objects (``ObjectSeq.length_ref``): the length it must have; its value is
     the length."""
-    constant: int | str | None = None
+    constant: Any = None
     """for an int, bool or str compiled in as a constant (``CONSTANT_KINDS``): the value a call's
     attribute must hold (a call that finds another compiles again); None when read per call."""
     exists: bool = False
@@ -142,10 +142,20 @@ class ArgAttrRef:
     """for an attribute holding a function (``self.act = np.tanh``): ``constant`` is the
     function compiled in, and a call whose attribute holds another compiles again; its value
     is None."""
+    of_class: bool = False
+    """for an object the code reaches: ``constant`` is its class, whose methods were compiled
+    in; a call whose object there is of another class compiles again. Its value is None."""
+
+    @property
+    def holds_attribute(self) -> bool:
+        """Whether its value is the attribute itself (not a length, a ``hasattr`` answer, a
+        function's or a class's check)."""
+        return self.length is None and not (self.exists or self.function or self.of_class)
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return ("argument", self.param, self.path, self.length, self.exists)
+        return ("argument", self.param, self.path, self.length, self.exists, self.function,
+                self.of_class)
 
     @property
     def parameter(self) -> None:
@@ -215,8 +225,8 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
             values.append(ref.read())
             continue
         value = follow(inputs[ref.param], ref.path)
-        if ref.function:
-            if value is not ref.constant:
+        if ref.function or ref.of_class:
+            if (type(value) if ref.of_class else value) is not ref.constant:
                 return None
             values.append(None)
             continue
@@ -241,7 +251,8 @@ def changed_constants(refs: list[Any], inputs: tuple[Any, ...]
     holding it, its name), the compiled value, the call's value) for each."""
     found = []
     for ref in refs:
-        if type(ref) is not ArgAttrRef or ref.constant is None or ref.exists or ref.function:
+        if type(ref) is not ArgAttrRef or ref.constant is None or ref.exists or \
+                ref.function or ref.of_class:
             continue
         value = follow(inputs[ref.param], ref.path)
         if type(value) is ref.kind and value != ref.constant:
@@ -312,7 +323,15 @@ class ObjectArgMixin:
         self.graph.add_input(NONE, name)
         if type(example) in (list, tuple):
             return ObjectSeq.of(param, (), name, example)
-        return ObjectArg(param, (), name, example)
+        return ObjectArg(param, (), name, example)  # its class: ``reached`` after the params
+
+    def reached(self: FunctionCompiler, obj: ObjectArg) -> ObjectArg:
+        """``obj``, its class made part of the layout: the code compiled for it (its methods,
+        ``__call__``, ``hasattr``, ``isinstance``) holds for objects of that class only."""
+        self.add_attr_input(ArgAttrRef(obj.param, obj.path, f"type({obj.spelling})", NONE,
+                                       type, constant=type(obj.example),
+                                       of_class=True))
+        return obj
 
     def object_arg_member(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
         """``owner.<attr>`` at compile time: an ``ObjectArg`` for an attribute holding a plain
@@ -321,7 +340,7 @@ class ObjectArgMixin:
         value = self.object_arg_example(owner, node)
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_plain_object(value):
-            return ObjectArg(owner.param, path, spelling, value)
+            return self.reached(ObjectArg(owner.param, path, spelling, value))
         if is_static_function(value):  # compiled in; a call holding another compiles again
             self.add_attr_input(ArgAttrRef(owner.param, path, spelling, NONE, type(value),
                                            constant=value, function=True))
@@ -362,7 +381,7 @@ class ObjectArgMixin:
         """The items of a list of objects the code uses: the call's list must have as many."""
         if seq.path is not None:
             self.add_attr_input(seq.length_ref())
-        return seq.items
+        return tuple(self.reached(item) for item in seq.items)
 
     def object_seq_subscript(self: FunctionCompiler, seq: ObjectSeq, node: ast.Subscript
                              ) -> Any:

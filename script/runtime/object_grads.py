@@ -24,7 +24,8 @@ def object_attribute_positions(d: Any, wrt: frozenset[int] | None) -> frozenset[
     nargs = len(d.arg_names)
     wanted = frozenset(range(nargs)) if wrt is None else wrt
     return wanted | {nargs + j for j, ref in enumerate(d.attr_refs)
-                     if isinstance(ref, ArgAttrRef) and ref.param in wanted}
+                     if isinstance(ref, ArgAttrRef) and ref.param in wanted
+                     and ref.holds_attribute}
 
 
 def object_gradients(d: Any, bound: tuple[Any, ...], wrt: frozenset[int],
@@ -41,7 +42,7 @@ def object_gradients(d: Any, bound: tuple[Any, ...], wrt: frozenset[int],
         made: dict[tuple[Any, ...], Any] = {}
         _make(made, (), bound[k])
         for j, ref in enumerate(d.attr_refs):
-            if isinstance(ref, ArgAttrRef) and ref.param == k and ref.length is None:
+            if isinstance(ref, ArgAttrRef) and ref.param == k and ref.holds_attribute:
                 _put(made, bound[k], ref.path, grads[nargs + j])
         result[k] = made[()]
     return tuple(result)
