@@ -25,7 +25,7 @@ class CalleeMixin:
 
     # -- scripted and plain Python functions -------------------------------------------------------
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
-        if fn.__code__.co_flags & inspect.CO_VARARGS:
+        if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
             return self.call_with_varargs(fn, node)
         objects = self.object_arguments(fn, node)
         if not objects:
@@ -76,38 +76,65 @@ class CalleeMixin:
 
     def call_with_varargs(self: FunctionCompiler, fn: Any, node: ast.Call,
                           receiver: dict[str, Any] | None = None) -> Any:
-        """``f(w, a, b)`` of ``def f(weights, *args)``: the arguments past the named ones are
-        the tuple ``args``, and ``f`` is compiled for its types. ``receiver``: for a method of
-        a plain object argument, its ``self`` (parameter name -> the ``ObjectArg``)."""
+        """``f(w, a, b, scale=2.0)`` of ``def f(weights, *args, **kwargs)``: the arguments
+        past the named ones are the tuple ``args``, the keyword arguments no parameter takes
+        the record ``kwargs`` (``keywords``), and ``f`` is compiled for their types (and
+        names). ``receiver``: for a method of a plain object argument, its ``self`` (parameter
+        name -> the ``ObjectArg``)."""
         code = fn.__code__
         named = code.co_argcount - (1 if receiver else 0)
-        vararg = code.co_varnames[code.co_argcount + code.co_kwonlyargcount]
+        packed = code.co_varnames[code.co_argcount + code.co_kwonlyargcount:]
+        vararg = packed[0] if code.co_flags & inspect.CO_VARARGS else None
+        kwarg = packed[1 if vararg else 0] if code.co_flags & inspect.CO_VARKEYWORDS else None
+        star = f"*{vararg}" if vararg else f"**{kwarg}"
         if receiver is None and self.object_arguments(fn, node):
-            raise self.unsupported(node, f"calling {fn.__qualname__}(), which takes *{vararg}, "
+            raise self.unsupported(node, f"calling {fn.__qualname__}(), which takes {star}, "
                                    "with plain objects")
         args = [self.expr(a) for a in node.args]
         keywords = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-        if vararg in keywords:
-            raise self.error(node, f"{fn.__qualname__}() got an unexpected keyword argument "
-                             f"'{vararg}'")
-        annotation = getattr(fn, "__annotations__", {}).get(vararg)
+        for name in (vararg, kwarg):
+            if name is not None and name in keywords:
+                raise self.error(node, f"{fn.__qualname__}() got an unexpected keyword "
+                                 f"argument '{name}'")
+        override: dict[str, Type] = {}
+        if vararg is not None:
+            self.check_packed(fn, f"*{vararg}", node.args[named:], args[named:])
+            keywords[vararg] = self.emit_value("prim::TupleConstruct", args[named:])
+            override[vararg] = keywords[vararg].type
+            args = args[:named]
+        names = None
+        if kwarg is not None:
+            params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            extra = {k: v for k, v in keywords.items() if k not in params and k != vararg}
+            self.check_packed(fn, f"**{kwarg}", [node for kw in node.keywords if kw.arg in extra
+                                          for node in [kw.value]], list(extra.values()))
+            for k in extra:
+                del keywords[k]
+            keywords[kwarg] = self.emit_value("prim::TupleConstruct", list(extra.values()))
+            override[kwarg] = keywords[kwarg].type
+            names = tuple(extra)
+        call = self.call_of_values(node, args, keywords)
+        if receiver:
+            fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
+                                       override, names)
+            return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
+        return self.call_function(self.compile_callee(fn, node, override=override,
+                                                      keyword_names=names), call)
+
+    def check_packed(self: FunctionCompiler, fn: Any, name: str, nodes: list[ast.expr],
+                     values: list[Any]) -> None:
+        """Each argument packed into ``name`` (``*args`` / ``**kwargs``) fits its
+        annotation."""
+        annotation = getattr(fn, "__annotations__", {}).get(name.lstrip("*"))
         try:
             each = None if annotation is None else type_from_annotation(
                 annotation, function_namespace(fn))
         except AnnotationError:
             each = None  # the callee's compilation reports it at its line
-        for arg, value in zip(node.args[named:], args[named:]):
+        for arg, value in zip(nodes, values):
             if each is not None and not is_subtype(value.type, each):
-                raise self.error(arg, f"{fn.__qualname__}() takes *{vararg} of {each}, not "
+                raise self.error(arg, f"{fn.__qualname__}() takes {name} of {each}, not "
                                  f"{value.type}")
-        keywords[vararg] = self.emit_value("prim::TupleConstruct", args[named:])
-        override = {vararg: keywords[vararg].type}
-        call = self.call_of_values(node, args[:named], keywords)
-        if receiver:
-            fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
-                                       override)
-            return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
-        return self.call_function(self.compile_callee(fn, node, override=override), call)
 
     def call_function(self: FunctionCompiler, fdef: FunctionDef, node: ast.Call,
                       bound: tuple[Any, ...] = (), objects: dict[str, Any] | None = None

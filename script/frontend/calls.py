@@ -124,15 +124,18 @@ def method_op(name: str) -> OpDef | None:
     return _method_ops.get(name)
 
 
+_PACKED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+"""a function taking ``*args`` or ``**kwargs``: the call packs them (``call_with_varargs``)."""
+
+
 class CallMixin:
     """Call visitors of ``FunctionCompiler``."""
 
     def visit_Call(self: FunctionCompiler, node: ast.Call) -> Any:
         if any(isinstance(arg, ast.Starred) for arg in node.args):
             node = self.spread_arguments(node)
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise self.unsupported(kw, "**kwargs in a call")
+        if any(kw.arg is None for kw in node.keywords):
+            node = self.spread_keywords(node)
         func = node.func
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None and op_for_object(self.resolve_static(func)) is not None:
@@ -140,6 +143,9 @@ class CallMixin:
         if isinstance(func, ast.Attribute):
             if self.is_super_call(func.value):
                 return self.call_super_method(func.value, func.attr, node)
+            record = self.keywords_of(func.value)
+            if record is not None:
+                return self.keywords_method(record, func.attr, node)
             base = self.resolve_static(func.value)
             if base is NOT_STATIC:
                 return self.call_method(self.expr(func.value), func.attr, node)
@@ -183,7 +189,7 @@ class CallMixin:
                                    "a static method or a function)")
         objects = self.object_arguments(method.__get__(obj.example), node)
         objects[next(iter(inspect.signature(method).parameters))] = obj
-        if method.__code__.co_flags & inspect.CO_VARARGS and len(objects) == 1:
+        if method.__code__.co_flags & _PACKED and len(objects) == 1:
             return self.call_with_varargs(method, node, objects)  # def __call__(self, *args)
         override = None
         if len(objects) == 1:  # unannotated parameters take the call's types, as a function's
@@ -402,6 +408,9 @@ class CallMixin:
 
     def builtin_len(self: FunctionCompiler, node: ast.Call) -> Any:
         if len(node.args) == 1 and not node.keywords:
+            record = self.keywords_of(node.args[0])
+            if record is not None:
+                return self.const(len(record.names))
             static = self.resolve_static(node.args[0])
             if isinstance(static, ObjectSeq):
                 return self.const(len(self.object_items(static)))

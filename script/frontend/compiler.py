@@ -60,6 +60,7 @@ from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.indexing import IndexMixin
 from script.frontend.instances import InstanceMixin
 from script.frontend.iter import IterMixin
+from script.frontend.keywords import Keywords, KeywordsMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
@@ -89,7 +90,8 @@ _lock = threading.RLock()
 def compile_function(fn: Callable[..., Any],
                      arg_types_override: dict[str, Type] | None = None,
                      objects: dict[str, Any] | None = None,
-                     read_per_call: frozenset[tuple[type, str]] = frozenset()) -> FunctionDef:
+                     read_per_call: frozenset[tuple[type, str]] = frozenset(),
+                     keyword_names: tuple[str, ...] | None = None) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
@@ -97,6 +99,7 @@ def compile_function(fn: Callable[..., Any],
     type; from ``script.frontend.infer_types``) types unannotated parameters; ``objects``
     (parameter name -> the call's object) gives the parameters annotated with a plain class
     their layout (``object_args``, with ``read_per_call``); such results are not cached.
+    ``keyword_names``: the names a call passes to the ``**kwargs`` parameter (``keywords``).
     """
     if arg_types_override or objects:
         tree, source = load_source(fn)
@@ -104,6 +107,7 @@ def compile_function(fn: Callable[..., Any],
         compiler.arg_types_override = arg_types_override
         compiler.objects = objects or {}
         compiler.read_per_call = read_per_call
+        compiler.keyword_names = keyword_names
         return compiler.compile()
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
@@ -142,7 +146,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
-                       CalleeMixin, ParameterMixin):
+                       CalleeMixin, ParameterMixin, KeywordsMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -197,10 +201,12 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     # -- callees: the construct mixins compile what the code calls through these ----------------
     def compile_callee(self, fn: Callable[..., Any], node: ast.AST,
                        objects: dict[str, Any] | None = None,
-                       override: dict[str, Type] | None = None) -> FunctionDef:
+                       override: dict[str, Type] | None = None,
+                       keyword_names: tuple[str, ...] | None = None) -> FunctionDef:
         """``fn``, a Python function the code calls, compiled (and cached unless it takes
-        plain ``objects``, by parameter name, or ``*args``, whose tuple type ``override``
-        gives)."""
+        plain ``objects``, by parameter name), for the types ``override`` gives (its
+        unannotated parameters', its ``*args`` and ``**kwargs`` tuples') and the names passed
+        to its ``**kwargs``."""
         # a method called for another object (a base class's __call__ reached for the model,
         # then for its layer) is another compilation, not a recursive call
         marker = (fn, tuple((n, id(o)) for n, o in sorted(objects.items()))) if objects else fn
@@ -209,7 +215,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                              "is already being compiled")
         if not objects and not override:
             return compile_function(fn)
-        key = None if objects else tuple(sorted(override.items(), key=lambda item: item[0]))
+        key = None if objects else (tuple(sorted(override.items(), key=lambda item: item[0])),
+                                    keyword_names)
         with _lock:
             cached = _typed.get(fn, {}).get(key) if key is not None else None
             if cached is not None and guards_hold(cached.guards):
@@ -217,7 +224,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             _compiling.append(marker)
             try:
                 result = compile_function(fn, arg_types_override=override, objects=objects,
-                                          read_per_call=self.read_per_call)
+                                          read_per_call=self.read_per_call,
+                                          keyword_names=keyword_names)
             finally:
                 _compiling.pop()
             if key is not None:
@@ -247,6 +255,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             elif name in objects:
                 param = len(self.graph.inputs)
                 self.frame.set(name, Static(self.object_param(name, param, objects[name])))
+            elif self.keyword_names is not None and name == self.tree.args.kwarg.arg:  # type: ignore[union-attr]
+                self.frame.set(name, Static(Keywords(self.keyword_names,
+                                                     self.graph.add_input(t, name), name)))
             else:
                 self.frame.set(name, self.graph.add_input(t, name))
         for name in objects:  # each object argument's class is part of the layout

@@ -32,6 +32,7 @@ from ir.types import (
     unify,
 )
 from script.frontend.env import Static, describe_object
+from script.frontend.keywords import Keywords
 from script.frontend.nested import LocalFunction
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.suggest import did_you_mean, did_you_mean_method
@@ -145,6 +146,8 @@ class ExprMixin:
 
     def visit_Name(self: FunctionCompiler, node: ast.Name) -> Any:
         local = self.lookup(node.id, node)
+        if isinstance(local, Static) and isinstance(local.obj, Keywords):
+            raise self.keywords_value_refused(local.obj, node)
         if isinstance(local, Static):
             return self.static_value(node, local.obj)
         if local is not None:
@@ -256,6 +259,10 @@ class ExprMixin:
                 node: ast.AST) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot)):
             return self.is_none(op, left, right, node)
+        record = self.keywords_of(right)
+        if record is not None and isinstance(op, (ast.In, ast.NotIn)) and \
+                isinstance(left, ast.Constant) and isinstance(left.value, str):
+            return self.const((left.value in record.names) == isinstance(op, ast.In))
         lhs, rhs = self.expr(left), self.expr(right)
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)

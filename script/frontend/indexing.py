@@ -22,6 +22,9 @@ class IndexMixin:
     """``x[i]``, ``x[a:b]``, ``x[..., None]`` and their kin."""
 
     def visit_Subscript(self: FunctionCompiler, node: ast.Subscript) -> Any:
+        record = self.keywords_of(node.value)
+        if record is not None:
+            return self.keywords_subscript(record, node)
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and \
                 not isinstance(node.slice, ast.Slice):
             base = self.expr(node.value.value)

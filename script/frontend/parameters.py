@@ -28,14 +28,19 @@ class ParameterMixin:
                              "list instead")
         if args.kwonlyargs:
             raise self.error(args.kwonlyargs[0], "keyword-only arguments are not supported")
-        if args.kwarg is not None:
-            raise self.error(args.kwarg, "**kwargs is not supported")
+        if args.kwarg is not None and self.keyword_names is None:
+            raise self.error(args.kwarg, "**kwargs is not supported in the function scripted "
+                             "itself (a function it calls may take **kwargs); take the "
+                             "arguments by name")
         params = args.posonlyargs + args.args
         if self.owner is not None or self.self_type is not None:
             params = self.bind_self(params)
         if args.vararg is not None:
             self.check_varargs(args.vararg, override[args.vararg.arg])
             params = params + [args.vararg]  # the tuple of the call's further arguments
+        if args.kwarg is not None:
+            self.check_varargs(args.kwarg, override[args.kwarg.arg])
+            params = params + [args.kwarg]  # the tuple of its extra keyword arguments' values
         names = [a.arg for a in params]
         defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
                     if v.default is not inspect.Parameter.empty}
