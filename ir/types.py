@@ -19,11 +19,12 @@ DTYPE_NAMES: dict[str, str] = {
     "int16": "Short",
     "int32": "Int",
     "int64": "Long",
+    "uint64": "ULong",
     "bool": "Bool",
 }
 DTYPE_OF_NAME: dict[str, str] = {v: k for k, v in DTYPE_NAMES.items()}
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
-INT_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64"})
+INT_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64", "uint64"})
 
 Dim = int | None
 """A dimension: a size, or None when unknown (prints as ``*``)."""

@@ -22,7 +22,7 @@ import numpy as np
 from ir.alias import StorageClasses, may_share_input
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.registry import NOT_CONSTANT, WRITES, const, constant_of, lookup
-from ir.types import NONE, OptionalType, TensorType, TupleType
+from ir.types import FLOAT, NONE, OptionalType, TensorType, TupleType
 from passes.numpy_lowering import NUMPY_RULES
 
 NAME = "canonicalize"
@@ -80,19 +80,36 @@ def _axes_none(node: Node) -> bool:
 
 
 # -- rules ---------------------------------------------------------------------------------------
-def _identity_operand(units: dict[int, int]) -> Callable[[Node], bool]:
-    """``x op c -> x`` when input ``i`` is the constant ``units[i]`` and the type is unchanged."""
+def _identity_operand(units: dict[int, int], signed_zero: bool = False
+                       ) -> Callable[[Node], bool]:
+    """``x op c -> x`` when input ``i`` is the constant ``units[i]`` and the type is unchanged.
+    ``signed_zero`` (addition): a float ``x`` only for a negative zero ``c``, as ``-0.0 + 0.0``
+    is ``+0.0`` (``1 / (x * 0 + 0.0)`` is ``inf`` for every ``x``)."""
 
     def rule(node: Node) -> bool:
         if len(node.inputs) != 2:
             return False
         for i, unit in units.items():
             x, c = node.inputs[1 - i], node.inputs[i]
-            if _is_unit(c, unit) and _same_result(x, node.output, c):
+            if _is_unit(c, unit) and _same_result(x, node.output, c) and not (
+                    signed_zero and _is_float(x) and not _negative_zero(c)):
                 return forward_outputs(node, [x])
         return False
 
     return rule
+
+
+def _is_float(v: Value) -> bool:
+    t = v.type
+    if isinstance(t, TensorType):
+        return t.dtype is None or np.dtype(t.dtype).kind in "fc"
+    return t == FLOAT
+
+
+def _negative_zero(v: Value) -> bool:
+    c = constant_of(v)
+    return bool(np.all(np.signbit(c))) if isinstance(c, (float, np.ndarray, np.floating)) \
+        else False
 
 
 def double_transpose(node: Node) -> bool:
@@ -275,7 +292,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
 IDENTITY_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::neg": double_negation,
     "tensor::mul": _identity_operand({1: 1, 0: 1}),
-    "tensor::add": _identity_operand({1: 0, 0: 0}),
+    "tensor::add": _identity_operand({1: 0, 0: 0}, signed_zero=True),
     "tensor::sub": _identity_operand({1: 0}),
     "tensor::div": _identity_operand({1: 1}),
 }

@@ -1,8 +1,8 @@
 """Reductions (sum, mean, var, std, amax, amin) and the normalisations softmax / log_softmax.
 
-Dtypes follow numpy: the sum of bools or integers is int64, the mean/var/std of bools or integers
-is float64, amax/amin keep the dtype. Each op has an eager function of the same name in
-``script.ops``.
+Dtypes follow numpy: the sum of bools or signed integers is int64 (of unsigned ones uint64), the
+mean/var/std of bools or integers is float64, amax/amin keep the dtype. Each op has an eager
+function of the same name in ``script.ops``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def _unknown_axes_shape(node: Node, index: int, rank: int, keepdims: bool) -> tu
 
 
 def _sum_dtype(dtype: str | None) -> str | None:
+    if dtype is not None and dtype.startswith("uint"):
+        return "uint64"  # numpy's: unsigned integers sum to uint64
     if dtype == "bool" or dtype in INT_DTYPES:
         return "int64"
     return dtype
@@ -75,7 +77,8 @@ RED = (PURE,)
 
 defop("tensor::sum(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
       _reduction(_sum_dtype), RED, (".sum", "np.sum"),
-      "sum over axes (all when None); bools and integers sum to int64")
+      "sum over axes (all when None); bools and signed integers sum to int64, unsigned ones "
+      "to uint64")
 defop("tensor::mean(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
       _reduction(_mean_dtype), RED, (".mean", "np.mean"),
       "arithmetic mean over axes; bools and integers give float64")

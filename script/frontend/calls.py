@@ -175,6 +175,7 @@ class CallMixin:
             raise self.unsupported(node.func, f"calling the object argument '{obj.spelling}' "
                                    "(its class has no __call__; its attributes are read: call a "
                                    "function with them)")
+        self.called_method(obj, name, method)
         return self.call_plain_method(obj, method, node)
 
     def call_plain_method(self: FunctionCompiler, obj: ObjectArg, method: Any, node: ast.Call

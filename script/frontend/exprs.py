@@ -73,6 +73,8 @@ _SCALAR_TYPES = frozenset(np.dtype(c).type for c in "?bhilqBHILQefdgFDG")
 
 def constant_value(obj: Any) -> Any:
     """A Python object captured from the enclosing scope as a constant, or NOT_CONSTANT."""
+    if isinstance(obj, np.floating):  # np.float64(2.5) is not a Python float: float32 * it
+        return np.asarray(obj)  # is float64 in numpy 2, as with a 0-d array
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,8 +49,18 @@ def is_module_sequence(obj: Any) -> bool:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Guard equality: identity, or equal values of the same type (``1`` is not ``True``)."""
-    return a is b or (type(a) is type(b) and a == b)
+    """Guard equality: identity, or equal values of the same type (``1`` is not ``True``),
+    tuples item by item (``(2, 3)`` is not ``(2.0, 3)``), floats with their sign (``-0.0`` is
+    not ``0.0``: ``1 / x`` differs) and NaN the same as NaN."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (a != a and b != b)
+    return a == b
 
 
 def read_member(owner: Any, name: str) -> Any:
@@ -196,7 +207,10 @@ class ModuleMixin:
 
     def class_member(self: FunctionCompiler, owner: Any, name: str, value: Any,
                      node: ast.AST) -> Any:
-        """A member found on the module's class: a method or a class-level constant."""
+        """A member found on the module's class: a method or a class-level constant. Checked
+        at every call (assigning a class attribute moves no module state): a call that finds
+        another value, or one the object itself holds, compiles again."""
+        self.guard_global(("class", id(owner), name), lambda: read_member(owner, name), value)
         if inspect.isfunction(value) or hasattr(value, "python_fn"):
             fn = getattr(value, "python_fn", value)
             if fn.__module__ == Module.__module__:

@@ -145,17 +145,23 @@ class ArgAttrRef:
     of_class: bool = False
     """for an object the code reaches: ``constant`` is its class, whose methods were compiled
     in; a call whose object there is of another class compiles again. Its value is None."""
+    method: bool = False
+    """for a method the code calls (the path ends at its name): ``constant`` is what the
+    object's class holds for it, compiled in; a call where the class holds another, or the
+    object holds an attribute of that name (which Python calls instead), compiles again. Its
+    value is None."""
 
     @property
     def holds_attribute(self) -> bool:
         """Whether its value is the attribute itself (not a length, a ``hasattr`` answer, a
         function's or a class's check)."""
-        return self.length is None and not (self.exists or self.function or self.of_class)
+        return self.length is None and not (self.exists or self.function or self.of_class
+                                            or self.method)
 
     @property
     def key(self) -> tuple[Any, ...]:
         return ("argument", self.param, self.path, self.length, self.exists, self.function,
-                self.of_class)
+                self.of_class, self.method)
 
     @property
     def parameter(self) -> None:
@@ -200,6 +206,15 @@ def _is_object_sequence_annotation(annotation: Any) -> bool:
     return bool(args) and all(is_plain_class(a) for a in args)
 
 
+def class_member(cls: type, name: str) -> Any:
+    """What ``cls`` (or the first class of its MRO defining it) holds for ``name``, unbound;
+    None when none does."""
+    for c in cls.__mro__:
+        if name in c.__dict__:
+            return c.__dict__[name]
+    return None
+
+
 def is_static_function(value: Any) -> bool:
     """A function an attribute may hold for the compiled code to call (``self.act = np.tanh``,
     a Python function, a scripted one): compiled in, like the functions of a module's
@@ -223,6 +238,14 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
     for ref in refs:
         if type(ref) is not ArgAttrRef:
             values.append(ref.read())
+            continue
+        if ref.method:
+            owner = follow(inputs[ref.param], ref.path[:-1])
+            name = ref.path[-1]
+            if class_member(type(owner), name) is not ref.constant or (
+                    name != "__call__" and name in getattr(owner, "__dict__", ())):
+                return None
+            values.append(None)
             continue
         value = follow(inputs[ref.param], ref.path)
         if ref.function or ref.of_class:
@@ -251,8 +274,7 @@ def changed_constants(refs: list[Any], inputs: tuple[Any, ...]
     holding it, its name), the compiled value, the call's value) for each."""
     found = []
     for ref in refs:
-        if type(ref) is not ArgAttrRef or ref.constant is None or ref.exists or \
-                ref.function or ref.of_class:
+        if type(ref) is not ArgAttrRef or not ref.holds_attribute or ref.constant is None:
             continue
         value = follow(inputs[ref.param], ref.path)
         if type(value) is ref.kind and value != ref.constant:
@@ -339,12 +361,12 @@ class ObjectArgMixin:
         is a graph input, ``object_arg_value``)."""
         value = self.object_arg_example(owner, node)
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
-        if is_plain_object(value):
-            return self.reached(ObjectArg(owner.param, path, spelling, value))
         if is_static_function(value):  # compiled in; a call holding another compiles again
             self.add_attr_input(ArgAttrRef(owner.param, path, spelling, NONE, type(value),
                                            constant=value, function=True))
             return value
+        if is_plain_object(value):
+            return self.reached(ObjectArg(owner.param, path, spelling, value))
         if type(value) in (list, tuple) and _holds_objects(value):
             if not is_object_sequence(value):
                 raise self.error(node, f"'{spelling}' is a {type(value).__name__} mixing plain "
@@ -364,6 +386,14 @@ class ObjectArgMixin:
                              f"called (`{owner.spelling}.{node.attr}(...)`), not used as a "
                              "value")
         return getattr(owner.example, node.attr)
+
+    def called_method(self: FunctionCompiler, owner: ObjectArg, name: str, method: Any
+                      ) -> None:
+        """Record that the code calls ``method``, what ``owner``'s class holds for ``name``:
+        a call where it holds another, or where the object shadows it, compiles again."""
+        self.add_attr_input(ArgAttrRef(owner.param, owner.path + (name,),
+                                       f"{owner.spelling}.{name}", NONE, type(method),
+                                       constant=method, method=True))
 
     def object_method(self: FunctionCompiler, owner: ObjectArg, name: str) -> Any:
         """The function defined by the class of ``owner`` for the method ``name`` (a

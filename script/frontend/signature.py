@@ -37,6 +37,8 @@ def key_of(value: Any) -> Any:
         return ("cuda", value.dtype.char, value.shape, value.device.id)
     if isinstance(value, np.generic):
         return (np.generic, value.dtype.char)
+    if isinstance(value, _ndarray):  # a subclass (np.memmap, a user's): typed as an ndarray
+        return (t, value.dtype.char, value.shape)
     return (t, id(t))
 
 

@@ -333,6 +333,9 @@ class StmtMixin:
         if isinstance(target, ast.Name) and isinstance(current.type, TensorType):
             self.rebind_array(target.id, current, result, node)  # numpy: x changes in place
             return
+        if isinstance(target, ast.Subscript) and isinstance(current.type, TensorType) and \
+                not isinstance(self.expr(target.value).type, TensorType):
+            self.check_item_update(target, current, node)
         self.assign(target, result, node)
 
     def keep_dtype_in_place(self: FunctionCompiler, current: Any, result: Any,

@@ -60,7 +60,11 @@ class WriteMixin:
                                    "name: x = ...; x[i] = v)")
         name = target.value.id
         old = self.frame.find(name)
-        assert isinstance(old, Value)
+        if not isinstance(old, Value):  # a global, a closure's or a module's array
+            raise self.error(target, f"in-place write to '{name}', which this function did "
+                             "not make (a global or captured array): numpy would change that "
+                             "array itself, which the compiled code does not do; copy it "
+                             f"first: {name}_copy = {name}.copy()")
         aliases = self.check_write(name, old, target)
         new = self.put_index(old, target.slice, value, target)
         for alias in [name, *aliases]:
@@ -346,6 +350,34 @@ class WriteMixin:
             raise self.error(node, f"in-place write to {what}{through}: numpy would change "
                              f"that array itself, which the compiled code does not do; "
                              f"{instead}")
+
+    def check_item_update(self: FunctionCompiler, target: ast.Subscript, current: Value,
+                          node: ast.AST) -> None:
+        """``d["a"] += x`` / ``xs[0] += x`` on an array item: numpy changes the array itself,
+        the compiled program stores a new one into the container. Refused where the array
+        may be the caller's (an argument's, a global's, an object attribute's, or held by a
+        container the caller passed) or may be read through a name other than the
+        container's later."""
+        storage = self.storage_now()
+        inputs = [v for v in self.graph.inputs if v.type is not None]
+        if storage.overlap(current, inputs) is not None:
+            raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
+                             "the caller may hold (an argument's, a global's or one a "
+                             "container the caller passed holds): numpy would change that "
+                             "array itself, which the compiled code does not do; write "
+                             f"{ast.unparse(target)} = {ast.unparse(target)} + ... to store "
+                             "a new array")
+        base = self.frame.find(target.value.id) if isinstance(target.value, ast.Name) else None
+        live = self.live_after(node)
+        for other, (value, _) in visible_bindings(self.frame).items():
+            if not isinstance(value, Value) or value is base or other not in live:
+                continue
+            if storage.overlap(value, [current]) is not None:
+                raise self.error(node, f"this in-place update of {ast.unparse(target)} would "
+                                 f"also change '{other}' (numpy changes the array itself, "
+                                 "seen through every name of it), which the compiled code "
+                                 f"cannot follow: write {ast.unparse(target)} = "
+                                 f"{ast.unparse(target)} + ... to store a new array")
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their

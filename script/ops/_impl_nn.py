@@ -14,8 +14,8 @@ def _axes(axis: Any) -> Any:
 
 
 def _sum_dtype(a: Any) -> Any:
-    """int64 for bools and every integer dtype (numpy alone gives uint64 for unsigned ones)."""
-    return np.int64 if a.dtype.kind in "biu" else None
+    """numpy's: int64 for bools and signed integers, uint64 for unsigned ones."""
+    return np.int64 if a.dtype.kind in "bi" else np.uint64 if a.dtype.kind == "u" else None
 
 
 # -- reductions ---------------------------------------------------------------------------------
@@ -24,7 +24,8 @@ def _sum_dtype(a: Any) -> Any:
 
 
 def sum(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """Sum over axes (all when None); bools and integers sum to int64."""
+    """Sum over axes (all when None); bools and signed integers sum to int64, unsigned ones
+    to uint64."""
     return a.sum(axis=_axes(axis), dtype=_sum_dtype(a), keepdims=keepdims)
 
 

@@ -539,8 +539,8 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     d = inner.definition
     types = [type_of(a, t, f"{d.name}(): argument '{n}'")
              for a, t, n in zip(args, d.arg_types, d.arg_names)]
-    definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, {}, g.outputs[0].type,
-                             d.source, list(d.attr_refs))
+    definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, dict(d.defaults),
+                             g.outputs[0].type, d.source, list(d.attr_refs))
 
     def eager(*call_args: Any) -> Any:
         return sf(*call_args)

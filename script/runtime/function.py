@@ -174,6 +174,17 @@ class ScriptFunction:
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self._definition
+        if d.object_args if d is not None else self._object_params():
+            # objects of another layout switch the definition and its cache: bind and look
+            # up under the lock, so another thread's switch cannot pair them wrongly
+            with self._lock:
+                args = self._bind(args, kwargs)
+                if instrument.active is None:
+                    spec = self._cache.get(call_key(args, self._definition.static_ints)) \
+                        or self._specialize(args)
+            if instrument.active is not None:
+                return instrument.active.call(self, args)
+            return spec.fn(*args)
         if d is None or d.guards or d.attr_refs or d.object_args:
             args = self._bind(args, kwargs)
             d = self._definition

@@ -217,15 +217,15 @@ def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
     specialization and profiler; the fast code is never touched)."""
     cache = fn.__dict__.setdefault("_profiled_code", {})
     code = cache.get(id(spec))
-    if code is not None and code[0] is prof:
-        return code[1]
+    if code is not None and code[0] is prof and code[1] is spec:  # (a new specialization may
+        return code[2]  # have the id of one that is gone)
     with _instrumented_lock:
         prof.scope, prof.building = fn.definition.name, True
         try:
             made, _ = generate(spec.graph, name="profiled", profiler=prof)
         finally:
             prof.building = False
-        cache[id(spec)] = (prof, made)
+        cache[id(spec)] = (prof, spec, made)
     return made
 
 

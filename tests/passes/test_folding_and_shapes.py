@@ -134,11 +134,23 @@ def test_canonicalize_identity_arithmetic_when_type_is_kept():
     g = ir.Graph()
     x = g.add_input(F43, "x")
     read_inside(g, [binop(g, "tensor::mul", x, g.constant(1), F43),
-                    binop(g, "tensor::add", g.constant(0.0), x, F43),
+                    binop(g, "tensor::add", g.constant(-0.0), x, F43),
                     binop(g, "tensor::sub", x, g.constant(0), F43),
                     binop(g, "tensor::div", x, g.constant(1.0), F43)])
     assert canonicalize.run(g)
     assert all(v is x for v in read_values(g))
+
+
+def test_canonicalize_keeps_a_float_plus_positive_zero():
+    """-0.0 + 0.0 is +0.0: a float plus +0.0 is not itself (an int plus 0 is)."""
+    g = ir.Graph()
+    x = g.add_input(F43, "x")
+    n = g.add_input(TensorType("int64", (4, 3)), "n")
+    read_inside(g, [binop(g, "tensor::add", x, g.constant(0.0), F43),
+                    binop(g, "tensor::add", g.constant(0), x, F43),
+                    binop(g, "tensor::add", n, g.constant(0), n.type)])
+    canonicalize.run(g)
+    assert [v is x or v is n for v in read_values(g)] == [False, False, True]
 
 
 def test_canonicalize_identity_arithmetic_keeps_a_new_array_for_the_caller():

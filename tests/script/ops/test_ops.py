@@ -276,10 +276,10 @@ def test_var_std(name, dtype, axis, ddof, keepdims):
     close(result, variance if name == "var" else np.sqrt(variance))
 
 
-def test_integer_sums_are_int64():
+def test_integer_sums_are_numpys():
     for dtype in ("uint8", "int32", "bool"):
         x = np.ones((4, 3), dtype)
-        assert run("sum", x, 0, False).dtype == np.int64
+        assert run("sum", x, 0, False).dtype == x.sum(axis=0).dtype  # uint64 for uint8
 
 
 @pytest.mark.parametrize("dtype", [F32, F64, I64])
