@@ -20,7 +20,7 @@ STR_OPS: dict[str, Type] = {
     **{name: STR for name in ("lower", "upper", "strip", "lstrip", "rstrip", "replace",
                               "capitalize", "title", "join", "__getitem__", "__add__",
                               "__mul__", "format")},
-    **{name: INT for name in ("find", "rfind", "count", "index", "rindex")},
+    **{name: INT for name in ("find", "rfind", "count", "index", "rindex", "__len__")},
     "split": ListType(STR),
 }
 """The string methods (and operators, by their method names) with the type of their result."""

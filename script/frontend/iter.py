@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import constant_of
-from ir.types import BOOL, INT, ClassType, DictType, ListType, TensorType, TupleType
+from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType
 from script.errors import ScriptError
 from script.frontend.calls import op_for_object
 from script.frontend.env import Static, assigned_names, stored_names, walk_same_function
@@ -108,6 +108,10 @@ class IterMixin:
                                lambda i: self.emit_value("prim::ListIndex", [value, i]))
         if isinstance(t, TensorType):
             return self.axis_plan(value, self.const(0), node)
+        if t == STR:  # its characters
+            return DynamicPlan(self.emit_value("prim::str_op", [self.const("__len__"), value]),
+                               lambda i: self.emit_value("prim::str_op", [
+                                   self.const("__getitem__"), value, i]))
         raise self.error(node, f"cannot iterate over a value of type {t}")
 
     def axis_plan(self: FunctionCompiler, tensor: Any, axis: Any, node: ast.AST) -> DynamicPlan:

@@ -3,7 +3,7 @@
 is compiled in (so a loop holding the ``if`` runs natively), strings that are not run as
 Python; bad uses are ScriptErrors at the user's line."""
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -100,3 +100,29 @@ def test_bad_string_uses_are_script_errors(fn, args, match, line):
     with pytest.raises(ScriptError, match=match) as info:
         script(fn)(*args)
     assert line in str(info.value)
+
+
+def encode_chars(text: str, vocab: Dict[str, int], E: Tensor) -> Tensor:
+    ids: List[int] = []
+    for ch in text:  # a string iterates its characters
+        ids.append(vocab[ch])
+    n = 0
+    for c in "ab":
+        n += len(c)
+    return E[np.array(ids)].sum(axis=0) * n
+
+
+def vowel_positions(text: str) -> int:
+    k = 0
+    for i, c in enumerate(text):
+        if c in "aeiou":
+            k += i
+    return k
+
+
+def test_iterating_a_string():
+    E, vocab = np.arange(12.).reshape(4, 3), {"a": 0, "b": 1, "c": 2, "d": 3}
+    for text in ("abcab", "d", "dcba"):
+        assert_same(script(encode_chars)(text, vocab, E), encode_chars(text, vocab, E))
+    for text in ("hello world", "", "aeiou"):
+        assert script(vowel_positions)(text) == vowel_positions(text)
