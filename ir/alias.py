@@ -392,6 +392,7 @@ RULES: dict[str, Rule] = {
     "prim::Float": _nothing,
     "prim::min": _nothing,
     "prim::max": _nothing,
+    "prim::abs": _nothing,
     "prim::ListConstruct": _construct,
     "prim::ShapeConstruct": _nothing,
     "prim::TupleConstruct": _tuple,

@@ -119,4 +119,5 @@ PRIMS = {
     "prim::IsNone": lambda node, x: x is None,
     "prim::min": lambda node, a, b: min(a, b),
     "prim::max": lambda node, a, b: max(a, b),
+    "prim::abs": lambda node, a: abs(a),
 }

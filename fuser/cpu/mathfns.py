@@ -16,7 +16,8 @@ selects rather than branches, so every lane runs the same straight-line code:
 
 Special values follow numpy: exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = nan,
 tanh(+-inf) = +-1, and nan in gives nan out. No fast-math flags that assume finite values are used:
-only ``contract`` (FMA formation), which never turns a finite result into inf or nan.
+only ``contract`` (FMA formation) inside these functions' own polynomials; the program's own
+arithmetic (``codegen``'s rules) is not contracted, as numpy rounds each op.
 """
 
 from __future__ import annotations

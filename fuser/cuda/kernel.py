@@ -321,7 +321,9 @@ class CupyRuntime:
             launch = self._loaded.get(key)
             if launch is None:
                 with self.cupy.cuda.Device(device):
-                    fn = self.cupy.RawKernel(source.text, source.name, options=("-std=c++17",))
+                    # --fmad=false: a * b + c rounds twice, as the unfused CuPy ops do
+                    fn = self.cupy.RawKernel(source.text, source.name,
+                                             options=("-std=c++17", "--fmad=false"))
                     fn.compile()
 
                 def launch(grid: int, block: int, args: Sequence[Any], fn=fn) -> None:

@@ -1,8 +1,9 @@
 """Small ``prim::`` ops the Python frontend emits for builtins on scalars.
 
 ``bool(x)``, ``int(x)``, ``float(x)`` (also on 0-d tensors, as Python allows), ``x is None`` on an
-Optional, and ``min``/``max`` of two numbers. Each declares in ``extra["python"]`` the Python
-expression it stands for (``{0}`` is the first input), which code generators may use directly.
+Optional, ``min``/``max`` of two numbers and ``abs`` of one. Each declares in ``extra["python"]``
+the Python expression it stands for (``{0}`` is the first input), which code generators may use
+directly.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ defop("prim::min(a: number, b: number) -> number", _number, NUMBER, ("min",),
       "the smaller of two numbers", python="min({0}, {1})")
 defop("prim::max(a: number, b: number) -> number", _number, NUMBER, ("max",),
       "the larger of two numbers", python="max({0}, {1})")
+
+
+def _abs(node: Node) -> list[Type]:
+    return [FLOAT if node.inputs[0].type == FLOAT else INT]
+
+
+defop("prim::abs(x: number) -> number", _abs, NUMBER, ("abs",),
+      "the absolute value of a Python number (an int for a bool, as Python's abs)",
+      python="abs({0})")
 
 
 def _sorted(node: Node) -> list[Type]:

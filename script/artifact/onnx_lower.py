@@ -433,6 +433,14 @@ def _minmax(op: str, fn: Any) -> Any:
     return rule
 
 
+def _abs(low: Lowering, node: Node) -> Any:
+    a = low.sym(node.inputs[0], node)
+    if not isinstance(a, str):
+        return abs(a)
+    dtype = out_dtype(node.output, a, low)
+    return low.emit("Abs", [low.tensor(a, dtype, node)], dtype)
+
+
 STRUCTURE_RULES = {
     "prim::Constant": _constant,
     "prim::TupleConstruct": lambda low, n: tuple(low.sym(v, n) for v in n.inputs),
@@ -454,6 +462,7 @@ STRUCTURE_RULES = {
     "prim::Bool": _number_cast(np.bool_, bool),
     "prim::min": _minmax("Min", min),
     "prim::max": _minmax("Max", max),
+    "prim::abs": _abs,
     "prim::If": Lowering.lower_if,
     "prim::Loop": Lowering.lower_loop,
 }

@@ -459,6 +459,16 @@ class CallMixin:
                                  f"np.{name}imum for tensors)")
         return self.emit_value(f"prim::{name}", [a, b])
 
+    def builtin_abs(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``abs(x)``: of a Python number, Python's (an int or a float, not a numpy scalar);
+        of an array, ``np.abs``."""
+        if len(node.args) == 1 and not node.keywords:
+            value = self.expr(node.args[0])
+            if value.type in (INT, FLOAT, BOOL):
+                return self.emit_value("prim::abs", [value])
+            node = self.call_of_values(node, [value], {})
+        return self.call_op(lookup("tensor::abs"), node, display="abs")
+
     def builtin_min(self: FunctionCompiler, node: ast.Call) -> Any:
         return self.extremum(node, "min")
 

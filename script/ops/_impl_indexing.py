@@ -15,8 +15,11 @@ def _along(axis: int, ndim: int, index: Any) -> tuple:
 
 
 def take(a: Any, indices: Any, axis: int = 0) -> Any:
-    """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``)."""
-    return a[_along(axis, a.ndim, indices)]
+    """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``),
+    always a new array: numpy's ``a[i]`` for a 0-d index (``np.argmax(v)``) is a view of ``a``,
+    which the code after it, treating the result as its own, could write into."""
+    out = a[_along(axis, a.ndim, indices)]
+    return out.copy() if getattr(indices, "ndim", 0) == 0 else out
 
 
 def index_pairs(a: Any, rows: Any, cols: Any) -> Any:

@@ -497,6 +497,7 @@ STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "tensor::sum": op_writers.write_sum,
     "tensor::select_put": op_writers.write_select_put,
     "tensor::empty": op_writers.write_empty,
+    "tensor::take": op_writers.write_take,
     "tensor::layer_norm": op_writers.write_layer_norm,
     "tensor::layer_norm_backward": op_writers.write_layer_norm_backward,
     "prim::NamedTupleConstruct": _write_named_tuple,

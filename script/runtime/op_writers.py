@@ -90,6 +90,17 @@ def backend_matmul(node: Node) -> Any:
     return backend.matmul_for(node)
 
 
+def write_take(w: FunctionWriter, node: Node) -> None:
+    """``a[idx]`` inline where ``idx`` is known to have axes (a new array, as the op's result
+    must be); else ``ops.take``, which copies the view numpy gives for a 0-d index."""
+    index = node.inputs[1].type
+    names = [w.ns.name(v) for v in node.inputs]
+    if isinstance(index, ir.TensorType) and index.shape is not None and len(index.shape) > 0:
+        w.assign(node, w.expression(node, names))
+        return
+    write_call(w, node, ops.take, "_take")
+
+
 def write_empty(w: FunctionWriter, node: Node) -> None:
     """A workspace array (``fuser.workspace``) for a large buffer of static shape; else
     ``np.empty``."""

@@ -93,6 +93,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     if keys == "None" else f"[{items}[_sort_k] for _sort_k in sorted(range(len({items})), "
     f"key={keys}.__getitem__, reverse={reverse})]",
     "prim::max": lambda a, b: f"max({a}, {b})",
+    "prim::abs": lambda x: f"abs({x})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
     "prim::DictConstruct": lambda *xs: "{" + ", ".join(
         f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",
