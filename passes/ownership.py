@@ -24,8 +24,6 @@ def fresh_op(node: Node) -> bool:
     op = lookup(node.kind)
     if node.attrs.get(IN_PLACE_ATTR):
         return False  # its result is its first operand's array
-    if node.kind == "tensor::clip":  # returns its input only when both bounds are None
-        return not all(v.is_constant and v.constant is None for v in node.inputs[1:])
     if node.kind.startswith("tensor::"):
         return op is not None and not op.is_view
     return node.kind == "prim::FusionGroup"

@@ -19,7 +19,6 @@ from ir.registry import (
     ELEMENTWISE,
     NOT_CONSTANT,
     PURE,
-    VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
     const,
@@ -30,9 +29,10 @@ from ir.types import BOOL, DTYPE_NAMES, FLOAT, INT, TensorType, Type
 EW = (PURE, ELEMENTWISE)
 EW_ZERO = EW + (ZERO_DERIVATIVE,)
 """elementwise ops whose result is constant almost everywhere (or bool): no derivative."""
-EW_OR_INPUT = (PURE, ELEMENTWISE, VIEW)
-"""elementwise, but returns its input itself in a case with nothing to compute (a bool's sign or
-relu, a clip without bounds)"""
+EW_OR_INPUT = EW
+"""elementwise with a case with nothing to compute (a bool's sign or relu, a clip without
+bounds): the result is still a new array, as numpy's ``np.clip(x, None, None)`` is, so that a
+write into it never reaches the input."""
 
 
 def _binary(node: Node) -> list[Type]:

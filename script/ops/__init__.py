@@ -239,17 +239,22 @@ def abs(a: Any) -> Any:  # noqa: A001  (the op's name)
     return python_result(array_module(a).abs(a), a)
 
 
+def _fresh(a: Any) -> Any:
+    """A new array holding an array's values; a number as it is."""
+    return a.copy() if hasattr(a, "copy") else a
+
+
 def sign(a: Any) -> Any:
-    """Sign of a (-1, 0 or 1; a bool is its own sign)."""
+    """Sign of a (-1, 0 or 1; a bool is its own sign, a new array of it)."""
     if _is_bool(a):
-        return a
+        return _fresh(a)
     return python_result(array_module(a).sign(a), a)
 
 
 def relu(a: Any) -> Any:
-    """max(a, 0), keeping a's dtype (nan stays nan)."""
+    """max(a, 0), keeping a's dtype (nan stays nan; a bool array's is a new array of it)."""
     if _is_bool(a):
-        return a
+        return _fresh(a)
     return python_result(array_module(a).maximum(a, 0), a)
 
 
@@ -369,9 +374,9 @@ def gelu(a: Any) -> Any:
 
 
 def clip(a: Any, lo: Any, hi: Any) -> Any:
-    """min(max(a, lo), hi); None leaves a side open."""
+    """min(max(a, lo), hi); None leaves a side open (both: a new array of a, as numpy's)."""
     if lo is None and hi is None:
-        return a
+        return _fresh(a)
     return python_result(array_module(a, lo, hi).clip(a, lo, hi), a, lo, hi)
 
 

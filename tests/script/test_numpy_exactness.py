@@ -56,3 +56,16 @@ def test_abs_of_a_python_number_is_pythons():
     got = script(absolute)(x, -10, -2.5, True)
     assert_same(got, absolute(x, -10, -2.5, True))
     assert type(got[1]) is int and type(got[2]) is float and type(got[3]) is int
+
+
+def writes_into_results(x: Tensor):
+    y = np.clip(x, 0.0, 1.0)
+    y[0] = 5.0  # np.clip's result is a new array: the write does not reach x
+    z = np.sign(x)
+    z += 2
+    return y, z, x
+
+
+def test_writes_into_new_arrays_of_clip_and_sign():
+    x = np.array([-1.5, 0.5, 2.0])
+    assert_same(script(writes_into_results)(x.copy()), writes_into_results(x.copy()))
