@@ -84,7 +84,7 @@ class InstanceMixin:
             present = hasattr(owner.example, attr_name)
             self.add_attr_input(ArgAttrRef(
                 owner.param, owner.path + (attr_name,), f"hasattr({owner.spelling}, "
-                f"{attr_name!r})", BOOL, bool, constant=present, exists=True))
+                f"{attr_name!r})", BOOL, bool, constant=present, check="hasattr"))
             return self.const(present)
         if isinstance(owner, ObjectSeq):
             return self.const(hasattr(owner.kind, attr_name))
@@ -95,14 +95,10 @@ class InstanceMixin:
         if isinstance(t, ClassType):
             return self.const(t.field_type(attr_name) is not None
                               or hasattr(classes.python_class(t.name), attr_name))
-        simple = {NONE: type(None), INT: int, FLOAT: float, STR: str, BOOL: bool}
-        for kind, py in ((TensorType, np.ndarray), (TupleType, tuple), (ListType, list),
-                         (DictType, dict)):
-            if isinstance(t, kind):
-                return self.const(hasattr(py, attr_name))
-        if t in simple:
-            return self.const(hasattr(simple[t], attr_name))
-        raise self.error(node, f"hasattr() of a value of type {t} is not supported")
+        py = np.ndarray if isinstance(t, TensorType) else _python_class(t)
+        if py is None:
+            raise self.error(node, f"hasattr() of a value of type {t} is not supported")
+        return self.const(hasattr(py, attr_name))
 
     def instance_class(self: FunctionCompiler, node: ast.expr) -> Any:
         """The class (or ``typing`` alias) ``node`` names."""
@@ -128,18 +124,27 @@ def _is_instance(value: Any, t: Type, cls: type, c: FunctionCompiler, node: ast.
         return False
     if t == BOOL:
         return cls in (bool, int)
-    simple = {NONE: type(None), INT: int, FLOAT: float, STR: str}
-    if t in simple:
-        return cls is simple[t]
-    for kind, py in ((TupleType, tuple), (ListType, list), (DictType, dict)):
-        if isinstance(t, kind):
-            return cls is py
+    py = _python_class(t)
+    if py is not None:
+        return cls is py
     if isinstance(t, ClassType):
         if t.named_tuple and cls is tuple:
             return True
         target = class_type(cls)
         return target is not None and target == t
     raise c.error(node, f"isinstance() of a value of type {t} is not supported")
+
+
+_SIMPLE = {NONE: type(None), INT: int, FLOAT: float, STR: str, BOOL: bool}
+
+
+def _python_class(t: Type) -> type | None:
+    """The Python class of a value of a number, string, None or container type; None for
+    arrays, script classes and anything else."""
+    for kind, py in ((TupleType, tuple), (ListType, list), (DictType, dict)):
+        if isinstance(t, kind):
+            return py
+    return _SIMPLE.get(t)
 
 
 def _an_array(value: Any, t: TensorType, c: FunctionCompiler, node: ast.AST) -> None:

@@ -135,33 +135,29 @@ class ArgAttrRef:
     constant: Any = None
     """for an int, bool or str compiled in as a constant (``CONSTANT_KINDS``): the value a call's
     attribute must hold (a call that finds another compiles again); None when read per call."""
-    exists: bool = False
-    """for ``hasattr``: its value is whether the path exists (``constant`` the answer compiled
-    in; a call with the other answer compiles again)."""
-    function: bool = False
-    """for an attribute holding a function (``self.act = np.tanh``): ``constant`` is the
-    function compiled in, and a call whose attribute holds another compiles again; its value
-    is None."""
-    of_class: bool = False
-    """for an object the code reaches: ``constant`` is its class, whose methods were compiled
-    in; a call whose object there is of another class compiles again. Its value is None."""
-    method: bool = False
-    """for a method the code calls (the path ends at its name): ``constant`` is what the
-    object's class holds for it, compiled in; a call where the class holds another, or the
-    object holds an attribute of that name (which Python calls instead), compiles again. Its
-    value is None."""
+    check: str | None = None
+    """what a call's object is checked for, besides an attribute's value (None):
+
+    - ``"hasattr"``: whether the path exists; its value is that bool, ``constant`` the answer
+      compiled in.
+    - ``"function"``: the attribute holds ``constant``, a function compiled in
+      (``self.act = np.tanh``); its value is None.
+    - ``"class"``: the object at the path is of class ``constant``, whose methods were compiled
+      in; its value is None.
+    - ``"method"``: the path ends at the name of a method the code calls; the object's class
+      holds ``constant`` for it and the object holds no attribute of that name (which Python
+      would call instead); its value is None.
+
+    A call that finds otherwise compiles again."""
 
     @property
     def holds_attribute(self) -> bool:
-        """Whether its value is the attribute itself (not a length, a ``hasattr`` answer, a
-        function's or a class's check)."""
-        return self.length is None and not (self.exists or self.function or self.of_class
-                                            or self.method)
+        """Whether its value is the attribute itself (not a length or one of the checks)."""
+        return self.length is None and self.check is None
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return ("argument", self.param, self.path, self.length, self.exists, self.function,
-                self.of_class, self.method)
+        return ("argument", self.param, self.path, self.length, self.check)
 
     @property
     def parameter(self) -> None:
@@ -239,7 +235,7 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
         if type(ref) is not ArgAttrRef:
             values.append(ref.read())
             continue
-        if ref.method:
+        if ref.check == "method":
             owner = follow(inputs[ref.param], ref.path[:-1])
             name = ref.path[-1]
             if class_member(type(owner), name) is not ref.constant or (
@@ -248,12 +244,12 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
             values.append(None)
             continue
         value = follow(inputs[ref.param], ref.path)
-        if ref.function or ref.of_class:
-            if (type(value) if ref.of_class else value) is not ref.constant:
+        if ref.check in ("function", "class"):
+            if (type(value) if ref.check == "class" else value) is not ref.constant:
                 return None
             values.append(None)
             continue
-        if ref.exists:
+        if ref.check == "hasattr":
             value = value is not _MISSING
         if type(value) is not ref.kind:
             return None
@@ -352,7 +348,7 @@ class ObjectArgMixin:
         ``__call__``, ``hasattr``, ``isinstance``) holds for objects of that class only."""
         self.add_attr_input(ArgAttrRef(obj.param, obj.path, f"type({obj.spelling})", NONE,
                                        type, constant=type(obj.example),
-                                       of_class=True))
+                                       check="class"))
         return obj
 
     def object_arg_member(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
@@ -363,7 +359,7 @@ class ObjectArgMixin:
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_static_function(value):  # compiled in; a call holding another compiles again
             self.add_attr_input(ArgAttrRef(owner.param, path, spelling, NONE, type(value),
-                                           constant=value, function=True))
+                                           constant=value, check="function"))
             return value
         if is_plain_object(value):
             return self.reached(ObjectArg(owner.param, path, spelling, value))
@@ -393,7 +389,7 @@ class ObjectArgMixin:
         a call where it holds another, or where the object shadows it, compiles again."""
         self.add_attr_input(ArgAttrRef(owner.param, owner.path + (name,),
                                        f"{owner.spelling}.{name}", NONE, type(method),
-                                       constant=method, method=True))
+                                       constant=method, check="method"))
 
     def object_method(self: FunctionCompiler, owner: ObjectArg, name: str) -> Any:
         """The function defined by the class of ``owner`` for the method ``name`` (a
@@ -515,7 +511,7 @@ class ObjectArgMixin:
             owner, path = owner.items[path[0]], path[1:]
         spelling = owner.spelling + "".join(f"[{s}]" if type(s) is int else f".{s}"
                                             for s in path)
-        if ref.exists:
+        if ref.check == "hasattr":
             spelling = f"hasattr({spelling.rpartition('.')[0]}, {path[-1]!r})"
         return self.add_attr_input(dataclasses.replace(ref, param=owner.param,
                                                        path=owner.path + path, name=spelling))

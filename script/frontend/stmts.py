@@ -333,8 +333,8 @@ class StmtMixin:
         if isinstance(target, ast.Name) and isinstance(current.type, TensorType):
             self.rebind_array(target.id, current, result, node)  # numpy: x changes in place
             return
-        if isinstance(target, ast.Subscript) and isinstance(current.type, TensorType) and \
-                not isinstance(self.expr(target.value).type, TensorType):
+        if current.node.kind in ("prim::DictGetItem", "prim::ListIndex") and \
+                isinstance(current.type, TensorType):  # an array a container holds
             self.check_item_update(target, current, node)
         self.assign(target, result, node)
 

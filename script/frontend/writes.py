@@ -351,7 +351,7 @@ class WriteMixin:
                              f"that array itself, which the compiled code does not do; "
                              f"{instead}")
 
-    def check_item_update(self: FunctionCompiler, target: ast.Subscript, current: Value,
+    def check_item_update(self: FunctionCompiler, target: ast.expr, current: Value,
                           node: ast.AST) -> None:
         """``d["a"] += x`` / ``xs[0] += x`` on an array item: numpy changes the array itself,
         the compiled program stores a new one into the container. Refused where the array
@@ -367,7 +367,7 @@ class WriteMixin:
                              "array itself, which the compiled code does not do; write "
                              f"{ast.unparse(target)} = {ast.unparse(target)} + ... to store "
                              "a new array")
-        base = self.frame.find(target.value.id) if isinstance(target.value, ast.Name) else None
+        base = current.node.inputs[0]  # the container
         live = self.live_after(node)
         for other, (value, _) in visible_bindings(self.frame).items():
             if not isinstance(value, Value) or value is base or other not in live:

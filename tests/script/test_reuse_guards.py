@@ -216,20 +216,18 @@ def test_grad_fills_in_defaults():
     assert_same(grad(with_default)(x), script.value_and_grad(with_default)(x)[1])
 
 
-S2 = 100
-
-
-def reads_global_int(x: Tensor):
-    return x * S2
+def doubles(x: Tensor):
+    return x * 2.0
 
 
 def test_the_profiler_runs_the_current_specialization():
-    global S2
-    f, x = script.script(reads_global_int), np.ones(2)
-    try:
-        with script.profile():
-            for value in range(100, 160):
-                S2 = value
-                assert_same(f(x), reads_global_int(x))
-    finally:
-        S2 = 100
+    """Instrumented code is cached per specialization; an entry left by a specialization that
+    is gone, whose id a new one took, must not run for it."""
+    from script.tools.profiler import instrumented
+    f, x = script.script(doubles), np.ones(2)
+    spec = f.specialization(x)
+    with script.profile() as prof:
+        stale = lambda *args: "stale code"  # noqa: E731
+        f.__dict__["_profiled_code"] = {id(spec): (prof, object(), stale)}
+        assert instrumented(f, spec, prof) is not stale
+        assert_same(f(x), doubles(x))
