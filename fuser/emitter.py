@@ -59,10 +59,16 @@ class ElementMath(Protocol):
     def sqrt(self, x: Any) -> Any: ...
 
     def maximum(self, a: Any, b: Any) -> Any:
-        """NumPy's ``maximum``: a nan on either side is the result."""
+        """NumPy's ``maximum``: a nan on either side is the result; ``b`` where ``a == b``."""
 
     def minimum(self, a: Any, b: Any) -> Any:
-        """NumPy's ``minimum``: a nan on either side is the result."""
+        """NumPy's ``minimum``: a nan on either side is the result; ``b`` where ``a == b``."""
+
+    def clip_low(self, x: Any, lo: Any) -> Any:
+        """NumPy's ``clip`` at a lower bound: ``x`` where ``x == lo``, a nan on either side."""
+
+    def clip_high(self, x: Any, hi: Any) -> Any:
+        """NumPy's ``clip`` at an upper bound: ``x`` where ``x == hi``, a nan on either side."""
 
     def compare(self, op: str, a: Any, b: Any) -> Any:
         """``a op b`` as a bool (``op`` from ``COMPARISONS``; ``nan != x`` is true)."""
@@ -186,15 +192,22 @@ def compare(k: Emitter, node: Node, args: list[Val]) -> Val:
 
 
 def clip(k: Emitter, node: Node, args: list[Val]) -> Val:
-    """``clip(x, lo, hi)``: maximum with ``lo`` then minimum with ``hi``; a None side is open."""
+    """``clip(x, lo, hi)``: bounded below by ``lo`` then above by ``hi``; a None side is open.
+
+    Where ``x`` equals a bound (-0.0 and 0.0), numpy keeps ``x`` when both bounds are numbers
+    or 0-d, and takes the bound (``minimum``/``maximum``) when one side is None or an array."""
     d = out_dtype(node)
     m = k.math(d)
     x = k.cast(args[0], d)
     lo, hi = args[1], args[2]
+    keep = not lo.is_none and not hi.is_none and not any(
+        isinstance(u.type, TensorType) and u.type.rank != 0 for u in node.inputs[1:3])
     if not lo.is_none:
-        x = m.maximum(x, k.cast(lo, d))
+        lo = k.cast(lo, d)
+        x = m.clip_low(x, lo) if keep else m.maximum(x, lo)
     if not hi.is_none:
-        x = m.minimum(x, k.cast(hi, d))
+        hi = k.cast(hi, d)
+        x = m.clip_high(x, hi) if keep else m.minimum(x, hi)
     return Val(d, x)
 
 

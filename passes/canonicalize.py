@@ -137,6 +137,16 @@ def reshape_of_reshape(node: Node) -> bool:
     return True
 
 
+def broadcast_to_own_shape(node: Node) -> bool:
+    """``np.broadcast_to(x, s) -> x`` where ``x``'s static shape is ``s`` (``x op= v`` checks
+    that ``x op v`` keeps ``x``'s shape this way)."""
+    t, out = node.inputs[0].type, node.output.type
+    if not (isinstance(t, TensorType) and t.shape is not None and None not in t.shape
+            and isinstance(out, TensorType) and out.shape == t.shape):
+        return False
+    return forward_outputs(node, [node.inputs[0]])
+
+
 def tuple_unpack_of_construct(node: Node) -> bool:
     """``a, b = (x, y) -> x, y``."""
     ctor = _producer(node.inputs[0], "prim::TupleConstruct")
@@ -278,6 +288,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::reshape": reshape_of_reshape,
     "tensor::matmul": matmul_of_batch_by_matrix,
     "tensor::slice": slice_as_split,
+    "tensor::broadcast_to": broadcast_to_own_shape,
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::ListAdd": list_add_of_constructs,

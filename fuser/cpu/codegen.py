@@ -431,7 +431,8 @@ def _sign(k: KernelBuilder, node: Node, args: list[Val]) -> Val:
     d = out_dtype(node)
     m = k.math(d)
     x = k.cast(args[0], d)
-    neg = m.sel(m.lt(x, m.c(0.0)), m.c(-1.0), x)  # 0, -0 and nan stay themselves
+    zero = m.sel(m.eq(x, m.c(0.0)), m.c(0.0), x)  # -0 is 0 (numpy's); nan stays nan
+    neg = m.sel(m.lt(x, m.c(0.0)), m.c(-1.0), zero)
     return Val(d, m.sel(m.gt(x, m.c(0.0)), m.c(1.0), neg))
 
 

@@ -101,10 +101,18 @@ class Math:
         return self.unary("llvm.sqrt", x)
 
     def maximum(self, a, b):
-        return self.binary("llvm.maximum", a, b)  # nan-propagating, as numpy's
+        # numpy's: a nan on either side is the result, and b where a == b (-0.0 and 0.0)
+        return self.sel(self.isnan(a), a, self.sel(self.gt(a, b), a, b))
 
     def minimum(self, a, b):
-        return self.binary("llvm.minimum", a, b)
+        return self.sel(self.isnan(a), a, self.sel(self.lt(a, b), a, b))
+
+    def clip_low(self, x, lo):
+        # numpy's clip: x where x == lo (-0.0 stays -0.0); a nan bound or x is the result
+        return self.sel(self.isnan(lo), lo, self.sel(self.lt(x, lo), lo, x))
+
+    def clip_high(self, x, hi):
+        return self.sel(self.isnan(hi), hi, self.sel(self.gt(x, hi), hi, x))
 
     def compare(self, op: str, a, b):
         cmp = self.b.fcmp_unordered if op == "!=" else self.b.fcmp_ordered  # nan != x is True
@@ -232,8 +240,8 @@ class Math:
         small = self.add(x, self.mul(self.mul(x, z), self.div(p, q)))
         e = self.exp(self.add(ax, ax))
         large = self.sub(self.c(1.0), self.div(self.c(2.0), self.add(e, self.c(1.0))))
-        large = self.binary("llvm.copysign", large, x)
-        return self.sel(self.lt(ax, self.c(0.625)), small, large)
+        r = self.sel(self.lt(ax, self.c(0.625)), small, large)
+        return self.binary("llvm.copysign", r, x)  # odd: -0.0 stays -0.0
 
     def sigmoid(self, x):
         """1 / (1 + exp(-x)): exact limits 0 and 1 at -inf and +inf."""

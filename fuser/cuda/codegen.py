@@ -78,6 +78,13 @@ template <class T> __device__ __forceinline__ T rs_min(T a, T b) {
 template <class T> __device__ __forceinline__ T rs_max(T a, T b) {
     return a != a ? a : b != b ? b : (a > b ? a : b);
 }
+// numpy's clip at one bound: x where x equals it (-0.0 stays -0.0), a nan bound or x the result
+template <class T> __device__ __forceinline__ T rs_clip_lo(T x, T lo) {
+    return lo != lo ? lo : (x < lo ? lo : x);
+}
+template <class T> __device__ __forceinline__ T rs_clip_hi(T x, T hi) {
+    return hi != hi ? hi : (x > hi ? hi : x);
+}
 """
 """Helpers every kernel source starts with; valid CUDA C++ and, with the CPU shim, host C++."""
 
@@ -294,6 +301,12 @@ class CMath:
     def minimum(self, a: str, b: str) -> str:
         return f"rs_min({a}, {b})"
 
+    def clip_low(self, x: str, lo: str) -> str:
+        return f"rs_clip_lo({x}, {lo})"
+
+    def clip_high(self, x: str, hi: str) -> str:
+        return f"rs_clip_hi({x}, {hi})"
+
     def compare(self, op: str, a: str, b: str) -> str:
         return f"({a} {op} {b})"  # C's nan != x is true, as numpy's
 
@@ -333,8 +346,9 @@ UNARY_TEMPLATES: dict[str, str] = {
     "tensor::sigmoid": "(({t})1 / (({t})1 + exp{f}(-{x})))",
     # log(1 + exp(x)) without overflow
     "tensor::softplus": "(rs_max({x}, ({t})0) + log1p{f}(exp{f}(-fabs{f}({x}))))",
-    # 0, -0 and nan stay themselves
-    "tensor::sign": "({x} > ({t})0 ? ({t})1 : ({x} < ({t})0 ? ({t})-1 : {x}))",
+    # -0 is 0 (numpy's), nan stays nan
+    "tensor::sign": "({x} > ({t})0 ? ({t})1 : ({x} < ({t})0 ? ({t})-1 : "
+                    "({x} == ({t})0 ? ({t})0 : {x})))",
 }
 BINARY_TEMPLATES: dict[str, str] = {
     "tensor::add": "({a} + {b})",

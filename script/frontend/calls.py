@@ -305,8 +305,9 @@ class CallMixin:
                 raise self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
                                  f"not {value.type}")
         ir_node = self.emit(op.kind, inputs)
-        if op.results.startswith("("):
-            return self.emit_value("prim::TupleConstruct", ir_node.outputs)
+        if op.results.startswith("("):  # numpy's np.split gives a list, torch's chunk a tuple
+            kind = "prim::ListConstruct" if display.startswith("np.") else "prim::TupleConstruct"
+            return self.emit_value(kind, ir_node.outputs)
         if not ir_node.outputs:
             return self.const(None)
         return ir_node.output

@@ -39,6 +39,8 @@ from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from script.frontend.compiler import FunctionCompiler
 
 NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
@@ -245,14 +247,19 @@ class ExprMixin:
     def visit_Compare(self: FunctionCompiler, node: ast.Compare) -> Any:
         left = node.left
         result = None
+        arrays = False  # a < b < c is (a < b) and (b < c): numpy's np.bool_ when a < b is one
         for k, (op, right) in enumerate(zip(node.ops, node.comparators)):
             if result is None:
                 result = self.compare(op, left, right, node)
+                arrays = isinstance(result.type, TensorType)
+            elif arrays:
+                result = self.deciding_operand(result, True, lambda o=op, lft=left, r=right:
+                                               self.compare(o, lft, r, node), node)
             else:
                 result = self.short_circuit(result, True, lambda o=op, lft=left, r=right:
                                             self.to_bool(self.compare(o, lft, r, node), node),
                                             node)
-            if len(node.ops) > 1 and k == 0:
+            if len(node.ops) > 1 and k == 0 and not arrays:
                 result = self.to_bool(result, node)
             left = right
         return result
@@ -307,18 +314,21 @@ class ExprMixin:
                                            _known_not_none(node.values[:k], is_and))
         return result
 
-    def deciding_operand(self: FunctionCompiler, first: Any, is_and: bool, operand: ast.expr,
-                         node: ast.BoolOp, known: list[str] | None = None) -> Any:
+    def deciding_operand(self: FunctionCompiler, first: Any, is_and: bool,
+                         operand: ast.expr | Callable[[], Any], node: ast.BoolOp | ast.Compare,
+                         known: list[str] | None = None) -> Any:
         """``first and operand`` / ``first or operand``: ``first`` when its truth value decides,
-        else ``operand``'s value; the two must have one type."""
+        else ``operand``'s value (an expression, or a function emitting it); the two must have
+        one type."""
         cond = self.to_bool(first, node)
         folded = constant_of(cond)
+        rest = operand if callable(operand) else lambda: self.expr(operand)
         if isinstance(folded, bool):
-            return self.expr(operand) if folded == is_and else first
+            return rest() if folded == is_and else first
         if_node = self.emit("prim::If", [cond], [], nblocks=2)
         def later() -> Any:  # (where the operands before decided: x is not None and x == 1)
             self.refine(known or [])
-            return self.expr(operand)
+            return rest()
 
         evaluate = (later, lambda: first) if is_and else (lambda: first, later)
         values = []
@@ -327,6 +337,11 @@ class ExprMixin:
             block.add_return(value)
             values.append(value)
         t = unify(values[0].type, values[1].type)
+        if t is None and isinstance(node, ast.Compare):
+            raise self.error(node, f"the comparisons of this chain give {values[0].type} and "
+                             f"{values[1].type}: its value is one of them (Python's rule), so "
+                             "they need one type; compare arrays with arrays, or write the "
+                             "comparisons joined by 'and' inside bool(...)")
         if t is None:
             word = "and" if is_and else "or"
             raise self.error(node, f"the operands of '{word}' have types {values[0].type} and "

@@ -353,8 +353,11 @@ class StmtMixin:
         is_scalar = self.binary("==", ndim, self.const(0), node)
 
         def cast() -> None:
+            # numpy raises where x op v broadcasts to another shape than x's: so does this
+            shape = self.emit_value("tensor::shape", [current])
+            kept = self.emit_value("tensor::broadcast_to", [result, shape])
             dtype = self.emit_value("tensor::dtype", [current])
-            self.frame.set(name, self.emit_value("tensor::astype", [result, dtype]))
+            self.frame.set(name, self.emit_value("tensor::astype", [kept, dtype]))
 
         self.emit_if(is_scalar, lambda: self.frame.set(name, result), cast, end_of(node), node)
         value = self.frame.find(name)
