@@ -414,6 +414,7 @@ RULES: dict[str, Rule] = {
     "prim::SetAttr": _store_item,
     "prim::ListExtend": _same_items,
     "prim::ListAdd": _same_items,
+    "prim::ListMul": _same_items,
     "prim::ListSlice": _same_items,
     "prim::TupleSlice": _same_items,
     "prim::DictValues": _same_items,

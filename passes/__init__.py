@@ -50,6 +50,7 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 inplace_writes, peel, tuple_columns):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
+register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
 
 CLEANUP_PIPELINE = ("inline,forward-fields,canonicalize,constant-prop,shape-prop,constant-prop,"
                     "canonicalize,shape-prop,forward-dict-items,carry-dict-items,dce,cse,dce")

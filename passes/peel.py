@@ -17,6 +17,11 @@ its carried types are what a step returns:
       block1():            # no trip: the initial values
         -> (<initial values>)
 
+An accumulator that starts as a number (``loss = 0`` before ``loss += row_losses``, rows of
+shape (B, 1)) is carried as an array of unknown rank for the same reason; after its first trip
+it has the steps' shape. Such loops are also peeled before differentiation
+(``run_accumulators``), which needs each carried value's rank.
+
 A step that branches on ``t > 0`` (Karpathy's LSTM: ``prevc = C[t - 1] if t > 0 else c0``) is
 peeled the same way: in the first trip the test is ``0 > 0``, in the loop it is True, and
 the branches fold away on both sides. A loop counting down (``for t in reversed(range(n))``,
@@ -35,12 +40,13 @@ from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
 from ir.kinds import IF, LOOP
-from ir.types import is_subtype
+from ir.types import BOOL, FLOAT, INT, TensorType, Type, is_subtype
 from passes.licm import is_for_loop
 from passes.shape_prop import is_none_by_type
 from passes.unroll import clone_body_before
 
 NAME = "peel-first-trip"
+ACCUMULATORS_NAME = "peel-accumulators"
 
 
 def narrows(loop: Node) -> bool:
@@ -52,6 +58,22 @@ def narrows(loop: Node) -> bool:
     return any(is_none_by_type(init.type) is not False and is_none_by_type(ret.type) is False
                and not is_subtype(out.type, ret.type) and is_subtype(ret.type, out.type)
                for init, out, ret in zip(loop.inputs[2:], loop.outputs, body.returns[1:]))
+
+
+def starts_as_number(loop: Node) -> bool:
+    """Whether ``loop`` carries in a number or a 0-d array that its steps make an array of
+    unknown rank: ``loss = 0`` before ``loss += row_losses`` of shape (B, 1). The first trip
+    gives it the steps' shape; peeled, the loop carries that shape (which differentiation and
+    a native loop need)."""
+    if not is_for_loop(loop):
+        return False
+    return any(_number_or_0d(init.type) and isinstance(out.type, TensorType)
+               and out.type.shape is None
+               for init, out in zip(loop.inputs[2:], loop.outputs))
+
+
+def _number_or_0d(t: Type) -> bool:
+    return t in (INT, FLOAT, BOOL) or isinstance(t, TensorType) and t.shape == ()
 
 
 _FIRST_TRIP_TESTS = {
@@ -175,18 +197,33 @@ def peel_last(loop: Node) -> None:
     first.set_returns(clone_body_before(loop, end, rest, list(loop.outputs)))
 
 
+def run_accumulators(graph: Graph) -> bool:
+    """Peel the for-loops whose carried numbers become arrays (``starts_as_number``), then
+    re-type: run before differentiation, so that the loop it differentiates carries one shape."""
+    from passes import canonicalize, constant_prop, dce, shape_prop
+    loops = [n for n in graph.walk() if n.kind == LOOP and starts_as_number(n)]
+    for loop in loops:
+        peel(loop)
+    if loops:
+        shape_prop.run(graph)
+        canonicalize.run(graph)
+        constant_prop.run(graph)
+        dce.run(graph)
+    return bool(loops)
+
+
 def run(graph: Graph) -> bool:
     """Peel every for-loop whose first trip narrows a carried type, or whose body branches on
     its first or last trip (innermost last: a loop peeled moves into a branch, its inner loops
     with it), then re-type and clean up."""
     from passes import canonicalize, constant_prop, dce, shape_prop
     loops = [n for n in graph.walk() if n.kind == LOOP and (
-        narrows(n) or first_trip_tests(n) or last_trip_tests(n))]
+        narrows(n) or starts_as_number(n) or first_trip_tests(n) or last_trip_tests(n))]
     if not loops:
         return False
     for loop in loops:
         tests = first_trip_tests(loop)
-        if narrows(loop) or tests:
+        if narrows(loop) or starts_as_number(loop) or tests:
             peel(loop)
         else:
             tests = last_trip_tests(loop)

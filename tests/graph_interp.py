@@ -102,6 +102,7 @@ PRIMS = {
     if keys is None else [items[k] for k in sorted(range(len(items)), key=keys.__getitem__,
                                                    reverse=reverse)],
     "prim::ListAdd": lambda node, a, b: a + b,
+    "prim::ListMul": lambda node, a, n: a * n,
     "prim::ListAppend": _list_append,
     "prim::ListExtend": _list_extend,
     "prim::ListInsert": _list_insert,

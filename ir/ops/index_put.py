@@ -38,9 +38,13 @@ class _Region:
 
 
 def _fits(value: tuple, region: tuple) -> bool:
-    """Whether a value of shape ``value`` broadcasts to ``region`` (None: a size not known)."""
-    if len(value) > len(region):
-        return False
+    """Whether a value of shape ``value`` broadcasts to ``region`` (None: a size not known);
+    numpy drops a value's leading axes of size 1 first (``h[t] = row`` of shape (1, H))."""
+    extra = len(value) - len(region)
+    if extra > 0:
+        if any(d not in (1, None) for d in value[:extra]):
+            return False
+        value = value[extra:]
     tail = region[len(region) - len(value):]
     return all(v is None or r is None or v in (1, r) for v, r in zip(value, tail))
 

@@ -225,6 +225,10 @@ defop("tensor::ravel(a: Tensor) -> Tensor", _flat, (PURE, VIEW), (".ravel", "np.
 defop("tensor::empty_like(a: Tensor, dtype: str? = None) -> Tensor", _empty_like,
       (FRESH, ZERO_DERIVATIVE), ("np.empty_like",),
       "uninitialized storage with a's shape, device and (by default) dtype")
+SCALAR_ATTR = "scalar"
+"""A ``tensor::array`` of a number with this attribute true stands for a numpy scalar
+(``np.float64(0)``, ``np.sqrt(3)``): a 0-d array in the graph, the scalar at run time."""
+
 defop("tensor::array(data: any, dtype: str? = None) -> Tensor", _array,
       (FRESH,), ("np.array",),
       "a new array of a number or of (nested) lists and tuples of numbers; an array "

@@ -211,6 +211,9 @@ defop("prim::ListColumn(l: list, k: int) -> list", _list_column, (FRESH,),
       effects={"l": READ_AND_KEPT})
 defop("prim::ListAdd(a: list, b: list) -> list", _same_as_first, (FRESH,), ("a + b",),
       "concatenate two lists into a new one", effects={"a": READ_AND_KEPT, "b": READ_AND_KEPT})
+defop("prim::ListMul(l: list, n: int) -> list", _same_as_first, (FRESH,), ("l * n",),
+      "a new list of l's items repeated n times (lists of numbers: [0.0] * n)",
+      effects={"l": READ_AND_KEPT})
 defop("prim::ListContains(l: list, v: any) -> bool", _bool, (ZERO_DERIVATIVE,), ("v in l",),
       "membership")
 defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",),

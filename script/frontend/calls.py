@@ -452,6 +452,20 @@ class CallMixin:
     def builtin_bool(self: FunctionCompiler, node: ast.Call) -> Any:
         return self.convert(node, "bool", BOOL, "prim::Bool")
 
+    def builtin_str(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``str(n)`` of a number or a string (``cache['a' + str(t)]``): ``'{}'.format(n)``,
+        which is ``str(n)`` for these; folded when ``n`` is a constant."""
+        (value,) = self.builtin_args(node, "str", 1)
+        folded = constant_of(value)
+        if folded is not NOT_CONSTANT and isinstance(folded, (bool, int, float, str)):
+            return self.const(str(folded))
+        if value.type == STR:
+            return value
+        if value.type not in (BOOL, INT, FLOAT):
+            raise self.error(node, f"str() of a value of type {value.type} is not supported "
+                             "(str() of a number or a string is)")
+        return self.emit_value("prim::str_op", [self.const("format"), self.const("{}"), value])
+
     def extremum(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
         a, b = self.builtin_args(node, name, 2)
         for v in (a, b):

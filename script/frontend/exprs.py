@@ -132,6 +132,17 @@ class ExprMixin:
             return getattr(base, node.attr)
         if isinstance(node, ast.Subscript):
             return self.static_subscript(node)
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
+                getattr(node.func, "attr", getattr(node.func, "id", None)) in ("finfo", "iinfo"):
+            fn = self.resolve_static(node.func)  # np.finfo(np.float32).eps, np.finfo(0.).tiny
+            if fn in (np.finfo, np.iinfo):
+                arg = node.args[0]
+                kind = arg.value if isinstance(arg, ast.Constant) else self.resolve_static(arg)
+                if isinstance(kind, (type, np.dtype, str, int, float)):
+                    try:
+                        return fn(kind)
+                    except (TypeError, ValueError) as exc:
+                        raise self.error(node, f"{ast.unparse(node)}: {exc}") from None
         return NOT_STATIC
 
     def static_value(self: FunctionCompiler, node: ast.expr, obj: Any) -> Any:
@@ -146,6 +157,8 @@ class ExprMixin:
             raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "
                              "cannot be used as a value (only numbers, strings, None, tuples "
                              "of those and numpy arrays are captured as constants)")
+        if isinstance(obj, np.floating):  # a numpy scalar at run time, as the source's
+            return self.numpy_scalar(self.const(float(obj)), self.const(obj.dtype.name))
         return self.const(value)
 
     def visit_Name(self: FunctionCompiler, node: ast.Name) -> Any:
@@ -170,6 +183,16 @@ class ExprMixin:
             raise self.unsupported(node, f"the operator {_SYMBOLS.get(type(node.op), '?')}")
         return self.binary(symbol, self.expr(node.left), self.expr(node.right), node)
 
+    def repeat_list(self: FunctionCompiler, lhs: Any, rhs: Any, node: ast.AST) -> Any:
+        """``[0.0] * n`` / ``n * [0.0]``: a list of numbers or strings repeated; a list of
+        arrays is refused (its n items would be one array, which a write changes in all)."""
+        items, count = (lhs, rhs) if isinstance(lhs.type, ListType) else (rhs, lhs)
+        if items.type.element not in (INT, FLOAT, BOOL, STR):
+            raise self.error(node, f"repeating a list of {items.type.element} with * is not "
+                             "supported (its items would be one object n times): write a "
+                             "comprehension, [x.copy() for _ in range(n)]")
+        return self.emit_value("prim::ListMul", [items, count])
+
     def binary(self: FunctionCompiler, symbol: str, lhs: Any, rhs: Any, node: ast.AST) -> Any:
         """``lhs <symbol> rhs``: tuples and lists concatenate, everything else is an op."""
         if symbol == "+" and isinstance(lhs.type, TupleType) and isinstance(rhs.type, TupleType):
@@ -182,6 +205,9 @@ class ExprMixin:
                 raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
                                  f"{rhs.type.element}")
             return self.emit_value("prim::ListAdd", [lhs, rhs])
+        if symbol == "*" and {type(lhs.type), type(rhs.type)} & {ListType} and \
+                INT in (lhs.type, rhs.type):
+            return self.repeat_list(lhs, rhs, node)
         folded = fold_scalars(symbol, lhs, rhs)
         if folded is not NOT_CONSTANT:
             return self.const(folded)

@@ -17,16 +17,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Value
-from ir.ops.numpy_ops import array_rank
+from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
+from script.frontend.env import end_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
                     "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
-                    "ascontiguousarray": "numpy_asarray",
+                    "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
+                    "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
+                    "atleast_2d": "numpy_atleast", "size": "numpy_size",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}
@@ -90,7 +93,12 @@ class NumpyMixin:
         if value.type not in (INT, FLOAT, BOOL):
             raise self.error(node.args[0], f"{display}() of {value.type}: give a number or "
                              "an array")
-        return self.emit_value("tensor::array", [value, self.const(dtype)])
+        return self.numpy_scalar(value, self.const(dtype))
+
+    def numpy_scalar(self: FunctionCompiler, value: Any, dtype: Any) -> Any:
+        """A number as the numpy scalar of ``dtype`` (None: numpy's for the number): a 0-d
+        array in the graph, a numpy scalar (``np.float64``) at run time (``SCALAR_ATTR``)."""
+        return self.emit("tensor::array", [value, dtype], attrs={SCALAR_ATTR: True}).output
 
     def ufunc_result(self: FunctionCompiler, value: Any) -> Any:
         """What a numpy ufunc gives for Python numbers: a numpy scalar (``np.sqrt(3)`` is a
@@ -98,7 +106,7 @@ class NumpyMixin:
         float64 where the Python float ``3 ** 0.5`` would leave it float32: such a number
         becomes a 0-d array of numpy's dtype (``np.array``'s), the same for promotion."""
         if isinstance(value, Value) and value.type in (INT, FLOAT, BOOL):
-            return self.emit_value("tensor::array", [value, self.const(None)])
+            return self.numpy_scalar(value, self.const(None))
         return value
 
     # -- scipy.special ----------------------------------------------------------------------------
@@ -134,6 +142,73 @@ class NumpyMixin:
         if not keepdims.constant:
             m = self.emit_value("tensor::squeeze", [m, axis])
         return self.emit_value("tensor::add", [self.emit_value("tensor::log", [total]), m])
+
+    def numpy_logaddexp(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.logaddexp(a, b) as numpy computes it: ``a + log(2)`` where ``a == b`` (so that two
+        infinities of one sign give that infinity; written ``a / 2 + b / 2 + log(2)``, whose
+        gradient is the true one there, half to each side), else
+        ``max + log1p(exp(-|a - b|))``."""
+        a, b = self.numpy_args(node, "np.logaddexp", ["x1", "x2"], 2)
+        if not any(isinstance(v.type, TensorType) for v in (a, b)):  # numbers: numpy's dtype
+            a, b = self.ufunc_result(a), self.ufunc_result(b)
+        same = self.emit_value("tensor::eq", [a, b])
+        half = [self.emit_value("tensor::mul", [v, self.const(0.5)]) for v in (a, b)]
+        mean = self.emit_value("tensor::add", half)
+        twice = self.emit_value("tensor::add", [mean, self.const(float(np.log(2.0)))])
+        gap = self.emit_value("tensor::abs", [self.emit_value("tensor::sub", [a, b])])
+        tail = self.emit_value("tensor::log1p", [self.emit_value(
+            "tensor::exp", [self.emit_value("tensor::neg", [gap])])])
+        apart = self.emit_value("tensor::add", [self.emit_value("tensor::maximum", [a, b]), tail])
+        return self.emit_value("tensor::where", [same, twice, apart])
+
+    def numpy_isscalar(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.isscalar(x): True for a number or a string; for an array, whether it has no axes
+        (an item read from an array, ``x[0]``, is numpy's scalar; a 0-d array built by
+        ``np.array(3.0)`` would be False in numpy)."""
+        (x,) = self.numpy_args(node, "np.isscalar", ["element"], 1)
+        if isinstance(x.type, TensorType):
+            return self.binary("==", self.emit_value("tensor::ndim", [x]), self.const(0), node)
+        return self.const(x.type in (INT, FLOAT, BOOL, STR))
+
+    def numpy_atleast(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.atleast_1d(x) / np.atleast_2d(x) of one array or number: ``x`` with leading axes
+        of size 1 added up to that many axes (a view)."""
+        display = ast.unparse(node.func)
+        want = 1 if display.endswith("1d") else 2
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"{display}() takes one array here")
+        x = self.ufunc_result(self.expr(node.args[0]))
+        if not isinstance(x.type, TensorType):
+            raise self.error(node.args[0], f"{display}() of a {x.type}: pass an array")
+        result = x
+        ndim = self.emit_value("tensor::ndim", [x])
+        name = f"$atleast_{id(node)}"
+        for rank in range(want):  # an if per rank below `want`; all but one fold away
+            def grow(r: int = rank, v: Any = result) -> None:
+                self.frame.set(name, self.emit_value(
+                    "tensor::reshape", [v, self.const((1,) * (want - r) + (-1,) * min(r, 1))]))
+            is_rank = self.binary("==", ndim, self.const(rank), node)
+            previous = result
+            self.emit_if(is_rank, grow, lambda p=previous: self.frame.set(name, p),
+                         end_of(node), node)
+            result = self.frame.find(name)
+            del self.frame.vars[name]
+        return result
+
+    def numpy_size(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.size(a, axis=None): the number of elements, or the size of one axis; of a list,
+        its length along axis 0."""
+        a, axis = self.numpy_args(node, "np.size", ["a", "axis"], 1)
+        whole = axis is None or axis.is_constant and axis.constant is None
+        if isinstance(a.type, ListType) and (
+                axis is not None and axis.is_constant and axis.constant == 0
+                or whole and a.type.element in (INT, FLOAT, BOOL)):
+            return self.emit_value("prim::len", [a])
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.size() of a {a.type}: pass an array")
+        if whole:
+            return self.emit_value("tensor::numel", [a])
+        return self.emit_value("tensor::size", [a, axis])
 
     # -- np.outer ----------------------------------------------------------------------------------
     def numpy_outer(self: FunctionCompiler, node: ast.Call) -> Any:

@@ -16,13 +16,17 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def sum_to(a: Any, shape: Any) -> Any:
-    """Sum ``a`` over leading axes and over axes where ``shape`` has 1, giving ``shape``."""
+    """Sum ``a`` over leading axes and over axes where ``shape`` has 1, giving ``shape``; a
+    ``shape`` with more axes than ``a`` has leading 1s (the value of ``h[t] = row`` with ``row``
+    of shape (1, H): numpy drops them)."""
     shape = _shape(shape)
     xp = array_module(a)
     a = xp.asarray(a)
     if a.shape == shape:
         return a
     lead = a.ndim - len(shape)
+    if lead < 0:
+        return sum_to(a, shape[-lead:]).reshape(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and a.shape[lead + i] != 1)
     out = a.sum(axis=axes, keepdims=True) if axes else a

@@ -151,7 +151,9 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
             specialize(graph, types, input_items(d, args))
         except ir.ShapeError as e:
             raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
-        run_pipeline(graph, STANDARD_PIPELINE)
+        # shape-prop: the types unrolling narrowed; the loops whose carried numbers become arrays
+        # carry arrays of one shape once their first trip is peeled
+        run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")
     return graph
 
 
@@ -476,13 +478,16 @@ class GradFunction:
         return found[1]
 
     def __call__(self, *args: Any) -> Any:
-        if isinstance(self.f, ScriptFunction) and self.f._object_params():
-            return self._object_gradient(args)
+        if isinstance(self.f, ScriptFunction) and (self.f._object_params()
+                                                    or any(map(_holds_container, args))):
+            return self._vjp_gradient(args)
         return self.function_for(args)(*args)
 
-    def _object_gradient(self, args: tuple[Any, ...]) -> Any:
-        """The gradient of a function taking plain objects: ``vjp``'s, seeded with ones (an
-        object argument's is an object of its class); it cannot be differentiated again."""
+    def _vjp_gradient(self, args: tuple[Any, ...]) -> Any:
+        """The gradient of a function taking plain objects, lists or dicts: ``vjp``'s, seeded
+        with ones (an object argument's is an object of its class); it cannot be differentiated
+        again (its graphs take a list or dict as the tuple of its items, which a caller does not
+        pass)."""
         value, backward = vjp(self.f, *args, argnums=self.argnums)
         if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
             raise at_def(self.f.origin(), "grad needs a function with one scalar output, got "
@@ -499,6 +504,13 @@ def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
     return GradFunction(f, argnums)
 
 
+def _holds_container(arg: Any) -> bool:
+    """Whether ``arg`` is a list or a dict, or a tuple holding one."""
+    if isinstance(arg, (list, dict)):
+        return True
+    return isinstance(arg, tuple) and any(map(_holds_container, arg))
+
+
 def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any, ...]
                        ) -> ScriptFunction:
     """The gradient of ``inner`` for the graph inputs ``args`` (arguments, then globals) as a
@@ -509,9 +521,10 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
                      "function with a plain object argument cannot be differentiated again "
                      "(grad of grad, vjp of grad)")
     pair = compile_gradient(inner, args, optimize=False, wrt=wrt).gradient
-    if pair.dict_inputs:  # the graphs take those dicts as tuples, which a caller does not pass
-        raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict argument cannot "
-                     "be differentiated twice; use vjp or value_and_grad")
+    if pair.dict_inputs or any(map(_holds_container, args)):
+        # the graphs take those dicts and lists as tuples, which a caller does not pass
+        raise at_def(inner.origin(), f"grad({inner.definition.name}): a dict or list argument "
+                     "cannot be differentiated twice; use vjp or value_and_grad")
     fwd, bwd = pair.forward, pair.backward
     if pair.num_outputs != 1:
         raise at_def(inner.origin(), "grad needs a function with one scalar output")

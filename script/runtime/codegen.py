@@ -23,6 +23,7 @@ from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
+from ir.ops.numpy_ops import SCALAR_ATTR
 from script import ops
 from script.frontend.classes import python_class
 from script.runtime import contractions, op_writers, sanitize, weak_numbers
@@ -156,6 +157,9 @@ class FunctionWriter:
             weak_numbers.inputs_as_arrays(node, self.backend)
         if not numbers:
             self.write_op(node)
+            if node.kind == "tensor::array" and node.attrs.get(SCALAR_ATTR):
+                name = self.ns.name(node.output)  # np.float64(0): the numpy scalar
+                self.emit(f"{name} = {name}[()]")
             return
         saved = {v: self.ns.name(v) for v in numbers}
         convert = self.consts.setdefault("_as_array", weak_numbers.as_array)
@@ -393,8 +397,13 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
         kernel, "into") and not writes else []
     if not writes and not any(sites):
         op_writers.write_call(w, node, kernel, "_kernel")
-        return
-    _write_into_slots(w, node, kernel, writes, sites)
+    else:
+        _write_into_slots(w, node, kernel, writes, sites)
+    for k, v in enumerate(node.outputs):  # a ufunc's 0-d result is a numpy scalar, as numpy's
+        if k not in writes and isinstance(v.type, ir.TensorType) and v.type.shape == () and \
+                v.type.device != "cuda":
+            name = w.ns.name(v)
+            w.emit(f"{name} = {name}[()]")
 
 
 SCALAR_GROUP_NODES = 4

@@ -75,6 +75,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::ListInsert": lambda lst, i, v: f"{lst}.insert({i}, {v})",
     "prim::ListSlice": lambda lst, a, b, c: f"{lst}[{a}:{b}:{c}]",
     "prim::ListAdd": lambda a, b: f"{a} + {b}",
+    "prim::ListMul": lambda a, n: f"{a} * {n}",
     "prim::ListColumn": lambda lst, k: f"[_item[{k}] for _item in {lst}]",
     "prim::str_eq": lambda a, b: f"{a} == {b}",
     "prim::str_op": lambda name, s, *args: f"getattr({s}, {name})({', '.join(args)})",

@@ -47,12 +47,23 @@ def _mod_dy(b: Any, g: Value, node: Node) -> Value:
 
 
 def _pow_dx(b: Any, g: Value, node: Node) -> Value:
+    """``e * x ** (e - 1)``, 0 where ``e == 0`` (``x ** 0`` is 1 everywhere; the formula is
+    ``0 * inf`` at ``x == 0``), as torch's."""
     e = fwd_input(b, node, 1)
-    return product(b, g, e, b.op("tensor::pow", fwd_input(b, node), b.op("tensor::sub", e, 1)))
+    slope = product(b, e, b.op("tensor::pow", fwd_input(b, node), b.op("tensor::sub", e, 1)))
+    if e.is_constant and not isinstance(e.constant, bool) and isinstance(e.constant, (int, float)):
+        return b.op("tensor::mul", g, slope) if e.constant != 0 else b.op("tensor::mul", g, 0.0)
+    return b.op("tensor::mul", g, b.op("tensor::where", b.op("tensor::eq", e, 0), 0.0, slope))
 
 
 def _pow_dy(b: Any, g: Value, node: Node) -> Value:
-    return product(b, g, fwd_output(b, node), b.op("tensor::log", fwd_input(b, node)))
+    """``x ** e * log(x)``, 0 where ``x == 0`` and ``e >= 0`` (``0 * -inf`` there; the limit
+    is 0), as torch's."""
+    x = fwd_input(b, node)
+    slope = product(b, fwd_output(b, node), b.op("tensor::log", x))
+    at_zero = b.op("tensor::logical_and", b.op("tensor::eq", x, 0),
+                   b.op("tensor::ge", fwd_input(b, node, 1), 0))
+    return b.op("tensor::mul", g, b.op("tensor::where", at_zero, 0.0, slope))
 
 
 def _chosen_when(comparison: str) -> Formula:
@@ -153,11 +164,15 @@ def _astype_back(b: Any, g: Value, node: Node) -> Value:
 
 def clip_vjp(b, node, gs):
     """``g`` goes to ``x`` where it is inside the bounds, to a bound where ``x`` is beyond it; a
-    bound given as None takes no part."""
+    bound given as None takes no part. Where ``lo > hi`` numpy's clip is ``hi`` (it is
+    ``minimum(maximum(x, lo), hi)``): all of ``g`` goes to ``hi`` there."""
     (g,), (x, lo, hi), out = gs, node.inputs, node.output
     X = b.fwd(x)
     inside = None
     grads: list[Value | None] = [None, None, None]
+    both = not any(v.is_constant and v.constant is None for v in (lo, hi))
+    crossed = b.op("tensor::gt", b.fwd(lo), b.fwd(hi)) if both and (
+        b.is_active(lo) or b.is_active(hi)) else None
     for k, (bound, outside_kind, inside_kind) in enumerate(
             ((lo, "tensor::lt", "tensor::ge"), (hi, "tensor::gt", "tensor::le")), start=1):
         if bound.is_constant and bound.constant is None:
@@ -166,8 +181,11 @@ def clip_vjp(b, node, gs):
         keep = b.op(inside_kind, X, B)
         inside = keep if inside is None else b.op("tensor::logical_and", inside, keep)
         if b.is_active(bound):
-            grads[k] = unbroadcast(b, b.op("tensor::where", b.op(outside_kind, X, B), g, 0.0),
-                                   bound, out)
+            beyond = b.op(outside_kind, X, B)
+            if crossed is not None:
+                beyond = b.op("tensor::logical_or", beyond, crossed) if k == 2 else \
+                    b.op("tensor::logical_and", beyond, b.op("tensor::logical_not", crossed))
+            grads[k] = unbroadcast(b, b.op("tensor::where", beyond, g, 0.0), bound, out)
     gx = g if inside is None else b.op("tensor::where", inside, g, 0.0)
     grads[0] = unbroadcast(b, gx, x, out) if b.is_active(x) else None
     return grads

@@ -55,7 +55,15 @@ def _over(b: Any, numerator: float, count: int | Value) -> float | Value:
 
 
 def _minus(b: Any, count: int | Value, ddof: Any) -> int | Value:
-    return count - ddof if isinstance(count, int) else b.op("tensor::sub", count, ddof)
+    if isinstance(count, int) and isinstance(ddof, int):
+        return count - ddof
+    return b.op("tensor::sub", count, ddof)
+
+
+def _ddof(b: Any, node: Node) -> Any:
+    """A var/std's ``ddof``: the constant, or the value (an int argument) read at run time."""
+    ddof = const(node, 2, 0)
+    return b.fwd(node.inputs[2]) if ddof is NOT_CONSTANT else ddof
 
 
 def _sum_back(b: Any, g: Value, node: Node) -> Value:
@@ -76,14 +84,14 @@ def _centred(b: Any, node: Node) -> Value:
 
 def var_vjp(b, node, gs):
     g = keep_reduced(b, gs[0], node, 3)
-    ddof = const(node, 2, 0)
+    ddof = _ddof(b, node)
     scale = _over(b, 2.0, _minus(b, reduced_count(b, node), ddof))
     return [product(b, g, _centred(b, node), scale)]
 
 
 def std_vjp(b, node, gs):
     g = keep_reduced(b, gs[0], node, 3)
-    ddof = const(node, 2, 0)
+    ddof = _ddof(b, node)
     y = keep_reduced(b, b.fwd(node.output), node, 3)
     scale = _over(b, 1.0, _minus(b, reduced_count(b, node), ddof))
     return [b.op("tensor::div", product(b, g, _centred(b, node), scale), y)]

@@ -1,0 +1,187 @@
+"""Wrong results and refusals found by porting public numpy sequence code (IDSIA brainstorm's CTC
+forward, libfmp's HMM Viterbi, kgirnet's beam search, adcondev's LSTM, filterpy's Kalman
+filter; all MIT): each test is the pattern the port met, reduced."""
+
+from typing import List
+
+import numpy as np
+import pytest
+
+import script as rs
+from script import Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same
+
+
+def scalars(a: Tensor, b: Tensor, x: Tensor):
+    s = np.float64(0)
+    for t in range(x.shape[0]):
+        s = s + x[t]
+    # a fused kernel over numpy scalars: logaddexp of two items
+    m = np.maximum(a[0], b[0])
+    lse = m + np.log1p(np.exp(-np.abs(a[0] - b[0])))
+    return np.float64(0), np.sqrt(3), [(1, np.float32(2))], s, lse
+
+
+def leaves(v):
+    return [y for x in v for y in leaves(x)] if isinstance(v, (tuple, list)) else [v]
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_numpy_scalars_come_back_as_numpy_scalars(n):
+    """numpy gives np.float64 (a float), not a 0-d array (mutable, unhashable), for a numpy
+    scalar constant, a ufunc of numpy scalars and an accumulator that starts as one."""
+    args = (np.array([1.0, 2.0]), np.array([2.0]), np.arange(float(n)))
+    got, want = script(scalars)(*args), scalars(*args)
+    assert [type(v) for v in leaves(got)] == [type(v) for v in leaves(want)]
+    assert_same(got, want)
+
+
+def column_of_row(C: Tensor, N: int):
+    D = np.zeros((C.shape[-1], N))
+    D[:, 0] = np.log(C)  # (1, I) into (I,)
+    return D
+
+
+def rows_of_products(x: Tensor, W: Tensor):
+    h = np.zeros((3, 4))
+    for t in range(3):
+        h[t] = np.tanh(x[t:t + 1] @ W)  # (1, 4) into (4,)
+    g = np.zeros((2, 4))
+    g[:] = x[0:1]
+    g[np.arange(2), 1] = x[0:1, 0:2] * 3.0
+    return (h * h).sum() + (g * g).sum()
+
+
+def test_a_value_with_leading_axes_of_size_1_is_written():
+    """numpy drops a written value's leading axes of size 1 (libfmp's viterbi_log_likelihood
+    is called with C of shape (1, I)); its gradient is the region's, reshaped."""
+    C = np.full((1, 3), 1 / 3)
+    assert_same(script(column_of_row)(C, 4), column_of_row(C, 4))
+    rng = np.random.default_rng(0)
+    x, W = rng.standard_normal((3, 4)), rng.standard_normal((4, 4))
+    assert_same(script(rows_of_products)(x, W), rows_of_products(x, W))
+    check_vjp(script(rows_of_products), (x, W))
+
+
+def through_matrices(x: Tensor, Ks: List[Tensor]):
+    for K in Ks:
+        x = np.tanh(K @ x)
+    return np.sum(x)
+
+
+def test_grad_of_a_function_iterating_a_list_argument():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 1))
+    Ks = [rng.standard_normal((2, 2)) for _ in range(3)]
+    f = script(through_matrices)
+    _, want = rs.value_and_grad(f)(x, Ks)
+    np.testing.assert_allclose(rs.grad(f)(x, Ks), want, rtol=1e-12)
+    _, (_, want_ks) = rs.value_and_grad(f, argnums=(0, 1))(x, Ks)
+    got_ks = rs.grad(f, argnums=1)(x, Ks)
+    assert type(got_ks) is list and len(got_ks) == 3
+    for g, w in zip(got_ks, want_ks):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    with pytest.raises(rs.ScriptError, match="list argument"):
+        rs.grad(rs.grad(f))(x, Ks)
+
+
+def row_losses(x: Tensor):
+    loss = 0
+    for t in range(x.shape[0]):
+        loss += np.tanh(x[t]).reshape(-1, 1)
+    return np.sum(loss)
+
+
+@pytest.mark.parametrize("steps", [3, 40])
+def test_gradient_of_an_accumulator_that_starts_as_a_number_and_adds_arrays(steps):
+    """``loss = 0; loss += (B, 1) losses`` (adcondev's cal_loss_accuracy): unrolled, or a loop
+    whose first trip is peeled so that it carries one shape."""
+    x = np.random.default_rng(1).standard_normal((steps, 2))
+    f = script(row_losses)
+    assert_same(f(x), row_losses(x))
+    np.testing.assert_allclose(rs.grad(f)(x), 1 - np.tanh(x) ** 2, rtol=1e-12)
+    check_vjp(f, (x,))
+
+
+def keyed_by_step(x: Tensor, n: int, m: int):
+    cache = {}
+    for t in range(n):
+        cache['a' + str(t)] = x * t
+    us = [0.] * m
+    for i in range(m):
+        us[i] = float(x[i]) * 2
+    return cache, us, ['a'] * 2 + 2 * ['b'], str(1.5) + str(True)
+
+
+@pytest.mark.parametrize("n", [2, 30])
+def test_str_of_a_number_and_a_list_of_numbers_repeated(n):
+    """adcondev's ``cache['a' + str(t)]``, filterpy's ``us = [0.] * n``; ``[x] * n`` of arrays
+    is refused (its items would be one array)."""
+    x = np.arange(4.0)
+    got, want = script(keyed_by_step)(x, n, 3), keyed_by_step(x, n, 3)
+    assert list(got[0]) == list(want[0])
+    assert_same(list(got[0].values()), list(want[0].values()))
+    assert_same(got[1], want[1])
+    assert got[2:] == want[2:]
+
+    def repeated(x: Tensor, n: int):
+        return [x] * n
+    with pytest.raises(rs.ScriptError, match=r"x.copy\(\) for _ in range"):
+        script(repeated)(x, 2)
+
+
+def numpy_helpers(a: Tensor, b: Tensor, zs: List[Tensor], s: float):
+    return (np.logaddexp(a, b), np.logaddexp(a[0], 1.0), np.logaddexp(1.0, 2.0),
+            np.isscalar(a), np.isscalar(a[0]), np.isscalar(s), np.atleast_1d(a[0]),
+            np.atleast_2d(a), np.atleast_2d(a[0]), np.atleast_2d(zs[0][None]), np.size(zs, 0),
+            np.size(a), np.size(a, 0), np.log(np.abs(a) + np.finfo(0.).tiny),
+            np.finfo(np.float32).eps, np.iinfo(np.int32).max)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_helpers_of_the_ports(dtype):
+    """np.logaddexp (brainstorm's CTC; numpy's own rule at a == b, infinities included),
+    np.isscalar, np.atleast_1d/2d, np.size(a, axis), np.finfo/np.iinfo (filterpy, libfmp)."""
+    a = np.array([-np.inf, np.inf, 0.0, 1.0, -3.0, np.nan, -np.inf, 1e30], dtype)
+    b = np.array([-np.inf, np.inf, 0.0, 2.0, 5.0, 1.0, 3.0, 1e30], dtype)
+    with np.errstate(invalid="ignore"):
+        got, want = script(numpy_helpers)(a, b, [a, b], 2.0), numpy_helpers(a, b, [a, b], 2.0)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert_same(got, want, rtol=1e-6 if dtype == np.float32 else 1e-15)
+    a, b = np.array([0.5, -1.0, 2.0]), np.array([1.0, 3.0, 2.0])
+    check_vjp(script(lambda_free_logaddexp), (a, b))  # a == b: half to each side
+
+
+def lambda_free_logaddexp(a: Tensor, b: Tensor):
+    return np.logaddexp(a, b)
+
+
+def powers(x: Tensor, p: Tensor):
+    return np.maximum(x, 0.0) ** p + x ** 0.0 + np.power(x, 0)
+
+
+def clipped(x: Tensor, lo: Tensor, hi: Tensor):
+    return np.clip(x, lo, hi) * np.arange(1.0, 4.0)
+
+
+def spread(x: Tensor, d: int):
+    return x.std(ddof=d) + np.var(x, ddof=d)
+
+
+def test_gradients_at_the_edges_found_by_testing_against_torch():
+    """``x ** p`` at a zero base: 0 for the exponent (not 0 * -inf) and for ``x ** 0`` (not
+    0 * inf), as torch's; ``np.clip`` with ``lo > hi`` is ``hi``, which takes the gradient;
+    ``ddof`` given by an int argument."""
+    x, p = np.array([-1.0, 0.0, 2.0]), np.array([1.5, 2.0, 0.5])
+    _, back = rs.vjp(script(powers), x, p)
+    gx, gp = back(np.ones(3))
+    np.testing.assert_allclose(gp, [0.0, 0.0, 2.0 ** 0.5 * np.log(2.0)], rtol=1e-12)
+    np.testing.assert_allclose(gx, [0.0, 0.0, 0.5 * 2.0 ** -0.5], rtol=1e-12)
+    x, lo, hi = np.array([-5.0, 0.5, 5.0]), np.array([2.0, 0.0, 2.0]), np.array([1.0, 1.0, 1.0])
+    _, back = rs.vjp(script(clipped), x, lo, hi)
+    gx, glo, ghi = back(np.ones(3))
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
+    np.testing.assert_array_equal(glo, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(ghi, [1.0, 0.0, 3.0])
+    check_vjp(script(spread), (np.array([0.3, -1.2, 2.5, 0.7]), 1))
