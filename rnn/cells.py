@@ -51,6 +51,18 @@ class _GatedCell(CompiledModule):
             self.bias_ih = uniform(gen, (rows,), bound, dtype)
             self.bias_hh = uniform(gen, (rows,), bound, dtype)
 
+    def check_step(self, input: Tensor, hx: Tensor, size: int) -> None:
+        """torch's checks of a step's arguments: ``input (B, I)`` and a state ``(B, size)``, in
+        the weights' dtype (numpy would broadcast a ``(1, H)`` state over the batch, or promote
+        a float32 cell to float64). In compiled code the tests fold away where they hold."""
+        if input.dtype != self.weight_ih.dtype or hx.dtype != self.weight_ih.dtype:
+            raise ValueError("the input and state dtypes must match the cell's weights' dtype")
+        if input.ndim != 2 or input.shape[1] != self.input_size:
+            raise ValueError("the input must have shape (batch, input_size)")
+        if hx.shape != (input.shape[0], size):
+            raise ValueError("the state must have shape (batch, hidden_size), batch being "
+                             "the input's")
+
 
 class LSTMCell(_GatedCell):
     """``torch.nn.LSTMCell``: ``forward(input (B, I), (hx, cx)) -> (hy, cy)``. With
@@ -75,6 +87,8 @@ class LSTMCell(_GatedCell):
 
     def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
         hx, cx = state
+        self.check_step(input, hx, self.weight_hh.shape[1])
+        self.check_step(input, cx, self.hidden_size)
         gates = input @ self.weight_ih.T + hx @ self.weight_hh.T
         if self.bias:
             gates = gates + self.bias_ih + self.bias_hh
@@ -92,6 +106,7 @@ class GRUCell(_GatedCell):
     gates = 3
 
     def forward(self, input: Tensor, hx: Tensor) -> Tensor:
+        self.check_step(input, hx, self.hidden_size)
         gi = input @ self.weight_ih.T
         gh = hx @ self.weight_hh.T
         if self.bias:
@@ -121,6 +136,7 @@ class RNNCell(_GatedCell):
         self.use_relu = nonlinearity == "relu"
 
     def forward(self, input: Tensor, hx: Tensor) -> Tensor:
+        self.check_step(input, hx, self.hidden_size)
         pre = input @ self.weight_ih.T + hx @ self.weight_hh.T
         if self.bias:
             pre = pre + self.bias_ih + self.bias_hh

@@ -6,9 +6,10 @@
 ``forward`` reads ``self.weight[tokens]`` (``tensor::take``), whose gradient adds each output
 row's cotangent into the weight row it came from (``take_backward``: a scatter-add, repeated
 tokens add up), so ``vjp``/training update only the rows the batch used. The weight starts as
-torch's ``N(0, 1)``; the ``padding_idx`` row starts at zeros, reads as zeros and gets no
-gradient, as in torch. Token arrays are checked at the call: integers in ``[0,
-num_embeddings)`` (an ``IndexError`` otherwise, where numpy would wrap a negative index).
+torch's ``N(0, 1)``; the ``padding_idx`` row starts at zeros and gets no gradient, as in torch
+(it reads as what it holds: a loaded table's row). Token arrays are checked at the call:
+integers in ``[0, num_embeddings)`` (an ``IndexError`` otherwise, where numpy would wrap a
+negative index).
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ class Embedding(CompiledModule):
 
     def forward(self, input: Tensor) -> Tensor:
         vectors = embedding(input, self.weight)
-        if self.padding_idx is not None:  # static: the padding row reads as zeros, no gradient
-            vectors = np.where(ops.expand_dims(input != self.padding_idx, -1), vectors, 0.0)
+        if self.padding_idx is not None:  # static: the padding row gets no gradient
+            frozen = embedding(input, ops.detach(self.weight))
+            vectors = np.where(ops.expand_dims(input != self.padding_idx, -1), vectors, frozen)
         return vectors
 
     def __repr__(self) -> str:

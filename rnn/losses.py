@@ -29,8 +29,12 @@ REDUCTIONS = ("none", "mean", "sum")
 
 def nll_losses(input: Tensor, target: Tensor, ignore_index: int = -100) -> Tensor:
     """``-input[n, target[n]]`` per row of log-probabilities ``(N, C)``, 0 where
-    ``target[n] == ignore_index`` (``F.nll_loss(..., reduction="none")``)."""
+    ``target[n] == ignore_index`` (``F.nll_loss(..., reduction="none")``); a target outside
+    ``[0, C)`` other than ``ignore_index`` is an IndexError (numpy would wrap a negative one)."""
     keep = target != ignore_index
+    outside = np.logical_and(keep, np.logical_or(target < 0, target >= input.shape[1]))
+    if input.shape[0] > 0 and np.max(outside):
+        raise IndexError("nll_loss: a target is out of bounds for the number of classes")
     rows = ops.arange(0, input.shape[0])
     picked = input[rows, np.where(keep, target, 0)]
     return np.where(keep, -picked, 0.0)

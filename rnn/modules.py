@@ -28,7 +28,7 @@ from rnn.cells import GRUCell, LSTMCell, RNNCell
 from rnn.compiled import CompiledModule
 from rnn.init import DEFAULT_DTYPE, as_generator
 from rnn.layers import Bidirectional, Recurrent, StackedRNN
-from script import Module, Tensor, ops
+from script import Module, Parameter, Tensor, ops
 
 
 class RNNBase(CompiledModule):
@@ -42,6 +42,7 @@ class RNNBase(CompiledModule):
                  bidirectional: bool = False, *, rng: np.random.Generator | int | None = None,
                  dtype: Any = DEFAULT_DTYPE, **cell_kwargs: Any):
         super().__init__()
+        _check_sizes(input_size, hidden_size)
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.input_size = input_size
@@ -71,9 +72,20 @@ class RNNBase(CompiledModule):
 
     def _register_cells(self, k: int, cells: list[Module]) -> None:
         """Expose each cell's parameters under PyTorch's name (``weight_ih_l0_reverse``)."""
+        aliases = self.__dict__.setdefault("_cell_params", {})
         for cell, suffix in zip(cells, ("", "_reverse")):
-            for name, param in cell.named_parameters():
+            for name, param in list(cell.named_parameters()):
+                aliases[f"{name}_l{k}{suffix}"] = (cell, name)
                 self.register_parameter(f"{name}_l{k}{suffix}", param)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``lstm.weight_ih_l0 = Parameter(w)`` replaces the parameter the cell computes with
+        too, as in torch (the cell holds the same ``Parameter``)."""
+        owner = self.__dict__.get("_cell_params", {}).get(name)
+        if owner is not None and isinstance(value, Parameter) and \
+                owner[0]._parameters.get(owner[1]) is not value:
+            setattr(owner[0], owner[1], value)
+        super().__setattr__(name, value)
 
     def all_weights(self) -> list[list[Any]]:
         """Per layer and direction, the parameter arrays in PyTorch's order."""
@@ -104,6 +116,11 @@ class RNNBase(CompiledModule):
         unbatched = x.ndim == 2
         batch = 1 if unbatched else x.shape[0 if self.batch_first else 1]
         steps = x.shape[0] if unbatched or not self.batch_first else x.shape[1]
+        if steps == 0:
+            raise checks.RNNInputError(f"{name}: expected the sequence length to be larger "
+                                       "than 0")
+        if batch == 0:
+            raise checks.RNNInputError(f"{name}: a batch of 0 sequences is not supported")
         rows = self.directions * self.num_layers
         lead = (rows,) if unbatched else (rows, batch)
         if hx is not None:
@@ -123,12 +140,43 @@ class RNNBase(CompiledModule):
             x = ops.transpose(x, (1, 0, 2))
         return x
 
+    def check_compiled(self, x: Tensor, h0: Tensor, c0: Tensor,
+                       lengths: Optional[Tensor]) -> None:
+        """``prepare_call``'s checks again, in ``forward``: a module that calls this one inside
+        its own compiled ``forward`` (``script(model)``) does not run ``prepare_call``. The
+        shape and dtype tests fold away where they hold (shapes are static); the lengths are
+        read at run time."""
+        rows = self.directions * self.num_layers
+        if x.dtype != self.dtype:
+            raise ValueError("the input's dtype does not match the parameters' dtype")
+        if x.shape[2] != self.input_size:
+            raise ValueError("input.shape[-1] must equal input_size")
+        if h0.shape != (rows, x.shape[1], self.state_size) or h0.dtype != self.dtype:
+            raise ValueError("the initial state h0 must have shape (num_layers * "
+                             "num_directions, batch, hidden_size) and the parameters' dtype")
+        if c0.shape != (rows, x.shape[1], self.hidden_size) or c0.dtype != self.dtype:
+            raise ValueError("the initial cell state c0 must have shape (num_layers * "
+                             "num_directions, batch, hidden_size) and the parameters' dtype")
+        if lengths is not None:
+            if lengths.shape != (x.shape[1],):
+                raise ValueError("lengths must hold one length per batch row")
+            if np.min(lengths) < 1 or np.max(lengths) > x.shape[0]:
+                raise ValueError("every length must be between 1 and the sequence length")
+
     def batch_layout(self, output: Tensor) -> Tensor:
         """A ``(T, B, D*H)`` output in the caller's layout (``(B, T, D*H)`` with
         ``batch_first``)."""
         if self.batch_first:
             return ops.transpose(output, (1, 0, 2))
         return output
+
+
+def _check_sizes(input_size: int, hidden_size: int) -> None:
+    """torch's checks of the sizes (a zero hidden size compiles to empty matmuls otherwise)."""
+    if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or hidden_size <= 0:
+        raise ValueError(f"hidden_size must be an integer greater than zero, got {hidden_size!r}")
+    if not isinstance(input_size, int) or isinstance(input_size, bool) or input_size < 0:
+        raise ValueError(f"input_size must be a non-negative integer, got {input_size!r}")
 
 
 def _directional_layer(cells: list[Module]) -> Module:
@@ -147,6 +195,7 @@ class LSTM(RNNBase):
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, *, rng: np.random.Generator | int | None = None,
                  dtype: Any = DEFAULT_DTYPE):
+        _check_sizes(input_size, hidden_size)
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
                              "projections")
@@ -173,6 +222,7 @@ class LSTM(RNNBase):
             if unbatched:
                 h0 = ops.expand_dims(h0, 1)
                 c0 = ops.expand_dims(c0, 1)
+        self.check_compiled(x, h0, c0, lengths)
         output, h_n, c_n = self.rnn(x, h0, c0, lengths)
         if unbatched:
             return output[:, 0], (h_n[:, 0], c_n[:, 0])
@@ -194,6 +244,7 @@ class _SingleStateRNN(RNNBase):
             h0 = hx
             if unbatched:
                 h0 = ops.expand_dims(h0, 1)
+        self.check_compiled(x, h0, h0, lengths)
         output, h_n, _ = self.rnn(x, h0, h0, lengths)
         if unbatched:
             return output[:, 0], h_n[:, 0]

@@ -99,6 +99,19 @@ class Module:
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "training", True)
 
+    _DERIVED = ("_compiled", "_refused", "_walk_kept")
+    """What a module keeps that is made from it (its compiled code, a walk of its tree): a copy
+    (``copy.deepcopy``, ``pickle``) leaves them out and makes its own."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for name in self._DERIVED:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     # -- registration ---------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")

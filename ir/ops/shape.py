@@ -73,6 +73,10 @@ def int_items(value: Value) -> list[Dim] | None:
     if producer.kind == "tensor::shape" and isinstance(producer.inputs[0].type, TensorType) \
             and producer.inputs[0].type.shape is not None:  # np.zeros(W.shape)
         return list(producer.inputs[0].type.shape)
+    if producer.kind == "prim::ListAdd" and len(value.uses) == 1:  # np.zeros((T,) + x.shape)
+        parts = [int_items(v) for v in producer.inputs]
+        if parts[0] is not None and parts[1] is not None:
+            return parts[0] + parts[1]
     if isinstance(value.type, TupleType):
         return [None] * len(value.type.elements)
     if value.type == INT:

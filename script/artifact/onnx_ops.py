@@ -484,6 +484,7 @@ TENSOR_RULES = {
     "tensor::tile": _broadcast("Tile"),
     "tensor::contiguous": _identity,
     "tensor::copy": _identity,
+    "tensor::detach": _identity,
     "tensor::dropout": _dropout,
 }
 """ONNX lowering rules for the tensor ops, by kind."""

@@ -66,7 +66,10 @@ KIND_TEXT = {
     "ints": "an int or a tuple of ints", "Tensor[]": "a list or tuple of Tensors",
     "list": "a list", "tuple": "a tuple", "dict": "a dict", "any": "any value",
 }
-_LIBRARY_MODULES = {"numpy", "math", "builtins", "script", "typing", "cupy", "ir"}
+_LIBRARY_MODULES = {"numpy", "math", "builtins", "script", "typing", "cupy", "ir", "scipy",
+                    "torch", "jax", "jaxlib", "tensorflow", "sklearn", "pandas"}
+"""Modules whose Python functions are not compiled as the user's are: a call of one that is not
+an op is an "unknown function" at the user's line (not an error inside the library's source)."""
 _LOOP_ONLY = ("range", "enumerate", "zip")
 _LIST_AS_TUPLE = ("axes", "shape", "newshape", "reps")
 """The int-tuple parameters numpy also takes as a list of ints (``np.transpose(x, [1, 0, 2])``,

@@ -274,7 +274,8 @@ def _hint(name: str) -> str:
 
 
 def written_arrays(stmts: list[ast.stmt]) -> set[str]:
-    """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``."""
+    """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``,
+    ``x[...].fill(v)``."""
     found = set()
     for node in walk_same_function(stmts):
         targets: list[ast.expr] = []
@@ -283,8 +284,12 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
         elif isinstance(node, ast.AugAssign):
             targets = [node.target]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "fill" and isinstance(node.func.value, ast.Name):
-            found.add(node.func.value.id)
+                node.func.attr == "fill":
+            base = node.func.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                found.add(base.id)
         for t in targets:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 found.add(t.value.id)

@@ -442,6 +442,12 @@ class NumpyMixin:
             ifs=[], is_async=0)])
         ast.fix_missing_locations(ast.copy_location(comp, key))
         keys = self.expr(comp)
+        if isinstance(keys.type.element, TensorType):  # numpy scalars (a score np.log(p[j])):
+            # Python orders them by value, as the floats they hold
+            comp.elt = ast.copy_location(ast.Call(ast.Name("float", ast.Load()), [key.body], []),
+                                         key.body)
+            ast.fix_missing_locations(comp)
+            keys = self.expr(comp)
         if not _sortable(keys.type.element):
             raise self.error(key, f"sorted(key=...) gives {keys.type.element}: only numbers, "
                              "strings and tuples of them are supported as keys")

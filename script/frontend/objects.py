@@ -10,7 +10,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import ClassType, OptionalType, is_subtype
+from ir.types import ClassType, OptionalType, TensorType, is_subtype, unify
 from script.frontend.annotations import class_type
 from script.frontend.classes import NO_INIT, class_info, compile_class_method, find_in_mro
 
@@ -163,6 +163,10 @@ class ObjectMixin:
                 raise self.error(target, f"'{info.cls.__name__}' object has no attribute "
                                  f"'{target.attr}' (fields are created in __init__)")
             info.fields[target.attr] = declared = value.type
+        if isinstance(declared, TensorType) and isinstance(value.type, TensorType) and \
+                not is_subtype(value.type, declared):
+            # __init__'s np.zeros(n) is a float64 vector; a method may store any array there
+            info.fields[target.attr] = declared = unify(declared, value.type) or TensorType()
         if not is_subtype(value.type, declared):
             raise self.error(target, f"field '{target.attr}' of '{info.cls.__name__}' has type "
                              f"{declared}, not {value.type}")

@@ -192,9 +192,21 @@ class WriteMixin:
             self.frame.set(alias, new)
 
     def fill_call(self: FunctionCompiler, call: ast.expr) -> bool:
-        """``x.fill(v)`` as a statement on a local array ``x``: True when handled."""
+        """``x.fill(v)`` as a statement on a local array ``x``, and ``x[i].fill(v)`` on a view
+        of one (basic indexing: ints and slices), which is ``x[i] = v``: True when handled."""
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "fill" and isinstance(call.func.value, ast.Name)):
+                and call.func.attr == "fill"):
+            return False
+        target = call.func.value
+        if isinstance(target, ast.Subscript) and self.basic_index(target.slice):
+            if len(call.args) != 1 or call.keywords:
+                raise self.error(call, ".fill() takes one value")
+            write = ast.Assign(targets=[target], value=call.args[0])
+            ast.copy_location(write, call)
+            write.end_lineno, write.end_col_offset = call.end_lineno, call.end_col_offset
+            self.visit(write)
+            return True
+        if not isinstance(target, ast.Name):
             return False
         old = self.frame.find(call.func.value.id)
         if not isinstance(old, Value) or not isinstance(old.type, TensorType):
@@ -202,6 +214,25 @@ class WriteMixin:
         if len(call.args) != 1 or call.keywords:
             raise self.error(call, ".fill() takes one value")
         self.write_whole_array(call.func.value.id, old, self.expr(call.args[0]), call)
+        return True
+
+    def basic_index(self: FunctionCompiler, index: ast.expr) -> bool:
+        """Whether ``index`` is numpy's basic indexing (a view): int literals, slices of them,
+        and names bound to ints, alone or in a tuple."""
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                bounds = [b for b in (part.lower, part.upper, part.step) if b is not None]
+            else:
+                bounds = [part]
+            for b in bounds:
+                if isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub):
+                    b = b.operand
+                if isinstance(b, ast.Constant) and type(b.value) is int:
+                    continue
+                found = self.frame.find(b.id) if isinstance(b, ast.Name) else None
+                if not (isinstance(found, Value) and found.type == INT):
+                    return False
         return True
 
     def rebind_array(self: FunctionCompiler, name: str, old: Value, new: Value,

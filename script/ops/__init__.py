@@ -46,7 +46,11 @@ from script.ops._impl_indexing import (  # noqa: F401  (integer-array indexing)
     take,
     take_backward,
 )
-from script.ops._impl_layout import contiguous, copy  # noqa: F401  (inserted by passes)
+from script.ops._impl_layout import (  # noqa: F401  (contiguous, copy: inserted by passes)
+    contiguous,
+    copy,
+    detach,
+)
 from script.ops._impl_nn import (
     amax,
     amin,
@@ -394,7 +398,8 @@ def astype(a: Any, dtype: Any) -> Any:
 
 __all__ = [
     "abs", "add", "amax", "amin", "arange", "array_module", "astype", "cat", "ceil", "chunk",
-    "clip", "cos", "div", "dropout", "dtype", "eq", "erf", "exp", "expand_dims", "expm1", "floor",
+    "clip", "cos", "detach", "div", "dropout", "dtype", "eq", "erf", "exp", "expand_dims",
+    "expm1", "floor",
     "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le", "linear", "log",
     "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "manual_seed",
     "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul", "ndim", "ne", "neg", "ones",

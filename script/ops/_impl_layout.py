@@ -17,6 +17,11 @@ def contiguous(a: Any) -> Any:
     return array_module(a).ascontiguousarray(a)
 
 
+def detach(a: Any) -> Any:
+    """``a`` itself; differentiation stops here (its gradient is zero)."""
+    return a
+
+
 def copy(a: Any) -> Any:
     """A new array holding ``a``'s values."""
     return a.copy()

@@ -9,6 +9,7 @@ through the pipeline and the fuser, and compiled to Python; the pair is cached p
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -430,8 +431,8 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
     For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
     sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
 
-    def run(*args: Any) -> tuple[Any, Any]:
-        value, backward = vjp(sf, *args, argnums=argnums)
+    def run(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        value, backward = vjp(sf, *_positional(sf, args, kwargs), argnums=argnums)
         if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
             origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
             raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
@@ -446,6 +447,24 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tu
         return value, tuple(grads[k] for k in argnums)
 
     return run
+
+
+def _positional(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``args`` and ``kwargs`` as the positional arguments of ``f`` (a scripted function, the
+    gradient of one or a module's ``forward``), defaults filled in for those before the last
+    given: ``value_and_grad(f)(x, W, scale=0.5)``; ``argnums`` counts these positions."""
+    if not kwargs:
+        return args
+    target = f
+    while isinstance(target, GradFunction):
+        target = target.f
+    fn = target.forward if isinstance(target, Module) else getattr(target, "python_fn", target)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise SignatureError(f"{_name_of(target)}(): {exc}") from None
+    bound.apply_defaults()
+    return tuple(bound.args)
 
 
 class GradFunction:
@@ -477,7 +496,8 @@ class GradFunction:
                                             _gradient_function(self, inner, full))
         return found[1]
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args = _positional(self, args, kwargs)
         if isinstance(self.f, ScriptFunction) and (self.f._object_params()
                                                     or any(map(_holds_container, args))):
             return self._vjp_gradient(args)

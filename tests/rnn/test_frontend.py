@@ -346,3 +346,96 @@ def test_profiled_calls_and_gradients_are_named_by_the_module_class():
     calls = {k: s.calls for k, s in prof.stats.items() if s.category == "call"}
     assert calls == {"call GRU.forward": 1, "call GRU.forward (forward)": 1,
                      "call GRU.forward (backward)": 1}
+
+
+def test_a_scripted_model_calling_the_front_end_keeps_its_checks():
+    """``script(model)`` inlines the front end's ``forward``, skipping the call's checks: the
+    forward checks shapes, dtypes and lengths itself (folded away where they hold)."""
+    from script import Module
+
+    class Wrap(Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = rnn.GRU(INPUT, HIDDEN, num_layers=2, rng=0, dtype="float64")
+
+        def forward(self, x, h0):
+            return self.gru(x, h0)[0].sum()
+
+    x = np.random.default_rng(0).standard_normal((SEQ, BATCH, INPUT))
+    wrapped, direct = script(Wrap()), script(rnn.GRU(INPUT, HIDDEN, num_layers=2, rng=0,
+                                                     dtype="float64"))
+    good = np.zeros((2, BATCH, HIDDEN))
+    np.testing.assert_allclose(wrapped(x, good), direct(x, good)[0].sum())
+    for shape in [(3, BATCH, HIDDEN), (2, HIDDEN, BATCH), (2, 1, BATCH * HIDDEN)]:
+        for f in (wrapped, direct):
+            with pytest.raises(ValueError, match="h0 must have shape"):
+                f(x, np.zeros(shape))
+    with pytest.raises(ValueError, match="dtype"):
+        wrapped(x.astype(np.float32), good)
+    with pytest.raises(ValueError, match="between 1 and the sequence length"):
+        direct(x, None, np.array([0, 5, 2]))
+
+
+def test_a_parameter_assigned_to_the_front_end_is_the_one_computed_with():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    t = torch.nn.GRU(INPUT, HIDDEN).double()
+    m = rnn.GRU(INPUT, HIDDEN, dtype=np.float64)
+    m.load_state_dict({k: v.numpy().copy() for k, v in t.state_dict().items()})
+    x = rng.standard_normal((SEQ, BATCH, INPUT))
+    m(x)  # compiled before the assignment
+    new = rng.standard_normal((3 * HIDDEN, INPUT))
+    t.weight_ih_l0 = torch.nn.Parameter(torch.tensor(new))
+    from script import Parameter
+    m.weight_ih_l0 = Parameter(new.copy())
+    assert np.array_equal(m.state_dict()["weight_ih_l0"], new)
+    np.testing.assert_allclose(m(x)[0], t(torch.tensor(x))[0].detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("cell", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cells_check_the_state_batch_and_the_dtype(cell):
+    c = getattr(rnn, cell)(INPUT, HIDDEN, rng=0)
+    x = np.ones((2, INPUT), np.float32)
+
+    def state(h):
+        return (h, h) if cell == "LSTMCell" else h
+    c(x, state(np.zeros((2, HIDDEN), np.float32)))
+    with pytest.raises(ValueError, match="batch"):
+        c(x, state(np.zeros((1, HIDDEN), np.float32)))  # numpy would broadcast it
+    with pytest.raises(ValueError, match="dtype"):
+        c(x.astype(np.float64), state(np.zeros((2, HIDDEN))))  # numpy would promote
+
+
+@pytest.mark.parametrize("shape,message", [((0, BATCH, INPUT), "larger than 0"),
+                                           ((SEQ, 0, INPUT), "batch of 0")])
+def test_empty_sequences_and_zero_sizes_are_refused_clearly(shape, message):
+    with pytest.raises(RNNInputError, match=message):
+        rnn.LSTM(INPUT, HIDDEN)(np.zeros(shape, np.float32))
+    for mode in ("LSTM", "GRU", "RNN"):
+        with pytest.raises(ValueError, match="hidden_size must be"):
+            getattr(rnn, mode)(INPUT, 0)
+
+
+def test_the_loss_functions_refuse_targets_out_of_bounds():
+    logits = np.random.default_rng(0).standard_normal((3, 4))
+    for f in (rnn.cross_entropy, rnn.nll_loss, script(rnn.cross_entropy)):
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(logits, np.array([0, -1, 2]))  # numpy would read the last class
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(logits, np.array([0, 4, 2]))
+    assert np.isfinite(rnn.cross_entropy(logits, np.array([0, -100, 2])))
+
+
+def test_a_called_model_deep_copies_and_pickles():
+    """``copy.deepcopy(model)`` (keeping the best model) and pickle, after the model has run:
+    the copy leaves the compiled code out and has arrays of its own."""
+    import copy
+    import pickle
+    m = rnn.LSTM(INPUT, HIDDEN, rng=0)
+    x = np.random.default_rng(1).standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
+    out = m(x)[0]
+    for twin in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        np.testing.assert_array_equal(twin(x)[0], out)
+        twin.get_parameter("weight_ih_l0").data[...] = 0.0
+        assert not np.allclose(twin(x)[0], out)
+        np.testing.assert_array_equal(m(x)[0], out)

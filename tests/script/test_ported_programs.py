@@ -1,6 +1,7 @@
 """Wrong results and refusals found by porting public numpy sequence code (IDSIA brainstorm's CTC
 forward, libfmp's HMM Viterbi, kgirnet's beam search, adcondev's LSTM, filterpy's Kalman
-filter; all MIT): each test is the pattern the port met, reduced."""
+filter; all MIT) and by checking gradients against torch's: each test is the pattern met,
+reduced."""
 
 from typing import List
 
@@ -185,3 +186,76 @@ def test_gradients_at_the_edges_found_by_testing_against_torch():
     np.testing.assert_array_equal(glo, [0.0, 0.0, 0.0])
     np.testing.assert_array_equal(ghi, [1.0, 0.0, 3.0])
     check_vjp(script(spread), (np.array([0.3, -1.2, 2.5, 0.7]), 1))
+
+
+def fills(x: Tensor, c: bool):
+    h = x.copy()
+    h[0].fill(1.0)
+    if c:
+        h[:, 1].fill(-2.0)
+    for t in range(1, 3):
+        h[t, 1:].fill(float(t))
+    return h
+
+
+def test_fill_of_a_view_writes_the_array():
+    """``h[t].fill(v)`` on basic indexing is a write into ``h`` (``h[t] = v``), in loops and
+    branches too."""
+    x = np.arange(12.0).reshape(3, 4)
+    for c in (True, False):
+        assert_same(script(fills)(x, c), fills(x, c))
+
+
+def scaled(x: Tensor, W: Tensor, scale: float = 2.0):
+    return np.sum(np.tanh(x @ W * scale) ** 2)
+
+
+def test_gradients_take_keyword_arguments():
+    rng = np.random.default_rng(0)
+    x, W = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    f = script(scaled)
+    v, g = rs.value_and_grad(f, argnums=1)(x, W, scale=0.5)
+    v2, g2 = rs.value_and_grad(f, argnums=1)(x, W, 0.5)
+    assert v == v2
+    np.testing.assert_array_equal(g, g2)
+    np.testing.assert_array_equal(rs.grad(f, argnums=1)(x, W=W, scale=0.5), g2)
+    with pytest.raises(rs.SignatureError, match="unexpected keyword"):
+        rs.grad(f)(x, W, sale=0.5)
+
+
+def autoregressive(x0: Tensor, W: Tensor, T: int):
+    buf = np.zeros((T + 1,) + x0.shape)
+    buf[0] = x0
+    for t in range(T):
+        buf[t + 1] = np.tanh(buf[t] @ W)
+    return buf
+
+
+def test_a_shape_joined_from_tuples_keeps_its_rank_for_gradients():
+    rng = np.random.default_rng(0)
+    x0, W = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    assert_same(script(autoregressive)(x0, W, 4), autoregressive(x0, W, 4))
+    check_vjp(script(autoregressive), (x0, W, 4))
+
+
+@script
+class Accumulator:
+    def __init__(self, n: int):
+        self.h = np.zeros(n)
+
+    def bump(self, v: Tensor):
+        self.h = self.h + v
+
+
+def accumulate(x: Tensor):
+    z = Accumulator(3)
+    z.bump(x)
+    z.bump(x * 2.0)
+    return z.h
+
+
+def test_a_field_made_by_init_takes_another_array_in_a_method():
+    """``self.h = np.zeros(n)`` in ``__init__`` (a float64 vector) and ``self.h = self.h + v``
+    in a method: the field holds arrays, not one shape and dtype."""
+    x = np.arange(3.0)
+    assert_same(script(accumulate)(x), accumulate(x))
