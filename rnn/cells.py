@@ -18,7 +18,7 @@ A cell with one state tensor has ``state_arity = 1`` and ``forward(input, hx) ->
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -50,6 +50,14 @@ class _GatedCell(CompiledModule):
         if bias:
             self.bias_ih = uniform(gen, (rows,), bound, dtype)
             self.bias_hh = uniform(gen, (rows,), bound, dtype)
+
+    def batched(self, input: Tensor, hx: Optional[Tensor], size: int) -> Tuple[Tensor, Tensor]:
+        """``input`` and the state as a batch: an unbatched ``(I,)`` input (and ``(size,)``
+        state) gets a batch axis, an omitted state is zeros, as torch's cells take them."""
+        x = input if input.ndim != 1 else ops.expand_dims(input, 0)
+        if hx is None:
+            return x, ops.zeros((x.shape[0], size), self.weight_ih.dtype)
+        return x, (hx if input.ndim != 1 else ops.expand_dims(hx, 0))
 
     def check_step(self, input: Tensor, hx: Tensor, size: int) -> None:
         """torch's checks of a step's arguments: ``input (B, I)`` and a state ``(B, size)``, in
@@ -85,11 +93,17 @@ class LSTMCell(_GatedCell):
             self.weight_hr = uniform(gen, (proj_size, hidden_size),
                                      recurrent_bound(hidden_size), dtype)
 
-    def forward(self, input: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
-        hx, cx = state
-        self.check_step(input, hx, self.weight_hh.shape[1])
-        self.check_step(input, cx, self.hidden_size)
-        gates = input @ self.weight_ih.T + hx @ self.weight_hh.T
+    def forward(self, input: Tensor, state: Optional[Tuple[Tensor, Tensor]] = None
+                ) -> Tuple[Tensor, Tensor]:
+        if state is None:
+            x, hx = self.batched(input, None, self.weight_hh.shape[1])
+            x, cx = self.batched(input, None, self.hidden_size)
+        else:
+            x, hx = self.batched(input, state[0], self.weight_hh.shape[1])
+            x, cx = self.batched(input, state[1], self.hidden_size)
+        self.check_step(x, hx, self.weight_hh.shape[1])
+        self.check_step(x, cx, self.hidden_size)
+        gates = x @ self.weight_ih.T + hx @ self.weight_hh.T
         if self.bias:
             gates = gates + self.bias_ih + self.bias_hh
         ingate, forgetgate, cellgate, outgate = ops.chunk(gates, 4, 1)
@@ -97,6 +111,8 @@ class LSTMCell(_GatedCell):
         hy = ops.sigmoid(outgate) * np.tanh(cy)
         if self.proj_size > 0:  # static: a projected LSTM's h is W_hr (o * tanh(c))
             hy = hy @ self.weight_hr.T
+        if input.ndim == 1:  # static: an unbatched step gives unbatched states
+            return hy[0], cy[0]
         return hy, cy
 
 
@@ -105,10 +121,11 @@ class GRUCell(_GatedCell):
 
     gates = 3
 
-    def forward(self, input: Tensor, hx: Tensor) -> Tensor:
-        self.check_step(input, hx, self.hidden_size)
-        gi = input @ self.weight_ih.T
-        gh = hx @ self.weight_hh.T
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        x, h = self.batched(input, hx, self.hidden_size)
+        self.check_step(x, h, self.hidden_size)
+        gi = x @ self.weight_ih.T
+        gh = h @ self.weight_hh.T
         if self.bias:
             gi = gi + self.bias_ih
             gh = gh + self.bias_hh
@@ -117,7 +134,8 @@ class GRUCell(_GatedCell):
         resetgate = ops.sigmoid(i_r + h_r)
         updategate = ops.sigmoid(i_z + h_z)
         newgate = np.tanh(i_n + resetgate * h_n)
-        return (1.0 - updategate) * newgate + updategate * hx
+        hy = (1.0 - updategate) * newgate + updategate * h
+        return hy[0] if input.ndim == 1 else hy
 
 
 class RNNCell(_GatedCell):
@@ -135,14 +153,14 @@ class RNNCell(_GatedCell):
         self.nonlinearity = nonlinearity
         self.use_relu = nonlinearity == "relu"
 
-    def forward(self, input: Tensor, hx: Tensor) -> Tensor:
-        self.check_step(input, hx, self.hidden_size)
-        pre = input @ self.weight_ih.T + hx @ self.weight_hh.T
+    def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
+        x, h = self.batched(input, hx, self.hidden_size)
+        self.check_step(x, h, self.hidden_size)
+        pre = x @ self.weight_ih.T + h @ self.weight_hh.T
         if self.bias:
             pre = pre + self.bias_ih + self.bias_hh
-        if self.use_relu:
-            return ops.relu(pre)
-        return np.tanh(pre)
+        hy = ops.relu(pre) if self.use_relu else np.tanh(pre)
+        return hy[0] if input.ndim == 1 else hy
 
 
 class LayerNorm(CompiledModule):

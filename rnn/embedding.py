@@ -50,6 +50,25 @@ class Embedding(CompiledModule):
         if padding_idx is not None:
             weight[padding_idx] = 0.0
         self.weight = Parameter(weight.astype(dtype))
+        self.freeze = False
+        """whether the table is fixed: no gradient reaches it (``from_pretrained``'s default)."""
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                        padding_idx: Optional[int] = None) -> Embedding:
+        """An embedding holding a copy of the 2-D table ``embeddings`` (a numpy array, or a
+        CPU torch tensor), as ``torch.nn.Embedding.from_pretrained``: with ``freeze`` (the
+        default) no gradient reaches the table, so optimizers leave it as it is."""
+        if hasattr(embeddings, "detach"):
+            embeddings = embeddings.detach().cpu().numpy()
+        table = np.array(embeddings, copy=True)
+        if table.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
+                             f"{table.shape}")
+        emb = cls(table.shape[0], table.shape[1], padding_idx, rng=0, dtype=table.dtype)
+        emb.weight = Parameter(table, requires_grad=not freeze)
+        emb.freeze = bool(freeze)
+        return emb
 
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -68,6 +87,12 @@ class Embedding(CompiledModule):
         return (tokens,), {}
 
     def forward(self, input: Tensor) -> Tensor:
+        # prepare_call's check again: a scripted model calling this one does not run it (numpy
+        # would read a negative token as a row from the end)
+        if input.size > 0 and (np.min(input) < 0 or np.max(input) >= self.num_embeddings):
+            raise IndexError("Embedding: a token is out of range for the embeddings")
+        if self.freeze:  # static: a frozen table takes no gradient
+            return embedding(input, ops.detach(self.weight))
         vectors = embedding(input, self.weight)
         if self.padding_idx is not None:  # static: the padding row gets no gradient
             frozen = embedding(input, ops.detach(self.weight))

@@ -25,10 +25,20 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
+def as_dtype(dtype: Any) -> np.dtype:
+    """A numpy dtype from what numpy takes or a torch dtype (``torch.float64``)."""
+    if type(dtype).__module__ == "torch":
+        dtype = str(dtype).removeprefix("torch.")
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a numpy or torch dtype, got {dtype!r}") from None
+
+
 def uniform(rng: np.random.Generator, shape: tuple[int, ...], bound: float,
             dtype: Any = DEFAULT_DTYPE) -> Parameter:
     """A Parameter drawn from ``U(-bound, bound)``."""
-    return Parameter(rng.uniform(-bound, bound, size=shape).astype(dtype))
+    return Parameter(rng.uniform(-bound, bound, size=shape).astype(as_dtype(dtype)))
 
 
 def recurrent_bound(hidden_size: int) -> float:
@@ -36,4 +46,4 @@ def recurrent_bound(hidden_size: int) -> float:
     return 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
 
 
-__all__ = ["DEFAULT_DTYPE", "as_generator", "recurrent_bound", "uniform"]
+__all__ = ["DEFAULT_DTYPE", "as_dtype", "as_generator", "recurrent_bound", "uniform"]

@@ -11,11 +11,13 @@ scripted ``forward``, and ``vjp(cross_entropy, logits, targets)`` differentiates
 torch's ``reduction`` is a string; compiled code cannot branch on one, so the functions give
 torch's default (``"mean"``), ``*_losses`` gives ``"none"`` (one loss per row, 0 where ignored),
 and ``CrossEntropyLoss(reduction=...)`` takes all three (its choice is a compiled-in constant).
+``cross_entropy`` and ``CrossEntropyLoss`` also take torch's ``weight`` (one per class) and
+``label_smoothing``, and ``(N, C, T)`` logits with ``(N, T)`` targets.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -53,24 +55,62 @@ def cross_entropy_losses(input: Tensor, target: Tensor, ignore_index: int = -100
     return nll_losses(ops.log_softmax(input, 1), target, ignore_index)
 
 
-def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100) -> Tensor:
-    """The mean cross-entropy of logits ``(N, C)`` and class indices ``(N,)`` over the rows not
-    ignored (``F.cross_entropy``), through a stable ``log_softmax``."""
-    return nll_loss(ops.log_softmax(input, 1), target, ignore_index)
+def cross_entropy(input: Tensor, target: Tensor, ignore_index: int = -100,
+                  weight: Optional[Tensor] = None, label_smoothing: float = 0.0) -> Tensor:
+    """The mean cross-entropy of logits ``(N, C)`` (or ``(N, C, T)``) and class indices ``(N,)``
+    (``(N, T)``) over the targets not ignored (``F.cross_entropy``), through a stable
+    ``log_softmax``; ``weight`` (C,) weighs each class (the mean is over the targets'
+    weights) and ``label_smoothing`` mixes in the uniform target, as torch's."""
+    losses, weights = weighted_cross_entropy(input, target, ignore_index, weight,
+                                             label_smoothing)
+    return ops.sum(losses) / ops.sum(weights)
+
+
+def weighted_cross_entropy(input: Tensor, target: Tensor, ignore_index: int,
+                           weight: Optional[Tensor], label_smoothing: float
+                           ) -> Tuple[Tensor, Tensor]:
+    """Per-target losses and the weights a mean divides by (0 where ignored), shaped as
+    ``target``: ``(1 - e) * w[y] * nll + e / C * sum_c w[c] * -log p_c`` (torch's
+    ``label_smoothing`` ``e``; ``w`` ones without ``weight``)."""
+    classes = input.shape[1]
+    x = input
+    t = target
+    if input.ndim == 3:  # (N, C, T): the classes last, one row per (n, t)
+        x = ops.transpose(input, (0, 2, 1)).reshape(-1, classes)
+        t = target.reshape(-1)
+    logp = ops.log_softmax(x, 1)
+    keep = t != ignore_index
+    nll = nll_losses(logp, t, ignore_index)
+    w_t = keep.astype(logp.dtype)
+    if weight is not None:
+        w = weight.astype(logp.dtype)
+        w_t = np.where(keep, w[np.where(keep, t, 0)], 0.0)
+        nll = nll * w_t
+    losses = nll
+    if label_smoothing > 0.0:
+        spread = logp * weight.astype(logp.dtype) if weight is not None else logp
+        smooth = np.where(keep, -ops.sum(spread, 1), 0.0)
+        losses = (1.0 - label_smoothing) * nll + (label_smoothing / classes) * smooth
+    return losses.reshape(target.shape), w_t.reshape(target.shape)
 
 
 def check_targets(name: str, logits: Any, target: Any, ignore_index: int) -> Any:
-    """``target`` as an integer array of ``logits.shape[0]`` class indices in ``[0, C)`` or
-    ``ignore_index`` (a ValueError/IndexError naming the bad one, where numpy would wrap a
-    negative index silently)."""
+    """``target`` as an integer array of class indices in ``[0, C)`` or ``ignore_index``,
+    shaped as ``logits`` without its class axis (``(N,)`` for ``(N, C)``, ``(N, T)`` for
+    ``(N, C, T)``): a ValueError/IndexError naming the bad one, where numpy would wrap a
+    negative index silently."""
+    if not is_array(logits):
+        raise TypeError(f"{name}: input must be an array of logits, got "
+                        f"{type(logits).__name__}")
     if not is_array(target):
         target = np.asarray(target)
     if target.dtype.kind not in "iu":
         raise TypeError(f"{name}: target must be an integer array of class indices, got "
                         f"{target.dtype}")
-    if logits.ndim != 2 or target.shape != logits.shape[:1]:
-        raise ValueError(f"{name}: expected input (N, C) and target (N,), got input "
-                         f"{tuple(logits.shape)} and target {tuple(target.shape)}")
+    if logits.ndim not in (2, 3) or target.shape != logits.shape[:1] + logits.shape[2:]:
+        raise ValueError(f"{name}: expected input (N, C) and target (N,), or input (N, C, T) "
+                         f"and target (N, T), got input {tuple(logits.shape)} and target "
+                         f"{tuple(target.shape)}")
     used = target[target != ignore_index]
     classes = logits.shape[1]
     if used.size and (int(used.min()) < 0 or int(used.max()) >= classes):
@@ -80,17 +120,28 @@ def check_targets(name: str, logits: Any, target: Any, ignore_index: int) -> Any
 
 
 class CrossEntropyLoss(CompiledModule):
-    """``torch.nn.CrossEntropyLoss(reduction="mean", ignore_index=-100)``: ``loss(logits,
-    target)`` with targets checked at the call."""
+    """``torch.nn.CrossEntropyLoss(weight=None, ignore_index=-100, reduction="mean",
+    label_smoothing=0.0)``: ``loss(logits, target)`` with targets checked at the call; logits
+    ``(N, C)`` or ``(N, C, T)``."""
 
-    def __init__(self, reduction: str = "mean", ignore_index: int = -100):
+    def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
+        if isinstance(weight, str):  # the former signature, CrossEntropyLoss("sum")
+            weight, reduction = None, weight
+        if size_average is not None or reduce is not None:
+            raise ValueError("size_average and reduce are deprecated in torch: use reduction")
         if reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got "
+                             f"{label_smoothing}")
         self.reduction = reduction
         self.reduce_kind = REDUCTIONS.index(reduction)
         """``reduction`` as an int: compiled in as a constant, its branches fold."""
         self.ignore_index = ignore_index
+        self.label_smoothing = float(label_smoothing)
+        self.weight = None if weight is None else np.asarray(weight)
 
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -98,17 +149,22 @@ class CrossEntropyLoss(CompiledModule):
         if len(args) != 2 or kwargs:
             raise TypeError("CrossEntropyLoss() takes two arguments: input and target")
         logits, target = args
-        return (logits, check_targets("CrossEntropyLoss", logits, target,
-                                      self.ignore_index)), {}
+        target = check_targets("CrossEntropyLoss", logits, target, self.ignore_index)
+        if self.weight is not None and self.weight.shape != (logits.shape[1],):
+            raise ValueError(f"CrossEntropyLoss: weight must have one value per class "
+                             f"({logits.shape[1]}), got shape {self.weight.shape}")
+        return (logits, target), {}
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        losses = cross_entropy_losses(input, target, self.ignore_index)
+        weight = None if self.weight is None else self.weight.astype(input.dtype)
+        losses, weights = weighted_cross_entropy(input, target, self.ignore_index, weight,
+                                                 self.label_smoothing)
         if self.reduce_kind == 0:
             return losses
         if self.reduce_kind == 2:
             return ops.sum(losses)
-        return ops.sum(losses) / float(ops.sum(target != self.ignore_index))
+        return ops.sum(losses) / ops.sum(weights)
 
 
 __all__ = ["CrossEntropyLoss", "REDUCTIONS", "check_targets", "cross_entropy",
-           "cross_entropy_losses", "nll_loss", "nll_losses"]
+           "cross_entropy_losses", "nll_loss", "nll_losses", "weighted_cross_entropy"]

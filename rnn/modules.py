@@ -26,8 +26,9 @@ import numpy as np
 from rnn import checks
 from rnn.cells import GRUCell, LSTMCell, RNNCell
 from rnn.compiled import CompiledModule
-from rnn.init import DEFAULT_DTYPE, as_generator
+from rnn.init import DEFAULT_DTYPE, as_dtype, as_generator
 from rnn.layers import Bidirectional, Recurrent, StackedRNN
+from rnn.varlen import PackedSequence, pad_packed_sequence, repack
 from script import Module, Parameter, Tensor, ops
 
 
@@ -40,9 +41,10 @@ class RNNBase(CompiledModule):
     def __init__(self, cell_type: type, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, *, rng: np.random.Generator | int | None = None,
-                 dtype: Any = DEFAULT_DTYPE, **cell_kwargs: Any):
+                 dtype: Any = DEFAULT_DTYPE, device: Any = None, **cell_kwargs: Any):
         super().__init__()
         _check_sizes(input_size, hidden_size)
+        dtype = as_dtype(dtype)
         if num_layers < 1:
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         self.input_size = input_size
@@ -66,7 +68,21 @@ class RNNBase(CompiledModule):
             layers.append(_directional_layer(cells))
         self.rnn = StackedRNN(layers, dropout)
         self.dropout = float(dropout)
+        if device is not None and str(device) != "cpu":
+            self.to(str(device))
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A ``PackedSequence`` input runs padded with its lengths and gives a packed output,
+        as torch's (``hx`` and the final states in the sequences' own order)."""
+        if args and isinstance(args[0], PackedSequence):
+            packed = args[0]
+            padded, lengths = pad_packed_sequence(packed, self.batch_first)
+            output, state = super().__call__(padded, *args[1:], lengths=lengths, **kwargs)
+            return repack(output, packed, lengths, self.batch_first), state
+        return super().__call__(*args, **kwargs)
+
+    def flatten_parameters(self) -> None:
+        """torch's cuDNN weight layout call: a no-op here (the weights are used as they are)."""
     def _on_converted(self) -> None:
         self.dtype = self.weight_ih_l0.dtype.name  # the zeros state follows float()/double()
 
@@ -147,6 +163,8 @@ class RNNBase(CompiledModule):
         shape and dtype tests fold away where they hold (shapes are static); the lengths are
         read at run time."""
         rows = self.directions * self.num_layers
+        if x.shape[0] == 0 or x.shape[1] == 0:
+            raise ValueError("the input must have at least one step and one sequence")
         if x.dtype != self.dtype:
             raise ValueError("the input's dtype does not match the parameters' dtype")
         if x.shape[2] != self.input_size:
@@ -160,8 +178,8 @@ class RNNBase(CompiledModule):
         if lengths is not None:
             if lengths.shape != (x.shape[1],):
                 raise ValueError("lengths must hold one length per batch row")
-            if np.min(lengths) < 1 or np.max(lengths) > x.shape[0]:
-                raise ValueError("every length must be between 1 and the sequence length")
+            if np.min(lengths) < 0 or np.max(lengths) > x.shape[0]:
+                raise ValueError("every length must be between 0 and the sequence length")
 
     def batch_layout(self, output: Tensor) -> Tensor:
         """A ``(T, B, D*H)`` output in the caller's layout (``(B, T, D*H)`` with
@@ -194,7 +212,7 @@ class LSTM(RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, *, rng: np.random.Generator | int | None = None,
-                 dtype: Any = DEFAULT_DTYPE):
+                 dtype: Any = DEFAULT_DTYPE, device: Any = None):
         _check_sizes(input_size, hidden_size)
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
@@ -202,7 +220,8 @@ class LSTM(RNNBase):
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
         super().__init__(LSTMCell, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, rng=rng, dtype=dtype, proj_size=proj_size)
+                         dropout, bidirectional, rng=rng, dtype=dtype, device=device,
+                         proj_size=proj_size)
 
     state_pair = True
 
@@ -256,9 +275,10 @@ class GRU(_SingleStateRNN):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 *, rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+                 *, rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE,
+                 device: Any = None):
         super().__init__(GRUCell, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, rng=rng, dtype=dtype)
+                         dropout, bidirectional, rng=rng, dtype=dtype, device=device)
 
 
 class RNN(_SingleStateRNN):
@@ -268,9 +288,11 @@ class RNN(_SingleStateRNN):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, *,
-                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE):
+                 rng: np.random.Generator | int | None = None, dtype: Any = DEFAULT_DTYPE,
+                 device: Any = None):
         super().__init__(RNNCell, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, rng=rng, dtype=dtype, nonlinearity=nonlinearity)
+                         dropout, bidirectional, rng=rng, dtype=dtype, device=device,
+                         nonlinearity=nonlinearity)
         self.nonlinearity = nonlinearity
 
 

@@ -99,10 +99,10 @@ class Optimizer:
         for group in self.param_groups:
             group["lr"] = value
 
-    def zero_grad(self) -> None:
-        """Forget the gradients (``.grad = None``), so the next backward sets them afresh."""
-        for p in self.params:
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients (``.grad = None``), so the next backward sets them afresh; with
+        ``set_to_none=False``, fill them with zeros instead (torch's)."""
+        zero_grad(self.params, set_to_none)
 
     def step(self) -> None:
         """Update every parameter that has a gradient, with its group's options."""
@@ -150,8 +150,13 @@ def _copied(value: Any) -> Any:
 def _restored(value: Any, like: Any, name: str) -> Any:
     """A saved state value for a parameter like ``like``: arrays as its dtype (floating state;
     the step count stays an int) and on its device, copied."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch's own state dict
+        value = value.detach().cpu().numpy()
     if not hasattr(value, "dtype") or name == "step":
-        return value.item() if name == "step" and hasattr(value, "item") else value
+        if name == "step" and hasattr(value, "item"):
+            value = value.item()
+            return int(value) if float(value).is_integer() else value
+        return value
     xp = _array_module(like)
     dtype = like.dtype if np.dtype(value.dtype).kind == "f" else value.dtype
     if xp is np:
@@ -164,9 +169,11 @@ class SGD(Optimizer):
     weight decay, as ``torch.optim.SGD``."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
 
     def check_options(self, group: dict[str, Any]) -> None:
         super().check_options(group)
@@ -176,7 +183,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum needs a momentum and zero dampening")
 
     def update(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = p.grad
+        g = -p.grad if group.get("maximize") else p.grad
         momentum = group["momentum"]
         if group["weight_decay"]:
             g = g + group["weight_decay"] * p.data
@@ -200,9 +207,10 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay))
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
 
     def check_options(self, group: dict[str, Any]) -> None:
         super().check_options(group)
@@ -213,7 +221,7 @@ class Adam(Optimizer):
             raise ValueError("eps and weight_decay must be non-negative")
 
     def update(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> None:
-        g = p.grad
+        g = -p.grad if group.get("maximize") else p.grad
         lr, decay = group["lr"], group["weight_decay"]
         if decay and self.decoupled:
             p.data *= 1.0 - lr * decay
@@ -223,6 +231,8 @@ class Adam(Optimizer):
             state["step"] = 0
             state["exp_avg"] = _array_module(p.data).zeros_like(p.data)
             state["exp_avg_sq"] = _array_module(p.data).zeros_like(p.data)
+            if group.get("amsgrad"):
+                state["max_exp_avg_sq"] = _array_module(p.data).zeros_like(p.data)
         beta1, beta2 = group["betas"]
         state["step"] += 1
         m, v = state["exp_avg"], state["exp_avg_sq"]
@@ -231,6 +241,8 @@ class Adam(Optimizer):
         v *= beta2
         v += (1.0 - beta2) * g * g
         step_size = lr / (1.0 - beta1 ** state["step"])
+        if group.get("amsgrad"):  # the largest second moment so far (torch's amsgrad)
+            v = _array_module(v).maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
         denom = _array_module(v).sqrt(v / (1.0 - beta2 ** state["step"])) + group["eps"]
         p.data -= (step_size * m / denom).astype(p.data.dtype, copy=False)
 
@@ -243,17 +255,28 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01):
-        super().__init__(params, lr, betas, eps, weight_decay)
+                 weight_decay: float = 0.01, amsgrad: bool = False, *, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
 
 
-def clip_grad_norm_(params: Iterable[Parameter], max_norm: float) -> float:
-    """Scale all gradients in place so their joint 2-norm is at most ``max_norm``; returns the
-    norm before clipping (``torch.nn.utils.clip_grad_norm_``)."""
+def clip_grad_norm_(params: Iterable[Parameter], max_norm: float,
+                    norm_type: float = 2.0) -> float:
+    """Scale all gradients in place so their joint ``norm_type``-norm (``inf``: the largest
+    magnitude) is at most ``max_norm``; returns the norm before clipping
+    (``torch.nn.utils.clip_grad_norm_``)."""
+    if isinstance(params, Parameter):
+        params = [params]
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0
-    total = math.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads))
+    norm_type = float(norm_type)
+    if norm_type == math.inf:
+        total = max(float(np.abs(np.asarray(g)).max(initial=0.0)) for g in grads)
+    elif norm_type <= 0.0:
+        raise ValueError(f"norm_type must be positive, got {norm_type}")
+    else:
+        total = sum(float((np.abs(g.astype(np.float64)) ** norm_type).sum())
+                    for g in grads) ** (1.0 / norm_type)
     scale = max_norm / (total + 1e-6)
     if scale < 1.0:
         for g in grads:
@@ -261,10 +284,13 @@ def clip_grad_norm_(params: Iterable[Parameter], max_norm: float) -> float:
     return total
 
 
-def zero_grad(params: Iterable[Parameter]) -> None:
-    """``.grad = None`` on every parameter."""
+def zero_grad(params: Iterable[Parameter], set_to_none: bool = True) -> None:
+    """``.grad = None`` on every parameter (zeros in place with ``set_to_none=False``)."""
     for p in params:
-        p.grad = None
+        if set_to_none or p.grad is None:
+            p.grad = None
+        else:
+            p.grad[...] = 0
 
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm_", "zero_grad"]

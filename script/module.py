@@ -35,15 +35,18 @@ class Parameter:
     call time.
     """
 
-    __slots__ = ("data", "grad")
+    __slots__ = ("data", "grad", "requires_grad")
 
-    def __init__(self, data: Any):
+    def __init__(self, data: Any, requires_grad: bool = True):
         if isinstance(data, Parameter):
             data = data.data
         self.data = data if is_array(data) else np.asarray(data)
         """the array."""
         self.grad: Any = None
         """the accumulated gradient (an array of the same shape), or None."""
+        self.requires_grad = requires_grad
+        """False for a frozen parameter: backward leaves its ``.grad`` None, as torch's, so an
+        optimizer (weight decay included) leaves it as it is."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -281,10 +284,13 @@ class Module:
         for _, value in self.named_buffers():
             yield value
 
-    def zero_grad(self) -> None:
-        """Forget every parameter's gradient."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient (fill it with zeros with ``set_to_none=False``)."""
         for param in self.parameters():
-            param.grad = None
+            if set_to_none or param.grad is None:
+                param.grad = None
+            else:
+                param.grad[...] = 0
 
     # -- conversion -----------------------------------------------------------------------------
     def to(self, *args: Any, **kwargs: Any) -> Module:

@@ -9,7 +9,10 @@ reaches the file: it folds to Python values here.
 A ``prim::Loop`` becomes an ONNX ``Loop`` whose body is lowered in a child ``Lowering``; its
 loop-carried tuples are flattened to loop-carried tensors and each list the body appends to once
 per iteration becomes a scan output. A ``prim::If`` on a known condition is lowered as the taken
-branch; on a run-time condition it becomes an ONNX ``If``. The tensor ops are the table in
+branch; on a run-time condition it becomes an ONNX ``If``, except a check (an ``if`` with no
+outputs one branch of which raises: ``if h0.shape != ...: raise ValueError(...)``), of which the
+other branch is lowered: ONNX has no exceptions, so an exported model does not check its inputs
+the way the compiled function does. The tensor ops are the table in
 ``script.artifact.onnx_ops``; anything else is a ``ScriptError`` at the op's source line.
 """
 
@@ -206,6 +209,10 @@ class Lowering:
             block = node.blocks[0] if cond else node.blocks[1]
             self.lower_block(block)
             return Outputs(self.sym(v, node) for v in block.returns)
+        raising = [any(n.kind == "prim::RaiseException" for n in b.nodes) for b in node.blocks]
+        if not node.outputs and any(raising) and not all(raising):  # a check: see the module doc
+            self.lower_block(node.blocks[raising.index(False)])
+            return Outputs([])
         branches, shapes = [], []
         for block in node.blocks:
             child = Lowering(self.x, self)

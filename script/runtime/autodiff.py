@@ -414,7 +414,7 @@ def accumulate_parameter_grads(params: Sequence[Any], grads: Sequence[Any]) -> N
     broadcast of the cotangent), so optimizers and ``clip_grad_norm_`` can update it in place."""
     given: set[int] = set()
     for p, g in zip(params, grads):
-        if p is None or g is None:
+        if p is None or g is None or not getattr(p, "requires_grad", True):
             continue
         if p.grad is not None:
             p.grad = p.grad + g

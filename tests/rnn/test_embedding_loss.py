@@ -89,7 +89,7 @@ def test_embedding_equals_torch():
 def test_cross_entropy_value_and_gradient_equal_the_reference(scale):
     logits = _logits(scale=scale)
     loss, backward = vjp(rnn.cross_entropy, logits, TARGETS)
-    (grad, _, _) = backward(np.float32(1.0))
+    grad = backward(np.float32(1.0))[0]
     ref_loss, ref_grad = reference_cross_entropy(logits, TARGETS)
     assert np.isfinite(loss) and loss.dtype == np.float32
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)

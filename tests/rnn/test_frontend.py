@@ -372,8 +372,8 @@ def test_a_scripted_model_calling_the_front_end_keeps_its_checks():
                 f(x, np.zeros(shape))
     with pytest.raises(ValueError, match="dtype"):
         wrapped(x.astype(np.float32), good)
-    with pytest.raises(ValueError, match="between 1 and the sequence length"):
-        direct(x, None, np.array([0, 5, 2]))
+    with pytest.raises(ValueError, match="between 0 and the sequence length"):
+        direct(x, None, np.array([1, 6, 2]))  # longer than the sequence
 
 
 def test_a_parameter_assigned_to_the_front_end_is_the_one_computed_with():

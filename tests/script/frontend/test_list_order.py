@@ -72,9 +72,25 @@ REFUSED = [
      "sorted\\(\\) of a list of Tensor is not supported"),
     ("def f(x: Tensor) -> List[float]:\n    return sorted([1.0], key=abs)\n",
      "must be a lambda of one argument"),
-    ("def f(x: Tensor) -> List[Tensor]:\n    return sorted([x, x], key=lambda v: v)\n",
+    ("def f(x: Tensor) -> List[Tensor]:\n    return sorted([x, x], key=lambda v: [v])\n",
      "only numbers, strings and tuples of them are supported as keys"),
 ]
+
+
+def by_value(x: Tensor):
+    return sorted([x[1], x[0], x[2]], key=lambda v: v)
+
+
+def by_array(x: Tensor):
+    return sorted([x, x], key=lambda v: v)
+
+
+def test_numpy_scalar_keys_sort_by_value_and_array_keys_raise():
+    x = np.array([3.0, -1.0, 2.0])
+    got = script(by_value)(x)
+    assert got == by_value(x) and all(type(v) is np.float64 for v in got)
+    with pytest.raises((TypeError, ValueError)):  # as Python's: an array has no order
+        script(by_array)(x)
 
 
 @pytest.mark.parametrize("source, message", REFUSED)

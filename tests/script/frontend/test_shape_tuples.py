@@ -205,7 +205,11 @@ def item_after_an_append(x: Tensor):
 def test_growing_an_item_of_a_literal_of_shapes_or_of_lists(fn, dtype):
     x = np.arange(6.0, dtype=dtype).reshape(2, 3)
     got, want = script(fn)(x), fn(x)
-    assert repr(got) == repr(want)
+    if isinstance(want, np.ndarray):  # a fused float32 tanh is within 4e-7 of numpy's
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    else:
+        assert repr(got) == repr(want)
 
 
 def test_the_gradient_through_a_shape_grown_from_a_container():
