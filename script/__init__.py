@@ -14,7 +14,7 @@ from script._version import __version__  # noqa: F401  (re-exported)
 from script.artifact.freeze import freeze
 from script.artifact.onnx_export import export_onnx
 from script.artifact.serialize import load, save
-from script.errors import LoadError, ScriptError, SignatureError
+from script.errors import ArgumentShapeError, LoadError, ScriptError, SignatureError
 from script.frontend.classes import register_script_class
 from script.frontend.compiler import compile_method
 from script.frontend.infer_types import infer_annotations
@@ -68,6 +68,7 @@ script.profile = profile  # type: ignore[attr-defined]
 
 script.export = export  # type: ignore[attr-defined]
 
-__all__ = ["LoadError", "Module", "ModuleList", "Parameter", "ScriptError", "ScriptFunction",
-           "SignatureError", "Tensor", "export_onnx", "freeze", "infer_annotations", "load", "ops",
-           "grad", "profile", "save", "script", "value_and_grad", "vjp"]
+__all__ = ["ArgumentShapeError", "LoadError", "Module", "ModuleList", "Parameter", "ScriptError",
+           "ScriptFunction", "SignatureError", "Tensor", "export_onnx", "freeze",
+           "infer_annotations", "load", "ops", "grad", "profile", "save", "script",
+           "value_and_grad", "vjp"]

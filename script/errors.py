@@ -60,6 +60,12 @@ class SignatureError(TypeError):
     """
 
 
+class ArgumentShapeError(SignatureError, ValueError):
+    """A ``SignatureError`` for arguments whose shapes the function's code cannot take (numpy
+    raises a ``ValueError`` there, or an ``IndexError``/``AxisError``: a caller's ``except
+    ValueError`` catches this too)."""
+
+
 class LoadError(Exception):
     """A saved model file that ``script.load`` refuses: unreadable, truncated or corrupted,
     written by an unknown format version, failing a checksum, or describing something the

@@ -165,6 +165,12 @@ def specialized(fdef: FunctionDef, graph: Graph, args: tuple[Any, ...],
                 dynamic_axes: DynamicAxes) -> Graph:
     """``graph`` specialized for the example arguments: arrays by dtype and rank with the
     dynamic axes unknown, every other argument (None, numbers) a constant."""
+    if isinstance(dynamic_axes, Mapping):
+        unknown = sorted(set(dynamic_axes) - set(fdef.arg_names[:len(args)]))
+        if unknown:
+            raise ScriptError(f"export_onnx: dynamic_axes names {unknown}, which are not "
+                              f"arguments of {fdef.name} (its arguments: "
+                              f"{', '.join(fdef.arg_names[:len(args)])})")
     graph = graph.clone()
     run_pipeline(graph, "inline")
     types: list[Type] = []
@@ -191,7 +197,14 @@ def _free_axes(dynamic_axes: DynamicAxes, name: str, arg: Any) -> Any:
     """The free axes of argument ``name`` (a function of the array's rank)."""
     if isinstance(dynamic_axes, Mapping):
         axes = {a for a in dynamic_axes.get(name, ())}
-        return lambda rank: {a % rank for a in axes}
+
+        def free(rank: int) -> set[int]:
+            bad = [a for a in axes if not (isinstance(a, int) and -rank <= a < rank)]
+            if bad:
+                raise ScriptError(f"export_onnx: dynamic_axes[{name!r}] holds {bad}, not axes "
+                                  f"of an array of {rank} dimensions")
+            return {a % rank for a in axes}
+        return free
     if not dynamic_axes:
         return lambda rank: set()
     return lambda rank: set(range(max(rank - 1, 1))) if rank else set()

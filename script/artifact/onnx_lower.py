@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import Block, Node, Value
-from ir.types import BOOL, FLOAT, INT, ListType, ScalarType, TensorType, TupleType
+from ir.types import BOOL, FLOAT, INT, ClassType, ListType, ScalarType, TensorType, TupleType
 from script.errors import ScriptError, at_node
 
 
@@ -338,9 +338,12 @@ def rank_of_type(t: Any) -> int | None:
 
 
 def leaf_ranks(t: Any) -> list[int | None]:
-    """The rank of each leaf of a (nested) tuple type, depth-first (None when unknown)."""
+    """The rank of each leaf of a (nested) tuple or NamedTuple type, depth-first (None when
+    unknown)."""
     if isinstance(t, TupleType):
         return [r for e in t.elements for r in leaf_ranks(e)]
+    if isinstance(t, ClassType) and t.named_tuple:
+        return [r for _, e in t.fields for r in leaf_ranks(e)]
     if isinstance(t, TensorType):
         return [t.rank]
     return [0 if isinstance(t, ScalarType) else None]

@@ -253,7 +253,10 @@ class CallMixin:
         op = op_for_object(obj)
         if op is not None:
             result = self.call_op(op, node, display=ast.unparse(node.func))
-            return self.ufunc_result(result) if isinstance(obj, np.ufunc) else result
+            # a numpy function of Python numbers gives a numpy scalar (np.clip(0.5, 0, 1))
+            scalar = isinstance(obj, np.ufunc) or op.is_elementwise and obj.__module__ and \
+                obj.__module__.startswith("numpy")
+            return self.ufunc_result(result) if scalar else result
         if inspect.isfunction(obj) and not _is_library(obj):
             return self.call_python_function(obj, node)
         raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")

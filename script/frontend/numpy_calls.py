@@ -30,6 +30,8 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
                     "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
+                    "isnan": "numpy_isclass", "isinf": "numpy_isclass",
+                    "isfinite": "numpy_isclass",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}
@@ -160,6 +162,22 @@ class NumpyMixin:
             "tensor::exp", [self.emit_value("tensor::neg", [gap])])])
         apart = self.emit_value("tensor::add", [self.emit_value("tensor::maximum", [a, b]), tail])
         return self.emit_value("tensor::where", [same, twice, apart])
+
+    def numpy_isclass(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.isnan / np.isinf / np.isfinite: ``x != x``, ``|x| == inf``, ``|x| < inf`` (a nan
+        is neither infinite nor finite), elementwise; of a number, numpy's bool scalar."""
+        display = ast.unparse(node.func)
+        (x,) = self.numpy_args(node, display, ["x"], 1)
+        x = self.ufunc_result(x)
+        if not isinstance(x.type, TensorType):
+            raise self.error(node.args[0], f"{display}() of a {x.type}: pass an array or a "
+                             "number")
+        kind = display.rsplit(".", 1)[-1]
+        if kind == "isnan":
+            return self.emit_value("tensor::ne", [x, x])
+        size = self.emit_value("tensor::abs", [x])
+        return self.emit_value("tensor::eq" if kind == "isinf" else "tensor::lt",
+                               [size, self.const(float("inf"))])
 
     def numpy_isscalar(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.isscalar(x): True for a number or a string; for an array, whether it has no axes

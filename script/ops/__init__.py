@@ -391,7 +391,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
 
 def astype(a: Any, dtype: Any) -> Any:
     """Cast to a dtype given by name (``"float32"``) or numpy type (``np.float32``)."""
-    if isinstance(a, (int, float)):
+    if type(a) in (int, float, bool):  # a Python number (a numpy scalar keeps numpy's type)
         return np.asarray(a).astype(dtype).item()
     return a.astype(dtype)
 

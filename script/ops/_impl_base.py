@@ -33,8 +33,8 @@ def python_result(result: Any, *inputs: Any) -> Any:
     The IR types arithmetic on Python numbers as ``int``/``float``/``bool``, so eager code gives
     the same: ``ops.add(1, 2)`` is ``3``, not ``np.int64(3)``. Any array input keeps numpy's result.
     """
-    for x in inputs:
-        if x is not None and not isinstance(x, (int, float)):
+    for x in inputs:  # (np.float64 is a float, but a numpy scalar: numpy's result stays)
+        if x is not None and type(x) not in (int, float, bool):
             return result
     item = getattr(result, "item", None)
     return result if item is None else item()

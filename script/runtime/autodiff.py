@@ -24,7 +24,14 @@ from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
-from script.errors import Origin, ScriptError, SignatureError, at_def, reported
+from script.errors import (
+    ArgumentShapeError,
+    Origin,
+    ScriptError,
+    SignatureError,
+    at_def,
+    reported,
+)
 from script.frontend.definition import FunctionDef
 from script.frontend.signature import type_of
 from script.module import Module
@@ -151,7 +158,8 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
         try:
             specialize(graph, types, input_items(d, args))
         except ir.ShapeError as e:
-            raise SignatureError(f"{d.name}(): the arguments cannot be accepted: {e}") from None
+            raise ArgumentShapeError(f"{d.name}(): the arguments cannot be accepted: {e}") \
+                from None
         # shape-prop: the types unrolling narrowed; the loops whose carried numbers become arrays
         # carry arrays of one shape once their first trip is peeled
         run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")

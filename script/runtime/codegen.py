@@ -402,8 +402,20 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
     for k, v in enumerate(node.outputs):  # a ufunc's 0-d result is a numpy scalar, as numpy's
         if k not in writes and isinstance(v.type, ir.TensorType) and v.type.shape == () and \
                 v.type.device != "cuda":
-            name = w.ns.name(v)
-            w.emit(f"{name} = {name}[()]")
+            _write_scalar_result(w, node, w.ns.name(v), node.subgraph.outputs[k])
+
+
+def _write_scalar_result(w: FunctionWriter, node: Node, name: str, inner: Value) -> None:
+    """A kernel's 0-d output as numpy gives it: a numpy scalar for a ufunc's result (``np.tanh``
+    of a 0-d array is a ``np.float64``), an array for ``np.where`` and ``copy``, and for
+    ``astype`` what its operand is (a numpy scalar's cast is one, a 0-d array's is an array)."""
+    while inner.node.kind == "tensor::astype" and not inner.is_param:
+        inner = inner.node.inputs[0]
+    if inner.is_param:
+        outer = w.ns.name(node.inputs[inner.index])
+        w.emit(f"if type({outer}) is not np.ndarray: {name} = {name}[()]")
+    elif inner.node.kind not in ("tensor::where", "tensor::copy"):
+        w.emit(f"{name} = {name}[()]")
 
 
 SCALAR_GROUP_NODES = 4

@@ -31,7 +31,7 @@ import ir
 from ir.core import Graph
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
-from script.errors import Origin, ScriptError, SignatureError, reported
+from script.errors import ArgumentShapeError, Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import infer_signature
@@ -378,8 +378,8 @@ class ScriptFunction:
                 specialize(graph, types, input_items(d, args))
             except ir.ShapeError as e:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
-                raise SignatureError(f"{d.name}(): the arguments ({described}) cannot be "
-                                     f"accepted: {e}") from None
+                raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
+                                         f"accepted: {e}") from None
             run_pipeline(graph, self.pipeline)
         with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))

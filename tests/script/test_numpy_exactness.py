@@ -131,3 +131,70 @@ def test_np_split_gives_a_list_and_a_chain_of_array_comparisons_an_np_bool():
         got, want = script(chained)(arg, 1), chained(arg, 1)
         assert [type(v) for v in got] == [type(v) for v in want]
         assert got == want
+
+
+def scalar_casts(x: Tensor, f: float):
+    a = x[0].astype(np.float32)
+    b = x.sum().astype(np.int8)
+    return a + 0.1, b * 100, np.clip(f, 0.0, 1.0), np.clip(x[1], 0.0, 1.0), \
+        np.tanh(np.array(0.5)) * 2.0, np.where(x > 1.0, x, 0.0)[0] * 1.0
+
+
+def test_numpy_scalars_keep_numpys_types_through_casts_and_ufuncs():
+    """``x[0].astype(np.float32)`` is a ``np.float32`` (then float32 arithmetic), an int8
+    cast wraps, ``np.clip`` of a Python float is a ``np.float64``."""
+    x = np.array([1.5, 2.0, 0.25])
+    with np.errstate(over="ignore"):
+        got, want = script(scalar_casts)(x, 2.5), scalar_casts(x, 2.5)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert_same(got, want)
+
+
+def add_half(x: Tensor, d: Tensor):
+    x = x.copy()
+    x += 1.5
+    return x
+
+
+def divide_rows(x: Tensor):
+    x = x.copy()
+    x[0] /= 2
+    return x
+
+
+@pytest.mark.parametrize("fn", [add_half, divide_rows])
+def test_an_in_place_update_that_changes_the_kind_is_refused_as_numpy_does(fn):
+    ints = np.arange(6).reshape(2, 3)
+    with pytest.raises(TypeError):  # numpy: UFuncTypeError (same_kind casting)
+        fn(ints, ints) if fn is add_half else fn(ints)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(fn)(ints, ints) if fn is add_half else script(fn)(ints)
+    floats = np.ones((2, 3), np.float32)
+    got = script(fn)(floats, floats) if fn is add_half else script(fn)(floats)
+    assert got.dtype == np.float32
+
+
+def mismatched(a: Tensor, b: Tensor):
+    return a @ b
+
+
+def test_shape_errors_are_value_errors_as_numpys():
+    import script as rs
+    with pytest.raises(ValueError):
+        mismatched(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="cannot be accepted") as info:
+        script(mismatched)(np.ones((2, 3)), np.ones((2, 3)))
+    assert isinstance(info.value, rs.SignatureError)
+
+
+def value_classes(x: Tensor, f: float):
+    return (np.isnan(x), np.isinf(x), np.isfinite(x * 2.0), np.isnan(f), np.isinf(x[1]),
+            np.where(np.isnan(x), 0.0, x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_isnan_isinf_isfinite(dtype):
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, -0.0], dtype)
+    got, want = script(value_classes)(x, float("nan")), value_classes(x, float("nan"))
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert_same(got, want)

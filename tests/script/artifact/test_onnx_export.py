@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, NamedTuple, Tuple
 
 import numpy as np
 import pytest
@@ -411,3 +411,49 @@ def test_without_onnx_installed_export_is_a_script_error(tmp_path):
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
     assert "refused: export_onnx needs the onnx package" in done.stdout, done.stderr
     assert not (tmp_path / "m.onnx").exists()
+
+
+class Pair(NamedTuple):
+    h: Tensor
+    c: Tensor
+
+
+def named_pair_loop(xs: Tensor, w: Tensor) -> Pair:
+    h = xs[0] * 0.0
+    c = h
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ w + h)
+        c = c + h
+    return Pair(h, c)
+
+
+def test_a_named_tuple_made_by_a_loop_exports(tmp_path):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    xs = rng.standard_normal((4, 2, 3)).astype(np.float32)
+    f = script.script(named_pair_loop)
+    check_export(tmp_path, f, (xs, w), (xs[:2, :1].copy(), w),
+                 reference=lambda a, b: tuple(f(a, b)))
+
+
+def test_dynamic_axes_must_name_arguments_and_their_axes(tmp_path):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    xs = rng.standard_normal((4, 2, 3)).astype(np.float32)
+    f = script.script(named_pair_loop)
+    with pytest.raises(ScriptError, match="not arguments of"):
+        script.export_onnx(f, (xs, w), tmp_path / "m.onnx", dynamic_axes={"x": [0]})
+    with pytest.raises(ScriptError, match="not axes of an array of 3"):
+        script.export_onnx(f, (xs, w), tmp_path / "m.onnx", dynamic_axes={"xs": [5]})
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_checks_in_compiled_code_are_left_out_of_the_export(tmp_path):
+    """An LSTM's forward checks h0's shape and the lengths (raises where they are wrong); with
+    free batch and time axes those checks cannot fold, and ONNX has no exceptions: the model
+    exports without them and equals the model on good inputs."""
+    lstm = rnn.LSTM(3, 4, rng=0)
+    xs = np.random.default_rng(1).standard_normal((5, 2, 3)).astype(np.float32)
+    lengths = np.array([5, 3])
+    check_export(tmp_path, lstm.compiled(), (xs, None, lengths),
+                 (xs[:4, :1].copy(), None, np.array([2])), reference=lstm)
