@@ -143,6 +143,13 @@ class CrossEntropyLoss(CompiledModule):
         self.label_smoothing = float(label_smoothing)
         self.weight = None if weight is None else np.asarray(weight)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "reduction":  # crit.reduction = "sum" later on, as torch reads it per call
+            if value not in REDUCTIONS:
+                raise ValueError(f"reduction must be one of {REDUCTIONS}, got {value!r}")
+            super().__setattr__("reduce_kind", REDUCTIONS.index(value))
+        super().__setattr__(name, value)
+
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Check the targets (``check_targets``)."""

@@ -38,6 +38,8 @@ class RNNBase(CompiledModule):
     state_pair = False
     """whether ``hx`` is a pair ``(h0, c0)`` (an LSTM) rather than one array."""
 
+    _private_modules = ("rnn",)  # the cells' weights are state_dict's as weight_ih_l0, ...
+
     def __init__(self, cell_type: type, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, *, rng: np.random.Generator | int | None = None,
@@ -101,6 +103,8 @@ class RNNBase(CompiledModule):
         if owner is not None and isinstance(value, Parameter) and \
                 owner[0]._parameters.get(owner[1]) is not value:
             setattr(owner[0], owner[1], value)
+        if name == "dropout" and "rnn" in self.__dict__.get("_modules", {}):
+            self.rnn.dropout = float(value)  # lstm.dropout = 0.5 later on, as torch reads it
         super().__setattr__(name, value)
 
     def all_weights(self) -> list[list[Any]]:

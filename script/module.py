@@ -11,6 +11,7 @@ plain arrays in and out, and ``train()`` / ``eval()`` set the ``training`` flag 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -35,7 +36,7 @@ class Parameter:
     call time.
     """
 
-    __slots__ = ("data", "grad", "requires_grad")
+    __slots__ = ("data", "grad", "requires_grad", "__weakref__")
 
     def __init__(self, data: Any, requires_grad: bool = True):
         if isinstance(data, Parameter):
@@ -47,6 +48,7 @@ class Parameter:
         self.requires_grad = requires_grad
         """False for a frozen parameter: backward leaves its ``.grad`` None, as torch's, so an
         optimizer (weight decay included) leaves it as it is."""
+        _live_parameters.add(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -61,6 +63,20 @@ class Parameter:
 
     def __repr__(self) -> str:
         return f"Parameter(shape={self.shape}, dtype={self.dtype})"
+
+
+_live_parameters: weakref.WeakSet[Parameter] = weakref.WeakSet()
+"""Every Parameter alive, for ``_parameter_holding``."""
+
+
+def _parameter_holding(array: Any) -> Parameter | None:
+    """The Parameter whose ``.data`` is ``array`` itself: a module attribute holding a parameter
+    reads as its array, so ``decoder.weight = encoder.weight`` assigns that array, which ties the
+    two as torch's does (a copy of it does not)."""
+    for param in list(_live_parameters):
+        if param.data is array:
+            return param
+    return None
 
 
 class IncompatibleKeys(NamedTuple):
@@ -121,6 +137,10 @@ class Module:
         if params is None:
             raise AttributeError(f"cannot assign '{name}' before Module.__init__() is called")
         modules = self.__dict__["_modules"]
+        if is_array(value):
+            tied = _parameter_holding(value)
+            if tied is not None:  # decoder.weight = encoder.weight: the same Parameter, tied
+                value = tied
         if isinstance(value, Parameter):
             self._forget(name)
             params[name] = value
@@ -347,9 +367,29 @@ class Module:
         facts about them (a dtype name for the zeros it makes) refreshes them here."""
 
     # -- state ----------------------------------------------------------------------------------
+    _private_modules: tuple[str, ...] = ()
+    """Submodules whose parameters the module registers under names of its own (an ``rnn.LSTM``
+    exposes its cells' weights as ``weight_ih_l0``...): ``state_dict`` leaves their names out."""
+
+    def _tied_names(self) -> dict[str, Parameter]:
+        """Every dotted name of every parameter, a tied one under each of its names (torch's
+        ``state_dict`` lists them all), but the names inside private submodules."""
+        private = [f"{path}.{sub}" if path else sub for path, m in self.named_modules()
+                   for sub in getattr(m, "_private_modules", ())]
+        names = {}
+        for path, m in self.named_modules():
+            if any(path == p or path.startswith(p + ".") for p in private):
+                continue
+            for name, param in m._parameters.items():
+                names[f"{path}.{name}" if path else name] = param
+        return names
+
     def state_dict(self) -> dict[str, Any]:
-        """Parameters' arrays and array attributes by dotted name (the arrays themselves)."""
+        """Parameters' arrays and array attributes by dotted name (the arrays themselves); a
+        parameter tied under several names is there under each, as in torch."""
         state = {name: p.data for name, p in self.named_parameters()}
+        for name, p in self._tied_names().items():
+            state.setdefault(name, p.data)
         state.update(self.named_buffers())
         return state
 
@@ -359,9 +399,13 @@ class Module:
         With ``strict`` a missing or unexpected key is a KeyError; otherwise they are returned.
         """
         targets = dict(self.named_parameters())
+        for name, p in self._tied_names().items():
+            targets.setdefault(name, p)
         buffers = dict(self.named_buffers())
         known = set(targets) | set(buffers)
-        missing = sorted(known - set(state))
+        given = {id(targets[n]) for n in set(state) & set(targets)}
+        missing = sorted(n for n in known - set(state)  # a tied parameter: one name is enough
+                         if n not in targets or id(targets[n]) not in given)
         unexpected = sorted(set(state) - known)
         if strict and (missing or unexpected):
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys "

@@ -14,6 +14,7 @@ specialization per signature of arguments and attribute arrays, like a ``ScriptF
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -199,6 +200,14 @@ class ScriptModule(Module):
 
     python_module: Module
     """the original module (its ``forward`` runs eagerly)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ScriptModule:
+        """A compiled module of a deep copy of the original (``best = copy.deepcopy(model)``):
+        the copy compiles its own code."""
+        return ScriptModule(copy.deepcopy(self.python_module, memo), self.strict)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ScriptModule, (self.python_module, self.strict))
 
     @property  # type: ignore[override]
     def training(self) -> bool:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import rnn
+from rnn.compiled import CompiledModule
 from script import Parameter, vjp
 
 torch = pytest.importorskip("torch")
@@ -154,3 +155,73 @@ def test_pretrained_embeddings_padding_left_and_torch_dtypes():
     lstm = rnn.LSTM(4, 5, dtype=torch.float64, device="cpu")
     lstm.flatten_parameters()
     assert lstm.weight_ih_l0.dtype == np.float64
+
+
+class _TiedLM(CompiledModule):
+    def __init__(self, tie_by_array: bool):
+        super().__init__()
+        self.emb = rnn.Embedding(6, 4, rng=0, dtype=np.float64)
+        self.dec = torch_free_linear(4, 6)
+        if tie_by_array:
+            self.dec.weight = self.emb.weight  # torch's idiom: reads as the array here
+        else:
+            self.dec.weight = self.emb.get_parameter("weight")
+
+    def forward(self, tokens, targets):
+        h = np.tanh(self.emb(tokens))
+        return rnn.cross_entropy(h @ self.dec.weight.T + self.dec.bias, targets)
+
+
+def torch_free_linear(i, o):
+    from script import Module
+
+    class Linear(Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = Parameter(np.random.default_rng(1).standard_normal((o, i)))
+            self.bias = Parameter(np.zeros(o))
+    return Linear()
+
+
+@pytest.mark.parametrize("tie_by_array", [True, False])
+def test_tied_weights_take_both_gradients_and_both_names(tie_by_array):
+    """``decoder.weight = encoder.weight`` ties the two (the array a parameter's attribute reads
+    as is its Parameter's): the table's gradient has both uses, as torch's, and the state dict
+    lists it under both names, as torch's."""
+    m = _TiedLM(tie_by_array)
+    tokens, targets = np.array([1, 2, 3]), np.array([2, 3, 4])
+    _, back = vjp(m, tokens, targets)
+    back(1.0)
+    got = m.emb.get_parameter("weight").grad
+    t_emb = torch.nn.Embedding(6, 4).double()
+    with torch.no_grad():
+        t_emb.weight.copy_(torch.tensor(m.emb.weight))
+    h = torch.tanh(t_emb(torch.tensor(tokens)))
+    loss = torch.nn.functional.cross_entropy(h @ t_emb.weight.T, torch.tensor(targets))
+    loss.backward()
+    np.testing.assert_allclose(got, t_emb.weight.grad.numpy(), rtol=1e-10)
+    assert {"emb.weight", "dec.weight", "dec.bias"} == set(m.state_dict())
+    m.load_state_dict({"emb.weight": np.ones((6, 4)), "dec.bias": np.zeros(6)})
+    assert (m.dec.weight == 1.0).all()
+
+
+def test_scripted_models_deep_copy_and_attributes_set_later_are_read():
+    import copy
+    import pickle
+
+    from script import script
+    m = rnn.LSTM(3, 4, num_layers=2, rng=0)
+    s = script(m)
+    x = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
+    out = s(x)[0]
+    for twin in (copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+        np.testing.assert_array_equal(twin(x)[0], out)
+        assert twin.python_module is not m
+    m.dropout = 0.9  # read at each call, as torch's
+    m.train()
+    assert not np.allclose(m(x)[0], out)
+    crit = rnn.CrossEntropyLoss()
+    logits, targets = np.ones((3, 4)), np.array([0, 1, 2])
+    mean = crit(logits, targets)
+    crit.reduction = "sum"
+    assert crit(logits, targets) == pytest.approx(3 * mean)

@@ -58,11 +58,36 @@ def rank_of(v: Value) -> int:
                       "object that is assigned more than once, or that is not built in the "
                       "differentiated function: pass the value as a separate argument", read)
     if not isinstance(t, TensorType) or t.shape is None:
+        if _read_from_nested_container(v):
+            raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose "
+                          "number of dimensions is not known when compiling: it is read from "
+                          "a container held in another container (a list of dicts of arrays, "
+                          "whose arrays' shapes are joined into one type): pass the arrays as "
+                          "one dict, or as lists of arrays (Ws, bs)")
         raise IRError(f"cannot differentiate {spelling(v.node.kind)} of a value whose number "
                       "of dimensions is not known when compiling (its shape changes from one "
                       "loop step to the next, or it comes from a list of arrays of several "
                       "shapes): keep its shape the same")
     return len(t.shape)
+
+
+_READS = ("prim::ListIndex", "prim::DictGetItem", "prim::TupleIndex")
+
+
+def _read_from_nested_container(v: Value, limit: int = 64) -> bool:
+    """Whether ``v`` is computed from an item of a container itself read from a container
+    (``layers[0]["W"]``), looking back at most ``limit`` nodes."""
+    stack, seen = [v], set()
+    while stack and len(seen) < limit:
+        value = stack.pop()
+        node = value.node
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.kind in _READS and node.inputs and node.inputs[0].node.kind in _READS:
+            return True
+        stack.extend(node.inputs)
+    return False
 
 
 def _unknown_rank(v: Value) -> bool:
