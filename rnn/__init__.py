@@ -14,7 +14,7 @@ from rnn.embedding import Embedding, embedding
 from rnn.layers import Bidirectional, Recurrent, StackedRNN, bidirectional, layer
 from rnn.losses import CrossEntropyLoss, cross_entropy, cross_entropy_losses, nll_loss, nll_losses
 from rnn.modules import GRU, LSTM, RNN, RNNBase
-from rnn.optim import SGD, Adam, AdamW, clip_grad_norm_, zero_grad
+from rnn.optim import SGD, Adam, AdamW, clip_grad_norm_, clip_grad_value_, zero_grad
 from rnn.varlen import (
     PackedSequence,
     lengths_of,
@@ -28,7 +28,8 @@ from rnn.varlen import (
 __all__ = ["GRU", "LSTM", "RNN", "SGD", "Adam", "AdamW", "Bidirectional", "CrossEntropyLoss",
            "Embedding", "GRUCell", "LSTMCell", "LayerNorm", "LayerNormGRUCell",
            "LayerNormLSTMCell", "RNNBase", "RNNCell", "Recurrent", "StackedRNN", "bidirectional",
-           "clip_grad_norm_", "cross_entropy", "cross_entropy_losses", "embedding", "layer",
+           "clip_grad_norm_", "clip_grad_value_", "cross_entropy", "cross_entropy_losses",
+           "embedding", "layer",
            "lengths_of", "lr_scheduler", "nll_loss", "nll_losses", "PackedSequence",
            "pack_padded_sequence", "pack_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad", "zero_grad"]

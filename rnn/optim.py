@@ -104,12 +104,16 @@ class Optimizer:
         ``set_to_none=False``, fill them with zeros instead (torch's)."""
         zero_grad(self.params, set_to_none)
 
-    def step(self) -> None:
-        """Update every parameter that has a gradient, with its group's options."""
+    def step(self, closure: Any = None) -> Any:
+        """Update every parameter that has a gradient, with its group's options; with a
+        ``closure`` (torch's: it recomputes the loss and the gradients), call it first and
+        return its loss."""
+        loss = closure() if closure is not None else None
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     self.update(p, self.state[id(p)], group)
+        return loss
 
     def update(self, p: Parameter, state: dict[str, Any], group: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -268,10 +272,10 @@ def clip_grad_norm_(params: Iterable[Parameter], max_norm: float,
         params = [params]
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return 0.0
+        return np.float64(0.0)
     norm_type = float(norm_type)
     if norm_type == math.inf:
-        total = max(float(np.abs(np.asarray(g)).max(initial=0.0)) for g in grads)
+        total = max(float(_array_module(g).abs(g).max()) if g.size else 0.0 for g in grads)
     elif norm_type <= 0.0:
         raise ValueError(f"norm_type must be positive, got {norm_type}")
     else:
@@ -281,7 +285,17 @@ def clip_grad_norm_(params: Iterable[Parameter], max_norm: float,
     if scale < 1.0:
         for g in grads:
             g *= scale
-    return total
+    return np.float64(total)  # torch returns a tensor: .item() works on this too
+
+
+def clip_grad_value_(params: Iterable[Parameter], clip_value: float) -> None:
+    """Clip every gradient in place to ``[-clip_value, clip_value]``
+    (``torch.nn.utils.clip_grad_value_``)."""
+    if isinstance(params, Parameter):
+        params = [params]
+    for p in params:
+        if p.grad is not None:
+            _array_module(p.grad).clip(p.grad, -clip_value, clip_value, out=p.grad)
 
 
 def zero_grad(params: Iterable[Parameter], set_to_none: bool = True) -> None:
@@ -293,4 +307,5 @@ def zero_grad(params: Iterable[Parameter], set_to_none: bool = True) -> None:
             p.grad[...] = 0
 
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm_", "zero_grad"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm_", "clip_grad_value_",
+           "zero_grad"]

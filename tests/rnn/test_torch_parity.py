@@ -225,3 +225,17 @@ def test_scripted_models_deep_copy_and_attributes_set_later_are_read():
     mean = crit(logits, targets)
     crit.reduction = "sum"
     assert crit(logits, targets) == pytest.approx(3 * mean)
+
+
+def test_clip_by_value_step_with_a_closure_and_the_norm_as_torchs():
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((3, 2))
+    p, tp = Parameter(np.zeros((3, 2))), torch.nn.Parameter(torch.zeros(3, 2, dtype=torch.float64))
+    p.grad, tp.grad = g.copy(), torch.tensor(g)
+    rnn.clip_grad_value_([p], 0.5)
+    torch.nn.utils.clip_grad_value_([tp], 0.5)
+    np.testing.assert_array_equal(p.grad, tp.grad.numpy())
+    assert rnn.clip_grad_norm_([p], 10.0).item() == pytest.approx(
+        torch.nn.utils.clip_grad_norm_([tp], 10.0).item(), rel=1e-12)
+    opt = rnn.SGD([p], lr=0.1)
+    assert opt.step(lambda: 1.5) == 1.5
