@@ -161,7 +161,8 @@ class NumpyMixin:
         tail = self.emit_value("tensor::log1p", [self.emit_value(
             "tensor::exp", [self.emit_value("tensor::neg", [gap])])])
         apart = self.emit_value("tensor::add", [self.emit_value("tensor::maximum", [a, b]), tail])
-        return self.emit_value("tensor::where", [same, twice, apart])
+        # a ufunc's where: its 0-d result is a numpy scalar (codegen's _write_scalar_result)
+        return self.emit("tensor::where", [same, twice, apart], attrs={"ufunc": True}).output
 
     def numpy_isclass(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.isnan / np.isinf / np.isfinite: ``x != x``, ``|x| == inf``, ``|x| < inf`` (a nan

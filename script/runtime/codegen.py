@@ -407,14 +407,15 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
 
 def _write_scalar_result(w: FunctionWriter, node: Node, name: str, inner: Value) -> None:
     """A kernel's 0-d output as numpy gives it: a numpy scalar for a ufunc's result (``np.tanh``
-    of a 0-d array is a ``np.float64``), an array for ``np.where`` and ``copy``, and for
+    of a 0-d array is a ``np.float64``), an array for ``np.where`` and ``copy`` (a where a
+    ufunc's composite ends with, ``np.logaddexp``'s, is marked ``ufunc``), and for
     ``astype`` what its operand is (a numpy scalar's cast is one, a 0-d array's is an array)."""
     while inner.node.kind == "tensor::astype" and not inner.is_param:
         inner = inner.node.inputs[0]
     if inner.is_param:
         outer = w.ns.name(node.inputs[inner.index])
         w.emit(f"if type({outer}) is not np.ndarray: {name} = {name}[()]")
-    elif inner.node.kind not in ("tensor::where", "tensor::copy"):
+    elif inner.node.kind not in ("tensor::where", "tensor::copy") or inner.node.attrs.get("ufunc"):
         w.emit(f"{name} = {name}[()]")
 
 

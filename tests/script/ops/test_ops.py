@@ -39,8 +39,9 @@ def array(shape: tuple, dtype: str, low: float = -2.0, high: float = 2.0) -> np.
 
 
 def positive(x: object) -> object:
-    """``x`` moved into the positive numbers, dtype kept (log, sqrt, ...)."""
-    return np.abs(x) + 1 if isinstance(x, np.ndarray) and x.dtype != np.bool_ else (
+    """``x`` moved into the positive numbers, dtype kept (log, sqrt, ...); a 0-d array stays
+    one (numpy's arithmetic would make it a numpy scalar)."""
+    return np.asarray(np.abs(x) + 1) if isinstance(x, np.ndarray) and x.dtype != np.bool_ else (
         abs(x) + 1 if isinstance(x, (int, float)) and not isinstance(x, bool) else x)
 
 
