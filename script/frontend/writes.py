@@ -39,7 +39,7 @@ from script.frontend.aliases import (
     value_sources,
 )
 from script.frontend.calls import op_for_object
-from script.frontend.env import Frame, Static, Undefined, end_of
+from script.frontend.env import Frame, Position, Static, Undefined, end_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -435,11 +435,27 @@ class WriteMixin:
         # (where the statement binds more, `C[t], y = v, prev` binds y to prev after the write)
         skip = (value.lineno, value.col_offset) if value is not None else after
         end = end_of(value) if value is not None else after
+        other_branches = self.other_branches(node)
         live = {n for n, pos in self.reads if pos >= after and not skip <= pos < end
-                and not any(after <= at < pos for at in self.stores_before.get((n, pos), ()))}
+                and not any(after <= at < pos for at in self.stores_before.get((n, pos), ()))
+                and not any(lo <= pos < hi for lo, hi in other_branches)}
         for loop in self.loops:
             live |= getattr(loop, "exposed", loop.reads)
         return live
+
+    def other_branches(self: FunctionCompiler, node: ast.AST) -> list[tuple[Position, Position]]:
+        """The source ranges of the ``else`` blocks of the ``if`` statements whose ``then``
+        block holds ``node``: code there does not run after ``node`` (in the same step)."""
+        at = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        found = []
+        for stmt in ast.walk(self.tree):
+            if not isinstance(stmt, ast.If) or not stmt.body or not stmt.orelse:
+                continue
+            start = (stmt.body[0].lineno, stmt.body[0].col_offset)
+            if start <= at < end_of(stmt.body[-1]):
+                found.append(((stmt.orelse[0].lineno, stmt.orelse[0].col_offset),
+                              end_of(stmt.orelse[-1])))
+        return found
 
     def check_made_in(self: FunctionCompiler, name: str, value: Value, loop: Node,
                       node: ast.AST) -> None:

@@ -259,3 +259,23 @@ def test_a_field_made_by_init_takes_another_array_in_a_method():
     in a method: the field holds arrays, not one shape and dtype."""
     x = np.arange(3.0)
     assert_same(script(accumulate)(x), accumulate(x))
+
+
+def forward_by_branch(G: Tensor, viterbi: bool):
+    C = np.zeros(G.shape)
+    for t in range(1, G.shape[0]):
+        a = C[t - 1]
+        if viterbi:
+            C[t] = np.maximum(G[t] - a, 0.0)
+        else:
+            C[t] = np.logaddexp(G[t], -a)
+    return C
+
+
+def test_a_view_read_before_a_write_in_either_branch():
+    """``a = alpha[t - 1]`` then a write of ``alpha[t]`` in each branch of an ``if`` (a chain
+    CRF's forward): the other branch's read of ``a`` does not run after the write."""
+    G = np.random.default_rng(0).standard_normal((5, 3))
+    for viterbi in (True, False):
+        assert_same(script(forward_by_branch)(G, viterbi), forward_by_branch(G, viterbi))
+    check_vjp(script(forward_by_branch), (G, False))
