@@ -64,11 +64,11 @@ class CalleeMixin:
         keywords = {kw.arg: kw.value if kw.arg in static else self.expr(kw.value)
                     for kw in node.keywords}
         defaults = {p.name: p.default for p in params}
-        override = {name: OptionalType(value.type) if defaults[name] is None else value.type
+        override = {name: value.type if isinstance(value.type, OptionalType) else
+                    OptionalType(value.type) if defaults[name] is None else value.type
                     for name, value in [*zip(bound, values), *keywords.items()]
-                    if name in open_names and not isinstance(value.type, (TensorType,
-                                                                           OptionalType))
-                    and value.type != NONE}
+                    if name in open_names and not _holds_array(value.type)
+                    and value.type != NONE}  # an Optional[int] passed on stays one
         for name in open_names - set(bound):  # left at its default None: None here
             if defaults[name] is None:
                 override[name] = NONE
@@ -224,3 +224,8 @@ class CalleeMixin:
                         keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
                                   for k, v in keywords.items()])
         return ast.copy_location(call, node)
+
+
+def _holds_array(t: Type) -> bool:
+    """An array or an Optional array: such a parameter keeps its declared (array) type."""
+    return isinstance(t.element if isinstance(t, OptionalType) else t, TensorType)

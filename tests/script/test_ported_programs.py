@@ -3,7 +3,7 @@ forward, libfmp's HMM Viterbi, kgirnet's beam search, adcondev's LSTM, filterpy'
 filter; all MIT) and by checking gradients against torch's: each test is the pattern met,
 reduced."""
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import pytest
@@ -279,3 +279,17 @@ def test_a_view_read_before_a_write_in_either_branch():
     for viterbi in (True, False):
         assert_same(script(forward_by_branch)(G, viterbi), forward_by_branch(G, viterbi))
     check_vjp(script(forward_by_branch), (G, False))
+
+
+def largest(x, axis=None):
+    return x.max(axis=axis)
+
+
+def passes_its_axis_on(x: Tensor, axis: Optional[int] = None):
+    return largest(x, axis)
+
+
+def test_an_optional_int_passed_on_to_a_helper_stays_an_optional_int():
+    x = np.arange(6.0).reshape(2, 3)
+    for axis in (None, 1):
+        assert_same(script(passes_its_axis_on)(x, axis), passes_its_axis_on(x, axis))
