@@ -50,15 +50,14 @@ class Embedding(CompiledModule):
         if padding_idx is not None:
             weight[padding_idx] = 0.0
         self.weight = Parameter(weight.astype(dtype))
-        self.freeze = False
-        """whether the table is fixed: no gradient reaches it (``from_pretrained``'s default)."""
 
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: bool = True,
                         padding_idx: Optional[int] = None) -> Embedding:
         """An embedding holding a copy of the 2-D table ``embeddings`` (a numpy array, or a
         CPU torch tensor), as ``torch.nn.Embedding.from_pretrained``: with ``freeze`` (the
-        default) no gradient reaches the table, so optimizers leave it as it is."""
+        default) its Parameter has ``requires_grad`` False, so it gets no ``.grad`` and
+        optimizers leave it as it is (set it True to train the table)."""
         if hasattr(embeddings, "detach"):
             embeddings = embeddings.detach().cpu().numpy()
         table = np.array(embeddings, copy=True)
@@ -67,7 +66,6 @@ class Embedding(CompiledModule):
                              f"{table.shape}")
         emb = cls(table.shape[0], table.shape[1], padding_idx, rng=0, dtype=table.dtype)
         emb.weight = Parameter(table, requires_grad=not freeze)
-        emb.freeze = bool(freeze)
         return emb
 
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -80,23 +78,18 @@ class Embedding(CompiledModule):
             tokens = np.asarray(tokens)
         if tokens.dtype.kind not in "iu":
             raise TypeError(f"Embedding: input must be an integer array, got {tokens.dtype}")
-        if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= self.num_embeddings):
-            bad = int(tokens.min()) if int(tokens.min()) < 0 else int(tokens.max())
-            raise IndexError(f"Embedding: index {bad} is out of range for {self.num_embeddings} "
-                             "embeddings")
-        return (tokens,), {}
+        return (tokens,), {}  # forward checks the range (also when a scripted model calls it)
 
     def forward(self, input: Tensor) -> Tensor:
         # prepare_call's check again: a scripted model calling this one does not run it (numpy
         # would read a negative token as a row from the end)
         if input.size > 0 and (np.min(input) < 0 or np.max(input) >= self.num_embeddings):
-            raise IndexError("Embedding: a token is out of range for the embeddings")
-        if self.freeze:  # static: a frozen table takes no gradient
-            return embedding(input, ops.detach(self.weight))
+            raise IndexError("Embedding: a token is out of range for the embeddings (below 0 "
+                             "or at least num_embeddings)")
         vectors = embedding(input, self.weight)
-        if self.padding_idx is not None:  # static: the padding row gets no gradient
-            frozen = embedding(input, ops.detach(self.weight))
-            vectors = np.where(ops.expand_dims(input != self.padding_idx, -1), vectors, frozen)
+        if self.padding_idx is not None:  # static: the padding row's vectors get no gradient
+            vectors = np.where(ops.expand_dims(input != self.padding_idx, -1), vectors,
+                               ops.detach(vectors))
         return vectors
 
     def __repr__(self) -> str:

@@ -127,8 +127,10 @@ class CrossEntropyLoss(CompiledModule):
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
-        if isinstance(weight, str):  # the former signature, CrossEntropyLoss("sum")
+        if isinstance(weight, str):  # the former signature, CrossEntropyLoss("sum", -1)
             weight, reduction = None, weight
+            if isinstance(size_average, int) and not isinstance(size_average, bool):
+                ignore_index, size_average = size_average, None
         if size_average is not None or reduce is not None:
             raise ValueError("size_average and reduce are deprecated in torch: use reduction")
         if reduction not in REDUCTIONS:

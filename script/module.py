@@ -50,6 +50,14 @@ class Parameter:
         optimizer (weight decay included) leaves it as it is."""
         _live_parameters.add(self)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self.data, "grad": self.grad, "requires_grad": self.requires_grad}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # a copy or an unpickled one
+        self.data, self.grad = state["data"], state["grad"]
+        self.requires_grad = state.get("requires_grad", True)
+        _live_parameters.add(self)
+
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.data.shape)
@@ -69,13 +77,19 @@ _live_parameters: weakref.WeakSet[Parameter] = weakref.WeakSet()
 """Every Parameter alive, for ``_parameter_holding``."""
 
 
-def _parameter_holding(array: Any) -> Parameter | None:
+def _parameter_holding(array: Any, replaced: Any, tree: list[Parameter]) -> Parameter | None:
     """The Parameter whose ``.data`` is ``array`` itself: a module attribute holding a parameter
     reads as its array, so ``decoder.weight = encoder.weight`` assigns that array, which ties the
-    two as torch's does (a copy of it does not)."""
-    for param in list(_live_parameters):
+    two as torch's does (a copy of it does not). Looked for in the module's own tree (``tree``);
+    where the name replaces a parameter (``replaced`` not None: the assignment is a tie or an
+    error) among every Parameter alive (the encoder is the decoder's sibling)."""
+    for param in tree:
         if param.data is array:
             return param
+    if replaced is not None:
+        for param in list(_live_parameters):
+            if param.data is array:
+                return param
     return None
 
 
@@ -137,9 +151,10 @@ class Module:
         if params is None:
             raise AttributeError(f"cannot assign '{name}' before Module.__init__() is called")
         modules = self.__dict__["_modules"]
-        if is_array(value):
-            tied = _parameter_holding(value)
-            if tied is not None:  # decoder.weight = encoder.weight: the same Parameter, tied
+        if is_array(value):  # decoder.weight = encoder.weight: the same Parameter, tied
+            tied = _parameter_holding(value, params.values() if name in params else None,
+                                      self._walk()[1])
+            if tied is not None:
                 value = tied
         if isinstance(value, Parameter):
             self._forget(name)

@@ -6,8 +6,6 @@ numpy's ufuncs do. Each has an eager function of the same name in ``script.ops``
 
 from __future__ import annotations
 
-import numpy as np
-
 from ir.core import Node
 from ir.ops.rules import (
     broadcast_rule,
@@ -78,11 +76,6 @@ def _clip(node: Node) -> list[Type]:
     return broadcast_rule(node)
 
 
-CASTING_ATTR = "casting"
-"""``tensor::astype[casting="same_kind"]``: the cast of an in-place update (``x += v``), which
-numpy refuses where it would change the kind (a float result into an int array)."""
-
-
 def _astype(node: Node) -> list[Type]:
     t = node.inputs[0].type
     dtype = const(node, 1)
@@ -98,11 +91,6 @@ def _astype(node: Node) -> list[Type]:
         raise ShapeError(f"astype: unknown dtype {dtype!r}")
     if not isinstance(t, TensorType):
         return [FLOAT if dtype.startswith("float") else BOOL if dtype == "bool" else INT]
-    if node.attrs.get(CASTING_ATTR) == "same_kind" and t.dtype is not None and \
-            not np.can_cast(t.dtype, dtype, "same_kind"):  # x += 1.5 on an int array
-        raise ShapeError(f"Cannot cast ufunc output from dtype('{t.dtype}') to dtype('{dtype}') "
-                         "with casting rule 'same_kind' (an in-place update keeps the "
-                         "array's dtype: write x = x + v for a new array)")
     return [t.with_dtype(dtype)]
 
 

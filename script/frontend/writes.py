@@ -201,9 +201,15 @@ class WriteMixin:
         if isinstance(target, ast.Subscript) and self.basic_index(target.slice):
             if len(call.args) != 1 or call.keywords:
                 raise self.error(call, ".fill() takes one value")
-            write = ast.Assign(targets=[target], value=call.args[0])
-            ast.copy_location(write, call)
-            write.end_lineno, write.end_col_offset = call.end_lineno, call.end_col_offset
+            # y[0] of a 1-D y is a numpy scalar, a copy: its fill changes nothing (decided when
+            # the function is specialized, where the rank is known)
+            write = ast.If(test=ast.Compare(left=ast.Attribute(target, "ndim", ast.Load()),
+                                            ops=[ast.Gt()], comparators=[ast.Constant(0)]),
+                           body=[ast.Assign(targets=[target], value=call.args[0])], orelse=[])
+            for n in ast.walk(write):
+                if not hasattr(n, "lineno") or n is write or n is write.body[0]:
+                    ast.copy_location(n, call)
+                    n.end_lineno, n.end_col_offset = call.end_lineno, call.end_col_offset
             self.visit(write)
             return True
         if not isinstance(target, ast.Name):

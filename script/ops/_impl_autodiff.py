@@ -34,9 +34,13 @@ def sum_to(a: Any, shape: Any) -> Any:
 
 
 def broadcast_to(a: Any, shape: Any) -> Any:
-    """``a`` broadcast to ``shape`` (a read-only view; tensors are immutable)."""
+    """``a`` broadcast to ``shape`` (a read-only view; tensors are immutable); ``a`` itself when
+    it has that shape (``x op= v`` checks its result's shape so)."""
     xp = array_module(a)
-    return xp.broadcast_to(xp.asarray(a), _shape(shape))
+    shape = _shape(shape)
+    if getattr(a, "shape", None) == shape:
+        return a
+    return xp.broadcast_to(xp.asarray(a), shape)
 
 
 def select_backward(g: Any, shape: Any, axis: int, index: int) -> Any:

@@ -26,6 +26,7 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     "tensor::mod": lambda a, b: f"{a} % {b}",
     "tensor::pow": lambda a, b: f"{a} ** {b}",
     "tensor::neg": lambda a: f"-{a}",
+    "tensor::detach": lambda a: a,  # the array itself: only differentiation sees it
     "tensor::eq": lambda a, b: f"{a} == {b}",
     "tensor::ne": lambda a, b: f"{a} != {b}",
     "tensor::lt": lambda a, b: f"{a} < {b}",

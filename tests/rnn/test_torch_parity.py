@@ -239,3 +239,18 @@ def test_clip_by_value_step_with_a_closure_and_the_norm_as_torchs():
         torch.nn.utils.clip_grad_norm_([tp], 10.0).item(), rel=1e-12)
     opt = rnn.SGD([p], lr=0.1)
     assert opt.step(lambda: 1.5) == 1.5
+
+
+def test_unfreezing_ties_after_copies_and_the_former_loss_signature():
+    import copy
+    emb = rnn.Embedding.from_pretrained(np.arange(12.0).reshape(4, 3))
+    emb.get_parameter("weight").requires_grad = True  # unfrozen after a warm-up
+    out, back = vjp(emb, np.array([1, 1]))
+    back(np.ones_like(out))
+    assert emb.get_parameter("weight").grad[1].tolist() == [2.0, 2.0, 2.0]
+    m = _TiedLM(tie_by_array=False)
+    twin = copy.deepcopy(m)
+    twin.dec.weight = twin.emb.weight  # tying in a copy: its parameters are known too
+    assert twin.dec.get_parameter("weight") is twin.emb.get_parameter("weight")
+    crit = rnn.CrossEntropyLoss("sum", 0)  # (reduction, ignore_index), the former signature
+    assert crit.reduction == "sum" and crit.ignore_index == 0

@@ -293,3 +293,27 @@ def test_an_optional_int_passed_on_to_a_helper_stays_an_optional_int():
     x = np.arange(6.0).reshape(2, 3)
     for axis in (None, 1):
         assert_same(script(passes_its_axis_on)(x, axis), passes_its_axis_on(x, axis))
+
+
+def fill_items(y: Tensor, m: Tensor):
+    y = y.copy()
+    m = m.copy()
+    y[0].fill(5.0)  # a numpy scalar, a copy: y is unchanged
+    m[0].fill(5.0)  # a row, a view: m changes
+    return y, m
+
+
+def grown_then_scaled(x: Tensor, n: int):
+    h = x.copy()
+    for _ in range(n):
+        h = np.concatenate([h, x])
+    h *= 0.5
+    return h
+
+
+def test_fill_of_an_item_and_an_in_place_update_of_an_unknown_shape():
+    y, m = np.arange(3.0), np.arange(6.0).reshape(2, 3)
+    assert_same(script(fill_items)(y, m), fill_items(y, m))
+    got = script(grown_then_scaled)(y, 2)
+    assert_same(got, grown_then_scaled(y, 2))
+    got[0] = 1.0  # a new array, writable (not a broadcast view)
