@@ -9,6 +9,7 @@ as Python) and the front ends check their arguments as ``torch.nn`` does (``rnn.
 """
 
 from rnn import lr_scheduler
+from rnn.basic import Dropout, Linear, MSELoss, Sequential
 from rnn.cells import GRUCell, LayerNorm, LayerNormGRUCell, LayerNormLSTMCell, LSTMCell, RNNCell
 from rnn.embedding import Embedding, embedding
 from rnn.layers import Bidirectional, Recurrent, StackedRNN, bidirectional, layer
@@ -25,7 +26,8 @@ from rnn.varlen import (
     unpad,
 )
 
-__all__ = ["GRU", "LSTM", "RNN", "SGD", "Adam", "AdamW", "Bidirectional", "CrossEntropyLoss",
+__all__ = ["Dropout", "Linear", "MSELoss", "Sequential",
+           "GRU", "LSTM", "RNN", "SGD", "Adam", "AdamW", "Bidirectional", "CrossEntropyLoss",
            "Embedding", "GRUCell", "LSTMCell", "LayerNorm", "LayerNormGRUCell",
            "LayerNormLSTMCell", "RNNBase", "RNNCell", "Recurrent", "StackedRNN", "bidirectional",
            "clip_grad_norm_", "clip_grad_value_", "cross_entropy", "cross_entropy_losses",

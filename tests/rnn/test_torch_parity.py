@@ -254,3 +254,47 @@ def test_unfreezing_ties_after_copies_and_the_former_loss_signature():
     assert twin.dec.get_parameter("weight") is twin.emb.get_parameter("weight")
     crit = rnn.CrossEntropyLoss("sum", 0)  # (reduction, ignore_index), the former signature
     assert crit.reduction == "sum" and crit.ignore_index == 0
+
+
+def test_linear_dropout_sequential_and_mse_equal_torchs():
+    rng = np.random.default_rng(4)
+    t = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(), torch.nn.Dropout(0.3),
+                            torch.nn.Linear(5, 2)).double().eval()
+    from script import Module, script
+
+    class Tanh(Module):
+        def forward(self, x):
+            return np.tanh(x)
+
+    m = rnn.Sequential(rnn.Linear(4, 5, dtype=np.float64), Tanh(), rnn.Dropout(0.3),
+                       rnn.Linear(5, 2, dtype=np.float64)).eval()
+    m.load_state_dict({k.replace("0.", "layers.0.").replace("3.", "layers.3."): v.detach().numpy()
+                       for k, v in t.state_dict().items()})
+    x, y = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    xt = torch.tensor(x, requires_grad=True)
+    for reduction in ("mean", "sum", "none"):
+        want = torch.nn.MSELoss(reduction=reduction)(t(xt), torch.tensor(y))
+        got = rnn.MSELoss(reduction)(script(m)(x), y)
+        np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-12)
+    want = torch.nn.MSELoss()(t(xt), torch.tensor(y))
+    want.backward()
+    loss = rnn.MSELoss()
+
+    class Model(Module):
+        def __init__(self):
+            super().__init__()
+            self.net = m
+            self.loss = loss
+
+        def forward(self, x, y):
+            return self.loss(self.net(x), y)
+
+    model = Model()
+    _, back = vjp(model, x, y)
+    gx = back(1.0)[0]
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(m[0].get_parameter("weight").grad, t[0].weight.grad.numpy(),
+                               rtol=1e-10)
+    drop = rnn.Dropout(0.5)
+    assert (drop(np.ones((100, 10))) == 0).any()
+    assert (drop.eval()(np.ones(3)) == 1).all()
