@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import Graph
-from ir.types import FLOAT, TensorType, TupleType, Type
+from ir.types import FLOAT, ClassType, TensorType, TupleType, Type
 from passes import CLEANUP_PIPELINE
 from passes.constant_prop import fold_limit
 from passes.shape_prop import specialize
@@ -40,6 +40,7 @@ from script.artifact.freeze import (
 from script.artifact.onnx_lower import Exporter, Lowering, flatten, helper, leaf_ranks
 from script.artifact.onnx_ops import RULES
 from script.errors import Origin, ScriptError, reported
+from script.frontend.annotations import class_type
 from script.frontend.definition import FunctionDef
 from script.module import Module, is_array
 from script.runtime.function import ScriptFunction, bind_arguments
@@ -216,15 +217,20 @@ def _array_type(arg: Any, free: Any) -> Type | None:
         shape = tuple(None if k in free(arg.ndim) else n for k, n in enumerate(arg.shape))
         return TensorType(str(arg.dtype), shape, "cpu")
     if isinstance(arg, tuple) and arg and all(is_array(a) for a in arg):
-        return TupleType(tuple(_array_type(a, free) for a in arg))
+        elements = tuple(_array_type(a, free) for a in arg)
+        declared = class_type(type(arg)) if hasattr(arg, "_fields") else None
+        if isinstance(declared, ClassType) and declared.named_tuple:  # a NamedTuple: its fields
+            return ClassType(declared.name, tuple(zip(arg._fields, elements)), named_tuple=True)
+        return TupleType(elements)
     return None
 
 
 def _graph_input(exporter: Any, name: str, arg: Any, t: Type) -> tuple[Any, list[Any]]:
     """The symbol of a graph input and the ONNX inputs it stands for."""
-    if isinstance(t, TupleType):
+    if isinstance(t, (TupleType, ClassType)):
+        types = t.elements if isinstance(t, TupleType) else [e for _, e in t.fields]
         parts = [_graph_input(exporter, f"{name}_{k}", a, e)
-                 for k, (a, e) in enumerate(zip(arg, t.elements))]
+                 for k, (a, e) in enumerate(zip(arg, types))]
         return tuple(p[0] for p in parts), [i for p in parts for i in p[1]]
     if not isinstance(t, TensorType):
         return arg, []

@@ -394,6 +394,16 @@ def _tuple_index(low: Lowering, node: Node) -> Any:
     return items[index]
 
 
+def _named_field(low: Lowering, node: Node) -> Any:
+    """A NamedTuple's field (``state.h``): its item at the field's position."""
+    t = node.inputs[0].type
+    if not (isinstance(t, ClassType) and t.named_tuple):
+        raise low.error(node, f"cannot export {node.kind} of a {t}: only a NamedTuple's fields "
+                        "are read in an exported model")
+    names = [name for name, _ in t.fields]
+    return low.sym(node.inputs[0], node)[names.index(node.attrs["name"])]
+
+
 def _list_index(low: Lowering, node: Node) -> Any:
     items, index = low.sym(node.inputs[0], node), low.sym(node.inputs[1], node)
     if isinstance(items, Stacked):
@@ -458,6 +468,7 @@ STRUCTURE_RULES = {
     "prim::TupleUnpack": _unpack,
     "prim::ListUnpack": _unpack,
     "prim::TupleIndex": _tuple_index,
+    "prim::GetAttr": _named_field,
     "prim::ListIndex": _list_index,
     "prim::ListConstruct": lambda low, n: [low.sym(v, n) for v in n.inputs],
     "prim::ListAppend": lambda low, n: low.append(n, n.inputs[0], low.sym(n.inputs[1], n),

@@ -457,3 +457,17 @@ def test_checks_in_compiled_code_are_left_out_of_the_export(tmp_path):
     lengths = np.array([5, 3])
     check_export(tmp_path, lstm.compiled(), (xs, None, lengths),
                  (xs[:4, :1].copy(), None, np.array([2])), reference=lstm)
+
+
+def step_with_state(x: Tensor, s: Pair) -> Tensor:
+    return x + s.h * s.c
+
+
+def test_a_named_tuple_argument_exports_as_its_fields(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    state = Pair(rng.standard_normal((2, 3)).astype(np.float32),
+                 rng.standard_normal((2, 3)).astype(np.float32))
+    f = script.script(step_with_state)
+    check_export(tmp_path, f, (x, state), (x[:1].copy(), Pair(state.h[:1].copy(),
+                                                               state.c[:1].copy())))
