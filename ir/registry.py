@@ -49,8 +49,11 @@ VIEW = "view"
 """A tensor op whose outputs may share memory with its inputs: a view (``a.T``, ``a[i]``) or an
 input itself (dropout in eval mode). Other ``tensor::`` ops return new arrays; ``ir.alias``
 relies on that to tell which values can reach the caller."""
+ARRAY_RESULT = "array_result"
+"""A 0-d result is an array, as numpy's ``np.where`` and ``np.copy`` give one; a 0-d result of
+the other elementwise ops is a numpy scalar, as a ufunc's (``runtime.codegen``'s kernels)."""
 TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
-                    VIEW})
+                    VIEW, ARRAY_RESULT})
 
 # -- effects on operands ---------------------------------------------------------------------------
 READS = "reads"

@@ -9,11 +9,18 @@ as Python) and the front ends check their arguments as ``torch.nn`` does (``rnn.
 """
 
 from rnn import lr_scheduler
-from rnn.basic import Dropout, Linear, MSELoss, Sequential
+from rnn.basic import Dropout, Linear, Sequential
 from rnn.cells import GRUCell, LayerNorm, LayerNormGRUCell, LayerNormLSTMCell, LSTMCell, RNNCell
 from rnn.embedding import Embedding, embedding
 from rnn.layers import Bidirectional, Recurrent, StackedRNN, bidirectional, layer
-from rnn.losses import CrossEntropyLoss, cross_entropy, cross_entropy_losses, nll_loss, nll_losses
+from rnn.losses import (
+    CrossEntropyLoss,
+    MSELoss,
+    cross_entropy,
+    cross_entropy_losses,
+    nll_loss,
+    nll_losses,
+)
 from rnn.modules import GRU, LSTM, RNN, RNNBase
 from rnn.optim import SGD, Adam, AdamW, clip_grad_norm_, clip_grad_value_, zero_grad
 from rnn.varlen import (

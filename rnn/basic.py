@@ -1,6 +1,7 @@
 """The feed-forward pieces a recurrent model is built with, as ``torch.nn``'s: ``Linear``,
-``Dropout``, ``Sequential`` and ``MSELoss``, written in the scripting language like the cells (so
-``script(model)`` compiles them into the model's graph and ``vjp`` differentiates them).
+``Dropout`` and ``Sequential`` (``MSELoss`` is in ``rnn.losses``), written in the scripting
+language like the cells (so ``script(model)`` compiles them into the model's graph and ``vjp``
+differentiates them).
 
 ``Linear`` is initialised as torch's (``U(-1/sqrt(in), 1/sqrt(in))`` for the weight and the bias)
 and its ``weight (out, in)`` / ``bias (out,)`` load from a torch state dict unchanged.
@@ -16,8 +17,6 @@ import numpy as np
 from rnn.compiled import CompiledModule
 from rnn.init import DEFAULT_DTYPE, as_generator, uniform
 from script import Module, ModuleList, Tensor, ops
-
-REDUCTIONS = ("none", "mean", "sum")
 
 
 class Linear(CompiledModule):
@@ -86,30 +85,4 @@ class Sequential(CompiledModule):
         return x
 
 
-class MSELoss(CompiledModule):
-    """``torch.nn.MSELoss(reduction="mean")``: the squared differences, their mean or sum."""
-
-    def __init__(self, reduction: str = "mean"):
-        super().__init__()
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-        self.reduction = reduction
-        self.reduce_kind = REDUCTIONS.index(reduction)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "reduction":
-            if value not in REDUCTIONS:
-                raise ValueError(f"reduction must be one of {REDUCTIONS}, got {value!r}")
-            super().__setattr__("reduce_kind", REDUCTIONS.index(value))
-        super().__setattr__(name, value)
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        squared = (input - target) ** 2
-        if self.reduce_kind == 0:
-            return squared
-        if self.reduce_kind == 2:
-            return ops.sum(squared)
-        return ops.mean(squared)
-
-
-__all__ = ["Dropout", "Linear", "MSELoss", "Sequential"]
+__all__ = ["Dropout", "Linear", "Sequential"]

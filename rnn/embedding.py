@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from rnn.compiled import CompiledModule
-from rnn.init import DEFAULT_DTYPE, as_generator
+from rnn.init import DEFAULT_DTYPE, as_generator, from_torch
 from script import Parameter, Tensor, ops
 from script.module import is_array
 
@@ -58,9 +58,7 @@ class Embedding(CompiledModule):
         CPU torch tensor), as ``torch.nn.Embedding.from_pretrained``: with ``freeze`` (the
         default) its Parameter has ``requires_grad`` False, so it gets no ``.grad`` and
         optimizers leave it as it is (set it True to train the table)."""
-        if hasattr(embeddings, "detach"):
-            embeddings = embeddings.detach().cpu().numpy()
-        table = np.array(embeddings, copy=True)
+        table = np.array(from_torch(embeddings), copy=True)
         if table.ndim != 2:
             raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-D, got shape "
                              f"{table.shape}")

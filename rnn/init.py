@@ -35,6 +35,13 @@ def as_dtype(dtype: Any) -> np.dtype:
         raise TypeError(f"dtype must be a numpy or torch dtype, got {dtype!r}") from None
 
 
+def from_torch(x: Any) -> Any:
+    """A CPU torch tensor as a numpy array (detached); anything else as it is."""
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return x
+
+
 def uniform(rng: np.random.Generator, shape: tuple[int, ...], bound: float,
             dtype: Any = DEFAULT_DTYPE) -> Parameter:
     """A Parameter drawn from ``U(-bound, bound)``."""
@@ -46,4 +53,4 @@ def recurrent_bound(hidden_size: int) -> float:
     return 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
 
 
-__all__ = ["DEFAULT_DTYPE", "as_dtype", "as_generator", "recurrent_bound", "uniform"]
+__all__ = ["DEFAULT_DTYPE", "as_dtype", "from_torch", "as_generator", "recurrent_bound", "uniform"]

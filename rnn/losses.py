@@ -119,7 +119,20 @@ def check_targets(name: str, logits: Any, target: Any, ignore_index: int) -> Any
     return target
 
 
-class CrossEntropyLoss(CompiledModule):
+class ReducedLoss(CompiledModule):
+    """A loss with torch's ``reduction``: ``reduce_kind`` is its index in ``REDUCTIONS`` (a
+    compiled-in constant), kept in step when ``reduction`` is assigned later, as torch reads it
+    at each call."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "reduction":
+            if value not in REDUCTIONS:
+                raise ValueError(f"reduction must be one of {REDUCTIONS}, got {value!r}")
+            super().__setattr__("reduce_kind", REDUCTIONS.index(value))
+        super().__setattr__(name, value)
+
+
+class CrossEntropyLoss(ReducedLoss):
     """``torch.nn.CrossEntropyLoss(weight=None, ignore_index=-100, reduction="mean",
     label_smoothing=0.0)``: ``loss(logits, target)`` with targets checked at the call; logits
     ``(N, C)`` or ``(N, C, T)``."""
@@ -133,24 +146,13 @@ class CrossEntropyLoss(CompiledModule):
                 ignore_index, size_average = size_average, None
         if size_average is not None or reduce is not None:
             raise ValueError("size_average and reduce are deprecated in torch: use reduction")
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got "
                              f"{label_smoothing}")
-        self.reduction = reduction
-        self.reduce_kind = REDUCTIONS.index(reduction)
-        """``reduction`` as an int: compiled in as a constant, its branches fold."""
+        self.reduction = reduction  # (and reduce_kind: ReducedLoss)
         self.ignore_index = ignore_index
         self.label_smoothing = float(label_smoothing)
         self.weight = None if weight is None else np.asarray(weight)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "reduction":  # crit.reduction = "sum" later on, as torch reads it per call
-            if value not in REDUCTIONS:
-                raise ValueError(f"reduction must be one of {REDUCTIONS}, got {value!r}")
-            super().__setattr__("reduce_kind", REDUCTIONS.index(value))
-        super().__setattr__(name, value)
 
     def prepare_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -175,5 +177,22 @@ class CrossEntropyLoss(CompiledModule):
         return ops.sum(losses) / ops.sum(weights)
 
 
-__all__ = ["CrossEntropyLoss", "REDUCTIONS", "check_targets", "cross_entropy",
-           "cross_entropy_losses", "nll_loss", "nll_losses", "weighted_cross_entropy"]
+class MSELoss(ReducedLoss):
+    """``torch.nn.MSELoss(reduction="mean")``: the squared differences, their mean or sum."""
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        squared = (input - target) ** 2
+        if self.reduce_kind == 0:
+            return squared
+        if self.reduce_kind == 2:
+            return ops.sum(squared)
+        return ops.mean(squared)
+
+
+__all__ = ["CrossEntropyLoss", "MSELoss", "REDUCTIONS", "ReducedLoss", "check_targets",
+           "cross_entropy", "cross_entropy_losses", "nll_loss", "nll_losses",
+           "weighted_cross_entropy"]

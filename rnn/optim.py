@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rnn.init import from_torch
 from script import Parameter
 
 
@@ -154,8 +155,7 @@ def _copied(value: Any) -> Any:
 def _restored(value: Any, like: Any, name: str) -> Any:
     """A saved state value for a parameter like ``like``: arrays as its dtype (floating state;
     the step count stays an int) and on its device, copied."""
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch's own state dict
-        value = value.detach().cpu().numpy()
+    value = from_torch(value)  # torch's own state dict
     if not hasattr(value, "dtype") or name == "step":
         if name == "step" and hasattr(value, "item"):
             value = value.item()

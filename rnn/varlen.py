@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rnn.init import from_torch
+
 
 def lengths_of(sequences: Sequence[Any] | Any, batch_first: bool = False) -> np.ndarray:
     """The lengths as an ``int64`` array of shape ``(B,)``.
@@ -82,9 +84,7 @@ class PackedSequence(NamedTuple):
 
 
 def _to_numpy(x: Any) -> np.ndarray:
-    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a CPU torch tensor
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+    return np.asarray(from_torch(x))
 
 
 def pack_padded_sequence(input: Any, lengths: Any, batch_first: bool = False,

@@ -19,8 +19,9 @@ from script.frontend.classes import register_script_class
 from script.frontend.compiler import compile_method
 from script.frontend.infer_types import infer_annotations
 from script.module import Module, ModuleList, Parameter
-from script.runtime.autodiff import grad, value_and_grad, vjp
+from script.runtime.autodiff import vjp
 from script.runtime.function import ScriptFunction
+from script.runtime.gradients import grad, value_and_grad
 from script.runtime.script_module import ScriptModule, export
 from script.tools.profiler import profile
 

@@ -15,6 +15,7 @@ from ir.ops.rules import (
     unary_float_rule,
 )
 from ir.registry import (
+    ARRAY_RESULT,
     COMMUTATIVE,
     ELEMENTWISE,
     NOT_CONSTANT,
@@ -167,7 +168,12 @@ for _name, _np, _doc in (
 defop("tensor::clip(a: operand, lo: operand?, hi: operand?) -> operand", _clip, EW_OR_INPUT,
       ("np.clip", ".clip"),
       "min(max(a, lo), hi); None leaves a side open; at a bound the gradient goes to a")
-defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where, EW,
-      ("np.where",), "a where cond else b")
+UFUNC_ATTR = "ufunc"
+"""``tensor::where[ufunc=True]``: the where a ufunc's composite ends with (``np.logaddexp``),
+whose 0-d result is a numpy scalar as the ufunc's is (not an array as ``np.where``'s:
+``ARRAY_RESULT``)."""
+
+defop("tensor::where(cond: operand, a: operand, b: operand) -> operand", _where,
+      EW + (ARRAY_RESULT,), ("np.where",), "a where cond else b")
 defop("tensor::astype(a: operand, dtype: str) -> operand", _astype, EW, (".astype",),
       "cast to a dtype given by name or numpy type")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.shape import tensor_arg
-from ir.registry import PURE, VIEW, ZERO_DERIVATIVE, defop
+from ir.registry import ARRAY_RESULT, PURE, VIEW, ZERO_DERIVATIVE, defop
 from ir.types import TensorType, Type
 
 
@@ -32,7 +32,8 @@ defop("tensor::contiguous(a: Tensor) -> Tensor", _at_least_1d, (PURE, VIEW), (),
       "`a` with C-contiguous storage (numpy.ascontiguousarray; no copy when it already is; a "
       "0-d array becomes shape (1,)): the same values, a faster matmul operand than a "
       "transposed view")
-defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE,), ("np.copy", ".copy"),
+defop("tensor::copy(a: Tensor) -> Tensor", _same_as_input, (PURE, ARRAY_RESULT),
+      ("np.copy", ".copy"),
       "a new array holding a's values (numpy.copy)")
 defop("tensor::detach(a: Tensor) -> Tensor", _same_as_input, (PURE, VIEW, ZERO_DERIVATIVE), (),
       "`a` itself, through which no gradient flows (torch's detach, jax.lax.stop_gradient)")

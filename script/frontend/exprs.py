@@ -183,16 +183,6 @@ class ExprMixin:
             raise self.unsupported(node, f"the operator {_SYMBOLS.get(type(node.op), '?')}")
         return self.binary(symbol, self.expr(node.left), self.expr(node.right), node)
 
-    def repeat_list(self: FunctionCompiler, lhs: Any, rhs: Any, node: ast.AST) -> Any:
-        """``[0.0] * n`` / ``n * [0.0]``: a list of numbers or strings repeated; a list of
-        arrays is refused (its n items would be one array, which a write changes in all)."""
-        items, count = (lhs, rhs) if isinstance(lhs.type, ListType) else (rhs, lhs)
-        if items.type.element not in (INT, FLOAT, BOOL, STR):
-            raise self.error(node, f"repeating a list of {items.type.element} with * is not "
-                             "supported (its items would be one object n times): write a "
-                             "comprehension, [x.copy() for _ in range(n)]")
-        return self.emit_value("prim::ListMul", [items, count])
-
     def binary(self: FunctionCompiler, symbol: str, lhs: Any, rhs: Any, node: ast.AST) -> Any:
         """``lhs <symbol> rhs``: tuples and lists concatenate, everything else is an op."""
         if symbol == "+" and isinstance(lhs.type, TupleType) and isinstance(rhs.type, TupleType):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Value
+from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
@@ -161,8 +162,7 @@ class NumpyMixin:
         tail = self.emit_value("tensor::log1p", [self.emit_value(
             "tensor::exp", [self.emit_value("tensor::neg", [gap])])])
         apart = self.emit_value("tensor::add", [self.emit_value("tensor::maximum", [a, b]), tail])
-        # a ufunc's where: its 0-d result is a numpy scalar (codegen's _write_scalar_result)
-        return self.emit("tensor::where", [same, twice, apart], attrs={"ufunc": True}).output
+        return self.emit("tensor::where", [same, twice, apart], attrs={UFUNC_ATTR: True}).output
 
     def numpy_isclass(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.isnan / np.isinf / np.isfinite: ``x != x``, ``|x| == inf``, ``|x| < inf`` (a nan

@@ -6,7 +6,8 @@ it with a tuple of ints the frontend makes the tuple a ``prim::ShapeConstruct`` 
 the IR, a tuple at run time): ``+`` concatenates them into a tuple, and ``==`` / ``!=`` compare
 the length and then each item, short-circuited. Against ``x.shape`` itself the length is
 ``x.ndim`` and the items ``x.shape[k]``, which the specialization knows: ``if x.shape == (2,
-3):`` compiles only the branch taken, as ``if x.ndim == 2:`` does.
+3):`` compiles only the branch taken, as ``if x.ndim == 2:`` does. A list of numbers repeated
+(``[0.0] * n``) is here too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.types import BOOL, INT, ListType, TupleType, is_subtype
+from ir.types import BOOL, FLOAT, INT, STR, ListType, TupleType, is_subtype
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
 
 class SequenceMixin:
     """Tuple/list-of-int mixing for ``FunctionCompiler``."""
+
+    def repeat_list(self: FunctionCompiler, lhs: Any, rhs: Any, node: ast.AST) -> Any:
+        """``[0.0] * n`` / ``n * [0.0]``: a list of numbers or strings repeated; a list of
+        arrays is refused (its n items would be one array, which a write changes in all)."""
+        items, count = (lhs, rhs) if isinstance(lhs.type, ListType) else (rhs, lhs)
+        if items.type.element not in (INT, FLOAT, BOOL, STR):
+            raise self.error(node, f"repeating a list of {items.type.element} with * is not "
+                             "supported (its items would be one object n times): write a "
+                             "comprehension, [x.copy() for _ in range(n)]")
+        return self.emit_value("prim::ListMul", [items, count])
 
     def int_sequences(self: FunctionCompiler, lhs: Any, rhs: Any) -> bool:
         """One side is a list of ints, the other a tuple of ints."""

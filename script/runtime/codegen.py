@@ -22,8 +22,9 @@ import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
-from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
+from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR, UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
+from ir.registry import ARRAY_RESULT
 from script import ops
 from script.frontend.classes import python_class
 from script.runtime import contractions, op_writers, sanitize, weak_numbers
@@ -407,16 +408,18 @@ def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
 
 def _write_scalar_result(w: FunctionWriter, node: Node, name: str, inner: Value) -> None:
     """A kernel's 0-d output as numpy gives it: a numpy scalar for a ufunc's result (``np.tanh``
-    of a 0-d array is a ``np.float64``), an array for ``np.where`` and ``copy`` (a where a
-    ufunc's composite ends with, ``np.logaddexp``'s, is marked ``ufunc``), and for
+    of a 0-d array is a ``np.float64``), an array for the ``ARRAY_RESULT`` ops (``np.where``,
+    ``copy``; a where a ufunc's composite ends with is marked ``UFUNC_ATTR``), and for
     ``astype`` what its operand is (a numpy scalar's cast is one, a 0-d array's is an array)."""
     while inner.node.kind == "tensor::astype" and not inner.is_param:
         inner = inner.node.inputs[0]
     if inner.is_param:
         outer = w.ns.name(node.inputs[inner.index])
         w.emit(f"if type({outer}) is not np.ndarray: {name} = {name}[()]")
-    elif inner.node.kind not in ("tensor::where", "tensor::copy") or inner.node.attrs.get("ufunc"):
-        w.emit(f"{name} = {name}[()]")
+    else:
+        op = ir.registry.lookup(inner.node.kind)
+        if op is None or ARRAY_RESULT not in op.traits or inner.node.attrs.get(UFUNC_ATTR):
+            w.emit(f"{name} = {name}[()]")
 
 
 SCALAR_GROUP_NODES = 4

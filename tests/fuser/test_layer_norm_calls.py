@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from script import SignatureError, Tensor, ops, script, vjp
-from script.runtime.autodiff import grad
+from script.runtime.gradients import grad
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same, rand, random_args, rng
 from tests.programs.layers import affine_norm, norm_in_a_loop

@@ -249,7 +249,7 @@ def cubed_norm(x: Tensor, w: Tensor) -> Tensor:
 
 
 def test_second_derivatives_equal_finite_differences_of_the_gradient():
-    from script.runtime.autodiff import grad
+    from script.runtime.gradients import grad
 
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((3, 5)), rng.standard_normal(5)

@@ -17,7 +17,7 @@ import numpy as np
 
 import rnn
 from script import Tensor, ops, script, vjp
-from script.runtime.autodiff import grad
+from script.runtime.gradients import grad
 
 
 def cubed_affine_norm(x: Tensor, w: Tensor, b: Tensor) -> Tensor:

@@ -137,12 +137,14 @@ def scalar_casts(x: Tensor, f: float):
     a = x[0].astype(np.float32)
     b = x.sum().astype(np.int8)
     return a + 0.1, b * 100, np.clip(f, 0.0, 1.0), np.clip(x[1], 0.0, 1.0), \
-        np.tanh(np.array(0.5)) * 2.0, np.where(x > 1.0, x, 0.0)[0] * 1.0
+        np.tanh(np.array(0.5)) * 2.0, np.where(x > 1.0, x, 0.0)[0] * 1.0, \
+        np.where(x[0] > 1.0, x[0] * 2.0, -x[0])  # np.where's 0-d result is an array
 
 
 def test_numpy_scalars_keep_numpys_types_through_casts_and_ufuncs():
     """``x[0].astype(np.float32)`` is a ``np.float32`` (then float32 arithmetic), an int8
-    cast wraps, ``np.clip`` of a Python float is a ``np.float64``."""
+    cast wraps, ``np.clip`` of a Python float is a ``np.float64``, a fused ``np.where`` of
+    items is a 0-d array."""
     x = np.array([1.5, 2.0, 0.25])
     with np.errstate(over="ignore"):
         got, want = script(scalar_casts)(x, 2.5), scalar_casts(x, 2.5)

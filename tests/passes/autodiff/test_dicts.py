@@ -500,7 +500,7 @@ def test_a_returned_list_changed_in_place_is_right_or_refused_at_its_line():
 
 
 def test_grad_of_a_function_of_a_dict_argument_is_not_misread():
-    from script.runtime.autodiff import grad
+    from script.runtime.gradients import grad
     params = {1: np.ones(2), 0: np.full(2, 3.0)}  # key order differs from key values
 
     def first(d: Dict[int, Tensor]) -> Tensor:

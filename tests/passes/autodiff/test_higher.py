@@ -7,7 +7,8 @@ import pytest
 
 from script import Tensor, ops
 from script.errors import ScriptError
-from script.runtime.autodiff import grad, value_and_grad, vjp
+from script.runtime.autodiff import vjp
+from script.runtime.gradients import grad, value_and_grad
 
 
 def cubic(x: Tensor) -> Tensor:
