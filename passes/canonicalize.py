@@ -21,6 +21,7 @@ import numpy as np
 
 from ir.alias import StorageClasses, may_share_input
 from ir.core import CONSTANT, Graph, Node, Value
+from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import NOT_CONSTANT, WRITES, const, constant_of, lookup
 from ir.types import FLOAT, NONE, OptionalType, TensorType, TupleType
 from passes.numpy_lowering import NUMPY_RULES
@@ -181,14 +182,41 @@ def list_add_of_constructs(node: Node) -> bool:
 _LIST_READS = frozenset({"prim::ListIndex", "prim::ListAdd", "prim::len"})
 
 
+def _only_read(container: Value, reads: frozenset[str]) -> bool:
+    """Every use of ``container`` is one of ``reads``, an array op or a pure op whose result
+    nothing uses (a list of dicts whose items were forwarded): nothing changes it."""
+    return all(u.node.kind in reads or u.node.kind.startswith("tensor::") or
+               (u.node.kind in _PURE_BUILDS and not u.node.output.uses) for u in container.uses)
+
+
+_PURE_BUILDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct"})
+
+
+def dict_get_of_construct(node: Node) -> bool:
+    """``{"W": w, "b": b}["W"] -> w`` for a constant key when every use of the dict only reads
+    it (the last pair of a repeated key is the one kept, as in Python)."""
+    ctor = _producer(node.inputs[0], "prim::DictConstruct")
+    key = constant_of(node.inputs[1])
+    if ctor is None or type(key) not in (int, str) or not _only_read(ctor.output, _DICT_READS):
+        return False
+    pairs = ctor.inputs
+    found = [pairs[i + 1] for i in range(0, len(pairs), 2)
+             if type(k := constant_of(pairs[i])) is type(key) and k == key]
+    if not found or any(constant_of(pairs[i]) is NOT_CONSTANT for i in range(0, len(pairs), 2)):
+        return False
+    return forward_outputs(node, [found[-1]])
+
+
+_DICT_READS = frozenset({"prim::DictGetItem", "prim::len", "prim::DictContains"})
+
+
 def list_index_of_construct(node: Node) -> bool:
     """``[x, y, z][k] -> the k-th item`` for a constant ``k`` when every use of the list only
     reads it (indexing, ``+``, ``len``, array ops such as ``np.hstack``): nothing changes it."""
     ctor = _producer(node.inputs[0], "prim::ListConstruct")
     k = constant_of(node.inputs[1])
     if ctor is None or type(k) is not int or not -len(ctor.inputs) <= k < len(ctor.inputs) or \
-            any(u.node.kind not in _LIST_READS and not u.node.kind.startswith("tensor::")
-                for u in ctor.output.uses):
+            not _only_read(ctor.output, _LIST_READS):
         return False
     return forward_outputs(node, [ctor.inputs[k]])
 
@@ -211,6 +239,9 @@ def len_of_known(node: Node) -> bool:
     t = node.inputs[0].type
     if isinstance(t, TupleType):
         return replace_with_constant(node, len(t.elements))
+    ctor = _producer(node.inputs[0], "prim::ListConstruct")
+    if ctor is not None and _only_read(ctor.output, _LIST_READS):
+        return replace_with_constant(node, len(ctor.inputs))
     if isinstance(t, TensorType) and t.shape and t.shape[0] is not None:
         return replace_with_constant(node, t.shape[0])
     return False
@@ -293,6 +324,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::ListAdd": list_add_of_constructs,
     "prim::ListIndex": list_index_of_construct,
+    "prim::DictGetItem": dict_get_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,
@@ -365,6 +397,25 @@ def no_op_copy(node: Node, classes: StorageClasses, in_place: bool) -> bool:
     return forward_outputs(node, [x])
 
 
+def same_kind_cast(node: Node) -> bool:
+    """The cast of an in-place update (``astype[casting="same_kind"]``) once both dtypes are
+    known: a plain cast where numpy's same-kind rule allows it, else preceded by the
+    ``TypeError`` numpy raises when the update runs (``x += 1.5`` on an int array)."""
+    src, dst = node.inputs[0].type, node.output.type
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)) or \
+            src.dtype is None or dst.dtype is None:
+        return False
+    del node.attrs[CASTING_ATTR]
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        message = (f"Cannot cast ufunc output from dtype('{src.dtype}') to dtype('{dst.dtype}') "
+                   "with casting rule 'same_kind' (an in-place update keeps the array's dtype: "
+                   "write x = x + v for a new array)")
+        raise_ = node.graph.create("prim::RaiseException", (_constant_before(node, message),),
+                                   (), {"exception": "TypeError"}, source=node.source)
+        raise_.insert_before(node)
+    return True
+
+
 COPY_RULES = ("tensor::copy", "tensor::astype")
 """kinds rewritten by ``no_op_copy``."""
 
@@ -376,7 +427,9 @@ def sweep(graph: Graph) -> bool:
     in_place = _writes_arrays(graph)
     for node in list(graph.walk()):
         if node.kind in COPY_RULES:
-            if node.owner is not None:
+            if CASTING_ATTR in node.attrs and node.owner is not None:
+                changed |= same_kind_cast(node)
+            elif node.owner is not None:
                 changed |= no_op_copy(node, classes, in_place)
             continue
         rule = RULES.get(node.kind)

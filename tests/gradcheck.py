@@ -42,11 +42,15 @@ def inner(a: Any, b: Any) -> float:
                      for x, y in zip(leaves(a), leaves(b))))
 
 
-def float_arrays(args: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Any]]:
-    """(path, array) for every float array inside the (nested) arguments."""
+def float_arrays(args: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, array) for every float array inside the (nested) arguments: tuples, lists and
+    dicts (a path holds a dict's keys)."""
     if isinstance(args, (tuple, list)):
         for k, item in enumerate(args):
             yield from float_arrays(item, path + (k,))
+    elif isinstance(args, dict):
+        for key, item in args.items():
+            yield from float_arrays(item, path + (key,))
     elif isinstance(args, np.ndarray) and args.dtype.kind == "f":
         yield path, args
 
@@ -54,6 +58,8 @@ def float_arrays(args: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[
 def replace(args: Any, path: tuple[int, ...], value: Any) -> Any:
     if not path:
         return value
+    if isinstance(args, dict):
+        return {k: replace(v, path[1:], value) if k == path[0] else v for k, v in args.items()}
     items = list(args)
     items[path[0]] = replace(items[path[0]], path[1:], value)
     return tuple(items) if isinstance(args, tuple) else items

@@ -77,6 +77,14 @@ def _clip(node: Node) -> list[Type]:
     return broadcast_rule(node)
 
 
+CASTING_ATTR = "casting"
+"""``tensor::astype[casting="same_kind"]``: the cast of an in-place update (``x += v``), which
+numpy refuses where it would change the kind (a float result into an int array). The type rule
+does not refuse it (the update may sit in a branch that never runs, ``if x.dtype == ...``);
+``canonicalize`` puts a ``raise`` before it once both dtypes are known, as numpy raises when
+the update runs."""
+
+
 def _astype(node: Node) -> list[Type]:
     t = node.inputs[0].type
     dtype = const(node, 1)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import PARAM
+from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import constant_of
 from ir.types import (
     BOOL,
@@ -357,7 +358,8 @@ class StmtMixin:
             shape = self.emit_value("tensor::shape", [current])
             kept = self.emit_value("tensor::broadcast_to", [result, shape])
             dtype = self.emit_value("tensor::dtype", [current])
-            self.frame.set(name, self.emit_value("tensor::astype", [kept, dtype]))
+            self.frame.set(name, self.emit("tensor::astype", [kept, dtype],
+                                           attrs={CASTING_ATTR: "same_kind"}).output)
 
         self.emit_if(is_scalar, lambda: self.frame.set(name, result), cast, end_of(node), node)
         value = self.frame.find(name)

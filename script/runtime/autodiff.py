@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,15 @@ from ir.alias import StorageClasses
 from ir.core import Graph
 from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from passes.autodiff.nested_inputs import (
+    Layout,
+    count,
+    flatten_inputs,
+    layout_of,
+    leaves,
+    rebuild,
+    unroll_reads,
+)
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script.errors import (
@@ -64,6 +73,9 @@ class CompiledGradient:
     shared_outputs: tuple[Any, ...] = ()
     """per output, what of it the saved values may also hold (``ir.alias.Overlap``): that part
     is copied before the caller gets it, so mutating an output cannot change the gradient."""
+    nested: tuple[tuple[int, Layout], ...] = ()
+    """the arguments holding containers given to the graphs as their arrays, appended after the
+    graph inputs in this order (``passes.autodiff.nested_inputs``), with their layouts."""
 
 
 _lock = threading.RLock()
@@ -93,14 +105,24 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool,
              wrt: frozenset[int] | None = None) -> CompiledGradient:
-    graph = _specialized_graph(f, args)
+    graph, nested = _specialized_graph(f, args, _nested_layouts(f, args))
+    if nested:  # an argument's arrays are differentiated in its place
+        wrt, at = set(range(len(args)) if wrt is None else wrt), len(args)
+        for k, layout in nested.items():
+            if k in wrt:
+                wrt.update(range(at, at + count(layout)))
+            at += count(layout)
+        wrt = frozenset(wrt - set(nested))
     with reported(f.origin, "differentiating"):
-        return _compile_gradient(f, graph, args, optimize, wrt)
+        return _compile_gradient(f, graph, args, optimize, wrt, nested)
 
 
 def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], optimize: bool,
-                      wrt: frozenset[int] | None = None) -> CompiledGradient:
-    grad = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args), wrt)
+                      wrt: frozenset[int] | None = None, nested: dict[int, Layout] | None = None
+                      ) -> CompiledGradient:
+    nested = nested or {}
+    plain = {k: a for k, a in enumerate(args) if k not in nested}
+    grad = differentiate(graph, _list_item_types(f, plain), _dict_item_types(f, plain), wrt)
     if optimize:
         optimize_gradient(grad)
     else:
@@ -108,7 +130,8 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
     name = _py_name(f)
     forward, _ = generate(grad.forward, name=name + "_forward")
     backward, _ = generate(grad.backward, name=name + "_backward")
-    return CompiledGradient(grad, forward, backward, f.definition.name, _shared_with_saved(grad))
+    return CompiledGradient(grad, forward, backward, f.definition.name, _shared_with_saved(grad),
+                            tuple(nested.items()))
 
 
 def optimize_gradient(grad: Gradient) -> None:
@@ -139,44 +162,80 @@ def _own(value: Any, shared: Any, memo: dict[int, Any]) -> Any:
     return tuple(_own(v, s, memo) for v, s in zip(value, shared))
 
 
-def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]) -> Graph:
-    """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused."""
+def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...],
+                       layouts: Mapping[int, Layout] | None = None
+                       ) -> tuple[Graph, dict[int, Layout]]:
+    """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused;
+    with the arguments of ``layouts`` it only reads given to it as their arrays (those
+    returned)."""
     d = f.definition
     if len(args) != len(d.input_names()):
         raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
                              "were given")
     types = input_types(d, args)
+    items = input_items(d, args)
     check_devices(d, args)
     with reported(f.origin, "compiling"):
         graph = d.graph.clone()
         run_pipeline(graph, "inline")
         bind_static_ints(graph, static_arguments(d, args))
         coerce_numbers(graph, types)
+        leaf_types = {k: [type_of(x, ir.TENSOR, f"{d.name}(): argument {k}")
+                          for x in leaves(args[k], layout)]
+                      for k, layout in (layouts or {}).items()}
+        nested = flatten_inputs(graph, layouts or {}, leaf_types)
+        for k in nested:
+            types.extend(leaf_types[k])
+            items.extend([None] * len(leaf_types[k]))
         try:
-            specialize(graph, types, input_items(d, args))
+            specialize(graph, types, items)
         except ir.ShapeError as e:
             raise ArgumentShapeError(f"{d.name}(): the arguments cannot be accepted: {e}") \
                 from None
         # shape-prop: the types unrolling narrowed; the loops whose carried numbers become arrays
         # carry arrays of one shape once their first trip is peeled
         run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")
-    return graph
+        if nested:  # loops over a rebuilt container unrolled (`for layer in layers`): the
+            unroll_reads(graph)  # reads of its items at constant indices forwarded
+            run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop")
+    return graph, nested
 
 
-def _list_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, list[ir.Type]]:
-    """Each list argument's item types: the signature key holds every item's shape, so a
-    specialization is for exactly these items (the backward needs each weight's shape)."""
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
+
+
+def _nested_layouts(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, Layout]:
+    """The arguments that are containers holding containers of arrays, by position."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
+    for k, a in enumerate(args[:len(f.definition.arg_names)]):
+        layout = layout_of(a, _is_array)
+        if layout is not None:
+            found[k] = layout
+    return found
+
+
+def _list_item_types(f: ScriptFunction, args: Mapping[int, Any]) -> dict[int, list[ir.Type]]:
+    """Each list argument's item types (``args``: position -> argument): the signature key
+    holds every item's shape, so a specialization is for exactly these items (the backward
+    needs each weight's shape)."""
+    found = {}
+    declared = f.definition.input_types()
+    for k, a in args.items():
+        t = declared[k]
         if isinstance(a, list) and isinstance(t, ir.ListType):
             found[k] = [type_of(x, t.element, f"argument {k}[{i}]") for i, x in enumerate(a)]
     return found
 
 
-def _dict_item_types(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, dict[Any, ir.Type]]:
-    """Each dict argument's value types by key (the signature key holds each value's shape)."""
+def _dict_item_types(f: ScriptFunction, args: Mapping[int, Any]
+                     ) -> dict[int, dict[Any, ir.Type]]:
+    """Each dict argument's value types by key (``args``: position -> argument; the signature
+    key holds each value's shape)."""
     found = {}
-    for k, (a, t) in enumerate(zip(args, f.definition.input_types())):
+    declared = f.definition.input_types()
+    for k, a in args.items():
+        t = declared[k]
         if isinstance(a, dict) and isinstance(t, ir.DictType):
             found[k] = {key: type_of(x, t.value, f"argument {k}[{key!r}]")
                         for key, x in a.items()}
@@ -317,6 +376,8 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
     grad = compiled.gradient
     args = [tuple(a[key] for key in grad.dict_inputs[k]) if k in grad.dict_inputs else a
             for k, a in enumerate(args)]
+    for k, layout in compiled.nested:
+        args.extend(leaves(arguments[k], layout))
     prof = instrument.active
     if prof is None:
         results = compiled.forward(*args)
@@ -349,6 +410,13 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
             grads = (grads,)
         grads = [dict(zip(grad.dict_inputs[k], g)) if k in grad.dict_inputs and g is not None
                  else g for k, g in enumerate(grads)]
+        at = len(arguments)
+        for k, layout in compiled.nested:
+            n = count(layout)
+            grads[k] = rebuild(layout, [g if g is not None else _zero_gradient(x) for g, x in
+                                        zip(grads[at:at + n], leaves(arguments[k], layout))])
+            at += n
+        grads = grads[:len(arguments)]
         return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
 
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
@@ -444,9 +512,10 @@ def vjp_graphs_for(f: ScriptFunction, *args: Any, argnums: int | Sequence[int] |
     pair = compile_gradient(f, args, wrt=wrt).gradient
     if not regions:
         return pair.forward, pair.backward
-    graph = _specialized_graph(f, args)
+    graph, nested = _specialized_graph(f, args, _nested_layouts(f, args))
+    plain = {k: a for k, a in enumerate(args) if k not in nested}
     with reported(f.origin, "differentiating"):
-        view = differentiate(graph, _list_item_types(f, args), _dict_item_types(f, args), wrt,
+        view = differentiate(graph, _list_item_types(f, plain), _dict_item_types(f, plain), wrt,
                              regions=True).regions
     return view, pair.backward
 

@@ -152,6 +152,47 @@ def test_numpy_scalars_keep_numpys_types_through_casts_and_ufuncs():
     assert_same(got, want)
 
 
+def add_half(x: Tensor, flag: bool):
+    x = x.copy()
+    if flag:
+        x += 1.5
+    return x
+
+
+def divide_rows(x: Tensor, flag: bool):
+    x = x.copy()
+    x[0] /= 2
+    return x
+
+
+def halve_floats(y: Tensor, flag: bool):
+    y = y.copy()
+    if y.dtype == np.float64:
+        y *= 0.5
+    return y
+
+
+@pytest.mark.parametrize("fn", [add_half, divide_rows])
+def test_an_in_place_update_that_changes_the_kind_raises_as_numpy_does(fn):
+    ints = np.arange(6).reshape(2, 3)
+    with pytest.raises(TypeError):  # numpy: UFuncTypeError (same_kind casting)
+        fn(ints, True)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(fn)(ints, True)
+    floats = np.ones((2, 3), np.float32)
+    got = script(fn)(floats, True)
+    assert got.dtype == np.float32
+    assert_same(got, fn(floats, True))
+
+
+def test_an_update_that_would_change_the_kind_raises_only_when_it_runs():
+    ints = np.arange(6).reshape(2, 3)
+    assert_same(script(add_half)(ints, False), add_half(ints, False))  # the branch never runs
+    assert_same(script(halve_floats)(ints, True), halve_floats(ints, True))
+    floats = np.arange(6.0).reshape(2, 3)
+    assert_same(script(halve_floats)(floats, True), halve_floats(floats, True))
+
+
 def mismatched(a: Tensor, b: Tensor):
     return a @ b
 

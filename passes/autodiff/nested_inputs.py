@@ -1,0 +1,156 @@
+"""Container arguments that hold containers, given to the graph as their arrays, one input each.
+
+A list or dict type has one item type, so a ``List[Dict[str, Tensor]]`` of layers (each a dict of
+a weight matrix and a bias vector) types every weight as a tensor of unknown rank, and the
+backward needs each one's shape. The backward follows the containers a graph builds
+(``[...]``, ``{...}``) once the loops over them are unrolled and they are read at constant
+indices and keys, which the cleanup pipeline then forwards to the items themselves. So, before
+specialization, each such argument the function only reads (``Layout``, ``only_read``) is
+replaced by new graph inputs, one per array, appended after the others; the graph builds the
+container from them where it starts, and the original input is left unused. The caller passes
+the arrays (``leaves``) and gets their gradients back in the argument's structure
+(``rebuild``), as JAX does with pytrees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ir.core import Graph, Value
+from ir.types import DictType, ListType, TupleType, Type
+from passes.autodiff.lists import unroll_indexed_loops
+
+CONTAINERS = (ListType, DictType, TupleType)
+
+Layout = tuple
+"""The structure of a container argument: ``("list", children)``, ``("tuple", children)`` or
+``("dict", keys, children)``, a child being a ``Layout`` or None for an array."""
+
+_READS = {"prim::ListIndex": 0, "prim::TupleIndex": 0, "prim::DictGetItem": 0, "prim::len": 0,
+          "prim::ListUnpack": 0, "prim::TupleUnpack": 0, "prim::DictContains": 0,
+          "prim::DictKeys": 0}
+"""The uses of a container (kind -> the container's input index) that read it without changing
+it or letting it reach anything else; their container results are followed in turn."""
+
+
+def layout_of(value: Any, is_array: Callable[[Any], bool]) -> Layout | None:
+    """The layout of ``value`` when it is a list, tuple or dict holding at least one list or
+    dict, with arrays (``is_array``) at every leaf; else None (a NamedTuple, a flat container,
+    a number or None among the items)."""
+    found = _layout(value, is_array)
+    if not isinstance(found, tuple) or not any(isinstance(c, tuple) for c in found[-1]):
+        return None
+    return found
+
+
+def _layout(value: Any, is_array: Callable[[Any], bool]) -> Layout | None | bool:
+    """A layout, None for an array, False for anything else."""
+    if is_array(value):
+        return None
+    t = type(value)
+    if t is list or t is tuple:
+        children = [_layout(v, is_array) for v in value]
+        items: tuple = ("list" if t is list else "tuple", tuple(children))
+    elif t is dict and all(type(k) in (str, int) for k in value):
+        children = [_layout(v, is_array) for v in value.values()]
+        items = ("dict", tuple(value), tuple(children))
+    else:
+        return False
+    if not value or any(c is False for c in children):
+        return False
+    return items
+
+
+def leaves(value: Any, layout: Layout | None) -> list[Any]:
+    """The arrays of ``value`` in the order of ``layout``'s leaves."""
+    if layout is None:
+        return [value]
+    items = value.values() if layout[0] == "dict" else value
+    return [leaf for v, child in zip(items, layout[-1]) for leaf in leaves(v, child)]
+
+
+def count(layout: Layout | None) -> int:
+    """The number of arrays ``layout`` holds."""
+    return 1 if layout is None else sum(count(c) for c in layout[-1])
+
+
+def rebuild(layout: Layout | None, flat: Sequence[Any]) -> Any:
+    """The container of ``layout`` holding ``flat`` (one item per leaf, in order)."""
+    if layout is None:
+        return flat[0]
+    items, at = [], 0
+    for child in layout[-1]:
+        n = count(child)
+        items.append(rebuild(child, flat[at:at + n]))
+        at += n
+    if layout[0] == "dict":
+        return dict(zip(layout[1], items))
+    return items if layout[0] == "list" else tuple(items)
+
+
+def only_read(v: Value) -> bool:
+    """Whether the container ``v``, and every container read out of it, is only read (indexed,
+    unpacked, measured, tested for a key) by the graph."""
+    work, seen = [v], {v}
+    while work:
+        for use in work.pop().uses:
+            if _READS.get(use.node.kind) != use.index:
+                return False
+            for out in use.node.outputs:
+                if out not in seen and isinstance(out.type, CONTAINERS):
+                    seen.add(out)
+                    work.append(out)
+    return True
+
+
+def flatten_inputs(graph: Graph, layouts: Mapping[int, Layout],
+                   leaf_types: Mapping[int, Sequence[Type]]) -> dict[int, Layout]:
+    """Replace each graph input ``k`` of ``layouts`` that is only read by new inputs typed
+    ``leaf_types[k]`` (appended in the order of ``k``), the container being built from them at
+    the graph's start. Returns the inputs replaced, in that order."""
+    done: dict[int, Layout] = {}
+    for k, layout in layouts.items():
+        v = graph.inputs[k]
+        if not only_read(v):
+            continue
+        names = iter(range(count(layout)))
+        types = iter(leaf_types[k])
+        first = graph.block.nodes[0] if graph.block.nodes else graph.block
+        with graph.inserting_before(first):
+            built = _build(graph, layout, lambda: graph.add_input(
+                next(types), f"{v.name or 'arg'}_{next(names)}"))
+        v.replace_all_uses_with(built)
+        done[k] = layout
+    return done
+
+
+def unroll_reads(graph: Graph) -> bool:
+    """Unroll the loops that read a list built from a flattened argument at their counter
+    (``for layer in layers``; at most ``MAX_TRIPS`` trips), so every read is at a constant
+    index; True when one was."""
+    built = {n.output: () for n in graph.walk()
+             if n.kind == "prim::ListConstruct" and n.attrs.get(REBUILT)}
+    changed = False
+    while unroll_indexed_loops(built):
+        changed = True
+    return changed
+
+
+REBUILT = "rebuilt"
+"""Attribute of the ``prim::ListConstruct`` that rebuilds a flattened argument."""
+
+
+def _build(graph: Graph, layout: Layout, new_input: Callable[[], Value]) -> Value:
+    items = [new_input() if child is None else _build(graph, child, new_input)
+             for child in layout[-1]]
+    if layout[0] == "dict":
+        pairs = [x for key, item in zip(layout[1], items) for x in (graph.constant(key), item)]
+        return graph.insert_typed("prim::DictConstruct", pairs).output
+    if layout[0] == "list":
+        return graph.insert_typed("prim::ListConstruct", items, attrs={REBUILT: True}).output
+    return graph.insert_typed("prim::TupleConstruct", items).output
+
+
+__all__ = ["Layout", "count", "flatten_inputs", "layout_of", "leaves", "only_read", "rebuild",
+           "unroll_reads"]
