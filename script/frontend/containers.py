@@ -183,6 +183,33 @@ class ContainerMixin:
         comp = self.iterable_as_list(arg)
         return self.expr(comp if isinstance(comp, ast.ListComp) else _items_of(arg))
 
+    def builtin_map(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``map(f, xs)`` / ``map(f, xs, ys)`` as the list comprehension ``[f(x) for x in xs]``
+        (``zip`` over several); a lambda's body is the item itself, its parameters the loop
+        variables. A list where Python gives an iterator: the same items, read once or more."""
+        if node.keywords or len(node.args) < 2:
+            raise self.error(node, "map() takes a function and at least one iterable")
+        fn, iterables = node.args[0], node.args[1:]
+        if isinstance(fn, ast.Lambda):
+            a = fn.args
+            if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs or \
+                    len(a.args) != len(iterables):
+                raise self.error(fn, f"map() of a lambda takes one plain parameter per "
+                                 f"iterable ({len(iterables)} here)")
+            names, elt = [p.arg for p in a.args], fn.body
+        else:
+            names = [self.new_flag("map") for _ in iterables]
+            elt = ast.Call(fn, [ast.Name(n, ast.Load()) for n in names], [])
+        if len(names) == 1:
+            target: ast.expr = ast.Name(names[0], ast.Store())
+            source = iterables[0]
+        else:
+            target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+            source = ast.Call(ast.Name("zip", ast.Load()), list(iterables), [])
+        comp = ast.ListComp(elt=elt, generators=[ast.comprehension(
+            target=target, iter=source, ifs=[], is_async=0)])
+        return self.expr(ast.fix_missing_locations(ast.copy_location(comp, node)))
+
     def builtin_dict(self: FunctionCompiler, node: ast.Call) -> Any:
         """``dict(a=w, b=v)`` is the literal ``{"a": w, "b": v}``; ``dict(items, **kw)`` a new
         dict of a dict's items (of its type) or of (key, value) pairs, then the keywords."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
                     "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
+                    "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
                     "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
@@ -337,34 +338,67 @@ class NumpyMixin:
 
     def numpy_eye(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.eye(N, M=None, k=0, dtype=float): ones where the column is the row plus ``k``
-        (``arange(N)[:, None] + k == arange(M)``), in ``dtype``."""
+        (``arange(N)[:, None] + k == arange(M)``), in ``dtype``; np.tri(N, M=None, k=0,
+        dtype=float): ones at and below that diagonal (``>=``)."""
+        name = self.resolve_static(node.func).__name__
         given = dict(zip(["N", "M", "k", "dtype"], node.args)) | {kw.arg: kw.value
                                                                    for kw in node.keywords}
         if len(node.args) > 4 or set(given) - {"N", "M", "k", "dtype"} or "N" not in given:
-            raise self.error(node, "np.eye() takes N, M, k and dtype here (order and like are "
-                             "not supported)")
+            raise self.error(node, f"np.{name}() takes N, M, k and dtype here (order and like "
+                             "are not supported)")
         sizes = []
-        for name in ("N", "M", "k"):
-            value = self.as_index(self.expr(given[name])) if name in given else None
+        for arg in ("N", "M", "k"):
+            value = self.as_index(self.expr(given[arg])) if arg in given else None
             if value is not None and value.type not in (INT, BOOL) and not (
-                    name == "M" and value.type == NONE):
-                raise self.error(given[name], f"np.eye() argument '{name}' must be an int, not "
-                                 f"{value.type}")
+                    arg == "M" and value.type == NONE):
+                raise self.error(given[arg], f"np.{name}() argument '{arg}' must be an int, "
+                                 f"not {value.type}")
             sizes.append(value)
         n, m, k = sizes
         if m is None or m.type == NONE:
             m = n
         dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const("float64")
+        mask = self.diagonal_mask(n, m, k, "tensor::eq" if name == "eye" else "tensor::ge")
+        if dtype.is_constant and dtype.constant is None:
+            dtype = self.const("float64")
+        return self.emit_value("tensor::astype", [mask, dtype])
+
+    def diagonal_mask(self: FunctionCompiler, n: Any, m: Any, k: Any, compare: str) -> Any:
+        """The (n, m) bool array ``compare(row + k, column)``."""
         none = self.const(None)
         rows = self.emit_value("tensor::arange", [n, none, self.const(1), self.const("int64")])
         rows = self.emit_value("tensor::reshape", [rows, self.const((-1, 1))])
         if k is not None:
             rows = self.emit_value("tensor::add", [rows, k])
         cols = self.emit_value("tensor::arange", [m, none, self.const(1), self.const("int64")])
-        ones = self.emit_value("tensor::eq", [rows, cols])
-        if dtype.is_constant and dtype.constant is None:
-            dtype = self.const("float64")
-        return self.emit_value("tensor::astype", [ones, dtype])
+        return self.emit_value(compare, [rows, cols])
+
+    def numpy_triangle(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.tril(m, k=0) / np.triu(m, k=0), as numpy writes them: ``np.where`` of the mask
+        ``np.tri(*m.shape[-2:], k)`` (``k - 1`` for triu) over the last two axes (a 1-D ``m``
+        is the rows of a square), zeros of ``m``'s dtype elsewhere."""
+        name = self.resolve_static(node.func).__name__
+        a, k = self.numpy_args(node, f"np.{name}", ["m", "k"], 1)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node.args[0], f"np.{name}() of a {a.type}: pass an array")
+        k = self.as_index(k) if k is not None else self.const(0)
+        if k.type not in (INT, BOOL):
+            raise self.error(node, f"np.{name}() argument 'k' must be an int, not {k.type}")
+        if name == "triu":
+            k = self.binary("-", k, self.const(1), node)
+        cols = self.emit_value("tensor::size", [a, self.const(-1)])
+        var = f"$rows_{id(node)}"
+        ndim = self.emit_value("tensor::ndim", [a])
+        self.emit_if(self.binary("==", ndim, self.const(1), node),
+                     lambda: self.frame.set(var, cols),
+                     lambda: self.frame.set(var, self.emit_value(
+                         "tensor::size", [a, self.const(-2)])), end_of(node), node)
+        rows = self.frame.find(var)
+        del self.frame.vars[var]
+        mask = self.diagonal_mask(rows, cols, k, "tensor::ge")
+        zeros = self.emit_value("tensor::zeros_like", [a, self.const(None)])
+        kept = (a, zeros) if name == "tril" else (zeros, a)
+        return self.emit_value("tensor::where", [mask, *kept])
 
     # -- integer-array indexing --------------------------------------------------------------
     def integer_array_index(self: FunctionCompiler, value: Any, items: list[ast.expr]) -> Any:

@@ -94,7 +94,26 @@ def _r(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def triangles(x: Tensor, v: Tensor):
+    causal = (1 - np.tri(x.shape[-2], dtype=x.dtype)) * -1e10
+    return (np.tri(3), np.tri(3, 4, 1, dtype=np.int32), np.tri(2, k=-1, dtype=bool), causal,
+            np.tril(x), np.triu(x), np.tril(x, 1), np.triu(x, k=-1), np.tril(v), np.triu(v, 1),
+            np.tril(x > 0.0))
+
+
+def masked_attention(x: Tensor) -> Tensor:
+    scores = np.tril(x @ x.T) + (1 - np.tri(x.shape[0], dtype=x.dtype)) * -1e10
+    return np.sum(np.tanh(scores)) + np.sum(np.triu(x, 1) ** 2)
+
+
+def mapped(x: Tensor, xs: List[Tensor]) -> Tuple[List[Tensor], List[Tensor], List[Tensor]]:
+    halves = list(map(lambda t: np.split(t, 2, axis=-1), np.split(x, 3, axis=-1)))
+    return list(map(np.tanh, xs)), [h[1] for h in halves], list(map(lambda a, b: a * b, xs, xs))
+
+
 PROGRAMS = {
+    "triangles": (triangles, lambda r, d: (_r(r, d, 2, 3, 4), _r(r, d, 3))),
+    "mapped": (mapped, lambda r, d: (_r(r, d, 2, 12), [_r(r, d, 3), _r(r, d, 2)])),
     "creation": (creation, lambda r, d: (_r(r, d, 2, 4),)),
     "arrays_of_arrays": (arrays_of_arrays, lambda r, d: (_r(r, d, 2, 3),)),
     "repeats": (repeats, lambda r, d: (_r(r, d, 2, 3),)),
@@ -219,6 +238,7 @@ def test_unsupported_forms_are_script_errors(tmp_path, source, message):
 
 def test_gradients_of_flips_and_swaps_and_lists_as_arrays():
     r = np.random.default_rng(1)
+    check_vjp(masked_attention, (r.standard_normal((4, 3)),))
     check_vjp(flips_and_swaps, (r.standard_normal((2, 3, 3)),), argnums=(0,))
     check_vjp(lists_as_arrays, (r.standard_normal((2, 3)), r.standard_normal(3)),
               argnums=(0, 1))
