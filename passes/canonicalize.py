@@ -22,7 +22,7 @@ import numpy as np
 from ir.alias import StorageClasses, may_share_input
 from ir.core import CONSTANT, Graph, Node, Value
 from ir.ops.elementwise import CASTING_ATTR
-from ir.registry import NOT_CONSTANT, WRITES, const, constant_of, lookup
+from ir.registry import NOT_CONSTANT, WRITES, ShapeError, const, constant_of, lookup
 from ir.types import FLOAT, NONE, OptionalType, TensorType, TupleType
 from passes.numpy_lowering import NUMPY_RULES
 
@@ -297,6 +297,23 @@ def slice_as_split(node: Node) -> bool:
     return forward_outputs(node, [split.outputs[picked.start // size]])
 
 
+def split_list_of_count(node: Node) -> bool:
+    """``split_list(a, n, axis)`` of a constant ``n`` (an argument the specialization bound) is
+    the list literal of ``split``'s pieces, which the backward and list rewrites follow; not
+    where the split would be refused (numpy raises then, when it runs)."""
+    if constant_of(node.inputs[1]) is NOT_CONSTANT:
+        return False
+    try:
+        split = node.graph.create_typed("tensor::split", node.inputs, source=node.source)
+    except ShapeError:
+        return False
+    split.insert_before(node)
+    pieces = node.graph.create("prim::ListConstruct", split.outputs, [node.output.type],
+                               source=node.source)
+    pieces.insert_before(node)
+    return forward_outputs(node, [pieces.output])
+
+
 def _insert_before(at: Node, kind: str, inputs: list[Value]) -> Value:
     return at.graph.create_typed(kind, inputs, source=at.source).insert_before(at).output
 
@@ -319,6 +336,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::reshape": reshape_of_reshape,
     "tensor::matmul": matmul_of_batch_by_matrix,
     "tensor::slice": slice_as_split,
+    "tensor::split_list": split_list_of_count,
     "tensor::broadcast_to": broadcast_to_own_shape,
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::ListUnpack": list_unpack_of_construct,

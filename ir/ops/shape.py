@@ -370,6 +370,21 @@ def _split(node: Node) -> list[Type]:
     return _pieces(node, sections, sizes)
 
 
+def _split_list(node: Node) -> list[Type]:
+    """np.split with a count known once specialized: a list of pieces of the split's type
+    (the axis's size unknown while the count is)."""
+    t = tensor_arg(node, 0)
+    count = const(node, 1)
+    if count is not NOT_CONSTANT:
+        return [ListType(_split(node)[0])]
+    if t.shape is None:
+        return [ListType(t)]
+    axis = _constant_axis(node, 2, len(t.shape), 0)
+    if axis is None:
+        return [ListType(t.with_shape((None,) * len(t.shape)))]
+    return [ListType(t.with_shape(replace_dim(t.shape, axis, None)))]
+
+
 def _unbind(node: Node) -> list[Type]:
     t = tensor_arg(node, 0)
     if t.shape is None:
@@ -484,6 +499,9 @@ defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _
       "(torch.chunk); `chunks` must be a constant")
 defop("tensor::split(a: Tensor, sections: int, axis: int = 0) -> (Tensor, ...)", _split, VIEWS,
       ("np.split",), "`sections` equal pieces along `axis` (np.split with an int)")
+defop("tensor::split_list(a: Tensor, sections: int, axis: int = 0) -> Tensor[]", _split_list,
+      (FRESH, VIEW), (), "np.split with a count that is an argument: a new list of the pieces "
+      "(a split once the count is known)", sizes=("sections",))
 defop("tensor::unbind(a: Tensor, axis: int = 0) -> Tensor[]", _unbind, (FRESH, VIEW),
       ("ops.unbind",), "a new list of the slices along `axis`")
 defop("tensor::cat(tensors: Tensor[], axis: int = 0) -> Tensor", _cat, SHAPE,

@@ -102,6 +102,7 @@ from script.ops._impl_shape import (
     size,
     slice,
     split,
+    split_list,
     squeeze,
     stack,
     transpose,
@@ -404,7 +405,8 @@ __all__ = [
     "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "manual_seed",
     "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul", "ndim", "ne", "neg", "ones",
     "ones_like", "pow", "reciprocal", "relu", "reshape", "rsqrt", "select", "shape", "sigmoid",
-    "sign", "sin", "size", "slice", "softmax", "softplus", "split", "sqrt", "square", "squeeze",
+    "sign", "sin", "size", "slice", "softmax", "softplus", "split", "split_list", "sqrt", "square",
+    "squeeze",
     "stack", "std", "sub", "sum", "tanh", "transpose", "unbind", "var", "where", "zeros",
     "zeros_like",
 ]

@@ -112,6 +112,11 @@ def chunk(a: Any, chunks: int, axis: int = 0) -> tuple:
                  for i in range(chunks))
 
 
+def split_list(a: Any, sections: int, axis: int = 0) -> list:
+    """np.split with an int: the list of pieces."""
+    return list(split(a, sections, axis))
+
+
 def split(a: Any, sections: int, axis: int = 0) -> tuple:
     """``sections`` equal pieces along ``axis`` (np.split with an int): views, sliced here
     (``np.split`` takes several microseconds in Python); np.split's error otherwise."""

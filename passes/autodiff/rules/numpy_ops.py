@@ -130,6 +130,10 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::index_pairs": deflinear(_scatter_pairs),
     "tensor::take_backward": deflinear(_take_again),
     "tensor::index_pairs_backward": deflinear(_pairs_again),
+    "tensor::split_list": _refused(
+        "cannot differentiate np.split with a number of pieces not known when compiling (an "
+        "int argument is known once the function is specialized; one computed in the function "
+        "is not): split by a constant"),
     "tensor::vstack": _refused(
         "cannot differentiate np.vstack of arrays whose numbers of axes are not known when "
         "compiling or differ: write np.concatenate or np.stack of arrays of one number of axes"),

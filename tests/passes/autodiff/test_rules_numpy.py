@@ -79,11 +79,18 @@ def swaps(x: Tensor, rows: List[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
             np.flip(rows[1]) * np.flip(x[:, :, 0], axis=None))
 
 
+def split_by_argument(x: Tensor, n_head: int) -> Tensor:
+    """picoGPT's ``np.split(x, n_head, axis=-1)``: the count an argument (a split once known)."""
+    heads = np.split(x, n_head, axis=-1)
+    return np.hstack([np.tanh(h) * float(k + 1) for k, h in enumerate(heads)]) + heads[-1].sum()
+
+
 def _r(rng, *shape):
     return rng.standard_normal(shape)
 
 
 CASES = {
+    "split_by_argument": (split_by_argument, lambda r: (_r(r, 3, 8), 4), ["tensor::split_list"]),
     "tile_repeat": (tile_repeat, lambda r: (_r(r, 2, 3),), ["tensor::tile", "tensor::repeat"]),
     "flat": (flat, lambda r: (_r(r, 2, 3),), ["tensor::flatten", "tensor::ravel"]),
     "dots": (dots, lambda r: (_r(r, 4, 3), _r(r, 3), _r(r, 4, 1), _r(r, 1, 5)),

@@ -106,6 +106,20 @@ def masked_attention(x: Tensor) -> Tensor:
     return np.sum(np.tanh(scores)) + np.sum(np.triu(x, 1) ** 2)
 
 
+def split_by_count(x: Tensor, n: int) -> Tuple[List[Tensor], Tensor]:
+    return np.split(x, n, axis=-1), np.vstack(np.split(x, n))
+
+
+def test_np_split_by_an_int_argument_gives_numpys_list():
+    x = np.arange(24.0).reshape(4, 6)
+    for n in (1, 2):
+        got, want = script(split_by_count)(x, n), split_by_count(x, n)
+        assert type(got[0]) is list and len(got[0]) == n
+        assert_same(got, want)
+    with pytest.raises(ValueError):  # numpy's: the axis does not divide
+        script(split_by_count)(x, 4)
+
+
 def mapped(x: Tensor, xs: List[Tensor]) -> Tuple[List[Tensor], List[Tensor], List[Tensor]]:
     halves = list(map(lambda t: np.split(t, 2, axis=-1), np.split(x, 3, axis=-1)))
     return list(map(np.tanh, xs)), [h[1] for h in halves], list(map(lambda a, b: a * b, xs, xs))
