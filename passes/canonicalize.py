@@ -207,6 +207,19 @@ def dict_get_of_construct(node: Node) -> bool:
     return forward_outputs(node, [found[-1]])
 
 
+def dict_contains_of_construct(node: Node) -> bool:
+    """``k in {"W": w, "b": b}`` for a constant ``k`` when every key is a constant and every
+    use of the dict only reads it: a constant (the dead branch of ``if "b" in layer`` goes)."""
+    ctor = _producer(node.inputs[0], "prim::DictConstruct")
+    key = constant_of(node.inputs[1])
+    if ctor is None or type(key) not in (int, str) or not _only_read(ctor.output, _DICT_READS):
+        return False
+    keys = [constant_of(ctor.inputs[i]) for i in range(0, len(ctor.inputs), 2)]
+    if any(type(k) not in (int, str) for k in keys):
+        return False
+    return replace_with_constant(node, any(type(k) is type(key) and k == key for k in keys))
+
+
 _DICT_READS = frozenset({"prim::DictGetItem", "prim::len", "prim::DictContains"})
 
 
@@ -343,6 +356,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::ListAdd": list_add_of_constructs,
     "prim::ListIndex": list_index_of_construct,
     "prim::DictGetItem": dict_get_of_construct,
+    "prim::DictContains": dict_contains_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,

@@ -69,6 +69,20 @@ def _is_scalar(x: Any) -> bool:
     return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
 
+def _extreme(fn: Callable[[Any, Any], Any]) -> Folder:
+    """Python's ``min``/``max`` of two numbers, which returns one of them as it is: a bool
+    where the type says int is left to run time."""
+    def fold(node: Node, args: list[Any]) -> Any:
+        if not all(_is_scalar(a) for a in args):
+            return NOT_CONSTANT
+        result = fn(*args)
+        declared = node.outputs[0].type
+        if declared == INT and type(result) is bool:
+            return NOT_CONSTANT
+        return _as_declared(result, declared)
+    return fold
+
+
 def _scalar_fold(fn: Callable[..., Any]) -> Folder:
     """Python scalar arithmetic, as generated code runs it; tensors go to the evaluator."""
 
@@ -190,6 +204,8 @@ FOLDERS: dict[str, Folder] = {
     "tensor::floordiv": _scalar_fold(_floordiv),
     "tensor::mod": _scalar_fold(operator.mod),
     "tensor::pow": _scalar_fold(_pow),
+    "prim::min": _extreme(min),  # Python's min and max (a zip's trip count)
+    "prim::max": _extreme(max),
     "tensor::minimum": _scalar_fold(_numpy_scalar(np.minimum)),
     "tensor::maximum": _scalar_fold(_numpy_scalar(np.maximum)),
     "tensor::eq": _scalar_fold(operator.eq),

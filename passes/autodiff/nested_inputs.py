@@ -19,7 +19,8 @@ from typing import Any
 
 from ir.core import Graph, Value
 from ir.types import DictType, ListType, TupleType, Type
-from passes.autodiff.lists import unroll_indexed_loops
+from passes.autodiff.lists import MAX_TRIPS, unroll_indexed_loops
+from passes.autodiff.refusals import refuse
 
 CONTAINERS = (ListType, DictType, TupleType)
 
@@ -137,6 +138,23 @@ def unroll_reads(graph: Graph) -> bool:
     return changed
 
 
+def check_rebuilt_reads(graph: Graph) -> None:
+    """Refuse, at the reading line, a read of a rebuilt list that unrolling did not make
+    constant: the backward cannot follow a container of containers read at a run-time index."""
+    for node in graph.walk():
+        if node.kind != "prim::ListConstruct" or not node.attrs.get(REBUILT):
+            continue
+        for use in node.output.uses:
+            user = use.node
+            if user.kind == "prim::ListIndex" and not user.inputs[1].is_constant:
+                raise refuse(
+                    "cannot differentiate a list of containers (an argument such as "
+                    "List[Dict[str, Tensor]]) read at an index not known when compiling: a loop "
+                    f"over it is unrolled when it runs a constant number of at most {MAX_TRIPS} "
+                    "trips (for layer in layers, for i in range(len(layers))); pass the arrays "
+                    "as separate lists or a tuple, or read it at constant indices", user)
+
+
 REBUILT = "rebuilt"
 """Attribute of the ``prim::ListConstruct`` that rebuilds a flattened argument."""
 
@@ -152,5 +170,5 @@ def _build(graph: Graph, layout: Layout, new_input: Callable[[], Value]) -> Valu
     return graph.insert_typed("prim::TupleConstruct", items).output
 
 
-__all__ = ["Layout", "count", "flatten_inputs", "layout_of", "leaves", "only_read", "rebuild",
-           "unroll_reads"]
+__all__ = ["Layout", "check_rebuilt_reads", "count", "flatten_inputs", "layout_of", "leaves",
+           "only_read", "rebuild", "unroll_reads"]

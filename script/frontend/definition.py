@@ -80,9 +80,9 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
         raise ScriptError(f"cannot compile {name!r}: only Python functions can be scripted")
     if fn.__name__ == "<lambda>":
         return _lambda_source(fn)
-    try:
-        file = inspect.getsourcefile(fn)
-        lines, start = inspect.getsourcelines(fn)
+    try:  # of the code object: the function's own (a decorator's wrapper is not unwrapped)
+        file = inspect.getsourcefile(fn.__code__)
+        lines, start = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError):
         file, lines, start = None, [], 0
     if not file or not lines:

@@ -23,9 +23,8 @@ from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from passes.autodiff.nested_inputs import (
     Layout,
+    check_rebuilt_reads,
     count,
-    flatten_inputs,
-    layout_of,
     leaves,
     rebuild,
     unroll_reads,
@@ -52,6 +51,7 @@ from script.runtime.function import (
     input_types,
     static_arguments,
 )
+from script.runtime.nested_args import flatten_nested
 from script.runtime.object_grads import object_attribute_positions, object_gradients
 from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
 from script.runtime.script_module import ScriptMethod, ScriptModule
@@ -105,7 +105,7 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
 
 def _compile(f: ScriptFunction, args: tuple[Any, ...], optimize: bool,
              wrt: frozenset[int] | None = None) -> CompiledGradient:
-    graph, nested = _specialized_graph(f, args, _nested_layouts(f, args))
+    graph, nested = _specialized_graph(f, args)
     if nested:  # an argument's arrays are differentiated in its place
         wrt, at = set(range(len(args)) if wrt is None else wrt), len(args)
         for k, layout in nested.items():
@@ -162,12 +162,11 @@ def _own(value: Any, shared: Any, memo: dict[int, Any]) -> Any:
     return tuple(_own(v, s, memo) for v, s in zip(value, shared))
 
 
-def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...],
-                       layouts: Mapping[int, Layout] | None = None
+def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
                        ) -> tuple[Graph, dict[int, Layout]]:
     """``f``'s graph specialized to ``args`` and cleaned up (as the executor does), not fused;
-    with the arguments of ``layouts`` it only reads given to it as their arrays (those
-    returned)."""
+    with the nested container arguments it only reads given to it as their arrays (those
+    returned: ``script.runtime.nested_args``)."""
     d = f.definition
     if len(args) != len(d.input_names()):
         raise SignatureError(f"{d.name}() takes {len(d.arg_names)} arguments but {len(args)} "
@@ -180,13 +179,7 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...],
         run_pipeline(graph, "inline")
         bind_static_ints(graph, static_arguments(d, args))
         coerce_numbers(graph, types)
-        leaf_types = {k: [type_of(x, ir.TENSOR, f"{d.name}(): argument {k}")
-                          for x in leaves(args[k], layout)]
-                      for k, layout in (layouts or {}).items()}
-        nested = flatten_inputs(graph, layouts or {}, leaf_types)
-        for k in nested:
-            types.extend(leaf_types[k])
-            items.extend([None] * len(leaf_types[k]))
+        nested = dict(flatten_nested(graph, d, args, types, items))
         try:
             specialize(graph, types, items)
         except ir.ShapeError as e:
@@ -198,21 +191,8 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...],
         if nested:  # loops over a rebuilt container unrolled (`for layer in layers`): the
             unroll_reads(graph)  # reads of its items at constant indices forwarded
             run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop")
+            check_rebuilt_reads(graph)
     return graph, nested
-
-
-def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
-
-
-def _nested_layouts(f: ScriptFunction, args: tuple[Any, ...]) -> dict[int, Layout]:
-    """The arguments that are containers holding containers of arrays, by position."""
-    found = {}
-    for k, a in enumerate(args[:len(f.definition.arg_names)]):
-        layout = layout_of(a, _is_array)
-        if layout is not None:
-            found[k] = layout
-    return found
 
 
 def _list_item_types(f: ScriptFunction, args: Mapping[int, Any]) -> dict[int, list[ir.Type]]:
@@ -512,7 +492,7 @@ def vjp_graphs_for(f: ScriptFunction, *args: Any, argnums: int | Sequence[int] |
     pair = compile_gradient(f, args, wrt=wrt).gradient
     if not regions:
         return pair.forward, pair.backward
-    graph, nested = _specialized_graph(f, args, _nested_layouts(f, args))
+    graph, nested = _specialized_graph(f, args)
     plain = {k: a for k, a in enumerate(args) if k not in nested}
     with reported(f.origin, "differentiating"):
         view = differentiate(graph, _list_item_types(f, plain), _dict_item_types(f, plain), wrt,

@@ -22,7 +22,7 @@ import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
-from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR, UFUNC_ATTR
+from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR, UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.registry import ARRAY_RESULT
 from script import ops
@@ -181,6 +181,9 @@ class FunctionWriter:
         special = STRUCTURE_WRITERS.get(node.kind)
         if special is not None:
             special(self, node)
+            return
+        if node.kind == "tensor::astype" and CASTING_ATTR in node.attrs:  # dtypes unknown
+            op_writers.write_same_kind_astype(self, node)  # when compiling: checked at run time
             return
         if node.attrs.get(IN_PLACE_ATTR) and self.ns.name(node.inputs[0]).isidentifier() \
                 and self.ns.name(node.inputs[0]) not in self.consts:

@@ -29,6 +29,8 @@ from typing import Any
 
 import ir
 from ir.core import Graph
+from passes import STANDARD_PIPELINE
+from passes.autodiff.nested_inputs import unroll_reads
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script.errors import ArgumentShapeError, Origin, ScriptError, SignatureError, reported
@@ -44,6 +46,7 @@ from script.frontend.object_args import (
 from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
 from script.runtime import instrument
 from script.runtime.codegen import generate
+from script.runtime.nested_args import Nested, flatten_nested, with_leaves
 from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
 
 
@@ -59,6 +62,9 @@ class Specialization:
     """its Python source."""
     compile_seconds: float
     """how long specializing and compiling took."""
+    nested: Nested = ()
+    """the arguments given to ``graph`` as their arrays (``script.runtime.nested_args``): its
+    code takes them after the inputs; ``fn`` reads them out of the inputs itself."""
 
 
 MAX_LAYOUTS = 8
@@ -374,19 +380,25 @@ class ScriptFunction:
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
             bind_static_ints(graph, static_arguments(d, args))
             coerce_numbers(graph, types)
+            items = input_items(d, args)
+            nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
             try:
-                specialize(graph, types, input_items(d, args))
+                specialize(graph, types, items)
             except ir.ShapeError as e:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
                 raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
                                          f"accepted: {e}") from None
+            if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
+                run_pipeline(graph, STANDARD_PIPELINE)
+                unroll_reads(graph)
             run_pipeline(graph, self.pipeline)
         with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively
             from script.tools.explain import check_strict  # strict=True: the same delegation
             check_strict(graph, d)
-        return Specialization(graph, fn, source, time.perf_counter() - start)
+        return Specialization(graph, with_leaves(fn, nested), source,
+                              time.perf_counter() - start, nested)
 
     def __repr__(self) -> str:
         return f"<ScriptFunction {self.python_fn.__qualname__}>"

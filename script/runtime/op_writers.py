@@ -36,6 +36,21 @@ def write_call(w: FunctionWriter, node: Node, fn: Callable[..., Any], hint: str)
         w.assign(node, expr)
 
 
+def same_kind_astype(a: Any, dtype: Any) -> Any:
+    """The cast of an in-place update whose dtypes were not known when compiling (an item of
+    a list of int and float arrays): numpy's ``TypeError`` where the kind would change."""
+    source = getattr(a, "dtype", None)
+    if source is not None and not np.can_cast(source, dtype, "same_kind"):
+        raise TypeError(f"Cannot cast ufunc output from dtype('{source}') to "
+                        f"dtype('{np.dtype(dtype)}') with casting rule 'same_kind' (an in-place "
+                        "update keeps the array's dtype: write x = x + v for a new array)")
+    return ops.astype(a, dtype)
+
+
+def write_same_kind_astype(w: FunctionWriter, node: Node) -> None:
+    write_call(w, node, same_kind_astype, "_same_kind")
+
+
 def write_matmul(w: FunctionWriter, node: Node) -> None:
     """A large product of two matrices through the backend's ``matmul_for`` when it has one
     (the CPU's host-vector GEMM, in loops that stay Python too: its helper threads never wait

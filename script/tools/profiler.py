@@ -25,6 +25,7 @@ from typing import Any
 
 from script.runtime import instrument
 from script.runtime.codegen import generate
+from script.runtime.nested_args import with_leaves
 
 _clock = time.perf_counter
 
@@ -225,6 +226,7 @@ def instrumented(fn: Any, spec: Any, prof: Profile) -> Callable[..., Any]:
             made, _ = generate(spec.graph, name="profiled", profiler=prof)
         finally:
             prof.building = False
+        made = with_leaves(made, spec.nested)
         cache[id(spec)] = (prof, spec, made)
     return made
 

@@ -64,6 +64,8 @@ SCALAR_REFERENCES = {
     "tensor::logical_not": (operator.not_, 1),
     "tensor::neg": (operator.neg, 1),
     "tensor::abs": (lambda a: np.abs(a).item(), 1),
+    "prim::min": (min, 2),
+    "prim::max": (max, 2),
     "prim::Bool": (bool, 1),
     "prim::Int": (int, 1),
     "prim::Float": (float, 1),

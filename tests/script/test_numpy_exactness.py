@@ -4,6 +4,8 @@ caller's array); fused kernels round each multiply and add as numpy does (no FMA
 that overflows stays inf, an exact cancellation stays 0); ``abs`` of a Python number is a
 Python number."""
 
+from typing import List
+
 import numpy as np
 import pytest
 
@@ -183,6 +185,21 @@ def test_an_in_place_update_that_changes_the_kind_raises_as_numpy_does(fn):
     got = script(fn)(floats, True)
     assert got.dtype == np.float32
     assert_same(got, fn(floats, True))
+
+
+def item_plus_half(xs: List[Tensor], k: int):
+    y = xs[k].copy()
+    y += 1.5
+    return y
+
+
+def test_an_update_of_an_array_whose_dtype_is_known_only_when_it_runs_is_checked_then():
+    xs = [np.arange(3.0), np.arange(3)]  # the item's dtype: float64 or int64, by k
+    with pytest.raises(TypeError):
+        item_plus_half(xs, 1)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(item_plus_half)(xs, 1)
+    assert_same(script(item_plus_half)(xs, 0), item_plus_half(xs, 0))
 
 
 def test_an_update_that_would_change_the_kind_raises_only_when_it_runs():

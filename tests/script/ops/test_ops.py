@@ -389,6 +389,8 @@ def test_split_unbind_cat_stack():
     x = array((6, 4), I64)
     parts = run("split", x, 3, 0, outputs=3)
     assert [p.shape for p in parts] == [(2, 4)] * 3
+    pieces = run("split_list", x, 3, 0)  # np.split by an argument: a list
+    assert isinstance(pieces, list) and [p.shape for p in pieces] == [(2, 4)] * 3
     rows = run("unbind", x, 1)
     assert len(rows) == 4 and rows[0].shape == (6,)
     np.testing.assert_array_equal(rows[2], x[:, 2])
@@ -490,7 +492,8 @@ def test_every_tensor_op_has_a_checked_example():
                {"var", "std", "softmax", "log_softmax", "matmul", "linear", "matmul_sum",
                 "transpose", "reshape", "expand_dims", "squeeze", "select", "slice", "size",
                 "shape", "ndim",
-                "dtype", "chunk", "split", "unbind", "cat", "stack", "zeros", "ones", "full",
+                "dtype", "chunk", "split", "split_list", "unbind", "cat", "stack", "zeros", "ones",
+                "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
                 "clip", "where", "astype"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")

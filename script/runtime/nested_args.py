@@ -1,0 +1,106 @@
+"""Arguments that are containers of containers, given to a specialization as their arrays.
+
+A list or dict type has one item type, so ``List[Dict[str, Tensor]]`` layers of weights of
+different shapes type every weight as an array of unknown rank: nothing fuses, and the backward
+cannot be built. A specialization is made for one structure of each argument (its signature key
+holds every array's shape), so such an argument that the function only reads is replaced by one
+graph input per array (``passes.autodiff.nested_inputs``): the graph rebuilds the container at
+its start, loops over it are unrolled and its reads forwarded to the arrays. The compiled code
+then takes the arrays after the call's own inputs; ``with_leaves`` reads them out of the
+arguments for it, with code made for the structure (a few indexing operations per array).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ir.core import Graph
+from ir.types import TENSOR, DictType, ListType, TensorType, TupleType, Type
+from passes.autodiff.nested_inputs import Layout, flatten_inputs, layout_of, leaves
+from script.frontend.signature import type_of
+
+Nested = tuple[tuple[int, Layout], ...]
+"""The flattened arguments of a specialization, in the order their arrays follow the inputs:
+(position, layout)."""
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
+
+
+def nested_layouts(d: Any, args: tuple[Any, ...]) -> dict[int, Layout]:
+    """The call's arguments (not its globals) that are containers holding containers of
+    arrays, by position."""
+    found = {}
+    for k, a in enumerate(args[:len(d.arg_names)]):
+        layout = layout_of(a, is_array)
+        if layout is not None:
+            found[k] = layout
+    return found
+
+
+def flatten_nested(graph: Graph, d: Any, args: tuple[Any, ...], types: list[Type],
+                   items: list[Any], lossy_only: bool = False) -> Nested:
+    """Replace the nested container arguments ``graph`` only reads by their arrays (graph
+    inputs appended after the others), extending the call's ``types`` and ``items`` for
+    ``specialize``; returns what was flattened. With ``lossy_only``, only those whose type
+    does not know every array's dtype and shape (a list of uniform tuples keeps them, and
+    its loops run natively as they are)."""
+    layouts = nested_layouts(d, args)
+    if lossy_only:
+        layouts = {k: v for k, v in layouts.items() if _lossy(types[k])}
+    if not layouts:
+        return ()
+    leaf_types = {k: [type_of(x, TENSOR, f"{d.name}(): argument '{d.input_names()[k]}'")
+                      for x in leaves(args[k], layout)] for k, layout in layouts.items()}
+    done = flatten_inputs(graph, layouts, leaf_types)
+    for k in done:
+        types.extend(leaf_types[k])
+        items.extend([None] * len(leaf_types[k]))
+    return tuple(done.items())
+
+
+def _lossy(t: Type) -> bool:
+    """Whether a container type leaves an array's dtype or a dimension unknown."""
+    if isinstance(t, TensorType):
+        return t.dtype is None or t.shape is None or None in t.shape
+    if isinstance(t, ListType):
+        return _lossy(t.element)
+    if isinstance(t, DictType):
+        return _lossy(t.value)
+    if isinstance(t, TupleType):
+        return any(map(_lossy, t.elements))
+    return False
+
+
+def leaf_reader(nested: Nested) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function of a call's inputs giving the arrays of its flattened arguments, in order."""
+    reads = [f"a[{k}]" + "".join(f"[{step!r}]" for step in path)
+             for k, layout in nested for path in _paths(layout)]
+    return eval(f"lambda a: ({', '.join(reads)},)")  # noqa: S307 -- indices and keys only
+
+
+def _paths(layout: Layout | None) -> list[tuple[Any, ...]]:
+    if layout is None:
+        return [()]
+    steps = layout[1] if layout[0] == "dict" else range(len(layout[-1]))
+    return [(step, *rest) for step, child in zip(steps, layout[-1]) for rest in _paths(child)]
+
+
+def with_leaves(fn: Callable[..., Any], nested: Nested) -> Callable[..., Any]:
+    """``fn`` (compiled code taking the flattened arrays after the inputs) as a function of the
+    inputs alone; ``fn`` itself when nothing was flattened."""
+    if not nested:
+        return fn
+    read = leaf_reader(nested)
+
+    def call(*args: Any) -> Any:
+        return fn(*args, *read(args))
+    return call
+
+
+__all__ = ["Nested", "flatten_nested", "is_array", "leaf_reader", "nested_layouts",
+           "with_leaves"]
