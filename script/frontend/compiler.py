@@ -66,6 +66,7 @@ from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
 from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
@@ -146,7 +147,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
-                       CalleeMixin, ParameterMixin, KeywordsMixin):
+                       CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -11,6 +11,7 @@ keys that a comprehension computes.
 from __future__ import annotations
 
 import ast
+import operator
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
                     "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
+                    "roll": "numpy_roll", "linalg.norm": "linalg_norm",
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
                     "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
@@ -51,7 +53,7 @@ def numpy_composite(obj: Any) -> str | None:
     ``obj``, or None."""
     if not _composite_ids:
         for name, method in NUMPY_COMPOSITES.items():
-            fn = getattr(np, name)
+            fn = operator.attrgetter(name)(np)  # "linalg.norm": np.linalg.norm
             _composite_ids[id(fn)] = (fn, method)
     entry = _composite_ids.get(id(obj))
     if entry is not None and entry[0] is obj:

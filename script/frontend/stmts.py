@@ -293,8 +293,11 @@ class StmtMixin:
             items = self.tuple_items(value)
         elif isinstance(t, ClassType) and t.named_tuple:
             items = self.named_tuple_items(value)
-        elif isinstance(t, ListType) and not starred:
-            items = list(self.emit("prim::ListUnpack", [value], [t.element] * len(targets))
+        elif isinstance(t, (ListType, TensorType)) and not starred:
+            if isinstance(t, TensorType):  # `x, y, z = state`: the rows, as numpy iterates
+                value = self.emit_value("tensor::unbind", [value, self.const(0)])
+            element = value.type.element  # type: ignore[union-attr]
+            items = list(self.emit("prim::ListUnpack", [value], [element] * len(targets))
                          .outputs)
         else:
             hint = " (use ops.unbind to split a tensor)" if isinstance(t, TensorType) else ""

@@ -106,6 +106,32 @@ def masked_attention(x: Tensor) -> Tensor:
     return np.sum(np.tanh(scores)) + np.sum(np.triu(x, 1) ** 2)
 
 
+def rolls_and_norms(x: Tensor, v: Tensor):
+    return (np.roll(x, 1), np.roll(x, -2, axis=0), np.roll(x, 5, axis=-1), np.roll(v, -1),
+            np.linalg.norm(x), np.linalg.norm(v), np.linalg.norm(x, axis=1),
+            np.linalg.norm(x, axis=0, keepdims=True))
+
+
+def lorenz96(x: Tensor):
+    """DAPPER's Lorenz96 ``dxdt`` (MIT): the shifts of a periodic state."""
+    return (np.roll(x, -1) - np.roll(x, 2)) * np.roll(x, 1) - x + 8.0
+
+
+def unpacked(state: Tensor, m: Tensor):
+    x, y, z = state  # as numpy iterates: the rows
+    a, b = m
+    return np.stack([10.0 * (y - x), x * (28.0 - z) - y, x * y - 8.0 / 3 * z]), a * b
+
+
+def test_unpacking_an_array_and_norms_and_shifts_have_gradients():
+    r = np.random.default_rng(4)
+    check_vjp(lorenz96, (r.standard_normal(7),))
+    check_vjp(unpacked, (r.standard_normal(3), r.standard_normal((2, 3))))
+    check_vjp(rolls_and_norms, (r.standard_normal((3, 4)), r.standard_normal(5)))
+    with pytest.raises(ValueError, match="too many values to unpack"):
+        script(unpacked)(np.ones(4), np.ones((2, 3)))
+
+
 def split_by_count(x: Tensor, n: int) -> Tuple[List[Tensor], Tensor]:
     return np.split(x, n, axis=-1), np.vstack(np.split(x, n))
 
@@ -126,6 +152,8 @@ def mapped(x: Tensor, xs: List[Tensor]) -> Tuple[List[Tensor], List[Tensor], Lis
 
 
 PROGRAMS = {
+    "rolls_and_norms": (rolls_and_norms, lambda r, d: (_r(r, d, 3, 4), _r(r, d, 5))),
+    "unpacked": (unpacked, lambda r, d: (_r(r, d, 3), _r(r, d, 2, 3))),
     "triangles": (triangles, lambda r, d: (_r(r, d, 2, 3, 4), _r(r, d, 3))),
     "mapped": (mapped, lambda r, d: (_r(r, d, 2, 12), [_r(r, d, 3), _r(r, d, 2)])),
     "creation": (creation, lambda r, d: (_r(r, d, 2, 4),)),

@@ -1,0 +1,90 @@
+"""numpy functions written as the ops numpy's own Python computes them with: ``np.roll`` (a
+gather at shifted indices) and ``np.linalg.norm`` without an ``ord`` (the square root of a dot
+product of the flattened array, or of a sum of squares along axes). Gradients flow through the
+ops they are written as.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ir.types import BOOL, INT, NONE, TensorType
+from script.frontend.env import end_of
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+class ShiftsMixin:
+    """numpy functions of ``FunctionCompiler`` (see the module docstring)."""
+
+    def numpy_roll(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.roll(a, shift, axis=None): ``np.take(a, (np.arange(n) - shift) % n, axis)`` along
+        an int axis; without one, of the flattened array, reshaped back (a new array either
+        way, as numpy's)."""
+        a, shift, axis = self.numpy_args(node, "np.roll", ["a", "shift", "axis"], 2)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.roll() of a {a.type}: pass an array")
+        shift = self.as_index(shift)
+        if shift.type not in (INT, BOOL):
+            raise self.error(node, f"np.roll() shift must be an int here, not {shift.type} "
+                             "(several shifts: roll once per axis)")
+        whole = axis is None or axis.type == NONE
+        if not whole and axis.type != INT:
+            raise self.error(node, f"np.roll() axis must be an int or None here, not "
+                             f"{axis.type} (several axes: roll once per axis)")
+        source = self.emit_value("tensor::reshape", [a, self.const((-1,))]) if whole else a
+        along = self.const(0) if whole else axis
+        n = self.emit_value("tensor::size", [source, along])
+        none = self.const(None)
+        steps = self.emit_value("tensor::arange", [n, none, self.const(1), self.const("int64")])
+        moved = self.emit_value("tensor::sub", [steps, shift])
+        index = self.emit_value("tensor::mod", [moved, n])
+        rolled = self.emit_value("tensor::take", [source, index, along])
+        if whole:
+            shape = self.emit_value("tensor::shape", [a])
+            rolled = self.emit_value("tensor::reshape", [rolled, shape])
+        return rolled
+
+    def linalg_norm(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.linalg.norm(x, ord=None, axis=None, keepdims=False) as numpy computes it for
+        ``ord=None``: an int array as float64, then ``sqrt(dot(x.ravel(), x.ravel()))`` without
+        an axis (a numpy scalar), else
+        ``sqrt(sum(x * x, axis, keepdims))``."""
+        x, order, axis, keepdims = self.numpy_args(node, "np.linalg.norm",
+                                                   ["x", "ord", "axis", "keepdims"], 1)
+        if order is not None and not (order.is_constant and order.constant is None):
+            raise self.error(node, "np.linalg.norm() with an ord is not supported (the default: "
+                             "the 2-norm of a vector, the Frobenius norm of a matrix)")
+        if not isinstance(x.type, TensorType):
+            raise self.error(node, f"np.linalg.norm() of a {x.type}: pass an array")
+        kept = self.const(False) if keepdims is None else keepdims
+        if not kept.is_constant:
+            raise self.error(node, "np.linalg.norm() keepdims must be a constant")
+        x = self.inexact(x, node)
+        if axis is None or axis.type == NONE:
+            if kept.constant:
+                raise self.error(node, "np.linalg.norm() with keepdims and no axis is not "
+                                 "supported (give the axes)")
+            flat = self.emit_value("tensor::reshape", [x, self.const((-1,))])
+            return self.emit_value("tensor::sqrt", [self.emit_value("tensor::dot", [flat, flat])])
+        squares = self.emit_value("tensor::mul", [x, x])
+        total = self.emit_value("tensor::sum", [squares, axis, kept])
+        return self.emit_value("tensor::sqrt", [total])
+
+    def inexact(self: FunctionCompiler, x: Any, node: ast.Call) -> Any:
+        """``x`` as numpy's linalg takes it: an int or bool array as float64."""
+        dtype = self.emit_value("tensor::dtype", [x])
+        name = f"$inexact_{id(x)}"
+        is_float = self.emit_value("prim::str_op", [self.const("startswith"), dtype,
+                                                     self.const("float")])
+        self.emit_if(is_float, lambda: self.frame.set(name, x),
+                     lambda: self.frame.set(name, self.emit_value(
+                         "tensor::astype", [x, self.const("float64")])), end_of(node), node)
+        value = self.frame.find(name)
+        del self.frame.vars[name]
+        return value
+
+
+__all__ = ["ShiftsMixin"]
