@@ -19,7 +19,7 @@ STR_OPS: dict[str, Type] = {
                                "isspace", "islower", "isupper", "__contains__")},
     **{name: STR for name in ("lower", "upper", "strip", "lstrip", "rstrip", "replace",
                               "capitalize", "title", "join", "__getitem__", "__add__",
-                              "__mul__", "format")},
+                              "__mul__", "__mod__", "format")},
     **{name: INT for name in ("find", "rfind", "count", "index", "rindex", "__len__")},
     "split": ListType(STR),
 }

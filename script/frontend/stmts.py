@@ -25,6 +25,7 @@ from ir.types import (
     BOOL,
     FLOAT,
     INT,
+    STR,
     ClassType,
     DictType,
     ListType,
@@ -33,6 +34,7 @@ from ir.types import (
     TupleType,
     is_number,
 )
+from script.errors import ScriptError
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -400,9 +402,9 @@ class StmtMixin:
                      end_of(node), node)
         self.refine(none_checks(node.test)[0])
 
-    def raise_exception(self: FunctionCompiler, message: str, exception: str) -> None:
-        self.emit("prim::RaiseException", [self.const(message)], [],
-                  {"exception": exception})
+    def raise_exception(self: FunctionCompiler, message: Any, exception: str) -> None:
+        text = self.const(message) if isinstance(message, str) else message
+        self.emit("prim::RaiseException", [text], [], {"exception": exception})
         self.frame.exited = self.frame.left_function = True
 
     def visit_Raise(self: FunctionCompiler, node: ast.Raise) -> None:
@@ -416,14 +418,26 @@ class StmtMixin:
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             raise self.error(node.exc, "only raising an exception class (with an optional "
                              "string message) is supported")
-        message = ""
-        if args:
-            if len(args) > 1 or not (isinstance(args[0], ast.Constant)
-                                     and isinstance(args[0].value, str)):
-                raise self.unsupported(node.exc, "an exception message that is not a string "
-                                       "literal")
+        message: Any = ""
+        if len(args) > 1:
+            raise self.unsupported(node.exc, "an exception with several arguments")
+        if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
             message = args[0].value
+        elif args:
+            message = self.exception_message(args[0])
         self.raise_exception(message, cls.__name__)
+
+    def exception_message(self: FunctionCompiler, arg: ast.expr) -> Any:
+        """A message computed when the exception is raised (``f"got {n}"``, ``str(k)``); one
+        the language cannot compute (``"%d" % n``) is its source text, so that the exception
+        is still raised, of its class, at its line."""
+        try:
+            value = self.expr(arg)
+        except ScriptError:
+            value = None
+        if value is not None and value.type == STR:
+            return value
+        return ast.unparse(arg)
 
     # -- return, break, continue -------------------------------------------------------------
     def visit_Return(self: FunctionCompiler, node: ast.Return) -> None:

@@ -69,7 +69,36 @@ class StringMixin:
         if symbol == "*" and {lhs.type, rhs.type} in ({STR, INT}, {STR, BOOL}):
             text, count = (lhs, rhs) if lhs.type == STR else (rhs, lhs)
             return self.emit_value("prim::str_op", [self.const("__mul__"), text, count])
+        if symbol == "%" and lhs.type == STR and _formattable(rhs.type):
+            return self.emit_value("prim::str_op", [self.const("__mod__"), lhs, rhs])
         return None
+
+    def visit_JoinedStr(self: FunctionCompiler, node: ast.JoinedStr) -> Any:
+        """An f-string of numbers and strings: each field ``format``ted as Python does
+        (``f"{t:03d}"``, ``f"{x!r}"``), the pieces joined; folded when they are constants."""
+        text = self.const("")
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                piece = self.const(part.value)
+            else:
+                piece = self.formatted(part)
+            text = self.string_binary("+", text, piece)
+        return text
+
+    def formatted(self: FunctionCompiler, part: ast.FormattedValue) -> Any:
+        spec = ""
+        if part.format_spec is not None:
+            if not all(isinstance(p, ast.Constant) for p in part.format_spec.values):
+                raise self.error(part, "a format spec computed when the code runs is not "
+                                 "supported")
+            spec = ":" + "".join(p.value for p in part.format_spec.values)
+        conversion = "" if part.conversion == -1 else "!" + chr(part.conversion)
+        value = self.expr(part.value)
+        if value.type not in (BOOL, INT, FLOAT, STR, NONE):
+            raise self.error(part.value, f"an f-string field of type {value.type} is not "
+                             "supported (numbers and strings are)")
+        return self.emit_value("prim::str_op", [self.const("format"),
+                                                self.const("{" + conversion + spec + "}"), value])
 
     def string_contains(self: FunctionCompiler, text: Any, item: Any, node: ast.AST) -> Any:
         """``item in text`` of strings."""
@@ -117,3 +146,10 @@ def _fits(t: Type, kind: str) -> bool:
 
 def _comparable(t: Type) -> bool:
     return t in (STR, INT, FLOAT, BOOL)
+
+
+def _formattable(t: Type) -> bool:
+    """A number, a string or None, or a tuple of them: what ``"%d" % n`` formats."""
+    if isinstance(t, TupleType):
+        return all(map(_formattable, t.elements))
+    return t in (BOOL, INT, FLOAT, STR, NONE)

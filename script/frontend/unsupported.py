@@ -17,7 +17,7 @@ UNSUPPORTED = {
     "GeneratorExp": "generator expressions are", "SetComp": "set comprehensions are",
 "NamedExpr": "the walrus operator := is",
     "Await": "await is", "Import": "import statements are", "ImportFrom": "import statements are",
-    "Set": "set literals are", "JoinedStr": "f-strings are",
+    "Set": "set literals are",
     "Match": "match statements are", "AsyncFor": "async for is",
 }
 """Construct (its ``ast`` class name) -> what it is, for "... not supported"."""

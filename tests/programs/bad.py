@@ -101,7 +101,7 @@ def bad_import(x: Tensor) -> Tensor:
 
 
 def bad_fstring(x: Tensor, n: int) -> Tensor:
-    print(f"n = {n}")  # ERROR: f-strings are not supported
+    print(f"n = {n}, x = {x}")  # ERROR: an f-string field of type
     return x
 
 

@@ -41,6 +41,35 @@ def steps(cell: str, x: Tensor, n: int) -> Tensor:
     return x
 
 
+def formatted(t: int, loss: float, name: str) -> Tuple[str, str, str]:
+    return f"h{t}", f"{loss:.3f}|{t:03d}|{name!r}|{t * 2}", "%s: %d steps" % (name, t)  # noqa: UP031 -- the form tested
+
+
+def checked_log_sum_exp(x: Tensor, axis: int) -> Tensor:
+    """A library's checks (a chain CRF's logsumexp): messages computed when raising."""
+    if axis > 1:
+        raise ValueError(f"axis {axis} is out of range")
+    if x.ndim > 2:
+        raise ValueError("logsumexp got %d dims" % (x.ndim,))  # noqa: UP031
+    if axis < -2:
+        raise ValueError("x" + "%r" * 2)
+    return np.log(np.sum(np.exp(x), axis=axis))
+
+
+@pytest.mark.parametrize("t, loss", [(7, 3.14159), (123, -0.5)])
+def test_f_strings_and_percent_formatting_are_pythons(t, loss):
+    assert script(formatted)(t, loss, "ab") == formatted(t, loss, "ab")
+
+
+@pytest.mark.parametrize("args", [(np.ones((2, 2)), 3), (np.ones((1, 2, 2)), 0)])
+def test_exception_messages_computed_when_raising_are_pythons(args):
+    with pytest.raises(ValueError) as want:
+        checked_log_sum_exp(*args)
+    with pytest.raises(ValueError) as got:
+        script(checked_log_sum_exp)(*args)
+    assert str(got.value) == str(want.value)
+
+
 @pytest.mark.parametrize("cell", ["LSTM", "lstm_2l", "a_gru", "rnn", "rnn_relu", "rnnx", "x"])
 def test_string_methods_decide_as_python(cell):
     x = np.linspace(-1, 1, 5)
