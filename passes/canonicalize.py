@@ -220,7 +220,56 @@ def dict_contains_of_construct(node: Node) -> bool:
     return replace_with_constant(node, any(type(k) is type(key) and k == key for k in keys))
 
 
-_DICT_READS = frozenset({"prim::DictGetItem", "prim::len", "prim::DictContains"})
+def dict_keys_of_construct(node: Node) -> bool:
+    """``list({"W": w, "b": b})`` (``d.keys()``, ``for k in d``) when every key is a constant
+    and every use of the dict only reads it: the list literal of the keys, in order."""
+    ctor = _producer(node.inputs[0], "prim::DictConstruct")
+    if ctor is None or not _only_read(ctor.output, _DICT_READS):
+        return False
+    keys = [constant_of(ctor.inputs[i]) for i in range(0, len(ctor.inputs), 2)]
+    if any(type(k) not in (int, str) for k in keys) or len(set(keys)) != len(keys):
+        return False
+    with node.graph.inserting_before(node):
+        items = [node.graph.constant(k) for k in keys]
+    made = node.graph.create("prim::ListConstruct", items, [node.output.type],
+                             source=node.source)
+    made.insert_before(node)
+    return forward_outputs(node, [made.output])
+
+
+_DICT_READS = frozenset({"prim::DictGetItem", "prim::len", "prim::DictContains",
+                         "prim::DictKeys"})
+
+
+def appends_into_literal(node: Node) -> bool:
+    """``l = []; l.append(a); l.append(b)`` (a comprehension once unrolled) -> ``l = [a, b]``
+    where the appends are in the literal's block and come before every other use of the list:
+    nothing sees the list between them, so the literal of all the items, made at the last
+    append, is the same list to every later reader (which ``[...][k]`` then forwards)."""
+    lst = node.output
+    appends = [u.node for u in lst.uses if u.node.kind == "prim::ListAppend" and u.index == 0]
+    if not appends or any(a.owner is not node.owner for a in appends):
+        return False
+    order = {n: k for k, n in enumerate(node.owner.nodes)}
+    appends.sort(key=order.__getitem__)
+    last = order[appends[-1]]
+    for use in lst.uses:
+        user = use.node
+        if user in appends:
+            continue
+        while user.owner is not node.owner:  # a use nested in a later node counts as it
+            if user.owner is None or user.owner.owner is None:
+                return False
+            user = user.owner.owner
+        if order.get(user, last) < last:  # (the block's return comes after every node)
+            return False
+    made = node.graph.create("prim::ListConstruct",
+                             [*node.inputs, *(a.inputs[1] for a in appends)],
+                             [lst.type], source=node.source, names=[lst.name])
+    made.insert_after(appends[-1])
+    for a in appends:
+        a.erase()
+    return forward_outputs(node, [made.output])
 
 
 def list_index_of_construct(node: Node) -> bool:
@@ -355,8 +404,10 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::ListAdd": list_add_of_constructs,
     "prim::ListIndex": list_index_of_construct,
+    "prim::ListConstruct": appends_into_literal,
     "prim::DictGetItem": dict_get_of_construct,
     "prim::DictContains": dict_contains_of_construct,
+    "prim::DictKeys": dict_keys_of_construct,
     "prim::TupleIndex": tuple_index_of_construct,
     "prim::len": len_of_known,
     "prim::unchecked_unwrap_optional": unwrap_non_optional,

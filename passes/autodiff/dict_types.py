@@ -6,7 +6,8 @@ a dict argument holding weights of different ranks has no rank either. So, befor
 is built:
 
 - ``tuple_dict_inputs``: a tensor-valued dict argument read only at constant keys becomes the
-  tuple of its values (each of its own type, from the call), read by ``TupleIndex``;
+  tuple of its values (each of its own type, from the call), read by ``TupleIndex`` (its
+  keys, ``len`` and ``k in d`` are constants);
 - ``refine_dict_values``: a dict whose every store is seen is typed by what is stored into it.
 """
 
@@ -49,7 +50,7 @@ def tuple_dict_inputs(graph: Graph, dict_items: Mapping[int, Mapping[Any, Type]]
 
 
 def _read_at_known_key(node: Node, index: int, keys: tuple[Any, ...]) -> bool:
-    if node.kind == "prim::len":
+    if node.kind in ("prim::len", "prim::DictKeys"):
         return True
     if node.kind not in (GET_ITEM, "prim::DictContains") or index != 0:
         return False
@@ -62,6 +63,9 @@ def _as_tuple_read(node: Node, v: Value, keys: tuple[Any, ...]) -> None:
     with graph.inserting_before(node):
         if node.kind == "prim::len":
             new = graph.constant(len(keys))
+        elif node.kind == "prim::DictKeys":  # the keys of the call, in its order
+            new = graph.insert("prim::ListConstruct", [graph.constant(k) for k in keys],
+                               [node.output.type], source=node.source).output
         elif node.kind == "prim::DictContains":
             new = graph.constant(node.inputs[1].constant in keys)
         else:

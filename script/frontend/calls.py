@@ -138,7 +138,10 @@ class CallMixin:
         if any(isinstance(arg, ast.Starred) for arg in node.args):
             node = self.spread_arguments(node)
         if any(kw.arg is None for kw in node.keywords):
-            node = self.spread_keywords(node)
+            spread = self.spread_keywords(node)
+            if not isinstance(spread, ast.Call):  # calls chosen by the keys a dict holds
+                return self.expr(spread)
+            node = spread
         func = node.func
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None and op_for_object(self.resolve_static(func)) is not None:

@@ -180,6 +180,36 @@ class IterMixin:
                               inner.limit)
         return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
 
+    def spread_zip(self: FunctionCompiler, node: ast.For) -> ast.For:
+        """``for q, k, v in zip(*heads)`` with ``heads`` a list (or a tuple): ``zip(heads[0],
+        heads[1], heads[2])``, as many lists as the target names, once the length is checked
+        (Python's unpacking raises when it differs and the zip yields anything); ``node``
+        itself for any other loop."""
+        it, target = node.iter, node.target
+        if not (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords
+                and isinstance(it.args[0], ast.Starred) and isinstance(target, ast.Tuple)
+                and not any(isinstance(e, ast.Starred) for e in target.elts)
+                and self.resolve_static(it.func) is builtins.zip):
+            return node
+        source = it.args[0].value
+        value = self.expr(source)
+        if not isinstance(value.type, (ListType, TupleType)):
+            raise self.error(source, f"zip(*...) of a {value.type}: pass a list or a tuple")
+        n = len(target.elts)
+        name = self.new_flag("zipped")
+        self.frame.set(name, value)
+        if isinstance(value.type, ListType):
+            self.emit_source(
+                f"if len({name}) != {n} and len({name}) > 0:\n"
+                f"    raise ValueError({'zip(*' + ast.unparse(source) + ')'!r} + ' of ' + "
+                f"str(len({name})) + ' lists cannot unpack into {n} names')\n", node)
+        lists = [ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(k), ast.Load())
+                 for k in range(n)]
+        call = ast.Call(func=it.func, args=lists, keywords=[])
+        loop = ast.For(target=target, iter=ast.copy_location(call, it), body=node.body,
+                       orelse=node.orelse, type_comment=node.type_comment)
+        return ast.fix_missing_locations(ast.copy_location(loop, node))
+
     def zip_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
         if node.keywords or not node.args:
             raise self.error(node, "zip() takes one or more iterables")

@@ -16,10 +16,12 @@ values, whose names are not known when it compiles).
 from __future__ import annotations
 
 import ast
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ir.core import Value
+from ir.types import STR, DictType, TensorType
 from script.frontend.env import Static
 
 if TYPE_CHECKING:
@@ -55,9 +57,11 @@ class KeywordsMixin:
     def keyword_value(self: FunctionCompiler, kw: Keywords, name: str) -> Any:
         return self.emit_value("prim::TupleIndex", [kw.value, self.const(kw.names.index(name))])
 
-    def spread_keywords(self: FunctionCompiler, node: ast.Call) -> ast.Call:
-        """``f(x, **kwargs)`` / ``f(x, **{"axis": 1})``: each name a keyword argument."""
+    def spread_keywords(self: FunctionCompiler, node: ast.Call) -> ast.expr:
+        """``f(x, **kwargs)`` / ``f(x, **{"axis": 1})``: each name a keyword argument; ``f(x,
+        **d)`` of a dict value: ``dict_keywords``."""
         keywords: list[ast.keyword] = []
+        spread: ast.keyword | None = None
         for kw in node.keywords:
             if kw.arg is not None:
                 keywords.append(kw)
@@ -78,15 +82,79 @@ class KeywordsMixin:
                 keywords += [ast.copy_location(ast.keyword(arg=k.value, value=v), kw)  # type: ignore[union-attr]
                              for k, v in zip(literal.keys, literal.values)]
                 continue
-            raise self.unsupported(kw, "** of a dict whose keys are known only when the code "
-                                   "runs (pass the arguments by name, or pass on a function's "
-                                   "own **kwargs)")
+            if spread is not None:
+                raise self.unsupported(kw, "a second ** of a dict in one call")
+            spread = kw
         names = [kw.arg for kw in keywords]
         for k, name in enumerate(names):
             if name in names[:k]:
                 raise self.error(node, f"got multiple values for keyword argument '{name}'")
-        return ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords),
+        call = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=keywords),
                                  node)
+        return call if spread is None else self.dict_keywords(call, spread)
+
+    def dict_keywords(self: FunctionCompiler, call: ast.Call, spread: ast.keyword) -> ast.expr:
+        """``linear(x, **layer)`` with ``layer`` a dict whose keys are known only when the code
+        runs (picoGPT's ``linear(x, **c_attn)``): the callee's parameters the call leaves open
+        are read from it by name (``w=layer["w"]``), after a check that it holds every
+        required one and nothing else, raising Python's ``TypeError``. A parameter with a
+        default is read where the dict holds it (a conditional call per such parameter, at most
+        ``MAX_OPTIONAL``, decided when the dict is known); one annotated as a number, which a
+        dict of arrays cannot give, must not be in one."""
+        fn = self.resolve_static(call.func)
+        fn = getattr(fn, "python_fn", fn)
+        if not inspect.isfunction(fn):
+            raise self.unsupported(spread, "** of a dict whose keys are known only when the "
+                                   "code runs, into anything but a Python function (pass the "
+                                   "arguments by name)")
+        value = self.expr(spread.value)
+        if not (isinstance(value.type, DictType) and value.type.key == STR):
+            raise self.error(spread.value, f"** of a {value.type}: pass a dict with str keys")
+        given = {kw.arg for kw in call.keywords}
+        required, optional = [], []
+        params = list(inspect.signature(fn).parameters.values())
+        for k, p in enumerate(params):
+            if p.kind == p.VAR_KEYWORD:
+                raise self.unsupported(spread, f"** of a dict whose keys are known only when "
+                                       f"the code runs, into {fn.__name__}(**{p.name}) (pass "
+                                       "the arguments by name)")
+            if p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) or p.name in given or (
+                    p.kind == p.POSITIONAL_OR_KEYWORD and k < len(call.args)):
+                continue
+            if p.default is p.empty:
+                required.append(p.name)
+            elif not (isinstance(value.type.value, TensorType)
+                      and _number_annotation(fn, p.name)):
+                optional.append(p.name)
+        if len(optional) > MAX_OPTIONAL:
+            raise self.unsupported(spread, f"** of a dict into {fn.__name__}(), whose "
+                                   f"parameters {', '.join(optional)} may or may not come "
+                                   "from it (pass them by name)")
+        name = self.new_flag("kwd")
+        self.frame.set(name, value)
+        where = f"{fn.__name__}()"
+        allowed = tuple(required + optional)
+        self.emit_source(
+            f"for {name}_k in {name}:\n"
+            f"    if {name}_k not in {allowed!r}:\n"
+            f"        raise TypeError(f\"{where} got an unexpected keyword argument "
+            f"'{{{name}_k}}' from **{ast.unparse(spread.value)}\")\n"
+            + "".join(f"if {p!r} not in {name}:\n"
+                      f"    raise TypeError(\"{where} missing 1 required argument: '{p}'\")\n"
+                      for p in required), call)
+
+        def read(p: str) -> ast.keyword:
+            item = ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(p), ast.Load())
+            return ast.keyword(arg=p, value=item)
+
+        def variants(rest: list[str], chosen: list[str]) -> ast.expr:
+            if not rest:
+                return ast.Call(func=call.func, args=call.args, keywords=[
+                    *call.keywords, *map(read, required + chosen)])
+            test = ast.Compare(ast.Constant(rest[0]), [ast.In()], [ast.Name(name, ast.Load())])
+            return ast.IfExp(test, variants(rest[1:], chosen + rest[:1]),
+                             variants(rest[1:], chosen))
+        return ast.fix_missing_locations(_located(variants(optional, []), call))
 
     def keywords_subscript(self: FunctionCompiler, kw: Keywords, node: ast.Subscript) -> Any:
         """``kwargs["name"]``: KeyError (a ScriptError here) for a name the call did not pass."""
@@ -116,3 +184,21 @@ class KeywordsMixin:
         return self.unsupported(node, f"using **{kw.spelling} as a value (it is read by name: "
                                 "kwargs['name'], kwargs.get('name', default), 'name' in kwargs, "
                                 "len(kwargs), or passed on: f(**kwargs))")
+
+
+MAX_OPTIONAL = 2
+"""Parameters with a default a ``**`` of a dict may or may not give (each doubles the calls)."""
+
+
+def _number_annotation(fn: Any, name: str) -> bool:
+    """Whether ``fn``'s parameter ``name`` is annotated as a Python number or string (a dict
+    of arrays cannot hold one)."""
+    annotation = getattr(fn, "__annotations__", {}).get(name)
+    return annotation in (int, float, bool, str, "int", "float", "bool", "str")
+
+
+def _located(tree: ast.AST, at: ast.AST) -> ast.AST:
+    for sub in ast.walk(tree):
+        if "lineno" in sub._attributes:
+            ast.copy_location(sub, at)
+    return tree

@@ -82,6 +82,7 @@ class LoopMixin:
             raise self.unsupported(node, "for/else")
         if node.type_comment:
             raise self.unsupported(node, "a type comment on a for loop")
+        node = self.spread_zip(node)
         plan = self.iteration_plan(node.iter)
         if isinstance(plan, DynamicPlan) and self.indexes_objects_per_step(node):
             plan = self.unrolled_steps(plan)

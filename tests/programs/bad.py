@@ -134,7 +134,7 @@ def bad_star_call_tensor(x: Tensor) -> Tensor:
 
 
 def bad_double_star_call(x: Tensor, d: Dict[str, float]) -> Tensor:
-    return helper(x, **d)  # ERROR: \*\* of a dict whose keys are known only when the code runs
+    return np.sum(x, **d)  # ERROR: \*\* of a dict whose keys are known only when the code runs
 
 
 # -- names ------------------------------------------------------------------------------------

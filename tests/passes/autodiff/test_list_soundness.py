@@ -426,9 +426,9 @@ def sliced(x: Tensor) -> Tensor:
 
 def added(x: Tensor) -> Tensor:
     items = [x * 2.0]
-    items.append(np.cos(x))  # changed: not rewritten as one list
+    items.append(np.cos(x))  # before any read: the literal [x * 2.0, np.cos(x)]
     l2 = items + [np.sin(x)]
-    return l2[0] * l2[2]  # refused
+    return l2[0] * l2[2]
 
 
 def chosen_by_if(x: Tensor, c: float) -> Tensor:
@@ -459,9 +459,9 @@ def popped_at_run_time(x: Tensor, i: int) -> Tensor:
 def changed_through_another_list(x: Tensor) -> Tensor:
     items = [x * 2.0]
     nested = [items]
-    nested.append([x])  # changed: its items are not read through
-    nested[0].append(np.sin(x))
-    return items[-1] * 3.0  # refused
+    nested.append([x])  # before any read: the literal [items, [x]]
+    nested[0].append(np.sin(x))  # items, changed after nested took it
+    return items[-1] * 3.0
 
 
 def joined_and_read(x: Tensor) -> Tensor:
@@ -484,10 +484,15 @@ def _refused_line(fn) -> int:
     return first + next(k for k, line in enumerate(lines) if "# refused" in line)
 
 
+@pytest.mark.parametrize("fn", [added, changed_through_another_list])
+def test_appends_before_any_read_make_one_list_the_backward_follows(fn):
+    # items = [a]; items.append(b) with nothing reading items between: the literal [a, b]
+    check_vjp(fn, (np.random.default_rng(6).standard_normal((2, 3)),))
+
+
 @pytest.mark.parametrize("fn, extra", [
-    (sliced, ()), (added, ()), (chosen_by_if, (1.0,)), (inserted, ()),
+    (sliced, ()), (chosen_by_if, (1.0,)), (inserted, ()),
     (argument_appended, ([np.ones((2, 3))],)), (popped_at_run_time, (0,)),
-    (changed_through_another_list, ()),
 ])
 def test_what_cannot_be_followed_is_refused_at_its_line(fn, extra):
     x = np.random.default_rng(6).standard_normal((2, 3))
