@@ -70,15 +70,16 @@ def _is_scalar(x: Any) -> bool:
 
 
 def _extreme(fn: Callable[[Any, Any], Any]) -> Folder:
-    """Python's ``min``/``max`` of two numbers, which returns one of them as it is: a bool
-    where the type says int is left to run time."""
+    """Python's ``min``/``max`` of two numbers, which returns one of them as it is: one of
+    another Python type than the result's type (an int where it says float, a bool where it
+    says int) is left to run time."""
     def fold(node: Node, args: list[Any]) -> Any:
-        if not all(_is_scalar(a) for a in args):
-            return NOT_CONSTANT
+        if not all(_is_scalar(a) for a in args) or type(args[0]) is not type(args[1]):
+            return NOT_CONSTANT  # of two types, which one comes back is decided by the values
         result = fn(*args)
         declared = node.outputs[0].type
-        if declared == INT and type(result) is bool:
-            return NOT_CONSTANT
+        if {INT: int, FLOAT: float, BOOL: bool}.get(declared) is not type(result):
+            return NOT_CONSTANT  # min(1, 2.5) is the int 1 where the type says float
         return _as_declared(result, declared)
     return fold
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ir.core import Graph, Value
+from ir.core import PARAM, Graph, Value
+from ir.registry import FRESH, WRITES, lookup
 from ir.types import DictType, ListType, TupleType, Type
 from passes.autodiff.lists import MAX_TRIPS, unroll_indexed_loops
 from passes.autodiff.refusals import refuse
@@ -105,12 +106,32 @@ def only_read(v: Value) -> bool:
     return True
 
 
+def writes_only_fresh(graph: Graph) -> bool:
+    """Whether every list or dict the graph changes is one it made (a literal, a comprehension's
+    list): then no change can reach a container of an argument, even one that another argument
+    or a global also holds (``f(layers, layers[0])`` writing through the second), so the arrays
+    a flattened argument holds are the ones it reads."""
+    for node in graph.walk():
+        op = lookup(node.kind)
+        if op is None:
+            continue
+        for k, v in enumerate(node.inputs):
+            if not isinstance(v.type, (ListType, DictType)) or WRITES not in op.effects_on(k):
+                continue
+            maker = lookup(v.node.kind)
+            if v.node.kind == PARAM or maker is None or FRESH not in maker.traits:
+                return False
+    return True
+
+
 def flatten_inputs(graph: Graph, layouts: Mapping[int, Layout],
                    leaf_types: Mapping[int, Sequence[Type]]) -> dict[int, Layout]:
     """Replace each graph input ``k`` of ``layouts`` that is only read by new inputs typed
     ``leaf_types[k]`` (appended in the order of ``k``), the container being built from them at
     the graph's start. Returns the inputs replaced, in that order."""
     done: dict[int, Layout] = {}
+    if not writes_only_fresh(graph):
+        return done
     for k, layout in layouts.items():
         v = graph.inputs[k]
         if not only_read(v):
@@ -171,4 +192,4 @@ def _build(graph: Graph, layout: Layout, new_input: Callable[[], Value]) -> Valu
 
 
 __all__ = ["Layout", "check_rebuilt_reads", "count", "flatten_inputs", "layout_of", "leaves",
-           "only_read", "rebuild", "unroll_reads"]
+           "only_read", "rebuild", "unroll_reads", "writes_only_fresh"]

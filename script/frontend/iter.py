@@ -180,11 +180,11 @@ class IterMixin:
                               inner.limit)
         return DynamicPlan(inner.trip, lambda i: pair(i, inner.element(i)))
 
-    def spread_zip(self: FunctionCompiler, node: ast.For) -> ast.For:
+    def spread_zip(self: FunctionCompiler, node: ast.For) -> ast.stmt:
         """``for q, k, v in zip(*heads)`` with ``heads`` a list (or a tuple): ``zip(heads[0],
-        heads[1], heads[2])``, as many lists as the target names, once the length is checked
-        (Python's unpacking raises when it differs and the zip yields anything); ``node``
-        itself for any other loop."""
+        heads[1], heads[2])``, as many lists as the target names, run when the list holds that
+        many (Python's unpacking raises when it does not and the zip yields anything: so does
+        this); ``node`` itself for any other loop."""
         it, target = node.iter, node.target
         if not (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords
                 and isinstance(it.args[0], ast.Starred) and isinstance(target, ast.Tuple)
@@ -198,17 +198,28 @@ class IterMixin:
         n = len(target.elts)
         name = self.new_flag("zipped")
         self.frame.set(name, value)
-        if isinstance(value.type, ListType):
-            self.emit_source(
-                f"if len({name}) != {n} and len({name}) > 0:\n"
-                f"    raise ValueError({'zip(*' + ast.unparse(source) + ')'!r} + ' of ' + "
-                f"str(len({name})) + ' lists cannot unpack into {n} names')\n", node)
         lists = [ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(k), ast.Load())
                  for k in range(n)]
         call = ast.Call(func=it.func, args=lists, keywords=[])
         loop = ast.For(target=target, iter=ast.copy_location(call, it), body=node.body,
                        orelse=node.orelse, type_comment=node.type_comment)
-        return ast.fix_missing_locations(ast.copy_location(loop, node))
+        if not isinstance(value.type, ListType):
+            return ast.fix_missing_locations(ast.copy_location(loop, node))
+        # Python raises only when the zip yields an item (every list non-empty); an empty
+        # zip runs nothing
+        empty = self.new_flag("empty")
+        self.emit_source(
+            f"{empty} = len({name}) == 0\n"
+            f"for {name}_l in {name}:\n"
+            f"    if len({name}_l) == 0:\n"
+            f"        {empty} = True\n"
+            f"if len({name}) != {n} and not {empty}:\n"
+            f"    raise ValueError({'zip(*' + ast.unparse(source) + ')'!r} + ' of ' + "
+            f"str(len({name})) + ' lists cannot unpack into {n} names')\n", node)
+        guarded = ast.If(test=ast.Compare(
+            ast.Call(ast.Name("len", ast.Load()), [ast.Name(name, ast.Load())], []),
+            [ast.Eq()], [ast.Constant(n)]), body=[ast.copy_location(loop, node)], orelse=[])
+        return ast.fix_missing_locations(ast.copy_location(guarded, node))
 
     def zip_plan(self: FunctionCompiler, node: ast.Call) -> StaticPlan | DynamicPlan:
         if node.keywords or not node.args:

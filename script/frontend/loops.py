@@ -82,7 +82,10 @@ class LoopMixin:
             raise self.unsupported(node, "for/else")
         if node.type_comment:
             raise self.unsupported(node, "a type comment on a for loop")
-        node = self.spread_zip(node)
+        spread = self.spread_zip(node)
+        if spread is not node:  # `for q, k, v in zip(*heads)`: zip(heads[0], ...) in an if
+            self.visit(spread)
+            return
         plan = self.iteration_plan(node.iter)
         if isinstance(plan, DynamicPlan) and self.indexes_objects_per_step(node):
             plan = self.unrolled_steps(plan)

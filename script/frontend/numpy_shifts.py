@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from ir.registry import constant_of
 from ir.types import BOOL, INT, NONE, TensorType
 from script.frontend.env import end_of
 
@@ -69,6 +70,10 @@ class ShiftsMixin:
                                  "supported (give the axes)")
             flat = self.emit_value("tensor::reshape", [x, self.const((-1,))])
             return self.emit_value("tensor::sqrt", [self.emit_value("tensor::dot", [flat, flat])])
+        axes = constant_of(axis)
+        if isinstance(axes, tuple) and len(axes) > 2:
+            raise self.error(node, "np.linalg.norm() over more than two axes (numpy raises "
+                             "ValueError: Improper number of dimensions to norm.)")
         squares = self.emit_value("tensor::mul", [x, x])
         total = self.emit_value("tensor::sum", [squares, axis, kept])
         return self.emit_value("tensor::sqrt", [total])

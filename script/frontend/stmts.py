@@ -437,6 +437,9 @@ class StmtMixin:
             value = None
         if value is not None and value.type == STR:
             return value
+        if value is not None and value.type in (BOOL, INT, FLOAT):  # raise ValueError(n)
+            return self.emit_value("prim::str_op", [self.const("format"), self.const("{}"),
+                                                    value])
         return ast.unparse(arg)
 
     # -- return, break, continue -------------------------------------------------------------

@@ -393,8 +393,10 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
         at = len(arguments)
         for k, layout in compiled.nested:
             n = count(layout)
-            grads[k] = rebuild(layout, [g if g is not None else _zero_gradient(x) for g, x in
-                                        zip(grads[at:at + n], leaves(arguments[k], layout))])
+            if any(grad.differentiable[at:at + n]):  # else not differentiated (argnums): None
+                grads[k] = rebuild(layout, [
+                    g if g is not None else _zero_gradient(x)
+                    for g, x in zip(grads[at:at + n], leaves(arguments[k], layout))])
             at += n
         grads = grads[:len(arguments)]
         return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))

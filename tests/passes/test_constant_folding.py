@@ -41,6 +41,14 @@ def _logical_or(a, b):
     return bool(a) or bool(b)
 
 
+def _one_type(fn, a, b):
+    """Python's min/max, which gives back one of its arguments as it is: of two numbers of
+    different types, not the result type's (``min(1, 2.5)`` is the int 1), so not folded."""
+    if type(a) is not type(b):
+        raise ValueError("numbers of two types")
+    return fn(a, b)
+
+
 SCALAR_REFERENCES = {
     # kind: (reference semantics, arity). Python operators for what codegen spells with one;
     # numpy's ufunc (on Python scalars) for np.minimum / np.maximum / np.abs.
@@ -64,8 +72,8 @@ SCALAR_REFERENCES = {
     "tensor::logical_not": (operator.not_, 1),
     "tensor::neg": (operator.neg, 1),
     "tensor::abs": (lambda a: np.abs(a).item(), 1),
-    "prim::min": (min, 2),
-    "prim::max": (max, 2),
+    "prim::min": (lambda a, b: _one_type(min, a, b), 2),
+    "prim::max": (lambda a, b: _one_type(max, a, b), 2),
     "prim::Bool": (bool, 1),
     "prim::Int": (int, 1),
     "prim::Float": (float, 1),

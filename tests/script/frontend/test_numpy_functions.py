@@ -132,6 +132,25 @@ def test_unpacking_an_array_and_norms_and_shifts_have_gradients():
         script(unpacked)(np.ones(4), np.ones((2, 3)))
 
 
+def zipped_heads(heads: List[List[Tensor]]) -> Tensor:
+    total = np.zeros(2)
+    for q, k, v in zip(*heads):
+        total = total + q * k - v
+    return total
+
+
+@pytest.mark.parametrize("heads", [[[np.ones(2), np.full(2, 2.0)]] * 3, [], [[], [], []],
+                                   [[], []], [[np.ones(2)], [np.ones(2)]]])
+def test_zip_of_a_spread_list_runs_or_raises_as_python(heads):
+    try:
+        want = zipped_heads(heads)
+    except ValueError:
+        with pytest.raises(ValueError, match="cannot unpack into 3 names"):
+            script(zipped_heads)(heads)
+        return
+    assert_same(script(zipped_heads)(heads), want)
+
+
 def split_by_count(x: Tensor, n: int) -> Tuple[List[Tensor], Tensor]:
     return np.split(x, n, axis=-1), np.vstack(np.split(x, n))
 

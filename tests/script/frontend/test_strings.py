@@ -51,6 +51,8 @@ def checked_log_sum_exp(x: Tensor, axis: int) -> Tensor:
         raise ValueError(f"axis {axis} is out of range")
     if x.ndim > 2:
         raise ValueError("logsumexp got %d dims" % (x.ndim,))  # noqa: UP031
+    if axis == -2:
+        raise ValueError(axis)  # a number: its str
     if axis < -2:
         raise ValueError("x" + "%r" * 2)
     return np.log(np.sum(np.exp(x), axis=axis))
@@ -61,7 +63,8 @@ def test_f_strings_and_percent_formatting_are_pythons(t, loss):
     assert script(formatted)(t, loss, "ab") == formatted(t, loss, "ab")
 
 
-@pytest.mark.parametrize("args", [(np.ones((2, 2)), 3), (np.ones((1, 2, 2)), 0)])
+@pytest.mark.parametrize("args", [(np.ones((2, 2)), 3), (np.ones((1, 2, 2)), 0),
+                                  (np.ones((2, 2)), -2)])
 def test_exception_messages_computed_when_raising_are_pythons(args):
     with pytest.raises(ValueError) as want:
         checked_log_sum_exp(*args)
