@@ -262,7 +262,14 @@ def _fold_is_none(node: Node) -> Any:
     return NOT_CONSTANT if known is None else (known,)
 
 
+def _fold_key_present(node: Node) -> Any:
+    """``k in d`` of a dict argument whose keys the call fixed (``item_types.KEY_PRESENT``)."""
+    known = node.attrs.get("present")
+    return NOT_CONSTANT if known is None else (bool(known),)
+
+
 TYPE_FOLDERS: dict[str, Callable[[Node], Any]] = {
+    "prim::DictContains": _fold_key_present,
     "tensor::ndim": _fold_ndim,
     "tensor::size": _fold_size,
     "tensor::numel": _fold_numel,

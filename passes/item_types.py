@@ -25,12 +25,23 @@ of the items it reads, which propagation prefers to the container's element type
 
 _ITEM_READS = {LIST_INDEX, "prim::DictGetItem", "prim::ListUnpack"}
 
+KEY_PRESENT = "present"
+"""Attribute of ``k in d`` (``prim::DictContains``, a constant ``k``) of a dict argument the
+graph never changes: whether the call's dict holds ``k`` (its keys are part of the call
+signature). Shape propagation decides an If on it (the branch reading a key the dict lacks is
+never typed) and constant propagation folds it."""
+
 
 def annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Type]) -> None:
     """Mark each read of ``container`` (whose items have the types ``items``) with the types
-    of the items it reads."""
+    of the items it reads, and each ``k in container`` of a dict with whether it holds ``k``."""
     for use in container.uses:
         node = use.node
+        if use.index == 0 and node.kind == "prim::DictContains" and isinstance(items, dict):
+            key = constant_of(node.inputs[1])
+            if type(key) in (str, int):
+                node.attrs[KEY_PRESENT] = any(type(k) is type(key) and k == key for k in items)
+            continue
         if use.index != 0 or node.kind not in _ITEM_READS:
             continue
         read = _items_read(node, items)

@@ -46,7 +46,13 @@ from ir.types import (
     is_subtype,
 )
 from passes import local_items
-from passes.item_types import ITEM_TYPES, STORES, annotate_item_reads, local_containers
+from passes.item_types import (
+    ITEM_TYPES,
+    KEY_PRESENT,
+    STORES,
+    annotate_item_reads,
+    local_containers,
+)
 from passes.local_items import join
 
 NAME = "shape-prop"
@@ -387,6 +393,8 @@ def static_condition(cond: Value) -> bool | None:
         return value if isinstance(value, bool) else None
     if producer.kind == "prim::IsNone":
         return is_none_by_type(producer.inputs[0].type)
+    if producer.kind == "prim::DictContains" and KEY_PRESENT in producer.attrs:
+        return bool(producer.attrs[KEY_PRESENT])  # "b" in layer, of the call's dict
     if producer.kind == "tensor::logical_not" and cond.type == BOOL:
         inner = static_condition(producer.inputs[0])
         return None if inner is None else not inner

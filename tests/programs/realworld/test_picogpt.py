@@ -10,7 +10,7 @@ Changes: annotations only. The layers' weights come as dicts passed on with ``**
 of the language spells.
 """
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -157,6 +157,23 @@ def test_a_dict_spread_into_a_function_checks_its_keys_as_python_does():
     # ValueError) where reading it as the dict's one value type already fails
     with pytest.raises((TypeError, ValueError)):
         script(ffn)(x, {"w": layer["w"]}, _linear(r, 3, D))
+
+
+def affine(x: Tensor, w: Tensor, b: Optional[Tensor] = None):
+    return x @ w if b is None else x @ w + b
+
+
+def projected(x: Tensor, layer: Linear):
+    return affine(x, **layer)  # b where the dict holds one: decided per call's keys
+
+
+def test_a_defaulted_parameter_comes_from_the_dict_where_it_holds_it():
+    r = np.random.default_rng(4)
+    x, layer = r.standard_normal((2, D)), _linear(r, D, 3)
+    for given in (layer, {"w": layer["w"]}):
+        np.testing.assert_allclose(script(projected)(x, given), projected(x, given),
+                                   rtol=1e-12)
+    check_vjp(projected, (x, {"w": layer["w"]}))
 
 
 def test_the_whole_model_is_refused_at_its_blocks():
