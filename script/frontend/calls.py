@@ -313,8 +313,6 @@ class CallMixin:
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
                 raise self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
                                  f"not {value.type}")
-        if op.kind == "tensor::split" and not inputs[1].is_constant:
-            return self.emit_value("tensor::split_list", inputs)  # its count an argument
         ir_node = self.emit(op.kind, inputs)
         if op.results.startswith("("):  # numpy's np.split gives a list, torch's chunk a tuple
             kind = "prim::ListConstruct" if display.startswith("np.") else "prim::TupleConstruct"

@@ -236,6 +236,15 @@ def dominating_stores(body: list[ast.stmt]) -> dict[tuple[str, Position], list[P
     return found
 
 
+def at_position(tree: ast.AST, at: ast.AST) -> ast.AST:
+    """Every node of ``tree`` (code the compiler writes for a construct) at ``at``'s source
+    position, so that errors point at the user's code."""
+    for sub in ast.walk(tree):
+        if "lineno" in sub._attributes:
+            ast.copy_location(sub, at)
+    return tree
+
+
 def end_of(stmt: ast.AST) -> tuple[int, int]:
     return (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)  # type: ignore[attr-defined]
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ir.core import Value
 from ir.types import STR, DictType, TensorType
-from script.frontend.env import Static
+from script.frontend.env import Static, at_position
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -154,7 +154,7 @@ class KeywordsMixin:
             test = ast.Compare(ast.Constant(rest[0]), [ast.In()], [ast.Name(name, ast.Load())])
             return ast.IfExp(test, variants(rest[1:], chosen + rest[:1]),
                              variants(rest[1:], chosen))
-        return ast.fix_missing_locations(_located(variants(optional, []), call))
+        return ast.fix_missing_locations(at_position(variants(optional, []), call))
 
     def keywords_subscript(self: FunctionCompiler, kw: Keywords, node: ast.Subscript) -> Any:
         """``kwargs["name"]``: KeyError (a ScriptError here) for a name the call did not pass."""
@@ -195,10 +195,3 @@ def _number_annotation(fn: Any, name: str) -> bool:
     of arrays cannot hold one)."""
     annotation = getattr(fn, "__annotations__", {}).get(name)
     return annotation in (int, float, bool, str, "int", "float", "bool", "str")
-
-
-def _located(tree: ast.AST, at: ast.AST) -> ast.AST:
-    for sub in ast.walk(tree):
-        if "lineno" in sub._attributes:
-            ast.copy_location(sub, at)
-    return tree

@@ -22,7 +22,7 @@ from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType, Type
-from script.frontend.env import end_of
+from script.frontend.env import at_position, end_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
                     "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
-                    "roll": "numpy_roll", "linalg.norm": "linalg_norm",
+                    "roll": "numpy_roll", "linalg.norm": "linalg_norm", "split": "numpy_split",
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
                     "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
@@ -244,6 +244,19 @@ class NumpyMixin:
                 raise self.error(node, f"np.outer() of a {v.type} is not supported (pass arrays)")
             columns.append(self.emit_value("tensor::reshape", [v, self.const(shape)]))
         return self.emit_value("tensor::matmul", columns)
+
+    def numpy_split(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.split(x, n, axis): the list of ``tensor::split``'s pieces for a constant ``n``;
+        for one an argument (a number of heads), ``tensor::split_list``, which becomes that
+        once the specialization binds ``n``."""
+        a, sections, axis = self.bind_op_arguments(op_def("tensor::split"), node, "np.split",
+                                                   None)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.split() of a {a.type}: pass an array")
+        inputs = [a, self.as_index(sections), axis]
+        if not inputs[1].is_constant:
+            return self.emit_value("tensor::split_list", inputs)
+        return self.emit_value("prim::ListConstruct", self.emit("tensor::split", inputs).outputs)
 
     def numpy_where(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.where(cond, a, b); the one-argument form (the indices where cond holds) is refused:
@@ -526,7 +539,7 @@ class NumpyMixin:
         if written at ``node``: a construct written as the Python that means it."""
         for stmt in ast.parse(code.replace("$", "_S_")).body:
             stmt = _Dollars().visit(stmt)
-            ast.fix_missing_locations(_located(stmt, node))
+            ast.fix_missing_locations(at_position(stmt, node))
             self.visit(stmt)
 
 class _Dollars(ast.NodeTransformer):
@@ -535,14 +548,6 @@ class _Dollars(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.Name:
         node.id = node.id.replace("_S_", "$")
         return node
-
-
-def _located(tree: ast.AST, at: ast.AST) -> ast.AST:
-    """Every node of ``tree`` at ``at``'s source position (errors point at the user's call)."""
-    for sub in ast.walk(tree):
-        if "lineno" in sub._attributes:
-            ast.copy_location(sub, at)
-    return tree
 
 
 def _is_full_slice(node: ast.expr) -> bool:
