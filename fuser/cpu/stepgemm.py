@@ -11,7 +11,9 @@ for the whole ``k`` loop (per item of k: two vector loads of B's row, one broadc
 per row, ``2 * MR`` fused multiply-adds); nothing is packed. The columns are swept panel by
 panel, all rows of a chunk of A per panel, so a panel of B (k x two vectors) and the chunk of A
 (at most ``CHUNK_BYTES``) stay in the core's cache. Rows left over go in blocks of 4, 2 and 1;
-columns left over, one vector then one column at a time.
+columns left over, one vector, then the last few as one masked vector (loads and stores of
+those lanes only: a (10, 512) x (512, 61) float32 product took 31.8 us with its last 13 columns
+one at a time, 14.7 us masked, numpy 17.6 us).
 
 Measured on one core of a Zen 5 CPU (float32, min of repeated calls, OpenBLAS 0.3.31 using its
 Haswell kernels): (8, 64) x (64, 256) 1.9 us against 4.8 us for ``cblas_sgemm``; (64, 512) x
@@ -287,6 +289,15 @@ class _Kernel(_Emitter):
          self.c, self.ldc, self.kc, self.pack, self.next, self.task_cols) = fn.args
         for arg in (self.a, self.bm, self.c, self.pack):
             arg.add_attribute("noalias")
+        name = f"v{width}{'f64' if self.item == 8 else 'f32'}.p0"
+        mask = ir.VectorType(ir.IntType(1), width)
+        ptr, i32 = self.vec.as_pointer(), ir.IntType(32)
+        self.masked_load = ir.Function(module, ir.FunctionType(self.vec, [ptr, i32, mask,
+                                                                          self.vec]),
+                                       name=f"llvm.masked.load.{name}")
+        self.masked_store = ir.Function(module, ir.FunctionType(ir.VoidType(), [self.vec, ptr,
+                                                                                i32, mask]),
+                                        name=f"llvm.masked.store.{name}")
 
     def build(self) -> None:
         b = self.b
@@ -383,15 +394,26 @@ class _Kernel(_Emitter):
         def panel(vectors: int) -> Any:
             def body() -> None:
                 self._rows(a, bbase, brs, depth, start, end, b.load(j), vectors, first)
-                b.store(b.add(b.load(j), _c(vectors * self.width if vectors else 1)), j)
+                b.store(b.add(b.load(j), _c(vectors * self.width)), j)
             return body
+
+        def tail() -> None:  # the last columns, fewer than a vector: one masked vector
+            lanes = ir.Constant(ir.VectorType(I64, self.width), list(range(self.width)))
+            left = b.sub(c1, b.load(j))
+            splat = b.shuffle_vector(
+                b.insert_element(ir.Constant(ir.VectorType(I64, self.width), ir.Undefined),
+                                 left, ir.Constant(ir.IntType(32), 0)),
+                ir.Constant(ir.VectorType(I64, self.width), ir.Undefined),
+                ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width))
+            mask = b.icmp_signed("<", lanes, splat)
+            self._rows(a, bbase, brs, depth, start, end, b.load(j), 1, first, mask)
 
         self._while(lambda: columns_left(step), panel(2))
         self._if(columns_left(self.width), panel(1))
-        self._while(lambda: columns_left(1), panel(0))
+        self._if(columns_left(1), tail)
 
     def _rows(self, a: Any, bbase: Any, brs: Any, depth: Any, start: Any, end: Any, j0: Any,
-              vectors: int, first: Any) -> None:
+              vectors: int, first: Any, mask: Any = None) -> None:
         b = self.b
         i = self._var(start)
 
@@ -400,7 +422,7 @@ class _Kernel(_Emitter):
 
         def block(rows: int) -> Any:
             def body() -> None:
-                self._block(a, bbase, brs, depth, b.load(i), j0, rows, vectors, first)
+                self._block(a, bbase, brs, depth, b.load(i), j0, rows, vectors, first, mask)
                 b.store(b.add(b.load(i), _c(rows)), i)
             return body
 
@@ -410,29 +432,26 @@ class _Kernel(_Emitter):
                 self._if(rows_left(rows), block(rows))
 
     def _block(self, a: Any, bbase: Any, brs: Any, depth: Any, i0: Any, j0: Any, rows: int,
-               vectors: int, first: Any) -> None:
-        """C[i0:i0+rows, j0:j0+vectors*width] (or one column) (+)= A[rows, block] @ B[block, ..]."""
+               vectors: int, first: Any, mask: Any = None) -> None:
+        """C[i0:i0+rows, j0:j0+vectors*width] (+)= A[rows, block] @ B[block, ..]; with a
+        ``mask`` (one vector), only the columns whose lanes it sets are read and written."""
         b = self.b
-        lanes_ty = self.vec if vectors else self.real
-        count = max(vectors, 1)
-        accs = [[self._slot(lanes_ty) for _ in range(count)] for _ in range(rows)]
+        accs = [[self._slot(self.vec) for _ in range(vectors)] for _ in range(rows)]
         c_rows = [b.gep(self.c, [b.add(b.mul(b.add(i0, _c(r)), self.ldc), j0)])
                   for r in range(rows)]
 
         def c_at(r: int, v: int) -> Any:
-            if not vectors:
-                return c_rows[r]
             return b.bitcast(b.gep(c_rows[r], [_c(v * self.width)]), self.vec.as_pointer())
 
         with b.if_else(first) as (zero, accumulate):
             with zero:
                 for row in accs:
                     for acc in row:
-                        b.store(ir.Constant(lanes_ty, None), acc)
+                        b.store(ir.Constant(self.vec, None), acc)
             with accumulate:
                 for r, row in enumerate(accs):
                     for v, acc in enumerate(row):
-                        b.store(b.load(c_at(r, v), align=self.item), acc)
+                        b.store(self._load(c_at(r, v), mask), acc)
         a_rows = [b.gep(a, [b.mul(b.add(i0, _c(r)), self.a_rs)]) for r in range(rows)]
         kk = self._var(_c(0))
         splat = ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width)
@@ -440,29 +459,38 @@ class _Kernel(_Emitter):
         def body() -> None:
             at = b.load(kk)
             b_row = b.gep(bbase, [b.add(b.mul(at, brs), j0)])
-            if vectors:
-                bvals = [b.load(b.bitcast(b.gep(b_row, [_c(v * self.width)]),
-                                          self.vec.as_pointer()), align=self.item)
-                         for v in range(vectors)]
-            else:
-                bvals = [b.load(b_row)]
+            bvals = [self._load(b.bitcast(b.gep(b_row, [_c(v * self.width)]),
+                                          self.vec.as_pointer()), mask)
+                     for v in range(vectors)]
             step = b.mul(at, self.a_cs)
             for r in range(rows):
-                x = b.load(b.gep(a_rows[r], [step]))
-                if vectors:
-                    x = b.shuffle_vector(
-                        b.insert_element(ir.Constant(self.vec, ir.Undefined), x,
-                                         ir.Constant(ir.IntType(32), 0)),
-                        ir.Constant(self.vec, ir.Undefined), splat)
+                x = b.shuffle_vector(
+                    b.insert_element(ir.Constant(self.vec, ir.Undefined),
+                                     b.load(b.gep(a_rows[r], [step])),
+                                     ir.Constant(ir.IntType(32), 0)),
+                    ir.Constant(self.vec, ir.Undefined), splat)
                 for v, bv in enumerate(bvals):
-                    fma = self.fma_vec if vectors else self.fma_one
-                    b.store(b.call(fma, [x, bv, b.load(accs[r][v])]), accs[r][v])
+                    b.store(b.call(self.fma_vec, [x, bv, b.load(accs[r][v])]), accs[r][v])
             b.store(b.add(at, _c(1)), kk)
 
         self._while(lambda: b.icmp_signed("<", b.load(kk), depth), body)
         for r, row in enumerate(accs):
             for v, acc in enumerate(row):
-                b.store(b.load(acc), c_at(r, v), align=self.item)
+                self._store(b.load(acc), c_at(r, v), mask)
+
+    def _load(self, at: Any, mask: Any) -> Any:
+        """The vector at ``at``, only the lanes ``mask`` sets (None: all) read, others 0."""
+        if mask is None:
+            return self.b.load(at, align=self.item)
+        return self.b.call(self.masked_load, [at, ir.Constant(ir.IntType(32), self.item), mask,
+                                              ir.Constant(self.vec, None)])
+
+    def _store(self, value: Any, at: Any, mask: Any) -> None:
+        if mask is None:
+            self.b.store(value, at, align=self.item)
+        else:
+            self.b.call(self.masked_store, [value, at, ir.Constant(ir.IntType(32), self.item),
+                                            mask])
 
 
 class _Gemv(_Emitter):

@@ -1,6 +1,6 @@
 """The recurrent step's GEMM (``fuser.cpu.stepgemm``): the compiled kernel equals numpy's product
 for every shape class it handles (row blocks of 8, 4, 2, 1; two-vector, one-vector and
-one-column panels; row chunks; leading dimensions wider than the matrix), and a native loop
+masked panels; row chunks; leading dimensions wider than the matrix), and a native loop
 that calls it gives what the same loop gives through BLAS, forward and backward."""
 
 
@@ -153,6 +153,37 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     for a, b in zip(results["1"][1][1:], results["0"][1][1:]):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * 10)
+
+
+
+def weight_gradient(g: Tensor, x: Tensor, w: Tensor) -> Tensor:
+    """A hand-written backward's weight gradient: per step a transposed A times a row-major B
+    (``g[t].T @ x[t]``: (H, B) x (B, I)), scaled by a step-dependent factor."""
+    gw = np.zeros((g.shape[2], x.shape[2]), dtype=g.dtype)
+    for t in range(g.shape[0]):
+        gw += g[t].T.dot(x[t]) * w[t]
+    return gw
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("T,B,H,I", [(17, 512, 10, 61), (18, 7, 13, 33), (17, 1, 5, 3)])
+def test_a_transposed_a_in_a_native_loop_runs_the_kernel(monkeypatch, dtype, T, B, H, I):  # noqa: E741
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal((T, B, H)).astype(dtype)
+    x = rng.standard_normal((T, B, I)).astype(dtype)
+    w = rng.standard_normal((T, I)).astype(dtype)
+    results = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("RNNSCRIPT_STEP_GEMM", setting)
+        f = script(weight_gradient)
+        results[setting] = f(g, x, w)
+        (loop,) = [v for k, v in f.specialization(g, x, w).fn.__globals__.items()
+                   if k.startswith("_loop")]
+        assert loop.calls and bool(loop.fns[2 + (dtype == np.float64)]) == (setting == "1")
+    want = weight_gradient(g.astype(np.float64), x.astype(np.float64), w.astype(np.float64))
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for got in results.values():
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
 def test_a_forked_child_gets_its_own_threads(monkeypatch):

@@ -191,8 +191,8 @@ class LoopBuilder(StepEmitters):
     def _matrix_product(self, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
                         tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
                         ldc: Any) -> None:
-        """``stepgemm``'s kernel (``own`` 1: both operands row-major, k in one block, one task)
-        or BLAS's ?gemm."""
+        """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
+        in one block, one task) or BLAS's ?gemm."""
         b = self.b
         real = F64 if double else F32
         ptr = real.as_pointer()
@@ -205,8 +205,10 @@ class LoopBuilder(StepEmitters):
             with kernel:
                 one_item = ir.Constant(I64, 1)
                 b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                a_t = b.icmp_signed("==", ta, ir.Constant(ta.type, blas.CBLAS_TRANS))
+                a_rs, a_cs = b.select(a_t, one_item, lda), b.select(a_t, lda, one_item)
                 b.call(self.step_gemm[double],
-                       [m, nn, k, b.bitcast(rows_a, ptr), lda, one_item,
+                       [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
                         b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
                         ldc, k, ir.Constant(ptr, None), self.gemm_tasks, nn])
             with call:

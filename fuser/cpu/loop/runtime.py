@@ -134,12 +134,13 @@ class NativeLoop(RowRanges, Appends):
 
     def _step_gemm(self, la: Layout, ga: tuple[int, int], gb: tuple[int, int], m: int, n: int,
                    k: int) -> int:
-        """Which kernel a matmul runs: 1 ``stepgemm``'s (both operands row-major, sizes it
-        takes); 2 its matrix-vector kernel (B one column, A row-major: BLAS's ?gemm is several
-        times slower there); 3 a column B times a transposed A, run as the row B^T times A's
-        storage on ``stepgemm``'s kernel; 4 a row A times a transposed B, run as the
-        matrix-vector kernel on B's storage; 0 BLAS. (3 and 4 are why a matrix-vector product
-        needs no contiguous copy of a transposed weight, ``passes.contiguous_weights``.)"""
+        """Which kernel a matmul runs: 1 ``stepgemm``'s (B row-major, A row-major or
+        transposed, sizes it takes); 2 its matrix-vector kernel (B one column, A row-major:
+        BLAS's ?gemm is several times slower there); 3 a column B times a transposed A, run as
+        the row B^T times A's storage on ``stepgemm``'s kernel; 4 a row A times a transposed B,
+        run as the matrix-vector kernel on B's storage; 0 BLAS. (3 and 4 are why a
+        matrix-vector product needs no contiguous copy of a transposed weight,
+        ``passes.contiguous_weights``.)"""
         item = la[2]
         if not stepgemm.enabled():
             return 0
@@ -149,7 +150,7 @@ class NativeLoop(RowRanges, Appends):
             return self._kernel(3, item)
         if m == 1 and gb[0] and not ga[0]:
             return self._kernel(4, item)
-        if ga[0] or gb[0] or not stepgemm.use(m, n, k, item):
+        if gb[0] or not stepgemm.use(m, n, k, item):
             return 0
         return self._kernel(1, item)
 
