@@ -143,19 +143,26 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
             _plans[tkey] = plan
     if not plan.ok:
         return _numpy_call(operands, out, summed)
+    addresses = [data_address(x) for x in operands]
     if out is None:
         out = np.empty(plan.shape, plan.dtype)
+        to = data_address(out)
     elif (type(out) is not np.ndarray or out.shape != plan.shape or out.dtype != plan.dtype
-          or not out.flags.c_contiguous or not out.flags.writeable
-          or any(np.may_share_memory(out, x) for x in operands)):
+          or not out.flags.c_contiguous or not out.flags.writeable):
         return _numpy_call(operands, out, summed)
+    else:  # overlap as np.may_share_memory tells it (bounds only), from the plan's spans
+        to = data_address(out)
+        end = to + plan.out_bytes
+        for address, (low, high) in zip(addresses, plan.spans):
+            if address + low < end and to < address + high:
+                return _numpy_call(operands, out, summed)
     count = threads() if plan.large else 1
     block, per_pack = plan.block(count)
     block = block.copy()
-    for at, x in zip(plan.at, operands):
-        block[at] = data_address(x)
-    block[plan.out_at] = data_address(out)
-    pack = np.empty(max(1, per_pack), plan.dtype)
+    for at, address in zip(plan.at, addresses):
+        block[at] = address
+    block[plan.out_at] = to
+    pack = np.empty(per_pack, plan.dtype) if per_pack else _NO_PACK
     block[plan.pack_at] = data_address(pack)
     count = int(block[plan.count_at])
     at = data_address(block)
@@ -163,6 +170,17 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
                           or pool.run(plan.job, at)):
         plan.fn(at)
     return out
+
+
+_NO_PACK = np.empty(1, np.float64)
+"""The pack of a job whose Bs are all read in place (the kernel never touches it)."""
+
+
+def _span(x: np.ndarray) -> tuple[int, int]:
+    """The bytes an array's items occupy, from its first item's address: (low, high)."""
+    low = sum(st * (d - 1) for d, st in zip(x.shape, x.strides) if st < 0)
+    high = sum(st * (d - 1) for d, st in zip(x.shape, x.strides) if st > 0) + x.itemsize
+    return low, high
 
 
 MAX_PLANS = 512
@@ -199,6 +217,9 @@ class _Plan:
                 return plan
         plan.ok, plan.dtype, plan.pairs = True, a0.dtype, [
             (a.shape, a.strides, b.shape, b.strides) for a, b in pairs]
+        plan.spans = [_span(x) for x in operands]
+        """per operand, the bytes its items occupy (``_span``)."""
+        plan.out_bytes = plan.shape[0] * plan.shape[1] * a0.itemsize
         plan.summed, plan.item = summed, a0.itemsize
         m, n = plan.shape
         plan.large = m * n * sum(a.shape[1] for a, _ in pairs) >= POOL_MIN_PRODUCT

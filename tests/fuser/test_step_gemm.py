@@ -216,6 +216,27 @@ def test_products_into_a_given_array():
     np.testing.assert_array_equal(got, np.zeros((20, 20)))
 
 
+
+@pytest.mark.parametrize("summed", [False, True])
+def test_a_given_out_overlapping_an_operand_gets_numpys_product(summed):
+    rng = np.random.default_rng(9)
+    buf = rng.standard_normal(2000).astype(np.float32)
+    a = buf[:600].reshape(20, 30)
+    b = rng.standard_normal((30, 20)).astype(np.float32)
+    for at in (580, 0, 200):  # out over a's end, over its start (out = a's rows), inside it
+        out = buf[at:at + 400].reshape(20, 20)
+        want = (a @ b) * (2 if summed else 1)
+        got = (products.matmul_sum(a, b, a, b, out=out) if summed
+               else products.matmul(a, b, out=out))
+        assert got is out
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+        buf[:] = rng.standard_normal(2000).astype(np.float32)
+    separate = np.full((20, 20), np.nan, np.float32)  # next to a, sharing no byte with it
+    whole = np.concatenate([a.ravel(), separate.ravel()])
+    a2, out2 = whole[:600].reshape(20, 30), whole[600:].reshape(20, 20)
+    assert products.matmul(a2, b, out=out2) is out2
+    np.testing.assert_allclose(out2, a2 @ b, rtol=1e-5, atol=1e-4)
+
 # -- the matrix-vector kernel: a product whose B is one column ---------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,inc", [(200, 200, 1), (13, 37, 1), (9, 5, 3), (1, 1, 1),
