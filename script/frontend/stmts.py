@@ -349,14 +349,20 @@ class StmtMixin:
         """``x += v`` on an array writes into ``x``: the result keeps ``x``'s dtype (numpy casts
         a float64 result into a float32 array). A 0-d value may be a numpy scalar, which ``+=``
         replaces, so the cast is for arrays of rank >= 1 (an if on ``x.ndim``, decided when the
-        function is specialized)."""
+        function is specialized). An index with an Ellipsis reads an array even where it takes
+        every axis (``y[..., 0]`` of a vector is a 0-d view, not a scalar): always cast."""
         if not (isinstance(current.type, TensorType) and isinstance(result.type, TensorType)):
             return result
         if _starts_as_a_number(current):
             return result  # an accumulator (`acc = 0`): its first update makes a new array
         name = f"$in_place_{id(node)}"
-        ndim = self.emit_value("tensor::ndim", [current])
-        is_scalar = self.binary("==", ndim, self.const(0), node)
+        index = node.target.slice if isinstance(node.target, ast.Subscript) else None
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        if any(isinstance(part, ast.Constant) and part.value is Ellipsis for part in parts):
+            is_scalar = self.const(False)
+        else:
+            ndim = self.emit_value("tensor::ndim", [current])
+            is_scalar = self.binary("==", ndim, self.const(0), node)
 
         def cast() -> None:
             # numpy raises where x op v broadcasts to another shape than x's: so does this

@@ -187,6 +187,31 @@ def test_an_in_place_update_that_changes_the_kind_raises_as_numpy_does(fn):
     assert_same(got, fn(floats, True))
 
 
+
+def halve_first_of_last_axis(y: Tensor):
+    y = y.copy()
+    y[..., 0] /= 2  # of a vector: a 0-d view, updated in place (not a scalar, as y[0] is)
+    return y
+
+
+def halve_first_item(y: Tensor):
+    y = y.copy()
+    y[0] /= 2  # of a vector: a numpy scalar, replaced (the new value cast as an item)
+    return y
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+def test_an_ellipsis_index_updates_a_view_even_of_one_item(shape):
+    ints = np.arange(int(np.prod(shape))).reshape(shape)
+    with pytest.raises(TypeError):
+        halve_first_of_last_axis(ints)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(halve_first_of_last_axis)(ints)
+    floats = ints.astype(np.float32)
+    assert_same(script(halve_first_of_last_axis)(floats), halve_first_of_last_axis(floats))
+    if len(shape) == 1:
+        assert_same(script(halve_first_item)(ints), halve_first_item(ints))
+
 def item_plus_half(xs: List[Tensor], k: int):
     y = xs[k].copy()
     y += 1.5
