@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 _enabled: bool | None = None
 
@@ -51,4 +52,30 @@ def register_passes() -> None:
     register_pass(matmul_sums.NAME, matmul_sums.run)
 
 
-__all__ = ["disabled", "is_enabled", "register_passes", "set_enabled"]
+PRODUCTS = ("tensor::matmul", "tensor::matmul_sum", "tensor::dot", "tensor::linear")
+"""The ops that become matrix products (``np.dot`` and ``linear`` are lowered to matmuls by the
+passes ``prefetch`` runs before)."""
+
+
+def prefetch(graph: Any) -> None:
+    """Start compiling, on a thread of its own, the product kernel a specialized ``graph`` will
+    call (``fuser.cpu.stepgemm.prefetch``): its float32 products (inside loops or outside) and
+    its float64 products inside loops, on the host. Called before the graph is optimized, so
+    the compile runs beside the optimizer."""
+    wanted = set()
+    for top in graph.nodes():
+        for node in (top, *top.walk()):
+            t = node.outputs[0].type if node.kind in PRODUCTS and node.outputs else None
+            if getattr(t, "device", "cuda") not in (None, "cpu"):
+                continue
+            if not t.shape:  # a dot product of vectors: no matrix product
+                continue
+            if t.dtype == "float32" or (t.dtype == "float64" and node is not top):
+                wanted.add(t.dtype == "float64")
+    if wanted:
+        from fuser.cpu import stepgemm
+        for double in wanted:
+            stepgemm.prefetch(double)
+
+
+__all__ = ["PRODUCTS", "disabled", "is_enabled", "prefetch", "register_passes", "set_enabled"]

@@ -26,8 +26,10 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -93,21 +95,58 @@ def _jit() -> _Jit:
         return _state
 
 
-def compile_ir(text: str, symbols: list[str]) -> list[int]:
+def compile_ir(text: str, symbols: list[str], unroll: bool = True) -> list[int]:
     """Optimize (O3, vectorizing) and load the LLVM IR ``text``, or load its object code from
     the disk cache; the addresses of ``symbols``. Compiling the same text again in a process
-    returns the addresses already loaded (so symbol names must be unique per distinct text)."""
+    returns the addresses already loaded (so symbol names must be unique per distinct text).
+    ``unroll=False`` leaves loops as written: for code that is already blocked by hand
+    (``fuser.cpu.stepgemm``), where unrolling only doubles the machine code and its compile
+    time."""
     jit = _jit()
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256((text if unroll else text + NO_UNROLL).encode()).hexdigest()
     with _lock:
         addresses = jit.loaded.get(digest)
         if addresses is None:
-            addresses = _load(jit, text, digest, symbols)
+            addresses = _load(jit, text, digest, symbols, unroll)
             jit.loaded[digest] = addresses
     return addresses
 
 
-def _load(jit: _Jit, text: str, digest: str, symbols: list[str]) -> list[int]:
+NO_UNROLL = "\n; compiled without loop unrolling\n"
+"""What a text compiled with ``unroll=False`` is keyed by in addition (caches in memory and on
+disk)."""
+
+
+_background: set[Any] = set()
+"""the keys of ``in_background`` compiles started (done or not)."""
+
+
+def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
+    """Run ``compile_fn()`` (which calls ``compile_ir``) on a thread of its own, once per
+    ``key``, so that a kernel a function is about to need compiles beside the compiler's own
+    Python work: LLVM runs with the GIL released (llvmlite's calls are ctypes calls), so on a
+    second core the two overlap. An error is dropped: the call that needs the kernel compiles
+    it again and raises. ``os.fork`` waits for a compile under way (the JIT's lock would stay
+    held in the child otherwise)."""
+    with _lock:
+        if key in _background:
+            return
+        if not _background:
+            os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                                after_in_child=_lock.release)
+        _background.add(key)
+
+    def run() -> None:
+        try:
+            compile_fn()
+        except Exception:  # noqa: BLE001 - compiled again, and reported, where it is needed
+            pass
+
+    threading.Thread(target=run, name="rnnscript-compile", daemon=True).start()
+
+
+def _load(jit: _Jit, text: str, digest: str, symbols: list[str],
+          unroll: bool = True) -> list[int]:
     t0 = time.perf_counter()
     path = _entry_path(jit, digest)
     obj = _read_entry(path) if path is not None else None
@@ -117,7 +156,7 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str]) -> list[int]:
             STATS.disk_hits += 1
             STATS.disk_seconds += time.perf_counter() - t0
             return addresses
-    obj = _compile_object(jit, text)
+    obj = _compile_object(jit, text, unroll)
     addresses = _add_object(jit, obj, symbols)
     STATS.kernels += 1
     STATS.seconds += time.perf_counter() - t0
@@ -129,7 +168,7 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str]) -> list[int]:
     return addresses
 
 
-def _optimized_module(jit: _Jit, text: str) -> llvm.ModuleRef:
+def _optimized_module(jit: _Jit, text: str, unroll: bool = True) -> llvm.ModuleRef:
     mod = llvm.parse_assembly(text)
     mod.triple = jit.opt_tm.triple
     mod.data_layout = str(jit.opt_tm.target_data)
@@ -137,13 +176,14 @@ def _optimized_module(jit: _Jit, text: str) -> llvm.ModuleRef:
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
+    pto.loop_unrolling = unroll
     pb = llvm.create_pass_builder(jit.opt_tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
 
 
-def _compile_object(jit: _Jit, text: str) -> bytes:
-    return jit.opt_tm.emit_object(_optimized_module(jit, text))
+def _compile_object(jit: _Jit, text: str, unroll: bool = True) -> bytes:
+    return jit.opt_tm.emit_object(_optimized_module(jit, text, unroll))
 
 
 def _add_object(jit: _Jit, obj: bytes, symbols: list[str]) -> list[int]:

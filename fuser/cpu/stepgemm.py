@@ -15,6 +15,12 @@ columns left over, one vector, then the last few as one masked vector (loads and
 those lanes only: a (10, 512) x (512, 61) float32 product took 31.8 us with its last 13 columns
 one at a time, 14.7 us masked, numpy 17.6 us).
 
+The module is compiled without LLVM's loop unrolling (``compile_ir(unroll=False)``): the blocks
+are unrolled by hand already, and unrolling their k loops again doubled the machine code (19 KB
+against 10 KB for float32) and the compile (560-580 ms against 300-360 ms, the larger part of a
+first call), at the same speed within noise ((8, 64) x (64, 256), (64, 256) x (256, 256), (64,
+512) x (512, 2048) and (10, 512) x (512, 61), one core).
+
 Measured on one core of a Zen 5 CPU (float32, min of repeated calls, OpenBLAS 0.3.31 using its
 Haswell kernels): (8, 64) x (64, 256) 1.9 us against 4.8 us for ``cblas_sgemm``; (64, 512) x
 (512, 2048) 0.73 ms (185 GFLOP/s) against 1.24 ms (108 GFLOP/s).
@@ -31,13 +37,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import threading
 from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from fuser.cpu.jit import compile_ir
+from fuser.cpu.jit import compile_ir, in_background
 
 I64 = ir.IntType(64)
 MR = 8
@@ -566,7 +571,6 @@ class _Gemv(_Emitter):
             b.store(b.load(sums[r]), b.gep(self.y, [b.add(i0, _c(r))]))
 
 
-_lock = threading.Lock()
 _addresses: dict[bool, tuple[int, ...]] = {}
 _functions: dict[bool, Any] = {}
 
@@ -582,13 +586,22 @@ def gemv_address(double: bool) -> int:
 
 
 def _compiled(double: bool) -> tuple[int, ...]:
-    with _lock:
-        if double not in _addresses:
-            text = ir_text(double, lanes(8 if double else 4))
-            _addresses[double] = tuple(compile_ir(
-                text, [symbol(double), gemv_symbol(double), job_symbol(double),
-                       sum_job_symbol(double)]))
-        return _addresses[double]
+    found = _addresses.get(double)
+    if found is None:  # compile_ir compiles a text once, however many threads ask
+        text = ir_text(double, lanes(8 if double else 4))
+        found = _addresses[double] = tuple(compile_ir(
+            text, [symbol(double), gemv_symbol(double), job_symbol(double),
+                   sum_job_symbol(double)], unroll=False))
+    return found
+
+
+def prefetch(double: bool) -> None:
+    """Start compiling the float64 (``double``) or float32 kernels on a thread of their own
+    (``jit.in_background``), for a function whose products will call them: the compile (about
+    0.3 s, the larger part of a first call) then runs while the compiler optimizes the
+    function."""
+    if double not in _addresses and enabled():
+        in_background(("stepgemm", double), lambda: _compiled(double))
 
 
 def job_address(double: bool) -> int:

@@ -10,6 +10,7 @@ import ast
 import functools
 import inspect
 import linecache
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,8 +82,7 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
     if fn.__name__ == "<lambda>":
         return _lambda_source(fn)
     try:  # of the code object: the function's own (a decorator's wrapper is not unwrapped)
-        file = inspect.getsourcefile(fn.__code__)
-        lines, start = inspect.getsourcelines(fn.__code__)
+        file, lines, start = _code_source(fn)
     except (OSError, TypeError):
         file, lines, start = None, [], 0
     if not file or not lines:
@@ -104,6 +104,30 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
         if isinstance(node, ast.FunctionDef):
             return node, source
     raise ScriptError(f"cannot compile '{name}': no function definition found in its source")
+
+
+_DEFINITION = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+"""A line that starts a definition (``inspect.findsource``'s pattern)."""
+
+
+def _code_source(fn: Callable[..., Any]) -> tuple[str | None, list[str], int]:
+    """(file, the lines of the definition, its first line number) of the function's code
+    object, as ``inspect.getsourcelines(fn.__code__)`` finds them, without its search of
+    every loaded module for the one that holds the code (``inspect.getmodule``: a third of a
+    second on a first call with torch, jax or cupy imported): the function's globals are its
+    module's."""
+    code = fn.__code__
+    file = inspect.getsourcefile(code)
+    if not file:
+        return None, [], 0
+    linecache.checkcache(file)
+    lines = linecache.getlines(file, fn.__globals__)
+    at = code.co_firstlineno - 1
+    if not 0 <= at < len(lines):
+        return file, [], 0
+    while at > 0 and not _DEFINITION.match(lines[at]):
+        at -= 1
+    return file, inspect.getblock(lines[at:]), at + 1
 
 
 def _lambda_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+import fuser
 import ir
 from ir.alias import StorageClasses
 from ir.core import Graph
@@ -185,6 +186,7 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
         except ir.ShapeError as e:
             raise ArgumentShapeError(f"{d.name}(): the arguments cannot be accepted: {e}") \
                 from None
+        fuser.prefetch(graph)  # the product kernel compiles beside the passes
         # shape-prop: the types unrolling narrowed; the loops whose carried numbers become arrays
         # carry arrays of one shape once their first trip is peeled
         run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import fuser
 import ir
 from ir.core import Graph
 from passes import STANDARD_PIPELINE
@@ -388,6 +389,7 @@ class ScriptFunction:
                 described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
                 raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
                                          f"accepted: {e}") from None
+            fuser.prefetch(graph)  # the product kernel compiles beside the passes
             if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
                 run_pipeline(graph, STANDARD_PIPELINE)
                 unroll_reads(graph)

@@ -1,6 +1,7 @@
 """Compiled CPU fusion kernels equal numpy eager: dtypes, broadcasting, chunks, strides, special
 values, accuracy of the polynomial math functions, and random graphs (hypothesis)."""
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -458,3 +459,70 @@ def test_random_graphs_match_numpy(case, layout_seed):
 @given(random_graphs(), st.integers(0, 1000))
 def test_random_graphs_match_numpy_many(case, layout_seed):
     _check_random(case, layout_seed)
+
+
+# -- compiling beside the compiler ---------------------------------------------------------------
+_PREFETCH_CHILD = """
+import os, sys, threading, numpy as np
+from fuser.cpu import jit, stepgemm
+from script import Tensor, script
+sys.path.insert(0, os.path.join(os.getcwd(), "tests", "fuser"))
+from test_step_gemm import weight_gradient
+started = []
+real = jit.in_background
+jit.in_background = stepgemm.in_background = lambda key, fn: (started.append(key), real(key, fn))
+T, B, H, I = 17, 3, 4, 5
+rng = np.random.default_rng(0)
+g, x = rng.standard_normal((T, B, H)).astype(np.float32), rng.standard_normal((T, B, I))
+w = rng.standard_normal((T, I)).astype(np.float32)
+got = script(weight_gradient)(g, x.astype(np.float32), w)
+want = weight_gradient(g.astype(float), x, w.astype(float))
+assert np.allclose(got, want, rtol=1e-4, atol=1e-4)
+pid = os.fork()  # a fork after (or during) a compile on a thread: the child still compiles
+if pid == 0:
+    ok = np.allclose(script(weight_gradient)(g.astype(float), x, w.astype(float)), want)
+    os._exit(0 if ok else 1)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+print(started)
+"""
+
+
+def test_a_function_with_products_compiles_their_kernel_on_a_thread(tmp_path):
+    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _PREFETCH_CHILD], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "('stepgemm', False)" in out.stdout  # float32: started before the passes ran
+
+
+def test_a_background_compile_runs_once_per_key_and_its_errors_are_left_to_the_caller():
+    from fuser.cpu import jit
+    calls = []
+    done = threading.Event()
+
+    def fails():
+        calls.append(1)
+        done.set()
+        raise RuntimeError("reported where the kernel is needed")
+
+    key = ("test", object())
+    jit.in_background(key, fails)
+    assert done.wait(30)
+    jit.in_background(key, fails)  # already started: nothing runs
+    assert calls == [1]
+
+
+def test_a_text_compiled_without_unrolling_is_kept_apart():
+    import hashlib
+
+    from fuser.cpu import jit
+    text = ("define i64 @rnnscript_test_sum(i64 %n) {\nentry:\n  br label %loop\nloop:\n"
+            "  %i = phi i64 [0, %entry], [%j, %loop]\n  %s = phi i64 [0, %entry], [%t, %loop]\n"
+            "  %t = add i64 %s, %i\n  %j = add i64 %i, 1\n  %c = icmp slt i64 %j, %n\n"
+            "  br i1 %c, label %loop, label %done\ndone:\n  ret i64 %t\n}\n")
+    (address,) = jit.compile_ir(text, ["rnnscript_test_sum"], unroll=False)
+    assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(10) == 45
+    assert jit.compile_ir(text, ["rnnscript_test_sum"], unroll=False) == [address]
+    loaded = jit._jit().loaded
+    assert hashlib.sha256((text + jit.NO_UNROLL).encode()).hexdigest() in loaded
+    assert hashlib.sha256(text.encode()).hexdigest() not in loaded  # an unrolled build's key
