@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, var, std, amax, amin) and the normalisations softmax / log_softmax.
+"""Reductions (sum, prod, mean, var, std, amax, amin) and the normalisations softmax / log_softmax.
 
 Dtypes follow numpy: the sum of bools or signed integers is int64 (of unsigned ones uint64), the
 mean/var/std of bools or integers is float64, amax/amin keep the dtype. Each op has an eager
@@ -79,6 +79,10 @@ defop("tensor::sum(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Ten
       _reduction(_sum_dtype), RED, (".sum", "np.sum"),
       "sum over axes (all when None); bools and signed integers sum to int64, unsigned ones "
       "to uint64")
+defop("tensor::prod(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
+      _reduction(_sum_dtype), RED, (".prod", "np.prod"),
+      "product over axes (all when None), of the types a sum has; the gradient where a "
+      "slice holds a zero is the product of the others at the zero (two zeros: all 0)")
 defop("tensor::mean(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
       _reduction(_mean_dtype), RED, (".mean", "np.mean"),
       "arithmetic mean over axes; bools and integers give float64")

@@ -294,8 +294,10 @@ class CallMixin:
         args = list(op.args)
         for k, value in enumerate(inputs):
             arg = args[min(k, len(args) - 1)]
-            if arg.kind == "Tensor" and display.startswith("np.") and value.type in (
-                    INT, FLOAT, BOOL):  # numpy takes a number as a 0-d array: np.sum(3.0)
+            if arg.kind == "Tensor" and display.startswith("np.") and (
+                    value.type in (INT, FLOAT, BOOL) or _numbers(value.type)):
+                # numpy takes a number as a 0-d array (np.sum(3.0)), numbers as a 1-d one
+                # (np.prod(x.shape))
                 value = inputs[k] = self.emit_value("tensor::array", [value, self.const(None)])
             elif arg.kind in ("Tensor", "operand") and display.startswith("np.") and \
                     _arrays(value.type):
@@ -308,6 +310,13 @@ class CallMixin:
             if arg.kind.rstrip("?") in ("int", "ints", "number") and \
                     display.startswith("np."):  # np.arange(n), np.zeros(n) of a 0-d int array
                 value = inputs[k] = self.as_index(value)
+            if arg.kind.rstrip("?") == "ints" and isinstance(value.type, TupleType) and any(
+                    isinstance(e, TensorType) for e in value.type.elements):
+                # x.reshape(-1, np.prod(x.shape[1:])): a 0-d integer array in a shape is its int
+                items = self.emit("prim::TupleUnpack", [value],
+                                  list(value.type.elements)).outputs
+                value = inputs[k] = self.emit_value("prim::TupleConstruct",
+                                                    [self.as_index(v) for v in items])
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
@@ -568,6 +577,14 @@ def _builtin_name(obj: Any) -> str | None:
 def _is_library(fn: Any) -> bool:
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     return module in _LIBRARY_MODULES
+
+
+def _numbers(t: Type) -> bool:
+    """A list or tuple of numbers (which numpy functions take as a 1-d array)."""
+    if isinstance(t, ListType):
+        return t.element in (INT, FLOAT, BOOL)
+    return isinstance(t, TupleType) and bool(t.elements) and all(
+        e in (INT, FLOAT, BOOL) for e in t.elements)
 
 
 def _arrays(t: Type) -> bool:

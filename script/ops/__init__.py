@@ -63,6 +63,7 @@ from script.ops._impl_nn import (
     matmul_sum,  # noqa: F401  (inserted by passes)
     mean,
     mm,
+    prod,
     softmax,
     std,
     sum,
@@ -404,9 +405,9 @@ __all__ = [
     "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le", "linear", "log",
     "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "manual_seed",
     "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul", "ndim", "ne", "neg", "ones",
-    "ones_like", "pow", "reciprocal", "relu", "reshape", "rsqrt", "select", "shape", "sigmoid",
-    "sign", "sin", "size", "slice", "softmax", "softplus", "split", "split_list", "sqrt", "square",
-    "squeeze",
+    "ones_like", "pow", "prod", "reciprocal", "relu", "reshape", "rsqrt", "select", "shape",
+    "sigmoid", "sign", "sin", "size", "slice", "softmax", "softplus", "split", "split_list",
+    "sqrt", "square", "squeeze",
     "stack", "std", "sub", "sum", "tanh", "transpose", "unbind", "var", "where", "zeros",
     "zeros_like",
 ]

@@ -29,6 +29,11 @@ def sum(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     return a.sum(axis=_axes(axis), dtype=_sum_dtype(a), keepdims=keepdims)
 
 
+def prod(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Product over axes (all when None), of the types a sum has."""
+    return a.prod(axis=_axes(axis), dtype=_sum_dtype(a), keepdims=keepdims)
+
+
 def mean(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over axes; bools and integers give float64."""
     return as_float(a).mean(axis=_axes(axis), keepdims=keepdims)

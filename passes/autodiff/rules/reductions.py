@@ -1,4 +1,4 @@
-"""VJP rules of reductions over axes: sum, mean, var, std, amax, amin."""
+"""VJP rules of reductions over axes: sum, prod, mean, var, std, amax, amin."""
 
 from __future__ import annotations
 
@@ -71,6 +71,24 @@ def _sum_back(b: Any, g: Value, node: Node) -> Value:
     return b.op("tensor::broadcast_to", kept, shape_arg(b, node.inputs[0]))
 
 
+def prod_vjp(b, node, gs):
+    """The product of the other elements of each one's slice, as PyTorch's ``prod_backward``
+    computes it without a division by zero: with no zero in a slice, ``prod / x``; with one,
+    the product of the others at the zero and 0 elsewhere; with two or more, 0."""
+    g = keep_reduced(b, gs[0], node, 2)
+    x = b.fwd(node.inputs[0])
+    axes = tuple(reduced_axes(node))
+    zero = b.op("tensor::eq", x, 0)
+    zeros = b.op("tensor::sum", zero, axes, True)
+    rest = b.op("tensor::where", zero, 1, x)  # the zeros as ones
+    others = b.op("tensor::prod", rest, axes, True)  # the product of the non-zero elements
+    one_zero = b.op("tensor::logical_and", zero, b.op("tensor::eq", zeros, 1))
+    at_zero = b.op("tensor::where", one_zero, others, b.op("tensor::zeros_like", x, None))
+    local = b.op("tensor::where", b.op("tensor::eq", zeros, 0),
+                 b.op("tensor::div", others, rest), at_zero)
+    return [product(b, g, local)]
+
+
 def _mean_back(b: Any, g: Value, node: Node) -> Value:
     kept = keep_reduced(b, g, node, 2)
     scaled = b.op("tensor::mul", kept, _over(b, 1.0, reduced_count(b, node)))
@@ -116,6 +134,7 @@ def extremum_vjp(b, node, gs):
 REDUCTION_RULES: dict[str, Rule] = {
     "tensor::sum": deflinear(_sum_back),
     "tensor::mean": deflinear(_mean_back),
+    "tensor::prod": prod_vjp,
     "tensor::var": var_vjp,
     "tensor::std": std_vjp,
     "tensor::amax": extremum_vjp,

@@ -113,6 +113,12 @@ def variance(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     return x.var(axis=1), x.var(ddof=1), x.std(axis=0, keepdims=True)
 
 
+def products(x: Tensor, z: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """z's rows hold no zero, one and two zeros: the gradient at a zero is the product of the
+    others, beside two zeros 0 (finite differences at a zero see exactly that)."""
+    return x.prod(axis=1), np.prod(x * 0.5, axis=(0, 1), keepdims=True), np.prod(z, axis=1)
+
+
 def extrema(x: Tensor) -> Tuple[Tensor, Tensor]:
     return x.max(axis=1), np.min(x)
 
@@ -207,6 +213,8 @@ CASES = {
     "reductions": (reductions, lambda r: (_r(r, 3, 4),), ["tensor::sum", "tensor::mean"]),
     "variance": (variance, lambda r: (_r(r, 3, 4),), ["tensor::var", "tensor::std"]),
     "extrema": (extrema, lambda r: (_r(r, 3, 4),), ["tensor::amax", "tensor::amin"]),
+    "products": (products, lambda r: (_r(r, 3, 4), _r(r, 3, 4) * np.array(
+        [[1, 1, 1, 1], [1, 0, 1, 1], [0, 1, 0, 1]])), ["tensor::prod"]),
     "softmax": (softmaxes, lambda r: (_r(r, 3, 4),), ["tensor::softmax", "tensor::log_softmax"]),
     "matmul": (matmul2, lambda r: (_r(r, 3, 4), _r(r, 4, 2)), ["tensor::matmul"]),
     "matmul_vec": (matmul_vec, lambda r: (_r(r, 3, 3), _r(r, 3), _r(r, 3)), ["tensor::matmul"]),

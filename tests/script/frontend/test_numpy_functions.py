@@ -322,3 +322,28 @@ def test_a_list_of_arrays_as_an_operand_is_their_stack():
 
 def rows_clipped(x: Tensor) -> Tensor:
     return np.maximum([x[0], x[1] * 2.0], 0.1)
+
+
+def sizes_of(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    n = np.prod(x.shape[1:])  # a 0-d int64 array, as numpy's np.int64
+    return (x.reshape(-1, n), np.sqrt(2.0 / np.prod(x.shape)) * x, np.sum(x.shape),
+            np.zeros((n, 2), dtype=x.dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_reductions_of_a_shape_read_it_as_an_int_array(dtype):
+    x = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    got, want = script(sizes_of)(x), sizes_of(x)
+    for g, w in zip(got, want):  # values, dtypes (float64 beside np.int64) and shapes
+        assert_same(g, w)
+
+
+def products_over(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    return np.prod(x, axis=0), x.prod(keepdims=True), np.prod(x > 0, axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_prod_computes_numpys_product_and_type(dtype):
+    x = np.array([[1, -2, 3], [4, 0, 2]], dtype=dtype)
+    for g, w in zip(script(products_over)(x), products_over(x)):
+        assert_same(g, w)

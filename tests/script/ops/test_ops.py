@@ -248,6 +248,7 @@ def test_python_scalars_give_python_results():
 # -- reductions ----------------------------------------------------------------------------------
 REDUCTION_REF = {
     "sum": lambda x, axis, keepdims: np.sum(x, axis, keepdims=keepdims),
+    "prod": lambda x, axis, keepdims: np.prod(x, axis, keepdims=keepdims),
     "mean": lambda x, axis, keepdims: np.mean(x, axis, keepdims=keepdims),
     "amax": lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims),
     "amin": lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims),
