@@ -6,14 +6,21 @@ with the arguments bound to its parameters, defaults filled in."""
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ir.registry import NOT_CONSTANT
 from ir.types import BOOL, FLOAT, INT, NONE, OptionalType, TensorType, Type, is_subtype
 from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
+from script.frontend.definition import load_source
 from script.frontend.exprs import constant_value
+from script.frontend.globals import guards_hold
+from script.frontend.nested import Shim
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -27,12 +34,82 @@ class CalleeMixin:
     def call_python_function(self: FunctionCompiler, fn: Any, node: ast.Call) -> Any:
         if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
             return self.call_with_varargs(fn, node)
+        functions = self.function_arguments(fn, node)
+        if functions:
+            return self.call_with_functions(fn, node, functions)
         objects = self.object_arguments(fn, node)
         if not objects:
             node, override = self.typed_by_the_call(fn, node)
             return self.call_function(self.compile_callee(fn, node, override=override), node)
         fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
         return self.call_function(fdef, node, objects=objects)
+
+    def function_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
+        """The functions a call passes (``rk4(f, x, dt)``, ``layer(x, act=np.tanh)``) or leaves
+        at a function default (``def layer(x, act=sigmoid)``), by parameter name: names of a
+        function, a numpy or ``script.ops`` function, or a scripted one."""
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            return {}
+        plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        if any(p.kind not in plain for p in params):
+            return {}
+        given = list(zip([p.name for p in params], node.args)) + [
+            (kw.arg, kw.value) for kw in node.keywords]
+        found = {}
+        for name, arg in given:
+            if isinstance(arg, (ast.Name, ast.Attribute)):
+                obj = self.resolve_static(arg)
+                if is_function_value(obj):
+                    found[name] = obj
+        passed = {name for name, _ in given}
+        found.update({p.name: p.default for p in params
+                      if p.name not in passed and is_function_value(p.default)})
+        return found
+
+    def call_with_functions(self: FunctionCompiler, fn: Any, node: ast.Call,
+                            functions: dict[str, Any]) -> Any:
+        """``fn`` compiled with the parameters ``functions`` names bound to those functions
+        (once per set of them and of argument types), and called with its other arguments,
+        by name: a function passed is called where ``fn`` calls it, as a global would be."""
+        params = list(inspect.signature(fn).parameters.values())
+        args = dict(zip([p.name for p in params], node.args))
+        args.update({kw.arg: kw.value for kw in node.keywords if kw.arg is not None})
+        unknown = set(args) - {p.name for p in params}
+        if len(node.args) > len(params) or unknown:
+            raise self.error(node, f"{fn.__qualname__}() takes {len(params)} arguments: "
+                             f"{', '.join(p.name for p in params)}")
+        kept = ast.copy_location(ast.Call(func=node.func, args=[], keywords=[
+            ast.copy_location(ast.keyword(arg=name, value=value), value)
+            for name, value in args.items() if name not in functions]), node)
+        tree, source = load_source(fn)
+        tree = copy.copy(tree)
+        tree.args = copy.copy(tree.args)
+        for field in ("args", "kwonlyargs"):  # (a default stays with its parameter's position)
+            setattr(tree.args, field, [a for a in getattr(tree.args, field)
+                                       if a.arg not in functions])
+        defaults = {p.name: p.default for p in params
+                    if p.default is not inspect.Parameter.empty and p.name not in functions}
+        shim = Shim(fn, tree, defaults)
+        shim.__qualname__ = fn.__qualname__
+        kept, override = self.typed_by_the_call(shim, kept)
+        key = (fn, tuple(sorted((name, id(obj)) for name, obj in functions.items())),
+               tuple(sorted((override or {}).items(), key=lambda item: item[0])))
+        with _lock:
+            fdef = _with_functions.get(key)
+            if fdef is None or not guards_hold(fdef.guards):
+                if key[:2] in _compiling_with:
+                    raise self.error(node, f"recursive calls are not supported: "
+                                     f"'{fn.__qualname__}' is already being compiled")
+                _compiling_with.add(key[:2])
+                try:
+                    compiler = type(self)(shim, tree, source, presets=functions)
+                    compiler.arg_types_override = override or {}
+                    fdef = _with_functions[key] = compiler.compile()
+                finally:
+                    _compiling_with.discard(key[:2])
+        return self.call_function(fdef, kept)
 
     def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call
                           ) -> tuple[ast.Call, dict[str, Type] | None]:
@@ -224,6 +301,23 @@ class CalleeMixin:
                         keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
                                   for k, v in keywords.items()])
         return ast.copy_location(call, node)
+
+
+_lock = threading.RLock()
+_with_functions: dict[tuple, FunctionDef] = {}
+"""(function, the functions its parameters are bound to, argument types) -> its compilation."""
+_compiling_with: set[tuple] = set()
+
+
+def is_function_value(obj: Any) -> bool:
+    """A function passed as a value: a Python or numpy function, a numpy ufunc, a builtin or a
+    scripted function (not a class, module or object)."""
+    if isinstance(obj, type) or not callable(obj):
+        return False
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj) or isinstance(obj, np.ufunc):
+        return True
+    return type(obj).__name__ == "_ArrayFunctionDispatcher" or hasattr(
+        obj, "__rnnscript_function__") or inspect.isfunction(getattr(obj, "python_fn", None))
 
 
 def _holds_array(t: Type) -> bool:

@@ -55,7 +55,7 @@ class LocalFunction:
     """(argument types, compile-time objects) -> its ``FunctionDef``."""
     compiling: bool = False
 
-    def without(self, names: frozenset[str]) -> tuple[ast.FunctionDef, _Shim]:
+    def without(self, names: frozenset[str]) -> tuple[ast.FunctionDef, Shim]:
         """The definition and its shim without the parameters of the free ``names`` (they
         are compile-time objects of the enclosing function, bound in the callee's body)."""
         if not names:
@@ -63,10 +63,10 @@ class LocalFunction:
         tree = copy.copy(self.tree)
         tree.args = copy.copy(tree.args)
         tree.args.args = [a for a in tree.args.args if a.arg not in names]
-        return tree, _Shim(self.shim.outer, tree, self.defaults)
+        return tree, Shim(self.shim.outer, tree, self.defaults)
 
 
-class _Shim:
+class Shim:
     """What the compiler reads of a Python function, for a nested one."""
 
     def __init__(self, outer: Any, tree: ast.FunctionDef, defaults: dict[str, Any]):
@@ -137,7 +137,7 @@ def lift(tree: ast.FunctionDef, source: SourceInfo, outer: Any,
         own = {a.arg for a in d.args.args}
         extra = [n for n in order[d.name] if n not in own]
         d.args.args = d.args.args + [ast.copy_location(ast.arg(arg=n), d) for n in extra]
-        lifted.append(LocalFunction(d.name, d, tuple(extra), _Shim(outer, d, defaults), defaults))
+        lifted.append(LocalFunction(d.name, d, tuple(extra), Shim(outer, d, defaults), defaults))
     return tree, lifted
 
 
