@@ -12,12 +12,11 @@ import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ir.registry import NOT_CONSTANT
 from ir.types import BOOL, FLOAT, INT, NONE, OptionalType, TensorType, Type, is_subtype
 from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
 from script.frontend.definition import load_source
+from script.frontend.env import is_function_value
 from script.frontend.exprs import constant_value
 from script.frontend.globals import guards_hold
 from script.frontend.nested import Shim
@@ -307,17 +306,6 @@ _lock = threading.RLock()
 _with_functions: dict[tuple, FunctionDef] = {}
 """(function, the functions its parameters are bound to, argument types) -> its compilation."""
 _compiling_with: set[tuple] = set()
-
-
-def is_function_value(obj: Any) -> bool:
-    """A function passed as a value: a Python or numpy function, a numpy ufunc, a builtin or a
-    scripted function (not a class, module or object)."""
-    if isinstance(obj, type) or not callable(obj):
-        return False
-    if inspect.isfunction(obj) or inspect.isbuiltin(obj) or isinstance(obj, np.ufunc):
-        return True
-    return type(obj).__name__ == "_ArrayFunctionDispatcher" or hasattr(
-        obj, "__rnnscript_function__") or inspect.isfunction(getattr(obj, "python_fn", None))
 
 
 def _holds_array(t: Type) -> bool:

@@ -52,6 +52,7 @@ from script.frontend.env import (
     describe_variable,
     display_name,
     dominating_stores,
+    is_function_value,
     loaded_names,
     walk_same_function,
 )
@@ -246,7 +247,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
 
     def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
-        static = {n: v for n, v in defaults.items() if isinstance(v, ModuleType)}
+        static = {n: v for n, v in defaults.items()  # xp=np, act=np.tanh: compile-time objects
+                  if isinstance(v, ModuleType) or is_function_value(v)}
         objects = getattr(self, "objects", {})
         for name, obj in self.presets.items():
             self.frame.set(name, Static(obj))

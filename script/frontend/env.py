@@ -10,10 +10,13 @@ which names are read after a point (a cheap superset of liveness).
 from __future__ import annotations
 
 import ast
+import inspect
 import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ir.core import Value
 
@@ -271,3 +274,14 @@ def describe_variable(name: str) -> str:
     if name == RETURN_VALUE:
         return "the return value"
     return f"variable '{display_name(name)}'"
+
+
+def is_function_value(obj: Any) -> bool:
+    """A function passed as a value: a Python or numpy function, a numpy ufunc, a builtin or a
+    scripted function (not a class, module or object)."""
+    if isinstance(obj, type) or not callable(obj):
+        return False
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj) or isinstance(obj, np.ufunc):
+        return True
+    return type(obj).__name__ == "_ArrayFunctionDispatcher" or hasattr(
+        obj, "__rnnscript_function__") or inspect.isfunction(getattr(obj, "python_fn", None))

@@ -11,6 +11,7 @@ from typing import Any
 
 from ir.types import NONE, TENSOR, OptionalType, Type, is_subtype
 from script.frontend.annotations import AnnotationError, evaluate_annotation, type_from_annotation
+from script.frontend.env import is_function_value
 
 _NO_DEFAULT = object()
 
@@ -57,7 +58,8 @@ class ParameterMixin:
         types = [override.get(n, t) for n, t in zip(names, types)]
         self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
-            if name in defaults and not isinstance(defaults[name], ModuleType):
+            if name in defaults and not isinstance(defaults[name], ModuleType) and \
+                    not is_function_value(defaults[name]):  # both compile-time objects
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
 

@@ -438,15 +438,23 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
 
 def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                          ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The arguments less those of parameters with a module default (``xp=numpy``), which the
-    compiled code does not take: any array module may be passed for them."""
+    """The arguments less those of parameters with a module default (``xp=numpy``) or a
+    function default (``act=np.tanh``), which the compiled code does not take: any array module
+    may be passed for the first, only the default itself for the second."""
     named = dict(zip(d.python_params, args))
     if len(args) > len(d.python_params):
         raise SignatureError(f"{d.name}() takes {len(d.python_params)} arguments but "
                              f"{len(args)} were given")
     for name in d.static_args:
-        value = named.pop(name, kwargs.get(name, d.static_args[name]))
-        if not isinstance(value, ModuleType):
+        default = d.static_args[name]
+        value = named.pop(name, kwargs.get(name, default))
+        if not isinstance(default, ModuleType) and value is not default:
+            raise SignatureError(
+                f"{d.name}() argument '{name}' is compiled as its default, "
+                f"{getattr(default, '__name__', default)!s}; got {value!r} (call the function "
+                "with another one from a plain Python function, or script a wrapper that "
+                "passes it)")
+        if isinstance(default, ModuleType) and not isinstance(value, ModuleType):
             raise SignatureError(f"{d.name}() argument '{name}' must be an array module (numpy "
                                  f"or cupy), as its default is; got {type(value).__name__}")
     rest = {k: v for k, v in kwargs.items() if k not in d.static_args}

@@ -105,3 +105,17 @@ def test_a_function_parameter_used_as_a_value_is_an_error_at_its_line():
     with pytest.raises(ScriptError, match="function 'tanh'") as err:
         script(keeps_the_function)(np.ones(3))
     assert "test_function_arguments.py" in str(err.value)
+
+
+def scripted_with_a_default(x: Tensor, act=np.tanh) -> Tensor:
+    return act(x) + apply(act, x)
+
+
+def test_the_scripted_function_itself_compiles_its_function_default():
+    from script import SignatureError
+    x = np.linspace(-1, 1, 5)
+    f = script(scripted_with_a_default)
+    np.testing.assert_allclose(f(x), scripted_with_a_default(x), rtol=1e-12)
+    np.testing.assert_allclose(f(x, act=np.tanh), scripted_with_a_default(x), rtol=1e-12)
+    with pytest.raises(SignatureError, match="argument 'act' is compiled as its default"):
+        f(x, np.sin)
