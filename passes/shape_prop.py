@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
-from ir.kinds import CALL, IF, LOOP, RETURN
+from ir.kinds import CALL, IF, LOOP, RETURN, UNINITIALIZED
 from ir.registry import (
     ALIASES,
     ONLY_READS,
@@ -54,6 +54,8 @@ from passes.item_types import (
     local_containers,
 )
 from passes.local_items import join
+
+RAISE = "prim::RaiseException"
 
 NAME = "shape-prop"
 
@@ -105,7 +107,7 @@ def propagate_graph(graph: Graph) -> None:
     ``_propagate_with_local_items``."""
     locals_ = local_containers(graph)
     _propagate_with_local_items(graph, locals_)
-    if _drop_ruled_out_branches(graph):
+    if _drop_ruled_out_branches(graph) | _drop_unreachable(graph):
         _propagate_with_local_items(graph, local_containers(graph))
     while _fold_dtypes(graph):
         _propagate_with_local_items(graph, local_containers(graph))
@@ -224,6 +226,27 @@ def _drop_ruled_out_branches(graph: Graph) -> bool:
     return dropped
 
 
+def _drop_unreachable(graph: Graph) -> bool:
+    """Erase what follows a raise in its block (it never runs, and was not typed: see
+    ``propagate_block``); a value of it that the block still returns becomes
+    ``prim::Uninitialized`` of its type."""
+    dropped = False
+    for raising in [n for n in graph.walk() if n.kind == RAISE]:
+        if not _attached(raising, graph):
+            continue
+        block = raising.owner
+        assert block is not None
+        later = list(block.nodes)[list(block.nodes).index(raising) + 1:]
+        for node in reversed(later):
+            for out in node.outputs:
+                if out.uses:
+                    stand_in = graph.create(UNINITIALIZED, (), [out.type])
+                    out.replace_all_uses_with(stand_in.insert_after(raising).output)
+            node.erase()
+            dropped = True
+    return dropped
+
+
 def _kept_items(value: Value, t: ListType | DictType) -> Type:
     """``t`` for a list or dict argument of arrays, numbers or tuples of them that the function
     only reads; else the declared type (or
@@ -269,9 +292,25 @@ def _attached(node: Node, graph: Graph) -> bool:
 
 
 def propagate_block(block: Block) -> None:
-    """Recompute the output types of every node of ``block``, in order."""
+    """Recompute the output types of every node of ``block``, in order, up to one that always
+    raises: what follows never runs (``f(**d)`` of a dict without a required key raises
+    TypeError before the callee's ops read it), so its types are not checked."""
     for node in block:
         propagate_node(node)
+        if always_raises(node):
+            return
+
+
+def always_raises(node: Node) -> bool:
+    """Whether ``node`` raises whenever it runs: a raise, or an If whose branches that can be
+    taken (by the types: ``static_condition``) each hold one at their top level."""
+    if node.kind == RAISE:
+        return True
+    if node.kind != IF:
+        return False
+    taken = static_condition(node.inputs[0])
+    blocks = node.blocks if taken is None else [node.blocks[0 if taken else 1]]
+    return all(any(always_raises(n) for n in block) for block in blocks)
 
 
 _FIXED: dict[Node, Type] = {}

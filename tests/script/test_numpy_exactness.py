@@ -9,7 +9,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from script import Tensor, script
+from script import ArgumentShapeError, Tensor, script
 from tests.helpers import assert_same
 
 
@@ -259,3 +259,28 @@ def test_isnan_isinf_isfinite(dtype):
     got, want = script(value_classes)(x, float("nan")), value_classes(x, float("nan"))
     assert [type(v) for v in got] == [type(v) for v in want]
     assert_same(got, want)
+
+
+def refuses_three_rows(x: Tensor):
+    if x.shape[0] == 3:
+        raise ValueError("three rows")
+    return x @ np.ones((4, 4))  # never runs for three rows: its shapes are never checked
+
+
+def raises_in_a_loop(x: Tensor, n: int):
+    for _ in range(n):
+        if x.shape[1] != 4:
+            raise ValueError("four columns")
+        x = x @ np.ones((4, 4))
+    return x
+
+
+@pytest.mark.parametrize("fn,args", [(refuses_three_rows, (np.ones((3, 3)),)),
+                                     (raises_in_a_loop, (np.ones((2, 3)), 20))])
+def test_code_after_a_raise_that_always_runs_is_not_type_checked(fn, args):
+    with pytest.raises(ValueError, match="three rows|four columns"):
+        fn(*args)
+    with pytest.raises(ValueError, match="three rows|four columns") as err:
+        script(fn)(*args)
+    assert not isinstance(err.value, ArgumentShapeError)  # Python's own error, not a shape one
+    assert_same(script(fn)(np.ones((2, 4)), *args[1:]), fn(np.ones((2, 4)), *args[1:]))
