@@ -59,23 +59,35 @@ passes ``prefetch`` runs before)."""
 
 def prefetch(graph: Any) -> None:
     """Start compiling, on a thread of its own, the product kernel a specialized ``graph`` will
-    call (``fuser.cpu.stepgemm.prefetch``): its float32 products (inside loops or outside) and
-    its float64 products inside loops, on the host. Called before the graph is optimized, so
-    the compile runs beside the optimizer."""
+    call (``fuser.cpu.stepgemm.prefetch``): for its products inside loops (the native loop's
+    step products) and its float32 products outside loops large enough to leave numpy
+    (``fuser.cpu.products.matmul_for``), on the host. Called before the graph is optimized,
+    so the compile runs beside the optimizer."""
+    from fuser.cpu import products, stepgemm
     wanted = set()
     for top in graph.nodes():
         for node in (top, *top.walk()):
             t = node.outputs[0].type if node.kind in PRODUCTS and node.outputs else None
-            if getattr(t, "device", "cuda") not in (None, "cpu"):
-                continue
-            if not t.shape:  # a dot product of vectors: no matrix product
-                continue
-            if t.dtype == "float32" or (t.dtype == "float64" and node is not top):
+            if getattr(t, "device", "cuda") not in (None, "cpu") or not t.shape or \
+                    t.dtype not in ("float32", "float64"):
+                continue  # (no shape: a dot product of vectors)
+            if node is not top or _outside_size(node) is not None and products.matmul_for(
+                    *_outside_size(node), t.dtype) is not None:
                 wanted.add(t.dtype == "float64")
-    if wanted:
-        from fuser.cpu import stepgemm
-        for double in wanted:
-            stepgemm.prefetch(double)
+    for double in wanted:
+        stepgemm.prefetch(double)
+
+
+def _outside_size(node: Any) -> tuple[int, int, int] | None:
+    """(m, n, k) of a matrix product of static shapes (``linear``: x times W's transpose)."""
+    a, b = (getattr(v.type, "shape", None) for v in node.inputs[:2])
+    if a is None or b is None or None in a or None in b or len(a) < 1 or len(b) != 2:
+        return None
+    m = 1
+    for d in a[:-1]:
+        m *= d
+    n = b[0] if node.kind == "tensor::linear" else b[1]
+    return m, n, a[-1]
 
 
 __all__ = ["PRODUCTS", "disabled", "is_enabled", "prefetch", "register_passes", "set_enabled"]

@@ -119,6 +119,7 @@ disk)."""
 
 _background: set[Any] = set()
 """the keys of ``in_background`` compiles started (done or not)."""
+_background_lock = threading.Lock()
 
 
 def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
@@ -128,7 +129,7 @@ def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
     second core the two overlap. An error is dropped: the call that needs the kernel compiles
     it again and raises. ``os.fork`` waits for a compile under way (the JIT's lock would stay
     held in the child otherwise)."""
-    with _lock:
+    with _background_lock:  # not the JIT's lock: a compile holds that one throughout
         if key in _background:
             return
         if not _background:

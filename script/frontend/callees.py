@@ -6,9 +6,7 @@ with the arguments bound to its parameters, defaults filled in."""
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
-import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +16,7 @@ from script.frontend.annotations import AnnotationError, function_namespace, typ
 from script.frontend.definition import load_source
 from script.frontend.env import is_function_value
 from script.frontend.exprs import constant_value
-from script.frontend.globals import guards_hold
-from script.frontend.nested import Shim
+from script.frontend.nested import without_params
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -72,42 +69,21 @@ class CalleeMixin:
         """``fn`` compiled with the parameters ``functions`` names bound to those functions
         (once per set of them and of argument types), and called with its other arguments,
         by name: a function passed is called where ``fn`` calls it, as a global would be."""
-        params = list(inspect.signature(fn).parameters.values())
-        args = dict(zip([p.name for p in params], node.args))
-        args.update({kw.arg: kw.value for kw in node.keywords if kw.arg is not None})
-        unknown = set(args) - {p.name for p in params}
-        if len(node.args) > len(params) or unknown:
-            raise self.error(node, f"{fn.__qualname__}() takes {len(params)} arguments: "
-                             f"{', '.join(p.name for p in params)}")
+        sig = inspect.signature(fn)
+        try:  # Python's own binding: its TypeError for a call it would refuse
+            bound = sig.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+        except TypeError as exc:
+            raise self.error(node, f"{fn.__qualname__}(): {exc}") from None
         kept = ast.copy_location(ast.Call(func=node.func, args=[], keywords=[
             ast.copy_location(ast.keyword(arg=name, value=value), value)
-            for name, value in args.items() if name not in functions]), node)
+            for name, value in bound.arguments.items() if name not in functions]), node)
         tree, source = load_source(fn)
-        tree = copy.copy(tree)
-        tree.args = copy.copy(tree.args)
-        for field in ("args", "kwonlyargs"):  # (a default stays with its parameter's position)
-            setattr(tree.args, field, [a for a in getattr(tree.args, field)
-                                       if a.arg not in functions])
-        defaults = {p.name: p.default for p in params
-                    if p.default is not inspect.Parameter.empty and p.name not in functions}
-        shim = Shim(fn, tree, defaults)
-        shim.__qualname__ = fn.__qualname__
+        tree, shim = without_params(fn, tree, frozenset(functions), {
+            p.name: p.default for p in sig.parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name not in functions})
         kept, override = self.typed_by_the_call(shim, kept)
-        key = (fn, tuple(sorted((name, id(obj)) for name, obj in functions.items())),
-               tuple(sorted((override or {}).items(), key=lambda item: item[0])))
-        with _lock:
-            fdef = _with_functions.get(key)
-            if fdef is None or not guards_hold(fdef.guards):
-                if key[:2] in _compiling_with:
-                    raise self.error(node, f"recursive calls are not supported: "
-                                     f"'{fn.__qualname__}' is already being compiled")
-                _compiling_with.add(key[:2])
-                try:
-                    compiler = type(self)(shim, tree, source, presets=functions)
-                    compiler.arg_types_override = override or {}
-                    fdef = _with_functions[key] = compiler.compile()
-                finally:
-                    _compiling_with.discard(key[:2])
+        fdef = self.compile_bound_callee(fn, shim, tree, source, functions, override or {},
+                                         node)
         return self.call_function(fdef, kept)
 
     def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call
@@ -300,12 +276,6 @@ class CalleeMixin:
                         keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
                                   for k, v in keywords.items()])
         return ast.copy_location(call, node)
-
-
-_lock = threading.RLock()
-_with_functions: dict[tuple, FunctionDef] = {}
-"""(function, the functions its parameters are bound to, argument types) -> its compilation."""
-_compiling_with: set[tuple] = set()
 
 
 def _holds_array(t: Type) -> bool:

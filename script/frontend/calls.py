@@ -297,8 +297,11 @@ class CallMixin:
             if arg.kind == "Tensor" and display.startswith("np.") and (
                     value.type in (INT, FLOAT, BOOL) or _numbers(value.type)):
                 # numpy takes a number as a 0-d array (np.sum(3.0)), numbers as a 1-d one
-                # (np.prod(x.shape))
-                value = inputs[k] = self.emit_value("tensor::array", [value, self.const(None)])
+                # (np.prod(x.shape)), of the dtype their type gives (a list of ints that is
+                # empty when it runs is an int64 array, as it is typed, where numpy makes
+                # float64: np.prod(x.shape[1:]) of a vector is the int 1, numpy's 1.0)
+                value = inputs[k] = self.emit_value("tensor::array", [
+                    value, self.const(_numbers_dtype(value.type))])
             elif arg.kind in ("Tensor", "operand") and display.startswith("np.") and \
                     _arrays(value.type):
                 # and a list of arrays as their stack: np.sum([np.sum(w * w) for w in ws])
@@ -583,8 +586,17 @@ def _numbers(t: Type) -> bool:
     """A list or tuple of numbers (which numpy functions take as a 1-d array)."""
     if isinstance(t, ListType):
         return t.element in (INT, FLOAT, BOOL)
-    return isinstance(t, TupleType) and bool(t.elements) and all(
+    return isinstance(t, TupleType) and all(  # () too: numpy's empty float64 array
         e in (INT, FLOAT, BOOL) for e in t.elements)
+
+
+def _numbers_dtype(t: Type) -> str | None:
+    """The dtype of the array numpy makes of numbers of type ``t`` (None: numpy's choice)."""
+    kinds = {t.element} if isinstance(t, ListType) else set(getattr(t, "elements", (t,)))
+    if not kinds:
+        return "float64"  # np.array(()): an empty tuple
+    return {INT: "int64", FLOAT: "float64", BOOL: "bool"}.get(next(iter(kinds))) \
+        if len(kinds) == 1 else None
 
 
 def _arrays(t: Type) -> bool:

@@ -234,6 +234,32 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                 _typed.setdefault(fn, {})[key] = result
             return result
 
+    def compile_bound_callee(self, fn: Callable[..., Any], shim: Any, tree: ast.FunctionDef,
+                             source: SourceInfo, functions: dict[str, Any],
+                             override: dict[str, Type], node: ast.AST) -> FunctionDef:
+        """``fn`` (read through ``shim`` and ``tree``, without the parameters ``functions``
+        binds) compiled with those parameters bound to the functions, cached per function
+        objects (held by the key: an id could be reused) and argument types."""
+        key = ("functions", tuple((name, functions[name]) for name in sorted(functions)),
+               tuple(sorted(override.items(), key=lambda item: item[0])))
+        marker = (fn, key[1])
+        with _lock:
+            cached = _typed.get(fn, {}).get(key)
+            if cached is not None and guards_hold(cached.guards):
+                return cached
+            if marker in _compiling:
+                raise self.error(node, f"recursive calls are not supported: "
+                                 f"'{fn.__qualname__}' is already being compiled")
+            _compiling.append(marker)
+            try:
+                compiler = type(self)(shim, tree, source, presets=functions)
+                compiler.arg_types_override = override
+                result = compiler.compile()
+            finally:
+                _compiling.pop()
+            _typed.setdefault(fn, {})[key] = result
+            return result
+
     def compile_module_method(self, fn: Callable[..., Any], owner: Any, session: Any
                               ) -> FunctionDef:
         """The method ``fn`` of the module ``owner``, compiled for ``session``."""

@@ -101,6 +101,10 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
             raise ScriptError.at(node, source, "lambda is not supported; use a def")
         if isinstance(node, ast.AsyncFunctionDef):
             raise ScriptError.at(node, source, "async functions are not supported")
+        if isinstance(node, ast.FunctionDef) and node.name != fn.__code__.co_name:
+            raise ScriptError(f"cannot compile '{name}': its source file has changed since it "
+                              f"was defined (line {start} of {file} now defines "
+                              f"'{node.name}'); reload the module")
         if isinstance(node, ast.FunctionDef):
             return node, source
     raise ScriptError(f"cannot compile '{name}': no function definition found in its source")

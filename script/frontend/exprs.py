@@ -302,8 +302,10 @@ class ExprMixin:
             left, right = right, left
         if not _is_none_literal(right):
             raise self.error(node, "'is' / 'is not' are only supported with None")
-        t = self.expr(left).type
         negate = isinstance(op, ast.IsNot)
+        if isinstance(left, ast.Name) and isinstance(self.frame.find(left.id), Static):
+            return self.const(negate)  # a compile-time object (a function passed) is not None
+        t = self.expr(left).type
         if t == NONE or not isinstance(t, OptionalType):
             return self.const((t == NONE) != negate)
         test = self.emit_value("prim::IsNone", [self.expr(left)])

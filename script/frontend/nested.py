@@ -60,10 +60,25 @@ class LocalFunction:
         are compile-time objects of the enclosing function, bound in the callee's body)."""
         if not names:
             return self.tree, self.shim
-        tree = copy.copy(self.tree)
-        tree.args = copy.copy(tree.args)
-        tree.args.args = [a for a in tree.args.args if a.arg not in names]
-        return tree, Shim(self.shim.outer, tree, self.defaults)
+        return without_params(self.shim.outer, self.tree, names, self.defaults, self.shim)
+
+
+def without_params(outer: Any, tree: ast.FunctionDef, names: frozenset[str],
+                   defaults: dict[str, Any], like: Shim | None = None
+                   ) -> tuple[ast.FunctionDef, Shim]:
+    """``tree`` without the parameters ``names`` (bound to compile-time objects in the body:
+    a nested function's free names, the functions a call passes), and the shim the compiler
+    reads it through (named as ``like``, or as ``outer`` itself)."""
+    tree = copy.copy(tree)
+    tree.args = copy.copy(tree.args)
+    tree.args.args = [a for a in tree.args.args if a.arg not in names]
+    kept = [(a, d) for a, d in zip(tree.args.kwonlyargs, tree.args.kw_defaults)
+            if a.arg not in names]
+    tree.args.kwonlyargs, tree.args.kw_defaults = [a for a, _ in kept], [d for _, d in kept]
+    shim = Shim(outer, tree, defaults)
+    if like is None:
+        shim.__qualname__ = getattr(outer, "__qualname__", tree.name)
+    return tree, shim
 
 
 class Shim:

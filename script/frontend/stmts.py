@@ -366,11 +366,12 @@ class StmtMixin:
 
         def cast() -> None:
             # numpy raises where x op v broadcasts to another shape than x's: so does this
-            shape = self.emit_value("tensor::shape", [current])
-            kept = self.emit_value("tensor::broadcast_to", [result, shape])
+            # (the cast's check first: numpy raises its TypeError before a shape error)
             dtype = self.emit_value("tensor::dtype", [current])
-            self.frame.set(name, self.emit("tensor::astype", [kept, dtype],
-                                           attrs={CASTING_ATTR: "same_kind"}).output)
+            cast = self.emit("tensor::astype", [result, dtype],
+                             attrs={CASTING_ATTR: "same_kind"}).output
+            shape = self.emit_value("tensor::shape", [current])
+            self.frame.set(name, self.emit_value("tensor::broadcast_to", [cast, shape]))
 
         self.emit_if(is_scalar, lambda: self.frame.set(name, result), cast, end_of(node), node)
         value = self.frame.find(name)

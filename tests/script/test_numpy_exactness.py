@@ -284,3 +284,17 @@ def test_code_after_a_raise_that_always_runs_is_not_type_checked(fn, args):
         script(fn)(*args)
     assert not isinstance(err.value, ArgumentShapeError)  # Python's own error, not a shape one
     assert_same(script(fn)(np.ones((2, 4)), *args[1:]), fn(np.ones((2, 4)), *args[1:]))
+
+
+def add_a_row(y: Tensor, v: Tensor):
+    y = y.copy()
+    y[..., 0] += v
+    return y
+
+
+def test_an_update_that_changes_the_kind_and_the_shape_raises_numpys_type_error_first():
+    ints, v = np.arange(4), np.ones(2)
+    with pytest.raises(TypeError):
+        add_a_row(ints, v)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(add_a_row)(ints, v)

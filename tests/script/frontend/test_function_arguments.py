@@ -119,3 +119,36 @@ def test_the_scripted_function_itself_compiles_its_function_default():
     np.testing.assert_allclose(f(x, act=np.tanh), scripted_with_a_default(x), rtol=1e-12)
     with pytest.raises(SignatureError, match="argument 'act' is compiled as its default"):
         f(x, np.sin)
+
+
+def given_twice(x: Tensor) -> Tensor:
+    return layer(x, np.ones((3, 3)), np.tanh, act=np.sin)
+
+
+def too_many(x: Tensor) -> Tensor:
+    return apply(np.tanh, x, 2.0, 3.0)
+
+
+@pytest.mark.parametrize("fn,message", [(given_twice, "multiple values for argument 'act'"),
+                                        (too_many, "too many positional arguments")])
+def test_a_call_python_would_refuse_is_an_error_at_its_line(fn, message):
+    with pytest.raises(TypeError):
+        fn(np.ones((2, 3)))
+    with pytest.raises(ScriptError, match=message):
+        script(fn)(np.ones((2, 3)))
+
+
+def maybe_activated(x, act=None):
+    if act is not None:
+        x = act(x)
+    return x * 2.0
+
+
+def optional_activation(x: Tensor) -> Tensor:
+    return maybe_activated(x, act=np.tanh) + maybe_activated(x) + maybe_activated(x, relu)
+
+
+def test_an_optional_function_parameter_tested_against_none():
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(script(optional_activation)(x), optional_activation(x),
+                               rtol=1e-12)
