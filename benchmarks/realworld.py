@@ -7,8 +7,10 @@ recurrent layer written as a function, marked ``cell`` in the table) at the benc
 the dtype its source computes in
 (``BENCH_DTYPE``: float32 for Deep Learning from Scratch 2, whose weights are ``astype('f')``;
 ``--dtype`` for all): the plain function and the ``script``-compiled one are called alternately
-(``--repeat`` times each, after one warm-up call that also compiles), and the table gives the
-median time of each and plain/compiled (above 1 the compiled program is faster). Arguments are
+(``--repeat`` times each, after one warm-up call that also compiles; a case whose calls are short
+gets more rounds, up to ``MIN_TIMED_S`` of plain calls, so the median of a sub-millisecond cell is
+not set by a few noisy calls), and the table gives the median time of each and plain/compiled
+(above 1 the compiled program is faster). Arguments are
 copied before every call and the copy is not timed. A program that does not compile today is
 listed with its error. ``--quick`` uses the tiny test sizes and 3 repeats (a smoke run, not a
 measurement).
@@ -55,6 +57,11 @@ def _timed(fn: Any, args: tuple) -> float:
     return time.perf_counter() - start
 
 
+MIN_TIMED_S = 0.25
+"""the least time the plain calls of a case are timed for (more rounds when calls are short)."""
+MAX_ROUNDS = 1000
+
+
 def measure(program: str, name: str, case: Case, dtype: str, size: str, repeat: int) -> Row:
     """Median plain and compiled times of ``case``, interleaved; compilation excluded."""
     args = case.make_args(dtype, size)
@@ -64,7 +71,9 @@ def measure(program: str, name: str, case: Case, dtype: str, size: str, repeat: 
     except ScriptError as exc:
         where, _, message = str(exc).splitlines()[0].partition(": ")
         return Row(program, name, error=f"{os.path.basename(where)}: {message}")
-    _timed(case.fn, args)
+    first = _timed(case.fn, args)
+    if repeat > 3:
+        repeat = max(repeat, min(MAX_ROUNDS, int(MIN_TIMED_S / max(first, 1e-6))))
     plain, fast = [], []
     for _ in range(repeat):
         plain.append(_timed(case.fn, args))
@@ -115,7 +124,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         parser.error(f"unknown programs: {', '.join(unknown)} (known: {', '.join(programs())})")
     size, repeat = ("test", 3) if opts.quick else ("bench", opts.repeat)
     rows = run(names, opts.dtype, size, repeat)
-    print(f"{size} sizes, median of {repeat} interleaved calls each")
+    print(f"{size} sizes, median of {repeat} or more interleaved calls each (more for short calls)")
     print(table(rows))
     return rows
 
