@@ -464,7 +464,8 @@ def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[i
             continue
         buf, axis, idx, _ = (w.ns.name(v) for v in write.inputs)
         slot = w.ns.fresh("_slot")
-        w.emit(f"{slot} = {buf}[{':, ' * write.inputs[1].constant}{idx}]")
+        # the trailing Ellipsis keeps a 0-d item a view (buf[i] of a 1-D buf is a numpy scalar)
+        w.emit(f"{slot} = {buf}[{':, ' * write.inputs[1].constant}{idx}, ...]")
         outs.append(slot)
         w.elided.add(write)
     name = w.ns.fresh("_kernel")
