@@ -80,8 +80,8 @@ class StandaloneMethod(ScriptFunction):
         self._definition = FunctionDef(
             signature.name, signature.graph, signature.arg_names + names,
             signature.arg_types + [v.type for v in types], dict(signature.defaults),
-            signature.return_type, signature.source)
-        self._nargs = len(self._definition.arg_names)
+            signature.return_type, signature.source, dtype_args=signature.dtype_args)
+        self._nargs = -1 if signature.dtype_args else len(self._definition.arg_names)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         bound = bind_arguments(self.signature, args, kwargs)
@@ -411,7 +411,7 @@ def _signature(fdef: FunctionDef, graph: Graph) -> FunctionDef:
     """``fdef`` as callers see it, over ``graph``."""
     return FunctionDef(fdef.name, graph, list(fdef.arg_names), list(fdef.arg_types),
                        dict(fdef.defaults), graph.outputs[0].type if graph.outputs else
-                       fdef.return_type, fdef.source)
+                       fdef.return_type, fdef.source, dtype_args=fdef.dtype_args)
 
 
 def _dotted_name(paths: dict[int, str], ref: Any) -> str:

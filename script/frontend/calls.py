@@ -52,6 +52,7 @@ from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.modules import is_module_sequence
 from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
+from script.frontend.numpy_keywords import MEMORY_ORDERS
 from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
@@ -131,6 +132,7 @@ _PACKED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 """a function taking ``*args`` or ``**kwargs``: the call packs them (``call_with_varargs``)."""
 
 
+
 class CallMixin:
     """Call visitors of ``FunctionCompiler``."""
 
@@ -208,15 +210,24 @@ class CallMixin:
     def call_with_out(self: FunctionCompiler, node: ast.Call, out: ast.keyword) -> Any:
         """``np.clip(g, -5, 5, out=g)``: the op's result written into the array ``out`` names
         (cast to its dtype, seen through every name of it, as numpy writes it); the call's
-        value is that array."""
+        value is that array. ``out=alpha[t]`` writes the part as ``alpha[t] = ...`` does and
+        the call's value is that part."""
+        plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
+            kw for kw in node.keywords if kw is not out]), node)
+        if isinstance(out.value, ast.Subscript) and isinstance(out.value.value, ast.Name):
+            base = self.frame.find(out.value.value.id)
+            if not isinstance(base, Value) or not isinstance(base.type, TensorType):
+                raise self.error(out, f"out= must be an array or a part of one, not "
+                                 f"{ast.unparse(out.value)}")
+            self.assign(out.value, self.visit_Call(plain), node)
+            return self.expr(out.value)
         if not isinstance(out.value, ast.Name):
-            raise self.unsupported(out, "out= that is not a local array name")
+            raise self.unsupported(out, "out= that is not a local array name or a part of "
+                                   "one (out=x, out=x[t])")
         name = out.value.id
         old = self.frame.find(name)
         if not isinstance(old, Value) or not isinstance(old.type, TensorType):
             raise self.error(out, f"out= must name an array, not {name}")
-        plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
-            kw for kw in node.keywords if kw is not out]), node)
         self.write_whole_array(name, old, self.visit_Call(plain), node)
         return self.frame.find(name)
 
@@ -347,6 +358,10 @@ class CallMixin:
                           self_value: Any) -> list[Any]:
         positional: list[Any] = ([self_value] if self_value is not None else []) + list(node.args)
         keywords = {kw.arg: kw.value for kw in node.keywords}
+        if op.kind == "tensor::clip":
+            keywords = self.clip_keywords(node, display, len(positional), keywords)
+        if "order" in keywords and op.kind in MEMORY_ORDERS:  # np.zeros(n, order="C")
+            self.check_memory_order(op, keywords.pop("order"), display)
         pack_at = self.varargs_slot(op, positional, keywords, display, node)
         if pack_at is not None:
             positional = positional[:pack_at] + [ast.Tuple(elts=positional[pack_at:],

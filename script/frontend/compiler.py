@@ -66,7 +66,9 @@ from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeL
 from script.frontend.loops import LoopMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
+from script.frontend.none_tests import NoneTestMixin
 from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.numpy_keywords import NumpyKeywordsMixin
 from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
 from script.frontend.objects import ObjectMixin
@@ -148,7 +150,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        GlobalsMixin, ObjectMixin, ObjectArgMixin, ContainerMixin,
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
-                       CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin):
+                       CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
+                       NumpyKeywordsMixin, NoneTestMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -306,7 +309,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                            return_type, self.source, self.attr_refs, self.guards, static,
                            names if static else [],
                            tuple(k for k, n in enumerate(names[j] for j in kept)
-                                 if n in objects))
+                                 if n in objects),
+                           tuple(k for k, n in enumerate(names[j] for j in kept)
+                                 if n in self.dtype_params))
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]

@@ -55,6 +55,10 @@ class FunctionDef:
     object_args: tuple[int, ...] = ()
     """the positions of the parameters annotated with a plain class (``object_args``): their
     inputs are None placeholders, the attributes read are ``attr_refs`` (``ArgAttrRef``)."""
+    dtype_args: tuple[int, ...] = ()
+    """the positions of the parameters whose default is a dtype (``dtype=np.float64``): typed
+    as its name, a ``str``; a call's dtype (``np.float32``, ``np.dtype("float32")``, ``float``)
+    is passed as its name (``bind_arguments``)."""
 
     @functools.cached_property
     def static_ints(self) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ from ir.types import (
 from script.frontend.env import Static, describe_object
 from script.frontend.keywords import Keywords
 from script.frontend.nested import LocalFunction
+from script.frontend.none_tests import is_none_literal
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
@@ -209,6 +210,9 @@ class ExprMixin:
             if joined is not None:
                 return joined
         op = operator_op(symbol)
+        if symbol not in ("==", "!="):  # None == 3 is False; None < 3 raises
+            lhs = self.unwrap_operand(lhs, symbol, node)
+            rhs = self.unwrap_operand(rhs, symbol, node)
         for value, arg in zip((lhs, rhs), op.args):
             if not accepts(arg.kind, value.type):
                 raise self.error(node, f"unsupported operand types for {symbol}: "
@@ -288,6 +292,9 @@ class ExprMixin:
         if record is not None and isinstance(op, (ast.In, ast.NotIn)) and \
                 isinstance(left, ast.Constant) and isinstance(left.value, str):
             return self.const((left.value in record.names) == isinstance(op, ast.In))
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (is_none_literal(left)
+                                                     or is_none_literal(right)):
+            return self.equals_none(op, left, right, node)
         lhs, rhs = self.expr(left), self.expr(right)
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
@@ -295,21 +302,6 @@ class ExprMixin:
         if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
             return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
-
-    def is_none(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
-                node: ast.AST) -> Any:
-        if _is_none_literal(left):
-            left, right = right, left
-        if not _is_none_literal(right):
-            raise self.error(node, "'is' / 'is not' are only supported with None")
-        negate = isinstance(op, ast.IsNot)
-        if isinstance(left, ast.Name) and isinstance(self.frame.find(left.id), Static):
-            return self.const(negate)  # a compile-time object (a function passed) is not None
-        t = self.expr(left).type
-        if t == NONE or not isinstance(t, OptionalType):
-            return self.const((t == NONE) != negate)
-        test = self.emit_value("prim::IsNone", [self.expr(left)])
-        return self.negate(test) if negate else test
 
     def bool_op_condition(self: FunctionCompiler, node: ast.BoolOp) -> Any:
         """``a and b`` / ``a or b`` as a truth value (an ``if`` or ``while`` test, ``not``):
@@ -554,10 +546,10 @@ def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
             isinstance(test.ops[0], (ast.Is, ast.IsNot)):
         left, right = test.left, test.comparators[0]
-        if _is_none_literal(left):
+        if is_none_literal(left):
             left, right = right, left
         key = _narrowable(left)
-        if key is not None and _is_none_literal(right):
+        if key is not None and is_none_literal(right):
             return ([key], []) if isinstance(test.ops[0], ast.IsNot) else ([], [key])
         return [], []
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -585,10 +577,6 @@ def _narrowable(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"{node.value.id}.{node.attr}"
     return None
-
-
-def _is_none_literal(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _type_name(t: Type) -> str:

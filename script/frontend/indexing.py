@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType, unify
-from script.frontend.exprs import _is_none_literal
+from script.frontend.none_tests import is_none_literal
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -94,7 +94,7 @@ class IndexMixin:
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")
         for item in items:
-            if _is_none_literal(item) and ellipses:
+            if is_none_literal(item) and ellipses:
                 raise self.error(item, "None (a new axis) in a subscript with an ellipsis is "
                                  "not supported; use np.expand_dims")
         if ellipses:
@@ -123,12 +123,12 @@ class IndexMixin:
                 self.where = saved
             # a select drops its axis: counted from the front the next item keeps the number;
             # counted from the end it moves one closer to the end either way
-            if from_end or isinstance(item, ast.Slice) or _is_none_literal(item):
+            if from_end or isinstance(item, ast.Slice) or is_none_literal(item):
                 axis += 1
         return value
 
     def index_axis(self: FunctionCompiler, value: Any, item: ast.expr, axis: int) -> Any:
-        if _is_none_literal(item):  # x[:, None]: a new axis of size 1 here (only from the front)
+        if is_none_literal(item):  # x[:, None]: a new axis of size 1 here (only from the front)
             return self.emit_value("tensor::expand_dims", [value, self.const(axis)])
         if not isinstance(item, ast.Slice):
             return self.emit_value("tensor::select",

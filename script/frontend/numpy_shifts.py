@@ -1,7 +1,7 @@
 """numpy functions written as the ops numpy's own Python computes them with: ``np.roll`` (a
 gather at shifted indices) and ``np.linalg.norm`` without an ``ord`` (the square root of a dot
-product of the flattened array, or of a sum of squares along axes). Gradients flow through the
-ops they are written as.
+product of the flattened array, or of a sum of squares along axes), ``np.diag`` (a gather
+at a diagonal). Gradients flow through the ops they are written as.
 """
 
 from __future__ import annotations
@@ -77,6 +77,67 @@ class ShiftsMixin:
         squares = self.emit_value("tensor::mul", [x, x])
         total = self.emit_value("tensor::sum", [squares, axis, kept])
         return self.emit_value("tensor::sqrt", [total])
+
+    def numpy_diag(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.diag(v, k=0): of a 1-D ``v`` the square array with ``v`` on diagonal ``k`` (the
+        gather ``v[min(row, column)]`` where ``column == row + k``, zeros elsewhere); of a 2-D
+        ``v`` that diagonal (``v[rows, columns]``: its gradient scatters back); numpy's
+        ValueError for any other rank."""
+        v, k = self.numpy_args(node, "np.diag", ["v", "k"], 1)
+        if not isinstance(v.type, TensorType):
+            raise self.error(node, f"np.diag() of a {v.type}: pass an array")
+        k = self.as_index(k) if k is not None else self.const(0)
+        if k.type not in (INT, BOOL):
+            raise self.error(node, f"np.diag() argument 'k' must be an int, not {k.type}")
+        name = f"$diag_{id(node)}"
+        ndim = self.emit_value("tensor::ndim", [v])
+        after = end_of(node)
+
+        def other_ranks() -> None:
+            self.emit_if(self.binary("==", ndim, self.const(2), node),
+                         lambda: self.frame.set(name, self.diagonal_of(v, k, node)),
+                         lambda: self.raise_exception("Input must be 1- or 2-d.", "ValueError"),
+                         after, node)
+
+        self.emit_if(self.binary("==", ndim, self.const(1), node),
+                     lambda: self.frame.set(name, self.diagonal_array(v, k, node)),
+                     other_ranks, after, node)
+        value = self.frame.find(name)
+        del self.frame.vars[name]
+        return value
+
+    def diagonal_array(self: FunctionCompiler, v: Any, k: Any, node: ast.Call) -> Any:
+        """The (n + |k|, n + |k|) array holding the n items of ``v`` on diagonal ``k``."""
+        n = self.emit_value("tensor::size", [v, self.const(0)])
+        size = self.binary("+", n, self.emit_value("prim::max", [
+            k, self.binary("-", self.const(0), k, node)]), node)
+        none, one, int64 = self.const(None), self.const(1), self.const("int64")
+        rows = self.emit_value("tensor::reshape", [self.emit_value(
+            "tensor::arange", [size, none, one, int64]), self.const((-1, 1))])
+        cols = self.emit_value("tensor::arange", [size, none, one, int64])
+        # on the diagonal the item is v[min(row, column)]; elsewhere any index in range will do
+        items = self.emit_value("tensor::minimum", [
+            self.emit_value("tensor::minimum", [rows, cols]), self.binary("-", n, one, node)])
+        taken = self.emit_value("tensor::take", [v, items, self.const(0)])
+        mask = self.diagonal_mask(size, size, k, "tensor::eq")
+        zeros = self.emit_value("tensor::zeros_like", [taken, none])
+        return self.emit_value("tensor::where", [mask, taken, zeros])
+
+    def diagonal_of(self: FunctionCompiler, a: Any, k: Any, node: ast.Call) -> Any:
+        """Diagonal ``k`` of the 2-D ``a``: ``a[start_row + i, start_column + i]``."""
+        zero, none = self.const(0), self.const(None)
+        first_row = self.emit_value("prim::max", [zero, self.binary("-", zero, k, node)])
+        first_col = self.emit_value("prim::max", [zero, k])
+        rows_left = self.binary("-", self.emit_value("tensor::size", [a, zero]), first_row, node)
+        cols_left = self.binary("-", self.emit_value("tensor::size", [a, self.const(1)]),
+                                first_col, node)
+        length = self.emit_value("prim::max", [zero, self.emit_value("prim::min", [
+            rows_left, cols_left])])
+        steps = self.emit_value("tensor::arange", [length, none, self.const(1),
+                                                   self.const("int64")])
+        return self.emit_value("tensor::index_pairs", [
+            a, self.emit_value("tensor::add", [steps, first_row]),
+            self.emit_value("tensor::add", [steps, first_col])])
 
     def inexact(self: FunctionCompiler, x: Any, node: ast.Call) -> Any:
         """``x`` as numpy's linalg takes it: an int or bool array as float64."""

@@ -12,6 +12,7 @@ from typing import Any
 from ir.types import NONE, TENSOR, OptionalType, Type, is_subtype
 from script.frontend.annotations import AnnotationError, evaluate_annotation, type_from_annotation
 from script.frontend.env import is_function_value
+from script.frontend.signature import dtype_name
 
 _NO_DEFAULT = object()
 
@@ -45,6 +46,9 @@ class ParameterMixin:
         names = [a.arg for a in params]
         defaults = {p: v.default for p, v in inspect.signature(self.fn).parameters.items()
                     if v.default is not inspect.Parameter.empty}
+        # dtype=np.float64: the parameter holds a dtype's name, as np.zeros and .astype take it
+        self.dtype_params = [p for p, v in defaults.items() if dtype_name(v) is not None]
+        defaults |= {p: dtype_name(defaults[p]) for p in self.dtype_params}
         types = self.comment_types(params)
         if types is None:
             annotations = getattr(self.fn, "__annotations__", {})

@@ -20,6 +20,16 @@ from script.frontend.annotations import class_type
 _ndarray = np.ndarray
 
 
+def dtype_name(value: Any) -> str | None:
+    """The numpy name of a dtype given as numpy gives one (``np.float32``, ``np.dtype("int64")``,
+    ``float``), None for any other value (a string included)."""
+    if isinstance(value, np.dtype) or (isinstance(value, type) and (
+            issubclass(value, np.generic) or value in (bool, int, float))):
+        name = np.dtype(value).name
+        return name if name in ir.types.DTYPE_NAMES else None
+    return None
+
+
 def key_of(value: Any) -> Any:
     """A hashable key of one argument; two calls with equal keys share a specialization."""
     t = type(value)

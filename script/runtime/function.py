@@ -37,14 +37,21 @@ from passes.static_ints import bind_static_ints
 from script.errors import ArgumentShapeError, Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
-from script.frontend.infer_types import infer_signature
+from script.frontend.infer_types import Conflict, annotation_text, infer_signature, type_of_example
 from script.frontend.object_args import (
     changed_constants,
     check_object_argument,
     object_param_kinds,
     read_inputs,
 )
-from script.frontend.signature import call_key, device_of, item_types, static_value, type_of
+from script.frontend.signature import (
+    call_key,
+    device_of,
+    dtype_name,
+    item_types,
+    static_value,
+    type_of,
+)
 from script.runtime import instrument
 from script.runtime.codegen import generate
 from script.runtime.nested_args import Nested, flatten_nested, with_leaves
@@ -136,7 +143,8 @@ class ScriptFunction:
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
             self.__dict__.pop("_gradient_cache", None)
-        self._nargs = len(d.arg_names)
+        # a dtype argument is passed as its name: every call binds its arguments
+        self._nargs = -1 if d.dtype_args else len(d.arg_names)
         self._definition = d
         return d
 
@@ -374,7 +382,10 @@ class ScriptFunction:
     def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
         start = time.perf_counter()
         d = self.definition
-        types = input_types(d, args)
+        try:
+            types = input_types(d, args)
+        except SignatureError as e:
+            raise SignatureError(f"{e}{self._annotation_hint(d, args, str(e))}") from None
         check_devices(d, args)
         graph = d.graph.clone()
         with instrument.stage("passes"):
@@ -401,6 +412,22 @@ class ScriptFunction:
             check_strict(graph, d)
         return Specialization(graph, with_leaves(fn, nested), source,
                               time.perf_counter() - start, nested)
+
+    def _annotation_hint(self, d: Any, args: tuple[Any, ...], error: str) -> str:
+        """For a container passed to an unannotated parameter (taken as an array), the
+        argument ``error`` names: the annotation to write."""
+        annotations = getattr(self.python_fn, "__annotations__", {})
+        for name, value, t in zip(d.arg_names, args, d.arg_types):
+            if name in annotations or t != ir.TENSOR or f"argument '{name}'" not in error or \
+                    not isinstance(value, (tuple, list, dict)):
+                continue
+            try:
+                text = annotation_text(type_of_example(value))
+            except Conflict:
+                continue
+            return (f" ('{name}' has no annotation, so it is taken as an array: annotate it, "
+                    f"{name}: {text}, or script the function with example_inputs=)")
+        return ""
 
     def __repr__(self) -> str:
         return f"<ScriptFunction {self.python_fn.__qualname__}>"
@@ -433,6 +460,13 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
             raise SignatureError(f"{d.name}() got an unexpected keyword argument '{name}'")
         if names.index(name) < len(args):
             raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
+    for k in d.dtype_args:
+        name = dtype_name(bound[k])
+        if name is None and not isinstance(bound[k], str):
+            raise SignatureError(f"{d.name}() argument '{names[k]}' must be a dtype, as its "
+                                 f"default is (np.float32, np.dtype('float32'), 'float32'); "
+                                 f"got {type(bound[k]).__name__}")
+        bound[k] = name or bound[k]
     return tuple(bound)
 
 

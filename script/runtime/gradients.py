@@ -27,28 +27,45 @@ from script.runtime.autodiff import (
 from script.runtime.function import ScriptFunction
 
 
-def value_and_grad(f: Any, argnums: int | Sequence[int] = 0) -> Callable[..., tuple[Any, Any]]:
+def value_and_grad(f: Any, argnums: int | Sequence[int] = 0, has_aux: bool = False
+                   ) -> Callable[..., tuple[Any, Any]]:
     """``g(*args) -> (value, grads)`` for a function with one scalar output (a 0-d array or a
     number); ``grads`` is the gradient of argument ``argnums``, or a tuple for a tuple of them.
+    ``has_aux``: the function returns ``(value, aux)`` (a cache, a dict of states: anything),
+    ``aux`` is not differentiated and ``g`` returns ``((value, aux), grads)``, as JAX's.
     For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
     sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
 
     def run(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        value, backward = vjp(sf, *_positional(sf, args, kwargs), argnums=argnums)
-        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
-            origin = sf.origin() if isinstance(sf, ScriptFunction) else Origin(_name_of(sf))
-            raise at_def(origin, "value_and_grad needs a function with one scalar output, got "
-                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
-        grads = backward(np.ones_like(value))
+        outputs, backward = vjp(sf, *_positional(sf, args, kwargs), argnums=argnums)
+        value = _scalar_output(sf, outputs, has_aux, "value_and_grad")
+        grads = backward((np.ones_like(value), None) if has_aux else np.ones_like(value))
         for k in [argnums] if isinstance(argnums, int) else argnums:
             if not -len(grads) <= k < len(grads):
                 raise SignatureError(f"value_and_grad: argnums {k} is out of range for a "
                                      f"function of {len(grads)} arguments")
-        if isinstance(argnums, int):
-            return value, grads[argnums]
-        return value, tuple(grads[k] for k in argnums)
+        chosen = grads[argnums] if isinstance(argnums, int) else tuple(grads[k] for k in argnums)
+        return (tuple(outputs) if has_aux else value), chosen
 
     return run
+
+
+def _scalar_output(f: Any, outputs: Any, has_aux: bool, what: str) -> Any:
+    """The one scalar a function differentiated by ``what`` returns (the first of its pair
+    ``(value, aux)`` with ``has_aux``); ScriptError at its definition for anything else."""
+    origin = f.origin() if isinstance(f, ScriptFunction) else Origin(_name_of(f))
+    if has_aux:
+        if not isinstance(outputs, tuple) or len(outputs) != 2:
+            raise at_def(origin, f"{what}(has_aux=True) needs a function returning a pair "
+                         f"(value, aux), got {type(outputs).__name__}")
+        outputs = outputs[0]
+    if getattr(outputs, "shape", ()) != () or isinstance(outputs, (tuple, list, dict)):
+        hint = " (a function returning (value, aux): pass has_aux=True)" if isinstance(
+            outputs, tuple) and len(outputs) == 2 and not has_aux else ""
+        raise at_def(origin, f"{what} needs a function with one scalar output, got "
+                     f"{type(outputs).__name__} of shape {getattr(outputs, 'shape', None)}"
+                     f"{hint}")
+    return outputs
 
 
 def _positional(f: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -111,19 +128,26 @@ class GradFunction:
         again (its graphs take a list or dict as the tuple of its items, which a caller does not
         pass)."""
         value, backward = vjp(self.f, *args, argnums=self.argnums)
-        if getattr(value, "shape", ()) != () or isinstance(value, (tuple, list, dict)):
-            raise at_def(self.f.origin(), "grad needs a function with one scalar output, got "
-                         f"{type(value).__name__} of shape {getattr(value, 'shape', None)}")
+        value = _scalar_output(self.f, value, False, "grad")
         grads = backward(np.ones_like(value))
         if isinstance(self.argnums, int):
             return grads[self.argnums]
         return tuple(grads[k] for k in self.argnums)
 
 
-def grad(f: Any, argnums: int | Sequence[int] = 0) -> GradFunction:
+def grad(f: Any, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Any:
     """The gradient of ``f`` (one scalar output) as a differentiable function (``GradFunction``):
-    ``grad(grad(f))(x)`` is the second derivative of a scalar function of a scalar."""
-    return GradFunction(f, argnums)
+    ``grad(grad(f))(x)`` is the second derivative of a scalar function of a scalar.
+    ``has_aux``: ``f`` returns ``(value, aux)`` and the gradient function ``(grads, aux)``, as
+    JAX's (that one is not differentiated again)."""
+    if not has_aux:
+        return GradFunction(f, argnums)
+    both = value_and_grad(f, argnums, has_aux=True)
+
+    def grad_and_aux(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        (_, aux), grads = both(*args, **kwargs)
+        return grads, aux
+    return grad_and_aux
 
 
 def _holds_container(arg: Any) -> bool:
@@ -175,14 +199,15 @@ def _gradient_function(gf: GradFunction, inner: ScriptFunction, args: tuple[Any,
     types = [type_of(a, t, f"{d.name}(): argument '{n}'")
              for a, t, n in zip(args, d.arg_types, d.arg_names)]
     definition = FunctionDef(gf.__name__, g, list(d.arg_names), types, dict(d.defaults),
-                             g.outputs[0].type, d.source, list(d.attr_refs))
+                             g.outputs[0].type, d.source, list(d.attr_refs),
+                             dtype_args=d.dtype_args)
 
     def eager(*call_args: Any) -> Any:
         return sf(*call_args)
     eager.__name__ = gf.__name__
     sf = ScriptFunction(eager)
     sf._definition = definition
-    sf._nargs = len(d.arg_names)
+    sf._nargs = -1 if d.dtype_args else len(d.arg_names)
     return sf
 
 

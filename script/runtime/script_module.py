@@ -67,8 +67,8 @@ class CompiledMethod(ScriptFunction):
         self._definition = FunctionDef(
             name or method.name, method.graph, method.arg_names + attr_names,
             method.arg_types + [ref.type for ref in self.attr_refs], dict(method.defaults),
-            method.return_type, method.source)
-        self._nargs = len(self._definition.arg_names)
+            method.return_type, method.source, dtype_args=method.dtype_args)
+        self._nargs = -1 if method.dtype_args else len(self._definition.arg_names)
         self._targets: tuple[int | None, list[Any]] = (None, [])
         """(``state_version``, ``gradient_targets``) as last looked up."""
 

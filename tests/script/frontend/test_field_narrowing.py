@@ -129,5 +129,18 @@ def still_optional_after(k: Optional[int]) -> int:
 
 
 def test_the_narrowing_ends_with_the_expression():
-    with pytest.raises(ScriptError, match="unsupported operand types for \\+: 'int\\?'"):
-        script(still_optional_after)(1)
+    """After the expression ``k`` is Optional again: ``k + 1`` runs Python's check, a
+    TypeError where ``k`` is None (here never: ``a`` is False then)."""
+    assert script(still_optional_after)(1) == still_optional_after(1) == 2
+    assert script(still_optional_after)(None) == still_optional_after(None) == 0
+
+
+def plus_one(k: Optional[int]) -> int:
+    return k + 1
+
+
+def test_an_optional_operand_that_is_none_raises_pythons_error():
+    with pytest.raises(TypeError):
+        plus_one(None)
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        script(plus_one)(None)
