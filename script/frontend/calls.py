@@ -303,6 +303,13 @@ class CallMixin:
         """Bind a call's arguments to the op's schema and emit the op."""
         inputs = self.bind_op_arguments(op, node, display, self_value)
         args = list(op.args)
+        if display.startswith("np.") and op.is_elementwise and BOOL in (
+                v.type for v in inputs) and not any(isinstance(v.type, TensorType)
+                                                    for v in inputs):
+            # numpy runs a ufunc of Python numbers on numpy scalars: a bool's loop is the bool
+            # one (np.add(True, True) is True, np.log(True) a float16), not Python's int
+            inputs = [self.numpy_scalar(v, self.const("bool")) if v.type == BOOL else v
+                      for v in inputs]
         for k, value in enumerate(inputs):
             arg = args[min(k, len(args) - 1)]
             if arg.kind == "Tensor" and display.startswith("np.") and (
@@ -313,6 +320,13 @@ class CallMixin:
                 # float64: np.prod(x.shape[1:]) of a vector is the int 1, numpy's 1.0)
                 value = inputs[k] = self.emit_value("tensor::array", [
                     value, self.const(_numbers_dtype(value.type))])
+            elif arg.kind == "Tensor[]" and display.startswith("np.") and \
+                    isinstance(value.type, TensorType):
+                # numpy joins the items of one array (np.concatenate(y_heads, axis=-1))
+                if value.type.shape == ():
+                    raise self.error(node, f"{display}() of a 0-d array: numpy iterates the "
+                                     "array it is given, and a 0-d one has no items")
+                value = inputs[k] = self.emit_value("tensor::unbind", [value, self.const(0)])
             elif arg.kind in ("Tensor", "operand") and display.startswith("np.") and \
                     _arrays(value.type):
                 # and a list of arrays as their stack: np.sum([np.sum(w * w) for w in ws])

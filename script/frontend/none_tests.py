@@ -20,6 +20,7 @@ class NoneTestMixin:
 
     def is_none(self: FunctionCompiler, op: ast.cmpop, left: ast.expr, right: ast.expr,
                 node: ast.AST) -> Any:
+        """``v is None`` / ``v is not None``: decided when compiling unless ``v`` is Optional."""
         if is_none_literal(left):
             left, right = right, left
         if not is_none_literal(right):

@@ -161,6 +161,11 @@ class NumpyMixin:
         half = [self.emit_value("tensor::mul", [v, self.const(0.5)]) for v in (a, b)]
         mean = self.emit_value("tensor::add", half)
         twice = self.emit_value("tensor::add", [mean, self.const(float(np.log(2.0)))])
+        # where a == b the other branch is not taken, but its gradient is multiplied by zero:
+        # its operands there are zeros, so that -inf - -inf cannot make that gradient a nan
+        a, b = (self.emit_value("tensor::where", [same, self.emit_value(
+            "tensor::zeros_like", [v, self.const(None)]), v])
+            if isinstance(v.type, TensorType) else v for v in (a, b))
         gap = self.emit_value("tensor::abs", [self.emit_value("tensor::sub", [a, b])])
         tail = self.emit_value("tensor::log1p", [self.emit_value(
             "tensor::exp", [self.emit_value("tensor::neg", [gap])])])

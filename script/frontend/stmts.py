@@ -164,6 +164,23 @@ class StmtMixin:
     def visit_Pass(self: FunctionCompiler, node: ast.Pass) -> None:
         return None
 
+    def visit_With(self: FunctionCompiler, node: ast.With) -> None:
+        """``with np.errstate(divide="ignore"):`` runs its body: the settings that only silence
+        or report numpy's floating-point warnings, which the compiled code does not give,
+        change nothing ('raise' and 'call' would change what runs, and are refused). Other
+        context managers are refused."""
+        call = node.items[0].context_expr if len(node.items) == 1 else None
+        if not (isinstance(call, ast.Call) and node.items[0].optional_vars is None
+                and self.resolve_static(call.func) is np.errstate):
+            raise self.unsupported(node, "a with statement other than 'with np.errstate(...):'")
+        for kw in call.keywords:
+            if call.args or not (isinstance(kw.value, ast.Constant) and kw.value.value in (
+                    "ignore", "warn", "print", "log")):
+                raise self.error(call, "np.errstate() here takes 'ignore', 'warn', 'print' or "
+                                 "'log' by keyword (the compiled code raises no "
+                                 "FloatingPointError and calls no handler)")
+        self.emit_stmts(node.body)
+
     def visit_Expr(self: FunctionCompiler, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a docstring-like string statement
