@@ -52,7 +52,7 @@ def calculate_alphas(Y_log: Tensor, T: List[int]):
             alpha[t, s] = np.logaddexp(alpha[t, s], alpha[t - 1, s - 1])
             label = T[s // 2]
             if s > 1:
-                alpha[t, s] = np.logaddexp(alpha[t, s], alpha[t - 1, s - 2] + np.log(label != previous_label))
+                alpha[t, s] = np.logaddexp(alpha[t, s], alpha[t - 1, s - 2] + np.log(label != previous_label))  # noqa: E501
             alpha[t, s] += Y_log[t, label]
             previous_label = label
 
