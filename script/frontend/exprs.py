@@ -193,8 +193,14 @@ class ExprMixin:
             return self.concat_int_sequences(lhs, rhs)
         if symbol == "+" and isinstance(lhs.type, ListType) and isinstance(rhs.type, ListType):
             if unify(lhs.type.element, rhs.type.element) is None:
-                raise self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
-                                 f"{rhs.type.element}")
+                error = self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
+                                   f"{rhs.type.element}")
+                # seq = [] then seq + [n]: the empty literal is retyped to hold what is added
+                for lst, other in ((lhs, rhs), (rhs, lhs)):
+                    found = self.literal_sites.get(lst.node)
+                    if found is not None and found.empty:
+                        self.widen_list(lst, other.type.element, error)
+                raise error
             return self.emit_value("prim::ListAdd", [lhs, rhs])
         if symbol == "*" and {type(lhs.type), type(rhs.type)} & {ListType} and \
                 INT in (lhs.type, rhs.type):
@@ -457,7 +463,9 @@ class ExprMixin:
                 joined = unify(joined, item.type) if joined is not None else None
             if joined is None:
                 raise self.error(node, "list elements have different types: " +
-                                 ", ".join(str(i.type) for i in items))
+                                 ", ".join(str(i.type) for i in items) + " (a list holds "
+                                 "items of one type; a record of values of different types "
+                                 "is a tuple: (seq, score))")
             element = erase_shape(joined)
         return self.emit("prim::ListConstruct", items, [ListType(element)]).output
 
