@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Value
+from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import (
     NO_DEFAULT,
     NOT_CONSTANT,
@@ -55,6 +56,7 @@ from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.numpy_keywords import MEMORY_ORDERS
 from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
+from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
 from script.module import is_module
@@ -220,7 +222,12 @@ class CallMixin:
             if not isinstance(base, Value) or not isinstance(base.type, TensorType):
                 raise self.error(out, f"out= must be an array or a part of one, not "
                                  f"{ast.unparse(out.value)}")
-            self.assign(out.value, self.visit_Call(plain), node)
+            self.check_out_view(out.value, base)
+            result = self.visit_Call(plain)
+            if isinstance(result.type, TensorType):  # numpy's same-kind cast into out
+                result = self.emit("tensor::astype", [result, self.emit_value(
+                    "tensor::dtype", [base])], attrs={CASTING_ATTR: "same_kind"}).output
+            self.assign(out.value, result, node)
             return self.expr(out.value)
         if not isinstance(out.value, ast.Name):
             raise self.unsupported(out, "out= that is not a local array name or a part of "
@@ -231,6 +238,30 @@ class CallMixin:
             raise self.error(out, f"out= must name an array, not {name}")
         self.write_whole_array(name, old, self.visit_Call(plain), node)
         return self.frame.find(name)
+
+    def check_out_view(self: FunctionCompiler, target: ast.Subscript, base: Value) -> None:
+        """``out=x[...]`` must name a view, as numpy's out= must be an array: basic indexing
+        (ints, slices, ``...``, ``None``) that leaves an axis. An integer-array or mask index
+        makes a copy (numpy would write into the copy), an int per axis a scalar (numpy's
+        TypeError)."""
+        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        ints = 0
+        for part in parts:
+            if isinstance(part, ast.Slice) or (isinstance(part, ast.Constant) and (
+                    part.value is Ellipsis or part.value is None)):
+                continue
+            if self.expr(part).type != INT:
+                raise self.error(part, "out= with an index that is not an int, a slice, ... or "
+                                 "None: numpy indexes a copy there, and writes the result into "
+                                 "the copy; assign the part instead: x[idx] = np.add(a, b)")
+            ints += 1
+        rank = base.type.rank if isinstance(base.type, TensorType) else None
+        whole = all(not isinstance(p, ast.Slice) and not (isinstance(p, ast.Constant) and (
+            p.value is Ellipsis or p.value is None)) for p in parts)
+        if rank is None or (whole and ints >= rank):
+            raise self.error(target, "out= must be an array: an int per axis names one item "
+                             "(numpy's TypeError), and so may an index into an array of "
+                             "unknown rank; assign it instead: x[i, j] = ...")
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
         if isinstance(obj, LocalFunction):
@@ -321,13 +352,13 @@ class CallMixin:
         for k, value in enumerate(inputs):
             arg = args[min(k, len(args) - 1)]
             if arg.kind == "Tensor" and display.startswith("np.") and (
-                    value.type in (INT, FLOAT, BOOL) or _numbers(value.type)):
+                    value.type in (INT, FLOAT, BOOL) or numbers_sequence(value.type)):
                 # numpy takes a number as a 0-d array (np.sum(3.0)), numbers as a 1-d one
                 # (np.prod(x.shape)), of the dtype their type gives (a list of ints that is
                 # empty when it runs is an int64 array, as it is typed, where numpy makes
                 # float64: np.prod(x.shape[1:]) of a vector is the int 1, numpy's 1.0)
                 value = inputs[k] = self.emit_value("tensor::array", [
-                    value, self.const(_numbers_dtype(value.type))])
+                    value, self.const(numbers_dtype(value.type))])
             elif arg.kind == "Tensor[]" and display.startswith("np.") and \
                     isinstance(value.type, TensorType):
                 # numpy joins the items of one array (np.concatenate(y_heads, axis=-1))
@@ -617,23 +648,6 @@ def _builtin_name(obj: Any) -> str | None:
 def _is_library(fn: Any) -> bool:
     module = (getattr(fn, "__module__", None) or "").split(".")[0]
     return module in _LIBRARY_MODULES
-
-
-def _numbers(t: Type) -> bool:
-    """A list or tuple of numbers (which numpy functions take as a 1-d array)."""
-    if isinstance(t, ListType):
-        return t.element in (INT, FLOAT, BOOL)
-    return isinstance(t, TupleType) and all(  # () too: numpy's empty float64 array
-        e in (INT, FLOAT, BOOL) for e in t.elements)
-
-
-def _numbers_dtype(t: Type) -> str | None:
-    """The dtype of the array numpy makes of numbers of type ``t`` (None: numpy's choice)."""
-    kinds = {t.element} if isinstance(t, ListType) else set(getattr(t, "elements", (t,)))
-    if not kinds:
-        return "float64"  # np.array(()): an empty tuple
-    return {INT: "int64", FLOAT: "float64", BOOL: "bool"}.get(next(iter(kinds))) \
-        if len(kinds) == 1 else None
 
 
 def _arrays(t: Type) -> bool:

@@ -36,6 +36,7 @@ from script.frontend.keywords import Keywords
 from script.frontend.nested import LocalFunction
 from script.frontend.none_tests import is_none_literal
 from script.frontend.object_args import ObjectArg, ObjectSeq
+from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.suggest import did_you_mean, did_you_mean_method
 from script.module import is_module
 
@@ -216,6 +217,11 @@ class ExprMixin:
             if joined is not None:
                 return joined
         op = operator_op(symbol)
+        if isinstance(lhs.type, TensorType) != isinstance(rhs.type, TensorType):
+            # an array and a list or tuple of numbers: numpy makes the numbers an array
+            # (x - [0.1], [2.0] * x)
+            lhs, rhs = (self.emit_value("tensor::array", [v, self.const(numbers_dtype(v.type))])
+                        if numbers_sequence(v.type) else v for v in (lhs, rhs))
         if symbol not in ("==", "!="):  # None == 3 is False; None < 3 raises
             lhs = self.unwrap_operand(lhs, symbol, node)
             rhs = self.unwrap_operand(rhs, symbol, node)

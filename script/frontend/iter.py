@@ -20,7 +20,7 @@ from ir.registry import constant_of
 from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType
 from script.errors import ScriptError
 from script.frontend.calls import op_for_object
-from script.frontend.env import Static, assigned_names, stored_names, walk_same_function
+from script.frontend.env import Static, assigned_names, end_of, stored_names, walk_same_function
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.modules import is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg, ObjectSeq
@@ -139,8 +139,17 @@ class IterMixin:
             values.append(self.const(1))
         start, stop, step = values
         step_c = constant_of(step)
-        if not isinstance(step_c, int):
-            raise self.error(node, "the step of range() must be a constant int")
+        if not isinstance(step_c, int):  # a step known when the code runs (a batch size)
+            self.emit_if(self.binary("==", step, self.const(0), node),
+                         lambda: self.raise_exception("range() arg 3 must not be zero",
+                                                      "ValueError"), lambda: None,
+                         end_of(node), node)
+            # len(range(a, b, s)) = max(0, ceil((b - a) / s)), ceil(x / s) = -(-x // s)
+            back = self.binary("//", self.binary("-", start, stop, node), step, node)
+            count = self.binary("-", self.const(0), back, node)
+            return DynamicPlan(self.emit_value("prim::max", [count, self.const(0)]),
+                               lambda i: self.binary("+", start, self.binary(
+                                   "*", i, step, self.where), self.where), arithmetic=True)
         if step_c == 0:
             raise self.error(node, "the step of range() must not be zero")
         return DynamicPlan(self.range_length(start, stop, step_c),

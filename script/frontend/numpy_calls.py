@@ -35,7 +35,7 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "isscalar": "numpy_isscalar", "atleast_1d": "numpy_atleast",
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
                     "isnan": "numpy_isclass", "isinf": "numpy_isclass",
-                    "isfinite": "numpy_isclass", "diag": "numpy_diag",
+                    "isfinite": "numpy_isclass", "diag": "numpy_diag", "dtype": "numpy_dtype",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ir.registry import OpDef
 
@@ -59,3 +59,12 @@ class NumpyKeywordsMixin:
             spelled = " or ".join(repr(o) for o in allowed)
             raise self.error(order, f"{display}(): order= takes {spelled} here (the compiled "
                              "code makes C-contiguous arrays; Fortran order is not supported)")
+
+    def numpy_dtype(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``np.dtype(d)`` of a dtype (a numpy type, a name, a dtype parameter): its name, as a
+        dtype is in the compiled code (``np.dtype(d) == np.float32`` compares names)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, "np.dtype() takes one dtype here")
+        if isinstance(node.args[0], ast.Constant) and node.args[0].value is None:
+            return self.const("float64")  # numpy's default dtype
+        return self.dtype_value(node.args[0])

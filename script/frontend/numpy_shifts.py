@@ -89,6 +89,14 @@ class ShiftsMixin:
         k = self.as_index(k) if k is not None else self.const(0)
         if k.type not in (INT, BOOL):
             raise self.error(node, f"np.diag() argument 'k' must be an int, not {k.type}")
+        rank = v.type.rank
+        if rank == 1:
+            return self.diagonal_array(v, k, node)
+        if rank == 2:
+            return self.diagonal_of(v, k, node)
+        if rank is not None:
+            raise self.error(node, f"np.diag() of a {rank}-d array: numpy's ValueError, "
+                             "\"Input must be 1- or 2-d.\"")
         name = f"$diag_{id(node)}"
         ndim = self.emit_value("tensor::ndim", [v])
         after = end_of(node)
@@ -115,10 +123,15 @@ class ShiftsMixin:
         rows = self.emit_value("tensor::reshape", [self.emit_value(
             "tensor::arange", [size, none, one, int64]), self.const((-1, 1))])
         cols = self.emit_value("tensor::arange", [size, none, one, int64])
-        # on the diagonal the item is v[min(row, column)]; elsewhere any index in range will do
-        items = self.emit_value("tensor::minimum", [
-            self.emit_value("tensor::minimum", [rows, cols]), self.binary("-", n, one, node)])
-        taken = self.emit_value("tensor::take", [v, items, self.const(0)])
+        # on the diagonal the item is v[min(row, column)]; elsewhere any index in range will
+        # do: v padded with |k| zeros has one for every index (an empty v too)
+        pad = self.emit_value("tensor::zeros", [
+            self.emit_value("prim::TupleConstruct", [self.binary("-", size, n, node)]),
+            self.emit_value("tensor::dtype", [v])])
+        padded = self.emit_value("tensor::cat", [
+            self.emit_value("prim::ListConstruct", [v, pad]), self.const(0)])
+        items = self.emit_value("tensor::minimum", [rows, cols])
+        taken = self.emit_value("tensor::take", [padded, items, self.const(0)])
         mask = self.diagonal_mask(size, size, k, "tensor::eq")
         zeros = self.emit_value("tensor::zeros_like", [taken, none])
         return self.emit_value("tensor::where", [mask, taken, zeros])

@@ -49,6 +49,7 @@ class ParameterMixin:
         # dtype=np.float64: the parameter holds a dtype's name, as np.zeros and .astype take it
         self.dtype_params = [p for p, v in defaults.items() if dtype_name(v) is not None]
         defaults |= {p: dtype_name(defaults[p]) for p in self.dtype_params}
+        self.check_dtype_uses(self.dtype_params)
         types = self.comment_types(params)
         if types is None:
             annotations = getattr(self.fn, "__annotations__", {})
@@ -66,6 +67,26 @@ class ParameterMixin:
                     not is_function_value(defaults[name]):  # both compile-time objects
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
+
+    def check_dtype_uses(self, names: list[str]) -> None:
+        """A dtype parameter is read only where a dtype is taken (``dtype=d``, ``.astype(d)``,
+        ``np.dtype(d)``): it holds the dtype's name, which equals ``np.dtype(d)`` but not a
+        scalar type (``np.float32 == "float32"`` is False in Python)."""
+        if not names:
+            return
+        allowed: set[int] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.keyword) and node.arg == "dtype":
+                allowed.add(id(node.value))
+            if isinstance(node, ast.Call) and len(node.args) == 1 and (
+                    isinstance(node.func, ast.Attribute) and node.func.attr in ("astype", "dtype")):
+                allowed.add(id(node.args[0]))
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id in names and id(node) not in allowed:
+                raise self.error(node, f"'{node.id}' holds a dtype (its default is one): it is "
+                                 f"taken as dtype={node.id}, .astype({node.id}) or "
+                                 f"np.dtype({node.id}) (compare np.dtype({node.id}) == ...); "
+                                 "other uses are not supported")
 
     def check_varargs(self, vararg: ast.arg, t: Type) -> None:
         """Each argument ``*args`` takes must fit its annotation (``*args: Tensor``)."""

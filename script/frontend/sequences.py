@@ -15,11 +15,28 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.types import BOOL, FLOAT, INT, STR, ListType, TupleType, is_subtype
+from ir.types import BOOL, FLOAT, INT, STR, ListType, TupleType, Type, is_subtype
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
+
+
+def numbers_sequence(t: Type) -> bool:
+    """A list or tuple of numbers (which numpy functions take as a 1-d array)."""
+    if isinstance(t, ListType):
+        return t.element in (INT, FLOAT, BOOL)
+    return isinstance(t, TupleType) and all(  # () too: numpy's empty float64 array
+        e in (INT, FLOAT, BOOL) for e in t.elements)
+
+
+def numbers_dtype(t: Type) -> str | None:
+    """The dtype of the array numpy makes of numbers of type ``t`` (None: numpy's choice)."""
+    kinds = {t.element} if isinstance(t, ListType) else set(getattr(t, "elements", (t,)))
+    if not kinds:
+        return "float64"  # np.array(()): an empty tuple
+    return {INT: "int64", FLOAT: "float64", BOOL: "bool"}.get(next(iter(kinds))) \
+        if len(kinds) == 1 else None
 
 class SequenceMixin:
     """Tuple/list-of-int mixing for ``FunctionCompiler``."""

@@ -461,7 +461,7 @@ def bind_arguments(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
         if names.index(name) < len(args):
             raise SignatureError(f"{d.name}() got multiple values for argument '{name}'")
     for k in d.dtype_args:
-        name = dtype_name(bound[k])
+        name = "float64" if bound[k] is None else dtype_name(bound[k])  # np.dtype(None)
         if name is None and not isinstance(bound[k], str):
             raise SignatureError(f"{d.name}() argument '{names[k]}' must be a dtype, as its "
                                  f"default is (np.float32, np.dtype('float32'), 'float32'); "

@@ -54,7 +54,7 @@ def test_diag_of_another_rank_raises_numpys_error():
 
 
 def ordered(x: Tensor):
-    return (np.zeros((2, 3), order="C"), np.ones(2, order="C"), np.empty_like(x, order="K") * 0,
+    return (np.zeros((2, 3), order="C"), np.ones(2, order="C"), np.ones_like(x, order="K"),
             np.zeros_like(x, order="A"), np.full_like(x, 2.0, order="C"), x.copy(order="C"),
             x.reshape((-1,), order="C"), x.flatten(order="C"), x.astype(np.float32, order="K"))
 
@@ -70,3 +70,16 @@ def test_orders_that_change_no_value():
         assert_same(got, want)
     with pytest.raises(ScriptError, match="Fortran order is not supported"):
         script(fortran)(x)
+
+
+def diag_of_made_arrays(n: int, k: int):
+    return np.diag(np.ones(3)), np.diag(np.arange(3.0), k), np.diag(np.ones(n)[:0], k)
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_diag_of_arrays_whose_rank_is_known(k):
+    """A 1-D array of known rank compiled only the 1-D case (the 2-D one was typed too, and
+    refused); an empty one with k != 0 is |k| x |k| zeros."""
+    for got, want in zip(script(diag_of_made_arrays)(3, k), diag_of_made_arrays(3, k)):
+        assert got.shape == want.shape
+        assert_same(got, want)

@@ -76,3 +76,26 @@ def test_module_and_frozen_module_with_a_dtype_argument():
         assert m(x, np.float32).dtype == np.float32
         assert m(x, dtype=np.dtype("float16")).dtype == np.float16
         assert_same(m(x), np.arange(3.0))
+
+
+def compares_the_dtype(x: Tensor, dtype=np.float32):
+    return dtype == "float32"
+
+
+def compares_np_dtype(x: Tensor, dtype=np.float32):
+    if np.dtype(dtype) == np.float32:
+        return x.astype(dtype) * 2
+    return x.astype(dtype)
+
+
+def test_a_dtype_parameter_is_read_only_as_a_dtype():
+    """It holds the dtype's name, which a scalar type is not (np.float32 == "float32" is False
+    in Python): other reads are refused; np.dtype(d) compares as numpy's dtypes do."""
+    from script import ScriptError
+    with pytest.raises(ScriptError, match="holds a dtype"):
+        script(compares_the_dtype)(np.ones(2))
+    x = np.array([1.0, 2.0])
+    for d in (np.float32, np.float64, None):
+        got, want = script(compares_np_dtype)(x, d), compares_np_dtype(x, d)
+        assert got.dtype == want.dtype
+        assert_same(got, want)

@@ -27,3 +27,39 @@ def test_out_into_rows():
     for got, want in zip(script(rows_by_out)(a, b), rows_by_out(a, b)):
         assert_same(got, want)
     check_vjp(script(rows_by_out), (a, b))
+
+
+def out_into_a_copy(x: Tensor):
+    buf = np.zeros((3, 2))
+    np.add(x, 1.0, out=buf[[0, 2]])
+    return buf
+
+
+def out_into_an_item(x: Tensor):
+    buf = np.zeros(3)
+    np.add(x[0], 1.0, out=buf[1])
+    return buf
+
+
+def out_with_a_cast(x: Tensor):
+    buf = np.zeros((2, 2), dtype=np.int64)
+    np.add(x, 0.5, out=buf[0])
+    return buf
+
+
+def test_out_that_numpy_would_not_write_is_refused():
+    """An integer-array index is a copy in numpy (the result would be lost there), an int per
+    axis an item (numpy's TypeError), a float result into an int part numpy's same-kind
+    TypeError."""
+    import pytest
+
+    from script import ScriptError
+    x = np.array([1.0, 2.0])
+    with pytest.raises(ScriptError, match="numpy indexes a copy there"):
+        script(out_into_a_copy)(x)
+    with pytest.raises(ScriptError, match="out= must be an array"):
+        script(out_into_an_item)(x)
+    with pytest.raises(TypeError):
+        out_with_a_cast(x)
+    with pytest.raises(TypeError, match="same_kind"):
+        script(out_with_a_cast)(x)
