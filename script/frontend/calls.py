@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ir.core import Value
-from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import (
     NO_DEFAULT,
     NOT_CONSTANT,
@@ -209,59 +207,6 @@ class CallMixin:
         fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()},
                                    override)
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
-
-    def call_with_out(self: FunctionCompiler, node: ast.Call, out: ast.keyword) -> Any:
-        """``np.clip(g, -5, 5, out=g)``: the op's result written into the array ``out`` names
-        (cast to its dtype, seen through every name of it, as numpy writes it); the call's
-        value is that array. ``out=alpha[t]`` writes the part as ``alpha[t] = ...`` does and
-        the call's value is that part."""
-        plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
-            kw for kw in node.keywords if kw is not out]), node)
-        if isinstance(out.value, ast.Subscript) and isinstance(out.value.value, ast.Name):
-            base = self.frame.find(out.value.value.id)
-            if not isinstance(base, Value) or not isinstance(base.type, TensorType):
-                raise self.error(out, f"out= must be an array or a part of one, not "
-                                 f"{ast.unparse(out.value)}")
-            self.check_out_view(out.value, base)
-            result = self.visit_Call(plain)
-            if isinstance(result.type, TensorType):  # numpy's same-kind cast into out
-                result = self.emit("tensor::astype", [result, self.emit_value(
-                    "tensor::dtype", [base])], attrs={CASTING_ATTR: "same_kind"}).output
-            self.assign(out.value, result, node)
-            return self.expr(out.value)
-        if not isinstance(out.value, ast.Name):
-            raise self.unsupported(out, "out= that is not a local array name or a part of "
-                                   "one (out=x, out=x[t])")
-        name = out.value.id
-        old = self.frame.find(name)
-        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
-            raise self.error(out, f"out= must name an array, not {name}")
-        self.write_whole_array(name, old, self.visit_Call(plain), node)
-        return self.frame.find(name)
-
-    def check_out_view(self: FunctionCompiler, target: ast.Subscript, base: Value) -> None:
-        """``out=x[...]`` must name a view, as numpy's out= must be an array: basic indexing
-        (ints, slices, ``...``, ``None``) that leaves an axis. An integer-array or mask index
-        makes a copy (numpy would write into the copy), an int per axis a scalar (numpy's
-        TypeError)."""
-        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        ints = 0
-        for part in parts:
-            if isinstance(part, ast.Slice) or (isinstance(part, ast.Constant) and (
-                    part.value is Ellipsis or part.value is None)):
-                continue
-            if self.expr(part).type != INT:
-                raise self.error(part, "out= with an index that is not an int, a slice, ... or "
-                                 "None: numpy indexes a copy there, and writes the result into "
-                                 "the copy; assign the part instead: x[idx] = np.add(a, b)")
-            ints += 1
-        rank = base.type.rank if isinstance(base.type, TensorType) else None
-        whole = all(not isinstance(p, ast.Slice) and not (isinstance(p, ast.Constant) and (
-            p.value is Ellipsis or p.value is None)) for p in parts)
-        if rank is None or (whole and ints >= rank):
-            raise self.error(target, "out= must be an array: an int per axis names one item "
-                             "(numpy's TypeError), and so may an index into an array of "
-                             "unknown rank; assign it instead: x[i, j] = ...")
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
         if isinstance(obj, LocalFunction):
