@@ -114,6 +114,19 @@ def _number_cast(fn: Callable[[Any], Any]) -> Folder:
     return fold
 
 
+def _math(node: Node, args: list[Any]) -> Any:
+    """A math-module function of constant numbers; left to run time where it raises (its
+    ValueError, OverflowError or ZeroDivisionError is the program's, when the code runs)."""
+    name, *xs = args
+    if not isinstance(name, str) or not all(_is_scalar(a) for a in xs):
+        return NOT_CONSTANT
+    try:
+        result = getattr(math, name)(*xs)
+    except (ValueError, ArithmeticError, TypeError):
+        return NOT_CONSTANT
+    return _as_declared(result, node.outputs[0].type)
+
+
 def _as_declared(result: Any, declared: Type) -> Any:
     # min(1, 2.0) is the int 1 in Python but the float 1.0 in numpy and in the op's type rule
     if declared == FLOAT and isinstance(result, (int, float)):
@@ -207,6 +220,7 @@ FOLDERS: dict[str, Folder] = {
     "tensor::pow": _scalar_fold(_pow),
     "prim::min": _extreme(min),  # Python's min and max (a zip's trip count)
     "prim::max": _extreme(max),
+    "prim::math": _math,
     "tensor::minimum": _scalar_fold(_numpy_scalar(np.minimum)),
     "tensor::maximum": _scalar_fold(_numpy_scalar(np.maximum)),
     "tensor::eq": _scalar_fold(operator.eq),

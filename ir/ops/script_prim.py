@@ -1,7 +1,8 @@
 """Small ``prim::`` ops the Python frontend emits for builtins on scalars.
 
 ``bool(x)``, ``int(x)``, ``float(x)`` (also on 0-d tensors, as Python allows), ``x is None`` on an
-Optional, ``min``/``max`` of two numbers and ``abs`` of one. Each declares in ``extra["python"]``
+Optional, ``min``/``max`` of two numbers, ``abs`` of one, and the math module's functions of
+numbers (``prim::math``). Each declares in ``extra["python"]``
 the Python expression it stands for (``{0}`` is the first input), which code generators may use
 directly.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from ir.core import Node
 from ir.ops.rules import scalar_result
-from ir.registry import FRESH, PURE, ZERO_DERIVATIVE, defop
+from ir.registry import FRESH, PURE, ZERO_DERIVATIVE, ShapeError, defop
 from ir.types import BOOL, FLOAT, INT, Type
 
 NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
@@ -69,3 +70,40 @@ defop("prim::sorted(items: list, keys: list?, reverse: bool) -> list", _sorted, 
       ("sorted",), "a new list of the items in ascending order of their keys (the items "
       "themselves when keys is None), stable, descending when reverse (Python's sorted)",
       python="sorted({0}, reverse={2})")
+
+
+MATH_RESULTS: dict[str, Type] = {
+    **dict.fromkeys(
+        ["sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin",
+         "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "erf",
+         "erfc", "gamma", "lgamma", "degrees", "radians", "pow", "atan2", "hypot", "copysign",
+         "fmod", "remainder"], FLOAT),
+    **dict.fromkeys(["floor", "ceil", "trunc", "factorial", "gcd", "lcm", "isqrt", "comb",
+                     "perm"], INT),
+    **dict.fromkeys(["isnan", "isinf", "isfinite"], BOOL),
+}
+"""The math module's functions of Python numbers, by the type of number they return."""
+
+MATH_ARITY: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(["pow", "atan2", "hypot", "copysign", "fmod", "remainder", "comb"], (2, 2)),
+    "log": (1, 2), "perm": (1, 2), "gcd": (0, 8), "lcm": (0, 8), "hypot": (0, 8),
+}
+"""How many arguments each function takes, where it is not exactly one."""
+
+MATH_INTEGRAL = frozenset(["factorial", "gcd", "lcm", "isqrt", "comb", "perm"])
+"""The functions Python defines for integers only."""
+
+
+def _math(node: Node) -> list[Type]:
+    fn, *args = node.inputs
+    if not fn.is_constant or fn.constant not in MATH_RESULTS:
+        raise ShapeError("prim::math: the function must be a constant name of MATH_RESULTS")
+    if not all(a.type in (BOOL, INT, FLOAT) for a in args):
+        raise ShapeError(f"prim::math: math.{fn.constant}() of "
+                         f"{', '.join(str(a.type) for a in args)}: Python numbers only")
+    return [MATH_RESULTS[fn.constant]]
+
+
+defop("prim::math(fn: str, *args: number) -> number", _math, NUMBER, ("math.sqrt",),
+      "a function of Python's math module applied to Python numbers (``math.sqrt(d)``, "
+      "``math.log(x, 2)``), raising its ValueError where Python's does")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import re
 from collections import ChainMap
 from dataclasses import dataclass
@@ -461,6 +462,14 @@ def _abs(low: Lowering, node: Node) -> Any:
     return low.emit("Abs", [low.tensor(a, dtype, node)], dtype)
 
 
+def _math(low: Lowering, node: Node) -> Any:
+    name, *args = (low.sym(v, node) for v in node.inputs)
+    if any(isinstance(a, str) for a in args):
+        raise low.error(node, f"math.{name}() of a number known only when the model runs "
+                        f"(np.{name} of an array exports)")
+    return getattr(math, name)(*args)
+
+
 STRUCTURE_RULES = {
     "prim::Constant": _constant,
     "prim::TupleConstruct": lambda low, n: tuple(low.sym(v, n) for v in n.inputs),
@@ -484,6 +493,7 @@ STRUCTURE_RULES = {
     "prim::min": _minmax("Min", min),
     "prim::max": _minmax("Max", max),
     "prim::abs": _abs,
+    "prim::math": _math,
     "prim::If": Lowering.lower_if,
     "prim::Loop": Lowering.lower_loop,
 }

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import math
 import typing
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +48,7 @@ from script.frontend.annotations import (
     class_type,
 )
 from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.math_calls import math_function_name
 from script.frontend.modules import is_module_sequence
 from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
@@ -250,14 +250,10 @@ class CallMixin:
             return self.ufunc_result(result) if scalar else result
         if inspect.isfunction(obj) and not _is_library(obj):
             return self.call_python_function(obj, node)
-        hint = ""
-        name = getattr(obj, "__name__", "")
-        if getattr(obj, "__module__", None) == "math" or obj is getattr(math, name, None):
-            numpy_name = {"pow": "power", "fabs": "abs"}.get(name, name)
-            if hasattr(np, numpy_name):  # math.log raises where np.log gives -inf or nan
-                hint = (f" (the math module's functions are not supported: np.{numpy_name} "
-                        "computes it for numbers and arrays)")
-        raise self.error(node.func, f"unknown function {ast.unparse(node.func)}{hint}")
+        name = math_function_name(obj)
+        if name is not None:
+            return self.call_math(name, node)
+        raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")
 
     # -- ops ------------------------------------------------------------------------------------
     def call_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:

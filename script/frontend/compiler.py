@@ -64,6 +64,7 @@ from script.frontend.iter import IterMixin
 from script.frontend.keywords import Keywords, KeywordsMixin
 from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
 from script.frontend.loops import LoopMixin
+from script.frontend.math_calls import MathMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
 from script.frontend.none_tests import NoneTestMixin
@@ -151,7 +152,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
-                       NumpyKeywordsMixin, NoneTestMixin):
+                       NumpyKeywordsMixin, NoneTestMixin, MathMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -588,7 +588,7 @@ def generate(graph: Graph, backend: dict[str, Callable[..., str]] | None = None,
     function's ``__rnnscript_workspace__`` is the ``fuser.workspace.Workspace`` of the arrays it
     allocates on each call (None when it has no allocation site)."""
     source, consts = generate_source(graph, backend, name, profiler)
-    env: dict[str, Any] = {"np": np, "ops": ops, **consts}
+    env: dict[str, Any] = {"np": np, "ops": ops, "math": math, **consts}
     code = compile(source, f"<rnnscript {graph.name or name}>", "exec")
     exec(code, env)  # the source is generated from the IR, never taken from user data
     fn = env[name]

@@ -82,8 +82,9 @@ SCALAR_REFERENCES = {
 
 STRUCTURE_FOLDERS = {"prim::TupleConstruct", "prim::TupleIndex", "prim::TupleUnpack",
                      "prim::TupleSlice", "prim::len", "prim::str_eq", "prim::str_op",
-                     "prim::str_slice"}
-"""Folders of tuples and lengths: checked by the tests of the same name below."""
+                     "prim::str_slice", "prim::math"}
+"""Folders of tuples, lengths, strings and the math module: checked by the tests of the same
+name below."""
 
 TYPE_FOLDERS = {"tensor::ndim", "tensor::size", "tensor::numel", "prim::IsNone",
                 "prim::DictContains"}
@@ -379,3 +380,34 @@ def test_string_slice_folds_to_pythons():
     g.add_output(node.output)
     constant_prop.run(g)
     assert g.outputs[0].constant == "bdf"
+
+
+# -- the math module ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, args", [
+    ("sqrt", (2.0,)), ("sqrt", (9,)), ("log", (8.0, 2)), ("floor", (-2.5,)), ("ceil", (2.1,)),
+    ("isnan", (float("nan"),)), ("factorial", (5,)), ("gcd", (12, 18)), ("hypot", (3, 4.0, 12)),
+    ("atan2", (1.0, -1.0)), ("copysign", (0.0, -1.0)), ("perm", (5,)), ("trunc", (True,)),
+])
+def test_math_folds_to_what_the_runtime_computes(name, args):
+    g = ir.Graph()
+    node = g.insert("prim::math", [g.constant(name)] + [g.constant(a) for a in args], [TENSOR])
+    (declared,) = infer_types(node)
+    node.outputs[0].type = declared
+    g.add_output(node.outputs[0])
+    constant_prop.run(g)
+    out = g.outputs[0]
+    names = [f"a{k}" for k in range(len(args))]
+    expr = PRIM_CODE["prim::math"](repr(name), *names)
+    want = eval(expr, {"math": math}, dict(zip(names, args)))  # noqa: S307
+    assert out.is_constant and type(out.constant) is type(want) and same(out.constant, want)
+
+
+@pytest.mark.parametrize("name, args", [("sqrt", (-1.0,)), ("log", (0.0,)), ("exp", (1e6,)),
+                                        ("factorial", (-1,)), ("log", (2.0, 1.0))])
+def test_math_that_raises_is_left_to_run_time(name, args):
+    g = ir.Graph()
+    node = g.insert("prim::math", [g.constant(name)] + [g.constant(a) for a in args], [TENSOR])
+    (node.outputs[0].type,) = infer_types(node)
+    g.add_output(node.outputs[0])
+    constant_prop.run(g)
+    assert not g.outputs[0].is_constant
