@@ -213,6 +213,18 @@ def test_kernel_is_vectorized_and_calls_no_libm():
     assert "expf" not in asm and "tanhf" not in asm
 
 
+def test_loops_are_predicated_only_where_masks_are_cheap():
+    """The loop remainder is folded into masked iterations only with AVX-512; on AVX2 hosts a
+    masked load or store is microcode, so kernels run plain vector loops with an epilogue."""
+    from fuser.cpu import jit
+    asm = compile_group(lstm_tail()).assembly()
+    if llvm.get_host_cpu_features().get("avx512f"):
+        assert jit._llvm_options()
+    else:
+        assert jit._llvm_options() == ()
+        assert "vmaskmov" not in asm and "vpmaskmov" not in asm
+
+
 def test_switch_turns_fusion_off(monkeypatch):
     assert fuser.is_enabled()
     with fuser.disabled():
