@@ -393,6 +393,8 @@ RULES: dict[str, Rule] = {
     "prim::min": _nothing,
     "prim::max": _nothing,
     "prim::abs": _nothing,
+    "prim::math": _nothing,
+    "prim::random": _nothing,  # a new array or number (choice's item is a copy)
     "prim::ListConstruct": _construct,
     "prim::ShapeConstruct": _nothing,
     "prim::TupleConstruct": _tuple,

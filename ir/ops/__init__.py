@@ -12,6 +12,7 @@ from ir.ops import (  # noqa: F401
     nn,
     numpy_ops,
     prim,
+    random,
     reductions,
     script_prim,
     shape,

@@ -54,6 +54,7 @@ from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.numpy_keywords import MEMORY_ORDERS
 from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
+from script.frontend.random_calls import random_function_name
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
@@ -225,6 +226,8 @@ class CallMixin:
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)
+        if random_function_name(obj) is not None:
+            return self.call_random(random_function_name(obj), node)
         if not inspect.isfunction(obj) or _is_library(obj):
             node = self.spread_into_library(positional_params(obj, op_for_object(obj)), node)
         if obj is super:

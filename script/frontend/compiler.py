@@ -74,6 +74,7 @@ from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
+from script.frontend.random_calls import RandomMixin
 from script.frontend.sequences import SequenceMixin
 from script.frontend.spread import SpreadMixin
 from script.frontend.stmts import StmtMixin
@@ -152,7 +153,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
-                       NumpyKeywordsMixin, NoneTestMixin, MathMixin):
+                       NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

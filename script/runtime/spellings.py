@@ -98,6 +98,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::abs": lambda x: f"abs({x})",
     "prim::math": lambda name, *xs: f"math.{name.strip(chr(39))}({', '.join(xs)})"
     if name.strip("'").isidentifier() else f"getattr(math, {name})({', '.join(xs)})",
+    "prim::random": lambda name, *xs: f"np.random.{name.strip(chr(39))}({', '.join(xs)})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
     "prim::DictConstruct": lambda *xs: "{" + ", ".join(
         f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",

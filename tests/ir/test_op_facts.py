@@ -78,8 +78,8 @@ def test_the_literal_scan_reports_an_undeclared_kind():
 
 
 # -- effects on operands -------------------------------------------------------------------------
-WORLD_EFFECTS = {"prim::Print", "prim::RaiseException"}
-"""Side effects on the world, not on an operand."""
+WORLD_EFFECTS = {"prim::Print", "prim::RaiseException", "prim::random"}
+"""Side effects on the world, not on an operand (numpy's global random generator's state)."""
 OPAQUE = {"prim::Loop", "prim::CallFunction"}
 """Ops whose blocks or callee may do anything to their operands."""
 
