@@ -33,6 +33,7 @@ from ir.types import (
 )
 from script.frontend.env import Static, describe_object
 from script.frontend.keywords import Keywords
+from script.frontend.literal_types import empty_list_hint
 from script.frontend.nested import LocalFunction
 from script.frontend.none_tests import is_none_literal
 from script.frontend.object_args import ObjectArg, ObjectSeq
@@ -195,7 +196,7 @@ class ExprMixin:
         if symbol == "+" and isinstance(lhs.type, ListType) and isinstance(rhs.type, ListType):
             if unify(lhs.type.element, rhs.type.element) is None:
                 error = self.error(node, f"cannot concatenate lists of {lhs.type.element} and "
-                                   f"{rhs.type.element}")
+                                   f"{rhs.type.element}{empty_list_hint(lhs, rhs)}")
                 # seq = [] then seq + [n]: the empty literal is retyped to hold what is added
                 for lst, other in ((lhs, rhs), (rhs, lhs)):
                     found = self.literal_sites.get(lst.node)
@@ -439,7 +440,8 @@ class ExprMixin:
     def visit_List(self: FunctionCompiler, node: ast.List, element: Type | None = None) -> Any:
         if any(isinstance(elt, ast.Starred) for elt in node.elts):
             return self.list_with_spreads(node, element)
-        items = [self.expr(e) for e in node.elts]
+        items = [self.expr(e) if element is None else self.expr_expecting(e, element)
+                 for e in node.elts]
         if element is None:
             hinted = self.literal_type(node)
             if isinstance(hinted, ListType):

@@ -23,6 +23,7 @@ from ir.types import (
     DictType,
     ListType,
     TensorType,
+    TupleType,
     Type,
     erase_shape,
     is_number,
@@ -63,6 +64,30 @@ class LiteralTypeMixin:
     def literal_type(self: FunctionCompiler, node: ast.expr) -> Type | None:
         """The type an earlier attempt found ``node`` (a list or dict literal) must have."""
         return self.literal_types.get(_site(node))
+
+    def expr_expecting(self: FunctionCompiler, node: ast.expr, expected: Type) -> Any:
+        """``node`` compiled where a value of type ``expected`` goes (an item of an annotated
+        list, ``seqs: List[Tuple[List[int], float]] = [([], 0.0)]``): a list literal, ``list()``
+        or a tuple literal of them takes its item types from ``expected``, so an empty one holds
+        what the annotation says rather than the default ``Tensor``; a number where an array goes
+        is a 0-d array (``([], 0)`` for ``Tuple[List[int], Tensor]``)."""
+        if isinstance(expected, ListType) and not any(
+                isinstance(e, ast.Starred) for e in getattr(node, "elts", ())):
+            if isinstance(node, ast.List):
+                return self.visit_List(node, expected.element)
+            if isinstance(node, ast.Call) and not node.args and not node.keywords and \
+                    self.resolve_static(node.func) is list:
+                return self.visit_List(ast.copy_location(ast.List(elts=[], ctx=ast.Load()), node),
+                                       expected.element)
+        if isinstance(expected, TupleType) and isinstance(node, ast.Tuple) and \
+                len(node.elts) == len(expected.elements) and \
+                not any(isinstance(e, ast.Starred) for e in node.elts):
+            items = [self.expr_expecting(e, t) for e, t in zip(node.elts, expected.elements)]
+            return self.emit_value("prim::TupleConstruct", items)
+        value = self.expr(node)
+        if isinstance(expected, TensorType) and is_number(value.type):
+            return self.number_tensor(value, weak=True)  # a score that starts as 0, as numpy's
+        return value
 
     def note_literal(self: FunctionCompiler, value: Any, node: ast.expr, items: list[Any]
                      ) -> Any:
@@ -124,6 +149,15 @@ class LiteralTypeMixin:
         again.literal_types = {**self.literal_types, retype.site: retype.type}
         again.literal_tried = self.literal_tried | {(retype.site, retype.type)}
         return again.compile()
+
+
+def empty_list_hint(*lists: Any) -> str:
+    """A hint for a list of the default ``Tensor`` element that meets another type: an empty
+    list kept inside another container (``[([], 0.0)]``) holds arrays unless annotated."""
+    if not any(v.type.element == TENSOR for v in lists):
+        return ""
+    return (" (an empty list inside another container is a list of arrays unless the "
+            "container is annotated: seqs: List[Tuple[List[int], float]] = [([], 0.0)])")
 
 
 def _wider(old: Type, new: Type, found: LiteralSite | None) -> Type | None:

@@ -411,7 +411,7 @@ class StmtMixin:
                 isinstance(declared, OptionalType):
             value = self.const(None, declared)
         else:
-            value = self.expr(node.value)
+            value = self.expr_expecting(node.value, declared)
         self.declared[name] = declared
         self.bind(name, value, node)
 
