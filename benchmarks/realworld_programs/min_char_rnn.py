@@ -6,7 +6,9 @@ d4dee566867f8291f086, ``min-char-rnn.py``, BSD License).
 the step (``hs[-1]`` is the previous state), builds each one-hot with
 ``xs[t] = np.zeros((vocab_size, 1)); xs[t][inputs[t]] = 1``, accumulates ``loss = 0;
 loss += ...``; the hand-written backward pass writes ``dy[targets[t]] -= 1`` into a copy and
-clips every gradient in place with ``np.clip(dparam, -5, 5, out=dparam)``.
+clips every gradient in place with ``np.clip(dparam, -5, 5, out=dparam)``. ``sample`` as in the
+gist: one-hot inputs written in place and ``np.random.choice(range(vocab_size), p=p.ravel())``,
+drawing from numpy's global generator as the plain function does.
 
 Changes: annotations; the model's global arrays (``Wxh, Whh, Why, bh, by``) and the global
 ``vocab_size`` are parameters; ``xrange`` is ``range`` (Python 3).
@@ -56,6 +58,26 @@ def lossFun(inputs: List[int], targets: List[int], hprev: Tensor, Wxh: Tensor, W
     for dparam in [dWxh, dWhh, dWhy, dbh, dby]:
         np.clip(dparam, -5, 5, out=dparam)  # clip to mitigate exploding gradients
     return loss, dWxh, dWhh, dWhy, dbh, dby, hs[len(inputs)-1]
+
+
+def sample(h: Tensor, seed_ix: int, n: int, Wxh: Tensor, Whh: Tensor, Why: Tensor, bh: Tensor,
+           by: Tensor, vocab_size: int):
+    """
+    sample a sequence of integers from the model
+    h is memory state, seed_ix is seed letter for first time step
+    """
+    x = np.zeros((vocab_size, 1))
+    x[seed_ix] = 1
+    ixes = []
+    for t in range(n):  # noqa: B007 -- as the gist writes it
+        h = np.tanh(np.dot(Wxh, x) + np.dot(Whh, h) + bh)
+        y = np.dot(Why, h) + by
+        p = np.exp(y) / np.sum(np.exp(y))
+        ix = np.random.choice(range(vocab_size), p=p.ravel())
+        x = np.zeros((vocab_size, 1))
+        x[ix] = 1
+        ixes.append(ix)
+    return ixes
 
 
 SIZES = {"test": (5, 4, 6), "bench": (65, 100, 25)}  # vocab_size, hidden_size, seq_length
