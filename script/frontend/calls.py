@@ -73,7 +73,7 @@ _LIBRARY_MODULES = {"numpy", "math", "builtins", "script", "typing", "cupy", "ir
                     "torch", "jax", "jaxlib", "tensorflow", "sklearn", "pandas"}
 """Modules whose Python functions are not compiled as the user's are: a call of one that is not
 an op is an "unknown function" at the user's line (not an error inside the library's source)."""
-_LOOP_ONLY = ("range", "enumerate", "zip")
+_LOOP_ONLY = ("range",)
 _LIST_AS_TUPLE = ("axes", "shape", "newshape", "reps")
 """The int-tuple parameters numpy also takes as a list of ints (``np.transpose(x, [1, 0, 2])``,
 ``np.zeros([2, 3])``); an ``axis`` it does not (``np.sum(x, axis=[0, 1])`` is a TypeError)."""

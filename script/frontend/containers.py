@@ -210,6 +210,16 @@ class ContainerMixin:
             target=target, iter=source, ifs=[], is_async=0)])
         return self.expr(ast.fix_missing_locations(ast.copy_location(comp, node)))
 
+    def builtin_zip(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``zip(xs, ys)`` as a value (passed to a function, assigned): the list of its tuples,
+        ``[(x, y) for x, y in zip(xs, ys)]``, where Python gives an iterator (the same items,
+        read once or more, as ``map``)."""
+        return self.expr(_items_of(node))
+
+    def builtin_enumerate(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``enumerate(xs)`` as a value: the list of its (index, item) tuples, as ``zip``."""
+        return self.expr(_items_of(node))
+
     def builtin_dict(self: FunctionCompiler, node: ast.Call) -> Any:
         """``dict(a=w, b=v)`` is the literal ``{"a": w, "b": v}``; ``dict(items, **kw)`` a new
         dict of a dict's items (of its type) or of (key, value) pairs, then the keywords."""
