@@ -85,7 +85,7 @@ MATH_RESULTS: dict[str, Type] = {
 """The math module's functions of Python numbers, by the type of number they return."""
 
 MATH_ARITY: dict[str, tuple[int, int]] = {
-    **dict.fromkeys(["pow", "atan2", "hypot", "copysign", "fmod", "remainder", "comb"], (2, 2)),
+    **dict.fromkeys(["pow", "atan2", "copysign", "fmod", "remainder", "comb"], (2, 2)),
     "log": (1, 2), "perm": (1, 2), "gcd": (0, 8), "lcm": (0, 8), "hypot": (0, 8),
 }
 """How many arguments each function takes, where it is not exactly one."""

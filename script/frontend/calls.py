@@ -226,8 +226,8 @@ class CallMixin:
         fdef = getattr(obj, "__rnnscript_function__", None)
         if fdef is not None:
             return self.call_function(fdef, node)
-        if random_function_name(obj) is not None:
-            return self.call_random(random_function_name(obj), node)
+        if (drawn := random_function_name(obj)) is not None:
+            return self.call_random(drawn, node)
         if not inspect.isfunction(obj) or _is_library(obj):
             node = self.spread_into_library(positional_params(obj, op_for_object(obj)), node)
         if obj is super:
@@ -253,8 +253,7 @@ class CallMixin:
             return self.ufunc_result(result) if scalar else result
         if inspect.isfunction(obj) and not _is_library(obj):
             return self.call_python_function(obj, node)
-        name = math_function_name(obj)
-        if name is not None:
+        if (name := math_function_name(obj)) is not None:
             return self.call_math(name, node)
         raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")
 

@@ -31,15 +31,20 @@ def math_function_name(obj: Any) -> str | None:
     return None
 
 
+def numpy_spelling(name: str) -> str | None:
+    """numpy's function for the math module's ``name`` (``np.power`` for ``pow``), or None."""
+    numpy_name = {"pow": "power", "fabs": "abs"}.get(name, name)
+    return f"np.{numpy_name}" if hasattr(np, numpy_name) else None
+
+
 class MathMixin:
     """Calls of the math module's functions, for ``FunctionCompiler``."""
 
     def call_math(self: FunctionCompiler, name: str, node: ast.Call) -> Any:
         display = f"math.{name}"
         if name not in MATH_RESULTS:
-            numpy_name = {"pow": "power", "fabs": "abs"}.get(name, name)
-            hint = (f": np.{numpy_name} computes it for numbers and arrays"
-                    if hasattr(np, numpy_name) else "")
+            spelled = numpy_spelling(name)
+            hint = f": {spelled} computes it for numbers and arrays" if spelled else ""
             raise self.error(node.func, f"{display}() is not supported{hint}")
         if node.keywords:
             raise self.error(node.keywords[0], f"{display}() takes no keyword arguments")
@@ -63,10 +68,9 @@ class MathMixin:
             if t.dtype is not None and np.issubdtype(np.dtype(t.dtype), np.integer):
                 return self.emit_value("prim::Int", [value])
         if isinstance(t, TensorType) and not integral:
-            numpy_name = {"pow": "power", "fabs": "abs"}.get(name, name)
-            spelled = f"np.{numpy_name}" if hasattr(np, numpy_name) else "the numpy function"
+            spelled = numpy_spelling(name) or "the numpy function"
             raise self.error(arg, f"math.{name}() of a {t}: "
-                             f"{spelled} computes it for arrays (math.{name}(x.item()) for a "
-                             "one-element one)")
+                             f"{spelled} computes it for arrays (math.{name}() takes a number or a "
+                             "0-d array)")
         kind = "an int" if integral else "a number"
         raise self.error(arg, f"math.{name}() takes {kind}, not a {t}")

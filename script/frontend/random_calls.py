@@ -32,11 +32,6 @@ def random_function_name(obj: Any) -> str | None:
     return "seed" if obj is np.random.seed else None
 
 
-def _is_range_of_one(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "range" and len(node.args) == 1 and not node.keywords)
-
-
 class RandomMixin:
     """Calls of numpy's global random functions, for ``FunctionCompiler``."""
 
@@ -88,7 +83,9 @@ class RandomMixin:
                 values.append(self.const(default))
                 continue
             arg = given[param]
-            if name == "choice" and param == "a" and _is_range_of_one(arg):
+            if name == "choice" and param == "a" and isinstance(arg, ast.Call) and \
+                    len(arg.args) == 1 and not arg.keywords and \
+                    self.resolve_static(arg.func) is range:
                 arg = arg.args[0]  # type: ignore[attr-defined]  # choice(range(n)): choice(n)
                 ranged = True
             values.append(self.random_argument(display, param, arg))

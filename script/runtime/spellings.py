@@ -7,6 +7,7 @@ The code generator writes from them; ``slot_writes`` asks which kinds are plain 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 
@@ -61,6 +62,14 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     if _lead(axis) is not None else f"ops.write_slot({buf}, {axis}, {i}, {v})",
 }
 
+def _attribute(code: str) -> str:
+    """The function name a constant ``str`` input spells (``'sqrt'`` in the code: ``sqrt``)."""
+    name = ast.literal_eval(code)
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise ValueError(f"not a function name: {code}")
+    return name
+
+
 # structure ops: Python spellings of prim:: kinds (statements have no result).
 PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::TupleConstruct": lambda *xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})",
@@ -96,9 +105,8 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     f"key={keys}.__getitem__, reverse={reverse})]",
     "prim::max": lambda a, b: f"max({a}, {b})",
     "prim::abs": lambda x: f"abs({x})",
-    "prim::math": lambda name, *xs: f"math.{name.strip(chr(39))}({', '.join(xs)})"
-    if name.strip("'").isidentifier() else f"getattr(math, {name})({', '.join(xs)})",
-    "prim::random": lambda name, *xs: f"np.random.{name.strip(chr(39))}({', '.join(xs)})",
+    "prim::math": lambda name, *xs: f"math.{_attribute(name)}({', '.join(xs)})",
+    "prim::random": lambda name, *xs: f"np.random.{_attribute(name)}({', '.join(xs)})",
     "prim::Print": lambda *xs: f"print({', '.join(xs)})",
     "prim::DictConstruct": lambda *xs: "{" + ", ".join(
         f"{k}: {v}" for k, v in zip(xs[0::2], xs[1::2])) + "}",

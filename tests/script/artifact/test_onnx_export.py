@@ -4,6 +4,7 @@ cannot express is a ScriptError at the user's line, before any file is written."
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -271,6 +272,30 @@ def test_unsupported_construct_is_a_script_error_at_its_line(tmp_path):
     assert "prim::ListAppend" in message and "test_onnx_export.py" in message
     assert "outputs.append(x[t] @ self.w)" in message
     assert not path.exists()
+
+
+def math_scaled_scores(q: Tensor, k: Tensor):
+    return q @ k.T / math.sqrt(q.shape[-1])
+
+
+def math_of_a_total(x: Tensor):
+    return x * math.exp(float(np.sum(x)))
+
+
+def random_noise(x: Tensor):
+    return x + np.random.randn(x.shape[0], x.shape[1])
+
+
+def test_math_of_known_numbers_exports_and_of_run_time_ones_is_refused(tmp_path):
+    rng = np.random.default_rng(9)
+    q, k = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4)))
+    check_export(tmp_path, script.script(math_scaled_scores), (q, k))
+    for fn, message in [(math_of_a_total, r"math\.exp\(\) of a number known only when the "
+                         "model runs"), (random_noise, "cannot export prim::random")]:
+        path = tmp_path / f"{fn.__name__}.onnx"
+        with pytest.raises(ScriptError, match=message):
+            script.export_onnx(script.script(fn), (q,), path)
+        assert not path.exists()
 
 
 def test_training_dropout_is_refused(tmp_path):
