@@ -354,7 +354,7 @@ class Block:
 class Graph:
     """A function: input values, one top-level block, result values."""
 
-    __slots__ = ("block", "_insert_point", "name")
+    __slots__ = ("block", "_insert_point", "name", "device")
 
     def __init__(self, name: str | None = None):
         self.block = Block(self)
@@ -362,6 +362,10 @@ class Graph:
         self._insert_point: Node = self.block.return_node
         self.name = name
         """an optional label (the scripted function's name)."""
+        self.device: str | None = None
+        """the device every call of it runs on when its inputs do not say (``cuda``: the
+        backward of a call on CuPy arrays, whose inputs may be lists of tensors); None: the
+        inputs' (``passes.shape_prop.call_device``)."""
 
     @property
     def inputs(self) -> list[Value]:
@@ -454,6 +458,7 @@ class Graph:
     def clone(self) -> Graph:
         """A deep copy: new values and nodes, subgraph attributes cloned too."""
         g = Graph(self.name)
+        g.device = self.device
         vmap: dict[Value, Value] = {}
         for v in self.inputs:
             vmap[v] = g.add_input(v.type, v.name)

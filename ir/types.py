@@ -320,3 +320,35 @@ def erase_shape(t: Type) -> Type:
     if isinstance(t, ClassType) and t.named_tuple:
         return ClassType(t.name, tuple((n, erase_shape(f)) for n, f in t.fields), True)
     return t
+
+
+def with_device(t: Type, device: str) -> Type:
+    """``t`` with ``device`` for every tensor whose device is unknown (containers included)."""
+    if isinstance(t, TensorType):
+        return t if t.device is not None else TensorType(t.dtype, t.shape, device)
+    if isinstance(t, TupleType):
+        return TupleType(tuple(with_device(e, device) for e in t.elements))
+    if isinstance(t, ListType):
+        return ListType(with_device(t.element, device))
+    if isinstance(t, OptionalType):
+        return OptionalType(with_device(t.element, device))
+    if isinstance(t, DictType):
+        return DictType(t.key, with_device(t.value, device))
+    if isinstance(t, ClassType) and t.named_tuple:
+        return ClassType(t.name, tuple((n, with_device(f, device)) for n, f in t.fields), True)
+    return t
+
+
+def devices_of(t: Type) -> set[str]:
+    """The known devices of the tensors in ``t`` (containers and object fields included)."""
+    if isinstance(t, TensorType):
+        return set() if t.device is None else {t.device}
+    if isinstance(t, TupleType):
+        return set().union(*(devices_of(e) for e in t.elements))
+    if isinstance(t, (ListType, OptionalType)):
+        return devices_of(t.element)
+    if isinstance(t, DictType):
+        return devices_of(t.value)
+    if isinstance(t, ClassType):
+        return set().union(*(devices_of(f) for _, f in t.fields))
+    return set()

@@ -58,7 +58,7 @@ from script.frontend.random_calls import random_function_name
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
-from script.module import is_module
+from script.module import is_array, is_module
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -161,7 +161,8 @@ class CallMixin:
                 return self.call_method(self.expr(func.value), func.attr, node)
             if isinstance(base, ObjectArg) and self.object_method(base, func.attr) is not None:
                 return self.call_object_argument(base, node, func.attr)
-            if constant_value(base) is not NOT_CONSTANT:  # a method of a captured array
+            if constant_value(base) is not NOT_CONSTANT or is_array(base):
+                # a method of a captured array (numpy's or CuPy's)
                 return self.call_method(self.captured_value(func.value, base), func.attr, node)
         obj = self.resolve_static(func)
         if obj is NOT_STATIC:

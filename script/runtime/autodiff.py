@@ -30,8 +30,9 @@ from passes.autodiff.nested_inputs import (
     rebuild,
     unroll_reads,
 )
-from passes.shape_prop import specialize
+from passes.shape_prop import call_device, specialize
 from passes.static_ints import bind_static_ints
+from script import ops
 from script.errors import (
     ArgumentShapeError,
     Origin,
@@ -124,6 +125,9 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
     nested = nested or {}
     plain = {k: a for k, a in enumerate(args) if k not in nested}
     grad = differentiate(graph, _list_item_types(f, plain), _dict_item_types(f, plain), wrt)
+    # both run on the call's device, though the backward's inputs (cotangents, saved lists)
+    # may not say which
+    grad.forward.device = grad.backward.device = call_device(graph)
     if optimize:
         optimize_gradient(grad)
     else:
@@ -439,12 +443,15 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
             return np.zeros_like(output)
         # a number's zero of the number's own type: the backward's input is typed like it
         return type(output)(0) if isinstance(output, (int, float)) else 0.0
-    if dtype is not None and not hasattr(ct, "shape"):
-        ct = np.asarray(ct, dtype=dtype)
+    xp = ops.array_module(output)
+    if dtype is not None and (not hasattr(ct, "shape") or (
+            xp is not np and isinstance(ct, (np.ndarray, np.generic)))):
+        ct = xp.asarray(ct, dtype=dtype)  # a number, or a host array for a device output
     shape = getattr(output, "shape", None)
-    if isinstance(ct, np.ndarray) and shape is not None and ct.shape != shape:
+    if (isinstance(ct, np.ndarray) or ops.array_module(ct) is not np) and shape is not None \
+            and ct.shape != shape:
         try:  # one cotangent for every element (a scalar): spread it over the output
-            return np.broadcast_to(ct, shape).copy()
+            return ops.array_module(ct).broadcast_to(ct, shape).copy()
         except ValueError:
             raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
                                  f"shape {tuple(shape)}") from None

@@ -25,9 +25,10 @@ from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR, UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.registry import ARRAY_RESULT
+from passes.shape_prop import call_device
 from script import ops
 from script.frontend.classes import python_class
-from script.runtime import contractions, op_writers, sanitize, weak_numbers
+from script.runtime import contractions, device_code, op_writers, sanitize, weak_numbers
 from script.runtime.instrument import stage
 from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
@@ -107,6 +108,8 @@ class FunctionWriter:
     """the graph's lists may hold ``prim::Uninitialized`` placeholders (None)."""
     workspace: Workspace = field(default_factory=Workspace)
     """the arrays the function allocates on each call, kept for its next call."""
+    device: str | None = None
+    """``cuda`` for a function called with CuPy arrays (``script.runtime.device_code``)."""
 
     def emit(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
@@ -151,6 +154,19 @@ class FunctionWriter:
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
     def write_plain_node(self, node: Node) -> None:
+        if self.device == "cuda" and not weak_numbers.is_weak_number(node):
+            if device_code.made_here(node):
+                if not device_code.write_creation(self, node):
+                    self.write_host_node(node)
+                    device_code.move_outputs(self, node)
+                return
+            if device_code.from_numbers(node):  # numpy's array of Python numbers: copied
+                self.write_host_node(node)
+                device_code.move_outputs(self, node)
+                return
+        self.write_host_node(node)
+
+    def write_host_node(self, node: Node) -> None:
         if weak_numbers.is_weak_number(node):  # the number itself (see weak_numbers)
             self.assign(node, self.ns.name(node.inputs[1]))
             return
@@ -163,8 +179,10 @@ class FunctionWriter:
                 self.emit(f"{name} = {name}[()]")
             return
         saved = {v: self.ns.name(v) for v in numbers}
-        convert = self.consts.setdefault("_as_array", weak_numbers.as_array)
-        assert convert is weak_numbers.as_array
+        as_array = device_code.number_as_array if self.device == "cuda" else \
+            weak_numbers.as_array
+        convert = self.consts.setdefault("_as_array", as_array)
+        assert convert is as_array
         for v, name in saved.items():
             self.ns.names[v] = self.ns.fresh("_array")
             self.emit(f"{self.ns.names[v]} = _as_array({name})")
@@ -235,6 +253,8 @@ class FunctionWriter:
 def _write_constant(w: FunctionWriter, node: Node) -> None:
     # constants are used by name: a literal inline, anything else as a global of the function
     value = node.attrs.get("value")
+    if w.device == "cuda":
+        value = device_code.constant(value)
     expr = w.const_expr(value)
     if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
         # the caller may receive it: each evaluation makes its own, as the source would
@@ -562,7 +582,8 @@ def generate_source(graph: Graph, backend: dict[str, Callable[..., str]] | None 
     checks = sanitize.enabled()
     w = FunctionWriter(NUMPY_CODE if backend is None else backend, profiler=profiler,
                        classes=StorageClasses(graph), checks=checks,
-                       lists_hold_placeholders=checks and sanitize.lists_hold_placeholders(graph))
+                       lists_hold_placeholders=checks and sanitize.lists_hold_placeholders(graph),
+                       device=call_device(graph))
     w.einsums = contractions.find(graph)
     w.elided.update(n.inputs[0].node for n in w.einsums)
     params = [w.ns.name(v) for v in graph.inputs]

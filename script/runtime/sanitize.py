@@ -103,17 +103,18 @@ def _tensor_mismatch(value: Any, t: TensorType) -> str | None:
     if t.shape is not None and (len(shape) != len(t.shape) or any(
             d is not None and d != n for d, n in zip(t.shape, shape))):
         return f"shape {shape} ({dtype}) where {t} was expected"
-    if t.device is not None and device != t.device:
+    if t.device is not None and device is not None and device != t.device:
         return f"a {device} array where {t} was expected"
     return None
 
 
-def _tensor_facts(value: Any) -> tuple[str | None, tuple[int, ...], str]:
-    """(dtype name, shape, device) of an array or numpy/Python scalar; dtype None otherwise."""
+def _tensor_facts(value: Any) -> tuple[str | None, tuple[int, ...], str | None]:
+    """(dtype name, shape, device) of an array or numpy/Python scalar; dtype None otherwise.
+    A Python number has no device: it stands for a 0-d tensor on any."""
     if isinstance(value, (np.ndarray, np.generic)):
         return value.dtype.name, value.shape, "cpu"
     if type(value) in _PYTHON_DTYPES:  # a 0-d result numpy handed back as a Python number
-        return _PYTHON_DTYPES[type(value)], (), "cpu"
+        return _PYTHON_DTYPES[type(value)], (), None
     dtype = getattr(value, "dtype", None)
     if dtype is not None and hasattr(value, "shape"):  # a CuPy array
         return np.dtype(dtype).name, tuple(value.shape), "cuda"
