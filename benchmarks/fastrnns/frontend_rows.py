@@ -26,7 +26,7 @@ import numpy as np
 
 import rnn
 from benchmarks.fastrnns import cells, factory
-from benchmarks.fastrnns.factory import ModelDef, RNNInputs, Unsupported, scripted
+from benchmarks.fastrnns.factory import ModelDef, RNNInputs, scripted
 from script import vjp
 
 CASES = {"lstm": ("LSTM", None, False), "lstm_2l": ("LSTM", 2, False),
@@ -38,8 +38,6 @@ class Case:
     """One configuration's model, input, initial states and (own) cotangent."""
 
     def __init__(self, inp: RNNInputs, suffix: str):
-        if inp.xp is not np:
-            raise Unsupported("the rnn front ends hold numpy parameters: cpu only")
         s = inp.sizes
         self.mode, layers, bidir = CASES[suffix]
         self.layers = layers or s.num_layers
@@ -47,6 +45,8 @@ class Case:
         self.pair = self.mode == "LSTM"
         self.model = getattr(rnn, self.mode)(s.input_size, s.hidden_size, self.layers,
                                              bidirectional=bidir, rng=s.seed, dtype=s.dtype)
+        if inp.xp is not np:
+            self.model.cuda()  # as a user moves a module: the parameters become CuPy arrays
         self.x = inp.x
         rows, batch, hidden = self.layers * self.d, s.mini_batch, s.hidden_size
         self.own_cotangent = suffix not in ("lstm", "gru")
@@ -58,10 +58,11 @@ class Case:
             self.h0, self.c0 = inp.hx, inp.cx
         else:
             rng = np.random.default_rng(s.seed + 5)
-            self.h0, self.c0 = (rng.standard_normal((rows, batch, hidden)).astype(s.dtype)
-                                for _ in range(2))
+            self.h0, self.c0 = (inp.xp.asarray(rng.standard_normal((rows, batch, hidden))
+                                               .astype(s.dtype)) for _ in range(2))
         self.params = [p for cell in self.model.cells() for p in cell.parameters()]
         self.hidden = hidden
+        self.xp = inp.xp
 
     def cotangent(self, given: Any) -> Any:
         """The cotangent of ``(y, h_n, c_n)``: the harness's, or this case's own."""
@@ -69,10 +70,11 @@ class Case:
             return given
         rng = np.random.default_rng(7)
         seq, batch = self.x.shape[:2]
-        dtype = self.x.dtype
-        return (rng.standard_normal((seq, batch, self.d * self.hidden)).astype(dtype),
-                rng.standard_normal(self.h0.shape).astype(dtype),
-                rng.standard_normal(self.c0.shape).astype(dtype) if self.pair else None)
+        dtype, xp = self.x.dtype, self.xp
+        return (xp.asarray(rng.standard_normal((seq, batch, self.d * self.hidden)).astype(dtype)),
+                xp.asarray(rng.standard_normal(self.h0.shape).astype(dtype)),
+                xp.asarray(rng.standard_normal(self.c0.shape).astype(dtype)) if self.pair
+                else None)
 
     def hx(self) -> Any:
         return (self.h0, self.c0) if self.pair else self.h0
@@ -121,14 +123,14 @@ def _hand_run(case: Case) -> tuple[Callable[[], tuple[Any, Any]], Callable[..., 
                 backs.append(back)
                 hs.append(h)
                 cs.append(c)
-            x = outs[0] if case.d == 1 else np.concatenate(outs, -1)
-        return (x, np.stack(hs), np.stack(cs)), backs
+            x = outs[0] if case.d == 1 else case.xp.concatenate(outs, -1)
+        return (x, case.xp.stack(hs), case.xp.stack(cs)), backs
 
     def backward(backs: list[Any], ct: Any) -> tuple[Any, ...]:
         dy, dh_n, dc_n = ct
         dh0, dc0, dw = [None] * len(backs), [None] * len(backs), [None] * len(backs)
         for k in reversed(range(case.layers)):
-            parts = np.split(dy, case.d, -1)
+            parts = case.xp.split(dy, case.d, -1)
             dx = 0.0
             for d in range(case.d):
                 row = k * case.d + d
@@ -137,7 +139,7 @@ def _hand_run(case: Case) -> tuple[Callable[[], tuple[Any, Any]], Callable[..., 
                 dx = dx + (grads[0] if d == 0 else grads[0][::-1])
                 dh0[row], dc0[row], dw[row] = grads[1], grads[2], grads[3:]
             dy = dx
-        return (dy, np.stack(dh0), np.stack(dc0), *[g for row in dw for g in row])
+        return (dy, case.xp.stack(dh0), case.xp.stack(dc0), *[g for row in dw for g in row])
 
     return forward, backward
 
@@ -184,13 +186,19 @@ def torch_creator(suffix: str) -> Callable[[RNNInputs], ModelDef]:
         import torch
         case = Case(inp, suffix)
         s = inp.sizes
+        device = "cpu" if inp.xp is np else "cuda"
+
+        def tensor(a: Any, **kwargs: Any) -> Any:
+            host = a.get() if hasattr(a, "get") else np.asarray(a)
+            return torch.tensor(host, device=device, **kwargs)
+
         net = getattr(torch.nn, case.mode)(s.input_size, s.hidden_size, case.layers,
                                            bidirectional=case.d == 2)
-        net = net.to(getattr(torch, s.dtype))
+        net = net.to(device, getattr(torch, s.dtype))
         with torch.no_grad():
             for name, p in net.named_parameters():
-                p.copy_(torch.from_numpy(case.model.get_parameter(name).data))
-        leaf = [torch.tensor(a, requires_grad=True) for a in (case.x, case.h0, case.c0)]
+                p.copy_(tensor(case.model.get_parameter(name).data))
+        leaf = [tensor(a, requires_grad=True) for a in (case.x, case.h0, case.c0)]
         params = [net.get_parameter(name) for name, _ in case.model.named_parameters()]
 
         inputs = leaf if case.pair else leaf[:2]
@@ -201,8 +209,7 @@ def torch_creator(suffix: str) -> Callable[[RNNInputs], ModelDef]:
             return outputs, outputs
 
         def backward(outputs: Any, ct: Any) -> tuple[Any, ...]:
-            return torch.autograd.grad(outputs, inputs + params,
-                                       [torch.from_numpy(np.asarray(c)) for c in ct])
+            return torch.autograd.grad(outputs, inputs + params, [tensor(c) for c in ct])
 
         row = ModelDef(forward, backward, infer=lambda: net(leaf[0]),
                        prepare_cotangent=case.cotangent)
