@@ -340,13 +340,13 @@ def _is_inference_dropout(node: Node) -> bool:
 
 
 def _snapshot(value: Any, name: str) -> Any:
-    """A private, read-only copy of an attribute's value to compile in as a constant."""
-    if isinstance(value, np.ndarray):
-        copy = np.array(value, copy=True)
+    """A private, read-only copy of an attribute's value to compile in as a constant: a host
+    array, also for a CuPy array (a frozen model runs where its inputs are: called with CuPy
+    arrays, the generated code copies its constants to the GPU once)."""
+    if is_array(value):
+        copy = np.array(value if isinstance(value, np.ndarray) else value.get(), copy=True)
         copy.setflags(write=False)
         return copy
-    if is_array(value):
-        return value.copy()  # CuPy arrays cannot be made read-only
     if isinstance(value, (tuple, list)):
         return type(value)(_snapshot(v, name) for v in value)
     if value is None or isinstance(value, (bool, int, float, str)):

@@ -222,3 +222,18 @@ def test_module_moves_back_to_cpu():
     want_out, want_h = cpu(x)
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(h, want_h, rtol=1e-5, atol=1e-6)
+
+
+def test_freeze_save_and_load_on_cuda(tmp_path):
+    """A frozen model runs where its inputs are (its constants are host copies the generated
+    code copies to the GPU); a saved model loads onto the GPU with ``device="cuda"``."""
+    from script import freeze, load, save
+    cpu, gpu = _pair(lambda: rnn.LSTM(6, 10, num_layers=2, rng=5), "float32")
+    x = np.random.default_rng(10).standard_normal((5, 3, 6)).astype("float32")
+    want = cpu(x)
+    close(freeze(script(gpu))(to_gpu(x)), want, "float32")  # a module on the GPU, frozen
+    close(freeze(script(cpu))(to_gpu(x)), want, "float32")  # a host one, called on the GPU
+    for model in (cpu, gpu):
+        path = tmp_path / f"lstm-{id(model)}.rns"
+        save(script(model), path)
+        close(load(path, device="cuda")(to_gpu(x)), want, "float32")
