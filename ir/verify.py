@@ -17,7 +17,7 @@ The checks run in this order, so the first (most basic) problem is the one repor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ir.core import CONSTANT, PARAM, RETURN, SUBGRAPH, Block, Graph, Node, Value
@@ -41,10 +41,18 @@ from ir.types import (
     with_device,
 )
 
+Decide = Callable[[Value], "bool | None"]
+"""The value of an If condition when the types alone decide it, else None
+(``passes.shape_prop.static_condition``)."""
 
-def verify(graph: Graph) -> None:
-    """Raise ``VerifyError`` naming the node when ``graph`` is malformed; return None otherwise."""
-    _GraphVerifier(graph, ()).run()
+
+def verify(graph: Graph, decide: Decide | None = None) -> None:
+    """Raise ``VerifyError`` naming the node when ``graph`` is malformed; return None otherwise.
+
+    With ``decide``, a node in an If branch the types rule out (one that never runs, which
+    shape propagation drops: an inlined ``if x.ndim == 3:`` called with a matrix) may have
+    inputs its rule rejects; what its types claim is still checked against the rule."""
+    _GraphVerifier(graph, (), decide).run()
 
 
 # -- describing nodes and values ------------------------------------------------------------------
@@ -109,8 +117,9 @@ def _fail(node: Any, problem: str) -> VerifyError:
 class _GraphVerifier:
     """One verification of one graph; ``stack`` holds the enclosing graphs of subgraphs."""
 
-    def __init__(self, graph: Graph, stack: tuple[Graph, ...]):
+    def __init__(self, graph: Graph, stack: tuple[Graph, ...], decide: Decide | None = None):
         self.graph = graph
+        self.decide = decide
         self.stack = stack + (graph,)
         self.nodes: set[Node] = set()
         """every node of the graph, sentinels included (every recorded user must be one)."""
@@ -238,10 +247,21 @@ class _GraphVerifier:
         self._check_argument_kinds(node, op)
         if SUBGRAPH in node.attrs:
             self._check_subgraph(node)
-        # a rule may reject the inputs of a node under an If: the branch may never run (an
-        # inlined `if x.ndim == 3: transpose(x, (0, 2, 1))` called with a matrix), and raises
-        # where it does; only what a node's types claim against its rule is checked there
-        _check_inferred_types(node, rejects=not _under_if(node))
+        _check_inferred_types(node, rejects=not self._ruled_out(node))
+
+    def _ruled_out(self, node: Node) -> bool:
+        """Whether ``node`` sits in an If branch that ``decide`` says never runs."""
+        if self.decide is None:
+            return False
+        block = node.owner
+        while block is not None and block.owner is not None:
+            owner = block.owner
+            if owner.kind == IF:
+                taken = self.decide(owner.inputs[0])
+                if taken is not None and block is not owner.blocks[0 if taken else 1]:
+                    return True
+            block = owner.owner
+        return False
 
     def _check_inputs(self, node: Node) -> None:
         for index, v in enumerate(node.inputs):
@@ -297,7 +317,7 @@ class _GraphVerifier:
             raise _fail(node, f"has {len(node.outputs)} outputs but its subgraph returns "
                               f"{len(sub.outputs)}")
         try:
-            _GraphVerifier(sub, self.stack).run()
+            _GraphVerifier(sub, self.stack, self.decide).run()
         except VerifyError as e:
             raise VerifyError(f"in the subgraph of {describe(node)}: {e}", e.node) from e
 
@@ -419,15 +439,6 @@ _SPECIAL_CHECKS = {IF: _check_if, LOOP: _check_loop, CONSTANT: _check_constant}
 
 
 # -- type rules ------------------------------------------------------------------------------------
-def _under_if(node: Node) -> bool:
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == IF:
-            return True
-        block = block.owner.owner
-    return False
-
-
 def _check_inferred_types(node: Node, rejects: bool = True) -> None:
     """The output types must not contradict the op's type rule (unknown facts are fine); with
     ``rejects``, the rule must also accept the inputs."""

@@ -145,6 +145,7 @@ def place_on_call_device(graph: Graph) -> None:
                     v.type = with_device(v.type, device)
             sub = node.attrs.get(SUBGRAPH)
             if isinstance(sub, Graph) and node.kind != CALL:  # a callee is shared: typed per call
+                sub.device = device  # its code runs on the call's device, whatever its inputs
                 place(sub)
     place(graph)
 

@@ -11,6 +11,7 @@ plain arrays in and out, and ``train()`` / ``eval()`` set the ``training`` flag 
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -19,8 +20,15 @@ import numpy as np
 
 
 def is_array(value: Any) -> bool:
-    """A numpy or CuPy ndarray."""
-    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
+    """A numpy or CuPy ndarray (not another CuPy object: a ufunc, a stream)."""
+    return isinstance(value, np.ndarray) or is_cupy_array(value)
+
+
+def is_cupy_array(value: Any) -> bool:
+    """A ``cupy.ndarray``. CuPy is never imported here: a value can only be one once the caller
+    has imported CuPy."""
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(value, cupy.ndarray)
 
 
 def is_module(obj: Any) -> bool:

@@ -19,13 +19,15 @@ import time
 import traceback
 from typing import Any
 
+from script.module import is_cupy_array
+
 _LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
 """Environment variables through which MPI launchers (MPICH/Hydra and Intel MPI, Open MPI) tell
 a process the size of its job."""
 
 
 def _is_cupy(array: Any) -> bool:
-    return type(array).__module__.startswith("cupy")
+    return is_cupy_array(array)
 
 
 class LocalCommunicator:

@@ -37,6 +37,7 @@ from ir.types import (
 from script.errors import ScriptError
 from script.frontend.definition import load_source
 from script.frontend.object_args import is_plain_object
+from script.module import is_array
 
 
 class Conflict(Exception):
@@ -69,7 +70,7 @@ class InferredSignature:
 # -- the type of one example value ----------------------------------------------------------------
 def type_of_example(value: Any) -> Type:
     """The type a parameter receiving ``value`` should have (tensor shapes left unknown)."""
-    if isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"):
+    if is_array(value):
         return TensorType(value.dtype.name)
     if isinstance(value, (bool, np.bool_)):
         return BOOL

@@ -16,6 +16,7 @@ import ir
 from ir.types import BOOL, FLOAT, INT, NONE, STR, DictType, ListType, TensorType, TupleType, Type
 from script.errors import SignatureError
 from script.frontend.annotations import class_type
+from script.module import is_cupy_array
 
 _ndarray = np.ndarray
 
@@ -77,7 +78,7 @@ def static_value(value: Any) -> int | tuple[int, ...] | None:
 
 
 def _is_cupy(value: Any) -> bool:
-    return type(value).__module__.startswith("cupy")
+    return is_cupy_array(value)
 
 
 def device_of(value: Any) -> str | None:

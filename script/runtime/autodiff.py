@@ -30,7 +30,7 @@ from passes.autodiff.nested_inputs import (
     rebuild,
     unroll_reads,
 )
-from passes.shape_prop import call_device, specialize
+from passes.shape_prop import call_device, place_on_call_device, specialize
 from passes.static_ints import bind_static_ints
 from script import ops
 from script.errors import (
@@ -128,6 +128,8 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
     # both run on the call's device, though the backward's inputs (cotangents, saved lists)
     # may not say which
     grad.forward.device = grad.backward.device = call_device(graph)
+    place_on_call_device(grad.forward)  # (the optimizing pipelines re-propagate; this is for
+    place_on_call_device(grad.backward)  # the unoptimized pair, generated as differentiated)
     if optimize:
         optimize_gradient(grad)
     else:

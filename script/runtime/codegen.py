@@ -155,6 +155,9 @@ class FunctionWriter:
 
     def write_plain_node(self, node: Node) -> None:
         if self.device == "cuda" and not weak_numbers.is_weak_number(node):
+            if node.kind == device_code.RANDOM:  # numpy's generator, on host copies
+                device_code.write_random(self, node)
+                return
             if device_code.made_here(node):
                 if not device_code.write_creation(self, node):
                     self.write_host_node(node)

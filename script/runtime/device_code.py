@@ -4,9 +4,9 @@ A call runs on one device (``passes.shape_prop.place_on_call_device``): in a fun
 for CuPy arrays, a tensor made without a tensor input (``np.zeros(shape)``, ``np.arange(n)``, a
 random draw, a constant array, a Python number an op takes as a 0-d array) is a CuPy array, as
 every other tensor of the call. ``empty``/``zeros``/``ones``/``full`` are CuPy's own calls; the
-other ops compute on the host and their result is copied to the device (numpy's random draws
-stay numpy's: a seeded program draws the same numbers). Constant arrays are copied once, when
-the function is generated.
+other ops compute on the host and their result is copied to the device. numpy's random draws
+stay numpy's, from host copies of their tensor arguments (``choice(V, p=p)``), so a seeded
+program draws the same numbers. Constant arrays are copied once, when the function is generated.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from script.runtime import weak_numbers
 CUPY_CREATION = {"tensor::empty": "empty", "tensor::zeros": "zeros", "tensor::ones": "ones",
                  "tensor::full": "full"}
 """ops CuPy makes on the device itself (the same arguments as numpy's)."""
+RANDOM = "prim::random"
 
 
 def holds_tensor(t: Type) -> bool:
+    """Whether a value of type ``t`` holds tensors (itself, its items or its fields)."""
     if isinstance(t, TensorType):
         return True
     if isinstance(t, TupleType):
@@ -39,8 +41,8 @@ def holds_tensor(t: Type) -> bool:
 
 
 def made_here(node: Node) -> bool:
-    """Whether ``node`` makes a tensor from no tensor (a shape, numbers, a random draw)."""
-    if not (node.kind.startswith("tensor::") or node.kind == "prim::random"):
+    """Whether ``node`` makes a tensor from no tensor (a shape, numbers)."""
+    if not node.kind.startswith("tensor::"):
         return False
     return any(holds_tensor(v.type) for v in node.outputs) and \
         not any(holds_tensor(v.type) for v in node.inputs)
@@ -58,6 +60,7 @@ def from_numbers(node: Node) -> bool:
 
 
 def cupy_module() -> Any:
+    """CuPy (only code for a call on CuPy arrays asks for it, so it is imported by then)."""
     import cupy  # a function specialized for CuPy arrays: CuPy is imported
     return cupy
 
@@ -69,6 +72,35 @@ def to_device(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(to_device(v) for v in value)
     return value
+
+
+def to_host(value: Any) -> Any:
+    """CuPy arrays (in tuples and lists too) as numpy arrays."""
+    if type(value) is cupy_module().ndarray:
+        return value.get()
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_host(v) for v in value)
+    return value
+
+
+def write_random(w: Any, node: Node) -> None:
+    """A numpy random draw in a function on the device: numpy's generator draws from host
+    copies of its tensor arguments (``choice(V, p=p.ravel())``, ``normal(mu, 1.0)``), and the
+    tensors it draws are copied to the device."""
+    move = w.consts.setdefault("_to_host", to_host)
+    assert move is to_host
+    saved = {}
+    for v in node.inputs:
+        if holds_tensor(v.type) and v not in saved:
+            saved[v] = w.ns.name(v)
+            host = w.ns.fresh("_host")
+            w.emit(f"{host} = _to_host({saved[v]})")
+            w.ns.names[v] = host
+    try:
+        w.write_host_node(node)
+    finally:
+        w.ns.names.update(saved)
+    move_outputs(w, node)
 
 
 def number_as_array(x: Any) -> Any:
@@ -104,8 +136,11 @@ def constant(value: Any) -> Any:
         return cupy_module().asarray(value)
     if isinstance(value, (tuple, list)):
         return type(value)(constant(v) for v in value)
+    if isinstance(value, dict):
+        return {k: constant(v) for k, v in value.items()}
     return value
 
 
-__all__ = ["CUPY_CREATION", "constant", "from_numbers", "holds_tensor", "made_here", "move_outputs",
-           "number_as_array", "to_device", "write_creation"]
+__all__ = ["CUPY_CREATION", "RANDOM", "constant", "from_numbers", "holds_tensor", "made_here",
+           "move_outputs", "number_as_array", "to_device", "to_host", "write_creation",
+           "write_random"]

@@ -15,20 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ir.core import Graph
 from ir.types import TENSOR, DictType, ListType, TensorType, TupleType, Type
 from passes.autodiff.nested_inputs import Layout, flatten_inputs, layout_of, leaves
 from script.frontend.signature import type_of
+from script.module import is_array
 
 Nested = tuple[tuple[int, Layout], ...]
 """The flattened arguments of a specialization, in the order their arrays follow the inputs:
 (position, layout)."""
-
-
-def is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy")
 
 
 def nested_layouts(d: Any, args: tuple[Any, ...]) -> dict[int, Layout]:

@@ -3,9 +3,12 @@
 find, on a CPU, the faults a GPU run finds first.
 
 - ``cupy.ndarray`` is not a ``numpy.ndarray``. Mixing one with a numpy array in a ufunc, an array
-  function, a method or an item assignment raises CuPy's ``TypeError`` ("Unsupported type"), and
-  an implicit conversion (``np.asarray(a)``) raises "Implicit conversion to a NumPy array is not
-  allowed". ``cupy.asarray`` / ``cupy.asnumpy`` / ``.get()`` copy between the two, as a transfer.
+  function or a method raises CuPy's ``TypeError`` ("Unsupported type"), and an implicit
+  conversion (``np.asarray(a)``) raises "Implicit conversion to a NumPy array is not allowed".
+  ``cupy.asarray`` / ``cupy.asnumpy`` / ``.get()`` copy between the two, as a transfer, and so
+  does an item assignment of a numpy value or index, as CuPy's does. It is stricter than CuPy in
+  one place: a 0-d numpy array is refused in a comparison, where CuPy takes its item.
+- Functions numpy has and CuPy lacks work here (CuPy raises): the code calls none today.
 - Reductions and scalar indexing give 0-d device arrays, as CuPy's do, not numpy scalars.
 - The fused kernels are the real generated CUDA C, built by ``fuser.cuda.emulate`` (g++ and the
   thread-index shim) and launched on the arrays' host buffers with the planned grid and block.
@@ -122,7 +125,8 @@ class ndarray:  # noqa: N801 - CuPy's name
         return _wrap(self._a[_index(index)])
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._a[_index(index)] = _unwrap(value)
+        # CuPy copies a numpy value to the device here (as it does numpy index arrays)
+        self._a[_index(index)] = value if isinstance(value, np.ndarray) else _unwrap(value)
 
     def __bool__(self) -> bool:
         return bool(self._a)

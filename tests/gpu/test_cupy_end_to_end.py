@@ -237,3 +237,25 @@ def test_freeze_save_and_load_on_cuda(tmp_path):
         path = tmp_path / f"lstm-{id(model)}.rns"
         save(script(model), path)
         close(load(path, device="cuda")(to_gpu(x)), want, "float32")
+
+
+def draws(x: Tensor, p: Tensor):
+    i = np.random.choice(range(p.size), p=p.ravel())
+    return x + np.random.normal(x, 1.0), i, x * np.random.rand(*x.shape)
+
+
+def test_random_draws_of_device_arguments_draw_numpys_numbers():
+    """numpy's generator draws from host copies of device arguments (``choice(p=...)``,
+    ``normal(mu, ...)``): after the same seed, the numbers the plain program draws."""
+    x, p = np.arange(3.0), np.array([0.2, 0.3, 0.5])
+    np.random.seed(4)
+    want = draws(x, p)
+    np.random.seed(4)
+    got = script(draws)(to_gpu(x), to_gpu(p))
+    close(got[0], want[0], "float64")
+    close(got[2], want[2], "float64")
+    assert int(got[1]) == int(want[1])
+    after_compiled = np.random.random()
+    np.random.seed(4)
+    draws(x, p)
+    assert after_compiled == np.random.random()  # the generator is left in the same state

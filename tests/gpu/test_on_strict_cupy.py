@@ -44,7 +44,7 @@ def test_the_stand_in_refuses_what_cupy_refuses():
         "import numpy as np, tests.gpu.strict_cupy as s; s.install(); import cupy\n"
         "a = cupy.asarray(np.ones(3, 'float32'))\n"
         "for bad in (lambda: a + np.ones(3), lambda: np.dot(a, np.ones(3)),\n"
-        "            lambda: np.asarray(a), lambda: a.__setitem__(0, np.ones(()))):\n"
+        "            lambda: np.asarray(a), lambda: np.tanh(a, out=np.ones(3))):\n"
         "    try: bad()\n"
         "    except TypeError: pass\n"
         "    else: raise SystemExit('mixed')\n"
@@ -52,6 +52,8 @@ def test_the_stand_in_refuses_what_cupy_refuses():
         "assert type(b) is cupy.ndarray and type(b.sum()) is cupy.ndarray\n"
         "assert type(cupy.asnumpy(b)) is np.ndarray and float(b.sum()) == 6.0\n"
         "assert type(np.tanh(a)) is cupy.ndarray and type(cupy.zeros(2)) is cupy.ndarray\n"
+        "a[0] = np.float32(2.0); a[1:] = np.ones(2)  # copied to the device, as CuPy does\n"
+        "assert float(a.sum()) == 4.0\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,

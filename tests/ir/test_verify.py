@@ -498,3 +498,38 @@ def test_verify_error_for_every_mutation_kind_of_the_lstm_cell():
             moved.move_before(broken.block.return_node)
             with pytest.raises(VerifyError, match="used before it is defined"):
                 broken.verify()
+
+
+# -- If branches the types rule out ----------------------------------------------------------------
+def _branch_rejecting_its_inputs(decided: bool):
+    """``y = transpose(x, (0, 2, 1)) if x.ndim == 3 else x`` for a matrix ``x`` (an inlined
+    callee's branch for rank 3, typed for any rank); ``decided``: the condition is ``x.ndim ==
+    3`` (the types rule the branch out), else an int argument (only a run decides)."""
+    g = Graph("branch")
+    x = g.add_input(F34, "x")
+    n = g.add_input(INT, "n")
+    ndim = emit(g, "tensor::ndim", x, name="ndim") if decided else n
+    cond = emit(g, "tensor::eq", ndim, g.constant(3), name="cond")
+    node = g.insert("prim::If", [cond], [TENSOR], nblocks=2, names=["y"])
+    with g.inserting_before(node.blocks[0]):
+        t = g.insert("tensor::transpose", [x, g.constant((0, 2, 1))], [TENSOR], names=["t"])
+        node.blocks[0].add_return(t.output)
+    node.blocks[1].add_return(x)
+    g.add_output(node.output)
+    return g
+
+
+def test_a_branch_the_types_rule_out_may_reject_its_inputs():
+    from ir.verify import verify
+    from passes.shape_prop import static_condition
+    g = _branch_rejecting_its_inputs(decided=True)
+    verify(g, static_condition)
+    with pytest.raises(VerifyError, match="rejects the inputs"):
+        g.verify()  # without a way to decide conditions, every branch may run
+
+
+def test_a_branch_only_a_run_decides_must_accept_its_inputs():
+    from ir.verify import verify
+    from passes.shape_prop import static_condition
+    with pytest.raises(VerifyError, match="rejects the inputs"):
+        verify(_branch_rejecting_its_inputs(decided=False), static_condition)

@@ -64,3 +64,26 @@ def test_a_module_parameter_takes_only_modules():
 
     with pytest.raises(ScriptError, match="argument 'xp' must be an array module"):
         script(passes_a_number)(np.ones(3))
+
+
+class _CupyUfunc:
+    """Stands for a CuPy object that is not an array (a ufunc: its class lives in cupy)."""
+
+    __module__ = "cupy._core._kernel"
+
+    def reduce(self, x):
+        return x.sum(axis=0)
+
+
+CUPY_ADD = _CupyUfunc()
+
+
+def reduce_with_a_cupy_ufunc(x: Tensor):
+    return CUPY_ADD.reduce(x)
+
+
+def test_a_cupy_object_that_is_not_an_array_is_not_taken_for_one():
+    """Only ``cupy.ndarray`` is an array: a method of another CuPy object is an unknown function
+    at the user's line, not a captured array's method (an internal error)."""
+    with pytest.raises(ScriptError, match="unknown function CUPY_ADD.reduce"):
+        script(reduce_with_a_cupy_ufunc)(np.ones((2, 3)))
