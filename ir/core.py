@@ -365,7 +365,7 @@ class Graph:
         self.device: str | None = None
         """the device every call of it runs on when its inputs do not say (``cuda``: the
         backward of a call on CuPy arrays, whose inputs may be lists of tensors); None: the
-        inputs' (``passes.shape_prop.call_device``)."""
+        inputs' (``passes.devices.call_device``)."""
 
     @property
     def inputs(self) -> list[Value]:

@@ -41,13 +41,12 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
-    devices_of,
     erase_shape,
     is_number,
     is_subtype,
-    with_device,
 )
 from passes import local_items
+from passes.devices import place_on_call_device
 from passes.item_types import (
     ITEM_TYPES,
     KEY_PRESENT,
@@ -114,40 +113,6 @@ def propagate_graph(graph: Graph) -> None:
     while _fold_dtypes(graph):
         _propagate_with_local_items(graph, local_containers(graph))
     place_on_call_device(graph)
-
-
-def call_device(graph: Graph) -> str | None:
-    """The device of a call of ``graph``: the graph's own ``device`` when set, else ``cuda``
-    when a tensor among its inputs (items and fields included) lives there, else None (numpy
-    on the host)."""
-    if graph.device is not None:
-        return graph.device
-    return "cuda" if any("cuda" in devices_of(v.type) for v in graph.inputs) else None
-
-
-def place_on_call_device(graph: Graph) -> None:
-    """A call runs on one device: in a graph called with CuPy arrays, the tensors whose device
-    the rules leave unknown (those made from a shape or from numbers: ``np.zeros``,
-    ``np.arange``, a constant array, and what is computed from them) live on the GPU too, and
-    the generated code makes them there."""
-    device = call_device(graph)
-    if device is None:
-        return
-
-    def place(g: Graph) -> None:
-        for v in g.inputs:
-            v.type = with_device(v.type, device)
-        for node in g.walk():
-            for v in node.outputs:
-                v.type = with_device(v.type, device)
-            for b in node.blocks:
-                for v in b.params:
-                    v.type = with_device(v.type, device)
-            sub = node.attrs.get(SUBGRAPH)
-            if isinstance(sub, Graph) and node.kind != CALL:  # a callee is shared: typed per call
-                sub.device = device  # its code runs on the call's device, whatever its inputs
-                place(sub)
-    place(graph)
 
 
 MAX_ITEM_ROUNDS = 6

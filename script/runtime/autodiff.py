@@ -30,7 +30,8 @@ from passes.autodiff.nested_inputs import (
     rebuild,
     unroll_reads,
 )
-from passes.shape_prop import call_device, place_on_call_device, specialize
+from passes.devices import call_device, place_on_call_device
+from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script import ops
 from script.errors import (

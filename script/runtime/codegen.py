@@ -25,7 +25,7 @@ from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR, UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.registry import ARRAY_RESULT
-from passes.shape_prop import call_device
+from passes.devices import call_device
 from script import ops
 from script.frontend.classes import python_class
 from script.runtime import contractions, device_code, op_writers, sanitize, weak_numbers
@@ -154,19 +154,8 @@ class FunctionWriter:
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
 
     def write_plain_node(self, node: Node) -> None:
-        if self.device == "cuda" and not weak_numbers.is_weak_number(node):
-            if node.kind == device_code.RANDOM:  # numpy's generator, on host copies
-                device_code.write_random(self, node)
-                return
-            if device_code.made_here(node):
-                if not device_code.write_creation(self, node):
-                    self.write_host_node(node)
-                    device_code.move_outputs(self, node)
-                return
-            if device_code.from_numbers(node):  # numpy's array of Python numbers: copied
-                self.write_host_node(node)
-                device_code.move_outputs(self, node)
-                return
+        if self.device == "cuda" and device_code.write_node(self, node):
+            return
         self.write_host_node(node)
 
     def write_host_node(self, node: Node) -> None:
@@ -257,7 +246,7 @@ def _write_constant(w: FunctionWriter, node: Node) -> None:
     # constants are used by name: a literal inline, anything else as a global of the function
     value = node.attrs.get("value")
     if w.device == "cuda":
-        value = device_code.constant(value)
+        value = device_code.to_device(value, scalars=False)  # copied once, numbers stay
     expr = w.const_expr(value)
     if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
         # the caller may receive it: each evaluation makes its own, as the source would

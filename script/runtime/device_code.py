@@ -1,6 +1,6 @@
 """Generated code for a call on the GPU: arrays made from shapes and numbers are made there.
 
-A call runs on one device (``passes.shape_prop.place_on_call_device``): in a function specialized
+A call runs on one device (``passes.devices.place_on_call_device``): in a function specialized
 for CuPy arrays, a tensor made without a tensor input (``np.zeros(shape)``, ``np.arange(n)``, a
 random draw, a constant array, a Python number an op takes as a 0-d array) is a CuPy array, as
 every other tensor of the call. ``empty``/``zeros``/``ones``/``full`` are CuPy's own calls; the
@@ -65,12 +65,15 @@ def cupy_module() -> Any:
     return cupy
 
 
-def to_device(value: Any) -> Any:
-    """Host arrays and numpy scalars (in tuples and lists too) as CuPy arrays."""
-    if isinstance(value, (np.ndarray, np.generic)):
+def to_device(value: Any, scalars: bool = True) -> Any:
+    """Host arrays (in tuples, lists and dicts too) as CuPy arrays; numpy scalars too with
+    ``scalars`` (an op's 0-d result), not without (a constant's numpy scalar is a number)."""
+    if isinstance(value, np.ndarray) or scalars and isinstance(value, np.generic):
         return cupy_module().asarray(value)
     if isinstance(value, (tuple, list)):
-        return type(value)(to_device(v) for v in value)
+        return type(value)(to_device(v, scalars) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, scalars) for k, v in value.items()}
     return value
 
 
@@ -108,6 +111,24 @@ def number_as_array(x: Any) -> Any:
     return cupy_module().asarray(x) if type(x) in (int, float, bool) else x
 
 
+def write_node(w: Any, node: Node) -> bool:
+    """Write ``node`` of a function on the device when its tensors would otherwise be made on
+    the host: a random draw, a tensor made from no tensor, numpy's array of Python numbers.
+    False for every other node (the host's code serves: its inputs are on the device)."""
+    if weak_numbers.is_weak_number(node):  # a Python number: weak, on any device
+        return False
+    if node.kind == RANDOM:
+        write_random(w, node)
+        return True
+    if made_here(node) and write_creation(w, node):
+        return True
+    if not (made_here(node) or from_numbers(node)):
+        return False
+    w.write_host_node(node)
+    move_outputs(w, node)
+    return True
+
+
 def write_creation(w: Any, node: Node) -> bool:
     """Write ``node`` as CuPy's own call when CuPy makes it (``CUPY_CREATION``); False when it
     does not."""
@@ -130,17 +151,6 @@ def move_outputs(w: Any, node: Node) -> None:
             w.emit(f"{name} = _to_device({name})")
 
 
-def constant(value: Any) -> Any:
-    """A constant of a function on the device: its arrays copied there (numbers stay)."""
-    if isinstance(value, np.ndarray):
-        return cupy_module().asarray(value)
-    if isinstance(value, (tuple, list)):
-        return type(value)(constant(v) for v in value)
-    if isinstance(value, dict):
-        return {k: constant(v) for k, v in value.items()}
-    return value
-
-
-__all__ = ["CUPY_CREATION", "RANDOM", "constant", "from_numbers", "holds_tensor", "made_here",
+__all__ = ["CUPY_CREATION", "RANDOM", "from_numbers", "holds_tensor", "made_here",
            "move_outputs", "number_as_array", "to_device", "to_host", "write_creation",
-           "write_random"]
+           "write_node", "write_random"]

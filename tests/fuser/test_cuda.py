@@ -29,6 +29,7 @@ from script import ops, script
 from script.runtime.codegen import generate
 from tests.fuser.reference import check_emulated as check
 from tests.fuser.reference import check_ptx, evaluate, rand, random_graphs
+from tests.gpu.device import gpu
 from tests.graph_interp import run_node
 from tests.helpers import T, assert_same, emit
 from tests.programs import cells
@@ -436,24 +437,6 @@ def test_random_graphs_match_numpy_many(case, layout_seed):
 
 
 # -- on a GPU --------------------------------------------------------------------------------------
-def _gpu_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed"
-    try:
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return None
-    except Exception as e:  # no driver, no device
-        return f"no CUDA device visible to CuPy ({type(e).__name__})"
-    return "no CUDA device visible to CuPy"
-
-
-def gpu(fn):
-    reason = _gpu_reason()
-    return pytest.mark.gpu(pytest.mark.skipif(reason is not None, reason=reason or "")(fn))
-
-
 def _layer_args(rng, steps=6, B=4, D=8, H=16):
     f = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)
     return (f(steps, B, D), f(B, H), f(B, H), f(4 * H, D), f(4 * H, H), f(4 * H), f(4 * H))

@@ -8,40 +8,18 @@ import pytest
 
 import rnn
 from script import Module, Tensor, script, vjp
+from tests.gpu.device import GPU, assert_device_equal, to_device
 from tests.programs import cells
 
 TOL = {"float32": dict(rtol=2e-4, atol=2e-5), "float64": dict(rtol=1e-9, atol=1e-11)}
 
 
-def _gpu_reason() -> str | None:
-    try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed"
-    try:
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return None
-    except Exception as e:  # no driver, no device
-        return f"no CUDA device visible to CuPy ({type(e).__name__})"
-    return "no CUDA device visible to CuPy"
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_reason() is not None,
-                                                  reason=_gpu_reason() or "")]
+pytestmark = GPU
 
 
 def cp():
     import cupy
     return cupy
-
-
-def to_gpu(value):
-    """numpy arrays (nested in tuples and lists) as CuPy arrays."""
-    if isinstance(value, np.ndarray):
-        return cp().asarray(value)
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_gpu(v) for v in value)
-    return value
 
 
 def move(module, device):
@@ -50,22 +28,8 @@ def move(module, device):
 
 
 def close(got, want, dtype):
-    """``got`` (CuPy, nested) equals ``want`` (numpy, nested): CuPy where numpy has an array."""
-    if isinstance(want, (tuple, list)):
-        assert isinstance(got, (tuple, list)) and len(got) == len(want), (type(got), len(want))
-        for g, w in zip(got, want):
-            close(g, w, dtype)
-        return
-    if want is None:
-        assert got is None
-        return
-    if isinstance(want, np.ndarray):
-        assert isinstance(got, cp().ndarray), type(got)
-        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape,
-                                                                     want.dtype, want.shape)
-        np.testing.assert_allclose(cp().asnumpy(got), want, **TOL[dtype])
-        return
-    np.testing.assert_allclose(float(got), float(want), **TOL[dtype])
+    """``got`` (from CuPy arrays) equals ``want`` (numpy's) within the dtype's tolerance."""
+    assert_device_equal(got, want, **TOL[dtype])
 
 
 def _cell(name, rng, dtype, B=5, D=7, H=9):
@@ -86,14 +50,14 @@ def _cell(name, rng, dtype, B=5, D=7, H=9):
 def test_cells_forward_and_backward(name, dtype):
     fn, args = _cell(name, np.random.default_rng(1), dtype)
     want, want_back = vjp(script(fn), *args)
-    got, back = vjp(script(fn), *to_gpu(args))
+    got, back = vjp(script(fn), *to_device(args))
     close(got, want, dtype)
     rng = np.random.default_rng(2)
     cts = tuple(rng.standard_normal(w.shape).astype(dtype) for w in
                 (want if isinstance(want, tuple) else (want,)))
     cts = cts if isinstance(want, tuple) else cts[0]
-    close(back(to_gpu(cts)), want_back(cts), dtype)
-    assert "prim::FusionGroup" in str(script(fn).graph_for(*to_gpu(args)))
+    close(back(to_device(cts)), want_back(cts), dtype)
+    assert "prim::FusionGroup" in str(script(fn).graph_for(*to_device(args)))
 
 
 @pytest.mark.parametrize("steps,B", [(6, 4), (1, 1), (5, 3)])
@@ -104,10 +68,10 @@ def test_lstm_layer_loop_forward_and_backward(steps, B, dtype):
     f = lambda *s: (rng.standard_normal(s) * 0.5).astype(dtype)
     args = (f(steps, B, D), f(B, H), f(B, H), f(4 * H, D), f(4 * H, H), f(4 * H), f(4 * H))
     want, want_back = vjp(script(cells.lstm_layer), *args)
-    got, back = vjp(script(cells.lstm_layer), *to_gpu(args))
+    got, back = vjp(script(cells.lstm_layer), *to_device(args))
     close(got, want, dtype)
     cts = (f(*want[0].shape), (f(B, H), f(B, H)))
-    close(back(to_gpu(cts)), want_back(cts), dtype)
+    close(back(to_device(cts)), want_back(cts), dtype)
 
 
 def _pair(make, dtype):
@@ -137,15 +101,15 @@ def test_rnn_modules_on_cuda_equal_numpy(name, dtype):
     cpu, gpu = _pair(MODULES[name], dtype)
     x = np.random.default_rng(4).standard_normal((7, 3, 6)).astype(dtype)
     want = cpu(x)
-    close(gpu(to_gpu(x)), want, dtype)
+    close(gpu(to_device(x)), want, dtype)
     # the scripted module, differentiated: outputs, input gradients and parameters' .grad
     want_out, want_back = vjp(script(cpu), x)
-    got_out, back = vjp(script(gpu), to_gpu(x))
+    got_out, back = vjp(script(gpu), to_device(x))
     close(got_out, want_out, dtype)
     rng = np.random.default_rng(5)
     cts = tuple(rng.standard_normal(w.shape).astype(dtype) if not isinstance(w, tuple) else
                 tuple(rng.standard_normal(v.shape).astype(dtype) for v in w) for w in want_out)
-    close(back(to_gpu(cts)), want_back(cts), dtype)
+    close(back(to_device(cts)), want_back(cts), dtype)
     for (name_c, p), (name_g, q) in zip(cpu.named_parameters(), gpu.named_parameters()):
         assert name_c == name_g
         close(q.grad, p.grad, dtype)
@@ -156,7 +120,7 @@ def test_unbatched_input_and_explicit_state():
     rng = np.random.default_rng(6)
     x = rng.standard_normal((5, 6)).astype("float32")
     h0, c0 = (rng.standard_normal((2, 10)).astype("float32") for _ in range(2))
-    close(gpu(to_gpu(x), to_gpu((h0, c0))), cpu(x, (h0, c0)), "float32")
+    close(gpu(to_device(x), to_device((h0, c0))), cpu(x, (h0, c0)), "float32")
 
 
 def test_cells_as_modules():
@@ -167,7 +131,7 @@ def test_cells_as_modules():
         x = rng.standard_normal((3, 6)).astype("float32")
         h = rng.standard_normal((3, 10)).astype("float32")
         state = (h, h * 0.5) if not isinstance(cpu, rnn.GRUCell) else h
-        close(script(gpu)(to_gpu(x), to_gpu(state)), script(cpu)(x, state), "float32")
+        close(script(gpu)(to_device(x), to_device(state)), script(cpu)(x, state), "float32")
 
 
 class Tagger(Module):
@@ -193,7 +157,7 @@ def test_training_steps_with_adam_equal_numpy():
     tokens = rng.integers(0, 11, (5, 4))
     targets = rng.integers(0, 11, (5, 4))
     runs = []
-    for model, move in ((cpu, lambda a: a), (gpu, to_gpu)):
+    for model, move in ((cpu, lambda a: a), (gpu, to_device)):
         scripted = script(model)
         # eps well above float32 rounding: an update does not amplify a gradient that is
         # rounding noise on one device and not the other
@@ -215,7 +179,7 @@ def test_training_steps_with_adam_equal_numpy():
 def test_module_moves_back_to_cpu():
     cpu, gpu = _pair(lambda: rnn.GRU(6, 10, rng=4), "float32")
     x = np.random.default_rng(9).standard_normal((4, 2, 6)).astype("float32")
-    gpu(to_gpu(x))
+    gpu(to_device(x))
     assert move(gpu, "cpu") is gpu
     out, h = gpu(x)
     assert isinstance(out, np.ndarray)
@@ -231,12 +195,12 @@ def test_freeze_save_and_load_on_cuda(tmp_path):
     cpu, gpu = _pair(lambda: rnn.LSTM(6, 10, num_layers=2, rng=5), "float32")
     x = np.random.default_rng(10).standard_normal((5, 3, 6)).astype("float32")
     want = cpu(x)
-    close(freeze(script(gpu))(to_gpu(x)), want, "float32")  # a module on the GPU, frozen
-    close(freeze(script(cpu))(to_gpu(x)), want, "float32")  # a host one, called on the GPU
+    close(freeze(script(gpu))(to_device(x)), want, "float32")  # a module on the GPU, frozen
+    close(freeze(script(cpu))(to_device(x)), want, "float32")  # a host one, called on the GPU
     for model in (cpu, gpu):
         path = tmp_path / f"lstm-{id(model)}.rns"
         save(script(model), path)
-        close(load(path, device="cuda")(to_gpu(x)), want, "float32")
+        close(load(path, device="cuda")(to_device(x)), want, "float32")
 
 
 def draws(x: Tensor, p: Tensor):
@@ -251,7 +215,7 @@ def test_random_draws_of_device_arguments_draw_numpys_numbers():
     np.random.seed(4)
     want = draws(x, p)
     np.random.seed(4)
-    got = script(draws)(to_gpu(x), to_gpu(p))
+    got = script(draws)(to_device(x), to_device(p))
     close(got[0], want[0], "float64")
     close(got[2], want[2], "float64")
     assert int(got[1]) == int(want[1])

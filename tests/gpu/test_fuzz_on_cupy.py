@@ -15,53 +15,12 @@ from script import ScriptError, SignatureError, script, vjp
 from tests.fuzz.differential import TOLERANCE, call, cotangent, load, reset_globals, unload
 from tests.fuzz.program_gen import programs
 from tests.fuzz.test_programs import _CI, CI_SEED
-from tests.gpu.test_cupy_end_to_end import _gpu_reason
+from tests.gpu.device import GPU, assert_device_equal, to_device
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_reason() is not None,
-                                                  reason=_gpu_reason() or "")]
+pytestmark = GPU
 
 EXAMPLES = 40
 GRADIENT_EXAMPLES = 25
-
-
-def to_device(value):
-    import cupy
-    if isinstance(value, np.ndarray):
-        return cupy.asarray(value)
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_device(v) for v in value)
-    if isinstance(value, dict):
-        return {k: to_device(v) for k, v in value.items()}
-    return value
-
-
-def same(got, want, rtol, where="result"):
-    import cupy
-    if isinstance(want, (tuple, list)):
-        assert isinstance(got, (tuple, list)) and len(got) == len(want), where
-        for k, (g, w) in enumerate(zip(got, want)):
-            same(g, w, rtol, f"{where}[{k}]")
-        return
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), where
-        for key in want:
-            same(got[key], want[key], rtol, f"{where}[{key!r}]")
-        return
-    if want is None or isinstance(want, (bool, int, float, str)):
-        if isinstance(got, cupy.ndarray):
-            got = got.item()
-        assert got == want or (isinstance(want, float) and np.isnan(want) and np.isnan(got)), \
-            f"{where}: {got!r} != {want!r}"
-        return
-    w = np.asarray(want)
-    if w.ndim > 0:
-        assert isinstance(got, cupy.ndarray), f"{where}: a {type(got).__name__} for an array"
-    g = cupy.asnumpy(got) if isinstance(got, cupy.ndarray) else np.asarray(got)
-    assert g.shape == w.shape and g.dtype == w.dtype, (where, g.shape, g.dtype, w.shape, w.dtype)
-    if w.dtype.kind in "fc":
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(g, w, err_msg=where)
 
 
 @pinned_seed(CI_SEED)
@@ -87,7 +46,8 @@ def test_generated_programs_on_cupy_match_numpy(program, seed):
             for k, v in host.items():
                 setattr(module, k, v)
         assert got.error is None, f"{got.error.__name__}: {got.message}\n{program.source}"
-        same(got.value, want.value, TOLERANCE[program.dtype])
+        rtol = TOLERANCE[program.dtype]
+        assert_device_equal(got.value, want.value, rtol, rtol)
     finally:
         unload(program)
 
@@ -118,8 +78,9 @@ def test_generated_gradients_on_cupy_match_numpy(program, seed):
         for k, v in host.items():
             setattr(module, k, to_device(v))
         got_out, got_backward = vjp(script(fn), *to_device(program.make_args(seed)))
-        same(got_out, out, TOLERANCE[program.dtype], "output")
-        same(got_backward(to_device(ct)), want, TOLERANCE[program.dtype], "gradient")
+        rtol = TOLERANCE[program.dtype]
+        assert_device_equal(got_out, out, rtol, rtol, "output")
+        assert_device_equal(got_backward(to_device(ct)), want, rtol, rtol, "gradient")
     finally:
         for k, v in host.items():
             setattr(module, k, v)

@@ -9,25 +9,18 @@ import sys
 import pytest
 
 from fuser.cuda import emulate
+from tests.gpu.device import gpu_reason
 from tests.helpers import ROOT
 
 GPU_TESTS = ["tests/gpu/test_cupy_end_to_end.py", "tests/gpu/test_corpus_on_cupy.py",
              "tests/gpu/test_fuzz_on_cupy.py", "tests/fuser/test_cuda.py"]
 
 
-def _real_gpu() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
-
-
 @pytest.mark.skipif(emulate.unavailable_reason() is not None,
                     reason=emulate.unavailable_reason() or "")
 @pytest.mark.parametrize("path", GPU_TESTS)
 def test_gpu_tests_pass_on_the_strict_cupy_stand_in(path):
-    if _real_gpu():
+    if gpu_reason() is None:
         pytest.skip("a GPU is here: the gpu-marked tests run on it")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.gpu.strict_cupy",

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.gpu.device import gpu
+
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "mpi_programs"
 
@@ -105,21 +107,6 @@ def test_char_lm_example_on_two_ranks_follows_the_one_process_loss_curve(tmp_pat
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
-def _gpu_reason() -> str | None:
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return None
-    except Exception as e:  # no CuPy, no driver, no device
-        return f"no CUDA device visible to CuPy ({type(e).__name__})"
-    return "no CUDA device visible to CuPy"
-
-
-def gpu(fn):
-    reason = _gpu_reason()
-    return pytest.mark.gpu(pytest.mark.skipif(reason is not None, reason=reason or "")(fn))
-
-
 @gpu
 @needs_mpi
 def test_gpu_cupy_gradients_are_averaged_over_two_ranks(tmp_path):
