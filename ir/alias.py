@@ -390,6 +390,7 @@ RULES: dict[str, Rule] = {
     "prim::Bool": _nothing,
     "prim::Int": _nothing,
     "prim::Float": _nothing,
+    "prim::item": _nothing,
     "prim::min": _nothing,
     "prim::max": _nothing,
     "prim::abs": _nothing,

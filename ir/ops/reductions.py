@@ -10,7 +10,7 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import float_result_dtype
 from ir.ops.shape import as_tuple, check_axes, check_axis, const_ints, int_items, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, const, defop
+from ir.registry import NOT_CONSTANT, PURE, ZERO_DERIVATIVE, const, defop
 from ir.types import FLOAT_DTYPES, INT_DTYPES, Dim, TensorType, Type
 
 
@@ -65,6 +65,10 @@ def _same_dtype(dtype: str | None) -> str | None:
     return dtype
 
 
+def _bool_dtype(dtype: str | None) -> str:
+    return "bool"
+
+
 def _softmax(node: Node) -> list[Type]:
     t = tensor_arg(node, 0)
     axis = const(node, 1, -1)
@@ -98,6 +102,12 @@ defop("tensor::amax(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Te
 defop("tensor::amin(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
       _reduction(_same_dtype), RED, (".min", "np.min", "np.amin"),
       "minimum over axes; the gradient is split evenly between tied elements")
+defop("tensor::all(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
+      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE), (".all", "np.all"),
+      "whether every element over axes (all when None) is true: a bool array")
+defop("tensor::any(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
+      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE), (".any", "np.any"),
+      "whether some element over axes (all when None) is true: a bool array")
 defop("tensor::softmax(a: Tensor, axis: int = -1) -> Tensor", _softmax, RED, (),
       "exp(a) / sum(exp(a)) along an axis, computed stably")
 defop("tensor::log_softmax(a: Tensor, axis: int = -1) -> Tensor", _softmax, RED, (),

@@ -9,10 +9,12 @@ directly.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ir.core import Node
 from ir.ops.rules import scalar_result
 from ir.registry import FRESH, PURE, ZERO_DERIVATIVE, ShapeError, defop
-from ir.types import BOOL, FLOAT, INT, Type
+from ir.types import BOOL, FLOAT, INT, TensorType, Type
 
 NO_DERIVATIVE = (PURE, ZERO_DERIVATIVE)
 """a Python bool/int/None test of a value: no derivative flows (constant almost everywhere)."""
@@ -51,6 +53,42 @@ defop("prim::min(a: number, b: number) -> number", _number, NUMBER, ("min",),
       "the smaller of two numbers", python="min({0}, {1})")
 defop("prim::max(a: number, b: number) -> number", _number, NUMBER, ("max",),
       "the larger of two numbers", python="max({0}, {1})")
+
+
+def _item(node: Node) -> list[Type]:
+    """numpy's ``x.item()``: a Python float of a float array, an int of an integer one, a bool
+    of a bool one. Where the dtype is not known yet (an argument, before the function is
+    specialized) the result is taken as a float; an integer or bool array found there when the
+    function is specialized is refused, since the code was compiled for a float."""
+    t = node.inputs[0].type
+    dtype = t.dtype if isinstance(t, TensorType) else None
+    if dtype is None:
+        return [FLOAT]
+    kind = _item_kind(dtype)
+    if kind is None:
+        raise ShapeError(f".item() of an array of {dtype} is not supported (only of real or bool "
+                         "arrays)")
+    assumed = node.attrs.get(ITEM_KIND)
+    if assumed is not None and assumed != kind:
+        raise ShapeError(f".item() of an array of {dtype}: where the function was compiled its "
+                         f"dtype was not known and .item() was compiled as a Python {assumed}; "
+                         f"write {kind}(...) of the array instead")
+    return [_ITEM_KINDS[kind]]
+
+
+ITEM_KIND = "item_kind"
+"""set (to ``"float"``) on a ``prim::item`` compiled while its array's dtype was not known."""
+_ITEM_KINDS = {"float": FLOAT, "int": INT, "bool": BOOL}
+
+
+def _item_kind(dtype: str) -> str | None:
+    kind = np.dtype(dtype).kind
+    return {"f": "float", "i": "int", "u": "int", "b": "bool"}.get(kind)
+
+
+defop("prim::item(a: Tensor) -> number", _item, NUMBER, (".item",),
+      "the one element of a size-1 array as a Python number (numpy's .item(): a float, an "
+      "int or a bool by the array's dtype)", python="{0}.item()")
 
 
 def _abs(node: Node) -> list[Type]:

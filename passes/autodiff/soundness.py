@@ -459,6 +459,8 @@ CONSTRUCTS = {
                            "pass the value as a separate argument or result"),
     "prim::Float": ("a Python float made from an array (`float(...)`)",
                     "keep the value an array (`x * y.sum()` rather than `x * float(y.sum())`)"),
+    "prim::item": ("a Python number made from an array (`.item()`)",
+                   "keep the value an array (`x * y.sum()` rather than `x * y.sum().item()`)"),
 }
 """How a message names the construct that dropped a cotangent, and a way around it (other
 constructs are named by their op's spelling)."""

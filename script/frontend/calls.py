@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ir.ops.script_prim import ITEM_KIND
 from ir.registry import (
     NO_DEFAULT,
     NOT_CONSTANT,
@@ -268,7 +269,10 @@ class CallMixin:
         if isinstance(t, TensorType):
             op = method_op(name)
             if op is not None:
-                return self.call_op(op, node, display=f".{name}", self_value=base)
+                result = self.call_op(op, node, display=f".{name}", self_value=base)
+                if op.kind == "prim::item" and t.dtype is None:
+                    result.node.attrs[ITEM_KIND] = "float"
+                return result
         if isinstance(t, ListType) and hasattr(self, f"list_{name}"):
             return getattr(self, f"list_{name}")(base, node)
         if isinstance(t, DictType) and hasattr(self, f"dict_{name}"):

@@ -52,8 +52,10 @@ from script.ops._impl_layout import (  # noqa: F401  (contiguous, copy: inserted
     detach,
 )
 from script.ops._impl_nn import (
+    all,
     amax,
     amin,
+    any,
     dropout,
     layer_norm,
     layer_norm_backward,  # noqa: F401  (a gradient op)
@@ -399,7 +401,8 @@ def astype(a: Any, dtype: Any) -> Any:
 
 
 __all__ = [
-    "abs", "add", "amax", "amin", "arange", "array_module", "astype", "cat", "ceil", "chunk",
+    "abs", "add", "all", "amax", "amin", "any", "arange", "array_module", "astype", "cat",
+    "ceil", "chunk",
     "clip", "cos", "detach", "div", "dropout", "dtype", "eq", "erf", "exp", "expand_dims",
     "expm1", "floor",
     "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le", "linear", "log",

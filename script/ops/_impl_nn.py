@@ -49,6 +49,16 @@ def std(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     return as_float(a).std(axis=_axes(axis), ddof=ddof, keepdims=keepdims)
 
 
+def all(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether every element over axes (all when None) is true."""
+    return a.all(axis=_axes(axis), keepdims=keepdims)
+
+
+def any(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """Whether some element over axes (all when None) is true."""
+    return a.any(axis=_axes(axis), keepdims=keepdims)
+
+
 def amax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Maximum over axes."""
     return a.max(axis=_axes(axis), keepdims=keepdims)

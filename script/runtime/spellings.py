@@ -98,6 +98,7 @@ PRIM_CODE: dict[str, Callable[..., str]] = {
     "prim::Bool": lambda x: f"bool({x})",
     "prim::Int": lambda x: f"int({x})",
     "prim::Float": lambda x: f"float({x})",
+    "prim::item": lambda x: f"{x}.item()",
     "prim::IsNone": lambda x: f"{x} is None",
     "prim::min": lambda a, b: f"min({a}, {b})",
     "prim::sorted": lambda items, keys, reverse: f"sorted({items}, reverse={reverse})"

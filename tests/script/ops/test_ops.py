@@ -252,6 +252,8 @@ REDUCTION_REF = {
     "mean": lambda x, axis, keepdims: np.mean(x, axis, keepdims=keepdims),
     "amax": lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims),
     "amin": lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims),
+    "all": lambda x, axis, keepdims: np.all(x, axis, keepdims=keepdims),
+    "any": lambda x, axis, keepdims: np.any(x, axis, keepdims=keepdims),
 }
 
 
@@ -276,6 +278,18 @@ def test_var_std(name, dtype, axis, ddof, keepdims):
     n = x.size if axis is None else x.shape[axis]
     variance = ((f64(x) - mean) ** 2).sum(axis=axis, keepdims=keepdims) / (n - ddof)
     close(result, variance if name == "var" else np.sqrt(variance))
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("axis", [None, 0, (0, 2), [1]])
+def test_all_any_of_masks(name, axis):
+    x = (np.arange(24).reshape(2, 3, 4) % 5 == 0) if name == "any" else \
+        (np.arange(24).reshape(2, 3, 4) % 7 != 0)
+    for a in (x, x.astype(F32), x.astype(I64)):
+        result = run(name, a, axis, False)
+        axes = tuple(axis) if isinstance(axis, list) else axis
+        expected = getattr(np, name)(a, axes)
+        assert result.dtype == np.bool_ and np.array_equal(result, expected)
 
 
 def test_integer_sums_are_numpys():
