@@ -182,12 +182,10 @@ class WriteMixin:
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
                           node: ast.AST) -> None:
         """``name.fill(value)``: every element of the array set to ``value``."""
-        if not isinstance(old.type, TensorType) or old.type.rank == 0:
-            raise self.error(node, ".fill() of a 0-d array is not supported (write x = "
-                             "np.full_like(x, v))")
+        if not isinstance(old.type, TensorType):
+            raise self.error(node, f".fill() of a value of type {old.type}")
         aliases = self.check_write(name, old, node)
-        none = self.const(None)
-        new = self.emit_value("tensor::slice_put", [old, value, self.const(0), none, none, none])
+        new = self.whole_write(old, value, node, element=True)
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
 
@@ -270,13 +268,59 @@ class WriteMixin:
         scattered = self.integer_array_put(old, items, value)
         if scattered is not None:
             return scattered
+        if old.type.rank == 0:  # type: ignore[union-attr]
+            if not all(_is_ellipsis(item) for item in items):
+                raise self.error(node, "too many indices for a 0-d array (write into it with "
+                                 "y[...] = v)")
+            # y[()] sets the element (a number or 0-d array); y[...] = v broadcasts v
+            return self.scalar_put(old, value, node, element=not items)
         steps = self.index_steps(items, index)
-        if not steps:  # x[:] = v, x[...] = v: the whole array
-            if old.type.rank == 0:  # type: ignore[union-attr]
-                raise self.error(node, "writing into a 0-d array is not supported")
+        if not steps:  # x[:] = v, x[...] = v, x[()] = v: the whole array
+            if all(_is_ellipsis(item) for item in items):
+                return self.whole_write(old, value, node, element=not items)
             none = self.const(None)
             steps = [("tensor::slice_put", 0, [none, none, none])]
         return self.put_steps(old, steps, value)
+
+    def whole_write(self: FunctionCompiler, old: Value, value: Any, node: ast.AST,
+                    element: bool) -> Value:
+        """``old`` with every element set to ``value`` (``x[...] = v``, ``x.fill(v)``): a 0-d
+        array's ``scalar_put``, the whole slice of any other; where the rank is not known yet
+        (a value a loop carries), both, the one its rank takes decided when specializing."""
+        rank = old.type.rank  # type: ignore[union-attr]
+        if rank == 0:
+            return self.scalar_put(old, value, node, element)
+        none = self.const(None)
+        if rank is not None:
+            return self.emit_value("tensor::slice_put", [old, value, self.const(0), none, none,
+                                                         none])
+        name = f"$written_{id(node)}"
+        zero_d = self.binary("==", self.emit_value("tensor::ndim", [old]), self.const(0), node)
+        self.emit_if(zero_d, lambda: self.frame.set(name, self.scalar_put(
+            old, value, node, element)), lambda: self.frame.set(name, self.emit_value(
+                "tensor::slice_put", [old, value, self.const(0), none, none, none])),
+            end_of(node), node)
+        new = self.frame.find(name)
+        del self.frame.vars[name]
+        return new  # type: ignore[return-value]
+
+    def scalar_put(self: FunctionCompiler, old: Value, value: Any, node: ast.AST,
+                   element: bool) -> Value:
+        """``y[...] = v``, ``y[()] = v`` or ``y.fill(v)`` of a 0-d array ``y``: ``v`` in ``y``'s
+        dtype. As numpy takes it, ``v`` is a number or an array of one element, which must be
+        0-d when the ``element`` is set (``y[()]``, ``.fill``)."""
+        if is_number(value.type):
+            return self.emit_value("tensor::full_like", [old, value, self.const(None)])
+        if not isinstance(value.type, TensorType):
+            raise self.error(node, f"cannot write a value of type {value.type} into an array")
+        if element:
+            zero_d = self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0),
+                                 node)
+            self.emit_if(zero_d, lambda: None, lambda: self.raise_exception(
+                "setting an array element with a sequence.", "ValueError"),
+                (getattr(node, "end_lineno", 0) or 0, 0), node)
+        one = self.emit_value("tensor::reshape", [value, self.const(())])
+        return self.emit_value("tensor::astype", [one, self.emit_value("tensor::dtype", [old])])
 
     def put_steps(self: FunctionCompiler, array: Value, steps: list, value: Any) -> Value:
         """Write ``value`` through the per-axis ``steps``: a read of each outer region, the write

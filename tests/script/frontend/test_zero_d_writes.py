@@ -1,0 +1,113 @@
+"""Writes into a 0-d array (``y[...] = v``, ``y[()] = v``, ``y.fill(v)``, ``y[...] += v``)
+compute what numpy computes: the value in ``y``'s dtype, seen through every name of ``y``;
+gradients equal finite differences; what numpy refuses raises numpy's ValueError, and an index
+a 0-d array cannot take is a ScriptError at the user's line."""
+
+import numpy as np
+import pytest
+
+from script import ScriptError, Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same
+
+
+def total(x: Tensor):
+    y = np.zeros((), dtype=x.dtype)
+    y[...] = x.sum()
+    return y
+
+
+def best_row(x: Tensor):
+    best = np.zeros((), dtype=x.dtype)
+    for i in range(x.shape[0]):
+        s = x[i].sum()
+        if s > best:
+            best[...] = s
+    return best * 2
+
+
+def updated(x: Tensor):
+    y = np.zeros((), dtype=x.dtype)
+    y[...] += x.sum()
+    y[...] *= 2
+    return y
+
+
+def filled(x: Tensor):
+    acc = np.empty((), dtype=x.dtype)
+    acc.fill(0)
+    for i in range(x.shape[0]):
+        acc += x[i, 0]
+    alias = acc
+    acc.fill(acc * 3)
+    return alias, acc
+
+
+def element(x: Tensor):
+    y = np.zeros((), dtype=np.int64)
+    seen = y
+    y[()] = x[0, 0] * 1.7
+    return seen
+
+
+def broadcast_one(x: Tensor):
+    y = np.zeros((), dtype=np.int64)
+    y[...] = x[:1, :1] * 1.7
+    return y
+
+
+CASES = [total, best_row, updated, filled, element, broadcast_one]
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_writes_into_0d_arrays_are_numpys(fn, dtype):
+    x = (np.arange(6).reshape(2, 3) - 1.5).astype(dtype)
+    assert_same(script(fn)(x), fn(x))
+
+
+@pytest.mark.parametrize("fn", [total, best_row, updated, filled], ids=lambda f: f.__name__)
+def test_gradients_through_0d_writes(fn):
+    check_vjp(script(fn), (np.random.default_rng(0).standard_normal((3, 2)),))
+
+
+def element_of_array(x: Tensor):
+    y = np.zeros((), dtype=np.int64)
+    y[()] = x[:1, :1]
+    return y
+
+
+def fill_with_array(x: Tensor):
+    y = np.zeros(())
+    y.fill(x[:1])
+    return y
+
+
+def broadcast_too_many(x: Tensor):
+    y = np.zeros(())
+    y[...] = x
+    return y
+
+
+@pytest.mark.parametrize("fn", [element_of_array, fill_with_array, broadcast_too_many],
+                         ids=lambda f: f.__name__)
+def test_what_numpy_refuses_raises_valueerror(fn):
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError):
+        fn(x)
+    with pytest.raises(ValueError):
+        script(fn)(x)
+
+
+def sliced(x: Tensor):
+    y = np.zeros(())
+    y[:] = x.sum()
+    return y
+
+
+def test_a_slice_of_a_0d_array_is_refused_at_its_line():
+    with pytest.raises(IndexError):
+        sliced(np.ones(2))
+    with pytest.raises(ScriptError, match=r"too many indices for a 0-d array") as info:
+        script(sliced)(np.ones(2))
+    assert "y[:] = x.sum()" in str(info.value)
