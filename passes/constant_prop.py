@@ -211,8 +211,6 @@ FOLDERS: dict[str, Folder] = {
     "prim::Bool": _number_cast(bool),
     "prim::Int": _number_cast(int),
     "prim::Float": _number_cast(float),
-    "prim::item": lambda node, args: (args[0].item(),) if isinstance(args[0], np.ndarray) and
-    args[0].size == 1 and args[0].dtype.kind in "fiub" else NOT_CONSTANT,
     "tensor::add": _scalar_fold(operator.add),
     "tensor::sub": _scalar_fold(operator.sub),
     "tensor::mul": _scalar_fold(operator.mul),

@@ -343,6 +343,10 @@ UNARY_TEMPLATES: dict[str, str] = {
     "tensor::log": "log{f}({x})",
     "tensor::log1p": "log1p{f}({x})",
     "tensor::tanh": "tanh{f}({x})",
+    **{f"tensor::{name}": f"{c}{{f}}({{x}})" for name, c in (
+        ("exp2", "exp2"), ("log2", "log2"), ("log10", "log10"), ("tan", "tan"),
+        ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"),
+        ("cosh", "cosh"), ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"))},
     "tensor::sigmoid": "(({t})1 / (({t})1 + exp{f}(-{x})))",
     # log(1 + exp(x)) without overflow
     "tensor::softplus": "(rs_max({x}, ({t})0) + log1p{f}(exp{f}(-fabs{f}({x}))))",

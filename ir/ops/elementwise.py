@@ -167,7 +167,15 @@ for _name, _np, _doc in (
         ("sin", "np.sin", "sine"), ("cos", "np.cos", "cosine"),
         ("reciprocal", "np.reciprocal", "1 / a"), ("floor", "np.floor", "round down"),
         ("ceil", "np.ceil", "round up"), ("erf", "", "the error function"),
-        ("softplus", "", "log(1 + exp(a)), overflow-safe")):
+        ("softplus", "", "log(1 + exp(a)), overflow-safe"),
+        ("exp2", "np.exp2", "2 ** a"), ("log2", "np.log2", "base-2 logarithm"),
+        ("log10", "np.log10", "base-10 logarithm"), ("tan", "np.tan", "tangent"),
+        ("arcsin", "np.arcsin", "inverse sine"), ("arccos", "np.arccos", "inverse cosine"),
+        ("arctan", "np.arctan", "inverse tangent"), ("sinh", "np.sinh", "hyperbolic sine"),
+        ("cosh", "np.cosh", "hyperbolic cosine"),
+        ("arcsinh", "np.arcsinh", "inverse hyperbolic sine"),
+        ("arccosh", "np.arccosh", "inverse hyperbolic cosine"),
+        ("arctanh", "np.arctanh", "inverse hyperbolic tangent")):
     defop(f"tensor::{_name}(a: operand) -> operand", unary_float_rule,
           EW_ZERO if _name in ("floor", "ceil") else EW,
           (_np,) if _np else (), _doc)

@@ -412,7 +412,9 @@ def _dropout(low: Lowering, node: Node) -> Any:
 UNARY = {"abs": "Abs", "neg": "Neg", "exp": "Exp", "log": "Log", "tanh": "Tanh",
          "sigmoid": "Sigmoid", "relu": "Relu", "sqrt": "Sqrt", "reciprocal": "Reciprocal",
          "sin": "Sin", "cos": "Cos", "erf": "Erf", "floor": "Floor", "ceil": "Ceil",
-         "sign": "Sign", "softplus": "Softplus", "logical_not": "Not"}
+         "sign": "Sign", "softplus": "Softplus", "logical_not": "Not", "tan": "Tan",
+         "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+         "arcsinh": "Asinh", "arccosh": "Acosh", "arctanh": "Atanh"}
 BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "pow": "Pow", "maximum": "Max",
           "minimum": "Min", "logical_and": "And", "logical_or": "Or"}
 COMPARE = {"eq": "Equal", "ne": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",

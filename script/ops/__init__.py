@@ -325,6 +325,66 @@ def cos(a: Any) -> Any:
     return _unary(a, "cos")
 
 
+def exp2(a: Any) -> Any:
+    """2 ** a."""
+    return _unary(a, "exp2")
+
+
+def log2(a: Any) -> Any:
+    """Base-2 logarithm."""
+    return _unary(a, "log2")
+
+
+def log10(a: Any) -> Any:
+    """Base-10 logarithm."""
+    return _unary(a, "log10")
+
+
+def tan(a: Any) -> Any:
+    """Tangent."""
+    return _unary(a, "tan")
+
+
+def arcsin(a: Any) -> Any:
+    """Inverse sine."""
+    return _unary(a, "arcsin")
+
+
+def arccos(a: Any) -> Any:
+    """Inverse cosine."""
+    return _unary(a, "arccos")
+
+
+def arctan(a: Any) -> Any:
+    """Inverse tangent."""
+    return _unary(a, "arctan")
+
+
+def sinh(a: Any) -> Any:
+    """Hyperbolic sine."""
+    return _unary(a, "sinh")
+
+
+def cosh(a: Any) -> Any:
+    """Hyperbolic cosine."""
+    return _unary(a, "cosh")
+
+
+def arcsinh(a: Any) -> Any:
+    """Inverse hyperbolic sine."""
+    return _unary(a, "arcsinh")
+
+
+def arccosh(a: Any) -> Any:
+    """Inverse hyperbolic cosine."""
+    return _unary(a, "arccosh")
+
+
+def arctanh(a: Any) -> Any:
+    """Inverse hyperbolic tangent."""
+    return _unary(a, "arctanh")
+
+
 def reciprocal(a: Any) -> Any:
     """1 / a (integers give float64)."""
     return _unary(a, "reciprocal")
@@ -401,16 +461,14 @@ def astype(a: Any, dtype: Any) -> Any:
 
 
 __all__ = [
-    "abs", "add", "all", "amax", "amin", "any", "arange", "array_module", "astype", "cat",
-    "ceil", "chunk",
-    "clip", "cos", "detach", "div", "dropout", "dtype", "eq", "erf", "exp", "expand_dims",
-    "expm1", "floor",
-    "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le", "linear", "log",
-    "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "lt", "manual_seed",
-    "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul", "ndim", "ne", "neg", "ones",
-    "ones_like", "pow", "prod", "reciprocal", "relu", "reshape", "rsqrt", "select", "shape",
-    "sigmoid", "sign", "sin", "size", "slice", "softmax", "softplus", "split", "split_list",
-    "sqrt", "square", "squeeze",
-    "stack", "std", "sub", "sum", "tanh", "transpose", "unbind", "var", "where", "zeros",
-    "zeros_like",
+    "abs", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctanh", "array_module", "astype", "cat", "ceil", "chunk", "clip",
+    "cos", "cosh", "detach", "div", "dropout", "dtype", "eq", "erf", "exp", "exp2", "expand_dims",
+    "expm1", "floor", "floordiv", "full", "full_like", "ge", "gelu", "gt", "layer_norm", "le",
+    "linear", "log", "log10", "log1p", "log2", "log_softmax", "logical_and", "logical_not",
+    "logical_or", "lt", "manual_seed", "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul",
+    "ndim", "ne", "neg", "ones", "ones_like", "pow", "prod", "reciprocal", "relu", "reshape",
+    "rsqrt", "select", "shape", "sigmoid", "sign", "sin", "sinh", "size", "slice", "softmax",
+    "softplus", "split", "split_list", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum",
+    "tan", "tanh", "transpose", "unbind", "var", "where", "zeros", "zeros_like",
 ]

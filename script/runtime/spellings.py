@@ -37,7 +37,8 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     "tensor::matmul": lambda a, b: f"{a} @ {b}",
     **{f"tensor::{name}": (lambda name: lambda a: f"np.{name}({a})")(name)
        for name in ("tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "sign", "square", "sin",
-                    "cos", "floor", "ceil")},
+                    "cos", "floor", "ceil", "exp2", "log2", "log10", "tan", "arcsin", "arccos",
+                    "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh")},
     "tensor::minimum": lambda a, b: f"np.minimum({a}, {b})",
     "tensor::maximum": lambda a, b: f"np.maximum({a}, {b})",
     # along a constant axis (a per-step slice of a sequence) plain indexing saves a call

@@ -44,6 +44,9 @@ NUMPY = {
 
 
 NUMPY["cat"] = lambda items, axis: np.concatenate(items, axis)
+NUMPY.update({name: getattr(np, name) for name in (
+    "exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh",
+    "arccosh", "arctanh")})
 
 STRUCTURAL = {
     "prim::Constant": lambda node, inputs: node.attrs["value"],

@@ -246,6 +246,23 @@ def test_every_unary_op_with_special_values(dtype):
     check(g, np.array(specials, dtype), rtol=3e-6 if dtype == "float32" else 1e-14, atol=1e-30)
 
 
+LIBM_UNARY = ["exp2", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+              "arcsinh", "arccosh", "arctanh"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's for values outside a domain
+def test_libm_unary_ops_with_special_values(dtype):
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 0.5, -0.5, 0.999, 1.0, -1.0,
+                3.0, -3.0, 20.0, -20.0]
+    g = Graph()
+    a = g.add_input(T(dtype, len(specials)))
+    for op in LIBM_UNARY:
+        g.add_output(emit(g, "tensor::" + op, a))
+    check(g, np.array(specials, dtype), rtol=3e-6 if dtype == "float32" else 1e-14, atol=1e-30)
+
+
 @needs_gxx
 def test_binary_ops_clip_and_pow_with_nan_and_inf():
     vals = np.array([0.0, -1.5, 2.0, np.inf, -np.inf, np.nan], np.float64)

@@ -141,6 +141,26 @@ UNARY: dict[str, Formula] = {
     "tensor::erf": lambda b, g, n: product(b, g, 2.0 / math.sqrt(math.pi), b.op(
         "tensor::exp", b.op("tensor::neg", b.op("tensor::square", _x(b, n))))),
     "tensor::softplus": lambda b, g, n: product(b, g, b.op("tensor::sigmoid", _x(b, n))),
+    "tensor::exp2": lambda b, g, n: product(b, g, _y(b, n), math.log(2.0)),
+    "tensor::log2": lambda b, g, n: b.op("tensor::div", g, product(b, _x(b, n), math.log(2.0))),
+    "tensor::log10": lambda b, g, n: b.op("tensor::div", g,
+                                          product(b, _x(b, n), math.log(10.0))),
+    "tensor::tan": lambda b, g, n: product(b, g, b.op("tensor::add", b.op(
+        "tensor::square", _y(b, n)), 1.0)),
+    "tensor::arcsin": lambda b, g, n: product(b, g, b.op("tensor::rsqrt", _one_minus(
+        b, b.op("tensor::square", _x(b, n))))),
+    "tensor::arccos": lambda b, g, n: b.op("tensor::neg", product(b, g, b.op(
+        "tensor::rsqrt", _one_minus(b, b.op("tensor::square", _x(b, n)))))),
+    "tensor::arctan": lambda b, g, n: b.op("tensor::div", g, b.op("tensor::add", b.op(
+        "tensor::square", _x(b, n)), 1.0)),
+    "tensor::sinh": lambda b, g, n: product(b, g, b.op("tensor::cosh", _x(b, n))),
+    "tensor::cosh": lambda b, g, n: product(b, g, b.op("tensor::sinh", _x(b, n))),
+    "tensor::arcsinh": lambda b, g, n: product(b, g, b.op("tensor::rsqrt", b.op(
+        "tensor::add", b.op("tensor::square", _x(b, n)), 1.0))),
+    "tensor::arccosh": lambda b, g, n: product(b, g, b.op("tensor::rsqrt", b.op(
+        "tensor::sub", b.op("tensor::square", _x(b, n)), 1.0))),
+    "tensor::arctanh": lambda b, g, n: b.op("tensor::div", g, _one_minus(
+        b, b.op("tensor::square", _x(b, n)))),
     "tensor::gelu": lambda b, g, n: product(b, g, _gelu_slope(b, _x(b, n))),
 }
 """Nonlinear elementwise ops of one input: ``g * f'(x)``."""

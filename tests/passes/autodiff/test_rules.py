@@ -57,6 +57,13 @@ def unary_c(x: Tensor) -> Tensor:
     return np.sin(x) * np.cos(x) + ops.erf(x) + ops.softplus(x) + ops.gelu(x)
 
 
+def unary_d(x: Tensor) -> Tensor:
+    u = np.tanh(x) * 0.9  # inside (-1, 1)
+    p = x * x + 1.5  # above 1
+    return np.exp2(x) + np.log2(p) * np.log10(p) + np.tan(u) + np.arcsin(u) * np.arccos(u) + \
+        np.arctan(x) + np.sinh(x) * np.cosh(x) + np.arcsinh(x) + np.arccosh(p) + np.arctanh(u)
+
+
 def clip(x: Tensor, lo: Tensor) -> Tensor:
     return np.clip(x, lo, 0.5) + np.clip(x, -0.3, None)
 
@@ -198,6 +205,10 @@ CASES = {
                  "tensor::reciprocal", "tensor::expm1"]),
     "unary_c": (unary_c, lambda r: (_r(r, 3, 4),),
                 ["tensor::sin", "tensor::cos", "tensor::erf", "tensor::softplus", "tensor::gelu"]),
+    "unary_d": (unary_d, lambda r: (_r(r, 3, 4),),
+                ["tensor::exp2", "tensor::log2", "tensor::log10", "tensor::tan", "tensor::arcsin",
+                 "tensor::arccos", "tensor::arctan", "tensor::sinh", "tensor::cosh",
+                 "tensor::arcsinh", "tensor::arccosh", "tensor::arctanh"]),
     "clip": (clip, lambda r: (_r(r, 3, 4), _r(r, 4) * 0.3 - 0.5), ["tensor::clip"]),
     "where": (where, lambda r: (_r(r, 3, 4), _r(r, 4)), ["tensor::where"]),
     "transpose": (transpose, lambda r: (_r(r, 3, 3),), ["tensor::transpose"]),
