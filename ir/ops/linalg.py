@@ -1,5 +1,5 @@
 """Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``;
-``matmul_sum``, which a rewrite inserts.
+``matmul_sum``, which a rewrite inserts; ``einsum`` (numpy's subscripts, ``...`` included).
 
 Each op has an eager function of the same name in ``script.ops``; ``ops.mm`` is ``ops.matmul``.
 """
@@ -11,7 +11,7 @@ import numpy as np
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes
 from ir.ops.shape import items_device, tensor_arg
-from ir.registry import PURE, ShapeError, defop
+from ir.registry import NOT_CONSTANT, PURE, VIEW, ShapeError, const, defop
 from ir.types import NONE, Dim, OptionalType, TensorType, Type, unify
 
 Shape = tuple[Dim, ...]
@@ -91,3 +91,93 @@ defop("tensor::linear(x: Tensor, weight: Tensor, bias: Tensor? = None) -> Tensor
 defop("tensor::matmul_sum(*operands: Tensor) -> Tensor", _matmul_sum, (PURE,), (),
       "a1 @ b1 + a2 @ b2 + ... for pairs of matrices of one result shape: the matmul-sums "
       "rewrite makes it of a sum of products outside loops, computed as one product")
+
+
+ELLIPSIS = "."
+"""the label ``einsum_labels`` gives each axis an ellipsis stands for."""
+
+
+def einsum_labels(spec: str, ranks: list[int | None]) -> tuple[list[str], str]:
+    """numpy's einsum subscripts ``spec`` for operands of ``ranks``: each operand's labels and
+    the output's, one character per axis, an ellipsis expanded to as many ``ELLIPSIS`` labels
+    as the axes it stands for (right-aligned across operands, as numpy broadcasts them); the
+    implicit output (no ``->``) is the labels used once, in alphabetical order, after the
+    ellipsis axes. ShapeError for subscripts numpy refuses; a rank must be known where its
+    operand has an ellipsis."""
+    spec = spec.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    parts = inputs.split(",")
+    if len(parts) != len(ranks):
+        raise ShapeError(f"np.einsum: {len(parts)} operands in the subscripts {spec!r}, "
+                         f"{len(ranks)} given")
+    labels, widest = [], 0
+    for part, rank in zip(parts, ranks):
+        named = part.replace("...", "")
+        if not all(c.isalpha() for c in named) or part.count("...") > 1 or \
+                part.count(".") != 3 * part.count("..."):
+            raise ShapeError(f"np.einsum: invalid subscripts {part!r}")
+        if "..." not in part:
+            if rank is not None and rank != len(named):
+                raise ShapeError(f"np.einsum: the subscripts {part!r} name {len(named)} axes "
+                                 f"of an operand with {rank}")
+            labels.append(named)
+            continue
+        if rank is None:
+            raise ShapeError("np.einsum: an operand with an ellipsis needs a known rank")
+        if rank < len(named):
+            raise ShapeError(f"np.einsum: the subscripts {part!r} name more axes than the "
+                             f"operand's {rank}")
+        widest = max(widest, rank - len(named))
+        labels.append(part.replace("...", ELLIPSIS * (rank - len(named))))
+    if arrow:
+        if not all(c.isalpha() for c in output.replace("...", "")) or \
+                output.count(".") != 3 * output.count("..."):
+            raise ShapeError(f"np.einsum: invalid output subscripts {output!r}")
+        used = set("".join(labels))
+        for c in output.replace("...", ""):
+            if c not in used or output.count(c) > 1:
+                raise ShapeError(f"np.einsum: output subscript {c!r} "
+                                 f"{'repeats' if c in used else 'is not in the inputs'}")
+        if widest and "..." not in output:
+            raise ShapeError("np.einsum: output has more dimensions than subscripts given, "
+                             "but no '...' ellipsis provided to broadcast the extra dimensions")
+        out = output.replace("...", ELLIPSIS * widest)
+    else:
+        joined = "".join(labels).replace(ELLIPSIS, "")
+        out = ELLIPSIS * widest + "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    return labels, out
+
+
+def _einsum(node: Node) -> list[Type]:
+    operands = [tensor_arg(node, i) for i in range(1, len(node.inputs))]
+    dtype, device = _dtype(operands), items_device(operands, node)
+    spec = const(node, 0)
+    if spec is NOT_CONSTANT or not isinstance(spec, str):
+        raise ShapeError("np.einsum: the subscripts must be a constant string")
+    ranks = [t.rank for t in operands]
+    try:
+        labels, out = einsum_labels(spec, ranks)
+    except ShapeError:
+        if None in ranks:
+            return [TensorType(dtype, None, device)]
+        raise
+    if None in ranks:
+        return [TensorType(dtype, None if ELLIPSIS in out else (None,) * len(out), device)]
+    sizes: dict[str, list[Dim]] = {}
+    ellipsis: list[tuple[Dim, ...]] = []
+    for names, t in zip(labels, operands):
+        assert t.shape is not None
+        for c, d in zip(names, t.shape):
+            if c != ELLIPSIS:
+                sizes.setdefault(c, []).append(d)
+        ellipsis.append(tuple(d for c, d in zip(names, t.shape) if c == ELLIPSIS))
+    dims = {c: broadcast_shapes([(d,) for d in ds])[0] for c, ds in sizes.items()}  # type: ignore
+    lead = iter(broadcast_shapes(ellipsis) or ())
+    return [TensorType(dtype, tuple(next(lead) if c == ELLIPSIS else dims[c] for c in out),
+                       device)]
+
+
+defop("tensor::einsum(subscripts: str, *operands: Tensor) -> Tensor", _einsum, (PURE, VIEW),
+      ("np.einsum",), "numpy's Einstein summation over the labelled axes of the operands "
+      "(explicit or implicit output, `...` for broadcast leading axes); the subscripts are a "
+      "constant; a view of the operand where numpy makes one (`np.einsum('ij->ji', x)`)")

@@ -121,6 +121,14 @@ def _square(low: Lowering, node: Node) -> Any:
     return low.emit("Mul", [x, x])
 
 
+def _einsum(low: Lowering, node: Node) -> Any:
+    """numpy's subscripts are ONNX's equation (implicit outputs and ``...`` alike)."""
+    spec = low.sym(node.inputs[0], node)
+    dtype = out_dtype(node.output, None, low)
+    xs = [low.tensor(low.sym(v, node), dtype, node) for v in node.inputs[1:]]
+    return low.emit("Einsum", xs, equation=str(spec).replace(" ", ""))
+
+
 def _gelu(low: Lowering, node: Node) -> Any:
     dtype = out_dtype(node.output, low.sym(node.inputs[0], node), low)
     x = low.tensor(low.sym(node.inputs[0], node), dtype, node)
@@ -438,6 +446,7 @@ TENSOR_RULES = {
     "tensor::expm1": _with_one("Exp", after=True),
     "tensor::square": _square,
     "tensor::gelu": _gelu,
+    "tensor::einsum": _einsum,
     "tensor::where": _where,
     "tensor::clip": _clip,
     "tensor::astype": _astype,

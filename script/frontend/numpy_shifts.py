@@ -1,7 +1,8 @@
 """numpy functions written as the ops numpy's own Python computes them with: ``np.roll`` (a
 gather at shifted indices) and ``np.linalg.norm`` without an ``ord`` (the square root of a dot
 product of the flattened array, or of a sum of squares along axes), ``np.diag`` (a gather
-at a diagonal). Gradients flow through the ops they are written as.
+at a diagonal). Gradients flow through the ops they are written as. ``np.einsum`` is its op,
+with numpy's ``optimize=`` keyword taken (it changes how, not what, numpy computes).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.registry import constant_of
+from ir.registry import constant_of, lookup
 from ir.types import BOOL, INT, NONE, TensorType
 from script.frontend.env import end_of
 
@@ -19,6 +20,16 @@ if TYPE_CHECKING:
 
 class ShiftsMixin:
     """numpy functions of ``FunctionCompiler`` (see the module docstring)."""
+
+    def numpy_einsum(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.einsum(subscripts, *operands, optimize=...): ``tensor::einsum``; the order in
+        which numpy contracts the operands (``optimize``) is its own."""
+        for kw in node.keywords:
+            if kw.arg != "optimize":
+                raise self.error(kw, f"np.einsum(): the argument '{kw.arg}' is not supported")
+        call = ast.copy_location(ast.Call(node.func, node.args, []), node)
+        call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+        return self.call_op(lookup("tensor::einsum"), call, display="np.einsum")
 
     def numpy_roll(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.roll(a, shift, axis=None): ``np.take(a, (np.arange(n) - shift) % n, axis)`` along

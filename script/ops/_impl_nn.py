@@ -160,3 +160,8 @@ def dropout(a: Any, p: float = 0.5, training: bool = True) -> Any:
         return xp.zeros_like(a)
     keep = generator(xp).random(a.shape) >= p
     return a * (keep.astype(a.dtype) * (1.0 / (1.0 - p)))
+
+
+def einsum(subscripts: str, *operands: Any) -> Any:
+    """numpy's Einstein summation of ``operands`` by ``subscripts``."""
+    return array_module(operands[0]).einsum(subscripts, *operands)

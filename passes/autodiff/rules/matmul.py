@@ -1,12 +1,15 @@
-"""VJP rules of the matrix products: matmul (numpy's broadcasting and 1-D promotion) and
-``ops.linear``."""
+"""VJP rules of the matrix products: matmul (numpy's broadcasting and 1-D promotion),
+``ops.linear`` and ``np.einsum`` (each operand's cotangent another einsum)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ir.core import Value
 from ir.errors import IRError
+from ir.ops.linalg import ELLIPSIS, einsum_labels
+from ir.registry import const
 from passes.autodiff.rules.combinators import Rule, rank_of, static_shape, unbroadcast
 
 
@@ -96,7 +99,47 @@ def matmul_sum_vjp(b, node, gs):
     return grads
 
 
+def _subscript(labels: str) -> str:
+    return re.sub(r"\.+", "...", labels)
+
+
+def einsum_vjp(b, node, gs):
+    """The cotangent of operand k of ``np.einsum(spec, *xs)``: ``np.einsum(out, *others ->
+    labels_k)`` of the output's cotangent and the other operands, times ones shaped like
+    operand k where it has labels no other subscript names (summed out of it alone), summed
+    back where its axes of size 1 were broadcast."""
+    (g,), operands = gs, node.inputs[1:]
+    ranks = [rank_of(x) for x in operands]
+    labels, out = einsum_labels(const(node, 0), ranks)
+    widest = max(mine.count(ELLIPSIS) for mine in labels)
+    grads: list[Value | None] = [None]
+    for k, x in enumerate(operands):
+        if not b.is_active(x):
+            grads.append(None)
+            continue
+        mine = labels[k]
+        named = mine.replace(ELLIPSIS, "")
+        if len(set(named)) != len(named):
+            raise IRError(f"cannot differentiate np.einsum with a label repeated within one "
+                          f"operand ({const(node, 0)!r}: a diagonal); multiply by np.eye "
+                          f"instead", node)
+        if ELLIPSIS in "".join(labels) and mine.count(ELLIPSIS) != widest:
+            raise IRError(f"cannot differentiate np.einsum whose '...' stands for different "
+                          f"numbers of axes in its operands ({const(node, 0)!r})", node)
+        others = [j for j in range(len(operands)) if j != k]
+        seen = set(out) | {c for j in others for c in labels[j]}
+        subs = [_subscript(out)] + [_subscript(labels[j]) for j in others]
+        args = [g] + [b.fwd(operands[j]) for j in others]
+        if not set(mine) <= seen:  # axes summed out of this operand alone: ones carry them
+            subs.append(_subscript(mine))
+            args.append(b.op("tensor::ones_like", b.fwd(x), None))
+        grad = b.op("tensor::einsum", ",".join(subs) + "->" + _subscript(mine), *args)
+        grads.append(unbroadcast(b, grad, x))
+    return grads
+
+
 MATMUL_RULES: dict[str, Rule] = {
+    "tensor::einsum": einsum_vjp,
     "tensor::matmul": matmul_vjp,
     "tensor::matmul_sum": matmul_sum_vjp,
     "tensor::linear": linear_vjp,

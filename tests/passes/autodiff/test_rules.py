@@ -64,6 +64,11 @@ def unary_d(x: Tensor) -> Tensor:
         np.arctan(x) + np.sinh(x) * np.cosh(x) + np.arcsinh(x) + np.arccosh(p) + np.arctanh(u)
 
 
+def einsums(x: Tensor, w: Tensor) -> Tensor:
+    return np.einsum("bi,ij->bj", x, w) + np.einsum("bi,bi->b", x, x)[:, None] + \
+        np.einsum("ij->", w)
+
+
 def clip(x: Tensor, lo: Tensor) -> Tensor:
     return np.clip(x, lo, 0.5) + np.clip(x, -0.3, None)
 
@@ -209,6 +214,7 @@ CASES = {
                 ["tensor::exp2", "tensor::log2", "tensor::log10", "tensor::tan", "tensor::arcsin",
                  "tensor::arccos", "tensor::arctan", "tensor::sinh", "tensor::cosh",
                  "tensor::arcsinh", "tensor::arccosh", "tensor::arctanh"]),
+    "einsum": (einsums, lambda r: (_r(r, 3, 4), _r(r, 4, 2)), ["tensor::einsum"]),
     "clip": (clip, lambda r: (_r(r, 3, 4), _r(r, 4) * 0.3 - 0.5), ["tensor::clip"]),
     "where": (where, lambda r: (_r(r, 3, 4), _r(r, 4)), ["tensor::where"]),
     "transpose": (transpose, lambda r: (_r(r, 3, 3),), ["tensor::transpose"]),

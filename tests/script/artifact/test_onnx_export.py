@@ -395,6 +395,22 @@ def test_function_of_reductions_masks_and_casts(tmp_path):
     check_export(tmp_path, compiled, args(4, 3), args(7, 2), reference=reductions)
 
 
+def einsums_and_trigonometry(q: Tensor, k: Tensor) -> Tuple[Tensor, Tensor]:
+    scores = np.einsum("bhtd,bhsd->bhts", q, k)
+    return np.arctan(scores) + np.expand_dims(np.cosh(np.einsum("...d,...d->...", q, q)), -1), \
+        np.einsum("bhtd", q)
+
+
+def test_einsum_and_trigonometric_functions(tmp_path):
+    rng = np.random.default_rng(13)
+
+    def args(t):  # float32: onnxruntime's CPU has no float64 Atan or Cosh
+        return tuple((rng.standard_normal((2, 3, t, 4)) * 0.3).astype(np.float32)
+                     for _ in range(2))
+    check_export(tmp_path, script.script(einsums_and_trigonometry), args(5), args(2),
+                 reference=einsums_and_trigonometry)
+
+
 @pytest.mark.parametrize("make", [
     lambda: rnn.RNN(3, 4, nonlinearity="relu", rng=0),
     lambda: rnn.GRU(3, 4, num_layers=2, rng=0, dtype=np.float64),

@@ -306,6 +306,16 @@ def test_all_any_of_masks(name, axis):
         assert result.dtype == np.bool_ and np.array_equal(result, expected)
 
 
+@pytest.mark.parametrize("spec,shapes", [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij", [(2, 3)]),
+                                         ("ba", [(2, 3)]), ("...i,...i->...", [(2, 3), (1, 3)]),
+                                         ("i...->...", [(2, 3, 4)]), ("ij,ij->i", [(2, 3), (2, 1)]),
+                                         ("i,j", [(2,), (3,)]), ("ii", [(3, 3)])])
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+def test_einsum(spec, shapes, dtype):
+    args = [array(s, dtype) for s in shapes]
+    close(run("einsum", spec, *args), np.einsum(spec, *[f64(a) for a in args]))
+
+
 def test_integer_sums_are_numpys():
     for dtype in ("uint8", "int32", "bool"):
         x = np.ones((4, 3), dtype)
@@ -524,7 +534,7 @@ def test_every_tensor_op_has_a_checked_example():
                 "dtype", "chunk", "split", "split_list", "unbind", "cat", "stack", "zeros", "ones",
                 "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
-                "clip", "where", "astype"})
+                "clip", "where", "astype", "einsum"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")
                   and section_of(op) in LIBRARY_SECTIONS}
     assert tensor_ops <= covered, sorted(tensor_ops - covered)
