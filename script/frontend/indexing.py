@@ -93,10 +93,6 @@ class IndexMixin:
         ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")
-        for item in items:
-            if is_none_literal(item) and ellipses:
-                raise self.error(item, "None (a new axis) in a subscript with an ellipsis is "
-                                 "not supported; use np.expand_dims")
         if ellipses:
             cut = ellipses[0]
             value = self.index_axes(value, items[cut + 1:], from_end=True)
@@ -113,22 +109,22 @@ class IndexMixin:
     def index_axes(self: FunctionCompiler, value: Any, items: list[ast.expr], from_end: bool
                    ) -> Any:
         """Apply index items to consecutive axes from the front, or (after an ellipsis) to the
-        last ``len(items)`` axes."""
-        axis = -len(items) if from_end else 0
-        for item in items:
+        last axes, the last item first (``x[..., 0, None]``: the new axis goes after the
+        others, the 0 picks from the axis before it)."""
+        axis = 0
+        for item in reversed(items) if from_end else items:
             saved, self.where = self.where, item
             try:
-                value = self.index_axis(value, item, axis)
+                value = self.index_axis(value, item, -axis - 1 if from_end else axis)
             finally:
                 self.where = saved
-            # a select drops its axis: counted from the front the next item keeps the number;
-            # counted from the end it moves one closer to the end either way
-            if from_end or isinstance(item, ast.Slice) or is_none_literal(item):
+            # a select drops its axis: the next item's axis keeps the number
+            if isinstance(item, ast.Slice) or is_none_literal(item):
                 axis += 1
         return value
 
     def index_axis(self: FunctionCompiler, value: Any, item: ast.expr, axis: int) -> Any:
-        if is_none_literal(item):  # x[:, None]: a new axis of size 1 here (only from the front)
+        if is_none_literal(item):  # x[:, None], x[..., None]: a new axis of size 1 here
             return self.emit_value("tensor::expand_dims", [value, self.const(axis)])
         if not isinstance(item, ast.Slice):
             return self.emit_value("tensor::select",

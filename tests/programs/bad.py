@@ -252,8 +252,8 @@ def bad_tensor_index(x: Tensor) -> Tensor:
     return x[x, x, x]  # ERROR: an index must be an int, not a Tensor
 
 
-def bad_none_index(x: Tensor) -> Tensor:
-    return x[..., None]  # ERROR: None \(a new axis\) in a subscript with an ellipsis is not
+def bad_two_ellipses(x: Tensor) -> Tensor:
+    return x[..., None, ...]  # ERROR: an index can only have a single ellipsis
 
 
 def bad_tuple_index(t: Tuple[Tensor, Tensor], i: int) -> Tensor:

@@ -74,8 +74,9 @@ def range_indices(p: Tensor, y: List[int]) -> Tuple[Tensor, Tensor, Tensor, Tens
     return p[range(m), y], p[range(1, m), 0], p[range(0, m, 2)], d
 
 
-def new_axes(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
-    return v[:, np.newaxis] * v[np.newaxis, :], x[np.newaxis][0][:, None] + x[:, np.newaxis]
+def new_axes(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    return v[:, np.newaxis] * v[np.newaxis, :], x[np.newaxis][0][:, None] + x[:, np.newaxis], \
+        x[..., None] * x[..., None, :], x[..., 0, None] + x[None, ..., 1], x[0, ..., None, 1:]
 
 
 def flips_and_swaps(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
