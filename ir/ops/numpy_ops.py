@@ -1,6 +1,7 @@
 """numpy functions with no older op to stand for them: argmax / argmin, tile, repeat, flatten,
-ravel, empty_like, ``np.array`` of numbers, ``x.size``, and ``np.dot`` / ``np.vstack`` /
-``np.hstack`` / ``np.column_stack``.
+ravel, empty_like, ``np.array`` of numbers, ``x.size``, ``np.dot`` / ``np.vstack`` /
+``np.hstack`` / ``np.column_stack``, and the sorts and scans along an axis (``np.sort``,
+``np.argsort``, ``np.cumsum``) and ``np.round``.
 
 Each op has an eager function of the same name in ``script.ops`` that calls numpy's (or CuPy's)
 function, so values, dtypes and shapes are numpy's. ``dot`` and the stacks mean
@@ -374,3 +375,45 @@ defop("tensor::flip(a: Tensor) -> Tensor", _flip, (PURE, VIEW), (),
       "a with every axis reversed (a view, numpy.flip without an axis); rewritten as slices "
       "with step -1 once the number of axes is known (np.flip(a, axis) is such slices along "
       "the axes given)")
+
+
+# -- sorts and scans along an axis ----------------------------------------------------------------
+def _along(dtype_rule: object) -> object:
+    """The rule of an op along one axis (the flattened array when the axis is None)."""
+    def rule(node: Node) -> list[Type]:
+        t = tensor_arg(node, 0)
+        axis = const(node, 1, None)
+        dtype = dtype_rule(t.dtype)  # type: ignore[operator]
+        if axis is None:
+            return [TensorType(dtype, None if t.shape is None else (numel(t.shape),), t.device)]
+        if t.shape is not None and axis is not NOT_CONSTANT:
+            check_axis(int(axis), len(t.shape), node)  # type: ignore[arg-type]
+        return [TensorType(dtype, t.shape, t.device)]
+    return rule
+
+
+def _cumsum_dtype(dtype: str | None) -> str | None:
+    if dtype is not None and dtype.startswith("uint"):
+        return "uint64"  # as numpy's sum: unsigned integers add up in uint64
+    return "int64" if dtype is not None and np.dtype(dtype).kind in "bi" else dtype
+
+
+defop("tensor::sort(a: Tensor, axis: int? = -1) -> Tensor", _along(lambda d: d), (PURE,),
+      ("np.sort",), "a sorted copy along `axis` (of the flattened array when None); NaN last, "
+      "as numpy's")
+defop("tensor::argsort(a: Tensor, axis: int? = -1) -> Tensor", _along(lambda d: "int64"),
+      (PURE, ZERO_DERIVATIVE), ("np.argsort", ".argsort"),
+      "the indices that sort a along `axis` (numpy's argsort, its default kind)")
+defop("tensor::cumsum(a: Tensor, axis: int? = None) -> Tensor", _along(_cumsum_dtype), (PURE,),
+      ("np.cumsum", ".cumsum"), "running sums along `axis` (of the flattened array when None); "
+      "bools and integers add up in int64 as numpy's")
+
+
+def _round(node: Node) -> list[Type]:
+    tensor_arg(node, 0)
+    return [node.inputs[0].type]
+
+
+defop("tensor::round(a: Tensor, decimals: int = 0) -> Tensor", _round, (PURE, ZERO_DERIVATIVE),
+      ("np.round", "np.around", ".round"),
+      "a rounded to `decimals` places, halves to even (numpy's round; integers kept)")

@@ -83,6 +83,21 @@ def evaluate_annotation(text: str, namespace: dict[str, Any]) -> Any:
         raise AnnotationError(f"cannot resolve the annotation {text!r}: {exc}") from None
 
 
+BARE_CONTAINERS = (tuple, list, dict, typing.Tuple, typing.List, typing.Dict)
+"""Return annotations that name a container without its items (``-> tuple``): the result's
+type is inferred from the code, as without an annotation (Python does not check either)."""
+
+
+def bare_container(annotation: Any, namespace: dict[str, Any]) -> bool:
+    """Whether ``annotation`` (an object or its string) is one of ``BARE_CONTAINERS``."""
+    if isinstance(annotation, str):
+        try:
+            annotation = evaluate_annotation(annotation, namespace)
+        except AnnotationError:
+            return False
+    return any(annotation is c for c in BARE_CONTAINERS)
+
+
 def type_from_annotation(obj: Any, namespace: dict[str, Any] | None = None) -> Type:
     """The IR type an annotation object denotes; AnnotationError when there is none."""
     if isinstance(obj, str):

@@ -10,7 +10,12 @@ from types import ModuleType
 from typing import Any
 
 from ir.types import NONE, TENSOR, OptionalType, Type, is_subtype
-from script.frontend.annotations import AnnotationError, evaluate_annotation, type_from_annotation
+from script.frontend.annotations import (
+    AnnotationError,
+    bare_container,
+    evaluate_annotation,
+    type_from_annotation,
+)
 from script.frontend.env import is_function_value
 from script.frontend.signature import dtype_name
 
@@ -53,7 +58,8 @@ class ParameterMixin:
         types = self.comment_types(params)
         if types is None:
             annotations = getattr(self.fn, "__annotations__", {})
-            if "return" in annotations:
+            if "return" in annotations and not bare_container(annotations["return"],
+                                                              self.namespace):
                 self.return_type = self.resolve_annotation(annotations["return"],
                                                            self.tree.returns or self.tree)
             types = [self.parameter_type(a, defaults) for a in params]

@@ -87,3 +87,23 @@ def column_stack(tensors: Any) -> Any:
 def numel(a: Any) -> int:
     """The number of elements (numpy's ``a.size``)."""
     return int(a.size)
+
+
+def sort(a: Any, axis: Any = -1) -> Any:
+    """A sorted copy along ``axis`` (of the flattened array when None)."""
+    return array_module(a).sort(a, axis)
+
+
+def argsort(a: Any, axis: Any = -1) -> Any:
+    """The indices that sort ``a`` along ``axis`` (of the flattened array when None)."""
+    return array_module(a).argsort(a, axis)
+
+
+def cumsum(a: Any, axis: Any = None) -> Any:
+    """Running sums along ``axis`` (of the flattened array when None)."""
+    return array_module(a).cumsum(a, axis)
+
+
+def round(a: Any, decimals: int = 0) -> Any:  # noqa: A001
+    """``a`` rounded to ``decimals`` places, halves to even."""
+    return array_module(a).round(a, decimals)

@@ -112,6 +112,18 @@ def dot_vjp(b, node, gs):
                  "compiling) has a gradient; write np.matmul or @", node)
 
 
+def _cumsum_back(b: Any, g: Value, node: Node) -> Value:
+    """Running sums from the end: the cumsum of the reversed cotangent, reversed (along the
+    flattened array when the axis is None, then reshaped back)."""
+    axis = const(node, 1, None)
+    if axis is NOT_CONSTANT:
+        raise refuse("cannot differentiate np.cumsum along an axis that is not a constant", node)
+    along = 0 if axis is None else axis
+    back = b.op("tensor::slice", g, along, None, None, -1)
+    back = b.op("tensor::slice", b.op("tensor::cumsum", back, along), along, None, None, -1)
+    return back if axis is not None else b.op("tensor::reshape", back, shape_arg(b, node.inputs[0]))
+
+
 def _refused(message: str) -> Rule:
     def rule(b, node, gs):
         raise refuse(message, node)
@@ -130,6 +142,10 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::index_pairs": deflinear(_scatter_pairs),
     "tensor::take_backward": deflinear(_take_again),
     "tensor::index_pairs_backward": deflinear(_pairs_again),
+    "tensor::sort": _refused(
+        "cannot differentiate np.sort: sort the indices instead (i = np.argsort(x)) and gather "
+        "with them (x[i]), which differentiates"),
+    "tensor::cumsum": deflinear(lambda b, g, node: _cumsum_back(b, g, node)),
     "tensor::split_list": _refused(
         "cannot differentiate np.split with a number of pieces not known when compiling (an "
         "int argument is known once the function is specialized; one computed in the function "

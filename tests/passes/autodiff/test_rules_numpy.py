@@ -89,7 +89,13 @@ def _r(rng, *shape):
     return rng.standard_normal(shape)
 
 
+def running_sums(x: Tensor) -> Tensor:
+    return (np.cumsum(x, axis=1) * x).sum() + (np.cumsum(x) ** 2).sum() + \
+        x[0][np.argsort(x[0])][-1]
+
+
 CASES = {
+    "cumsum": (running_sums, lambda r: (_r(r, 3, 4),), ["tensor::cumsum"]),
     "split_by_argument": (split_by_argument, lambda r: (_r(r, 3, 8), 4), ["tensor::split_list"]),
     "tile_repeat": (tile_repeat, lambda r: (_r(r, 2, 3),), ["tensor::tile", "tensor::repeat"]),
     "flat": (flat, lambda r: (_r(r, 2, 3),), ["tensor::flatten", "tensor::ravel"]),
@@ -147,6 +153,16 @@ def test_array_of_numbers_computed_from_an_array_is_refused_not_zero():
     with pytest.raises(ScriptError, match="cannot differentiate") as info:
         vjp(script(f), np.ones(3))
     assert "return np.array([float(x.sum()), 1.0]) * 2.0" in str(info.value)
+
+
+def test_sort_is_refused_not_zero():
+    def f(x: Tensor) -> Tensor:
+        return np.sort(x)[-1] * 2.0
+
+    with pytest.raises(ScriptError, match=r"cannot differentiate np.sort: sort the indices") \
+            as info:
+        vjp(script(f), np.array([0.3, 0.1, 0.2]))
+    assert "return np.sort(x)[-1] * 2.0" in str(info.value)
 
 
 def test_dot_of_a_3d_second_operand_is_numpy_dot_and_refused_for_gradients():

@@ -5,6 +5,7 @@ output types, If/Loop block arity — and (2) run by a small reference interpret
 (tests/graph_interp.py) against the plain Python function.
 """
 
+import typing
 from collections import Counter
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import ir
 from ir.types import BOOL, FLOAT, INT, TENSOR, ListType, OptionalType, TupleType
+from script import Tensor, script
 from script.frontend.compiler import compile_function
 from script.frontend.definition import FunctionDef
 from tests.graph_interp import ScriptRuntimeError, run_graph
@@ -336,3 +338,32 @@ def test_graph_prints_with_source_comments():
     text = str(compile_ok(P.lstm_layer).graph)
     assert "prim::Loop" in text and "frontend.py:" in text
     assert "tensor::stack" in text
+
+
+def pair_bare(x: Tensor) -> tuple:
+    return x, x * 2.0
+
+
+def items_bare(x: Tensor) -> list:
+    return [x, x + 1.0]
+
+
+def named_bare(x: Tensor) -> dict:
+    return {"a": x}
+
+
+def pair_typing_bare(x: Tensor) -> typing.Tuple:
+    return x, x.sum()
+
+
+@pytest.mark.parametrize("fn", [pair_bare, items_bare, named_bare, pair_typing_bare],
+                         ids=lambda f: f.__name__)
+def test_a_bare_container_return_annotation_is_inferred(fn):
+    """``-> tuple`` names no items: the result's type comes from the code, as Python (which
+    checks no annotation) runs it."""
+    x = np.arange(3.0)
+    got, want = script(fn)(x), fn(x)
+    assert type(got) is type(want)
+    for g, w in zip(got.values() if isinstance(got, dict) else got,
+                    want.values() if isinstance(want, dict) else want):
+        np.testing.assert_array_equal(g, w)

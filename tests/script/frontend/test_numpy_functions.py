@@ -171,7 +171,16 @@ def mapped(x: Tensor, xs: List[Tensor]) -> Tuple[List[Tensor], List[Tensor], Lis
     return list(map(np.tanh, xs)), [h[1] for h in halves], list(map(lambda a, b: a * b, xs, xs))
 
 
+def sorts_and_scans(x: Tensor) -> tuple:
+    """Top-k indices as greedy and sampling decoders pick them, running sums, rounding."""
+    top = np.argsort(x[0])[-2:][::-1]
+    return (np.sort(x, axis=1), np.sort(x, axis=None), top, x.argsort(axis=0),
+            np.cumsum(x, axis=1), np.cumsum(x), x.cumsum(0), np.round(x, 1), x.round(),
+            np.around(x * 10), np.round(2.567, 2), x[0][top])
+
+
 PROGRAMS = {
+    "sorts_and_scans": (sorts_and_scans, lambda r, d: (_r(r, d, 3, 4),)),
     "rolls_and_norms": (rolls_and_norms, lambda r, d: (_r(r, d, 3, 4), _r(r, d, 5))),
     "unpacked": (unpacked, lambda r, d: (_r(r, d, 3), _r(r, d, 2, 3))),
     "triangles": (triangles, lambda r, d: (_r(r, d, 2, 3, 4), _r(r, d, 3))),
@@ -248,6 +257,11 @@ TYPE_CASES = [
     ("take", (np.ones((4, 3), np.float32), np.array([[0, 1]]), 1)),
     ("take", (np.ones((4, 3)), 2, 0)), ("index_pairs", (np.ones((4, 3, 2)), np.arange(4), 1)),
     ("take_backward", (np.ones((2, 3)), (5, 3), np.array([0, 0]), 0)),
+    ("sort", (np.ones((2, 3), np.float32), 0)), ("sort", (np.ones((2, 3)), None)),
+    ("argsort", (np.ones((2, 3), np.float32), -1)), ("argsort", (np.ones((2, 3)), None)),
+    ("cumsum", (np.ones((2, 3), np.float32), 1)), ("cumsum", (np.ones((2, 3), bool), None)),
+    ("cumsum", (np.ones((2, 3), np.uint8), 0)), ("round", (np.ones((2, 3), np.float32), 1)),
+    ("round", (np.ones((2, 3), np.int32), -1)),
 ]
 
 
