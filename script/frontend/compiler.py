@@ -69,6 +69,7 @@ from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
 from script.frontend.none_tests import NoneTestMixin
 from script.frontend.numpy_calls import NumpyMixin
+from script.frontend.numpy_composites import CompositesMixin
 from script.frontend.numpy_keywords import NumpyKeywordsMixin
 from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
@@ -153,7 +154,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        LiteralTypeMixin, SequenceMixin, ExprMixin, IndexMixin, NumpyMixin,
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
-                       NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin):
+                       NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
+                       CompositesMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -36,7 +36,9 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "atleast_2d": "numpy_atleast", "size": "numpy_size",
                     "isnan": "numpy_isclass", "isinf": "numpy_isclass",
                     "isfinite": "numpy_isclass", "diag": "numpy_diag", "dtype": "numpy_dtype",
-                    "einsum": "numpy_einsum",
+                    "einsum": "numpy_einsum", "isclose": "numpy_isclose",
+                    "allclose": "numpy_allclose", "identity": "numpy_identity",
+                    "trace": "numpy_trace", "diff": "numpy_diff", "linspace": "numpy_linspace",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}

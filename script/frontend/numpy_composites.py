@@ -1,0 +1,171 @@
+"""numpy functions written as the ops numpy's own Python computes them with: ``np.isclose`` and
+``np.allclose`` (numpy's tolerance test), ``np.identity`` (``np.eye``), ``np.trace`` (the sum
+of a diagonal), ``np.diff`` (differences of neighbours) and ``np.linspace`` (numpy's formula:
+steps from ``start``, the last one ``stop``). Gradients flow through the ops they are written
+as.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ir.registry import NOT_CONSTANT, constant_of
+from ir.types import BOOL, FLOAT, INT, TensorType
+from script.frontend.env import end_of
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+
+def _is_number(value: Any) -> bool:
+    return value.type in (INT, FLOAT, BOOL)
+
+
+class CompositesMixin:
+    """numpy functions of ``FunctionCompiler`` (see the module docstring)."""
+
+    def numpy_isclose(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False): ``a == b`` (equal
+        infinities) or, where ``b`` is finite, ``|a - b| <= atol + rtol * |b|`` computed in
+        ``b``'s float dtype, as numpy does; NaNs equal where ``equal_nan``."""
+        a, b, rtol, atol, equal_nan = self.numpy_args(
+            node, "np.isclose", ["a", "b", "rtol", "atol", "equal_nan"], 2)
+        return self.closeness(node, a, b, rtol, atol, equal_nan)
+
+    def closeness(self: FunctionCompiler, node: ast.Call, a: Any, b: Any, rtol: Any, atol: Any,
+                  equal_nan: Any) -> Any:
+        for name, v in (("a", a), ("b", b)):
+            if not (isinstance(v.type, TensorType) or _is_number(v)):
+                raise self.error(node, f"np.isclose() argument '{name}' must be an array or a "
+                                 f"number, not {v.type}")
+        rtol = rtol if rtol is not None else self.const(1e-05)
+        atol = atol if atol is not None else self.const(1e-08)
+        both_numbers = _is_number(a) and _is_number(b)
+        a, b = self.ufunc_result(a), self.ufunc_result(b)
+        y = self.emit_value("tensor::add", [b, self.const(0.0)])  # numpy's float y
+        gap = self.emit_value("tensor::abs", [self.emit_value("tensor::sub", [a, y])])
+        bound = self.emit_value("tensor::add", [atol, self.emit_value(
+            "tensor::mul", [rtol, self.emit_value("tensor::abs", [y])])])
+        finite = self.emit_value("tensor::lt", [self.emit_value("tensor::abs", [y]),
+                                                self.const(float("inf"))])
+        near = self.emit_value("tensor::logical_and", [
+            finite, self.emit_value("tensor::le", [gap, bound])])
+        result = self.emit_value("tensor::logical_or", [
+            self.emit_value("tensor::eq", [a, y]), near])
+        if equal_nan is not None and constant_of(equal_nan) is not False:
+            nans = self.emit_value("tensor::logical_and", [
+                self.emit_value("tensor::ne", [a, a]), self.emit_value("tensor::ne", [y, y])])
+            both = self.emit_value("tensor::logical_or", [result, nans])
+            result = self.emit_value("tensor::where", [equal_nan, both, result])
+        return result if not both_numbers else self.ufunc_result(result)
+
+    def numpy_allclose(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.allclose(a, b, rtol, atol, equal_nan): ``bool(np.all(np.isclose(...)))``, a
+        Python bool as numpy's."""
+        a, b, rtol, atol, equal_nan = self.numpy_args(
+            node, "np.allclose", ["a", "b", "rtol", "atol", "equal_nan"], 2)
+        close = self.ufunc_result(self.closeness(node, a, b, rtol, atol, equal_nan))
+        every = self.emit_value("tensor::all", [close, self.const(None), self.const(False)])
+        return self.emit_value("prim::Bool", [every])
+
+    def numpy_identity(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.identity(n, dtype=float): ``np.eye(n, dtype=dtype)``."""
+        given = dict(zip(["n", "dtype"], node.args)) | {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 2 or set(given) - {"n", "dtype"} or "n" not in given:
+            raise self.error(node, "np.identity() takes n and dtype here")
+        n = self.as_index(self.expr(given["n"]))
+        if n.type not in (INT, BOOL):
+            raise self.error(given["n"], f"np.identity() n must be an int, not {n.type}")
+        dtype = self.dtype_value(given["dtype"]) if "dtype" in given else self.const(None)
+        if dtype.is_constant and dtype.constant is None:
+            dtype = self.const("float64")
+        mask = self.diagonal_mask(n, n, self.const(0), "tensor::eq")
+        return self.emit_value("tensor::astype", [mask, dtype])
+
+    def numpy_trace(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.trace(a, offset=0) of a matrix: the sum of its diagonal ``offset`` (numpy's
+        sum's dtype: integers add up in int64)."""
+        a, offset = self.numpy_args(node, "np.trace", ["a", "offset"], 1)
+        if not isinstance(a.type, TensorType) or a.type.rank not in (None, 2):
+            raise self.error(node, f"np.trace() of a {a.type} is not supported (of a matrix "
+                             "it is)")
+        offset = self.as_index(offset) if offset is not None else self.const(0)
+        if offset.type not in (INT, BOOL):
+            raise self.error(node, f"np.trace() offset must be an int, not {offset.type}")
+        if a.type.rank is None:  # decided when specializing: a matrix, or refused then
+            matrix = self.binary("==", self.emit_value("tensor::ndim", [a]), self.const(2), node)
+            self.emit_if(matrix, lambda: None, lambda: self.raise_exception(
+                "np.trace() is supported of a matrix only here", "ValueError"),
+                end_of(node), node)
+        rows = self.emit_value("tensor::size", [a, self.const(0)])
+        cols = self.emit_value("tensor::size", [a, self.const(1)])
+        mask = self.diagonal_mask(rows, cols, offset, "tensor::eq")
+        on = self.emit_value("tensor::where", [mask, a, self.const(0)])
+        return self.emit_value("tensor::sum", [on, self.const(None), self.const(False)])
+
+    def numpy_diff(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.diff(a, n=1, axis=-1): ``a[1:] - a[:-1]`` along ``axis``, ``n`` times (``n`` a
+        constant)."""
+        a, n, axis = self.numpy_args(node, "np.diff", ["a", "n", "axis"], 1)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.diff() of a {a.type}: pass an array")
+        count = 1 if n is None else constant_of(n)
+        along = -1 if axis is None else constant_of(axis)
+        if type(count) is not int or count < 0 or type(along) is not int:
+            raise self.error(node, "np.diff() takes a constant int n >= 0 and axis here")
+        none, step = self.const(None), self.const(1)
+        for _ in range(count):
+            later = self.emit_value("tensor::slice", [a, self.const(along), step, none, none])
+            earlier = self.emit_value("tensor::slice", [a, self.const(along), none,
+                                                        self.const(-1), none])
+            a = self.emit_value("tensor::sub", [later, earlier])
+        return a
+
+    def numpy_linspace(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.linspace(start, stop, num=50, endpoint=True, dtype=None) of numbers, as numpy
+        computes it: ``arange(num) * step + start`` with ``step = (stop - start) / div``
+        (``div`` is ``num - 1`` with the endpoint, else ``num``), the last value ``stop`` with
+        the endpoint; an integer dtype takes the floor, as numpy's."""
+        names = ["start", "stop", "num", "endpoint", "dtype"]
+        given = dict(zip(names, node.args)) | {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 5 or set(given) - set(names) or not {"start", "stop"} <= set(given):
+            raise self.error(node, "np.linspace() takes start, stop, num, endpoint and dtype "
+                             "here (retstep and axis are not supported)")
+        start, stop = self.expr(given["start"]), self.expr(given["stop"])
+        for name, v in (("start", start), ("stop", stop)):
+            if not _is_number(v):
+                raise self.error(given[name], f"np.linspace() {name} must be a number here, "
+                                 f"not {v.type}")
+        num = self.as_index(self.expr(given["num"])) if "num" in given else self.const(50)
+        if num.type not in (INT, BOOL):
+            raise self.error(node, f"np.linspace() num must be an int, not {num.type}")
+        endpoint = constant_of(self.expr(given["endpoint"])) if "endpoint" in given else True
+        if type(endpoint) is not bool:
+            raise self.error(node, "np.linspace() endpoint must be a constant bool here")
+        div = self.emit_value("tensor::sub", [num, self.const(1)]) if endpoint else num
+        div = self.emit_value("prim::max", [div, self.const(1)])  # num 1: [start] alone
+        step = self.emit_value("tensor::div", [self.emit_value("tensor::sub", [stop, start]),
+                                               div])
+        none = self.const(None)
+        ys = self.emit_value("tensor::arange", [num, none, self.const(1), self.const("float64")])
+        ys = self.emit_value("tensor::add", [self.emit_value("tensor::mul", [ys, step]), start])
+        if endpoint:
+            name = f"$linspace_{id(node)}"
+            more = self.binary(">", num, self.const(1), node)
+            self.emit_if(more, lambda: self.frame.set(name, self.emit_value(
+                "tensor::select_put", [ys, stop, self.const(0), self.const(-1)])),
+                lambda: self.frame.set(name, ys), end_of(node), node)
+            ys = self.frame.find(name)
+            del self.frame.vars[name]
+        if "dtype" in given:
+            dtype = self.dtype_value(given["dtype"])
+            kind = dtype.constant if dtype.is_constant else NOT_CONSTANT
+            if kind is NOT_CONSTANT:
+                raise self.error(given["dtype"], "np.linspace() dtype must be known when "
+                                 "compiling here")
+            if isinstance(kind, str) and kind.startswith(("int", "uint")):
+                ys = self.emit_value("tensor::floor", [ys])
+            if kind is not None:
+                ys = self.emit_value("tensor::astype", [ys, dtype])
+        return ys

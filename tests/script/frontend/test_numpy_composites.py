@@ -1,0 +1,91 @@
+"""np.isclose / np.allclose, np.identity, np.trace, np.diff, np.linspace and the builtins
+min / max of several numbers or of one list compute what numpy and Python compute (types
+included: allclose's Python bool, linspace's float64, an empty list's ValueError); gradients
+through trace and diff equal finite differences."""
+
+from typing import List
+
+import numpy as np
+import pytest
+
+from script import ScriptError, Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same
+
+
+def closeness(x: Tensor, y: Tensor):
+    return (np.isclose(x, y), np.isclose(x, y, rtol=0.1, atol=0.0), np.allclose(x, x + 1e-9),
+            np.allclose(x, y), np.isclose(x, np.inf), np.isclose(1.0, 1.0 + 1e-10),
+            np.isclose(x, y, equal_nan=True), np.allclose(x, y, equal_nan=True))
+
+
+def matrices(x: Tensor, n: int):
+    return (np.identity(3), np.identity(n, dtype=np.float32), np.trace(x @ x.T),
+            np.trace(x, 1), np.trace(x, offset=-1), np.diff(x), np.diff(x, axis=0),
+            np.diff(x, n=2))
+
+
+def ranges(n: int):
+    return (np.linspace(0, 1, 5), np.linspace(-1.0, 2.0, n), np.linspace(0, 10, n, endpoint=False),
+            np.linspace(0, 10, 4, dtype=int), np.linspace(2.0, 3.0, 1), np.linspace(0, 1, 0),
+            np.linspace(0.1, 0.7, num=7, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_composites_are_numpys(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    y = x.copy()
+    y[0, 0] += 1e-3
+    y[1, 1] = x[1, 1] = np.nan
+    x[2, 2] = y[2, 2] = np.inf
+    got, want = script(closeness)(x, y), closeness(x, y)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert_same(got, want)
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    assert_same(script(matrices)(x, 4), matrices(x, 4))
+    for n in (0, 1, 2, 7):
+        assert_same(script(ranges)(n), ranges(n))
+
+
+def trace_and_diff(x: Tensor):
+    return np.trace(x @ x.T) + (np.diff(x, axis=1) ** 2).sum() + np.trace(x, 1)
+
+
+def test_trace_and_diff_gradients():
+    check_vjp(script(trace_and_diff), (np.random.default_rng(1).standard_normal((3, 4)),))
+
+
+def trace_of_a_cube(x: Tensor):
+    return np.trace(x)
+
+
+def trace_of_a_vector():
+    return np.trace(np.ones(3))
+
+
+def test_trace_of_other_than_a_matrix_is_refused():
+    with pytest.raises(ValueError, match=r"np.trace\(\) is supported of a matrix only"):
+        script(trace_of_a_cube)(np.ones((2, 2, 2)))
+    assert script(trace_of_a_cube)(np.ones((2, 3))) == 2.0
+    with pytest.raises(ScriptError, match=r"np.trace\(\) of a .* matrix it is"):
+        script(trace_of_a_vector)()
+
+
+def extremes(x: Tensor, ns: List[int]):
+    return (max(x.shape), min(ns), max(1, 2.5, 2), max([len(ns), 3]),
+            min(x.shape[0], x.shape[1], 7), max(n * 2 for n in ns), min(True, 3, -1.5))
+
+
+def largest(ns: List[int]):
+    return max(ns)
+
+
+def test_min_and_max_of_several_numbers_and_of_one_list():
+    x = np.ones((2, 5))
+    assert_same(script(extremes)(x, [4, 1, 3]), extremes(x, [4, 1, 3]))
+    with pytest.raises(ValueError) as plain:
+        largest([])
+    with pytest.raises(ValueError) as compiled:
+        script(largest)([])
+    assert str(compiled.value) == str(plain.value)
