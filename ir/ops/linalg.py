@@ -149,7 +149,7 @@ def einsum_labels(spec: str, ranks: list[int | None]) -> tuple[list[str], str]:
 
 
 def _einsum(node: Node) -> list[Type]:
-    operands = [tensor_arg(node, i) for i in range(1, len(node.inputs))]
+    operands = [tensor_arg(node, i) for i in range(2, len(node.inputs))]
     dtype, device = _dtype(operands), items_device(operands, node)
     spec = const(node, 0)
     if spec is NOT_CONSTANT or not isinstance(spec, str):
@@ -177,7 +177,8 @@ def _einsum(node: Node) -> list[Type]:
                        device)]
 
 
-defop("tensor::einsum(subscripts: str, *operands: Tensor) -> Tensor", _einsum, (PURE, VIEW),
-      ("np.einsum",), "numpy's Einstein summation over the labelled axes of the operands "
-      "(explicit or implicit output, `...` for broadcast leading axes); the subscripts are a "
-      "constant; a view of the operand where numpy makes one (`np.einsum('ij->ji', x)`)")
+defop("tensor::einsum(subscripts: str, optimize: any, *operands: Tensor) -> Tensor", _einsum,
+      (PURE, VIEW), ("np.einsum",), "numpy's Einstein summation over the labelled axes of the "
+      "operands (explicit or implicit output, `...` for broadcast leading axes), in the order "
+      "numpy's `optimize` picks; the subscripts are a constant; a view of the operand where "
+      "numpy makes one (`np.einsum('ij->ji', x)`)")

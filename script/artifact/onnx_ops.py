@@ -125,7 +125,7 @@ def _einsum(low: Lowering, node: Node) -> Any:
     """numpy's subscripts are ONNX's equation (implicit outputs and ``...`` alike)."""
     spec = low.sym(node.inputs[0], node)
     dtype = out_dtype(node.output, None, low)
-    xs = [low.tensor(low.sym(v, node), dtype, node) for v in node.inputs[1:]]
+    xs = [low.tensor(low.sym(v, node), dtype, node) for v in node.inputs[2:]]
     return low.emit("Einsum", xs, equation=str(spec).replace(" ", ""))
 
 

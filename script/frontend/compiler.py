@@ -82,6 +82,7 @@ from script.frontend.stmts import StmtMixin
 from script.frontend.strings import StringMixin
 from script.frontend.super_calls import SuperMixin
 from script.frontend.unsupported import unsupported_message
+from script.frontend.whole_writes import WholeWriteMixin
 from script.frontend.writes import WriteMixin
 
 UNINITIALIZED = "prim::Uninitialized"
@@ -155,7 +156,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
-                       CompositesMixin):
+                       CompositesMixin, WholeWriteMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

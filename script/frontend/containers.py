@@ -10,6 +10,7 @@ renamed so they do not leak into the enclosing function, as in Python 3.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,15 @@ from script.errors import ScriptError
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
+
+
+def _empty_message(name: str) -> str:
+    """This Python's message for ``min([])`` / ``max([])``."""
+    try:
+        getattr(builtins, name)([])
+    except ValueError as exc:
+        return str(exc)
+    return f"{name}() arg is an empty sequence"
 
 
 class ContainerMixin:
@@ -170,6 +180,42 @@ class ContainerMixin:
         self.frame.set(seq, items)
         self.frame.set(acc, start)
         self.emit_source(f"for {item} in {seq}:\n    {acc} = {acc} + {item}\n", node)
+        return self.frame.find(acc)
+
+    def extremum(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
+        """``min`` / ``max`` of two or more numbers (the first extreme one, as Python's: left to
+        right, pairwise), or of one list or tuple of numbers (``max(x.shape)``; an empty one
+        raises Python's ValueError)."""
+        if len(node.args) == 1 and not node.keywords:
+            return self.extremum_of_items(node, name)
+        if len(node.args) > 2 and not node.keywords:
+            values = [self.expr(a) for a in node.args]
+        else:
+            values = self.builtin_args(node, name, 2)
+        for v in values:
+            if v.type not in (BOOL, INT, FLOAT):
+                raise self.error(node, f"{name}() of a {v.type} is not supported (use "
+                                 f"np.{name}imum for tensors)")
+        result = values[0]
+        for v in values[1:]:
+            result = self.emit_value(f"prim::{name}", [result, v])
+        return result
+
+    def extremum_of_items(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
+        items = self.expr(self.iterable_as_list(node.args[0]))
+        t = items.type
+        numbers = t.element in (BOOL, INT, FLOAT) if isinstance(t, ListType) else \
+            isinstance(t, TupleType) and bool(t.elements) and all(
+                e in (BOOL, INT, FLOAT) for e in t.elements)
+        if not numbers:
+            raise self.error(node.args[0], f"{name}() of a {t} is not supported (of a list or "
+                             f"tuple of numbers it is; np.{name}(x) for an array)")
+        acc, seq, item = (self.new_flag(k) for k in (name, "items", "item"))
+        self.frame.set(seq, items)
+        self.emit_source(f"if len({seq}) == 0:\n"
+                         f"    raise ValueError({_empty_message(name)!r})\n"
+                         f"{acc} = {seq}[0]\n"
+                         f"for {item} in {seq}[1:]:\n    {acc} = {name}({acc}, {item})\n", node)
         return self.frame.find(acc)
 
     def builtin_list(self: FunctionCompiler, node: ast.Call) -> Any:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType, unify
+from script.frontend.env import end_of
 from script.frontend.none_tests import is_none_literal
 
 if TYPE_CHECKING:
@@ -93,11 +94,35 @@ class IndexMixin:
         ellipses = [k for k, item in enumerate(items) if _is_ellipsis(item)]
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")
+        self.check_index_count(value, items, index)
+        if not items and value.type.rank == 0:  # y[()] of a 0-d array: numpy's scalar, a copy
+            return self.emit_value("tensor::reshape", [value, self.const(())])
         if ellipses:
             cut = ellipses[0]
             value = self.index_axes(value, items[cut + 1:], from_end=True)
             return self.index_axes(value, items[:cut], from_end=False)
         return self.index_axes(value, items, from_end=False)
+
+    def check_index_count(self: FunctionCompiler, value: Any, items: list[ast.expr],
+                          index: ast.expr) -> None:
+        """numpy's IndexError for more indices than axes, where no op of the subscript would
+        find it: its full slices (``x[:, :]``) are no ops, and the items after an ellipsis count
+        their axes from the end, those before it from the front (``x[:, ..., -1]`` of a 1-D x)."""
+        used = sum(1 for item in items if not (_is_ellipsis(item) or is_none_literal(item)))
+        if not used or not (any(_is_ellipsis(item) for item in items) or any(
+                isinstance(item, ast.Slice) and item.lower is None and item.upper is None
+                and item.step is None for item in items)):
+            return
+        rank = value.type.rank
+        message = f"too many indices for array: {used} were indexed"
+        if rank is not None:
+            if used > rank:
+                raise self.error(index, f"{message}, but the array has {rank} axes")
+            return
+        enough = self.binary(">=", self.emit_value("tensor::ndim", [value]), self.const(used),
+                             index)
+        self.emit_if(enough, lambda: None, lambda: self.raise_exception(message, "IndexError"),
+                     end_of(index), index)
 
     def new_axis_as_none(self: FunctionCompiler, item: ast.expr) -> ast.expr:
         """``np.newaxis`` in a subscript read as the ``None`` it is."""

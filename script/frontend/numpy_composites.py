@@ -84,8 +84,8 @@ class CompositesMixin:
         return self.emit_value("tensor::astype", [mask, dtype])
 
     def numpy_trace(self: FunctionCompiler, node: ast.Call) -> Any:
-        """np.trace(a, offset=0) of a matrix: the sum of its diagonal ``offset`` (numpy's
-        sum's dtype: integers add up in int64)."""
+        """np.trace(a, offset=0) of a matrix: the sum of its diagonal ``offset`` (``np.diag``'s
+        gather; numpy's sum's dtype: integers add up in int64)."""
         a, offset = self.numpy_args(node, "np.trace", ["a", "offset"], 1)
         if not isinstance(a.type, TensorType) or a.type.rank not in (None, 2):
             raise self.error(node, f"np.trace() of a {a.type} is not supported (of a matrix "
@@ -98,11 +98,8 @@ class CompositesMixin:
             self.emit_if(matrix, lambda: None, lambda: self.raise_exception(
                 "np.trace() is supported of a matrix only here", "ValueError"),
                 end_of(node), node)
-        rows = self.emit_value("tensor::size", [a, self.const(0)])
-        cols = self.emit_value("tensor::size", [a, self.const(1)])
-        mask = self.diagonal_mask(rows, cols, offset, "tensor::eq")
-        on = self.emit_value("tensor::where", [mask, a, self.const(0)])
-        return self.emit_value("tensor::sum", [on, self.const(None), self.const(False)])
+        diagonal = self.diagonal_of(a, offset, node)  # summed as numpy sums it, in order
+        return self.emit_value("tensor::sum", [diagonal, self.const(None), self.const(False)])
 
     def numpy_diff(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.diff(a, n=1, axis=-1): ``a[1:] - a[:-1]`` along ``axis``, ``n`` times (``n`` a
@@ -119,19 +116,44 @@ class CompositesMixin:
             later = self.emit_value("tensor::slice", [a, self.const(along), step, none, none])
             earlier = self.emit_value("tensor::slice", [a, self.const(along), none,
                                                         self.const(-1), none])
-            a = self.emit_value("tensor::sub", [later, earlier])
+            a = self.neighbour_difference(later, earlier, node)
         return a
 
+    def neighbour_difference(self: FunctionCompiler, later: Any, earlier: Any,
+                             node: ast.Call) -> Any:
+        """``later - earlier``, or ``later != earlier`` of bools (numpy's diff; numpy refuses
+        to subtract bools), decided when specializing where the dtype is not known yet."""
+        dtype = later.type.dtype
+        if dtype is not None:
+            kind = "tensor::ne" if dtype == "bool" else "tensor::sub"
+            return self.emit_value(kind, [later, earlier])
+        name = f"$diff_{id(node)}"
+        bools = self.binary("==", self.emit_value("tensor::dtype", [later]),
+                            self.const("bool"), node)
+        self.emit_if(bools, lambda: self.frame.set(name, self.emit_value(
+            "tensor::ne", [later, earlier])), lambda: self.frame.set(name, self.emit_value(
+                "tensor::sub", [later, earlier])), end_of(node), node)
+        result = self.frame.find(name)
+        del self.frame.vars[name]
+        return result
+
     def numpy_linspace(self: FunctionCompiler, node: ast.Call) -> Any:
-        """np.linspace(start, stop, num=50, endpoint=True, dtype=None) of numbers, as numpy
-        computes it: ``arange(num) * step + start`` with ``step = (stop - start) / div``
-        (``div`` is ``num - 1`` with the endpoint, else ``num``), the last value ``stop`` with
-        the endpoint; an integer dtype takes the floor, as numpy's."""
-        names = ["start", "stop", "num", "endpoint", "dtype"]
+        """np.linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0)
+        of numbers, as numpy computes it: ``arange(num) * step + start`` with ``step = (stop -
+        start) / div`` (``div`` is ``num - 1`` with the endpoint, else ``num``; where the step
+        underflows to 0, ``arange(num) / div * (stop - start)``), the last value ``stop`` with
+        the endpoint; an integer dtype takes the floor, as numpy's. ``retstep`` and another
+        ``axis`` are refused."""
+        names = ["start", "stop", "num", "endpoint", "retstep", "dtype", "axis"]
         given = dict(zip(names, node.args)) | {kw.arg: kw.value for kw in node.keywords}
-        if len(node.args) > 5 or set(given) - set(names) or not {"start", "stop"} <= set(given):
+        if len(node.args) > len(names) or set(given) - set(names) or \
+                not {"start", "stop"} <= set(given):
             raise self.error(node, "np.linspace() takes start, stop, num, endpoint and dtype "
-                             "here (retstep and axis are not supported)")
+                             "here")
+        for name, allowed in (("retstep", False), ("axis", 0)):
+            if name in given and constant_of(self.expr(given[name])) is not allowed:
+                raise self.error(given[name], f"np.linspace() {name} other than {allowed} is "
+                                 "not supported")
         start, stop = self.expr(given["start"]), self.expr(given["stop"])
         for name, v in (("start", start), ("stop", stop)):
             if not _is_number(v):
@@ -143,13 +165,23 @@ class CompositesMixin:
         endpoint = constant_of(self.expr(given["endpoint"])) if "endpoint" in given else True
         if type(endpoint) is not bool:
             raise self.error(node, "np.linspace() endpoint must be a constant bool here")
+        text = self.emit_value("prim::str_op", [
+            self.const("format"), self.const("Number of samples, {}, must be non-negative."),
+            num])
+        self.emit_if(self.binary(">=", num, self.const(0), node), lambda: None,
+                     lambda: self.raise_exception(text, "ValueError"), end_of(node), node)
         div = self.emit_value("tensor::sub", [num, self.const(1)]) if endpoint else num
         div = self.emit_value("prim::max", [div, self.const(1)])  # num 1: [start] alone
-        step = self.emit_value("tensor::div", [self.emit_value("tensor::sub", [stop, start]),
-                                               div])
+        delta = self.emit_value("tensor::sub", [stop, start])
+        step = self.emit_value("tensor::div", [delta, div])
         none = self.const(None)
-        ys = self.emit_value("tensor::arange", [num, none, self.const(1), self.const("float64")])
-        ys = self.emit_value("tensor::add", [self.emit_value("tensor::mul", [ys, step]), start])
+        steps = self.emit_value("tensor::arange", [num, none, self.const(1),
+                                                   self.const("float64")])
+        scaled = self.emit_value("tensor::where", [
+            self.emit_value("tensor::eq", [step, self.const(0)]),
+            self.emit_value("tensor::mul", [self.emit_value("tensor::div", [steps, div]), delta]),
+            self.emit_value("tensor::mul", [steps, step])])
+        ys = self.emit_value("tensor::add", [scaled, start])
         if endpoint:
             name = f"$linspace_{id(node)}"
             more = self.binary(">", num, self.const(1), node)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.registry import constant_of, lookup
+from ir.registry import constant_of
 from ir.types import BOOL, INT, NONE, TensorType
 from script.frontend.env import end_of
 
@@ -22,14 +22,27 @@ class ShiftsMixin:
     """numpy functions of ``FunctionCompiler`` (see the module docstring)."""
 
     def numpy_einsum(self: FunctionCompiler, node: ast.Call) -> Any:
-        """np.einsum(subscripts, *operands, optimize=...): ``tensor::einsum``; the order in
-        which numpy contracts the operands (``optimize``) is its own."""
+        """np.einsum(subscripts, *operands, optimize=False): ``tensor::einsum``, with numpy's
+        ``optimize`` (a constant: the order of the contractions, which may change the last
+        bits of a float result)."""
+        optimize: Any = False
         for kw in node.keywords:
             if kw.arg != "optimize":
                 raise self.error(kw, f"np.einsum(): the argument '{kw.arg}' is not supported")
-        call = ast.copy_location(ast.Call(node.func, node.args, []), node)
-        call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
-        return self.call_op(lookup("tensor::einsum"), call, display="np.einsum")
+            optimize = constant_of(self.expr(kw.value))
+            if not isinstance(optimize, (bool, str)):
+                raise self.error(kw, "np.einsum() optimize must be a constant here (True, "
+                                 "False, 'greedy' or 'optimal')")
+        if not node.args:
+            raise self.error(node, "np.einsum() takes the subscripts and the operands")
+        spec = self.expr(node.args[0])
+        operands = [self.expr(a) for a in node.args[1:]]
+        for k, v in enumerate(operands):
+            if not isinstance(v.type, TensorType):
+                operands[k] = self.ufunc_result(v)
+                if not isinstance(operands[k].type, TensorType):
+                    raise self.error(node.args[k + 1], f"np.einsum() operand of type {v.type}")
+        return self.emit_value("tensor::einsum", [spec, self.const(optimize), *operands])
 
     def numpy_roll(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.roll(a, shift, axis=None): ``np.take(a, (np.arange(n) - shift) % n, axis)`` along

@@ -47,6 +47,7 @@ from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg, ObjectSeq, is_static_function
 from script.frontend.sequences import is_shape, literal_items_read
+from script.frontend.whole_writes import made_as_array
 from script.module import is_module
 
 if TYPE_CHECKING:
@@ -372,6 +373,10 @@ class StmtMixin:
             return result
         if _starts_as_a_number(current):
             return result  # an accumulator (`acc = 0`): its first update makes a new array
+        if current.type.rank == 0 and made_as_array(current):  # a 0-d array, not a scalar
+            dtype = self.emit_value("tensor::dtype", [current])
+            return self.emit("tensor::astype", [result, dtype],
+                             attrs={CASTING_ATTR: "same_kind"}).output
         name = f"$in_place_{id(node)}"
         index = node.target.slice if isinstance(node.target, ast.Subscript) else None
         parts = index.elts if isinstance(index, ast.Tuple) else [index]

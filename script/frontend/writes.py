@@ -40,6 +40,7 @@ from script.frontend.aliases import (
 )
 from script.frontend.calls import op_for_object
 from script.frontend.env import Frame, Position, Static, Undefined, end_of
+from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -256,6 +257,8 @@ class WriteMixin:
                                  f"would change that array itself, which the compiled code does "
                                  f"not do; write {name} = {name} {op} ... (and return {name} if "
                                  f"the caller needs it)")
+        if isinstance(new, Value) and made_as_array(old):  # numpy's += keeps its array
+            new.node.attrs[ZERO_D_ARRAY] = True
         for alias in [name, *self.check_aliases(name, old, node)]:
             self.bind(alias, new, node)
 
@@ -269,7 +272,7 @@ class WriteMixin:
         if scattered is not None:
             return scattered
         if old.type.rank == 0:  # type: ignore[union-attr]
-            if not all(_is_ellipsis(item) for item in items):
+            if len(items) > 1 or not all(_is_ellipsis(item) for item in items):
                 raise self.error(node, "too many indices for a 0-d array (write into it with "
                                  "y[...] = v)")
             # y[()] sets the element (a number or 0-d array); y[...] = v broadcasts v
@@ -281,46 +284,6 @@ class WriteMixin:
             none = self.const(None)
             steps = [("tensor::slice_put", 0, [none, none, none])]
         return self.put_steps(old, steps, value)
-
-    def whole_write(self: FunctionCompiler, old: Value, value: Any, node: ast.AST,
-                    element: bool) -> Value:
-        """``old`` with every element set to ``value`` (``x[...] = v``, ``x.fill(v)``): a 0-d
-        array's ``scalar_put``, the whole slice of any other; where the rank is not known yet
-        (a value a loop carries), both, the one its rank takes decided when specializing."""
-        rank = old.type.rank  # type: ignore[union-attr]
-        if rank == 0:
-            return self.scalar_put(old, value, node, element)
-        none = self.const(None)
-        if rank is not None:
-            return self.emit_value("tensor::slice_put", [old, value, self.const(0), none, none,
-                                                         none])
-        name = f"$written_{id(node)}"
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [old]), self.const(0), node)
-        self.emit_if(zero_d, lambda: self.frame.set(name, self.scalar_put(
-            old, value, node, element)), lambda: self.frame.set(name, self.emit_value(
-                "tensor::slice_put", [old, value, self.const(0), none, none, none])),
-            end_of(node), node)
-        new = self.frame.find(name)
-        del self.frame.vars[name]
-        return new  # type: ignore[return-value]
-
-    def scalar_put(self: FunctionCompiler, old: Value, value: Any, node: ast.AST,
-                   element: bool) -> Value:
-        """``y[...] = v``, ``y[()] = v`` or ``y.fill(v)`` of a 0-d array ``y``: ``v`` in ``y``'s
-        dtype. As numpy takes it, ``v`` is a number or an array of one element, which must be
-        0-d when the ``element`` is set (``y[()]``, ``.fill``)."""
-        if is_number(value.type):
-            return self.emit_value("tensor::full_like", [old, value, self.const(None)])
-        if not isinstance(value.type, TensorType):
-            raise self.error(node, f"cannot write a value of type {value.type} into an array")
-        if element:
-            zero_d = self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0),
-                                 node)
-            self.emit_if(zero_d, lambda: None, lambda: self.raise_exception(
-                "setting an array element with a sequence.", "ValueError"),
-                (getattr(node, "end_lineno", 0) or 0, 0), node)
-        one = self.emit_value("tensor::reshape", [value, self.const(())])
-        return self.emit_value("tensor::astype", [one, self.emit_value("tensor::dtype", [old])])
 
     def put_steps(self: FunctionCompiler, array: Value, steps: list, value: Any) -> Value:
         """Write ``value`` through the per-axis ``steps``: a read of each outer region, the write

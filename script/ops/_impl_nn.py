@@ -162,6 +162,10 @@ def dropout(a: Any, p: float = 0.5, training: bool = True) -> Any:
     return a * (keep.astype(a.dtype) * (1.0 / (1.0 - p)))
 
 
-def einsum(subscripts: str, *operands: Any) -> Any:
-    """numpy's Einstein summation of ``operands`` by ``subscripts``."""
-    return array_module(operands[0]).einsum(subscripts, *operands)
+def einsum(subscripts: str, optimize: Any, *operands: Any) -> Any:
+    """numpy's Einstein summation of ``operands`` by ``subscripts``, in the order its
+    ``optimize`` picks (False: operand by operand, as numpy's default)."""
+    xp = array_module(operands[0])
+    if optimize is False:
+        return xp.einsum(subscripts, *operands)
+    return xp.einsum(subscripts, *operands, optimize=optimize)

@@ -103,16 +103,30 @@ def _subscript(labels: str) -> str:
     return re.sub(r"\.+", "...", labels)
 
 
+def _same_sizes(labels: list[str], operands: list[Value], mine: str) -> bool:
+    """Whether every label of ``mine`` has one size known when compiling in every operand
+    (none broadcast from size 1)."""
+    sizes: dict[str, set[int]] = {}
+    for names, x in zip(labels, operands):
+        shape = static_shape(x)
+        if shape is None:
+            return False
+        for c, d in zip(names, shape):
+            if c != ELLIPSIS:
+                sizes.setdefault(c, set()).add(d)
+    return all(len(sizes.get(c, ())) <= 1 for c in mine if c != ELLIPSIS)
+
+
 def einsum_vjp(b, node, gs):
     """The cotangent of operand k of ``np.einsum(spec, *xs)``: ``np.einsum(out, *others ->
     labels_k)`` of the output's cotangent and the other operands, times ones shaped like
     operand k where it has labels no other subscript names (summed out of it alone), summed
     back where its axes of size 1 were broadcast."""
-    (g,), operands = gs, node.inputs[1:]
+    (g,), operands, optimize = gs, node.inputs[2:], const(node, 1)
     ranks = [rank_of(x) for x in operands]
     labels, out = einsum_labels(const(node, 0), ranks)
     widest = max(mine.count(ELLIPSIS) for mine in labels)
-    grads: list[Value | None] = [None]
+    grads: list[Value | None] = [None, None]
     for k, x in enumerate(operands):
         if not b.is_active(x):
             grads.append(None)
@@ -130,10 +144,11 @@ def einsum_vjp(b, node, gs):
         seen = set(out) | {c for j in others for c in labels[j]}
         subs = [_subscript(out)] + [_subscript(labels[j]) for j in others]
         args = [g] + [b.fwd(operands[j]) for j in others]
-        if not set(mine) <= seen:  # axes summed out of this operand alone: ones carry them
+        if not set(mine) <= seen or not _same_sizes(labels, operands, mine):
+            # axes summed out of this operand alone, or of size 1 elsewhere: ones carry them
             subs.append(_subscript(mine))
             args.append(b.op("tensor::ones_like", b.fwd(x), None))
-        grad = b.op("tensor::einsum", ",".join(subs) + "->" + _subscript(mine), *args)
+        grad = b.op("tensor::einsum", ",".join(subs) + "->" + _subscript(mine), optimize, *args)
         grads.append(unbroadcast(b, grad, x))
     return grads
 

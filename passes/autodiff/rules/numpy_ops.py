@@ -143,8 +143,8 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::take_backward": deflinear(_take_again),
     "tensor::index_pairs_backward": deflinear(_pairs_again),
     "tensor::sort": _refused(
-        "cannot differentiate np.sort: sort the indices instead (i = np.argsort(x)) and gather "
-        "with them (x[i]), which differentiates"),
+        "cannot differentiate np.sort: for a 1-D x, sort the indices instead (i = "
+        "np.argsort(x)) and gather with them (x[i]), which differentiates"),
     "tensor::cumsum": deflinear(lambda b, g, node: _cumsum_back(b, g, node)),
     "tensor::split_list": _refused(
         "cannot differentiate np.split with a number of pieces not known when compiling (an "

@@ -37,7 +37,7 @@ def far_from_anything(x: Tensor):
 
 
 @pytest.mark.parametrize("fn,hint,line", [
-    (np_typo, "(did you mean 'np.tanh'?)", "np.tanhh(x)"),
+    (np_typo, "(did you mean 'np.tanh' or 'np.tan'?)", "np.tanhh(x)"),
     (ops_typo, "(did you mean 'ops.sigmoid'?)", "ops.sigmod(x)"),
     (long_name_typo, "(did you mean 'numpy.concatenate'?)", "numpy.concatnate"),
     (dtype_typo, "'np.float32'", "np.float23"),

@@ -84,3 +84,26 @@ def test_outputs_numpy_refuses_are_refused(fn, message):
         fn(np.ones((2, 3)))
     with pytest.raises(SignatureError, match=message):
         script(fn)(np.ones((2, 3)))
+
+
+def size_one_labels(a: Tensor, b: Tensor, c: Tensor):
+    return np.einsum("ij,ij->", a, b) + np.einsum("ij,jk->ik", c, b.T).sum() + \
+        np.einsum("ij,ij->i", b, c[:2]).sum()
+
+
+def test_gradients_where_a_label_has_size_1_in_another_operand():
+    rng = np.random.default_rng(3)
+    args = (rng.standard_normal((1, 3)), rng.standard_normal((2, 3)),
+            rng.standard_normal((2, 1)))
+    check_vjp(script(size_one_labels), args)
+
+
+def ordered(x: Tensor, w: Tensor, u: Tensor):
+    return np.einsum("ij,jk,kl->il", x, w, u, optimize="greedy")
+
+
+def test_optimize_is_numpys_own():
+    rng = np.random.default_rng(4)
+    args = (rng.standard_normal((5, 30)), rng.standard_normal((30, 40)),
+            rng.standard_normal((40, 3)))
+    assert np.array_equal(script(ordered)(*args), ordered(*args))  # the same order of sums

@@ -89,3 +89,41 @@ def test_min_and_max_of_several_numbers_and_of_one_list():
     with pytest.raises(ValueError) as compiled:
         script(largest)([])
     assert str(compiled.value) == str(plain.value)
+
+
+def traces(a: Tensor):
+    return np.trace(a), np.trace(a, 1), np.trace(a, -2), np.trace(a, 9)
+
+
+def test_trace_sums_the_diagonal_as_numpy_does():
+    a = np.diag([1e16, 1, -1e16, 1, 1, 1, 1, 1, 1, 1.0])
+    assert script(traces)(a) == traces(a)
+    rng = np.random.default_rng(5)
+    for n in range(2, 30, 3):
+        x = rng.standard_normal((n, n + 1)).astype(np.float32)
+        assert script(traces)(x) == traces(x)
+
+
+def bool_diffs(x: Tensor):
+    return np.diff(x), np.diff(x > 0, axis=0)
+
+
+def test_diff_of_bools_is_not_equal():
+    x = np.array([[True, False, True], [True, True, False]])
+    assert_same(script(bool_diffs)(x), bool_diffs(x))
+
+
+def linspaces(n: int):
+    return np.linspace(0.0, 5e-324, 5), np.linspace(0, 1, n)
+
+
+def retstep(n: int):
+    return np.linspace(0, 1, n, True, True)
+
+
+def test_linspace_edges():
+    assert_same(script(linspaces)(3), linspaces(3))
+    with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative"):
+        script(linspaces)(-1)
+    with pytest.raises(ScriptError, match="retstep other than False"):
+        script(retstep)(3)

@@ -215,6 +215,23 @@ def test_compiled_equals_numpy(name, dtype):
     assert_same(script(fn)(*args), fn(*args))
 
 
+def too_many_after_an_ellipsis(x: Tensor):
+    return x[:, ..., None, -1]
+
+
+def too_many_full_slices(x: Tensor):
+    return x[:, :]
+
+
+@pytest.mark.parametrize("fn", [too_many_after_an_ellipsis, too_many_full_slices],
+                         ids=lambda f: f.__name__)
+def test_more_indices_than_axes_is_numpys_index_error(fn):
+    with pytest.raises(IndexError):
+        fn(np.ones(3))
+    with pytest.raises(IndexError, match="too many indices"):
+        script(fn)(np.ones(3))
+
+
 def test_argmax_is_first_of_ties_and_int64():
     x = np.array([[3.0, 3.0, 1.0], [0.0, 2.0, 2.0]])
     got = script(indices)(x)

@@ -111,3 +111,64 @@ def test_a_slice_of_a_0d_array_is_refused_at_its_line():
     with pytest.raises(ScriptError, match=r"too many indices for a 0-d array") as info:
         script(sliced)(np.ones(2))
     assert "y[:] = x.sum()" in str(info.value)
+
+
+def fill_a_sum(x: Tensor):
+    s = x.sum()
+    s.fill(0.0)
+    return s * 2
+
+
+def write_a_sum(x: Tensor):
+    s = x.sum()
+    s[...] = 0.0
+    return s
+
+
+def fill_a_picked_item(x: Tensor):
+    y = np.zeros(())
+    z = y[()]
+    z.fill(4.0)
+    return y, z
+
+
+def fill_a_known_sum(x: Tensor):
+    s = np.zeros((2, 2)).sum()
+    s.fill(1.0)
+    return s
+
+
+@pytest.mark.parametrize("fn", [fill_a_sum, write_a_sum], ids=lambda f: f.__name__)
+def test_a_0d_value_numpy_holds_as_a_scalar_is_not_written(fn):
+    """numpy's fill of a scalar changes nothing and its item write raises: refused, never the
+    value changed."""
+    with pytest.raises(TypeError, match="numpy may hold as a scalar"):
+        script(fn)(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("fn", [fill_a_picked_item, fill_a_known_sum], ids=lambda f: f.__name__)
+def test_a_write_into_a_scalar_is_refused_at_its_line(fn):
+    with pytest.raises(ScriptError) as info:
+        script(fn)(np.ones(2))
+    assert ".fill(" in str(info.value)
+
+
+def two_ellipses(x: Tensor):
+    y = np.zeros(())
+    y[..., ...] = 1.0
+    return y
+
+
+def fill_with_rows(x: Tensor):
+    y = np.zeros((2, 3))
+    y.fill(x[:2])
+    return y
+
+
+def test_more_refusals_as_numpys():
+    with pytest.raises(ScriptError, match="too many indices for a 0-d array"):
+        script(two_ellipses)(np.ones(2))
+    with pytest.raises(ValueError):
+        fill_with_rows(np.ones(3))
+    with pytest.raises(ValueError, match="setting an array element with a sequence"):
+        script(fill_with_rows)(np.ones(3))
