@@ -59,6 +59,7 @@ from script.frontend.random_calls import random_function_name
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.spread import positional_params
 from script.frontend.suggest import did_you_mean_method
+from script.frontend.whole_writes import mark_new_array
 from script.module import is_array, is_module
 
 if TYPE_CHECKING:
@@ -245,10 +246,10 @@ class CallMixin:
             raise self.error(node, f"{builtin}() is only supported as the iterable of a for loop")
         composite = numpy_composite(obj)
         if composite is not None:
-            return getattr(self, composite)(node)
+            return mark_new_array(obj, getattr(self, composite)(node))
         op = op_for_object(obj)
         if op is not None:
-            result = self.call_op(op, node, display=ast.unparse(node.func))
+            result = mark_new_array(obj, self.call_op(op, node, display=ast.unparse(node.func)))
             # a numpy function of Python numbers gives a numpy scalar (np.clip(0.5, 0, 1))
             scalar = isinstance(obj, np.ufunc) or op.is_elementwise and obj.__module__ and \
                 obj.__module__.startswith("numpy")

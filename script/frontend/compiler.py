@@ -303,7 +303,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                 self.reached(found.obj)
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
+        self.__dict__["zero_d_checks"] = []
         result = self.emit_body(body)
+        self.check_zero_d_writes()
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
         return_type = self.return_type or result.type

@@ -95,13 +95,27 @@ class IndexMixin:
         if len(ellipses) > 1:
             raise self.error(index, "an index can only have a single ellipsis ('...')")
         self.check_index_count(value, items, index)
-        if not items and value.type.rank == 0:  # y[()] of a 0-d array: numpy's scalar, a copy
-            return self.emit_value("tensor::reshape", [value, self.const(())])
+        if not items and value.type.rank in (0, None):  # y[()] of 0-d: numpy's scalar, a copy
+            return self.scalar_of(value, node)
         if ellipses:
             cut = ellipses[0]
             value = self.index_axes(value, items[cut + 1:], from_end=True)
             return self.index_axes(value, items[:cut], from_end=False)
         return self.index_axes(value, items, from_end=False)
+
+    def scalar_of(self: FunctionCompiler, value: Any, node: ast.AST) -> Any:
+        """``y[()]``: of a 0-d array its item, a new value (a reshape the writes cannot see
+        through); of any other, the array itself (decided when specializing)."""
+        if value.type.rank == 0:
+            return self.emit_value("tensor::reshape", [value, self.const(())])
+        name = f"$item_{id(node)}"
+        zero_d = self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0), node)
+        self.emit_if(zero_d, lambda: self.frame.set(name, self.emit_value(
+            "tensor::reshape", [value, self.const(())])), lambda: self.frame.set(name, value),
+            end_of(node), node)
+        result = self.frame.find(name)
+        del self.frame.vars[name]
+        return result
 
     def check_index_count(self: FunctionCompiler, value: Any, items: list[ast.expr],
                           index: ast.expr) -> None:

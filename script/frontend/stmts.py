@@ -373,14 +373,11 @@ class StmtMixin:
             return result
         if _starts_as_a_number(current):
             return result  # an accumulator (`acc = 0`): its first update makes a new array
-        if current.type.rank == 0 and made_as_array(current):  # a 0-d array, not a scalar
-            dtype = self.emit_value("tensor::dtype", [current])
-            return self.emit("tensor::astype", [result, dtype],
-                             attrs={CASTING_ATTR: "same_kind"}).output
         name = f"$in_place_{id(node)}"
         index = node.target.slice if isinstance(node.target, ast.Subscript) else None
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        if any(isinstance(part, ast.Constant) and part.value is Ellipsis for part in parts):
+        if any(isinstance(part, ast.Constant) and part.value is Ellipsis for part in parts) or \
+                made_as_array(current):  # an array, 0-d or not: numpy writes into it
             is_scalar = self.const(False)
         else:
             ndim = self.emit_value("tensor::ndim", [current])

@@ -15,7 +15,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.core import PARAM, Value
+from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.types import TensorType, is_number
 from script.frontend.env import end_of
@@ -28,12 +31,32 @@ ZERO_D_ARRAY = "zero_d_array"
 
 ARRAY_MAKERS = frozenset({
     "tensor::zeros", "tensor::ones", "tensor::empty", "tensor::full", "tensor::zeros_like",
-    "tensor::ones_like", "tensor::empty_like", "tensor::full_like"})
+    "tensor::ones_like", "tensor::empty_like", "tensor::full_like", "tensor::slice_put",
+    "tensor::select_put", "tensor::take_put", "tensor::index_pairs_put"})
 """ops whose 0-d results numpy holds as arrays (``tensor::array`` too, unless it stands for a
-numpy scalar)."""
+numpy scalar), and the writes, whose result is the array written into (of a rank the write
+rules out 0 for where its branch is taken)."""
 
 
-def made_as_array(value: Value) -> bool:
+INHERITED = frozenset({"tensor::reshape", "tensor::transpose", "tensor::astype", "tensor::copy",
+                       "tensor::squeeze", "tensor::contiguous"})
+"""ops whose 0-d result is an array when their input is one and a scalar when it is one
+(``x.reshape(())``, ``.T``, ``.astype``, ``.copy()``, ``np.squeeze`` of a numpy scalar)."""
+
+_NEW_ARRAY_KINDS = frozenset({"tensor::copy", "tensor::astype", "tensor::array",
+                              "tensor::stack"})
+
+
+def mark_new_array(fn: Any, result: Any) -> Any:
+    """``result`` of ``np.array(...)`` / ``np.copy(...)``, marked as an array numpy keeps as
+    one (they make a new array of a numpy scalar too); any other call's as it is."""
+    if (fn is np.array or fn is np.copy) and isinstance(result, Value) and \
+            isinstance(result.type, TensorType) and result.node.kind in _NEW_ARRAY_KINDS:
+        result.node.attrs[ZERO_D_ARRAY] = True
+    return result
+
+
+def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
     """Whether every way ``value`` is made (through branches and the steps of loops) gives an
     array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an earlier 0-d write."""
     seen: set[int] = set()
@@ -53,14 +76,33 @@ def made_as_array(value: Value) -> bool:
             todo.append(owner.inputs[v.index + 1])
             if len(node.owner.returns) > v.index:
                 todo.append(node.owner.returns[v.index])
+            elif pending is not None:  # the loop's body is still being compiled
+                pending.append(v)
         elif node.kind == "prim::If":
             todo += [block.returns[v.index] for block in node.blocks]
         elif node.kind == "prim::Loop":
             todo += [node.inputs[2 + v.index], node.blocks[0].returns[1 + v.index]]
+        elif node.kind in INHERITED:
+            todo.append(node.inputs[0])
         elif not (node.kind in ARRAY_MAKERS or (
-                node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR))):
+                node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR)) or (
+                node.kind == "tensor::where" and not node.attrs.get(UFUNC_ATTR))):
             return False
     return True
+
+
+def _attached(node: Any, top: Any) -> bool:
+    """Whether ``node`` is still in the graph whose block is ``top`` (a loop's body compiled
+    again with wider types leaves the first one's nodes detached)."""
+    while True:
+        block = node.owner
+        if block is None:
+            return False
+        if block is top:
+            return True
+        if block.owner is None:
+            return False
+        node = block.owner
 
 
 class WholeWriteMixin:
@@ -94,7 +136,7 @@ class WholeWriteMixin:
         """A 0-d array ``old`` written whole: ``value`` in ``old``'s dtype. As numpy takes it,
         ``value`` is a number or an array of one element, which must be 0-d when the
         ``element`` is set; ``old`` must be an array numpy keeps as one (``made_as_array``)."""
-        if not made_as_array(old):
+        if not made_as_array(old, self.zero_d_pending(node)):
             if old.type.rank == 0:  # type: ignore[union-attr]
                 raise self.error(node, "writing into a 0-d value numpy may hold as a scalar (a "
                                  "reduction's result, an item picked with ints, arithmetic of "
@@ -117,6 +159,26 @@ class WholeWriteMixin:
                                                                           [old])])
         new.node.attrs[ZERO_D_ARRAY] = True
         return new
+
+    def zero_d_pending(self: FunctionCompiler, node: ast.AST) -> list[Value]:
+        """Where a write's 0-d array is carried by a loop whose body is still being compiled,
+        the loop's parameters to check once it is (``check_zero_d_writes``), for ``node``."""
+        pending: list[Value] = []
+        self.__dict__.setdefault("zero_d_checks", []).append((pending, node))
+        return pending
+
+    def check_zero_d_writes(self: FunctionCompiler) -> None:
+        """After the function is compiled: each 0-d write into a value a loop carries is
+        refused at its line if a later step may carry a value numpy holds as a scalar (``acc =
+        x[i].sum()`` after ``acc.fill(v)`` in the same body)."""
+        for pending, node in self.__dict__.get("zero_d_checks", []):
+            live = [v for v in pending if _attached(v.node, self.graph.block)]
+            if not all(made_as_array(v) for v in live):  # (a loop body compiled again: once)
+                raise self.error(node, "writing into a 0-d value that a later step of the loop "
+                                 "replaces with one numpy may hold as a scalar (a reduction's "
+                                 "result, an item picked with ints), whose write numpy refuses "
+                                 "or ignores: write into a 0-d array made for it "
+                                 "(y = np.zeros(()))")
 
     def require_0d(self: FunctionCompiler, value: Value, node: ast.AST) -> None:
         """numpy's ValueError where ``value`` has axes (decided when specializing)."""

@@ -271,6 +271,7 @@ class WriteMixin:
         scattered = self.integer_array_put(old, items, value)
         if scattered is not None:
             return scattered
+        self.check_index_count(old, items, index)
         if old.type.rank == 0:  # type: ignore[union-attr]
             if len(items) > 1 or not all(_is_ellipsis(item) for item in items):
                 raise self.error(node, "too many indices for a 0-d array (write into it with "
