@@ -99,7 +99,7 @@ class NumpyKeywordsMixin:
         old = self.frame.find(name)
         if not isinstance(old, Value) or not isinstance(old.type, TensorType):
             raise self.error(out, f"out= must name an array, not {name}")
-        self.write_whole_array(name, old, self.visit_Call(plain), node)
+        self.write_whole_array(name, old, self.visit_Call(plain), node, element=False)
         return self.frame.find(name)
 
     def check_out_view(self: FunctionCompiler, target: ast.Subscript, base: Value) -> None:

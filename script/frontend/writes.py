@@ -181,12 +181,13 @@ class WriteMixin:
         return False
 
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
-                          node: ast.AST) -> None:
-        """``name.fill(value)``: every element of the array set to ``value``."""
+                          node: ast.AST, element: bool = True) -> None:
+        """``name.fill(value)`` (``element``: a number or a 0-d array) or an op's ``out=name``
+        (its result, of the array's shape): every element of the array set to ``value``."""
         if not isinstance(old.type, TensorType):
             raise self.error(node, f".fill() of a value of type {old.type}")
         aliases = self.check_write(name, old, node)
-        new = self.whole_write(old, value, node, element=True)
+        new = self.whole_write(old, value, node, element=element)
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
 
