@@ -71,10 +71,8 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
             owner = node.owner.owner if node.owner is not None else None
             if owner is None or owner is loop:
                 yield v  # a graph input, or a parameter of the loop being checked
-            elif owner.kind == "prim::Loop" and v.index >= 1:
-                todo.append(owner.inputs[v.index + 1])
-                if len(node.owner.returns) > v.index:
-                    todo.append(node.owner.returns[v.index])
+            else:
+                todo += carried_sources(v) or []
             continue
         followed: list[Value] | None = []
         if node.kind in _UNPACKS:
@@ -91,6 +89,16 @@ def array_origins(value: Value, loop: Node | None = None) -> Iterator[Value]:
             continue
         if not value_sources(node, v):
             yield v
+
+
+def carried_sources(v: Value) -> list[Value] | None:
+    """Of a value a loop carries (a parameter of its body): the value it starts as, and the one
+    each step gives back once the body is compiled. None for any other parameter."""
+    owner = v.node.owner.owner if v.node.owner is not None else None
+    if owner is None or owner.kind != "prim::Loop" or v.index < 1:
+        return None
+    returns = v.node.owner.returns
+    return [owner.inputs[v.index + 1], *returns[v.index:v.index + 1]]
 
 
 def value_sources(node: Node, v: Value) -> list[Value]:

@@ -20,7 +20,9 @@ import numpy as np
 from ir.core import PARAM, Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
+from ir.registry import ARRAY_RESULT, lookup
 from ir.types import TensorType, is_number
+from script.frontend.aliases import carried_sources, value_sources
 from script.frontend.env import end_of
 
 if TYPE_CHECKING:
@@ -41,7 +43,8 @@ rules out 0 for where its branch is taken)."""
 INHERITED = frozenset({"tensor::reshape", "tensor::transpose", "tensor::astype", "tensor::copy",
                        "tensor::squeeze", "tensor::contiguous"})
 """ops whose 0-d result is an array when their input is one and a scalar when it is one
-(``x.reshape(())``, ``.T``, ``.astype``, ``.copy()``, ``np.squeeze`` of a numpy scalar)."""
+(``x.reshape(())``, ``.T``, ``.astype``, ``.copy()``, ``np.squeeze`` of a numpy scalar; the
+copy ``np.copy`` / ``np.array`` make is marked ``ZERO_D_ARRAY`` instead: ``mark_new_array``)."""
 
 _NEW_ARRAY_KINDS = frozenset({"tensor::copy", "tensor::astype", "tensor::array",
                               "tensor::stack"})
@@ -58,7 +61,9 @@ def mark_new_array(fn: Any, result: Any) -> Any:
 
 def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
     """Whether every way ``value`` is made (through branches and the steps of loops) gives an
-    array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an earlier 0-d write."""
+    array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an op whose 0-d result is an
+    array (``ARRAY_RESULT``: ``np.where``), an earlier 0-d write. A value a loop carries whose
+    body is still being compiled is added to ``pending``, to check once it is."""
     seen: set[int] = set()
     todo = [value]
     while todo:
@@ -67,26 +72,24 @@ def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
             continue
         seen.add(id(v))
         node = v.node
+        op = lookup(node.kind)
         if node.attrs.get(ZERO_D_ARRAY):
             continue
         if node.kind == PARAM:
-            owner = node.owner.owner if node.owner is not None else None
-            if owner is None or owner.kind != "prim::Loop" or v.index < 1:
+            sources = carried_sources(v)
+            if sources is None:
                 return False  # an argument
-            todo.append(owner.inputs[v.index + 1])
-            if len(node.owner.returns) > v.index:
-                todo.append(node.owner.returns[v.index])
-            elif pending is not None:  # the loop's body is still being compiled
+            if len(sources) == 1 and pending is not None:
                 pending.append(v)
-        elif node.kind == "prim::If":
-            todo += [block.returns[v.index] for block in node.blocks]
-        elif node.kind == "prim::Loop":
-            todo += [node.inputs[2 + v.index], node.blocks[0].returns[1 + v.index]]
+            todo += sources
+        elif node.kind in ("prim::If", "prim::Loop"):
+            todo += value_sources(node, v)
         elif node.kind in INHERITED:
             todo.append(node.inputs[0])
         elif not (node.kind in ARRAY_MAKERS or (
                 node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR)) or (
-                node.kind == "tensor::where" and not node.attrs.get(UFUNC_ATTR))):
+                op is not None and ARRAY_RESULT in op.traits
+                and not node.attrs.get(UFUNC_ATTR))):
             return False
     return True
 
