@@ -13,7 +13,7 @@ import numpy as np
 
 from fuser.cpu import blas, pool
 from fuser.cpu.kernel import data_address
-from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, sum_job_address, use
+from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, packs, sum_job_address, use
 
 
 def threads() -> int:
@@ -162,18 +162,15 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
     for at, address in zip(plan.at, addresses):
         block[at] = address
     block[plan.out_at] = to
-    pack = np.empty(per_pack, plan.dtype) if per_pack else _NO_PACK
-    block[plan.pack_at] = data_address(pack)
+    if per_pack:
+        pack = np.empty(per_pack, plan.dtype)
+        block[plan.pack_at] = data_address(pack)
     count = int(block[plan.count_at])
     at = data_address(block)
     if count == 1 or not (blas.share(plan.job, at, count, (plan, count))
                           or pool.run(plan.job, at)):
         plan.fn(at)
     return out
-
-
-_NO_PACK = np.empty(1, np.float64)
-"""The pack of a job whose Bs are all read in place (the kernel never touches it)."""
 
 
 def _span(x: np.ndarray) -> tuple[int, int]:
@@ -245,7 +242,8 @@ class _Plan:
         count = min(count, -(-n // task_cols))
         kc = min(max(a_shape[1] for a_shape, _, _, _ in self.pairs), KC)
         strided = any(b_strides[1] != item for _, _, _, b_strides in self.pairs)
-        per_pack = kc * task_cols if strided else 0
+        packed = strided or any(packs(m, b_strides[0]) for _, _, _, b_strides in self.pairs)
+        per_pack = kc * width if packed else 0
         if self.summed:
             args = [len(self.pairs), m, n, 0, n, kc, 0, per_pack * item, task_cols, count, 0, 0]
             for a_shape, a_strides, _, b_strides in self.pairs:

@@ -8,9 +8,12 @@ small the call, its argument checks and the packing of both operands cost as muc
 arithmetic. ``step_gemm`` is ``C = A @ B`` for row-major A (m, k) and B (k, n), beta 0, in the
 host's widest vectors: ``MR`` rows of C times two vector registers of columns stay in registers
 for the whole ``k`` loop (per item of k: two vector loads of B's row, one broadcast of A's item
-per row, ``2 * MR`` fused multiply-adds); nothing is packed. The columns are swept panel by
+per row, ``2 * MR`` fused multiply-adds); A is never packed. The columns are swept panel by
 panel, all rows of a chunk of A per panel, so a panel of B (k x two vectors) and the chunk of A
-(at most ``CHUNK_BYTES``) stay in the core's cache. Rows left over go in blocks of 4, 2 and 1;
+(at most ``CHUNK_BYTES``) stay in the core's cache. A panel is read in place, or, where B's
+rows lie a multiple of 4 KB apart and enough rows of A read it (``packs``), copied first to a
+pack of its own (k rows of two vectors, one after another): in place, such rows all fall in the
+same sets of the L1 cache and each on a page of its own. Rows left over go in blocks of 4, 2 and 1;
 columns left over, one vector, then the last few as one masked vector (loads and stores of
 those lanes only: a (10, 512) x (512, 61) float32 product took 31.8 us with its last 13 columns
 one at a time, 14.7 us masked, numpy 17.6 us).
@@ -42,9 +45,11 @@ from typing import Any
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from fuser.cpu.emitter import I64, Emitter, const
+from fuser.cpu.gemv import Gemv, gemv_symbol, gemv_type
 from fuser.cpu.jit import compile_ir, in_background
 
-I64 = ir.IntType(64)
+
 def block_rows(width: int, itemsize: int) -> int:
     """Rows of C per register block (``MR``) for vectors of ``width`` items: the ``2 * MR``
     accumulators, two vectors of B and a broadcast of A must fit in the vector registers: 8
@@ -66,6 +71,19 @@ equal)."""
 
 CHUNK_BYTES = 256 << 10
 """The rows of A swept per panel: as many as fit in this many bytes (at least ``MR``)."""
+
+
+def packs(m: int, row_bytes: int) -> bool:
+    """Whether a product of ``m`` rows whose B rows lie ``row_bytes`` apart copies each panel
+    of B to a pack before its rows sweep it (``SIGNATURE``'s ``pack``). Read in place, the
+    rows of a panel at a multiple of 4 KB apart all fall in the same sets of the L1 cache and
+    each on its own page, so a block rereads them from L2 through the TLB; the copy costs one
+    pass over the panel, paid back when enough blocks of rows read it. Measured on one Zen 1
+    core, float32, in place against packed: (64, 256) x (256, 1024) 1418 against 1042 us,
+    (64, 512) x (512, 2048) 6234 against 4598, (32, 512) x (512, 1024) 1519 against 1278,
+    (128, 512) x (512, 512) 2263 against 1950; but (16, 128) x (128, 1024) 184 against 184,
+    (64, 128) x (128, 768) 357 against 382, (8, 256) x (256, 256) 48 against 77."""
+    return (m >= 32 and row_bytes % 4096 == 0) or (m >= 64 and row_bytes >= 2048)
 
 
 def enabled() -> bool:
@@ -96,7 +114,7 @@ def ir_text(double: bool, width: int) -> str:
     fn = ir.Function(module, function_type(real), name=symbol(double))
     _Kernel(module, fn, real, width).build()
     gemv = ir.Function(module, gemv_type(real), name=gemv_symbol(double))
-    _Gemv(module, gemv, real, width).build()
+    Gemv(module, gemv, real, width).build()
     _job(module, fn, real, job_symbol(double))
     _sum_job(module, fn, real, sum_job_symbol(double))
     return str(module)
@@ -122,9 +140,9 @@ def _job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
     args = b.bitcast(fn.args[0], I64.as_pointer())
 
     def slot(k: int) -> Any:
-        return b.gep(args, [_c(k)])
+        return b.gep(args, [const(k)])
 
-    joined = b.atomic_rmw("add", slot(16), _c(1), "seq_cst")
+    joined = b.atomic_rmw("add", slot(16), const(1), "seq_cst")
     with b.if_then(b.icmp_signed("<", joined, b.load(slot(15)))):
         ptr = real.as_pointer()
         values = [b.load(slot(k)) for k in range(12)]
@@ -154,41 +172,41 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
     further one added to them (the kernel with a negative ``kc``), so a task's columns are
     written by one thread, product after product, while another thread takes the next task."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()]), name)
-    e = _Emitter(module, fn, real, 1)
+    e = Emitter(module, fn, real, 1)
     b = e.b
     args = b.bitcast(fn.args[0], I64.as_pointer())
 
     def slot(k: Any) -> Any:
-        return b.gep(args, [k if isinstance(k, ir.Value) else _c(k)])
+        return b.gep(args, [k if isinstance(k, ir.Value) else const(k)])
 
     ptr = real.as_pointer()
-    joined = b.atomic_rmw("add", slot(10), _c(1), "seq_cst")
+    joined = b.atomic_rmw("add", slot(10), const(1), "seq_cst")
     count, m, n, c, ldc, kc = (b.load(slot(k)) for k in range(6))
     pack = b.inttoptr(b.add(b.load(slot(6)), b.mul(joined, b.load(slot(7)))), ptr)
     task_cols = b.load(slot(8))
-    tasks = b.sdiv(b.add(n, b.sub(task_cols, _c(1))), task_cols)
-    task, pair, local = e._var(_c(0)), e._var(_c(0)), e._var(_c(0))
+    tasks = b.sdiv(b.add(n, b.sub(task_cols, const(1))), task_cols)
+    task, pair, local = e._var(const(0)), e._var(const(0)), e._var(const(0))
 
     def take() -> Any:
-        b.store(b.atomic_rmw("add", slot(11), _c(1), "monotonic"), task)
+        b.store(b.atomic_rmw("add", slot(11), const(1), "monotonic"), task)
         return b.icmp_signed("<", b.load(task), tasks)
 
     def run() -> None:
         c0 = b.mul(b.load(task), task_cols)
         width = e._min(task_cols, b.sub(n, c0))
-        b.store(_c(0), pair)
+        b.store(const(0), pair)
 
         def product() -> None:
             p = b.load(pair)
-            base = b.add(_c(SUM_SLOTS), b.mul(p, _c(PAIR_SLOTS)))
-            k, a, a_rs, a_cs, bm, b_rs, b_cs = (b.load(slot(b.add(base, _c(i))))
+            base = b.add(const(SUM_SLOTS), b.mul(p, const(PAIR_SLOTS)))
+            k, a, a_rs, a_cs, bm, b_rs, b_cs = (b.load(slot(b.add(base, const(i))))
                                                  for i in range(PAIR_SLOTS))
             columns = b.gep(b.inttoptr(bm, ptr), [b.mul(c0, b_cs)])
-            block = b.select(b.icmp_signed("==", p, _c(0)), kc, b.neg(kc))
-            b.store(_c(0), local)
+            block = b.select(b.icmp_signed("==", p, const(0)), kc, b.neg(kc))
+            b.store(const(0), local)
             b.call(kernel, [m, width, k, b.inttoptr(a, ptr), a_rs, a_cs, columns, b_rs, b_cs,
                             b.gep(b.inttoptr(c, ptr), [c0]), ldc, block, pack, local, width])
-            b.store(b.add(p, _c(1)), pair)
+            b.store(b.add(p, const(1)), pair)
 
         e._while(lambda: b.icmp_signed("<", b.load(pair), count), product)
 
@@ -198,27 +216,12 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
     e.allocas.branch(fn.blocks[1])
 
 
-GEMV_SIGNATURE = "(m, k, A, lda, x, incx, y)"
-"""``y (m) = A (m, k; row stride lda, unit column stride) @ x (k; stride incx)``: a matrix times
-a vector (a product whose B is one column), each row a dot product in vectors, 8 rows at a
-time. BLAS's ?gemm with one column is several times slower than numpy's ``np.dot``; this
-takes a step's matrix-vector product from about 23 us to about 1 us at 200 x 200."""
-
-
-def gemv_type(real: Any) -> ir.FunctionType:
-    ptr = real.as_pointer()
-    return ir.FunctionType(ir.VoidType(), [I64, I64, ptr, I64, ptr, I64, ptr])
-
-
-def gemv_symbol(double: bool) -> str:
-    return "rnnscript_step_dgemv" if double else "rnnscript_step_sgemv"
-
-
 SIGNATURE = "(m, n, k, A, a_rs, a_cs, B, b_rs, b_cs, C, ldc, kc, pack, next, task_cols)"
 """The kernel's arguments: C (m, n; row stride ldc) = A (m, k) @ B (k, n), item (i, j) of A at
 ``A[i * a_rs + j * a_cs]`` and of B at ``B[i * b_rs + j * b_cs]`` (strides in items, any for
-A; for B either ``b_cs == 1``, read in place, or not, when each task's slab of B is copied to
-``pack`` first, room for ``kc * task_cols`` items); ``k`` is taken ``kc`` at a time (C
+A and B; with a ``pack`` (room for ``kc`` rows of two vectors), each panel of B is copied
+there before the rows of A sweep it (``packs``); without one (null), B is read in place and
+``b_cs`` must be 1); ``k`` is taken ``kc`` at a time (C
 accumulates from the second block on; a negative ``kc`` takes ``-kc`` at a time and
 accumulates from the first: C += A @ B). The columns of C are split into tasks of ``task_cols``
 columns; the kernel takes task after task from the counter ``*next`` (an atomic add) until none
@@ -236,63 +239,7 @@ def symbol(double: bool) -> str:
     return "rnnscript_step_dgemm" if double else "rnnscript_step_sgemm"
 
 
-def _c(value: int) -> ir.Constant:
-    return ir.Constant(I64, value)
-
-
-def _intrinsic(module: ir.Module, name: str, ty: Any) -> ir.Function:
-    """``name(ty, ty, ty) -> ty``, declared once per module."""
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, ir.FunctionType(ty, [ty] * 3),
-                                                       name=name)
-
-
-class _Emitter:
-    """One kernel function being built: its entry block holds the allocas (mem2reg turns them
-    into registers), structured control flow over them, fused multiply-adds."""
-
-    def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
-        self.fn, self.real, self.width = fn, real, width
-        self.item = 8 if isinstance(real, ir.DoubleType) else 4
-        self.vec = ir.VectorType(real, width)
-        self.allocas = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.b = ir.IRBuilder(fn.append_basic_block("start"))
-        name = "f64" if isinstance(real, ir.DoubleType) else "f32"
-        self.fma_vec = _intrinsic(module, f"llvm.fma.v{width}{name}", self.vec)
-        self.fma_one = _intrinsic(module, f"llvm.fma.{name}", real)
-
-    # -- structured control flow over allocas (mem2reg makes them registers)
-    def _slot(self, ty: Any) -> Any:
-        return self.allocas.alloca(ty)
-
-    def _var(self, init: Any) -> Any:
-        slot = self._slot(I64)
-        self.b.store(init, slot)
-        return slot
-
-    def _while(self, cond: Any, body: Any) -> None:
-        """``while cond(): body()``; ``cond`` and ``body`` emit code at the builder."""
-        b = self.b
-        head = b.append_basic_block("head")
-        loop = b.append_basic_block("body")
-        done = b.append_basic_block("done")
-        b.branch(head)
-        b.position_at_end(head)
-        b.cbranch(cond(), loop, done)
-        b.position_at_end(loop)
-        body()
-        b.branch(head)
-        b.position_at_end(done)
-
-    def _if(self, cond: Any, body: Any) -> None:
-        with self.b.if_then(cond):
-            body()
-
-    def _min(self, x: Any, y: Any) -> Any:
-        return self.b.select(self.b.icmp_signed("<", x, y), x, y)
-
-
-class _Kernel(_Emitter):
+class _Kernel(Emitter):
     """The blocked product (``SIGNATURE``)."""
 
     def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
@@ -314,20 +261,20 @@ class _Kernel(_Emitter):
 
     def build(self) -> None:
         b = self.b
-        tasks = b.sdiv(b.add(self.n, b.sub(self.task_cols, _c(1))), self.task_cols)
-        self.accumulate = b.icmp_signed("<", self.kc, _c(0))  # C += A @ B
+        tasks = b.sdiv(b.add(self.n, b.sub(self.task_cols, const(1))), self.task_cols)
+        self.accumulate = b.icmp_signed("<", self.kc, const(0))  # C += A @ B
         kc = b.select(self.accumulate, b.neg(self.kc), self.kc)
-        kc = b.select(b.icmp_signed(">", kc, _c(0)), kc, _c(1))
+        kc = b.select(b.icmp_signed(">", kc, const(0)), kc, const(1))
         # rows of A per chunk: CHUNK_BYTES // (kc * item), a multiple of MR, at least MR
-        mr = _c(self.mr)
-        per_chunk = b.sdiv(_c(CHUNK_BYTES // self.item), kc)
+        mr = const(self.mr)
+        per_chunk = b.sdiv(const(CHUNK_BYTES // self.item), kc)
         per_chunk = b.mul(b.sdiv(per_chunk, mr), mr)
         self.per_chunk = b.select(b.icmp_signed("<", per_chunk, mr), mr, per_chunk)
-        packed = b.icmp_signed("!=", self.b_cs, _c(1))
-        task = self._var(_c(0))
+        packed = b.icmp_signed("!=", b.ptrtoint(self.pack, I64), const(0))
+        task = self._var(const(0))
 
         def take() -> Any:
-            b.store(b.atomic_rmw("add", self.next, _c(1), "monotonic"), task)
+            b.store(b.atomic_rmw("add", self.next, const(1), "monotonic"), task)
             return b.icmp_signed("<", b.load(task), tasks)
 
         def run() -> None:
@@ -342,73 +289,92 @@ class _Kernel(_Emitter):
     def _task(self, c0: Any, c1: Any, kc: Any, packed: Any) -> None:
         """Columns ``c0:c1`` of C: block by block of k, chunk by chunk of rows."""
         b = self.b
-        k0 = self._var(_c(0))
+        k0 = self._var(const(0))
 
         def k_block() -> None:
             start = b.load(k0)
             depth = self._min(kc, b.sub(self.k, start))
             a = b.gep(self.a, [b.mul(start, self.a_cs)])
             bsrc = b.gep(self.bm, [b.mul(start, self.b_rs)])
-            base, stride = self._slot(self.real.as_pointer()), self._slot(I64)
-            b.store(bsrc, base)
-            b.store(self.b_rs, stride)
-            with b.if_then(packed):  # copy B[start:start+depth, c0:c1] to pack, row-major
-                width = b.sub(c1, c0)
-                self._pack(bsrc, depth, c0, width)
-                b.store(b.gep(self.pack, [b.neg(c0)]), base)  # column j at pack[j - c0]
-                b.store(width, stride)
-            first = b.and_(b.icmp_signed("==", start, _c(0)), b.not_(self.accumulate))
-            self._chunks(a, b.load(base), b.load(stride), depth, c0, c1, first)
+            first = b.and_(b.icmp_signed("==", start, const(0)), b.not_(self.accumulate))
+            self._chunks(a, (packed, bsrc, c0, depth), c0, c1, first)
             b.store(b.add(start, depth), k0)
 
         self._while(lambda: b.icmp_signed("<", b.load(k0), self.k), k_block)
 
-    def _pack(self, bsrc: Any, depth: Any, c0: Any, width: Any) -> None:
+    def _pack(self, source: Any, j0: Any, cols: Any) -> None:
+        """Copy B's columns ``j0:j0+cols`` of the k block (at most a panel: two vectors) to
+        ``pack``, row r at ``pack[r * 2 * width]``: the rows the blocks of the panel read one
+        after another. A whole panel of a B with unit column stride is copied two vectors a
+        row, anything else item by item."""
         b = self.b
-        r = self._var(_c(0))
+        _, bsrc, _, depth = source
+        step = 2 * self.width
+        vptr = self.vec.as_pointer()
+        r = self._var(const(0))
+        whole = b.and_(b.icmp_signed("==", self.b_cs, const(1)),
+                       b.icmp_signed("==", cols, const(step)))
 
         def row() -> None:
             at = b.load(r)
-            col = self._var(_c(0))
+            src_row = b.gep(bsrc, [b.add(b.mul(at, self.b_rs), b.mul(j0, self.b_cs))])
+            dst_row = b.gep(self.pack, [b.mul(at, const(step))])
+            with b.if_else(whole) as (vectors, items):
+                with vectors:
+                    for v in range(2):
+                        at_v = const(v * self.width)
+                        value = b.load(b.bitcast(b.gep(src_row, [at_v]), vptr), align=self.item)
+                        b.store(value, b.bitcast(b.gep(dst_row, [at_v]), vptr), align=self.item)
+                with items:
+                    col = self._var(const(0))
 
-            def item() -> None:
-                j = b.load(col)
-                src = b.gep(bsrc, [b.add(b.mul(at, self.b_rs), b.mul(b.add(c0, j), self.b_cs))])
-                b.store(b.load(src), b.gep(self.pack, [b.add(b.mul(at, width), j)]))
-                b.store(b.add(j, _c(1)), col)
+                    def item() -> None:
+                        j = b.load(col)
+                        b.store(b.load(b.gep(src_row, [b.mul(j, self.b_cs)])),
+                                b.gep(dst_row, [j]))
+                        b.store(b.add(j, const(1)), col)
 
-            self._while(lambda: b.icmp_signed("<", b.load(col), width), item)
-            b.store(b.add(at, _c(1)), r)
+                    self._while(lambda: b.icmp_signed("<", b.load(col), cols), item)
+            b.store(b.add(at, const(1)), r)
 
         self._while(lambda: b.icmp_signed("<", b.load(r), depth), row)
 
-    def _chunks(self, a: Any, bbase: Any, brs: Any, depth: Any, c0: Any, c1: Any,
-                first: Any) -> None:
+    def _chunks(self, a: Any, source: Any, c0: Any, c1: Any, first: Any) -> None:
         b = self.b
-        i = self._var(_c(0))
+        i = self._var(const(0))
 
         def chunk() -> None:
             start = b.load(i)
             end = self._min(b.add(start, self.per_chunk), self.m)
-            self._panels(a, bbase, brs, depth, start, end, c0, c1, first)
+            self._panels(a, source, start, end, c0, c1, first)
             b.store(end, i)
 
         self._while(lambda: b.icmp_signed("<", b.load(i), self.m), chunk)
 
-    def _panels(self, a: Any, bbase: Any, brs: Any, depth: Any, start: Any, end: Any, c0: Any,
-                c1: Any, first: Any) -> None:
+    def _panel_rows(self, source: Any, j0: Any, cols: Any) -> tuple[Any, Any]:
+        """Where the rows of B's columns ``j0:j0+cols`` (at most a panel) start, and the items
+        between two: in the pack, copied there now (``_pack``), or in B itself."""
+        b = self.b
+        packed, bsrc, _, _ = source
+        with b.if_then(packed):
+            self._pack(source, j0, cols)
+        base = b.select(packed, self.pack, b.gep(bsrc, [j0]))
+        return base, b.select(packed, const(2 * self.width), self.b_rs)
+
+    def _panels(self, a: Any, source: Any, start: Any, end: Any, c0: Any, c1: Any,
+                first: Any) -> None:
         """Rows ``start:end`` of C, columns ``c0:c1``."""
         b = self.b
         j = self._var(c0)
         step = 2 * self.width
 
         def columns_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(c1, b.load(j)), _c(at_least))
+            return b.icmp_signed(">=", b.sub(c1, b.load(j)), const(at_least))
 
         def panel(vectors: int) -> Any:
             def body() -> None:
-                self._rows(a, bbase, brs, depth, start, end, b.load(j), vectors, first)
-                b.store(b.add(b.load(j), _c(vectors * self.width)), j)
+                self._rows(a, source, start, end, b.load(j), c1, vectors, first)
+                b.store(b.add(b.load(j), const(vectors * self.width)), j)
             return body
 
         def tail() -> None:  # the last columns, fewer than a vector: one masked vector
@@ -420,24 +386,27 @@ class _Kernel(_Emitter):
                 ir.Constant(ir.VectorType(I64, self.width), ir.Undefined),
                 ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width))
             mask = b.icmp_signed("<", lanes, splat)
-            self._rows(a, bbase, brs, depth, start, end, b.load(j), 1, first, mask)
+            self._rows(a, source, start, end, b.load(j), c1, 1, first, mask)
 
         self._while(lambda: columns_left(step), panel(2))
         self._if(columns_left(self.width), panel(1))
         self._if(columns_left(1), tail)
 
-    def _rows(self, a: Any, bbase: Any, brs: Any, depth: Any, start: Any, end: Any, j0: Any,
+    def _rows(self, a: Any, source: Any, start: Any, end: Any, j0: Any, c1: Any,
               vectors: int, first: Any, mask: Any = None) -> None:
         b = self.b
         i = self._var(start)
+        bbase, brs = self._panel_rows(source, j0, self._min(b.sub(c1, j0),
+                                                            const(vectors * self.width)))
+        depth = source[3]
 
         def rows_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(end, b.load(i)), _c(at_least))
+            return b.icmp_signed(">=", b.sub(end, b.load(i)), const(at_least))
 
         def block(rows: int) -> Any:
             def body() -> None:
                 self._block(a, bbase, brs, depth, b.load(i), j0, rows, vectors, first, mask)
-                b.store(b.add(b.load(i), _c(rows)), i)
+                b.store(b.add(b.load(i), const(rows)), i)
             return body
 
         self._while(lambda: rows_left(self.mr), block(self.mr))
@@ -451,11 +420,11 @@ class _Kernel(_Emitter):
         ``mask`` (one vector), only the columns whose lanes it sets are read and written."""
         b = self.b
         accs = [[self._slot(self.vec) for _ in range(vectors)] for _ in range(rows)]
-        c_rows = [b.gep(self.c, [b.add(b.mul(b.add(i0, _c(r)), self.ldc), j0)])
+        c_rows = [b.gep(self.c, [b.add(b.mul(b.add(i0, const(r)), self.ldc), j0)])
                   for r in range(rows)]
 
         def c_at(r: int, v: int) -> Any:
-            return b.bitcast(b.gep(c_rows[r], [_c(v * self.width)]), self.vec.as_pointer())
+            return b.bitcast(b.gep(c_rows[r], [const(v * self.width)]), self.vec.as_pointer())
 
         with b.if_else(first) as (zero, accumulate):
             with zero:
@@ -466,14 +435,14 @@ class _Kernel(_Emitter):
                 for r, row in enumerate(accs):
                     for v, acc in enumerate(row):
                         b.store(self._load(c_at(r, v), mask), acc)
-        a_rows = [b.gep(a, [b.mul(b.add(i0, _c(r)), self.a_rs)]) for r in range(rows)]
-        kk = self._var(_c(0))
+        a_rows = [b.gep(a, [b.mul(b.add(i0, const(r)), self.a_rs)]) for r in range(rows)]
+        kk = self._var(const(0))
         splat = ir.Constant(ir.VectorType(ir.IntType(32), self.width), [0] * self.width)
 
         def body() -> None:
             at = b.load(kk)
-            b_row = b.gep(bbase, [b.add(b.mul(at, brs), j0)])
-            bvals = [self._load(b.bitcast(b.gep(b_row, [_c(v * self.width)]),
+            b_row = b.gep(bbase, [b.mul(at, brs)])
+            bvals = [self._load(b.bitcast(b.gep(b_row, [const(v * self.width)]),
                                           self.vec.as_pointer()), mask)
                      for v in range(vectors)]
             step = b.mul(at, self.a_cs)
@@ -485,7 +454,7 @@ class _Kernel(_Emitter):
                     ir.Constant(self.vec, ir.Undefined), splat)
                 for v, bv in enumerate(bvals):
                     b.store(b.call(self.fma_vec, [x, bv, b.load(accs[r][v])]), accs[r][v])
-            b.store(b.add(at, _c(1)), kk)
+            b.store(b.add(at, const(1)), kk)
 
         self._while(lambda: b.icmp_signed("<", b.load(kk), depth), body)
         for r, row in enumerate(accs):
@@ -505,79 +474,6 @@ class _Kernel(_Emitter):
         else:
             self.b.call(self.masked_store, [value, at, ir.Constant(ir.IntType(32), self.item),
                                             mask])
-
-
-class _Gemv(_Emitter):
-    """The matrix-vector kernel (``GEMV_SIGNATURE``)."""
-
-    ROWS = 8
-
-    def __init__(self, module: ir.Module, fn: ir.Function, real: Any, width: int):
-        super().__init__(module, fn, real, width)
-        self.m, self.k, self.a, self.lda, self.x, self.incx, self.y = fn.args
-        for arg in (self.a, self.x, self.y):
-            arg.add_attribute("noalias")
-
-    def build(self) -> None:
-        b = self.b
-        i = self._var(_c(0))
-        rows = self.ROWS
-
-        def rows_left(at_least: int) -> Any:
-            return b.icmp_signed(">=", b.sub(self.m, b.load(i)), _c(at_least))
-
-        def block(count: int) -> Any:
-            def body() -> None:
-                self._rows(b.load(i), count)
-                b.store(b.add(b.load(i), _c(count)), i)
-            return body
-
-        self._while(lambda: rows_left(rows), block(rows))
-        self._while(lambda: rows_left(1), block(1))
-        b.ret_void()
-        self.allocas.branch(self.fn.blocks[1])
-
-    def _rows(self, i0: Any, count: int) -> None:
-        b = self.b
-        width, vec, real = self.width, self.vec, self.real
-        accs = [self._slot(vec) for _ in range(count)]
-        sums = [self._slot(real) for _ in range(count)]
-        for acc in accs:
-            b.store(ir.Constant(vec, None), acc)
-        rows = [b.gep(self.a, [b.mul(b.add(i0, _c(r)), self.lda)]) for r in range(count)]
-        kk = self._var(_c(0))
-        contiguous = b.icmp_signed("==", self.incx, _c(1))
-
-        def vectors_left() -> Any:
-            return b.and_(contiguous, b.icmp_signed("<=", b.add(b.load(kk), _c(width)), self.k))
-
-        def step() -> None:
-            at = b.load(kk)
-            xv = b.load(b.bitcast(b.gep(self.x, [at]), vec.as_pointer()), align=self.item)
-            for r in range(count):
-                av = b.load(b.bitcast(b.gep(rows[r], [at]), vec.as_pointer()), align=self.item)
-                b.store(b.call(self.fma_vec, [av, xv, b.load(accs[r])]), accs[r])
-            b.store(b.add(at, _c(width)), kk)
-
-        self._while(vectors_left, step)
-        for r in range(count):  # the lanes' sum
-            acc = b.load(accs[r])
-            total = b.extract_element(acc, ir.Constant(ir.IntType(32), 0))
-            for lane in range(1, width):
-                total = b.fadd(total, b.extract_element(acc, ir.Constant(ir.IntType(32), lane)))
-            b.store(total, sums[r])
-
-        def scalar() -> None:
-            at = b.load(kk)
-            xs = b.load(b.gep(self.x, [b.mul(at, self.incx)]))
-            for r in range(count):
-                b.store(b.call(self.fma_one, [b.load(b.gep(rows[r], [at])), xs,
-                                            b.load(sums[r])]), sums[r])
-            b.store(b.add(at, _c(1)), kk)
-
-        self._while(lambda: b.icmp_signed("<", b.load(kk), self.k), scalar)
-        for r in range(count):
-            b.store(b.load(sums[r]), b.gep(self.y, [b.add(i0, _c(r))]))
 
 
 _addresses: dict[bool, tuple[int, ...]] = {}

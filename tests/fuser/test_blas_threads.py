@@ -42,7 +42,7 @@ def test_a_shared_job_runs_on_two_threads():
     n = b.shape[1]
     task_cols = 64
     args = np.array([m, n, k, data_address(a), k, 1, data_address(b), n, 1, data_address(out), n,
-                     k, data_address(out), 0, task_cols, 2, 0, 0], np.int64)
+                     k, 0, 0, task_cols, 2, 0, 0], np.int64)
     assert blas.share(stepgemm.job_address(False), data_address(args), 2)
     assert args[16] == 2  # both threads joined
     assert args[17] >= n // task_cols  # every task taken

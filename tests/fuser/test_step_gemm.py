@@ -14,10 +14,11 @@ from fuser.cpu import products, stepgemm
 from script import Tensor, script, vjp
 
 
-def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
+def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0, pack=False):
     """C = A @ B through the kernel as a native loop calls it (one task, k in one block), A, B
     and C being views into wider arrays (``pad`` extra columns each), C prefilled with NaN;
-    returns (C, A @ B in float64)."""
+    with ``pack``, each panel of B copied to a pack first (prefilled with NaN: lanes past B's
+    last column must not reach C); returns (C, A @ B in float64)."""
     rng = np.random.default_rng(seed)
     wa = rng.standard_normal((m, k + pad[0])).astype(dtype)
     wb = rng.standard_normal((k, n + pad[1])).astype(dtype)
@@ -25,9 +26,11 @@ def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0):
     a, b, c = wa[:, :k], wb[:, :n], wc[:, :n]
     item = np.dtype(dtype).itemsize
     counter = np.zeros(1, np.int64)
+    room = np.full(max(k, 1) * 2 * stepgemm.lanes(item), np.nan, dtype) if pack else None
     stepgemm.kernel(dtype == np.float64)(
         m, n, k, a.ctypes.data, wa.strides[0] // item, 1, b.ctypes.data, wb.strides[0] // item, 1,
-        c.ctypes.data, wc.strides[0] // item, k, None, counter.ctypes.data, max(n, 1))
+        c.ctypes.data, wc.strides[0] // item, k, None if room is None else room.ctypes.data,
+        counter.ctypes.data, max(n, 1))
     if pad[2]:
         assert np.isnan(wc[:, n:]).all()  # nothing written beyond C's columns
     return c, a.astype(np.float64) @ b.astype(np.float64)
@@ -37,17 +40,19 @@ SHAPES = [(1, 1, 1), (8, 64, 256), (8, 256, 64), (3, 5, 7), (13, 17, 50), (9, 64
           (32, 100, 200), (5, 3, 16), (2, 7, 31), (15, 1, 47), (7, 33, 8), (64, 40, 96)]
 
 
+@pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,n", SHAPES)
-def test_kernel_equals_the_product(dtype, m, k, n):
-    got, want = _product(dtype, m, k, n)
+def test_kernel_equals_the_product(dtype, m, k, n, pack):
+    got, want = _product(dtype, m, k, n, pack=pack)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
 
 
+@pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_leading_dimensions_wider_than_the_matrices(dtype):
-    got, want = _product(dtype, 11, 19, 37, pad=(3, 5, 7), seed=1)
+def test_leading_dimensions_wider_than_the_matrices(dtype, pack):
+    got, want = _product(dtype, 11, 19, 37, pad=(3, 5, 7), seed=1, pack=pack)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
@@ -84,7 +89,8 @@ def _operands(dtype, m, k, n, layout, seed=0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", ["", "At", "Bt", "At Bt", "step"])
-@pytest.mark.parametrize("m,k,n", [(37, 700, 300), (130, 260, 70), (5, 1030, 33), (64, 9, 1)])
+@pytest.mark.parametrize("m,k,n", [(37, 700, 300), (130, 260, 70), (5, 1030, 33), (64, 9, 1),
+                                   (64, 300, 1030)])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_matmul_equals_numpy(monkeypatch, dtype, layout, m, k, n, threads):
     monkeypatch.setattr(products, "threads", lambda: threads)
@@ -112,6 +118,23 @@ def test_matmul_for_takes_large_float_products_only():
     assert products.matmul_for(6400, 2048, 512, "int64") is None
 
 
+def test_which_products_pack_their_panels():
+    assert stepgemm.packs(64, 1024 * 4)  # rows 4 KB apart: same L1 sets, a page each
+    assert stepgemm.packs(32, 2048 * 4)
+    assert not stepgemm.packs(8, 1024 * 4)  # too few blocks of rows to pay the copy back
+    assert not stepgemm.packs(64, 256 * 4)  # rows in one page: in place is as fast
+    assert not stepgemm.packs(32, 768 * 4)
+
+
+def test_rows_that_alias_in_cache_are_packed():
+    a, b = _operands(np.float32, 64, 300, 1024, "")
+    plan = products._Plan.of((a, b), None, False)
+    _, per_pack = plan.block(1)
+    assert per_pack == min(300, products.KC) * 2 * stepgemm.lanes(4)  # a panel of a k block
+    np.testing.assert_allclose(products.matmul(a, b), a.astype(np.float64) @ b,
+                               rtol=1e-5, atol=1e-3)
+
+
 def test_which_products_it_takes():
     assert stepgemm.use(8, 256, 64, 4)
     assert stepgemm.use(64, 2048, 512, 4)
@@ -130,14 +153,18 @@ def _gradient_loops(f):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("T,B,I,H", [(9, 8, 6, 16), (9, 1, 4, 9), (9, 13, 5, 7)])
+@pytest.mark.parametrize("T,B,I,H", [(9, 8, 6, 16), (9, 1, 4, 9), (9, 13, 5, 7), (9, 33, 5, 256)])
 def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, T, B, I, H):  # noqa: E741
+    packs = stepgemm.packs
     rng = np.random.default_rng(3)
-    args = tuple((rng.standard_normal(s) * 0.5).astype(dtype) for s in
+    scale = 0.5 * min(1.0, 4 / np.sqrt(H))  # a recurrence that does not amplify rounding
+    args = tuple((rng.standard_normal(s) * scale).astype(dtype) for s in
                  ((T, B, I), (B, H), (B, H), (4 * H, I), (4 * H, H), (4 * H,), (4 * H,)))
-    results = {}
-    for setting in ("1", "0"):
-        monkeypatch.setenv("RNNSCRIPT_STEP_GEMM", setting)
+    results, packed = {}, []
+    for setting in ("1", "0", "in place"):
+        monkeypatch.setenv("RNNSCRIPT_STEP_GEMM", "0" if setting == "0" else "1")
+        monkeypatch.setattr(stepgemm, "packs", lambda m, row, keep=setting == "1":
+                            packed.append(keep and packs(m, row)) or packed[-1])
         f = script(cells.lstm_layer)
         out, back = vjp(f, *args, argnums=(1, 2, 3, 4, 5, 6))
         grads = back(tuple(np.ones_like(o) for o in out))
@@ -146,14 +173,17 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
         double = dtype == np.float64
         # a row (B=1) times the transposed weight runs the matrix-vector kernel on its storage
         kernels = [loop.fns[2 + double] or loop.fns[4 + double] for loop in loops]
-        assert all(bool(k) == (setting == "1") for k in kernels)
+        assert all(bool(k) == (setting != "0") for k in kernels)
         results[setting] = (out, grads)
+    assert any(packed) == (B == 33)  # rows of hx @ w_hh.T 4 KB apart or more: panels packed
     tol = 1e-5 if dtype == np.float32 else 1e-10
     for a, b in zip(results["1"][0], results["0"][0]):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     for a, b in zip(results["1"][1][1:], results["0"][1][1:]):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * 10)
-
+    for a, b in zip(results["1"][0] + results["1"][1][1:],
+                    results["in place"][0] + results["in place"][1][1:]):
+        np.testing.assert_array_equal(a, b)  # a packed panel is summed in the same order
 
 
 def weight_gradient(g: Tensor, x: Tensor, w: Tensor) -> Tensor:

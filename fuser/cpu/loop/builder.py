@@ -142,6 +142,10 @@ class LoopBuilder(StepEmitters):
                             typ=ir.PointerType(gemm_ty(F64)))
         self.gemm_tasks = b.alloca(I64)
         """the task counter of a ``stepgemm`` call (one task: the whole product)."""
+        self.gemm_pack = b.alloca(ir.ArrayType(ir.IntType(8), stepgemm.MAX_PANEL_BYTES))
+        self.gemm_pack.align = 64
+        """the pack of a ``stepgemm`` call that copies B's panels (``own`` 5): a panel of B at
+        most (``stepgemm.use``), on this thread's stack."""
         self.step_gemm = [b.load(b.gep(fns, [ir.Constant(I64, 2 + k)], source_etype=PTR),
                                   typ=ir.PointerType(self._step_type(real)))
                            for k, real in enumerate((F32, F64))]
@@ -192,7 +196,7 @@ class LoopBuilder(StepEmitters):
                         tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
                         ldc: Any) -> None:
         """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
-        in one block, one task) or BLAS's ?gemm."""
+        in one block, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
         b = self.b
         real = F64 if double else F32
         ptr = real.as_pointer()
@@ -201,7 +205,9 @@ class LoopBuilder(StepEmitters):
         def size(x: Any) -> Any:
             return x if self.int_bits == 64 else b.trunc(x, width)
 
-        with b.if_else(b.icmp_signed("==", own, ir.Constant(I64, 1))) as (kernel, call):
+        packed = b.icmp_signed("==", own, ir.Constant(I64, 5))
+        with b.if_else(b.or_(b.icmp_signed("==", own, ir.Constant(I64, 1)), packed)) as (
+                kernel, call):
             with kernel:
                 one_item = ir.Constant(I64, 1)
                 b.store(ir.Constant(I64, 0), self.gemm_tasks)
@@ -210,7 +216,8 @@ class LoopBuilder(StepEmitters):
                 b.call(self.step_gemm[double],
                        [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
                         b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
-                        ldc, k, ir.Constant(ptr, None), self.gemm_tasks, nn])
+                        ldc, k, b.select(packed, b.bitcast(self.gemm_pack, ptr),
+                                         ir.Constant(ptr, None)), self.gemm_tasks, nn])
             with call:
                 b.call(self.dgemm if double else self.sgemm,
                        [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),

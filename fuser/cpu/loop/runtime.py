@@ -138,7 +138,8 @@ class NativeLoop(RowRanges, Appends):
         transposed, sizes it takes); 2 its matrix-vector kernel (B one column, A row-major:
         BLAS's ?gemm is several times slower there); 3 a column B times a transposed A, run as
         the row B^T times A's storage on ``stepgemm``'s kernel; 4 a row A times a transposed B,
-        run as the matrix-vector kernel on B's storage; 0 BLAS. (3 and 4 are why a
+        run as the matrix-vector kernel on B's storage; 5 as 1, each panel of B packed first
+        (``stepgemm.packs``); 0 BLAS. (3 and 4 are why a
         matrix-vector product needs no contiguous copy of a transposed weight,
         ``passes.contiguous_weights``.)"""
         item = la[2]
@@ -152,7 +153,7 @@ class NativeLoop(RowRanges, Appends):
             return self._kernel(4, item)
         if gb[0] or not stepgemm.use(m, n, k, item):
             return 0
-        return self._kernel(1, item)
+        return self._kernel(5 if stepgemm.packs(m, gb[1] * item) else 1, item)
 
     def _kernel(self, own: int, item: int) -> int:
         """``own``, once the ``stepgemm`` kernel it calls is compiled into ``fns``."""
