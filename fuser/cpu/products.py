@@ -75,7 +75,8 @@ def matmul_sum_for(m: int, n: int, depth: int, dtype: str) -> Any:
 
 def _takes(a: Any, b: Any, out: Any) -> bool:
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2
-            or a.dtype != b.dtype or a.dtype.char not in "fd" or a.shape[1] != b.shape[0]
+            or a.dtype != b.dtype or a.dtype.char not in "fd" or not a.dtype.isnative
+            or a.shape[1] != b.shape[0]
             or 0 in a.shape or b.shape[1] == 0):
         return False
     item = a.itemsize

@@ -108,6 +108,11 @@ def test_matmul_leaves_what_it_does_not_take_to_numpy():
     assert products.matmul(a, np.ones((4, 2), np.float64)).dtype == np.float64  # mixed dtypes
     assert products.matmul(np.ones((2, 3, 4)), np.ones((4, 2))).shape == (2, 3, 2)  # a batch
     assert products.matmul(np.ones(4), np.ones((4, 2))).shape == (2,)  # a vector
+    rng = np.random.default_rng(4)  # another byte order: the kernel reads native floats only
+    a = rng.standard_normal((64, 300)).astype(">f4")
+    b = rng.standard_normal((300, 64)).astype(">f4")
+    np.testing.assert_allclose(products.matmul(a, b), a.astype(np.float64) @ b, rtol=1e-4,
+                               atol=1e-3)
     with pytest.raises(ValueError):  # numpy's own error for mismatched sizes
         products.matmul(a, np.ones((5, 2), np.float32))
 
