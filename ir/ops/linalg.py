@@ -182,3 +182,79 @@ defop("tensor::einsum(subscripts: str, optimize: any, *operands: Tensor) -> Tens
       "operands (explicit or implicit output, `...` for broadcast leading axes), in the order "
       "numpy's `optimize` picks; the subscripts are a constant; a view of the operand where "
       "numpy makes one (`np.einsum('ij->ji', x)`)")
+
+
+def tensordot_axes(axes: object, rank_a: int, rank_b: int) -> tuple[list[int], list[int]]:
+    """numpy.tensordot's ``axes`` for operands of these ranks, as the contracted axes of each
+    (non-negative, in order): an int N (the last N of ``a`` with the first N of ``b``) or a
+    pair of ints or of sequences of ints. ShapeError for what numpy refuses."""
+    if isinstance(axes, (bool, np.bool_)):
+        axes = int(axes)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(rank_a, rank_b):
+            raise ShapeError(f"np.tensordot: axes={n} for operands of {rank_a} and {rank_b} "
+                             f"axes")
+        return list(range(rank_a - n, rank_a)), list(range(n))
+    if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+        raise ShapeError(f"np.tensordot: axes must be an int or a pair of axis lists, not "
+                         f"{axes!r}")
+    pair = []
+    for given, rank in zip(axes, (rank_a, rank_b)):
+        listed = list(given) if isinstance(given, (tuple, list)) else [given]
+        if not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                   for a in listed):
+            raise ShapeError(f"np.tensordot: axes must be ints, not {given!r}")
+        for a in listed:
+            if not -rank <= a < rank:
+                raise ShapeError(f"np.tensordot: axis {a} is out of bounds for an array of "
+                                 f"{rank} axes")
+        normal = [int(a) % rank for a in listed]
+        if len(set(normal)) != len(normal):
+            raise ShapeError(f"np.tensordot: repeated axis in {given!r}")
+        pair.append(normal)
+    if len(pair[0]) != len(pair[1]):
+        raise ShapeError("np.tensordot: shape-mismatch for sum (the two axis lists differ in "
+                         "length)")
+    return pair[0], pair[1]
+
+
+def tensordot_spec(axes: object, rank_a: int, rank_b: int) -> str:
+    """``np.tensordot(a, b, axes)`` as einsum subscripts: the free axes of ``a``, then of
+    ``b``."""
+    along_a, along_b = tensordot_axes(axes, rank_a, rank_b)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    la = [next(letters) for _ in range(rank_a)]
+    lb = [next(letters) for _ in range(rank_b)]
+    for i, j in zip(along_a, along_b):
+        lb[j] = la[i]
+    free_a = "".join(c for k, c in enumerate(la) if k not in along_a)
+    free_b = "".join(c for k, c in enumerate(lb) if k not in along_b)
+    return f"{''.join(la)},{''.join(lb)}->{free_a}{free_b}"
+
+
+def _tensordot(node: Node) -> list[Type]:
+    a, b = tensor_arg(node, 0), tensor_arg(node, 1)
+    dtype, device = _dtype([a, b]), items_device([a, b], node)
+    axes = const(node, 2)
+    if axes is NOT_CONSTANT:
+        raise ShapeError("np.tensordot: axes must be a constant")
+    if a.shape is None or b.shape is None:
+        return [TensorType(dtype, None, device)]
+    along_a, along_b = tensordot_axes(axes, len(a.shape), len(b.shape))
+    for i, j in zip(along_a, along_b):
+        da, db = a.shape[i], b.shape[j]
+        if da is not None and db is not None and da != db:
+            raise ShapeError(f"np.tensordot: shape-mismatch for sum (axis {i} of size {da} "
+                             f"against axis {j} of size {db})")
+    shape = tuple(d for k, d in enumerate(a.shape) if k not in along_a) + tuple(
+        d for k, d in enumerate(b.shape) if k not in along_b)
+    return [TensorType(dtype, shape, device)]
+
+
+defop("tensor::tensordot(a: Tensor, b: Tensor, axes: any = 2, scalar: bool = False) -> Tensor",
+      _tensordot, (PURE,), ("np.tensordot", "np.inner"),
+      "numpy's tensordot: the sum of products over the paired axes (an int N: the last N of "
+      "`a` with the first N of `b`), the free axes of `a` then of `b`; axes a constant; "
+      "`scalar`: a result without axes is a numpy scalar, as np.inner's (np.tensordot's is a "
+      "0-d array)")

@@ -129,6 +129,17 @@ def _einsum(low: Lowering, node: Node) -> Any:
     return low.emit("Einsum", xs, equation=str(spec).replace(" ", ""))
 
 
+def _tensordot(low: Lowering, node: Node) -> Any:
+    """``np.tensordot`` as the ``Einsum`` of its subscripts (``tensordot_spec``)."""
+    from ir.ops.linalg import tensordot_spec
+
+    dtype = out_dtype(node.output, None, low)
+    xs = [low.tensor(low.sym(v, node), dtype, node) for v in node.inputs[:2]]
+    spec = tensordot_spec(low.sym(node.inputs[2], node), rank_of(low, node, 0),
+                          rank_of(low, node, 1))
+    return low.emit("Einsum", xs, equation=spec)
+
+
 def _gelu(low: Lowering, node: Node) -> Any:
     dtype = out_dtype(node.output, low.sym(node.inputs[0], node), low)
     x = low.tensor(low.sym(node.inputs[0], node), dtype, node)
@@ -447,6 +458,7 @@ TENSOR_RULES = {
     "tensor::square": _square,
     "tensor::gelu": _gelu,
     "tensor::einsum": _einsum,
+    "tensor::tensordot": _tensordot,
     "tensor::where": _where,
     "tensor::clip": _clip,
     "tensor::astype": _astype,

@@ -39,6 +39,7 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "einsum": "numpy_einsum", "isclose": "numpy_isclose",
                     "allclose": "numpy_allclose", "identity": "numpy_identity",
                     "trace": "numpy_trace", "diff": "numpy_diff", "linspace": "numpy_linspace",
+                    "tensordot": "numpy_tensordot", "inner": "numpy_inner",
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}

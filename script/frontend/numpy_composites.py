@@ -1,7 +1,8 @@
 """numpy functions written as the ops numpy's own Python computes them with: ``np.isclose`` and
 ``np.allclose`` (numpy's tolerance test), ``np.identity`` (``np.eye``), ``np.trace`` (the sum
-of a diagonal), ``np.diff`` (differences of neighbours) and ``np.linspace`` (numpy's formula:
-steps from ``start``, the last one ``stop``). Gradients flow through the ops they are written
+of a diagonal), ``np.diff`` (differences of neighbours), ``np.linspace`` (numpy's formula:
+steps from ``start``, the last one ``stop``), and ``np.tensordot`` / ``np.inner`` (the
+``tensor::tensordot`` op, its axes a constant). Gradients flow through the ops they are written
 as.
 """
 
@@ -201,3 +202,43 @@ class CompositesMixin:
             if kind is not None:
                 ys = self.emit_value("tensor::astype", [ys, dtype])
         return ys
+
+    def numpy_tensordot(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.tensordot(a, b, axes=2): ``tensor::tensordot``, ``axes`` a constant (an int, or a
+        pair of ints or of lists of ints, as written)."""
+        given = dict(zip(["a", "b", "axes"], node.args)) | {kw.arg: kw.value
+                                                            for kw in node.keywords}
+        if len(node.args) > 3 or set(given) - {"a", "b", "axes"} or not {"a", "b"} <= set(given):
+            raise self.error(node, "np.tensordot() takes a, b and axes")
+        a, b = self.expr(given["a"]), self.expr(given["b"])
+        axes: Any = 2
+        if "axes" in given:
+            try:  # a literal as written: lists of axes are not constants of the program
+                axes = ast.literal_eval(given["axes"])
+            except ValueError:
+                axes = constant_of(self.expr(given["axes"]))
+            if axes is NOT_CONSTANT:
+                raise self.error(given["axes"], "np.tensordot() axes must be a constant here "
+                                 "(an int, or a pair of axis lists written out)")
+        axes = _frozen(axes)
+        for name, v in (("a", a), ("b", b)):
+            if not isinstance(v.type, TensorType):
+                raise self.error(given[name], f"np.tensordot() {name} must be an array, not "
+                                 f"{v.type}")
+        return self.emit_value("tensor::tensordot", [a, b, self.const(axes), self.const(False)])
+
+    def numpy_inner(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.inner(a, b): the sum of products over the last axes of both (``tensordot`` of
+        axes -1 and -1); a number times anything is the product, as numpy's."""
+        a, b = self.numpy_args(node, "np.inner", ["a", "b"], 2)
+        if not (isinstance(a.type, TensorType) and isinstance(b.type, TensorType)):
+            return self.binary("*", self.ufunc_result(a), self.ufunc_result(b), node)
+        return self.emit_value("tensor::tensordot", [a, b, self.const(((-1,), (-1,))),
+                                                     self.const(True)])
+
+
+def _frozen(axes: Any) -> Any:
+    """``axes`` with its lists made tuples (a constant of the program)."""
+    if isinstance(axes, (list, tuple)):
+        return tuple(_frozen(a) for a in axes)
+    return axes

@@ -70,6 +70,7 @@ from script.ops._impl_nn import (
     softmax,
     std,
     sum,
+    tensordot,
     var,
 )
 from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
@@ -475,6 +476,6 @@ __all__ = [
     "mm", "mod", "mul", "ndim", "ne", "neg", "ones", "ones_like", "pow", "prod", "reciprocal",
     "relu", "reshape", "rsqrt", "select", "shape", "sigmoid", "sign", "sin", "sinh", "size",
     "slice", "softmax", "softplus", "split", "split_list", "sqrt", "square", "squeeze", "stack",
-    "std", "sub", "sum", "tan", "tanh", "transpose", "unbind", "var", "where", "zeros",
+    "std", "sub", "sum", "tan", "tanh", "tensordot", "transpose", "unbind", "var", "where", "zeros",
     "zeros_like",
 ]

@@ -169,3 +169,10 @@ def einsum(subscripts: str, optimize: Any, *operands: Any) -> Any:
     if optimize is False:
         return xp.einsum(subscripts, *operands)
     return xp.einsum(subscripts, *operands, optimize=optimize)
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2, scalar: bool = False) -> Any:
+    """numpy's tensordot: the sum of products over the paired axes, the free axes of ``a``
+    then of ``b``; with ``scalar``, a result without axes is a numpy scalar (np.inner's)."""
+    result = array_module(a).tensordot(a, b, axes=axes)
+    return result[()] if scalar and result.ndim == 0 else result

@@ -1,5 +1,6 @@
 """VJP rules of the matrix products: matmul (numpy's broadcasting and 1-D promotion),
-``ops.linear`` and ``np.einsum`` (each operand's cotangent another einsum)."""
+``ops.linear``, ``np.einsum`` (each operand's cotangent another einsum) and ``np.tensordot``
+(each another tensordot, its axes put back in the operand's order)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from ir.core import Value
 from ir.errors import IRError
-from ir.ops.linalg import ELLIPSIS, einsum_labels
+from ir.ops.linalg import ELLIPSIS, einsum_labels, tensordot_axes
 from ir.registry import const
 from passes.autodiff.rules.combinators import Rule, rank_of, static_shape, unbroadcast
 
@@ -153,7 +154,41 @@ def einsum_vjp(b, node, gs):
     return grads
 
 
+def tensordot_vjp(b, node, gs):
+    """The cotangents of ``C = np.tensordot(A, B, axes)``, whose axes are A's free ones then
+    B's: ``tensordot(dC, B)`` over B's free axes gives A's free axes then its contracted ones
+    (in B's order), ``tensordot(A, dC)`` over A's free axes B's contracted ones (in A's order)
+    then its free ones; each transposed back to its operand's axes."""
+    (g,), (A, B) = gs, node.inputs[:2]
+    ra, rb = rank_of(A), rank_of(B)
+    along_a, along_b = tensordot_axes(const(node, 2), ra, rb)
+    free_a = [k for k in range(ra) if k not in along_a]
+    free_b = [k for k in range(rb) if k not in along_b]
+    grads: list[Value | None] = [None, None, None, None]
+    if b.is_active(A):
+        partner = dict(zip(along_a, along_b))
+        order = sorted(along_b)
+        at = [free_a.index(k) if k in free_a else len(free_a) + order.index(partner[k])
+              for k in range(ra)]
+        axes = (tuple(range(len(free_a), len(free_a) + len(free_b))), tuple(free_b))
+        grads[0] = _in_order(b, b.op("tensor::tensordot", g, b.fwd(B), axes, False), at)
+    if b.is_active(B):
+        partner = dict(zip(along_b, along_a))
+        order = sorted(along_a)
+        at = [len(along_a) + free_b.index(k) if k in free_b else order.index(partner[k])
+              for k in range(rb)]
+        axes = (tuple(free_a), tuple(range(len(free_a))))
+        grads[1] = _in_order(b, b.op("tensor::tensordot", b.fwd(A), g, axes, False), at)
+    return grads
+
+
+def _in_order(b: Any, v: Value, at: list[int]) -> Value:
+    """``v`` transposed so that its axis k is the one now at ``at[k]``."""
+    return v if at == sorted(at) else b.op("tensor::transpose", v, tuple(at))
+
+
 MATMUL_RULES: dict[str, Rule] = {
+    "tensor::tensordot": tensordot_vjp,
     "tensor::einsum": einsum_vjp,
     "tensor::matmul": matmul_vjp,
     "tensor::matmul_sum": matmul_sum_vjp,

@@ -69,6 +69,10 @@ def einsums(x: Tensor, w: Tensor) -> Tensor:
         np.einsum("ij->", w)
 
 
+def tensordots(x: Tensor, w: Tensor) -> Tensor:
+    return np.tensordot(x, w, axes=([0, 2], [1, 0])) + np.inner(x[0], w[:, 0, :].T)[:, :1]
+
+
 def clip(x: Tensor, lo: Tensor) -> Tensor:
     return np.clip(x, lo, 0.5) + np.clip(x, -0.3, None)
 
@@ -215,6 +219,8 @@ CASES = {
                  "tensor::arccos", "tensor::arctan", "tensor::sinh", "tensor::cosh",
                  "tensor::arcsinh", "tensor::arccosh", "tensor::arctanh"]),
     "einsum": (einsums, lambda r: (_r(r, 3, 4), _r(r, 4, 2)), ["tensor::einsum"]),
+    "tensordot": (tensordots, lambda r: (_r(r, 2, 3, 4), _r(r, 4, 2, 3)),
+                  ["tensor::tensordot"]),
     "clip": (clip, lambda r: (_r(r, 3, 4), _r(r, 4) * 0.3 - 0.5), ["tensor::clip"]),
     "where": (where, lambda r: (_r(r, 3, 4), _r(r, 4)), ["tensor::where"]),
     "transpose": (transpose, lambda r: (_r(r, 3, 3),), ["tensor::transpose"]),

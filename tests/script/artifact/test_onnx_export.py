@@ -397,6 +397,7 @@ def test_function_of_reductions_masks_and_casts(tmp_path):
 
 def einsums_and_trigonometry(q: Tensor, k: Tensor) -> Tuple[Tensor, Tensor]:
     scores = np.einsum("bhtd,bhsd->bhts", q, k)
+    scores = scores + np.tensordot(q, k[0, 0], axes=([3], [1]))
     return np.arctan(scores) + np.expand_dims(np.cosh(np.einsum("...d,...d->...", q, q)), -1), \
         np.einsum("bhtd", q)
 

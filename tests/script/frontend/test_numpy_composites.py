@@ -1,4 +1,5 @@
-"""np.isclose / np.allclose, np.identity, np.trace, np.diff, np.linspace and the builtins
+"""np.isclose / np.allclose, np.identity, np.trace, np.diff, np.linspace, np.tensordot,
+np.inner and the builtins
 min / max of several numbers or of one list compute what numpy and Python compute (types
 included: allclose's Python bool, linspace's float64, an empty list's ValueError); gradients
 through trace and diff equal finite differences."""
@@ -127,3 +128,45 @@ def test_linspace_edges():
         script(linspaces)(-1)
     with pytest.raises(ScriptError, match="retstep other than False"):
         script(retstep)(3)
+
+
+AXES = ((0, 2), (1, 0))  # a global constant: tuples
+
+
+def contractions(x: Tensor, w: Tensor, v: Tensor):
+    return (np.tensordot(x, w, axes=([0, 2], [1, 0])), np.tensordot(x, w, AXES),
+            np.tensordot(x[0], w[:, 0], axes=1), np.tensordot(v, v, 0), np.tensordot(v, v, 1),
+            np.tensordot(x, np.transpose(x, (1, 2, 0))), np.inner(v, v), np.inner(x, v),
+            np.inner(x[0], w[:, 0, :].T), np.inner(v, 2.0), np.inner(3, 2))
+
+
+def tensordot_cost(x: Tensor, w: Tensor, v: Tensor):
+    y = np.tanh(np.tensordot(x, w, axes=([0, 2], [1, 0])))
+    return (y ** 2).sum() + np.inner(x[1], v).sum() + np.tensordot(v, v, 0).sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tensordot_and_inner_are_numpys(dtype):
+    rng = np.random.default_rng(2)
+    args = tuple(rng.standard_normal(s).astype(dtype) for s in ((2, 3, 4), (4, 2, 3), (4,)))
+    got, want = script(contractions)(*args), contractions(*args)
+    assert [type(v) for v in got] == [type(v) for v in want]  # np.inner of vectors: a scalar
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == "float32" else 1e-12)
+    check_vjp(script(tensordot_cost), tuple(a.astype(np.float64) for a in args))
+
+
+def tensordot_of(x: Tensor, w: Tensor, axes: int):
+    return np.tensordot(x, w, axes=([axes], [0]))
+
+
+def tensordot_mismatch(x: Tensor, w: Tensor):
+    return np.tensordot(x, w, axes=([0], [0]))
+
+
+def test_tensordot_axes_are_checked():
+    with pytest.raises(ScriptError, match=r"np.tensordot\(\) axes must be a constant"):
+        script(tensordot_of)(np.ones((2, 3)), np.ones((3, 2)), 1)
+    with pytest.raises(ValueError, match="shape-mismatch for sum"):
+        script(tensordot_mismatch)(np.ones((2, 3)), np.ones((3, 2)))

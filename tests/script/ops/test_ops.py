@@ -317,6 +317,18 @@ def test_einsum(spec, shapes, dtype):
     close(run("einsum", spec, True, *args), np.einsum(spec, *[f64(a) for a in args]))
 
 
+@pytest.mark.parametrize("axes,shapes", [(2, [(2, 3, 4), (3, 4, 5)]), (1, [(2, 3), (3,)]),
+                                         (0, [(2,), (3, 2)]), (((0, 2), (1, 0)), [(4, 3, 5),
+                                                                              (5, 4, 2)]),
+                                         ((-1, 0), [(2, 3), (3, 2)])])
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+def test_tensordot(axes, shapes, dtype):
+    args = [array(s, dtype) for s in shapes]
+    close(run("tensordot", *args, axes), np.tensordot(*[f64(a) for a in args], axes))
+    whole = run("tensordot", array((3,), dtype), array((3,), dtype), 1, True)
+    assert isinstance(whole, np.dtype(dtype).type)  # np.inner's numpy scalar
+
+
 def test_integer_sums_are_numpys():
     for dtype in ("uint8", "int32", "bool"):
         x = np.ones((4, 3), dtype)
@@ -535,7 +547,7 @@ def test_every_tensor_op_has_a_checked_example():
                 "dtype", "chunk", "split", "split_list", "unbind", "cat", "stack", "zeros", "ones",
                 "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
-                "clip", "where", "astype", "einsum"})
+                "clip", "where", "astype", "einsum", "tensordot"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")
                   and section_of(op) in LIBRARY_SECTIONS}
     assert tensor_ops <= covered, sorted(tensor_ops - covered)
