@@ -295,8 +295,10 @@ class StmtMixin:
             self.set_dict_item(base, target.slice, value, target)
             return
         if isinstance(base.type, TensorType):
-            if not isinstance(target.value, ast.Name) and \
-                    self.write_stored_item(target, base, value):
+            if not isinstance(target.value, ast.Name):
+                if self.write_stored_item(target, base, value):
+                    return
+                self.write_index_chain(target, value)
                 return
             self.write_array_item(target, value)
             return

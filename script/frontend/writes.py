@@ -71,6 +71,48 @@ class WriteMixin:
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
 
+    def write_index_chain(self: FunctionCompiler, target: ast.Subscript, value: Any) -> None:
+        """``a[i][j] = v`` (C-style, HMM and CTC code's ``alpha[t][j] = ...``): ``a[i]`` with an
+        int ``i`` is a view of ``a``, so numpy's write lands in ``a``, as ``a[i, j] = v`` does;
+        the chain is written as that one index. An index before the last that is not ints (a
+        slice, an array: ``a[1:3][0]`` is not ``a[1:3, 0]``) is refused as before."""
+        chain, root = [], target
+        while isinstance(root, ast.Subscript):
+            chain.append(root.slice)
+            root = root.value
+        chain.reverse()
+        names: list[str] = []
+        parts: list[ast.expr] = []
+        held = self.frame.find(root.id) if isinstance(root, ast.Name) else None
+        if isinstance(held, Value) and isinstance(held.type, TensorType):
+            for index in chain[:-1]:
+                for part in index.elts if isinstance(index, ast.Tuple) else [index]:
+                    v = None if isinstance(part, ast.Slice) else self.expr(part)
+                    if not isinstance(v, Value) or v.type != INT:
+                        parts = []
+                        break
+                    names.append(self.new_flag("chain"))
+                    self.frame.set(names[-1], v)
+                    parts.append(ast.copy_location(ast.Name(names[-1], ast.Load()), part))
+                else:
+                    continue
+                break
+        if not parts:
+            self.write_array_item(target, value)  # refused there, with the reason
+            return
+        last = chain[-1]
+        parts += last.elts if isinstance(last, ast.Tuple) else [last]
+        flat = ast.copy_location(ast.Subscript(ast.copy_location(ast.Name(root.id, ast.Load()),
+                                                                 root),
+                                               ast.copy_location(ast.Tuple(parts, ast.Load()),
+                                                                 target.slice),
+                                               ast.Store()), target)
+        try:
+            self.write_array_item(flat, value)
+        finally:
+            for name in names:
+                self.frame.vars.pop(name, None)
+
     def write_stored_item(self: FunctionCompiler, target: ast.Subscript, read: Value,
                           value: Any) -> bool:
         """``xs[t][i] = v`` right after ``xs[t] = <a new array>`` (min-char-rnn's one-hot:

@@ -299,3 +299,62 @@ def test_a_write_whose_old_array_is_read_after_is_a_copy():
     x = np.arange(6.0).reshape(2, 3)
     for fn in (f, g):
         np.testing.assert_array_equal(script(fn)(x), fn(x.copy()))
+
+
+def chained(p: Tensor, T: int):
+    alpha = np.zeros((T, 3, 2))
+    for t in range(T):
+        for j in range(3):
+            alpha[t][j] = p * (t + j)
+            alpha[t][j][1] += 1.0
+    alpha[0][1:3] = p[0]
+    return alpha
+
+
+def chained_through_a_slice(p: Tensor):
+    a = np.zeros((3, 2))
+    a[1:3][0] = p
+    return a
+
+
+def chained_into_an_argument(x: Tensor):
+    x[0][1] = 2.0
+    return x
+
+
+def forward_probabilities(A: Tensor, B: Tensor, pi: Tensor, obs: Tensor):
+    alpha = np.zeros((obs.shape[0], A.shape[0]))
+    for i in range(A.shape[0]):
+        alpha[0][i] = pi[i] * B[i][obs[0]]
+    for t in range(1, obs.shape[0]):
+        for j in range(A.shape[0]):
+            s = 0.0
+            for i in range(A.shape[0]):
+                s += alpha[t - 1][i] * A[i][j]
+            alpha[t][j] = s * B[j][obs[t]]
+    return alpha
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chained_indices_write_into_the_array(dtype):
+    """``a[t][j] = v`` after int indices is numpy's write through the view ``a[t]``: the
+    array changes (QSTK's HMM, CTC code); a slice before the last index or an argument is
+    refused."""
+    p = np.array([1.5, -2.0], dtype)
+    np.testing.assert_array_equal(script(chained)(p, 3), chained(p, 3))
+    rng = np.random.default_rng(5)
+    args = (rng.random((3, 3)), rng.random((3, 4)), rng.random(3))
+    args = tuple(a.astype(dtype) for a in args) + (np.array([0, 3, 1, 2]),)
+    np.testing.assert_allclose(script(forward_probabilities)(*args),
+                               forward_probabilities(*args), rtol=1e-6)
+    with pytest.raises(ScriptError, match=r"in-place write into a\[1:3\]"):
+        script(chained_through_a_slice)(p)
+    with pytest.raises(ScriptError, match="in-place write to the argument 'x'"):
+        script(chained_into_an_argument)(np.zeros((2, 3)))
+
+
+def test_chained_index_gradients():
+    rng = np.random.default_rng(6)
+    check_vjp(script(forward_probabilities), (rng.random((3, 3)), rng.random((3, 4)),
+                                              rng.random(3), np.array([0, 3, 1, 2])),
+              argnums=(0, 1, 2))
