@@ -22,6 +22,7 @@ from ir.types import (
     NONE,
     STR,
     ClassType,
+    DictType,
     ListType,
     OptionalType,
     TensorType,
@@ -267,14 +268,17 @@ class ExprMixin:
             return value
         if t in (INT, FLOAT) or isinstance(t, TensorType):
             return self.emit_value("prim::Bool", [value])
-        if t == STR:  # Python's rule: only the empty string is false
+        if t == STR or isinstance(t, (ListType, DictType)):  # Python's: only empty ones are false
             return self.emit_value("prim::Bool", [self.emit_value("prim::len", [value])])
+        if isinstance(t, TupleType):
+            return self.const(bool(t.elements))
         if t == NONE:
             return self.const(False)
         if isinstance(t, OptionalType):
             raise self.error(node, f"the truth value of an Optional ({t}) is ambiguous; "
                              "test 'x is not None'")
-        raise self.error(node, f"a condition must be a bool, number, str or Tensor, not {t}")
+        raise self.error(node, f"a condition must be a bool, number, str, container or Tensor, "
+                         f"not {t}")
 
     # -- comparisons ------------------------------------------------------------------------------
     def visit_Compare(self: FunctionCompiler, node: ast.Compare) -> Any:

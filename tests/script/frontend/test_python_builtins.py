@@ -1,8 +1,9 @@
 """Python builtins and truth values in scripted code compute what plain Python computes: strings
-as conditions and in ``or``/``and``, ``sum``, ``list`` and ``dict``; float32 and float64 values
-equal, gradients equal finite differences, and bad uses are ScriptErrors at the user's line."""
+and containers (lists, dicts, tuples: true when not empty) as conditions and in ``or``/``and``,
+``sum``, ``list`` and ``dict``; float32 and float64 values equal, gradients equal finite
+differences, and bad uses are ScriptErrors at the user's line."""
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -27,6 +28,27 @@ def test_string_truth_value_is_pythons(name, dtype):
             name_or_default(name, x)
         assert label == want_label
         assert_same(y, want_y)
+
+
+def containers_as_conditions(x: Tensor, ids: List[int], scores: Dict[str, Tensor]):
+    last = ids[-1] if ids else 0  # NeuralTalk's beam search: b[1][-1] if b[1] else 0
+    y = x[last]
+    if scores:
+        y = y + scores["a"].sum()
+    if not ids:
+        y = y * 2.0
+    pair = (1, 2)
+    while ids and pair:
+        y = y - ids.pop()
+    return y
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_containers_are_true_when_not_empty(dtype):
+    x = np.arange(3, dtype=dtype)
+    for ids, scores in (([2], {}), ([], {"a": x}), ([], {}), ([1, 0], {"a": x})):
+        assert_same(script(containers_as_conditions)(x, list(ids), dict(scores)),
+                    containers_as_conditions(x, list(ids), dict(scores)))
 
 
 def string_times(name: str):
