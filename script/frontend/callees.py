@@ -165,6 +165,7 @@ class CalleeMixin:
             keywords[kwarg] = self.emit_value("prim::TupleConstruct", list(extra.values()))
             override[kwarg] = keywords[kwarg].type
             names = tuple(extra)
+        override |= self.types_of_open_parameters(fn, args, keywords, receiver is not None)
         call = self.call_of_values(node, args, keywords)
         if receiver:
             fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
@@ -172,6 +173,31 @@ class CalleeMixin:
             return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
         return self.call_function(self.compile_callee(fn, node, override=override,
                                                       keyword_names=names), call)
+
+    def types_of_open_parameters(self: FunctionCompiler, fn: Any, args: list[Any],
+                                 keywords: dict[str, Any], method: bool) -> dict[str, Type]:
+        """``typed_by_the_call``'s types for the named parameters of a function that also
+        takes ``*args`` / ``**kwargs``, from the call's values ``args`` (after ``self`` for a
+        ``method``) and ``keywords``: an unannotated parameter passed a dict, list, number or
+        tuple is typed as passed (it would otherwise be an array)."""
+        annotations = getattr(fn, "__annotations__", {})
+        plain = [p for p in inspect.signature(fn).parameters.values()
+                 if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD][1 if method else 0:]
+        given = dict(zip((p.name for p in plain), args)) | {
+            k: v for k, v in keywords.items() if any(p.name == k for p in plain)}
+        found: dict[str, Type] = {}
+        for p in plain:
+            if p.name in annotations or p.default not in (inspect.Parameter.empty, None):
+                continue
+            value = given.get(p.name)
+            if value is None:
+                if p.default is None:
+                    found[p.name] = NONE  # left at its default None
+            elif not _holds_array(value.type) and value.type != NONE:
+                t = value.type
+                found[p.name] = t if isinstance(t, OptionalType) or p.default is not None \
+                    else OptionalType(t)
+        return found
 
     def check_packed(self: FunctionCompiler, fn: Any, name: str, nodes: list[ast.expr],
                      values: list[Any]) -> None:

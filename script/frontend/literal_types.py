@@ -146,6 +146,9 @@ class LiteralTypeMixin:
             again.arg_types_override = self.arg_types_override
         if hasattr(self, "objects"):
             again.objects = self.objects
+        for kept in ("read_per_call", "keyword_names"):  # a callee's: what its call gave it
+            if kept in vars(self):
+                setattr(again, kept, getattr(self, kept))
         again.literal_types = {**self.literal_types, retype.site: retype.type}
         again.literal_tried = self.literal_tried | {(retype.site, retype.type)}
         return again.compile()

@@ -101,3 +101,24 @@ def takes_kwargs(x: Tensor, **kwargs) -> Tensor:
 def test_what_stays_unsupported_is_a_script_error(fn, args, message):
     with pytest.raises(ScriptError, match=message):
         script(fn)(*args)
+
+
+def generator_forward(x, model, **kwargs):  # NeuralTalk's LSTMGenerator.forward(Xi, model, ...)
+    ids = []  # an empty literal typed from its use: the function is compiled again for it
+    ids.append(kwargs.get("k", 1))
+    return np.tanh(model["W"] @ x) * kwargs.get("scale", 1.0) * len(ids) + ids[0]
+
+
+def calls_generator(x: Tensor, model: Dict[str, Tensor]) -> Tensor:
+    return generator_forward(x, model, scale=2.0, k=3) + generator_forward(x, model)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_callee_with_kwargs_types_its_parameters_from_the_call(dtype):
+    """A dict passed to an unannotated parameter of a function taking ``**kwargs`` is a dict
+    there (it was typed as an array); an empty literal retyped inside it keeps the call's
+    keyword names (its second compilation refused ``**kwargs``)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(3).astype(dtype)
+    model = {"W": rng.standard_normal((3, 3)).astype(dtype)}
+    assert_same(script(calls_generator)(x, model), calls_generator(x, model))
