@@ -308,6 +308,8 @@ class CallMixin:
                 # float64: np.prod(x.shape[1:]) of a vector is the int 1, numpy's 1.0)
                 value = inputs[k] = self.emit_value("tensor::array", [
                     value, self.const(numbers_dtype(value.type))])
+            elif arg.kind == "Tensor[]" and self.numbers_among_arrays(value, display):
+                value = inputs[k] = self.numbers_as_arrays(value)  # np.vstack((1, u))
             elif arg.kind == "Tensor[]" and display.startswith("np.") and \
                     isinstance(value.type, TensorType):
                 # numpy joins the items of one array (np.concatenate(y_heads, axis=-1))

@@ -119,6 +119,21 @@ class NumpyMixin:
             return self.numpy_scalar(value, self.const(None))
         return value
 
+    def numbers_among_arrays(self: FunctionCompiler, value: Any, display: str) -> bool:
+        """Whether ``value`` passed to the numpy function ``display`` is a tuple of arrays and
+        numbers, a number among them."""
+        t = value.type
+        numbers = (INT, FLOAT, BOOL)
+        return display.startswith("np.") and isinstance(t, TupleType) and \
+            any(e in numbers for e in t.elements) and \
+            all(e in numbers or isinstance(e, TensorType) for e in t.elements)
+
+    def numbers_as_arrays(self: FunctionCompiler, value: Any) -> Any:
+        """The tuple ``value`` with each number a 0-d array of numpy's dtype for it, as numpy's
+        joins take them (Mantas Lukosevicius' minimal ESN: ``np.vstack((1, u))``)."""
+        items = self.emit("prim::TupleUnpack", [value], list(value.type.elements)).outputs
+        return self.emit_value("prim::TupleConstruct", [self.ufunc_result(v) for v in items])
+
     # -- scipy.special ----------------------------------------------------------------------------
     def scipy_expit(self: FunctionCompiler, node: ast.Call) -> Any:
         """scipy.special.expit(x): the logistic sigmoid 1 / (1 + exp(-x))."""

@@ -36,6 +36,12 @@ def joins(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]
             np.hstack([v, v, v]))
 
 
+def joins_of_numbers(data: Tensor, x: Tensor, v: Tensor):
+    u = data[0]  # a 0-d value: Mantas Lukosevicius' minimal ESN stacks np.vstack((1, u))
+    return (np.vstack((1, u)), np.vstack((1, u, x)), np.hstack((1.5, v)), np.hstack((v, 3)),
+            np.stack((1.0, u)), np.concatenate((v, np.ones(1), v)))
+
+
 def joins_of_lists(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     rows: List[Tensor] = []
     for i in range(3):
@@ -190,6 +196,8 @@ PROGRAMS = {
     "repeats": (repeats, lambda r, d: (_r(r, d, 2, 3),)),
     "flat": (flat, lambda r, d: (_r(r, d, 2, 3),)),
     "joins": (joins, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
+    "joins_of_numbers": (joins_of_numbers, lambda r, d: (_r(r, d, 2), _r(r, d, 3, 1),
+                                                         _r(r, d, 3))),
     "column_stacks": (column_stacks, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "joins_of_lists": (joins_of_lists, lambda r, d: (_r(r, d, 3, 2),)),
     "products": (products, lambda r, d: (_r(r, d, 3, 3), _r(r, d, 3), _r(r, d, 5, 1),
