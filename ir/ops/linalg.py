@@ -1,5 +1,6 @@
 """Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``;
-``matmul_sum``, which a rewrite inserts; ``einsum`` (numpy's subscripts, ``...`` included).
+``matmul_sum``, which a rewrite inserts; ``einsum`` (numpy's subscripts, ``...`` included);
+``tensordot``; ``inv`` and ``solve`` (numpy.linalg's).
 
 Each op has an eager function of the same name in ``script.ops``; ``ops.mm`` is ``ops.matmul``.
 """
@@ -258,3 +259,60 @@ defop("tensor::tensordot(a: Tensor, b: Tensor, axes: any = 2, scalar: bool = Fal
       "`a` with the first N of `b`), the free axes of `a` then of `b`; axes a constant; "
       "`scalar`: a result without axes is a numpy scalar, as np.inner's (np.tensordot's is a "
       "0-d array)")
+
+
+def _linalg_dtype(dtype: str | None) -> str | None:
+    """numpy.linalg's result dtype: float32 and float64 kept, integers and bools as float64."""
+    if dtype is None or dtype in ("float32", "float64"):
+        return dtype
+    if dtype == "float16":
+        raise ShapeError("np.linalg: array type float16 is unsupported in linalg")
+    return "float64"
+
+
+def _square(kind: str, shape: Shape | None) -> None:
+    if shape is None:
+        return
+    if len(shape) < 2:
+        raise ShapeError(f"{kind}: {len(shape)}-dimensional array given. Array must be at least "
+                         "two-dimensional")
+    m, n = shape[-2:]
+    if m is not None and n is not None and m != n:
+        raise ShapeError(f"{kind}: Last 2 dimensions of the array must be square")
+
+
+def _inv(node: Node) -> list[Type]:
+    a = tensor_arg(node, 0)
+    _square("np.linalg.inv", a.shape)
+    return [TensorType(_linalg_dtype(a.dtype), a.shape, items_device([a], node))]
+
+
+def solve_shape(a: Shape | None, b: Shape | None) -> Shape | None:
+    """numpy.linalg.solve's result shape (numpy 2's rule: a 1-D ``b`` is one vector, anything
+    else a stack of matrices (..., M, K))."""
+    _square("np.linalg.solve", a)
+    if a is None or b is None:
+        return None
+    m = a[-1]
+    if len(b) == 1:
+        rows, batch = b, broadcast_shapes([a[:-2]]) or ()
+    else:
+        rows, batch = b[-2:], broadcast_shapes([a[:-2], b[:-2]]) or ()
+    if m is not None and rows[0] is not None and m != rows[0]:
+        raise ShapeError(f"np.linalg.solve: a of {_text(a)} and b of {_text(b)}: the sizes "
+                         f"{m} and {rows[0]} differ")
+    return tuple(batch) + tuple(rows)
+
+
+def _solve(node: Node) -> list[Type]:
+    a, b = tensor_arg(node, 0), tensor_arg(node, 1)
+    dtype = _linalg_dtype(_dtype([a, b]))
+    return [TensorType(dtype, solve_shape(a.shape, b.shape), items_device([a, b], node))]
+
+
+defop("tensor::inv(a: Tensor) -> Tensor", _inv, (PURE,), ("np.linalg.inv",),
+      "the inverse of a square matrix (of each of a stack of them); numpy's LinAlgError for a "
+      "singular one")
+defop("tensor::solve(a: Tensor, b: Tensor) -> Tensor", _solve, (PURE,), ("np.linalg.solve",),
+      "x with a @ x == b for a square a: a 1-D b is one vector, anything else a stack of "
+      "matrices (numpy 2's rule); numpy's LinAlgError for a singular a")

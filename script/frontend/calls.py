@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import typing
 from typing import TYPE_CHECKING, Any
@@ -113,8 +114,8 @@ def _build_object_table() -> None:
 
 
 def _spelled_object(spelling: str) -> Any:
-    if spelling.startswith("np."):
-        return getattr(np, spelling[3:], None)
+    if spelling.startswith("np."):  # np.tanh, np.linalg.inv
+        return functools.reduce(lambda o, n: getattr(o, n, None), spelling[3:].split("."), np)
     if spelling.startswith("ops."):
         return getattr(ops_module, spelling[4:], None)
     if spelling.isidentifier() and spelling not in ("len", "print"):

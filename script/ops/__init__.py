@@ -58,6 +58,7 @@ from script.ops._impl_nn import (
     any,
     dropout,
     einsum,
+    inv,
     layer_norm,
     layer_norm_backward,  # noqa: F401  (a gradient op)
     linear,
@@ -68,6 +69,7 @@ from script.ops._impl_nn import (
     mm,
     prod,
     softmax,
+    solve,
     std,
     sum,
     tensordot,
@@ -467,15 +469,14 @@ def astype(a: Any, dtype: Any) -> Any:
 
 
 __all__ = [
-    "abs", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctanh", "array_module", "astype", "cat", "ceil", "chunk", "clip",
-    "cos", "cosh", "detach", "div", "dropout", "dtype", "einsum", "eq", "erf", "exp", "exp2",
-    "expand_dims", "expm1", "floor", "floordiv", "full", "full_like", "ge", "gelu", "gt",
-    "layer_norm", "le", "linear", "log", "log10", "log1p", "log2", "log_softmax", "logical_and",
-    "logical_not", "logical_or", "lt", "manual_seed", "matmul", "maximum", "mean", "minimum",
-    "mm", "mod", "mul", "ndim", "ne", "neg", "ones", "ones_like", "pow", "prod", "reciprocal",
-    "relu", "reshape", "rsqrt", "select", "shape", "sigmoid", "sign", "sin", "sinh", "size",
-    "slice", "softmax", "softplus", "split", "split_list", "sqrt", "square", "squeeze", "stack",
-    "std", "sub", "sum", "tan", "tanh", "tensordot", "transpose", "unbind", "var", "where", "zeros",
-    "zeros_like",
+    "abs", "add", "all", "amax", "amin", "any", "arange", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctanh", "array_module", "astype", "cat", "ceil", "chunk", "clip", "cos", "cosh",
+    "detach", "div", "dropout", "dtype", "einsum", "eq", "erf", "exp", "exp2", "expand_dims",
+    "expm1", "floor", "floordiv", "full", "full_like", "ge", "gelu", "gt", "inv", "layer_norm",
+    "le", "linear", "log", "log10", "log1p", "log2", "log_softmax", "logical_and", "logical_not",
+    "logical_or", "lt", "manual_seed", "matmul", "maximum", "mean", "minimum", "mm", "mod", "mul",
+    "ndim", "ne", "neg", "ones", "ones_like", "pow", "prod", "reciprocal", "relu", "reshape",
+    "rsqrt", "select", "shape", "sigmoid", "sign", "sin", "sinh", "size", "slice", "softmax",
+    "softplus", "solve", "split", "split_list", "sqrt", "square", "squeeze", "stack", "std", "sub",
+    "sum", "tan", "tanh", "tensordot", "transpose", "unbind", "var", "where", "zeros", "zeros_like",
 ]

@@ -176,3 +176,13 @@ def tensordot(a: Any, b: Any, axes: Any = 2, scalar: bool = False) -> Any:
     then of ``b``; with ``scalar``, a result without axes is a numpy scalar (np.inner's)."""
     result = array_module(a).tensordot(a, b, axes=axes)
     return result[()] if scalar and result.ndim == 0 else result
+
+
+def inv(a: Any) -> Any:
+    """numpy.linalg.inv: the inverse of a square matrix (of each of a stack)."""
+    return array_module(a).linalg.inv(a)
+
+
+def solve(a: Any, b: Any) -> Any:
+    """numpy.linalg.solve: x with ``a @ x == b``."""
+    return array_module(a).linalg.solve(a, b)

@@ -187,7 +187,35 @@ def _in_order(b: Any, v: Value, at: list[int]) -> Value:
     return v if at == sorted(at) else b.op("tensor::transpose", v, tuple(at))
 
 
+def inv_vjp(b, node, gs):
+    """The cotangent of ``Y = inv(A)``: ``-Y^T g Y^T`` (per matrix of a stack)."""
+    (g,), y = gs, b.fwd(node.output)
+    yt = swap_last(b, y)
+    return [b.op("tensor::neg", b.op("tensor::matmul", b.op("tensor::matmul", yt, g), yt))]
+
+
+def solve_vjp(b, node, gs):
+    """The cotangents of ``X = solve(A, B)``: ``G_B = solve(A^T, g)`` and ``G_A = -G_B X^T``
+    (for a 1-D ``B`` the outer product of the two vectors), each summed over the stack axes
+    its operand was broadcast along."""
+    (g,), (A, B) = gs, node.inputs
+    x = b.fwd(node.output)
+    vector = rank_of(B) == 1
+    g_cols = b.op("tensor::expand_dims", g, -1) if vector else g
+    x_cols = b.op("tensor::expand_dims", x, -1) if vector else x
+    gb = b.op("tensor::solve", swap_last(b, b.fwd(A)), g_cols)  # matrices: (..., M, K)
+    grads: list[Value | None] = [None, None]
+    if b.is_active(A):
+        grads[0] = unbroadcast(b, b.op("tensor::neg", b.op("tensor::matmul", gb,
+                                                            swap_last(b, x_cols))), A)
+    if b.is_active(B):
+        grads[1] = unbroadcast(b, b.op("tensor::squeeze", gb, -1) if vector else gb, B)
+    return grads
+
+
 MATMUL_RULES: dict[str, Rule] = {
+    "tensor::inv": inv_vjp,
+    "tensor::solve": solve_vjp,
     "tensor::tensordot": tensordot_vjp,
     "tensor::einsum": einsum_vjp,
     "tensor::matmul": matmul_vjp,

@@ -1,5 +1,5 @@
 """np.isclose / np.allclose, np.identity, np.trace, np.diff, np.linspace, np.tensordot,
-np.inner and the builtins
+np.inner, np.linalg.inv / solve and the builtins
 min / max of several numbers or of one list compute what numpy and Python compute (types
 included: allclose's Python bool, linspace's float64, an empty list's ValueError); gradients
 through trace and diff equal finite differences."""
@@ -170,3 +170,43 @@ def test_tensordot_axes_are_checked():
         script(tensordot_of)(np.ones((2, 3)), np.ones((3, 2)), 1)
     with pytest.raises(ValueError, match="shape-mismatch for sum"):
         script(tensordot_mismatch)(np.ones((2, 3)), np.ones((3, 2)))
+
+
+def ridge_readout(X: Tensor, Yt: Tensor, reg: float):
+    """Mantas Lukosevicius' minimal ESN's readout: Wout = Yt X^T (X X^T + reg I)^-1."""
+    I = np.eye(X.shape[0])  # noqa: E741
+    inverse = np.dot(np.dot(Yt, X.T), np.linalg.inv(np.dot(X, X.T) + reg * I))
+    solved = np.linalg.solve(np.dot(X, X.T) + reg * I, np.dot(X, Yt.T)).T
+    return inverse, solved, np.linalg.solve(X[:, :4], X[0, :4])
+
+
+def linear_system_cost(a: Tensor, b: Tensor):
+    m = a + 4.0 * np.eye(a.shape[-1])
+    return (np.linalg.inv(m) ** 2).sum() + np.tanh(np.linalg.solve(m, b)).sum() + \
+        np.linalg.solve(m, b[..., 0]).sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linalg_inv_and_solve_are_numpys(dtype):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((4, 30)).astype(dtype)
+    Yt = rng.standard_normal((2, 30)).astype(dtype)
+    got, want = script(ridge_readout)(X, Yt, 1e-2), ridge_readout(X, Yt, 1e-2)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4 if dtype == "float32" else 1e-10)
+    check_vjp(script(linear_system_cost), (rng.standard_normal((3, 3)),
+                                           rng.standard_normal((3, 2))))
+    check_vjp(script(linear_system_cost), (rng.standard_normal((2, 3, 3)),
+                                           rng.standard_normal((3, 2))))
+
+
+def inverse(a: Tensor):
+    return np.linalg.inv(a)
+
+
+def test_linalg_errors_are_numpys():
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        script(inverse)(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="must be square"):
+        script(inverse)(np.ones((2, 3)))

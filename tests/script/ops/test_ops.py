@@ -329,6 +329,18 @@ def test_tensordot(axes, shapes, dtype):
     assert isinstance(whole, np.dtype(dtype).type)  # np.inner's numpy scalar
 
 
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+def test_inv_and_solve(dtype):
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((2, 3, 3)) * 2 + 6 * np.eye(3)).astype(dtype)
+    b, m = array((3,), dtype), array((2, 3, 4), dtype)
+    for got, want in ((run("inv", a), np.linalg.inv(f64(a))),
+                      (run("solve", a[0], b), np.linalg.solve(f64(a[0]), f64(b))),
+                      (run("solve", a, m), np.linalg.solve(f64(a), f64(m)))):
+        assert got.dtype == (F64 if dtype == I64 else dtype)  # numpy.linalg's float64
+        close(got, want)
+
+
 def test_integer_sums_are_numpys():
     for dtype in ("uint8", "int32", "bool"):
         x = np.ones((4, 3), dtype)
@@ -547,7 +559,8 @@ def test_every_tensor_op_has_a_checked_example():
                 "dtype", "chunk", "split", "split_list", "unbind", "cat", "stack", "zeros", "ones",
                 "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
-                "clip", "where", "astype", "einsum", "tensordot"})
+                "clip", "where", "astype", "einsum", "tensordot", "inv",
+                "solve"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")
                   and section_of(op) in LIBRARY_SECTIONS}
     assert tensor_ops <= covered, sorted(tensor_ops - covered)
