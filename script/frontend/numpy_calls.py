@@ -490,7 +490,7 @@ class NumpyMixin:
             return self.emit_value("tensor::array", [value, self.const(None)])
         return value
 
-    # -- sorted and list.reverse -------------------------------------------------------------
+    # -- sorted, list.sort and list.reverse--------------------------------------------------------
     def builtin_sorted(self: FunctionCompiler, node: ast.Call) -> Any:
         """``sorted(items, key=lambda x: ..., reverse=...)`` of a list or tuple of numbers,
         strings or tuples of them; the keys are a comprehension of the lambda's body."""
@@ -556,6 +556,20 @@ class NumpyMixin:
         self.emit_source(f"{n} = len({items})\n"
                          f"{copy} = [{items}[{n} - 1 - {i}] for {i} in range({n})]\n"
                          f"for {i} in range({n}):\n    {items}[{i}] = {copy}[{i}]\n", node)
+        return self.const(None)
+
+    def list_sort(self: FunctionCompiler, lst: Any, node: ast.Call) -> Any:
+        """``items.sort(key=..., reverse=...)`` in place (NeuralTalk's beam search:
+        ``beam_candidates.sort(reverse=True)``): ``sorted``'s list written back item by item,
+        so every name of the list sees the order."""
+        if node.args or set(kw.arg for kw in node.keywords) - {"key", "reverse"}:
+            raise self.error(node, "list.sort() takes only the keywords key and reverse")
+        items, ordered, i = (self.new_flag(k) for k in ("sort", "sorted", "i"))
+        self.frame.set(items, lst)
+        keywords = "".join(f", {kw.arg}={ast.unparse(kw.value)}" for kw in node.keywords)
+        self.emit_source(f"{ordered} = sorted({items}{keywords})\n"
+                         f"for {i} in range(len({items})):\n    {items}[{i}] = {ordered}[{i}]\n",
+                         node)
         return self.const(None)
 
     def emit_source(self: FunctionCompiler, code: str, node: ast.AST) -> None:

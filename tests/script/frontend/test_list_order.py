@@ -1,6 +1,6 @@
-"""``sorted(items, key=..., reverse=...)`` and ``list.reverse()`` in scripted code: what Python
-gives (ties keep their order, also reversed), gradients through a reversed list of arrays, and
-ScriptErrors for what stays unsupported."""
+"""``sorted(items, key=..., reverse=...)``, ``list.sort(key=..., reverse=...)`` and
+``list.reverse()`` in scripted code: what Python gives (ties keep their order, also reversed),
+gradients through a reversed list of arrays, and ScriptErrors for what stays unsupported."""
 
 from typing import List, Tuple
 
@@ -44,6 +44,18 @@ def sort_tuples(x: Tensor) -> List[Tuple[float, int]]:
     return sorted(pairs)
 
 
+def sort_in_place(x: Tensor, scores: List[float]):
+    """NeuralTalk's beam search: ``beam_candidates.sort(reverse=True)``; the caller's list and
+    every name of it see the order."""
+    same = scores
+    scores.sort(reverse=True)
+    candidates = [(float(x[i]), i) for i in range(4)]
+    candidates.sort(key=lambda c: c[0])
+    counts = [3, 1, 2]
+    counts.sort()
+    return same, candidates, counts
+
+
 PROGRAMS = {
     "reverse_numbers": (reverse_numbers, (7,)),
     "reverse_arrays": (reverse_arrays, (np.array([0.1, -0.4, 0.7]),)),
@@ -61,6 +73,13 @@ def test_compiled_equals_python(name):
         np.testing.assert_allclose(got, want)
     else:
         assert got == want and type(got) is type(want)
+
+
+def test_sort_in_place_is_pythons():
+    x = np.array([0.5, 0.5, -1.0, 2.0])
+    mine, theirs = [1.0, 3.0, 2.0], [1.0, 3.0, 2.0]
+    assert script(sort_in_place)(x, mine) == sort_in_place(x, theirs)
+    assert mine == theirs == [3.0, 2.0, 1.0]
 
 
 def test_gradient_through_a_reversed_list():
