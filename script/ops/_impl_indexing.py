@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from script.ops._impl_base import array_module
@@ -18,8 +19,10 @@ def take(a: Any, indices: Any, axis: int = 0) -> Any:
     """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``),
     always a new array: numpy's ``a[i]`` for a 0-d index (``np.argmax(v)``) is a view of ``a``,
     which the code after it, treating the result as its own, could write into."""
-    out = a[_along(axis, a.ndim, indices)]
-    return out.copy() if getattr(indices, "ndim", 0) == 0 else out
+    out = a[indices] if axis == 0 else a[_along(axis, a.ndim, indices)]
+    if getattr(indices, "ndim", 0) == 0 and not isinstance(out, np.generic):
+        return out.copy()  # a view of a; a numpy scalar is a value of its own
+    return out
 
 
 def index_pairs(a: Any, rows: Any, cols: Any) -> Any:

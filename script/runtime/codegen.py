@@ -120,7 +120,7 @@ class FunctionWriter:
             return repr(value)
         if isinstance(value, int):
             return repr(int(value)) if value >= 0 else f"({int(value)!r})"
-        if isinstance(value, float) and math.isfinite(value):
+        if type(value) is float and math.isfinite(value):  # not np.float64: numpy's strong type
             return repr(float(value)) if value >= 0 else f"({float(value)!r})"
         name = self.ns.fresh("_c")
         self.consts[name] = value
@@ -247,6 +247,8 @@ def _write_constant(w: FunctionWriter, node: Node) -> None:
     value = node.attrs.get("value")
     if w.device == "cuda":
         value = device_code.to_device(value, scalars=False)  # copied once, numbers stay
+    elif _scalar_operand(value, node):
+        value = value[()]
     expr = w.const_expr(value)
     if w.classes is not None and w.classes.escapes(node.output) and holds_mutable(value):
         # the caller may receive it: each evaluation makes its own, as the source would
@@ -259,6 +261,22 @@ def _write_constant(w: FunctionWriter, node: Node) -> None:
         w.emit(f"{w.ns.name(node.output)} = _fresh_copy({expr})")
         return
     w.ns.names[node.output] = expr
+
+
+def _scalar_operand(value: Any, node: Node) -> bool:
+    """Whether a 0-d array constant is only an operand of elementwise ops (an accumulator's
+    start, ``s = 0.0`` then ``s += x[i] * y[i]``), so its numpy scalar computes the same: the
+    two promote alike, and numpy's arithmetic on a scalar costs about a tenth of a 0-d
+    array's."""
+    if type(value) is not np.ndarray or value.shape != ():
+        return False
+    return all(use.node.kind in _ARITHMETIC and IN_PLACE_ATTR not in use.node.attrs
+               for use in node.output.uses)
+
+
+_ARITHMETIC = frozenset(f"tensor::{name}" for name in (
+    "add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "maximum", "minimum"))
+"""ops whose result is a new value however their 0-d operands are held."""
 
 
 def _in_a_loop_below(user: Node, node: Node) -> bool:

@@ -107,11 +107,17 @@ def backend_matmul(node: Node) -> Any:
 
 def write_take(w: FunctionWriter, node: Node) -> None:
     """``a[idx]`` inline where ``idx`` is known to have axes (a new array, as the op's result
-    must be); else ``ops.take``, which copies the view numpy gives for a 0-d index."""
-    index = node.inputs[1].type
+    must be) or is 0-d and ``a`` a vector (a numpy scalar: ``B[j][obs[t]]``, a value of its own
+    in numpy too); else ``ops.take``, which copies the view numpy gives for a 0-d index."""
+    index, source = node.inputs[1].type, node.inputs[0].type
     names = [w.ns.name(v) for v in node.inputs]
     if isinstance(index, ir.TensorType) and index.shape is not None and len(index.shape) > 0:
         w.assign(node, w.expression(node, names))
+        return
+    if isinstance(index, ir.TensorType) and index.shape == () and \
+            isinstance(source, ir.TensorType) and source.shape is not None and \
+            len(source.shape) == 1 and source.device != "cuda":
+        w.assign(node, f"{names[0]}[{names[1]}]")
         return
     write_call(w, node, ops.take, "_take")
 

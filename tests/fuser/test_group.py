@@ -119,6 +119,21 @@ def test_a_single_op_is_not_worth_a_group():
     assert not fuse(g)
 
 
+def test_a_few_ops_on_numpy_scalars_are_not_worth_a_group():
+    """0-d values (numpy scalars) are fused only from ``MIN_SCALAR_OPS`` ops on: numpy's
+    scalar arithmetic is cheaper than a kernel call."""
+    from fuser.group import MIN_SCALAR_OPS
+
+    for count, fused in ((3, False), (MIN_SCALAR_OPS, True)):
+        g = Graph()
+        x = g.add_input(T("float64"))
+        y = x
+        for _ in range(count):
+            y = emit(g, "tensor::tanh", y)
+        g.add_output(y)
+        assert bool(fuse(g)) == fused
+
+
 def test_no_cycle_through_an_outside_node():
     def make():
         g = Graph()

@@ -68,3 +68,34 @@ def test_a_loss_summed_over_steps_is_numpys_number(dtype, native, monkeypatch):
     got, want = script(losses)(p, targets), losses(p, targets)
     assert type(got) is type(want)  # a numpy scalar, as numpy's arithmetic on numbers gives
     assert_same(got, want, 0, 0)
+
+
+def forward_recursion(A: Tensor, B: Tensor, pi: Tensor, obs: Tensor):
+    """An HMM's forward pass over single elements (QSTK's calcalpha): an accumulator that
+    starts as a number, and ``B[j][obs[t]]`` of a vector and a 0-d index."""
+    alpha = np.zeros((obs.shape[0], A.shape[0]), A.dtype)
+    for i in range(A.shape[0]):
+        alpha[0][i] = pi[i] * B[i][obs[0]]
+    for t in range(1, obs.shape[0]):
+        for j in range(A.shape[0]):
+            s = 0.0
+            for i in range(A.shape[0]):
+                s += alpha[t - 1][i] * A[i][j]
+            alpha[t][j] = s * B[j][obs[t]]
+    return alpha
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scalar_arithmetic_stays_on_numpy_scalars(dtype):
+    """The accumulator's start is a numpy scalar in the generated code (not a 0-d array, whose
+    arithmetic costs about ten times a scalar's), a vector indexed by a 0-d index is read
+    inline, and a few ops on numpy scalars are not a kernel call."""
+    rng = np.random.default_rng(2)
+    args = tuple(rng.random(s).astype(dtype) for s in ((3, 3), (3, 4), (3,))) + (
+        np.array([0, 3, 1, 2]),)
+    f = script(forward_recursion)
+    assert_same(f(*args), forward_recursion(*args))
+    spec = f.specialization(*args)
+    held = [v for v in spec.fn.__globals__.values() if type(v) is np.ndarray and v.shape == ()]
+    assert not held
+    assert "_take" not in spec.source and "_kernel" not in spec.source
