@@ -293,6 +293,9 @@ def solve_shape(a: Shape | None, b: Shape | None) -> Shape | None:
     _square("np.linalg.solve", a)
     if a is None or b is None:
         return None
+    if not b:
+        raise ShapeError("np.linalg.solve: b must have at least one dimension (a vector or a "
+                         "stack of matrices), not 0")
     m = a[-1]
     if len(b) == 1:
         rows, batch = b, broadcast_shapes([a[:-2]]) or ()

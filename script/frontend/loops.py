@@ -285,8 +285,10 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = [t for target in node.targets for t in ast.walk(target)]
-        elif isinstance(node, ast.AugAssign):
+        elif isinstance(node, ast.AugAssign):  # a[t][j] += v writes into a, as a[t, j] += v
             targets = [node.target]
+            while isinstance(targets[-1], ast.Subscript):
+                targets.append(targets[-1].value)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "fill":
             base = node.func.value

@@ -289,7 +289,15 @@ class StmtMixin:
         raise self.unsupported(target, f"assigning to the module attribute '{name}' in scripted "
                                "code (module attributes are constants or inputs there)")
 
-    def assign_item(self: FunctionCompiler, target: ast.Subscript, value: Any) -> None:
+    def assign_item(self: FunctionCompiler, target: ast.Subscript, value: Any,
+                    frozen: bool = False) -> None:
+        if isinstance(target.value, ast.Subscript) and not frozen:
+            target, names = self.frozen_target(target)  # a[i][j] = v: i evaluated once
+            try:
+                return self.assign_item(target, value, True)
+            finally:
+                for name in names:
+                    self.frame.vars.pop(name, None)
         base = self.expr(target.value)
         if isinstance(base.type, DictType):
             self.set_dict_item(base, target.slice, value, target)
@@ -338,6 +346,17 @@ class StmtMixin:
             self.assign(target.value if isinstance(target, ast.Starred) else target, item, node)
 
     def visit_AugAssign(self: FunctionCompiler, node: ast.AugAssign) -> None:
+        names: list[str] = []
+        if isinstance(node.target, ast.Subscript):  # its index evaluated once, as Python's
+            target, names = self.frozen_target(node.target)
+            node = ast.copy_location(ast.AugAssign(target, node.op, node.value), node)
+        try:
+            self.augmented(node)
+        finally:
+            for name in names:
+                self.frame.vars.pop(name, None)
+
+    def augmented(self: FunctionCompiler, node: ast.AugAssign) -> None:
         target = node.target
         current = self.expr(_as_load(target))
         rhs = self.expr(node.value)

@@ -353,8 +353,56 @@ def test_chained_indices_write_into_the_array(dtype):
         script(chained_into_an_argument)(np.zeros((2, 3)))
 
 
+def backward_probabilities(A: Tensor, B: Tensor, obs: Tensor):
+    """QSTK's calcbeta: only augmented chained writes in the loop."""
+    T, N = obs.shape[0], A.shape[0]
+    beta = np.zeros((T, N))
+    beta[T - 1] = 1.0
+    for t in range(T - 2, -1, -1):
+        for i in range(N):
+            for j in range(N):
+                beta[t][i] += A[i][j] * B[j][obs[t + 1]] * beta[t + 1][j]
+    return beta
+
+
+def index_with_effects(x: Tensor):
+    a = np.zeros((4, 3))
+    rows = [0, 1, 2, 3]
+    a[rows.pop()][1] = x[0]
+    a[rows.pop()][2] += x[0]
+    b = np.zeros(4)
+    b[rows.pop()] += x[0]
+    return a, b, len(rows)
+
+
+def item_of_a_vector(x: Tensor):
+    a = np.zeros(3)
+    a[1][...] = x[0]
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chained_augmented_writes_in_loops_and_indices_evaluated_once(dtype):
+    rng = np.random.default_rng(7)
+    args = (rng.random((3, 3)).astype(dtype), rng.random((3, 4)).astype(dtype),
+            np.array([0, 3, 1, 2]))
+    np.testing.assert_allclose(script(backward_probabilities)(*args),
+                               backward_probabilities(*args), rtol=1e-6)
+    x = np.array([5.0], dtype)
+    got, want = script(index_with_effects)(x), index_with_effects(x)
+    assert got[2] == want[2] == 1  # each index evaluated once, as Python does
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        item_of_a_vector(x)
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        script(item_of_a_vector)(x)
+
+
 def test_chained_index_gradients():
     rng = np.random.default_rng(6)
     check_vjp(script(forward_probabilities), (rng.random((3, 3)), rng.random((3, 4)),
                                               rng.random(3), np.array([0, 3, 1, 2])),
               argnums=(0, 1, 2))
+    check_vjp(script(backward_probabilities), (rng.random((3, 3)), rng.random((3, 4)),
+                                               np.array([0, 3, 1, 2])), argnums=(0, 1))

@@ -210,3 +210,9 @@ def test_linalg_errors_are_numpys():
         script(inverse)(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="must be square"):
         script(inverse)(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="at least one dimension"):
+        script(solve_of)(np.eye(2), np.array(1.0))
+
+
+def solve_of(a: Tensor, b: Tensor):
+    return np.linalg.solve(a, b)
