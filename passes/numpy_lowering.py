@@ -14,6 +14,7 @@ computes numpy's result.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ir.core import Node, Value
 from ir.ops.shape import tensor_items
@@ -40,7 +41,7 @@ def _replace(node: Node, kind: str, inputs: list[Value]) -> bool:
     return True
 
 
-def _constant(node: Node, value: int) -> Value:
+def _constant(node: Node, value: Any) -> Value:
     with node.graph.inserting_before(node):
         return node.graph.constant(value)
 
@@ -135,7 +136,8 @@ def _covering(types: list[Type]) -> Type:
 
 def vstack_as_join(node: Node) -> bool:
     """``np.vstack`` of 1-D arrays is ``np.stack(items, 0)``, of arrays with 2 or more axes
-    ``np.concatenate(items, 0)``."""
+    ``np.concatenate(items, 0)``, of 0-d and 1-D ones among matrices (or 0-d ones alone) the
+    concatenation of their 2-D forms."""
     return _join_along(node, 0)
 
 
@@ -146,38 +148,44 @@ def column_stack_as_join(node: Node) -> bool:
 
 
 def _join_along(node: Node, axis: int) -> bool:
-    """1-D items stacked along ``axis``, items of 2 or more axes concatenated along it; 1-D
-    items among matrices made rows or columns first (``_vectors_and_matrices``)."""
+    """1-D items stacked along ``axis``, items of 2 or more axes concatenated along it; 0-d
+    and 1-D items among others (or 0-d ones alone) made 2-D first (``_promoted_items``)."""
     rank = _item_rank(node)
-    if rank is None:
-        return _vectors_and_matrices(node, axis)
-    if rank == 0:
-        return False
+    if rank is None or rank == 0:
+        return _promoted_items(node, axis, 2)
     kind = "tensor::stack" if rank == 1 else "tensor::cat"
     return _replace(node, kind, [_sequence(node), _constant(node, axis)])
 
 
-def _vectors_and_matrices(node: Node, axis: int) -> bool:
-    """``np.vstack([row, matrix])`` (pyESN's ``np.vstack([laststate, np.zeros((n, N))])``,
-    ``axis`` 0) or ``np.column_stack([column, matrix])`` (``axis`` 1): each 1-D item becomes a
-    row or column ``expand_dims(item, axis)`` and the items are concatenated along ``axis``, as
-    numpy does. Only for a list or tuple literal that nothing else uses."""
+def _promoted_items(node: Node, axis: int, ndmin: int) -> bool:
+    """numpy's join of items of fewer than ``ndmin`` axes among others: ``np.vstack([row,
+    matrix])`` (pyESN's ``np.vstack([laststate, np.zeros((n, N))])``), ``np.column_stack([column,
+    matrix])``, ``np.vstack((1, u))`` of a number and a column (Mantas Lukosevicius' ESN): a
+    0-d item becomes ``(1,) * ndmin``, a 1-D one (``ndmin`` 2) a row or column
+    (``expand_dims(item, axis)``), and the items are concatenated along ``axis``, as numpy does.
+    Only for a list or tuple literal that nothing else uses, whose items have at most
+    ``ndmin`` axes."""
     seq = node.inputs[0]
     if seq.node.kind not in ("prim::ListConstruct", "prim::TupleConstruct") or \
             len(seq.uses) != 1:
         return False
     ranks = {v.type.rank if isinstance(v.type, TensorType) else None for v in seq.node.inputs}
-    if ranks != {1, 2}:
+    if None in ranks or not ranks or max(ranks) > ndmin or ranks == {ndmin}:
         return False
     items = []
     for v in seq.node.inputs:
-        if v.type.rank == 1:
-            new = node.graph.create("tensor::expand_dims", [v, _constant(node, axis)], [],
-                                    source=node.source)
-            for t in infer_types(new):
-                new.add_output(t)
-            v = new.insert_before(node).output
-        items.append(v)
+        rank = v.type.rank
+        if rank == 0:
+            kind, arg = "tensor::reshape", _constant(node, (1,) * ndmin)
+        elif rank < ndmin:
+            kind, arg = "tensor::expand_dims", _constant(node, axis)
+        else:
+            items.append(v)
+            continue
+        new = node.graph.create(kind, [v, arg], [], source=node.source)
+        for t in infer_types(new):
+            new.add_output(t)
+        items.append(new.insert_before(node).output)
     with node.graph.inserting_before(node):
         joined = node.graph.insert("prim::ListConstruct", items,
                                    [ListType(_covering([v.type for v in items]))],
@@ -186,11 +194,11 @@ def _vectors_and_matrices(node: Node, axis: int) -> bool:
 
 
 def hstack_as_join(node: Node) -> bool:
-    """``np.hstack`` of 0-d arrays is ``np.stack(items, 0)``, of 1-D arrays
-    ``np.concatenate(items, 0)``, of others ``np.concatenate(items, 1)``."""
+    """``np.hstack`` of 0-d arrays is ``np.stack(items, 0)``, of 1-D arrays (0-d ones among
+    them made 1-D) ``np.concatenate(items, 0)``, of others ``np.concatenate(items, 1)``."""
     rank = _item_rank(node)
     if rank is None:
-        return False
+        return _promoted_items(node, 0, 1)  # numbers among vectors: np.hstack((1.0, v))
     if rank == 0:
         return _replace(node, "tensor::stack", [_sequence(node), _constant(node, 0)])
     return _replace(node, "tensor::cat", [_sequence(node), _constant(node, 0 if rank == 1 else 1)])

@@ -129,10 +129,11 @@ class NumpyMixin:
             all(e in numbers or isinstance(e, TensorType) for e in t.elements)
 
     def numbers_as_arrays(self: FunctionCompiler, value: Any) -> Any:
-        """The tuple ``value`` with each number a 0-d array of numpy's dtype for it, as numpy's
-        joins take them (Mantas Lukosevicius' minimal ESN: ``np.vstack((1, u))``)."""
+        """The items of the tuple ``value`` as a list, each number a 0-d array of numpy's dtype
+        for it, as numpy's joins take them (Mantas Lukosevicius' minimal ESN: ``np.vstack((1,
+        u))``; a list, as a literal passed to them is, whose gradient the joins know)."""
         items = self.emit("prim::TupleUnpack", [value], list(value.type.elements)).outputs
-        return self.emit_value("prim::TupleConstruct", [self.ufunc_result(v) for v in items])
+        return self.emit_value("prim::ListConstruct", [self.ufunc_result(v) for v in items])
 
     # -- scipy.special ----------------------------------------------------------------------------
     def scipy_expit(self: FunctionCompiler, node: ast.Call) -> Any:

@@ -42,6 +42,19 @@ def joins_of_numbers(data: Tensor, x: Tensor, v: Tensor):
             np.stack((1.0, u)), np.concatenate((v, np.ones(1), v)))
 
 
+def joins_of_numbers_cost(u: Tensor, v: Tensor):
+    return (np.sum(np.vstack((1.0, u, u[0])) ** 2) + np.sum(np.hstack((1.0, v, 2.0)) ** 2) +
+            np.sum(np.stack((1.0, v[0])) ** 2) + np.sum(np.column_stack((1.0, v[1])) ** 2))
+
+
+def test_gradients_through_joins_of_numbers():
+    """A number among the arrays of a join is a 0-d array, made 1-D or 2-D as numpy makes it
+    (an echo state network's np.vstack((1, u)) differentiates)."""
+    rng = np.random.default_rng(3)
+    check_vjp(script(joins_of_numbers_cost), (rng.standard_normal((1, 1)),
+                                              rng.standard_normal(3)))
+
+
 def joins_of_lists(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     rows: List[Tensor] = []
     for i in range(3):
