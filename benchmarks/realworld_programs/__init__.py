@@ -32,6 +32,7 @@ MODULES = (
     "dlfs2_seq2seq",
     "mlfromscratch_rnn",
     "pyesn",
+    "mantas_esn",
     "autograd_char_models",
 )
 """The programs, one module each."""

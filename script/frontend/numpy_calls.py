@@ -47,9 +47,10 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
 _composite_ids: dict[int, tuple[Any, str]] = {}
 
 
-SCIPY_COMPOSITES = {"expit": "scipy_expit", "logsumexp": "scipy_logsumexp"}
-"""``scipy.special`` function name -> the FunctionCompiler method that writes it (when the
-program has imported scipy: it is not a dependency)."""
+SCIPY_COMPOSITES = {"special": {"expit": "scipy_expit", "logsumexp": "scipy_logsumexp"},
+                    "linalg": {"inv": "scipy_inv", "solve": "scipy_solve"}}
+"""``scipy.special`` and ``scipy.linalg`` function names -> the FunctionCompiler method that
+writes a call (when the program has imported scipy: it is not a dependency)."""
 
 
 def numpy_composite(obj: Any) -> str | None:
@@ -62,10 +63,11 @@ def numpy_composite(obj: Any) -> str | None:
     entry = _composite_ids.get(id(obj))
     if entry is not None and entry[0] is obj:
         return entry[1]
-    special = sys.modules.get("scipy.special")
-    for name, method in SCIPY_COMPOSITES.items() if special is not None else ():
-        if getattr(special, name, None) is obj:
-            return method
+    for module, methods in SCIPY_COMPOSITES.items():
+        found = sys.modules.get(f"scipy.{module}")
+        for name, method in methods.items() if found is not None else ():
+            if getattr(found, name, None) is obj:
+                return method
     return None
 
 
@@ -140,6 +142,30 @@ class NumpyMixin:
         """scipy.special.expit(x): the logistic sigmoid 1 / (1 + exp(-x))."""
         (x,) = self.numpy_args(node, "scipy.special.expit", ["x"], 1)
         return self.emit_value("tensor::sigmoid", [x])
+
+    def scipy_inv(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.scipy_linalg(node, "inv")
+
+    def scipy_solve(self: FunctionCompiler, node: ast.Call) -> Any:
+        return self.scipy_linalg(node, "solve")
+
+    def scipy_linalg(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
+        """scipy.linalg.inv(a) / scipy.linalg.solve(a, b) of a matrix ``a`` (and a vector or
+        matrix ``b``): numpy.linalg's ops, which compute what scipy's do (LAPACK's gesv; float32
+        kept, integers as float64). scipy's keywords and stacks of matrices are not supported;
+        a stack is refused when the function is specialized."""
+        solve = name == "solve"
+        names = ["a", "b"] if solve else ["a"]
+        values = self.numpy_args(node, f"scipy.linalg.{name}", names, len(names))
+        for v in values:
+            if not isinstance(v.type, TensorType):
+                raise self.error(node, f"scipy.linalg.{name}() of a {v.type}: pass arrays")
+        for v, most in zip(values, (2, 2)):  # a matrix, a vector or matrix b
+            fits = self.binary("<=", self.emit_value("tensor::ndim", [v]), self.const(most), node)
+            self.emit_if(fits, lambda: None, lambda: self.raise_exception(
+                f"scipy.linalg.{name}() of more than {most} axes is not supported here (use "
+                "np.linalg's, which takes stacks)", "ValueError"), end_of(node), node)
+        return self.emit_value("tensor::solve" if solve else "tensor::inv", values)
 
     def scipy_logsumexp(self: FunctionCompiler, node: ast.Call) -> Any:
         """scipy.special.logsumexp(a, axis=None, keepdims=False): ``m + log(sum(exp(a - m)))``

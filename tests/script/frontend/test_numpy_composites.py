@@ -10,6 +10,11 @@ import numpy as np
 import pytest
 
 from script import ScriptError, Tensor, script
+
+try:
+    from scipy import linalg as scipy_linalg
+except ImportError:  # scipy is optional
+    scipy_linalg = None
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same
 
@@ -216,3 +221,29 @@ def test_linalg_errors_are_numpys():
 
 def solve_of(a: Tensor, b: Tensor):
     return np.linalg.solve(a, b)
+
+
+def scipy_readout(X: Tensor, Yt: Tensor, reg: float):
+    """minimalESN's readout as its source spells it: ``from scipy import linalg``."""
+    A = np.dot(X, X.T) + reg * np.eye(X.shape[0])
+    return scipy_linalg.solve(A, np.dot(X, Yt.T)).T, np.dot(np.dot(Yt, X.T), scipy_linalg.inv(A))
+
+
+def scipy_stack(a: Tensor):
+    return scipy_linalg.inv(a)
+
+
+@pytest.mark.skipif(scipy_linalg is None, reason="scipy is not installed")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_scipy_linalg_inv_and_solve(dtype):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((4, 30)).astype(dtype)
+    Yt = rng.standard_normal((2, 30)).astype(dtype)
+    got, want = script(scipy_readout)(X, Yt, 1e-2), scipy_readout(X, Yt, 1e-2)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4 if dtype == "float32" else 1e-10)
+    check_vjp(script(scipy_readout), (X.astype(np.float64), Yt.astype(np.float64), 1e-2),
+              argnums=(0, 1))
+    with pytest.raises(ValueError, match="more than 2 axes is not supported here"):
+        script(scipy_stack)(np.stack([np.eye(2), np.eye(2)]))
