@@ -58,6 +58,7 @@ from script.frontend.env import (
 )
 from script.frontend.exprs import ExprMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
+from script.frontend.index_chains import IndexChainMixin
 from script.frontend.indexing import IndexMixin
 from script.frontend.instances import InstanceMixin
 from script.frontend.iter import IterMixin
@@ -77,6 +78,7 @@ from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
 from script.frontend.random_calls import RandomMixin
 from script.frontend.sequences import SequenceMixin
+from script.frontend.sorting import SortingMixin
 from script.frontend.spread import SpreadMixin
 from script.frontend.stmts import StmtMixin
 from script.frontend.strings import StringMixin
@@ -156,7 +158,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
-                       CompositesMixin, WholeWriteMixin):
+                       CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
