@@ -297,7 +297,7 @@ class _Kernel(Emitter):
             a = b.gep(self.a, [b.mul(start, self.a_cs)])
             bsrc = b.gep(self.bm, [b.mul(start, self.b_rs)])
             first = b.and_(b.icmp_signed("==", start, const(0)), b.not_(self.accumulate))
-            self._chunks(a, (packed, bsrc, c0, depth), c0, c1, first)
+            self._chunks(a, (packed, bsrc, depth), c0, c1, first)
             b.store(b.add(start, depth), k0)
 
         self._while(lambda: b.icmp_signed("<", b.load(k0), self.k), k_block)
@@ -308,7 +308,7 @@ class _Kernel(Emitter):
         after another. A whole panel of a B with unit column stride is copied two vectors a
         row, anything else item by item."""
         b = self.b
-        _, bsrc, _, depth = source
+        _, bsrc, depth = source
         step = 2 * self.width
         vptr = self.vec.as_pointer()
         r = self._var(const(0))
@@ -355,7 +355,7 @@ class _Kernel(Emitter):
         """Where the rows of B's columns ``j0:j0+cols`` (at most a panel) start, and the items
         between two: in the pack, copied there now (``_pack``), or in B itself."""
         b = self.b
-        packed, bsrc, _, _ = source
+        packed, bsrc, _ = source
         with b.if_then(packed):
             self._pack(source, j0, cols)
         base = b.select(packed, self.pack, b.gep(bsrc, [j0]))
@@ -398,7 +398,7 @@ class _Kernel(Emitter):
         i = self._var(start)
         bbase, brs = self._panel_rows(source, j0, self._min(b.sub(c1, j0),
                                                             const(vectors * self.width)))
-        depth = source[3]
+        depth = source[2]
 
         def rows_left(at_least: int) -> Any:
             return b.icmp_signed(">=", b.sub(end, b.load(i)), const(at_least))
