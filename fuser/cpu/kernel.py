@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from fuser import layout
-from fuser.cpu import jit
+from fuser.cpu import jit, parallel
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
     ARRAY_DESCR_OFFSET,
@@ -97,6 +97,8 @@ class Plan:
     runs)."""
     shapes: tuple[tuple[int, ...], ...] = ()
     """the shape of each output."""
+    parallel: bool = False
+    """whether guarded calls run the slabs on more than one thread (``fuser.cpu.parallel``)."""
 
 
 class Kernel:
@@ -114,6 +116,8 @@ class Kernel:
         self._fast: tuple | None = None
         """(guarded function, guard address, iteration shape, output dtypes, (guard, output
         shapes)) of the plan of the last general call."""
+        self.work = parallel.work_per_point(spec.graph)
+        """the arithmetic per point of the iteration space, in additions."""
         self.has_cat = any(st.pieces > 1 for st in spec.stores)
         """whether an output is a cat of stores (its shape is not the iteration shape)."""
 
@@ -214,10 +218,11 @@ class Kernel:
                 self.plans[key] = plan
         return arrays, plan
 
-    def make_plan(self, layouts: list[tuple[tuple[int, ...], tuple[int, ...], int]]
-                  ) -> Plan | None:
+    def make_plan(self, layouts: list[tuple[tuple[int, ...], tuple[int, ...], int]],
+                  split: bool = True) -> Plan | None:
         """The plan for inputs of these (shape, byte strides, itemsize); None when a stride is
-        not a whole number of elements."""
+        not a whole number of elements. ``split=False``: never a parallel plan (a native loop's
+        step, which runs one slab on the thread of its rows)."""
         reads = layout.read_layout(self.spec, layouts)
         if reads is None:
             return None
@@ -230,7 +235,7 @@ class Kernel:
                    for o, leaf in zip(reads.offsets, self.spec.leaves)]
         if 0 in out_shape:
             return Plan(out_shape, None, np.zeros((0, 0), np.int64), [], shapes=out_shapes)
-        plan = self._plan_from_dims(out_shape, dims, offsets, store_offsets)
+        plan = self._plan_from_dims(out_shape, dims, offsets, store_offsets, split)
         plan.shapes = out_shapes
         self._add_guard(plan, layouts)
         return plan
@@ -269,11 +274,14 @@ class Kernel:
         header += [id(float)] * len(self.spec.scalar_inputs)
         header.append(len(plan.params))
         plan.guard = np.concatenate([np.array(header, np.int64), plan.params.ravel()])
-        plan.fast = (self.variant(plan.classes)[1], plan.guard.ctypes.data, plan.shape,
-                     tuple(self.out_dtypes), (plan.guard, plan.shapes))  # keeps the guard alive
+        guarded = self.variant(plan.classes)[1]
+        if plan.parallel:
+            guarded = parallel.runner(guarded, header[:-1], plan.params)
+        plan.fast = (guarded, plan.guard.ctypes.data, plan.shape, tuple(self.out_dtypes),
+                     (plan.guard, plan.shapes))  # keeps the guard alive
 
     def _plan_from_dims(self, out_shape: tuple[int, ...], dims: list[tuple[int, list[int]]],
-                        offsets: list[int], store_offsets: list[int]) -> Plan:
+                        offsets: list[int], store_offsets: list[int], split: bool) -> Plan:
         """``dims`` hold the strides of every leaf, then of every store."""
         n_leaf, n_store = len(self.spec.leaves), len(self.spec.stores)
         while len(dims) < 2:
@@ -283,6 +291,8 @@ class Kernel:
         classes = tuple(0 if s == 0 else 1 if s == 1 else 2 for s in col_st)
         fn = self.variant(classes)[0]
         slabs = list(itertools.product(*[range(size) for size, _ in outer]))
+        split = split and parallel.worth(int(np.prod(out_shape)), self.work)
+        pieces = parallel.pieces(len(slabs), rows, cols) if split else 1
         params = np.zeros((len(slabs), 2 + 3 * n_store + 3 * n_leaf), np.int64)
         items = [np.dtype(leaf.dtype).itemsize for leaf in self.spec.leaves]
         items += [self.out_dtypes[st.output].itemsize for st in self.spec.stores]
@@ -297,9 +307,11 @@ class Kernel:
                 base = 2 + 3 * slot
                 row[base] = starts[i] + extra * items[i]
                 row[base + 1], row[base + 2] = row_st[i], col_st[i]
+        if pieces > 1:
+            params = parallel.split(params, pieces, items, order)
         stride = params.strides[0]
-        pointers = [params.ctypes.data + k * stride for k in range(len(slabs))]
-        return Plan(out_shape, fn, params, pointers, classes=classes)
+        pointers = [params.ctypes.data + k * stride for k in range(len(params))]
+        return Plan(out_shape, fn, params, pointers, classes=classes, parallel=split)
 
     # -- machine code ---------------------------------------------------------------------------
     def variant(self, classes: tuple[int, ...]) -> tuple[Any, Any]:

@@ -228,7 +228,8 @@ class RowRanges:
                 inputs = prog.kernel_inputs[n]
                 by_row = prog.row_inputs.get(n, set())
                 plan = kernel.make_plan([cut(layouts[inputs[i]]) if i in by_row
-                                         else layouts[inputs[i]] for i, _ in kernel.array_slots])
+                                         else layouts[inputs[i]] for i, _ in kernel.array_slots],
+                                        split=False)
                 if (plan is None or plan.fn is None or len(plan.pointers) != 1
                         or plan.classes != variant.plans[n].classes
                         or any(tuple(s) != cut(layouts[v])[0]

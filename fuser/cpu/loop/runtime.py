@@ -504,7 +504,8 @@ class NativeLoop(RowRanges, Appends):
             elif n in prog.kernels:
                 kernel = prog.kernels[n]
                 inputs = prog.kernel_inputs[n]
-                plan = kernel.make_plan([layouts[inputs[i]] for i, _ in kernel.array_slots])
+                plan = kernel.make_plan([layouts[inputs[i]] for i, _ in kernel.array_slots],
+                                        split=False)
                 if plan is None or plan.fn is None or len(plan.pointers) != 1:
                     raise Unplannable
                 for v, shape in zip(n.outputs, plan.shapes):
