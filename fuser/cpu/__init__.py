@@ -20,14 +20,15 @@ def compile_loop(node):  # type: ignore[no-untyped-def]
 
 
 def matmul_for(node):  # type: ignore[no-untyped-def]
-    """The product function of a 2-D ``tensor::matmul`` outside loops (``fuser.cpu.products``),
-    or None: numpy's ``@``."""
+    """The product function of a 2-D ``tensor::matmul`` outside loops: a ``fuser.cpu.products.
+    Site`` of its own, or None: numpy's ``@``."""
     a, b = (v.type for v in node.inputs)
     if a.shape is None or b.shape is None or None in a.shape or None in b.shape \
             or a.dtype != b.dtype:
         return None
     from fuser.cpu import products
-    return products.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
+    found = products.matmul_for(a.shape[0], b.shape[1], a.shape[1], a.dtype)
+    return products.Site(False) if found is not None else None
 
 
 def matmul_sum_for(node):  # type: ignore[no-untyped-def]
@@ -40,7 +41,8 @@ def matmul_sum_for(node):  # type: ignore[no-untyped-def]
     from fuser.cpu import products
     m, n = types[0].shape[0], types[1].shape[1]
     depth = sum(t.shape[1] for t in types[::2])
-    return products.matmul_sum_for(m, n, depth, types[0].dtype)
+    found = products.matmul_sum_for(m, n, depth, types[0].dtype)
+    return products.Site(True) if found is not None else None
 
 
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,

@@ -60,6 +60,8 @@ ARRAY_ND_OFFSET = 24
 ARRAY_DIMS_OFFSET = 32
 ARRAY_STRIDES_OFFSET = 40
 ARRAY_DESCR_OFFSET = 56
+ARRAY_FLAGS_OFFSET = 64
+"""Byte offset of ``flags`` (an int) in ``PyArrayObject`` (checked likewise)."""
 FLOAT_VALUE_OFFSET = 16
 """Byte offset of ``ob_fval`` in a CPython float."""
 SCALAR_VALUE_OFFSET = 16

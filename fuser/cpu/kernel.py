@@ -50,6 +50,7 @@ from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
     ARRAY_DESCR_OFFSET,
     ARRAY_DIMS_OFFSET,
+    ARRAY_FLAGS_OFFSET,
     ARRAY_ND_OFFSET,
     ARRAY_STRIDES_OFFSET,
     FLOAT_VALUE_OFFSET,
@@ -409,6 +410,7 @@ def _probe_layouts() -> bool:
             and word(probe, OBJECT_TYPE_OFFSET) == id(np.ndarray)
             and word(probe, ARRAY_ND_OFFSET, ctypes.c_int) == 2
             and word(probe, ARRAY_DESCR_OFFSET) == id(probe.dtype)
+            and word(probe, ARRAY_FLAGS_OFFSET, ctypes.c_int) == probe.flags.num
             and list((ctypes.c_int64 * 2).from_address(dims)) == [3, 1]
             and list((ctypes.c_int64 * 2).from_address(strides)) == [8, 4]
             and word(value, FLOAT_VALUE_OFFSET, ctypes.c_double) == 2.5

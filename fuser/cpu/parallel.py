@@ -16,6 +16,7 @@ kernel. The slabs sum nothing across each other: the values are the serial call'
 from __future__ import annotations
 
 import ctypes
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -110,15 +111,18 @@ def runner(guarded: Any, header: list[int], params: np.ndarray
     of that slab alone. It runs on ``threads()`` threads, OpenBLAS's (``blas.share``) when they
     are still awake after a product (``blas.awake``: waking sleeping ones costs 0.1-0.3 ms, and
     threads of our own would fight numpy's spinning ones for the cores), else the slabs run
-    here, ``guarded`` with the plan's own ``guard``."""
+    here, ``guarded`` with the plan's own ``guard``. A piece whose guard rejects its arguments
+    (another Python thread changed one in the moment the call released the GIL) makes the call
+    return 1, as a serial call that finds them changed does: the general path computes it."""
     check = np.array([*header, 0], np.int64)
     guards = [np.array([*header, 1, *row], np.int64) for row in params]
     table = np.array([g.ctypes.data for g in guards], np.int64)
-    at_check, at_table, n_tasks = check.ctypes.data, table.ctypes.data, len(guards)
-    entry = ctypes.cast(guarded, ctypes.c_void_p).value
+    at_check = check.ctypes.data
+    template = np.array([0, len(guards), ctypes.cast(guarded, ctypes.c_void_p).value, 0, 0,
+                         table.ctypes.data, 0], np.int64)
     job, run_job = job_address()
-    block_type = ctypes.c_int64 * _WORDS
-    addressof = ctypes.addressof
+    from fuser.cpu.kernel import data_address  # (that module imports this one)
+    kind = ("kernel", next(_kinds))  # this plan's runs, for blas.share's lag tracking
 
     def run(args: tuple, outs: tuple, guard: int) -> int:
         count = threads()
@@ -126,19 +130,23 @@ def runner(guarded: Any, header: list[int], params: np.ndarray
             return guarded(args, outs, guard)
         if guarded(args, outs, at_check):
             return 1
-        block = block_type(0, n_tasks, entry, id(args), id(outs), at_table)
-        at = addressof(block)
-        if not blas.share(job, at, count, at_check):
+        block = template.copy()
+        block[3], block[4] = id(args), id(outs)
+        at = data_address(block)
+        if not blas.share(job, at, count, kind):
             run_job(at)
-        return 0
+        return 1 if block[6] else 0
 
     run.guards = (check, guards, table)  # type: ignore[attr-defined]  # alive while it is
     return run
 
 
-_WORDS = 6
+_kinds = itertools.count()
+
+_WORDS = 7
 """A job block: the task counter, the task count, the guarded entry's address, the argument
-tuple's and the output tuple's, and the address of the table of the tasks' guards."""
+tuple's and the output tuple's, the address of the table of the tasks' guards, and whether a
+task's guard rejected the arguments (nonzero)."""
 
 _job: list[tuple[int, Any]] = []
 
@@ -146,7 +154,7 @@ _job: list[tuple[int, Any]] = []
 def job_address() -> tuple[int, Any]:
     """The job that runs a parallel kernel call's tasks (one per process, for every kernel) and
     its ctypes function: it takes task k from the block's counter until none is left and calls
-    ``entry(args, outs, guards[k])``."""
+    ``entry(args, outs, guards[k])``, or-ing what it returns into the block's last word."""
     if not _job:
         address = jit.compile_ir(_job_ir(), ["rnnscript_kernel_job"])[0]
         _job.append((address, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)))
@@ -173,7 +181,9 @@ def _job_ir() -> str:
     b.cbranch(b.icmp_signed("<", k, n_tasks), work, done)
     b.position_at_end(work)
     guard = b.load(b.gep(table, [k], source_etype=i64), typ=ptr)
-    b.call(guarded, [args, outs, guard])
+    rejected = b.call(guarded, [args, outs, guard])
+    b.atomic_rmw("or", b.gep(block, [ir.Constant(i64, 6)], source_etype=i64),
+                 b.zext(rejected, i64), "monotonic")
     b.branch(loop)
     b.position_at_end(done)
     b.ret_void()

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from fuser.cpu import blas, pool
-from fuser.cpu.kernel import data_address
+from fuser.cpu import blas, pool, sites
+from fuser.cpu.kernel import data_address, layouts_supported
 from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, packs, sum_job_address, use
 
 
@@ -128,10 +128,41 @@ def matmul_sum(*operands: Any, out: Any = None) -> Any:
     return _run(operands, out, True)
 
 
-def _run(operands: tuple, out: Any, summed: bool) -> Any:
+class Site:
+    """The product function of one call site in generated code (``matmul`` or ``matmul_sum``):
+    a call whose operands have the layout of the site's last call fills in the job's addresses
+    natively (``fuser.cpu.sites``); any other call takes ``_run``, which makes this layout the
+    site's last."""
+
+    __slots__ = ("summed", "last")
+
+    def __init__(self, summed: bool):
+        self.summed = summed
+        self.last: tuple | None = None
+        """(plan, the address of its ``sites.guard``, ``sites.bind()``) of the last call."""
+
+    def __call__(self, *operands: Any, out: Any = None) -> Any:
+        last = self.last
+        if last is not None:
+            plan, guard, bind = last
+            given = out is not None
+            result = out if given else _empty(plan.shape, plan.dtype)
+            block, per_pack = plan.block(threads() if plan.large else 1)
+            block = block.copy()
+            at = data_address(block)
+            if not bind(operands, result, guard, at, given):
+                return _go(plan, block, at, per_pack, result)
+        return _run(operands, out, self.summed, self)
+
+
+_empty = np.empty
+
+
+def _run(operands: tuple, out: Any, summed: bool, site: Site | None = None) -> Any:
     """One product job (a sum of products: ``summed``) over ``operands`` (A1, B1, A2, ...) into
     ``out``, from the job's plan for their shapes, strides and dtypes (``_Plan``): a call
-    fills in the addresses and runs it."""
+    fills in the addresses and runs it. ``site``: the calling site, whose last layout this
+    becomes."""
     key: list[Any] = [summed, out is None]
     for x in operands:
         if type(x) is not np.ndarray:
@@ -144,6 +175,10 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
             _plans[tkey] = plan
     if not plan.ok:
         return _numpy_call(operands, out, summed)
+    if site is not None and layouts_supported():
+        if plan.guard is None:
+            plan.guard = sites.guard(operands, plan.at, plan.out_at, plan.shape, plan.spans)
+        site.last = (plan, plan.guard.ctypes.data, sites.bind())
     addresses = [data_address(x) for x in operands]
     if out is None:
         out = np.empty(plan.shape, plan.dtype)
@@ -163,11 +198,16 @@ def _run(operands: tuple, out: Any, summed: bool) -> Any:
     for at, address in zip(plan.at, addresses):
         block[at] = address
     block[plan.out_at] = to
+    return _go(plan, block, data_address(block), per_pack, out)
+
+
+def _go(plan: _Plan, block: np.ndarray, at: int, per_pack: int, out: np.ndarray) -> np.ndarray:
+    """Run ``plan``'s job of ``block`` (at address ``at``, every address filled in but the
+    pack's) into ``out``."""
     if per_pack:
-        pack = np.empty(per_pack, plan.dtype)
+        pack = _empty(per_pack, plan.dtype)
         block[plan.pack_at] = data_address(pack)
     count = int(block[plan.count_at])
-    at = data_address(block)
     if count == 1 or not (blas.share(plan.job, at, count, (plan, count))
                           or pool.run(plan.job, at)):
         plan.fn(at)
@@ -202,6 +242,8 @@ class _Plan:
     def of(operands: tuple, out: Any, summed: bool) -> _Plan:
         plan = _Plan()
         plan.ok = False
+        plan.guard = None
+        """``fuser.cpu.sites.guard`` of this layout, made by the first call from a site."""
         pairs = list(zip(operands[::2], operands[1::2]))
         if len(operands) % 2 or not pairs or (not summed and len(pairs) != 1):
             return plan

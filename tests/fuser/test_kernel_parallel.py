@@ -3,10 +3,12 @@ the same values, bit for bit, as the serial call, for every layout a plan can ha
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
-from fuser.cpu import blas, compile_group, parallel
+from fuser.cpu import blas, compile_group, parallel, pool
 from fuser.cpu.kernel import Kernel
 from ir import Graph
 from tests.fuser.reference import evaluate, groups, rand
@@ -15,14 +17,22 @@ from tests.helpers import T, assert_same, emit
 from tests.programs.graphs import lstm_tail
 
 
+def _openblas_threads() -> int:
+    """The threads OpenBLAS's server has started, the caller's included (0: none known)."""
+    g = blas.gemm()
+    return ctypes.c_int.from_address(g.started).value if g is not None and g.started else 0
+
+
 @pytest.fixture
 def shared(monkeypatch):
-    """Every plan parallel on two threads, OpenBLAS's taken as awake; per job offered to them,
-    whether they ran it."""
+    """Every plan parallel on two threads (on a machine of one CPU too), OpenBLAS's taken as
+    awake; per job offered to them, whether they ran it."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(pool, "cpus", lambda: 2)
     monkeypatch.setattr(blas, "awake", lambda: True)
     monkeypatch.setattr(parallel, "threads", lambda: 2)
     monkeypatch.setitem(blas._lag, "skip", 0)  # no backoff left over from earlier lags
+    monkeypatch.setitem(blas._lag, "backoff", 0)
     calls = []
     share = blas.share
 
@@ -44,22 +54,42 @@ def _fresh(graph: Graph) -> Kernel:
     return kernel
 
 
+def _unsplit(kernel: Kernel, args: list) -> tuple:
+    """The kernel's outputs from a plan of these arguments that is not split, run serially."""
+    arrays = [np.asarray(args[i], dtype) for i, dtype in kernel.array_slots]
+    plan = kernel.make_plan([(a.shape, a.strides, a.itemsize) for a in arrays], split=False)
+    assert not plan.parallel
+    outs = [np.empty(s, d) for s, d in zip(plan.shapes, kernel.out_dtypes)]
+    for p in plan.pointers:
+        plan.fn((*arrays, *outs), p, kernel._scalars(tuple(args)))
+    return tuple(outs)
+
+
 def _same_both_ways(graph: Graph, args: list, rtol: float = 2e-6) -> Kernel:
-    """The first (general, serial) call and the second (guarded, parallel) call give the same
-    bits, and numpy's values."""
+    """The first call (the general path: the split plan's pieces in turn), the second and third
+    (guarded: the pieces as a parallel job) give the bits of a plan that is not split, and
+    numpy's values."""
     kernel = _fresh(graph)
     first = kernel(*args)
-    assert kernel._fast is not None, "the plan has a guard"
+    plan = next(iter(kernel.plans.values()))
+    assert plan.parallel and kernel._fast is not None, "a parallel plan with a guard"
     second = kernel(*args)
     third = kernel.into(tuple(None for _ in kernel.out_dtypes), *args)
+    whole = _unsplit(kernel, args)
     with np.errstate(all="ignore"):
         want = evaluate(graph, *args)
     for got in (first, second, third):
-        for g, f, w in zip(*(x if isinstance(x, tuple) else (x,)
-                             for x in (got, first, want))):
-            np.testing.assert_array_equal(g, f)
+        for g, u, w in zip(*(x if isinstance(x, tuple) else (x,) for x in (got, whole, want))):
+            np.testing.assert_array_equal(g, u)
             assert_same(g, w, rtol, 1e-6)
     return kernel
+
+
+def _ran_on_another_thread(shared: list) -> None:
+    """A job was handed to OpenBLAS's threads (and taken) where it has started some."""
+    assert shared, "a job was offered to another thread"
+    if _openblas_threads() >= 2:
+        assert True in shared
 
 
 def _unary_binary(shape_a, shape_b, dtype="float32") -> Graph:
@@ -84,7 +114,22 @@ def test_split_layouts_match_the_serial_call(shared, dtype, shape_a, shape_b):
     g = _unary_binary(shape_a, shape_b, dtype)
     _same_both_ways(g, [rand(rng, shape_a, dtype), rand(rng, shape_b, dtype)],
                     rtol=2e-6 if dtype == "float32" else 1e-13)
-    assert shared, "the job was offered to another thread"
+    _ran_on_another_thread(shared)
+
+
+def test_mixed_item_sizes(shared):
+    """float32 and float64 inputs, a float64 and a bool output: each piece's offsets in bytes
+    of each array's own item size."""
+    rng = np.random.default_rng(7)
+    g = Graph()
+    a, b = g.add_input(T("float32", 40, 33)), g.add_input(T("float64", 33))
+    s = emit(g, "tensor::add", a, b)
+    g.add_output(emit(g, "tensor::tanh", s))
+    g.add_output(emit(g, "tensor::gt", s, g.constant(0.5)))
+    _same_both_ways(g, [rand(rng, (40, 33)), rand(rng, (33,), "float64")], rtol=1e-13)
+    _same_both_ways(_unary_binary((1, 999), (999,), "float64"),
+                    [rand(rng, (1, 999), "float64"), rand(rng, (999,), "float64")])
+    _ran_on_another_thread(shared)
 
 
 def test_strided_and_transposed_inputs(shared):
@@ -115,11 +160,38 @@ def test_cat_outputs(shared, axis):
     _same_both_ways(group.subgraph, [rand(rng, v.type.shape) for v in group.subgraph.inputs])
 
 
-def test_one_thread_runs_the_job_on_the_caller(shared, monkeypatch):
+def test_one_thread_runs_the_plan_serially(shared, monkeypatch):
     monkeypatch.setattr(parallel, "threads", lambda: 1)
     rng = np.random.default_rng(4)
     _same_both_ways(_unary_binary((64, 100), (100,)), [rand(rng, (64, 100)), rand(rng, (100,))])
     assert not shared
+
+
+def test_a_job_openblas_does_not_take_runs_on_the_caller(shared, monkeypatch):
+    offered = []
+    monkeypatch.setattr(blas, "share", lambda *a: offered.append(a) and False)
+    rng = np.random.default_rng(8)
+    _same_both_ways(_unary_binary((64, 100), (100,)), [rand(rng, (64, 100)), rand(rng, (100,))])
+    assert len(offered) == 2
+
+
+def test_a_piece_that_finds_its_arguments_changed_sends_the_call_to_the_general_path(shared):
+    rng = np.random.default_rng(9)
+    kernel = _same_both_ways(_unary_binary((64, 100), (100,)),
+                             [rand(rng, (64, 100)), rand(rng, (100,))])
+    plan = next(iter(kernel.plans.values()))
+    run = plan.fast[0]
+    check, guards, _ = run.guards
+    a, b = rand(rng, (64, 100)), rand(rng, (100,))
+    out = np.full((64, 100), -7.0, np.float32)
+    saved = guards[3].copy()
+    try:
+        guards[3][: len(check) - 1] = 0  # piece 3's header: it rejects the arguments
+        assert run((a, b), (out,), plan.fast[1]) == 1
+    finally:
+        guards[3][:] = saved
+    assert run((a, b), (out,), plan.fast[1]) == 0
+    np.testing.assert_array_equal(out, _unsplit(kernel, [a, b])[0])
 
 
 def test_a_mismatched_argument_takes_the_general_path(shared):
@@ -134,6 +206,7 @@ def test_a_mismatched_argument_takes_the_general_path(shared):
 
 def test_small_kernels_stay_serial(monkeypatch):
     monkeypatch.setattr(blas, "awake", lambda: True)
+    monkeypatch.setattr(pool, "cpus", lambda: 2)
     kernel = _fresh(_unary_binary((8, 64), (64,)))
     rng = np.random.default_rng(6)
     args = [rand(rng, (8, 64)), rand(rng, (64,))]
