@@ -31,7 +31,7 @@ from typing import Any
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import ANY, TENSOR, TensorType, Type, is_number, is_subtype, unify
+from ir.types import ANY, TENSOR, DictType, ListType, TensorType, Type, is_number, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     function_namespace,
@@ -473,8 +473,14 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         if joined is None and _number_and_tensor(a.type, b.type) and name not in self.declared:
             joined = TENSOR  # `total = 0` on one path, a tensor on the other: a 0-d tensor
         if joined is None:
-            raise self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
-                             f"and type {b.type} {where[1]}")
+            error = self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
+                               f"and type {b.type} {where[1]}{self.parameter_hint(name, a, b)}")
+            for mine, other in ((a, b), (b, a)):  # `if opt is None: opt = {}` of a typed opt
+                found = self.literal_sites.get(mine.node)
+                if found is not None and found.empty and type(mine.type) is type(other.type) \
+                        and isinstance(other.type, (ListType, DictType)):
+                    self.retype(found.site, other.type, error)
+            raise error
         declared = self.declared.get(name)
         return declared if declared is not None else joined
 

@@ -131,6 +131,19 @@ class ContainerMixin:
         except ScriptError as error:  # `hist = {}` then `hist.get(k, 0) + 1`: values are ints
             self.widen_dict(d, d.type.key, default.type, error)
 
+    def dict_setdefault(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
+        """``d.setdefault(key, default)``: stores ``default`` under a key ``d`` lacks; the
+        value under the key either way."""
+        args = self.dict_args(node, "setdefault", 2, 2)
+        self.check_dict_key(d, args[0], node)
+        names = [self.new_flag(k) for k in ("dict", "key", "default", "found")]
+        for name, value in zip(names, (d, *args)):
+            self.frame.set(name, value)
+        dv, kv, vv, found = names
+        self.emit_source(f"if {kv} not in {dv}:\n    {dv}[{kv}] = {vv}\n"
+                         f"{found} = {dv}[{kv}]\n", node)
+        return self.frame.find(found)
+
     def dict_keys(self: FunctionCompiler, d: Any, node: ast.Call) -> Any:
         self.dict_args(node, "keys", 0, 0)
         return self.emit_value("prim::DictKeys", [d])

@@ -9,7 +9,7 @@ import inspect
 from types import ModuleType
 from typing import Any
 
-from ir.types import NONE, TENSOR, OptionalType, Type, is_subtype
+from ir.types import NONE, TENSOR, DictType, ListType, OptionalType, Type, is_subtype
 from script.frontend.annotations import (
     AnnotationError,
     bare_container,
@@ -73,6 +73,18 @@ class ParameterMixin:
                     not is_function_value(defaults[name]):  # both compile-time objects
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
+
+    def parameter_hint(self: Any, name: str, a: Any, b: Any) -> str:
+        """For a parameter without an annotation (an array, or None for ``=None``) that a
+        branch makes a container: the annotation to write."""
+        params = {x.arg for x in self.tree.args.posonlyargs + self.tree.args.args}
+        if name not in params or name in getattr(self.fn, "__annotations__", {}) or \
+                self.tree.type_comment or not any(isinstance(v.type, (ListType, DictType))
+                                                  for v in (a, b)):
+            return ""
+        return (f"; the parameter '{name}' has no annotation, so it is taken as an array: "
+                f"annotate the container it holds, e.g. {name}: Optional[Dict[str, float]] "
+                "= None")
 
     def check_dtype_uses(self, names: list[str]) -> None:
         """A dtype parameter is read only where a dtype is taken (``dtype=d``, ``.astype(d)``,

@@ -2,7 +2,7 @@
 ``out.append(i * 2)``, ``hs = {}`` then ``hs[-1] = h``, ``grads = [0, 0]`` then
 ``grads[i] += g``; no annotation needed, results equal plain Python/numpy."""
 
-from typing import List
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -121,3 +121,65 @@ def test_an_annotated_literal_keeps_its_type():
 
     with pytest.raises(ScriptError, match="cannot add a str to a list of float"):
         script(annotated)(1)
+
+
+# -- an empty literal given to an Optional container: cs231n's optimizers ---------------------
+def sgd(w: Tensor, dw: Tensor, config: Optional[Dict[str, float]] = None):
+    """cs231n's ``optim.sgd`` (assignment 2, MIT), its update written ``w = w - ...``: an
+    in-place update of an argument is refused."""
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    w = w - config["learning_rate"] * dw
+    return w, config
+
+
+def collected(x: Tensor, hs: Optional[List[Tensor]] = None) -> List[Tensor]:
+    if hs is None:
+        hs = []
+    hs.append(np.tanh(x))
+    return hs
+
+
+@pytest.mark.parametrize("config", [None, {"learning_rate": 0.5}, {"momentum": 0.9}])
+def test_an_empty_dict_takes_the_optional_parameters_type(config):
+    rng = np.random.default_rng(0)
+    w, dw = rng.standard_normal(4), rng.standard_normal(4)
+    mine = None if config is None else dict(config)
+    theirs = None if config is None else dict(config)
+    got_w, got_config = script(sgd)(w, dw, mine)
+    want_w, want_config = sgd(w, dw, theirs)
+    np.testing.assert_array_equal(got_w, want_w)
+    assert got_config == want_config and mine == theirs  # the caller's dict updated alike
+
+
+def test_an_empty_list_takes_the_optional_parameters_type():
+    x = np.linspace(-1, 1, 5)
+    got = script(collected)(x)
+    assert len(got) == 1 and np.array_equal(got[0], np.tanh(x))
+    got = script(collected)(x, [x])
+    assert len(got) == 2 and np.array_equal(got[0], x) and np.array_equal(got[1], np.tanh(x))
+
+
+def setdefaults(d: Dict[str, float], k: str) -> float:
+    first = d.setdefault(k, 2.5)
+    second = d.setdefault(k, 7.0)  # already there: the stored value, nothing stored
+    return first + second
+
+
+def test_dict_setdefault():
+    for start in ({}, {"a": 1.0}, {"b": 3.0}):
+        mine, theirs = dict(start), dict(start)
+        assert script(setdefaults)(mine, "a") == setdefaults(theirs, "a")
+        assert mine == theirs
+
+
+def unannotated_config(x: Tensor, opt=None):
+    if opt is None:
+        opt = {}
+    return x * opt.get("lr", 0.1)
+
+
+def test_an_unannotated_parameter_made_a_dict_names_the_annotation():
+    with pytest.raises(ScriptError, match=r"opt: Optional\[Dict\[str, float\]\] = None"):
+        script(unannotated_config)(np.ones(3))
