@@ -120,7 +120,6 @@ def runner(guarded: Any, header: list[int], params: np.ndarray
     at_check = check.ctypes.data
     template = np.array([0, len(guards), ctypes.cast(guarded, ctypes.c_void_p).value, 0, 0,
                          table.ctypes.data, 0], np.int64)
-    job, run_job = job_address()
     from fuser.cpu.kernel import data_address  # (that module imports this one)
     kind = ("kernel", next(_kinds))  # this plan's runs, for blas.share's lag tracking
 
@@ -133,6 +132,7 @@ def runner(guarded: Any, header: list[int], params: np.ndarray
         block = template.copy()
         block[3], block[4] = id(args), id(outs)
         at = data_address(block)
+        job, run_job = job_address()  # compiled at the first parallel call, not at a first call
         if not blas.share(job, at, count, kind):
             run_job(at)
         return 1 if block[6] else 0

@@ -134,12 +134,15 @@ class Site:
     natively (``fuser.cpu.sites``); any other call takes ``_run``, which makes this layout the
     site's last."""
 
-    __slots__ = ("summed", "last")
+    __slots__ = ("summed", "last", "seen")
 
     def __init__(self, summed: bool):
         self.summed = summed
         self.last: tuple | None = None
         """(plan, the address of its ``sites.guard``, ``sites.bind()``) of the last call."""
+        self.seen: _Plan | None = None
+        """the plan of the last call that took ``_run``: its layout becomes ``last`` when the
+        next call repeats it (a function called once compiles no ``bind``)."""
 
     def __call__(self, *operands: Any, out: Any = None) -> Any:
         last = self.last
@@ -175,7 +178,9 @@ def _run(operands: tuple, out: Any, summed: bool, site: Site | None = None) -> A
             _plans[tkey] = plan
     if not plan.ok:
         return _numpy_call(operands, out, summed)
-    if site is not None and layouts_supported():
+    if site is not None and site.seen is not plan:
+        site.seen = plan
+    elif site is not None and layouts_supported():
         if plan.guard is None:
             plan.guard = sites.guard(operands, plan.at, plan.out_at, plan.shape, plan.spans)
         site.last = (plan, plan.guard.ctypes.data, sites.bind())
