@@ -97,7 +97,10 @@ def split(params: np.ndarray, count: int, items: list[int], order: list[int]) ->
 
 
 def threads() -> int:
-    """How many threads a parallel kernel call uses (``fuser.cpu.products.threads``'s rule)."""
+    """How many threads a product outside a loop (``fuser.cpu.products``, which calls it
+    ``products.threads``) or a parallel kernel call uses: BLAS's thread count (``--threads``,
+    threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
+    on."""
     count = blas.get_threads()
     return max(1, min(count if count else pool.cpus(), pool.cpus()))
 

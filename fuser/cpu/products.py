@@ -13,16 +13,8 @@ import numpy as np
 
 from fuser.cpu import blas, pool, sites
 from fuser.cpu.kernel import data_address, layouts_supported
+from fuser.cpu.parallel import threads
 from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, packs, sum_job_address, use
-
-
-def threads() -> int:
-    """How many threads a product outside a loop uses: BLAS's thread count (``--threads``,
-    threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
-    on."""
-    count = blas.get_threads()
-    return max(1, min(count if count else pool.cpus(), pool.cpus()))
-
 
 OUTSIDE_MIN_PRODUCT = 1 << 18
 """Products outside loops with fewer multiply-adds than this stay with numpy, whose OpenBLAS runs

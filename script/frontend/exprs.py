@@ -530,13 +530,6 @@ class ExprMixin:
                     "whose attributes are arrays, annotate it with the object's class")
         raise self.error(node, f"'{_type_name(t)}' has no attribute '{name}'{hint}")
 
-    def unannotated_parameter(self: FunctionCompiler, value: Any) -> bool:
-        """Is ``value`` the input of a parameter without an annotation?"""
-        names = {a.arg for a in self.tree.args.posonlyargs + self.tree.args.args}
-        return value in self.graph.inputs and value.name in names and \
-            value.name not in getattr(self.fn, "__annotations__", {}) and \
-            not self.tree.type_comment
-
 
 _SCALAR_FOLDS: dict[str, Any] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,

@@ -74,17 +74,25 @@ class ParameterMixin:
                 self.check_default(params[names.index(name)], t, defaults[name])
         return names, types, defaults
 
+    def unannotated_name(self: Any, name: str) -> bool:
+        """Is ``name`` a parameter without an annotation?"""
+        names = {a.arg for a in self.tree.args.posonlyargs + self.tree.args.args}
+        return name in names and name not in getattr(self.fn, "__annotations__", {}) and \
+            not self.tree.type_comment
+
+    def unannotated_parameter(self: Any, value: Any) -> bool:
+        """Is ``value`` the input of a parameter without an annotation?"""
+        return value in self.graph.inputs and self.unannotated_name(value.name)
+
     def parameter_hint(self: Any, name: str, a: Any, b: Any) -> str:
         """For a parameter without an annotation (an array, or None for ``=None``) that a
         branch makes a container: the annotation to write."""
-        params = {x.arg for x in self.tree.args.posonlyargs + self.tree.args.args}
-        if name not in params or name in getattr(self.fn, "__annotations__", {}) or \
-                self.tree.type_comment or not any(isinstance(v.type, (ListType, DictType))
-                                                  for v in (a, b)):
+        kinds = [v.type for v in (a, b) if isinstance(v.type, (ListType, DictType))]
+        if not kinds or not self.unannotated_name(name):
             return ""
+        example = "List[Tensor]" if isinstance(kinds[0], ListType) else "Dict[str, float]"
         return (f"; the parameter '{name}' has no annotation, so it is taken as an array: "
-                f"annotate the container it holds, e.g. {name}: Optional[Dict[str, float]] "
-                "= None")
+                f"annotate the container it holds, e.g. {name}: Optional[{example}] = None")
 
     def check_dtype_uses(self, names: list[str]) -> None:
         """A dtype parameter is read only where a dtype is taken (``dtype=d``, ``.astype(d)``,

@@ -183,3 +183,15 @@ def unannotated_config(x: Tensor, opt=None):
 def test_an_unannotated_parameter_made_a_dict_names_the_annotation():
     with pytest.raises(ScriptError, match=r"opt: Optional\[Dict\[str, float\]\] = None"):
         script(unannotated_config)(np.ones(3))
+
+
+def unannotated_history(x: Tensor, hs=None):
+    if hs is None:
+        hs = []
+    hs.append(x)
+    return hs
+
+
+def test_an_unannotated_parameter_made_a_list_names_a_list_annotation():
+    with pytest.raises(ScriptError, match=r"hs: Optional\[List\[Tensor\]\] = None"):
+        script(unannotated_history)(np.ones(3))
