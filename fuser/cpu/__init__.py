@@ -45,12 +45,32 @@ def matmul_sum_for(node):  # type: ignore[no-untyped-def]
     return products.Site(True) if found is not None else None
 
 
+def epilogue_for(product, group, product_too=False):  # type: ignore[no-untyped-def]
+    """The product and the fusion group reading it as one job (``fuser.cpu.epilogue.Fused``,
+    returning the product first with ``product_too``) where the product runs the host-vector
+    GEMM and the group is elementwise over the product's shape; None otherwise."""
+    site = (matmul_sum_for if product.kind == "tensor::matmul_sum" else matmul_for)(product)
+    shape = product.output.type.shape
+    if site is None or any(getattr(v.type, "shape", None) != shape for v in group.outputs):
+        return None
+    try:
+        kernel = compile_group(group.subgraph)
+    except ValueError:
+        return None
+    if kernel.has_cat:
+        return None
+    from fuser.cpu import epilogue
+    positions = tuple(k for k, v in enumerate(group.inputs) if v is product.output)
+    return epilogue.Fused(kernel.site(), len(product.inputs), positions, product_too)
+
+
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,
                   stores_cats=True, compile_loop=compile_loop, matmul_for=matmul_for,
-                  matmul_sum_for=matmul_sum_for)
+                  matmul_sum_for=matmul_sum_for, epilogue_for=epilogue_for)
 """numpy arrays on the host: float32, float64 and bool; stores cat pieces at offsets; recurrent
-loops compiled natively; large matrix products through the host-vector GEMM."""
+loops compiled natively; large matrix products through the host-vector GEMM, an elementwise
+group after one as its epilogue."""
 
 __all__ = ["BACKEND", "RULES", "VIEW_OPS", "Kernel", "cache_size", "can_generate",
-           "canonical_key", "compile_group", "compile_loop", "layouts_supported", "matmul_for",
-           "matmul_sum_for"]
+           "canonical_key", "compile_group", "compile_loop", "epilogue_for", "layouts_supported",
+           "matmul_for", "matmul_sum_for"]

@@ -14,7 +14,17 @@ import numpy as np
 from fuser.cpu import blas, pool, sites
 from fuser.cpu.kernel import data_address, layouts_supported
 from fuser.cpu.parallel import threads
-from fuser.cpu.stepgemm import enabled, job_address, kernel, lanes, packs, sum_job_address, use
+from fuser.cpu.stepgemm import (
+    PAIR_SLOTS,
+    SUM_SLOTS,
+    enabled,
+    job_address,
+    kernel,
+    lanes,
+    packs,
+    sum_job_address,
+    use,
+)
 
 OUTSIDE_MIN_PRODUCT = 1 << 18
 """Products outside loops with fewer multiply-adds than this stay with numpy, whose OpenBLAS runs
@@ -146,7 +156,7 @@ class Site:
             block = block.copy()
             at = data_address(block)
             if not bind(operands, result, guard, at, given):
-                return _go(plan, block, at, per_pack, result)
+                return run_job(plan, block, at, per_pack, result)
         return _run(operands, out, self.summed, self)
 
 
@@ -195,18 +205,32 @@ def _run(operands: tuple, out: Any, summed: bool, site: Site | None = None) -> A
     for at, address in zip(plan.at, addresses):
         block[at] = address
     block[plan.out_at] = to
-    return _go(plan, block, data_address(block), per_pack, out)
+    return run_job(plan, block, data_address(block), per_pack, out)
 
 
-def _go(plan: _Plan, block: np.ndarray, at: int, per_pack: int, out: np.ndarray) -> np.ndarray:
+def plan_for(operands: tuple) -> _Plan | None:
+    """The plan of a sum of products of ``operands`` (A1, B1, A2, ...; arrays) into a fresh
+    array, or None where the kernel does not take them."""
+    key = tuple([True, True, *[(x.shape, x.strides, x.dtype) for x in operands]])
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _Plan.of(operands, None, True)
+        if len(_plans) < MAX_PLANS:
+            _plans[key] = plan
+    return plan if plan.ok else None
+
+
+def run_job(plan: _Plan, block: np.ndarray, at: int, per_pack: int, out: np.ndarray,
+            kind: Any = None) -> np.ndarray:
     """Run ``plan``'s job of ``block`` (at address ``at``, every address filled in but the
-    pack's) into ``out``."""
+    pack's) into ``out``; ``kind``: the job's kind for ``blas.share`` (the plan's own by
+    default)."""
     if per_pack:
         pack = _empty(per_pack, plan.dtype)
         block[plan.pack_at] = data_address(pack)
     count = int(block[plan.count_at])
-    if count == 1 or not (blas.share(plan.job, at, count, (plan, count))
-                          or pool.run(plan.job, at)):
+    if count == 1 or not (blas.share(plan.job, at, count, (plan, count) if kind is None
+                                     else (kind, count)) or pool.run(plan.job, at)):
         plan.fn(at)
     return out
 
@@ -264,7 +288,8 @@ class _Plan:
         plan.blocks = {}
         if summed:
             plan.out_at, plan.pack_at, plan.count_at = 3, 6, 9
-            plan.at = [12 + 7 * (k // 2) + (1 if k % 2 == 0 else 4) for k in range(len(operands))]
+            plan.at = [SUM_SLOTS + PAIR_SLOTS * (k // 2) + (1 if k % 2 == 0 else 4)
+                       for k in range(len(operands))]
         else:
             plan.out_at, plan.pack_at, plan.count_at, plan.at = 9, 12, 15, [3, 6]
         return plan
@@ -286,6 +311,7 @@ class _Plan:
         per_pack = kc * width if packed else 0
         if self.summed:
             args = [len(self.pairs), m, n, 0, n, kc, 0, per_pack * item, task_cols, count, 0, 0]
+            args += [0] * (SUM_SLOTS - len(args))  # no epilogue
             for a_shape, a_strides, _, b_strides in self.pairs:
                 args += [a_shape[1], 0, *(st // item for st in a_strides),
                          0, *(st // item for st in b_strides)]

@@ -153,11 +153,20 @@ def _job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
     b.ret_void()
 
 
-SUM_SLOTS = 12
+SUM_SLOTS = 17
 """The int64 arguments of a sum job (``sum_job_symbol``): the number of products P, m, n, C,
 ldc, kc, the first thread's ``pack`` and the bytes between two threads' packs, ``task_cols``,
-how many threads may join, threads joined and tasks taken (the job's counters); then per
-product 7 slots: k, A, a_rs, a_cs, B, b_rs, b_cs (``SIGNATURE``'s, pointers as ints)."""
+how many threads may join, threads joined and tasks taken (the job's counters); the epilogue
+(``EPILOGUE``: 5 slots, all 0 for none); then per product 7 slots: k, A, a_rs, a_cs, B, b_rs,
+b_cs (``SIGNATURE``'s, pointers as ints)."""
+
+EPILOGUE = 12
+"""The sum job's epilogue slots: the address of a fusion kernel's guarded entry (0: no
+epilogue; ``fuser.cpu.kernel``: ``entry(args, outs, guard) -> 0, or 1 when the guard rejects
+the arguments``), the addresses of its argument and output tuples, of a table with one guard
+per task (the kernel over that task's columns of C alone: ``fuser.cpu.epilogue``), and a word
+the job ors each call's result into. A task calls the entry right after its columns of C are
+summed, while they are in the core's cache."""
 
 PAIR_SLOTS = 7
 
@@ -170,7 +179,8 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
     """``name(args)``: one thread's share of ``C = A1 @ B1 + A2 @ B2 + ...`` (``SUM_SLOTS``):
     task by task of ``task_cols`` columns, the first product into the task's columns of C, each
     further one added to them (the kernel with a negative ``kc``), so a task's columns are
-    written by one thread, product after product, while another thread takes the next task."""
+    written by one thread, product after product, while another thread takes the next task;
+    with an epilogue (``EPILOGUE``) the task then computes it over those columns."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()]), name)
     e = Emitter(module, fn, real, 1)
     b = e.b
@@ -209,6 +219,15 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
             b.store(b.add(p, const(1)), pair)
 
         e._while(lambda: b.icmp_signed("<", b.load(pair), count), product)
+        entry = b.load(slot(EPILOGUE))
+        with b.if_then(b.icmp_signed("!=", entry, const(0))):
+            i8p = ir.IntType(8).as_pointer()
+            fn_type = ir.FunctionType(ir.IntType(32), [i8p, i8p, i8p])
+            arrays, outs, table = (b.inttoptr(b.load(slot(EPILOGUE + k)), i8p) for k in (1, 2, 3))
+            guards = b.bitcast(table, I64.as_pointer())
+            guard = b.inttoptr(b.load(b.gep(guards, [b.load(task)])), i8p)
+            rejected = b.call(b.inttoptr(entry, fn_type.as_pointer()), [arrays, outs, guard])
+            b.atomic_rmw("or", slot(EPILOGUE + 4), b.zext(rejected, I64), "monotonic")
 
     with b.if_then(b.icmp_signed("<", joined, b.load(slot(9)))):  # beyond the limit: none
         e._while(take, run)

@@ -17,8 +17,9 @@ import ir
 import ir.registry
 from ir.core import Node, Value
 from script import ops
-from script.runtime import allocator
+from script.runtime import allocator, weak_numbers
 from script.runtime.instrument import stage
+from script.runtime.slot_writes import slot_writes
 
 if TYPE_CHECKING:
     from script.runtime.codegen import FunctionWriter
@@ -64,6 +65,8 @@ def write_matmul(w: FunctionWriter, node: Node) -> None:
     if matrices and product is None and (in_loop(node) or outer_product(node)):
         w.assign(node, f"np.dot({args[0]}, {args[1]})")
         return
+    if product is not None and write_with_epilogue(w, node):
+        return
     out = allocation(w, node) if allocator.into_output(node) else None
     if product is not None:  # the backend's GEMM (into a workspace array when there is one)
         name = w.ns.fresh("_gemm")
@@ -89,11 +92,45 @@ def write_matmul_sum(w: FunctionWriter, node: Node) -> None:
     if product is None:
         w.assign(node, " + ".join(f"{a} @ {b}" for a, b in zip(args[::2], args[1::2])))
         return
+    if write_with_epilogue(w, node):
+        return
     out = allocation(w, node) if allocator.into_output(node) else None
     name = w.ns.fresh("_gemm")
     w.consts[name] = product
     into = f", out={out}" if out is not None else ""
     w.assign(node, f"{name}({', '.join(args)}{into})")
+
+
+def write_with_epilogue(w: FunctionWriter, node: Node) -> bool:
+    """A product (which the backend's GEMM computes) and the fusion group right after it, when
+    that group alone reads the product, as one call of the backend's ``epilogue_for`` (the
+    group computed over each task's columns of the product as the task ends); the group emits
+    nothing then. False where the function is instrumented (checks, a profiler), the group's
+    outputs go into slots or the backend has no such function for them."""
+    group, value = node.next, node.output
+    if (w.profiler is not None or w.device == "cuda" or group is None
+            or group.kind != "prim::FusionGroup" or group in w.elided or not value.uses
+            or any(u.node is not group for u in value.uses) or slot_writes(group)
+            or weak_numbers.inputs_as_arrays(group, w.backend)):
+        return False
+    from fuser.backend import backend_of
+    backend = backend_of(group)
+    if backend is None or backend is not backend_of(node) or backend.epilogue_for is None:
+        return False
+    with stage("native compile"):
+        fused = backend.epilogue_for(node, group, w.checks)
+    if fused is None:
+        return False
+    name = w.ns.fresh("_fused")
+    w.consts[name] = fused
+    args = [w.ns.name(v) for v in node.inputs] + [
+        w.ns.name(v) for v in group.inputs if v is not value]
+    # checked code gets the product too: it checks every value (the group's outputs here)
+    targets = [w.ns.name(v) for v in ([value] if w.checks else []) + group.outputs]
+    w.emit(f"{', '.join(targets)} = {name}({', '.join(args)})")
+    w.write_checks(group.outputs, group, "output")
+    w.elided.add(group)
+    return True
 
 
 def backend_matmul(node: Node) -> Any:

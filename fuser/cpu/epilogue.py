@@ -1,0 +1,215 @@
+"""A product outside loops whose result only the fusion kernel right after it reads, computed
+with that kernel as the product job's epilogue (``fuser.cpu.stepgemm.EPILOGUE``): each task of
+the job sums its columns of every product, then runs the kernel over those columns while they
+are in its core's cache.
+
+The DLFS2 RNN cell, ``np.tanh(np.dot(h_prev, Wh) + np.dot(x, Wx) + b)``, is one
+(64, 384) x (384, 256) product and a kernel adding ``b`` and taking the tanh. On its own the
+kernel is a second call from Python and a pass over the product on one thread while the other
+core waits; as an epilogue it runs on both threads, column task by column task, and the call is
+one.
+
+A task's kernel call is the kernel's own guarded entry with a guard of the task's columns alone
+(one slab: every row, the task's columns, each array's offset moved to its first column), the
+way ``fuser.cpu.parallel`` splits a kernel call: nothing is compiled per kernel, the values are
+the kernel's, bit for bit, and the entry checks the arguments as a guarded call does. Only a
+kernel whose iteration shape and every output's shape are the product's takes part (an
+elementwise tail: the product's columns are the kernel's columns).
+
+A call site (``Fused``) calls the product and the kernel as two calls until a layout of its
+arguments repeats (a function called once compiles nothing new); from then on a call with that
+layout is one job. A call whose arguments do not match it, or whose task guard rejects them (a
+Python thread changed an argument while the job ran), is computed by the two calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any
+
+import numpy as np
+
+from fuser.cpu import products, sites
+from fuser.cpu.kernel import Kernel, data_address
+from fuser.cpu.parallel import threads
+from fuser.cpu.stepgemm import EPILOGUE
+
+_empty = np.empty
+
+
+class Fused:
+    """``kernel(*others with the product at positions)`` for the product of the call's first
+    ``n`` arguments (``A1, B1, A2, B2, ...``: a sum of products), the kernel's other inputs
+    following them in order."""
+
+    __slots__ = ("site", "kernel", "n", "positions", "product_too", "seen", "fast")
+
+    def __init__(self, kernel: Kernel, n: int, positions: tuple[int, ...],
+                 product_too: bool = False):
+        self.site = products.Site(True)
+        self.kernel = kernel
+        self.n = n
+        self.positions = positions
+        """where the product goes among the kernel's inputs (ascending)."""
+        self.product_too = product_too
+        """return ``(product, *outputs)`` (code that checks every value it computes)."""
+        self.seen: tuple | None = None
+        """the layout of the last call the two calls computed."""
+        self.fast: _Epilogue | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        fast = self.fast
+        if fast is not None:
+            found = fast.run(args)
+            if found is not None:
+                return found
+        return self._apart(args)
+
+    def _inputs(self, args: tuple, product: Any) -> tuple:
+        inputs = list(args[self.n:])
+        for k in self.positions:
+            inputs.insert(k, product)
+        return tuple(inputs)
+
+    def _apart(self, args: tuple) -> Any:
+        """The product and the kernel as two calls; a layout seen twice in a row gets its job."""
+        operands = args[:self.n]
+        product = self.site(*operands)
+        inputs = self._inputs(args, product)
+        result = self.kernel(*inputs)
+        key = _layout(operands) + _layout(inputs)
+        if key == self.seen and (self.fast is None or self.fast.key != key):
+            self.fast = _Epilogue.of(self, operands, inputs, key) or self.fast
+        self.seen = key
+        return self.returned(product, result)
+
+    def returned(self, product: Any, result: Any) -> Any:
+        if not self.product_too:
+            return result
+        return (product, *result) if isinstance(result, tuple) else (product, result)
+
+
+def _layout(arrays: tuple) -> tuple:
+    return tuple([(type(a), a.shape, a.strides, a.dtype) if type(a) is np.ndarray else type(a)
+                  for a in arrays])
+
+
+_kinds = itertools.count()
+_ENTRY, _ARGS, _OUTS, _TABLE, _REJECTED = (EPILOGUE + k for k in range(5))
+
+
+class _Epilogue:
+    """The job of one layout of a ``Fused`` call's arguments."""
+
+    key: tuple
+    owner: Fused
+    plan: Any
+    """the product's ``products`` plan."""
+    guard: np.ndarray
+    """``sites.guard`` of the operands (the product's result written to a fresh array)."""
+    header: list[int]
+    """the kernel's guard without its slabs."""
+    slab: np.ndarray
+    """the kernel's one slab over the whole product, as rows x columns."""
+    items: list[int]
+    """the item size of each slot of the slab (outputs first, then inputs)."""
+    entry: int
+    """the address of the kernel's guarded entry for this layout's column-stride classes."""
+    dtypes: tuple[Any, ...]
+    blocks: dict[int, tuple]
+    """per thread count: the job's block, the items of its pack, the task guards and their
+    table."""
+    bind: Any
+    kind: tuple
+
+    @staticmethod
+    def of(owner: Fused, operands: tuple, inputs: tuple, key: tuple) -> _Epilogue | None:
+        """The job of this layout, or None where the kernel is not an elementwise tail of the
+        product (other shapes, more than one slab) or an argument is not an array the kernel
+        takes as it is."""
+        kernel = owner.kernel
+        if any(type(x) is not np.ndarray for x in operands):
+            return None
+        plan = products.plan_for(operands)
+        if plan is None or kernel.has_cat:
+            return None
+        shape = plan.shape
+        layouts = []
+        for i, dtype in kernel.array_slots:
+            a = inputs[i]
+            if type(a) is not np.ndarray or a.dtype != dtype:
+                return None
+            layouts.append((a.shape, a.strides, a.itemsize))
+        for i in kernel.spec.scalar_inputs:
+            if type(inputs[i]) is not float:
+                return None
+        made = kernel.make_plan(layouts, split=False)
+        if made is None or made.guard is None or made.fn is None or len(made.params) != 1 or \
+                made.shape != shape or any(s != shape for s in made.shapes):
+            return None
+        slab = made.params[0].copy()
+        (m, n), slots = shape, (len(slab) - 2) // 3
+        if (slab[0], slab[1]) != (m, n):
+            if (slab[0], slab[1]) != (1, m * n):
+                return None
+            slab[0], slab[1] = m, n  # one flat row: every array's rows are n columns apart
+            for s in range(slots):
+                slab[3 + 3 * s] = slab[4 + 3 * s] * n
+        job = _Epilogue()
+        job.key, job.owner, job.plan, job.slab = key, owner, plan, slab
+        job.header = [int(w) for w in made.guard[:len(made.guard) - 1 - made.params.size]]
+        spec = kernel.spec
+        job.items = ([kernel.out_dtypes[st.output].itemsize for st in spec.stores]
+                     + [np.dtype(leaf.dtype).itemsize for leaf in spec.leaves])
+        job.entry = ctypes.cast(kernel.variant(made.classes)[1], ctypes.c_void_p).value or 0
+        job.dtypes = tuple(kernel.out_dtypes)
+        job.guard = sites.guard(operands, plan.at, plan.out_at, shape, plan.spans)
+        job.blocks = {}
+        job.bind = sites.bind()
+        job.kind = ("epilogue", next(_kinds))  # its runs, for blas.share's lag tracking
+        return job
+
+    def block(self, count: int) -> tuple[np.ndarray, int]:
+        """The job's block for ``count`` threads with the epilogue's entry and guards in it (the
+        argument and output tuples 0), and the items of its pack."""
+        found = self.blocks.get(count)
+        if found is not None:
+            return found[:2]
+        block, per_pack = self.plan.block(count)
+        block = block.copy()
+        n_cols, task_cols = int(block[2]), int(block[8])
+        guards = [self.task_guard(c0, min(n_cols, c0 + task_cols))
+                  for c0 in range(0, n_cols, task_cols)]
+        table = np.array([g.ctypes.data for g in guards], np.int64)
+        block[_ENTRY], block[_TABLE] = self.entry, table.ctypes.data
+        self.blocks[count] = (block, per_pack, guards, table)  # the guards live while it does
+        return block, per_pack
+
+    def task_guard(self, c0: int, c1: int) -> np.ndarray:
+        """The kernel's guard over columns ``c0:c1`` of the product."""
+        slab = self.slab.copy()
+        slab[1] = c1 - c0
+        for s, item in enumerate(self.items):
+            slab[2 + 3 * s] += c0 * int(slab[4 + 3 * s]) * item
+        return np.array([*self.header, 1, *slab], np.int64)
+
+    def run(self, args: tuple) -> Any:
+        """The call as one job, or None when the operands do not have this layout or a task's
+        guard rejected the kernel's arguments."""
+        owner, plan = self.owner, self.plan
+        operands = args[:owner.n]
+        product = _empty(plan.shape, plan.dtype)
+        block, per_pack = self.block(threads() if plan.large else 1)
+        block = block.copy()
+        at = data_address(block)
+        if self.bind(operands, product, self.guard.ctypes.data, at, 0):
+            return None
+        inputs = owner._inputs(args, product)
+        shape = plan.shape
+        outs = tuple([_empty(shape, d) for d in self.dtypes])
+        block[_ARGS], block[_OUTS] = id(inputs), id(outs)
+        products.run_job(plan, block, at, per_pack, product, self.kind)
+        if block[_REJECTED]:
+            return owner.returned(product, owner.kernel(*inputs))
+        return owner.returned(product, outs if len(outs) > 1 else outs[0])

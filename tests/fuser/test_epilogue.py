@@ -1,0 +1,193 @@
+"""A product and the elementwise fusion group right after it as one job (``fuser.cpu.epilogue``):
+each task of the product computes the group over its columns. The values must be the two calls'
+bit for bit (the same product kernel, the same fusion kernel, split by columns), at every
+thread count, for every layout the group may have (one slab, one flat row, broadcasts, scalars,
+several outputs, columns that are not a whole number of tasks); anything the job cannot take
+goes back to the two calls."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from fuser.cpu import epilogue, pool
+from script import Tensor, script
+
+
+def rnn_cell(x: Tensor, h: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor) -> Tensor:
+    return np.tanh(np.dot(h, Wh) + np.dot(x, Wx) + b)
+
+
+def gated(x: Tensor, W: Tensor, c: Tensor) -> Tensor:
+    return 1 / (1 + np.exp(-(x @ W))) * c  # every input (M, N): one flat row
+
+
+def two_outputs(x: Tensor, W: Tensor, b: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+    z = x @ W + b
+    return np.tanh(z) * scale, np.maximum(z, 0) * z
+
+
+def by_row(x: Tensor, W: Tensor, r: Tensor) -> Tensor:
+    return np.exp(x @ W) * r  # r (M, 1): broadcast along the columns
+
+
+def _rand(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32) * 0.1
+
+
+CASES = {
+    "rnn_cell": (rnn_cell, [(64, 128), (64, 256), (128, 256), (256, 256), (256,)]),
+    "rnn_cell_odd": (rnn_cell, [(37, 96), (37, 200), (96, 200), (200, 200), (200,)]),
+    "gated": (gated, [(64, 512), (512, 256), (64, 256)]),
+    "two_outputs": (two_outputs, [(48, 300), (300, 264), (264,), 0.5]),
+    "by_row": (by_row, [(64, 384), (384, 256), (64, 1)]),
+    "small": (gated, [(32, 64), (64, 256), (32, 256)]),  # one task on one thread
+}
+
+
+def _args(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return tuple(s if isinstance(s, float) else _rand(rng, *s) for s in shapes)
+
+
+def _fused(f, args):
+    found = [v for k, v in f.specialization(*args).fn.__globals__.items()
+             if k.startswith("_fused")]
+    return found
+
+
+@pytest.fixture
+def jobs(monkeypatch):
+    """The calls the epilogue job computed (``_Epilogue.run`` returning a result)."""
+    done = []
+    run = epilogue._Epilogue.run
+
+    def counting(self, args):
+        result = run(self, args)
+        if result is not None:
+            done.append(self)
+        return result
+
+    monkeypatch.setattr(epilogue._Epilogue, "run", counting)
+    return done
+
+
+@pytest.mark.parametrize("checks", ["0", "1"])
+@pytest.mark.parametrize("count", [1, 2, 4])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_job_equals_the_two_calls(monkeypatch, jobs, case, count, checks):
+    monkeypatch.setattr(epilogue, "threads", lambda: count)
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", checks)  # code that checks each value it computes
+    fn, shapes = CASES[case]
+    args = _args(shapes)
+    f = script(fn)
+    first = f(*args)  # the product and the group as two calls
+    (fused,) = _fused(f, args)
+    assert fused.product_too == (checks == "1")
+    assert fused.fast is None, "a function called once makes no job"
+    later = [f(*args) for _ in range(3)]
+    assert fused.fast is not None and len(jobs) == 2, "from the third call on, one job"
+    first_all = first if isinstance(first, tuple) else (first,)
+    for got in later:
+        for x, y in zip(got if isinstance(got, tuple) else (got,), first_all):
+            np.testing.assert_array_equal(x, y)
+    want = fn(*args)
+    for x, y in zip(first_all, want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
+
+
+def test_the_job_runs_on_more_than_one_thread(monkeypatch):
+    if pool.cpus() < 2:
+        pytest.skip("one CPU")
+    from fuser.cpu import blas
+    shared = []
+    share = blas.share
+
+    def counting(fn, arg, count, kind=None):
+        blas._lag["skip"] = 0  # a lag (a busy machine) sends no job elsewhere here
+        ran = share(fn, arg, count, kind)
+        if kind is not None and isinstance(kind[0], tuple) and kind[0][0] == "epilogue":
+            shared.append(ran)
+        return ran
+
+    monkeypatch.setattr(blas, "share", counting)
+    monkeypatch.setattr(epilogue, "threads", lambda: 2)
+    monkeypatch.setitem(blas._lag, "skip", 0)  # no backoff left over from earlier lags
+    monkeypatch.setitem(blas._lag, "backoff", 0)
+    fn, shapes = CASES["rnn_cell"]
+    args = _args(shapes)
+    f = script(fn)
+    want = [f(*args) for _ in range(2)][0]
+    for _ in range(5):
+        np.testing.assert_array_equal(f(*args), want)
+    assert shared, "the job was offered to OpenBLAS's threads"
+    g = blas.gemm()
+    if g is not None and g.started and ctypes.c_int.from_address(g.started).value >= 2:
+        assert any(shared), "OpenBLAS's threads took the job"
+
+
+def test_other_layouts_and_rejected_arguments_take_the_two_calls(monkeypatch, jobs):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    fn, shapes = CASES["rnn_cell"]
+    args = _args(shapes)
+    f = script(fn)
+    for _ in range(3):
+        f(*args)
+    (fused,) = _fused(f, args)
+    x, h, Wx, Wh, b = args
+    want = fused(h, Wh, x, Wx, b)
+    assert len(jobs) == 2
+    kernel, group_calls = fused.kernel, []
+
+    def counting(*inputs):
+        group_calls.append(inputs)
+        return kernel(*inputs)
+
+    fused.kernel = counting  # the group computed on its own (after the job or without one)
+    cases = [
+        ((h, np.asfortranarray(Wh), x, Wx, b), False, "another layout of an operand"),
+        ((h, Wh, x, Wx, b.astype(np.float64)), True, "a group input of another dtype"),
+        ((h, Wh, x, Wx, b.tolist()), True, "a group input that is not an array"),
+        ((h, Wh, x, Wx, np.repeat(b, 2)[::2]), True, "a group input of another stride"),
+    ]
+    for operands, job, what in cases:
+        before, calls = len(jobs), len(group_calls)
+        got = fused(*operands)
+        assert len(jobs) == before + job and len(group_calls) == calls + 1, what
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=what)
+        np.testing.assert_array_equal(fused(h, Wh, x, Wx, b), want)  # the job's layout again
+        assert len(jobs) == before + job + 1 and len(group_calls) == calls + 1, what
+
+
+def test_a_rejecting_task_guard_recomputes_the_group(monkeypatch, jobs):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    fn, shapes = CASES["gated"]
+    args = _args(shapes)
+    f = script(fn)
+    want = [f(*args) for _ in range(3)][0]
+    (fused,) = _fused(f, args)
+    job = fused.fast
+    # the tasks' guards expect another byte stride of the group's last input: each rejects it
+    for guards in (entry[2] for entry in job.blocks.values()):
+        for g in guards:
+            g[len(job.header) - 1] += 1
+    kernel, group_calls = fused.kernel, []
+    fused.kernel = lambda *inputs: group_calls.append(inputs) or kernel(*inputs)
+    before = len(jobs)
+    np.testing.assert_array_equal(fused(*args), want)
+    assert len(jobs) == before + 1 and len(group_calls) == 1, "the job ran, then the group"
+
+
+def test_no_job_where_another_node_reads_the_product():
+    def returned(x: Tensor, W: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+        z = x @ W
+        return np.tanh(z + b), z
+
+    args = _args([(64, 256), (256, 256), (256,)])
+    f = script(returned)
+    got = [f(*args) for _ in range(3)][-1]
+    assert not _fused(f, args)
+    for x, y in zip(got, returned(*args)):
+        np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
