@@ -307,7 +307,8 @@ class _Plan:
         count = min(count, -(-n // task_cols))
         kc = min(max(a_shape[1] for a_shape, _, _, _ in self.pairs), KC)
         strided = any(b_strides[1] != item for _, _, _, b_strides in self.pairs)
-        packed = strided or any(packs(m, b_strides[0]) for _, _, _, b_strides in self.pairs)
+        packed = strided or any(packs(m, b_strides[0], a_shape[1])
+                                for a_shape, _, _, b_strides in self.pairs)
         per_pack = kc * width if packed else 0
         if self.summed:
             args = [len(self.pairs), m, n, 0, n, kc, 0, per_pack * item, task_cols, count, 0, 0]

@@ -73,17 +73,22 @@ CHUNK_BYTES = 256 << 10
 """The rows of A swept per panel: as many as fit in this many bytes (at least ``MR``)."""
 
 
-def packs(m: int, row_bytes: int) -> bool:
-    """Whether a product of ``m`` rows whose B rows lie ``row_bytes`` apart copies each panel
-    of B to a pack before its rows sweep it (``SIGNATURE``'s ``pack``). Read in place, the
-    rows of a panel at a multiple of 4 KB apart all fall in the same sets of the L1 cache and
-    each on its own page, so a block rereads them from L2 through the TLB; the copy costs one
-    pass over the panel, paid back when enough blocks of rows read it. Measured on one Zen 1
-    core, float32, in place against packed: (64, 256) x (256, 1024) 1418 against 1042 us,
-    (64, 512) x (512, 2048) 6234 against 4598, (32, 512) x (512, 1024) 1519 against 1278,
-    (128, 512) x (512, 512) 2263 against 1950; but (16, 128) x (128, 1024) 184 against 184,
-    (64, 128) x (128, 768) 357 against 382, (8, 256) x (256, 256) 48 against 77."""
-    return (m >= 32 and row_bytes % 4096 == 0) or (m >= 64 and row_bytes >= 2048)
+def packs(m: int, row_bytes: int, depth: int = 0) -> bool:
+    """Whether a product of ``m`` rows and ``depth`` k whose B rows lie ``row_bytes`` apart
+    copies each panel of B to a pack before its rows sweep it (``SIGNATURE``'s ``pack``). Read
+    in place, the rows of a panel at a multiple of 4 KB apart all fall in the same sets of the L1
+    cache and each on its own page, so a block rereads them from L2 through the TLB; 1 KB apart,
+    a deep panel's rows fall in 4 of its 64 sets; the copy costs one pass over the panel, paid
+    back when enough blocks of rows read it. Measured on one Zen 1 core, float32, in place
+    against packed: (64, 256) x (256, 1024) 1418 against 1042 us, (64, 512) x (512, 2048) 6234
+    against 4598, (32, 512) x (512, 1024) 1519 against 1278, (128, 512) x (512, 512) 2263
+    against 1950, (64, 256) x (256, 256) 120 against 105, (64, 1024) x (1024, 256) 480 against
+    410; but (16, 128) x (128, 1024) 184 against 184, (64, 128) x (128, 768) 357 against 382,
+    (8, 256) x (256, 256) 48 against 77. On two threads (columns shared): (64, 384) x (384, 256)
+    94 against 85 us (numpy 81), (64, 128) x (128, 256) 43 against 46, (32, 384) x (384, 256)
+    61 against 69."""
+    return ((m >= 32 and row_bytes % 4096 == 0) or (m >= 64 and row_bytes >= 2048)
+            or (m >= 64 and row_bytes >= 1024 and depth >= 256))
 
 
 def enabled() -> bool:

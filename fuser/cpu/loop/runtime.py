@@ -153,7 +153,7 @@ class NativeLoop(RowRanges, Appends):
             return self._kernel(4, item)
         if gb[0] or not stepgemm.use(m, n, k, item):
             return 0
-        return self._kernel(5 if stepgemm.packs(m, gb[1] * item) else 1, item)
+        return self._kernel(5 if stepgemm.packs(m, gb[1] * item, k) else 1, item)
 
     def _kernel(self, own: int, item: int) -> int:
         """``own``, once the ``stepgemm`` kernel it calls is compiled into ``fns``."""
