@@ -48,10 +48,15 @@ def matmul_sum_for(node):  # type: ignore[no-untyped-def]
 def epilogue_for(product, group, product_too=False):  # type: ignore[no-untyped-def]
     """The product and the fusion group reading it as one job (``fuser.cpu.epilogue.Fused``,
     returning the product first with ``product_too``) where the product runs the host-vector
-    GEMM and the group is elementwise over the product's shape; None otherwise."""
+    GEMM and the group is elementwise over the product's shape, or over equal column blocks of
+    it (an LSTM's gates); None otherwise."""
     site = (matmul_sum_for if product.kind == "tensor::matmul_sum" else matmul_for)(product)
-    shape = product.output.type.shape
-    if site is None or any(getattr(v.type, "shape", None) != shape for v in group.outputs):
+    (m, n), shapes = product.output.type.shape, {getattr(v.type, "shape", None)
+                                                 for v in group.outputs}
+    if site is None or len(shapes) != 1:
+        return None
+    (shape,) = shapes  # the product's, or (m, n / parts): its columns read in parts (gates)
+    if shape is None or len(shape) != 2 or shape[0] != m or not shape[1] or n % shape[1]:
         return None
     try:
         kernel = compile_group(group.subgraph)

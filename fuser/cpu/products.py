@@ -16,6 +16,7 @@ from fuser.cpu.kernel import data_address, layouts_supported
 from fuser.cpu.parallel import threads
 from fuser.cpu.stepgemm import (
     PAIR_SLOTS,
+    PARTS,
     SUM_SLOTS,
     enabled,
     job_address,
@@ -312,7 +313,7 @@ class _Plan:
         per_pack = kc * width if packed else 0
         if self.summed:
             args = [len(self.pairs), m, n, 0, n, kc, 0, per_pack * item, task_cols, count, 0, 0]
-            args += [0] * (SUM_SLOTS - len(args))  # no epilogue
+            args += [0] * (PARTS - len(args)) + [1, n]  # no epilogue; one part
             for a_shape, a_strides, _, b_strides in self.pairs:
                 args += [a_shape[1], 0, *(st // item for st in a_strides),
                          0, *(st // item for st in b_strides)]

@@ -158,12 +158,12 @@ def _job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> None:
     b.ret_void()
 
 
-SUM_SLOTS = 17
+SUM_SLOTS = 19
 """The int64 arguments of a sum job (``sum_job_symbol``): the number of products P, m, n, C,
 ldc, kc, the first thread's ``pack`` and the bytes between two threads' packs, ``task_cols``,
 how many threads may join, threads joined and tasks taken (the job's counters); the epilogue
-(``EPILOGUE``: 5 slots, all 0 for none); then per product 7 slots: k, A, a_rs, a_cs, B, b_rs,
-b_cs (``SIGNATURE``'s, pointers as ints)."""
+(``EPILOGUE``: 5 slots, all 0 for none); the parts (``PARTS``: 1 and n for none); then per
+product 7 slots: k, A, a_rs, a_cs, B, b_rs, b_cs (``SIGNATURE``'s, pointers as ints)."""
 
 EPILOGUE = 12
 """The sum job's epilogue slots: the address of a fusion kernel's guarded entry (0: no
@@ -172,6 +172,13 @@ the arguments``), the addresses of its argument and output tuples, of a table wi
 per task (the kernel over that task's columns of C alone: ``fuser.cpu.epilogue``), and a word
 the job ors each call's result into. A task calls the entry right after its columns of C are
 summed, while they are in the core's cache."""
+
+PARTS = 17
+"""The sum job's two slots of parts: how many parts the columns of C are cut into and the
+columns of each (``parts * span == n``). A task takes the same ``task_cols`` columns of every
+part (columns ``p * span + j0 ...`` for each part ``p``), so an epilogue that reads C in
+``parts`` column blocks (an LSTM's four gates of ``span`` units each) finds every column its
+task's units read summed by the task itself."""
 
 PAIR_SLOTS = 7
 
@@ -198,17 +205,24 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
     joined = b.atomic_rmw("add", slot(10), const(1), "seq_cst")
     count, m, n, c, ldc, kc = (b.load(slot(k)) for k in range(6))
     pack = b.inttoptr(b.add(b.load(slot(6)), b.mul(joined, b.load(slot(7)))), ptr)
-    task_cols = b.load(slot(8))
-    tasks = b.sdiv(b.add(n, b.sub(task_cols, const(1))), task_cols)
+    task_cols, parts, span = b.load(slot(8)), b.load(slot(PARTS)), b.load(slot(PARTS + 1))
+    tasks = b.sdiv(b.add(span, b.sub(task_cols, const(1))), task_cols)
     task, pair, local = e._var(const(0)), e._var(const(0)), e._var(const(0))
+    part = e._var(const(0))
 
     def take() -> Any:
         b.store(b.atomic_rmw("add", slot(11), const(1), "monotonic"), task)
         return b.icmp_signed("<", b.load(task), tasks)
 
     def run() -> None:
-        c0 = b.mul(b.load(task), task_cols)
-        width = e._min(task_cols, b.sub(n, c0))
+        j0 = b.mul(b.load(task), task_cols)
+        width = e._min(task_cols, b.sub(span, j0))
+        b.store(const(0), part)
+        e._while(lambda: b.icmp_signed("<", b.load(part), parts), lambda: columns_of(j0, width))
+        epilogue()
+
+    def columns_of(j0: Any, width: Any) -> None:  # the task's columns of one part
+        c0 = b.add(b.mul(b.load(part), span), j0)
         b.store(const(0), pair)
 
         def product() -> None:
@@ -224,6 +238,9 @@ def _sum_job(module: ir.Module, kernel: ir.Function, real: Any, name: str) -> No
             b.store(b.add(p, const(1)), pair)
 
         e._while(lambda: b.icmp_signed("<", b.load(pair), count), product)
+        b.store(b.add(b.load(part), const(1)), part)
+
+    def epilogue() -> None:
         entry = b.load(slot(EPILOGUE))
         with b.if_then(b.icmp_signed("!=", entry, const(0))):
             i8p = ir.IntType(8).as_pointer()

@@ -33,6 +33,15 @@ def by_row(x: Tensor, W: Tensor, r: Tensor) -> Tensor:
     return np.exp(x @ W) * r  # r (M, 1): broadcast along the columns
 
 
+def lstm_cell(x: Tensor, h: Tensor, c: Tensor, Wx: Tensor, Wh: Tensor, b: Tensor
+              ) -> tuple[Tensor, Tensor]:
+    H = h.shape[1]
+    A = np.dot(x, Wx) + np.dot(h, Wh) + b  # read in four column blocks: the gates
+    f, g, i, o = A[:, :H], A[:, H:2 * H], A[:, 2 * H:3 * H], A[:, 3 * H:]
+    c_next = c / (1 + np.exp(-f)) + np.tanh(g) / (1 + np.exp(-i))
+    return np.tanh(c_next) / (1 + np.exp(-o)), c_next
+
+
 def _rand(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32) * 0.1
 
@@ -44,6 +53,10 @@ CASES = {
     "two_outputs": (two_outputs, [(48, 300), (300, 264), (264,), 0.5]),
     "by_row": (by_row, [(64, 384), (384, 256), (64, 1)]),
     "small": (gated, [(32, 64), (64, 256), (32, 256)]),  # one task on one thread
+    "lstm_cell": (lstm_cell, [(64, 128), (64, 256), (64, 256), (128, 1024), (256, 1024),
+                              (1024,)]),
+    "lstm_cell_odd": (lstm_cell, [(33, 70), (33, 100), (33, 100), (70, 400), (100, 400),
+                                  (400,)]),
 }
 
 
@@ -89,6 +102,7 @@ def test_one_job_equals_the_two_calls(monkeypatch, jobs, case, count, checks):
     assert fused.fast is None, "a function called once makes no job"
     later = [f(*args) for _ in range(3)]
     assert fused.fast is not None and len(jobs) == 2, "from the third call on, one job"
+    assert fused.fast.parts == (4 if case.startswith("lstm") else 1)
     first_all = first if isinstance(first, tuple) else (first,)
     for got in later:
         for x, y in zip(got if isinstance(got, tuple) else (got,), first_all):
