@@ -75,11 +75,12 @@ class Backend:
     matmul_sum_for: Callable[[Node], Callable[..., Any] | None] | None = None
     """likewise for a ``tensor::matmul_sum`` node (``a1 @ b1 + a2 @ b2 + ...`` as one product;
     the ``matmul-sums`` pass makes one only where this gives a function)."""
-    epilogue_for: Callable[[Node, Node, bool], Callable[..., Any] | None] | None = None
+    epilogue_for: Callable[[Node, Node, bool, tuple], Callable[..., Any] | None] | None = None
     """for a product node (``tensor::matmul`` or ``tensor::matmul_sum``) whose result only the
     fusion group right after it reads, one function computing both: ``f(*product inputs,
     *the group's other inputs)`` returns the group's outputs (the product first when the third
-    argument is true); None: two calls."""
+    argument is true), taking the product and each output from the fourth argument's
+    (workspace site, shape, dtype) where one is given; None: two calls."""
 
     def can_generate(self, node: Node) -> bool:
         """Does this backend have code for ``node`` (with its constant arguments and types)?"""

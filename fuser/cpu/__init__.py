@@ -45,15 +45,17 @@ def matmul_sum_for(node):  # type: ignore[no-untyped-def]
     return products.Site(True) if found is not None else None
 
 
-def epilogue_for(product, group, product_too=False):  # type: ignore[no-untyped-def]
+def epilogue_for(product, group, product_too=False, arrays=()):  # type: ignore[no-untyped-def]
     """The product and the fusion group reading it as one job (``fuser.cpu.epilogue.Fused``,
     returning the product first with ``product_too``) where the product runs the host-vector
     GEMM and the group is elementwise over the product's shape, or over equal column blocks of
-    it (an LSTM's gates); None otherwise."""
+    it (an LSTM's gates); None otherwise. ``arrays``: ``Fused.arrays``."""
     site = (matmul_sum_for if product.kind == "tensor::matmul_sum" else matmul_for)(product)
+    if site is None:
+        return None
     (m, n), shapes = product.output.type.shape, {getattr(v.type, "shape", None)
                                                  for v in group.outputs}
-    if site is None or len(shapes) != 1:
+    if len(shapes) != 1:
         return None
     (shape,) = shapes  # the product's, or (m, n / parts): its columns read in parts (gates)
     if shape is None or len(shape) != 2 or shape[0] != m or not shape[1] or n % shape[1]:
@@ -66,7 +68,7 @@ def epilogue_for(product, group, product_too=False):  # type: ignore[no-untyped-
         return None
     from fuser.cpu import epilogue
     positions = tuple(k for k, v in enumerate(group.inputs) if v is product.output)
-    return epilogue.Fused(kernel.site(), len(product.inputs), positions, product_too)
+    return epilogue.Fused(kernel.site(), len(product.inputs), positions, product_too, arrays)
 
 
 BACKEND = Backend("CPU", (None, "cpu"), STORAGE, RULES, ACCEPTS, BOOL_RESULTS, compile_group,

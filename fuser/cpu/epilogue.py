@@ -46,11 +46,16 @@ class Fused:
     ``n`` arguments (``A1, B1, A2, B2, ...``: a sum of products), the kernel's other inputs
     following them in order."""
 
-    __slots__ = ("site", "kernel", "n", "positions", "product_too", "seen", "fast")
+    __slots__ = ("site", "kernel", "n", "positions", "product_too", "seen", "fast", "refused",
+                 "arrays")
 
     def __init__(self, kernel: Kernel, n: int, positions: tuple[int, ...],
-                 product_too: bool = False):
+                 product_too: bool = False, arrays: tuple = ()):
         self.site = products.Site(True)
+        self.arrays = arrays or (None,) * (1 + len(kernel.out_dtypes))
+        """where the product and each output come from: (a workspace site, shape, dtype)
+        (``fuser.workspace``: the function's arrays, reused by its next call when no one holds
+        them), or None (a new array each call)."""
         self.kernel = kernel
         self.n = n
         self.positions = positions
@@ -60,6 +65,8 @@ class Fused:
         self.seen: tuple | None = None
         """the layout of the last call the two calls computed."""
         self.fast: _Epilogue | None = None
+        self.refused: tuple | None = None
+        """the last layout that has no job (``_Epilogue.of`` is not asked again for it)."""
 
     def __call__(self, *args: Any) -> Any:
         fast = self.fast
@@ -78,14 +85,28 @@ class Fused:
     def _apart(self, args: tuple) -> Any:
         """The product and the kernel as two calls; a layout seen twice in a row gets its job."""
         operands = args[:self.n]
-        product = self.site(*operands)
+        product = self.site(*operands, out=self.new(0))
         inputs = self._inputs(args, product)
-        result = self.kernel(*inputs)
+        if any(self.arrays[1:]):
+            result = self.kernel.into(tuple([self.new(k) for k in range(1, len(self.arrays))]),
+                                      *inputs)
+        else:
+            result = self.kernel(*inputs)
         key = _layout(operands) + _layout(inputs)
-        if key == self.seen and (self.fast is None or self.fast.key != key):
-            self.fast = _Epilogue.of(self, operands, inputs, key) or self.fast
+        if key == self.seen and key != self.refused and (self.fast is None
+                                                         or self.fast.key != key):
+            made = _Epilogue.of(self, operands, inputs, key)
+            if made is None:
+                self.refused = key
+            else:
+                self.fast = made
         self.seen = key
         return self.returned(product, result)
+
+    def new(self, k: int) -> Any:
+        """Array ``k`` (0 the product, then the outputs) from its workspace site, or None."""
+        found = self.arrays[k]
+        return None if found is None else found[0].empty(found[1], found[2])
 
     def returned(self, product: Any, result: Any) -> Any:
         if not self.product_too:
@@ -171,15 +192,20 @@ class _Epilogue:
             s = len(spec.stores) + k
             offset, rows, cols = (int(w) for w in slab[2 + 3 * s:5 + 3 * s])
             if leaf.input in owner.positions and (
-                    rows != n or cols != 1 or offset % (span * items[s])
+                    (rows != n and m != 1) or cols != 1 or offset % (span * items[s])
                     or not 0 <= offset < n * items[s]):
                 return None
+        wanted = [(shape, plan.dtype)] + [((m, span), d) for d in kernel.out_dtypes]
+        if any(a is not None and (a[1], a[2]) != w for a, w in zip(owner.arrays, wanted)):
+            return None  # (the function's static shapes are the call's)
         job = _Epilogue()
         job.key, job.owner, job.plan, job.slab = key, owner, plan, slab
         job.parts, job.span = n // span, span
         job.header = [int(w) for w in made.guard[:len(made.guard) - 1 - made.params.size]]
         job.items = items
         job.entry = ctypes.cast(kernel.variant(made.classes)[1], ctypes.c_void_p).value or 0
+        if not job.entry:
+            return None
         job.dtypes = tuple(kernel.out_dtypes)
         job.guard = sites.guard(operands, plan.at, plan.out_at, shape, plan.spans)
         job.blocks = {}
@@ -223,7 +249,9 @@ class _Epilogue:
         guard rejected the kernel's arguments."""
         owner, plan = self.owner, self.plan
         operands = args[:owner.n]
-        product = _empty(plan.shape, plan.dtype)
+        product = owner.new(0)
+        if product is None:
+            product = _empty(plan.shape, plan.dtype)
         block, per_pack = self.block(threads() if plan.large else 1)
         block = block.copy()
         at = data_address(block)
@@ -231,7 +259,8 @@ class _Epilogue:
             return None
         inputs = owner._inputs(args, product)
         shape = (plan.shape[0], self.span)
-        outs = tuple([_empty(shape, d) for d in self.dtypes])
+        outs = tuple([_empty(shape, d) if owner.arrays[k] is None else owner.new(k)
+                      for k, d in enumerate(self.dtypes, 1)])
         block[_ARGS], block[_OUTS] = id(inputs), id(outs)
         products.run_job(plan, block, at, per_pack, product, self.kind)
         if block[_REJECTED]:

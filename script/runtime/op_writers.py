@@ -117,8 +117,16 @@ def write_with_epilogue(w: FunctionWriter, node: Node) -> bool:
     backend = backend_of(group)
     if backend is None or backend is not backend_of(node) or backend.epilogue_for is None:
         return False
+    def workspace(v: Value, product: bool = False) -> tuple | None:  # as ``allocation``'s
+        found = allocator.workspace_array(v)
+        if found is None or not w.workspace.keep or in_loop(node) or (
+                product and not allocator.into_output(node)):
+            return None
+        return (w.workspace.site(), *found)
+
+    arrays = (workspace(value, True), *[workspace(v) for v in group.outputs])
     with stage("native compile"):
-        fused = backend.epilogue_for(node, group, w.checks)
+        fused = backend.epilogue_for(node, group, w.checks, arrays)
     if fused is None:
         return False
     name = w.ns.fresh("_fused")
