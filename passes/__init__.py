@@ -22,6 +22,7 @@ from ir.verify import verify
 from passes import (
     batch_matmul,
     canonicalize,
+    cast_writes,
     constant_prop,
     contiguous_weights,
     cse,
@@ -48,7 +49,7 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 dict_carry,
                 cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
-                inplace_writes, peel, tuple_columns):
+                inplace_writes, peel, tuple_columns, cast_writes):
     register_pass(_module.NAME, _module.run)
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
@@ -72,7 +73,8 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
-LAYOUT_PIPELINE = "peel-first-trip,tuple-columns,contiguous-weights,stack-to-slots,dce"
+LAYOUT_PIPELINE = ("peel-first-trip,tuple-columns,contiguous-weights,cast-writes,stack-to-slots,"
+                   "dce")
 """Rewrites for execution speed that peel a loop's first trip where it narrows a carried type
 (``c = None`` before the loop, a native loop after it), read a list of tuples a loop reads item
 by item as one list per field (``tuple-columns``), insert layout ops

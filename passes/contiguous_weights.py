@@ -16,12 +16,19 @@ vector or one column): numpy's ``gemv`` reads the transposed view as fast as a c
 native loop runs it on the weight's own storage (``fuser.cpu.loop``), so a copy would only cost
 an allocation per call. The values are unchanged: ``contiguous`` is the identity on values.
 The pass runs after differentiation (in the executor's pipeline), so autodiff never sees it.
+
+A loop-invariant operand of a float dtype narrower than the product's (a float32 weight beside
+float64 activations: ``np.zeros`` makes float64 buffers, as in Karpathy's batched LSTM) is cast
+once before the loop as well (``tensor::astype``, after the contiguous copy): numpy's product of
+a float64 and a float32 matrix casts the float32 one and multiplies in float64 each step, so the
+values are the same, and a native loop, which multiplies matrices of one dtype, can take it.
 """
 
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
 from ir.kinds import CONTIGUOUS, LOOP, MATMUL, TRANSPOSE
+from ir.types import TensorType
 
 NAME = "contiguous-weights"
 
@@ -67,12 +74,51 @@ def contiguous_copy(value: Value, copies: dict[Value, Value]) -> Value:
     return node.output
 
 
+WIDER = {"float32": "float64"}
+"""A narrower float dtype and the one a product with the wider one computes in."""
+
+
+def invariant_narrow_operands(loop: Node) -> list[tuple[Node, int]]:
+    """(matmul, input index) pairs in ``loop`` whose operand, made outside it, has a float dtype
+    narrower than the product's."""
+    found = []
+    for node in loop.blocks[0].walk():
+        out = node.output.type if node.kind == MATMUL else None
+        if not isinstance(out, TensorType) or out.dtype is None:
+            continue
+        for k, value in enumerate(node.inputs):
+            t = value.type
+            if (isinstance(t, TensorType) and t.dtype is not None
+                    and WIDER.get(t.dtype) == out.dtype and not value.defined_inside(loop)):
+                found.append((node, k))
+    return found
+
+
+def cast_copy(value: Value, dtype: str, casts: dict[Value, Value]) -> Value:
+    """The one ``astype(value, dtype)`` node, inserted right after the node defining ``value``."""
+    known = casts.get(value)
+    if known is not None:
+        return known
+    graph = value.node.graph
+    const = graph.create_typed("prim::Constant", [], {"value": dtype}).insert_after(value.node)
+    node = graph.create_typed("tensor::astype", [value, const.output],
+                              names=[value.name]).insert_after(const)
+    casts[value] = node.output
+    return node.output
+
+
 def run(graph: Graph) -> bool:
-    """Give every matmul in a loop a contiguous copy of its loop-invariant transposed operands."""
+    """Give every matmul in a loop a contiguous copy of its loop-invariant transposed operands
+    and a cast of its loop-invariant operands of a narrower float dtype."""
     copies: dict[Value, Value] = {}
+    casts: dict[Value, Value] = {}
     changed = False
     for loop in loops_in(graph.block):
         for matmul, k in invariant_transposed_operands(loop):
             matmul.set_input(k, contiguous_copy(matmul.inputs[k], copies))
+            changed = True
+        for matmul, k in invariant_narrow_operands(loop):
+            dtype = matmul.output.type.dtype  # type: ignore[union-attr]
+            matmul.set_input(k, cast_copy(matmul.inputs[k], dtype, casts))
             changed = True
     return changed

@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.fastrnns import cells
 from fuser.cpu import products, stepgemm
+from fuser.cpu.loop import runtime
 from script import Tensor, script, vjp
 
 
@@ -161,6 +162,7 @@ def _gradient_loops(f):
 @pytest.mark.parametrize("T,B,I,H", [(9, 8, 6, 16), (9, 1, 4, 9), (9, 13, 5, 7), (9, 33, 5, 256)])
 def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, T, B, I, H):  # noqa: E741
     packs = stepgemm.packs
+    monkeypatch.setattr(runtime, "THREADED_MIN_PRODUCT", 1 << 62)  # every product the kernel's
     rng = np.random.default_rng(3)
     scale = 0.5 * min(1.0, 4 / np.sqrt(H))  # a recurrence that does not amplify rounding
     args = tuple((rng.standard_normal(s) * scale).astype(dtype) for s in
@@ -168,8 +170,8 @@ def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, 
     results, packed = {}, []
     for setting in ("1", "0", "in place"):
         monkeypatch.setenv("RNNSCRIPT_STEP_GEMM", "0" if setting == "0" else "1")
-        monkeypatch.setattr(stepgemm, "packs", lambda m, row, keep=setting == "1":
-                            packed.append(keep and packs(m, row)) or packed[-1])
+        monkeypatch.setattr(stepgemm, "packs", lambda m, row, depth=0, keep=setting == "1":
+                            packed.append(keep and packs(m, row, depth)) or packed[-1])
         f = script(cells.lstm_layer)
         out, back = vjp(f, *args, argnums=(1, 2, 3, 4, 5, 6))
         grads = back(tuple(np.ones_like(o) for o in out))
