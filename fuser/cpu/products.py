@@ -300,6 +300,7 @@ class _Plan:
         found = self.blocks.get(count)
         if found is not None:
             return found
+        asked = count  # (the count a narrow product uses may be fewer)
         (m, n), item = self.shape, self.item
         width = 2 * lanes(item)
         # columns per task: a few tasks per thread, a whole number of two-vector panels
@@ -322,7 +323,7 @@ class _Plan:
             args = [m, n, a_shape[1], 0, *(st // item for st in a_strides),
                     0, *(st // item for st in b_strides), 0, n,
                     kc, 0, per_pack * item, task_cols, count, 0, 0]
-        found = self.blocks[count] = (np.array(args, np.int64), per_pack * count)
+        found = self.blocks[asked] = (np.array(args, np.int64), per_pack * count)
         return found
 
 

@@ -103,16 +103,18 @@ def write_matmul_sum(w: FunctionWriter, node: Node) -> None:
 
 def write_with_epilogue(w: FunctionWriter, node: Node) -> bool:
     """A product (which the backend's GEMM computes) and the fusion group right after it, when
-    that group alone reads the product, as one call of the backend's ``epilogue_for`` (the
-    group computed over each task's columns of the product as the task ends); the group emits
-    nothing then. False where the function is instrumented (checks, a profiler), the group's
-    outputs go into slots or the backend has no such function for them."""
-    group, value = node.next, node.output
+    that group reads the product, as one call of the backend's ``epilogue_for`` (the group
+    computed over each task's columns of the product as the task ends); the group emits
+    nothing then. The call gives the product too where another node reads it or the code
+    checks every value. False under a profiler, where the group's outputs go into slots or the
+    backend has no such function for them."""
+    group, value = _group_after(node), node.output
     if (w.profiler is not None or w.device == "cuda" or group is None
-            or group.kind != "prim::FusionGroup" or group in w.elided or not value.uses
-            or any(u.node is not group for u in value.uses) or slot_writes(group)
+            or group.kind != "prim::FusionGroup" or group in w.elided
+            or all(u.node is not group for u in value.uses) or slot_writes(group)
             or weak_numbers.inputs_as_arrays(group, w.backend)):
         return False
+    product_too = w.checks or any(u.node is not group for u in value.uses)
     from fuser.backend import backend_of
     backend = backend_of(group)
     if backend is None or backend is not backend_of(node) or backend.epilogue_for is None:
@@ -126,19 +128,39 @@ def write_with_epilogue(w: FunctionWriter, node: Node) -> bool:
 
     arrays = (workspace(value, True), *[workspace(v) for v in group.outputs])
     with stage("native compile"):
-        fused = backend.epilogue_for(node, group, w.checks, arrays)
+        fused = backend.epilogue_for(node, group, product_too, arrays)
     if fused is None:
         return False
     name = w.ns.fresh("_fused")
     w.consts[name] = fused
     args = [w.ns.name(v) for v in node.inputs] + [
         w.ns.name(v) for v in group.inputs if v is not value]
-    # checked code gets the product too: it checks every value (the group's outputs here)
-    targets = [w.ns.name(v) for v in ([value] if w.checks else []) + group.outputs]
+    targets = [w.ns.name(v) for v in ([value] if product_too else []) + group.outputs]
     w.emit(f"{', '.join(targets)} = {name}({', '.join(args)})")
     w.write_checks(group.outputs, group, "output")
     w.elided.add(group)
     return True
+
+
+BETWEEN = 4
+"""The most pure nodes between a product and the fusion group its epilogue computes."""
+
+
+def _group_after(node: Node) -> Node | None:
+    """The fusion group right after the product ``node``, past at most ``BETWEEN`` pure nodes
+    without blocks (``ops.chunk`` of the product for a later group) that none of its inputs
+    comes from: computing the group at the product's place reorders it before pure nodes only."""
+    between: set[Node] = set()
+    n = node.next
+    while n is not None and n.kind != "prim::FusionGroup":
+        op = ir.registry.lookup(n.kind)
+        if len(between) == BETWEEN or n.blocks or op is None or ir.registry.PURE not in op.traits:
+            return None
+        between.add(n)
+        n = n.next
+    if n is None or any(v.node in between for v in n.inputs):
+        return None
+    return n
 
 
 def backend_matmul(node: Node) -> Any:

@@ -236,14 +236,44 @@ def test_a_rejecting_task_guard_recomputes_the_group(monkeypatch, jobs):
     assert len(jobs) == before + 1 and len(group_calls) == 1, "the job ran, then the group"
 
 
-def test_no_job_where_another_node_reads_the_product():
+def two_readers(h: Tensor, W: Tensor, W2: Tensor) -> Tensor:
+    H = h.shape[1]
+    p = h @ W  # its first half read by the group after it, its second by a later one
+    r = 1 / (1 + np.exp(-p[:, :H]))
+    q = (r * h) @ W2
+    return np.tanh(q + p[:, H:])
+
+
+def test_a_product_another_node_reads_too_is_returned_with_the_outputs(monkeypatch, jobs):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    args = _args([(64, 256), (256, 512), (256, 256)])
+    f = script(two_readers)
+    first = f(*args)
+    found = _fused(f, args)
+    assert [x.product_too for x in found] == [True, False], f.code_for(*args)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(*args), first)
+    assert found[0].fast is not None and found[0].fast.parts == 2
+    assert len(jobs) == 4
+    np.testing.assert_allclose(first, two_readers(*args), rtol=2e-5, atol=2e-6)
+
+
+def test_a_returned_product_is_the_jobs_own(monkeypatch, jobs):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+
     def returned(x: Tensor, W: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
         z = x @ W
         return np.tanh(z + b), z
 
     args = _args([(64, 256), (256, 256), (256,)])
     f = script(returned)
-    got = [f(*args) for _ in range(3)][-1]
-    assert not _fused(f, args)
-    for x, y in zip(got, returned(*args)):
+    got = [f(*args) for _ in range(4)]
+    (fused,) = _fused(f, args)
+    assert fused.product_too and len(jobs) == 2
+    for k in range(2):  # the caller holds what it was given: no later call writes there
+        assert not np.shares_memory(got[-1][k], got[-2][k])
+    for later in got[1:]:
+        for x, y in zip(later, got[0]):
+            np.testing.assert_array_equal(x, y)
+    for x, y in zip(got[0], returned(*args)):
         np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
