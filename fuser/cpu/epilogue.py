@@ -132,6 +132,8 @@ class _Epilogue:
     """the product's ``products`` plan."""
     guard: np.ndarray
     """``sites.guard`` of the operands (the product's result written to a fresh array)."""
+    guard_at: int
+    """its address."""
     header: list[int]
     """the kernel's guard without its slabs."""
     slab: np.ndarray
@@ -208,6 +210,7 @@ class _Epilogue:
             return None
         job.dtypes = tuple(kernel.out_dtypes)
         job.guard = sites.guard(operands, plan.at, plan.out_at, shape, plan.spans)
+        job.guard_at = job.guard.ctypes.data
         job.blocks = {}
         job.bind = sites.bind()
         job.kind = ("epilogue", next(_kinds))  # its runs, for blas.share's lag tracking
@@ -255,7 +258,7 @@ class _Epilogue:
         block, per_pack = self.block(threads() if plan.large else 1)
         block = block.copy()
         at = data_address(block)
-        if self.bind(operands, product, self.guard.ctypes.data, at, 0):
+        if self.bind(operands, product, self.guard_at, at, 0):
             return None
         inputs = owner._inputs(args, product)
         shape = (plan.shape[0], self.span)

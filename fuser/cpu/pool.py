@@ -249,21 +249,22 @@ _lock = threading.Lock()
 _pools: list[_Pool] = []
 
 
-_cpus: dict[int, int] = {}
-"""per process id, the CPUs it may run on (read once: a product asks before every call)."""
+_cpus: list[int] = []
+"""the CPUs this process may run on, read once (a product asks before every call); a forked
+child reads its own (``os.register_at_fork``)."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_cpus.clear)
 
 
 def cpus() -> int:
     """The CPUs this process may run on (its affinity when first asked)."""
-    pid = os.getpid()
-    found = _cpus.get(pid)
-    if found is None:
-        try:
-            found = len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            found = os.cpu_count() or 1
-        _cpus.clear()
-        _cpus[pid] = found
+    if _cpus:
+        return _cpus[0]
+    try:
+        found = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        found = os.cpu_count() or 1
+    _cpus[:] = [found]
     return found
 
 
