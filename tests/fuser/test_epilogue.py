@@ -198,6 +198,22 @@ def test_other_layouts_and_rejected_arguments_take_the_two_calls(monkeypatch, jo
         assert len(jobs) == before + job + 1 and len(group_calls) == calls + 1, what
 
 
+@pytest.mark.parametrize("view", ["every other column", "reversed rows", "reversed columns"])
+def test_strided_group_inputs(monkeypatch, jobs, view):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    monkeypatch.setattr(epilogue, "threads", lambda: 2)
+    x, W, big = _args([(64, 512), (512, 256), (64, 512)])
+    c = {"every other column": big[:, ::2], "reversed rows": big[::-1, :256],
+         "reversed columns": big[:, 255::-1]}[view]
+    f = script(gated)
+    first = f(x, W, c)
+    later = [f(x, W, c) for _ in range(3)]
+    assert len(jobs) == 2
+    for got in later:
+        np.testing.assert_array_equal(got, first)
+    np.testing.assert_allclose(first, gated(x, W, c), rtol=2e-5, atol=2e-6)
+
+
 def test_a_layout_without_a_job_is_not_planned_again(monkeypatch):
     monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
     fn, shapes = CASES["rnn_cell"]
