@@ -6,6 +6,7 @@ input signature, and runs the generated code; ``python_fn`` stays available as t
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -18,8 +19,10 @@ from script.errors import ArgumentShapeError, LoadError, ScriptError, SignatureE
 from script.frontend.classes import register_script_class
 from script.frontend.compiler import compile_method
 from script.frontend.infer_types import infer_annotations
+from script.frontend.object_args import method_class
 from script.module import Module, ModuleList, Parameter
 from script.runtime.autodiff import vjp
+from script.runtime.bound_method import BoundScriptMethod
 from script.runtime.function import ScriptFunction
 from script.runtime.gradients import grad, value_and_grad
 from script.runtime.script_module import ScriptModule, export
@@ -57,6 +60,9 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
         return ScriptModule(obj, strict=strict)
     if isinstance(obj, type):
         return register_script_class(obj, compile_method)
+    if inspect.ismethod(obj) and method_class(obj.__func__) is not None:  # a plain object's
+        return BoundScriptMethod(ScriptFunction(obj.__func__, example_inputs=example_inputs,
+                                                strict=strict), obj.__self__)
     if callable(obj) and hasattr(obj, "__code__"):
         return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "

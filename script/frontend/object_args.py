@@ -192,7 +192,26 @@ def object_param_kinds(fn: Any) -> dict[str, str]:
             found[name] = "object"
         elif _is_object_sequence_annotation(annotation):
             found[name] = "sequence"
+    if method_class(fn) is not None:
+        found.setdefault("self", "object")
     return found
+
+
+def method_class(fn: Any) -> type | None:
+    """The plain class ``fn`` is a method of when its first parameter is an unannotated
+    ``self`` (``def forward(self, h, x)`` in ``class GRUCell``, at a module's top level, or in a
+    class there): ``self`` is then an object of it, as if annotated ``self: GRUCell``."""
+    code = getattr(fn, "__code__", None)
+    parts = getattr(fn, "__qualname__", "").split(".")
+    if code is None or not code.co_argcount or code.co_varnames[0] != "self" or \
+            "self" in getattr(fn, "__annotations__", {}) or len(parts) < 2 or "<locals>" in parts:
+        return None
+    owner = getattr(fn, "__globals__", {}).get(parts[0])
+    for part in parts[1:-1]:
+        owner = getattr(owner, part, None)
+    if not isinstance(owner, type) or vars(owner).get(parts[-1]) is not fn:
+        return None
+    return owner if is_plain_class(owner) else None
 
 
 def _is_object_sequence_annotation(annotation: Any) -> bool:
