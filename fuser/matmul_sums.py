@@ -29,13 +29,6 @@ NAME = "matmul-sums"
 MATMUL_SUM = "tensor::matmul_sum"
 
 
-def _in_loop(node: Node) -> bool:
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == LOOP:
-            return True
-        block = block.owner.owner
-    return False
 
 
 def _term(value: Value) -> list[Value] | None:
@@ -56,7 +49,7 @@ def _matrix(value: Value) -> bool:
 
 
 def _rewrite(graph: Graph, node: Node) -> bool:
-    if node.kind != ADD or len(node.inputs) != 2 or _in_loop(node):
+    if node.kind != ADD or len(node.inputs) != 2 or node.inside_kind(LOOP):
         return False
     terms = [_term(v) for v in node.inputs]
     out = node.output.type

@@ -245,6 +245,16 @@ class Node:
             block = block.owner.owner
         return False
 
+    def inside_kind(self, kind: str) -> bool:
+        """Is this node in a block of a node of ``kind`` (``prim::Loop``: in a loop), at any
+        depth?"""
+        block = self.owner
+        while block is not None and block.owner is not None:
+            if block.owner.kind == kind:
+                return True
+            block = block.owner.owner
+        return False
+
     def values_defined_inside(self) -> set[Value]:
         """The values defined in this node's blocks, at any depth: block parameters and node
         outputs (not this node's own outputs)."""

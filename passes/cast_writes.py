@@ -44,22 +44,13 @@ def cast_value(node: Node) -> str | None:
     return buf.dtype
 
 
-def _in_loop(node: Node) -> bool:
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == LOOP:
-            return True
-        block = block.owner.owner
-    return False
-
-
 def run(graph: Graph) -> bool:
     """Cast the value of every write in a loop whose array has another float dtype."""
     changed = False
     dtypes: dict[str, Node] = {}  # a constant per dtype, at the graph's start (not in a loop)
     for node in list(graph.block.walk()):
         dtype = cast_value(node)
-        if dtype is None or not _in_loop(node):
+        if dtype is None or not node.inside_kind(LOOP):
             continue
         at = WRITES[node.kind]
         value = node.inputs[at]

@@ -251,12 +251,7 @@ def outer_product(node: Node) -> bool:
 
 
 def in_loop(node: Node) -> bool:
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == "prim::Loop":
-            return True
-        block = block.owner.owner
-    return False
+    return node.inside_kind("prim::Loop")
 
 
 def row_kernel_dtype(node: Node, tensors: list[Value]) -> str | None:

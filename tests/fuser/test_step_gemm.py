@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.fastrnns import cells
 from fuser.cpu import products, stepgemm
-from fuser.cpu.loop import runtime
+from fuser.cpu.loop import ranges
 from script import Tensor, script, vjp
 
 
@@ -162,7 +162,7 @@ def _gradient_loops(f):
 @pytest.mark.parametrize("T,B,I,H", [(9, 8, 6, 16), (9, 1, 4, 9), (9, 13, 5, 7), (9, 33, 5, 256)])
 def test_a_native_lstm_layer_through_the_kernel_equals_blas(monkeypatch, dtype, T, B, I, H):  # noqa: E741
     packs = stepgemm.packs
-    monkeypatch.setattr(runtime, "THREADED_MIN_PRODUCT", 1 << 62)  # every product the kernel's
+    monkeypatch.setattr(ranges, "THREADED_MIN_PRODUCT", 1 << 62)  # every product the kernel's
     rng = np.random.default_rng(3)
     scale = 0.5 * min(1.0, 4 / np.sqrt(H))  # a recurrence that does not amplify rounding
     args = tuple((rng.standard_normal(s) * scale).astype(dtype) for s in

@@ -4,15 +4,16 @@ do: the write of a float32 step into a float64 buffer is cast as its own op (``c
 float32 weight multiplied by float64 activations is cast once before the loop
 (``contiguous-weights``), so the loop runs natively; its steps are not independent across
 batch rows in the loop's terms (the buffers' batch axis is their second), so a large step
-product goes to BLAS on its threads (``NativeLoop._threaded``). Values equal numpy's."""
+product goes to BLAS on its threads (``RowRanges._threaded``). Values equal numpy's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from fuser.cpu.loop import runtime
+from fuser.cpu import products
 from script import Tensor, script
+from tests.helpers import native_loops
 
 
 def time_major_lstm(X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
@@ -38,7 +39,7 @@ def time_major_lstm(X: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("sizes", [(4, 3, 5, 6), (3, 64, 128, 256)])
 def test_time_major_loop_runs_natively_and_equals_numpy(monkeypatch, dtype, threads, sizes):
-    monkeypatch.setattr(runtime, "threads", lambda: threads)
+    monkeypatch.setattr(products, "threads", lambda: threads)
     n, b, d_in, d = sizes
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, b, d_in)).astype(dtype)
@@ -51,3 +52,6 @@ def test_time_major_loop_runs_natively_and_equals_numpy(monkeypatch, dtype, thre
             assert g.dtype == w.dtype == np.float64
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
     assert "runs natively" in f.explain(X, W)
+    (loop,) = native_loops(f, X, W)
+    threaded = threads > 1 and b * 4 * d * (d_in + d + 1) >= 1 << 21  # the step's product
+    assert bool(loop.fns[3]) != threaded, "the float64 product: BLAS on threads, else the kernel"

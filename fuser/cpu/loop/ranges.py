@@ -46,6 +46,13 @@ step) 0.71 / 0.94 / 2.03 against 0.63 / 0.91 / 1.87; B=32, H=32, T=100 (131K) 0.
 a spinning process (B=8, H=64) the two were equal: 0.86 / 1.00 / 2.40 against 0.86 / 1.00 /
 2.43 (lagging jobs back off, ``blas.share``)."""
 
+THREADED_MIN_PRODUCT = 1 << 21
+"""The multiply-adds from which a step's product in a loop that does not run as row ranges
+goes to BLAS on its threads (``RowRanges._threaded``). Karpathy's batched LSTM (float64,
+T=20, B=64, H=256, input 128: a (64, 385) x (385, 1024) product a step, its buffers time-major)
+ran its forward in 38.6 ms with the products on one thread, 26.0 with BLAS's two (numpy: 37.4),
+on 2 vCPUs of a Zen 3 EPYC."""
+
 RANGE_ROWS = 16
 """Beyond two ranges, each range gets at least this many rows by default: a range of a few
 rows streams the whole recurrent weight from memory every step for little work."""
@@ -162,6 +169,16 @@ class RowRanges:
     prog: Any
     gemm: Any
     lock: Any
+
+    def _threaded(self, product: int, item: int) -> bool:
+        """Whether a step's float64 product of ``product`` multiply-adds goes to BLAS on its
+        threads: a large one (``THREADED_MIN_PRODUCT``) in a loop that never runs as row ranges
+        (its steps are not independent across batch rows: time-major ``(T, B, ...)`` buffers
+        written per step, ``rows.row_split``), where ``stepgemm``'s kernel would compute it on
+        one thread while the others wait. Not float32 products: the fastrnns layers' reverse
+        loops, measured with the kernel on one thread, keep it until measured otherwise."""
+        return (item == 8 and product >= THREADED_MIN_PRODUCT and self.prog.batch is None
+                and products.threads() > 1)
 
     def _ranges(self, variant: Variant) -> list[np.ndarray] | None:
         """The ints of each row range to run at once (None: one loop over every row)."""

@@ -48,7 +48,6 @@ from fuser.cpu.loop.layouts import (
 )
 from fuser.cpu.loop.program import LoopProgram, numbers
 from fuser.cpu.loop.ranges import RowRanges, run_ranges
-from fuser.cpu.parallel import threads
 from fuser.workspace import Workspace
 from ir.core import Node, Value
 
@@ -57,14 +56,6 @@ _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_int64, ctypes
 """``int loop(tuple of arrays, trip count, int64 *ints, double *doubles, void **functions)``:
 0 when every step ran, 1 when an index was out of range (nothing the caller can see was
 written then but slots of ``write_slot`` targets, which the Python rerun writes again)."""
-
-
-THREADED_MIN_PRODUCT = 1 << 21
-"""The multiply-adds from which a step's product in a loop that does not run as row ranges
-goes to BLAS on its threads (``NativeLoop._threaded``). Karpathy's batched LSTM (float64,
-T=20, B=64, H=256, input 128: a (64, 385) x (385, 1024) product a step, its buffers time-major)
-ran its forward in 38.6 ms with the products on one thread, 26.0 with BLAS's two (numpy: 37.4),
-on 2 vCPUs of a Zen 3 EPYC."""
 
 
 @dataclass
@@ -163,16 +154,6 @@ class NativeLoop(RowRanges, Appends):
         if gb[0] or not stepgemm.use(m, n, k, item) or self._threaded(m * n * k, item):
             return 0
         return self._kernel(5 if stepgemm.packs(m, gb[1] * item, k) else 1, item)
-
-    def _threaded(self, product: int, item: int) -> bool:
-        """Whether a step's float64 product of ``product`` multiply-adds goes to BLAS on its
-        threads: a large one (``THREADED_MIN_PRODUCT``) in a loop that never runs as row ranges
-        (its steps are not independent across batch rows: time-major ``(T, B, ...)`` buffers
-        written per step, ``rows.row_split``), where ``stepgemm``'s kernel would compute it on
-        one thread while the others wait. Not float32 products: the fastrnns layers' reverse
-        loops, measured with the kernel on one thread, keep it until measured otherwise."""
-        return (item == 8 and product >= THREADED_MIN_PRODUCT and self.prog.batch is None
-                and threads() > 1)
 
     def _kernel(self, own: int, item: int) -> int:
         """``own``, once the ``stepgemm`` kernel it calls is compiled into ``fns``."""
