@@ -6,7 +6,11 @@ llvmlite 0.50 facts this module relies on:
 - The legacy pass manager is gone: the O3 pipeline runs through ``create_pass_builder``.
 - ``create_mcjit_compiler(module, tm)`` takes ownership of ``tm``; dropping the engine and reusing
   ``tm`` crashes. So the engine gets its own target machine and lives as long as the process; the
-  optimizer and code generator use a second target machine.
+  optimizer and code generator use target machines of their own (one per compiling thread).
+- Every llvmlite call into LLVM holds one process-wide lock (``llvm.ffi.lib``'s), so a kernel
+  compiling on one thread would stop every other thread's LLVM calls for its whole compile.
+  The optimizer and code generator are called without it (``_object``): LLVM lets threads
+  compile at once when each has its own context and target machine.
 
 Each kernel is compiled to an object file (O3, then machine code for the host CPU name and
 features: AVX-512 where present) and the object is loaded into the engine. Optimization and
@@ -21,6 +25,8 @@ ignored and rewritten. A directory that cannot be written only means no caching.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import os
 import tempfile
@@ -50,7 +56,7 @@ def _llvm_options() -> tuple[str, ...]:
     ``vmaskmovps``, which AVX2 CPUs run as microcode: on a Zen 1 core ``g * 0.5 + 0.1`` over
     50,000 float32 took 102 us a step in a native loop, against numpy's 30 (its own two
     passes); vectorized with an epilogue, the kernel is a plain vector loop."""
-    return _PREDICATED if llvm.get_host_cpu_features().get("avx512f") else ()
+    return _PREDICATED if host_features().get("avx512f") else ()
 
 
 _MAGIC = b"rnnscript-kernel-object-1\n"
@@ -88,14 +94,14 @@ class _Jit:
         self.loaded: dict[str, list[int]] = {}
         """IR text digest -> symbol addresses, for kernels already in the engine."""
         self.host = "\n".join([llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                               llvm.get_host_cpu_features().flatten(), *options,
+                               host_features().flatten(), *options,
                                llvmlite.__version__, repr(llvm.llvm_version_info)])
 
 
 def _host_target_machine() -> llvm.TargetMachine:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
+                                        features=host_features().flatten(),
                                         opt=3, jit=True)
 
 
@@ -107,26 +113,73 @@ def _jit() -> _Jit:
         return _state
 
 
+def host_features() -> dict[str, bool]:
+    """This CPU's features as LLVM names them (``llvm.get_host_cpu_features()``, asked once:
+    every call of llvmlite waits for a compile on another thread to leave LLVM)."""
+    return _host_features()
+
+
+@functools.cache
+def _host_features() -> Any:
+    return llvm.get_host_cpu_features()
+
+
 def compile_ir(text: str, symbols: list[str], unroll: bool = True) -> list[int]:
     """Optimize (O3, vectorizing) and load the LLVM IR ``text``, or load its object code from
     the disk cache; the addresses of ``symbols``. Compiling the same text again in a process
-    returns the addresses already loaded (so symbol names must be unique per distinct text).
-    ``unroll=False`` leaves loops as written: for code that is already blocked by hand
-    (``fuser.cpu.stepgemm``), where unrolling only doubles the machine code and its compile
-    time."""
+    returns the addresses already loaded (so symbol names must be unique per distinct text);
+    a thread asking for a text another thread is compiling waits for that compile. Different
+    texts compile at once on different threads (``_object``). ``unroll=False`` leaves loops
+    as written: for code that is already blocked by hand (``fuser.cpu.stepgemm``), where
+    unrolling only doubles the machine code and its compile time."""
     jit = _jit()
     digest = hashlib.sha256((text if unroll else text + NO_UNROLL).encode()).hexdigest()
-    with _lock:
-        addresses = jit.loaded.get(digest)
-        if addresses is None:
-            addresses = _load(jit, text, digest, symbols, unroll)
-            jit.loaded[digest] = addresses
+    while True:
+        with _lock:
+            addresses = jit.loaded.get(digest)
+            if addresses is not None:
+                return addresses
+            running = _compiling.get(digest)
+            if running is None:
+                running = _compiling[digest] = threading.Event()
+                break
+        running.wait()  # another thread's compile: loaded when it ends (or failed: try here)
+    try:
+        addresses = _load(jit, text, digest, symbols, unroll)
+    finally:
+        with _lock:
+            del _compiling[digest]
+            _idle.notify_all()
+        running.set()
     return addresses
 
 
 NO_UNROLL = "\n; compiled without loop unrolling\n"
 """What a text compiled with ``unroll=False`` is keyed by in addition (caches in memory and on
 disk)."""
+
+_compiling: dict[str, threading.Event] = {}
+"""the digests of the texts being compiled now, each with the event its compile sets at the end
+(under ``_lock``)."""
+_idle = threading.Condition(_lock)
+"""notified whenever a compile ends (``os.fork`` waits for none to be running)."""
+
+
+def _before_fork() -> None:
+    """A child process must not inherit a compile under way (its thread is not in the child,
+    and the child's compile of that text would wait for it forever): hold the lock, with no
+    compile running, through the fork."""
+    _lock.acquire()
+    while _compiling:
+        _idle.wait()
+
+
+def _after_fork_in_child() -> None:
+    _lock.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_lock.release,
+                    after_in_child=_after_fork_in_child)
 
 
 _background: set[Any] = set()
@@ -137,16 +190,12 @@ _background_lock = threading.Lock()
 def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
     """Run ``compile_fn()`` (which calls ``compile_ir``) on a thread of its own, once per
     ``key``, so that a kernel a function is about to need compiles beside the compiler's own
-    Python work: LLVM runs with the GIL released (llvmlite's calls are ctypes calls), so on a
-    second core the two overlap. An error is dropped: the call that needs the kernel compiles
-    it again and raises. ``os.fork`` waits for a compile under way (the JIT's lock would stay
-    held in the child otherwise)."""
-    with _background_lock:  # not the JIT's lock: a compile holds that one throughout
+    Python work and its other kernels: LLVM runs with the GIL released and outside llvmlite's
+    lock (``_object``), so on a second core they overlap. An error is dropped: the call that
+    needs the kernel compiles it again and raises."""
+    with _background_lock:
         if key in _background:
             return
-        if not _background:
-            os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
-                                after_in_child=_lock.release)
         _background.add(key)
 
     def run() -> None:
@@ -164,15 +213,17 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str],
     path = _entry_path(jit, digest)
     obj = _read_entry(path) if path is not None else None
     if obj is not None:
-        addresses = _add_object(jit, obj, symbols)
-        if all(addresses):
-            STATS.disk_hits += 1
-            STATS.disk_seconds += time.perf_counter() - t0
-            return addresses
-    obj = _compile_object(jit, text, unroll)
-    addresses = _add_object(jit, obj, symbols)
-    STATS.kernels += 1
-    STATS.seconds += time.perf_counter() - t0
+        with _lock:
+            addresses = _add_object(jit, obj, symbols, digest)
+            if all(addresses):
+                STATS.disk_hits += 1
+                STATS.disk_seconds += time.perf_counter() - t0
+                return addresses
+    obj = _object(text, unroll)
+    with _lock:
+        addresses = _add_object(jit, obj, symbols, digest)
+        STATS.kernels += 1
+        STATS.seconds += time.perf_counter() - t0
     for symbol, address in zip(symbols, addresses):
         if not address:
             raise RuntimeError(f"the JIT did not produce {symbol}")
@@ -181,30 +232,87 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str],
     return addresses
 
 
-def _optimized_module(jit: _Jit, text: str, unroll: bool = True) -> llvm.ModuleRef:
-    mod = llvm.parse_assembly(text)
-    mod.triple = jit.opt_tm.triple
-    mod.data_layout = str(jit.opt_tm.target_data)
+_local = threading.local()
+
+
+def _thread_target_machine() -> llvm.TargetMachine:
+    """This thread's target machine for the optimizer and code generator: LLVM's target
+    machines are not shared between threads that compile at once."""
+    tm = getattr(_local, "tm", None)
+    if tm is None:
+        tm = _local.tm = _host_target_machine()
+    return tm
+
+
+def _unlocked(name: str) -> Any:
+    """llvmlite's C function ``name`` without llvmlite's process-wide lock around the call."""
+    fn = getattr(llvm.ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
+def _object(text: str, unroll: bool = True) -> bytes:
+    """The object code of ``text``, optimized. llvmlite holds one lock around every call into
+    LLVM, so a kernel compiling on one thread (``in_background``) would hold every other
+    thread's LLVM calls for its whole compile, IR building included. Here the two long calls,
+    the optimization pipeline and the code generator, run without that lock, on a module in
+    an LLVM context of its own and with this thread's own target machine (what LLVM requires of
+    threads that compile at once); the short calls around them keep the lock."""
+    tm = _thread_target_machine()
+    context = llvm.create_context()
+    try:
+        mod = _parsed(tm, text, context)
+        try:
+            pb = llvm.create_pass_builder(tm, _tuning(unroll))
+            _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
+            with llvm.ffi.OutputString() as error:
+                buffer = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, error)
+                if not buffer:
+                    raise RuntimeError(str(error))
+            try:
+                return ctypes.string_at(llvm.ffi.lib.LLVMPY_GetBufferStart(buffer),
+                                        llvm.ffi.lib.LLVMPY_GetBufferSize(buffer))
+            finally:
+                llvm.ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+        finally:
+            mod.close()
+    finally:
+        context.close()
+
+
+def _parsed(tm: llvm.TargetMachine, text: str, context: Any = None) -> llvm.ModuleRef:
+    mod = llvm.parse_assembly(text, context)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
     mod.verify()
+    return mod
+
+
+def _tuning(unroll: bool) -> Any:
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_unrolling = unroll
-    pb = llvm.create_pass_builder(jit.opt_tm, pto)
+    return pto
+
+
+def _optimized_module(jit: _Jit, text: str, unroll: bool = True) -> llvm.ModuleRef:
+    """``text`` optimized in the global LLVM context, under llvmlite's lock (to inspect)."""
+    mod = _parsed(jit.opt_tm, text)
+    pb = llvm.create_pass_builder(jit.opt_tm, _tuning(unroll))
     pb.getModulePassManager().run(mod, pb)
     return mod
 
 
-def _compile_object(jit: _Jit, text: str, unroll: bool = True) -> bytes:
-    return jit.opt_tm.emit_object(_optimized_module(jit, text, unroll))
-
-
-def _add_object(jit: _Jit, obj: bytes, symbols: list[str]) -> list[int]:
+def _add_object(jit: _Jit, obj: bytes, symbols: list[str], digest: str) -> list[int]:
+    """Load ``obj`` into the engine (under ``_lock``) and record its symbols' addresses."""
     ref = llvm.ObjectFileRef.from_data(obj)
     jit.engine.add_object_file(ref)
     jit.engine.finalize_object()
     jit.objects.append(ref)  # keep the Python handle alive as long as the engine
-    return [jit.engine.get_function_address(s) for s in symbols]
+    addresses = [jit.engine.get_function_address(s) for s in symbols]
+    if all(addresses):
+        jit.loaded[digest] = addresses
+    return addresses
 
 
 # -- the disk cache --------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ from __future__ import annotations
 import functools
 import math
 
-import llvmlite.binding as llvm
 from llvmlite import ir
+
+from fuser.cpu.jit import host_features
 
 FM = ("contract",)
 """Fast-math flags on every float op: FMA contraction only (nan/inf must survive)."""
@@ -51,7 +52,7 @@ _EXP_F32 = (8.290315046906471e-3, 4.189793020486832e-2, 1.666763573884964e-1,
 @functools.cache
 def _scales_in_one_instruction() -> bool:
     """Whether this CPU has AVX-512's ``vscalef`` (``llvm.ldexp`` as one vector instruction)."""
-    return bool(llvm.get_host_cpu_features().get("avx512f"))
+    return bool(host_features().get("avx512f"))
 
 
 class Math:

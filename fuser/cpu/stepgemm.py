@@ -42,12 +42,11 @@ import functools
 import os
 from typing import Any
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from fuser.cpu.emitter import I64, Emitter, const
 from fuser.cpu.gemv import Gemv, gemv_symbol, gemv_type
-from fuser.cpu.jit import compile_ir, in_background
+from fuser.cpu.jit import compile_ir, host_features, in_background
 
 
 def block_rows(width: int, itemsize: int) -> int:
@@ -106,7 +105,7 @@ def use(m: int, n: int, k: int, itemsize: int) -> bool:
 @functools.cache
 def lanes(itemsize: int) -> int:
     """Items per vector register on this CPU (AVX-512: 64 bytes, AVX: 32, else 16)."""
-    features = llvm.get_host_cpu_features()
+    features = host_features()
     width = 64 if features.get("avx512f") else 32 if features.get("avx") else 16
     return width // itemsize
 

@@ -538,3 +538,76 @@ def test_a_text_compiled_without_unrolling_is_kept_apart():
     loaded = jit._jit().loaded
     assert hashlib.sha256((text + jit.NO_UNROLL).encode()).hexdigest() in loaded
     assert hashlib.sha256(text.encode()).hexdigest() not in loaded  # an unrolled build's key
+
+
+def _sum_text(name: str, scale: int) -> str:
+    """A loop summing ``scale * i`` for i below n (its own text per name and scale)."""
+    return (f"define i64 @{name}(i64 %n) {{\nentry:\n  br label %loop\nloop:\n"
+            "  %i = phi i64 [0, %entry], [%j, %loop]\n  %s = phi i64 [0, %entry], [%t, %loop]\n"
+            f"  %u = mul i64 %i, {scale}\n  %t = add i64 %s, %u\n  %j = add i64 %i, 1\n"
+            "  %c = icmp slt i64 %j, %n\n  br i1 %c, label %loop, label %done\ndone:\n"
+            "  ret i64 %t\n}\n")
+
+
+def test_texts_compile_at_once_on_several_threads(tmp_path, monkeypatch):
+    """Each thread compiles its own texts (their optimizer and code generator run outside
+    llvmlite's lock, at once) and a text every thread asks for: each gets working code, the
+    shared text is compiled once."""
+    from fuser.cpu import jit, stepgemm
+    monkeypatch.setenv("RNNSCRIPT_CACHE_DIR", str(tmp_path))
+    tag = os.urandom(6).hex()
+    big = stepgemm.ir_text(False, stepgemm.lanes(4)) + f"; {tag}\n"  # a long compile beside
+    shared = _sum_text(f"rnnscript_test_shared_{tag}", 3)
+    results, errors = {}, []
+    before = jit.STATS.kernels
+
+    def work(k: int) -> None:
+        try:
+            if k == 0:
+                jit.compile_ir(big, [stepgemm.symbol(False)], unroll=False)
+            for r in range(3):
+                name = f"rnnscript_test_t{k}_{r}_{tag}"
+                (address,) = jit.compile_ir(_sum_text(name, k + r + 1), [name])
+                results[k, r] = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(10)
+            (address,) = jit.compile_ir(shared, [f"rnnscript_test_shared_{tag}"])
+            results[k, "shared"] = address
+        except Exception as e:  # surfaced below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(6):
+        for r in range(3):
+            assert results[k, r] == 45 * (k + r + 1)
+    assert len({results[k, "shared"] for k in range(6)}) == 1
+    assert jit.STATS.kernels - before == 1 + 6 * 3 + 1
+
+
+_FORK_WHILE_COMPILING = """
+import os, threading, ctypes
+from fuser.cpu import jit, stepgemm
+text = stepgemm.ir_text(False, stepgemm.lanes(4))
+t = threading.Thread(target=jit.compile_ir, args=(text, [stepgemm.symbol(False)]),
+                     kwargs=dict(unroll=False))
+t.start()
+pid = os.fork()  # waits for the compile under way: the child must not inherit it
+if pid == 0:
+    jit.compile_ir(text, [stepgemm.symbol(False)], unroll=False)
+    name = "rnnscript_test_child"
+    text2 = ("define i64 @" + name + "(i64 %n) {\\n  %m = mul i64 %n, 2\\n  ret i64 %m\\n}\\n")
+    (address,) = jit.compile_ir(text2, [name])
+    os._exit(0 if ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(21) == 42 else 1)
+t.join()
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+print("ok")
+"""
+
+
+def test_a_process_forked_during_a_compile_compiles(tmp_path):
+    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _FORK_WHILE_COMPILING], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
