@@ -124,16 +124,19 @@ def _host_features() -> Any:
     return llvm.get_host_cpu_features()
 
 
-def compile_ir(text: str, symbols: list[str], unroll: bool = True) -> list[int]:
+def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 3) -> list[int]:
     """Optimize (O3, vectorizing) and load the LLVM IR ``text``, or load its object code from
     the disk cache; the addresses of ``symbols``. Compiling the same text again in a process
     returns the addresses already loaded (so symbol names must be unique per distinct text);
     a thread asking for a text another thread is compiling waits for that compile. Different
     texts compile at once on different threads (``_object``). ``unroll=False`` leaves loops
     as written: for code that is already blocked by hand (``fuser.cpu.stepgemm``), where
-    unrolling only doubles the machine code and its compile time."""
+    unrolling only doubles the machine code and its compile time. ``speed`` is the optimizer's
+    level (3: O3; 1: O1, for such code: ``stepgemm``'s kernels ran as fast after O1, in 70% of
+    the compile time)."""
     jit = _jit()
-    digest = hashlib.sha256((text if unroll else text + NO_UNROLL).encode()).hexdigest()
+    key = (text if unroll else text + NO_UNROLL) + (f"\n; O{speed}\n" if speed != 3 else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()
     while True:
         with _lock:
             addresses = jit.loaded.get(digest)
@@ -145,7 +148,7 @@ def compile_ir(text: str, symbols: list[str], unroll: bool = True) -> list[int]:
                 break
         running.wait()  # another thread's compile: loaded when it ends (or failed: try here)
     try:
-        addresses = _load(jit, text, digest, symbols, unroll)
+        addresses = _load(jit, text, digest, symbols, unroll, speed)
     finally:
         with _lock:
             del _compiling[digest]
@@ -182,8 +185,8 @@ os.register_at_fork(before=_before_fork, after_in_parent=_lock.release,
                     after_in_child=_after_fork_in_child)
 
 
-_background: set[Any] = set()
-"""the keys of ``in_background`` compiles started (done or not)."""
+_background: dict[Any, threading.Event] = {}
+"""the keys of ``in_background`` compiles started, each with an event set when it has ended."""
 _background_lock = threading.Lock()
 
 
@@ -196,19 +199,27 @@ def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
     with _background_lock:
         if key in _background:
             return
-        _background.add(key)
+        ended = _background[key] = threading.Event()
 
     def run() -> None:
         try:
             compile_fn()
         except Exception:  # noqa: BLE001 - compiled again, and reported, where it is needed
             pass
+        finally:
+            ended.set()
 
     threading.Thread(target=run, name="rnnscript-compile", daemon=True).start()
 
 
-def _load(jit: _Jit, text: str, digest: str, symbols: list[str],
-          unroll: bool = True) -> list[int]:
+def in_background_now(key: Any) -> bool:
+    """Whether the ``in_background`` compile of ``key`` was started and has not ended."""
+    ended = _background.get(key)
+    return ended is not None and not ended.is_set()
+
+
+def _load(jit: _Jit, text: str, digest: str, symbols: list[str], unroll: bool,
+          speed: int) -> list[int]:
     t0 = time.perf_counter()
     path = _entry_path(jit, digest)
     obj = _read_entry(path) if path is not None else None
@@ -219,7 +230,7 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str],
                 STATS.disk_hits += 1
                 STATS.disk_seconds += time.perf_counter() - t0
                 return addresses
-    obj = _object(text, unroll)
+    obj = _object(text, unroll, speed)
     with _lock:
         addresses = _add_object(jit, obj, symbols, digest)
         STATS.kernels += 1
@@ -250,7 +261,7 @@ def _unlocked(name: str) -> Any:
     return getattr(fn, "_cfn", fn)
 
 
-def _object(text: str, unroll: bool = True) -> bytes:
+def _object(text: str, unroll: bool = True, speed: int = 3) -> bytes:
     """The object code of ``text``, optimized. llvmlite holds one lock around every call into
     LLVM, so a kernel compiling on one thread (``in_background``) would hold every other
     thread's LLVM calls for its whole compile, IR building included. Here the two long calls,
@@ -262,7 +273,7 @@ def _object(text: str, unroll: bool = True) -> bytes:
     try:
         mod = _parsed(tm, text, context)
         try:
-            pb = llvm.create_pass_builder(tm, _tuning(unroll))
+            pb = llvm.create_pass_builder(tm, _tuning(unroll, speed))
             _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
             with llvm.ffi.OutputString() as error:
                 buffer = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, error)
@@ -287,8 +298,8 @@ def _parsed(tm: llvm.TargetMachine, text: str, context: Any = None) -> llvm.Modu
     return mod
 
 
-def _tuning(unroll: bool) -> Any:
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+def _tuning(unroll: bool, speed: int = 3) -> Any:
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_unrolling = unroll

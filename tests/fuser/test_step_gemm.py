@@ -405,3 +405,41 @@ def test_gradients_through_a_transposed_weight_times_a_vector(monkeypatch, fn, c
     down[k] -= eps
     fd = (fn(up, *args[1:]).sum() - fn(down, *args[1:]).sum()) / (2 * eps)
     np.testing.assert_allclose(got[0][k], fd, rtol=1e-6)
+
+
+def test_a_native_loop_compiles_its_code_before_it_asks_for_the_kernels(monkeypatch):
+    """A native loop's code calls the step kernels through a table, so its compile does not
+    wait for theirs (which may be under way on another thread): their addresses are asked
+    for once its code is compiled, and the loop gives numpy's values through them."""
+    from fuser.cpu import jit
+    compile_ir = jit.compile_ir
+    events = []
+    real_address = stepgemm.address
+
+    def address(double):
+        events.append("kernel")
+        return real_address(double)
+
+    def compiled(text, symbols, *args, **kwargs):
+        if symbols[0].startswith("loop_"):
+            events.append("code")
+        return compile_ir(text, symbols, *args, **kwargs)
+    monkeypatch.setattr(stepgemm, "address", address)
+    monkeypatch.setattr(jit, "compile_ir", compiled)
+    rng = np.random.default_rng(3)
+    h = rng.standard_normal((7, 48)).astype(np.float32)
+    w = (rng.standard_normal((48, 48)) * 0.2).astype(np.float32)
+
+    def steps(h: Tensor, w: Tensor, n: int) -> Tensor:
+        for _ in range(n):
+            h = np.tanh(h @ w) + h * 0.5
+        return h
+    f = script(steps)
+    want = h
+    for _ in range(9):
+        want = np.tanh(want @ w) + want * 0.5
+    np.testing.assert_allclose(f(h, w, 9), want, rtol=1e-5, atol=1e-5)
+    (loop,) = [v for k, v in f.specialization(h, w, 9).fn.__globals__.items()
+               if k.startswith("_loop")]
+    assert loop.calls == 1 and loop.fns[2]  # native, through the float32 kernel
+    assert "kernel" in events and "code" in events[:events.index("kernel")]

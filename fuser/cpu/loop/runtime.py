@@ -123,12 +123,12 @@ class NativeLoop(RowRanges, Appends):
         self.workspace = Workspace()
         """the buffers of the last calls, reused by the next (``fuser.workspace``)."""
         self.sites = [self.workspace.site() for _ in range(at)]
-        gemm = blas.gemm()
+        self.gemm = gemm = blas.gemm()
         assert gemm is not None
-        self.gemm = gemm
         self.fns = np.array([gemm.sgemm, gemm.dgemm, 0, 0, 0, 0], np.uint64)
         """BLAS sgemm and dgemm, then ``stepgemm``'s float32 and float64 kernels and its
-        matrix-vector kernels (compiled when a plan first uses one)."""
+        matrix-vector kernels (those ``wanted``: (matrix-vector, float64))."""
+        self.wanted: set[tuple[bool, bool]] = set()
         self.calls = 0
         """how many calls ran natively (for tests and ``explain``)."""
 
@@ -156,11 +156,9 @@ class NativeLoop(RowRanges, Appends):
         return self._kernel(5 if stepgemm.packs(m, gb[1] * item, k) else 1, item)
 
     def _kernel(self, own: int, item: int) -> int:
-        """``own``, once the ``stepgemm`` kernel it calls is compiled into ``fns``."""
-        vector = own in (2, 4)
-        at = (4 if vector else 2) + (item == 8)
-        if not self.fns[at]:
-            self.fns[at] = (stepgemm.gemv_address if vector else stepgemm.address)(item == 8)
+        """``own``; its ``stepgemm`` kernel goes in ``fns`` once the variant's code has compiled
+        (it may be compiling on a thread of its own: ``stepgemm.prefetch``)."""
+        self.wanted.add((own in (2, 4), item == 8))
         return own
 
     @property
@@ -523,6 +521,9 @@ class NativeLoop(RowRanges, Appends):
                     ax = int(write_parts(n)[1].constant)  # rows: the axis after a first
                     ints[("slot rows", n)] = layouts[buf][1][1 if ax == 0 else 0]  # slot axis
         address, int_keys, double_keys = self._code(layouts, plans, ints)
+        for vector, double in self.wanted:
+            if not self.fns[(at := (4 if vector else 2) + double)]:
+                self.fns[at] = (stepgemm.gemv_address if vector else stepgemm.address)(double)
         free_at = {v: k for k, v in enumerate(prog.free)}
         free_ints, int_values = [], []
         for at, key in enumerate(int_keys):
