@@ -9,6 +9,7 @@ through the pipeline and the fuser, and compiled to Python; the pair is cached p
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from script.errors import (
 from script.frontend.signature import type_of
 from script.module import Module
 from script.runtime import instrument
+from script.runtime.bound_method import BoundScriptMethod
 from script.runtime.codegen import generate
 from script.runtime.function import (
     ScriptFunction,
@@ -269,6 +271,8 @@ def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
     """
     if isinstance(f, Module) or hasattr(type(f), "__rnnscript_module__"):
         return _module_vjp(f, args, argnums)  # a Module, or a module loaded from a file
+    if isinstance(f, BoundScriptMethod):
+        return _bound_vjp(f, args, argnums)
     # the gradient of a function (script.runtime.gradients.GradFunction), differentiated again
     sf = f.function_for(args) if hasattr(type(f), "function_for") else _as_script(f)
     full = sf._bind(args, {})
@@ -287,6 +291,19 @@ def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
     if nargs == len(full):
         return outputs, backward
     return outputs, lambda cotangents: backward(cotangents)[:nargs]  # globals are constants
+
+
+def _bound_vjp(f: BoundScriptMethod, args: tuple[Any, ...],
+               argnums: int | Sequence[int] | None) -> tuple[Any, Callable[[Any], tuple]]:
+    """``vjp`` of ``script(obj.method)``: the class's function with the object first, its
+    arguments (``argnums`` counting them, as the bound method takes them) differentiated and
+    the object a constant, as JAX treats what a function closes over (``vjp(Class.method, obj,
+    ...)`` differentiates the object's arrays too)."""
+    n = len(inspect.signature(f.python_fn).parameters)
+    pos = _positions(argnums, n, "vjp")
+    shifted = tuple(range(1, n + 1)) if pos is None else tuple(sorted(k + 1 for k in pos))
+    outputs, backward = vjp(f.function, f.obj, *args, argnums=shifted)
+    return outputs, lambda cotangents: backward(cotangents)[1:]
 
 
 def _module_vjp(module: Any, args: tuple[Any, ...], argnums: int | Sequence[int] | None = None

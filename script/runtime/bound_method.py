@@ -1,10 +1,13 @@
 """``script(obj.forward)``: a method of a plain object, scripted as its class's function with the
 object as ``self`` (``script.frontend.object_args.method_class``), and called as the bound method
 is: ``fm(h, x)`` is ``GRUCell.forward(cell, h, x)`` compiled. The object's attributes are read at
-every call, as for any object argument, so a weight the object is given later is the one used."""
+every call, as for any object argument, so a weight the object is given later is the one used.
+``vjp``, ``grad`` and ``value_and_grad`` of it differentiate its arguments; the object is a
+constant (``vjp(script(GRUCell.forward), cell, h, x)`` differentiates its arrays too)."""
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from script.runtime.function import ScriptFunction
@@ -19,6 +22,8 @@ class BoundScriptMethod:
         self.__name__ = function.python_fn.__name__
         self.__qualname__ = function.python_fn.__qualname__
         self.__doc__ = function.python_fn.__doc__
+        self.python_fn = types.MethodType(function.python_fn, obj)
+        """the Python method (its signature without ``self``: keyword arguments bind to it)."""
 
     def __repr__(self) -> str:
         return f"<bound scripted method {self.__qualname__} of {self.obj!r}>"

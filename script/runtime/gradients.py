@@ -24,6 +24,7 @@ from script.runtime.autodiff import (
     compile_gradient,
     vjp,
 )
+from script.runtime.bound_method import BoundScriptMethod
 from script.runtime.function import ScriptFunction
 
 
@@ -34,7 +35,7 @@ def value_and_grad(f: Any, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     ``has_aux``: the function returns ``(value, aux)`` (a cache, a dict of states: anything),
     ``aux`` is not differentiated and ``g`` returns ``((value, aux), grads)``, as JAX's.
     For a ``Module``, parameter gradients also accumulate into ``.grad`` (see ``vjp``)."""
-    sf = f if isinstance(f, (Module, GradFunction)) else _as_script(f)
+    sf = f if isinstance(f, (Module, GradFunction, BoundScriptMethod)) else _as_script(f)
 
     def run(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         outputs, backward = vjp(sf, *_positional(sf, args, kwargs), argnums=argnums)
@@ -140,6 +141,9 @@ def grad(f: Any, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Any
     ``grad(grad(f))(x)`` is the second derivative of a scalar function of a scalar.
     ``has_aux``: ``f`` returns ``(value, aux)`` and the gradient function ``(grads, aux)``, as
     JAX's (that one is not differentiated again)."""
+    if isinstance(f, BoundScriptMethod) and not has_aux:  # through vjp (not differentiable)
+        plain = value_and_grad(f, argnums)
+        return lambda *args, **kwargs: plain(*args, **kwargs)[1]
     if not has_aux:
         return GradFunction(f, argnums)
     both = value_and_grad(f, argnums, has_aux=True)

@@ -88,3 +88,71 @@ def test_a_method_of_a_class_inside_a_function_still_asks_for_the_annotation():
 
     with pytest.raises(ScriptError, match="annotate it with the object's class"):
         script(Local.forward)(Local(), np.ones((2, 2)))
+
+
+class Scorer:
+    """A scalar loss as a method: ``loss(h, x)`` over the object's weights."""
+
+    def __init__(self, seed=0):
+        rng = np.random.default_rng(seed)
+        self.W = rng.standard_normal((4, 5))
+        self.U = rng.standard_normal((5, 5))
+
+    def loss(self, h: Tensor, x: Tensor, scale: float = 1.0):
+        return np.sum(np.tanh(x @ self.W + h @ self.U) ** 2) * scale
+
+
+def _fd(fn, arrays, k, eps=1e-6):
+    """Central finite differences of scalar ``fn(*arrays)`` in ``arrays[k]``."""
+    g = np.zeros_like(arrays[k])
+    for i in np.ndindex(g.shape):
+        plus = [a.copy() for a in arrays]
+        minus = [a.copy() for a in arrays]
+        plus[k][i] += eps
+        minus[k][i] -= eps
+        g[i] = (fn(*plus) - fn(*minus)) / (2 * eps)
+    return g
+
+
+def test_gradients_of_a_bound_method_are_its_arguments():
+    from script import grad, value_and_grad, vjp
+    obj = Scorer()
+    rng = np.random.default_rng(2)
+    h, x = rng.standard_normal((3, 5)), rng.standard_normal((3, 4))
+    fm = script(obj.loss)
+    want_h, want_x = _fd(obj.loss, [h, x], 0), _fd(obj.loss, [h, x], 1)
+    value, backward = vjp(fm, h, x)
+    np.testing.assert_allclose(value, obj.loss(h, x), rtol=1e-12)
+    gh, gx, g_scale = backward(np.ones(()))  # one per argument, the defaulted one too
+    assert g_scale is None  # a Python float
+    np.testing.assert_allclose(gh, want_h, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gx, want_x, rtol=1e-6, atol=1e-7)
+    _, backward = vjp(fm, h, x, argnums=1)
+    gh, gx, _ = backward(np.ones(()))
+    assert gh is None
+    np.testing.assert_allclose(gx, want_x, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad(fm)(h, x), want_h, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grad(fm, argnums=1)(h, x, scale=2.0), 2 * want_x, rtol=1e-6,
+                               atol=1e-7)
+    value, (gh, gx) = value_and_grad(fm, argnums=(0, 1))(h, x)
+    np.testing.assert_allclose(value, obj.loss(h, x), rtol=1e-12)
+    np.testing.assert_allclose(gh, want_h, rtol=1e-6, atol=1e-7)
+    obj.W = obj.W * 2  # the object's arrays as they are at the call
+    np.testing.assert_allclose(grad(fm, argnums=1)(h, x), _fd(obj.loss, [h, x], 1), rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_the_class_function_differentiates_the_objects_arrays_too():
+    from script import vjp
+    obj = Scorer()
+    rng = np.random.default_rng(4)
+    h, x = rng.standard_normal((3, 5)), rng.standard_normal((3, 4))
+    _, backward = vjp(script(Scorer.loss), obj, h, x)
+    g_obj, gh = backward(np.ones(()))[:2]
+
+    def by_w(W):
+        other = Scorer()
+        other.W, other.U = W, obj.U
+        return other.loss(h, x)
+    np.testing.assert_allclose(g_obj.W, _fd(by_w, [obj.W], 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gh, _fd(obj.loss, [h, x], 0), rtol=1e-6, atol=1e-7)
