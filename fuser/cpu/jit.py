@@ -170,19 +170,23 @@ _idle = threading.Condition(_lock)
 
 def _before_fork() -> None:
     """A child process must not inherit a compile under way (its thread is not in the child,
-    and the child's compile of that text would wait for it forever): hold the lock, with no
-    compile running, through the fork."""
+    and the child's compile of that text would wait for it forever) nor llvmlite's lock held
+    by another thread (every LLVM call in the child would wait for it: a thread that ends
+    disposes of its target machine under it, whenever it ends): hold the JIT's lock, with no
+    compile running, and llvmlite's, through the fork."""
     _lock.acquire()
     while _compiling:
         _idle.wait()
+    llvm.ffi.lib._lock.__enter__()
 
 
-def _after_fork_in_child() -> None:
+def _after_fork() -> None:
+    llvm.ffi.lib._lock.__exit__(None, None, None)
     _lock.release()
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_lock.release,
-                    after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
+                    after_in_child=_after_fork)
 
 
 _background: dict[Any, threading.Event] = {}

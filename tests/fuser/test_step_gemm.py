@@ -119,9 +119,18 @@ def test_matmul_leaves_what_it_does_not_take_to_numpy():
 
 
 def test_matmul_for_takes_large_float_products_only():
-    assert products.matmul_for(6400, 2048, 512, "float32") is products.matmul
+    assert products.matmul_for(64, 2048, 512, "float32") is products.matmul
     assert products.matmul_for(8, 16, 16, "float32") is None
-    assert products.matmul_for(6400, 2048, 512, "int64") is None
+    assert products.matmul_for(64, 2048, 512, "int64") is None
+    assert products.matmul_for(64, 2048, 512, "float64") is None
+
+
+def test_the_largest_products_outside_loops_are_numpys():
+    """An LSTM's input projection at T=100, B=64, I=512, H=512 goes to numpy's OpenBLAS, which
+    packs both operands (``OUTSIDE_MAX_PRODUCT``); a product just below the bound does not."""
+    assert products.matmul_for(6400, 2048, 512, "float32") is None
+    below = products.OUTSIDE_MAX_PRODUCT - 1
+    assert products.matmul_for(1, 1, below, "float32") is products.matmul
 
 
 def test_which_products_pack_their_panels():
