@@ -125,14 +125,6 @@ def test_matmul_for_takes_large_float_products_only():
     assert products.matmul_for(64, 2048, 512, "float64") is None
 
 
-def test_the_largest_products_outside_loops_are_numpys():
-    """An LSTM's input projection at T=100, B=64, I=512, H=512 goes to numpy's OpenBLAS, which
-    packs both operands (``OUTSIDE_MAX_PRODUCT``); a product just below the bound does not."""
-    assert products.matmul_for(6400, 2048, 512, "float32") is None
-    below = products.OUTSIDE_MAX_PRODUCT - 1
-    assert products.matmul_for(1, 1, below, "float32") is products.matmul
-
-
 def test_which_products_pack_their_panels():
     assert stepgemm.packs(64, 1024 * 4)  # rows 4 KB apart: same L1 sets, a page each
     assert stepgemm.packs(32, 2048 * 4)
