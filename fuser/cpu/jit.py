@@ -147,7 +147,7 @@ def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 
                 running = _compiling[digest] = threading.Event()
                 break
         running.wait()  # another thread's compile: loaded when it ends (or failed: try here)
-    try:
+    try:  # (an exception between the mark and here would leave the mark: nothing runs there)
         addresses = _load(jit, text, digest, symbols, unroll, speed)
     finally:
         with _lock:
@@ -189,8 +189,8 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork,
                     after_in_child=_after_fork)
 
 
-_background: dict[Any, threading.Event] = {}
-"""the keys of ``in_background`` compiles started, each with an event set when it has ended."""
+_background: set[Any] = set()
+"""the keys of ``in_background`` compiles started (done or not)."""
 _background_lock = threading.Lock()
 
 
@@ -203,23 +203,15 @@ def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
     with _background_lock:
         if key in _background:
             return
-        ended = _background[key] = threading.Event()
+        _background.add(key)
 
     def run() -> None:
         try:
             compile_fn()
         except Exception:  # noqa: BLE001 - compiled again, and reported, where it is needed
             pass
-        finally:
-            ended.set()
 
     threading.Thread(target=run, name="rnnscript-compile", daemon=True).start()
-
-
-def in_background_now(key: Any) -> bool:
-    """Whether the ``in_background`` compile of ``key`` was started and has not ended."""
-    ended = _background.get(key)
-    return ended is not None and not ended.is_set()
 
 
 def _load(jit: _Jit, text: str, digest: str, symbols: list[str], unroll: bool,
@@ -275,8 +267,9 @@ def _object(text: str, unroll: bool = True, speed: int = 3) -> bytes:
     tm = _thread_target_machine()
     context = llvm.create_context()
     try:
-        mod = _parsed(tm, text, context)
-        try:
+        mod = llvm.parse_assembly(text, context)
+        try:  # the module closed before its context, whatever fails (verify included)
+            _prepared(tm, mod)
             pb = llvm.create_pass_builder(tm, _tuning(unroll, speed))
             _unlocked("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
             with llvm.ffi.OutputString() as error:
@@ -294,8 +287,7 @@ def _object(text: str, unroll: bool = True, speed: int = 3) -> bytes:
         context.close()
 
 
-def _parsed(tm: llvm.TargetMachine, text: str, context: Any = None) -> llvm.ModuleRef:
-    mod = llvm.parse_assembly(text, context)
+def _prepared(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> llvm.ModuleRef:
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
@@ -312,7 +304,7 @@ def _tuning(unroll: bool, speed: int = 3) -> Any:
 
 def _optimized_module(jit: _Jit, text: str, unroll: bool = True) -> llvm.ModuleRef:
     """``text`` optimized in the global LLVM context, under llvmlite's lock (to inspect)."""
-    mod = _parsed(jit.opt_tm, text)
+    mod = _prepared(jit.opt_tm, llvm.parse_assembly(text))
     pb = llvm.create_pass_builder(jit.opt_tm, _tuning(unroll))
     pb.getModulePassManager().run(mod, pb)
     return mod

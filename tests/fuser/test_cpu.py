@@ -611,3 +611,28 @@ def test_a_process_forked_during_a_compile_compiles(tmp_path):
     out = subprocess.run([sys.executable, "-c", _FORK_WHILE_COMPILING], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+_INVALID_IR = """
+import gc
+from fuser.cpu import jit
+bad = ("define i32 @rnnscript_test_bad(i32 %a) {\\nentry:\\n  br label %b\\nb:\\n  ret i32 %x\\n"
+       "c:\\n  %x = add i32 %a, 1\\n  br label %b\\n}\\n")
+try:
+    jit.compile_ir(bad, ["rnnscript_test_bad"])
+except RuntimeError as e:
+    err = e
+del err
+gc.collect()  # the module of the failed compile, disposed of once
+good = "define i32 @rnnscript_test_ok%d(i32 %%a) {\\n  %%r = add i32 %%a, %d\\n  ret i32 %%r\\n}\\n"
+for i in range(20):
+    jit.compile_ir(good % (i, i), ["rnnscript_test_ok%d" % i])
+print("ok")
+"""
+
+
+def test_text_that_fails_verification_raises_and_compiling_goes_on(tmp_path):
+    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _INVALID_IR], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
