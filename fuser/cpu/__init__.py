@@ -55,6 +55,10 @@ def epilogue_for(product, group, product_too=False, arrays=()):  # type: ignore[
         return None
     (m, n), shapes = product.output.type.shape, {getattr(v.type, "shape", None)
                                                  for v in group.outputs}
+    from fuser.cpu import products
+    if product.kind != "tensor::matmul_sum" and \
+            m * n * product.inputs[0].type.shape[1] >= products.NUMPY_MIN_PRODUCT:
+        return None  # numpy's (``products.NUMPY_MIN_PRODUCT``), then the group
     if len(shapes) != 1:
         return None
     (shape,) = shapes  # the product's, or (m, n / parts): its columns read in parts (gates)

@@ -41,6 +41,21 @@ one thread: (32, 64) x (64, 256) 33 against 29 us, (63, 64) x (64, 256) 20 again
 64) x (64, 256) 32 against 37 us, (64, 128) x (128, 256) 38 against 35 us."""
 
 
+NUMPY_MIN_PRODUCT = 1 << 28
+"""A product (not a sum of products) of this many multiply-adds or more is numpy's, into the
+array its site was given (the function's workspace). The kernel does not pack A and blocks for
+the step products' sizes; OpenBLAS packs both operands and blocks for its caches, and for
+products this large (3 ms and more on two cores) it is faster: side by side on 2 cores of a
+Zen 3 EPYC, float32, numpy against the kernel: (6400, 512) x (512, 2048), an LSTM's input
+projection, 75 against 89-92 ms; its backward's (2048, 6400) x (6400, 512) (A transposed) 73
+against 111 ms and (6400, 2048) x (2048, 512) 73 against 96 ms; (256, 512) x (512, 2048) 3.05
+against 3.43 ms; but (128, 512) x (512, 2048) 1.64 against 1.66 ms and (2048, 128) x (128,
+512) 1.52 against 1.52 ms. The LSTM layer at that size went from 222 to 204 ms forward and
+from 545 to 462 ms forward + backward (alternated in one process). A busy neighbour's time
+slice, which a shared product can wait for (``OUTSIDE_MIN_PRODUCT``), is a small part of a
+product this long."""
+
+
 POOL_MIN_PRODUCT = 1 << 21
 """Products with fewer multiply-adds than this run on the calling thread alone. Larger ones
 share their columns with numpy's OpenBLAS threads (``blas.share``; the native pool's where
@@ -64,14 +79,10 @@ def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     """The product function for a matmul outside loops of these static sizes, or None when
     numpy's ``@`` should compute it: float64 products always (see ``OUTSIDE_DTYPES``).
 
-    The largest ones too, although numpy's OpenBLAS, which packs both operands, computes them
-    faster alone (on 2 Zen 3 cores, float32: (6400, 512) x (512, 2048) 75 against 89-92 ms;
-    (2048, 6400) x (6400, 512), A transposed, 73 against 111 ms): handing an LSTM's input
-    projection and its backward's weight products (2^28 multiply-adds and more) to numpy made
-    the layer slower (T=100, B=64, I=H=512, alternated in one process: forward 228 -> 254 ms,
-    forward + backward 549 -> 639 ms), for a reason not yet measured (numpy writes each
-    product to fresh memory, the kernel to the function's workspace; OpenBLAS's threads run
-    the loop's row ranges next)."""
+    The largest ones too: their site gives them to numpy with the function's workspace array
+    to write (``NUMPY_MIN_PRODUCT``); compiled as numpy's own ``@`` instead, an LSTM layer at
+    T=100, B=64, I=H=512 got slower (alternated in one process: forward 228 -> 254 ms, forward
+    + backward 549 -> 639 ms), each product written to fresh memory."""
     if dtype not in OUTSIDE_DTYPES or not enabled():
         return None
     if m * n * k < OUTSIDE_MIN_PRODUCT or m <= 0 or n <= 0 or k <= 0:
@@ -183,6 +194,9 @@ def _run(operands: tuple, out: Any, summed: bool, site: Site | None = None) -> A
         if type(x) is not np.ndarray:
             return _numpy_call(operands, out, summed)
         key.append((x.shape, x.strides, x.dtype))
+    if not summed and operands[0].ndim == 2 == operands[1].ndim and (
+            operands[0].size * operands[1].shape[-1] >= NUMPY_MIN_PRODUCT):
+        return _numpy(operands[0], operands[1], out)
     plan = _plans.get(tkey := tuple(key))
     if plan is None:
         plan = _Plan.of(operands, out, summed)

@@ -444,3 +444,25 @@ def test_a_native_loop_compiles_its_code_before_it_asks_for_the_kernels(monkeypa
                if k.startswith("_loop")]
     assert loop.calls == 1 and loop.fns[2]  # native, through the float32 kernel
     assert "kernel" in events and "code" in events[:events.index("kernel")]
+
+
+def test_the_largest_products_are_numpys_into_the_given_array(monkeypatch):
+    """A product of ``NUMPY_MIN_PRODUCT`` multiply-adds or more is numpy's, written to the
+    array its site is given, at every call (its site never plans or binds it); one just below
+    is the kernel's."""
+    rng = np.random.default_rng(12)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in ((96, 200), (200, 300)))
+    out = np.empty((96, 300), np.float32)
+    monkeypatch.setattr(products, "NUMPY_MIN_PRODUCT", 96 * 200 * 300)
+    site = products.Site(False)
+    for _ in range(4):
+        assert site(a, b, out=out) is out
+        np.testing.assert_array_equal(out, np.matmul(a, b))
+    assert site.seen is None and site.last is None
+    np.testing.assert_array_equal(site(a, b), a @ b)
+    monkeypatch.setattr(products, "NUMPY_MIN_PRODUCT", 96 * 200 * 300 + 1)
+    site = products.Site(False)
+    for _ in range(3):
+        assert site(a, b, out=out) is out
+        np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-4)
+    assert site.seen is not None
