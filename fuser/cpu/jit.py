@@ -113,14 +113,9 @@ def _jit() -> _Jit:
         return _state
 
 
-def host_features() -> dict[str, bool]:
-    """This CPU's features as LLVM names them (``llvm.get_host_cpu_features()``, asked once:
-    every call of llvmlite waits for a compile on another thread to leave LLVM)."""
-    return _host_features()
-
-
 @functools.cache
-def _host_features() -> Any:
+def host_features() -> Any:
+    """This CPU's features as LLVM names them (``llvm.get_host_cpu_features()``, asked once)."""
     return llvm.get_host_cpu_features()
 
 

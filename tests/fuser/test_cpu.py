@@ -499,11 +499,17 @@ print(started)
 """
 
 
-def test_a_function_with_products_compiles_their_kernel_on_a_thread(tmp_path):
+def _run_child(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """``code`` run by a new Python with an empty kernel cache of its own."""
     env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _PREFETCH_CHILD], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+def test_a_function_with_products_compiles_their_kernel_on_a_thread(tmp_path):
+    out = _run_child(_PREFETCH_CHILD, tmp_path)
     assert "('stepgemm', False)" in out.stdout  # float32: started before the passes ran
 
 
@@ -586,14 +592,59 @@ def test_texts_compile_at_once_on_several_threads(tmp_path, monkeypatch):
     assert jit.STATS.kernels - before == 1 + 6 * 3 + 1
 
 
+def test_a_compile_leaves_llvm_to_other_threads_while_it_optimizes(tmp_path, monkeypatch):
+    """While one thread's optimizer runs, another thread's LLVM call goes through (llvmlite
+    holds one lock around every call; the optimizer runs outside it)."""
+    from fuser.cpu import jit, stepgemm
+    monkeypatch.setenv("RNNSCRIPT_CACHE_DIR", str(tmp_path))
+    started, finished = threading.Event(), threading.Event()
+    real = jit._unlocked
+
+    def watched(name):
+        fn = real(name)
+        if name != "LLVMPY_RunNewModulePassManager":
+            return fn
+
+        def run(*args):
+            started.set()
+            try:
+                return fn(*args)
+            finally:
+                finished.set()
+        return run
+    monkeypatch.setattr(jit, "_unlocked", watched)
+    text = stepgemm.ir_text(False, stepgemm.lanes(4)) + f"; {os.urandom(6).hex()}\n"
+    t = threading.Thread(target=jit.compile_ir, args=(text, [stepgemm.symbol(False)]),
+                         kwargs=dict(unroll=False, speed=3))
+    t.start()
+    assert started.wait(60)
+    llvm.get_host_cpu_name()  # a locked llvmlite call
+    done_first = not finished.is_set()
+    t.join()
+    assert finished.is_set() and done_first
+
+
 _FORK_WHILE_COMPILING = """
 import os, threading, ctypes
 from fuser.cpu import jit, stepgemm
+import time
+import llvmlite.binding as llvm
 text = stepgemm.ir_text(False, stepgemm.lanes(4))
+jit._jit()
 t = threading.Thread(target=jit.compile_ir, args=(text, [stepgemm.symbol(False)]),
                      kwargs=dict(unroll=False))
 t.start()
-pid = os.fork()  # waits for the compile under way: the child must not inherit it
+while not jit._compiling:  # the compile is under way
+    time.sleep(0.001)
+held = threading.Event()
+def hold():  # another thread inside an LLVM call (as one disposing of its target machine)
+    with llvm.ffi.lib._lock:
+        held.set()
+        time.sleep(0.3)
+holder = threading.Thread(target=hold)
+holder.start()
+held.wait()
+pid = os.fork()  # waits for both: the child must inherit neither
 if pid == 0:
     jit.compile_ir(text, [stepgemm.symbol(False)], unroll=False)
     name = "rnnscript_test_child"
@@ -601,16 +652,14 @@ if pid == 0:
     (address,) = jit.compile_ir(text2, [name])
     os._exit(0 if ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(21) == 42 else 1)
 t.join()
+holder.join()
 assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 print("ok")
 """
 
 
 def test_a_process_forked_during_a_compile_compiles(tmp_path):
-    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _FORK_WHILE_COMPILING], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert _run_child(_FORK_WHILE_COMPILING, tmp_path).stdout.strip() == "ok"
 
 
 _INVALID_IR = """
@@ -632,7 +681,4 @@ print("ok")
 
 
 def test_text_that_fails_verification_raises_and_compiling_goes_on(tmp_path):
-    env = dict(os.environ, RNNSCRIPT_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _INVALID_IR], env=env, cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert _run_child(_INVALID_IR, tmp_path).stdout.strip() == "ok"
