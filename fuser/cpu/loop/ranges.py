@@ -229,7 +229,7 @@ class RowRanges:
 
     def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:
         """The ints that differ for the row range ``r0:r0 + rows``: the plans of the groups
-        over those rows, the GEMMs' row count, the bytes of each slot write."""
+        over those rows, the GEMMs' and layer norms' row counts, the bytes of each slot write."""
         prog = self.prog
         layouts = variant.layouts
         values: dict[Any, int] = {("r0",): r0}
@@ -256,6 +256,9 @@ class RowRanges:
                 values[("plan", n)] = plan.pointers[0]
             elif n.kind == "tensor::matmul":
                 values[("gemm", n, 0)] = rows
+            elif n.kind == "tensor::layer_norm":  # the rows of (B, ..., C) its kernel runs
+                shape = layouts[n.inputs[0]][0]
+                values[("layer norm rows", n)] = rows * int(np.prod(shape[1:-1], dtype=np.int64))
             elif n.kind == "tensor::cat":  # along a later axis: the blocks of these rows
                 shape = layouts[n.output][0]
                 ax = int(n.inputs[1].constant)

@@ -76,6 +76,12 @@ def row_split(prog: LoopProgram) -> int | None:
             if not rows(value) or t is None or len(t.shape) < 2 or not (
                     (ax == 0 and t.shape[1] == batch) or (ax == 1 and t.shape[0] == batch)):
                 return None
+        elif kind == "tensor::layer_norm":  # over the last axis: row r of x alone
+            x, weight, bias = n.inputs[:3]
+            if not rows(x) or len(known_array(x).shape) < 2 or weight in split \
+                    or bias in split:  # type: ignore[union-attr]
+                return None
+            uses.add(0)
         elif kind == "tensor::cat":  # pieces joined along a later axis: row r of each
             pieces = prog.constructed.get(n.inputs[0], [])
             axis, out = n.inputs[1], known_array(n.output)

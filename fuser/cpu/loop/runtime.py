@@ -469,6 +469,8 @@ class NativeLoop(RowRanges, Appends):
                 if not all(dense(*layouts[v]) for v in n.inputs
                            if v in layouts and not v.is_constant):
                     raise Unplannable
+                shape = layouts[n.inputs[1 if n.kind == "tensor::layer_norm_backward" else 0]][0]
+                ints[("layer norm rows", n)] = int(np.prod(shape[:-1], dtype=np.int64))
             elif n.kind in VIEWS and n.output in prog.same:
                 layouts[n.output] = layouts[n.inputs[0]]
             elif n.kind == "tensor::broadcast_to":

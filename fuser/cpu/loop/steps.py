@@ -115,9 +115,9 @@ class StepEmitters:
         t = n.inputs[1 if back else 0].type
         dtype = t.dtype  # type: ignore[union-attr]
         ty = reduce.REAL[dtype]
-        cols, rows = t.shape[-1], 1  # type: ignore[union-attr,index]
-        for d in t.shape[:-1]:  # type: ignore[union-attr,index]
-            rows *= d
+        cols = t.shape[-1]  # type: ignore[union-attr,index]
+        # the rows, read at run time: a row range's own (``fuser.cpu.loop.ranges``)
+        rows = self._in_entry(lambda: self.int_slot(("layer norm rows", n)))
         row_bytes = cols * (4 if dtype == "float32" else 8)
         outs = []
         for v in n.outputs:
@@ -143,17 +143,22 @@ class StepEmitters:
                                                  not bias.is_constant)
             rowed, fixed = [x], [given(w), given(bias)]
 
+        # a forward layer norm in a loop split by batch rows reads and writes its range's rows
+        # (a gradient's weight and bias sums gather every row: its loop is not split)
+        firsts = [self.ptr[v] if back else self._rows(v) for v in rowed]
+        first_out = outs[0] if back else self._rows(n.output)
+
         def row(r: Any) -> None:
             at = b.mul(r, ir.Constant(I64, row_bytes))
 
             def off(ptr: Any) -> Any:
                 return b.gep(ptr, [at], source_etype=ir.IntType(8))
 
-            args = [off(self.ptr[v]) for v in rowed] + fixed + [off(outs[0])] + (
+            args = [off(p) for p in firsts] + fixed + [off(first_out)] + (
                 outs[1:] if back else [])
             b.call(fn, [width, *args, eps])
 
-        self._counted(ir.Constant(I64, rows), row)
+        self._counted(rows, row)
 
     def _counted(self, count: Any, body: Any) -> None:
         """``for r in range(count): body(r)`` at the builder (``body`` may end in another block:

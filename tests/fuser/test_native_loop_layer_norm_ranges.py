@@ -1,0 +1,89 @@
+"""A layer norm in a native loop is row-wise: the loop runs over batch row ranges at once
+(``RNNSCRIPT_LOOP_THREADS``), each range normalizing its own rows, with the one loop's results;
+a layer norm's gradient (its weight and bias sums gather every row) keeps its loop whole."""
+
+import numpy as np
+import pytest
+
+from benchmarks.fastrnns import cells, factory
+from script import Tensor, ops, script, vjp
+from tests.helpers import native_loops, python_loop_result
+
+
+def _layer_norm_lstm_args(batch, dtype, seed):
+    inp = factory.rnn_inputs(factory.Sizes(12, 1, 16, 16, batch, np.dtype(dtype).name, seed))
+    return (inp.x, inp.hx[0], inp.cx[0], *factory.layernorm_weights(inp)[0])
+
+
+def _ranges(lp):
+    return [len(r) for v in lp.variants.values() for r in v.splits.values() if r]
+
+
+def _assert_close(got, want, dtype):
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("batch", [8, 13, 17])
+def test_a_layer_norm_lstm_splits_into_row_ranges(monkeypatch, threads, batch, dtype):
+    args = _layer_norm_lstm_args(batch, dtype, threads + batch)
+    want = python_loop_result(monkeypatch, cells.layernorm_lstm_layer, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(cells.layernorm_lstm_layer)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and lp.prog.batch == batch
+    assert _ranges(lp) == [min(threads, batch // 4)]
+    _assert_close(got, want, dtype)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_training_splits_the_forward_loop_and_keeps_the_gradients(monkeypatch, threads):
+    """The training forward (saving the layer norms' inputs) runs as row ranges; the reverse
+    loop, with the layer norms' gradients, over every row; the gradients are the Python
+    loops'."""
+    args = _layer_norm_lstm_args(13, np.float64, threads)
+
+    def train(f):
+        out, back = vjp(f, *args)
+        rng = np.random.default_rng(0)
+        return out, back(tuple(rng.standard_normal(o.shape) for o in out))
+
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = train(script(cells.layernorm_lstm_layer))
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(cells.layernorm_lstm_layer)
+    out, grads = train(f)
+    loops = [v for cg in f.__dict__["_gradient_cache"].values()
+             for fn in (cg.forward, cg.backward)
+             for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    assert [lp.calls for lp in loops] == [1, 1]
+    assert [lp.prog.batch for lp in loops] == [13, None]
+    assert _ranges(loops[0]) == ([] if threads == 1 else [threads])
+    _assert_close(out, want_out, np.float64)
+    _assert_close(grads, want_grads, np.float64)
+
+
+def test_a_layer_norm_of_rows_of_several_vectors_splits(monkeypatch):
+    """``(B, 3, C)`` normalized over C: a range normalizes its rows' 3 vectors each."""
+
+    def step(x: Tensor, h: Tensor, g: Tensor, b: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            a = ops.layer_norm(x[t] + np.tanh(h), g, b)
+            h = a * 0.5 + h
+        return h
+
+    rng = np.random.default_rng(3)
+    x, h = rng.standard_normal((20, 11, 3, 5)), rng.standard_normal((11, 3, 5))
+    g, b = rng.standard_normal(5), rng.standard_normal(5)
+    want = python_loop_result(monkeypatch, step, x, h, g, b)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(step)
+    got = f(x, h, g, b)
+    (lp,) = native_loops(f, x, h, g, b)
+    assert lp.calls == 1 and _ranges(lp) == [2]
+    _assert_close([got], [want], np.float64)
