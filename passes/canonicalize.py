@@ -272,6 +272,22 @@ def appends_into_literal(node: Node) -> bool:
     return forward_outputs(node, [made.output])
 
 
+def extend_by_literal(node: Node) -> bool:
+    """``l += [a, b]`` (``l.extend([a, b])``) -> ``l.append(a); l.append(b)`` when nothing else
+    reads the literal: the same items at the same places, and no list made only to be copied
+    from (a reverse pass then hands each append's cotangent to its item directly)."""
+    lst, other = node.inputs
+    ctor = _producer(other, "prim::ListConstruct")
+    if ctor is None or other is lst or len(other.uses) != 1:
+        return False
+    graph = node.graph
+    for item in ctor.inputs:
+        graph.create("prim::ListAppend", [lst, item], [], source=node.source).insert_before(node)
+    node.erase()
+    ctor.erase()
+    return True
+
+
 def list_index_of_construct(node: Node) -> bool:
     """``[x, y, z][k] -> the k-th item`` for a constant ``k`` when every use of the list only
     reads it (indexing, ``+``, ``len``, array ops such as ``np.hstack``): nothing changes it."""
@@ -405,6 +421,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::ListAdd": list_add_of_constructs,
     "prim::ListIndex": list_index_of_construct,
     "prim::ListConstruct": appends_into_literal,
+    "prim::ListExtend": extend_by_literal,
     "prim::DictGetItem": dict_get_of_construct,
     "prim::DictContains": dict_contains_of_construct,
     "prim::DictKeys": dict_keys_of_construct,
