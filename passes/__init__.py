@@ -104,6 +104,13 @@ def disabled_passes() -> set[str]:
     return set(_disabled) | set(from_env)
 
 
+SETTLED_PASSES = frozenset({"shape-prop", "canonicalize", "constant-prop", "dce", "cse", "licm"})
+"""Passes that leave a graph on which a second run changes nothing: within one pipeline, such a
+pass that changed nothing when it last ran is skipped while no other pass has changed the graph
+since (the standard pipeline runs shape propagation, DCE and CSE several times, most of them on
+a graph nothing changed in between)."""
+
+
 def run_pipeline(graph: Graph, pipeline: str | Sequence[str]) -> bool:
     """Run the passes named by ``pipeline`` ("a,b,c" or a list) in order; True if any changed.
 
@@ -113,10 +120,19 @@ def run_pipeline(graph: Graph, pipeline: str | Sequence[str]) -> bool:
     fns = [get_pass(name) for name in names]
     skip = disabled_passes()
     changed = False
+    changes = 0
+    """passes that changed the graph so far in this run."""
+    settled_at: dict[str, int] = {}
+    """per settled pass, ``changes`` when it last ran and changed nothing."""
     for name, fn in zip(names, fns):
-        if name in skip:
+        if name in skip or settled_at.get(name) == changes:
             continue
-        changed |= run_pass(graph, name, fn)
+        if run_pass(graph, name, fn):
+            changed = True
+            changes += 1
+            settled_at.pop(name, None)
+        elif name in SETTLED_PASSES:
+            settled_at[name] = changes
     return changed
 
 
@@ -137,7 +153,8 @@ def _split_names(text: str) -> list[str]:
 
 
 __all__ = [
-    "CLEANUP_PIPELINE", "LAYOUT_PIPELINE", "PASSES", "RNN_PIPELINE", "STANDARD_PIPELINE", "Pass",
+    "CLEANUP_PIPELINE", "LAYOUT_PIPELINE", "PASSES", "RNN_PIPELINE", "SETTLED_PASSES",
+    "STANDARD_PIPELINE", "Pass",
     "all_passes", "disable", "disabled_passes", "get_pass",
     "register_pass", "run_pass", "run_pipeline",
 ]

@@ -98,21 +98,25 @@ def specialize(graph: Graph, input_types: Sequence[Type],
     propagate_graph(graph)
 
 
-def propagate_graph(graph: Graph) -> None:
+def propagate_graph(graph: Graph) -> bool:
     """Propagate through the whole graph, then drop the If branches the types rule out (their
     ops were not typed, and may not accept the specialized types: ``if x.ndim == 2:`` for a 1-D
     ``x``) and propagate again from the branches kept.
 
     The lists and dicts the graph builds and keeps to itself (``local_containers``) get the
     join of the items stored into them as their item type, so reads give it back: see
-    ``_propagate_with_local_items``."""
+    ``_propagate_with_local_items``. True when it dropped or folded nodes."""
     locals_ = local_containers(graph)
     _propagate_with_local_items(graph, locals_)
+    rewritten = False
     if _drop_ruled_out_branches(graph) | _drop_unreachable(graph):
+        rewritten = True
         _propagate_with_local_items(graph, local_containers(graph))
     while _fold_dtypes(graph):
+        rewritten = True
         _propagate_with_local_items(graph, local_containers(graph))
     place_on_call_device(graph)
+    return rewritten
 
 
 MAX_ITEM_ROUNDS = 6
@@ -572,5 +576,5 @@ def _all_types(graph: Graph) -> list[Type]:
 def run(graph: Graph) -> bool:
     """Re-propagate types from the current input types; True when any type changed."""
     before = _all_types(graph)
-    propagate_graph(graph)
-    return _all_types(graph) != before
+    rewritten = propagate_graph(graph)  # (a dropped branch may hold no value: no type changes)
+    return rewritten or _all_types(graph) != before
