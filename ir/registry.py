@@ -8,6 +8,7 @@ keeps its own table keyed by kind next to itself.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -304,12 +305,33 @@ def all_ops() -> list[OpDef]:
 def infer_types(node: Node) -> list[Type]:
     """Output types of ``node`` from its inputs, by its op's rule (ShapeError when invalid)."""
     op = op_def(node.kind)
-    check_arity(op, len(node.inputs))
-    for i, v in enumerate(node.inputs):
-        arg = op.args[min(i, len(op.args) - 1)] if op.args else None
-        if arg is not None and not accepts(arg.kind, v.type):
+    inputs = node.inputs
+    found = _checks.get(op.kind)
+    if found is None or found[0] is not op:
+        found = _checks[op.kind] = (op, *_argument_checks(op))
+    _, low, high, preds = found
+    n = len(inputs)
+    if not low <= n <= high:
+        check_arity(op, n)  # raises
+    last = len(preds) - 1
+    for i, v in enumerate(inputs):
+        if last >= 0 and not preds[min(i, last)](v.type):
+            arg = op.args[min(i, last)]
             raise ShapeError(f"{op.kind}: argument '{arg.name}' expects {arg.kind}, got {v.type}")
     return list(op.infer(node))
+
+
+_checks: dict[str, tuple[OpDef, int, float, tuple[Callable[[Type], bool], ...]]] = {}
+"""per op kind: its declaration, the fewest and most inputs it takes and each argument's type
+check (``infer_types`` runs once per node per propagation: the schema is read once)."""
+
+
+def _argument_checks(op: OpDef) -> tuple[int, float, tuple[Callable[[Type], bool], ...]]:
+    required = sum(1 for a in op.args if a.default is NO_DEFAULT)
+    low, high = ((len(op.args) - 1, math.inf) if op.variadic else (required, len(op.args)))
+    preds = tuple(_optional(ARG_KINDS[a.kind[:-1]]) if a.kind.endswith("?")
+                  else ARG_KINDS[a.kind] for a in op.args)
+    return low, high, preds
 
 
 def check_arity(op: OpDef, n: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,12 +60,24 @@ def result_dtype(types: Sequence[Type]) -> str | None:
     scalars = [t for t in types if is_number(t)]
     if not tensor_dtypes:
         return None
-    dtype = np.result_type(*tensor_dtypes).name
+    dtype = _promoted(tuple(tensor_dtypes))
     if FLOAT in scalars and dtype not in FLOAT_DTYPES:
         return "float64"
     if INT in scalars and dtype == "bool":
         return "int64"
     return dtype
+
+
+@functools.lru_cache(maxsize=1024)
+def _promoted(dtypes: tuple[str, ...]) -> str:
+    """numpy's promotion of these dtypes, by name (asked once per combination)."""
+    return np.result_type(*dtypes).name
+
+
+@functools.lru_cache(maxsize=256)
+def _float_of(dtype: str) -> str:
+    """The smallest float that holds ``dtype``, as numpy's ufunc loops pick it."""
+    return np.promote_types(dtype, "float16").name
 
 
 def scalar_result(types: Sequence[Type]) -> Type:
@@ -120,7 +133,7 @@ def unary_float_rule(node: Node) -> list[Type]:
         return [FLOAT]
     # numpy's ufunc loops: the smallest float that holds the input (int8 -> float16, int16 ->
     # float32, int64 -> float64)
-    dtype = None if t.dtype is None else np.promote_types(t.dtype, "float16").name
+    dtype = None if t.dtype is None else _float_of(t.dtype)
     return [TensorType(dtype, t.shape, t.device)]
 
 
