@@ -117,9 +117,14 @@ ARG_KINDS: dict[str, Callable[[Type], bool]] = {
 
 def accepts(kind: str, t: Type) -> bool:
     """Does an argument of schema kind ``kind`` accept a value of type ``t``?"""
+    return _predicate(kind)(t)
+
+
+def _predicate(kind: str) -> Callable[[Type], bool]:
+    """The check of schema kind ``kind`` (``kind?`` also accepts None)."""
     if kind.endswith("?"):
-        return _optional(ARG_KINDS[kind[:-1]])(t)
-    return ARG_KINDS[kind](t)
+        return _optional(ARG_KINDS[kind[:-1]])
+    return ARG_KINDS[kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,20 +332,21 @@ check (``infer_types`` runs once per node per propagation: the schema is read on
 
 
 def _argument_checks(op: OpDef) -> tuple[int, float, tuple[Callable[[Type], bool], ...]]:
-    required = sum(1 for a in op.args if a.default is NO_DEFAULT)
-    low, high = ((len(op.args) - 1, math.inf) if op.variadic else (required, len(op.args)))
-    preds = tuple(_optional(ARG_KINDS[a.kind[:-1]]) if a.kind.endswith("?")
-                  else ARG_KINDS[a.kind] for a in op.args)
-    return low, high, preds
+    return (*_arity(op), tuple(_predicate(a.kind) for a in op.args))
+
+
+def _arity(op: OpDef) -> tuple[int, float]:
+    """The fewest and most inputs ``op`` takes."""
+    if op.variadic:
+        return len(op.args) - 1, math.inf
+    return sum(1 for a in op.args if a.default is NO_DEFAULT), len(op.args)
 
 
 def check_arity(op: OpDef, n: int) -> None:
-    required = sum(1 for a in op.args if a.default is NO_DEFAULT)
-    if op.variadic:
-        if n < len(op.args) - 1:
-            raise ShapeError(f"{op.kind} takes at least {len(op.args) - 1} inputs, got {n}")
-        return
-    if not required <= n <= len(op.args):
+    low, high = _arity(op)
+    if op.variadic and n < low:
+        raise ShapeError(f"{op.kind} takes at least {low} inputs, got {n}")
+    if not low <= n <= high:
         raise ShapeError(f"{op.kind} takes {len(op.args)} inputs, got {n}")
 
 

@@ -43,14 +43,14 @@ from passes import (
     unroll,
 )
 from passes.autodiff import batch_accumulation
-from passes.registry import PASSES, Pass, all_passes, get_pass, register_pass
+from passes.registry import PASSES, SETTLING, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
                 dict_carry,
                 cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
                 inplace_writes, peel, tuple_columns, cast_writes):
-    register_pass(_module.NAME, _module.run)
+    register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
 
@@ -104,17 +104,14 @@ def disabled_passes() -> set[str]:
     return set(_disabled) | set(from_env)
 
 
-SETTLED_PASSES = frozenset({"shape-prop", "canonicalize", "constant-prop", "dce", "cse", "licm"})
-"""Passes that leave a graph on which a second run changes nothing: within one pipeline, such a
-pass that changed nothing when it last ran is skipped while no other pass has changed the graph
-since (the standard pipeline runs shape propagation, DCE and CSE several times, most of them on
-a graph nothing changed in between)."""
-
-
 def run_pipeline(graph: Graph, pipeline: str | Sequence[str]) -> bool:
     """Run the passes named by ``pipeline`` ("a,b,c" or a list) in order; True if any changed.
 
-    Unknown names raise ValueError before any pass runs.
+    A pass registered as settling (``SETTLES = True`` in its module: shape-prop, canonicalize,
+    constant-prop, dce, cse, licm) whose last run in this pipeline changed nothing is skipped
+    while no pass has changed the graph since (the standard pipeline runs shape propagation, DCE
+    and CSE several times, most of them on a graph nothing changed in between). Unknown names
+    raise ValueError before any pass runs.
     """
     names = _split_names(pipeline) if isinstance(pipeline, str) else list(pipeline)
     fns = [get_pass(name) for name in names]
@@ -131,7 +128,7 @@ def run_pipeline(graph: Graph, pipeline: str | Sequence[str]) -> bool:
             changed = True
             changes += 1
             settled_at.pop(name, None)
-        elif name in SETTLED_PASSES:
+        elif name in SETTLING:
             settled_at[name] = changes
     return changed
 
@@ -153,7 +150,7 @@ def _split_names(text: str) -> list[str]:
 
 
 __all__ = [
-    "CLEANUP_PIPELINE", "LAYOUT_PIPELINE", "PASSES", "RNN_PIPELINE", "SETTLED_PASSES",
+    "CLEANUP_PIPELINE", "LAYOUT_PIPELINE", "PASSES", "RNN_PIPELINE", "SETTLING",
     "STANDARD_PIPELINE", "Pass",
     "all_passes", "disable", "disabled_passes", "get_pass",
     "register_pass", "run_pass", "run_pipeline",

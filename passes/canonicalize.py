@@ -27,6 +27,8 @@ from ir.types import FLOAT, NONE, OptionalType, TensorType, TupleType
 from passes.numpy_lowering import NUMPY_RULES
 
 NAME = "canonicalize"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 MAX_ROUNDS = 100
 """Sweeps over the graph before giving up on a fixed point (each sweep shrinks the graph, so a

@@ -26,6 +26,8 @@ from ir.registry import NOT_CONSTANT, const, constant_of, lookup
 from ir.types import BOOL, FLOAT, INT, TensorType, Type, is_subtype
 
 NAME = "constant-prop"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 FOLD_LIMIT = 4096
 """Largest tensor (in elements) a fold may produce. A folded tensor lives in the graph as a

@@ -27,6 +27,8 @@ from ir.registry import lookup
 from ir.types import TensorType, is_mutable
 
 NAME = "cse"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 
 def attr_key(value: Any) -> Hashable:

@@ -15,6 +15,8 @@ from ir.kinds import IF, LOOP
 from ir.registry import FRESH, lookup, only_writes_into
 
 NAME = "dce"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 
 def has_side_effects(node: Node) -> bool:

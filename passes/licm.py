@@ -31,6 +31,8 @@ from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
 from passes.item_types import ITEM_TYPES
 
 NAME = "licm"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 
 # -- loop facts shared by the loop passes --------------------------------------------------------

@@ -12,12 +12,19 @@ Pass = Callable[[Graph], bool]
 PASSES: dict[str, Pass] = {}
 """name -> pass, in registration order."""
 
+SETTLING: set[str] = set()
+"""the passes registered with ``settles``: on the graph such a pass leaves, a second run changes
+nothing (``run_pipeline`` skips it while nothing has changed since a run that changed nothing)."""
 
-def register_pass(name: str, fn: Pass) -> Pass:
-    """Make ``fn`` available to pipelines as ``name``; a name can be registered only once."""
+
+def register_pass(name: str, fn: Pass, settles: bool = False) -> Pass:
+    """Make ``fn`` available to pipelines as ``name``; a name can be registered only once.
+    ``settles``: a second run of ``fn`` on the graph it leaves changes nothing."""
     if name in PASSES and PASSES[name] is not fn:
         raise ValueError(f"pass {name!r} is already registered")
     PASSES[name] = fn
+    if settles:
+        SETTLING.add(name)
     return fn
 
 

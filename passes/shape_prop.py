@@ -59,6 +59,8 @@ from passes.local_items import join
 RAISE = "prim::RaiseException"
 
 NAME = "shape-prop"
+SETTLES = True
+"""a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
 
 WEAK_DTYPE = "weak_dtype"
 """Attribute of the ``tensor::full`` the frontend makes of a number a loop turns into a tensor

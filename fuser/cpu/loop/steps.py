@@ -143,10 +143,10 @@ class StepEmitters:
                                                  not bias.is_constant)
             rowed, fixed = [x], [given(w), given(bias)]
 
-        # a forward layer norm in a loop split by batch rows reads and writes its range's rows
-        # (a gradient's weight and bias sums gather every row: its loop is not split)
-        firsts = [self.ptr[v] if back else self._rows(v) for v in rowed]
-        first_out = outs[0] if back else self._rows(n.output)
+        # in a loop split by batch rows, a range's rows (only a forward layer norm's: a
+        # gradient's weight and bias sums gather every row, so its loop is not split)
+        firsts = [self._rows(v) for v in rowed]
+        first_out = self._rows(n.outputs[0])
 
         def row(r: Any) -> None:
             at = b.mul(r, ir.Constant(I64, row_bytes))
