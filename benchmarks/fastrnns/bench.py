@@ -379,8 +379,8 @@ def _fresh_first_calls(name: str, record: dict[str, Any], args: Any) -> None:
     record["first_call_how"] = "fresh"
     record["notes"].append(
         f"fresh first calls: {fresh['fwd']['kernels']} native kernel(s) compiled for the plain "
-        f"forward ({fresh['fwd']['kernel_ms']:.0f} ms), {fresh['fb']['kernels']} for forward + "
-        f"backward ({fresh['fb']['kernel_ms']:.0f} ms)")
+        f"forward ({fresh['fwd']['kernel_ms']:.0f} ms of compiling, summed over threads), "
+        f"{fresh['fb']['kernels']} for forward + backward ({fresh['fb']['kernel_ms']:.0f} ms)")
 
 
 def add_ratios(results: dict[str, dict]) -> None:

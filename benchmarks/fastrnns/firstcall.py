@@ -40,9 +40,10 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 def measure(name: str, what: str, flags: list[str], timeout: float = 600.0) -> dict[str, Any]:
     """The child's record for row ``name``: ``ms`` (the first call, building included),
-    ``setup_ms``, ``kernels`` (native kernels compiled) and ``kernel_ms`` (their compile time);
-    ``{"error": ...}`` when the child failed. ``flags`` are the benchmark's size and compiler
-    flags."""
+    ``setup_ms``, ``kernels`` (native kernels compiled) and ``kernel_ms`` (their compile time,
+    summed over the threads that compiled them: background compiles overlap, so it may exceed
+    ``ms``); ``{"error": ...}`` when the child failed. ``flags`` are the benchmark's size and
+    compiler flags."""
     with tempfile.TemporaryDirectory(prefix="rnnscript-cold-") as cache:
         env = dict(os.environ, RNNSCRIPT_CACHE_DIR=cache)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)

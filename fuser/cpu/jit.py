@@ -70,7 +70,8 @@ class CompileStats:
     kernels: int = 0
     """how many kernels were compiled (optimization and machine code ran)."""
     seconds: float = 0.0
-    """total time spent compiling them."""
+    """total time spent compiling them, summed over threads: kernels compiled ``in_background``
+    overlap each other and the caller's work, so this can exceed the wall time they took."""
     disk_hits: int = 0
     """how many kernels were loaded from the disk cache instead."""
     disk_seconds: float = 0.0

@@ -187,7 +187,10 @@ def test_fresh_first_calls_compile_from_an_empty_cache(capsys, tmp_path):
     fresh = script["first_call_fresh"]
     for what in ("fwd", "fb"):
         assert fresh[what]["disk_hits"] == 0 and fresh[what]["kernels"] >= 1, fresh
-        assert fresh[what]["ms"] >= fresh[what]["kernel_ms"] > 0
+        # kernels compile on threads of their own, beside each other and the compiler's work:
+        # their summed compile time is not bounded by the call's wall time
+        assert fresh[what]["ms"] > 0 and fresh[what]["kernel_ms"] > 0
+        assert fresh[what]["ms"] >= fresh[what]["setup_ms"]
     assert fresh["fwd"]["plain"] is True
     assert fresh["fb"]["kernels"] > fresh["fwd"]["kernels"]  # the backward's kernels too
     assert (script["first_call_fwd"], script["first_call_fb"]) == (fresh["fwd"]["ms"],
