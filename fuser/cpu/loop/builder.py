@@ -171,6 +171,12 @@ class LoopBuilder(StepEmitters):
         i.add_incoming(ir.Constant(I64, 0), before)
         phis = []
         for p, init in zip(prog.params, inits):
+            if p in prog.partials:  # a row range's own sums start at zero but the first's
+                b.position_before(self.entry_end)
+                own = self.int_slot(("private init", p))
+                init = b.select(b.icmp_unsigned("!=", own, ir.Constant(I64, 0)),
+                                b.inttoptr(own, PTR), init)
+                b.position_at_end(loop)
             phi = b.phi(PTR, p.name or "carried")
             phi.add_incoming(init, before)
             self.ptr[p] = phi
@@ -363,8 +369,8 @@ class LoopBuilder(StepEmitters):
     def _rows(self, v: Value) -> Any:
         """The pointer to this row range's first row of (B, ...) value ``v`` (``v`` itself
         when the loop runs over all rows at once)."""
-        if self.r0 is None:
-            return self.ptr[v]
+        if self.r0 is None or v in self.prog.private or v in self.prog.partials:
+            return self.ptr[v]  # (a range's own sums: all of them)
         key = ("row stride", v)
         stride = self.prepared.get(key)
         if stride is None:
@@ -386,6 +392,15 @@ class LoopBuilder(StepEmitters):
             return self.b.gep(self.seqs[v], [self.b.mul(self.i, self.prepared[("seq", v)])],
                               source_etype=ir.IntType(8))
         even, odd = self.bufs[v]
+        if v in self.prog.private:  # one per row range, ``("private", v)`` bytes in
+            key = ("private", v)
+            if key not in self.prepared:
+                def own() -> tuple[Any, Any]:
+                    at = self.int_slot(key)
+                    return tuple(self.b.gep(p, [at], source_etype=ir.IntType(8))
+                                 for p in (even, odd))
+                self.prepared[key] = self._in_entry(own)
+            even, odd = self.prepared[key]
         return self.b.select(self.odd, odd, even)
 
     def _step(self, n: Node) -> None:

@@ -106,6 +106,12 @@ class LoopProgram:
     batch: int | None = None
     """B when the steps are independent across the rows of a batch (``rows.row_split``): the
     loop can then run as several loops over disjoint row ranges at once."""
+    partials: dict[Value, Node] = field(default_factory=dict)
+    """carried accumulators of row sums (``rows.partial_sums``) and the add carrying each on,
+    when the loop splits by rows."""
+    private: set[Value] = field(default_factory=set)
+    """the values each row range makes its own of (the partial sums' adds, their sums): their
+    buffers hold one per range, ``("private", v)`` bytes into them."""
     row_inputs: dict[Node, set[int]] = field(default_factory=dict)
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)

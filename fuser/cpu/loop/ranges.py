@@ -12,7 +12,7 @@ from llvmlite import ir
 from fuser.cpu import blas, pool, products
 from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop.body import WRITES, write_parts
+from fuser.cpu.loop.body import LAYER_NORMS, WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
 
 if TYPE_CHECKING:
@@ -218,8 +218,16 @@ class RowRanges:
         assert batch is not None
         bounds = [batch * k // parts for k in range(parts + 1)]
         out = []
-        for r0, r1 in zip(bounds, bounds[1:]):
+        zeros = {p: np.zeros(variant.layouts[p][0], np.dtype(p.type.dtype))  # type: ignore
+                 for p in prog.partials}
+        variant.keep.extend(zeros.values())
+        for k, (r0, r1) in enumerate(zip(bounds, bounds[1:])):
             values = self._range_values(variant, r0, r1 - r0)
+            for v in prog.private:  # this range's own sums, in a buffer of one per range
+                shape, _, item = variant.layouts[v]
+                values[("private", v)] = k * int(np.prod(shape, dtype=np.int64)) * item
+            for p, zero in zeros.items():  # starting at zero but the first range's
+                values[("private init", p)] = zero.ctypes.data if k else 0
             ints = variant.ints.copy()
             for at, key in enumerate(variant.keys):
                 if key in values:
@@ -240,6 +248,8 @@ class RowRanges:
 
         (body,) = prog.node.blocks
         for n in body:
+            if n in prog.partials.values():
+                continue  # a range's own sums: their plan is the whole loop's
             if n in prog.kernels:
                 kernel = prog.kernels[n]
                 inputs = prog.kernel_inputs[n]
@@ -256,8 +266,8 @@ class RowRanges:
                 values[("plan", n)] = plan.pointers[0]
             elif n.kind == "tensor::matmul":
                 values[("gemm", n, 0)] = rows
-            elif n.kind == "tensor::layer_norm":  # the rows of (B, ..., C) its kernel runs
-                shape = layouts[n.inputs[0]][0]
+            elif n.kind in LAYER_NORMS:  # the rows of (B, ..., C) its kernel runs
+                shape = layouts[n.inputs[1 if n.kind == "tensor::layer_norm_backward" else 0]][0]
                 values[("layer norm rows", n)] = rows * int(np.prod(shape[1:-1], dtype=np.int64))
             elif n.kind == "tensor::cat":  # along a later axis: the blocks of these rows
                 shape = layouts[n.output][0]

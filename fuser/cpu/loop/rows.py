@@ -6,7 +6,31 @@ from __future__ import annotations
 from fuser.cpu.loop.body import NUMBER_OPS, PIECES, WRITES, known_array, split_pieces, write_parts
 from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.regions import is_region_write
-from ir.core import Value
+from ir.core import Node, Value
+
+
+def partial_sums(prog: LoopProgram) -> dict[Value, Node]:
+    """The carried accumulators of row sums, by parameter: ``p`` read in the steps by one node
+    only, ``a = p + s`` (a kernel) that the step carries on as ``p``'s next value and nothing
+    else reads, ``s`` a layer norm gradient's weight or bias sum (over the step's rows) read by
+    ``a`` alone. Loops over row ranges give each range an accumulator of its own (``private``:
+    zero at the start but the first range's), summed after the ranges."""
+    (body,) = prog.node.blocks
+    ret = body.return_node
+    found: dict[Value, Node] = {}
+    for p, r in zip(prog.params, prog.results):
+        a = r.node
+        if (a.kind != "tensor::add" or a not in prog.kernels or a.owner is not body
+                or len(p.uses) != 1 or p.users != [a] or len(r.uses) != 1
+                or r.users != [ret] or prog.results.count(r) != 1):
+            continue
+        (s,) = [v for v in a.inputs if v is not p] or [None]
+        if (s is None or s.node.kind != "tensor::layer_norm_backward" or s.index == 0
+                or len(s.uses) != 1 or known_array(s) is None or known_array(p) is None
+                or known_array(s).shape != known_array(p).shape):  # type: ignore[union-attr]
+            continue
+        found[p] = a
+    return found
 
 
 def row_split(prog: LoopProgram) -> int | None:
@@ -17,7 +41,9 @@ def row_split(prog: LoopProgram) -> int | None:
     B rows; matmuls: the left operand, the right one read whole) and from arrays read whole
     that no step writes. Then k loops over disjoint row ranges compute what one loop computes,
     each writing only its rows (of the made values, and of the slots it stores into)."""
-    params = prog.params
+    prog.partials, prog.private = {}, set()
+    partials = partial_sums(prog)
+    params = [p for p in prog.params if p not in partials]
     if not params:
         return None
     first = known_array(params[0])
@@ -33,7 +59,9 @@ def row_split(prog: LoopProgram) -> int | None:
 
     if not all(rows(p) for p in params):
         return None
-    split: set[Value] = set(params) | set(prog.produced)
+    private = {v for p, a in partials.items() for v in (p, *a.inputs, a.output)}
+    """the accumulators of row sums and the sums: each row range has its own."""
+    split: set[Value] = (set(params) | set(prog.produced)) - private
     """values a row range's loop holds only its own rows of."""
     (body,) = prog.node.blocks
     for n in body:
@@ -48,7 +76,9 @@ def row_split(prog: LoopProgram) -> int | None:
     for n in body:
         kind = n.kind
         uses: set[int] = set()
-        if n in prog.kernels:
+        if n in partials.values():
+            pass  # an accumulator of this range's sums plus this step's: both its own
+        elif n in prog.kernels:
             inputs = prog.kernel_inputs[n]
             outs = [known_array(v) for v in n.outputs]
             rank = len(outs[0].shape)  # type: ignore[union-attr]
@@ -82,6 +112,13 @@ def row_split(prog: LoopProgram) -> int | None:
                     or bias in split:  # type: ignore[union-attr]
                 return None
             uses.add(0)
+        elif kind == "tensor::layer_norm_backward":  # row r of the input's gradient from
+            # row r of the output's and of the input; the weight and bias sums of these rows
+            g, x, weight = n.inputs[:3]
+            if (not rows(g) or not rows(x) or len(known_array(x).shape) < 2  # type: ignore
+                    or weight in split or not all(v in private for v in n.outputs[1:])):
+                return None
+            uses.update((0, 1))
         elif kind == "tensor::cat":  # pieces joined along a later axis: row r of each
             pieces = prog.constructed.get(n.inputs[0], [])
             axis, out = n.inputs[1], known_array(n.output)
@@ -113,4 +150,6 @@ def row_split(prog: LoopProgram) -> int | None:
         else:
             return None
         prog.row_inputs[n] = uses
+    prog.partials = partials
+    prog.private = private - set(prog.params)
     return batch

@@ -120,6 +120,8 @@ class NativeLoop(RowRanges, Appends):
         for v in prog.produced:
             self.buffer_at.append(at)
             at += 1 if v in prog.sequenced else 2
+        self.private_at = {k for k, v in enumerate(prog.produced) if v in prog.private}
+        """made values each row range has its own of (``LoopProgram.private``)."""
         self.workspace = Workspace()
         """the buffers of the last calls, reused by the next (``fuser.workspace``)."""
         self.sites = [self.workspace.site() for _ in range(at)]
@@ -226,12 +228,15 @@ class NativeLoop(RowRanges, Appends):
                 if not isinstance(value, (float, int)) or isinstance(value, bool):
                     return None
                 doubles[at] = value
+        ranges = self._ranges(variant)
         bufs = []
         sites = iter(self.sites)
-        for shape, dtype, sequenced in variant.buffers:
+        for k, (shape, dtype, sequenced) in enumerate(variant.buffers):
             if sequenced:
                 bufs.append(next(sites).empty((trip, *shape), dtype))
             else:
+                if ranges is not None and k in self.private_at:  # one per row range
+                    shape = (len(ranges), *shape)
                 bufs.append(next(sites).empty(shape, dtype))
                 bufs.append(next(sites).empty(shape, dtype))
         tuples = []
@@ -255,7 +260,6 @@ class NativeLoop(RowRanges, Appends):
             for at, k in variant.dict_lows:
                 ints[at] = lows[k]
         items = tuple([*arrays, *inits, *bufs, *tuples])
-        ranges = self._ranges(variant)
         if ranges is None:
             status = variant.fn(items, trip, data_address(ints), data_address(doubles),
                                 data_address(self.fns))
@@ -278,6 +282,8 @@ class NativeLoop(RowRanges, Appends):
             at = self.buffer_at[k]
             if k in self.numbers:  # numpy's loop ends with a number there
                 return bufs[at + last][()]
+            if ranges is not None and k in self.private_at:  # the ranges' sums, added
+                return bufs[at + last].sum(0)
             if prog.produced[k] not in prog.sequenced:
                 return bufs[at + last]
             return slots[at][trip - 1] if at in slots else bufs[at][trip - 1]
@@ -515,6 +521,8 @@ class NativeLoop(RowRanges, Appends):
                 ints[("plan", n)] = plan.pointers[0]
         if prog.batch is not None:
             ints[("r0",)] = 0
+            ints.update({("private", v): 0 for v in prog.private})
+            ints.update({("private init", p): 0 for p in prog.partials})
             for v, (shape, strides, _) in layouts.items():
                 ints[("row stride", v)] = strides[0] if shape else 0
             for n in body:

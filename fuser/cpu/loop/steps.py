@@ -109,7 +109,8 @@ class StepEmitters:
 
     def _layer_norm(self, n: Node) -> None:
         """A layer norm or its gradient: ``fuser.cpu.rowkernels``' row function, row by row
-        (the gradient's weight and bias sums start at zero and gather every row's)."""
+        (the gradient's weight and bias sums start at zero and gather every row's: in a loop
+        split by rows, a range's own rows, into sums of its own, ``rows.partial_sums``)."""
         b = self.b
         back = n.kind == "tensor::layer_norm_backward"
         t = n.inputs[1 if back else 0].type
@@ -143,8 +144,7 @@ class StepEmitters:
                                                  not bias.is_constant)
             rowed, fixed = [x], [given(w), given(bias)]
 
-        # in a loop split by batch rows, a range's rows (only a forward layer norm's: a
-        # gradient's weight and bias sums gather every row, so its loop is not split)
+        # in a loop split by batch rows, a range's rows
         firsts = [self._rows(v) for v in rowed]
         first_out = self._rows(n.outputs[0])
 
