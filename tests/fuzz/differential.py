@@ -11,11 +11,13 @@ shared as in plain Python, and a mutated result not seen by the next call.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +65,27 @@ def optional_passes() -> list[str]:
 
 
 def configurations() -> list[str]:
-    """Every configuration a program runs under: the default, each pass off, fusion off."""
-    return ["pipeline", *(f"no-{name}" for name in optional_passes()), "no-fuser"]
+    """Every configuration a program runs under: the default, each pass off, fusion off, and
+    ``row-ranges`` (native loops whose steps are independent across batch rows run as two
+    ranges of rows, however few: the generated arrays have at most 4)."""
+    return ["pipeline", *(f"no-{name}" for name in optional_passes()), "no-fuser", "row-ranges"]
+
+
+@contextlib.contextmanager
+def row_ranges() -> Iterator[None]:
+    """Loops split by batch rows run as two ranges of at least one row each."""
+    from fuser.cpu.loop import ranges
+
+    saved = os.environ.get("RNNSCRIPT_LOOP_THREADS"), ranges.MIN_ROWS
+    os.environ["RNNSCRIPT_LOOP_THREADS"], ranges.MIN_ROWS = "2", 1
+    try:
+        yield
+    finally:
+        if saved[0] is None:
+            del os.environ["RNNSCRIPT_LOOP_THREADS"]
+        else:
+            os.environ["RNNSCRIPT_LOOP_THREADS"] = saved[0]
+        ranges.MIN_ROWS = saved[1]
 
 
 @dataclass
@@ -146,6 +167,9 @@ def run_configuration(base: ScriptFunction, config: str, args: tuple,
     f = f or _fresh(base)
     if config == "no-fuser":
         with fuser.disabled():
+            return call(f, args)
+    if config == "row-ranges":
+        with row_ranges():
             return call(f, args)
     if config.startswith("no-"):
         with passes.disable(config[3:]):

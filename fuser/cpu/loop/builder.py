@@ -602,6 +602,11 @@ class LoopBuilder(StepEmitters):
                 self.module, f"reduce{len(self.module.globals)}", REDUCTIONS[kind],
                 t.dtype, len(t.shape), reduction(n)[0], pair is not None, ddof)  # type: ignore
             inputs = [self.ptr[v] for v in pair] if pair else [self.ptr[x]]
+            if self.r0 is not None and n in self.prog.row_inputs:  # this range's rows: each
+                rank = len(t.shape)  # type: ignore[union-attr]  # operand's (by its stride)
+                inputs = [b.gep(p, [b.mul(self.r0, self.prepared[n][2 + (k + 1) * rank])],
+                                source_etype=ir.IntType(8)) for k, p in enumerate(inputs)]
+                out = self._rows(n.output)
             b.call(fn, [*inputs, out, *self.prepared[n]])
             return
         if kind in CONSTRUCTORS:

@@ -12,7 +12,7 @@ from llvmlite import ir
 from fuser.cpu import blas, pool, products
 from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop.body import LAYER_NORMS, WRITES, write_parts
+from fuser.cpu.loop.body import LAYER_NORMS, REDUCTIONS, WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
 
 if TYPE_CHECKING:
@@ -266,6 +266,10 @@ class RowRanges:
                 values[("plan", n)] = plan.pointers[0]
             elif n.kind == "tensor::matmul":
                 values[("gemm", n, 0)] = rows
+            elif n.kind in REDUCTIONS and n in prog.row_inputs and n.output not in prog.same:
+                shape = layouts[n.output][0]  # over later axes: these rows' results
+                values[("reduce count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))
+                values[("reduce dim", n, 0)] = rows
             elif n.kind in LAYER_NORMS:  # the rows of (B, ..., C) its kernel runs
                 shape = layouts[n.inputs[1 if n.kind == "tensor::layer_norm_backward" else 0]][0]
                 values[("layer norm rows", n)] = rows * int(np.prod(shape[1:-1], dtype=np.int64))

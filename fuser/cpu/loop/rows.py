@@ -3,10 +3,40 @@ run as several loops over disjoint row ranges at once (``ranges``)."""
 
 from __future__ import annotations
 
-from fuser.cpu.loop.body import NUMBER_OPS, PIECES, WRITES, known_array, split_pieces, write_parts
+from fuser.cpu.loop.body import (
+    NUMBER_OPS,
+    PIECES,
+    REDUCTIONS,
+    WRITES,
+    known_array,
+    reduction,
+    split_pieces,
+    write_parts,
+)
 from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.regions import is_region_write
 from ir.core import Node, Value
+
+_ROW_VIEWS = ("tensor::broadcast_to", "tensor::expand_dims", "tensor::transpose")
+
+
+def _keeps_rows(n: Node) -> bool:
+    """Whether view ``n`` keeps its input's first axis as its own first axis (its row stride
+    the input's): a broadcast to later axes, new axes after the first, a transpose of the
+    others."""
+    x, out = known_array(n.inputs[0]), known_array(n.output)
+    if x is None or out is None:
+        return False
+    if n.kind == "tensor::broadcast_to":
+        return len(x.shape) == len(out.shape)
+    arg = n.inputs[1]
+    if not arg.is_constant:
+        return False
+    given = arg.constant
+    if n.kind == "tensor::expand_dims":
+        axes = given if isinstance(given, (tuple, list)) else (given,)
+        return all(int(a) % len(out.shape) != 0 for a in axes)
+    return given is not None and int(given[0]) == 0  # transpose: None reverses every axis
 
 
 def partial_sums(prog: LoopProgram) -> dict[Value, Node]:
@@ -142,6 +172,27 @@ def row_split(prog: LoopProgram) -> int | None:
                 if ax < 1 or not all(rows(v) for v in n.outputs):
                     return None
                 split.update(n.outputs)
+        elif n in prog.fused:
+            pass  # a product its sum makes as it sums (operands checked there)
+        elif kind in REDUCTIONS:  # over later axes: row r of the result from row r
+            x, found = n.inputs[0], reduction(n)
+            if n.output in prog.same:  # over axes of length 1: x itself
+                if x in split:
+                    split.add(n.output)
+            elif found is None or 0 in found[0] or found[1][0] != 0 or not rows(n.output):
+                return None
+            else:  # each operand at its rows (one broadcast along them, whole)
+                rank = len(known_array(x).shape)  # type: ignore[union-attr]
+                for v in prog.products.get(n, (x,)):
+                    t = known_array(v)
+                    if v in split and (t is None or len(t.shape) != rank):
+                        return None
+        elif kind in _ROW_VIEWS:
+            x, out = n.inputs[0], n.output
+            if x in split:
+                if not (rows(x) and rows(out) and _keeps_rows(n)):
+                    return None
+                split.add(out)
         elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
                       "prim::Constant", "prim::Int") or kind in NUMBER_OPS or (
                 kind == "prim::TupleConstruct" and n.output in prog.kept):

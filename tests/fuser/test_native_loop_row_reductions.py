@@ -1,0 +1,110 @@
+"""Reductions over later axes are row-wise in a native loop (row r of a mean, a standard
+deviation or a ``sum_to`` of its row's items from row r alone), and so are views that keep the
+rows first (a broadcast to later axes): such loops split into batch row ranges, each range
+reducing its own rows, with the one loop's results, forward and backward."""
+
+import numpy as np
+import pytest
+
+from benchmarks.fastrnns import cells, factory
+from script import Tensor, script, vjp
+from tests.helpers import native_loops, python_loop_result
+
+
+def _ranges(lp):
+    return [len(r) for v in lp.variants.values() for r in v.splits.values() if r]
+
+
+def _assert_close(got, want, dtype):
+    """Equal within rounding, relative to each array's largest magnitude."""
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, np.abs(w).max()))
+
+
+def _decomposed_args(batch, dtype, seed):
+    inp = factory.rnn_inputs(factory.Sizes(9, 1, 12, 12, batch, np.dtype(dtype).name, seed))
+    return (inp.x, inp.hx[0], inp.cx[0], *factory.layernorm_weights(inp)[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("batch", [8, 17])
+def test_a_decomposed_layer_norm_lstm_trains_over_row_ranges(monkeypatch, threads, batch,
+                                                             dtype):
+    """custom_lstms' layer norm as ``mean`` and ``std`` over the last axis: its forward loop and
+    the reverse loop (``sum_to`` the (B, 1) statistics, broadcasts back) split by rows."""
+    args = _decomposed_args(batch, dtype, threads + batch)
+
+    def train(f):
+        out, back = vjp(f, *args)
+        rng = np.random.default_rng(0)
+        return out, back(tuple(rng.standard_normal(o.shape).astype(o.dtype) for o in out))
+
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = train(script(cells.layernorm_decom_lstm_layer))
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(cells.layernorm_decom_lstm_layer)
+    for _ in range(2):
+        out, grads = train(f)
+        _assert_close(out, want_out, dtype)
+        _assert_close(grads, want_grads, dtype)
+    loops = [v for cg in f.__dict__["_gradient_cache"].values()
+             for fn in (cg.forward, cg.backward)
+             for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    assert [lp.calls for lp in loops] == [2, 2]
+    assert [lp.prog.batch for lp in loops] == [batch, batch]
+    split = [] if threads == 1 else [min(threads, batch // 4)]
+    assert [_ranges(lp) for lp in loops] == [split, split]
+
+
+def softmax_attention(q: Tensor, keys: Tensor, w: Tensor, h: Tensor) -> Tensor:
+    """Each step attends over ``keys`` (B, S, C) with the query ``h @ w``: a softmax over the
+    last axis (max, exp, sum with keepdims), the weighted sum of the keys as a product summed
+    over axis 1, and a mean over the last axis mixed back in."""
+    for t in range(q.shape[0]):
+        s = ((h @ w)[:, None, :] * keys).sum(axis=2)  # (B, S)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        a = e / e.sum(axis=1, keepdims=True)
+        ctx = (a[:, :, None] * keys).sum(axis=1)  # (B, C)
+        h = np.tanh(ctx + q[t] - h.mean(axis=1, keepdims=True))
+    return h
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_attention_loop_splits_its_softmax_and_weighted_sums(monkeypatch, threads, dtype):
+    rng = np.random.default_rng(threads)
+    batch, length, size = 13, 5, 8
+    q = rng.standard_normal((6, batch, size)).astype(dtype)
+    keys = rng.standard_normal((batch, length, size)).astype(dtype)
+    w = (rng.standard_normal((size, size)) * 0.3).astype(dtype)
+    h = rng.standard_normal((batch, size)).astype(dtype)
+    want = python_loop_result(monkeypatch, softmax_attention, q, keys, w, h)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(softmax_attention)
+    got = f(q, keys, w, h)
+    (lp,) = native_loops(f, q, keys, w, h)
+    assert lp.calls == 1 and lp.prog.batch == batch and _ranges(lp) == [threads]
+    _assert_close([got], [want], dtype)
+
+
+def test_a_reduction_over_the_rows_keeps_its_loop_whole(monkeypatch):
+    """A sum over axis 0 gathers every row: the loop runs over all rows at once."""
+
+    def step(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w - h.sum(axis=0, keepdims=True) * 0.1)
+        return h
+
+    rng = np.random.default_rng(5)
+    x, h = rng.standard_normal((40, 12, 6)), rng.standard_normal((12, 6))
+    w = rng.standard_normal((6, 6)) * 0.3
+    want = python_loop_result(monkeypatch, step, x, h, w)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(step)
+    got = f(x, h, w)
+    (lp,) = native_loops(f, x, h, w)
+    assert lp.calls == 1 and lp.prog.batch is None
+    _assert_close([got], [want], np.float64)
