@@ -7,7 +7,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from fuser.cpu import blas, stepgemm
+from fuser.cpu import stepgemm
 from fuser.cpu.codegen import (
     ARRAY_DATA_OFFSET,
     ARRAY_DIMS_OFFSET,
@@ -36,6 +36,7 @@ from fuser.cpu.loop.body import (
     write_target,
 )
 from fuser.cpu.loop.layouts import Layout, block_copy
+from fuser.cpu.loop.matmuls import MatmulEmitters
 from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.steps import StepEmitters
 from fuser.cpu.mathfns import F32, F64, I64
@@ -48,7 +49,7 @@ PLACEHOLDER = "rnnscript_loop_name"
 """the loop function's name until the text is hashed (``NativeLoop`` names it by the hash)."""
 
 
-class LoopBuilder(StepEmitters):
+class LoopBuilder(StepEmitters, MatmulEmitters):
     """The LLVM module of one loop for one set of layouts (kernel classes and gemm flags)."""
 
     def __init__(self, prog: LoopProgram, layouts: dict[Value, Layout], int_bits: int):
@@ -193,48 +194,6 @@ class LoopBuilder(StepEmitters):
         b.position_at_end(done)
         b.ret(ir.Constant(I32, 0))
         return str(self.module)
-
-    @staticmethod
-    def _step_type(real: Any) -> ir.FunctionType:
-        return stepgemm.function_type(real)
-
-    def _matrix_product(self, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
-                        tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
-                        ldc: Any) -> None:
-        """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
-        in one block, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
-        b = self.b
-        real = F64 if double else F32
-        ptr = real.as_pointer()
-        width = ir.IntType(self.int_bits)
-
-        def size(x: Any) -> Any:
-            return x if self.int_bits == 64 else b.trunc(x, width)
-
-        packed = b.icmp_signed("==", own, ir.Constant(I64, 5))
-        with b.if_else(b.or_(b.icmp_signed("==", own, ir.Constant(I64, 1)), packed)) as (
-                kernel, call):
-            with kernel:
-                one_item = ir.Constant(I64, 1)
-                b.store(ir.Constant(I64, 0), self.gemm_tasks)
-                a_t = b.icmp_signed("==", ta, ir.Constant(ta.type, blas.CBLAS_TRANS))
-                a_rs, a_cs = b.select(a_t, one_item, lda), b.select(a_t, lda, one_item)
-                b.call(self.step_gemm[double],
-                       [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
-                        b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
-                        ldc, k, b.select(packed, b.bitcast(self.gemm_pack, ptr),
-                                         ir.Constant(ptr, None)), self.gemm_tasks, nn])
-            with call:
-                b.call(self.dgemm if double else self.sgemm,
-                       [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
-                        b.trunc(tb, I32), size(m), size(nn), size(k), ir.Constant(real, 1.0),
-                        rows_a, size(lda), self.ptr[bm], size(ldb), ir.Constant(real, 0.0),
-                        out, size(ldc)])
-
-    def _gemm_type(self, real: Any) -> ir.FunctionType:
-        n = ir.IntType(self.int_bits)
-        return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
-                                               real, PTR, n])
 
     # -- before the loop
     def _prepare(self) -> None:
@@ -560,37 +519,7 @@ class LoopBuilder(StepEmitters):
                 self._copy_blocks(dst, stride, src, nbytes, nbytes, count)
             return
         if kind == "tensor::matmul":
-            a, bm = n.inputs
-            self.ptr[n.output] = self._buffer(n.output)
-            out = self._rows(n.output)
-            m, nn, k, ta, tb, lda, ldb, ldc, own, incx = self.prepared[n]
-            double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
-            ptr = (F64 if double else F32).as_pointer()
-            rows_a = self._rows(a)
-            a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, self.ptr[bm], out))
-            one = ir.Constant(I64, 1)
-
-            def case(kind: int) -> Any:
-                return b.icmp_signed("==", own, ir.Constant(I64, kind))
-
-            with b.if_else(b.or_(case(2), case(4))) as (vector, other):
-                with vector:  # stepgemm's matrix-vector kernel on A and the column B (2) or
-                    # on B's storage and the row A (4: A @ B = (B^T @ A^T)^T, B^T row-major)
-                    row = case(4)
-                    b.call(self.step_gemv[double], [
-                        b.select(row, nn, m), k, b.select(row, b_ptr, a_ptr),
-                        b.select(row, ldb, lda), b.select(row, a_ptr, b_ptr),
-                        b.select(row, one, incx), out])
-                with other, b.if_else(case(3)) as (transposed, matrix):
-                    with transposed:  # the column B times a transposed A: the row B^T times
-                        # A's row-major storage, one row of stepgemm's kernel
-                        b.store(ir.Constant(I64, 0), self.gemm_tasks)
-                        b.call(self.step_gemm[double], [one, m, k, b_ptr, k, incx, a_ptr, lda,
-                                                        one, out, m, k, ir.Constant(ptr, None),
-                                                        self.gemm_tasks, m])
-                    with matrix:
-                        self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm,
-                                             ldb, b.bitcast(out, PTR), ldc)
+            self._matmul(n)
             return
         if kind in REDUCTIONS:
             x = n.inputs[0]

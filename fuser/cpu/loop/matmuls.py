@@ -1,0 +1,111 @@
+"""A native loop's matmuls, for ``builder.LoopBuilder``: ``stepgemm``'s kernels (its
+matrix-vector kernel, a column times a transposed matrix, the register-blocked GEMM with B's
+panels read in place or packed) or BLAS's ?gemm through the function table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+
+from fuser.cpu import blas, stepgemm
+from fuser.cpu.mathfns import F32, F64, I64
+from ir.core import Node, Value
+
+I32 = ir.IntType(32)
+PTR = ir.PointerType()
+
+
+class MatmulEmitters:
+    """Methods of ``LoopBuilder`` (its builder ``b``, pointers and prepared ints)."""
+
+    b: Any
+    ptr: dict
+    prepared: dict
+    int_bits: int
+    gemm_tasks: Any
+    gemm_pack: Any
+    step_gemm: list
+    step_gemv: list
+    sgemm: Any
+    dgemm: Any
+    _buffer: Any
+    _rows: Any
+
+    @staticmethod
+    def _step_type(real: Any) -> ir.FunctionType:
+        return stepgemm.function_type(real)
+
+    def _matrix_product(self, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
+                        tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
+                        ldc: Any) -> None:
+        """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
+        in one block, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
+        b = self.b
+        real = F64 if double else F32
+        ptr = real.as_pointer()
+        width = ir.IntType(self.int_bits)
+
+        def size(x: Any) -> Any:
+            return x if self.int_bits == 64 else b.trunc(x, width)
+
+        packed = b.icmp_signed("==", own, ir.Constant(I64, 5))
+        with b.if_else(b.or_(b.icmp_signed("==", own, ir.Constant(I64, 1)), packed)) as (
+                kernel, call):
+            with kernel:
+                one_item = ir.Constant(I64, 1)
+                b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                a_t = b.icmp_signed("==", ta, ir.Constant(ta.type, blas.CBLAS_TRANS))
+                a_rs, a_cs = b.select(a_t, one_item, lda), b.select(a_t, lda, one_item)
+                b.call(self.step_gemm[double],
+                       [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
+                        b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
+                        ldc, k, b.select(packed, b.bitcast(self.gemm_pack, ptr),
+                                         ir.Constant(ptr, None)), self.gemm_tasks, nn])
+            with call:
+                b.call(self.dgemm if double else self.sgemm,
+                       [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
+                        b.trunc(tb, I32), size(m), size(nn), size(k), ir.Constant(real, 1.0),
+                        rows_a, size(lda), self.ptr[bm], size(ldb), ir.Constant(real, 0.0),
+                        out, size(ldc)])
+
+    def _gemm_type(self, real: Any) -> ir.FunctionType:
+        n = ir.IntType(self.int_bits)
+        return ir.FunctionType(ir.VoidType(), [I32, I32, I32, n, n, n, real, PTR, n, PTR, n,
+                                               real, PTR, n])
+
+    def _matmul(self, n: Node) -> None:
+        """A matmul: ``stepgemm``'s kernels (matrix-vector, a column B times a transposed A, the
+        register-blocked GEMM) or BLAS's ?gemm, as ``NativeLoop._step_gemm`` chose (``own``)."""
+        b = self.b
+        a, bm = n.inputs
+        self.ptr[n.output] = self._buffer(n.output)
+        out = self._rows(n.output)
+        m, nn, k, ta, tb, lda, ldb, ldc, own, incx = self.prepared[n]
+        double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
+        ptr = (F64 if double else F32).as_pointer()
+        rows_a = self._rows(a)
+        a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, self.ptr[bm], out))
+        one = ir.Constant(I64, 1)
+
+        def case(kind: int) -> Any:
+            return b.icmp_signed("==", own, ir.Constant(I64, kind))
+
+        with b.if_else(b.or_(case(2), case(4))) as (vector, other):
+            with vector:  # stepgemm's matrix-vector kernel on A and the column B (2) or
+                # on B's storage and the row A (4: A @ B = (B^T @ A^T)^T, B^T row-major)
+                row = case(4)
+                b.call(self.step_gemv[double], [
+                    b.select(row, nn, m), k, b.select(row, b_ptr, a_ptr),
+                    b.select(row, ldb, lda), b.select(row, a_ptr, b_ptr),
+                    b.select(row, one, incx), out])
+            with other, b.if_else(case(3)) as (transposed, matrix):
+                with transposed:  # the column B times a transposed A: the row B^T times
+                    # A's row-major storage, one row of stepgemm's kernel
+                    b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                    b.call(self.step_gemm[double], [one, m, k, b_ptr, k, incx, a_ptr, lda,
+                                                    one, out, m, k, ir.Constant(ptr, None),
+                                                    self.gemm_tasks, m])
+                with matrix:
+                    self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm,
+                                         ldb, b.bitcast(out, PTR), ldc)
