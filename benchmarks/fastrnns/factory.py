@@ -20,8 +20,10 @@ the layers inside the script, as upstream.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,7 +196,8 @@ def numpy_layer_vjp(x: Any, h: Any, c: Any, *w: Any, argnums: Any = None
 
 def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
     """A one-layer vjp of a function (scripted here); ``optimize=False`` compiles it with no
-    passes and no fusion, each op as written (the reference for variants that have no ``py``)."""
+    passes and no fusion, each op as written, its loops as Python loops (the reference for
+    variants that have no ``py``: the same whatever the thread policy of native loops)."""
     f = scripted(fn)
 
     def layer_vjp(*args: Any, argnums: tuple[int, ...] | None = None
@@ -202,9 +205,24 @@ def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
         if optimize:
             return vjp(f, *args, argnums=argnums)
         wrt = None if argnums is None else frozenset(argnums)
-        return run_vjp(compile_gradient(f, args, optimize=False, wrt=wrt), args)
+        with _python_loops():
+            return run_vjp(compile_gradient(f, args, optimize=False, wrt=wrt), args)
 
     return layer_vjp
+
+
+@contextlib.contextmanager
+def _python_loops() -> Iterator[None]:
+    """Loops compiled meanwhile run as generated Python (``RNNSCRIPT_NATIVE_LOOPS=0``)."""
+    saved = os.environ.get("RNNSCRIPT_NATIVE_LOOPS")
+    os.environ["RNNSCRIPT_NATIVE_LOOPS"] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["RNNSCRIPT_NATIVE_LOOPS"]
+        else:
+            os.environ["RNNSCRIPT_NATIVE_LOOPS"] = saved
 
 
 # -- creators -----------------------------------------------------------------------------------

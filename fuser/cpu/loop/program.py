@@ -107,11 +107,9 @@ class LoopProgram:
     """B when the steps are independent across the rows of a batch (``rows.row_split``): the
     loop can then run as several loops over disjoint row ranges at once."""
     partials: dict[Value, Node] = field(default_factory=dict)
-    """carried accumulators of row sums (``rows.partial_sums``) and the add carrying each on,
-    when the loop splits by rows."""
+    """carried accumulators of row sums and each one's add (``rows.partial_sums``)."""
     private: set[Value] = field(default_factory=set)
-    """the values each row range makes its own of (the partial sums' adds, their sums): their
-    buffers hold one per range, ``("private", v)`` bytes into them."""
+    """values each row range has its own of (``("private", v)`` bytes into their buffers)."""
     row_inputs: dict[Node, set[int]] = field(default_factory=dict)
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)
