@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.fastrnns import cells, factory
 from script import Tensor, script, vjp
-from tests.helpers import native_loops, python_loop_result
+from tests.helpers import assert_same, native_loops, python_loop_result
 
 
 def _ranges(lp):
@@ -108,3 +108,22 @@ def test_a_reduction_over_the_rows_keeps_its_loop_whole(monkeypatch):
     (lp,) = native_loops(f, x, h, w)
     assert lp.calls == 1 and lp.prog.batch is None
     _assert_close([got], [want], np.float64)
+
+
+@pytest.mark.parametrize("program,case", [("cs231n_lstm", "lstm_forward"),
+                                          ("dlfs2_attention", "time_attention_forward")])
+def test_corpus_loops_with_constructors_and_reshapes_split(monkeypatch, program, case):
+    """cs231n's LSTM makes ``np.zeros_like`` / ``np.ones_like`` arrays each step (its stable
+    sigmoid); Deep Learning from Scratch 2's attention reshapes (B, H) to (B, 1, H): a range
+    fills and reshapes its own rows."""
+    from benchmarks.realworld_programs import programs
+
+    c = programs()[program].CASES[case]
+    args = c.make_args("float64", "bench")
+    want = python_loop_result(monkeypatch, c.fn, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(c.fn)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and lp.prog.batch is not None and _ranges(lp) == [2]
+    assert_same(got, want, rtol=1e-10, atol=1e-12)

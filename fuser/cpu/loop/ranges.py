@@ -12,7 +12,7 @@ from llvmlite import ir
 from fuser.cpu import blas, pool, products
 from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop.body import LAYER_NORMS, REDUCTIONS, WRITES, write_parts
+from fuser.cpu.loop.body import CONSTRUCTORS, LAYER_NORMS, REDUCTIONS, WRITES, write_parts
 from fuser.cpu.loop.layouts import Layout, Unplannable
 
 if TYPE_CHECKING:
@@ -266,6 +266,9 @@ class RowRanges:
                 values[("plan", n)] = plan.pointers[0]
             elif n.kind == "tensor::matmul":
                 values[("gemm", n, 0)] = rows
+            elif n.kind in CONSTRUCTORS:  # these rows' items
+                shape = layouts[n.output][0]
+                values[("fill count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))
             elif n.kind in REDUCTIONS and n in prog.row_inputs and n.output not in prog.same:
                 shape = layouts[n.output][0]  # over later axes: these rows' results
                 values[("reduce count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))

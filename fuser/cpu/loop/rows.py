@@ -4,6 +4,7 @@ run as several loops over disjoint row ranges at once (``ranges``)."""
 from __future__ import annotations
 
 from fuser.cpu.loop.body import (
+    CONSTRUCTORS,
     NUMBER_OPS,
     PIECES,
     REDUCTIONS,
@@ -187,6 +188,15 @@ def row_split(prog: LoopProgram) -> int | None:
                     t = known_array(v)
                     if v in split and (t is None or len(t.shape) != rank):
                         return None
+        elif kind in CONSTRUCTORS:  # a range fills its rows
+            if not rows(n.output):
+                return None
+        elif kind == "tensor::reshape":  # C-ordered, the first axis kept: row r is row r
+            x, out = n.inputs[0], n.output
+            if x in split:
+                if not (rows(x) and rows(out)):
+                    return None
+                split.add(out)
         elif kind in _ROW_VIEWS:
             x, out = n.inputs[0], n.output
             if x in split:

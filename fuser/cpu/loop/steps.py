@@ -182,7 +182,8 @@ class StepEmitters:
         (``empty``), in this step's buffer."""
         b = self.b
         fill, at = CONSTRUCTORS[n.kind]
-        self.ptr[n.output] = out = self._buffer(n.output)
+        self.ptr[n.output] = self._buffer(n.output)
+        out = self._rows(n.output)  # (a row range's rows)
         count = self.prepared[n]
         dtype = n.output.type.dtype  # type: ignore[union-attr]
         if fill == "empty":
