@@ -127,3 +127,64 @@ def test_corpus_loops_with_constructors_and_reshapes_split(monkeypatch, program,
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1 and lp.prog.batch is not None and _ranges(lp) == [2]
     assert_same(got, want, rtol=1e-10, atol=1e-12)
+
+
+def loss_and_mean_state(x: Tensor, y: Tensor, h: Tensor, w: Tensor, u: Tensor, v: Tensor):
+    """A per-step softmax cross-entropy summed into a number that starts as ``0.0`` and the
+    batch's mean state summed over the steps: sums over the rows, carried."""
+    loss = 0.0
+    mean_h = np.zeros(h.shape[1])
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] @ w + h @ u)
+        logits = h @ v
+        m = logits.max(axis=1, keepdims=True)
+        logp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+        loss -= np.sum(logp * y[t])
+        mean_h += h.mean(axis=0)
+    return loss / x.shape[1], h, mean_h
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("batch", [8, 13])
+def test_carried_sums_over_the_rows_split_per_range(monkeypatch, threads, batch):
+    """Each range sums its own rows into a loss and a mean of its own (the first range's
+    starting from the initial value, the others from zero), added after the loop; a number
+    comes back as numpy's number."""
+    rng = np.random.default_rng(threads + batch)
+    x, y = rng.standard_normal((30, batch, 8)), np.eye(10)[rng.integers(0, 10, (30, batch))]
+    h = rng.standard_normal((batch, 12))
+    w, u, v = (rng.standard_normal(s) * 0.3 for s in ((8, 12), (12, 12), (12, 10)))
+    args = (x, y, h, w, u, v)
+    want = python_loop_result(monkeypatch, loss_and_mean_state, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(loss_and_mean_state)
+    for _ in range(2):
+        got = f(*args)
+        assert type(got[0]) is type(want[0]) is np.float64
+        assert_same(got, want, rtol=1e-12, atol=1e-12)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 2 and lp.prog.batch == batch and len(lp.prog.partials) == 2
+    assert _ranges(lp) == ([] if threads == 1 else [min(threads, batch // 4)])
+
+
+def test_the_loss_loop_trains_over_row_ranges(monkeypatch):
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((30, 13, 8)), np.eye(10)[rng.integers(0, 10, (30, 13))]
+    h = rng.standard_normal((13, 12))
+    w, u, v = (rng.standard_normal(s) * 0.3 for s in ((8, 12), (12, 12), (12, 10)))
+    args = (x, y, h, w, u, v)
+
+    def train(f):
+        out, back = vjp(f, *args)
+        return out, back((1.0, np.ones_like(out[1]), np.ones_like(out[2])))
+
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want = train(script(loss_and_mean_state))
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+    f = script(loss_and_mean_state)
+    got = train(f)
+    assert_same(got, want, rtol=1e-10, atol=1e-12)
+    forward = [v for cg in f.__dict__["_gradient_cache"].values()
+               for k, v in cg.forward.__globals__.items() if k.startswith("_loop")]
+    assert [_ranges(lp) for lp in forward] == [[2]]

@@ -270,9 +270,10 @@ class RowRanges:
                 shape = layouts[n.output][0]
                 values[("fill count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))
             elif n.kind in REDUCTIONS and n in prog.row_inputs and n.output not in prog.same:
-                shape = layouts[n.output][0]  # over later axes: these rows' results
-                values[("reduce count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))
                 values[("reduce dim", n, 0)] = rows
+                if n.output not in prog.private:  # over later axes: these rows' results
+                    shape = layouts[n.output][0]
+                    values[("reduce count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))
             elif n.kind in LAYER_NORMS:  # the rows of (B, ..., C) its kernel runs
                 shape = layouts[n.inputs[1 if n.kind == "tensor::layer_norm_backward" else 0]][0]
                 values[("layer norm rows", n)] = rows * int(np.prod(shape[1:-1], dtype=np.int64))

@@ -42,26 +42,39 @@ def _keeps_rows(n: Node) -> bool:
 
 def partial_sums(prog: LoopProgram) -> dict[Value, Node]:
     """The carried accumulators of row sums, by parameter: ``p`` read in the steps by one node
-    only, ``a = p + s`` (a kernel) that the step carries on as ``p``'s next value and nothing
-    else reads, ``s`` a layer norm gradient's weight or bias sum (over the step's rows) read by
-    ``a`` alone. Loops over row ranges give each range an accumulator of its own (``private``:
-    zero at the start but the first range's), summed after the ranges."""
+    only, ``a = p + s`` or ``p - s`` (a kernel) that the step carries on as ``p``'s next value
+    and nothing else reads, ``s`` a sum over the step's rows (``_row_sum``: a layer norm
+    gradient's weight or bias sum, ``loss += np.sum(...)``) read by ``a`` alone. Loops over row
+    ranges give each range an accumulator of its own (``private``: zero at the start but the
+    first range's), summed after the ranges."""
     (body,) = prog.node.blocks
     ret = body.return_node
     found: dict[Value, Node] = {}
     for p, r in zip(prog.params, prog.results):
         a = r.node
-        if (a.kind != "tensor::add" or a not in prog.kernels or a.owner is not body
+        if (a.kind not in ("tensor::add", "tensor::sub") or a not in prog.kernels
+                or a.owner is not body or (a.kind == "tensor::sub" and a.inputs[0] is not p)
                 or len(p.uses) != 1 or p.users != [a] or len(r.uses) != 1
                 or r.users != [ret] or prog.results.count(r) != 1):
             continue
         (s,) = [v for v in a.inputs if v is not p] or [None]
-        if (s is None or s.node.kind != "tensor::layer_norm_backward" or s.index == 0
-                or len(s.uses) != 1 or known_array(s) is None or known_array(p) is None
+        if (s is None or not _row_sum(s) or len(s.uses) != 1 or known_array(s) is None
+                or known_array(p) is None
                 or known_array(s).shape != known_array(p).shape):  # type: ignore[union-attr]
             continue
         found[p] = a
     return found
+
+
+def _row_sum(s: Value) -> bool:
+    """Whether ``s`` sums over the first axis (the rows, ``row_split`` checks): a layer norm
+    gradient's weight or bias sum, or a sum or mean over axes that include the first (a mean
+    divides by every row's count, so the ranges' means add up to it)."""
+    n = s.node
+    if n.kind == "tensor::layer_norm_backward":
+        return s.index > 0
+    found = reduction(n) if REDUCTIONS.get(n.kind) in ("sum", "mean") else None
+    return found is not None and 0 in found[0]
 
 
 def row_split(prog: LoopProgram) -> int | None:
@@ -180,7 +193,9 @@ def row_split(prog: LoopProgram) -> int | None:
             if n.output in prog.same:  # over axes of length 1: x itself
                 if x in split:
                     split.add(n.output)
-            elif found is None or 0 in found[0] or found[1][0] != 0 or not rows(n.output):
+            elif (not rows(x) if n.output in private  # a range's sum of its rows
+                    else found is None or 0 in found[0] or found[1][0] != 0
+                    or not rows(n.output)):
                 return None
             else:  # each operand at its rows (one broadcast along them, whole)
                 rank = len(known_array(x).shape)  # type: ignore[union-attr]

@@ -253,10 +253,10 @@ class NativeLoop(RowRanges, Appends):
 
         def final(k: int) -> Any:
             at = self.buffer_at[k]
+            if ranges is not None and k in self.private_at:  # the ranges' sums, added
+                return bufs[at + last].sum(0)  # (a number for a 0-d sum, as numpy's)
             if k in self.numbers:  # numpy's loop ends with a number there
                 return bufs[at + last][()]
-            if ranges is not None and k in self.private_at:  # the ranges' sums, added
-                return bufs[at + last].sum(0)
             if prog.produced[k] not in prog.sequenced:
                 return bufs[at + last]
             return slots[at][trip - 1] if at in slots else bufs[at][trip - 1]
