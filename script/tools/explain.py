@@ -389,7 +389,19 @@ def _native_status(node: Node) -> str:
     if getattr(native, "runtime_shapes", False):
         return ("runs natively, compiled for the sizes its arrays have when it is reached (one "
                 "compiled function per set of sizes, no Python per step)")
-    return "runs natively (one compiled function, no Python per step)"
+    return "runs natively (one compiled function, no Python per step)" + _rows_status(native)
+
+
+def _rows_status(native: Any) -> str:
+    """Whether a native loop's steps are independent across batch rows (it may then run as
+    several ranges of rows at once, ``RNNSCRIPT_LOOP_THREADS``), and why not."""
+    prog = getattr(native, "prog", None)
+    if prog is None or not prog.params:
+        return ""
+    if prog.batch is not None:
+        return (f"; its steps are independent across the batch's {prog.batch} rows (it may run "
+                "as several ranges of rows at once)")
+    return f"; over every row at once ({prog.whole_why})" if prog.whole_why else ""
 
 
 def _loops_written(fn: Any) -> int:

@@ -188,3 +188,24 @@ def test_the_loss_loop_trains_over_row_ranges(monkeypatch):
     forward = [v for cg in f.__dict__["_gradient_cache"].values()
                for k, v in cg.forward.__globals__.items() if k.startswith("_loop")]
     assert [_ranges(lp) for lp in forward] == [[2]]
+
+
+def test_explain_says_whether_a_loop_splits_by_rows_and_why_not():
+    rng = np.random.default_rng(2)
+    x, h, w = rng.standard_normal((40, 12, 6)), rng.standard_normal((12, 6)), \
+        rng.standard_normal((6, 6))
+
+    def whole(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w - h.sum(axis=0, keepdims=True) * 0.1)
+        return h
+
+    def rows(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w - h.sum(axis=1, keepdims=True) * 0.1)
+        return h
+
+    assert "its steps are independent across the batch's 12 rows" in script(rows).explain(x, h, w)
+    text = script(whole).explain(x, h, w)
+    assert "over every row at once (tensor::sum at " in text
+    assert "a reduction over the batch axis, not a carried sum)" in text

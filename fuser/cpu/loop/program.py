@@ -110,6 +110,8 @@ class LoopProgram:
     """carried accumulators of row sums and each one's add (``rows.partial_sums``)."""
     private: set[Value] = field(default_factory=set)
     """values each row range has its own of (``("private", v)`` bytes into their buffers)."""
+    whole_why: str = ""
+    """why the steps are not independent across batch rows (``batch`` None), for ``explain``."""
     row_inputs: dict[Node, set[int]] = field(default_factory=dict)
     """per node, the positions of its inputs it reads by batch row (its own rows only)."""
     unbound: dict[Value, tuple[Value, int]] = field(default_factory=dict)

@@ -77,6 +77,14 @@ def _row_sum(s: Value) -> bool:
     return found is not None and 0 in found[0]
 
 
+def _refused(prog: LoopProgram, why: str, n: Node | None = None) -> None:
+    """Note why the loop runs over every row at once (``LoopProgram.whole_why``)."""
+    if n is not None:
+        at = f" at {n.source}" if n.source is not None else ""
+        why = f"{n.kind}{at}: {why}"
+    prog.whole_why = why
+
+
 def row_split(prog: LoopProgram) -> int | None:
     """The batch size B when every step is independent across batch rows, else None.
 
@@ -85,24 +93,25 @@ def row_split(prog: LoopProgram) -> int | None:
     B rows; matmuls: the left operand, the right one read whole) and from arrays read whole
     that no step writes. Then k loops over disjoint row ranges compute what one loop computes,
     each writing only its rows (of the made values, and of the slots it stores into)."""
-    prog.partials, prog.private = {}, set()
+    prog.partials, prog.private, prog.whole_why = {}, set(), ""
     partials = partial_sums(prog)
     params = [p for p in prog.params if p not in partials]
     if not params:
-        return None
+        return _refused(prog, "it carries no array")
     first = known_array(params[0])
     if first is None or not first.shape:  # a 0-d carry (an accumulator) has no rows
-        return None
+        return _refused(prog, f"carried %{params[0].name} has no batch axis (a number?)")
     batch = first.shape[0]
     if batch is None or batch < 2:
-        return None
+        return _refused(prog, "its batch has fewer than 2 rows")
 
     def rows(v: Value) -> bool:
         t = known_array(v)
         return t is not None and len(t.shape) >= 1 and t.shape[0] == batch
 
     if not all(rows(p) for p in params):
-        return None
+        odd = next(p.name or "?" for p in params if not rows(p))
+        return _refused(prog, f"carried %{odd} is not (B, ...) as the first is")
     private = {v for p, a in partials.items() for v in (p, *a.inputs, a.output)}
     """the accumulators of row sums and the sums: each row range has its own."""
     split: set[Value] = (set(params) | set(prog.produced)) - private
@@ -111,7 +120,7 @@ def row_split(prog: LoopProgram) -> int | None:
     for n in body:
         if is_region_write(n) or (n.kind in WRITES
                                   and prog.base(n.inputs[0]) is not prog.resolve(n.inputs[0])):
-            return None  # a slice or a fill, a write into a view: not split by rows (yet)
+            return _refused(prog, "a write into a slice or a view of an array", n)
     for n in body:  # what the steps write rows of, wherever in the step they write it
         if n.kind in WRITES:
             split.add(prog.resolve(n.inputs[0]))
@@ -127,19 +136,20 @@ def row_split(prog: LoopProgram) -> int | None:
             outs = [known_array(v) for v in n.outputs]
             rank = len(outs[0].shape)  # type: ignore[union-attr]
             if not all(rows(v) and len(t.shape) == rank for v, t in zip(n.outputs, outs)):
-                return None
+                return _refused(prog, "its outputs are not all (B, ...)", n)
             for i in prog.kernels[n].spec.array_inputs:
                 v = inputs[i]
                 t = known_array(v)
                 if t is not None and len(t.shape) == rank and t.shape[0] == batch:
                     uses.add(i)
                 elif v in split:
-                    return None  # a made value read whole (broadcast)
+                    return _refused(prog, "it reads an array the step makes whole (a broadcast)", n)
         elif kind == "tensor::matmul":
             a, w = n.inputs
             if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
                     known_array(w).shape) != 2:  # type: ignore[union-attr]
-                return None  # (a vector's rows are not batch rows)
+                return _refused(prog, "its left operand is not the batch's rows (B, k), or the "
+                                "step makes its right operand", n)
             uses.add(0)
         elif kind in WRITES:
             buf, axis, _, value = write_parts(n)
@@ -149,19 +159,20 @@ def row_split(prog: LoopProgram) -> int | None:
             # along axis 1, its first (B, T, ...: ``hs[:, t, :] = h``)
             if not rows(value) or t is None or len(t.shape) < 2 or not (
                     (ax == 0 and t.shape[1] == batch) or (ax == 1 and t.shape[0] == batch)):
-                return None
+                return _refused(prog, "the value written is not the batch's rows of the slot", n)
         elif kind == "tensor::layer_norm":  # over the last axis: row r of x alone
             x, weight, bias = n.inputs[:3]
             if not rows(x) or len(known_array(x).shape) < 2 or weight in split \
                     or bias in split:  # type: ignore[union-attr]
-                return None
+                return _refused(prog, "not of the batch's rows, or the step makes its weight", n)
             uses.add(0)
         elif kind == "tensor::layer_norm_backward":  # row r of the input's gradient from
             # row r of the output's and of the input; the weight and bias sums of these rows
             g, x, weight = n.inputs[:3]
             if (not rows(g) or not rows(x) or len(known_array(x).shape) < 2  # type: ignore
                     or weight in split or not all(v in private for v in n.outputs[1:])):
-                return None
+                return _refused(prog, "not of the batch's rows, or the step reads its weight's "
+                                "and bias's sums", n)
             uses.update((0, 1))
         elif kind == "tensor::cat":  # pieces joined along a later axis: row r of each
             pieces = prog.constructed.get(n.inputs[0], [])
@@ -169,13 +180,13 @@ def row_split(prog: LoopProgram) -> int | None:
             ax = int(axis.constant) if axis.is_constant else 0
             ax = ax + len(out.shape) if out is not None and ax < 0 else ax
             if not (ax >= 1 and rows(n.output) and pieces and all(rows(v) for v in pieces)):
-                return None
+                return _refused(prog, "it joins along the batch axis", n)
             uses.add(0)
         elif kind == "prim::ListConstruct" and n.output in prog.constructed:
             pass  # a cat's pieces
         elif kind == "tensor::select" or kind == "tensor::unbind":
             if n.inputs[0] in split:
-                return None  # a view of rows written by other row ranges
+                return _refused(prog, "it selects from rows the step makes (other ranges' too)", n)
         elif kind in PIECES or kind == "tensor::slice":  # views at an offset along an axis
             if n.inputs[0] in split:  # of this range's rows: along a later axis, the same rows
                 found = split_pieces(n) if kind in PIECES else None
@@ -184,7 +195,7 @@ def row_split(prog: LoopProgram) -> int | None:
                 t = known_array(n.inputs[0])
                 ax = ax + len(t.shape) if t is not None and ax < 0 else ax
                 if ax < 1 or not all(rows(v) for v in n.outputs):
-                    return None
+                    return _refused(prog, "pieces along the batch axis", n)
                 split.update(n.outputs)
         elif n in prog.fused:
             pass  # a product its sum makes as it sums (operands checked there)
@@ -196,27 +207,27 @@ def row_split(prog: LoopProgram) -> int | None:
             elif (not rows(x) if n.output in private  # a range's sum of its rows
                     else found is None or 0 in found[0] or found[1][0] != 0
                     or not rows(n.output)):
-                return None
+                return _refused(prog, "a reduction over the batch axis, not a carried sum", n)
             else:  # each operand at its rows (one broadcast along them, whole)
                 rank = len(known_array(x).shape)  # type: ignore[union-attr]
                 for v in prog.products.get(n, (x,)):
                     t = known_array(v)
                     if v in split and (t is None or len(t.shape) != rank):
-                        return None
+                        return _refused(prog, "an operand of another rank", n)
         elif kind in CONSTRUCTORS:  # a range fills its rows
             if not rows(n.output):
-                return None
+                return _refused(prog, "the array it makes is not (B, ...)", n)
         elif kind == "tensor::reshape":  # C-ordered, the first axis kept: row r is row r
             x, out = n.inputs[0], n.output
             if x in split:
                 if not (rows(x) and rows(out)):
-                    return None
+                    return _refused(prog, "it moves the batch axis", n)
                 split.add(out)
         elif kind in _ROW_VIEWS:
             x, out = n.inputs[0], n.output
             if x in split:
                 if not (rows(x) and rows(out) and _keeps_rows(n)):
-                    return None
+                    return _refused(prog, "it moves the batch axis", n)
                 split.add(out)
         elif kind in ("prim::ListIndex", "prim::ListPop", "prim::ListAppend",
                       "prim::Constant", "prim::Int") or kind in NUMBER_OPS or (
@@ -224,7 +235,7 @@ def row_split(prog: LoopProgram) -> int | None:
             # (a tuple kept for after the loop: nothing reads it in the steps)
             pass
         else:
-            return None
+            return _refused(prog, "not row-wise", n)
         prog.row_inputs[n] = uses
     prog.partials = partials
     prog.private = private - set(prog.params)
