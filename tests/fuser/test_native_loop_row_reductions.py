@@ -209,3 +209,68 @@ def test_explain_says_whether_a_loop_splits_by_rows_and_why_not():
     text = script(whole).explain(x, h, w)
     assert "over every row at once (tensor::sum at " in text
     assert "a reduction over the batch axis, not a carried sum)" in text
+
+
+def history_sum(x: Tensor, h: Tensor, w: Tensor, v: Tensor) -> Tensor:
+    """Reads the (T, B, H) buffer its steps write: its first axis is the steps', even when T
+    equals B and it looks like (B, ...)."""
+    hs = np.zeros((x.shape[0], h.shape[0], h.shape[1]))
+    for t in range(x.shape[0]):
+        hs[t] = h
+        m = hs.sum(axis=2)
+        h = np.tanh(x[t] + h @ w + m @ v * 0.1)
+    return h
+
+
+def history_product(x: Tensor, h: Tensor, c: Tensor, w: Tensor, v: Tensor) -> Tensor:
+    hs = np.zeros((x.shape[0], h.shape[0]))
+    for t in range(x.shape[0]):
+        hs[t] = c
+        h = np.tanh(x[t] + h @ w + hs @ v)
+        c = np.tanh(c * 0.9 + 0.1)
+    return h
+
+
+def test_a_time_major_buffer_the_steps_read_keeps_the_loop_whole_when_t_equals_b(monkeypatch):
+    rng = np.random.default_rng(4)
+    steps = batch = 20
+    x, h = rng.standard_normal((steps, batch, 6)), rng.standard_normal((batch, 6))
+    w = rng.standard_normal((6, 6)) * 0.3
+    cases = [(history_sum, (x, h, w, rng.standard_normal((steps, 6)))),
+             (history_product, (x, h, rng.standard_normal(batch), w,
+                                rng.standard_normal((steps, 6)) * 0.3))]
+    for fn, args in cases:
+        want = python_loop_result(monkeypatch, fn, *args)
+        with monkeypatch.context() as m:
+            m.setenv("RNNSCRIPT_LOOP_THREADS", "2")
+            f = script(fn)
+            got = f(*args)
+        (lp,) = native_loops(f, *args)
+        assert lp.calls == 1 and lp.prog.batch is None
+        assert "a (T, B, ...) buffer the steps write" in lp.prog.whole_why
+        _assert_close([got], [want], np.float64)
+
+
+def loss_from(x: Tensor, h: Tensor, w: Tensor, start: Tensor):
+    """Accumulators that start where the caller says: only the first range starts there."""
+    total = start.sum()
+    seen = start * 2.0
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] + h @ w)
+        total += np.sum(h * h)
+        seen = seen + h.sum(axis=0)
+    return total, seen, h
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_carried_sums_starting_from_values_count_them_once(monkeypatch, threads):
+    rng = np.random.default_rng(threads)
+    x, h = rng.standard_normal((30, 12, 5)), rng.standard_normal((12, 5))
+    args = (x, h, rng.standard_normal((5, 5)) * 0.4, rng.standard_normal(5) + 3.0)
+    want = python_loop_result(monkeypatch, loss_from, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(loss_from)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    assert lp.calls == 1 and len(lp.prog.partials) == 2 and _ranges(lp) == [threads]
+    assert_same(got, want, rtol=1e-12, atol=1e-12)

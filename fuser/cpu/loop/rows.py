@@ -121,13 +121,21 @@ def row_split(prog: LoopProgram) -> int | None:
         if is_region_write(n) or (n.kind in WRITES
                                   and prog.base(n.inputs[0]) is not prog.resolve(n.inputs[0])):
             return _refused(prog, "a write into a slice or a view of an array", n)
+    time_major: set[Value] = set()
+    """slot buffers written ``buf[t] = v``: (T, B, ...), the rows on their second axis."""
     for n in body:  # what the steps write rows of, wherever in the step they write it
         if n.kind in WRITES:
-            split.add(prog.resolve(n.inputs[0]))
+            written = {prog.resolve(n.inputs[0])}
             if n.kind == "tensor::select_put_":
-                split.add(n.output)
+                written.add(n.output)
+            split.update(written)
+            if int(write_parts(n)[1].constant) == 0:
+                time_major.update(written)
     for n in body:
         kind = n.kind
+        if kind not in WRITES and any(prog.resolve(v) in time_major for v in n.inputs):
+            # (its first axis is the steps': a shape (B, ...) when T == B is not the rows)
+            return _refused(prog, "it reads a (T, B, ...) buffer the steps write", n)
         uses: set[int] = set()
         if n in partials.values():
             pass  # an accumulator of this range's sums plus this step's: both its own

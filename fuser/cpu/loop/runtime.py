@@ -76,6 +76,7 @@ class NativeLoop(RowRanges, Appends):
                             for v in prog.free_arrays]
         self.init_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
                             for v in prog.params]
+        self.number_inits = any(shape == () for _, shape in self.init_checks)
         pos = {v: k for k, v in enumerate(prog.free)}
         self.array_pos = [pos[v] for v in prog.free_arrays]
         self.list_pos = [pos[v] for v in prog.free_lists]
@@ -150,15 +151,20 @@ class NativeLoop(RowRanges, Appends):
         for a, (dtype, shape) in zip(arrays, self.free_checks):
             if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
                 return None
-        for a, (dtype, shape) in zip(inits, self.init_checks):
+        given = inits
+        if self.number_inits and any(isinstance(a, np.generic) for a in inits):
+            # a 0-d carried value that starts as numpy's number (``total = x.sum()``): the
+            # steps read it as a 0-d array; results and appends keep the number given
+            given = tuple([np.array(a) if isinstance(a, np.generic) else a for a in inits])
+        for a, (dtype, shape) in zip(given, self.init_checks):
             if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
                     or not a.flags.c_contiguous):
                 return None
         for k in prog.write_targets:
             if not arrays[k].flags.writeable:
                 return None
-        for k in prog.written_params:
-            if not inits[k].flags.writeable:
+        for k in prog.written_params:  # (a number is not written in place: Python raises)
+            if not given[k].flags.writeable or given[k] is not inits[k]:
                 return None
         lists = [free[k] for k in self.list_pos]
         if any(type(lst) is not kind for lst, kind in zip(lists, self.container_types)):
@@ -232,7 +238,7 @@ class NativeLoop(RowRanges, Appends):
             ints = ints.copy() if ints is variant.ints else ints
             for at, k in variant.dict_lows:
                 ints[at] = lows[k]
-        items = tuple([*arrays, *inits, *bufs, *tuples])
+        items = tuple([*arrays, *given, *bufs, *tuples])
         if ranges is None:
             status = variant.fn(items, trip, data_address(ints), data_address(doubles),
                                 data_address(self.fns))
