@@ -274,3 +274,23 @@ def test_carried_sums_starting_from_values_count_them_once(monkeypatch, threads)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1 and len(lp.prog.partials) == 2 and _ranges(lp) == [threads]
     assert_same(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_loop_without_products_splits_by_its_elementwise_work(monkeypatch):
+    """Unset ``RNNSCRIPT_LOOP_THREADS``: the attention loop has no matmul, but its softmax
+    over the keys and weighted sums reach ``SPLIT_MIN_PRODUCT`` additions' worth a step."""
+    from benchmarks.realworld_programs import programs
+    from fuser.cpu import products
+    from fuser.cpu.loop import ranges
+
+    monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
+    monkeypatch.setattr(products, "threads", lambda: 2)
+    c = programs()["dlfs2_attention"].CASES["time_attention_forward"]
+    args = c.make_args("float32", "bench")
+    f = script(c.fn)
+    got = f(*args)
+    (lp,) = native_loops(f, *args)
+    (variant,) = lp.variants.values()
+    assert not any(n.kind == "tensor::matmul" for n in lp.prog.node.blocks[0])
+    assert variant.step_product >= ranges.SPLIT_MIN_PRODUCT and _ranges(lp) == [2]
+    assert_same(got, c.fn(*args), rtol=1e-5, atol=1e-6)

@@ -12,7 +12,14 @@ from llvmlite import ir
 from fuser.cpu import blas, pool, products
 from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop.body import CONSTRUCTORS, LAYER_NORMS, REDUCTIONS, WRITES, write_parts
+from fuser.cpu.loop.body import (
+    CONSTRUCTORS,
+    LAYER_NORMS,
+    REDUCTIONS,
+    WRITES,
+    known_array,
+    write_parts,
+)
 from fuser.cpu.loop.layouts import Layout, Unplannable
 
 if TYPE_CHECKING:
@@ -80,6 +87,10 @@ def range_count(step_product: int = 0, batch: int = 0) -> int:
         return 1
     return min(products.threads(), max(2, batch // RANGE_ROWS))
 
+
+LAYER_NORM_WORK = 12
+"""A layer norm's (or its gradient's) work per item, in additions' worth (``_step_product``):
+two passes for the mean and variance, a square root and a division per row, the scale."""
 
 JOB_SLOTS = 7
 """The int64 slots of a ranges job before its per-range ones: the loop function, the tuple of
@@ -203,13 +214,28 @@ class RowRanges:
         return found
 
     def _step_product(self, variant: Variant) -> int:
-        """The multiply-adds of one step's products (at these layouts)."""
+        """The arithmetic of one step (at these layouts): its products' multiply-adds, and its
+        elementwise groups', reductions' and layer norms' work in additions' worth
+        (``parallel.work_per_point``: a transcendental function counts 8), which a loop
+        without products (an attention's softmax over its keys) has too."""
         total = 0
-        (body,) = self.prog.node.blocks
+        prog = self.prog
+        (body,) = prog.node.blocks
+
+        def points(v: Any) -> int:
+            t = known_array(v)
+            return int(np.prod(t.shape, dtype=np.int64)) if t is not None else 0
+
         for n in body:
             if n.kind == "tensor::matmul":
                 a, w = (variant.layouts[v][0] for v in n.inputs)
                 total += int(np.prod(a, dtype=np.int64)) * int(w[-1])
+            elif n in prog.kernels:
+                total += points(n.outputs[0]) * prog.kernels[n].work
+            elif n.kind in REDUCTIONS and n.output not in prog.same:
+                total += points(n.inputs[0]) * (2 if n in prog.products else 1)
+            elif n.kind in LAYER_NORMS:
+                total += points(n.outputs[0]) * LAYER_NORM_WORK
         return total
 
     def _split(self, variant: Variant, parts: int) -> list[np.ndarray]:
