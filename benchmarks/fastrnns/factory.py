@@ -20,10 +20,8 @@ the layers inside the script, as upstream.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +29,7 @@ import numpy as np
 
 from benchmarks.fastrnns import cells
 from benchmarks.fastrnns.eager import numpy_backward, numpy_forward
+from fuser.cpu.loop.body import python_loops
 from script import script, vjp
 from script.runtime.autodiff import compile_gradient, run_vjp
 from script.runtime.function import ScriptFunction
@@ -205,24 +204,11 @@ def scripted_layer_vjp(fn: Any, optimize: bool = True) -> LayerVJP:
         if optimize:
             return vjp(f, *args, argnums=argnums)
         wrt = None if argnums is None else frozenset(argnums)
-        with _python_loops():
+        with python_loops():
             return run_vjp(compile_gradient(f, args, optimize=False, wrt=wrt), args)
 
     return layer_vjp
 
-
-@contextlib.contextmanager
-def _python_loops() -> Iterator[None]:
-    """Loops compiled meanwhile run as generated Python (``RNNSCRIPT_NATIVE_LOOPS=0``)."""
-    saved = os.environ.get("RNNSCRIPT_NATIVE_LOOPS")
-    os.environ["RNNSCRIPT_NATIVE_LOOPS"] = "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["RNNSCRIPT_NATIVE_LOOPS"]
-        else:
-            os.environ["RNNSCRIPT_NATIVE_LOOPS"] = saved
 
 
 # -- creators -----------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ writes, reductions, views, constructors, layer norms, split pieces) and the pred
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ir.core import Node, Value
@@ -54,10 +56,26 @@ class LoopRefused(ValueError):
     """The loop cannot run natively; the message says which node or value and why."""
 
 
+_python_loops = [False]
+
+
 def enabled() -> bool:
-    """Whether loops are compiled natively (``RNNSCRIPT_NATIVE_LOOPS=0`` turns it off)."""
-    return os.environ.get("RNNSCRIPT_NATIVE_LOOPS", "1").strip().lower() not in ("0", "false",
-                                                                                "off")
+    """Whether loops are compiled natively (``RNNSCRIPT_NATIVE_LOOPS=0`` turns it off, and so
+    does ``python_loops()`` for what compiles within it)."""
+    return not _python_loops[0] and os.environ.get(
+        "RNNSCRIPT_NATIVE_LOOPS", "1").strip().lower() not in ("0", "false", "off")
+
+
+@contextlib.contextmanager
+def python_loops() -> Iterator[None]:
+    """Within the ``with`` block, loops compile as generated Python (a reference to check
+    native loops against, whatever their thread policy)."""
+    saved = _python_loops[0]
+    _python_loops[0] = True
+    try:
+        yield
+    finally:
+        _python_loops[0] = saved
 
 
 def where(node: Node) -> str:
