@@ -173,3 +173,49 @@ def python_loop_result(monkeypatch: Any, fn: Any, *args: Any) -> Any:
         f = script(fn)
         assert not native_loops(f, *args)
         return f(*args)
+
+
+def row_ranges(loop: Any) -> list[int]:
+    """How many row ranges each split of a native loop's variants runs (none: one loop)."""
+    return [len(r) for v in loop.variants.values() for r in v.splits.values() if r]
+
+
+def gradient_loops(f: Any) -> list[Any]:
+    """The native loops of ``f``'s compiled gradients: each training forward's, then its
+    reverse pass's."""
+    return [v for cg in f.__dict__.get("_gradient_cache", {}).values()
+            for fn in (cg.forward, cg.backward)
+            for k, v in fn.__globals__.items() if k.startswith("_loop")]
+
+
+def assert_close_scaled(got: Any, want: Any, dtype: Any) -> None:
+    """Arrays equal within rounding, relative to each array's largest magnitude (a weight's
+    gradient sums every step's and row's products, float32 ones in another order)."""
+    tol = 1e-5 if np.dtype(dtype) == np.float32 else 1e-10
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, np.abs(w).max()))
+
+
+def trains_over_row_ranges(monkeypatch: Any, fn: Any, args: tuple, threads: int,
+                           dtype: Any, calls: int = 2) -> Any:
+    """``fn``'s outputs and gradients (for a random cotangent) with its loops as Python and,
+    ``calls`` times, with native loops over ``threads`` row ranges (``RNNSCRIPT_LOOP_THREADS``,
+    left set): each call equal to the Python loops' (``assert_close_scaled``). Returns the
+    compiled function, whose ``gradient_loops`` the caller inspects."""
+    from script import script, vjp
+
+    def train(f: Any) -> tuple[Any, Any]:
+        out, back = vjp(f, *args)
+        rng = np.random.default_rng(0)
+        return out, back(tuple(rng.standard_normal(o.shape).astype(o.dtype) for o in out))
+
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = train(script(fn))
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(fn)
+    for _ in range(calls):
+        out, grads = train(f)
+        assert_close_scaled(out, want_out, dtype)
+        assert_close_scaled(grads, want_grads, dtype)
+    return f

@@ -12,7 +12,7 @@ import rnn
 from benchmarks.fastrnns import cells
 from fuser.cpu import loop as native
 from script import Tensor, ops, script
-from tests.helpers import native_loops, python_loop_result
+from tests.helpers import gradient_loops, native_loops, python_loop_result
 
 
 def lstm_args(T, B, I, H, dtype, seed=0):  # noqa: E741
@@ -280,14 +280,6 @@ def test_ops_chunk_cell_in_a_loop_matches():
 
 
 # -- training: the forward that saves values for the backward, and the reverse loop --------------
-def gradient_loops(f, args):
-    found = []
-    for cg in f.__dict__.get("_gradient_cache", {}).values():
-        for fn in (cg.forward, cg.backward):
-            found += [v for k, v in fn.__globals__.items() if k.startswith("_loop")]
-    return found
-
-
 def vjp_result(fn, args, seed=1):
     from script import vjp
     out, back = vjp(fn, *args)
@@ -308,13 +300,13 @@ def test_fastrnns_layers_train_natively_with_the_python_loops_gradients(monkeypa
     f = script(layer)
     out, grads = vjp_result(f, args)
     if size[0] > 16:  # shorter loops are unrolled
-        loops = gradient_loops(f, args)
+        loops = gradient_loops(f)
         assert len(loops) == 2 and all(lp.calls == 1 for lp in loops)
     with monkeypatch.context() as m:
         m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
         g = script(layer)
         want_out, want_grads = vjp_result(g, args)
-        assert not gradient_loops(g, args)
+        assert not gradient_loops(g)
     assert_same(tuple(out), tuple(want_out), dtype)
     assert_same(tuple(grads), tuple(want_grads), dtype)
 
@@ -331,7 +323,7 @@ def test_training_at_every_thread_count(monkeypatch, layer, make, threads):
     with blas.threads(threads):
         f = script(layer)
         got = vjp_result(f, args)
-    loops = gradient_loops(f, args)
+    loops = gradient_loops(f)
     assert len(loops) == 2 and all(lp.calls == 1 for lp in loops)
     assert_same(tuple(got[0]), tuple(want[0]), np.float64)
     assert_same(tuple(got[1]), tuple(want[1]), np.float64)
@@ -352,7 +344,7 @@ def test_gradients_equal_finite_differences():
     out, back = vjp(f, *args)
     ct = rng.standard_normal(out.shape)
     grads = back(ct)
-    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    assert all(lp.calls == 1 for lp in gradient_loops(f))
     eps = 1e-6
     for k, a in enumerate(args):
         for index in [(0,) * a.ndim, tuple(d - 1 for d in a.shape)]:
@@ -459,7 +451,7 @@ def test_slots_along_a_later_axis_are_written_block_by_block(monkeypatch):
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1
     out, grads = vjp_result(f, args)
-    loops = gradient_loops(f, args)
+    loops = gradient_loops(f)
     # the forward runs natively; the reverse loop stays Python (a carried gradient's shape is
     # not known to the backward graph yet)
     assert len(loops) == 1 and loops[0].calls == 1
@@ -599,7 +591,7 @@ def test_reductions_of_strided_views_and_their_gradients(monkeypatch, op, dtype)
     with monkeypatch.context() as m:
         m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
         want_out, want_grads = vjp_result(script(layer), args)
-    assert [lp.calls for lp in gradient_loops(f, args)] == [1, 1]
+    assert [lp.calls for lp in gradient_loops(f)] == [1, 1]
     assert_same(tuple(out), tuple(want_out), dtype)
     assert_same(tuple(grads), tuple(want_grads), dtype)
 
@@ -624,7 +616,7 @@ def test_a_layer_norm_lstm_runs_natively_forward_and_backward(monkeypatch, layer
     reverse = [v for cg in f.__dict__["_gradient_cache"].values()
                for k, v in cg.backward.__globals__.items() if k.startswith("_loop")]
     assert [lp.calls for lp in reverse] == [1]  # the reverse loop ran natively
-    assert all(lp.calls == 1 for lp in gradient_loops(f, args))
+    assert all(lp.calls == 1 for lp in gradient_loops(f))
     assert_same(tuple(out), tuple(want_out), dtype)
     if dtype == np.float64:
         assert_same(tuple(grads), tuple(want_grads), dtype)

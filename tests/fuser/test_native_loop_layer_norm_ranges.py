@@ -7,25 +7,20 @@ import numpy as np
 import pytest
 
 from benchmarks.fastrnns import cells, factory
-from script import Tensor, ops, script, vjp
-from tests.helpers import native_loops, python_loop_result
+from script import Tensor, ops, script
+from tests.helpers import (
+    assert_close_scaled,
+    gradient_loops,
+    native_loops,
+    python_loop_result,
+    row_ranges,
+    trains_over_row_ranges,
+)
 
 
 def _layer_norm_lstm_args(batch, dtype, seed):
     inp = factory.rnn_inputs(factory.Sizes(12, 1, 16, 16, batch, np.dtype(dtype).name, seed))
     return (inp.x, inp.hx[0], inp.cx[0], *factory.layernorm_weights(inp)[0])
-
-
-def _ranges(lp):
-    return [len(r) for v in lp.variants.values() for r in v.splits.values() if r]
-
-
-def _assert_close(got, want, dtype):
-    """Equal within rounding: relative to each array's largest magnitude (a weight's gradient
-    sums every step's and row's products, float32 ones in another order)."""
-    tol = 1e-5 if dtype == np.float32 else 1e-10
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, np.abs(w).max()))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -39,8 +34,8 @@ def test_a_layer_norm_lstm_splits_into_row_ranges(monkeypatch, threads, batch, d
     got = f(*args)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 1 and lp.prog.batch == batch
-    assert _ranges(lp) == [min(threads, batch // 4)]
-    _assert_close(got, want, dtype)
+    assert row_ranges(lp) == [min(threads, batch // 4)]
+    assert_close_scaled(got, want, dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -50,28 +45,12 @@ def test_training_splits_both_loops_and_sums_the_ranges_gradients(monkeypatch, t
     layer norms' gradients: each range's weight and bias sums its own) run as row ranges; the
     gradients are the Python loops', called twice (the second call reuses the buffers)."""
     args = _layer_norm_lstm_args(17, dtype, threads)
-
-    def train(f):
-        out, back = vjp(f, *args)
-        rng = np.random.default_rng(0)
-        return out, back(tuple(rng.standard_normal(o.shape).astype(o.dtype) for o in out))
-
-    with monkeypatch.context() as m:
-        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
-        want_out, want_grads = train(script(cells.layernorm_lstm_layer))
-    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
-    f = script(cells.layernorm_lstm_layer)
-    for _ in range(2):
-        out, grads = train(f)
-        _assert_close(out, want_out, dtype)
-        _assert_close(grads, want_grads, dtype)
-    loops = [v for cg in f.__dict__["_gradient_cache"].values()
-             for fn in (cg.forward, cg.backward)
-             for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    f = trains_over_row_ranges(monkeypatch, cells.layernorm_lstm_layer, args, threads, dtype)
+    loops = gradient_loops(f)
     assert [lp.calls for lp in loops] == [2, 2]
     assert [lp.prog.batch for lp in loops] == [17, 17]
     assert len(loops[1].prog.partials) == 4  # the weight and bias of two layer norms
-    assert [_ranges(lp) for lp in loops] == [[] if threads == 1 else [threads]] * 2
+    assert [row_ranges(lp) for lp in loops] == [[] if threads == 1 else [threads]] * 2
 
 
 def test_a_layer_norm_of_rows_of_several_vectors_splits(monkeypatch):
@@ -91,5 +70,5 @@ def test_a_layer_norm_of_rows_of_several_vectors_splits(monkeypatch):
     f = script(step)
     got = f(x, h, g, b)
     (lp,) = native_loops(f, x, h, g, b)
-    assert lp.calls == 1 and _ranges(lp) == [2]
-    _assert_close([got], [want], np.float64)
+    assert lp.calls == 1 and row_ranges(lp) == [2]
+    assert_close_scaled([got], [want], np.float64)

@@ -8,18 +8,15 @@ import pytest
 
 from benchmarks.fastrnns import cells, factory
 from script import Tensor, script, vjp
-from tests.helpers import assert_same, native_loops, python_loop_result
-
-
-def _ranges(lp):
-    return [len(r) for v in lp.variants.values() for r in v.splits.values() if r]
-
-
-def _assert_close(got, want, dtype):
-    """Equal within rounding, relative to each array's largest magnitude."""
-    tol = 1e-5 if dtype == np.float32 else 1e-10
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * max(1.0, np.abs(w).max()))
+from tests.helpers import (
+    assert_close_scaled,
+    assert_same,
+    gradient_loops,
+    native_loops,
+    python_loop_result,
+    row_ranges,
+    trains_over_row_ranges,
+)
 
 
 def _decomposed_args(batch, dtype, seed):
@@ -35,28 +32,13 @@ def test_a_decomposed_layer_norm_lstm_trains_over_row_ranges(monkeypatch, thread
     """custom_lstms' layer norm as ``mean`` and ``std`` over the last axis: its forward loop and
     the reverse loop (``sum_to`` the (B, 1) statistics, broadcasts back) split by rows."""
     args = _decomposed_args(batch, dtype, threads + batch)
-
-    def train(f):
-        out, back = vjp(f, *args)
-        rng = np.random.default_rng(0)
-        return out, back(tuple(rng.standard_normal(o.shape).astype(o.dtype) for o in out))
-
-    with monkeypatch.context() as m:
-        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
-        want_out, want_grads = train(script(cells.layernorm_decom_lstm_layer))
-    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
-    f = script(cells.layernorm_decom_lstm_layer)
-    for _ in range(2):
-        out, grads = train(f)
-        _assert_close(out, want_out, dtype)
-        _assert_close(grads, want_grads, dtype)
-    loops = [v for cg in f.__dict__["_gradient_cache"].values()
-             for fn in (cg.forward, cg.backward)
-             for k, v in fn.__globals__.items() if k.startswith("_loop")]
+    f = trains_over_row_ranges(monkeypatch, cells.layernorm_decom_lstm_layer, args, threads,
+                               dtype)
+    loops = gradient_loops(f)
     assert [lp.calls for lp in loops] == [2, 2]
     assert [lp.prog.batch for lp in loops] == [batch, batch]
     split = [] if threads == 1 else [min(threads, batch // 4)]
-    assert [_ranges(lp) for lp in loops] == [split, split]
+    assert [row_ranges(lp) for lp in loops] == [split, split]
 
 
 def softmax_attention(q: Tensor, keys: Tensor, w: Tensor, h: Tensor) -> Tensor:
@@ -86,8 +68,8 @@ def test_an_attention_loop_splits_its_softmax_and_weighted_sums(monkeypatch, thr
     f = script(softmax_attention)
     got = f(q, keys, w, h)
     (lp,) = native_loops(f, q, keys, w, h)
-    assert lp.calls == 1 and lp.prog.batch == batch and _ranges(lp) == [threads]
-    _assert_close([got], [want], dtype)
+    assert lp.calls == 1 and lp.prog.batch == batch and row_ranges(lp) == [threads]
+    assert_close_scaled([got], [want], dtype)
 
 
 def test_a_reduction_over_the_rows_keeps_its_loop_whole(monkeypatch):
@@ -107,7 +89,7 @@ def test_a_reduction_over_the_rows_keeps_its_loop_whole(monkeypatch):
     got = f(x, h, w)
     (lp,) = native_loops(f, x, h, w)
     assert lp.calls == 1 and lp.prog.batch is None
-    _assert_close([got], [want], np.float64)
+    assert_close_scaled([got], [want], np.float64)
 
 
 @pytest.mark.parametrize("program,case", [("cs231n_lstm", "lstm_forward"),
@@ -125,7 +107,7 @@ def test_corpus_loops_with_constructors_and_reshapes_split(monkeypatch, program,
     f = script(c.fn)
     got = f(*args)
     (lp,) = native_loops(f, *args)
-    assert lp.calls == 1 and lp.prog.batch is not None and _ranges(lp) == [2]
+    assert lp.calls == 1 and lp.prog.batch is not None and row_ranges(lp) == [2]
     assert_same(got, want, rtol=1e-10, atol=1e-12)
 
 
@@ -164,7 +146,7 @@ def test_carried_sums_over_the_rows_split_per_range(monkeypatch, threads, batch)
         assert_same(got, want, rtol=1e-12, atol=1e-12)
     (lp,) = native_loops(f, *args)
     assert lp.calls == 2 and lp.prog.batch == batch and len(lp.prog.partials) == 2
-    assert _ranges(lp) == ([] if threads == 1 else [min(threads, batch // 4)])
+    assert row_ranges(lp) == ([] if threads == 1 else [min(threads, batch // 4)])
 
 
 def test_the_loss_loop_trains_over_row_ranges(monkeypatch):
@@ -185,9 +167,8 @@ def test_the_loss_loop_trains_over_row_ranges(monkeypatch):
     f = script(loss_and_mean_state)
     got = train(f)
     assert_same(got, want, rtol=1e-10, atol=1e-12)
-    forward = [v for cg in f.__dict__["_gradient_cache"].values()
-               for k, v in cg.forward.__globals__.items() if k.startswith("_loop")]
-    assert [_ranges(lp) for lp in forward] == [[2]]
+    forward = gradient_loops(f)[0]
+    assert row_ranges(forward) == [2]
 
 
 def test_explain_says_whether_a_loop_splits_by_rows_and_why_not():
@@ -248,7 +229,7 @@ def test_a_time_major_buffer_the_steps_read_keeps_the_loop_whole_when_t_equals_b
         (lp,) = native_loops(f, *args)
         assert lp.calls == 1 and lp.prog.batch is None
         assert "a (T, B, ...) buffer the steps write" in lp.prog.whole_why
-        _assert_close([got], [want], np.float64)
+        assert_close_scaled([got], [want], np.float64)
 
 
 def loss_from(x: Tensor, h: Tensor, w: Tensor, start: Tensor):
@@ -272,7 +253,7 @@ def test_carried_sums_starting_from_values_count_them_once(monkeypatch, threads)
     f = script(loss_from)
     got = f(*args)
     (lp,) = native_loops(f, *args)
-    assert lp.calls == 1 and len(lp.prog.partials) == 2 and _ranges(lp) == [threads]
+    assert lp.calls == 1 and len(lp.prog.partials) == 2 and row_ranges(lp) == [threads]
     assert_same(got, want, rtol=1e-12, atol=1e-12)
 
 
@@ -292,5 +273,5 @@ def test_a_loop_without_products_splits_by_its_elementwise_work(monkeypatch):
     (lp,) = native_loops(f, *args)
     (variant,) = lp.variants.values()
     assert not any(n.kind == "tensor::matmul" for n in lp.prog.node.blocks[0])
-    assert variant.step_product >= ranges.SPLIT_MIN_PRODUCT and _ranges(lp) == [2]
+    assert variant.step_product >= ranges.SPLIT_MIN_PRODUCT and row_ranges(lp) == [2]
     assert_same(got, c.fn(*args), rtol=1e-5, atol=1e-6)

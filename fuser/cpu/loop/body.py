@@ -242,3 +242,10 @@ def reduction(n: Node) -> tuple[tuple[int, ...], list[int | None]] | None:
     kept = [a for a in range(rank) if a not in out]
     return tuple(sorted(out)), [a if keep.constant else (kept.index(a) if a in kept else None)
                                 for a in range(rank)]
+
+
+def numbers(produced: list[Value]) -> set[Value]:
+    """The 0-d arrays of ``produced`` (what a loop's steps make) where numpy's arithmetic,
+    reductions and item reads give a number (a numpy scalar): all but array constructors'."""
+    return {v for v in produced if v.node.kind not in CONSTRUCTORS
+            and isinstance(v.type, TensorType) and v.type.shape == ()}

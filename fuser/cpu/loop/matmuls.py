@@ -9,19 +9,14 @@ from typing import Any
 from llvmlite import ir
 
 from fuser.cpu import blas, stepgemm
+from fuser.cpu.loop.steps import I32, PTR, BuilderParts
 from fuser.cpu.mathfns import F32, F64, I64
 from ir.core import Node, Value
 
-I32 = ir.IntType(32)
-PTR = ir.PointerType()
 
+class MatmulEmitters(BuilderParts):
+    """Methods of ``LoopBuilder`` (also its GEMM function pointers and scratch)."""
 
-class MatmulEmitters:
-    """Methods of ``LoopBuilder`` (its builder ``b``, pointers and prepared ints)."""
-
-    b: Any
-    ptr: dict
-    prepared: dict
     int_bits: int
     gemm_tasks: Any
     gemm_pack: Any

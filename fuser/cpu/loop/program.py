@@ -28,6 +28,7 @@ from fuser.cpu.loop.body import (
     is_number,
     is_true,
     known_array,
+    numbers,
     reduction,
     role,
     split_pieces,
@@ -211,12 +212,12 @@ class LoopProgram:
         for d, key, v in prog.stores:
             prog._keep(key, d, made, free_at, param_pos)
             prog._keep(v, d, made, free_at, param_pos)
-        if numbers(prog) & prog.sequenced:
+        if numbers(prog.produced) & prog.sequenced:
             # numpy's arithmetic, reductions and item reads give a number there (a numpy
             # scalar), the native loop a slot of a 0-d array (a carried one is handed back as
             # a number: ``runtime``)
             raise LoopRefused("a reduction to one number is kept beyond the step" if any(
-                v.node.kind in REDUCTIONS for v in numbers(prog) & prog.sequenced)
+                v.node.kind in REDUCTIONS for v in numbers(prog.produced) & prog.sequenced)
                 else "a number (a 0-d result) is kept beyond the step")
         return prog
 
@@ -597,10 +598,3 @@ def _single_op_group(n: Node) -> tuple[Graph, list[Value]] | None:
     for out in node.outputs:
         graph.add_output(out)
     return graph, inputs
-
-
-def numbers(prog: LoopProgram) -> set[Value]:
-    """The 0-d arrays the steps make where numpy's arithmetic, reductions and item reads give
-    a number (a numpy scalar): all but those of array constructors."""
-    return {v for v in prog.produced if v.node.kind not in CONSTRUCTORS
-            and isinstance(v.type, TensorType) and v.type.shape == ()}

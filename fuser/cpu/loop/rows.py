@@ -8,6 +8,7 @@ from fuser.cpu.loop.body import (
     NUMBER_OPS,
     PIECES,
     REDUCTIONS,
+    VIEWS,
     WRITES,
     known_array,
     reduction,
@@ -17,8 +18,6 @@ from fuser.cpu.loop.body import (
 from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.regions import is_region_write
 from ir.core import Node, Value
-
-_ROW_VIEWS = ("tensor::broadcast_to", "tensor::expand_dims", "tensor::transpose")
 
 
 def _keeps_rows(n: Node) -> bool:
@@ -37,7 +36,9 @@ def _keeps_rows(n: Node) -> bool:
     if n.kind == "tensor::expand_dims":
         axes = given if isinstance(given, (tuple, list)) else (given,)
         return all(int(a) % len(out.shape) != 0 for a in axes)
-    return given is not None and int(given[0]) == 0  # transpose: None reverses every axis
+    if n.kind == "tensor::transpose":  # (None reverses every axis)
+        return given is not None and int(given[0]) == 0
+    return False  # a view not known to keep the rows
 
 
 def partial_sums(prog: LoopProgram) -> dict[Value, Node]:
@@ -231,7 +232,7 @@ def row_split(prog: LoopProgram) -> int | None:
                 if not (rows(x) and rows(out)):
                     return _refused(prog, "it moves the batch axis", n)
                 split.add(out)
-        elif kind in _ROW_VIEWS:
+        elif kind in VIEWS:
             x, out = n.inputs[0], n.output
             if x in split:
                 if not (rows(x) and rows(out) and _keeps_rows(n)):

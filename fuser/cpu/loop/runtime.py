@@ -16,10 +16,10 @@ from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.kernel import data_address
 from fuser.cpu.loop import planning, shared_code
 from fuser.cpu.loop.appends import Appends
-from fuser.cpu.loop.body import int_list
+from fuser.cpu.loop.body import int_list, numbers
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
 from fuser.cpu.loop.layouts import Layout, Unplannable
-from fuser.cpu.loop.program import LoopProgram, numbers
+from fuser.cpu.loop.program import LoopProgram
 from fuser.cpu.loop.ranges import RowRanges, run_ranges
 from fuser.workspace import Workspace
 from ir.core import Node, Value
@@ -86,7 +86,7 @@ class NativeLoop(RowRanges, Appends):
         self.changed_lists = any(r not in ("read", "keys") for r in self.list_roles)
         self.container_types = [dict if r in ("keys", "store") else list
                                 for r in self.list_roles]
-        self.numbers = {k for k, v in enumerate(prog.produced) if v in numbers(prog)}
+        self.numbers = {k for k, v in enumerate(prog.produced) if v in numbers(prog.produced)}
         """made values handed back as numbers, as numpy's loop gives them (``numbers``)."""
         self.buffer_at: list[int] = []
         """per made value, the index of its first buffer in a call's buffer list."""

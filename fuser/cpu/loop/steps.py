@@ -27,15 +27,21 @@ I32 = ir.IntType(32)
 PTR = ir.PointerType()
 
 
-class StepEmitters:
-    """Methods of ``LoopBuilder`` (its builder ``b``, function ``fn``, module and pointers)."""
+class BuilderParts:
+    """What ``LoopBuilder``'s emitter mixins read of it: the IR builder ``b``, each value's
+    pointer, the ints loaded before the loop."""
 
     b: Any
+    ptr: dict
+    prepared: dict
+
+
+class StepEmitters(BuilderParts):
+    """Methods of ``LoopBuilder`` (also its function ``fn``, module and lists)."""
+
     fn: Any
     module: Any
-    ptr: dict
     prog: Any
-    prepared: dict
     sizes: dict
     items: dict
     lows: dict
