@@ -38,7 +38,8 @@ def _product(dtype, m, k, n, pad=(0, 0, 0), seed=0, pack=False):
 
 
 SHAPES = [(1, 1, 1), (8, 64, 256), (8, 256, 64), (3, 5, 7), (13, 17, 50), (9, 64, 33),
-          (32, 100, 200), (5, 3, 16), (2, 7, 31), (15, 1, 47), (7, 33, 8), (64, 40, 96)]
+          (32, 100, 200), (5, 3, 16), (2, 7, 31), (15, 1, 47), (7, 33, 8), (64, 40, 96),
+          (14, 9, 40), (20, 5, 33)]
 
 
 @pytest.mark.parametrize("pack", [False, True])
@@ -55,6 +56,27 @@ def test_kernel_equals_the_product(dtype, m, k, n, pack):
 def test_leading_dimensions_wider_than_the_matrices(dtype, pack):
     got, want = _product(dtype, 11, 19, 37, pad=(3, 5, 7), seed=1, pack=pack)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m", [8, 14, 11])
+def test_a_rows_values_do_not_depend_on_its_block(dtype, m):
+    """Each item of C is one sum over k in order, whichever block of rows computes it
+    (``ROW_SCHEDULE``): the rows of one call equal, bit for bit, each row computed alone."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, 37)).astype(dtype)
+    b = rng.standard_normal((37, 45)).astype(dtype)
+
+    def product(rows):
+        c, counter = np.empty((rows.shape[0], 45), dtype), np.zeros(1, np.int64)
+        stepgemm.kernel(dtype == np.float64)(
+            rows.shape[0], 45, 37, rows.ctypes.data, 37, 1, b.ctypes.data, 45, 1, c.ctypes.data,
+            45, 37, None, counter.ctypes.data, 45)
+        return c
+
+    whole = product(a)
+    for i in range(m):
+        np.testing.assert_array_equal(whole[i], product(a[i:i + 1].copy())[0])
 
 
 def test_rows_in_several_chunks():
