@@ -11,7 +11,8 @@ Here every row named in ``--pairs`` is built once with the harness's creators, i
 compiler settings, called once (its first call: scripted rows compile) and checked as the harness
 checks it. Then each pair runs ``warmup`` untimed and ``rounds`` timed rounds; a round times a
 training forward and its backward of row A, then of row B (B first in every other round), with a
-garbage collection before each call (``bench.time_call``). Before each timed call the row rests
+collection of the young generation's garbage before each call and a full collection before the
+first round (``bench.time_call``). Before each timed call the row rests
 ``--settle`` seconds and makes one untimed call: thread pools keep their threads spinning for a
 while after a call (numpy's OpenBLAS about 0.1 s), and a row timed right after the other would
 share the cores with the other row's spinning threads (torch's ``nn.LSTM`` at the small size ran
@@ -25,6 +26,7 @@ load moved under the measurement.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -187,6 +189,7 @@ def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: in
         return {**record, "status": "not measured", "reason": ", ".join(missing)}
     times: dict[str, dict[str, list[float]]] = {a: {"fwd": [], "fb": []},
                                                 b: {"fwd": [], "fb": []}}
+    gc.collect()
     for k in range(warmup + rounds):
         for name in ((a, b) if k % 2 == 0 else (b, a)):
             p = prepared[name]
