@@ -363,6 +363,51 @@ class FeatureWriter:
         self.budget -= 2
         self.bind(target, TensorT(shape))
 
+    def batched_recurrence(self) -> None:
+        """A recurrent layer over a batch: a state ``h`` of (B, H) rows, B >= 2, carried through
+        a loop whose trip count is an int parameter where there is one (a loop the compiler
+        cannot unroll: a native loop), each step ``h = np.tanh(h @ W + x)``, with steps kept by
+        appends and a carried sum over the step's rows (``acc += np.sum(h * h)``, ``acc +=
+        h.mean(axis=0)``, from a number in float64 programs, else a 0-d array): the loops whose
+        steps are independent across rows, which the
+        ``row-ranges`` configuration runs over ranges of rows."""
+        rows, width = self.draw(st.integers(2, 4)), self.draw(st.sampled_from((1, 2, 3, 4)))
+        shape = (rows, width)
+        h, w, i = self.fresh("h"), self.fresh("w"), self.fresh("i")
+        ints = self.of_type(lambda t: t == INT)[:2]
+        count = self.choice(ints) if ints and self.coin(0.8) else str(self.draw(st.integers(0, 6)))
+        self.emit(f"{h} = {self.tensor_expr(shape, 1)}")
+        self.emit(f"{w} = 0.5 * np.tanh({self.tensor_expr((width, width), 1)})")
+        kept = self.fresh("hs") if self.coin(0.5) else None
+        acc = self.fresh("loss") if self.coin(0.5) else None
+        by_row = acc is not None and self.coin(0.5)
+        if kept:
+            self.emit(f"{kept} = [{h}]")
+        if acc:
+            start = "0.0" if self.dtype == "float64" else self.filled((), "zeros")
+            self.emit(f"{acc} = {self.filled((width,), 'zeros') if by_row else start}")
+        self.emit(f"for {i} in range({count}):")
+        self.scopes.append(Scope({i: INT}))
+        step = f"{h} @ {w}" if self.coin(0.7) else f"np.dot({h}, {w})"
+        extra = self.tensor_expr(shape, 1)
+        self.scopes.pop()
+        self.emit(f"    {h} = np.tanh({step} + {extra})")
+        if kept:
+            self.emit(f"    {kept}.append({h})")
+        if acc:
+            self.emit(f"    {acc} += {h}.mean(axis=0)" if by_row else
+                      f"    {acc} += np.sum({h} * {h})")
+        self.bind(h, TensorT(shape))
+        if kept:
+            target = self.fresh("t")
+            self.emit(f"{target} = np.stack({kept}).sum(axis=0)")
+            self.bind(target, TensorT(shape))
+        if acc:
+            target = self.fresh("t")
+            self.emit(f"{target} = {h} * 0.5 + 0.25 * {acc}")
+            self.bind(target, TensorT(shape))
+        self.budget -= 3
+
     def tensor_containers(self) -> None:
         """Containers of tensors carried through loops: a list appended and read back by the
         step (``hs[t]``, ``hs[-1]``) then stacked, a dict with int keys ``hs[t] = f(hs[t - 1])``

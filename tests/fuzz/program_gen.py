@@ -163,6 +163,8 @@ class FunctionWriter(FeatureWriter, ExprWriter):
             makers += [self.number_accumulator]
         if "tensor-containers" in f and nested:
             makers += [self.tensor_containers]
+        if "batched-recurrence" in f and nested:
+            makers += [self.batched_recurrence]
         return makers * 2  # each twice as likely as one core statement
 
     def assign_new(self) -> None:

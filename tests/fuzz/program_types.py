@@ -76,7 +76,7 @@ FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "
                       "conditional-append", "tuple-of-lists", "global-array",
                       "append-after-read", "append-to-comprehension", "in-place-write",
                       "fancy-index", "number-accumulator", "float32-accumulator",
-                      "tensor-containers"})
+                      "tensor-containers", "batched-recurrence"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -102,7 +102,10 @@ in ``programs(features=...)``:
 - ``float32-accumulator``: number accumulators in float32 programs too (with
   ``number-accumulator``), where numpy's first ``0.0 + np.float32(...)`` is float32;
 - ``tensor-containers``: ``hs = [h]; hs.append(f(hs[t]))`` then ``np.stack(hs)``, ``hd = {}``
-  with int keys ``hd[t] = f(hd[t - 1])`` from ``hd[-1]``, a tuple state unpacked each step.
+  with int keys ``hd[t] = f(hd[t - 1])`` from ``hd[-1]``, a tuple state unpacked each step;
+- ``batched-recurrence``: a (B, H) state, B >= 2, through ``for i in range(n)`` (an int
+  parameter where there is one: a loop that is not unrolled) with ``h = np.tanh(h @ W + x)``,
+  the steps appended and stacked, a carried ``loss += np.sum(h * h)`` or ``loss += h.mean(axis=0)``.
 """
 
 PENDING_VALUES: frozenset[str] = frozenset()

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as pinned_seed
 from hypothesis import strategies as st
 
+from fuser.cpu.loop import runtime
 from tests.fuzz import differential
 from tests.fuzz.differential import (
     Estimate,
@@ -35,6 +36,7 @@ from tests.fuzz.differential import (
     numerical_gradient,
     unload,
 )
+from tests.fuzz.loop_gen import recurrent_programs
 from tests.fuzz.program_gen import programs
 from tests.fuzz.program_types import (
     FEATURES,
@@ -124,6 +126,70 @@ def test_generated_gradients_match_finite_differences():
     _assert_enough_compared(outcomes)
 
 
+RECURRENT_EXAMPLES = 30
+RECURRENT_CONFIGS = ["pipeline", "row-ranges", "no-fuser"]
+
+
+def _counting_ranges(monkeypatch) -> Counter:
+    """Counts the native loop calls that ran over row ranges (``run_ranges``)."""
+    calls: Counter = Counter()
+    run = runtime.run_ranges
+
+    def counted(*args):
+        calls["ranges"] += 1
+        return run(*args)
+
+    monkeypatch.setattr(runtime, "run_ranges", counted)
+    return calls
+
+
+def test_recurrent_loops_match_python(monkeypatch):
+    """Native loops over a batch (``recurrent_programs``), whole and over row ranges, compute
+    what Python computes; enough of them run over row ranges that the configuration is
+    exercised."""
+    calls = _counting_ranges(monkeypatch)
+
+    @pinned_seed(CI_SEED)
+    @settings(max_examples=RECURRENT_EXAMPLES, **_CI)
+    @given(recurrent_programs(), st.integers(0, 2**16))
+    def run(program, seed):
+        try:
+            check_program(program, seed, RECURRENT_CONFIGS)
+        finally:
+            unload(program)
+
+    run()
+    assert calls["ranges"] >= RECURRENT_EXAMPLES // 4, calls
+
+
+def test_recurrent_gradients_over_row_ranges_match_finite_differences(monkeypatch):
+    """The forward and reverse loops of ``recurrent_programs``, run over row ranges, give
+    gradients equal to finite differences."""
+    calls = _counting_ranges(monkeypatch)
+    outcomes: Counter = Counter()
+
+    @pinned_seed(CI_SEED)
+    @settings(max_examples=RECURRENT_EXAMPLES, **_CI)
+    @given(recurrent_programs(differentiable=True), st.integers(0, 2**16))
+    def run(program, seed):
+        with differential.row_ranges():
+            _check_gradients(program, seed, outcomes)
+
+    run()
+    _assert_enough_compared(outcomes)
+    assert calls["ranges"] >= RECURRENT_EXAMPLES // 4, calls
+
+
+@pytest.mark.slow
+@settings(max_examples=LONG_EXAMPLES // 10, **_SETTINGS)
+@given(recurrent_programs(), st.integers(0, 2**16))
+def test_slow_recurrent_loops_match_python(program, seed):
+    try:
+        check_program(program, seed, RECURRENT_CONFIGS)
+    finally:
+        unload(program)
+
+
 def test_generated_gradients_with_random_argnums_match_finite_differences():
     """Differentiating a random subset of the arguments leaves the requested gradients as
     they were (activity analysis prunes only what the others need)."""
@@ -206,6 +272,10 @@ FEATURE_PATTERNS = {
                           r"np\.stack\(hs\d+", r"(hd\d+) = \{\}\n +\1\[-1\] = ",
                           r"(hd\d+)\[(i\d+)\] = np\.tanh\([^\n]*\1\[\2 - 1\]\)",
                           r"(u\d+), (u\d+) = (st\d+)\n +\3 = \("],
+    "batched-recurrence": [r"(h\d+) = np\.tanh\((\1 @|np\.dot\(\1,) w\d+",
+                           r"for i\d+ in range\([a-z]\w*\):\n +h\d+ = np\.tanh",
+                           r"hs\d+\.append\(h\d+\)", r"loss\d+ \+= np\.sum\(h\d+ \* h\d+\)",
+                           r"loss\d+ \+= h\d+\.mean\(axis=0\)", r"loss\d+ = 0\.0\n"],
 }
 """Regular expressions each feature's programs match somewhere: the constructs the feature
 stands for (lists read back as ``l[0]``/``l[-1]`` are in ``CORE_PATTERNS``)."""
