@@ -3,16 +3,19 @@
 Side effects come from the op registry: SIDE_EFFECTS ops are never removed; PURE, FRESH and
 trait-less ops (reads of mutable lists, ``len``, random ops) are removed when unused. Unknown
 kinds are kept. ``prim::If`` / ``prim::Loop`` lose unused outputs (and, for loops, loop-carried
-values that only feed their own next value); a control-flow node whose blocks do something
-observable is kept. A fresh container whose every user only writes into it (the registry's
-effects: ``append``, ``d[k] = v``, ``obj.f = v``) is removed with its writers.
+values that only feed their own next value, and values every step passes on unchanged:
+``invariant_carries``); a control-flow node whose blocks do something observable is kept. A
+fresh container whose every user only writes into it (the registry's effects: ``append``,
+``d[k] = v``, ``obj.f = v``) is removed with its writers.
 """
 
 from __future__ import annotations
 
 from ir.core import SUBGRAPH, Block, Graph, Node, Value
 from ir.kinds import IF, LOOP
-from ir.registry import FRESH, lookup, only_writes_into
+from ir.ops.elementwise import IN_PLACE_ATTR
+from ir.registry import ALIASES, FRESH, READS, effects_on_input, lookup, only_writes_into
+from ir.types import ScalarType, TensorType
 
 NAME = "dce"
 SETTLES = True
@@ -78,6 +81,45 @@ def prune_loop_carried(node: Node) -> bool:
     return True
 
 
+def invariant_carries(node: Node) -> bool:
+    """Replace the carried values of a ``prim::Loop`` that every step passes on unchanged (the
+    body returns its parameter as the next value: a reverse loop's gradient of a loss summed in
+    the forward loop, ``grad_loss``) by the loop's input for them, in the body and after the
+    loop; ``prune_loop_carried`` then removes the carry. Only tensors and numbers that the body
+    only reads (no in-place write, no view of them that could be written): a step that writes
+    one changes what the next step reads."""
+    body = node.blocks[0]
+    changed = False
+    for k in range(len(node.outputs)):
+        param, init = body.params[k + 1], node.inputs[k + 2]
+        if body.returns[k + 1] is not param or not _read_only(param, body):
+            continue
+        if not isinstance(param.type, (TensorType, ScalarType)) or param.type != init.type:
+            continue
+        param.replace_all_uses_with(init)
+        node.outputs[k].replace_all_uses_with(init)
+        changed = True
+    return changed
+
+
+def _read_only(value: Value, body: Block) -> bool:
+    """Whether the body only reads ``value``: no user writes it, and the views of it (a user
+    that aliases it) are only read in turn."""
+    for use in value.uses:
+        user = use.node
+        if user is body.return_node:
+            continue
+        effects = effects_on_input(user, use.index)
+        if user.attrs.get(IN_PLACE_ATTR) or not effects <= READ_OR_VIEW:
+            return False
+        if ALIASES in effects and not all(_read_only(v, body) for v in user.outputs):
+            return False
+    return True
+
+
+READ_OR_VIEW = frozenset({READS, ALIASES})
+
+
 def live_values(block: Block, roots: list[Value]) -> set[Value]:
     """The values ``roots`` and the block's side effects need, nested blocks included."""
     live: set[Value] = set(roots)
@@ -111,6 +153,7 @@ def sweep_block(block: Block) -> bool:
         if node.kind == IF:
             changed |= prune_if_outputs(node)
         elif node.kind == LOOP:
+            changed |= invariant_carries(node)
             changed |= prune_loop_carried(node)
         for inner in node.blocks:
             changed |= sweep_block(inner)

@@ -163,6 +163,47 @@ def test_dce_drops_loop_carried_value_that_only_feeds_itself():
     assert "tensor::add" not in kinds(g) and "tensor::mul" in kinds(g)
 
 
+def test_dce_makes_a_value_every_step_passes_on_the_loops_input():
+    """A carried value each step passes on unchanged (a reverse loop's ``grad_loss``) is the
+    loop's input for it, in the body (through a view too) and after the loop."""
+    g = ir.Graph()
+    x = g.add_input(F43, "x")
+    g0 = g.add_input(F43, "g0")
+    n = g.add_input(INT, "n")
+
+    def body(g, i, h, grad):
+        view = g.insert("tensor::transpose", [grad, g.constant((1, 0))],
+                        [TensorType("float32", (3, 4))]).output
+        back = g.insert("tensor::transpose", [view, g.constant((1, 0))], [F43]).output
+        return [binop(g, "tensor::mul", h, back, F43), grad]
+
+    loop = loop_node(g, n, [x, g0], body)
+    g.add_output(loop.outputs[0])
+    g.add_output(loop.outputs[1])
+    assert dce.run(g)
+    assert len(loop.outputs) == 1 and len(loop.blocks[0].params) == 2
+    assert g.outputs[1] is g0
+    (mul,) = [v for v in loop.blocks[0].nodes if v.kind == "tensor::mul"]
+    assert mul.inputs[1].node.inputs[0].node.inputs[0] is g0
+
+
+def test_dce_keeps_a_value_passed_on_that_a_step_writes():
+    g = ir.Graph()
+    x = g.add_input(F43, "x")
+    n = g.add_input(INT, "n")
+
+    def body(g, i, buf):  # buf[i] = x[0]: the next step reads what this one wrote
+        row = g.insert("tensor::select", [x, g.constant(0), g.constant(0)],
+                       [TensorType("float32", (3,))]).output
+        g.insert("tensor::write_slot", [buf, g.constant(0), i, row], [])
+        return [buf]
+
+    loop = loop_node(g, n, [x], body)
+    g.add_output(loop.outputs[0])
+    dce.run(g)
+    assert len(loop.outputs) == 1 and g.outputs[0] is loop.outputs[0]
+
+
 def test_dce_keeps_carried_value_a_side_effect_reads():
     g = ir.Graph()
     x = g.add_input(F43, "x")
