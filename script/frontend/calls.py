@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
 import inspect
 import typing
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,6 @@ from ir.registry import (
     OpDef,
     ShapeError,
     accepts,
-    all_ops,
     constant_of,
     lookup,
 )
@@ -45,7 +43,6 @@ from ir.types import (
     is_subtype,
     unify,
 )
-from script import ops as ops_module
 from script.frontend.annotations import (
     class_type,
 )
@@ -56,6 +53,7 @@ from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.numpy_keywords import MEMORY_ORDERS
 from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
+from script.frontend.op_lookup import method_op, op_for_object
 from script.frontend.random_calls import random_function_name
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.spread import positional_params
@@ -80,59 +78,6 @@ _LOOP_ONLY = ("range",)
 _LIST_AS_TUPLE = ("axes", "shape", "newshape", "reps")
 """The int-tuple parameters numpy also takes as a list of ints (``np.transpose(x, [1, 0, 2])``,
 ``np.zeros([2, 3])``); an ``axis`` it does not (``np.sum(x, axis=[0, 1])`` is a TypeError)."""
-_object_ops: dict[int, tuple[Any, OpDef]] = {}
-_method_ops: dict[str, OpDef] = {}
-
-
-def op_for_object(obj: Any) -> OpDef | None:
-    """The op a Python callable stands for (``np.tanh``, ``script.ops.sigmoid``), or None."""
-    if not _object_ops:
-        _build_object_table()
-    entry = _object_ops.get(id(obj))
-    if entry is not None and entry[0] is obj:
-        return entry[1]
-    module = getattr(obj, "__module__", None) or ""
-    name = getattr(obj, "__name__", None)
-    if module == "script.ops" and name:
-        return lookup(f"tensor::{name}")
-    return None
-
-
-def _build_object_table() -> None:
-    table: dict[int, tuple[Any, OpDef]] = {}
-    for op in all_ops():
-        for spelling in op.spellings:
-            target = _spelled_object(spelling)
-            if target is not None:
-                table.setdefault(id(target), (target, op))
-    for op in all_ops():
-        if op.kind.startswith("tensor::"):
-            target = getattr(ops_module, op.name, None)
-            if target is not None:
-                table.setdefault(id(target), (target, op))
-    _object_ops.update(table)
-
-
-def _spelled_object(spelling: str) -> Any:
-    if spelling.startswith("np."):  # np.tanh, np.linalg.inv
-        return functools.reduce(lambda o, n: getattr(o, n, None), spelling[3:].split("."), np)
-    if spelling.startswith("ops."):
-        return getattr(ops_module, spelling[4:], None)
-    if spelling.isidentifier() and spelling not in ("len", "print"):
-        return getattr(builtins, spelling, None)
-    return None
-
-
-def method_op(name: str) -> OpDef | None:
-    """The op a tensor method ``x.NAME(...)`` calls."""
-    if not _method_ops:
-        for op in all_ops():
-            for spelling in op.spellings:
-                if spelling.startswith(".") and spelling[1:].isidentifier():
-                    _method_ops.setdefault(spelling[1:], op)
-    return _method_ops.get(name)
-
-
 _PACKED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 """a function taking ``*args`` or ``**kwargs``: the call packs them (``call_with_varargs``)."""
 

@@ -19,11 +19,11 @@ import numpy as np
 from ir.registry import constant_of
 from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType
 from script.errors import ScriptError
-from script.frontend.calls import op_for_object
 from script.frontend.env import Static, assigned_names, end_of, stored_names, walk_same_function
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.modules import is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg, ObjectSeq
+from script.frontend.op_lookup import op_for_object
 from script.module import is_module
 
 if TYPE_CHECKING:

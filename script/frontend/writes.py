@@ -38,8 +38,8 @@ from script.frontend.aliases import (
     memory_roots,
     value_sources,
 )
-from script.frontend.calls import op_for_object
 from script.frontend.env import Frame, Position, Static, Undefined, end_of
+from script.frontend.op_lookup import op_for_object
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array
 
 if TYPE_CHECKING:

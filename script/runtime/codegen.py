@@ -22,15 +22,20 @@ import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
-from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR, UFUNC_ATTR
+from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
-from ir.registry import ARRAY_RESULT
 from passes.devices import call_device
 from script import ops
 from script.frontend.classes import python_class
-from script.runtime import contractions, device_code, op_writers, sanitize, weak_numbers
+from script.runtime import (
+    contractions,
+    device_code,
+    group_writers,
+    op_writers,
+    sanitize,
+    weak_numbers,
+)
 from script.runtime.instrument import stage
-from script.runtime.slot_writes import slot_writes
 from script.runtime.spellings import NUMPY_CODE, PRIM_CODE
 
 INT64_MAX = 2**63 - 1
@@ -152,6 +157,14 @@ class FunctionWriter:
             self.consts[t] = sanitize.static_type(value, self.lists_hold_placeholders)
             place = sanitize.where(node, f"{what} {k} (%{value.name or '?'})")
             self.emit(f"_check_type({self.ns.name(value)}, {t}, {place!r})")
+
+    def write_subgraph_call(self, node: Node) -> None:
+        """A subgraph node without a native kernel runs its subgraph as Python (a function of
+        its own, generated here)."""
+        # a profiled differentiable graph times its own nodes; a fusion group is timed as a whole
+        profiler = self.profiler if node.kind != "prim::FusionGroup" else None
+        fn, _ = generate(node.subgraph, self.backend, name="subgraph", profiler=profiler)
+        op_writers.write_call(self, node, fn, "_sub")
 
     def write_plain_node(self, node: Node) -> None:
         if self.device == "cuda" and device_code.write_node(self, node):
@@ -406,113 +419,6 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
     w.emit(f"{targets}{',' if len(node.outputs) == 1 else ''} = {src}")
 
 
-def _write_fusion_group(w: FunctionWriter, node: Node) -> None:
-    """A fusion group calls the native kernel of its device's fuser backend (CUDA when its
-    tensors are CuPy arrays, else CPU); groups the backend cannot compile run as Python."""
-    from fuser.backend import backend_of
-    backend = backend_of(node)
-    if backend is None:
-        _write_subgraph_call(w, node)
-        return
-    if numbers_only(node):
-        _write_inline_group(w, node)
-        return
-    try:
-        with stage("native compile"):
-            kernel = backend.compile_group(node.subgraph)
-    except ValueError:
-        _write_subgraph_call(w, node)
-        return
-    site = getattr(kernel, "site", None)  # each call site keeps its own fast path (CPU)
-    kernel = site() if site is not None else kernel
-    # a kernel with ``into`` (CPU) writes straight into the slots its outputs are stored in
-    writes = slot_writes(node) if hasattr(kernel, "into") else {}
-    sites = [op_writers.allocation(w, node, v) for v in node.outputs] if hasattr(
-        kernel, "into") and not writes else []
-    if not writes and not any(sites):
-        op_writers.write_call(w, node, kernel, "_kernel")
-    else:
-        _write_into_slots(w, node, kernel, writes, sites)
-    for k, v in enumerate(node.outputs):  # a ufunc's 0-d result is a numpy scalar, as numpy's
-        if k not in writes and isinstance(v.type, ir.TensorType) and v.type.shape == () and \
-                v.type.device != "cuda":
-            _write_scalar_result(w, node, w.ns.name(v), node.subgraph.outputs[k])
-
-
-def _write_scalar_result(w: FunctionWriter, node: Node, name: str, inner: Value) -> None:
-    """A kernel's 0-d output as numpy gives it: a numpy scalar for a ufunc's result (``np.tanh``
-    of a 0-d array is a ``np.float64``), an array for the ``ARRAY_RESULT`` ops (``np.where``,
-    ``copy``; a where a ufunc's composite ends with is marked ``UFUNC_ATTR``), and for
-    ``astype`` what its operand is (a numpy scalar's cast is one, a 0-d array's is an array)."""
-    while inner.node.kind == "tensor::astype" and not inner.is_param:
-        inner = inner.node.inputs[0]
-    if inner.is_param:
-        outer = w.ns.name(node.inputs[inner.index])
-        w.emit(f"if type({outer}) is not np.ndarray: {name} = {name}[()]")
-    else:
-        op = ir.registry.lookup(inner.node.kind)
-        if op is None or ARRAY_RESULT not in op.traits or inner.node.attrs.get(UFUNC_ATTR):
-            w.emit(f"{name} = {name}[()]")
-
-
-SCALAR_GROUP_NODES = 4
-"""A host fusion group of 0-d values with at most this many nodes runs as numpy's arithmetic on
-numbers, inline: a kernel call (about a microsecond) costs more than their numpy calls (a tenth
-to a third of that each: a loss summed over a loop's steps); a native loop still compiles the
-group as its own."""
-
-
-def numbers_only(node: Node) -> bool:
-    """Whether fusion group ``node`` runs inline as numpy's arithmetic on numbers (see
-    ``SCALAR_GROUP_NODES``)."""
-    return len(node.subgraph.block.nodes) <= SCALAR_GROUP_NODES and all(
-        isinstance(v.type, ir.TensorType) and v.type.shape == () and v.type.device != "cuda"
-        for v in node.outputs)
-
-
-def _write_inline_group(w: FunctionWriter, node: Node) -> None:
-    """The group's subgraph written into the function, its inputs named as the group's."""
-    sub = node.subgraph
-    for inner, outer in zip(sub.inputs, node.inputs):
-        w.ns.names[inner] = w.ns.name(outer)
-    for n in sub.block:
-        w.write_plain_node(n)
-    w.assign_values(node.outputs, sub.outputs)
-
-
-def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node],
-                      sites: list[str | None]) -> None:
-    """The kernel writes output ``k`` into the slot ``writes[k]`` stores it in (taken before the
-    call; the ``write_slot`` emits nothing) or into the workspace array ``sites[k]`` (a large
-    output outside loops, so a call does not page-fault a fresh array in); the output is what
-    ``Kernel.into`` returns."""
-    outs = []
-    for k in range(len(node.outputs)):
-        write = writes.get(k)
-        if write is None:
-            outs.append(sites[k] if sites and sites[k] else "None")
-            continue
-        buf, axis, idx, _ = (w.ns.name(v) for v in write.inputs)
-        slot = w.ns.fresh("_slot")
-        # the trailing Ellipsis keeps a 0-d item a view (buf[i] of a 1-D buf is a numpy scalar)
-        w.emit(f"{slot} = {buf}[{':, ' * write.inputs[1].constant}{idx}, ...]")
-        outs.append(slot)
-        w.elided.add(write)
-    name = w.ns.fresh("_kernel")
-    w.consts[name] = kernel
-    args = "".join(f", {w.ns.name(v)}" for v in node.inputs)
-    targets = ", ".join(w.ns.name(v) for v in node.outputs)
-    w.emit(f"{targets} = {name}.into(({', '.join(outs)},){args})")
-
-
-def _write_subgraph_call(w: FunctionWriter, node: Node) -> None:
-    """Subgraph nodes without a native kernel run their subgraph as Python."""
-    # a profiled differentiable graph times its own nodes; a fusion group is timed as a whole
-    profiler = w.profiler if node.kind != "prim::FusionGroup" else None
-    fn, _ = generate(node.subgraph, w.backend, name="subgraph", profiler=profiler)
-    op_writers.write_call(w, node, fn, "_sub")
-
-
 def _write_raise(w: FunctionWriter, node: Node) -> None:
     """``raise`` of the exception class the source named; builtin classes only."""
     name = node.attrs.get("exception", "AssertionError")
@@ -570,8 +476,8 @@ STRUCTURE_WRITERS: dict[str, Callable[[FunctionWriter, Node], None]] = {
     "prim::Loop": _write_loop,
     "prim::TupleUnpack": _write_tuple_unpack,
     "prim::ListUnpack": _write_tuple_unpack,
-    "prim::FusionGroup": _write_fusion_group,
-    "prim::DifferentiableGraph": _write_subgraph_call,
+    "prim::FusionGroup": group_writers.write_fusion_group,
+    "prim::DifferentiableGraph": FunctionWriter.write_subgraph_call,
 }
 
 

@@ -30,7 +30,7 @@ from ir.kinds import LOOP
 from ir.registry import lookup
 from ir.types import TensorType
 from script.errors import ScriptError, render_caret
-from script.runtime.codegen import numbers_only
+from script.runtime.group_writers import numbers_only
 
 MATMULS = frozenset({"tensor::matmul", "tensor::linear", "tensor::matmul_sum"})
 """Kinds reported as matmuls."""
