@@ -92,7 +92,7 @@ def invariant_carries(node: Node) -> bool:
     changed = False
     for k in range(len(node.outputs)):
         param, init = body.params[k + 1], node.inputs[k + 2]
-        if body.returns[k + 1] is not param or not _read_only(param, body):
+        if body.returns[k + 1] is not param or not _read_only(param, body, k + 1):
             continue
         if not isinstance(param.type, (TensorType, ScalarType)) or param.type != init.type:
             continue
@@ -102,13 +102,20 @@ def invariant_carries(node: Node) -> bool:
     return changed
 
 
-def _read_only(value: Value, body: Block) -> bool:
-    """Whether the body only reads ``value``: no user writes it, and the views of it (a user
-    that aliases it) are only read in turn."""
+def _read_only(value: Value, body: Block, slot: int | None = None) -> bool:
+    """Whether the body only reads ``value``: its users are tensor ops and fusion groups that
+    neither write it nor keep it anywhere but in the views they make (followed in turn); the
+    body's return passes it on at ``slot`` alone (a parameter as its own next value), not as
+    another carried value. Containers, objects, nested blocks and calls are refused: what they
+    keep of it could be written later."""
     for use in value.uses:
         user = use.node
         if user is body.return_node:
+            if slot is None or use.index != slot:
+                return False
             continue
+        if not (user.kind.startswith("tensor::") or user.kind == "prim::FusionGroup"):
+            return False
         effects = effects_on_input(user, use.index)
         if user.attrs.get(IN_PLACE_ATTR) or not effects <= READ_OR_VIEW:
             return False

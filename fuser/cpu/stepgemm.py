@@ -62,13 +62,13 @@ def block_rows(width: int, itemsize: int) -> int:
     with 8 rows, 24.7 with 6, numpy's OpenBLAS 23.6; (64, 256) x (256, 1024) 1.61 -> 1.27 ms)."""
     return 8 if width * itemsize >= 64 else 6
 
-ROW_SCHEDULE = "MR + 2 rows as 4 + 4"
-"""With ``MR`` = 6 (AVX2), the last ``MR + 2`` rows run as two blocks of 4 rather than 6 and 2: a
-block of 2 rows keeps 4 accumulators, fewer than the fused multiply-adds in flight the core can
-hold (two pipes, 4 cycles each), and took as long as a block of 4. Each item of C is still one
-accumulator summed over k in order, so the values do not depend on the blocks. A batch of 8
-(8, 64) x (64, 256), float32, one Zen 3 core, through ctypes (2.3 us of it the call): 5.98 ->
-5.68 us; (6, ...) 4.59, (4, ...) 3.98."""
+ROW_SCHEDULE = "the last 8 or 9 rows as 4 + 4 (+ 1)"
+"""With ``MR`` = 6 (AVX2), the last 8 (or 9) rows run as two blocks of 4 rather than 6 and 2 (and
+a row of 1): a block of 2 rows keeps 4 accumulators, fewer than the fused multiply-adds in
+flight the core can hold (two pipes, 4 cycles each), and took as long as a block of 4. Each
+item of C is still one accumulator summed over k in order, so the values do not depend on the
+blocks. A batch of 8, (8, 64) x (64, 256), float32, one Zen 3 core, through ctypes (2.3 us of
+it the call): 5.98 -> 5.68 us; (6, ...) 4.59, (4, ...) 3.98."""
 
 MAX_ROWS = 128
 """Products with more rows of C than this go to BLAS (large products: its threads and packing
@@ -462,9 +462,9 @@ class _Kernel(Emitter):
                 b.store(b.add(b.load(i), const(rows)), i)
             return body
 
-        if self.mr == 6:  # MR + 2 rows as two blocks of 4 (``ROW_SCHEDULE``)
-            self._while(lambda: b.and_(rows_left(self.mr), b.icmp_signed(
-                "!=", b.sub(end, b.load(i)), const(self.mr + 2))), block(self.mr))
+        if self.mr == 6:  # the last 8 or 9 rows as 4 + 4 (+ 1) (``ROW_SCHEDULE``)
+            self._while(lambda: b.and_(rows_left(self.mr), b.icmp_unsigned(
+                ">", b.sub(b.sub(end, b.load(i)), const(8)), const(1))), block(self.mr))
             self._if(rows_left(4), block(4))
         else:
             self._while(lambda: rows_left(self.mr), block(self.mr))

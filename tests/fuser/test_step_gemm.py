@@ -59,7 +59,7 @@ def test_leading_dimensions_wider_than_the_matrices(dtype, pack):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m", [8, 14, 11])
+@pytest.mark.parametrize("m", [8, 9, 14, 15, 11])
 def test_a_rows_values_do_not_depend_on_its_block(dtype, m):
     """Each item of C is one sum over k in order, whichever block of rows computes it
     (``ROW_SCHEDULE``): the rows of one call equal, bit for bit, each row computed alone."""
@@ -77,6 +77,15 @@ def test_a_rows_values_do_not_depend_on_its_block(dtype, m):
     whole = product(a)
     for i in range(m):
         np.testing.assert_array_equal(whole[i], product(a[i:i + 1].copy())[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_row_count_writes_each_row_once(dtype):
+    """Blocks of 6, 4, 2 and 1 rows (``ROW_SCHEDULE``) cover any number of rows: C starts as
+    NaN, so a row no block computes fails."""
+    for m in range(1, 27):
+        got, want = _product(dtype, m, 5, 19, seed=m)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"m={m}")
 
 
 def test_rows_in_several_chunks():

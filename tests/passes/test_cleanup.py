@@ -204,6 +204,35 @@ def test_dce_keeps_a_value_passed_on_that_a_step_writes():
     assert len(loop.outputs) == 1 and g.outputs[0] is loop.outputs[0]
 
 
+@pytest.mark.parametrize("via", ["tuple", "list", "carry"])
+def test_dce_keeps_a_value_passed_on_that_a_step_writes_through_another_name(via):
+    """A carried value a step keeps elsewhere (a tuple, a list, another carried value) may be
+    written through that name: it stays carried."""
+    g = ir.Graph()
+    x, buf0 = g.add_input(F43, "x"), g.add_input(F43, "buf")
+    n, lst = g.add_input(INT, "n"), g.add_input(ListType(F43), "l")
+
+    def body(g, i, buf, other):
+        row = g.insert("tensor::select", [x, g.constant(0), g.constant(0)],
+                       [TensorType("float32", (3,))]).output
+        if via == "tuple":
+            t = g.insert("prim::TupleConstruct", [buf], [TupleType((F43,))]).output
+            alias = g.insert("prim::TupleIndex", [t, g.constant(0)], [F43]).output
+        elif via == "list":
+            g.insert("prim::ListAppend", [lst, buf], [])
+            alias = g.insert("prim::ListIndex", [lst, g.constant(-1)], [F43]).output
+        else:  # the next step's other carried value is buf: that step writes it
+            alias = other
+        g.insert("tensor::write_slot", [alias, g.constant(0), i, row], [])
+        return [buf, buf]
+
+    loop = loop_node(g, n, [buf0, buf0], body)
+    g.add_output(loop.outputs[0])
+    g.add_output(loop.outputs[1])
+    dce.run(g)
+    assert len(loop.outputs) == 2 and g.outputs[0] is loop.outputs[0]
+
+
 def test_dce_keeps_carried_value_a_side_effect_reads():
     g = ir.Graph()
     x = g.add_input(F43, "x")
