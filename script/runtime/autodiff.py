@@ -425,7 +425,9 @@ def run_vjp(compiled: CompiledGradient, args: Sequence[Any],
                     for g, x in zip(grads[at:at + n], leaves(arguments[k], layout))])
             at += n
         grads = grads[:len(arguments)]
-        return tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
+        result = tuple(_gradient_like(a, g) for a, g in zip(arguments, grads))
+        given = _host_arrays(cotangents, [])
+        return _unaliased(result, given) if given else result
 
     return (outputs[0] if grad.num_outputs == 1 else tuple(outputs)), backward
 
@@ -476,6 +478,39 @@ def _cotangent_like(output: Any, ct: Any, what: str = "cotangent") -> Any:
             raise SignatureError(f"{what} has shape {tuple(ct.shape)} but the output has "
                                  f"shape {tuple(shape)}") from None
     return ct
+
+
+def _host_arrays(value: Any, found: list[np.ndarray]) -> list[np.ndarray]:
+    """The numpy arrays in ``value`` (tuples, lists and dicts walked), appended to ``found``."""
+    if type(value) is np.ndarray:
+        found.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _host_arrays(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _host_arrays(v, found)
+    return found
+
+
+def _unaliased(value: Any, cotangents: list[np.ndarray]) -> Any:
+    """``value`` (gradients) with a copy of each writeable array that shares memory with one
+    of the caller's cotangents: the gradient of an input the output passes on as it is (``acc
+    = acc0 + ...``) is the cotangent itself, and a caller scaling it in place (``g *= -lr``)
+    would change the cotangent it passes to the next backward. A read-only broadcast of a
+    cotangent (the gradient of ``b.sum()``) stays as it is: writing into it raises."""
+    if type(value) is np.ndarray:
+        if value.flags.writeable and any(np.may_share_memory(value, c) for c in cotangents):
+            return value.copy()
+        return value
+    if isinstance(value, tuple):
+        items = [_unaliased(v, cotangents) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, list):
+        return [_unaliased(v, cotangents) for v in value]
+    if isinstance(value, dict):
+        return {k: _unaliased(v, cotangents) for k, v in value.items()}
+    return value
 
 
 def _gradient_like(arg: Any, g: Any) -> Any:

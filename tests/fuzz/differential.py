@@ -429,8 +429,12 @@ def _assert_backward_owns_nothing_of_the_caller(out: Any, backward: Any, ct: Any
                                                  args: tuple, where: str) -> None:
     """Writing into ``vjp``'s outputs (``tanh(x)`` is also saved for its gradient; outputs that
     are the memory of ``args``, the arguments and global arrays, as in Python, are left alone)
-    changes no gradient, and a second
-    ``backward`` leaves the first one's gradients alone."""
+    changes no gradient, a second ``backward`` leaves the first one's gradients alone, and no
+    gradient the caller may write is the memory of a cotangent it passed."""
+    cts = arrays_in(ct)
+    for g in arrays_in(grads):
+        assert not (g.flags.writeable and any(np.shares_memory(g, c) for c in cts)), (
+            f"a gradient is the memory of a cotangent\n{where}")
     kept = [g.copy() for g in arrays_in(grads)]
     inputs = arrays_in(args)
     for a in arrays_in(out):

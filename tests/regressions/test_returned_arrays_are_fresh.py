@@ -287,6 +287,34 @@ def test_vjp_outputs_and_gradients_are_new_each_call():
 
 
 @script
+def passes_on(x: Tensor, acc0: Tensor, n: int) -> Tuple[Tensor, Tensor]:
+    acc = acc0
+    for t in range(n):
+        acc = acc + np.tanh(x).mean(axis=0)
+    return np.tanh(x), acc + 0.0
+
+
+def test_a_gradient_that_is_the_cotangent_is_a_copy_of_it():
+    """The gradient of an input the output passes on as it is equals the cotangent: the caller
+    gets a copy, so scaling it in place (``g *= -lr``) leaves the cotangent it reuses alone;
+    a second backward with the same cotangent gives the same gradients."""
+    x, acc0 = np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.zeros(3)
+    for f, args in ((passes_on, (x, acc0, 3)), (with_unused, (np.ones(3), np.ones(3)))):
+        out, backward = vjp(f, *args)
+        cotangents = tuple(np.full_like(o, 2.0) for o in out)
+        first = [g for g in backward(cotangents) if g is not None]
+        for g in _arrays(first):
+            assert not any(np.shares_memory(g, c) for c in cotangents)
+            if g.flags.writeable:
+                g *= -0.5
+        for c in cotangents:
+            np.testing.assert_array_equal(c, 2.0)
+        again = [g for g in backward(cotangents) if g is not None]
+        for got, want in zip(_arrays(again), _arrays(first)):
+            np.testing.assert_allclose(got, want / -0.5 if want.flags.writeable else want)
+
+
+@script
 def tanh_of(x: Tensor) -> Tensor:
     return np.tanh(x)
 
