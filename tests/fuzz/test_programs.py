@@ -186,6 +186,20 @@ def test_slow_recurrent_loops_match_python(program, seed):
     _check(program, seed, RECURRENT_CONFIGS)
 
 
+@pytest.mark.slow
+def test_slow_recurrent_gradients_over_row_ranges_match_finite_differences():
+    outcomes: Counter = Counter()
+
+    @settings(max_examples=LONG_EXAMPLES // 20, **_SETTINGS)
+    @given(recurrent_programs(differentiable=True), st.integers(0, 2**16))
+    def run(program, seed):
+        with differential.row_ranges():
+            _check_gradients(program, seed, outcomes)
+
+    run()
+    _assert_enough_compared(outcomes)
+
+
 def test_generated_gradients_with_random_argnums_match_finite_differences():
     """Differentiating a random subset of the arguments leaves the requested gradients as
     they were (activity analysis prunes only what the others need)."""
