@@ -165,10 +165,16 @@ def test_recurrent_gradients_over_row_ranges_match_finite_differences(monkeypatc
     """The forward and reverse loops of ``recurrent_programs``, run over row ranges, give
     gradients equal to finite differences."""
     calls = _counting_ranges(monkeypatch)
+    _recurrent_gradients(pinned_seed(CI_SEED)(settings(max_examples=RECURRENT_EXAMPLES, **_CI)))
+    assert calls["ranges"] >= RECURRENT_EXAMPLES // 4, calls
+
+
+def _recurrent_gradients(drawn) -> None:
+    """``recurrent_programs`` drawn as ``drawn`` (hypothesis settings) says, their gradients
+    over row ranges checked against finite differences; most of them must be compared."""
     outcomes: Counter = Counter()
 
-    @pinned_seed(CI_SEED)
-    @settings(max_examples=RECURRENT_EXAMPLES, **_CI)
+    @drawn
     @given(recurrent_programs(differentiable=True), st.integers(0, 2**16))
     def run(program, seed):
         with differential.row_ranges():
@@ -176,7 +182,6 @@ def test_recurrent_gradients_over_row_ranges_match_finite_differences(monkeypatc
 
     run()
     _assert_enough_compared(outcomes)
-    assert calls["ranges"] >= RECURRENT_EXAMPLES // 4, calls
 
 
 @pytest.mark.slow
@@ -188,16 +193,7 @@ def test_slow_recurrent_loops_match_python(program, seed):
 
 @pytest.mark.slow
 def test_slow_recurrent_gradients_over_row_ranges_match_finite_differences():
-    outcomes: Counter = Counter()
-
-    @settings(max_examples=LONG_EXAMPLES // 20, **_SETTINGS)
-    @given(recurrent_programs(differentiable=True), st.integers(0, 2**16))
-    def run(program, seed):
-        with differential.row_ranges():
-            _check_gradients(program, seed, outcomes)
-
-    run()
-    _assert_enough_compared(outcomes)
+    _recurrent_gradients(settings(max_examples=LONG_EXAMPLES // 20, **_SETTINGS))
 
 
 def test_generated_gradients_with_random_argnums_match_finite_differences():
