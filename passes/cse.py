@@ -4,8 +4,9 @@ Two nodes of a PURE op with the same kind, inputs, attributes and output types c
 values, so the later one is replaced by the earlier one. A value computed in an outer block is
 available in the blocks nested after it; a value computed inside a block is not available outside
 it (nor in the sibling block of an ``if``). FRESH ops (a new list each time), SIDE_EFFECTS ops,
-ops with neither trait (reads of mutable state, random ops) and pure ops reading a list, dict or
-object (it may have been appended to in between) are never merged.
+ops with neither trait (reads of mutable state, random ops), pure ops reading a list, dict or
+object (it may have been appended to in between) and arrays something writes in place (the zeros
+two reverse loops each write their slots into) are never merged.
 
 Two computations that both reach the caller (``ir.alias``) must stay two arrays: ``return x * 2.0,
 x * 2.0`` gives two in Python, and mutating one must not change the other. The second becomes a
@@ -23,7 +24,7 @@ import numpy as np
 
 from ir.alias import StorageClasses, may_share_input
 from ir.core import Block, Graph, Node
-from ir.registry import lookup
+from ir.registry import WRITES, lookup
 from ir.types import TensorType, is_mutable
 
 NAME = "cse"
@@ -56,12 +57,21 @@ def node_key(node: Node) -> Hashable | None:
         return None
     if any(is_mutable(v.type) for v in node.inputs):
         return None  # a list/dict/object may change between the two reads (an append between)
+    if any(_writes(u.node, u.index) for v in node.outputs for u in v.uses):
+        return None  # an array written in place (``write_slot`` into zeros) is its own array
     inputs = [id(v) for v in node.inputs]
     if op.is_commutative and len(inputs) >= 2:
         inputs[:2] = sorted(inputs[:2])
     attrs = tuple(sorted((k, attr_key(v)) for k, v in node.attrs.items()))
     types = tuple(v.type for v in node.outputs)
     return (node.kind, tuple(inputs), attrs, types)
+
+
+def _writes(node: Node, index: int) -> bool:
+    """Does the declared op ``node`` write into its input ``index``? (Block returns, calls and
+    undeclared kinds pass values on; the ops that write say so.)"""
+    op = lookup(node.kind)
+    return op is not None and WRITES in op.effects_on(index)
 
 
 def cse_block(block: Block, available: ChainMap, classes: StorageClasses) -> bool:
