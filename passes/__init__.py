@@ -34,6 +34,7 @@ from passes import (
     inline,
     inplace_writes,
     licm,
+    matmul_pieces,
     object_fields,
     outer_products,
     peel,
@@ -42,14 +43,13 @@ from passes import (
     tuple_columns,
     unroll,
 )
-from passes.autodiff import batch_accumulation
+from passes.autodiff import batch_accumulation, slot_gradients
 from passes.registry import PASSES, SETTLING, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
-                dict_carry,
-                cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
-                batch_accumulation, contiguous_weights, stack_to_slots, outer_products,
-                inplace_writes, peel, tuple_columns, cast_writes):
+                dict_carry, cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
+                batch_accumulation, slot_gradients, matmul_pieces, contiguous_weights,
+                stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes):
     register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
@@ -73,11 +73,12 @@ batch-matmul so the concatenation of loop-invariant weights it makes is computed
 STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
-LAYOUT_PIPELINE = ("peel-first-trip,tuple-columns,contiguous-weights,cast-writes,stack-to-slots,"
-                   "dce")
+LAYOUT_PIPELINE = ("peel-first-trip,tuple-columns,matmul-pieces,contiguous-weights,cast-writes,"
+                   "stack-to-slots,dce")
 """Rewrites for execution speed that peel a loop's first trip where it narrows a carried type
 (``c = None`` before the loop, a native loop after it), read a list of tuples a loop reads item
-by item as one list per field (``tuple-columns``), insert layout ops
+by item as one list per field (``tuple-columns``), multiply by the columns of each piece of a
+product that is read (``matmul-pieces``), insert layout ops
 (``tensor::contiguous``) or buffers written in place (``tensor::empty`` + ``write_slot`` for a
 list stacked after its loop): they run on the graphs the executor compiles, after
 differentiation, so gradients never meet their ops."""

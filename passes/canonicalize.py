@@ -142,7 +142,9 @@ def reshape_of_reshape(node: Node) -> bool:
 
 def broadcast_to_own_shape(node: Node) -> bool:
     """``np.broadcast_to(x, s) -> x`` where ``x``'s static shape is ``s`` (``x op= v`` checks
-    that ``x op v`` keeps ``x``'s shape this way)."""
+    that ``x op v`` keeps ``x``'s shape this way); ``sum_to(x, s) -> x`` too (a gradient
+    summed to its input's shape, ``s`` read at run time where the shapes were not known when
+    it was differentiated)."""
     t, out = node.inputs[0].type, node.output.type
     if not (isinstance(t, TensorType) and t.shape is not None and None not in t.shape
             and isinstance(out, TensorType) and out.shape == t.shape):
@@ -418,6 +420,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::slice": slice_as_split,
     "tensor::split_list": split_list_of_count,
     "tensor::broadcast_to": broadcast_to_own_shape,
+    "tensor::sum_to": broadcast_to_own_shape,
     "prim::TupleUnpack": tuple_unpack_of_construct,
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::ListAdd": list_add_of_constructs,

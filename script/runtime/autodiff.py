@@ -21,6 +21,7 @@ import fuser
 import ir
 from ir.alias import StorageClasses
 from ir.core import Graph
+from ir.types import is_subtype
 from passes import STANDARD_PIPELINE
 from passes.autodiff import Gradient, differentiate, prune_unused_saved
 from passes.autodiff.nested_inputs import (
@@ -150,7 +151,19 @@ def optimize_gradient(grad: Gradient) -> None:
     run_pipeline(grad.backward, STANDARD_PIPELINE)
     prune_unused_saved(grad)
     run_pipeline(grad.forward, FORWARD_PIPELINE)
+    _refine_saved_types(grad)
     run_pipeline(grad.backward, BACKWARD_PIPELINE)
+
+
+def _refine_saved_types(grad: Gradient) -> None:
+    """Give the backward's saved inputs the types the optimized forward's outputs have where
+    those say more (a product of a concatenation differentiated as ``Float(13, *)`` is
+    ``Float(13, 12)`` once the forward's shapes are propagated): the backward's shape
+    propagation then knows its loops' shapes, which native loops need."""
+    n = grad.num_outputs
+    for out, given in zip(grad.forward.outputs[n:], grad.backward.inputs[n:]):
+        if out.type != given.type and is_subtype(out.type, given.type):
+            given.type = out.type
 
 
 def _shared_with_saved(grad: Gradient) -> tuple[Any, ...]:

@@ -29,10 +29,12 @@ and its loop runs natively); an outer product a sum reads becomes a broadcast pr
 fusion group computes; a sum of products outside loops becomes one product (``matmul-sums``);
 writes into arrays become in place last, after every pass that could move a reader."""
 
-BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,cse,dce," + LAYOUT_PIPELINE +
-                     ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
+BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,slot-gradients,cse,dce,"
+                     + LAYOUT_PIPELINE
+                     + ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
 """What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
-iterations become one matmul/reduction after the loop, then fusion."""
+iterations become one matmul/reduction after the loop, a sequence's gradient summed whole each
+step is written slot by slot (``slot-gradients``), then fusion."""
 
 FROZEN_PIPELINE = (STANDARD_PIPELINE + ",constant-prop,dce,outer-products,matmul-sums,"
                    "fuse-elementwise,dce,inplace-writes")

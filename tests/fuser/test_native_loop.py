@@ -74,17 +74,43 @@ def test_outputs_are_fresh_on_every_call():
     assert_same((h1, c1, out1), keep, np.float32)
 
 
-def test_a_non_contiguous_initial_state_runs_the_python_loop(monkeypatch):
+def test_a_non_contiguous_initial_state_runs_natively_from_a_copy():
     args = list(lstm_args(6, 4, 5, 3, np.float64))
     f = script(cells.lstm_layer)
     f(*args)
     (lp,) = native_loops(f, *args)
     before = lp.calls
     hx = np.asfortranarray(args[1])
+    kept = hx.copy()
     args[1] = hx
     got = f(*args)
-    assert lp.calls == before  # this call took the Python loop
+    assert lp.calls == before + 1  # the steps read a C-ordered copy of hx
     assert_same(got, cells.lstm_layer(*args), np.float64)
+    np.testing.assert_array_equal(hx, kept)
+
+
+def _keeps_its_initial_state(x: Tensor, h: Tensor, w: Tensor) -> Tuple[List[Tensor], Tensor]:
+    hs: List[Tensor] = []
+    for t in range(x.shape[0]):
+        hs.append(h)  # the first item is the initial state itself
+        h = np.tanh(x[t] @ w + h)
+    return hs, h
+
+
+def test_a_non_contiguous_initial_state_the_steps_keep_runs_the_python_loop():
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((20, 3, 4)), rng.standard_normal((4, 4)) * 0.5
+    h = rng.standard_normal((3, 4))
+    f = script(_keeps_its_initial_state)
+    f(x, h, w)
+    (lp,) = native_loops(f, x, h, w)
+    before = lp.calls
+    hf = np.asfortranarray(h)
+    got = f(x, hf, w)
+    assert lp.calls == before  # a copy would be kept in place of the caller's array
+    assert got[0][0] is hf
+    want = _keeps_its_initial_state(x, hf, w)
+    assert_same((np.stack(got[0]), got[1]), (np.stack(want[0]), want[1]), np.float64)
 
 
 def test_transposed_weights_multiply_through_blas_flags():

@@ -157,8 +157,11 @@ class NativeLoop(RowRanges, Appends):
             # steps read it as a 0-d array; results and appends keep the number given
             given = tuple([np.array(a) if isinstance(a, np.generic) else a for a in inits])
         for a, (dtype, shape) in zip(given, self.init_checks):
-            if (type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape
-                    or not a.flags.c_contiguous):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                return None
+        if not all(a.flags.c_contiguous for a in given):  # (``zeros_like`` of a transpose)
+            given = self._contiguous(given)
+            if given is None:
                 return None
         for k in prog.write_targets:
             if not arrays[k].flags.writeable:
@@ -276,6 +279,20 @@ class NativeLoop(RowRanges, Appends):
                       for how, k in prog.sources])
 
     # -- variants
+    def _contiguous(self, given: tuple) -> tuple | None:
+        """``given`` with C-ordered copies of the initial values the steps only read (each step
+        makes the next one; none is written, appended or handed back); None when another is not
+        C-ordered."""
+        prog = self.prog
+        out = list(given)
+        for j, a in enumerate(given):
+            if not a.flags.c_contiguous:
+                if (prog.sources[j][0] != "made" or j in prog.written_params
+                        or ("carried", j) in prog.kept.values()):
+                    return None
+                out[j] = np.ascontiguousarray(a)
+        return tuple(out)
+
     def _variant(self, arrays: list[np.ndarray], items_at: tuple) -> Variant | None:
         try:
             return self._make_variant(arrays, items_at)
