@@ -11,7 +11,7 @@ from llvmlite import ir
 from fuser.cpu import blas, stepgemm
 from fuser.cpu.loop.steps import I32, PTR, BuilderParts
 from fuser.cpu.mathfns import F32, F64, I64
-from ir.core import Node, Value
+from ir.core import Node
 
 
 class MatmulEmitters(BuilderParts):
@@ -32,7 +32,7 @@ class MatmulEmitters(BuilderParts):
         return stepgemm.function_type(real)
 
     def _matrix_product(self, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
-                        tb: Any, rows_a: Any, lda: Any, bm: Value, ldb: Any, out: Any,
+                        tb: Any, rows_a: Any, lda: Any, rows_b: Any, ldb: Any, out: Any,
                         ldc: Any) -> None:
         """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
         in one block, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
@@ -54,14 +54,14 @@ class MatmulEmitters(BuilderParts):
                 a_rs, a_cs = b.select(a_t, one_item, lda), b.select(a_t, lda, one_item)
                 b.call(self.step_gemm[double],
                        [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
-                        b.bitcast(self.ptr[bm], ptr), ldb, one_item, b.bitcast(out, ptr),
+                        b.bitcast(rows_b, ptr), ldb, one_item, b.bitcast(out, ptr),
                         ldc, k, b.select(packed, b.bitcast(self.gemm_pack, ptr),
                                          ir.Constant(ptr, None)), self.gemm_tasks, nn])
             with call:
                 b.call(self.dgemm if double else self.sgemm,
                        [ir.Constant(I32, blas.CBLAS_ROW_MAJOR), b.trunc(ta, I32),
                         b.trunc(tb, I32), size(m), size(nn), size(k), ir.Constant(real, 1.0),
-                        rows_a, size(lda), self.ptr[bm], size(ldb), ir.Constant(real, 0.0),
+                        rows_a, size(lda), rows_b, size(ldb), ir.Constant(real, 0.0),
                         out, size(ldc)])
 
     def _gemm_type(self, real: Any) -> ir.FunctionType:
@@ -71,7 +71,9 @@ class MatmulEmitters(BuilderParts):
 
     def _matmul(self, n: Node) -> None:
         """A matmul: ``stepgemm``'s kernels (matrix-vector, a column B times a transposed A, the
-        register-blocked GEMM) or BLAS's ?gemm, as ``NativeLoop._step_gemm`` chose (``own``)."""
+        register-blocked GEMM) or BLAS's ?gemm, as ``NativeLoop._step_gemm`` chose (``own``).
+        Over a row range, A's rows are the range's; a range's own sum ``X^T @ G`` (its output
+        private) reads the range's rows of both X and G, its k their count."""
         b = self.b
         a, bm = n.inputs
         self.ptr[n.output] = self._buffer(n.output)
@@ -79,8 +81,11 @@ class MatmulEmitters(BuilderParts):
         m, nn, k, ta, tb, lda, ldb, ldc, own, incx = self.prepared[n]
         double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
         ptr = (F64 if double else F32).as_pointer()
-        rows_a = self._rows(a)
-        a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, self.ptr[bm], out))
+        if self.r0 is not None and n.output in self.prog.private:
+            rows_a, rows_b = self._rows(a.node.inputs[0]), self._rows(bm)
+        else:
+            rows_a, rows_b = self._rows(a), self.ptr[bm]
+        a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, rows_b, out))
         one = ir.Constant(I64, 1)
 
         def case(kind: int) -> Any:
@@ -102,5 +107,5 @@ class MatmulEmitters(BuilderParts):
                                                     one, out, m, k, ir.Constant(ptr, None),
                                                     self.gemm_tasks, m])
                 with matrix:
-                    self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, bm,
+                    self._matrix_product(double, own, m, nn, k, ta, tb, rows_a, lda, rows_b,
                                          ldb, b.bitcast(out, PTR), ldc)

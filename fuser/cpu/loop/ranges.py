@@ -290,8 +290,8 @@ class RowRanges:
                     raise Unplannable
                 variant.keep.append(plan.params)
                 values[("plan", n)] = plan.pointers[0]
-            elif n.kind == "tensor::matmul":
-                values[("gemm", n, 0)] = rows
+            elif n.kind == "tensor::matmul":  # A's rows, or the k of a range's X^T @ G
+                values[("gemm", n, 2 if n.output in prog.private else 0)] = rows
             elif n.kind in CONSTRUCTORS:  # these rows' items
                 shape = layouts[n.output][0]
                 values[("fill count", n)] = rows * int(np.prod(shape[1:], dtype=np.int64))

@@ -69,13 +69,32 @@ def partial_sums(prog: LoopProgram) -> dict[Value, Node]:
 
 def _row_sum(s: Value) -> bool:
     """Whether ``s`` sums over the first axis (the rows, ``row_split`` checks): a layer norm
-    gradient's weight or bias sum, or a sum or mean over axes that include the first (a mean
-    divides by every row's count, so the ranges' means add up to it)."""
+    gradient's weight or bias sum, a product ``X^T @ G`` (``contracted_rows``: a weight's
+    gradient), or a sum or mean over axes that include the first (a mean divides by every
+    row's count, so the ranges' means add up to it)."""
     n = s.node
     if n.kind == "tensor::layer_norm_backward":
         return s.index > 0
+    if n.kind == "tensor::matmul":
+        return contracted_rows(n) is not None
     found = reduction(n) if REDUCTIONS.get(n.kind) in ("sum", "mean") else None
     return found is not None and 0 in found[0]
+
+
+def contracted_rows(n: Node) -> tuple[Value, Value] | None:
+    """``(X, G)`` when the matmul ``n`` is ``transpose(X) @ G`` of 2-D ``X`` and ``G``: a sum
+    over their first axis of the rows' outer products (a row range's share: its rows of both)."""
+    a, g = n.inputs
+    view = a.node  # (made in the step, as ``n``: the range reads X's rows)
+    axes = view.inputs[1] if view.kind == "tensor::transpose" else None
+    if (axes is None or view.owner is not n.owner or not axes.is_constant
+            or axes.constant not in (None, (1, 0), [1, 0])):
+        return None
+    x = view.inputs[0]
+    tx, tg = known_array(x), known_array(g)
+    if tx is None or tg is None or len(tx.shape) != 2 or len(tg.shape) != 2:
+        return None
+    return x, g
 
 
 def _refused(prog: LoopProgram, why: str, n: Node | None = None) -> None:
@@ -153,6 +172,10 @@ def row_split(prog: LoopProgram) -> int | None:
                     uses.add(i)
                 elif v in split:
                     return _refused(prog, "it reads an array the step makes whole (a broadcast)", n)
+        elif kind == "tensor::matmul" and n.output in private:  # X^T @ G: a range's rows
+            x, g = contracted_rows(n)  # type: ignore[misc]
+            if not (rows(x) and rows(g)):
+                return _refused(prog, "it sums over operands that are not the batch's rows", n)
         elif kind == "tensor::matmul":
             a, w = n.inputs
             if not rows(a) or w in split or len(known_array(a).shape) != 2 or len(  # type: ignore
@@ -234,7 +257,11 @@ def row_split(prog: LoopProgram) -> int | None:
                 split.add(out)
         elif kind in VIEWS:
             x, out = n.inputs[0], n.output
-            if x in split:
+            if x in split and out.uses and all(
+                    u.node.kind == "tensor::matmul" and u.index == 0 and u.node.output in private
+                    for u in out.uses):
+                pass  # X^T of a range's sum X^T @ G: the sum reads X's rows of the range
+            elif x in split:
                 if not (rows(x) and rows(out) and _keeps_rows(n)):
                     return _refused(prog, "it moves the batch axis", n)
                 split.add(out)
