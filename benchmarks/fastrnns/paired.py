@@ -13,11 +13,14 @@ checks it. Then each pair runs ``warmup`` untimed and ``rounds`` timed rounds; a
 training forward and its backward of row A, then of row B (B first in every other round), with a
 collection of the young generation's garbage before each call and a full collection before the
 first round (``bench.time_call``). Before each timed call the row rests
-``--settle`` seconds and makes one untimed call: thread pools keep their threads spinning for a
-while after a call (numpy's OpenBLAS about 0.1 s), and a row timed right after the other would
-share the cores with the other row's spinning threads (torch's ``nn.LSTM`` at the small size ran
-0.96 ms alone and 4.9 ms right after a numpy product); after the rest and its own untimed call a
-row runs with its own threads awake, as in a training loop. Per pair: each row's median forward time
+``--settle`` seconds, then makes ``--warm-ms`` milliseconds of untimed calls of its own (at least
+one): thread pools keep their threads spinning for a while after a call (numpy's OpenBLAS about
+0.1 s), and a row timed right after the other would share the cores with the other row's spinning
+threads (torch's ``nn.LSTM`` at the small size ran 0.96 ms alone and 4.9 ms right after a numpy
+product); and a core that idled through the rest runs the next calls slowly (the small size's
+first call after the rest took 2.3x a tight loop's, the second 1.4x, for either row). After the
+rest and its own untimed calls a row runs with its own threads awake, as in a training loop.
+Per pair: each row's median forward time
 and median forward + backward time (the median of each round's sum), in ms, and the ratio A / B of
 those medians; the spread of the rounds' own ratios (25th to 75th percentile) says how much the
 load moved under the measurement.
@@ -44,6 +47,11 @@ COMMAND = "python -m benchmarks.fastrnns.paired"
 SETTLE = 0.15
 """Seconds a row rests before each timed call (numpy's OpenBLAS threads spin about 0.1 s after
 a product before they sleep)."""
+WARM_MS = 20.0
+"""Milliseconds of a row's own untimed calls between its rest and its timed call (at least one
+call): a core idle for the rest runs the next calls slowly (on this project's 2-core virtual
+machine the small size's first call after 0.15 s of rest took 2.3x a call in a tight loop, the
+second 1.4x), and a training loop's calls follow each other."""
 FIGURES = ("fwd", "fb")
 """``fwd``: the training forward; ``fb``: forward + backward."""
 
@@ -59,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settle", type=float, default=SETTLE,
                    help="seconds a row rests before its untimed and timed calls (0: no rest and "
                         "no untimed call)")
+    p.add_argument("--warm-ms", type=float, default=WARM_MS,
+                   help="milliseconds of untimed calls of the row after its rest, before its "
+                        "timed call (at least one call; 0: one call)")
     p.add_argument("--seqLength", type=int, default=100)
     p.add_argument("--numLayers", type=int, default=1)
     p.add_argument("--inputSize", type=int, default=512)
@@ -73,8 +84,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", metavar="PATH", default=None, help="write the results as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.rounds < 1 or args.warmup < 0 or args.settle < 0:
-        p.error("--rounds must be at least 1, --warmup and --settle at least 0")
+    if args.rounds < 1 or args.warmup < 0 or args.settle < 0 or args.warm_ms < 0:
+        p.error("--rounds must be at least 1, --warmup, --settle and --warm-ms at least 0")
     return args
 
 
@@ -153,10 +164,10 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
         for a, b in pairs:
             progress.describe(f"{a}:{b}")
             results.append(measure_pair(a, b, prepared, args.warmup, args.rounds, sync,
-                                        progress.update, args.settle))
+                                        progress.update, args.settle, args.warm_ms))
         progress.close()
     say(report.format_table(table_rows(results)))
-    say("(" + legend(args.rounds, args.settle) + ")")
+    say("(" + legend(args.rounds, args.settle, args.warm_ms) + ")")
     for record in results:
         if record["status"] != "ok":
             say(f"  {record['a']}:{record['b']}: not measured: {record['reason']}")
@@ -177,11 +188,11 @@ def _prepare(name: str, inputs: Any, refs: checks.References,
 
 def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: int, rounds: int,
                  sync: Callable[[], None], tick: Callable[[], None] = lambda: None,
-                 settle: float = 0.0) -> dict[str, Any]:
+                 settle: float = 0.0, warm_ms: float = 0.0) -> dict[str, Any]:
     """Alternated calls of rows ``a`` and ``b`` (both prepared): ``warmup`` untimed rounds, then
     ``rounds`` timed ones, ``b`` first in every other round, each timed call after ``settle``
-    seconds of rest and an untimed call when ``settle`` is not 0; the pair's record
-    (``summarize``)."""
+    seconds of rest and ``warm_ms`` milliseconds of untimed calls (at least one; the count from
+    the row's last call) when ``settle`` is not 0; the pair's record (``summarize``)."""
     record: dict[str, Any] = {"a": a, "b": b}
     missing = [f"{n} {prepared[n].record['status']}" if n in prepared else f"{n} skipped"
                for n in (a, b) if n not in prepared or prepared[n].model is None]
@@ -189,14 +200,18 @@ def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: in
         return {**record, "status": "not measured", "reason": ", ".join(missing)}
     times: dict[str, dict[str, list[float]]] = {a: {"fwd": [], "fb": []},
                                                 b: {"fwd": [], "fb": []}}
+    last = {a: 0.0, b: 0.0}
+    """each row's last call, in seconds (forward + backward)."""
     gc.collect()
     for k in range(warmup + rounds):
         for name in ((a, b) if k % 2 == 0 else (b, a)):
             p = prepared[name]
             if settle:
                 time.sleep(settle)
-                bench.time_call(p.model, p.cotangent, sync)
+                for _ in range(warm_calls(warm_ms, last[name])):
+                    bench.time_call(p.model, p.cotangent, sync)
             fwd, _, bwd, _ = bench.time_call(p.model, p.cotangent, sync)
+            last[name] = fwd + (bwd or 0.0)
             if k < warmup:
                 continue
             times[name]["fwd"].append(fwd * 1e3)
@@ -205,6 +220,14 @@ def measure_pair(a: str, b: str, prepared: dict[str, bench.Prepared], warmup: in
         tick()
     return {**record, "status": "ok", "rounds": rounds, "times": times,
             **summarize(times[a], times[b])}
+
+
+def warm_calls(warm_ms: float, last_s: float) -> int:
+    """How many untimed calls of a row whose last call took ``last_s`` seconds fill ``warm_ms``
+    milliseconds: at least one, at most 100."""
+    if last_s <= 0:
+        return 1
+    return max(1, min(100, int(np.ceil(warm_ms * 1e-3 / last_s))))
 
 
 def summarize(a: dict[str, list[float]], b: dict[str, list[float]]
@@ -261,9 +284,11 @@ def table_rows(results: list[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def legend(rounds: int, settle: float = SETTLE) -> str:
+def legend(rounds: int, settle: float = SETTLE, warm_ms: float = WARM_MS) -> str:
     """What the columns of ``table_rows`` mean."""
-    rest = (f", each timed call after {settle:g} s of rest and an untimed call of its row"
+    warm = (f"{warm_ms:g} ms of untimed calls (at least one)" if warm_ms
+            else "an untimed call")
+    rest = (f", each timed call after {settle:g} s of rest and {warm} of its row"
             if settle else "")
     return (f"ms, medians over {rounds} rounds of alternated calls in one process{rest}; "
             "fwd = training "

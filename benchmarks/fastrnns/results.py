@@ -244,7 +244,8 @@ def _section_lines(payload: dict[str, Any]) -> list[str]:
                   "forward and backward, then row B's (B first in every other round).", "",
                   report.markdown_table(paired.table_rows(side["pairs"])), "",
                   "(" + paired.legend(side["config"]["rounds"],
-                                      side["config"].get("settle", 0.0)) + ")"]
+                                      side["config"].get("settle", 0.0),
+                                      side["config"].get("warm_ms", 0.0)) + ")"]
         lines += [f"- `{name}`: {r.get('status')}: {'; '.join(r.get('notes', ()))}"
                   for name, r in side["rows"].items() if r.get("status") in (
                       "skipped", "error", "check failed")]

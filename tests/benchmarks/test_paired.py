@@ -229,3 +229,21 @@ def test_results_file_shows_the_side_by_side_ratio(monkeypatch, tmp_path, capsys
     assert serial.endswith("x") and side.endswith("x")
     assert "### Side by side" in text and "| script:floor |" in text
     assert "judged on the side-by-side ratio where there is one" in text
+
+
+def test_untimed_calls_fill_the_warm_time_after_the_rest(monkeypatch):
+    assert paired.warm_calls(20.0, 0.0) == 1  # no call timed yet
+    assert paired.warm_calls(20.0, 0.2) == 1  # a 200 ms call: one
+    assert paired.warm_calls(20.0, 0.003) == 7  # 3 ms calls: 21 ms of them
+    assert paired.warm_calls(0.0, 0.003) == 1  # none asked: still one after the rest
+    assert paired.warm_calls(20.0, 1e-7) == 100
+    calls = []
+    monkeypatch.setattr(paired.time, "sleep", lambda s: None)
+    monkeypatch.setattr(paired.bench, "time_call",
+                        lambda model, ct, sync: calls.append(model) or (0.004, 0, 0.001, 0))
+    prepared = {n: bench.Prepared({"status": "ok"}, n) for n in ("a", "b")}
+    record = paired.measure_pair("a", "b", prepared, 0, 2, lambda: None, settle=0.1,
+                                 warm_ms=20.0)
+    # each timed call after the rest: 1 untimed call (no time known yet), then 4 of 5 ms
+    assert calls == ["a", "a", "b", "b"] + ["b"] * 5 + ["a"] * 5
+    assert record["fwd"]["ratio"] == 1.0
