@@ -98,8 +98,7 @@ def split_product(node: Node) -> bool:
             if not out.uses:
                 continue
             read.setdefault(cols, []).append(out)
-            carried |= any(u.node is u.node.owner.return_node and u.node.owner.owner is not None
-                           and u.node.owner.owner.kind == LOOP for u in out.uses)
+            carried |= any(_carries(u.node) for u in out.uses)
     columns = {c for lo, hi in read for c in range(lo, hi)}
     unread = len(columns) < yt.shape[1]  # type: ignore[index]
     if not (unread or carried) or not read:
@@ -116,6 +115,12 @@ def split_product(node: Node) -> bool:
         for out in outs:
             out.replace_all_uses_with(product.output)
     return True
+
+
+def _carries(user: Node) -> bool:
+    """Is ``user`` the return of a loop's body (its values the next step's carried ones)?"""
+    block = user.owner
+    return user is block.return_node and block.owner is not None and block.owner.kind == LOOP
 
 
 def _outside(node: Node, w: Value) -> Node:

@@ -162,7 +162,7 @@ class LoopBatcher:
                 continue
             buf, axis, slot = node.inputs[0], node.inputs[1], node.inputs[2]
             if self._whole_buffer(buf, v) and axis.is_constant and axis.constant == 0 \
-                    and self._is_permutation(slot):
+                    and each_slot_once(slot, self.loop):
                 self.buffers.setdefault((v, slot), buf)
                 return slot
         return None
@@ -178,15 +178,6 @@ class LoopBatcher:
         writers = [u for u in buf.uses if u.node.kind == WRITE_SLOT]
         inside = [u for u in buf.uses if _within(u.node, self.loop)]
         return len(writers) == 1 and inside == writers
-
-    def _is_permutation(self, slot: Value) -> bool:
-        """``k`` or ``n - 1 - k`` (k the counter): every slot is written exactly once."""
-        counter = self.body.params[0]
-        if slot is counter:
-            return True
-        node = slot.node
-        return (node.kind == "tensor::sub" and node.inputs[1] is counter
-                and node.inputs[0].is_constant and node.inputs[0].constant == self.trips - 1)
 
     def stacked(self, v: Value, slot: Value) -> Value:
         """An array of shape ``(n, *v.shape)`` whose slot ``s_k`` holds ``v`` of iteration k."""
@@ -259,11 +250,32 @@ def _add_to_loop_output(b: LoopBatcher, j: int, total: Value) -> None:
 
 
 def _is_zeros(v: Value) -> bool:
+    return v.node.kind == "tensor::zeros" or zeros_constant(v) is not None
+
+
+def zeros_constant(v: Value) -> np.ndarray | None:
+    """The array of ``v`` when it is a constant of zeros."""
     node = v.node
-    if node.kind == "tensor::zeros":
-        return True
     value = node.attrs.get("value") if node.kind == CONSTANT else None
-    return isinstance(value, np.ndarray) and not value.any()
+    return value if isinstance(value, np.ndarray) and not value.any() else None
+
+
+def each_slot_once(slot: Value, loop: Node) -> bool:
+    """``slot`` is the counter ``k`` or ``n - 1 - k`` of ``loop`` (``n`` its trip count, a
+    constant or a value): every step writes a slot of ``0..n-1`` no other step writes."""
+    counter, trips = loop.blocks[0].params[0], loop.inputs[0]
+    if slot is counter:
+        return True
+    node = slot.node
+    if node.kind != "tensor::sub" or node.inputs[1] is not counter:
+        return False
+    last = node.inputs[0]
+    if last.is_constant and trips.is_constant:
+        return type(last.constant) is int and last.constant == int(trips.constant) - 1
+    before = last.node
+    return (before.kind == "tensor::sub" and before.inputs[0] is trips
+            and before.inputs[1].is_constant and type(before.inputs[1].constant) is int
+            and before.inputs[1].constant == 1)
 
 
 def _batched_sum(b: LoopBatcher, addend: Value) -> Value | None:
@@ -315,4 +327,5 @@ def _transposed_operand(v: Value) -> Value | None:
     return node.inputs[0] if len(node.inputs[0].type.shape) == 2 else None  # type: ignore
 
 
-__all__ = ["NAME", "accumulation_chain", "batch_loop", "run"]
+__all__ = ["NAME", "accumulation_chain", "batch_loop", "each_slot_once", "run",
+           "zeros_constant"]

@@ -26,17 +26,15 @@ raises as ``select_backward`` did (the forward step that read the slot raised fi
 
 from __future__ import annotations
 
-import numpy as np
-
 from ir.core import Graph, Node, Value
-from ir.kinds import ADD, CONSTANT, COPY, LOOP, WRITE_SLOT
+from ir.kinds import ADD, COPY, LOOP, WRITE_SLOT
 from ir.types import TensorType
+from passes.autodiff.batch_accumulation import each_slot_once, zeros_constant
 from passes.licm import is_for_loop
 
 NAME = "slot-gradients"
 
 SELECT_BACKWARD = "tensor::select_backward"
-SUB = "tensor::sub"
 ZEROS = "tensor::zeros"
 
 
@@ -68,7 +66,7 @@ def slot_loop(loop: Node) -> bool:
         g, _, axis, index = sb.node.inputs
         gt = g.type
         if (not axis.is_constant or not isinstance(gt, TensorType)
-                or gt.dtype != param.type.dtype or not _each_slot_once(index, loop)):
+                or gt.dtype != param.type.dtype or not each_slot_once(index, loop)):
             continue
         buf = _fresh_zeros(init, loop)
         if buf is None or buf.type != param.type:
@@ -89,39 +87,17 @@ def _fresh_zeros(v: Value, loop: Node) -> Value | None:
     a constant of zeros), a new ``tensor::zeros`` when ``v`` is a constant of zeros; else
     None."""
     node = v.node
-    if node.kind == CONSTANT:
-        value = node.attrs.get("value")
-        if not isinstance(value, np.ndarray) or value.any():
-            return None
+    value = zeros_constant(v)
+    if value is not None:
         graph = loop.graph
         with graph.inserting_before(loop):
             shape, dtype = graph.constant(tuple(value.shape)), graph.constant(str(value.dtype))
             return graph.insert_typed(ZEROS, [shape, dtype]).output
     if node.owner is not loop.owner or [u.node for u in v.uses] != [loop]:
         return None
-    if node.kind == ZEROS:
+    if node.kind == ZEROS or (node.kind == COPY and zeros_constant(node.inputs[0]) is not None):
         return v
-    if node.kind != COPY or node.inputs[0].node.kind != CONSTANT:
-        return None
-    value = node.inputs[0].node.attrs.get("value")
-    return v if isinstance(value, np.ndarray) and not value.any() else None
-
-
-def _each_slot_once(index: Value, loop: Node) -> bool:
-    """``index`` is the counter ``k`` or ``n - 1 - k`` (``n`` the trip count): every step
-    writes a slot of ``0..n-1`` no other step writes."""
-    counter, trips = loop.blocks[0].params[0], loop.inputs[0]
-    if index is counter:
-        return True
-    node = index.node
-    if node.kind != SUB or node.inputs[1] is not counter:
-        return False
-    last = node.inputs[0]
-    if last.is_constant and trips.is_constant:
-        return type(last.constant) is int and last.constant == int(trips.constant) - 1
-    before = last.node
-    return (before.kind == SUB and before.inputs[0] is trips and before.inputs[1].is_constant
-            and before.inputs[1].constant == 1 and type(before.inputs[1].constant) is int)
+    return None
 
 
 __all__ = ["NAME", "run", "slot_loop"]
