@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ir.core import Block, Node, Value
 from ir.errors import IRError
-from ir.registry import spelling
+from ir.registry import WRITES, lookup, spelling
 from ir.types import INT, ListType, TensorType, Type
 from passes.autodiff.context import (
     BlockGrad,
@@ -65,6 +65,14 @@ def _backprop_node(ctx: BlockGrad, node: Node) -> None:
         _collect_slice(ctx, node)
         return
     gs = [ctx.take_ct(v) for v in node.outputs]
+    if not node.outputs and _writes_active(ctx, node):
+        # the array written gets its value from the path differentiated, which a later read
+        # of it would have to see: no rule follows it (a slot write a backward graph makes,
+        # met again by grad of grad)
+        raise IRError(f"cannot differentiate {spelling(node.kind)}: an in-place write of a "
+                      "value computed from the arguments differentiated (a first gradient "
+                      "writes the cotangents of a loop's row reads, x[t], into a buffer so); "
+                      "second derivatives through such a loop are not supported", node)
     if all(g is None for g in gs) or node.kind in NON_DIFFERENTIABLE:
         return
     if not any(ctx.is_active(v) for v in node.inputs):
@@ -76,6 +84,17 @@ def _backprop_node(ctx: BlockGrad, node: Node) -> None:
                       "have one: see docs/ops.md)", node)
     for v, g in zip(node.inputs, rule(ctx, node, gs) or ()):
         ctx.add_ct(v, g)
+
+
+def _writes_active(ctx: BlockGrad, node: Node) -> bool:
+    """Whether ``node`` (a declared op) writes in place a value the differentiated path
+    computes into one of its inputs."""
+    op = lookup(node.kind)
+    if op is None or node.kind in NON_DIFFERENTIABLE:
+        return False
+    written = [k for k in range(len(node.inputs)) if WRITES in op.effects_on(k)]
+    return bool(written) and any(ctx.is_active(v) for k, v in enumerate(node.inputs)
+                                 if k not in written)
 
 
 # -- control flow -------------------------------------------------------------------------------

@@ -95,7 +95,9 @@ class GradFunction:
     For each input signature, the gradient is an IR graph: ``f``'s forward, a ones seed and ``f``'s
     backward, built from the unoptimized forward/backward pair of that signature. Differentiating
     it again runs the VJP rules over the backward's own ops (elementwise ops, matmuls, reductions,
-    ``sum_to`` / ``broadcast_to``); loops are not supported a second time.
+    ``sum_to`` / ``broadcast_to``) and its loops; a loop whose reverse writes the cotangents of
+    row reads into a buffer in place (``write_slot``) is refused a second time (a ScriptError,
+    ``passes.autodiff.walk``), as that write has no gradient rule.
     """
 
     def __init__(self, f: Any, argnums: int | Sequence[int] = 0):

@@ -81,3 +81,36 @@ def test_grad_rejects_non_scalar_outputs():
         return x * 2.0
     with pytest.raises(ScriptError, match="one scalar output"):
         grad(vector)(np.ones(3))
+
+
+def filled_rows(X: Tensor, W: Tensor, h0: Tensor, wrand: Tensor):
+    # Karpathy's batched LSTM's style: preallocated arrays written per step, the previous row
+    # read back (gist.github.com/karpathy/587454dc0146a6ae21fc)
+    n, b, input_size = X.shape
+    d = W.shape[1] // 4
+    Hin = np.zeros((n, b, W.shape[0]))
+    Hout = np.zeros((n, b, d))
+    IFOGf = np.zeros((n, b, d * 4))
+    for t in range(n):
+        prevh = Hout[t - 1] if t > 0 else h0
+        Hin[t, :, 0] = 1
+        Hin[t, :, 1:input_size + 1] = X[t]
+        Hin[t, :, input_size + 1:] = prevh
+        ifog = Hin[t].dot(W)
+        IFOGf[t, :, :3 * d] = 1.0 / (1.0 + np.exp(-ifog[:, :3 * d]))
+        IFOGf[t, :, 3 * d:] = np.tanh(ifog[:, 3 * d:])
+        Hout[t] = IFOGf[t, :, 2 * d:3 * d] * IFOGf[t, :, 3 * d:]
+    return np.sum(Hout * wrand)
+
+
+def test_a_second_derivative_the_first_gradients_slot_writes_would_lose_is_refused():
+    # the first gradient writes the cotangents of the rows read into a buffer in place; the
+    # second differentiation has no rule for that write, and gave zeros before it refused
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((2, 2, 2)), rng.standard_normal((5, 8)) * 0.5
+    h0, wrand = rng.standard_normal((2, 2)), rng.standard_normal((2, 2, 2))
+    first = grad(filled_rows, argnums=0)
+    np.testing.assert_allclose(first(X, W, h0, wrand), _fd(
+        lambda x: filled_rows(x, W, h0, wrand), X), rtol=1e-6, atol=1e-8)
+    with pytest.raises(ScriptError, match="second derivatives through such a loop"):
+        vjp(first, X, W, h0, wrand)
