@@ -18,6 +18,14 @@ The call signature then holds the values of those arguments (``script.frontend.s
 have static shapes: ``np.zeros((x.shape[0], n))`` with ``n = 200`` is ``Double(300, 200)``, and a
 loop carrying it can run natively. An int that only counts loop trips or enters arithmetic on
 arrays is not traced there and stays keyed by its type: a new value compiles nothing.
+
+``trip_inputs(graph)`` finds the other int inputs that are a loop's trip count (``for t in
+range(n)``). A call whose value for one equals an axis of an array argument (``n ==
+x.shape[0]``) or the length of a list or tuple argument is keyed by that value, which its
+specialization compiles in as ``bind_static_ints`` does: the loop is then the one
+``range(x.shape[0])`` writes, whose trip count and reads are known when compiling (a read of
+every row of ``x`` is a product over the whole sequence before the loop). Any other value keys
+the call by its type, as before: at most one more specialization per array axis length.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ir.core import Graph, Value
-from ir.kinds import CONSTANT, IF, PARAM, TUPLE_CONSTRUCT
+from ir.kinds import CONSTANT, IF, LOOP, PARAM, TUPLE_CONSTRUCT
 from ir.registry import lookup
 from ir.types import BOOL, INT, STR, ListType, OptionalType, TupleType, Type
 from passes import inline
@@ -54,6 +62,20 @@ def sizing_inputs(graph: Graph) -> tuple[int, ...]:
             if arg.name in sizes and k < len(node.inputs):
                 _trace(node.inputs[k], candidates, found, seen)
     return tuple(sorted(found))
+
+
+def trip_inputs(graph: Graph, sizing: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """The positions of ``graph``'s int inputs, other than ``sizing``, that are a loop's trip
+    count (``range(n)``; not an offset, ``range(x.shape[0] - k)``, whose value matching an
+    axis would be a coincidence)."""
+    if not any(v.type == INT and k not in sizing for k, v in enumerate(graph.inputs)):
+        return ()
+    graph = graph.clone()
+    inline.run(graph)
+    candidates = {v: k for k, v in enumerate(graph.inputs)
+                  if v.type == INT and k not in sizing}
+    return tuple(sorted({candidates[node.inputs[0]] for node in graph.walk()
+                         if node.kind == LOOP and node.inputs[0] in candidates}))
 
 
 def _trace(value: Value, candidates: dict[Value, int], found: set[int], seen: set[Value]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ir.core import Graph
 from ir.types import Type
-from passes.static_ints import sizing_inputs
+from passes.static_ints import sizing_inputs, trip_inputs
 from script.errors import ScriptError, SourceInfo
 
 
@@ -65,6 +65,13 @@ class FunctionDef:
         """The positions of the int inputs whose values size arrays (``passes.static_ints``):
         the call signature holds their values, and each specialization compiles them in."""
         return sizing_inputs(self.graph)
+
+    @functools.cached_property
+    def trip_ints(self) -> tuple[int, ...]:
+        """The positions of the other int inputs that count a loop's trips
+        (``passes.static_ints.trip_inputs``): a call that passes one equal to an array
+        argument's axis or a list argument's length is keyed by that value, and compiles it in."""
+        return trip_inputs(self.graph, self.static_ints)
 
     def positional_names(self) -> list[str]:
         """The parameter names positional arguments bind to, ``static_args`` included."""

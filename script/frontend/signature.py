@@ -53,13 +53,16 @@ def key_of(value: Any) -> Any:
     return (t, id(t))
 
 
-def call_key(args: tuple[Any, ...], static: tuple[int, ...]) -> Any:
+def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, ...] = ()) -> Any:
     """The cache key of a call: each argument's ``key_of``, then the values of the int and
     bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
-    ``if``: ``passes.static_ints``)."""
+    ``if``: ``passes.static_ints``), then those of the trip counts at ``trips`` that equal an
+    array argument's axis or a list's length (``trip_value``)."""
     key = tuple(map(key_of, args))
     if static:
-        return key + tuple([static_value(args[k]) for k in static])
+        key += tuple([static_value(args[k]) for k in static])
+    if trips:
+        key += tuple([trip_value(args, args[k]) for k in trips])
     return key
 
 
@@ -74,6 +77,25 @@ def static_value(value: Any) -> int | tuple[int, ...] | None:
         return value
     if isinstance(value, np.integer):
         return int(value)
+    return None
+
+
+def trip_value(args: tuple[Any, ...], value: Any) -> int | None:
+    """``value``, an int argument counting a loop's trips, when it equals an axis of one of the
+    array ``args`` or the length of a list or tuple among them: the specialization compiles it
+    in (``n == x.shape[0]`` makes ``range(n)`` the loop ``range(x.shape[0])`` writes); None for
+    any other value, which stays keyed by its type."""
+    if type(value) is not int:
+        if not isinstance(value, np.integer):
+            return None
+        value = int(value)
+    for a in args:
+        t = type(a)
+        if t is _ndarray or _is_cupy(a):
+            if value in a.shape:
+                return value
+        elif (t is list or t is tuple) and len(a) == value:
+            return value
     return None
 
 

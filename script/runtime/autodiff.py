@@ -37,7 +37,6 @@ from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script import ops
 from script.errors import (
-    ArgumentShapeError,
     Origin,
     ScriptError,
     SignatureError,
@@ -55,6 +54,7 @@ from script.runtime.function import (
     coerce_numbers,
     input_items,
     input_types,
+    refused_shapes,
     static_arguments,
 )
 from script.runtime.nested_args import flatten_nested
@@ -203,19 +203,16 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
         bind_static_ints(graph, static_arguments(d, args))
         coerce_numbers(graph, types)
         nested = dict(flatten_nested(graph, d, args, types, items))
-        try:
+        with refused_shapes(d, types):
             specialize(graph, types, items)
-        except ir.ShapeError as e:
-            raise ArgumentShapeError(f"{d.name}(): the arguments cannot be accepted: {e}") \
-                from None
-        fuser.prefetch(graph)  # the product kernel compiles beside the passes
-        # shape-prop: the types unrolling narrowed; the loops whose carried numbers become arrays
-        # carry arrays of one shape once their first trip is peeled
-        run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")
-        if nested:  # loops over a rebuilt container unrolled (`for layer in layers`): the
-            unroll_reads(graph)  # reads of its items at constant indices forwarded
-            run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop")
-            check_rebuilt_reads(graph)
+            fuser.prefetch(graph)  # the product kernel compiles beside the passes
+            # shape-prop: the types unrolling narrowed; the loops whose carried numbers become
+            # arrays carry arrays of one shape once their first trip is peeled
+            run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop,peel-accumulators")
+            if nested:  # loops over a rebuilt container unrolled (`for layer in layers`): the
+                unroll_reads(graph)  # reads of its items at constant indices forwarded
+                run_pipeline(graph, STANDARD_PIPELINE + ",shape-prop")
+                check_rebuilt_reads(graph)
     return graph, nested
 
 

@@ -22,7 +22,8 @@ import inspect
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -50,6 +51,7 @@ from script.frontend.signature import (
     dtype_name,
     item_types,
     static_value,
+    trip_value,
     type_of,
 )
 from script.runtime import instrument
@@ -195,7 +197,7 @@ class ScriptFunction:
             with self._lock:
                 args = self._bind(args, kwargs)
                 if instrument.active is None:
-                    spec = self._cache.get(call_key(args, self._definition.static_ints)) \
+                    spec = self._cache.get(self.call_key(args)) \
                         or self._specialize(args)
             if instrument.active is not None:
                 return instrument.active.call(self, args)
@@ -207,7 +209,7 @@ class ScriptFunction:
             args = bind_arguments(d, args, kwargs)
         if instrument.active is not None:
             return instrument.active.call(self, args)
-        spec = self._cache.get(call_key(args, d.static_ints))
+        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints))
         if spec is None:
             spec = self._specialize(args)
         return spec.fn(*args)
@@ -253,8 +255,10 @@ class ScriptFunction:
 
     def call_key(self, inputs: tuple[Any, ...]) -> Any:
         """The cache key of a call's graph inputs: their signature, with the values of the int
-        arguments that size arrays (``FunctionDef.static_ints``)."""
-        return call_key(inputs, self.definition.static_ints)
+        arguments that size arrays (``FunctionDef.static_ints``) and of the trip counts that
+        equal an array argument's axis (``FunctionDef.trip_ints``)."""
+        d = self.definition
+        return call_key(inputs, d.static_ints, d.trip_ints)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
@@ -394,17 +398,13 @@ class ScriptFunction:
             coerce_numbers(graph, types)
             items = input_items(d, args)
             nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
-            try:
+            with refused_shapes(d, types):
                 specialize(graph, types, items)
-            except ir.ShapeError as e:
-                described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
-                raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
-                                         f"accepted: {e}") from None
-            fuser.prefetch(graph)  # the product kernel compiles beside the passes
-            if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
-                run_pipeline(graph, STANDARD_PIPELINE)
-                unroll_reads(graph)
-            run_pipeline(graph, self.pipeline)
+                fuser.prefetch(graph)  # the product kernel compiles beside the passes
+                if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
+                    run_pipeline(graph, STANDARD_PIPELINE)
+                    unroll_reads(graph)
+                run_pipeline(graph, self.pipeline)
         with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))
         if self.strict:  # after codegen: it knows which groups compiled natively
@@ -495,12 +495,35 @@ def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     return tuple(named.values()), rest
 
 
+@contextmanager
+def refused_shapes(d: Any, types: list[ir.Type]) -> Iterator[None]:
+    """A ``ShapeError`` of the graph specialized to arguments of ``types`` as an
+    ``ArgumentShapeError`` (a ``ValueError``, as numpy's): an op whose operands' shapes numpy
+    refuses, where specializing finds it or where the passes do (``np.stack`` of the list a
+    loop of no trips filled, once the loop is unrolled)."""
+    try:
+        yield
+    except (ir.ShapeError, ir.VerifyError) as e:
+        if isinstance(e, ir.VerifyError):  # RNNSCRIPT_VERIFY=1 finds the node first
+            if not isinstance(e.__cause__, ir.ShapeError):
+                raise
+            e = e.__cause__
+        described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
+        raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
+                                 f"accepted: {e}") from None
+
+
 def static_arguments(d: Any, inputs: tuple[Any, ...]) -> dict[int, Any]:
-    """The values a specialization compiles in for the int inputs that size arrays, by input
-    position (the call key holds them: ``ScriptFunction.call_key``)."""
+    """The values a specialization compiles in for the int inputs that size arrays, and for the
+    trip counts that equal an array argument's axis, by input position (the call key holds
+    them: ``ScriptFunction.call_key``)."""
     found = {}
     for k in d.static_ints:
         value = static_value(inputs[k])
+        if value is not None:
+            found[k] = value
+    for k in d.trip_ints:
+        value = trip_value(inputs, inputs[k])
         if value is not None:
             found[k] = value
     return found

@@ -1,7 +1,8 @@
 """Layers whose trip count is an int argument (``for t in range(n)``): the reverse loop
 autodiff makes runs natively too (the gradient of ``x[t]`` written slot by slot, the product of
 ``[x_t, h]`` split into its pieces, the weight's gradient summed per row range), over every
-thread count, with the Python loops' values."""
+thread count, with the Python loops' values. A count equal to an argument's axis is compiled in
+(``passes.static_ints.trip_inputs``), so these counts differ from every axis but one case's."""
 
 from __future__ import annotations
 
@@ -57,8 +58,9 @@ def _train(f, args, argnums=None):
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(9, 13, 5, 7, 9), (6, 13, 5, 7, 4), (4, 1, 3, 5, 4),
-                                   (1, 8, 3, 5, 1)], ids=["odd", "n<T", "B=1", "T=1"])
+@pytest.mark.parametrize("shape", [(9, 13, 5, 7, 8), (6, 13, 5, 7, 4), (6, 1, 3, 5, 4),
+                                   (2, 8, 3, 5, 1), (9, 13, 5, 7, 9)],
+                         ids=["odd", "n<T", "B=1", "n=1", "n=T compiled in"])
 def test_lstm_over_an_int_trip_count_matches_python_loops(monkeypatch, threads, dtype, shape):
     t, b, i, hidden, n = shape
     args = _lstm_args(t, b, i, hidden, dtype, n, seed=threads)
@@ -72,6 +74,8 @@ def test_lstm_over_an_int_trip_count_matches_python_loops(monkeypatch, threads, 
         out, grads = _train(f, args)
     forward, reverse = gradient_loops(f)
     assert [lp.calls for lp in (forward, reverse)] == [1, 1]  # both ran natively
+    inputs = f.vjp_graphs_for(*args)[0].inputs
+    assert bool(inputs[6].uses) == (n != t)  # n read per call, or compiled in
     if threads > 1 and b > 1:
         assert row_ranges(reverse) == [min(threads, b)]
     assert_close_scaled((*out, *grads), (*want_out, *want_grads), dtype)
@@ -83,8 +87,8 @@ def test_weight_gradients_over_row_ranges_match_finite_differences(monkeypatch, 
     monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", "2")
     monkeypatch.setattr("fuser.cpu.loop.ranges.MIN_ROWS", 1)
     rng = np.random.default_rng(2)
-    args = (rng.standard_normal((6, 5, 3)), rng.standard_normal((5, 4)),
-            rng.standard_normal((3, 4)) * 0.4, rng.standard_normal((4, 4)) * 0.4, 5)
+    args = (rng.standard_normal((8, 5, 3)), rng.standard_normal((5, 4)),
+            rng.standard_normal((3, 4)) * 0.4, rng.standard_normal((4, 4)) * 0.4, 7)
     f = script(rnn_loss)
     check_vjp(f, args, argnums=argnums)
     assert any(row_ranges(lp) == [2] for lp in gradient_loops(f))

@@ -1,15 +1,17 @@
 """Int arguments that size arrays (and bool arguments that decide an ``if``) are part of the call
 signature by value: the specialization compiles them in (static shapes, the branch taken), a new
 value compiles a new specialization, and an int that only counts loop trips or enters arithmetic
-stays keyed by its type."""
+stays keyed by its type, unless it equals an array argument's axis or a list argument's length:
+then it is compiled in too."""
 
-from typing import Final, Tuple
+from typing import Final, List, Tuple
 
 import numpy as np
 import pytest
 
 from script import Module, Parameter, Tensor, freeze, script, vjp
 from script.frontend.signature import call_key
+from tests.gradcheck import check_vjp
 
 
 def harvest(x: Tensor, n: int, W: Tensor) -> Tensor:
@@ -80,6 +82,59 @@ def test_a_trip_count_does_not_specialize():
         np.testing.assert_allclose(f(h, W, T), steps(h, W, T), rtol=1e-12)
     assert f.compiled_signatures == 1
     assert f.definition.static_ints == ()
+
+
+def scan(x: Tensor, h: Tensor, W: Tensor, n: int) -> Tensor:
+    for t in range(n):
+        h = np.tanh(x[t] + h @ W)
+    return h
+
+
+def scan_list(xs: List[Tensor], h: Tensor, n: int) -> Tensor:
+    for t in range(n):
+        h = np.tanh(xs[t] * h + 0.5)
+    return h
+
+
+def _loops(graph):
+    return [node for node in graph.walk() if node.kind == "prim::Loop"]
+
+
+def test_a_trip_count_equal_to_an_axis_is_compiled_in():
+    f = script(scan)
+    rng = np.random.default_rng(1)
+    x, h, W = rng.standard_normal((6, 3, 4)), rng.standard_normal((3, 4)), \
+        0.4 * rng.standard_normal((4, 4))
+    assert f.definition.static_ints == () and f.definition.trip_ints == (3,)
+    for n in (6, 2, 0, 6, 5, 3, 4):  # 6, 3 and 4 are axes of the arguments: compiled in
+        np.testing.assert_allclose(f(x, h, W, n), scan(x, h, W, n), rtol=1e-12)
+    assert f.compiled_signatures == 4  # 6, 3, 4, and one for every other value
+    assert not f.graph_for(x, h, W, 6).inputs[3].uses  # 6 compiled in (the loop unrolled)
+    assert call_key((x, h, W, 6), (), (3,)) != call_key((x, h, W, 2), (), (3,))
+    assert call_key((x, h, W, 2), (), (3,)) == call_key((x, h, W, 5), (), (3,))
+    loop, = _loops(f.graph_for(x, h, W, 2))
+    assert loop.inputs[0] is f.graph_for(x, h, W, 2).inputs[3]  # the count is read per call
+    with pytest.raises(IndexError):  # a count past the sequence fails as numpy's read does
+        f(x[:5], h, W, 6)
+
+
+def test_a_trip_count_equal_to_a_list_length_is_compiled_in():
+    f = script(scan_list)
+    xs, h = [np.full(3, 0.1 * k) for k in range(5)], np.ones(3)
+    for n in (5, 1, 5, 2):
+        np.testing.assert_allclose(f(xs, h, n), scan_list(xs, h, n), rtol=1e-12)
+    assert f.compiled_signatures == 2
+    assert not f.graph_for(xs, h, 5).inputs[2].uses
+    assert f.graph_for(xs, h, 2).inputs[2].uses
+
+
+def test_gradients_of_a_trip_count_compiled_in():
+    rng = np.random.default_rng(2)
+    x, h, W = rng.standard_normal((5, 2, 3)), rng.standard_normal((2, 3)), \
+        0.4 * rng.standard_normal((3, 3))
+    f = script(scan)
+    for n in (5, 4):  # compiled in, read per call
+        check_vjp(f, (x, h, W, n), argnums=(0, 1, 2))
 
 
 def test_an_int_that_sizes_an_array_in_a_callee_through_arithmetic():
