@@ -303,6 +303,19 @@ def list_index_of_construct(node: Node) -> bool:
     return forward_outputs(node, [ctor.inputs[k]])
 
 
+def list_slice_of_construct(node: Node) -> bool:
+    """``[x, y, z][:-1] -> [x, y]`` for constant bounds when every use of the list only reads
+    it (``a, b = np.split(x, (d, 2 * d))[:-1]``): the slice is a new list of those items."""
+    ctor = _producer(node.inputs[0], "prim::ListConstruct")
+    bounds = [constant_of(v) for v in node.inputs[1:]]
+    if ctor is None or any(b is not None and type(b) is not int for b in bounds) or \
+            bounds[2] == 0 or not _only_read(ctor.output, _LIST_READS | {"prim::ListSlice"}):
+        return False
+    made = node.graph.create("prim::ListConstruct", list(ctor.inputs)[slice(*bounds)],
+                             [node.output.type], source=node.source)
+    return forward_outputs(node, [made.insert_before(node).output])
+
+
 def tuple_index_of_construct(node: Node) -> bool:
     """``(x, y)[1] -> y``."""
     ctor = _producer(node.inputs[0], "prim::TupleConstruct")
@@ -425,6 +438,7 @@ RULES: dict[str, Callable[[Node], bool]] = {
     "prim::ListUnpack": list_unpack_of_construct,
     "prim::ListAdd": list_add_of_constructs,
     "prim::ListIndex": list_index_of_construct,
+    "prim::ListSlice": list_slice_of_construct,
     "prim::ListConstruct": appends_into_literal,
     "prim::ListExtend": extend_by_literal,
     "prim::DictGetItem": dict_get_of_construct,

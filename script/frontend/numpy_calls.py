@@ -297,17 +297,47 @@ class NumpyMixin:
         return self.emit_value("tensor::matmul", columns)
 
     def numpy_split(self: FunctionCompiler, node: ast.Call) -> Any:
-        """np.split(x, n, axis): the list of ``tensor::split``'s pieces for a constant ``n``;
-        for one an argument (a number of heads), ``tensor::split_list``, which becomes that
-        once the specialization binds ``n``."""
-        a, sections, axis = self.bind_op_arguments(op_def("tensor::split"), node, "np.split",
-                                                   None)
+        """np.split(ary, indices_or_sections, axis): for a count, the list of
+        ``tensor::split``'s pieces when it is a constant, ``tensor::split_list`` when it is an
+        argument (a number of heads: a split once the specialization binds it); for a tuple or
+        list of indices, the slices between them (``ary[:i]``, ``ary[i:j]``, ``ary[j:]`` along
+        ``axis``), one more piece than indices."""
+        names = ["ary", "indices_or_sections", "axis"]
+        given = dict(zip(names, node.args)) | {kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 3 or set(given) - set(names) or {"ary", "indices_or_sections"} - \
+                set(given):
+            raise self.error(node, "np.split() takes an array, a count or a tuple of indices, "
+                             "and an axis: np.split(ary, indices_or_sections, axis=0)")
+        a = self.expr(given["ary"])
         if not isinstance(a.type, TensorType):
             raise self.error(node, f"np.split() of a {a.type}: pass an array")
+        axis = self.as_index(self.expr(given["axis"])) if "axis" in given else self.const(0)
+        sections = self.expr(given["indices_or_sections"])
+        if isinstance(sections.type, (TupleType, ListType)):
+            return self.split_at(node, a, sections, axis)
         inputs = [a, self.as_index(sections), axis]
         if not inputs[1].is_constant:
             return self.emit_value("tensor::split_list", inputs)
         return self.emit_value("prim::ListConstruct", self.emit("tensor::split", inputs).outputs)
+
+    def split_at(self: FunctionCompiler, node: ast.Call, a: Any, indices: Any, axis: Any) -> Any:
+        """np.split at a tuple or list of indices: the list of the slices between them."""
+        if indices.is_constant:
+            bounds = [self.const(int(i)) for i in indices.constant]
+        elif isinstance(indices.type, TupleType):
+            bounds = [self.as_index(v) for v in self.tuple_items(indices)]
+        elif indices.node.kind == "prim::ListConstruct":
+            bounds = [self.as_index(v) for v in indices.node.inputs]
+        else:
+            raise self.error(node, "np.split() at a list of indices known only when it runs "
+                             "is not supported: pass a tuple of indices")
+        if not all(b.type == INT for b in bounds):
+            raise self.error(node, "np.split() needs int indices")
+        starts = [self.const(None), *bounds]
+        stops = [*bounds, self.const(None)]
+        pieces = [self.emit_value("tensor::slice", [a, axis, start, stop, self.const(None)])
+                  for start, stop in zip(starts, stops)]
+        return self.emit_value("prim::ListConstruct", pieces)
 
     def numpy_where(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.where(cond, a, b); the one-argument form (the indices where cond holds) is refused:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from script import ArgumentShapeError, Tensor, script
+from tests.gradcheck import check_vjp
 from tests.helpers import assert_same
 
 
@@ -120,8 +121,26 @@ def halves(x: Tensor):
     return np.split(x, 2)
 
 
+def split_at_indices(x: Tensor, d: int):
+    a, b = np.split(x, indices_or_sections=(d, 2 * d), axis=-1)[:-1]  # mamba.np's in_proj
+    pieces = np.split(x, [1, 3])
+    return a * np.tanh(b), pieces, len(pieces), np.split(ary=x, indices_or_sections=(2, 100),
+                                                         axis=1)
+
+
+def gated_half(x: Tensor, d: int):
+    return split_at_indices(x, d)[0]
+
+
 def chained(x: Tensor, n: int):
     return 0 < x.sum() < 10, 0 <= n < 3, -1 < x.min() <= x.max() < 10
+
+
+@pytest.mark.parametrize("d", [3, 2])
+def test_np_split_at_a_tuple_or_list_of_indices(d):
+    x = np.random.default_rng(0).standard_normal((4, 6))
+    assert_same(script(split_at_indices)(x, d), split_at_indices(x, d))
+    check_vjp(gated_half, (x, d), argnums=(0,))
 
 
 def test_np_split_gives_a_list_and_a_chain_of_array_comparisons_an_np_bool():
@@ -246,6 +265,35 @@ def test_shape_errors_are_value_errors_as_numpys():
     with pytest.raises(ValueError, match="cannot be accepted") as info:
         script(mismatched)(np.ones((2, 3)), np.ones((2, 3)))
     assert isinstance(info.value, rs.SignatureError)
+
+
+def stack_steps(x: Tensor):
+    ys = []
+    for i in range(x.shape[1]):
+        ys.append(x[:, i] * 2.0)
+    return np.stack(ys, axis=1)
+
+
+def concatenate_steps(x: Tensor):
+    outs = []
+    for t in range(x.shape[1]):
+        outs.append(x[:, t:t + 1])
+    return np.concatenate(outs, axis=1)
+
+
+@pytest.mark.parametrize("fn", [stack_steps, concatenate_steps])
+def test_joining_the_empty_list_of_a_loop_of_no_trips_is_a_value_error(fn):
+    # the loop unrolls to nothing once the shapes are known: the passes find the empty join
+    from script import vjp
+    x = np.zeros((2, 0, 3))
+    with pytest.raises(ValueError, match="need at least one"):
+        fn(x)
+    with pytest.raises(ArgumentShapeError, match="need at least one"):
+        script(fn)(x)
+    with pytest.raises(ArgumentShapeError, match="need at least one"):
+        vjp(script(fn), x)
+    y = np.arange(12.0).reshape(2, 2, 3)
+    assert_same(script(fn)(y), fn(y))
 
 
 def value_classes(x: Tensor, f: float):
