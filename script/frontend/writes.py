@@ -390,6 +390,10 @@ class WriteMixin:
                 continue
             through = "" if leaf.name == name else f" (through '{name}')"
             instead = f"copy it first: {name} = {name}.copy()"
+            if what.startswith("the argument"):  # a helper may be meant to update its caller's
+                instead += (" (a helper that updates its caller's array: return the new array "
+                            f"and assign it where the helper is called, {leaf.name} = "
+                            f"{self.tree.name}(..., {leaf.name}))")
             if leaf.name in self.enclosing_names:
                 instead = ("return the new array from the nested function and assign it where "
                            "it is called")

@@ -17,6 +17,11 @@ def _lead(axis: str) -> str | None:
     return ":, " * int(axis) if axis.isdigit() and int(axis) < 32 else None
 
 
+def _bound(code: str) -> str:
+    """A slice bound as written between colons (None: nothing)."""
+    return "" if code == "None" else code
+
+
 # numpy backend: ops with a direct numpy/Python spelling (the rest call ``ops.NAME``).
 NUMPY_CODE: dict[str, Callable[..., str]] = {
     "tensor::add": lambda a, b: f"{a} + {b}",
@@ -44,6 +49,9 @@ NUMPY_CODE: dict[str, Callable[..., str]] = {
     # along a constant axis (a per-step slice of a sequence) plain indexing saves a call
     "tensor::select": lambda a, axis, i: f"{a}[{_lead(axis)}{i}]" if _lead(axis) is not None
     else f"ops.select({a}, {axis}, {i})",
+    "tensor::slice": lambda a, axis, start="None", stop="None", step="None":
+    f"{a}[{_lead(axis)}{_bound(start)}:{_bound(stop)}:{_bound(step)}]" if _lead(axis) is not None
+    else f"ops.slice({a}, {axis}, {start}, {stop}, {step})",
     "tensor::take": lambda a, idx, axis="0": f"{a}[{_lead(axis)}{idx}]"
     if _lead(axis) is not None else f"ops.take({a}, {idx}, {axis})",
     "tensor::reshape": lambda a, shape: f"{a}.reshape({shape})",

@@ -218,7 +218,9 @@ def write_list_item(x: Tensor) -> Tensor:
 
 
 REFUSED = {
-    write_argument: r"in-place write to the argument 'x'.*copy it first: x = x.copy\(\)",
+    write_argument: r"in-place write to the argument 'x'.*copy it first: x = x.copy\(\) \(a helper "
+                    r"that updates its caller's array: return the new array and assign it where "
+                    r"the helper is called, x = write_argument\(\.\.\., x\)\)",
     write_view_read_later: r"would also change 'r'",
     write_alias_outside_loop: r"would also change 'a'",
     carried_view: r"'prev' may share memory with 'h'",
