@@ -90,8 +90,8 @@ def _writes_active(ctx: BlockGrad, node: Node) -> bool:
     """Whether ``node`` (a declared op) writes in place a value the differentiated path
     computes into one of its inputs."""
     op = lookup(node.kind)
-    if op is None or node.kind in NON_DIFFERENTIABLE:
-        return False
+    if op is None or not node.kind.startswith("tensor::") or node.kind in NON_DIFFERENTIABLE:
+        return False  # (structure writes, a field's or a list's, have refusals of their own)
     written = [k for k in range(len(node.inputs)) if WRITES in op.effects_on(k)]
     return bool(written) and any(ctx.is_active(v) for k, v in enumerate(node.inputs)
                                  if k not in written)

@@ -418,10 +418,21 @@ def test_a_returned_list_hands_its_items_cotangents_on(fn):
 # -- what the backward cannot follow is refused, at the user's line ----------------------------
 
 
-def sliced(x: Tensor) -> Tensor:
+def sliced(x: Tensor, k: int) -> Tensor:
     items = [x * 2.0, np.sin(x), x * x]
-    m = items[1:]
-    return ops.stack(m, 0)  # refused
+    m = items[k:]
+    return ops.stack(m, 0)  # refused: a bound known only when it runs
+
+
+def sliced_at_constants(x: Tensor) -> Tensor:
+    items = [x * 2.0, np.sin(x), x * x]
+    m = items[1:]  # the literal [np.sin(x), x * x] (canonicalize folds the slice)
+    return ops.stack(m, 0)
+
+
+def test_a_slice_of_a_literal_at_constant_bounds_differentiates():
+    from tests.gradcheck import check_vjp
+    check_vjp(script(sliced_at_constants), (np.random.default_rng(5).standard_normal((2, 3)),))
 
 
 def added(x: Tensor) -> Tensor:
@@ -491,7 +502,7 @@ def test_appends_before_any_read_make_one_list_the_backward_follows(fn):
 
 
 @pytest.mark.parametrize("fn, extra", [
-    (sliced, ()), (chosen_by_if, (1.0,)), (inserted, ()),
+    (sliced, (1,)), (chosen_by_if, (1.0,)), (inserted, ()),
     (argument_appended, ([np.ones((2, 3))],)), (popped_at_run_time, (0,)),
 ])
 def test_what_cannot_be_followed_is_refused_at_its_line(fn, extra):
