@@ -43,12 +43,12 @@ from passes import (
     tuple_columns,
     unroll,
 )
-from passes.autodiff import batch_accumulation, slot_gradients
+from passes.autodiff import batch_accumulation, slot_adds, slot_gradients
 from passes.registry import PASSES, SETTLING, Pass, all_passes, get_pass, register_pass
 
 for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
                 dict_carry, cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
-                batch_accumulation, slot_gradients, matmul_pieces, contiguous_weights,
+                batch_accumulation, slot_gradients, slot_adds, matmul_pieces, contiguous_weights,
                 stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes):
     register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)

@@ -34,7 +34,7 @@ the store); autodiff and the other passes never see the in-place ops.
 
 from __future__ import annotations
 
-from ir.core import Graph, Node, Value
+from ir.core import Graph, Node, Use, Value
 from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from ir.ops.index_put import IN_PLACE
 from ir.registry import ALIASES, WRITES, effects_on_input
@@ -151,6 +151,47 @@ def _region_part(write: Node) -> Node | None:
     return inner
 
 
+_VIEWS = frozenset({"tensor::select", "tensor::slice"})
+
+
+def _views_read_later(old: Value, write: Node) -> tuple[Node, ...]:
+    """The ``select``s and ``slice``s of ``old`` made before ``write`` in its block whose
+    readers only read them (no write through the view) and some of which run after ``write``:
+    a copy of each (a row, where the write would copy the whole array) lets the write store into
+    ``old`` (``prevh = H[t - 1]`` saved for a backward, then ``H[t] = v``)."""
+    found = []
+    for use in old.uses:
+        view = use.node
+        if view.kind not in _VIEWS or use.index != 0 or view.owner is not write.owner \
+                or not view.is_before(write) or ownership.readers_done(view.output, write):
+            continue
+        if not all(_reads_only(u) for u in view.output.uses):
+            return ()
+        found.append(view)
+    return tuple(found)
+
+
+def _reads_only(use: Use) -> bool:
+    """Whether ``use`` reads its value without writing through it or keeping a view of it
+    anywhere but in a new array or a list of saved values (a copy does the same there)."""
+    effects = effects_on_input(use.node, use.index)
+    if WRITES in effects or (use.index == 0 and use.node.attrs.get(IN_PLACE_ATTR)):
+        return False
+    if ALIASES not in effects or ownership.fresh_op(use.node):
+        return True
+    return use.node.kind == "prim::ListAppend" and use.index == 1
+
+
+def _copied(graph: Graph, view: Node) -> None:
+    """Have the readers of ``view`` read a copy of it, made right after it."""
+    out = view.output
+    with graph.inserting_before(view.next):
+        copy = graph.insert_typed("tensor::copy", [out]).output
+    for use in list(out.uses):
+        if use.node is not copy.node:
+            use.node.set_input(use.index, copy)
+
+
 def run(graph: Graph) -> bool:
     """Make every write whose old array nothing reads afterwards a write in place, and mark
     arithmetic storing into such an array (``IN_PLACE_ATTR``); a clip put back over the whole
@@ -172,11 +213,17 @@ def run(graph: Graph) -> bool:
         if node.kind in IN_PLACE:
             _made_again(graph, node)
         old = node.inputs[0]
-        if old is node.inputs[1] or ownership.in_loop_around(node, old) \
-                or not ownership.readers_done(old, node, skip=node):
+        if old is node.inputs[1] or ownership.in_loop_around(node, old):
             continue
+        views = ()
+        if not ownership.readers_done(old, node, skip=node):
+            views = _views_read_later(old, node)
+            if not views or not ownership.readers_done(old, node, skip=(node, *views)):
+                continue
         if not ownership.own(old, set()):
             continue
+        for view in views:
+            _copied(graph, view)
         if node.kind in IN_PLACE:
             _in_place(graph, node)
         else:

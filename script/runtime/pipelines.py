@@ -29,12 +29,13 @@ and its loop runs natively); an outer product a sum reads becomes a broadcast pr
 fusion group computes; a sum of products outside loops becomes one product (``matmul-sums``);
 writes into arrays become in place last, after every pass that could move a reader."""
 
-BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,slot-gradients,cse,dce,"
+BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,slot-gradients,slot-adds,cse,dce,"
                      + LAYOUT_PIPELINE
                      + ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
 """What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
 iterations become one matmul/reduction after the loop, a sequence's gradient summed whole each
-step is written slot by slot (``slot-gradients``), then fusion."""
+step is written slot by slot (``slot-gradients``), or, where it adds into an array carried
+through the loop, added into its slot (``slot-adds``), then fusion."""
 
 FROZEN_PIPELINE = (STANDARD_PIPELINE + ",constant-prop,dce,outer-products,matmul-sums,"
                    "fuse-elementwise,dce,inplace-writes")

@@ -1,0 +1,61 @@
+"""A loop that writes a preallocated array row by row and reads the previous row back
+(Karpathy's batched LSTM's ``Hout[t] = ...`` after ``prevh = Hout[t - 1]``): its gradient costs a
+row a step, not the whole array (``slot-adds``; ``inplace-writes`` copying the row a later reader
+keeps instead of the array), with the values of the list-and-stack form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from script import script, vjp
+from tests.gradcheck import check_vjp
+
+
+def prealloc(X: np.ndarray, W: np.ndarray, h0: np.ndarray):
+    n, b, _ = X.shape
+    d = W.shape[1]
+    H = np.zeros((n, b, d))
+    for t in range(n):
+        prevh = H[t - 1] if t > 0 else h0
+        H[t] = np.tanh(X[t] + prevh.dot(W))
+    return H
+
+
+def listed(X: np.ndarray, W: np.ndarray, h0: np.ndarray):
+    hs = []
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] + h.dot(W))
+        hs.append(h)
+    return np.stack(hs)
+
+
+def _args(n, b=3, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, b, d)), rng.standard_normal((d, d)) * 0.4,
+            rng.standard_normal((b, d)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_gradients_equal_the_list_forms_and_finite_differences(n):
+    args = _args(n)
+    out, back = vjp(script(prealloc), *args)
+    want_out, want_back = vjp(script(listed), *args)
+    ct = np.random.default_rng(1).standard_normal(out.shape)
+    np.testing.assert_allclose(out, prealloc(*args), rtol=1e-12)
+    for got, want in zip(back(ct), want_back(ct)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    if n <= 7:
+        check_vjp(script(prealloc), args)
+
+
+def test_both_loops_write_the_buffer_in_place():
+    f = script(prealloc)
+    forward, backward = f.vjp_graphs_for(*_args(40))
+    for graph in (forward, backward):
+        loop, = [m for m in graph.walk() if m.kind == "prim::Loop"]
+        kinds = [m.kind for m in loop.blocks[0].walk()]
+        assert "tensor::select_put" not in kinds  # no copy of the (40, 3, 4) array a step
+        assert "tensor::select_put_" in kinds
+        assert "tensor::select_backward" not in kinds and "tensor::zeros" not in kinds
