@@ -452,6 +452,9 @@ def static_condition(cond: Value) -> bool | None:
     return None
 
 
+_LIST_READS = frozenset({"prim::len", "prim::ListIndex", "tensor::stack", "tensor::cat"})
+"""uses of a list literal that leave its length as built."""
+
 INT_COMPARISONS = {"tensor::eq": operator.eq, "tensor::ne": operator.ne, "tensor::lt": operator.lt,
                    "tensor::le": operator.le, "tensor::gt": operator.gt, "tensor::ge": operator.ge}
 """comparisons that decide an If when both sides are ints the types know (``x.ndim == 2``)."""
@@ -464,6 +467,11 @@ def static_int(v: Value) -> int | None:
     if producer.kind == CONSTANT:
         value = producer.attrs.get("value")
         return value if type(value) is int else None
+    if producer.kind == "prim::len" and producer.inputs[0].node.kind == "prim::ListConstruct":
+        items = producer.inputs[0]  # a literal only read: its length (a loop of no trips,
+        if all(u.node.kind in _LIST_READS for u in items.uses):  # unrolled, left it empty)
+            return len(items.node.inputs)
+        return None
     t = producer.inputs[0].type if producer.inputs else None
     if not isinstance(t, TensorType) or t.shape is None:
         return None

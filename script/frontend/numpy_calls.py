@@ -326,11 +326,12 @@ class NumpyMixin:
             bounds = [self.const(int(i)) for i in indices.constant]
         elif isinstance(indices.type, TupleType):
             bounds = [self.as_index(v) for v in self.tuple_items(indices)]
-        elif indices.node.kind == "prim::ListConstruct":
-            bounds = [self.as_index(v) for v in indices.node.inputs]
+        elif indices.node.kind == "prim::ListConstruct" and not indices.uses:
+            bounds = [self.as_index(v) for v in indices.node.inputs]  # a literal, unchanged
         else:
-            raise self.error(node, "np.split() at a list of indices known only when it runs "
-                             "is not supported: pass a tuple of indices")
+            raise self.error(node, "np.split() at a list of indices built or changed before "
+                             "the split is not supported: pass a tuple or a list literal of "
+                             "indices")
         if not all(b.type == INT for b in bounds):
             raise self.error(node, "np.split() needs int indices")
         starts = [self.const(None), *bounds]

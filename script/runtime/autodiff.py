@@ -205,6 +205,7 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
         nested = dict(flatten_nested(graph, d, args, types, items))
         with refused_shapes(d, types):
             specialize(graph, types, items)
+        with refused_shapes(d, types, empty_joins=True):
             fuser.prefetch(graph)  # the product kernel compiles beside the passes
             # shape-prop: the types unrolling narrowed; the loops whose carried numbers become
             # arrays carry arrays of one shape once their first trip is peeled

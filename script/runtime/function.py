@@ -400,6 +400,7 @@ class ScriptFunction:
             nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
             with refused_shapes(d, types):
                 specialize(graph, types, items)
+            with refused_shapes(d, types, empty_joins=True):
                 fuser.prefetch(graph)  # the product kernel compiles beside the passes
                 if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
                     run_pipeline(graph, STANDARD_PIPELINE)
@@ -496,11 +497,12 @@ def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 @contextmanager
-def refused_shapes(d: Any, types: list[ir.Type]) -> Iterator[None]:
+def refused_shapes(d: Any, types: list[ir.Type], empty_joins: bool = False) -> Iterator[None]:
     """A ``ShapeError`` of the graph specialized to arguments of ``types`` as an
     ``ArgumentShapeError`` (a ``ValueError``, as numpy's): an op whose operands' shapes numpy
-    refuses, where specializing finds it or where the passes do (``np.stack`` of the list a
-    loop of no trips filled, once the loop is unrolled)."""
+    refuses, found by specializing; with ``empty_joins``, only the joins of no arrays the passes
+    find (``np.stack`` of the list a loop of no trips filled, once the loop is unrolled), any
+    other error of theirs staying a compiler error."""
     try:
         yield
     except (ir.ShapeError, ir.VerifyError) as e:
@@ -508,6 +510,8 @@ def refused_shapes(d: Any, types: list[ir.Type]) -> Iterator[None]:
             if not isinstance(e.__cause__, ir.ShapeError):
                 raise
             e = e.__cause__
+        if empty_joins and "need at least one tensor" not in str(e):
+            raise
         described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
         raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
                                  f"accepted: {e}") from None

@@ -9,7 +9,7 @@ from typing import List
 import numpy as np
 import pytest
 
-from script import ArgumentShapeError, Tensor, script
+from script import ArgumentShapeError, ScriptError, Tensor, script
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same
 
@@ -294,6 +294,33 @@ def test_joining_the_empty_list_of_a_loop_of_no_trips_is_a_value_error(fn):
         vjp(script(fn), x)
     y = np.arange(12.0).reshape(2, 2, 3)
     assert_same(script(fn)(y), fn(y))
+
+
+def stack_unless_empty(xs: List[Tensor], n: int):
+    ys = []
+    for t in range(n):
+        ys.append(xs[t] * 2.0)
+    if len(ys) == 0:  # the join is never reached with no items
+        return np.zeros(3)
+    return np.stack(ys).sum(0)
+
+
+def test_a_join_of_no_items_in_a_branch_not_taken_compiles():
+    # n = 0 is the list's length: compiled in, the loop unrolls to nothing and the branch
+    # holding the join is ruled out by the types, not refused
+    for xs, n in (([], 0), ([np.ones(3)], 1), ([np.ones(3), np.ones(3)], 1)):
+        assert_same(script(stack_unless_empty)(xs, n), stack_unless_empty(xs, n))
+
+
+def split_at_appended(x: Tensor):
+    idx = [1]
+    idx.append(3)
+    return np.split(x, idx)
+
+
+def test_np_split_at_a_list_changed_before_it_is_refused():
+    with pytest.raises(ScriptError, match="list of indices built or changed before the split"):
+        script(split_at_appended)(np.ones((4, 6)))
 
 
 def value_classes(x: Tensor, f: float):
