@@ -151,7 +151,19 @@ def _get_item(ctx: Any, node: Node) -> None:
         return
     gd, key = dict_ct(ctx, d), ctx.fwd(node.inputs[1])
     held = ctx.emit("prim::DictGet", gd, key, ctx.op("tensor::zeros_like", g, None)).output
+    held = _shaped_as(ctx, held, node.output)
     ctx.emit(SET_ITEM, gd, key, ctx.op("tensor::add", held, g), types=[])
+
+
+def _shaped_as(ctx: Any, held: Value, v: Value) -> Value:
+    """The cotangent ``held`` for a key, read from a dict whose value type joins every key's,
+    as ``v``'s (the value of that key, which its cotangent has the shape of) static type: a
+    ``broadcast_to`` that is the array itself when its shape is ``v``'s, so the steps that
+    carry it keep their shapes (and their rewrites, which need them)."""
+    t = v.type
+    if not isinstance(t, TensorType) or t.shape is None or None in t.shape or held.type == t:
+        return held
+    return ctx.op("tensor::broadcast_to", held, ctx.const(tuple(t.shape)))
 
 
 def _take_stored(ctx: Any, d: Value, k: Value, v: Value) -> None:
@@ -159,7 +171,7 @@ def _take_stored(ctx: Any, d: Value, k: Value, v: Value) -> None:
     zero for the value ``k`` held before."""
     gd, key = dict_ct(ctx, d), ctx.fwd(k)
     if ctx.is_active(v):
-        ctx.add_ct(v, ctx.emit("prim::DictGet", gd, key, ctx.zeros(v)).output)
+        ctx.add_ct(v, _shaped_as(ctx, ctx.emit("prim::DictGet", gd, key, ctx.zeros(v)).output, v))
     ctx.emit(SET_ITEM, gd, key, ctx.zeros(v), types=[])
 
 

@@ -59,3 +59,39 @@ def test_both_loops_write_the_buffer_in_place():
         assert "tensor::select_put" not in kinds  # no copy of the (40, 3, 4) array a step
         assert "tensor::select_put_" in kinds
         assert "tensor::select_backward" not in kinds and "tensor::zeros" not in kinds
+
+
+def cached(X: np.ndarray, W: np.ndarray, h0: np.ndarray):
+    # Karpathy's LSTM's return: the buffers in a cache dict beside the outputs
+    n, b, _ = X.shape
+    H = np.zeros((n, b, W.shape[1]))
+    for t in range(n):
+        prevh = H[t - 1] if t > 0 else h0
+        H[t] = np.tanh(X[t] + prevh.dot(W))
+    cache = {}
+    cache["H"] = H
+    cache["h0"] = h0
+    return H[n - 1], cache
+
+
+def test_a_buffer_returned_in_a_dict_keeps_its_gradients_shape():
+    # the dict's cotangent joins every key's shape: read back for a key, it has that key's
+    args = _args(9)
+    f = script(cached)
+    backward = f.vjp_graphs_for(*args)[1]
+    loop, = [m for m in backward.walk() if m.kind == "prim::Loop"]
+    assert all(p.type.shape is not None and None not in p.type.shape
+               for p in loop.blocks[0].params[1:])
+    assert "tensor::select_backward" not in [m.kind for m in loop.blocks[0].walk()]
+    rng = np.random.default_rng(3)
+    ct = rng.standard_normal((3, 4))
+    _, back = vjp(f, *args)
+    got = back((ct, {}))
+    for k, a in enumerate(args):
+        want = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            up, down = [x.copy() for x in args], [x.copy() for x in args]
+            up[k][idx] += 1e-6
+            down[k][idx] -= 1e-6
+            want[idx] = (np.sum(cached(*up)[0] * ct) - np.sum(cached(*down)[0] * ct)) / 2e-6
+        np.testing.assert_allclose(got[k], want, rtol=1e-6, atol=1e-8)
