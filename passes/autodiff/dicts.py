@@ -151,19 +151,53 @@ def _get_item(ctx: Any, node: Node) -> None:
         return
     gd, key = dict_ct(ctx, d), ctx.fwd(node.inputs[1])
     held = ctx.emit("prim::DictGet", gd, key, ctx.op("tensor::zeros_like", g, None)).output
-    held = _shaped_as(ctx, held, node.output)
+    held = _shaped_as(ctx, held, node.output, d, node.inputs[1])
     ctx.emit(SET_ITEM, gd, key, ctx.op("tensor::add", held, g), types=[])
 
 
-def _shaped_as(ctx: Any, held: Value, v: Value) -> Value:
-    """The cotangent ``held`` for a key, read from a dict whose value type joins every key's,
+def _shaped_as(ctx: Any, held: Value, v: Value, d: Value, key: Value) -> Value:
+    """The cotangent ``held`` for ``key``, read from a dict whose value type joins every key's,
     as ``v``'s (the value of that key, which its cotangent has the shape of) static type: a
     ``broadcast_to`` that is the array itself when its shape is ``v``'s, so the steps that
-    carry it keep their shapes (and their rewrites, which need them)."""
+    carry it keep their shapes (and their rewrites, which need them). Only where every value
+    the forward stores at ``key`` has ``v``'s type: a key given a value of another shape
+    restarts its cotangent at zeros of that shape, which are not ``v``'s."""
     t = v.type
-    if not isinstance(t, TensorType) or t.shape is None or None in t.shape or held.type == t:
+    if not isinstance(t, TensorType) or t.shape is None or None in t.shape or held.type == t \
+            or not _one_type_at(d, key, t):
         return held
     return ctx.op("tensor::broadcast_to", held, ctx.const(tuple(t.shape)))
+
+
+def _one_type_at(d: Value, key: Value, t: Any) -> bool:
+    """Whether ``d`` is a dict literal of this graph whose every value stored at the constant
+    ``key`` (in the literal or by ``d[key] = v``; a store at a key not known is any) has type
+    ``t``, the dict reaching nothing that could store into it elsewhere."""
+    if not key.is_constant or d.node.kind != "prim::DictConstruct":
+        return False
+    k = key.constant
+    pairs = d.node.inputs
+    for i in range(0, len(pairs), 2):
+        if not pairs[i].is_constant or (pairs[i].constant == k and pairs[i + 1].type != t):
+            return False
+    for use in d.uses:
+        user = use.node
+        if user.kind == SET_ITEM and use.index == 0:
+            stored_at = user.inputs[1]
+            if not stored_at.is_constant or (stored_at.constant == k and
+                                             user.inputs[2].type != t):
+                return False
+        elif user.kind not in DICT_READS and not _returned(user, d.node.owner.graph):
+            return False
+    return True
+
+
+def _returned(user: Node, graph: Graph) -> bool:
+    """Whether ``user`` is the graph's return, or a tuple only the graph returns (``return y,
+    cache``): the caller gets the dict, and its cotangent for it."""
+    if user.kind == "prim::TupleConstruct":
+        return all(_returned(u.node, graph) for u in user.output.uses)
+    return user.kind == RETURN and user.owner is graph.block
 
 
 def _take_stored(ctx: Any, d: Value, k: Value, v: Value) -> None:
@@ -171,7 +205,8 @@ def _take_stored(ctx: Any, d: Value, k: Value, v: Value) -> None:
     zero for the value ``k`` held before."""
     gd, key = dict_ct(ctx, d), ctx.fwd(k)
     if ctx.is_active(v):
-        ctx.add_ct(v, _shaped_as(ctx, ctx.emit("prim::DictGet", gd, key, ctx.zeros(v)).output, v))
+        held = ctx.emit("prim::DictGet", gd, key, ctx.zeros(v)).output
+        ctx.add_ct(v, _shaped_as(ctx, held, v, d, k))
     ctx.emit(SET_ITEM, gd, key, ctx.zeros(v), types=[])
 
 

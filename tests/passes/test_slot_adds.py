@@ -95,3 +95,21 @@ def test_a_buffer_returned_in_a_dict_keeps_its_gradients_shape():
             down[k][idx] -= 1e-6
             want[idx] = (np.sum(cached(*up)[0] * ct) - np.sum(cached(*down)[0] * ct)) / 2e-6
         np.testing.assert_allclose(got[k], want, rtol=1e-6, atol=1e-8)
+
+
+def rebound_key(h0: np.ndarray):
+    c = {}
+    c["x"] = np.sum(h0, axis=0, keepdims=True)  # (1, d)
+    y = c["x"] * h0  # the (1, d) value read
+    c["x"] = h0 * 2.0  # then the key given a (B, d) value
+    return y, c
+
+
+def test_a_key_given_a_value_of_another_shape_keeps_its_cotangent_unshaped():
+    # the key's cotangent restarts at zeros of the new value's shape: read back for the old
+    # value it is not that value's shape, so it is not made so
+    h0 = np.random.default_rng(0).standard_normal((3, 4))
+    _, back = vjp(script(rebound_key), h0)
+    got = back((np.ones((3, 4)), {"x": np.ones((3, 4))}))[0]
+    want = 2 * np.sum(h0, axis=0, keepdims=True) + 2.0 + 0 * h0
+    np.testing.assert_allclose(got, want, rtol=1e-12)
