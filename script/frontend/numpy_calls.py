@@ -326,12 +326,15 @@ class NumpyMixin:
             bounds = [self.const(int(i)) for i in indices.constant]
         elif isinstance(indices.type, TupleType):
             bounds = [self.as_index(v) for v in self.tuple_items(indices)]
-        elif indices.node.kind == "prim::ListConstruct" and not indices.uses:
-            bounds = [self.as_index(v) for v in indices.node.inputs]  # a literal, unchanged
+        elif indices.node.kind == "prim::ListConstruct" and not indices.uses and \
+                indices.node.owner is self.graph.insert_point.owner:
+            # a literal nothing changed, made in this block: a change later in the block comes
+            # after the split (one in a loop around the split would come before its next trip)
+            bounds = [self.as_index(v) for v in indices.node.inputs]
         else:
             raise self.error(node, "np.split() at a list of indices built or changed before "
-                             "the split is not supported: pass a tuple or a list literal of "
-                             "indices")
+                             "the split, or made outside a loop around it, is not supported: "
+                             "pass a tuple or a list literal of indices")
         if not all(b.type == INT for b in bounds):
             raise self.error(node, "np.split() needs int indices")
         starts = [self.const(None), *bounds]

@@ -318,9 +318,19 @@ def split_at_appended(x: Tensor):
     return np.split(x, idx)
 
 
-def test_np_split_at_a_list_changed_before_it_is_refused():
+def split_at_a_list_changed_in_the_loop(x: Tensor):
+    idx = [1]
+    total = np.zeros(3)
+    for t in range(3):
+        total[t] = np.sum(np.split(x, idx)[0])
+        idx[0] += 1  # the next trip splits elsewhere
+    return total
+
+
+@pytest.mark.parametrize("fn", [split_at_appended, split_at_a_list_changed_in_the_loop])
+def test_np_split_at_a_list_changed_before_it_is_refused(fn):
     with pytest.raises(ScriptError, match="list of indices built or changed before the split"):
-        script(split_at_appended)(np.ones((4, 6)))
+        script(fn)(np.arange(24.0).reshape(4, 6))
 
 
 def value_classes(x: Tensor, f: float):
