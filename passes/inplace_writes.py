@@ -35,6 +35,7 @@ the store); autodiff and the other passes never see the in-place ops.
 from __future__ import annotations
 
 from ir.core import Graph, Node, Use, Value
+from ir.kinds import LIST_APPEND, SELECT
 from ir.ops.elementwise import AUGMENTED, IN_PLACE_ATTR
 from ir.ops.index_put import IN_PLACE
 from ir.registry import ALIASES, WRITES, effects_on_input
@@ -151,7 +152,7 @@ def _region_part(write: Node) -> Node | None:
     return inner
 
 
-_VIEWS = frozenset({"tensor::select", "tensor::slice"})
+_VIEWS = frozenset({SELECT, "tensor::slice"})
 
 
 def _views_read_later(old: Value, write: Node) -> tuple[Node, ...]:
@@ -179,7 +180,7 @@ def _reads_only(use: Use) -> bool:
         return False
     if ALIASES not in effects or ownership.fresh_op(use.node):
         return True
-    return use.node.kind == "prim::ListAppend" and use.index == 1
+    return use.node.kind == LIST_APPEND and use.index == 1
 
 
 def _copied(graph: Graph, view: Node) -> None:

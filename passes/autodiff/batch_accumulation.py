@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir.core import CONSTANT, Block, Graph, Node, Value
+from ir.kinds import ZEROS
 from ir.registry import infer_types
 from ir.types import TensorType
 
@@ -250,7 +251,7 @@ def _add_to_loop_output(b: LoopBatcher, j: int, total: Value) -> None:
 
 
 def _is_zeros(v: Value) -> bool:
-    return v.node.kind == "tensor::zeros" or zeros_constant(v) is not None
+    return v.node.kind == ZEROS or zeros_constant(v) is not None
 
 
 def zeros_constant(v: Value) -> np.ndarray | None:

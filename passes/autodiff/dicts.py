@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ir.core import RETURN, Graph, Node, Value
+from ir.kinds import TUPLE_CONSTRUCT
 from ir.registry import spelling
 from ir.types import DictType, TensorType
 from passes.autodiff.refusals import refuse
@@ -173,7 +174,7 @@ def _one_type_at(d: Value, key: Value, t: Any) -> bool:
     """Whether ``d`` is a dict literal of this graph whose every value stored at the constant
     ``key`` (in the literal or by ``d[key] = v``; a store at a key not known is any) has type
     ``t``, the dict reaching nothing that could store into it elsewhere."""
-    if not key.is_constant or d.node.kind != "prim::DictConstruct":
+    if not key.is_constant or d.node.kind != CONSTRUCT:
         return False
     k = key.constant
     pairs = d.node.inputs
@@ -195,7 +196,7 @@ def _one_type_at(d: Value, key: Value, t: Any) -> bool:
 def _returned(user: Node, graph: Graph) -> bool:
     """Whether ``user`` is the graph's return, or a tuple only the graph returns (``return y,
     cache``): the caller gets the dict, and its cotangent for it."""
-    if user.kind == "prim::TupleConstruct":
+    if user.kind == TUPLE_CONSTRUCT:
         return all(_returned(u.node, graph) for u in user.output.uses)
     return user.kind == RETURN and user.owner is graph.block
 

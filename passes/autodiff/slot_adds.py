@@ -24,16 +24,11 @@ too. Both rewrites give the same values; a slot index out of range raises as
 from __future__ import annotations
 
 from ir.core import Block, Graph, Node, Value
-from ir.kinds import ADD, CONSTANT, IF
+from ir.kinds import ADD, CONSTANT, IF, SELECT, SELECT_BACKWARD, SELECT_PUT, ZEROS
 from ir.types import TensorType
 from passes.autodiff.batch_accumulation import zeros_constant
 
 NAME = "slot-adds"
-
-SELECT = "tensor::select"
-SELECT_PUT = "tensor::select_put"
-SELECT_BACKWARD = "tensor::select_backward"
-ZEROS = "tensor::zeros"
 
 
 def run(graph: Graph) -> bool:

@@ -27,15 +27,12 @@ raises as ``select_backward`` did (the forward step that read the slot raised fi
 from __future__ import annotations
 
 from ir.core import Graph, Node, Value
-from ir.kinds import ADD, COPY, LOOP, WRITE_SLOT
+from ir.kinds import ADD, COPY, LOOP, SELECT_BACKWARD, WRITE_SLOT, ZEROS
 from ir.types import TensorType
 from passes.autodiff.batch_accumulation import each_slot_once, zeros_constant
 from passes.licm import is_for_loop
 
 NAME = "slot-gradients"
-
-SELECT_BACKWARD = "tensor::select_backward"
-ZEROS = "tensor::zeros"
 
 
 def run(graph: Graph) -> bool:

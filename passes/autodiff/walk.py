@@ -87,12 +87,14 @@ def _backprop_node(ctx: BlockGrad, node: Node) -> None:
 
 
 def _writes_active(ctx: BlockGrad, node: Node) -> bool:
-    """Whether ``node`` (a declared op) writes in place a value the differentiated path
-    computes into one of its inputs."""
+    """Whether ``node`` (a declared op) writes in place into an array input a value the
+    differentiated path computes."""
     op = lookup(node.kind)
-    if op is None or not node.kind.startswith("tensor::") or node.kind in NON_DIFFERENTIABLE:
-        return False  # (structure writes, a field's or a list's, have refusals of their own)
-    written = [k for k in range(len(node.inputs)) if WRITES in op.effects_on(k)]
+    if op is None or node.kind in NON_DIFFERENTIABLE:
+        return False
+    # an array written (a write into an object's field or a list has a refusal of its own)
+    written = [k for k, v in enumerate(node.inputs)
+               if WRITES in op.effects_on(k) and isinstance(v.type, TensorType)]
     return bool(written) and any(ctx.is_active(v) for k, v in enumerate(node.inputs)
                                  if k not in written)
 
