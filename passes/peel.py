@@ -24,9 +24,13 @@ it has the steps' shape. Such loops are also peeled before differentiation
 
 A step that branches on ``t > 0`` (Karpathy's LSTM: ``prevc = C[t - 1] if t > 0 else c0``) is
 peeled the same way: in the first trip the test is ``0 > 0``, in the loop it is True, and
-the branches fold away on both sides. A loop counting down (``for t in reversed(range(n))``,
-its backward) that branches on ``t > 0`` has its last trip peeled instead: the loop over the
-trips before it, then the body once more with ``t`` 0 (``peel_last``).
+the branches fold away on both sides. This too runs before differentiation
+(``run_accumulators``): the differentiated step then has no branch, so the forward saves no
+flag per step and the reverse loop holds no ``If``, and both can run natively.
+
+A loop counting down (``for t in reversed(range(n))``, its backward) that branches on
+``t > 0`` has its last trip peeled instead: the loop over the trips before it, then the body
+once more with ``t`` 0 (``peel_last``).
 
 It runs after differentiation (in ``LAYOUT_PIPELINE``), on the graphs the executor compiles, and
 only on for-loops carrying in a None that the body returns as a value that cannot be None, or
@@ -198,12 +202,19 @@ def peel_last(loop: Node) -> None:
 
 
 def run_accumulators(graph: Graph) -> bool:
-    """Peel the for-loops whose carried numbers become arrays (``starts_as_number``), then
-    re-type: run before differentiation, so that the loop it differentiates carries one shape."""
+    """Peel the for-loops whose carried numbers become arrays (``starts_as_number``) or whose
+    step branches on its first trip (``first_trip_tests``), then re-type: run before
+    differentiation, so that the loop it differentiates carries one shape and has no branch
+    on its counter."""
     from passes import canonicalize, constant_prop, dce, shape_prop
-    loops = [n for n in graph.walk() if n.kind == LOOP and starts_as_number(n)]
+    loops = [n for n in graph.walk() if n.kind == LOOP and (starts_as_number(n)
+                                                            or first_trip_tests(n))]
     for loop in loops:
+        tests = first_trip_tests(loop)
         peel(loop)
+        for test, value in tests.items():
+            with graph.inserting_before(test):
+                test.output.replace_all_uses_with(graph.constant(value))
     if loops:
         shape_prop.run(graph)
         canonicalize.run(graph)

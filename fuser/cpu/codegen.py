@@ -415,6 +415,9 @@ rule("tensor::minimum")(_binary(lambda k, a, b, d: k.math(d).minimum(a, b)))
 rule("tensor::maximum")(_binary(lambda k, a, b, d: k.math(d).maximum(a, b)))
 
 rule("tensor::neg")(_unary(lambda k, x, d: k.b.fneg(x)))
+# numpy.copy: a native loop's step copies a row it reads before writing the array in place
+# (not a group member: tensor::copy is not elementwise, so only a loop's single-op kernel meets it)
+rule("tensor::copy")(_unary(lambda k, x, d: x))
 rule("tensor::square")(_unary(lambda k, x, d: k.b.fmul(x, x)))
 rule("tensor::reciprocal")(_unary(lambda k, x, d: k.b.fdiv(ir.Constant(x.type, 1.0), x)))
 rule("tensor::relu")(_unary(lambda k, x, d: k.math(d).maximum(x, ir.Constant(x.type, 0.0))))

@@ -331,6 +331,7 @@ def float32_only(fast: Rule, precise: Rule) -> Rule:
 
 UNARY_TEMPLATES: dict[str, str] = {
     "tensor::neg": "(-{x})",
+    "tensor::copy": "({x})",
     "tensor::abs": "fabs{f}({x})",
     "tensor::square": "({x} * {x})",
     "tensor::reciprocal": "(({t})1 / {x})",

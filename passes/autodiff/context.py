@@ -19,10 +19,24 @@ from typing import Any
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
 from ir.registry import infer_types
-from ir.types import ClassType, DictType, ListType, OptionalType, TensorType, TupleType, Type
+from ir.types import (
+    BOOL,
+    INT,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    Type,
+)
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
+
+_INDEX_ARITHMETIC = frozenset(f"tensor::{name}" for name in (
+    "add", "sub", "mul", "floordiv", "mod", "neg", "lt", "le", "gt", "ge", "eq", "ne"))
+"""Int and bool ops a loop's backward step makes again from its counter rather than save."""
 
 
 def elements_of(t: Type) -> list[Type] | None:
@@ -203,6 +217,10 @@ class BlockGrad:
         assert loop is not None and self.index is not None
         if v is self.fblock.params[0]:
             return self.index
+        if self._recomputable(v):  # the step's row index (``t - 1``, ``t > 0``): made again
+            node = v.node
+            args = [self.fwd(x) for x in node.inputs]
+            return self.emit(node.kind, *args, types=[v.type], at_header=True).output
         fgraph = self.ad.forward
         lst = fgraph.create("prim::ListConstruct", [], [ListType(v.type)],
                             names=[(v.name or "v") + "_saved"]).output
@@ -213,6 +231,19 @@ class BlockGrad:
         saved = self.parent.fwd(lst)
         return self.emit("prim::ListIndex", saved, self.index, types=[v.type],
                          at_header=True).output
+
+    def _recomputable(self, v: Value, depth: int = 4) -> bool:
+        """Whether ``v`` is int or bool arithmetic (``_INDEX_ARITHMETIC``) on the loop's counter,
+        constants and values from outside the loop: the backward's step makes it again from
+        the counter it undoes, instead of the forward saving one number per step on a list
+        (which a native loop cannot append)."""
+        if v is self.fblock.params[0] or v.is_constant or not self.defines(v):
+            return True
+        node = v.node
+        return (depth > 0 and node.kind in _INDEX_ARITHMETIC and v.type in (INT, BOOL)
+                and len(node.outputs) == 1 and not node.blocks
+                and all(x.type in (INT, BOOL) and self._recomputable(x, depth - 1)
+                        for x in node.inputs))
 
     def _save_from_branch(self, v: Value) -> Value:
         node = self.owner
