@@ -27,6 +27,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    unify,
 )
 from passes.autodiff.lists import (
     length_after,
@@ -232,9 +233,12 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
         element = node.inputs[0].type
         if not isinstance(element, ListType):
             continue
-        item = _appended_type(node.inputs[0]) or element.element
+        # the item types put in the list, joined: the list's own item type may still be an
+        # assumption of ``_list_refinements`` that the caller has since dropped
+        item = _stored_join(lst) or element.element
         axis = node.inputs[1]
-        if not isinstance(item, TensorType) or item.shape is None or not axis.is_constant:
+        if (not isinstance(item, TensorType) or item.shape is None or item.dtype is None
+                or not axis.is_constant):
             continue
         if node.kind == "tensor::cat":
             if not item.shape:
@@ -250,11 +254,16 @@ def _stack_refinements(graph: Graph) -> dict[Node, Type]:
     return refined
 
 
-def _appended_type(lst: Value) -> Type | None:
-    """The one type of every item put into ``lst`` (followed through the lists that extend it),
-    when they all agree."""
+def _stored_join(lst: Value) -> Type | None:
+    """The join of the types of every item put into ``lst`` (followed through the lists that
+    extend it), when they are known."""
     types = _stored_types(lst, follow_extends=True)
-    return types.pop() if types is not None and len(types) == 1 else None
+    if not types:
+        return None
+    joined: Type | None = types.pop()
+    for t in types:
+        joined = unify(joined, t) if joined is not None else None
+    return joined
 
 
 def _propagate(block: Block, refined: dict[Node, Type]) -> None:

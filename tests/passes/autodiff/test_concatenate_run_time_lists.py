@@ -131,3 +131,22 @@ def test_a_list_rebuilt_in_a_loop_is_refused_at_the_concatenation():
                        "by a loop: build the list with a literal or appends") as err:
         vjp(script(rebuilt_in_a_loop), x, W, 1)  # (2, an axis, would be compiled in)
     assert "return np.concatenate(xs, axis=0)" in str(err.value)
+
+
+def joined_again(W: Tensor, x: Tensor, a: Tensor) -> Tensor:
+    # the clockwork RNN's `np.concatenate([H_0 for _ in range(B)], axis=1)` (pranv/clockwork_rnn)
+    # joined again with another array: the second join's list holds items of two shapes
+    hs = []
+    for t in range(3):
+        hs.append(np.tanh(x * t))
+    H = np.concatenate(hs, axis=1)
+    return W @ np.concatenate([H, a], axis=0)
+
+
+def test_a_join_of_a_joined_list_and_another_array_differentiates():
+    # the second join was typed from the item type assumed for its list, (1, 3), after the
+    # assumption was dropped: an internal compiler error
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((2, 3)), rng.standard_normal((2, 1)), rng.standard_normal((1, 3)))
+    np.testing.assert_allclose(script(joined_again)(*args), joined_again(*args), rtol=1e-12)
+    check_vjp(script(joined_again), args)
