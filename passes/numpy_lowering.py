@@ -19,7 +19,7 @@ from typing import Any
 from ir.core import Node, Value
 from ir.ops.shape import tensor_items
 from ir.registry import infer_types
-from ir.types import ListType, TensorType, Type, is_number, unify
+from ir.types import INT, INT_DTYPES, ListType, TensorType, Type, is_number, unify
 
 
 def _rank(v: Value) -> int | None:
@@ -239,7 +239,52 @@ def flip_as_slices(node: Node) -> bool:
     return True
 
 
+def _scalar_index(v: Value) -> bool:
+    """An int, or a 0-d array of ints (``V[t]`` of an int array: numpy's scalar)."""
+    t = v.type
+    return t == INT or (isinstance(t, TensorType) and t.shape == () and t.dtype in INT_DTYPES)
+
+
+def _as_int(at: Node, v: Value) -> Value:
+    if v.type == INT:
+        return v
+    return at.graph.create_typed("prim::Int", [v], source=at.source).insert_before(at).output
+
+
+def _written(v: Value) -> bool:
+    """Whether a write into a copy of ``v`` (``y[0] = 1`` on ``y = b[:, V[t]]``) reads it."""
+    return any("_put" in u.node.kind for u in v.uses)
+
+
+def scalar_take_as_select(node: Node) -> bool:
+    """``b[:, V[t]]``, a take at a 0-d int array (an item of an int array, numpy's scalar), is
+    numpy's basic indexing at that int: ``select(b, 1, int(V[t]))``. A native loop then reads
+    the row in place (it reads ints, not 0-d arrays, as indices); the gradient adds into one
+    slot instead of scattering. Not where the result is written into."""
+    a, indices, axis = node.inputs
+    if not _scalar_index(indices) or indices.type == INT or not axis.is_constant or _written(
+            node.output):
+        return False
+    return _replace(node, "tensor::select", [a, axis, _as_int(node, indices)])
+
+
+def scalar_pairs_as_select(node: Node) -> bool:
+    """``b[j, V[t]]`` at ints or 0-d int arrays: ``select(select(b, 0, j), 0, int(V[t]))``."""
+    a, rows, cols = node.inputs
+    if not (_scalar_index(rows) and _scalar_index(cols)) or _written(node.output):
+        return False
+    if not isinstance(a.type, TensorType) or a.type.rank is None or a.type.rank < 2:
+        return False
+    with node.graph.inserting_before(node):
+        zero = node.graph.constant(0)
+    row = node.graph.create_typed("tensor::select", [a, zero, _as_int(node, rows)],
+                                  source=node.source).insert_before(node).output
+    return _replace(node, "tensor::select", [row, zero, _as_int(node, cols)])
+
+
 NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::take": scalar_take_as_select,
+    "tensor::index_pairs": scalar_pairs_as_select,
     "tensor::flip": flip_as_slices,
     "tensor::dot": dot_as_matmul,
     "tensor::vstack": vstack_as_join,

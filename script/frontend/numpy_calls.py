@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
-                    "flip": "numpy_flip", "asarray": "numpy_asarray", "eye": "numpy_eye",
+                    "flip": "numpy_flip", "fliplr": "numpy_flip_lr", "flipud": "numpy_flip_lr",
+                    "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
                     "roll": "numpy_roll", "linalg.norm": "linalg_norm", "split": "numpy_split",
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
@@ -379,6 +380,21 @@ class NumpyMixin:
             out = self.emit_value("tensor::slice", [out, self.const(a), self.const(None),
                                                     self.const(None), self.const(-1)])
         return out
+
+    def numpy_flip_lr(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.fliplr(m): m[:, ::-1] (at least 2-D); np.flipud(m): m[::-1] (at least 1-D)."""
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else "flip"
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"np.{name}() takes one array")
+        out = self.expr(node.args[0])
+        t = out.type
+        need = 2 if name == "fliplr" else 1
+        if not isinstance(t, TensorType) or (t.shape is not None and len(t.shape) < need):
+            raise self.error(node.args[0], f"np.{name}() of a {t}: pass an array of at least "
+                             f"{need} axes")
+        axis = 1 if name == "fliplr" else 0
+        return self.emit_value("tensor::slice", [out, self.const(axis), self.const(None),
+                                                 self.const(None), self.const(-1)])
 
     # -- np.array ----------------------------------------------------------------------------------
     def numpy_array(self: FunctionCompiler, node: ast.Call) -> Any:

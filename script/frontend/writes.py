@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
 from ir.registry import NOT_CONSTANT, constant_of
@@ -47,6 +49,10 @@ if TYPE_CHECKING:
 
 _FOLLOWED = {"prim::unchecked_unwrap_optional"}
 """prim ops whose result is their input."""
+
+_MASK_FUNCTIONS = (np.isnan, np.isinf, np.isfinite)
+"""numpy's functions of an array that give a boolean mask with no effects (composites here, not
+ops of the registry)."""
 
 
 class WriteMixin:
@@ -112,12 +118,14 @@ class WriteMixin:
         element is computed from the elements at its own position; False when ``m`` is not a
         boolean array."""
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                and isinstance(target.slice, (ast.Name, ast.Compare))):
+                and (isinstance(target.slice, (ast.Name, ast.Compare))
+                     or isinstance(target.slice, (ast.Call, ast.UnaryOp, ast.BinOp))
+                     and self.is_pure_mask(target.slice))):
             return False
         if isinstance(target.slice, ast.Name):  # x[m] reads through the same mask: x[m] = f(x[m])
             mask, mask_name = self.frame.find(target.slice.id), target.slice.id
-        else:  # y[x < 0] = v: a comparison (it has no effects; evaluated again if not a mask)
-            mask, mask_name = self.expr(target.slice), None
+        else:  # y[x < 0] = v, loss[np.isnan(loss)] = 0: an expression with no effects
+            mask, mask_name = self.expr(target.slice), None  # (evaluated again if not a mask)
         if not (isinstance(mask, Value) and isinstance(mask.type, TensorType)
                 and mask.type.dtype == "bool"):
             return False
@@ -145,6 +153,27 @@ class WriteMixin:
         for alias in [name, *aliases]:
             self.frame.set(alias, new)
         return True
+
+    def is_pure_mask(self: FunctionCompiler, node: ast.expr) -> bool:
+        """Whether ``node`` may be a boolean mask computed with no effects: an elementwise
+        call (``np.isnan(x)``), ``~m``, ``m1 & m2`` or ``m1 | m2`` of comparisons, names and
+        such calls."""
+        if isinstance(node, (ast.Name, ast.Compare)):
+            return True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+            return self.is_pure_mask(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr,
+                                                                ast.BitXor)):
+            return self.is_pure_mask(node.left) and self.is_pure_mask(node.right)
+        if isinstance(node, ast.Call) and not node.keywords:
+            fn = self.resolve_static(node.func)
+            op = op_for_object(fn)
+            return (fn in _MASK_FUNCTIONS or op is not None and op.is_elementwise
+                    and op.is_pure) and all(
+                isinstance(a, (ast.Name, ast.Attribute, ast.Subscript))
+                or isinstance(a, ast.Constant) and isinstance(a.value, (int, float))
+                or self.is_pure_mask(a) for a in node.args)
+        return False
 
     def require_same_shape(self: FunctionCompiler, a: Value, b: Value, node: ast.AST) -> None:
         """A ValueError at run time unless ``a`` has ``b``'s shape (the same number of axes

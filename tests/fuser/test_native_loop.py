@@ -1076,3 +1076,33 @@ def test_blas_threads_are_awake_just_after_a_shared_job(monkeypatch):
     blas._lag["skip"] = 0
     blas._last[0] -= 2 * blas.AWAKE_S
     assert not blas.awake()
+
+
+def preallocated_rows(x: Tensor, h0: Tensor, W: Tensor, U: Tensor) -> Tensor:
+    # Karpathy's style: a buffer made before the loop, the previous row read back
+    H = np.zeros((x.shape[0], h0.shape[0], h0.shape[1]), dtype=x.dtype)
+    for t in range(x.shape[0]):
+        prevh = H[t - 1] if t > 0 else h0
+        H[t] = np.tanh(x[t] @ W + prevh @ U)
+    return H
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("T,B", [(9, 5), (1, 3), (2, 1)])
+def test_a_preallocated_buffers_gradient_loops_run_natively(monkeypatch, dtype, T, B):
+    """The branch on ``t > 0`` is peeled before differentiation, the reverse step makes the row
+    index ``t - 1`` from its counter and a row copied before the write runs as a kernel: both
+    loops of the gradient run natively (they ran as Python), with the Python loops' results."""
+    rng = np.random.default_rng(T)
+    args = tuple(rng.standard_normal(s).astype(dtype) * 0.5
+                 for s in ((T, B, 4), (B, 6), (4, 6), (6, 6)))
+    f = script(preallocated_rows)
+    out, grads = vjp_result(f, args)
+    loops = gradient_loops(f)
+    if T > 2:  # (two steps: the loop over the trips after the first is unrolled)
+        assert len(loops) == 2 and all(lp.calls == 1 for lp in loops)
+    with monkeypatch.context() as m:
+        m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
+        want_out, want_grads = vjp_result(script(preallocated_rows), args)
+    assert_same(tuple(out), tuple(want_out), dtype)
+    assert_same(tuple(grads), tuple(want_grads), dtype)

@@ -114,7 +114,7 @@ def bad_for_else(x: Tensor, n: int) -> Tensor:
 
 
 def bad_bitwise(a: int, b: int) -> int:
-    return a & b  # ERROR: the operator & is not supported
+    return a & b  # ERROR: the operator & of int and int is not supported
 
 
 def bad_star_call(xs: List[Tensor]) -> Tensor:

@@ -317,3 +317,118 @@ def test_fill_of_an_item_and_an_in_place_update_of_an_unknown_shape():
     got = script(grown_then_scaled)(y, 2)
     assert_same(got, grown_then_scaled(y, 2))
     got[0] = 1.0  # a new array, writable (not a broadcast view)
+
+
+# -- an HMM's forward and backward passes, written as adeveloperdiary's blog writes them ----------
+def hmm_forward(V: Tensor, a: Tensor, b: Tensor, pi: Tensor):
+    alpha = np.zeros((V.shape[0], a.shape[0]))
+    alpha[0, :] = pi * b[:, V[0]]
+    for t in range(1, V.shape[0]):
+        for j in range(a.shape[0]):
+            alpha[t, j] = alpha[t - 1].dot(a[:, j]) * b[j, V[t]]
+    return alpha
+
+
+def hmm_likelihood(V: Tensor, a: Tensor, b: Tensor, pi: Tensor):
+    p = 1
+    alpha = np.zeros((V.shape[0], a.shape[0]))
+    alpha[0, :] = pi * b[:, V[0]]
+    for t in range(1, V.shape[0]):
+        step = 0
+        for j in range(a.shape[0]):
+            alpha[t, j] = alpha[t - 1].dot(a[:, j]) * b[j, V[t]]
+            step += alpha[t, j]
+        p = p * step
+    return p
+
+
+def hmm_backward(V: Tensor, a: Tensor, b: Tensor):
+    beta = np.zeros((V.shape[0], a.shape[0]))
+    beta[V.shape[0] - 1] = np.ones((a.shape[0]))  # noqa: UP034 (as the blog writes it)
+    for t in range(V.shape[0] - 2, -1, -1):
+        for j in range(a.shape[0]):
+            beta[t, j] = (beta[t + 1] * b[:, V[t + 1]]).dot(a[j, :])
+    return beta
+
+
+def _hmm_args(T, M=3, K=4, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.random((M, M))
+    b = rng.random((M, K))
+    return (rng.integers(0, K, T), a / a.sum(1, keepdims=True), b / b.sum(1, keepdims=True),
+            np.full(M, 1.0 / M))
+
+
+@pytest.mark.parametrize("fn", [hmm_forward, hmm_likelihood, hmm_backward],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_hmm_step_over_an_observation_runs_natively(fn, dtype):
+    """``b[:, V[t]]`` and ``b[j, V[t]]`` index at an item of an int array (numpy's scalar): basic
+    indexing, so a native loop runs the step (it refused the 0-d index array); ``x.dot(y)`` of
+    two vectors is a native product; the ``step = 0`` accumulator's constant, a numpy scalar
+    in the code, is passed to the native loop as an array (it ran the loop as Python)."""
+    from tests.helpers import native_loops
+    V, a, b, pi = _hmm_args(9)
+    args = (V, a.astype(dtype), b.astype(dtype), pi.astype(dtype))[:3 if fn is hmm_backward
+                                                                     else 4]
+    f = script(fn)
+    assert_same(f(*args), fn(*args), rtol=1e-5 if dtype == np.float32 else 1e-12)
+    if dtype == np.float64:  # (float32 weights: a float64 row times a float32 column, which
+        (loop,) = native_loops(f, *args)  # a native product does not take)
+        assert loop.calls == 1
+    if fn is not hmm_likelihood:  # (with one observation it returns `p = 1`: numpy's int,
+        short = (V[:1], *args[1:])  # here a 0-d array)
+        assert_same(f(*short), fn(*short))
+
+
+@pytest.mark.parametrize("fn", [hmm_forward, hmm_likelihood, hmm_backward],
+                         ids=lambda f: f.__name__)
+def test_an_hmm_step_over_an_observation_differentiates(fn):
+    V, a, b, pi = _hmm_args(6, seed=1)
+    args = (V, a, b, pi)[:3 if fn is hmm_backward else 4]
+    check_vjp(script(fn), args, argnums=tuple(range(1, len(args))))
+
+
+def flipped(x: Tensor, label: Tensor):
+    return np.fliplr(x) + np.flipud(x), np.flipud(label)
+
+
+def test_fliplr_and_flipud_are_numpys():
+    x, label = np.arange(12.0).reshape(3, 4), np.arange(5)
+    assert_same(script(flipped)(x, label), flipped(x, label))
+    check_vjp(script(flipped), (np.random.default_rng(0).standard_normal((3, 4)), label),
+              argnums=(0,))
+
+
+def nan_to_zero(out: Tensor):
+    loss = np.log(out)
+    loss[np.isnan(loss)] = 0
+    grad = out - 1.0 / out
+    grad[np.isnan(grad) | np.isinf(grad)] = 0
+    kept = ~np.isnan(out) & (out > 0) ^ (out > 1.5)
+    return -np.sum(loss), grad, kept
+
+
+def test_a_write_through_a_mask_written_in_the_index_is_numpys():
+    # a CTC loss's `loss[np.isnan(loss)] = 0`: the mask a call, not a name or a comparison
+    out = np.array([[0.5, -1.0, 0.0], [2.0, np.nan, 1.0]])
+    with np.errstate(all="ignore"):
+        assert_same(script(nan_to_zero)(out), nan_to_zero(out))
+
+
+def early_return(out: Tensor, length: int):
+    grad = np.zeros_like(out)
+    if length == 0:
+        return 0.0, grad
+    return -np.sum(np.log(out[:, :length])), grad + 1.0
+
+
+def test_a_number_returned_early_beside_an_array_in_a_tuple_is_a_0d_array():
+    # `return 0.0, softmax_grad` before `return loss, softmax_grad` (a CTC loss): each item of
+    # the tuples joins as a number and an array join (a 0-d array holding the number)
+    out = np.random.default_rng(0).random((3, 4)) + 0.5
+    f = script(early_return)
+    for length in (0, 2):
+        got, want = f(out, length), early_return(out, length)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        assert_same(got[1], want[1])

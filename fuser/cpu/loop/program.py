@@ -389,7 +389,7 @@ class LoopProgram:
             a, b = n.inputs
             ta, tb, to = known_array(a), known_array(b), known_array(n.output)
             if (ta is None or tb is None or to is None
-                    or (len(ta.shape), len(tb.shape)) not in ((2, 2), (2, 1), (1, 2))
+                    or (len(ta.shape), len(tb.shape)) not in ((2, 2), (2, 1), (1, 2), (1, 1))
                     or not ta.dtype == tb.dtype == to.dtype
                     or ta.dtype not in ("float32", "float64")):
                 raise LoopRefused(f"{where(n)}: not a matmul of two float matrices (or a matrix "

@@ -148,8 +148,12 @@ class NativeLoop(RowRanges, Appends):
     def __call__(self, trip: Any, free: tuple, inits: tuple) -> tuple | None:
         prog = self.prog
         arrays = [free[k] for k in self.array_pos]
-        for a, (dtype, shape) in zip(arrays, self.free_checks):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+        for j, (a, (dtype, shape)) in enumerate(zip(arrays, self.free_checks)):
+            if type(a) is not np.ndarray:
+                if not isinstance(a, np.generic) or j in prog.write_targets:
+                    return None
+                arrays[j] = a = np.array(a)  # a 0-d constant the code holds as numpy's number
+            if a.dtype != dtype or a.shape != shape:
                 return None
         given = inits
         if self.number_inits and any(isinstance(a, np.generic) for a in inits):
