@@ -24,7 +24,7 @@ from ir.core import CONSTANT, Graph, Node, Value
 from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import NOT_CONSTANT, WRITES, ShapeError, const, constant_of, lookup
 from ir.types import FLOAT, NONE, OptionalType, TensorType, TupleType
-from passes.numpy_lowering import NUMPY_RULES
+from passes.numpy_lowering import NUMPY_RULES, mixed_matmul_cast
 
 NAME = "canonicalize"
 SETTLES = True
@@ -429,7 +429,7 @@ def unwrap_non_optional(node: Node) -> bool:
 RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::transpose": double_transpose,
     "tensor::reshape": reshape_of_reshape,
-    "tensor::matmul": matmul_of_batch_by_matrix,
+    "tensor::matmul": lambda node: mixed_matmul_cast(node) or matmul_of_batch_by_matrix(node),
     "tensor::slice": slice_as_split,
     "tensor::split_list": split_list_of_count,
     "tensor::broadcast_to": broadcast_to_own_shape,

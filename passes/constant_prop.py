@@ -22,7 +22,8 @@ import numpy as np
 
 from ir.constants import constant_type
 from ir.core import CONSTANT, Block, Graph, Node, Value
-from ir.registry import NOT_CONSTANT, const, constant_of, lookup
+from ir.ops.elementwise import IN_PLACE_ATTR
+from ir.registry import NOT_CONSTANT, VIEW, WRITES, const, constant_of, lookup
 from ir.types import BOOL, FLOAT, INT, TensorType, Type, is_subtype
 
 NAME = "constant-prop"
@@ -349,8 +350,30 @@ def _constant_type(value: Any, declared: Type) -> Type | None:
     return t if is_subtype(t, declared) else None
 
 
+def written_in_place(value: Value, depth: int = 8) -> bool:
+    """Whether an op writes into ``value``'s array in place (``write_slot``, ``select_put_``,
+    an in-place add), directly or through a view of it: a constant in its place would be
+    written instead (every run sharing the one array, the writes lost to what reads it)."""
+    if not isinstance(value.type, TensorType):
+        return False
+    for use in value.uses:
+        op = lookup(use.node.kind)
+        if op is None:  # a block's return, a node without an op
+            continue
+        if WRITES in op.effects_on(use.index) or (
+                use.node.attrs.get(IN_PLACE_ATTR) and use.index == 0):
+            return True
+        if VIEW in op.traits and (depth == 0 or any(written_in_place(out, depth - 1)
+                                                    for out in use.node.outputs)):
+            return True
+    return False
+
+
 def fold_node(node: Node) -> bool:
-    """Replace ``node`` by constants when its outputs are known; True when it did."""
+    """Replace ``node`` by constants when its outputs are known; True when it did (not for an
+    array written in place)."""
+    if any(written_in_place(out) for out in node.outputs):
+        return False
     values = fold_values(node)
     if values is NOT_CONSTANT or len(values) != len(node.outputs) or _too_big(values):
         return False

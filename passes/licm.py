@@ -180,10 +180,17 @@ def hoist_from_block(block: Block, loop: Node, runs_first: bool,
     return changed
 
 
+_ALWAYS_VIEWS = frozenset(f"tensor::{name}" for name in (
+    "transpose", "split", "chunk", "slice", "select", "expand_dims", "squeeze"))
+"""View ops numpy never answers with a copy (``reshape`` copies an array it cannot view)."""
+
+
 def _new_escaping(node: Node, classes: StorageClasses) -> bool:
     """Does ``node`` make a value the caller may receive? A read of an item of an argument
-    (``ITEM_TYPES``) makes nothing new: hoisted, it reads the same array."""
-    return ITEM_TYPES not in node.attrs and classes.any_escapes(node)
+    (``ITEM_TYPES``) makes nothing new: hoisted, it reads the same array; nor does a view (of
+    a loop-invariant array: the same memory, whichever step makes it)."""
+    return (ITEM_TYPES not in node.attrs and node.kind not in _ALWAYS_VIEWS
+            and classes.any_escapes(node))
 
 
 def licm_block(block: Block, classes: StorageClasses) -> bool:

@@ -239,6 +239,26 @@ def flip_as_slices(node: Node) -> bool:
     return True
 
 
+def mixed_matmul_cast(node: Node) -> bool:
+    """``a @ w`` of a float32 and a float64 array is numpy's float64 product of the float32
+    operand cast (the buffers of ported code are float64, ``np.zeros``'s default, its weights
+    float32): the cast made explicit, so that a loop-invariant weight is cast once before the
+    loop and the product in the loop is of one dtype (which a native loop needs)."""
+    a, b = node.inputs
+    ta, tb, out = a.type, b.type, node.output.type
+    floats = ("float32", "float64")
+    if not (isinstance(ta, TensorType) and isinstance(tb, TensorType)
+            and isinstance(out, TensorType) and ta.dtype in floats and tb.dtype in floats
+            and ta.dtype != tb.dtype and out.dtype == "float64"):
+        return False
+    with node.graph.inserting_before(node):
+        dtype = node.graph.constant("float64")
+    cast = node.graph.create_typed("tensor::astype", [a if ta.dtype == "float32" else b, dtype],
+                                   source=node.source).insert_before(node).output
+    node.set_input(0 if ta.dtype == "float32" else 1, cast)
+    return True
+
+
 def _scalar_index(v: Value) -> bool:
     """An int, or a 0-d array of ints (``V[t]`` of an int array: numpy's scalar)."""
     t = v.type

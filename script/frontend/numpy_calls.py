@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
-                    "flip": "numpy_flip", "fliplr": "numpy_flip_lr", "flipud": "numpy_flip_lr",
-                    "asarray": "numpy_asarray", "eye": "numpy_eye",
+                    "take": "numpy_take", "flip": "numpy_flip", "fliplr": "numpy_flip_lr",
+                    "flipud": "numpy_flip_lr", "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
                     "roll": "numpy_roll", "linalg.norm": "linalg_norm", "split": "numpy_split",
                     "ascontiguousarray": "numpy_asarray", "logaddexp": "numpy_logaddexp",
@@ -380,6 +380,17 @@ class NumpyMixin:
             out = self.emit_value("tensor::slice", [out, self.const(a), self.const(None),
                                                     self.const(None), self.const(-1)])
         return out
+
+    def numpy_take(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.take(a, indices, axis=None): without an axis (or ``axis=None``), the items of the
+        flattened array, as numpy's; along an axis, ``a[:, idx]``'s take."""
+        a, indices, axis = self.numpy_args(node, "np.take", ["a", "indices", "axis"], 2)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node.args[0], f"np.take() of a {a.type}: pass an array")
+        if axis is None or (axis.is_constant and axis.constant is None):
+            a = self.emit_value("tensor::reshape", [a, self.const((-1,))])
+            axis = self.const(0)
+        return self.emit_value("tensor::take", [a, indices, axis])
 
     def numpy_flip_lr(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.fliplr(m): m[:, ::-1] (at least 2-D); np.flipud(m): m[::-1] (at least 1-D)."""

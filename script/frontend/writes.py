@@ -55,6 +55,29 @@ _MASK_FUNCTIONS = (np.isnan, np.isinf, np.isfinite)
 ops of the registry)."""
 
 
+def _plain_read(node: ast.expr) -> bool:
+    """A name, a number, an attribute of a name, or a subscript of those by such indices and
+    slices (``k[0]``, ``x[:, t]``): an expression with no effects (evaluating it twice is
+    evaluating it once)."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float)) or node.value is None
+    if isinstance(node, ast.Attribute):
+        return _plain_read(node.value)
+    if isinstance(node, ast.Slice):
+        return all(b is None or _plain_read(b) for b in (node.lower, node.upper, node.step))
+    if isinstance(node, ast.Tuple):
+        return all(_plain_read(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _plain_read(node.operand)
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+        return _plain_read(node.left) and _plain_read(node.right)
+    if isinstance(node, ast.Subscript):
+        return _plain_read(node.value) and _plain_read(node.slice)
+    return False
+
+
 class WriteMixin:
     """Visitors of writes into arrays (``x[i] = v``, ``x[i] += v``, ``x.fill(v)``)."""
 
@@ -158,7 +181,7 @@ class WriteMixin:
         """Whether ``node`` may be a boolean mask computed with no effects: an elementwise
         call (``np.isnan(x)``), ``~m``, ``m1 & m2`` or ``m1 | m2`` of comparisons, names and
         such calls."""
-        if isinstance(node, (ast.Name, ast.Compare)):
+        if isinstance(node, (ast.Name, ast.Compare)):  # (a comparison: as a written index)
             return True
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
             return self.is_pure_mask(node.operand)
@@ -170,8 +193,7 @@ class WriteMixin:
             op = op_for_object(fn)
             return (fn in _MASK_FUNCTIONS or op is not None and op.is_elementwise
                     and op.is_pure) and all(
-                isinstance(a, (ast.Name, ast.Attribute, ast.Subscript))
-                or isinstance(a, ast.Constant) and isinstance(a.value, (int, float))
+                _plain_read(a)
                 or self.is_pure_mask(a) for a in node.args)
         return False
 

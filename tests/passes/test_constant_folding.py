@@ -411,3 +411,30 @@ def test_math_that_raises_is_left_to_run_time(name, args):
     g.add_output(node.outputs[0])
     constant_prop.run(g)
     assert not g.outputs[0].is_constant
+
+
+WRITTEN = """
+graph(%g : Float(2)):
+  %shape : (int, int) = prim::Constant[value=(3, 2)]()
+  %dtype : str = prim::Constant[value="float32"]()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %buf : Float(3, 2) = tensor::zeros(%shape, %dtype)
+   = tensor::write_slot(%buf, %zero, %one, %g)
+  %base : Float(3, 2) = tensor::zeros(%shape, %dtype)
+  %row : Float(2) = tensor::select(%base, %zero, %one)
+  %row2 : Float(2) = tensor::select_put_(%row, %g, %zero, %one)
+  %kept : Float(3, 2) = tensor::zeros(%shape, %dtype)
+  %out : (Float(3, 2), Float(3, 2), Float(3, 2)) = prim::TupleConstruct(%buf, %base, %kept)
+  return (%out)
+"""
+
+
+def test_an_array_written_in_place_is_not_folded():
+    # folded, the writes went into the constant (shared by every run) and what read the array
+    # read zeros: a reverse loop's slot-gradient buffer gave a zero gradient
+    pipelines.register()
+    g = ir.parse(WRITTEN)
+    constant_prop.run(g)
+    kinds = {v.name: v.node.kind for v in g.nodes()[-1].inputs}
+    assert kinds == {"buf": "tensor::zeros", "base": "tensor::zeros", "kept": "prim::Constant"}

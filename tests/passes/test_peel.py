@@ -185,3 +185,22 @@ def test_a_branch_on_the_last_trip_counting_up_is_left_alone():
     up = counting_up
     args = _down_args(np.float64, n=6)
     assert_same(script(up)(*args), up(*args))
+
+
+def rows_until(X: Tensor, h0: Tensor) -> Tensor:
+    H = np.zeros_like(X)
+    for t in range(X.shape[0]):
+        prev = H[t - 1] if t > 0 else h0
+        H[t] = np.sin(prev) * X[t]
+        if t >= 2:
+            break
+    return H
+
+
+def test_a_loop_with_a_break_that_branches_on_its_first_trip_differentiates():
+    # the reverse loop's last trip peeled: its constant folding made the slot-gradient buffer
+    # (zeros, written in place by write_slot) a constant, and the gradient came back zeros
+    X = np.array([[0.3, -0.2], [0.5, 0.7], [1.1, -0.4], [0.2, 0.9]])
+    h0 = np.array([0.4, -0.8])
+    assert_same(script(rows_until)(X, h0), rows_until(X, h0))
+    check_vjp(script(rows_until), (X, h0))

@@ -3,7 +3,7 @@ forward, libfmp's HMM Viterbi, kgirnet's beam search, adcondev's LSTM, filterpy'
 filter; all MIT) and by checking gradients against torch's: each test is the pattern met,
 reduced."""
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -432,3 +432,55 @@ def test_a_number_returned_early_beside_an_array_in_a_tuple_is_a_0d_array():
         got, want = f(out, length), early_return(out, length)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
         assert_same(got[1], want[1])
+
+
+def masked_pop(x: Tensor, k: Tensor):
+    stack = [0, 1]
+    y = x.copy()
+    y[np.abs(k[stack.pop()])] = 0.0  # an int index, not a mask: the pop runs once
+    return y, len(stack)
+
+
+def test_an_index_with_effects_that_is_not_a_mask_is_evaluated_once():
+    x, k = np.arange(5.0), np.array([-3, -1])
+    assert_same(script(masked_pop)(x, k), masked_pop(x, k))
+
+
+def take_flat(b: Tensor, V: Tensor):
+    return np.take(b, V[0]) * 1.0, np.take(b, V, axis=1), np.take(b, V)
+
+
+def test_np_take_without_an_axis_reads_the_flattened_array():
+    b, V = np.arange(12.0).reshape(3, 4), np.array([2, 1])
+    assert_same(script(take_flat)(b, V), take_flat(b, V))
+    check_vjp(script(take_flat), (np.random.default_rng(0).standard_normal((3, 4)), V),
+              argnums=(0,))
+
+
+def gru_backward_style(dH: Tensor, cache: Dict[str, Tensor]):
+    # MichaelMastro's batched GRU backward (MIT): float64 buffers (np.zeros' default) against
+    # the cached weights, whose column blocks are read transposed in every step
+    W = cache["W"]
+    n, b, d = dH.shape
+    dX = np.zeros((n, b, d))
+    dh = np.zeros((b, d))
+    for t in reversed(range(n)):
+        g = (dH[t] + dh) * 0.5
+        dX[t] = g.dot(W[:, 2 * d:].transpose())
+        dh = np.tanh(g.dot(W[:, :d].transpose()))
+    return dX, dh
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_views_of_a_weight_and_a_float32_product_in_a_float64_loop_run_natively(dtype):
+    """The column blocks of a weight read from a dict, transposed, are views: they are made once
+    before the loop (they were made every step, and the loop ran as Python); a float64 row
+    times a float32 weight is numpy's float64 product of the weight cast, the cast made once."""
+    from tests.helpers import native_loops
+    rng = np.random.default_rng(2)
+    dH = rng.standard_normal((40, 3, 4))  # (a loop of a few steps is unrolled)
+    cache = {"W": rng.standard_normal((4, 12)).astype(dtype)}
+    f = script(gru_backward_style)
+    assert_same(f(dH, cache), gru_backward_style(dH, cache), rtol=1e-12)
+    (loop,) = native_loops(f, dH, cache)
+    assert loop.calls == 1

@@ -232,7 +232,7 @@ def test_frozen_code_binds_weights_as_globals():
 
 def test_fold_limit_setting_controls_tensor_folding():
     from ir.core import Graph
-    from passes import run_pipeline
+    from script.runtime.pipelines import run_pipeline  # (with the runtime's evaluator)
 
     def graph_with_big_fold():
         g = Graph()
