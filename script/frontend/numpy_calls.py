@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "numpy_where",
-                    "take": "numpy_take", "flip": "numpy_flip", "fliplr": "numpy_flip_lr",
+                    "take": "numpy_take", "concatenate": "numpy_concatenate",
+                    "flip": "numpy_flip", "fliplr": "numpy_flip_lr",
                     "flipud": "numpy_flip_lr", "asarray": "numpy_asarray", "eye": "numpy_eye",
                     "tri": "numpy_eye", "tril": "numpy_triangle", "triu": "numpy_triangle",
                     "roll": "numpy_roll", "linalg.norm": "linalg_norm", "split": "numpy_split",
@@ -70,6 +71,11 @@ def numpy_composite(obj: Any) -> str | None:
             if getattr(found, name, None) is obj:
                 return method
     return None
+
+
+def _is_list_of_arrays(v: Any) -> bool:
+    return isinstance(v, Value) and isinstance(v.type, ListType) and isinstance(
+        v.type.element, TensorType)
 
 
 class NumpyMixin:
@@ -380,6 +386,29 @@ class NumpyMixin:
             out = self.emit_value("tensor::slice", [out, self.const(a), self.const(None),
                                                     self.const(None), self.const(-1)])
         return out
+
+    def numpy_concatenate(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.concatenate: the op, but a tuple or list literal holding lists of arrays (numpy
+        makes each an array first, ``np.concatenate((H_f, H_b), axis=2)``) has those lists
+        stacked."""
+        items = node.args[0].elts if node.args and isinstance(
+            node.args[0], (ast.Tuple, ast.List)) else []
+        if any(isinstance(e, ast.Name) and _is_list_of_arrays(self.frame.find(e.id))
+               for e in items):
+            joined = []
+            for e in items:
+                v = self.expr(e)
+                if _is_list_of_arrays(v):
+                    v = self.emit_value("tensor::stack", [v, self.const(0)])
+                joined.append(v)
+            given = {kw.arg: kw.value for kw in node.keywords}
+            if len(node.args) > 2 or set(given) - {"axis"}:
+                raise self.error(node, "np.concatenate() takes the arrays and an axis here")
+            where = node.args[1] if len(node.args) > 1 else given.get("axis")
+            axis = self.expr(where) if where is not None else self.const(0)
+            return self.emit_value("tensor::cat", [
+                self.emit_value("prim::ListConstruct", joined), axis])
+        return self.call_op(op_def("tensor::cat"), node, display="np.concatenate")
 
     def numpy_take(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.take(a, indices, axis=None): without an axis (or ``axis=None``), the items of the
