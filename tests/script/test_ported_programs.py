@@ -484,3 +484,25 @@ def test_views_of_a_weight_and_a_float32_product_in_a_float64_loop_run_natively(
     assert_same(f(dH, cache), gru_backward_style(dH, cache), rtol=1e-12)
     (loop,) = native_loops(f, dH, cache)
     assert loop.calls == 1
+
+
+def bidirectional(X: Tensor, W: Tensor):
+    # a bidirectional RNN's outputs (JohnCook17/holbertonschool-machine_learning, bi_rnn):
+    # np.concatenate of a tuple of two lists of arrays, each made an array first
+    H_f = []
+    H_b = []
+    h_f = np.zeros((X.shape[1], W.shape[1]))
+    h_b = np.zeros((X.shape[1], W.shape[1]))
+    for t in range(X.shape[0]):
+        h_f = np.tanh(X[t] @ W + h_f)
+        h_b = np.tanh(X[X.shape[0] - 1 - t] @ W + h_b)
+        H_f.append(h_f)
+        H_b.append(h_b)
+    return np.concatenate((H_f, H_b), axis=2)
+
+
+def test_np_concatenate_of_lists_of_arrays_stacks_each_list():
+    rng = np.random.default_rng(4)
+    X, W = rng.standard_normal((5, 3, 2)), rng.standard_normal((2, 4)) * 0.5
+    assert_same(script(bidirectional)(X, W), bidirectional(X, W), rtol=1e-12)
+    check_vjp(script(bidirectional), (X, W))
