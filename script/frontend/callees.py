@@ -10,8 +10,9 @@ import inspect
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ir.constants import constant_type
 from ir.registry import NOT_CONSTANT
-from ir.types import BOOL, FLOAT, INT, NONE, OptionalType, TensorType, Type, is_subtype
+from ir.types import BOOL, FLOAT, INT, NONE, TENSOR, OptionalType, TensorType, Type, is_subtype
 from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
 from script.frontend.definition import load_source
 from script.frontend.env import is_function_value
@@ -104,6 +105,11 @@ class CalleeMixin:
         params = list(sig.parameters.values())
         open_names = {p.name for p in params if p.kind == plain and p.name not in annotations
                       and p.default in (inspect.Parameter.empty, None)}  # other defaults type
+        # a number default types the parameter unless the call passes another type: filterpy's
+        # `predict(x, P, F=1, Q=0)` called with arrays for F and Q
+        numbers = {p.name for p in params if p.kind == plain and p.name not in annotations
+                   and type(p.default) in (int, float, bool)}
+        open_names |= numbers
         if not open_names or any(not isinstance(a, ast.expr) or type(a).__name__ == "SpreadList"
                                  for a in node.args):
             return node, None
@@ -119,8 +125,12 @@ class CalleeMixin:
         override = {name: value.type if isinstance(value.type, OptionalType) else
                     OptionalType(value.type) if defaults[name] is None else value.type
                     for name, value in [*zip(bound, values), *keywords.items()]
-                    if name in open_names and not _holds_array(value.type)
+                    if name in open_names - numbers and not _holds_array(value.type)
                     and value.type != NONE}  # an Optional[int] passed on stays one
+        for name, value in [*zip(bound, values), *keywords.items()]:
+            if name in numbers and not isinstance(value, ast.AST) and not is_subtype(
+                    value.type, constant_type(defaults[name])):
+                override[name] = TENSOR if isinstance(value.type, TensorType) else value.type
         for name in open_names - set(bound):  # left at its default None: None here
             if defaults[name] is None:
                 override[name] = NONE

@@ -9,7 +9,7 @@ import inspect
 from types import ModuleType
 from typing import Any
 
-from ir.types import NONE, TENSOR, DictType, ListType, OptionalType, Type, is_subtype
+from ir.types import FLOAT, INT, NONE, TENSOR, DictType, ListType, OptionalType, Type, is_subtype
 from script.frontend.annotations import (
     AnnotationError,
     bare_container,
@@ -69,6 +69,8 @@ class ParameterMixin:
         types = [override.get(n, t) for n, t in zip(names, types)]
         self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
+            if name in override and type(defaults.get(name)) in (int, float, bool):
+                continue  # a number default a call passes another type for: not used here
             if name in defaults and not isinstance(defaults[name], ModuleType) and \
                     not is_function_value(defaults[name]):  # both compile-time objects
                 self.check_default(params[names.index(name)], t, defaults[name])
@@ -163,7 +165,8 @@ class ParameterMixin:
         except TypeError:
             raise self.error(arg, f"the default value of '{arg.arg}' is a "
                              f"{type(default).__name__}, which cannot be a constant") from None
-        if not is_subtype(dt, t) and not (dt == NONE and t == TENSOR):
+        if not is_subtype(dt, t) and not (dt == NONE and t == TENSOR) and not (
+                dt == INT and t == FLOAT):  # `u: float = 0`: an int where a float is declared
             raise self.error(arg, f"the default value of '{arg.arg}' has type {dt}, but the "
                              f"parameter is declared as {t}")
 

@@ -69,3 +69,26 @@ def test_scipy_special_functions():
     fn = scipy_calls.special_functions
     assert_same(script(fn)(x), fn(x))
     check_vjp(fn, (np.random.default_rng(3).standard_normal((3, 4)),))
+
+
+def predict(x, P, F=1, Q=0):
+    # filterpy's KalmanFilter predict (MIT): number defaults, called with arrays
+    x = np.dot(F, x)
+    return x, np.dot(np.dot(F, P), F.T) + Q
+
+
+def shift(x, P, u: float = 0):  # an int default where a float is declared (PEP 484)
+    return x + u, P
+
+
+def kalman_step(x: Tensor, P: Tensor, F: Tensor, Q: Tensor):
+    x1, P1 = predict(x, P, F=F, Q=Q)
+    x2, P2 = predict(x1, P1, F)  # Q at its default, the number
+    return shift(x2, P2), shift(x2, P2, 0.5)
+
+
+def test_a_number_default_a_call_passes_an_array_for_is_typed_by_the_call():
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((2, 1)), np.eye(2), rng.standard_normal((2, 2)),
+            rng.standard_normal((2, 2)))
+    assert_same(script(kalman_step)(*args), kalman_step(*args))
