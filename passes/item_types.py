@@ -32,11 +32,15 @@ signature). Shape propagation decides an If on it (the branch reading a key the 
 never typed) and constant propagation folds it."""
 
 
-def annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Type]) -> None:
+def annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Type],
+                        only: set[Node] | None = None) -> None:
     """Mark each read of ``container`` (whose items have the types ``items``) with the types
-    of the items it reads, and each ``k in container`` of a dict with whether it holds ``k``."""
+    of the items it reads, and each ``k in container`` of a dict with whether it holds ``k``;
+    with ``only``, just those reads (``reads_before_changes``)."""
     for use in container.uses:
         node = use.node
+        if only is not None and node not in only:
+            continue
         if use.index == 0 and node.kind == "prim::DictContains" and isinstance(items, dict):
             key = constant_of(node.inputs[1])
             if type(key) in (str, int):
@@ -47,6 +51,25 @@ def annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Ty
         read = _items_read(node, items)
         if read is not None:
             node.attrs[ITEM_TYPES] = read
+
+
+def reads_before_changes(container: Value, reads: list[Node], changes: list[Node]) -> set[Node]:
+    """Of ``reads`` (uses of ``container``, a graph input, that only read it), those that run
+    before every use in ``changes`` (stores into it, or uses that keep it) can: each is in a
+    statement of the graph's body before the first statement holding a change (not in a
+    loop that also changes it, whose next step would read the change). A train step that
+    reads a weight dict in its forward and backward and updates it at the end reads the
+    call's items in all but the update."""
+    body = container.node.owner
+
+    def statement(node: Node) -> Node:
+        while node.owner is not body:
+            node = node.owner.owner  # type: ignore[union-attr]  # the node holding the block
+        return node
+
+    order = {n: k for k, n in enumerate(body.nodes)}
+    first = min((order[statement(n)] for n in changes), default=len(order))
+    return {n for n in reads if order[statement(n)] < first}
 
 
 def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:

@@ -53,6 +53,7 @@ from passes.item_types import (
     STORES,
     annotate_item_reads,
     local_containers,
+    reads_before_changes,
 )
 from passes.local_items import join
 
@@ -95,8 +96,15 @@ def specialize(graph: Graph, input_types: Sequence[Type],
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
     for value, items in zip(graph.inputs, input_items or ()):
-        if items is not None and value.type == input_types[graph.inputs.index(value)]:
+        if items is None:
+            continue
+        if value.type == input_types[graph.inputs.index(value)]:
             annotate_item_reads(value, items)
+        elif _plain_item(_item_type(input_types[graph.inputs.index(value)])):
+            # changed by the function: the reads before its first change read the call's items
+            reads = [u.node for u in value.uses if _only_reads(u, value)]
+            changes = [u.node for u in value.uses if not _only_reads(u, value)]
+            annotate_item_reads(value, items, reads_before_changes(value, reads, changes))
     propagate_graph(graph)
 
 
@@ -268,6 +276,10 @@ def _kept_items(value: Value, t: ListType | DictType) -> Type:
     if not isinstance(item, TensorType):
         return t
     return ListType(TensorType()) if isinstance(t, ListType) else DictType(t.key, TensorType())
+
+
+def _item_type(t: Type) -> Type:
+    return t.element if isinstance(t, ListType) else t.value if isinstance(t, DictType) else t
 
 
 def _plain_item(t: Type) -> bool:

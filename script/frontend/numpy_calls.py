@@ -416,7 +416,7 @@ class NumpyMixin:
         a, indices, axis = self.numpy_args(node, "np.take", ["a", "indices", "axis"], 2)
         if not isinstance(a.type, TensorType):
             raise self.error(node.args[0], f"np.take() of a {a.type}: pass an array")
-        if axis is None or (axis.is_constant and axis.constant is None):
+        if axis is None or (axis.is_constant and axis.constant is None) or axis.type == NONE:
             a = self.emit_value("tensor::reshape", [a, self.const((-1,))])
             axis = self.const(0)
         return self.emit_value("tensor::take", [a, indices, axis])

@@ -446,8 +446,12 @@ def test_an_index_with_effects_that_is_not_a_mask_is_evaluated_once():
     assert_same(script(masked_pop)(x, k), masked_pop(x, k))
 
 
+def pick(b, V, axis=None):
+    return np.take(b, V, axis=axis)
+
+
 def take_flat(b: Tensor, V: Tensor):
-    return np.take(b, V[0]) * 1.0, np.take(b, V, axis=1), np.take(b, V)
+    return np.take(b, V[0]) * 1.0, np.take(b, V, axis=1), np.take(b, V), pick(b, V)
 
 
 def test_np_take_without_an_axis_reads_the_flattened_array():
@@ -506,3 +510,38 @@ def test_np_concatenate_of_lists_of_arrays_stacks_each_list():
     X, W = rng.standard_normal((5, 3, 2)), rng.standard_normal((2, 4)) * 0.5
     assert_same(script(bidirectional)(X, W), bidirectional(X, W), rtol=1e-12)
     check_vjp(script(bidirectional), (X, W))
+
+
+class WeightDict:
+    def __init__(self, H, D, seed=0):
+        rng = np.random.default_rng(seed)
+        self.param = {"W": rng.standard_normal((H, H + D)) * 0.3, "b": np.zeros((H, 1))}
+
+
+def train_step(self: WeightDict, inputs: List[Tensor], h: Tensor, lr: float = 0.1):
+    # gstechgeek/LSTM_from_scratch's train (no license stated; the pattern only): the weight
+    # dict is read by the forward steps and updated at the end, at keys known only at run time
+    loss = 0
+    for i in range(len(inputs)):
+        hx = np.concatenate((h, inputs[i]))
+        h = np.tanh(self.param["W"] @ hx + self.param["b"])
+        loss += np.sum(h * h)
+    for k in self.param:
+        self.param[k] = self.param[k] - lr * self.param[k]
+    return loss, h
+
+
+def test_the_reads_of_a_dict_argument_before_it_is_updated_keep_its_items_types():
+    """The forward loop reads the weights at constant keys before the update writes the dict:
+    those reads have the call's item types, so the loop runs natively (it ran as Python, its
+    products of arrays of unknown shape); the update after it reads the dict as written."""
+    from tests.helpers import native_loops
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((4, 1)) for _ in range(30)]
+    h = rng.standard_normal((5, 1))
+    m1, m2 = WeightDict(5, 4), WeightDict(5, 4)
+    f = script(train_step)
+    assert_same(f(m1, inputs, h), train_step(m2, inputs, h), rtol=1e-12)
+    assert all(np.array_equal(m1.param[k], m2.param[k]) for k in m1.param)
+    loops = native_loops(f, m1, inputs, h)
+    assert any(lp.calls for lp in loops)
