@@ -11,6 +11,7 @@ from ir.types import ListType, TensorType
 from passes.autodiff.context import BlockGrad, axis_size, covering
 from passes.autodiff.list_cts import for_each, snapshot_before, whole_list_ct
 from passes.autodiff.lists import CHANGES, home_node, length_after
+from passes.autodiff.refusals import refuse
 
 
 def _stack(ctx: BlockGrad, node: Node) -> None:
@@ -28,6 +29,9 @@ def _cat(ctx: BlockGrad, node: Node) -> None:
     lst = node.inputs[0]
     if g is None or not ctx.is_active(lst):
         return
+    if not node.inputs[1].is_constant:
+        raise refuse("cannot differentiate np.concatenate along an axis known only when it "
+                     "runs (an int argument): write the axis as a constant", node)
     axis = int(node.inputs[1].constant)
     sizes = _cat_sizes(ctx, node)
     if sizes is None:  # a list of a length only known at run time: split by its items' sizes

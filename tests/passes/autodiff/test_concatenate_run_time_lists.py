@@ -150,3 +150,17 @@ def test_a_join_of_a_joined_list_and_another_array_differentiates():
     args = (rng.standard_normal((2, 3)), rng.standard_normal((2, 1)), rng.standard_normal((1, 3)))
     np.testing.assert_allclose(script(joined_again)(*args), joined_again(*args), rtol=1e-12)
     check_vjp(script(joined_again), args)
+
+
+def along(a: Tensor, b: Tensor, axis: int) -> Tensor:
+    return np.concatenate((np.tanh(a), np.tanh(b)), axis=axis)
+
+
+def test_a_concatenation_along_an_axis_argument_is_refused_at_its_line():
+    # (an internal compiler error before: the backward read the axis as a constant)
+    a, b = np.ones((2, 3)), np.ones((2, 3))
+    np.testing.assert_allclose(script(along)(a, b, 1), along(a, b, 1))
+    with pytest.raises(ScriptError, match="np.concatenate along an axis known only when it "
+                       "runs") as err:
+        vjp(script(along), a, b, 1)
+    assert "return np.concatenate((np.tanh(a), np.tanh(b)), axis=axis)" in str(err.value)
