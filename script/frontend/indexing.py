@@ -54,9 +54,16 @@ class IndexMixin:
             return self.string_index(value, node.slice)
         raise self.error(node, f"a value of type {t} is not subscriptable")
 
+    def index_once(self: FunctionCompiler, node: ast.expr) -> Any:
+        """An index expression of the write being compiled: the value it was already evaluated
+        to where an earlier reading of the write took it (``evaluated_indices``), else its
+        value now; so an index with effects (``y[s.pop()] = v``) runs once."""
+        found = getattr(self, "evaluated_indices", {}).pop(id(node), None)
+        return found if found is not None else self.expr(node)
+
     def index_value(self: FunctionCompiler, node: ast.expr) -> Any:
         """An index expression: must be an int."""
-        value = self.expr(node)
+        value = self.index_once(node)
         if value.type not in (INT, BOOL):
             what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
                 "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)

@@ -597,7 +597,7 @@ class NumpyMixin:
                     raise self.error(arg, f"range() arguments must be ints, not {value.type}")
             defaults = [self.const(None), self.const(1)][len(bounds) - 1:]
             return self.emit_value("tensor::arange", [*bounds, *defaults, self.const(None)])
-        return self.index_array(self.expr(node))
+        return self.index_array(self.index_once(node))
 
     def index_array(self: FunctionCompiler, value: Any) -> Any:
         """An index value as numpy reads it: a list of ints is an integer array (``o[rows, y]``

@@ -195,6 +195,12 @@ class StmtMixin:
             result.node.erase()  # the None a call like list.append(...) evaluates to
 
     def visit_Assign(self: FunctionCompiler, node: ast.Assign) -> None:
+        try:
+            self.assign_statement(node)
+        finally:
+            self.evaluated_indices = {}  # (an index a reading of the write left unused)
+
+    def assign_statement(self: FunctionCompiler, node: ast.Assign) -> None:
         if len(node.targets) == 1 and self.assign_shape(node.targets[0], node.value):
             return
         if len(node.targets) == 1 and self.assign_masked(node.targets[0], node.value):

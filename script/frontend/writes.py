@@ -151,6 +151,8 @@ class WriteMixin:
             mask, mask_name = self.expr(target.slice), None  # (evaluated again if not a mask)
         if not (isinstance(mask, Value) and isinstance(mask.type, TensorType)
                 and mask.type.dtype == "bool"):
+            if mask_name is None:  # the write's index, evaluated once (`y[s.pop() > 0] = v`)
+                self.evaluated_indices = {id(target.slice): mask}
             return False
         if not self.is_masked_elementwise(value_node, mask_name):
             raise self.error(value_node, "a write through a boolean mask is supported for a "
@@ -320,6 +322,13 @@ class WriteMixin:
         if not (isinstance(value.type, TensorType) or is_number(value.type)):
             raise self.error(node, f"cannot write a value of type {value.type} into an array")
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        try:
+            return self.put_items(old, index, items, value, node)
+        finally:
+            self.evaluated_indices = {}  # (each index is evaluated once: see index_once)
+
+    def put_items(self: FunctionCompiler, old: Value, index: ast.expr, items: list[ast.expr],
+                  value: Any, node: ast.AST) -> Value:
         scattered = self.integer_array_put(old, items, value)
         if scattered is not None:
             return scattered
@@ -392,6 +401,8 @@ class WriteMixin:
             return None
         values = [self.index_item(i) for i in indices]
         if not any(isinstance(v.type, TensorType) for v in values):
+            # a basic index after all: its steps take these values (`y[s.pop()] = v` pops once)
+            self.evaluated_indices = {id(i): v for i, v in zip(indices, values)}
             return None
         for item, v in zip(indices, values):
             if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):

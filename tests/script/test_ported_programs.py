@@ -545,3 +545,19 @@ def test_the_reads_of_a_dict_argument_before_it_is_updated_keep_its_items_types(
     assert all(np.array_equal(m1.param[k], m2.param[k]) for k in m1.param)
     loops = native_loops(f, m1, inputs, h)
     assert any(lp.calls for lp in loops)
+
+
+def popped_writes(x: Tensor):
+    s = [0, 1, 2, 3]
+    y = x.copy()
+    y[s.pop()] = 1.0
+    y[s.pop() > 0] = 2.0  # y[True]: every element
+    z = x.reshape(2, 2).copy()
+    z[s.pop(), 0] = 3.0
+    y[s.pop() - 1] = 4.0
+    return y, z, len(s)
+
+
+def test_a_written_index_with_effects_runs_once():
+    x = np.array([0.3, -0.4, 0.7, -1.5])
+    assert_same(script(popped_writes)(x), popped_writes(x))
