@@ -15,8 +15,8 @@ from typing import Any
 
 from ir.core import Graph, Node, Use, Value
 from ir.kinds import LIST_INDEX, RETURN
-from ir.registry import ALIASES, WRITES, constant_of, lookup
-from ir.types import ClassType, DictType, ListType, TensorType, TupleType, Type, is_number
+from ir.registry import ALIASES, NOT_CONSTANT, WRITES, constant_of, lookup
+from ir.types import ClassType, DictType, ListType, TensorType, TupleType, Type, is_number, unify
 
 ITEM_TYPES = "item_types"
 """Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
@@ -77,11 +77,30 @@ def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple 
         return tuple(items) if isinstance(items, tuple) and \
             len(items) == len(node.outputs) else None
     key = constant_of(node.inputs[1])
+    if key is NOT_CONSTANT:  # a key or index known when it runs: one of the items (or raises)
+        joined = _join(list(items.values()) if isinstance(items, dict) else list(items))
+        return None if joined is None else (joined,)
     if isinstance(items, dict):
         return (items[key],) if isinstance(key, (str, int)) and key in items else None
     if type(key) is int and -len(items) <= key < len(items):
         return (items[key],)
     return None
+
+
+def _join(types: list[Type]) -> Type | None:
+    """The least type of all ``types`` (None for none, or where they do not join)."""
+    if not types:
+        return None
+    joined: Type | None = types[0]
+    for t in types[1:]:
+        joined = unify(joined, t) if joined is not None else None
+    return joined
+
+
+def constant_key(node: Node) -> bool:
+    """Whether a read marked ``ITEM_TYPES`` reads at a key or index known when compiling (it
+    cannot raise: the signature holds the keys and the length); an unpack reads every item."""
+    return node.kind == "prim::ListUnpack" or constant_of(node.inputs[1]) is not NOT_CONSTANT
 
 
 STORES = frozenset({"prim::ListAppend", "prim::ListSetItem", "prim::ListInsert", "prim::ListExtend",

@@ -28,7 +28,7 @@ from ir.core import Block, Graph, Node, Value
 from ir.kinds import LOOP
 from ir.registry import ALIASES, ELEMENTWISE, FRESH, NOT_CONSTANT, WRITES, const, lookup
 from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
-from passes.item_types import ITEM_TYPES
+from passes.item_types import ITEM_TYPES, constant_key
 
 NAME = "licm"
 SETTLES = True
@@ -111,7 +111,7 @@ def cannot_raise(node: Node) -> bool:
     integers to negative powers raise). A read of an item the specialization knows
     (``ITEM_TYPES``: its list length and dict keys are part of the call signature) qualifies.
     """
-    if ITEM_TYPES in node.attrs:
+    if ITEM_TYPES in node.attrs and constant_key(node):
         return True
     rule = SHAPE_CHECKED_RULES.get(node.kind)
     if rule is not None:

@@ -561,3 +561,33 @@ def popped_writes(x: Tensor):
 def test_a_written_index_with_effects_runs_once():
     x = np.array([0.3, -0.4, 0.7, -1.5])
     assert_same(script(popped_writes)(x), popped_writes(x))
+
+
+def gradient_step(self: WeightDict, inputs: List[Tensor], h: Tensor):
+    # the same train step's gradient buffers: zeros like each weight, at keys known when it runs
+    grad = {}
+    for k in self.param:
+        grad[k] = np.zeros_like(self.param[k])
+    for i in range(len(inputs)):
+        hx = np.concatenate((h, inputs[i]))
+        h = np.tanh(self.param["W"] @ hx + self.param["b"])
+        grad["W"] += (1 - h * h) @ hx.T
+        grad["b"] += 1 - h * h
+    for k in self.param:
+        self.param[k] = self.param[k] - 0.1 * grad[k]
+    return h
+
+
+def test_a_read_of_a_dict_argument_at_a_run_time_key_has_the_join_of_its_items():
+    """``self.param[k]`` for a key known when it runs is one of the call's items: the join of
+    their types (here 2-D float64 arrays), so ``grad[k] += ...`` needs no check of its rank
+    when it runs (a branch in the loop, which kept it Python)."""
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal((4, 1)) for _ in range(30)]
+    h = rng.standard_normal((5, 1))
+    m1, m2 = WeightDict(5, 4), WeightDict(5, 4)
+    f = script(gradient_step)
+    assert_same(f(m1, inputs, h), gradient_step(m2, inputs, h), rtol=1e-12)
+    assert all(np.allclose(m1.param[k], m2.param[k], rtol=1e-12) for k in m1.param)
+    graph = str(f.graph_for(m1, inputs, h))
+    assert "tensor::ndim" not in graph and "prim::If" not in graph
