@@ -40,6 +40,7 @@ from passes import (
     peel,
     shape_prop,
     stack_to_slots,
+    tuple_carries,
     tuple_columns,
     unroll,
 )
@@ -49,14 +50,17 @@ from passes.registry import PASSES, SETTLING, Pass, all_passes, get_pass, regist
 for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, dce, dict_items,
                 dict_carry, cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, slot_gradients, slot_adds, matmul_pieces, contiguous_weights,
-                stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes):
+                stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes,
+                tuple_carries):
     register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
 
-CLEANUP_PIPELINE = ("inline,forward-fields,canonicalize,constant-prop,shape-prop,constant-prop,"
-                    "canonicalize,shape-prop,forward-dict-items,carry-dict-items,dce,cse,dce")
-"""The cleanups: inlining, the fields of local objects read back forwarded, canonicalization,
+CLEANUP_PIPELINE = ("inline,forward-fields,split-tuple-carries,canonicalize,constant-prop,"
+                    "shape-prop,constant-prop,canonicalize,shape-prop,forward-dict-items,"
+                    "carry-dict-items,dce,cse,dce")
+"""The cleanups: inlining, the fields of local objects read back forwarded, loop-carried tuples
+carried item by item, canonicalization,
 constant and shape propagation, dict items read back forwarded (and the item the step before
 stored carried through its loop), DCE and CSE. Constant propagation runs again after shape
 propagation: sizes that only the specialized types know (a loop over ``unbind`` of a reshaped
