@@ -50,11 +50,15 @@ VIEW = "view"
 """A tensor op whose outputs may share memory with its inputs: a view (``a.T``, ``a[i]``) or an
 input itself (dropout in eval mode). Other ``tensor::`` ops return new arrays; ``ir.alias``
 relies on that to tell which values can reach the caller."""
+ALWAYS_VIEW = "always_view"
+"""A ``VIEW`` op numpy always answers with a view of its input, never a copy (``reshape`` and
+``ascontiguousarray`` copy an array they cannot view): made before a loop or in each step, it is
+the same memory (LICM hoists it even where the array reaches the caller)."""
 ARRAY_RESULT = "array_result"
 """A 0-d result is an array, as numpy's ``np.where`` and ``np.copy`` give one; a 0-d result of
 the other elementwise ops is a numpy scalar, as a ufunc's (``runtime.codegen``'s kernels)."""
 TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
-                    VIEW, ARRAY_RESULT})
+                    VIEW, ALWAYS_VIEW, ARRAY_RESULT})
 
 # -- effects on operands ---------------------------------------------------------------------------
 READS = "reads"

@@ -7,6 +7,7 @@ a type that knows more is a subtype of one that knows less (``Float(64, 512) <= 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # dtype name -> the name types print with (TorchScript's spelling)
@@ -277,6 +278,14 @@ def unify(a: Type, b: Type) -> Type | None:
     if isinstance(a, ClassType) and isinstance(b, ClassType):
         return _unify_classes(a, b)
     return None
+
+
+def unify_all(types: Iterable[Type]) -> Type | None:
+    """The least type all of ``types`` are subtypes of; None for none, or where there is none."""
+    joined: Type | None = None
+    for k, t in enumerate(types):
+        joined = t if k == 0 else None if joined is None else unify(joined, t)
+    return joined
 
 
 def _unify_classes(a: ClassType, b: ClassType) -> ClassType | None:

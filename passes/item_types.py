@@ -11,12 +11,22 @@ list length and dict keys are part of the call signature).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ir.core import Graph, Node, Use, Value
 from ir.kinds import LIST_INDEX, RETURN
 from ir.registry import ALIASES, NOT_CONSTANT, WRITES, constant_of, lookup
-from ir.types import ClassType, DictType, ListType, TensorType, TupleType, Type, is_number, unify
+from ir.types import (
+    ClassType,
+    DictType,
+    ListType,
+    TensorType,
+    TupleType,
+    Type,
+    is_number,
+    unify_all,
+)
 
 ITEM_TYPES = "item_types"
 """Attribute of a read of a container argument the graph never changes (``prim::ListIndex`` with
@@ -53,9 +63,10 @@ def annotate_item_reads(container: Value, items: tuple[Type, ...] | dict[Any, Ty
             node.attrs[ITEM_TYPES] = read
 
 
-def reads_before_changes(container: Value, reads: list[Node], changes: list[Node]) -> set[Node]:
-    """Of ``reads`` (uses of ``container``, a graph input, that only read it), those that run
-    before every use in ``changes`` (stores into it, or uses that keep it) can: each is in a
+def reads_before_changes(container: Value, only_reads: Callable[[Use, Value], bool]
+                         ) -> set[Node]:
+    """Of the uses of ``container`` (a graph input) that only read it (``only_reads``), the
+    nodes that run before every other use (a store into it, a use that keeps it) can: each is in a
     statement of the graph's body before the first statement holding a change (not in a
     loop that also changes it, whose next step would read the change). A train step that
     reads a weight dict in its forward and backward and updates it at the end reads the
@@ -68,8 +79,10 @@ def reads_before_changes(container: Value, reads: list[Node], changes: list[Node
         return node
 
     order = {n: k for k, n in enumerate(body.nodes)}
-    first = min((order[statement(n)] for n in changes), default=len(order))
-    return {n for n in reads if order[statement(n)] < first}
+    first = min((order[statement(u.node)] for u in container.uses
+                 if not only_reads(u, container)), default=len(order))
+    return {u.node for u in container.uses
+            if only_reads(u, container) and order[statement(u.node)] < first}
 
 
 def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:
@@ -78,23 +91,13 @@ def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple 
             len(items) == len(node.outputs) else None
     key = constant_of(node.inputs[1])
     if key is NOT_CONSTANT:  # a key or index known when it runs: one of the items (or raises)
-        joined = _join(list(items.values()) if isinstance(items, dict) else list(items))
+        joined = unify_all(items.values() if isinstance(items, dict) else items)
         return None if joined is None else (joined,)
     if isinstance(items, dict):
         return (items[key],) if isinstance(key, (str, int)) and key in items else None
     if type(key) is int and -len(items) <= key < len(items):
         return (items[key],)
     return None
-
-
-def _join(types: list[Type]) -> Type | None:
-    """The least type of all ``types`` (None for none, or where they do not join)."""
-    if not types:
-        return None
-    joined: Type | None = types[0]
-    for t in types[1:]:
-        joined = unify(joined, t) if joined is not None else None
-    return joined
 
 
 def constant_key(node: Node) -> bool:

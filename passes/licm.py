@@ -26,7 +26,16 @@ from collections.abc import Callable
 from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from ir.kinds import LOOP
-from ir.registry import ALIASES, ELEMENTWISE, FRESH, NOT_CONSTANT, WRITES, const, lookup
+from ir.registry import (
+    ALIASES,
+    ALWAYS_VIEW,
+    ELEMENTWISE,
+    FRESH,
+    NOT_CONSTANT,
+    WRITES,
+    const,
+    lookup,
+)
 from ir.types import FLOAT_DTYPES, TensorType, Type, holds_mutable
 from passes.item_types import ITEM_TYPES, constant_key
 
@@ -180,16 +189,12 @@ def hoist_from_block(block: Block, loop: Node, runs_first: bool,
     return changed
 
 
-_ALWAYS_VIEWS = frozenset(f"tensor::{name}" for name in (
-    "transpose", "split", "chunk", "slice", "select", "expand_dims", "squeeze"))
-"""View ops numpy never answers with a copy (``reshape`` copies an array it cannot view)."""
-
-
 def _new_escaping(node: Node, classes: StorageClasses) -> bool:
     """Does ``node`` make a value the caller may receive? A read of an item of an argument
     (``ITEM_TYPES``) makes nothing new: hoisted, it reads the same array; nor does a view (of
     a loop-invariant array: the same memory, whichever step makes it)."""
-    return (ITEM_TYPES not in node.attrs and node.kind not in _ALWAYS_VIEWS
+    op = lookup(node.kind)
+    return (ITEM_TYPES not in node.attrs and not (op is not None and ALWAYS_VIEW in op.traits)
             and classes.any_escapes(node))
 
 

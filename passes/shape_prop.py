@@ -95,16 +95,12 @@ def specialize(graph: Graph, input_types: Sequence[Type],
                              f"the declared {value.type}")
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
-    for value, items in zip(graph.inputs, input_items or ()):
-        if items is None:
-            continue
-        if value.type == input_types[graph.inputs.index(value)]:
+    for value, t, items in zip(graph.inputs, input_types, input_items or ()):
+        if items is not None and value.type == t:
             annotate_item_reads(value, items)
-        elif _plain_item(_item_type(input_types[graph.inputs.index(value)])):
-            # changed by the function: the reads before its first change read the call's items
-            reads = [u.node for u in value.uses if _only_reads(u, value)]
-            changes = [u.node for u in value.uses if not _only_reads(u, value)]
-            annotate_item_reads(value, items, reads_before_changes(value, reads, changes))
+        elif items is not None and _plain_item(_item_of(t)):  # changed by the function: the
+            annotate_item_reads(value, items,  # reads before its first change read its items
+                                reads_before_changes(value, _only_reads))
     propagate_graph(graph)
 
 
@@ -268,7 +264,7 @@ def _kept_items(value: Value, t: ListType | DictType) -> Type:
     only reads; else the declared type (or
     one of plain tensors): an append or a store may put items of another shape into it, which
     the items' specialized type would contradict."""
-    item = t.element if isinstance(t, ListType) else t.value
+    item = _item_of(t)
     if _plain_item(item) and all(_only_reads(u, value) for u in value.uses):
         return t
     if isinstance(value.type, type(t)):
@@ -278,7 +274,8 @@ def _kept_items(value: Value, t: ListType | DictType) -> Type:
     return ListType(TensorType()) if isinstance(t, ListType) else DictType(t.key, TensorType())
 
 
-def _item_type(t: Type) -> Type:
+def _item_of(t: Type) -> Type:
+    """A list's element type, a dict's value type (anything else itself)."""
     return t.element if isinstance(t, ListType) else t.value if isinstance(t, DictType) else t
 
 

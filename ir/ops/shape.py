@@ -13,6 +13,7 @@ import numpy as np
 
 from ir.core import Node, Value
 from ir.registry import (
+    ALWAYS_VIEW,
     FRESH,
     NOT_CONSTANT,
     PURE,
@@ -468,21 +469,23 @@ def _stack(node: Node) -> list[Type]:
 SHAPE = (PURE,)
 VIEWS = (PURE, VIEW)
 """numpy returns a view of the input (``reshape`` when it can)."""
+ALWAYS_VIEWS = (PURE, VIEW, ALWAYS_VIEW)
+"""numpy always returns a view of the input."""
 
-defop("tensor::transpose(a: Tensor, axes: ints? = None) -> Tensor", _transpose, VIEWS,
+defop("tensor::transpose(a: Tensor, axes: ints? = None) -> Tensor", _transpose, ALWAYS_VIEWS,
       (".T", "np.transpose", ".transpose"), "permute the axes (reverse them when axes is None)")
 defop("tensor::reshape(a: Tensor, shape: ints) -> Tensor", _reshape, VIEWS,
       (".reshape", "np.reshape"), "the same elements in a new shape; one -1 is inferred",
       sizes=("shape",))
-defop("tensor::expand_dims(a: Tensor, axis: ints) -> Tensor", _expand_dims, VIEWS,
+defop("tensor::expand_dims(a: Tensor, axis: ints) -> Tensor", _expand_dims, ALWAYS_VIEWS,
       ("np.expand_dims",), "insert size-1 axes at the given output positions")
-defop("tensor::squeeze(a: Tensor, axis: ints? = None) -> Tensor", _squeeze, VIEWS,
+defop("tensor::squeeze(a: Tensor, axis: ints? = None) -> Tensor", _squeeze, ALWAYS_VIEWS,
       (".squeeze", "np.squeeze"), "remove size-1 axes (all of them when axis is None)")
-defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, VIEWS,
+defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, ALWAYS_VIEWS,
       ("x[i]",), "the slice at `index` along `axis`, dropping the axis; negative index counts "
       "from the end")
 defop("tensor::slice(a: Tensor, axis: int, start: int? = None, stop: int? = None, "
-      "step: int? = None) -> Tensor", _slice, VIEWS, ("x[a:b:c]",),
+      "step: int? = None) -> Tensor", _slice, ALWAYS_VIEWS, ("x[a:b:c]",),
       "basic slicing a[start:stop:step] along one axis")
 defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATIVE,),
       ("x.shape[i]",),
@@ -494,10 +497,12 @@ defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
 defop("tensor::dtype(a: Tensor) -> str", _dtype, SHAPE + (ZERO_DERIVATIVE,), (".dtype",),
       "the name of the dtype (``np.zeros(3, dtype=x.dtype)``); known once the function is "
       "specialized, where it folds to a constant")
-defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk, VIEWS,
+defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk,
+      ALWAYS_VIEWS,
       ("ops.chunk",), "`chunks` pieces of ceil(n / chunks) along `axis`, the last one shorter "
       "(torch.chunk); `chunks` must be a constant")
-defop("tensor::split(a: Tensor, sections: int, axis: int = 0) -> (Tensor, ...)", _split, VIEWS,
+defop("tensor::split(a: Tensor, sections: int, axis: int = 0) -> (Tensor, ...)", _split,
+      ALWAYS_VIEWS,
       ("np.split",), "`sections` equal pieces along `axis` (np.split with an int)")
 defop("tensor::split_list(a: Tensor, sections: int, axis: int = 0) -> Tensor[]", _split_list,
       (FRESH, VIEW), (), "np.split with a count that is an argument: a new list of the pieces "

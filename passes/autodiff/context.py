@@ -18,7 +18,7 @@ from typing import Any
 
 from ir.core import CONSTANT, Block, Graph, Node, Value
 from ir.errors import IRError
-from ir.registry import infer_types
+from ir.registry import infer_types, lookup
 from ir.types import (
     BOOL,
     INT,
@@ -33,10 +33,6 @@ from ir.types import (
 
 Cotangent = Any
 """A backward Value, None (zero), or for tuples a list of per-element cotangents."""
-
-_INDEX_ARITHMETIC = frozenset(f"tensor::{name}" for name in (
-    "add", "sub", "mul", "floordiv", "mod", "neg", "lt", "le", "gt", "ge", "eq", "ne"))
-"""Int and bool ops a loop's backward step makes again from its counter rather than save."""
 
 
 def elements_of(t: Type) -> list[Type] | None:
@@ -233,14 +229,15 @@ class BlockGrad:
                          at_header=True).output
 
     def _recomputable(self, v: Value, depth: int = 4) -> bool:
-        """Whether ``v`` is int or bool arithmetic (``_INDEX_ARITHMETIC``) on the loop's counter,
-        constants and values from outside the loop: the backward's step makes it again from
-        the counter it undoes, instead of the forward saving one number per step on a list
-        (which a native loop cannot append)."""
+        """Whether ``v`` is a pure op's int or bool result of ints and bools, themselves the
+        loop's counter, constants, values from outside the loop or such results (``t - 1``,
+        ``t > 0``): the backward's step makes it again from the counter it undoes, instead of
+        the forward saving one number per step on a list (which a native loop cannot append)."""
         if v is self.fblock.params[0] or v.is_constant or not self.defines(v):
             return True
         node = v.node
-        return (depth > 0 and node.kind in _INDEX_ARITHMETIC and v.type in (INT, BOOL)
+        op = lookup(node.kind)
+        return (depth > 0 and op is not None and op.is_pure and v.type in (INT, BOOL)
                 and len(node.outputs) == 1 and not node.blocks
                 and all(x.type in (INT, BOOL) and self._recomputable(x, depth - 1)
                         for x in node.inputs))

@@ -27,7 +27,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
-    unify,
+    unify_all,
 )
 from passes.autodiff.lists import (
     length_after,
@@ -258,12 +258,7 @@ def _stored_join(lst: Value) -> Type | None:
     """The join of the types of every item put into ``lst`` (followed through the lists that
     extend it), when they are known."""
     types = _stored_types(lst, follow_extends=True)
-    if not types:
-        return None
-    joined: Type | None = types.pop()
-    for t in types:
-        joined = unify(joined, t) if joined is not None else None
-    return joined
+    return unify_all(types) if types else None
 
 
 def _propagate(block: Block, refined: dict[Node, Type]) -> None:

@@ -31,18 +31,7 @@ from typing import Any
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
-from ir.types import (
-    ANY,
-    TENSOR,
-    DictType,
-    ListType,
-    TensorType,
-    TupleType,
-    Type,
-    is_number,
-    is_subtype,
-    unify,
-)
+from ir.types import ANY, DictType, ListType, TensorType, Type, is_number, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     function_namespace,
@@ -74,12 +63,21 @@ from script.frontend.indexing import IndexMixin
 from script.frontend.instances import InstanceMixin
 from script.frontend.iter import IterMixin
 from script.frontend.keywords import Keywords, KeywordsMixin
-from script.frontend.literal_types import LiteralSite, LiteralTypeMixin, RetypeLiteral, Site
+from script.frontend.literal_types import (
+    LiteralSite,
+    LiteralTypeMixin,
+    RetypeLiteral,
+    Site,
+    is_tuple_of_numbers_for,
+    number_tensor_join,
+)
 from script.frontend.loops import LoopMixin
+from script.frontend.masks import MaskMixin
 from script.frontend.math_calls import MathMixin
 from script.frontend.modules import ModuleMixin
 from script.frontend.nested import NestedMixin
 from script.frontend.none_tests import NoneTestMixin
+from script.frontend.numpy_arrangements import ArrangementMixin
 from script.frontend.numpy_calls import NumpyMixin
 from script.frontend.numpy_composites import CompositesMixin
 from script.frontend.numpy_keywords import NumpyKeywordsMixin
@@ -169,7 +167,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        SpreadMixin, SuperMixin, NestedMixin, StringMixin, InstanceMixin,
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
-                       CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin):
+                       CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
+                       MaskMixin, ArrangementMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -482,7 +481,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             return a.type
         joined = unify(a.type, b.type)
         if joined is None and name not in self.declared:
-            joined = _number_tensor_join(a.type, b.type)
+            joined = number_tensor_join(a.type, b.type)
         if joined is None:
             error = self.error(node, f"{describe_variable(name)} has type {a.type} {where[0]} "
                                f"and type {b.type} {where[1]}{self.parameter_hint(name, a, b)}")
@@ -501,15 +500,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         if is_number(value.type) and isinstance(type, TensorType):
             with self.graph.inserting_before(block):
                 return self.number_tensor(value)
-        if (isinstance(value.type, TupleType) and isinstance(type, TupleType)
-                and not is_placeholder(value) and value.type != type):
+        if is_tuple_of_numbers_for(value, type) and not is_placeholder(value):
             with self.graph.inserting_before(block):  # `return 0.0, g` beside a 0-d array
-                items = [self.emit_value("prim::TupleIndex", [value, self.const(k)])
-                         for k in range(len(type.elements))]
-                items = [self.number_tensor(v) if is_number(v.type)
-                         and isinstance(t, TensorType) else v
-                         for v, t in zip(items, type.elements)]
-                return self.emit_value("prim::TupleConstruct", items)
+                return self.number_items_as_tensors(value, type)
         if not is_placeholder(value) or value.type == type:
             return value
         with self.graph.inserting_before(block):
@@ -574,25 +567,6 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     def placeholder_in(self, block: Block, type: Type) -> Value:
         with self.graph.inserting_before(block):
             return self.uninitialized(type)
-
-
-def _number_and_tensor(a: Type, b: Type) -> bool:
-    return is_number(a) and isinstance(b, TensorType) or is_number(b) and isinstance(a, TensorType)
-
-
-def _number_tensor_join(a: Type, b: Type) -> Type | None:
-    """The join of a number and a tensor (``total = 0`` on one path, a tensor on the other):
-    a 0-d tensor; of tuples, element by element (``return 0.0, g`` beside ``return loss, g``).
-    None where the types do not join so."""
-    if _number_and_tensor(a, b):
-        return TENSOR
-    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elements) == len(
-            b.elements):
-        items = [unify(x, y) or _number_tensor_join(x, y) for x, y in zip(a.elements,
-                                                                            b.elements)]
-        if all(t is not None for t in items):
-            return TupleType(tuple(items))  # type: ignore[arg-type]
-    return None
 
 
 def remove_unused_scaffolding(graph: Graph) -> None:

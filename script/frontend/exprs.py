@@ -35,6 +35,7 @@ from ir.types import (
 from script.frontend.env import Static, describe_object
 from script.frontend.keywords import Keywords
 from script.frontend.literal_types import empty_list_hint
+from script.frontend.masks import MASK_OPERATORS
 from script.frontend.nested import LocalFunction
 from script.frontend.none_tests import is_none_literal
 from script.frontend.object_args import ObjectArg, ObjectSeq
@@ -57,15 +58,6 @@ _OPERATORS: dict[type, str] = {
 }
 _SYMBOLS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
             ast.RShift: ">>", ast.Invert: "~"}
-_MASK_OPERATORS = {ast.BitAnd: "tensor::logical_and", ast.BitOr: "tensor::logical_or",
-                   ast.BitXor: "tensor::ne"}
-"""operators that combine boolean masks, and the op each is there."""
-
-
-def _is_bool(t: Any) -> bool:
-    return t == BOOL or isinstance(t, TensorType) and t.dtype == "bool"
-
-
 TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim", "size": "tensor::numel"}
 """attributes (not methods) of a tensor, and the op each reads."""
 
@@ -192,21 +184,11 @@ class ExprMixin:
     # -- operators -----------------------------------------------------------------------------
     def visit_BinOp(self: FunctionCompiler, node: ast.BinOp) -> Any:
         symbol = _OPERATORS.get(type(node.op))
-        if symbol is None and type(node.op) in _MASK_OPERATORS:
+        if symbol is None and type(node.op) in MASK_OPERATORS:
             return self.mask_operator(node)
         if symbol is None:
             raise self.unsupported(node, f"the operator {_SYMBOLS.get(type(node.op), '?')}")
         return self.binary(symbol, self.expr(node.left), self.expr(node.right), node)
-
-    def mask_operator(self: FunctionCompiler, node: ast.BinOp) -> Any:
-        """``m1 & m2``, ``m1 | m2``, ``m1 ^ m2`` of boolean arrays (or bools): numpy's logical
-        and, or, xor of masks. Of integers (bitwise) they are refused."""
-        lhs, rhs = self.expr(node.left), self.expr(node.right)
-        if not (_is_bool(lhs.type) and _is_bool(rhs.type)):
-            symbol = _SYMBOLS[type(node.op)]
-            raise self.error(node, f"the operator {symbol} of {lhs.type} and {rhs.type} is not "
-                             "supported (it is for boolean arrays and bools: masks)")
-        return self.emit_value(_MASK_OPERATORS[type(node.op)], [lhs, rhs])
 
     def binary(self: FunctionCompiler, symbol: str, lhs: Any, rhs: Any, node: ast.AST) -> Any:
         """``lhs <symbol> rhs``: tuples and lists concatenate, everything else is an op."""
@@ -258,11 +240,7 @@ class ExprMixin:
         if isinstance(node.op, ast.Not):
             return self.negate(self.condition_value(node.operand))
         if isinstance(node.op, ast.Invert):
-            operand = self.expr(node.operand)
-            if isinstance(operand.type, TensorType) and operand.type.dtype == "bool":
-                return self.emit_value("tensor::logical_not", [operand])  # ~mask
-            raise self.error(node, f"the operator ~ of {operand.type} is not supported (it is "
-                             "for boolean arrays; use np.logical_not or not)")
+            return self.mask_not(node)
         operand = self.expr(node.operand)
         if not accepts("operand", operand.type):
             sign = "-" if isinstance(node.op, ast.USub) else "+"

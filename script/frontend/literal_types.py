@@ -27,6 +27,7 @@ from ir.types import (
     Type,
     erase_shape,
     is_number,
+    unify,
 )
 from passes.shape_prop import WEAK_DTYPE
 from script.errors import ScriptError
@@ -36,6 +37,31 @@ if TYPE_CHECKING:
 
 Site = tuple[int, int]
 """a literal's position in the source: (line, column)."""
+
+
+def _number_and_tensor(a: Type, b: Type) -> bool:
+    return is_number(a) and isinstance(b, TensorType) or is_number(b) and isinstance(a, TensorType)
+
+
+def number_tensor_join(a: Type, b: Type) -> Type | None:
+    """The join of a number and a tensor (``total = 0`` on one path, a tensor on the other):
+    a 0-d tensor; of tuples, element by element (``return 0.0, g`` beside ``return loss, g``).
+    None where the types do not join so."""
+    if _number_and_tensor(a, b):
+        return TENSOR
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elements) == len(
+            b.elements):
+        items = [unify(x, y) or number_tensor_join(x, y) for x, y in zip(a.elements,
+                                                                            b.elements)]
+        if all(t is not None for t in items):
+            return TupleType(tuple(items))  # type: ignore[arg-type]
+    return None
+
+
+def is_tuple_of_numbers_for(value: Any, t: Type) -> bool:
+    """Whether ``value`` is a tuple that ``t`` (a join by ``number_tensor_join``) types with a
+    0-d array where the value holds a number."""
+    return isinstance(value.type, TupleType) and isinstance(t, TupleType) and value.type != t
 
 
 class RetypeLiteral(Exception):
@@ -103,6 +129,14 @@ class LiteralTypeMixin:
         if not isinstance(element, TensorType):
             return items
         return [self.number_tensor(v, weak=True) if is_number(v.type) else v for v in items]
+
+    def number_items_as_tensors(self: FunctionCompiler, value: Any, t: TupleType) -> Any:
+        """The tuple ``value`` with each number where ``t`` has a tensor made a 0-d array."""
+        items = [self.emit_value("prim::TupleIndex", [value, self.const(k)])
+                 for k in range(len(t.elements))]
+        return self.emit_value("prim::TupleConstruct", [
+            self.number_tensor(v) if is_number(v.type) and isinstance(e, TensorType) else v
+            for v, e in zip(items, t.elements)])
 
     def number_tensor(self: FunctionCompiler, number: Any, weak: bool = False) -> Any:
         """A 0-d tensor holding ``number`` (int64, float64 or bool as ``np.asarray`` makes it;

@@ -24,8 +24,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
 from ir.registry import NOT_CONSTANT, constant_of
@@ -41,7 +39,6 @@ from script.frontend.aliases import (
     value_sources,
 )
 from script.frontend.env import Frame, Position, Static, Undefined, end_of
-from script.frontend.op_lookup import op_for_object
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array
 
 if TYPE_CHECKING:
@@ -49,34 +46,6 @@ if TYPE_CHECKING:
 
 _FOLLOWED = {"prim::unchecked_unwrap_optional"}
 """prim ops whose result is their input."""
-
-_MASK_FUNCTIONS = (np.isnan, np.isinf, np.isfinite)
-"""numpy's functions of an array that give a boolean mask with no effects (composites here, not
-ops of the registry)."""
-
-
-def _plain_read(node: ast.expr) -> bool:
-    """A name, a number, an attribute of a name, or a subscript of those by such indices and
-    slices (``k[0]``, ``x[:, t]``): an expression with no effects (evaluating it twice is
-    evaluating it once)."""
-    if isinstance(node, ast.Name):
-        return True
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float)) or node.value is None
-    if isinstance(node, ast.Attribute):
-        return _plain_read(node.value)
-    if isinstance(node, ast.Slice):
-        return all(b is None or _plain_read(b) for b in (node.lower, node.upper, node.step))
-    if isinstance(node, ast.Tuple):
-        return all(_plain_read(e) for e in node.elts)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _plain_read(node.operand)
-    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
-        return _plain_read(node.left) and _plain_read(node.right)
-    if isinstance(node, ast.Subscript):
-        return _plain_read(node.value) and _plain_read(node.slice)
-    return False
-
 
 class WriteMixin:
     """Visitors of writes into arrays (``x[i] = v``, ``x[i] += v``, ``x.fill(v)``)."""
@@ -132,106 +101,6 @@ class WriteMixin:
         for alias in aliases:
             self.frame.set(alias, new)
         return True
-
-    def assign_masked(self: FunctionCompiler, target: ast.expr, value_node: ast.expr) -> bool:
-        """``z[m] = np.exp(-x[m])`` with a boolean array ``m`` of ``z``'s shape (CS231n's stable
-        sigmoid): the selected elements computed elementwise over the whole arrays, then
-        ``z = np.where(m, value, z)`` cast to ``z``'s dtype. The value may only combine numbers
-        and arrays read through the same mask with elementwise ops, so that each selected
-        element is computed from the elements at its own position; False when ``m`` is not a
-        boolean array."""
-        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                and (isinstance(target.slice, (ast.Name, ast.Compare))
-                     or isinstance(target.slice, (ast.Call, ast.UnaryOp, ast.BinOp))
-                     and self.is_pure_mask(target.slice))):
-            return False
-        if isinstance(target.slice, ast.Name):  # x[m] reads through the same mask: x[m] = f(x[m])
-            mask, mask_name = self.frame.find(target.slice.id), target.slice.id
-        else:  # y[x < 0] = v, loss[np.isnan(loss)] = 0: an expression with no effects
-            mask, mask_name = self.expr(target.slice), None  # (evaluated again if not a mask)
-        if not (isinstance(mask, Value) and isinstance(mask.type, TensorType)
-                and mask.type.dtype == "bool"):
-            if mask_name is None:  # the write's index, evaluated once (`y[s.pop() > 0] = v`)
-                self.evaluated_indices = {id(target.slice): mask}
-            return False
-        if not self.is_masked_elementwise(value_node, mask_name):
-            raise self.error(value_node, "a write through a boolean mask is supported for a "
-                             "number or an elementwise expression of arrays read through the "
-                             f"same mask ({target.value.id}[m] = np.exp(-x[m])); write "
-                             f"{target.value.id} = np.where(m, ..., {target.value.id})")
-        name = target.value.id
-        old = self.frame.find(name)
-        if not isinstance(old, Value) or not isinstance(old.type, TensorType):
-            raise self.error(target, f"'{name}' is not an array")
-        self.masked_by, saved = mask, self.masked_by
-        self.masked_reads = []
-        try:
-            value = self.expr(value_node)
-        finally:
-            self.masked_by = saved
-        chosen = self.emit_value("tensor::where", [mask, value, old])
-        for other in [mask, chosen, *self.masked_reads]:
-            self.require_same_shape(other, old, target)
-        aliases = self.check_write(name, old, target)
-        new = self.emit_value("tensor::astype", [chosen, self.emit_value("tensor::dtype",
-                                                                          [old])])
-        for alias in [name, *aliases]:
-            self.frame.set(alias, new)
-        return True
-
-    def is_pure_mask(self: FunctionCompiler, node: ast.expr) -> bool:
-        """Whether ``node`` may be a boolean mask computed with no effects: an elementwise
-        call (``np.isnan(x)``), ``~m``, ``m1 & m2`` or ``m1 | m2`` of comparisons, names and
-        such calls."""
-        if isinstance(node, (ast.Name, ast.Compare)):  # (a comparison: as a written index)
-            return True
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
-            return self.is_pure_mask(node.operand)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr,
-                                                                ast.BitXor)):
-            return self.is_pure_mask(node.left) and self.is_pure_mask(node.right)
-        if isinstance(node, ast.Call) and not node.keywords:
-            fn = self.resolve_static(node.func)
-            op = op_for_object(fn)
-            return (fn in _MASK_FUNCTIONS or op is not None and op.is_elementwise
-                    and op.is_pure) and all(
-                _plain_read(a)
-                or self.is_pure_mask(a) for a in node.args)
-        return False
-
-    def require_same_shape(self: FunctionCompiler, a: Value, b: Value, node: ast.AST) -> None:
-        """A ValueError at run time unless ``a`` has ``b``'s shape (the same number of axes
-        and of elements, and ``a`` broadcast with ``b`` where that could hide a difference)."""
-        for kind in ("tensor::ndim", "tensor::numel"):
-            same = self.binary("==", self.emit_value(kind, [a]), self.emit_value(kind, [b]),
-                               node)
-            self.emit_if(same, lambda: None, lambda: self.raise_exception(
-                "a boolean mask, and each array read through it, must have the shape of the "
-                "array written through it (other masks are not supported)", "ValueError"),
-                (getattr(node, "end_lineno", 0) or 0, 0), node)
-
-    def is_masked_elementwise(self: FunctionCompiler, node: ast.expr, mask: str | None
-                              ) -> bool:
-        """Whether ``node`` combines numbers and ``x[mask]`` reads with elementwise ops only."""
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, (int, float, bool))
-        if isinstance(node, ast.Subscript):
-            return mask is not None and isinstance(node.value, ast.Name) and \
-                isinstance(node.slice, ast.Name) and node.slice.id == mask
-        if isinstance(node, ast.BinOp):
-            return not isinstance(node.op, ast.MatMult) and \
-                self.is_masked_elementwise(node.left, mask) and \
-                self.is_masked_elementwise(node.right, mask)
-        if isinstance(node, ast.UnaryOp):
-            return self.is_masked_elementwise(node.operand, mask)
-        if isinstance(node, ast.Name):
-            value = self.frame.find(node.id)
-            return isinstance(value, Value) and is_number(value.type)
-        if isinstance(node, ast.Call) and not node.keywords:
-            op = op_for_object(self.resolve_static(node.func))
-            return op is not None and op.is_elementwise and all(
-                self.is_masked_elementwise(a, mask) for a in node.args)
-        return False
 
     def write_whole_array(self: FunctionCompiler, name: str, old: Value, value: Any,
                           node: ast.AST, element: bool = True) -> None:
