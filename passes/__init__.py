@@ -43,6 +43,7 @@ from passes import (
     tuple_carries,
     tuple_columns,
     unroll,
+    weak_numbers,
 )
 from passes.autodiff import batch_accumulation, slot_adds, slot_gradients
 from passes.registry import PASSES, SETTLING, Pass, all_passes, get_pass, register_pass
@@ -51,13 +52,14 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 dict_carry, cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, slot_gradients, slot_adds, matmul_pieces, contiguous_weights,
                 stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes,
-                tuple_carries):
+                tuple_carries, weak_numbers):
     register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
 
 CLEANUP_PIPELINE = ("inline,forward-fields,split-tuple-carries,canonicalize,constant-prop,"
-                    "shape-prop,constant-prop,canonicalize,shape-prop,forward-dict-items,"
+                    "shape-prop,constant-prop,weak-numbers,canonicalize,shape-prop,"
+                    "forward-dict-items,"
                     "carry-dict-items,dce,cse,dce")
 """The cleanups: inlining, the fields of local objects read back forwarded, loop-carried tuples
 carried item by item, canonicalization,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,19 @@ class ScriptError(Exception):
         self.reason = message
         """what is wrong, without the position."""
         self.file, self.line, self.col = file, line, col
+        self.source_line, self.end_col = source_line, end_col
         text = message
         if file is not None and line is not None:
             text = f"{file}:{line}:{(col or 0) + 1}: {message}"
             if source_line:
                 text += "\n" + render_caret(source_line, col or 0, end_col)
         super().__init__(text)
+
+    @property
+    def fields(self) -> tuple[Any, ...]:
+        """The constructor's arguments: ``ScriptError(*e.fields)`` is the same error (an IR
+        attribute holds them: ``ir.ops.prim.DEFERRED_ERROR``)."""
+        return (self.reason, self.file, self.line, self.col, self.source_line, self.end_col)
 
     @classmethod
     def at(cls, node: object, source: SourceInfo | None, message: str) -> ScriptError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,9 @@ def trains_over_row_ranges(monkeypatch: Any, fn: Any, args: tuple, threads: int,
         assert_close_scaled(out, want_out, dtype)
         assert_close_scaled(grads, want_grads, dtype)
     return f
+
+
+def line_of(fn: Callable[..., Any], text: str) -> int:
+    """The line number of the first line of ``fn``'s source that holds ``text``."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if text in line)

@@ -221,8 +221,13 @@ defop("prim::len(x: any) -> int", _int, (ZERO_DERIVATIVE,), ("len",),
 defop("prim::DictGetItem(d: dict, k: any) -> any", _dict_value, (), ("d[k]",), "dict lookup")
 defop("prim::unchecked_unwrap_optional(x: any) -> any", _optional_unwrap, (PURE,), (),
       "an Optional known not to be None", effects={"x": KEPT})
+DEFERRED_ERROR = "error"
+"""``prim::RaiseException``'s attribute holding the ``ScriptError`` of a branch that did not
+compile (``script.frontend.stmts``'s ``defer_branch``), as its ``fields``: code generation
+raises it."""
 defop("prim::RaiseException(message: str) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
-      ("raise", "assert"), "raise AssertionError/RuntimeError with a message")
+      ("raise", "assert"), "raise the exception class named by attribute `exception` with a "
+      "message; attribute `error`: a branch's compile error, raised by code generation")
 defop("prim::Print(*values: any) -> ()", _no_outputs, (SIDE_EFFECTS, ZERO_DERIVATIVE),
       ("print",),
       "print values")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ir.core import Block, Node, Value
+from ir.ops.prim import DEFERRED_ERROR
 from ir.types import BOOL, FLOAT, INT, ClassType, ListType, ScalarType, TensorType, TupleType
 from script.errors import ScriptError, at_node
 
@@ -191,6 +192,8 @@ class Lowering:
     def lower_block(self, block: Block) -> None:
         """Lower the nodes of ``block`` into this scope (its params must be bound)."""
         for node in block:
+            if DEFERRED_ERROR in node.attrs:  # a branch that did not compile and is kept
+                raise ScriptError(*node.attrs[DEFERRED_ERROR])
             rule = self.x.rules.get(node.kind)
             if rule is None:
                 raise self.error(node, "no ONNX equivalent")
@@ -211,6 +214,10 @@ class Lowering:
             self.lower_block(block)
             return Outputs(self.sym(v, node) for v in block.returns)
         raising = [any(n.kind == "prim::RaiseException" for n in b.nodes) for b in node.blocks]
+        for block in node.blocks:  # (a check's raising branch is not lowered)
+            for n in block.walk():
+                if DEFERRED_ERROR in n.attrs:
+                    raise ScriptError(*n.attrs[DEFERRED_ERROR])
         if not node.outputs and any(raising) and not all(raising):  # a check: see the module doc
             self.lower_block(node.blocks[raising.index(False)])
             return Outputs([])

@@ -47,6 +47,7 @@ from script.frontend.annotations import (
     class_type,
 )
 from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.function_tables import TableChoice
 from script.frontend.math_calls import math_function_name
 from script.frontend.modules import is_module_sequence
 from script.frontend.nested import LocalFunction
@@ -159,6 +160,8 @@ class CallMixin:
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:
+        if isinstance(obj, TableChoice):
+            return self.call_table_choice(obj, node)
         if isinstance(obj, LocalFunction):
             return self.call_local_function(obj, node)
         if isinstance(obj, ObjectArg):

@@ -36,6 +36,7 @@ from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     function_namespace,
 )
+from script.frontend.branches import BranchMixin
 from script.frontend.callees import CalleeMixin
 from script.frontend.calls import CallMixin
 from script.frontend.containers import ContainerMixin
@@ -57,6 +58,7 @@ from script.frontend.env import (
     walk_same_function,
 )
 from script.frontend.exprs import ExprMixin
+from script.frontend.function_tables import FunctionTableMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
 from script.frontend.index_chains import IndexChainMixin
 from script.frontend.indexing import IndexMixin
@@ -168,7 +170,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
-                       MaskMixin, ArrangementMixin):
+                       MaskMixin, ArrangementMixin, FunctionTableMixin, BranchMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -218,6 +220,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """list and dict literals typed by their later use (``literal_types``)."""
         self.literal_tried: set[tuple[Site, Type]] = set()
         self.literal_sites: dict[Node, LiteralSite] = {}
+        self.deferred_errors: list[ScriptError] = []
+        """the errors of branches that did not compile (``StmtMixin.defer_branch``)."""
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------
@@ -290,6 +294,10 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             return self.compile_once()
         except RetypeLiteral as retype:
             return self.recompiled(retype)
+        except ScriptError:
+            if self.deferred_errors:  # the first error in the source, as if none were deferred
+                raise self.deferred_errors[0] from None
+            raise
 
     def compile_once(self) -> FunctionDef:
         names, types, defaults = self.parameters()
@@ -498,8 +506,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """``value`` itself, or for a placeholder of another type a new placeholder at the end of
         ``block`` typed ``type``."""
         if is_number(value.type) and isinstance(type, TensorType):
-            with self.graph.inserting_before(block):
-                return self.number_tensor(value)
+            with self.graph.inserting_before(block):  # (numpy's weak number: WEAK_DTYPE)
+                return self.number_tensor(value, weak=True)
         if is_tuple_of_numbers_for(value, type) and not is_placeholder(value):
             with self.graph.inserting_before(block):  # `return 0.0, g` beside a 0-d array
                 return self.number_items_as_tensors(value, type)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ir.core import Graph
+from ir.ops.prim import DEFERRED_ERROR
 from ir.types import Type
 from passes.static_ints import sizing_inputs, trip_inputs
 from script.errors import ScriptError, SourceInfo
@@ -59,6 +60,13 @@ class FunctionDef:
     """the positions of the parameters whose default is a dtype (``dtype=np.float64``): typed
     as its name, a ``str``; a call's dtype (``np.float32``, ``np.dtype("float32")``, ``float``)
     is passed as its name (``bind_arguments``)."""
+
+    @property
+    def deferred_errors(self) -> list[Any]:
+        """The ``ScriptError``s of the branches that did not compile (``defer_branch``), in
+        the graph's order: a specialization that keeps such a branch raises its error."""
+        return [ScriptError(*n.attrs[DEFERRED_ERROR]) for n in self.graph.walk()
+                if n.kind == "prim::RaiseException" and DEFERRED_ERROR in n.attrs]
 
     @functools.cached_property
     def static_ints(self) -> tuple[int, ...]:

@@ -29,7 +29,6 @@ from ir.types import (
     TupleType,
     Type,
     erase_shape,
-    is_number,
     unify,
 )
 from script.frontend.env import Static, describe_object
@@ -308,6 +307,10 @@ class ExprMixin:
                 node: ast.AST) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot)):
             return self.is_none(op, left, right, node)
+        table = self.table_of(right) if isinstance(op, (ast.In, ast.NotIn)) else None
+        if table is not None:  # `name in ACTIVATIONS`, `name not in reg_types.keys()`
+            found = self.key_present(table, self.expr(left))
+            return found if isinstance(op, ast.In) else self.negate(found)
         record = self.keywords_of(right)
         if record is not None and isinstance(op, (ast.In, ast.NotIn)) and \
                 isinstance(left, ast.Constant) and isinstance(left.value, str):
@@ -394,31 +397,6 @@ class ExprMixin:
             _, value = self.emit_in_block(block, fn)
             block.add_return(value)
         if_node.add_output(BOOL)
-        return if_node.output
-
-    def visit_IfExp(self: FunctionCompiler, node: ast.IfExp) -> Any:
-        cond = self.condition_value(node.test)
-        folded = constant_of(cond)
-        if isinstance(folded, bool):
-            return self.expr(node.body if folded else node.orelse)
-        if_node = self.emit("prim::If", [cond], [], nblocks=2)
-        true_names, false_names = none_checks(node.test)
-        values = []
-        for block, branch, refine in zip(if_node.blocks, (node.body, node.orelse),
-                                         (true_names, false_names)):
-            _, value = self.emit_in_block(block, lambda b=branch, r=refine: (
-                self.refine(r), self.expr(b))[1])
-            values.append(value)
-        t = unify(values[0].type, values[1].type)
-        if t is None and {is_number(v.type) for v in values} == {True, False} and \
-                all(is_number(v.type) or isinstance(v.type, TensorType) for v in values):
-            t = TensorType()  # `x.sum() if n else 0.0`: the number a 0-d tensor
-        if t is None:
-            raise self.error(node, f"the branches of the conditional expression have types "
-                             f"{values[0].type} and {values[1].type}")
-        for block, value in zip(if_node.blocks, values):
-            block.add_return(self.coerce(value, t, block))
-        if_node.add_output(t)
         return if_node.output
 
     def refine(self: FunctionCompiler, names: list[str]) -> None:

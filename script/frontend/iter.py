@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import constant_of
-from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType
+from ir.types import (
+    BOOL,
+    INT,
+    STR,
+    ClassType,
+    DictType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+)
 from script.errors import ScriptError
 from script.frontend.env import Static, assigned_names, end_of, stored_names, walk_same_function
 from script.frontend.exprs import NOT_STATIC
@@ -97,6 +107,14 @@ class IterMixin:
 
     def value_plan(self: FunctionCompiler, value: Any, node: ast.AST) -> StaticPlan | DynamicPlan:
         t = value.type
+        if isinstance(t, OptionalType) and isinstance(t.element, (ListType, DictType, TensorType)):
+            # an Optional container: Python's TypeError where it is None (``zip(us, Bs)`` with
+            # ``Bs`` left None), else the container
+            test = self.emit_value("prim::IsNone", [value])
+            self.emit_if(test, lambda: self.raise_exception(
+                "'NoneType' object is not iterable", "TypeError"), lambda: None, end_of(node), node)
+            return self.value_plan(self.emit_value("prim::unchecked_unwrap_optional", [value]),
+                                   node)
         if isinstance(t, TupleType):
             return StaticPlan(self.tuple_items(value))
         if isinstance(t, ClassType) and t.named_tuple:

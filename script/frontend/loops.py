@@ -166,6 +166,7 @@ class LoopMixin:
                     ) -> tuple[list[Any], Any]:
         """Emit the body until the carried types are stable (a pass may widen them)."""
         from ir.core import Block
+        start = passed = len(self.deferred_errors)
         for _ in range(4):
             block = loop.blocks[0]
             narrowed = self.narrowed_fields()
@@ -176,11 +177,25 @@ class LoopMixin:
                        for name, t, value in zip(carried, types, nexts)]
             # a field the body assigns is no longer narrowed in the next iteration either
             if widened == types and self.narrowed_fields() == narrowed:
+                self.check_discarded_errors(start, passed)
                 return nexts, exit_cond
+            passed = len(self.deferred_errors)
             types = widened
             block.erase_contents()
             loop.blocks[0] = Block(self.graph, owner=loop)
         raise self.error(node, "the types of the variables this loop changes do not settle")
+
+    def check_discarded_errors(self: FunctionCompiler, start: int, passed: int) -> None:
+        """The branches deferred (``branches.defer_branch``) by the passes over a loop's body
+        that the last pass replaced (``deferred_errors[start:passed]``, compiled with the types
+        of the first iteration) still raise in the last: one that compiled there (the types
+        widened) is the error it was, raised now, as the first iteration would fail."""
+        final = self.deferred_errors[passed:]
+        kept = {e.fields for e in final}
+        for error in self.deferred_errors[start:passed]:
+            if error.fields not in kept:
+                raise error
+        self.deferred_errors[start:] = final
 
     def loop_body(self: FunctionCompiler, block: Any, node: Any, ctx: Any, carried: list[str],
                   types: list[Type], bind_target: Any, next_cond: Any) -> tuple[list[Any], Any]:

@@ -24,6 +24,7 @@ from ir.registry import NOT_CONSTANT
 from ir.types import ANY, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.exprs import NOT_STATIC, constant_value
+from script.frontend.function_tables import is_function_table
 from script.frontend.object_args import ObjectSeq
 from script.frontend.signature import type_of
 from script.module import Module, ModuleList, Parameter, is_array, is_module, state_version
@@ -278,6 +279,8 @@ class ModuleMixin:
         base = self.resolve_static(node.value)
         if isinstance(base, ObjectSeq):
             return self.object_seq_subscript(base, node)
+        if is_function_table(base):  # ACTIVATIONS[name]
+            return self.table_item(base, node)
         if base is NOT_STATIC or not is_module_sequence(base):
             return NOT_STATIC
         items = tuple(unwrap_module(m) for m in base)

@@ -35,6 +35,7 @@ from ir.types import (
     is_number,
 )
 from script.errors import ScriptError
+from script.frontend.branches import holds_deferred
 from script.frontend.env import (
     RETURN_FLAG,
     RETURN_VALUE,
@@ -44,6 +45,7 @@ from script.frontend.env import (
     loop_exits,
 )
 from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
+from script.frontend.function_tables import TableChoice, is_function_table
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
 from script.frontend.object_args import ObjectArg, ObjectSeq, is_static_function
 from script.frontend.sequences import is_shape, literal_items_read
@@ -146,21 +148,6 @@ class StmtMixin:
         """The current block is the path of a set exit flag (see ``Frame.left_function``)."""
         self.frame.exited = self.frame.left_function = True
 
-    def emit_if(self: FunctionCompiler, cond: Any, then_fn: Callable[[], Any],
-                else_fn: Callable[[], Any], after: tuple[int, int], stmt: ast.AST,
-                refine: tuple[list[str], list[str]] = ([], [])) -> None:
-        folded = constant_of(cond)
-        if isinstance(folded, bool):  # a static condition: only the taken branch exists
-            self.refine(refine[0] if folded else refine[1])
-            (then_fn if folded else else_fn)()
-            return
-        node = self.emit("prim::If", [cond], [], nblocks=2)
-        frames = []
-        for block, fn, names in zip(node.blocks, (then_fn, else_fn), refine):
-            frame, _ = self.emit_in_block(block, lambda f=fn, n=names: (self.refine(n), f()))
-            frames.append(frame)
-        self.merge_branches(node, (frames[0], frames[1]), after, stmt)
-
     # -- simple statements ------------------------------------------------------------------------
     def visit_Pass(self: FunctionCompiler, node: ast.Pass) -> None:
         return None
@@ -207,9 +194,14 @@ class StmtMixin:
             return
         static = self.resolve_static(node.value) if \
             isinstance(node.value, (ast.Name, ast.Attribute, ast.Subscript)) else NOT_STATIC
+        if isinstance(node.value, (ast.Dict, ast.Call)):  # {"tanh": np.tanh, ...}
+            table = self.function_table_literal(node.value)
+            static = NOT_STATIC if table is None else table
         if static is not NOT_STATIC and (is_module(static) or is_module_sequence(static)
-                                         or isinstance(static, (ModuleType, ObjectArg, ObjectSeq))
-                                         or is_static_function(static)):
+                                         or isinstance(static, (ModuleType, ObjectArg, ObjectSeq,
+                                                                TableChoice))
+                                         or is_static_function(static)
+                                         or is_function_table(static)):
             # `cell = self.cell`, `xp = np`, `act = np.tanh`: compile-time names
             value: Any = Static(static)
             if isinstance(static, ObjectSeq) and \
@@ -484,10 +476,17 @@ class StmtMixin:
         """A message computed when the exception is raised (``f"got {n}"``, ``str(k)``); one
         the language cannot compute (``"%d" % n``) is its source text, so that the exception
         is still raised, of its class, at its line."""
+        before = set(self.graph.walk())
         try:
             value = self.expr(arg)
         except ScriptError:
             value = None
+        made = [n for n in self.graph.walk() if n not in before]
+        if value is not None and holds_deferred(made):
+            value = None  # (a helper's branch that did not compile: not computable either)
+            for n in reversed(made):
+                if n.owner is not None and not any(v.uses for v in n.outputs):
+                    n.erase()
         if value is not None and value.type == STR:
             return value
         if value is not None and value.type in (BOOL, INT, FLOAT):  # raise ValueError(n)

@@ -24,8 +24,10 @@ from ir.alias import StorageClasses
 from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
+from ir.ops.prim import DEFERRED_ERROR
 from passes.devices import call_device
 from script import ops
+from script.errors import ScriptError
 from script.frontend.classes import python_class
 from script.runtime import (
     contractions,
@@ -420,7 +422,12 @@ def _write_tuple_unpack(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_raise(w: FunctionWriter, node: Node) -> None:
-    """``raise`` of the exception class the source named; builtin classes only."""
+    """``raise`` of the exception class the source named; builtin classes only. A branch that
+    did not compile (``DEFERRED_ERROR``) and that the specialization keeps raises its error
+    here, before any code runs."""
+    deferred = node.attrs.get(DEFERRED_ERROR)
+    if deferred is not None:
+        raise ScriptError(*deferred)
     name = node.attrs.get("exception", "AssertionError")
     cls = getattr(builtins, name, None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):

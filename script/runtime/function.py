@@ -345,8 +345,11 @@ class ScriptFunction:
         if not demoted:
             return self._compile_definition()
         self._read_per_call |= demoted
+        known = {e.fields for e in self._definition.deferred_errors} if self._definition else set()
         try:
             new = self._compile_definition()
+            if any(e.fields not in known for e in new.deferred_errors):
+                raise new.deferred_errors[0]  # a branch that compiled with the constant
         except ScriptError:
             self._read_per_call -= demoted
             self._kept_constant |= demoted

@@ -8,7 +8,6 @@ cannot follow must be refused with a ``ScriptError`` at the user's line, never a
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, Dict, List, Tuple
 
@@ -17,6 +16,7 @@ import pytest
 
 from script import ScriptError, Tensor, script, value_and_grad, vjp
 from script.runtime.autodiff import compile_gradient, run_vjp
+from tests.helpers import line_of
 
 
 # -- a finite-difference check for nested tuples, lists and dicts ---------------------------------
@@ -91,11 +91,6 @@ def assert_gradients_match(fn: Callable[..., Any], args: tuple, *, eps: float = 
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
                                        err_msg=f"argument {path} (optimized={optimize})")
     return found[True]
-
-
-def line_of(fn: Callable[..., Any], text: str) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(k for k, line in enumerate(lines) if text in line)
 
 
 def assert_refused_at(fn: Callable[..., Any], args: tuple, text: str, match: str) -> None:

@@ -12,7 +12,7 @@ from script import script
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "language.md"
 HEADER = """\
-from typing import Dict, List
+from typing import Dict, List, Optional
 import numpy as np
 from script import Tensor
 

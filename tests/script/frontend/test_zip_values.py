@@ -1,7 +1,7 @@
 """``zip`` and ``enumerate`` as values (passed to a function, assigned, iterated later) are the
 lists of their tuples: the same items as Python's iterators, values and gradients included."""
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import pytest
@@ -77,3 +77,27 @@ def test_gradients_through_zip_values_are_refused_at_the_loop(fn, line):
     with pytest.raises(ScriptError, match="cannot differentiate reading a list of") as info:
         check_vjp(script(fn), args)
     assert line in str(info.value)
+
+
+def control_inputs(x: Tensor, Bs: Optional[List[float]] = None,
+                   us: Optional[List[float]] = None):
+    """filterpy's ``batch_filter``: defaults made only where ``us`` is None."""
+    if us is None:
+        us = [0.0] * x.shape[0]
+        Bs = [0.0] * x.shape[0]
+    out = x * 1.0
+    for i, (B, u) in enumerate(zip(Bs, us)):
+        out[i] = out[i] + B * u
+    return out
+
+
+def test_an_optional_list_is_iterated_after_pythons_none_check():
+    x = np.arange(3.0)
+    f = script(control_inputs)
+    assert_same(f(x), control_inputs(x))
+    assert_same(f(x, [1.0, 2.0, 3.0], [0.5, 0.5, 2.0]),
+                control_inputs(x, [1.0, 2.0, 3.0], [0.5, 0.5, 2.0]))
+    with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
+        control_inputs(x, None, [1.0, 1.0, 1.0])
+    with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
+        f(x, None, [1.0, 1.0, 1.0])

@@ -1,0 +1,104 @@
+"""Numbers that a branch makes an array stay numpy's weak numbers.
+
+``if gh is None: gh = 0`` beside an array ``gh`` joins a number and an array: the frontend makes
+the number a 0-d array whose dtype is left open (``tensor::full[weak_dtype]``, see
+``passes.shape_prop.WEAK_DTYPE``). A 0-d int64 or float64 array is not what numpy computes with:
+the source multiplies by the Python number 0, which numpy promotes as a weak scalar, so
+``gh * co`` of a float32 ``co`` is float32 (a 0-d int64 array would make it float64, and
+``(x + 1e-8) - x`` of a float32 ``x`` would be 1e-8 instead of 0). On the specialized graph:
+
+- an ``If`` that returns such a number from one branch and an array of a known dtype from the
+  other makes the number an array of that dtype (numpy's dtype for the weak number beside it),
+  where the number is exact in it;
+- an elementwise op that reads one beside an array reads the number itself (the ``If`` that
+  made it was folded away: ``gh`` was not passed), which numpy promotes as the source does::
+
+    %z : Long() = tensor::full[weak_dtype=True](%shape, %0, %none)
+    %p = tensor::mul(%z, %co : Float(2, 3))          ->   %p = tensor::mul(%0, %co)
+
+It runs after constant propagation, which folds the ``If`` a call decides, and propagates
+shapes again where it changed something.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.core import Graph, Node, Value
+from ir.kinds import CONSTANT, IF
+from ir.ops.elementwise import IN_PLACE_ATTR
+from ir.registry import lookup
+from ir.types import STR, TensorType
+from passes import shape_prop
+from passes.shape_prop import WEAK_DTYPE, propagate_node
+
+NAME = "weak-numbers"
+
+FULL = "tensor::full"
+
+
+def run(graph: Graph) -> bool:
+    """Settle the weak numbers branches return, and give elementwise ops the others' numbers."""
+    changed = False
+    for node in [n for n in graph.walk() if n.kind == IF]:
+        for k in range(len(node.outputs)):
+            returned = [b.returns[k] for b in node.blocks]
+            for mine, other in (returned, returned[::-1]):
+                if _weak(mine) and _settle(mine.node, other.type):
+                    changed = True
+    for full in [n for n in graph.walk() if n.kind == FULL and _weak(n.output)]:
+        number = full.inputs[1]
+        for use in list(full.output.uses):
+            if _reads_as_number(use.node, use.index):
+                use.node.set_input(use.index, number)
+                changed = True
+    if changed:  # the types the numbers change (float32 products where they were float64)
+        shape_prop.run(graph)
+    return changed
+
+
+def _weak(v: Value) -> bool:
+    """A 0-d array of a constant number whose dtype is left open."""
+    if v.node.kind != FULL or not v.node.attrs.get(WEAK_DTYPE):
+        return False
+    dtype, number = v.node.inputs[2].node, v.node.inputs[1].node
+    return (dtype.kind == CONSTANT and dtype.attrs.get("value") is None
+            and number.kind == CONSTANT and type(number.attrs.get("value")) in (int, float))
+
+
+def _settle(full: Node, beside: object) -> bool:
+    """Give ``full`` the dtype of the array ``beside`` it where its number is exact in it and
+    numpy's promotion of the weak number keeps that dtype (an int beside ints or floats, a
+    float beside floats)."""
+    if not isinstance(beside, TensorType) or beside.dtype is None:
+        return False
+    number = full.inputs[1].node.attrs["value"]
+    kind = np.dtype(beside.dtype).kind
+    if kind not in ("f", "i", "u") or (type(number) is float and kind != "f"):
+        return False
+    try:
+        exact = getattr(np, beside.dtype)(number) == number
+    except OverflowError:
+        return False
+    if not exact:
+        return False
+    graph = full.owner.graph
+    with graph.inserting_before(full):
+        const = graph.insert(CONSTANT, (), [STR], {"value": beside.dtype})
+    full.set_input(2, const.output)
+    del full.attrs[WEAK_DTYPE]
+    propagate_node(full)
+    return True
+
+
+def _reads_as_number(node: Node, index: int) -> bool:
+    """Whether the elementwise ``node`` may read the number itself at ``index``: beside an
+    array (its result stays one), and not the array an update in place writes."""
+    op = lookup(node.kind)
+    if op is None or not op.is_elementwise or (node.attrs.get(IN_PLACE_ATTR) and index == 0):
+        return False
+    return any(isinstance(v.type, TensorType) and not _weak(v)
+               for k, v in enumerate(node.inputs) if k != index)
+
+
+__all__ = ["NAME", "run"]

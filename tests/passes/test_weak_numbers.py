@@ -1,0 +1,56 @@
+"""A number on one path of a join with an array stays numpy's weak number (``weak-numbers``):
+the dtype numpy gives (float32 beside float32 arrays), and the values it gives (a float32 sum
+with 1e-8 added is unchanged). Chainer's LSTMGrad writes ``if gh is None: gh = 0``."""
+
+from typing import Optional
+
+import numpy as np
+
+from script import Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same
+
+
+def lstm_grad_gate(co: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 0
+    return gh * co * (1 - co)
+
+
+def with_epsilon(x: Tensor, eps: Optional[Tensor] = None):
+    if eps is None:
+        eps = 1e-8
+    return (x + eps) - x
+
+
+def scale_or_gate(x: Tensor, g: Tensor):
+    if x.sum() > 0:  # known only when the code runs
+        v = 0.5
+    else:
+        v = g
+    return x * v
+
+
+def test_a_number_left_by_the_call_is_numpys_weak_number():
+    co = np.full((2, 3), 0.5, np.float32)
+    for f in (lstm_grad_gate, with_epsilon):
+        assert_same(script(f)(co), f(co))  # float32, and (x + 1e-8) - x is 0 as in numpy
+        assert script(f)(co).dtype == np.float32
+    assert_same(script(lstm_grad_gate)(co, co), lstm_grad_gate(co, co))
+
+
+def test_a_number_beside_an_array_on_the_other_path_takes_its_dtype():
+    g = np.full(3, 2.0, np.float32)
+    f = script(scale_or_gate)
+    for x in (np.ones((2, 3), np.float32), -np.ones((2, 3), np.float32)):
+        got, want = f(x, g), scale_or_gate(x, g)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_gradients_through_a_weak_number():
+    rng = np.random.default_rng(0)
+    co = rng.uniform(0.1, 0.9, (2, 3))
+    check_vjp(script(lstm_grad_gate), (co, rng.standard_normal((2, 3))))
+    check_vjp(script(scale_or_gate), (np.abs(co), rng.standard_normal(3)))
+    check_vjp(script(scale_or_gate), (-np.abs(co), rng.standard_normal(3)))
