@@ -1,7 +1,8 @@
 """Canonicalization rules writing numpy functions whose meaning depends on numbers of axes as the
 ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` /
 ``np.column_stack`` as ``np.stack`` or ``np.concatenate``, ``np.swapaxes`` as ``np.transpose``,
-``np.flip`` without an axis as slices with step -1.
+``np.flip`` without an axis as slices with step -1, and ``np.stack(hs[1:])`` of a list whose
+items have one shape as ``np.stack(hs)`` sliced (which differentiation follows).
 
 The front end cannot choose (an argument's number of axes is known only once the function is
 specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack`` /
@@ -17,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ir.core import Node, Value
+from ir.kinds import IF as IF_KIND
 from ir.ops.shape import tensor_items
-from ir.registry import infer_types
-from ir.types import INT, INT_DTYPES, ListType, TensorType, Type, is_number, unify
+from ir.registry import ONLY_READS, constant_of, effects_on_input, infer_types
+from ir.types import BOOL, INT, INT_DTYPES, ListType, TensorType, Type, is_number, unify
 
 
 def _rank(v: Value) -> int | None:
@@ -302,7 +304,41 @@ def scalar_pairs_as_select(node: Node) -> bool:
     return _replace(node, "tensor::select", [row, zero, _as_int(node, cols)])
 
 
+def stack_of_list_slice(node: Node) -> bool:
+    """``np.stack(hs[1:], axis)`` (the states after the initial one) as ``np.stack(hs,
+    axis)`` sliced along ``axis``: the same array where every item of ``hs`` has one static
+    shape (the list's item type), and a stack of a whole list is what differentiation follows.
+    A check that the slice holds an item keeps numpy's ValueError for an empty one; the list
+    must not change between the slice and the stack."""
+    sliced = node.inputs[0].node
+    if sliced.kind != "prim::ListSlice" or len(node.inputs) != 2:
+        return False
+    lst, axis = sliced.inputs[0], constant_of(node.inputs[1])
+    item = lst.type.element if isinstance(lst.type, ListType) else None
+    if not isinstance(item, TensorType) or item.shape is None or None in item.shape or \
+            type(axis) is not int or not -len(item.shape) - 1 <= axis <= len(item.shape):
+        return False
+    for use in lst.uses:  # a change between the slice and the stack
+        if use.node is not sliced and sliced.is_before(use.node) and \
+                use.node.is_before(node) and effects_on_input(use.node, use.index) != ONLY_READS:
+            return False
+    graph = node.graph
+    with graph.inserting_before(node):
+        count = graph.insert("prim::len", [sliced.output], [INT]).output
+        empty = graph.insert("tensor::eq", [count, graph.constant(0)], [BOOL]).output
+        check = graph.insert(IF_KIND, [empty], [], nblocks=2, source=node.source)
+        with graph.inserting_before(check.blocks[0].return_node):
+            message = graph.constant("need at least one array to stack")
+            graph.insert("prim::RaiseException", [message], [], {"exception": "ValueError"},
+                         source=node.source)
+        whole = graph.create_typed("tensor::stack", [lst, node.inputs[1]], source=node.source)
+        whole.insert_before(node)
+        axis_value = graph.constant(axis)
+    return _replace(node, "tensor::slice", [whole.output, axis_value, *sliced.inputs[1:]])
+
+
 NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::stack": stack_of_list_slice,
     "tensor::take": scalar_take_as_select,
     "tensor::index_pairs": scalar_pairs_as_select,
     "tensor::flip": flip_as_slices,

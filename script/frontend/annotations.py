@@ -48,9 +48,10 @@ _TYPING_NAMES: dict[str, Any] = {
 
 
 def is_tensor_annotation(obj: Any) -> bool:
-    """``script.Tensor`` (recognised by name to avoid an import cycle), ``"Tensor"`` or
-    ``np.ndarray``."""
-    if obj == "Tensor" or obj is np.ndarray:
+    """``script.Tensor`` (recognised by name to avoid an import cycle), ``"Tensor"``,
+    ``np.ndarray``, or ``np.array`` (the function, which code annotates arrays with too:
+    Apache TVM's ``lstm_python(Xs: np.array, ...)``)."""
+    if obj == "Tensor" or obj is np.ndarray or obj is np.array:
         return True
     name = getattr(obj, "__name__", None)
     module = getattr(obj, "__module__", None) or ""

@@ -40,6 +40,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    is_number,
     is_subtype,
     unify,
 )
@@ -117,6 +118,18 @@ class CallMixin:
         if obj is NOT_STATIC:
             return self.call_instance(self.expr(func), node)
         return self.call_object(obj, node)
+
+    def dtype_scalar(self: FunctionCompiler, dtype: Any, node: ast.Call) -> Any:
+        """``x.dtype.type(v)``: numpy's scalar of ``x``'s dtype holding ``v`` (a 0-d array of
+        that dtype here: Chainer's ``x.dtype.type(0.5)``)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, "x.dtype.type() takes one number here")
+        value = self.expr(node.args[0])
+        if not is_number(value.type):
+            raise self.error(node.args[0],
+                             f"x.dtype.type() takes a number here, not {value.type}")
+        shape = self.emit_value("prim::TupleConstruct", [])
+        return self.emit_value("tensor::full", [shape, value, dtype])
 
     def call_instance(self: FunctionCompiler, value: Any, node: ast.Call) -> Any:
         """``layer(x)`` on a value: a script-class object's ``__call__``."""
@@ -227,6 +240,8 @@ class CallMixin:
             return getattr(self, f"list_{name}")(base, node)
         if isinstance(t, DictType) and hasattr(self, f"dict_{name}"):
             return getattr(self, f"dict_{name}")(base, node)
+        if t == STR and name == "type" and base.node.kind == "tensor::dtype":
+            return self.dtype_scalar(base, node)  # x.dtype.type(0.5)
         if t == STR:
             return self.string_method(base, name, node)
         if isinstance(t, ClassType):

@@ -307,6 +307,8 @@ class ExprMixin:
                 node: ast.AST) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot)):
             return self.is_none(op, left, right, node)
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, ast.Set):
+            right = ast.copy_location(ast.Tuple(right.elts, ast.Load()), right)  # {"a", "b"}
         table = self.table_of(right) if isinstance(op, (ast.In, ast.NotIn)) else None
         if table is not None:  # `name in ACTIVATIONS`, `name not in reg_types.keys()`
             found = self.key_present(table, self.expr(left))
@@ -319,12 +321,31 @@ class ExprMixin:
                                                      or is_none_literal(right)):
             return self.equals_none(op, left, right, node)
         lhs, rhs = self.expr(left), self.expr(right)
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (_optional_scalar(lhs.type)
+                                                     or _optional_scalar(rhs.type)):
+            return self.compare_optional(op, lhs, rhs, node)
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
             return self.negate(found) if isinstance(op, ast.NotIn) else found
         if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
             return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
+
+    def compare_optional(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
+                         node: ast.AST) -> Any:
+        """``layout == 1`` of an ``Optional[int]``: False (``!=``: True) where it is None, as
+        Python's ``None == 1``, else the comparison of the value."""
+        if _optional_scalar(rhs.type):
+            lhs, rhs = rhs, lhs
+        equal = isinstance(op, ast.Eq)
+        is_none = self.emit_value("prim::IsNone", [lhs])
+
+        def compared() -> Any:  # in the branch where it is not None
+            value = self.emit_value("prim::unchecked_unwrap_optional", [lhs])
+            return self.to_bool(self.binary(_OPERATORS[type(op)], value, rhs, node), node)
+
+        return self.short_circuit(self.negate(is_none) if equal else is_none, equal, compared,
+                                  node)
 
     def bool_op_condition(self: FunctionCompiler, node: ast.BoolOp) -> Any:
         """``a and b`` / ``a or b`` as a truth value (an ``if`` or ``while`` test, ``not``):
@@ -577,3 +598,8 @@ def _type_name(t: Type) -> str:
     if isinstance(t, TensorType):
         return "Tensor"
     return str(t)
+
+
+def _optional_scalar(t: Any) -> bool:
+    """An ``Optional`` number or string (``layout: Optional[int] = None``)."""
+    return isinstance(t, OptionalType) and t.element in (INT, FLOAT, BOOL, STR)

@@ -9,7 +9,18 @@ import inspect
 from types import ModuleType
 from typing import Any
 
-from ir.types import FLOAT, INT, NONE, TENSOR, DictType, ListType, OptionalType, Type, is_subtype
+from ir.types import (
+    FLOAT,
+    INT,
+    NONE,
+    TENSOR,
+    AnyType,
+    DictType,
+    ListType,
+    OptionalType,
+    Type,
+    is_subtype,
+)
 from script.frontend.annotations import (
     AnnotationError,
     bare_container,
@@ -148,9 +159,12 @@ class ParameterMixin:
         annotations = getattr(self.fn, "__annotations__", {})
         if arg.arg in getattr(self, "objects", {}):
             return NONE  # a plain object: its attributes are inputs (object_args)
-        if arg.arg in annotations:
-            return self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
         default = defaults.get(arg.arg, _NO_DEFAULT)
+        if arg.arg in annotations:
+            t = self.resolve_annotation(annotations[arg.arg], arg.annotation or arg)
+            if default is None and t != NONE and not isinstance(t, (OptionalType, AnyType)):
+                return OptionalType(t)  # `b: np.array = None`: PEP 484's implicit Optional
+            return t
         if default is None:
             return OptionalType(TENSOR)  # `h=None`: an optional array
         if isinstance(default, (bool, int, float, str, tuple)):

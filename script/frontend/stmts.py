@@ -437,14 +437,16 @@ class StmtMixin:
         self.bind(name, value, node)
 
     def visit_Assert(self: FunctionCompiler, node: ast.Assert) -> None:
-        message = "AssertionError"
-        if node.msg is not None:
-            if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
-                raise self.unsupported(node.msg, "an assert message that is not a string literal")
-            message = node.msg.value
         cond = self.condition_value(node.test)
-        self.emit_if(cond, lambda: None, lambda: self.raise_exception(message, "AssertionError"),
-                     end_of(node), node)
+        msg = node.msg
+
+        def fails() -> None:  # the message is computed where the assertion fails, as in Python
+            message = "AssertionError" if msg is None else \
+                msg.value if isinstance(msg, ast.Constant) and isinstance(msg.value, str) else \
+                self.exception_message(msg)
+            self.raise_exception(message, "AssertionError")
+
+        self.emit_if(cond, lambda: None, fails, end_of(node), node)
         self.refine(none_checks(node.test)[0])
 
     def raise_exception(self: FunctionCompiler, message: Any, exception: str) -> None:

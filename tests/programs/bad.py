@@ -316,10 +316,5 @@ def bad_call_a_value(x: Tensor) -> Tensor:
     return x(1)  # ERROR: a value of type Tensor is not callable
 
 
-def bad_assert_message(x: Tensor, n: int) -> Tensor:
-    assert n > 0, n  # ERROR: an assert message that is not a string literal is not supported
-    return x
-
-
 def bad_dtype(x: Tensor) -> Tensor:
     return x.astype(helper)  # ERROR: 'helper' is not a dtype

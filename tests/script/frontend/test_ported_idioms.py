@@ -1,0 +1,101 @@
+"""Idioms of public numpy RNN code that compile as written: Apache TVM's ``lstm_python``
+(``np.array`` annotations), the ONNX reference LSTM/GRU (``not in`` a set literal, an
+Optional[int] option compared with ``==``, an f-string assert message), Chainer's
+``F.lstm`` (``x.dtype.type(0.5)``), and ``np.stack(hs[1:])`` of the states after the initial
+one, differentiated."""
+
+from typing import Optional
+
+import numpy as np
+import pytest
+
+from script import Tensor, script
+from tests.gradcheck import check_vjp
+from tests.helpers import assert_same
+
+
+def annotated_np_array(x: np.array, b: np.array = None):
+    return np.tanh(x) if b is None else np.tanh(x + b)
+
+
+def direction_checked(x: Tensor, direction: str = "forward"):
+    if direction not in {"forward", "reverse", "bidirectional"}:
+        raise RuntimeError(f"Unknown direction {direction!r}.")
+    return x[::-1] if direction == "reverse" else x
+
+
+def swapped(X: Tensor, layout: Optional[int] = None):
+    if layout == 1:
+        X = np.swapaxes(X, 0, 1)
+    if layout != 1:
+        X = X * 2.0
+    return X
+
+
+def asserted(x: Tensor, n: int):
+    assert n == 3, f"Invalid # outputs: {n}"
+    return x * n
+
+
+def half_sigmoid(x: Tensor):
+    half = x.dtype.type(0.5)
+    return np.tanh(x * half) * half + half
+
+
+def states(xs: Tensor, h0: Tensor, W: Tensor):
+    hs = [h0]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] + hs[t] @ W))
+    return np.stack(hs[1:], axis=1)
+
+
+rng = np.random.default_rng(0)
+
+
+def test_np_array_annotations_and_a_none_default():
+    x = rng.standard_normal(3)
+    f = script(annotated_np_array)
+    assert_same(f(x), annotated_np_array(x))
+    assert_same(f(x, x), annotated_np_array(x, x))
+
+
+def test_membership_in_a_set_literal():
+    x = np.arange(3.0)
+    f = script(direction_checked)
+    assert_same(f(x, "reverse"), direction_checked(x, "reverse"))
+    with pytest.raises(RuntimeError, match="Unknown direction 'up'"):
+        f(x, "up")
+
+
+def test_an_optional_int_compared_with_an_int():
+    x = np.arange(6.0).reshape(2, 3)
+    f = script(swapped)
+    for layout in (None, 0, 1):
+        assert_same(f(x, layout), swapped(x, layout))
+
+
+def test_an_assert_with_an_f_string_message():
+    f = script(asserted)
+    assert_same(f(np.ones(2), 3), asserted(np.ones(2), 3))
+    with pytest.raises(AssertionError, match="Invalid # outputs: 4"):
+        f(np.ones(2), 4)
+
+
+def test_a_scalar_of_an_arrays_dtype():
+    for dtype in (np.float32, np.float64):
+        x = np.linspace(-2, 2, 5, dtype=dtype)
+        got = script(half_sigmoid)(x)
+        assert got.dtype == dtype
+        assert_same(got, half_sigmoid(x))
+
+
+def test_a_stack_of_the_states_after_the_first_is_differentiated():
+    xs, h0, W = (rng.standard_normal((4, 2, 3)), rng.standard_normal((2, 3)),
+                 rng.standard_normal((3, 3)) * 0.5)
+    f = script(states)
+    assert_same(f(xs, h0, W), states(xs, h0, W))
+    check_vjp(f, (xs, h0, W))
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        states(xs[:0], h0, W)
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        f(xs[:0], h0, W)
