@@ -173,17 +173,19 @@ def list_unpack_of_construct(node: Node) -> bool:
 def list_add_of_constructs(node: Node) -> bool:
     """``[a, b] + [c] -> [a, b, c]`` when nothing else uses the two lists (a helper's
     ``np.hstack(args + [ones])`` of a list its caller built)."""
-    ctors = [_producer(v, "prim::ListConstruct") for v in node.inputs]
-    if any(c is None or len(c.output.uses) != 1 for c in ctors) or \
+    kind = node.inputs[0].node.kind  # (shapes too: `(n, h, 4) + x.shape[2:]`)
+    ctors = [_producer(v, kind) for v in node.inputs]
+    if kind not in _BUILDS or any(c is None or len(c.output.uses) != 1 for c in ctors) or \
             node.inputs[0] is node.inputs[1]:
         return False
     items = [v for c in ctors for v in c.inputs]  # type: ignore[union-attr]
-    joined = node.graph.create("prim::ListConstruct", items, [node.output.type],
-                               source=node.source)
+    joined = node.graph.create(kind, items, [node.output.type], source=node.source)
     return forward_outputs(node, [joined.insert_before(node).output])
 
 
 _LIST_READS = frozenset({"prim::ListIndex", "prim::ListAdd", "prim::len"})
+_BUILDS = ("prim::ListConstruct", "prim::ShapeConstruct")
+"""the ops that build a new list of their inputs (a shape's list of ints is one)."""
 
 
 def _only_read(container: Value, reads: frozenset[str]) -> bool:
@@ -306,12 +308,12 @@ def list_index_of_construct(node: Node) -> bool:
 def list_slice_of_construct(node: Node) -> bool:
     """``[x, y, z][:-1] -> [x, y]`` for constant bounds when every use of the list only reads
     it (``a, b = np.split(x, (d, 2 * d))[:-1]``): the slice is a new list of those items."""
-    ctor = _producer(node.inputs[0], "prim::ListConstruct")
+    ctor = node.inputs[0].node
     bounds = [constant_of(v) for v in node.inputs[1:]]
-    if ctor is None or any(b is not None and type(b) is not int for b in bounds) or \
+    if ctor.kind not in _BUILDS or any(b is not None and type(b) is not int for b in bounds) or \
             bounds[2] == 0 or not _only_read(ctor.output, _LIST_READS | {"prim::ListSlice"}):
         return False
-    made = node.graph.create("prim::ListConstruct", list(ctor.inputs)[slice(*bounds)],
+    made = node.graph.create(ctor.kind, list(ctor.inputs)[slice(*bounds)],
                              [node.output.type], source=node.source)
     return forward_outputs(node, [made.insert_before(node).output])
 

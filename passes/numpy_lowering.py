@@ -2,7 +2,8 @@
 ops they then are: ``np.dot`` as a matmul or a multiplication, ``np.vstack`` / ``np.hstack`` /
 ``np.column_stack`` as ``np.stack`` or ``np.concatenate``, ``np.swapaxes`` as ``np.transpose``,
 ``np.flip`` without an axis as slices with step -1, and ``np.stack(hs[1:])`` of a list whose
-items have one shape as ``np.stack(hs)`` sliced (which differentiation follows).
+items have one shape as ``np.stack(hs)`` sliced (which differentiation follows); ``x.shape``
+of a static shape as the list of its sizes.
 
 The front end cannot choose (an argument's number of axes is known only once the function is
 specialized), so it writes ``tensor::dot`` / ``tensor::vstack`` / ``tensor::hstack`` /
@@ -337,7 +338,35 @@ def stack_of_list_slice(node: Node) -> bool:
     return _replace(node, "tensor::slice", [whole.output, axis_value, *sliced.inputs[1:]])
 
 
+def static_shape(node: Node) -> bool:
+    """``x.shape`` of an array whose shape the types know: a list of those ints, which a slice
+    or a sum of shapes reads (``g.reshape((n, h, 4) + g.shape[2:])`` then has a static shape)."""
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or t.shape is None or None in t.shape:
+        return False
+    with node.graph.inserting_before(node):
+        sizes = [node.graph.constant(int(d)) for d in t.shape]
+    return _replace(node, "prim::ShapeConstruct", sizes)
+
+
+def constant_shape_as_tuple(node: Node) -> bool:
+    """A shape list of constant sizes that only array ops read (``g.reshape(shape)``) as the
+    constant tuple of them: the reshape inside a loop then needs no list (a native loop builds
+    none)."""
+    sizes = tuple(constant_of(v) for v in node.inputs)
+    if not sizes or any(type(d) is not int for d in sizes) or \
+            not all(u.node.kind.startswith("tensor::") for u in node.output.uses):
+        return False
+    with node.graph.inserting_before(node):
+        shape = node.graph.constant(sizes)
+    node.output.replace_all_uses_with(shape)
+    node.erase()
+    return True
+
+
 NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
+    "tensor::shape": static_shape,
+    "prim::ShapeConstruct": constant_shape_as_tuple,
     "tensor::stack": stack_of_list_slice,
     "tensor::take": scalar_take_as_select,
     "tensor::index_pairs": scalar_pairs_as_select,

@@ -99,3 +99,24 @@ def test_a_stack_of_the_states_after_the_first_is_differentiated():
         states(xs[:0], h0, W)
     with pytest.raises(ValueError, match="need at least one array to stack"):
         f(xs[:0], h0, W)
+
+
+def gate_tail(g: Tensor, c: Tensor):
+    r = g.reshape((len(g), g.shape[1] // 4, 4) + g.shape[2:])  # Chainer's _extract_gates
+    return np.tanh(r[:, :, 0]) + c * r[:, :, 1]
+
+
+def run_gates(xs: Tensor, W: Tensor):
+    c = np.zeros((xs.shape[1], W.shape[1] // 4), xs.dtype)
+    for t in range(xs.shape[0]):
+        c = gate_tail(xs[t] @ W, c)
+    return c
+
+
+def test_a_shape_joined_with_a_shape_tail_is_static_and_the_loop_native():
+    xs, W = rng.standard_normal((40, 3, 8)), rng.standard_normal((8, 16)) * 0.3
+    f = script(run_gates)
+    assert_same(f(xs, W), run_gates(xs, W))
+    check_vjp(f, (xs[:4], W))
+    report = f.explain(xs, W)
+    assert "runs natively" in report and "runs as Python" not in report, report
