@@ -328,6 +328,11 @@ class WriteMixin:
             if leaf.name in self.enclosing_names:
                 instead = ("return the new array from the nested function and assign it where "
                            "it is called")
+            elif what.startswith("an array read from a container"):  # views of a buffer, say
+                instead = ("where the write is meant to change the array the item is, or is a "
+                           "view of (a gate of a buffer a helper split), write into that array "
+                           "through an index (buf[..., 0::4] = ...); where it is not, copy the "
+                           f"item first: {name} = {name}.copy()")
             raise self.error(node, f"in-place write to {what}{through}: numpy would change "
                              f"that array itself, which the compiled code does not do; "
                              f"{instead}")
