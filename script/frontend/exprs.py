@@ -232,7 +232,7 @@ class ExprMixin:
         for value, arg in zip((lhs, rhs), op.args):
             if not accepts(arg.kind, value.type):
                 raise self.error(node, f"unsupported operand types for {symbol}: "
-                                 f"'{lhs.type}' and '{rhs.type}'")
+                                 f"'{lhs.type}' and '{rhs.type}'{self.operand_hint(value)}")
         return self.emit_value(op.kind, [lhs, rhs])
 
     def visit_UnaryOp(self: FunctionCompiler, node: ast.UnaryOp) -> Any:
@@ -330,6 +330,15 @@ class ExprMixin:
         if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
             return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
+
+    def operand_hint(self: FunctionCompiler, value: Any) -> str:
+        """For an operand that is a parameter without an annotation and a None default (an
+        ``Optional[Tensor]``): the annotation to write where it holds a number."""
+        if value.type != OptionalType(TensorType()) or not self.unannotated_parameter(value):
+            return ""
+        return (f"; the parameter '{value.name}' has no annotation and a None default, so it "
+                "is taken as an optional array: where it holds a number, annotate it, e.g. "
+                f"{value.name}: Optional[int] = None")
 
     def compare_optional(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
                          node: ast.AST) -> Any:

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from script import Tensor, script
+from script import ScriptError, Tensor, script
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same
 
@@ -120,3 +120,14 @@ def test_a_shape_joined_with_a_shape_tail_is_static_and_the_loop_native():
     check_vjp(f, (xs[:4], W))
     report = f.explain(xs, W)
     assert "runs natively" in report and "runs as Python" not in report, report
+
+
+def unannotated_option(X, layout=None):
+    if layout == 1:
+        X = np.swapaxes(X, 0, 1)
+    return X * 2.0
+
+
+def test_an_unannotated_none_default_compared_with_a_number_says_what_to_annotate():
+    with pytest.raises(ScriptError, match=r"annotate it, e.g. layout: Optional\[int\] = None"):
+        script(unannotated_option)(np.ones((2, 3)))
