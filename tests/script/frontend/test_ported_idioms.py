@@ -131,3 +131,26 @@ def unannotated_option(X, layout=None):
 def test_an_unannotated_none_default_compared_with_a_number_says_what_to_annotate():
     with pytest.raises(ScriptError, match=r"annotate it, e.g. layout: Optional\[int\] = None"):
         script(unannotated_option)(np.ones((2, 3)))
+
+
+def gates_in_lists(Xs: Tensor, Wi: Tensor, Wh: Tensor):
+    # Apache TVM's lstm_python: one product per gate, in lists built by comprehensions
+    h = np.zeros((Xs.shape[1], Wh.shape[2]), Xs.dtype)
+    c = h
+    for t in range(Xs.shape[0]):
+        xh = [np.matmul(Xs[t], Wi[g].T) for g in range(4)]
+        hh = [np.matmul(h, Wh[g].T) for g in range(4)]
+        s = [xh[g] + hh[g] for g in range(4)]
+        c = 1 / (1 + np.exp(-s[1])) * c + 1 / (1 + np.exp(-s[0])) * np.tanh(s[2])
+        h = 1 / (1 + np.exp(-s[3])) * np.tanh(c)
+    return h
+
+
+def test_a_time_loop_over_lists_of_gates_runs_natively():
+    Xs, Wi, Wh = (rng.standard_normal((40, 3, 5)), rng.standard_normal((4, 6, 5)) * 0.3,
+                  rng.standard_normal((4, 6, 6)) * 0.3)
+    f = script(gates_in_lists)
+    assert_same(f(Xs, Wi, Wh), gates_in_lists(Xs, Wi, Wh))
+    check_vjp(f, (Xs[:3], Wi, Wh))
+    report = f.explain(Xs, Wi, Wh)
+    assert "runs natively" in report and "runs as Python" not in report, report
