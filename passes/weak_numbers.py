@@ -1,23 +1,23 @@
 """Numbers that a branch makes an array stay numpy's weak numbers.
 
 ``if gh is None: gh = 0`` beside an array ``gh`` joins a number and an array: the frontend makes
-the number a 0-d array whose dtype is left open (``tensor::full[weak_dtype]``, see
-``passes.shape_prop.WEAK_DTYPE``). A 0-d int64 or float64 array is not what numpy computes with:
+the constant number a 0-d array of its own dtype, int64 or float64 as ``np.asarray`` makes it,
+marked as such (``tensor::full[joined_number]``). That is not what numpy computes with:
 the source multiplies by the Python number 0, which numpy promotes as a weak scalar, so
 ``gh * co`` of a float32 ``co`` is float32 (a 0-d int64 array would make it float64, and
 ``(x + 1e-8) - x`` of a float32 ``x`` would be 1e-8 instead of 0). On the specialized graph:
 
-- an ``If`` that returns such a number from one branch and an array of a known dtype from the
-  other makes the number an array of that dtype (numpy's dtype for the weak number beside it),
-  where the number is exact in it;
+- an ``If`` that returns such a number (read nowhere else) from one branch and an array of a
+  known dtype from the other makes the number an array of that dtype (numpy's dtype for the
+  weak number beside it), where the number is exact in it;
 - an elementwise op that reads one beside an array reads the number itself (the ``If`` that
   made it was folded away: ``gh`` was not passed), which numpy promotes as the source does::
 
-    %z : Long() = tensor::full[weak_dtype=True](%shape, %0, %none)
+    %z : Long() = tensor::full[joined_number=True](%shape, %0, %none)
     %p = tensor::mul(%z, %co : Float(2, 3))          ->   %p = tensor::mul(%0, %co)
 
 It runs after constant propagation, which folds the ``If`` a call decides, and propagates
-shapes again where it changed something.
+shapes again where it changed something. A pipeline without it keeps the 0-d arrays as they are.
 """
 
 from __future__ import annotations
@@ -30,9 +30,13 @@ from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
 from ir.types import STR, TensorType
 from passes import shape_prop
-from passes.shape_prop import WEAK_DTYPE, propagate_node
+from passes.shape_prop import propagate_node
 
 NAME = "weak-numbers"
+
+JOINED_NUMBER = "joined_number"
+"""Attribute of the ``tensor::full`` the frontend makes of a constant number joined with an
+array (``script.frontend.compiler``'s ``coerce``)."""
 
 FULL = "tensor::full"
 
@@ -58,8 +62,8 @@ def run(graph: Graph) -> bool:
 
 
 def _weak(v: Value) -> bool:
-    """A 0-d array of a constant number whose dtype is left open."""
-    if v.node.kind != FULL or not v.node.attrs.get(WEAK_DTYPE):
+    """A 0-d array of a constant number joined with an array, its dtype not chosen."""
+    if v.node.kind != FULL or not v.node.attrs.get(JOINED_NUMBER):
         return False
     dtype, number = v.node.inputs[2].node, v.node.inputs[1].node
     return (dtype.kind == CONSTANT and dtype.attrs.get("value") is None
@@ -70,15 +74,15 @@ def _settle(full: Node, beside: object) -> bool:
     """Give ``full`` the dtype of the array ``beside`` it where its number is exact in it and
     numpy's promotion of the weak number keeps that dtype (an int beside ints or floats, a
     float beside floats)."""
-    if not isinstance(beside, TensorType) or beside.dtype is None:
+    if not isinstance(beside, TensorType) or beside.dtype is None or len(full.output.uses) != 1:
         return False
     number = full.inputs[1].node.attrs["value"]
     kind = np.dtype(beside.dtype).kind
     if kind not in ("f", "i", "u") or (type(number) is float and kind != "f"):
         return False
-    try:
-        exact = getattr(np, beside.dtype)(number) == number
-    except OverflowError:
+    try:  # (compared as Python numbers: numpy would convert the number to the dtype first)
+        exact = type(number)(getattr(np, beside.dtype)(number)) == number
+    except (OverflowError, ValueError):
         return False
     if not exact:
         return False
@@ -86,7 +90,7 @@ def _settle(full: Node, beside: object) -> bool:
     with graph.inserting_before(full):
         const = graph.insert(CONSTANT, (), [STR], {"value": beside.dtype})
     full.set_input(2, const.output)
-    del full.attrs[WEAK_DTYPE]
+    del full.attrs[JOINED_NUMBER]
     propagate_node(full)
     return True
 

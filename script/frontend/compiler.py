@@ -32,6 +32,7 @@ from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
 from ir.registry import ShapeError, infer_types
 from ir.types import ANY, DictType, ListType, TensorType, Type, is_number, is_subtype, unify
+from passes.weak_numbers import JOINED_NUMBER
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     function_namespace,
@@ -506,8 +507,11 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """``value`` itself, or for a placeholder of another type a new placeholder at the end of
         ``block`` typed ``type``."""
         if is_number(value.type) and isinstance(type, TensorType):
-            with self.graph.inserting_before(block):  # (numpy's weak number: WEAK_DTYPE)
-                return self.number_tensor(value, weak=True)
+            with self.graph.inserting_before(block):  # (a constant: passes.weak_numbers)
+                made = self.number_tensor(value)
+                if value.node.kind == "prim::Constant":
+                    made.node.attrs[JOINED_NUMBER] = True
+                return made
         if is_tuple_of_numbers_for(value, type) and not is_placeholder(value):
             with self.graph.inserting_before(block):  # `return 0.0, g` beside a 0-d array
                 return self.number_items_as_tensors(value, type)

@@ -11,8 +11,9 @@ A table's keys are str or int constants and each value a function the compiled c
 (``object_args.is_static_function``). A run-time key picks the call among the table's
 functions: Python's ``KeyError`` where the key is not in the table, then one branch per key
 (``f0(x) if key == k0 else f1(x) if ...``), each compiled for the call's arguments; a call that
-knows the key (a helper's default, a constant argument) keeps one. ``key in table``,
-``key in table.keys()`` and ``len(table)`` read the keys.
+knows the key (a helper's default, a constant argument) keeps one. ``key in table`` and
+``key in table.keys()`` read the keys. A global table is guarded like a global number: the
+function compiles again when its keys or functions change.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class FunctionTableMixin:
 
     def table_item(self: FunctionCompiler, table: dict[Any, Any], node: ast.Subscript) -> Any:
         """``table[key]``: the function under a constant key, else a ``TableChoice``."""
+        self.guard_table(node.value, table)
         key = self.expr(node.slice)
         known = constant_of(key)
         spelling = ast.unparse(node.value)
@@ -89,7 +91,8 @@ class FunctionTableMixin:
         """``table[key](args)``: Python's ``KeyError`` for a key not in the table, then the
         call of the function under the key, one branch per key."""
         present = self.key_present(choice.table, choice.key)
-        message = choice.key if choice.key.type == STR else f"a key not in '{choice.spelling}'"
+        message = choice.key if choice.key.type == STR else self.emit_value(
+            "prim::str_op", [self.const("format"), self.const("{}"), choice.key])
         self.emit_if(self.negate(present), lambda: self.raise_exception(message, "KeyError"),
                      lambda: None, end_of(node), node)
         key_name = self.new_flag("key")
@@ -147,7 +150,23 @@ class FunctionTableMixin:
         if not isinstance(node, (ast.Name, ast.Attribute)):
             return None
         found = self.resolve_static(node)
-        return found if is_function_table(found) else None
+        if not is_function_table(found):
+            return None
+        self.guard_table(node, found)
+        return found
+
+    def guard_table(self: FunctionCompiler, node: ast.expr, table: dict[Any, Any]) -> None:
+        """A global table (not a local literal): the compiled code assumes its keys and
+        functions stay as they are now (``globals.guard_global``)."""
+        source = self.capture_source(node)
+        if source is not None:
+            self.guard_global(("table", *source.key), lambda: _contents(source.read()),
+                              _contents(table))
+
+
+def _contents(table: Any) -> Any:
+    """What a guard compares of a table: its keys and the identity of each function."""
+    return tuple((k, id(v)) for k, v in table.items()) if type(table) is dict else id(table)
 
 
 __all__ = ["FunctionTableMixin", "TableChoice", "is_function_table"]

@@ -54,3 +54,19 @@ def test_gradients_through_a_weak_number():
     check_vjp(script(lstm_grad_gate), (co, rng.standard_normal((2, 3))))
     check_vjp(script(scale_or_gate), (np.abs(co), rng.standard_normal(3)))
     check_vjp(script(scale_or_gate), (-np.abs(co), rng.standard_normal(3)))
+
+
+def shared_number(x: Tensor, g: Tensor, y: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 0.1
+    v = gh if x.sum() > 0 else g  # the If must not retype gh, which y * gh reads too
+    return gh * y, x * v
+
+
+def test_a_number_read_elsewhere_is_not_given_the_dtype_beside_it():
+    x, g = np.ones(3, np.float32), np.full(3, 2.0, np.float32)
+    y = np.arange(3.0)
+    got = script(shared_number)(x, g, y)
+    want = shared_number(x, g, y)
+    np.testing.assert_array_equal(got[0], want[0])  # float64 0.1 * y, not float32(0.1) * y
+    assert got[0].dtype == want[0].dtype == np.float64

@@ -144,3 +144,27 @@ def test_a_constant_key_not_in_the_table_is_refused_at_its_line():
     with pytest.raises(ScriptError, match="KeyError: 'softmax' is not a key") as info:
         script(missing_constant_key)(np.ones(2))
     assert info.value.line == line_of(missing_constant_key, 'ACTIVATIONS["softmax"]')
+
+
+INT_TABLE = {1: np.tanh, 2: sigmoid}
+
+
+def by_int_key(x: Tensor, k: int):
+    return INT_TABLE[k](x)
+
+
+def test_a_changed_global_table_compiles_again():
+    x = rng.standard_normal(3)
+    f = script(by_int_key)
+    assert_same(f(x, 1), np.tanh(x))
+    with pytest.raises(KeyError, match="3"):
+        f(x, 3)
+    INT_TABLE[3] = relu
+    INT_TABLE[1] = sigmoid
+    try:
+        assert_same(f(x, 3), relu(x))
+        assert_same(f(x, 1), sigmoid(x))
+    finally:
+        del INT_TABLE[3]
+        INT_TABLE[1] = np.tanh
+    assert_same(f(x, 1), np.tanh(x))
