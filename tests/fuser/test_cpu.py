@@ -68,6 +68,25 @@ def test_chunk_of_an_input_reads_offsets_of_noncontiguous_arrays():
     check(g, *args)
 
 
+def test_large_inputs_read_at_a_stride_are_gathered_first():
+    # a packed gate layout, x.reshape(B, H, 4)[:, :, k]: copied to C order before the call
+    # (loads at a run-time stride do not vectorize), the values as numpy's
+    rng = np.random.default_rng(3)
+    g = lstm_tail("float32", 32, 128)
+    args = [rand(rng, v.type.shape) for v in g.inputs]
+    args[0] = rand(rng, (32, 512, 4))[:, :, 1]  # (32, 512), column stride 4
+    args[4] = rand(rng, (32, 128, 2))[:, :, 0]
+    kernel = compile_group(g).site()
+    check(g, *args)
+    for _ in range(2):  # the plan, then the plan cached for the layout
+        got = kernel(*args)
+        want = kernel(*[np.ascontiguousarray(a) for a in args])
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)
+    (plan,) = [p for key, p in kernel.plans.items() if key[0][1] == args[0].strides]
+    assert plan.gather == (0, 4)
+
+
 def test_non_element_strides_are_handled():
     rng = np.random.default_rng(2)
     g = Graph()
