@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, STR
 from script.frontend.env import Static, end_of
+from script.frontend.nested import FREE, LocalFunction
 from script.frontend.object_args import is_static_function
 
 if TYPE_CHECKING:
@@ -41,10 +42,11 @@ class TableChoice:
 
 
 def is_function_table(obj: Any) -> bool:
-    """A dict whose keys are str or int constants and whose values are functions."""
+    """A dict whose keys are str or int constants and whose values are functions (nested ones
+    too: a lambda of the literal, ``nested``)."""
     return (type(obj) is dict and bool(obj)
             and all(type(k) in (str, int) for k in obj)
-            and all(is_static_function(v) for v in obj.values()))
+            and all(is_static_function(v) or isinstance(v, LocalFunction) for v in obj.values()))
 
 
 class FunctionTableMixin:
@@ -69,7 +71,7 @@ class FunctionTableMixin:
         table = {}
         for key, value in pairs:
             found = self.resolve_static(value)
-            if not is_static_function(found):
+            if not (is_static_function(found) or isinstance(found, LocalFunction)):
                 return None
             table[key] = found
         return table if is_function_table(table) else None
@@ -85,7 +87,10 @@ class FunctionTableMixin:
         if known not in table:
             raise self.error(node.slice, f"KeyError: {known!r} is not a key of '{spelling}' "
                              f"(its keys: {', '.join(repr(k) for k in table)})")
-        return table[known]
+        found = table[known]
+        if isinstance(found, LocalFunction) and found.frees:  # its call passes them
+            return TableChoice({known: found}, key, spelling)
+        return found
 
     def call_table_choice(self: FunctionCompiler, choice: TableChoice, node: ast.Call) -> Any:
         """``table[key](args)``: Python's ``KeyError`` for a key not in the table, then the
@@ -113,9 +118,15 @@ class FunctionTableMixin:
         for key, fn in reversed(list(choice.table.items())):
             fn_name = f"{choice.spelling}[{key!r}]"  # (not a Python name: no clash; errors)
             self.frame.set(fn_name, Static(fn))
+            frees = []  # a nested function's reads of this function's names
+            for free in fn.frees if isinstance(fn, LocalFunction) else ():
+                kw = ast.keyword(arg=free, value=ast.copy_location(
+                    ast.Name(id=free, ctx=ast.Load()), node))
+                setattr(kw, FREE, True)
+                frees.append(ast.copy_location(kw, node))
             call = ast.copy_location(ast.Call(
                 func=ast.copy_location(ast.Name(id=fn_name, ctx=ast.Load()), node.func),
-                args=args, keywords=keywords), node)
+                args=args, keywords=keywords + frees), node)
             if choice_expr is None:
                 choice_expr = call
                 continue

@@ -114,6 +114,9 @@ def lift(tree: ast.FunctionDef, source: SourceInfo, outer: Any,
     in source order, each bound where its ``def`` runs) and a copy of ``tree`` whose calls of
     them, and of the nested functions of enclosing functions in ``visible`` (name -> free
     names), pass their free names as keywords. ``tree`` itself when it has none."""
+    if any(_table_lambdas(n) for n in walk_same_function(tree.body)):
+        tree = copy.deepcopy(tree)
+        _hoist_table_lambdas(tree)
     found = [n for n in walk_same_function(tree.body) if _is_definition(n)]
     if not found and not (visible and _calls(tree, visible)):
         return tree, []
@@ -163,6 +166,48 @@ def _is_definition(node: ast.AST) -> bool:
         return (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Lambda))
     return False
+
+
+def _table_lambdas(node: ast.AST) -> list[tuple[Any, ast.Lambda]]:
+    """``acts = {"sigmoid": lambda x: ..., "tanh": np.tanh}`` (Apache TVM's ``str2act``): the
+    (key, lambda) pairs of a dict literal of constant keys assigned to a name."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Dict)):
+        return []
+    if not all(isinstance(k, ast.Constant) for k in node.value.keys):
+        return []
+    return [(k.value, v) for k, v in zip(node.value.keys, node.value.values)  # type: ignore[union-attr]
+            if isinstance(v, ast.Lambda)]
+
+
+def _hoist_table_lambdas(tree: ast.FunctionDef) -> None:
+    """Each lambda of a dict literal of functions (``_table_lambdas``) as a nested function
+    defined right before the assignment, the dict naming it: the table's items are then
+    functions (``function_tables``)."""
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for node in list(ast.walk(tree)):
+        for field_name, value in ast.iter_fields(node):
+            if not isinstance(value, list) or not any(_table_lambdas(s) for s in value):
+                continue
+            body: list[Any] = []
+            for stmt in value:
+                for key, fn in _table_lambdas(stmt):
+                    name = "_".join([stmt.targets[0].id, *"".join(  # type: ignore[attr-defined]
+                        c if c.isalnum() else " " for c in str(key)).split()])
+                    while name in taken:
+                        name += "_"
+                    taken.add(name)
+                    assign = ast.copy_location(ast.Assign(
+                        targets=[ast.copy_location(ast.Name(id=name, ctx=ast.Store()), fn)],
+                        value=fn), fn)
+                    assign.end_lineno, assign.end_col_offset = fn.end_lineno, fn.end_col_offset
+                    body.append(_as_def(assign))
+                    at = stmt.value.values.index(fn)  # type: ignore[attr-defined]
+                    stmt.value.values[at] = ast.copy_location(  # type: ignore[attr-defined]
+                        ast.Name(id=name, ctx=ast.Load()), fn)
+                body.append(stmt)
+            setattr(node, field_name, body)
 
 
 def _calls(tree: ast.FunctionDef, visible: dict[str, tuple[str, ...]]) -> bool:

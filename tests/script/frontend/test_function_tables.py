@@ -168,3 +168,19 @@ def test_a_changed_global_table_compiles_again():
         del INT_TABLE[3]
         INT_TABLE[1] = np.tanh
     assert_same(f(x, 1), np.tanh(x))
+
+
+def lambdas_in_a_table(x: Tensor, W: Tensor, name: str):
+    acts = {"linear": lambda z: z @ W, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+            "tanh": np.tanh}
+    act = acts[name]
+    return act(x) + acts["linear"](x)
+
+
+def test_lambdas_of_a_table_literal_are_its_functions():
+    # Apache TVM's lstm_python: str2act = {"sigmoid": lambda x: ..., "tanh": np.tanh}
+    x, W = rng.standard_normal((2, 3)), rng.standard_normal((3, 3))
+    f = script(lambdas_in_a_table)
+    for name in ("linear", "sigmoid", "tanh"):
+        assert_same(f(x, W, name), lambdas_in_a_table(x, W, name))
+        check_vjp(lambda x, W, name=name: f(x, W, name), (x, W))
