@@ -261,6 +261,14 @@ class ExprMixin:
         """An expression used as a truth value, converted to bool as Python's ``if`` does."""
         if isinstance(node, ast.BoolOp):
             return self.bool_op_condition(node)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+                isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            saved, self.deciding = getattr(self, "deciding", None), node
+            try:  # `if layout == 1:` of an optional array (see compare_optional)
+                value = self.expr(node)
+            finally:
+                self.deciding = saved
+            return self.to_bool(value, node)
         value = self.expr(node)
         return self.to_bool(value, node)
 
@@ -321,8 +329,9 @@ class ExprMixin:
                                                      or is_none_literal(right)):
             return self.equals_none(op, left, right, node)
         lhs, rhs = self.expr(left), self.expr(right)
-        if isinstance(op, (ast.Eq, ast.NotEq)) and (_optional_scalar(lhs.type)
-                                                     or _optional_scalar(rhs.type)):
+        if isinstance(op, (ast.Eq, ast.NotEq)) and (
+                _optional_scalar(lhs.type) or _optional_scalar(rhs.type) or (
+                    getattr(self, "deciding", None) is node and _array_or_none(lhs, rhs))):
             return self.compare_optional(op, lhs, rhs, node)
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
@@ -343,8 +352,10 @@ class ExprMixin:
     def compare_optional(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
                          node: ast.AST) -> Any:
         """``layout == 1`` of an ``Optional[int]``: False (``!=``: True) where it is None, as
-        Python's ``None == 1``, else the comparison of the value."""
-        if _optional_scalar(rhs.type):
+        Python's ``None == 1``, else the comparison of the value. So is ``if layout == 1:`` of
+        an optional array (an unannotated ``layout=None``, the ONNX reference GRU's): its
+        truth value where it is an array, as the ``if`` takes numpy's."""
+        if isinstance(rhs.type, OptionalType):
             lhs, rhs = rhs, lhs
         equal = isinstance(op, ast.Eq)
         is_none = self.emit_value("prim::IsNone", [lhs])
@@ -612,3 +623,12 @@ def _type_name(t: Type) -> str:
 def _optional_scalar(t: Any) -> bool:
     """An ``Optional`` number or string (``layout: Optional[int] = None``)."""
     return isinstance(t, OptionalType) and t.element in (INT, FLOAT, BOOL, STR)
+
+
+def _array_or_none(lhs: Any, rhs: Any) -> bool:
+    """An optional array compared with a number."""
+    for a, b in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(a.type, OptionalType) and isinstance(a.type.element, TensorType) and \
+                b.type in (INT, FLOAT, BOOL):
+            return True
+    return False

@@ -123,14 +123,22 @@ def test_a_shape_joined_with_a_shape_tail_is_static_and_the_loop_native():
 
 
 def unannotated_option(X, layout=None):
-    if layout == 1:
+    if layout == 1:  # the ONNX reference GRU's: an optional array, None here
         X = np.swapaxes(X, 0, 1)
     return X * 2.0
 
 
-def test_an_unannotated_none_default_compared_with_a_number_says_what_to_annotate():
+def unannotated_option_value(X, layout=None):
+    swap = layout == 1
+    return X * 2.0 if swap else X
+
+
+def test_an_unannotated_none_default_compared_with_a_number():
+    x = np.ones((2, 3))
+    assert_same(script(unannotated_option)(x), unannotated_option(x))
+    assert_same(script(unannotated_option)(x, np.array(1)), unannotated_option(x, np.array(1)))
     with pytest.raises(ScriptError, match=r"annotate it, e.g. layout: Optional\[int\] = None"):
-        script(unannotated_option)(np.ones((2, 3)))
+        script(unannotated_option_value)(x)
 
 
 def gates_in_lists(Xs: Tensor, Wi: Tensor, Wh: Tensor):
