@@ -241,12 +241,15 @@ class Kernel:
         return arrays, plan
 
     def _strided(self, plan: Plan, arrays: list[np.ndarray]) -> tuple[int, ...]:
-        """The positions of the arrays of ``GATHER_MIN`` items or more that a leaf of ``plan``
-        reads at a column stride other than 0 or 1."""
+        """The positions of the arrays of ``GATHER_MIN`` items or more, not in C order, that a
+        leaf of ``plan`` reads at a column stride other than 0 or 1 (a view the kernel makes of
+        an array in C order, ``x.reshape(B, H, 4)[:, :, k]`` inside it, is not helped by a
+        copy)."""
         slot = {i: k for k, (i, _) in enumerate(self.array_slots)}
         found = {slot[leaf.input] for leaf, cls in zip(self.spec.leaves, plan.classes)
                  if cls == 2 and leaf.input in slot}
-        return tuple(sorted(k for k in found if arrays[k].size >= GATHER_MIN))
+        return tuple(sorted(k for k in found if arrays[k].size >= GATHER_MIN
+                            and not arrays[k].flags.c_contiguous))
 
     def make_plan(self, layouts: list[tuple[tuple[int, ...], tuple[int, ...], int]],
                   split: bool = True) -> Plan | None:

@@ -85,6 +85,10 @@ def test_large_inputs_read_at_a_stride_are_gathered_first():
             np.testing.assert_array_equal(x, y)
     (plan,) = [p for key, p in kernel.plans.items() if key[0][1] == args[0].strides]
     assert plan.gather == (0, 4)
+    contiguous = [np.ascontiguousarray(a) for a in args]
+    kernel(*contiguous)
+    (plan,) = [p for key, p in kernel.plans.items() if key[0][1] == contiguous[0].strides]
+    assert plan.gather == ()  # (nothing to copy)
 
 
 def test_non_element_strides_are_handled():
