@@ -5,8 +5,9 @@ shape). Each tensor read is a *leaf*: a group input seen through the chunk/split
 to it, loaded through its own row pointer and column stride. Broadcasting is a stride of 0,
 chunking is a pointer offset, so no input is ever copied. The strides and offsets are run-time
 arguments computed per call (``fuser.cpu.kernel``); only the class of each leaf's column stride
-(0 = broadcast, 1 = contiguous, 2 = any) is compiled in, so the vectorizer sees unit-stride
-loads in the common case.
+(0 = broadcast, 1 = contiguous, 2 = any, ``FIXED_STRIDE + s`` = the small stride ``s``) is
+compiled in, so the vectorizer sees unit-stride loads in the common case and interleaved
+groups for a packed layout's gates.
 
 A chunk of a value computed inside the group is handled by evaluating that value's producers at
 the chunk's offset (TorchScript's "broadcasting chunk", done during code generation).
@@ -131,6 +132,9 @@ class KernelBuilder(Emitter):
         cls = self.classes[leaf]
         if cls == 1:
             ptr = self.b.gep(ptr, [self.col], inbounds=True, source_etype=STORAGE[dtype])
+        elif cls >= FIXED_STRIDE:  # a stride compiled in: the vectorizer reads interleaved items
+            offset = self.b.mul(self.col, ir.Constant(I64, cls - FIXED_STRIDE))
+            ptr = self.b.gep(ptr, [offset], inbounds=True, source_etype=STORAGE[dtype])
         elif cls == 2:
             offset = self.b.mul(self.col, self.leaf_cs[leaf])
             ptr = self.b.gep(ptr, [offset], inbounds=True, source_etype=STORAGE[dtype])
@@ -393,6 +397,22 @@ class KernelBuilder(Emitter):
                 col_strides.append(param(base + 3 * i + 2))
         b.call(body, [param(0), param(1), *out_ptrs, *leaves, *out_strides, *row_strides,
                       *out_cs, *col_strides, *scalars])
+
+
+FIXED_STRIDE = 16
+"""A leaf's column-stride class ``FIXED_STRIDE + s`` reads at the stride ``s`` (2 to
+``MAX_FIXED_STRIDE`` items) compiled in: a gate of a packed layout (``x.reshape(B, H, 4)[:, :,
+k]``), whose loads at a run-time stride (class 2) do not vectorize, while loads at a constant
+one are an interleaved group the vectorizer reads with whole vectors and shuffles."""
+MAX_FIXED_STRIDE = 8
+
+
+def column_class(stride: int) -> int:
+    """The column-stride class of a leaf read at ``stride`` items (see the module docstring
+    and ``FIXED_STRIDE``)."""
+    if stride in (0, 1):
+        return stride
+    return FIXED_STRIDE + stride if 2 <= stride <= MAX_FIXED_STRIDE else 2
 
 
 # -- the rules ----------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from fuser.cpu.codegen import (
     KernelBuilder,
     KernelSpec,
     analyze,
+    column_class,
 )
 from fuser.layout import canonical_key  # noqa: F401  (part of this backend's API)
 from ir.core import Graph
@@ -106,11 +107,13 @@ class Plan:
 
 
 GATHER_MIN = 4096
-"""An array input of this many items or more read with a column stride other than 0 or 1 (a
-gate of a packed layout: ``x.reshape(B, H, 4)[:, :, k]``) is copied to C order before the call:
-loads at a run-time stride do not vectorize, and a kernel with a tanh over such a leaf ran
-191 us on a (64, 512) float32 input, against 27 us on a contiguous one (and 9.5 us for the
-copy) and numpy's 49 us (2-vCPU AMD EPYC, AVX-512)."""
+"""An array input of this many items or more, not in C order, read at a column stride the
+kernel has no variant for (class 2: more than ``codegen.MAX_FIXED_STRIDE`` items, or negative)
+is copied to C order before the call: loads at a run-time stride do not vectorize. A kernel
+with a tanh over such a leaf ran 191 us on a (64, 512) float32 input, against 27 us on a
+contiguous one (and 9.5 us for the copy) and numpy's 49 us (2-vCPU AMD EPYC, AVX-512). Smaller
+strides (a gate of a packed layout, ``x.reshape(B, H, 4)[:, :, k]``) are compiled in
+(``codegen.FIXED_STRIDE``) and need no copy."""
 
 
 class Kernel:
@@ -321,7 +324,8 @@ class Kernel:
             dims.insert(0, (1, [0] * (n_leaf + n_store)))
         (rows, row_st), (cols, col_st) = dims[-2], dims[-1]
         outer = dims[:-2]
-        classes = tuple(0 if s == 0 else 1 if s == 1 else 2 for s in col_st)
+        classes = tuple([column_class(s) for s in col_st[:n_leaf]] +
+                        [0 if s == 0 else 1 if s == 1 else 2 for s in col_st[n_leaf:]])
         fn = self.variant(classes)[0]
         slabs = list(itertools.product(*[range(size) for size, _ in outer]))
         split = split and parallel.worth(int(np.prod(out_shape)), self.work)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import fuser
 from fuser.cpu import compile_group
+from fuser.cpu.codegen import FIXED_STRIDE
 from fuser.cpu.kernel import cache_size
 from ir import FLOAT, Graph
 from tests.fuser.reference import check, evaluate, rand, random_graphs
@@ -68,14 +69,14 @@ def test_chunk_of_an_input_reads_offsets_of_noncontiguous_arrays():
     check(g, *args)
 
 
-def test_large_inputs_read_at_a_stride_are_gathered_first():
-    # a packed gate layout, x.reshape(B, H, 4)[:, :, k]: copied to C order before the call
-    # (loads at a run-time stride do not vectorize), the values as numpy's
+def test_large_inputs_read_at_a_run_time_stride_are_gathered_first():
+    # an input read at a stride the kernel has no variant for (more than MAX_FIXED_STRIDE
+    # items): copied to C order before the call (loads at a run-time stride do not vectorize)
     rng = np.random.default_rng(3)
     g = lstm_tail("float32", 32, 128)
     args = [rand(rng, v.type.shape) for v in g.inputs]
-    args[0] = rand(rng, (32, 512, 4))[:, :, 1]  # (32, 512), column stride 4
-    args[4] = rand(rng, (32, 128, 2))[:, :, 0]
+    args[0] = rand(rng, (32, 512, 10))[:, :, 1]  # (32, 512), column stride 10
+    args[4] = rand(rng, (32, 128, 12))[:, :, 0]
     kernel = compile_group(g).site()
     check(g, *args)
     for _ in range(2):  # the plan, then the plan cached for the layout
@@ -89,6 +90,22 @@ def test_large_inputs_read_at_a_stride_are_gathered_first():
     kernel(*contiguous)
     (plan,) = [p for key, p in kernel.plans.items() if key[0][1] == contiguous[0].strides]
     assert plan.gather == ()  # (nothing to copy)
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4, 8])
+def test_inputs_read_at_a_small_stride_compile_it_in(stride):
+    # a gate of a packed layout, x.reshape(B, H, 4)[:, :, k]: a variant with the stride
+    # compiled in (an interleaved group the vectorizer reads whole), the values as numpy's
+    rng = np.random.default_rng(stride)
+    g = lstm_tail("float64", 5, 24)
+    args = [rand(rng, v.type.shape, "float64") for v in g.inputs]
+    args[0] = rand(rng, (5, 96, stride), "float64")[:, :, stride - 1]
+    args[4] = rand(rng, (5, 24, stride), "float64")[:, :, 0]
+    kernel = compile_group(g).site()
+    check(g, *args, rtol=1e-13, atol=1e-13)
+    kernel(*args)
+    (plan,) = [p for key, p in kernel.plans.items() if key[0][1] == args[0].strides]
+    assert FIXED_STRIDE + stride in plan.classes and plan.gather == ()
 
 
 def test_non_element_strides_are_handled():
