@@ -336,8 +336,8 @@ def len_of_known(node: Node) -> bool:
     t = node.inputs[0].type
     if isinstance(t, TupleType):
         return replace_with_constant(node, len(t.elements))
-    ctor = _producer(node.inputs[0], "prim::ListConstruct")
-    if ctor is not None and _only_read(ctor.output, _LIST_READS):
+    ctor = node.inputs[0].node  # a list literal, or a static shape's list of sizes
+    if ctor.kind in _BUILDS and _only_read(ctor.output, _LIST_READS):
         return replace_with_constant(node, len(ctor.inputs))
     if isinstance(t, TensorType) and t.shape and t.shape[0] is not None:
         return replace_with_constant(node, t.shape[0])

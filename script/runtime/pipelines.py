@@ -16,11 +16,11 @@ from typing import Any
 import fuser
 import passes
 from ir.core import Graph
-from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, constant_prop
+from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, UNROLLED_PIPELINE, constant_prop
 from script import ops
 from script.runtime import allocator
 
-FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + LAYOUT_PIPELINE +
+FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + UNROLLED_PIPELINE + "," + LAYOUT_PIPELINE +
                     ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists);
 shapes are propagated again after the layout passes (a buffer they make for a stacked list has
@@ -37,7 +37,8 @@ iterations become one matmul/reduction after the loop, a sequence's gradient sum
 step is written slot by slot (``slot-gradients``), or, where it adds into an array carried
 through the loop, added into its slot (``slot-adds``), then fusion."""
 
-FROZEN_PIPELINE = (STANDARD_PIPELINE + ",constant-prop,dce,outer-products,matmul-sums,"
+FROZEN_PIPELINE = (STANDARD_PIPELINE + "," + UNROLLED_PIPELINE +
+                   ",constant-prop,dce,outer-products,matmul-sums,"
                    "fuse-elementwise,dce,inplace-writes")
 """A frozen method's specializations: the forward pipeline, plus a fold after the RNN passes
 (the weight concatenations batched matmuls make are of constants here)."""

@@ -421,7 +421,7 @@ def test_a_returned_list_hands_its_items_cotangents_on(fn):
 def sliced(x: Tensor, k: int) -> Tensor:
     items = [x * 2.0, np.sin(x), x * x]
     m = items[k:]
-    return ops.stack(m, 0)  # refused: a bound known only when it runs
+    return ops.stack(m, 0)  # a bound known only when it runs: the stack of items, sliced
 
 
 def sliced_at_constants(x: Tensor) -> Tensor:
@@ -433,6 +433,16 @@ def sliced_at_constants(x: Tensor) -> Tensor:
 def test_a_slice_of_a_literal_at_constant_bounds_differentiates():
     from tests.gradcheck import check_vjp
     check_vjp(script(sliced_at_constants), (np.random.default_rng(5).standard_normal((2, 3)),))
+
+
+def test_a_stack_of_a_slice_at_a_run_time_bound_differentiates():
+    from tests.gradcheck import check_vjp
+    x = np.random.default_rng(5).standard_normal((2, 3))
+    f = script(sliced)
+    for k in (0, 1, 2, -1):
+        check_vjp(lambda x, k=k: f(x, k), (x,))
+    with pytest.raises(ValueError, match="need at least one array to stack"):
+        f(x, 3)
 
 
 def added(x: Tensor) -> Tensor:
@@ -502,7 +512,7 @@ def test_appends_before_any_read_make_one_list_the_backward_follows(fn):
 
 
 @pytest.mark.parametrize("fn, extra", [
-    (sliced, (1,)), (chosen_by_if, (1.0,)), (inserted, ()),
+    (chosen_by_if, (1.0,)), (inserted, ()),
     (argument_appended, ([np.ones((2, 3))],)), (popped_at_run_time, (0,)),
 ])
 def test_what_cannot_be_followed_is_refused_at_its_line(fn, extra):
