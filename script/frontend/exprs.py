@@ -355,7 +355,8 @@ class ExprMixin:
         Python's ``None == 1``, else the comparison of the value. So is ``if layout == 1:`` of
         an optional array (an unannotated ``layout=None``, the ONNX reference GRU's): its
         truth value where it is an array, as the ``if`` takes numpy's."""
-        if isinstance(rhs.type, OptionalType):
+        if not isinstance(lhs.type, OptionalType) or (
+                _optional_scalar(rhs.type) and not _optional_scalar(lhs.type)):
             lhs, rhs = rhs, lhs
         equal = isinstance(op, ast.Eq)
         is_none = self.emit_value("prim::IsNone", [lhs])

@@ -88,7 +88,7 @@ class FunctionTableMixin:
             raise self.error(node.slice, f"KeyError: {known!r} is not a key of '{spelling}' "
                              f"(its keys: {', '.join(repr(k) for k in table)})")
         found = table[known]
-        if isinstance(found, LocalFunction) and found.frees:  # its call passes them
+        if isinstance(found, LocalFunction):  # called through the table (its free names)
             return TableChoice({known: found}, key, spelling)
         return found
 

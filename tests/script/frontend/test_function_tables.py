@@ -184,3 +184,14 @@ def test_lambdas_of_a_table_literal_are_its_functions():
     for name in ("linear", "sigmoid", "tanh"):
         assert_same(f(x, W, name), lambdas_in_a_table(x, W, name))
         check_vjp(lambda x, W, name=name: f(x, W, name), (x, W))
+
+
+def lambda_by_a_constant_key(x: Tensor):
+    acts = {"double": lambda z: z * 2.0, "tanh": np.tanh}
+    g = acts["double"]
+    return g(x) + acts["tanh"](x)
+
+
+def test_a_lambda_of_a_table_bound_by_a_constant_key():
+    x = rng.standard_normal(3)
+    assert_same(script(lambda_by_a_constant_key)(x), lambda_by_a_constant_key(x))

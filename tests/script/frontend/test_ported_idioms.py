@@ -162,3 +162,14 @@ def test_a_time_loop_over_lists_of_gates_runs_natively():
     check_vjp(f, (Xs[:3], Wi, Wh))
     report = f.explain(Xs, Wi, Wh)
     assert "runs natively" in report and "runs as Python" not in report, report
+
+
+def number_against_an_option(X, n: Optional[int], layout=None):
+    if n == layout:
+        X = X * 2.0
+    return X
+
+
+def test_an_optional_number_against_an_unannotated_option_keeps_the_hint():
+    with pytest.raises(ScriptError, match=r"annotate it, e.g. layout: Optional\[int\] = None"):
+        script(number_against_an_option)(np.ones(2), 1)
