@@ -41,3 +41,11 @@ def scalar_type(value: Any) -> Type | None:
     if isinstance(value, str):
         return STR
     return None
+
+def exact_in(number: int | float, dtype: str) -> bool:
+    """Whether ``dtype`` holds ``number`` exactly, compared as Python numbers (numpy would
+    convert the number to the dtype first: ``np.float32(0.1) == 0.1``)."""
+    try:
+        return type(number)(getattr(np, dtype)(number)) == number
+    except (OverflowError, ValueError):
+        return False

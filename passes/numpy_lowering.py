@@ -21,7 +21,7 @@ from typing import Any
 from ir.core import Node, Value
 from ir.kinds import IF as IF_KIND
 from ir.ops.shape import tensor_items
-from ir.registry import ONLY_READS, constant_of, effects_on_input, infer_types
+from ir.registry import ALIASES, ONLY_READS, constant_of, effects_on_input, infer_types
 from ir.types import BOOL, INT, INT_DTYPES, ListType, TensorType, Type, is_number, unify
 
 
@@ -319,9 +319,11 @@ def stack_of_list_slice(node: Node) -> bool:
     if not isinstance(item, TensorType) or item.shape is None or None in item.shape or \
             type(axis) is not int or not -len(item.shape) - 1 <= axis <= len(item.shape):
         return False
-    for use in lst.uses:  # a change between the slice and the stack
-        if use.node is not sliced and sliced.is_before(use.node) and \
-                use.node.is_before(node) and effects_on_input(use.node, use.index) != ONLY_READS:
+    for use in lst.uses:  # a change between the slice and the stack, or another name for it
+        effects = effects_on_input(use.node, use.index)
+        if use.node is not sliced and (ALIASES in effects or (
+                effects != ONLY_READS and sliced.is_before(use.node)
+                and use.node.is_before(node))):
             return False
     graph = node.graph
     with graph.inserting_before(node):

@@ -16,8 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
-
+from ir.constants import exact_in
 from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Use, Value
 from ir.kinds import CALL, IF, LOOP, RETURN, UNINITIALIZED
 from ir.registry import (
@@ -199,8 +198,8 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
             continue
         for full in dict.fromkeys(nodes):
             number = full.inputs[1].node.attrs.get("value")
-            if type(number) in (int, float) and float(getattr(np, t.dtype)(number)) == number:
-                _set_weak_dtype(full, t.dtype)
+            if type(number) in (int, float) and exact_in(number, t.dtype):
+                set_number_dtype(full, t.dtype, WEAK_DTYPE)
 
 
 def _fold_dtypes(graph: Graph) -> bool:
@@ -544,7 +543,7 @@ def _settle_weak_initials(node: Node) -> None:
     for k in weak:
         returned = body.returns[1 + k].type
         if isinstance(returned, TensorType) and returned.dtype is not None:
-            _set_weak_dtype(node.inputs[2 + k].node, returned.dtype)
+            set_number_dtype(node.inputs[2 + k].node, returned.dtype, WEAK_DTYPE)
 
 
 def _is_weak(v: Value) -> bool:
@@ -553,13 +552,16 @@ def _is_weak(v: Value) -> bool:
         and producer.inputs[2].node.attrs.get("value") is None
 
 
-def _set_weak_dtype(full: Node, dtype: str) -> None:
+def set_number_dtype(full: Node, dtype: str, mark: str) -> None:
+    """Make the ``tensor::full`` of a number whose dtype was left open (its attribute ``mark``,
+    which goes) an array of ``dtype``."""
     graph = full.owner.graph
     with graph.inserting_before(full):
         const = graph.insert(CONSTANT, (), [STR], {"value": dtype})
     full.set_input(2, const.output)
-    del full.attrs[WEAK_DTYPE]
+    del full.attrs[mark]
     propagate_node(full)
+
 
 
 def _carried_join(before: Type, after: Type, declared: Type) -> Type:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.constants import exact_in
 from ir.core import Graph, Node, Value
 from ir.kinds import CONSTANT, IF
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
-from ir.types import STR, TensorType
+from ir.types import TensorType
 from passes import shape_prop
-from passes.shape_prop import propagate_node
+from passes.shape_prop import set_number_dtype
 
 NAME = "weak-numbers"
 
@@ -80,18 +81,9 @@ def _settle(full: Node, beside: object) -> bool:
     kind = np.dtype(beside.dtype).kind
     if kind not in ("f", "i", "u") or (type(number) is float and kind != "f"):
         return False
-    try:  # (compared as Python numbers: numpy would convert the number to the dtype first)
-        exact = type(number)(getattr(np, beside.dtype)(number)) == number
-    except (OverflowError, ValueError):
+    if not exact_in(number, beside.dtype):
         return False
-    if not exact:
-        return False
-    graph = full.owner.graph
-    with graph.inserting_before(full):
-        const = graph.insert(CONSTANT, (), [STR], {"value": beside.dtype})
-    full.set_input(2, const.output)
-    del full.attrs[JOINED_NUMBER]
-    propagate_node(full)
+    set_number_dtype(full, beside.dtype, JOINED_NUMBER)
     return True
 
 

@@ -1,5 +1,6 @@
 """Branches (a ``FunctionCompiler`` mixin): ``if`` statements and conditional expressions as
-``prim::If``, and branches that do not compile.
+``prim::If``, where their branches meet (one output per name either branch bound, a number
+beside an array made a 0-d array), and branches that do not compile.
 
 A branch that does not compile (a method an array lacks, a function the language does not
 know), under a condition known only when the code runs, raises its ``ScriptError`` instead
@@ -18,12 +19,16 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ir.core import Graph, Node
+from ir.core import Block, Graph, Node, Value
+from ir.kinds import UNINITIALIZED
 from ir.ops.prim import DEFERRED_ERROR
 from ir.registry import constant_of
-from ir.types import TensorType, is_number, unify
+from ir.types import TensorType, Type, is_number, unify
+from passes.weak_numbers import JOINED_NUMBER
 from script.errors import ScriptError
+from script.frontend.env import Frame, Static, Undefined, display_name
 from script.frontend.exprs import none_checks
+from script.frontend.literal_types import is_tuple_of_numbers_for
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -114,6 +119,91 @@ class BranchMixin:
         return if_node.output
 
 
+    # -- where the branches meet --------------------------------------------------------------
+    def coerce(self: FunctionCompiler, value: Value, type: Type, block: Block) -> Value:
+        """``value`` itself, or for a placeholder of another type a new placeholder at the end of
+        ``block`` typed ``type``."""
+        if is_number(value.type) and isinstance(type, TensorType):
+            with self.graph.inserting_before(block):  # (a constant: passes.weak_numbers)
+                made = self.number_tensor(value)
+                if value.node.kind == "prim::Constant":
+                    made.node.attrs[JOINED_NUMBER] = True
+                return made
+        if is_tuple_of_numbers_for(value, type) and not is_placeholder(value):
+            with self.graph.inserting_before(block):  # `return 0.0, g` beside a 0-d array
+                return self.number_items_as_tensors(value, type)
+        if not is_placeholder(value) or value.type == type:
+            return value
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+    def merge_branches(self: FunctionCompiler, node: Node, frames: tuple[Frame, Frame],
+                       after: tuple[int, int], stmt: ast.AST) -> None:
+        """Give the If ``node`` one output per live name either branch (re)defined.
+
+        A name both branches bind to one value made before the If needs no output, but it is
+        still rebound to that value: the branches assigned it, whatever it held before."""
+        true_frame, false_frame = frames
+        live = self.live_names(after)
+        names = list(dict.fromkeys([*true_frame.vars, *false_frame.vars]))
+        for name in names:
+            if not name.startswith("$") and name not in live:
+                continue
+            outer = self.frame.find(name)
+            # a branch that only tested the name (`if h is None: h = ...` has an else where
+            # h is not None) gives its narrowed value
+            values = [frame.vars.get(name, frame.refined.get(name, outer))
+                      for frame in (true_frame, false_frame)]
+            for k, frame in enumerate((true_frame, false_frame)):
+                if frame.left_function and not isinstance(values[k], Value) and \
+                        isinstance(values[1 - k], Value):
+                    other = values[1 - k]
+                    assert isinstance(other, Value)
+                    values[k] = self.placeholder_in(node.blocks[k], other.type)
+            if values[0] is values[1]:
+                if values[0] is not outer:
+                    self.frame.set(name, values[0])
+                continue
+            if isinstance(values[0], Static) or isinstance(values[1], Static):
+                self.merge_static(name, values)
+                continue
+            missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
+            if missing:
+                self.frame.set(name, Undefined(
+                    f"'{name}' is not defined in the {missing[0]} branch"))
+                continue
+            self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
+        if true_frame.exited and false_frame.exited:
+            self.frame.exited = True
+        if true_frame.left_function and false_frame.left_function:
+            self.frame.left_function = True
+
+    def merge_static(self: FunctionCompiler, name: str, values: list[Any]) -> None:
+        same = isinstance(values[0], Static) and isinstance(values[1], Static) and \
+            values[0].obj is values[1].obj
+        self.frame.set(name, values[0] if same else Undefined(
+            f"'{name}' refers to different objects in the two branches of an if (a module or "
+            "other compile-time object must be the same on every path)"))
+
+    def add_if_output(self: FunctionCompiler, node: Node, name: str, values: list[Value],
+                      stmt: ast.AST) -> None:
+        t = self.join_type(name, values[0], values[1], stmt,
+                           ("in the true branch", "in the false branch"))
+        out = node.add_output(t, display_name(name))
+        for block, value in zip(node.blocks, values):
+            block.add_return(self.coerce(value, t, block))
+        self.frame.set(name, out)
+
+    def placeholder_in(self: FunctionCompiler, block: Block, type: Type) -> Value:
+        with self.graph.inserting_before(block):
+            return self.uninitialized(type)
+
+
+def is_placeholder(value: Value) -> bool:
+    """A ``prim::Uninitialized``: stands for a value no path will read."""
+    return value.node.kind == UNINITIALIZED
+
+
 def holds_deferred(nodes: Iterable[Node]) -> bool:
     """Whether one of ``nodes``, or a graph one calls (``prim::CallFunction``'s ``Subgraph``),
     holds a deferred error."""
@@ -126,4 +216,4 @@ def holds_deferred(nodes: Iterable[Node]) -> bool:
     return False
 
 
-__all__ = ["BranchMixin", "holds_deferred"]
+__all__ = ["BranchMixin", "holds_deferred", "is_placeholder"]

@@ -30,14 +30,14 @@ from typing import Any
 
 from ir.core import Block, Graph, Node, SourceRange, Value
 from ir.errors import IRError
+from ir.kinds import UNINITIALIZED
 from ir.registry import ShapeError, infer_types
-from ir.types import ANY, DictType, ListType, TensorType, Type, is_number, is_subtype, unify
-from passes.weak_numbers import JOINED_NUMBER
+from ir.types import ANY, DictType, ListType, Type, is_subtype, unify
 from script.errors import ScriptError, SourceInfo
 from script.frontend.annotations import (
     function_namespace,
 )
-from script.frontend.branches import BranchMixin
+from script.frontend.branches import BranchMixin, is_placeholder
 from script.frontend.callees import CalleeMixin
 from script.frontend.calls import CallMixin
 from script.frontend.containers import ContainerMixin
@@ -52,7 +52,6 @@ from script.frontend.env import (
     Undefined,
     always_returns,
     describe_variable,
-    display_name,
     dominating_stores,
     is_function_value,
     loaded_names,
@@ -71,7 +70,6 @@ from script.frontend.literal_types import (
     LiteralTypeMixin,
     RetypeLiteral,
     Site,
-    is_tuple_of_numbers_for,
     number_tensor_join,
 )
 from script.frontend.loops import LoopMixin
@@ -98,9 +96,6 @@ from script.frontend.super_calls import SuperMixin
 from script.frontend.unsupported import unsupported_message
 from script.frontend.whole_writes import WholeWriteMixin
 from script.frontend.writes import WriteMixin
-
-UNINITIALIZED = "prim::Uninitialized"
-
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
 _typed: weakref.WeakKeyDictionary[Any, dict[Any, FunctionDef]] = weakref.WeakKeyDictionary()
@@ -222,6 +217,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.literal_tried: set[tuple[Site, Type]] = set()
         self.literal_sites: dict[Node, LiteralSite] = {}
         self.deferred_errors: list[ScriptError] = []
+        self.deciding: ast.AST | None = None
+        """the comparison compiled as an ``if`` / ``while`` condition (``condition_value``)."""
         """the errors of branches that did not compile (``StmtMixin.defer_branch``)."""
 
     # -- driver -------------------------------------------------------------------------------
@@ -503,83 +500,6 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         declared = self.declared.get(name)
         return declared if declared is not None else joined
 
-    def coerce(self, value: Value, type: Type, block: Block) -> Value:
-        """``value`` itself, or for a placeholder of another type a new placeholder at the end of
-        ``block`` typed ``type``."""
-        if is_number(value.type) and isinstance(type, TensorType):
-            with self.graph.inserting_before(block):  # (a constant: passes.weak_numbers)
-                made = self.number_tensor(value)
-                if value.node.kind == "prim::Constant":
-                    made.node.attrs[JOINED_NUMBER] = True
-                return made
-        if is_tuple_of_numbers_for(value, type) and not is_placeholder(value):
-            with self.graph.inserting_before(block):  # `return 0.0, g` beside a 0-d array
-                return self.number_items_as_tensors(value, type)
-        if not is_placeholder(value) or value.type == type:
-            return value
-        with self.graph.inserting_before(block):
-            return self.uninitialized(type)
-
-    def merge_branches(self, node: Node, frames: tuple[Frame, Frame], after: tuple[int, int],
-                       stmt: ast.AST) -> None:
-        """Give the If ``node`` one output per live name either branch (re)defined.
-
-        A name both branches bind to one value made before the If needs no output, but it is
-        still rebound to that value: the branches assigned it, whatever it held before."""
-        true_frame, false_frame = frames
-        live = self.live_names(after)
-        names = list(dict.fromkeys([*true_frame.vars, *false_frame.vars]))
-        for name in names:
-            if not name.startswith("$") and name not in live:
-                continue
-            outer = self.frame.find(name)
-            # a branch that only tested the name (`if h is None: h = ...` has an else where
-            # h is not None) gives its narrowed value
-            values = [frame.vars.get(name, frame.refined.get(name, outer))
-                      for frame in (true_frame, false_frame)]
-            for k, frame in enumerate((true_frame, false_frame)):
-                if frame.left_function and not isinstance(values[k], Value) and \
-                        isinstance(values[1 - k], Value):
-                    other = values[1 - k]
-                    assert isinstance(other, Value)
-                    values[k] = self.placeholder_in(node.blocks[k], other.type)
-            if values[0] is values[1]:
-                if values[0] is not outer:
-                    self.frame.set(name, values[0])
-                continue
-            if isinstance(values[0], Static) or isinstance(values[1], Static):
-                self.merge_static(name, values)
-                continue
-            missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
-            if missing:
-                self.frame.set(name, Undefined(
-                    f"'{name}' is not defined in the {missing[0]} branch"))
-                continue
-            self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
-        if true_frame.exited and false_frame.exited:
-            self.frame.exited = True
-        if true_frame.left_function and false_frame.left_function:
-            self.frame.left_function = True
-
-    def merge_static(self, name: str, values: list[Any]) -> None:
-        same = isinstance(values[0], Static) and isinstance(values[1], Static) and \
-            values[0].obj is values[1].obj
-        self.frame.set(name, values[0] if same else Undefined(
-            f"'{name}' refers to different objects in the two branches of an if (a module or "
-            "other compile-time object must be the same on every path)"))
-
-    def add_if_output(self, node: Node, name: str, values: list[Value], stmt: ast.AST) -> None:
-        t = self.join_type(name, values[0], values[1], stmt,
-                           ("in the true branch", "in the false branch"))
-        out = node.add_output(t, display_name(name))
-        for block, value in zip(node.blocks, values):
-            block.add_return(self.coerce(value, t, block))
-        self.frame.set(name, out)
-
-    def placeholder_in(self, block: Block, type: Type) -> Value:
-        with self.graph.inserting_before(block):
-            return self.uninitialized(type)
-
 
 def remove_unused_scaffolding(graph: Graph) -> None:
     """Drop what SSA construction made that nothing reads: If outputs (merged names or exit
@@ -605,11 +525,6 @@ def _drop_unused_if_outputs(node: Node) -> bool:
         node.erase()
         return True
     return bool(unused)
-
-
-def is_placeholder(value: Value) -> bool:
-    """A ``prim::Uninitialized``: stands for a value no path will read."""
-    return value.node.kind == UNINITIALIZED
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -36,7 +36,7 @@ from script.frontend.keywords import Keywords
 from script.frontend.literal_types import empty_list_hint
 from script.frontend.masks import MASK_OPERATORS
 from script.frontend.nested import LocalFunction
-from script.frontend.none_tests import is_none_literal
+from script.frontend.none_tests import array_or_none, is_none_literal, optional_scalar
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.suggest import did_you_mean, did_you_mean_method
@@ -263,7 +263,7 @@ class ExprMixin:
             return self.bool_op_condition(node)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
                 isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            saved, self.deciding = getattr(self, "deciding", None), node
+            saved, self.deciding = self.deciding, node
             try:  # `if layout == 1:` of an optional array (see compare_optional)
                 value = self.expr(node)
             finally:
@@ -330,8 +330,8 @@ class ExprMixin:
             return self.equals_none(op, left, right, node)
         lhs, rhs = self.expr(left), self.expr(right)
         if isinstance(op, (ast.Eq, ast.NotEq)) and (
-                _optional_scalar(lhs.type) or _optional_scalar(rhs.type) or (
-                    getattr(self, "deciding", None) is node and _array_or_none(lhs, rhs))):
+                optional_scalar(lhs.type) or optional_scalar(rhs.type) or (
+                    self.deciding is node and array_or_none(lhs, rhs))):
             return self.compare_optional(op, lhs, rhs, node)
         if isinstance(op, (ast.In, ast.NotIn)):
             found = self.contains(rhs, lhs, node)
@@ -339,34 +339,6 @@ class ExprMixin:
         if isinstance(op, (ast.Eq, ast.NotEq)) and self.int_sequences(lhs, rhs):
             return self.compare_int_sequences(op, lhs, rhs, node)
         return self.binary(_OPERATORS[type(op)], lhs, rhs, node)
-
-    def operand_hint(self: FunctionCompiler, value: Any) -> str:
-        """For an operand that is a parameter without an annotation and a None default (an
-        ``Optional[Tensor]``): the annotation to write where it holds a number."""
-        if value.type != OptionalType(TensorType()) or not self.unannotated_parameter(value):
-            return ""
-        return (f"; the parameter '{value.name}' has no annotation and a None default, so it "
-                "is taken as an optional array: where it holds a number, annotate it, e.g. "
-                f"{value.name}: Optional[int] = None")
-
-    def compare_optional(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
-                         node: ast.AST) -> Any:
-        """``layout == 1`` of an ``Optional[int]``: False (``!=``: True) where it is None, as
-        Python's ``None == 1``, else the comparison of the value. So is ``if layout == 1:`` of
-        an optional array (an unannotated ``layout=None``, the ONNX reference GRU's): its
-        truth value where it is an array, as the ``if`` takes numpy's."""
-        if not isinstance(lhs.type, OptionalType) or (
-                _optional_scalar(rhs.type) and not _optional_scalar(lhs.type)):
-            lhs, rhs = rhs, lhs
-        equal = isinstance(op, ast.Eq)
-        is_none = self.emit_value("prim::IsNone", [lhs])
-
-        def compared() -> Any:  # in the branch where it is not None
-            value = self.emit_value("prim::unchecked_unwrap_optional", [lhs])
-            return self.to_bool(self.binary(_OPERATORS[type(op)], value, rhs, node), node)
-
-        return self.short_circuit(self.negate(is_none) if equal else is_none, equal, compared,
-                                  node)
 
     def bool_op_condition(self: FunctionCompiler, node: ast.BoolOp) -> Any:
         """``a and b`` / ``a or b`` as a truth value (an ``if`` or ``while`` test, ``not``):
@@ -619,17 +591,3 @@ def _type_name(t: Type) -> str:
     if isinstance(t, TensorType):
         return "Tensor"
     return str(t)
-
-
-def _optional_scalar(t: Any) -> bool:
-    """An ``Optional`` number or string (``layout: Optional[int] = None``)."""
-    return isinstance(t, OptionalType) and t.element in (INT, FLOAT, BOOL, STR)
-
-
-def _array_or_none(lhs: Any, rhs: Any) -> bool:
-    """An optional array compared with a number."""
-    for a, b in ((lhs, rhs), (rhs, lhs)):
-        if isinstance(a.type, OptionalType) and isinstance(a.type.element, TensorType) and \
-                b.type in (INT, FLOAT, BOOL):
-            return True
-    return False

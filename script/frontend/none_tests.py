@@ -1,6 +1,7 @@
 """Tests for None (a ``FunctionCompiler`` mixin): ``v is None`` / ``is not None``, ``v == None``
-of a value that is not an array, and an Optional number used as an operand, which raises
-Python's TypeError where it is None.
+of a value that is not an array, an Optional number used as an operand, which raises
+Python's TypeError where it is None, and an Optional compared with ``==`` / ``!=``, False /
+True where it is None (``compare_optional``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.types import ANY, BOOL, FLOAT, INT, NONE, OptionalType, TensorType
+from ir.types import ANY, BOOL, FLOAT, INT, NONE, STR, OptionalType, TensorType
 from script.frontend.env import Static, end_of
 
 if TYPE_CHECKING:
@@ -65,9 +66,53 @@ class NoneTestMixin:
                      end_of(node), node)
         return self.emit_value("prim::unchecked_unwrap_optional", [value])
 
+    def operand_hint(self: FunctionCompiler, value: Any) -> str:
+        """For an operand that is a parameter without an annotation and a None default (an
+        ``Optional[Tensor]``): the annotation to write where it holds a number."""
+        if value.type != OptionalType(TensorType()) or not self.unannotated_parameter(value):
+            return ""
+        return (f"; the parameter '{value.name}' has no annotation and a None default, so it "
+                "is taken as an optional array: where it holds a number, annotate it, e.g. "
+                f"{value.name}: Optional[int] = None")
+
+    def compare_optional(self: FunctionCompiler, op: ast.cmpop, lhs: Any, rhs: Any,
+                         node: ast.AST) -> Any:
+        """``layout == 1`` of an ``Optional[int]``: False (``!=``: True) where it is None, as
+        Python's ``None == 1``, else the comparison of the value. So is ``if layout == 1:`` of
+        an optional array (an unannotated ``layout=None``, the ONNX reference GRU's): its
+        truth value where it is an array, as the ``if`` takes numpy's."""
+        if not isinstance(lhs.type, OptionalType) or (
+                optional_scalar(rhs.type) and not optional_scalar(lhs.type)):
+            lhs, rhs = rhs, lhs
+        equal = isinstance(op, ast.Eq)
+        is_none = self.emit_value("prim::IsNone", [lhs])
+
+        def compared() -> Any:  # in the branch where it is not None
+            value = self.emit_value("prim::unchecked_unwrap_optional", [lhs])
+            return self.to_bool(self.binary("==" if equal else "!=", value, rhs, node), node)
+
+        return self.short_circuit(self.negate(is_none) if equal else is_none, equal, compared,
+                                  node)
+
 
 def is_none_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-__all__ = ["NoneTestMixin", "is_none_literal"]
+
+
+def optional_scalar(t: Any) -> bool:
+    """An ``Optional`` number or string (``layout: Optional[int] = None``)."""
+    return isinstance(t, OptionalType) and t.element in (INT, FLOAT, BOOL, STR)
+
+
+def array_or_none(lhs: Any, rhs: Any) -> bool:
+    """An optional array compared with a number."""
+    for a, b in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(a.type, OptionalType) and isinstance(a.type.element, TensorType) and \
+                b.type in (INT, FLOAT, BOOL):
+            return True
+    return False
+
+
+__all__ = ["NoneTestMixin", "array_or_none", "is_none_literal", "optional_scalar"]

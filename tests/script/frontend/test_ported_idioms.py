@@ -173,3 +173,19 @@ def number_against_an_option(X, n: Optional[int], layout=None):
 def test_an_optional_number_against_an_unannotated_option_keeps_the_hint():
     with pytest.raises(ScriptError, match=r"annotate it, e.g. layout: Optional\[int\] = None"):
         script(number_against_an_option)(np.ones(2), 1)
+
+
+def changed_after_the_slice(xs: Tensor, h0: Tensor):
+    hs = [h0]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] + hs[t]))
+    d = {"h": hs}
+    tail = hs[1:]
+    d["h"].append(h0 * 5.0)  # after the slice, through another name: not in the stack
+    hs.append(h0 * 7.0)
+    return np.stack(tail)
+
+
+def test_a_list_changed_after_its_slice_is_stacked_as_the_slice_saw_it():
+    xs, h0 = rng.standard_normal((20, 2)), rng.standard_normal(2)
+    assert_same(script(changed_after_the_slice)(xs, h0), changed_after_the_slice(xs, h0))
