@@ -84,6 +84,16 @@ class Site:
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """An uninitialized C-contiguous writeable array of ``shape`` and ``dtype`` no one else
         holds (``dtype`` a ``np.dtype``)."""
+        with self.lock:
+            kept = self.kept
+            for i in range(len(kept)):  # the common case first: a free one made this shape
+                if sys.getrefcount(kept[i]) == _HELD_BY_SITE:
+                    a = kept[i]
+                    if (a.shape == shape and a.dtype == dtype and self.shapes[i] == shape
+                            and _reusable(a, shape)):
+                        return a
+                    del a  # (the general path below counts the site's references)
+                    break
         nbytes = int(math.prod(shape)) * dtype.itemsize
         with self.lock:
             a = self._own(shape, dtype, nbytes)

@@ -101,8 +101,8 @@ def threads() -> int:
     ``products.threads``) or a parallel kernel call uses: BLAS's thread count (``--threads``,
     threadpoolctl and ``OPENBLAS_NUM_THREADS`` set it), at most the CPUs this process may run
     on."""
-    count = blas.get_threads()
-    return max(1, min(count if count else pool.cpus(), pool.cpus()))
+    count, cpus = blas.get_threads(), pool.cpus()
+    return count if count and 0 < count <= cpus else cpus
 
 
 def runner(guarded: Any, header: list[int], params: np.ndarray

@@ -58,7 +58,7 @@ def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, .
     bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
     ``if``: ``passes.static_ints``), then those of the trip counts at ``trips`` that equal an
     array argument's axis or a list's length (``trip_value``)."""
-    key = tuple(map(key_of, args))
+    key = tuple([(a.dtype.char, a.shape) if type(a) is _ndarray else key_of(a) for a in args])
     if static:
         key += tuple([static_value(args[k]) for k in static])
     if trips:
