@@ -22,15 +22,18 @@ shapes again where it changed something. A pipeline without it keeps the 0-d arr
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from ir.constants import exact_in
+from ir.constants import constant_type, exact_in
 from ir.core import Graph, Node, Value
 from ir.kinds import CONSTANT, IF
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
-from ir.types import TensorType
+from ir.types import NONE, TensorType
 from passes import shape_prop
+from passes.constant_prop import INT64_MAX, INT64_MIN, _floordiv, _pow
 from passes.shape_prop import set_number_dtype
 
 NAME = "weak-numbers"
@@ -51,6 +54,8 @@ def run(graph: Graph) -> bool:
             for mine, other in (returned, returned[::-1]):
                 if _weak(mine) and _settle(mine.node, other.type):
                     changed = True
+    for node in [n for n in graph.walk() if n.kind in ARITHMETIC]:
+        changed = _fold_arithmetic(node) or changed
     for full in [n for n in graph.walk() if n.kind == FULL and _weak(n.output)]:
         number = full.inputs[1]
         for use in list(full.output.uses):
@@ -69,6 +74,55 @@ def _weak(v: Value) -> bool:
     dtype, number = v.node.inputs[2].node, v.node.inputs[1].node
     return (dtype.kind == CONSTANT and dtype.attrs.get("value") is None
             and number.kind == CONSTANT and type(number.attrs.get("value")) in (int, float))
+
+
+ARITHMETIC = {
+    "tensor::add": operator.add,
+    "tensor::sub": operator.sub,
+    "tensor::mul": operator.mul,
+    "tensor::div": operator.truediv,
+    "tensor::floordiv": _floordiv,
+    "tensor::mod": operator.mod,
+    "tensor::pow": _pow,
+    "tensor::neg": operator.neg,
+}
+"""The arithmetic the source does with Python numbers, folded where one operand is a weak
+number and the rest constant numbers: the result is the weak number the source computes."""
+
+
+def _fold_arithmetic(node: Node) -> bool:
+    """``1 - beta`` or ``s * 2`` of a weak number (the ``If`` that joined it folded) is the weak
+    number Python computes, not a 0-d float64 array: ``(1 - beta) * g`` of a float32 ``g`` is
+    float32, as in numpy. Left as it is where Python's arithmetic raises or gives a number
+    outside int64 (numpy would compute that at run time)."""
+    if node.attrs.get(IN_PLACE_ATTR) or not any(_weak(v) for v in node.inputs):
+        return False
+    numbers = []
+    for v in node.inputs:
+        number = v.node.inputs[1] if _weak(v) else v
+        value = number.node.attrs.get("value") if number.node.kind == CONSTANT else None
+        if type(value) not in (int, float):
+            return False
+        numbers.append(value)
+    try:
+        result = ARITHMETIC[node.kind](*numbers)
+    except (ArithmeticError, ValueError):
+        return False
+    if type(result) not in (int, float) or (type(result) is int
+                                              and not INT64_MIN <= result <= INT64_MAX):
+        return False
+    made = next(v for v in node.inputs if _weak(v)).node
+    graph = node.owner.graph
+    with graph.inserting_before(node):
+        number = graph.insert(CONSTANT, (), [constant_type(result)], {"value": result})
+        none = graph.insert(CONSTANT, (), [NONE], {"value": None})
+        full = graph.insert(FULL, [made.inputs[0], number.output, none.output],
+                            [TensorType(np.asarray(result).dtype.name, (),
+                                        made.output.type.device)],
+                            {JOINED_NUMBER: True}, source=node.source)
+    node.output.replace_all_uses_with(full.output)
+    node.erase()
+    return True
 
 
 def _settle(full: Node, beside: object) -> bool:

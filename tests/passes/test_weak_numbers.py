@@ -70,3 +70,41 @@ def test_a_number_read_elsewhere_is_not_given_the_dtype_beside_it():
     want = shared_number(x, g, y)
     np.testing.assert_array_equal(got[0], want[0])  # float64 0.1 * y, not float32(0.1) * y
     assert got[0].dtype == want[0].dtype == np.float64
+
+
+def momentum(m: Tensor, g: Tensor, beta=None):
+    if beta is None:
+        beta = 0.9
+    return beta * m + (1 - beta) * g  # 1 - beta: Python arithmetic, then beside float32
+
+
+def doubled(m: Tensor, flag: bool):
+    s = 0.5
+    if flag:
+        s = m.sum()
+    return (s * 2) * m
+
+
+def shifted(m: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 0
+    return (-(gh + 1) // 2 + gh ** 2) * m
+
+
+def reciprocal(m: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 0
+    return (1 / gh) * m  # Python raises ZeroDivisionError: not folded
+
+
+def test_arithmetic_of_a_weak_number_is_the_weak_number_python_computes():
+    m, g = np.full((2, 3), 2.0, np.float32), np.full((2, 3), 3.0, np.float32)
+    cases = [(momentum, (m, g)), (doubled, (m, False)),
+             (doubled, (m, True)), (shifted, (m,)), (shifted, (m, g))]
+    for f, args in cases:
+        got, want = script(f)(*args), f(*args)
+        assert got.dtype == want.dtype == np.float32, (f.__name__, got.dtype)
+        np.testing.assert_array_equal(got, want)
+    with np.errstate(divide="ignore"):
+        assert script(reciprocal).graph_for(m).outputs[0].type.dtype == "float64"
+    check_vjp(script(momentum), (m.astype(np.float64), g.astype(np.float64)))
