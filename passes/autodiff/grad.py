@@ -80,6 +80,7 @@ from passes.autodiff.prepare import (
 from passes.autodiff.regions import differentiable_regions, log_regions, logging_regions
 from passes.autodiff.rules import NON_DIFFERENTIABLE
 from passes.autodiff.soundness import STORES, check_gradient_paths
+from passes.autodiff.tuple_lists import split_tuple_lists
 from passes.autodiff.walk import backprop_block
 
 
@@ -126,6 +127,7 @@ def differentiate(graph: Graph, list_items: Mapping[int, Sequence[Type]] | None 
     """
     from passes.shape_prop import propagate_block
     lower_dropout(graph)
+    split_tuple_lists(graph)
     dict_inputs = tuple_dict_inputs(graph, dict_items or {})
     if dict_inputs:
         propagate_block(graph.block)
