@@ -375,6 +375,10 @@ class NumpyMixin:
             isinstance(t, TupleType) and t.elements
             and all(isinstance(e, TensorType) for e in t.elements))
         if not arrays:
+            if _holds_arrays(t):
+                raise self.error(node, f"np.array() of a {t} (arrays in nested lists or tuples) "
+                                 "is not supported: stack the inner lists first, "
+                                 "np.stack([np.stack(row) for row in rows])")
             if t == STR or (array_rank(data) is None and not isinstance(t, ListType)):
                 raise self.error(node, f"np.array() of a {t} is not supported (pass a number, "
                                  "an array, or lists of numbers)")
@@ -548,3 +552,12 @@ def _is_full_slice(node: ast.expr) -> bool:
 
 def _is_ellipsis_or_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and (node.value is Ellipsis or node.value is None)
+
+
+def _holds_arrays(t: Any) -> bool:
+    """Whether a list or tuple type holds arrays below its items (``List[List[Tensor]]``)."""
+    if isinstance(t, ListType):
+        return _holds_arrays(t.element) or isinstance(t.element, TensorType)
+    if isinstance(t, TupleType):
+        return any(_holds_arrays(e) or isinstance(e, TensorType) for e in t.elements)
+    return False
