@@ -8,7 +8,8 @@ array, a number, a list...) is a graph input (an ``ArgAttrRef``) read from the c
 every call, after the arguments, like a global array (``globals.GlobalRef``). Its dtype and
 shape, or its type, are part of the call signature, so a call with other shapes specializes
 again. Which attributes hold objects and which hold values is the object's *layout*; a call
-whose layout differs from the one compiled compiles the function again (``read_inputs``).
+whose layout differs from the one compiled compiles the function again
+(``script.frontend.object_reads.read_inputs``).
 
 An attribute holding an int, bool or str is part of the layout too: it is compiled in as a
 constant (``ArgAttrRef.constant``), as a global scalar is, so ``range(self.num_layers)`` has a
@@ -117,7 +118,7 @@ class ObjectSeq:
 @dataclass(frozen=True, eq=False)
 class ArgAttrRef:
     """An attribute of an object argument holding a value: a graph input after the arguments,
-    read from the call's argument (``read_inputs``). Has ``GlobalRef``'s interface."""
+    read from the call's argument (``object_reads.read_inputs``). Has ``GlobalRef``'s interface."""
 
     param: int
     """the position of the argument among the graph's inputs."""
@@ -242,44 +243,6 @@ def is_static_function(value: Any) -> bool:
 def is_object_sequence(value: Any) -> bool:
     """A list or tuple of plain objects (an empty one too)."""
     return type(value) in (list, tuple) and all(is_plain_object(v) for v in value)
-
-
-def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """What the ``attr_refs`` read in a call whose bound arguments are ``inputs``; None when an
-    object argument does not have the layout the function compiled for (an attribute path read
-    that does not cross plain objects or lists of them, or ends at a value of another Python
-    type, or a list of objects of another length)."""
-    values = []
-    for ref in refs:
-        if type(ref) is not ArgAttrRef:
-            values.append(ref.read())
-            continue
-        if ref.check == "method":
-            owner = follow(inputs[ref.param], ref.path[:-1])
-            name = ref.path[-1]
-            if class_member(type(owner), name) is not ref.constant or (
-                    name != "__call__" and name in getattr(owner, "__dict__", ())):
-                return None
-            values.append(None)
-            continue
-        value = follow(inputs[ref.param], ref.path)
-        if ref.check in ("function", "class"):
-            if (type(value) if ref.check == "class" else value) is not ref.constant:
-                return None
-            values.append(None)
-            continue
-        if ref.check == "hasattr":
-            value = value is not _MISSING
-        if type(value) is not ref.kind:
-            return None
-        if ref.constant is not None and value != ref.constant:
-            return None
-        if ref.length is not None:
-            if len(value) != ref.length:
-                return None
-            value = ref.length
-        values.append(value)
-    return tuple(values)
 
 
 def changed_constants(refs: list[Any], inputs: tuple[Any, ...]

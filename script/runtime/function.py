@@ -43,8 +43,8 @@ from script.frontend.object_args import (
     changed_constants,
     check_object_argument,
     object_param_kinds,
-    read_inputs,
 )
+from script.frontend.object_reads import read_inputs
 from script.frontend.signature import (
     call_key,
     device_of,
