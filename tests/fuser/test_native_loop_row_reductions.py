@@ -275,3 +275,35 @@ def test_a_loop_without_products_splits_by_its_elementwise_work(monkeypatch):
     assert not any(n.kind == "tensor::matmul" for n in lp.prog.node.blocks[0])
     assert variant.step_product >= ranges.SPLIT_MIN_PRODUCT and row_ranges(lp) == [2]
     assert_same(got, c.fn(*args), rtol=1e-5, atol=1e-6)
+
+
+def batch_major_rnn(x: Tensor, W: Tensor, U: Tensor, b: Tensor) -> Tensor:
+    """NumpyDL's SimpleRNN.forward: a (B, T, H) output written a step at a time, each step
+    reading the one before from it (``out[:, i - 1, :]``, a select along the time axis)."""
+    out = np.zeros((x.shape[0], x.shape[1], W.shape[1]), x.dtype)
+    out[:, 0, :] = np.tanh(x[:, 0, :] @ W + b)
+    for i in range(1, x.shape[1]):
+        out[:, i, :] = np.tanh(x[:, i, :] @ W + out[:, i - 1, :] @ U + b)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("batch", [9, 16])
+def test_a_step_reading_the_last_slot_of_a_batch_major_buffer_splits_by_rows(
+        monkeypatch, threads, batch, dtype):
+    """A range reads its own rows of the step before (it wrote them), so the loop splits."""
+    rng = np.random.default_rng(threads * batch)
+    args = (rng.standard_normal((batch, 24, 5)).astype(dtype),  # (not unrolled)
+            (rng.standard_normal((5, 12)) * 0.4).astype(dtype),
+            (rng.standard_normal((12, 12)) * 0.3).astype(dtype),
+            rng.standard_normal(12).astype(dtype))
+    want = python_loop_result(monkeypatch, batch_major_rnn, *args)
+    monkeypatch.setenv("RNNSCRIPT_LOOP_THREADS", str(threads))
+    f = script(batch_major_rnn)
+    for _ in range(2):
+        assert_close_scaled([f(*args)], [want], dtype)
+    (lp,) = native_loops(f, *args)
+    assert lp.prog.batch == batch
+    assert row_ranges(lp) == ([] if threads == 1 else [min(threads, batch // 4)])
+    trains_over_row_ranges(monkeypatch, batch_major_rnn, args, threads, dtype)

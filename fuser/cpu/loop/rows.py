@@ -218,7 +218,16 @@ def row_split(prog: LoopProgram) -> int | None:
             pass  # a cat's pieces
         elif kind == "tensor::select" or kind == "tensor::unbind":
             if n.inputs[0] in split:
-                return _refused(prog, "it selects from rows the step makes (other ranges' too)", n)
+                # along a later axis (``out[:, t - 1]`` of a (B, T, ...) buffer the steps
+                # write): this range's rows of it, which its own steps wrote
+                t = known_array(n.inputs[0])
+                ax = int(n.inputs[1].constant) if (
+                    kind == "tensor::select" and n.inputs[1].is_constant) else 0
+                ax = ax + len(t.shape) if t is not None and ax < 0 else ax
+                if ax < 1 or not rows(n.inputs[0]) or not rows(n.output):
+                    return _refused(prog, "it selects from rows the step makes (other ranges' "
+                                    "too)", n)
+                split.add(n.output)
         elif kind in PIECES or kind == "tensor::slice":  # views at an offset along an axis
             if n.inputs[0] in split:  # of this range's rows: along a later axis, the same rows
                 found = split_pieces(n) if kind in PIECES else None
