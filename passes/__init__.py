@@ -70,11 +70,13 @@ projection) fold then, giving loops constant trip counts; shape propagation runs
 the second canonicalization, so the values after a rewrite it made with those sizes (a slice
 that became a split piece) get their static shapes."""
 
-RNN_PIPELINE = "licm,hoist-projection,hoist-rowwise,unroll,batch-matmul,licm,cse,dce"
+RNN_PIPELINE = "licm,hoist-projection,hoist-rowwise,unroll,constant-prop,batch-matmul,licm,cse,dce"
 """The loop and matmul rewrites, in DESIGN.md section 4's order. licm runs first so that weights
 like ``w_ih.T`` are loop-invariant values when the projection is hoisted (hoist-rowwise then
 moves row kernels of the projection, like the LayerNorm-LSTM's input layer norm), and again after
-batch-matmul so the concatenation of loop-invariant weights it makes is computed once."""
+batch-matmul so the concatenation of loop-invariant weights it makes is computed once. Constant
+propagation after unrolling folds the counter's arithmetic each copy of the body starts with
+(``i = 1 + 2``, ``out[:, i - 1]``: constant indices, no Python arithmetic per step)."""
 
 UNROLLED_PIPELINE = "canonicalize,licm,hoist-projection,batch-matmul,licm,cse,dce"
 """After the RNN passes, on the graphs the executor runs (not on one to differentiate, whose
