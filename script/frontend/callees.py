@@ -20,6 +20,8 @@ from script.frontend.exprs import constant_value
 from script.frontend.nested import without_params
 
 if TYPE_CHECKING:
+    from ir.core import Value
+    from script.errors import ScriptError
     from script.frontend.compiler import FunctionCompiler
     from script.frontend.definition import FunctionDef
 
@@ -265,8 +267,11 @@ class CalleeMixin:
             if t == FLOAT and value.type in (INT, BOOL):  # as an argument of the function
                 value = self.emit_value("prim::Float", [value])  # called itself takes it
             if not is_subtype(value.type, t):
-                raise self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
-                                 f"not {value.type}")
+                error = self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
+                                   f"not {value.type}")
+                if not (isinstance(value.type, OptionalType) and is_subtype(NONE, t)):
+                    raise error
+                value = self.none_or_refused(value, t, error)
             inputs.append(value)
         inputs += [self.callee_input(fdef, ref, objects) for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
@@ -274,6 +279,20 @@ class CalleeMixin:
         self.forget_fields()  # the callee may assign the fields of any object it reaches
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+
+    def none_or_refused(self: FunctionCompiler, value: Value, t: Type, error: ScriptError
+                        ) -> Value:
+        """An Optional argument where the callee takes None or another type than its value's
+        (``self.rnn.forward(X, state)`` with ``state=None`` unannotated, an optional array,
+        for a state the callee takes as a tuple): None where it is None, else ``error`` (a
+        call that passes the value is refused when its specialization compiles)."""
+        test = self.emit_value("prim::IsNone", [value])
+        if_node = self.emit("prim::If", [test], [], nblocks=2)
+        _, none = self.emit_in_block(if_node.blocks[0], lambda: self.const(None))
+        refused = self.defer_branch(if_node.blocks[1], error, t)
+        for block, v in zip(if_node.blocks, (none, refused)):
+            block.add_return(self.coerce(v, t, block))
+        return if_node.add_output(t)
 
     def static_argument(self: FunctionCompiler, fdef: FunctionDef, name: str | None,
                         arg: ast.expr) -> bool:
