@@ -54,7 +54,7 @@ from script.frontend.modules import is_module_sequence
 from script.frontend.nested import LocalFunction
 from script.frontend.numpy_calls import numpy_composite
 from script.frontend.numpy_keywords import MEMORY_ORDERS
-from script.frontend.object_args import ObjectArg, ObjectSeq, plain_class_params
+from script.frontend.object_args import ObjectArg, ObjectSeq, is_plain_object, plain_class_params
 from script.frontend.op_lookup import method_op, op_for_object
 from script.frontend.random_calls import random_function_name
 from script.frontend.sequences import numbers_dtype, numbers_sequence
@@ -220,6 +220,15 @@ class CallMixin:
             return self.call_python_function(obj, node)
         if (name := math_function_name(obj)) is not None:
             return self.call_math(name, node)
+        held = getattr(obj, "__self__", obj) if inspect.ismethod(obj) else obj
+        if is_plain_object(held):
+            what = "a method of" if held is not obj else "calling"
+            raise self.error(node.func, f"{ast.unparse(node.func)}: {what} a "
+                             f"{type(held).__name__} object held by a global or closure is not "
+                             "supported (objects' methods compile for objects passed as "
+                             f"arguments): pass the object as an argument "
+                             f"({type(held).__name__.lower()}: {type(held).__name__}), or call "
+                             "a function")
         raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")
 
     # -- ops ------------------------------------------------------------------------------------
