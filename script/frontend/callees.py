@@ -40,7 +40,9 @@ class CalleeMixin:
         if not objects:
             node, override = self.typed_by_the_call(fn, node)
             return self.call_function(self.compile_callee(fn, node, override=override), node)
-        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()})
+        node, override = self.typed_by_the_call(fn, node, frozenset(objects))
+        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()},
+                                   override=override)
         return self.call_function(fdef, node, objects=objects)
 
     def function_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
@@ -89,7 +91,8 @@ class CalleeMixin:
                                          node)
         return self.call_function(fdef, kept)
 
-    def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call
+    def typed_by_the_call(self: FunctionCompiler, fn: Any, node: ast.Call,
+                          objects: frozenset[str] = frozenset()
                           ) -> tuple[ast.Call, dict[str, Type] | None]:
         """The types the call gives the unannotated parameters of ``fn`` (without a default, or
         with ``None``) that it passes other than an array (``def affine(x, W, b, scale)``
@@ -97,7 +100,8 @@ class CalleeMixin:
         with ``axis=1``): a number, string, list, dict or tuple is typed as passed (Optional
         where the default is None; such a parameter is otherwise an array), one left at its
         default None is None, and ``fn`` is compiled for those types. The arguments are
-        computed once, in order: the call returned names them."""
+        computed once, in order: the call returned names them (not those of the parameters
+        ``objects`` names, plain objects, left as written)."""
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -106,7 +110,8 @@ class CalleeMixin:
         plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params = list(sig.parameters.values())
         open_names = {p.name for p in params if p.kind == plain and p.name not in annotations
-                      and p.default in (inspect.Parameter.empty, None)}  # other defaults type
+                      and p.default in (inspect.Parameter.empty, None)
+                      and p.name not in objects}  # other defaults type
         # a number default types the parameter unless the call passes another type: filterpy's
         # `predict(x, P, F=1, Q=0)` called with arrays for F and Q
         numbers = {p.name for p in params if p.kind == plain and p.name not in annotations
@@ -119,7 +124,7 @@ class CalleeMixin:
         if not open_names or len(node.args) > len(params) or any(
                 p.kind != plain for p in params[:len(node.args)]):
             return node, None
-        static = {p.name for p in params if isinstance(p.default, ModuleType)}
+        static = {p.name for p in params if isinstance(p.default, ModuleType)} | objects
         values = [a if name in static else self.expr(a) for name, a in zip(bound, node.args)]
         keywords = {kw.arg: kw.value if kw.arg in static else self.expr(kw.value)
                     for kw in node.keywords}
@@ -127,8 +132,9 @@ class CalleeMixin:
         override = {name: value.type if isinstance(value.type, OptionalType) else
                     OptionalType(value.type) if defaults[name] is None else value.type
                     for name, value in [*zip(bound, values), *keywords.items()]
-                    if name in open_names - numbers and not _holds_array(value.type)
-                    and value.type != NONE}  # an Optional[int] passed on stays one
+                    if name in open_names - numbers and value.type != NONE and (
+                        not _holds_array(value.type) or isinstance(value.type, OptionalType))}
+        # (an Optional[int] passed on stays one, an optional array one too)
         for name, value in [*zip(bound, values), *keywords.items()]:
             if name in numbers and not isinstance(value, ast.AST) and not is_subtype(
                     value.type, constant_type(defaults[name])):
@@ -269,9 +275,11 @@ class CalleeMixin:
             if not is_subtype(value.type, t):
                 error = self.error(node, f"{fdef.name}() argument '{name}' must be {t}, "
                                    f"not {value.type}")
-                if not (isinstance(value.type, OptionalType) and is_subtype(NONE, t)):
+                if not isinstance(value.type, OptionalType) or not (
+                        is_subtype(NONE, t) or is_subtype(value.type.element, t)):
                     raise error
-                value = self.none_or_refused(value, t, error)
+                value = self.optional_or_refused(value, error, t if is_subtype(NONE, t)
+                                                 else None)
             inputs.append(value)
         inputs += [self.callee_input(fdef, ref, objects) for ref in fdef.attr_refs]
         for key, guard in fdef.guards.items():
@@ -280,17 +288,25 @@ class CalleeMixin:
         return self.emit("prim::CallFunction", inputs, [fdef.return_type],
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
 
-    def none_or_refused(self: FunctionCompiler, value: Value, t: Type, error: ScriptError
-                        ) -> Value:
-        """An Optional argument where the callee takes None or another type than its value's
-        (``self.rnn.forward(X, state)`` with ``state=None`` unannotated, an optional array,
-        for a state the callee takes as a tuple): None where it is None, else ``error`` (a
-        call that passes the value is refused when its specialization compiles)."""
+    def optional_or_refused(self: FunctionCompiler, value: Value, error: ScriptError,
+                            none_as: Type | None = None) -> Value:
+        """An Optional value where a callee or an op takes another type: with ``none_as``
+        (a callee taking None, as another Optional type: ``self.rnn.forward(X, state)`` with
+        ``state=None`` an unannotated optional array, for a state the callee takes as a tuple)
+        None where it is None and ``error`` where it holds a value; without, the value where
+        it holds one and ``error`` where it is None (``np.where(m, y, state)`` of a state that
+        starts as an Optional argument). A specialization that keeps the refused path raises
+        ``error`` when it compiles; one that knows which it is keeps the other path alone."""
         test = self.emit_value("prim::IsNone", [value])
+        if none_as is not None:
+            test = self.negate(test)
         if_node = self.emit("prim::If", [test], [], nblocks=2)
-        _, none = self.emit_in_block(if_node.blocks[0], lambda: self.const(None))
-        refused = self.defer_branch(if_node.blocks[1], error, t)
-        for block, v in zip(if_node.blocks, (none, refused)):
+        t = none_as or value.type.element  # type: ignore[attr-defined]
+        refused = self.defer_branch(if_node.blocks[0], error, t)
+        _, kept = self.emit_in_block(if_node.blocks[1], lambda: self.const(None) if none_as
+                                     else self.emit_value("prim::unchecked_unwrap_optional",
+                                                          [value]))
+        for block, v in zip(if_node.blocks, (refused, kept)):
             block.add_return(self.coerce(v, t, block))
         return if_node.add_output(t)
 

@@ -37,6 +37,7 @@ from ir.types import (
     ClassType,
     DictType,
     ListType,
+    OptionalType,
     TensorType,
     TupleType,
     Type,
@@ -311,8 +312,12 @@ class CallMixin:
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
-                raise self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
-                                 f"not {value.type}")
+                error = self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
+                                   f"not {value.type}")
+                if not (isinstance(value.type, OptionalType)
+                        and accepts(arg.kind, value.type.element)):
+                    raise error
+                value = inputs[k] = self.optional_or_refused(value, error)
         ir_node = self.emit(op.kind, inputs)
         if op.results.startswith("("):  # numpy's np.split gives a list, torch's chunk a tuple
             kind = "prim::ListConstruct" if display.startswith("np.") else "prim::TupleConstruct"

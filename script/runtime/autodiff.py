@@ -203,9 +203,9 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
         bind_static_ints(graph, static_arguments(d, args))
         coerce_numbers(graph, types)
         nested = dict(flatten_nested(graph, d, args, types, items))
-        with refused_shapes(d, types):
+        with refused_shapes(d, types, graph):
             specialize(graph, types, items)
-        with refused_shapes(d, types, empty_joins=True):
+        with refused_shapes(d, types, graph, empty_joins=True):
             fuser.prefetch(graph)  # the product kernel compiles beside the passes
             # shape-prop: the types unrolling narrowed; the loops whose carried numbers become
             # arrays carry arrays of one shape once their first trip is peeled

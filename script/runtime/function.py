@@ -31,6 +31,7 @@ from typing import Any
 import fuser
 import ir
 from ir.core import Graph
+from ir.ops.prim import DEFERRED_ERROR
 from passes import STANDARD_PIPELINE
 from passes.autodiff.nested_inputs import unroll_reads
 from passes.shape_prop import specialize
@@ -401,9 +402,9 @@ class ScriptFunction:
             coerce_numbers(graph, types)
             items = input_items(d, args)
             nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
-            with refused_shapes(d, types):
+            with refused_shapes(d, types, graph):
                 specialize(graph, types, items)
-            with refused_shapes(d, types, empty_joins=True):
+            with refused_shapes(d, types, graph, empty_joins=True):
                 fuser.prefetch(graph)  # the product kernel compiles beside the passes
                 if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
                     run_pipeline(graph, STANDARD_PIPELINE)
@@ -500,12 +501,16 @@ def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 @contextmanager
-def refused_shapes(d: Any, types: list[ir.Type], empty_joins: bool = False) -> Iterator[None]:
-    """A ``ShapeError`` of the graph specialized to arguments of ``types`` as an
+def refused_shapes(d: Any, types: list[ir.Type], graph: Graph, empty_joins: bool = False
+                   ) -> Iterator[None]:
+    """A ``ShapeError`` of ``graph``, specialized to arguments of ``types``, as an
     ``ArgumentShapeError`` (a ``ValueError``, as numpy's): an op whose operands' shapes numpy
     refuses, found by specializing; with ``empty_joins``, only the joins of no arrays the passes
     find (``np.stack`` of the list a loop of no trips filled, once the loop is unrolled), any
-    other error of theirs staying a compiler error."""
+    other error of theirs staying a compiler error. Where the graph still holds a branch that
+    did not compile (``definition.deferred_errors``), that branch's ``ScriptError`` instead:
+    the specialization raises it anyway, and what the branch would have made (the appends to a
+    list it would have stacked) is missing from the graph."""
     try:
         yield
     except (ir.ShapeError, ir.VerifyError) as e:
@@ -513,6 +518,10 @@ def refused_shapes(d: Any, types: list[ir.Type], empty_joins: bool = False) -> I
             if not isinstance(e.__cause__, ir.ShapeError):
                 raise
             e = e.__cause__
+        kept = next((n for n in graph.walk() if n.kind == "prim::RaiseException"
+                     and DEFERRED_ERROR in n.attrs), None)
+        if kept is not None:
+            raise ScriptError(*kept.attrs[DEFERRED_ERROR]) from None
         if empty_joins and "need at least one tensor" not in str(e):
             raise
         described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))

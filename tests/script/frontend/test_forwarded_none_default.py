@@ -1,7 +1,11 @@
-"""An unannotated ``state=None`` (an optional array) handed on to a callee that takes another
+"""Optional values handed on.
+
+An unannotated ``state=None`` (an optional array) passed to a callee that takes another
 Optional type (d2l's ``RNNLMScratch.forward(X, state=None)`` calling its RNN's
 ``forward(inputs, state)`` whose state is a tuple): a call that passes None compiles, one that
-passes an array is refused at the inner call's line, before anything runs."""
+passes an array is refused at the inner call's line, before anything runs. An optional array
+passed to a function taking a plain object, or read by ``np.where`` (Paddle's ``rnn_numpy``),
+is None or an array as the call makes it."""
 
 from typing import Optional, Tuple
 
@@ -9,6 +13,7 @@ import numpy as np
 import pytest
 
 from script import ScriptError, SignatureError, Tensor, script
+from tests.gradcheck import check_vjp
 
 
 class RNN:
@@ -47,3 +52,70 @@ def test_an_array_where_the_callee_takes_a_tuple_is_refused_at_the_call():
     assert "self.rnn.forward(X, state)" in str(info.value)
     with pytest.raises(SignatureError, match="state"):
         script(LM.forward)(lm, X, (np.zeros((2, 3)),))
+
+
+class Cell:
+    def __init__(self):
+        self.W = np.eye(3) * 0.5
+
+    def forward(self, x, hx=None):
+        if hx is None:
+            hx = np.zeros((x.shape[0], 3))
+        h = np.tanh(x @ self.W + hx)
+        return h, h
+
+
+class PairCell:
+    def __init__(self):
+        self.w = np.ones(3)
+
+    def forward(self, x, hx: Optional[Tuple[Tensor, Tensor]] = None):
+        if hx is None:
+            hx = (x, x)
+        h, c = hx
+        return h + x * self.w, (h * c, c)
+
+
+def rnn(cell: Cell, inputs, initial_states, mask=None):
+    """Paddle's ``rnn_numpy.rnn``: the state starts as what the caller passes (None or an
+    array), each masked step keeps the old state's rows (``np.where``)."""
+    state = initial_states
+    outputs = []
+    for t in range(inputs.shape[0]):
+        y, new_state = cell.forward(inputs[t], state)
+        outputs.append(y)
+        state = new_state if mask is None else np.where(mask[t], new_state, state)
+    return np.stack(outputs), state
+
+
+def layer(cell: Cell, inputs: Tensor, initial_states=None, mask=None):
+    return rnn(cell, inputs, initial_states, mask)
+
+
+def pair_step(cell: PairCell, x, state):
+    y, state = cell.forward(x, state)
+    return state
+
+
+def pair_layer(cell: PairCell, x: Tensor, h0: Tuple[Tensor, Tensor]):
+    return pair_step(cell, x, h0)
+
+
+def test_an_optional_state_handed_to_a_function_taking_an_object():
+    rng = np.random.default_rng(1)
+    cell, x, h0 = Cell(), rng.standard_normal((5, 2, 3)), rng.standard_normal((2, 3))
+    mask = rng.random((5, 2, 1)) > 0.3
+    f = script(layer)
+    for args in [(cell, x), (cell, x, h0), (cell, x, h0, mask)]:
+        for got, want in zip(f(*args), layer(*args)):
+            np.testing.assert_allclose(got, want, rtol=1e-13)
+    with pytest.raises(ScriptError, match=r"np.where\(\) argument 'b' must be"):
+        f(cell, x, None, mask)  # np.where of a state that is None at the first step
+    check_vjp(f, (cell, x, h0, mask))
+
+
+def test_a_tuple_state_handed_to_a_function_taking_an_object():
+    cell, x = PairCell(), np.arange(3.0)
+    h0 = (np.ones(3), np.full(3, 2.0))
+    for got, want in zip(script(pair_layer)(cell, x, h0), pair_layer(cell, x, h0)):
+        np.testing.assert_array_equal(got, want)
