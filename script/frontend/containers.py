@@ -242,6 +242,24 @@ class ContainerMixin:
         comp = self.iterable_as_list(arg)
         return self.expr(comp if isinstance(comp, ast.ListComp) else _items_of(arg))
 
+    def builtin_tuple(self: FunctionCompiler, node: ast.Call) -> Any:
+        """``tuple()`` is ``()``; ``tuple(items)`` the tuple ``(*items,)`` (a tuple's own items, a
+        list's whose length is known when compiling: a tuple's length is part of its type)."""
+        if node.keywords or len(node.args) > 1:
+            raise self.error(node, "tuple() takes at most one argument")
+        if not node.args:
+            return self.emit_value("prim::TupleConstruct", [])
+        value = self.expr(node.args[0])
+        if isinstance(value.type, TupleType):
+            return value
+        made = value.node
+        if made.kind == "prim::ListConstruct" and len(value.uses) == 0:
+            return self.emit_value("prim::TupleConstruct", list(made.inputs))
+        raise self.error(node, f"tuple() of a {value.type} whose length is known only when "
+                         "the code runs (a comprehension, map(), a list built by appends) is "
+                         "not supported: a tuple's length is part of its type; write the "
+                         "tuple literal, (a, b), or keep the list")
+
     def builtin_map(self: FunctionCompiler, node: ast.Call) -> Any:
         """``map(f, xs)`` / ``map(f, xs, ys)`` as the list comprehension ``[f(x) for x in xs]``
         (``zip`` over several); a lambda's body is the item itself, its parameters the loop

@@ -152,6 +152,26 @@ def test_list_of_a_number_is_refused_at_the_call():
     assert "return list(2.0)" in str(info.value)
 
 
+def tuples(pair: Tuple[Tensor, Tensor], x: Tensor):
+    return tuple(pair), tuple([x, x * 2.0]), tuple(), tuple((x,))
+
+
+def tuple_of_a_comprehension(x: Tensor):
+    return tuple([x * k for k in range(2)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tuple_is_pythons(dtype):
+    xs, pair, x = _pieces(dtype)
+    same(script(tuples)(pair, x), tuples(pair, x), dtype)
+
+
+def test_tuple_of_a_list_of_run_time_length_is_refused_at_the_call():
+    with pytest.raises(ScriptError, match="tuple's length is part of its type") as info:
+        script(tuple_of_a_comprehension)(np.ones(2))
+    assert "return tuple([x * k for k in range(2)])" in str(info.value)
+
+
 # -- dict ----------------------------------------------------------------------------------------
 def dicts(w: Tensor, v: Tensor):
     d = dict(a=w, b=v)
