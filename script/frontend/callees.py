@@ -11,8 +11,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ir.constants import constant_type
-from ir.registry import NOT_CONSTANT
+from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, FLOAT, INT, NONE, TENSOR, OptionalType, TensorType, Type, is_subtype
+from script.errors import ScriptError
 from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
 from script.frontend.definition import load_source
 from script.frontend.env import is_function_value
@@ -21,7 +22,6 @@ from script.frontend.nested import without_params
 
 if TYPE_CHECKING:
     from ir.core import Value
-    from script.errors import ScriptError
     from script.frontend.compiler import FunctionCompiler
     from script.frontend.definition import FunctionDef
 
@@ -34,6 +34,9 @@ class CalleeMixin:
         if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
             return self.call_with_varargs(fn, node)
         functions = self.function_arguments(fn, node)
+        if functions and not all(is_function_value(v) for v in functions.values()) and \
+                self.object_arguments(fn, node):  # (constants: not beside plain objects)
+            functions = {k: v for k, v in functions.items() if is_function_value(v)}
         if functions:
             return self.call_with_functions(fn, node, functions)
         objects = self.object_arguments(fn, node)
@@ -58,16 +61,39 @@ class CalleeMixin:
             return {}
         given = list(zip([p.name for p in params], node.args)) + [
             (kw.arg, kw.value) for kw in node.keywords]
+        annotations = {p.name: p.annotation for p in params}
         found = {}
         for name, arg in given:
             if isinstance(arg, (ast.Name, ast.Attribute)):
                 obj = self.resolve_static(arg)
                 if is_function_value(obj):
                     found[name] = obj
+            elif self.deciding_constant(arg, annotations.get(name, inspect.Parameter.empty)):
+                found[name] = constant_of(self.expr(arg))
         passed = {name for name, _ in given}
         found.update({p.name: p.default for p in params
                       if p.name not in passed and is_function_value(p.default)})
         return found
+
+    def deciding_constant(self: FunctionCompiler, arg: ast.expr, annotation: Any) -> bool:
+        """Whether ``arg`` is a bool or str known when compiling, computed without calls
+        (``False``, ``"lstm"``, ``self.num_directions == 2`` of an int attribute compiled in):
+        the callee compiles for it, so the branches it decides are compiled alone (Paddle's
+        ``split_states(states, bidirectional)`` returns a list of arrays on one, of pairs on
+        the other); for a parameter without an annotation, or annotated with its type."""
+        kinds = tuple(t for t in (bool, str) if annotation in (
+            inspect.Parameter.empty, t, t.__name__))
+        if isinstance(arg, ast.Constant):
+            return type(arg.value) in kinds
+        if not isinstance(arg, (ast.Compare, ast.UnaryOp, ast.BoolOp)) or any(
+                isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Subscript))
+                for n in ast.walk(arg)):
+            return False
+        try:
+            value = self.expr(arg)
+        except ScriptError:
+            return False
+        return type(constant_of(value)) in kinds
 
     def call_with_functions(self: FunctionCompiler, fn: Any, node: ast.Call,
                             functions: dict[str, Any]) -> Any:
