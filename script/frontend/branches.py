@@ -27,8 +27,8 @@ from ir.types import TensorType, Type, is_number, unify
 from passes.weak_numbers import JOINED_NUMBER
 from script.errors import ScriptError
 from script.frontend.env import Frame, Static, Undefined, display_name
-from script.frontend.exprs import none_checks
 from script.frontend.literal_types import is_tuple_of_numbers_for
+from script.frontend.none_tests import none_checks
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler

@@ -155,12 +155,11 @@ class CalleeMixin:
         keywords = {kw.arg: kw.value if kw.arg in static else self.expr(kw.value)
                     for kw in node.keywords}
         defaults = {p.name: p.default for p in params}
-        override = {name: value.type if isinstance(value.type, OptionalType) else
-                    OptionalType(value.type) if defaults[name] is None else value.type
-                    for name, value in [*zip(bound, values), *keywords.items()]
+        override = {name: value.type for name, value in [*zip(bound, values), *keywords.items()]
                     if name in open_names - numbers and value.type != NONE and (
                         not _holds_array(value.type) or isinstance(value.type, OptionalType))}
-        # (an Optional[int] passed on stays one, an optional array one too)
+        # (an Optional[int] passed on stays one, an optional array one too; a tuple passed for
+        # `state=None` is a tuple: `if state is None` and `isinstance(state, tuple)` fold)
         for name, value in [*zip(bound, values), *keywords.items()]:
             if name in numbers and not isinstance(value, ast.AST) and not is_subtype(
                     value.type, constant_type(defaults[name])):

@@ -36,7 +36,12 @@ from script.frontend.keywords import Keywords
 from script.frontend.literal_types import empty_list_hint
 from script.frontend.masks import MASK_OPERATORS
 from script.frontend.nested import LocalFunction
-from script.frontend.none_tests import array_or_none, is_none_literal, optional_scalar
+from script.frontend.none_tests import (
+    _known_not_none,
+    array_or_none,
+    is_none_literal,
+    optional_scalar,
+)
 from script.frontend.object_args import ObjectArg, ObjectSeq
 from script.frontend.sequences import numbers_dtype, numbers_sequence
 from script.frontend.suggest import did_you_mean, did_you_mean_method
@@ -547,44 +552,6 @@ def fold_scalars(symbol: str, lhs: Any, rhs: Any) -> Any:
     if symbol in ("//", "%") and b == 0:
         return NOT_CONSTANT  # keep the division: it raises at run time, as Python does
     return fn(a, b)
-
-
-def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
-    """Names a condition proves not None when true / when false (``x is not None and ...``)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
-            isinstance(test.ops[0], (ast.Is, ast.IsNot)):
-        left, right = test.left, test.comparators[0]
-        if is_none_literal(left):
-            left, right = right, left
-        key = _narrowable(left)
-        if key is not None and is_none_literal(right):
-            return ([key], []) if isinstance(test.ops[0], ast.IsNot) else ([], [key])
-        return [], []
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        true_names, false_names = none_checks(test.operand)
-        return false_names, true_names
-    if isinstance(test, ast.BoolOp):
-        parts = [none_checks(v) for v in test.values]
-        if isinstance(test.op, ast.And):
-            return [n for p in parts for n in p[0]], []
-        return [], [n for p in parts for n in p[1]]
-    return [], []
-
-
-def _known_not_none(before: list[ast.expr], is_and: bool) -> list[str]:
-    """The names known not to be None where an operand of ``and`` (``or``) is evaluated: those
-    the operands before it test, all true (false) there."""
-    return [n for v in before for n in none_checks(v)[0 if is_and else 1]]
-
-
-def _narrowable(node: ast.expr) -> str | None:
-    """The key a None check narrows: a local's name, or ``"obj.name"`` for a field of a local
-    object (``self.b``)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"{node.value.id}.{node.attr}"
-    return None
 
 
 def _type_name(t: Type) -> str:

@@ -116,3 +116,51 @@ def array_or_none(lhs: Any, rhs: Any) -> bool:
 
 
 __all__ = ["NoneTestMixin", "array_or_none", "is_none_literal", "optional_scalar"]
+
+
+def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
+    """Names a condition proves not None when true / when false (``x is not None and ...``)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        left, right = test.left, test.comparators[0]
+        if is_none_literal(left):
+            left, right = right, left
+        key = _narrowable(left)
+        if key is not None and is_none_literal(right):
+            return ([key], []) if isinstance(test.ops[0], ast.IsNot) else ([], [key])
+        return [], []
+    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords):
+        # isinstance(x, (list, tuple)) is false for None: x is not None where it is true
+        key, spec = _narrowable(test.args[0]), test.args[1]
+        classes = spec.elts if isinstance(spec, ast.Tuple) else [spec]
+        if key is not None and all(isinstance(c, (ast.Name, ast.Attribute)) and (
+                c.id if isinstance(c, ast.Name) else c.attr) not in ("object", "NoneType")
+                for c in classes):
+            return [key], []
+        return [], []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        true_names, false_names = none_checks(test.operand)
+        return false_names, true_names
+    if isinstance(test, ast.BoolOp):
+        parts = [none_checks(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return [n for p in parts for n in p[0]], []
+        return [], [n for p in parts for n in p[1]]
+    return [], []
+
+
+def _known_not_none(before: list[ast.expr], is_and: bool) -> list[str]:
+    """The names known not to be None where an operand of ``and`` (``or``) is evaluated: those
+    the operands before it test, all true (false) there."""
+    return [n for v in before for n in none_checks(v)[0 if is_and else 1]]
+
+
+def _narrowable(node: ast.expr) -> str | None:
+    """The key a None check narrows: a local's name, or ``"obj.name"`` for a field of a local
+    object (``self.b``)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None

@@ -80,8 +80,9 @@ class ParameterMixin:
         types = [override.get(n, t) for n, t in zip(names, types)]
         self.return_type = override.get("return", self.return_type)
         for name, t in zip(names, types):
-            if name in override and type(defaults.get(name)) in (int, float, bool):
-                continue  # a number default a call passes another type for: not used here
+            if name in override and (defaults.get(name) is None
+                                     or type(defaults.get(name)) in (int, float, bool)):
+                continue  # a default a call passes another type for: not used here
             if name in defaults and not isinstance(defaults[name], ModuleType) and \
                     not is_function_value(defaults[name]):  # both compile-time objects
                 self.check_default(params[names.index(name)], t, defaults[name])

@@ -44,9 +44,10 @@ from script.frontend.env import (
     end_of,
     loop_exits,
 )
-from script.frontend.exprs import _OPERATORS, NOT_STATIC, none_checks
+from script.frontend.exprs import _OPERATORS, NOT_STATIC
 from script.frontend.function_tables import TableChoice, is_function_table
 from script.frontend.modules import MISSING, is_module_sequence, read_member, unwrap_module
+from script.frontend.none_tests import none_checks
 from script.frontend.object_args import ObjectArg, ObjectSeq, is_static_function
 from script.frontend.sequences import is_shape, literal_items_read
 from script.frontend.whole_writes import made_as_array

@@ -119,3 +119,33 @@ def test_a_tuple_state_handed_to_a_function_taking_an_object():
     h0 = (np.ones(3), np.full(3, 2.0))
     for got, want in zip(script(pair_layer)(cell, x, h0), pair_layer(cell, x, h0)):
         np.testing.assert_array_equal(got, want)
+
+
+class Bi:
+    """Paddle's ``BiRNN.forward``: one state for both directions, or a pair."""
+
+    def forward(self, inputs, initial_states=None):
+        if isinstance(initial_states, (list, tuple)):
+            assert len(initial_states) == 2, "need 2"
+        else:
+            initial_states = [initial_states, initial_states]
+        a, b = initial_states
+        return inputs + a - b
+
+
+def bi_pair(m: Bi, x: Tensor, h: Tuple[Tensor, Tensor]):
+    return m.forward(x, h)
+
+
+def narrowed(x: Tensor, state: Optional[Tuple[Tensor, Tensor]] = None):
+    if isinstance(state, tuple):
+        return x + state[0] * state[1]  # not None where isinstance holds
+    return x
+
+
+def test_isinstance_narrows_and_a_tuple_passed_for_a_none_default_is_a_tuple():
+    x, h = np.ones(3), (np.full(3, 2.0), np.full(3, 0.5))
+    np.testing.assert_array_equal(script(bi_pair)(Bi(), x, h), bi_pair(Bi(), x, h))
+    f = script(narrowed)
+    np.testing.assert_array_equal(f(x, h), narrowed(x, h))
+    np.testing.assert_array_equal(f(x), narrowed(x))
