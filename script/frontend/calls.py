@@ -312,8 +312,12 @@ class CallMixin:
             if not accepts(arg.kind, value.type):
                 kind = arg.kind.rstrip("?")
                 text = KIND_TEXT.get(kind, kind) + (" or None" if arg.kind.endswith("?") else "")
+                hint = ""
+                if kind in ("int", "number") and isinstance(value.type, TensorType):
+                    hint = (": a 0-d array's value as a number is int(x) or float(x), "
+                            f"{display}(int(n))")
                 error = self.error(node, f"{display}() argument '{arg.name}' must be {text}, "
-                                   f"not {value.type}")
+                                   f"not {value.type}{hint}")
                 if not (isinstance(value.type, OptionalType)
                         and accepts(arg.kind, value.type.element)):
                     raise error
