@@ -19,7 +19,7 @@ from script.errors import ArgumentShapeError, LoadError, ScriptError, SignatureE
 from script.frontend.classes import register_script_class
 from script.frontend.compiler import compile_method
 from script.frontend.infer_types import infer_annotations
-from script.frontend.object_args import method_class
+from script.frontend.object_args import is_plain_object, method_class
 from script.module import Module, ModuleList, Parameter
 from script.runtime.autodiff import vjp
 from script.runtime.bound_method import BoundScriptMethod
@@ -60,9 +60,13 @@ def script(obj: Any = None, *, example_inputs: Any = None, strict: bool = False,
         return ScriptModule(obj, strict=strict)
     if isinstance(obj, type):
         return register_script_class(obj, compile_method)
-    if inspect.ismethod(obj) and method_class(obj.__func__) is not None:  # a plain object's
-        return BoundScriptMethod(ScriptFunction(obj.__func__, example_inputs=example_inputs,
-                                                strict=strict), obj.__self__)
+    if inspect.ismethod(obj) and inspect.isfunction(obj.__func__) and (
+            method_class(obj.__func__) is not None or is_plain_object(obj.__self__)):
+        # a plain object's method (one attached to its class too: d2l's add_to_class)
+        function = ScriptFunction(obj.__func__, example_inputs=example_inputs, strict=strict)
+        first = obj.__func__.__code__.co_varnames[0]
+        function.__dict__["_object_names"] = {first: "object"} | function._object_params()
+        return BoundScriptMethod(function, obj.__self__)
     if callable(obj) and hasattr(obj, "__code__"):
         return ScriptFunction(obj, example_inputs=example_inputs, strict=strict)
     raise ScriptError(f"cannot script an object of type {type(obj).__name__}: "

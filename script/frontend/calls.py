@@ -47,6 +47,7 @@ from ir.types import (
 )
 from script.frontend.annotations import (
     class_type,
+    is_plain_class,
 )
 from script.frontend.exprs import NOT_STATIC, constant_value
 from script.frontend.function_tables import TableChoice
@@ -221,6 +222,11 @@ class CallMixin:
             return self.call_python_function(obj, node)
         if (name := math_function_name(obj)) is not None:
             return self.call_math(name, node)
+        if isinstance(obj, type) and is_plain_class(obj):
+            raise self.error(node.func, f"{obj.__name__}(): making an object of a plain class "
+                             "is not supported (objects are arguments here): decorate the "
+                             f"class with @script to make {obj.__name__} objects in compiled "
+                             "code, or return the arrays and build the object outside")
         held = getattr(obj, "__self__", obj) if inspect.ismethod(obj) else obj
         if is_plain_object(held):
             what = "a method of" if held is not obj else "calling"

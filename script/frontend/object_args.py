@@ -451,18 +451,22 @@ class ObjectArgMixin:
     def object_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
         """The object arguments a call passes for the parameters of ``fn`` annotated with a
         plain class (or a list of them), by parameter name (each must be an object argument or
-        one reached from it: an ``ObjectArg``, or an ``ObjectSeq`` for a list)."""
+        one reached from it: an ``ObjectArg``, or an ``ObjectSeq`` for a list), and for its
+        unannotated parameters where the call passes one (``rnn(self.cell, inputs)``)."""
         wanted = object_param_kinds(fn)
-        if not wanted:
-            return {}
         try:
             names = list(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
             return {}
         given = list(zip(names, node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        annotated = getattr(fn, "__annotations__", {})
         found = {}
         for name, arg in given:
             if name not in wanted:
+                if name not in annotated and isinstance(arg, (ast.Name, ast.Attribute)):
+                    obj = self.resolve_static(arg)  # an unannotated parameter passed an object
+                    if isinstance(obj, (ObjectArg, ObjectSeq)):  # is one, as annotated
+                        found[name] = obj
                 continue
             obj = self.resolve_static(arg)
             if wanted[name] == "object" and not isinstance(obj, ObjectArg):
