@@ -68,16 +68,21 @@ fought numpy's spinning thread for the second core: 6.3M took 125-128 us shared,
 plain DLFS2 RNN cell, called in turn with the compiled one, ran at 0.65x."""
 
 
-OUTSIDE_DTYPES = ("float32",)
-"""The dtypes whose products outside loops run the kernel. Not float64: there numpy's OpenBLAS
-is faster at every size measured ((1024, 256) x (256, 1000): 5.9 against 6.4-6.9 ms; (6400,
-512) x (512, 2048): 141 against 182 ms; Zen 4, two threads). Inside loops float64 products
-still run the kernel (one thread, ``step``)."""
+OUTSIDE_DTYPES = ("float32", "float64")
+"""The dtypes whose products outside loops run the kernel. float64 too: numpy's OpenBLAS is
+about as fast on a quiet machine (2 vCPUs of a Zen 4 EPYC, min of 5 runs, numpy against the
+kernel: (64, 128) x (128, 256) 58 against 48 us, (1024, 64) x (64, 128) 183 against 159-192 us,
+(2048, 128) x (128, 512) 2.78 against 2.63-2.79 ms; (512, 32) x (32, 64), 1M multiply-adds, 26
+against 42 us, the kernel on one thread), but beside busy cores it hands a product of these
+sizes to its threads and waits for one a busy core holds: Paddle's ``rnn_numpy`` RNN layer
+(float64, B=16, T=32, I=32, H=64: its input projection is that 1M product) took 7.5 ms a call
+instead of 0.24 with both cores busy, and 0.245-0.248 ms with the kernel. A float64
+multiply-add counts twice toward ``POOL_MIN_PRODUCT``."""
 
 
 def matmul_for(m: int, n: int, k: int, dtype: str) -> Any:
     """The product function for a matmul outside loops of these static sizes, or None when
-    numpy's ``@`` should compute it: float64 products always (see ``OUTSIDE_DTYPES``).
+    numpy's ``@`` should compute it (small ones, other dtypes than ``OUTSIDE_DTYPES``).
 
     The largest ones too: their site gives them to numpy with the function's workspace array
     to write (``NUMPY_MIN_PRODUCT``); compiled as numpy's own ``@`` instead, an LSTM layer at
@@ -307,7 +312,8 @@ class _Plan:
         plan.out_bytes = plan.shape[0] * plan.shape[1] * a0.itemsize
         plan.summed, plan.item = summed, a0.itemsize
         m, n = plan.shape
-        plan.large = m * n * sum(a.shape[1] for a, _ in pairs) >= POOL_MIN_PRODUCT
+        plan.large = (m * n * sum(a.shape[1] for a, _ in pairs) * pairs[0][0].itemsize // 4
+                      >= POOL_MIN_PRODUCT)  # (a float64 multiply-add takes two float32's time)
         plan.job, plan.fn = _job(summed, plan.item == 8)
         plan.blocks = {}
         if summed:

@@ -106,16 +106,6 @@ def small_products(monkeypatch):
     monkeypatch.setattr(products, "OUTSIDE_DTYPES", ("float32", "float64"))
 
 
-def test_float64_products_outside_loops_stay_numpy_s(monkeypatch):
-    monkeypatch.setattr(products, "OUTSIDE_MIN_PRODUCT", 1)
-    r = rng(9)
-    args = tuple(rand(r, s, "float64") for s in ((6, 5), (6, 7), (5, 8), (7, 8), (8,)))
-    kinds = _kinds(cell, *args)
-    assert "tensor::matmul_sum" not in kinds and kinds.count("tensor::matmul") == 2
-    assert "_gemm" not in script(cell).code_for(*args)
-    np.testing.assert_allclose(script(cell)(*args), cell(*args), rtol=1e-12, atol=1e-12)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_cell_sum_of_products_is_one_product(small_products, dtype):
     r = rng(3)
