@@ -54,12 +54,16 @@ from script.runtime.function import (
     coerce_numbers,
     input_items,
     input_types,
-    refused_shapes,
     static_arguments,
 )
 from script.runtime.nested_args import flatten_nested
 from script.runtime.object_grads import object_attribute_positions, object_gradients
-from script.runtime.pipelines import BACKWARD_PIPELINE, FORWARD_PIPELINE, run_pipeline
+from script.runtime.pipelines import (
+    BACKWARD_PIPELINE,
+    FORWARD_PIPELINE,
+    refused_shapes,
+    run_pipeline,
+)
 from script.runtime.script_module import ScriptMethod, ScriptModule
 
 

@@ -22,8 +22,7 @@ import inspect
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -31,12 +30,11 @@ from typing import Any
 import fuser
 import ir
 from ir.core import Graph
-from ir.ops.prim import DEFERRED_ERROR
 from passes import STANDARD_PIPELINE
 from passes.autodiff.nested_inputs import unroll_reads
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
-from script.errors import ArgumentShapeError, Origin, ScriptError, SignatureError, reported
+from script.errors import Origin, ScriptError, SignatureError, reported
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import Conflict, annotation_text, infer_signature, type_of_example
@@ -56,9 +54,10 @@ from script.frontend.signature import (
     type_of,
 )
 from script.runtime import instrument
+from script.runtime.call_types import call_types, widen
 from script.runtime.codegen import generate
 from script.runtime.nested_args import Nested, flatten_nested, with_leaves
-from script.runtime.pipelines import FORWARD_PIPELINE, run_pipeline
+from script.runtime.pipelines import FORWARD_PIPELINE, refused_shapes, run_pipeline
 
 
 @dataclass(frozen=True)
@@ -107,6 +106,10 @@ class ScriptFunction:
         self._cache: dict[Any, Specialization] = {}
         self._lock = threading.RLock()
         self._nargs = -1
+        self._call_example: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        """the arguments of the call that compiled the definition (``_call_types``)."""
+        self._call_typed: dict[str, ir.Type] = {}
+        """the types ``_call_types`` gave, widened by later calls (``_widened``)."""
         self._objects: dict[str, Any] = {}
         """the objects passed for the parameters annotated with a plain class in the call the
         definition compiled for (they decide which attributes hold objects)."""
@@ -141,8 +144,8 @@ class ScriptFunction:
                               "call it, or pass the arguments to graph_for / code_for / explain "
                               "(export_onnx and save take no object arguments)")
         with instrument.stage("frontend"), reported(self.origin, "compiling"):
-            d = compile_function(self.python_fn, self._example_types(), self._objects,
-                                 self._read_per_call)
+            d = compile_function(self.python_fn, self._example_types() or self._call_types(),
+                                 self._objects, self._read_per_call)
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
             self.__dict__.pop("_gradient_cache", None)
@@ -169,6 +172,24 @@ class ScriptFunction:
         source = d.source if d is not None else None
         name = d.name if d is not None else None
         return Origin.of(self.python_fn, source, name)
+
+    def _call_types(self) -> dict[str, ir.Type] | None:
+        """Types for the unannotated parameters from the call that compiles the definition
+        (``script.runtime.call_types``), widened by later calls (``_widened``)."""
+        if not self._call_typed and self._call_example is not None:
+            self._call_typed = call_types(self.python_fn, *self._call_example,
+                                          set(self._object_params()))
+        return dict(self._call_typed) or None
+
+    def _widened(self, d: Any, args: tuple[Any, ...]) -> bool:
+        """Whether a call passing other types for call-typed parameters compiled the
+        definition again, for the types holding both (``call_types.widen``)."""
+        changed = widen(self._call_typed, d.arg_names, args)
+        if not changed:
+            return False
+        self._call_typed.update(changed)
+        self._compile_definition()
+        return True
 
     def _example_types(self) -> dict[str, ir.Type] | None:
         if self.example_inputs is None:
@@ -264,6 +285,8 @@ class ScriptFunction:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
         in), then what each global array the function reads holds now."""
+        if self._definition is None and self._call_example is None:
+            self._call_example = (args, kwargs)
         if self._object_params():
             return self._bind_objects(args, kwargs)
         d = self.definition
@@ -393,6 +416,8 @@ class ScriptFunction:
         try:
             types = input_types(d, args)
         except SignatureError as e:
+            if self._widened(d, args):  # (under the lock _specialize holds)
+                return self._compile_unchecked(args)
             raise SignatureError(f"{e}{self._annotation_hint(d, args, str(e))}") from None
         check_devices(d, args)
         graph = d.graph.clone()
@@ -498,35 +523,6 @@ def _without_static_args(d: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                                  f"or cupy), as its default is; got {type(value).__name__}")
     rest = {k: v for k, v in kwargs.items() if k not in d.static_args}
     return tuple(named.values()), rest
-
-
-@contextmanager
-def refused_shapes(d: Any, types: list[ir.Type], graph: Graph, empty_joins: bool = False
-                   ) -> Iterator[None]:
-    """A ``ShapeError`` of ``graph``, specialized to arguments of ``types``, as an
-    ``ArgumentShapeError`` (a ``ValueError``, as numpy's): an op whose operands' shapes numpy
-    refuses, found by specializing; with ``empty_joins``, only the joins of no arrays the passes
-    find (``np.stack`` of the list a loop of no trips filled, once the loop is unrolled), any
-    other error of theirs staying a compiler error. Where the graph still holds a branch that
-    did not compile (``definition.deferred_errors``), that branch's ``ScriptError`` instead:
-    the specialization raises it anyway, and what the branch would have made (the appends to a
-    list it would have stacked) is missing from the graph."""
-    try:
-        yield
-    except (ir.ShapeError, ir.VerifyError) as e:
-        if isinstance(e, ir.VerifyError):  # RNNSCRIPT_VERIFY=1 finds the node first
-            if not isinstance(e.__cause__, ir.ShapeError):
-                raise
-            e = e.__cause__
-        kept = next((n for n in graph.walk() if n.kind == "prim::RaiseException"
-                     and DEFERRED_ERROR in n.attrs), None)
-        if kept is not None:
-            raise ScriptError(*kept.attrs[DEFERRED_ERROR]) from None
-        if empty_joins and "need at least one tensor" not in str(e):
-            raise
-        described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
-        raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
-                                 f"accepted: {e}") from None
 
 
 def static_arguments(d: Any, inputs: tuple[Any, ...]) -> dict[int, Any]:

@@ -11,13 +11,18 @@ process-wide malloc tuning instead (``allocator.tune``).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import fuser
+import ir
 import passes
 from ir.core import Graph
+from ir.ops.prim import DEFERRED_ERROR
 from passes import LAYOUT_PIPELINE, STANDARD_PIPELINE, UNROLLED_PIPELINE, constant_prop
 from script import ops
+from script.errors import ArgumentShapeError, ScriptError
 from script.runtime import allocator
 
 FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + UNROLLED_PIPELINE + "," + LAYOUT_PIPELINE +
@@ -73,3 +78,32 @@ def run_pipeline(graph: Graph, pipeline: str) -> None:
     """``passes.run_pipeline`` after ``register``: every pipeline the runtime runs goes here."""
     register()
     passes.run_pipeline(graph, pipeline)
+
+
+@contextmanager
+def refused_shapes(d: Any, types: list[ir.Type], graph: Graph, empty_joins: bool = False
+                   ) -> Iterator[None]:
+    """A ``ShapeError`` of ``graph``, specialized to arguments of ``types``, as an
+    ``ArgumentShapeError`` (a ``ValueError``, as numpy's): an op whose operands' shapes numpy
+    refuses, found by specializing; with ``empty_joins``, only the joins of no arrays the passes
+    find (``np.stack`` of the list a loop of no trips filled, once the loop is unrolled), any
+    other error of theirs staying a compiler error. Where the graph still holds a branch that
+    did not compile (``definition.deferred_errors``), that branch's ``ScriptError`` instead:
+    the specialization raises it anyway, and what the branch would have made (the appends to a
+    list it would have stacked) is missing from the graph."""
+    try:
+        yield
+    except (ir.ShapeError, ir.VerifyError) as e:
+        if isinstance(e, ir.VerifyError):  # RNNSCRIPT_VERIFY=1 finds the node first
+            if not isinstance(e.__cause__, ir.ShapeError):
+                raise
+            e = e.__cause__
+        kept = next((n for n in graph.walk() if n.kind == "prim::RaiseException"
+                     and DEFERRED_ERROR in n.attrs), None)
+        if kept is not None:
+            raise ScriptError(*kept.attrs[DEFERRED_ERROR]) from None
+        if empty_joins and "need at least one tensor" not in str(e):
+            raise
+        described = ", ".join(f"{n}: {t}" for n, t in zip(d.arg_names, types))
+        raise ArgumentShapeError(f"{d.name}(): the arguments ({described}) cannot be "
+                                 f"accepted: {e}") from None

@@ -1,0 +1,62 @@
+"""Unannotated parameters typed by the calls: a number, string, tuple, list or dict passed for a
+parameter without an annotation (``def rnn(inputs, state, params)`` called with a tuple state
+and a list of weights) is typed as passed, as the functions a scripted function calls are
+(``script.frontend.callees.typed_by_the_call``). Read as an array, which an unannotated
+parameter otherwise is, the call would be refused. Arrays, None and plain objects keep that
+reading (objects are object arguments). A later call passing another type widens the type to
+one holding both (an int and then a float is a float, a tuple and then None an Optional tuple),
+and the function compiles again; one no type holds with the first (an int, then an array) is a
+``SignatureError`` as for an annotated parameter."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ir.types import Type
+from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
+from script.module import is_array
+
+TYPED = (int, float, str, tuple, list, dict)
+"""The Python types of the values that type an unannotated parameter."""
+
+
+def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               objects: set[str]) -> dict[str, Type]:
+    """The types a call ``fn(*args, **kwargs)`` gives ``fn``'s unannotated parameters (not
+    those in ``objects``): dtypes left open, as an annotation ``Tensor`` leaves them."""
+    try:
+        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return {}
+    annotations = getattr(fn, "__annotations__", {})
+    found = {}
+    for name, value in bound.items():
+        if name in annotations or name in objects or value is None or is_array(value) \
+                or not isinstance(value, TYPED):
+            continue
+        try:
+            found[name] = erase_dtypes(type_of_example(value))
+        except Conflict:  # a value the language has no type for: the signature refuses it
+            continue
+    return found
+
+
+def widen(typed: dict[str, Type], names: Sequence[str], inputs: Sequence[Any]
+          ) -> dict[str, Type]:
+    """The call-typed parameters (``typed``) whose type a call's ``inputs`` (by parameter
+    ``names``) widen, with the widened types; empty when none does or when one passes a value
+    no type holds with the first."""
+    changed = {}
+    for name, value in zip(names, inputs):
+        old = typed.get(name)
+        if old is None:
+            continue
+        try:
+            new = join(old, erase_dtypes(type_of_example(value)))
+        except Conflict:
+            return {}
+        if new != old:
+            changed[name] = new
+    return changed

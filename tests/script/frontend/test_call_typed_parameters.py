@@ -1,0 +1,61 @@
+"""Unannotated parameters typed by the calls (``script.runtime.call_types``): d2l's
+``rnn(inputs, state, params)`` takes its state as a tuple and its weights as a list without
+annotations; an int, a string, a dict passed the same way. A later call passing another type
+widens the type (an int, then a float) or is refused where no type holds both."""
+
+import numpy as np
+import pytest
+
+from script import SignatureError, script
+from tests.gradcheck import check_vjp
+
+
+def rnn(inputs, state, params):
+    """d2l.ai's ``rnn`` (the function-style RNN from scratch), without annotations."""
+    W_xh, W_hh, b_h, W_hq, b_q = params
+    H, = state
+    outputs = []
+    for X in inputs:
+        H = np.tanh(np.dot(X, W_xh) + np.dot(H, W_hh) + b_h)
+        Y = np.dot(H, W_hq) + b_q
+        outputs.append(Y)
+    return np.concatenate(outputs, axis=0), (H,)
+
+
+def scaled(x, n, opts, mode):
+    y = x * n * opts["scale"]
+    return np.tanh(y) if mode == "tanh" else y
+
+
+class Net:
+    def __init__(self, params):
+        self.params = params
+
+    def __call__(self, X, state):
+        return rnn(X, state, self.params)
+
+
+def _rnn_args(rng, T=4, B=2, V=5, H=3):
+    params = [rng.standard_normal(s) * 0.5 for s in ((V, H), (H, H), (H,), (H, V), (V,))]
+    return rng.standard_normal((T, B, V)), (np.zeros((B, H)),), params
+
+
+def test_a_tuple_state_and_a_list_of_weights_without_annotations():
+    args = _rnn_args(np.random.default_rng(0))
+    f = script(rnn)
+    (got, (h,)), (want, (want_h,)) = f(*args), rnn(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_allclose(h, want_h, rtol=1e-13)
+    check_vjp(f, args)
+    net = Net(args[2])
+    np.testing.assert_allclose(script(net.__call__)(args[0], args[1])[0], want, rtol=1e-13)
+
+
+def test_numbers_strings_and_dicts_and_a_widening_call():
+    x = np.linspace(-1, 1, 4)
+    f = script(scaled)
+    for n, mode in [(3, "tanh"), (2.5, "tanh"), (3, "id")]:  # the int, then a float: floats
+        np.testing.assert_allclose(f(x, n, {"scale": 0.5}, mode), scaled(x, n, {"scale": 0.5},
+                                                                         mode), rtol=1e-15)
+    with pytest.raises(SignatureError, match="argument 'n'"):
+        f(x, x, {"scale": 0.5}, "tanh")  # a number, then an array: no type holds both
