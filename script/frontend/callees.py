@@ -62,13 +62,15 @@ class CalleeMixin:
         given = list(zip([p.name for p in params], node.args)) + [
             (kw.arg, kw.value) for kw in node.keywords]
         annotations = {p.name: p.annotation for p in params}
+        fixed = _never_rebound(fn)
         found = {}
         for name, arg in given:
             if isinstance(arg, (ast.Name, ast.Attribute)):
                 obj = self.resolve_static(arg)
                 if is_function_value(obj):
                     found[name] = obj
-            elif self.deciding_constant(arg, annotations.get(name, inspect.Parameter.empty)):
+            elif name in fixed and self.deciding_constant(
+                    arg, annotations.get(name, inspect.Parameter.empty)):
                 found[name] = constant_of(self.expr(arg))
         passed = {name for name, _ in given}
         found.update({p.name: p.default for p in params
@@ -372,6 +374,23 @@ class CalleeMixin:
                         keywords=[ast.copy_location(ast.keyword(arg=k, value=name_of(v)), node)
                                   for k, v in keywords.items()])
         return ast.copy_location(call, node)
+
+
+def _never_rebound(fn: Any) -> set[str]:
+    """The parameters of ``fn`` its body never assigns and no nested function or lambda
+    reads: a constant passed for one stands for it everywhere (``deciding_constant``)."""
+    try:
+        tree, _ = load_source(fn)
+    except ScriptError:
+        return set()
+    params = {a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            params.discard(node.id)
+        elif isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node is not tree:
+            params -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return params
 
 
 def _holds_array(t: Type) -> bool:

@@ -263,6 +263,9 @@ class LoopContext:
     exposed: frozenset[str] = frozenset()
     """names the body may read before assigning them: they may be read after a point of the
     body in the next step (``writes.upward_exposed``)."""
+    statics: dict[str, Any] = field(default_factory=dict)
+    """names the body assigns that hold a compile-time object (``Static``) before the loop:
+    every iteration must leave the same object there (``FunctionCompiler.loop_body``)."""
 
 
 def display_name(name: str) -> str:

@@ -28,6 +28,7 @@ from script.frontend.env import (
     RETURN_FLAG,
     LoopContext,
     MaybeUnbound,
+    Static,
     Undefined,
     assigned_names,
     contains_return,
@@ -102,10 +103,12 @@ class LoopMixin:
         has_break, has_continue = loop_exits(node.body)
         target = stored_names(node.target) if isinstance(node, ast.For) else []
         exposed = upward_exposed(node.body) - set(target)
+        statics = {n: found for n in assigned_names(node.body) + target
+                   if isinstance(found := self.frame.find(n), Static)}
         return LoopContext(self.new_flag("break") if has_break else None,
                            self.new_flag("continue") if has_continue else None,
                            frozenset(name for name, _ in loaded_names(node)),
-                           exposed | loaded_names_of(getattr(node, "test", None)))
+                           exposed | loaded_names_of(getattr(node, "test", None)), statics)
 
     def emit_loop(self: FunctionCompiler, node: ast.For | ast.While, trip: Any, cond: Any,
                   bind_target: Callable[[Any], None] | None,
@@ -209,6 +212,13 @@ class LoopMixin:
         if bind_target is not None:
             bind_target(index)
         self.emit_stmts(node.body)
+        for name, before in ctx.statics.items():  # (not carried: the next step must see it)
+            after = self.frame.find(name)
+            if not (isinstance(after, Static) and after.obj is before.obj):
+                raise self.error(node, f"'{name}' refers to another object after an iteration "
+                                 "of the loop (a function, module or other compile-time object "
+                                 "must be the same in every iteration): assign it before the "
+                                 "loop, or give each object its own name")
         exits = [f for f in (ctx.break_flag,) if f]
         if self.return_flags and contains_return(node.body):
             exits.append(RETURN_FLAG)

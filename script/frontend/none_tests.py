@@ -132,11 +132,11 @@ def none_checks(test: ast.expr) -> tuple[list[str], list[str]]:
     if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
             and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords):
         # isinstance(x, (list, tuple)) is false for None: x is not None where it is true
+        # (classes spelled as the builtins None is no instance of: a name could hold NoneType)
         key, spec = _narrowable(test.args[0]), test.args[1]
         classes = spec.elts if isinstance(spec, ast.Tuple) else [spec]
-        if key is not None and all(isinstance(c, (ast.Name, ast.Attribute)) and (
-                c.id if isinstance(c, ast.Name) else c.attr) not in ("object", "NoneType")
-                for c in classes):
+        if key is not None and all(isinstance(c, ast.Name) and c.id in _NOT_NONE
+                                   for c in classes):
             return [key], []
         return [], []
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -164,3 +164,7 @@ def _narrowable(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"{node.value.id}.{node.attr}"
     return None
+
+
+_NOT_NONE = ("list", "tuple", "dict", "int", "float", "str", "bool")
+"""Classes ``isinstance(x, ...)`` of which proves ``x`` is not None (``none_checks``)."""

@@ -2,8 +2,9 @@
 parameter without an annotation (``def rnn(inputs, state, params)`` called with a tuple state
 and a list of weights) is typed as passed, as the functions a scripted function calls are
 (``script.frontend.callees.typed_by_the_call``). Read as an array, which an unannotated
-parameter otherwise is, the call would be refused. Arrays, None and plain objects keep that
-reading (objects are object arguments). A later call passing another type widens the type to
+parameter otherwise is, the call would be refused. Arrays and plain objects keep that
+reading (objects are object arguments), and so does None (an optional array where the
+parameter's default is None). A later call passing another type widens the type to
 one holding both (an int and then a float is a float, a tuple and then None an Optional tuple),
 and the function compiles again; one no type holds with the first (an int, then an array) is a
 ``SignatureError`` as for an annotated parameter."""
@@ -27,9 +28,14 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     """The types a call ``fn(*args, **kwargs)`` gives ``fn``'s unannotated parameters (not
     those in ``objects``): dtypes left open, as an annotation ``Tensor`` leaves them."""
     try:
-        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+        signature = inspect.signature(fn)
+        binding = signature.bind_partial(*args, **kwargs)
     except (TypeError, ValueError):
         return {}
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+             inspect.Parameter.KEYWORD_ONLY)
+    bound = {name: value for name, value in binding.arguments.items()
+             if signature.parameters[name].kind in plain}
     annotations = getattr(fn, "__annotations__", {})
     found = {}
     for name, value in bound.items():

@@ -71,3 +71,57 @@ def test_a_constant_str_decides_the_callees_branches():
 def test_an_annotated_parameter_keeps_its_type():
     with pytest.raises(ScriptError, match="must be float, not str"):
         script(annotated_float)(np.ones(2))
+
+
+def flipper(x, flip):
+    out = x
+    for _ in range(3):
+        if flip:
+            out = out * 2.0
+        flip = not flip  # the parameter changes: the constant stands for its first value only
+    return out
+
+
+def flips(x: Tensor):
+    return flipper(x, True)
+
+
+def rebound_under_a_condition(x, mode):
+    if x.sum() > 0:
+        mode = "relu"
+    return np.maximum(x, 0) if mode == "relu" else np.tanh(x)
+
+
+def relu_or_tanh(x: Tensor):
+    return rebound_under_a_condition(x, "tanh")
+
+
+def read_by_a_lambda(x, mode):
+    f = lambda y: y * 3 if mode == "a" else y  # noqa: E731
+    return f(x)
+
+
+def triples(x: Tensor):
+    return read_by_a_lambda(x, "a")
+
+
+def test_a_parameter_the_callee_rebinds_or_a_lambda_reads_is_not_compiled_in():
+    from tests.gradcheck import check_vjp
+    x = np.array([0.5, -1.5])
+    for f in (flips, relu_or_tanh, triples):
+        np.testing.assert_allclose(script(f)(x), f(x), rtol=1e-15)
+    check_vjp(script(flips), (x,))
+
+
+def static_rebound(x: Tensor):
+    act = np.exp
+    out = x
+    for _ in range(3):
+        out = act(out)
+        act = np.negative  # the next iteration calls another function
+    return out
+
+
+def test_a_compile_time_object_rebound_in_a_loop_is_refused():
+    with pytest.raises(ScriptError, match="'act' refers to another object after an iteration"):
+        script(static_rebound)(np.ones(2))

@@ -150,3 +150,19 @@ def test_isinstance_narrows_and_a_tuple_passed_for_a_none_default_is_a_tuple():
     f = script(narrowed)
     np.testing.assert_array_equal(f(x, h), narrowed(x, h))
     np.testing.assert_array_equal(f(x), narrowed(x))
+
+
+NoneT = type(None)
+
+
+def isinstance_of_an_alias(x: Tensor, s: Optional[Tensor] = None):
+    if isinstance(s, (NoneT, np.ndarray)):  # None is an instance: s may be None here
+        return x * 0 if s is None else x + s
+    return x * 5
+
+
+def test_isinstance_of_a_class_under_another_name_does_not_narrow():
+    x = np.ones(2)
+    f = script(isinstance_of_an_alias)
+    np.testing.assert_array_equal(f(x), isinstance_of_an_alias(x))
+    np.testing.assert_array_equal(f(x, x), isinstance_of_an_alias(x, x))
