@@ -31,9 +31,9 @@ from ir.core import Graph, Node, Value
 from ir.kinds import CONSTANT, IF
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
-from ir.types import NONE, TensorType
+from ir.types import NONE, STR, TensorType
 from passes import shape_prop
-from passes.constant_prop import INT64_MAX, INT64_MIN, _floordiv, _pow
+from passes.constant_prop import INT64_MAX, INT64_MIN
 from passes.shape_prop import set_number_dtype
 
 NAME = "weak-numbers"
@@ -81,9 +81,9 @@ ARITHMETIC = {
     "tensor::sub": operator.sub,
     "tensor::mul": operator.mul,
     "tensor::div": operator.truediv,
-    "tensor::floordiv": _floordiv,
+    "tensor::floordiv": operator.floordiv,
     "tensor::mod": operator.mod,
-    "tensor::pow": _pow,
+    "tensor::pow": operator.pow,
     "tensor::neg": operator.neg,
 }
 """The arithmetic the source does with Python numbers, folded where one operand is a weak
@@ -106,6 +106,8 @@ def _fold_arithmetic(node: Node) -> bool:
         numbers.append(value)
     try:
         result = ARITHMETIC[node.kind](*numbers)
+    except ZeroDivisionError as error:  # Python's error where numpy's arrays would give 0
+        return _raises(node, str(error))
     except (ArithmeticError, ValueError):
         return False
     if type(result) not in (int, float) or (type(result) is int
@@ -123,6 +125,24 @@ def _fold_arithmetic(node: Node) -> bool:
     node.output.replace_all_uses_with(full.output)
     node.erase()
     return True
+
+
+def _raises(node: Node, message: str) -> bool:
+    """Raise Python's ``ZeroDivisionError`` before ``node`` (``5 // gh`` after ``gh = 0``), once."""
+    before = node.prev
+    if before is not None and before.kind == RAISE and before.attrs.get(PYTHON_RAISES):
+        return False
+    graph = node.owner.graph  # type: ignore[union-attr]
+    with graph.inserting_before(node):
+        text = graph.insert(CONSTANT, (), [STR], {"value": message})
+        graph.insert(RAISE, [text.output], [], {"exception": "ZeroDivisionError",
+                                                PYTHON_RAISES: True}, source=node.source)
+    return True
+
+
+RAISE = "prim::RaiseException"
+PYTHON_RAISES = "python_raises"
+"""Attribute of the ``prim::RaiseException`` ``_raises`` puts before an op Python refuses."""
 
 
 def _settle(full: Node, beside: object) -> bool:

@@ -5,6 +5,7 @@ with 1e-8 added is unchanged). Chainer's LSTMGrad writes ``if gh is None: gh = 0
 from typing import Optional
 
 import numpy as np
+import pytest
 
 from script import Tensor, script
 from tests.gradcheck import check_vjp
@@ -108,3 +109,26 @@ def test_arithmetic_of_a_weak_number_is_the_weak_number_python_computes():
     with np.errstate(divide="ignore"):
         assert script(reciprocal).graph_for(m).outputs[0].type.dtype == "float64"
     check_vjp(script(momentum), (m.astype(np.float64), g.astype(np.float64)))
+
+
+def floor_divided(m: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 0
+    return (5 // gh) * m  # Python's ZeroDivisionError
+
+
+def negative_power(m: Tensor, gh: Optional[Tensor] = None):
+    if gh is None:
+        gh = 2
+    return (gh ** -1) * m  # Python's 0.5 (numpy's int arrays refuse negative powers)
+
+
+def test_python_raises_and_powers_of_weak_numbers():
+    m = np.full((2, 3), 3.0, np.float32)
+    with pytest.raises(ZeroDivisionError):
+        floor_divided(m)
+    with pytest.raises(ZeroDivisionError):
+        script(floor_divided)(m)
+    got, want = script(negative_power)(m), negative_power(m)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
