@@ -60,7 +60,7 @@ class InstanceMixin:
         t = value.type
         if not isinstance(t, OptionalType):
             return self.const(any(_is_instance(value, t, cls, self, node) for cls in classes))
-        none_ok = type(None) in classes
+        none_ok = any(issubclass(type(None), cls) for cls in classes)  # (object, Hashable)
         other_ok = any(_is_instance(value, t.element, cls, self, node) for cls in classes)
         if none_ok == other_ok:
             return self.const(none_ok)
@@ -122,11 +122,9 @@ def _is_instance(value: Any, t: Type, cls: type, c: FunctionCompiler, node: ast.
             _an_array(value, t, c, node)
             return cls is np.ndarray
         return False
-    if t == BOOL:
-        return cls in (bool, int)
     py = _python_class(t)
-    if py is not None:
-        return cls is py
+    if py is not None:  # (its subclasses' instances are of another type: never this one)
+        return issubclass(py, cls)  # an ABC too: None is Hashable, a tuple a Sequence
     if isinstance(t, ClassType):
         if t.named_tuple and cls is tuple:
             return True

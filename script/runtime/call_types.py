@@ -2,12 +2,13 @@
 parameter without an annotation (``def rnn(inputs, state, params)`` called with a tuple state
 and a list of weights) is typed as passed, as the functions a scripted function calls are
 (``script.frontend.callees.typed_by_the_call``). Read as an array, which an unannotated
-parameter otherwise is, the call would be refused. Arrays and plain objects keep that
-reading (objects are object arguments), and so does None (an optional array where the
-parameter's default is None). A later call passing another type widens the type to
-one holding both (an int and then a float is a float, a tuple and then None an Optional tuple),
-and the function compiles again; one no type holds with the first (an int, then an array) is a
-``SignatureError`` as for an annotated parameter."""
+parameter otherwise is, the call would be refused. Arrays and plain objects keep that reading
+(objects are object arguments), and so does None (an optional array where the parameter's
+default is None), unless the function does not compile so (``if state is None: state = (x,
+x)``): then None is None (``none_arguments``). A later call passing another type widens the
+type to one holding both (an int and then a float is a float, a tuple and then None an
+Optional tuple) and the function compiles again; one no type holds with the first (an int,
+then an array) is a ``SignatureError`` as for an annotated parameter."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ir.types import Type
+from ir.types import NONE, OptionalType, Type
 from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
 from script.module import is_array
 
@@ -49,15 +50,41 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return found
 
 
-def widen(typed: dict[str, Type], names: Sequence[str], inputs: Sequence[Any]
-          ) -> dict[str, Type]:
+def none_arguments(fn: Callable[..., Any], example: tuple[tuple[Any, ...], dict[str, Any]] | None,
+                   objects: set[str]) -> dict[str, Type]:
+    """``NONE`` for each unannotated parameter (not in ``objects``) with a None default that the
+    call ``example`` (args, kwargs) leaves None: the reading a definition refused with their
+    optional-array type compiles with instead."""
+    if example is None:
+        return {}
+    try:
+        signature = inspect.signature(fn)
+        binding = signature.bind_partial(*example[0], **example[1])
+    except (TypeError, ValueError):
+        return {}
+    annotations = getattr(fn, "__annotations__", {})
+    return {name: NONE for name, p in signature.parameters.items()
+            if p.default is None and name not in annotations and name not in objects
+            and binding.arguments.get(name) is None}
+
+
+def widen(typed: dict[str, Type], names: Sequence[str], inputs: Sequence[Any],
+          open_optional: set[str] = frozenset()) -> dict[str, Type]:  # type: ignore[assignment]
     """The call-typed parameters (``typed``) whose type a call's ``inputs`` (by parameter
     ``names``) widen, with the widened types; empty when none does or when one passes a value
-    no type holds with the first."""
+    no type holds with the first. ``open_optional``: unannotated parameters with a None
+    default that no call typed yet (each call so far passed None or an array): one passed a
+    value ``call_types`` types becomes Optional of its type."""
     changed = {}
     for name, value in zip(names, inputs):
         old = typed.get(name)
         if old is None:
+            if name in open_optional and value is not None and not is_array(value) and \
+                    isinstance(value, TYPED):
+                try:
+                    changed[name] = OptionalType(erase_dtypes(type_of_example(value)))
+                except Conflict:
+                    return {}
             continue
         try:
             new = join(old, erase_dtypes(type_of_example(value)))

@@ -54,7 +54,7 @@ from script.frontend.signature import (
     type_of,
 )
 from script.runtime import instrument
-from script.runtime.call_types import call_types, widen
+from script.runtime.call_types import call_types, none_arguments, widen
 from script.runtime.codegen import generate
 from script.runtime.nested_args import Nested, flatten_nested, with_leaves
 from script.runtime.pipelines import FORWARD_PIPELINE, refused_shapes, run_pipeline
@@ -144,8 +144,22 @@ class ScriptFunction:
                               "call it, or pass the arguments to graph_for / code_for / explain "
                               "(export_onnx and save take no object arguments)")
         with instrument.stage("frontend"), reported(self.origin, "compiling"):
-            d = compile_function(self.python_fn, self._example_types() or self._call_types(),
-                                 self._objects, self._read_per_call)
+            types = self._example_types() or self._call_types()
+            try:
+                d = compile_function(self.python_fn, types, self._objects, self._read_per_call)
+            except ScriptError as error:
+                # read as None where the call left them None (`if state is None: state =
+                # (x, x)`, refused with the default's optional array): a later call widens it
+                nones = none_arguments(self.python_fn, self._call_example, set(
+                    self._object_params())) if self.example_inputs is None else {}
+                if not nones:
+                    raise
+                try:
+                    d = compile_function(self.python_fn, (types or {}) | nones, self._objects,
+                                         self._read_per_call)
+                except ScriptError:
+                    raise error from None  # (the first reading's error: its hints name it)
+                self._call_typed.update(nones)
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
             self.__dict__.pop("_gradient_cache", None)
@@ -184,7 +198,10 @@ class ScriptFunction:
     def _widened(self, d: Any, args: tuple[Any, ...]) -> bool:
         """Whether a call passing other types for call-typed parameters compiled the
         definition again, for the types holding both (``call_types.widen``)."""
-        changed = widen(self._call_typed, d.arg_names, args)
+        annotated = getattr(self.python_fn, "__annotations__", {})
+        open_optional = {n for n in d.arg_names if n not in annotated
+                         and n not in self._call_typed and d.defaults.get(n, 0) is None}
+        changed = widen(self._call_typed, d.arg_names, args, open_optional)
         if not changed:
             return False
         self._call_typed.update(changed)

@@ -59,3 +59,17 @@ def test_numbers_strings_and_dicts_and_a_widening_call():
                                                                          mode), rtol=1e-15)
     with pytest.raises(SignatureError, match="argument 'n'"):
         f(x, x, {"scale": 0.5}, "tanh")  # a number, then an array: no type holds both
+
+
+def with_state(x, state=None):
+    if state is None:
+        state = (x, x)
+    h, c = state
+    return h * c + x
+
+
+def test_a_none_default_then_a_tuple_widens_to_an_optional_tuple():
+    x = np.arange(3.0)
+    f = script(with_state)
+    for args in [(x,), (x, (x, 2 * x)), (x, None), (x,)]:
+        np.testing.assert_array_equal(f(*args), with_state(*args))

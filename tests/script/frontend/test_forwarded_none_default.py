@@ -7,6 +7,7 @@ passes an array is refused at the inner call's line, before anything runs. An op
 passed to a function taking a plain object, or read by ``np.where`` (Paddle's ``rnn_numpy``),
 is None or an array as the call makes it."""
 
+from collections.abc import Hashable, Sequence
 from typing import Optional, Tuple
 
 import numpy as np
@@ -166,3 +167,16 @@ def test_isinstance_of_a_class_under_another_name_does_not_narrow():
     f = script(isinstance_of_an_alias)
     np.testing.assert_array_equal(f(x), isinstance_of_an_alias(x))
     np.testing.assert_array_equal(f(x, x), isinstance_of_an_alias(x, x))
+
+
+def hashable_or_not(x: Tensor, s: Optional[Tensor] = None, pair=None):
+    a = x * 0 if isinstance(s, Hashable) else x * 5  # None is Hashable, an array is not
+    b = a + 1 if isinstance(pair, Sequence) else a  # a tuple is a Sequence
+    return b
+
+
+def test_isinstance_of_an_abstract_class_is_pythons():
+    x = np.ones(2)
+    f = script(hashable_or_not)
+    for args in [(x,), (x, x), (x, None, (x,)), (x, x, (2 * x,))]:
+        np.testing.assert_array_equal(f(*args), hashable_or_not(*args))
