@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import sys
 import typing
 from typing import TYPE_CHECKING, Any
 
@@ -222,7 +223,8 @@ class CallMixin:
             return self.call_python_function(obj, node)
         if (name := math_function_name(obj)) is not None:
             return self.call_math(name, node)
-        if isinstance(obj, type) and is_plain_class(obj):
+        if isinstance(obj, type) and is_plain_class(obj) and \
+                obj.__module__.partition(".")[0] not in sys.stdlib_module_names:
             raise self.error(node.func, f"{obj.__name__}(): making an object of a plain class "
                              "is not supported (objects are arguments here): decorate the "
                              f"class with @script to make {obj.__name__} objects in compiled "
@@ -236,7 +238,11 @@ class CallMixin:
                              f"arguments): pass the object as an argument "
                              f"({type(held).__name__.lower()}: {type(held).__name__}), or call "
                              "a function")
-        raise self.error(node.func, f"unknown function {ast.unparse(node.func)}")
+        module = getattr(obj, "__module__", None) if obj is not NOT_STATIC else None
+        library = f" ({module}.{getattr(obj, '__qualname__', '')} is not supported in compiled " \
+            "code)" if isinstance(module, str) and module.partition(".")[0] in \
+            sys.stdlib_module_names and module != "builtins" else ""
+        raise self.error(node.func, f"unknown function {ast.unparse(node.func)}{library}")
 
     # -- ops ------------------------------------------------------------------------------------
     def call_method(self: FunctionCompiler, base: Any, name: str, node: ast.Call) -> Any:

@@ -63,10 +63,11 @@ class IndexMixin:
 
     def index_value(self: FunctionCompiler, node: ast.expr) -> Any:
         """An index expression: must be an int."""
-        value = self.index_once(node)
+        value = self.as_index(self.index_once(node))  # (an item of an int array: its int)
         if value.type not in (INT, BOOL):
-            what = "a Tensor here (integer arrays index as W[idx], U[:, idx] or " \
-                "o[rows, cols])" if isinstance(value.type, TensorType) else str(value.type)
+            what = "a Tensor here (its value is int(k); integer arrays index arrays: W[idx], " \
+                "U[:, idx] or o[rows, cols])" if isinstance(value.type, TensorType) else \
+                str(value.type)
             raise self.error(node, f"an index must be an int, not {what}")
         return value
 

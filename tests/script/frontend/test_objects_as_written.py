@@ -3,6 +3,8 @@ whose parameter has no annotation (Paddle's ``rnn(cell, inputs, initial_states)`
 attached to its class after the class body (d2l's ``@d2l.add_to_class``), and a plain class
 constructed in compiled code (refused with what to write instead)."""
 
+from itertools import groupby
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,25 @@ def test_constructing_a_plain_class_says_to_make_it_a_script_class():
                        "decorate the class with @script") as info:
         script(makes_a_state)(np.ones(2))
     assert "State(x.shape[0])" in str(info.value)
+
+
+def best_path(mat, chars: str):
+    """CTCDecoder's best path: a string indexed by the items of an int array."""
+    out = []
+    last = -1
+    for k in np.argmax(mat, axis=1):
+        if k != last and k != len(chars):
+            out.append(chars[k])
+        last = k
+    return "".join(out)
+
+
+def grouped(mat):
+    return [k for k, _ in groupby(np.argmax(mat, axis=1))]
+
+
+def test_a_string_indexed_by_an_int_array_item_and_a_library_class_named():
+    mat = np.array([[0.1, 0.7, 0.2], [0.6, 0.3, 0.1], [0.6, 0.3, 0.1], [0.2, 0.1, 0.7]])
+    assert script(best_path)(mat, "ab") == best_path(mat, "ab") == "ba"
+    with pytest.raises(ScriptError, match=r"itertools.groupby is not supported"):
+        script(grouped)(mat)
