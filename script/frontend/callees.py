@@ -145,11 +145,13 @@ class CalleeMixin:
         numbers = {p.name for p in params if p.kind == plain and p.name not in annotations
                    and type(p.default) in (int, float, bool)}
         open_names |= numbers
-        if not open_names or any(not isinstance(a, ast.expr) or type(a).__name__ == "SpreadList"
-                                 for a in node.args):
+        optionals = _optional_annotations(fn, params, annotations)
+        if not (open_names or optionals) or any(
+                not isinstance(a, ast.expr) or type(a).__name__ == "SpreadList"
+                for a in node.args):
             return node, None
         bound = [p.name for p in params[:len(node.args)]] + [kw.arg for kw in node.keywords]
-        if not open_names or len(node.args) > len(params) or any(
+        if not (open_names or optionals) or len(node.args) > len(params) or any(
                 p.kind != plain for p in params[:len(node.args)]):
             return node, None
         static = {p.name for p in params if isinstance(p.default, ModuleType)} | objects
@@ -160,6 +162,18 @@ class CalleeMixin:
         override = {name: value.type for name, value in [*zip(bound, values), *keywords.items()]
                     if name in open_names - numbers and value.type != NONE and (
                         not _holds_array(value.type) or isinstance(value.type, OptionalType))}
+        passed = [*zip(bound, values), *keywords.items()]
+        fixed = _never_rebound(fn)  # (narrowed where the function never assigns None to it)
+        override |= {name: TENSOR for name, value in passed
+                     if name in open_names and name in fixed and defaults[name] is None
+                     and isinstance(value.type, TensorType)}  # an array for `w=None`: an array
+        override |= {name: NONE for name, value in passed  # helper(x, None) of `def helper(x, w)`
+                     if name in open_names - numbers and value.type == NONE
+                     and defaults[name] is inspect.Parameter.empty}
+        override |= {name: optionals[name].element for name, value in passed  # type: ignore
+                     if name in optionals and name in fixed and not isinstance(value, ast.AST)
+                     and value.type != NONE and not isinstance(value.type, OptionalType)
+                     and is_subtype(value.type, optionals[name].element)}  # type: ignore
         # (an Optional[int] passed on stays one, an optional array one too; a tuple passed for
         # `state=None` is a tuple: `if state is None` and `isinstance(state, tuple)` fold)
         for name, value in [*zip(bound, values), *keywords.items()]:
@@ -376,13 +390,33 @@ class CalleeMixin:
         return ast.copy_location(call, node)
 
 
+def _optional_annotations(fn: Any, params: list[Any], annotations: dict[str, Any]
+                          ) -> dict[str, OptionalType]:
+    """The parameters annotated ``Optional[...]`` (their types): a call passing a value that is
+    not None compiles the function for that value's type (a callee then reads ``w.T`` of the
+    array a call site passes)."""
+    found = {}
+    for p in params:
+        if p.name not in annotations or p.kind != inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            continue
+        try:
+            t = type_from_annotation(annotations[p.name], function_namespace(fn))
+        except AnnotationError:
+            continue
+        if isinstance(t, OptionalType):
+            found[p.name] = t
+    return found
+
+
 def _never_rebound(fn: Any) -> set[str]:
     """The parameters of ``fn`` its body never assigns and no nested function or lambda
     reads: a constant passed for one stands for it everywhere (``deciding_constant``)."""
-    try:
-        tree, _ = load_source(fn)
-    except ScriptError:
-        return set()
+    tree = getattr(fn, "tree", None)  # (a shim: the tree it reads, without bound params)
+    if not isinstance(tree, ast.FunctionDef):
+        try:
+            tree, _ = load_source(fn)
+        except ScriptError:
+            return set()
     params = {a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):

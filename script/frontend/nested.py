@@ -86,6 +86,8 @@ class Shim:
 
     def __init__(self, outer: Any, tree: ast.FunctionDef, defaults: dict[str, Any]):
         self.outer = outer
+        self.tree = tree
+        """the function's tree, without the parameters bound to compile-time objects."""
         self.__name__ = tree.name
         self.__qualname__ = f"{getattr(outer, '__qualname__', '?')}.<locals>.{tree.name}"
         self.__module__ = getattr(outer, "__module__", None)

@@ -180,3 +180,50 @@ def test_isinstance_of_an_abstract_class_is_pythons():
     f = script(hashable_or_not)
     for args in [(x,), (x, x), (x, None, (x,)), (x, x, (2 * x,))]:
         np.testing.assert_array_equal(f(*args), hashable_or_not(*args))
+
+
+def logits(h, w):
+    return h @ w.T
+
+
+def scored(h, w=None):
+    return logits(h, w)  # an array at every call here
+
+
+def through_a_default(x: Tensor, W: Tensor):
+    return scored(x, W)
+
+
+def attn(h, w, b):
+    return h @ w.T + b
+
+
+def doubled(h, w, b):
+    return h * 2.0
+
+
+def with_scores(h, w: Optional[np.ndarray], b: Optional[np.ndarray], score):
+    return score(h, w, b)
+
+
+def maybe_weighted(x, w):
+    if w is not None:
+        return x @ w
+    return x * 2.0
+
+
+def caffe2_style(x: Tensor, W: Tensor, b: Tensor):
+    """Caffe2's attention references: one helper called with arrays at one site and None at
+    another (explicitly, for a parameter without a default)."""
+    return (with_scores(x, W, b, attn) + with_scores(x, None, None, doubled)
+            + maybe_weighted(x, None) + maybe_weighted(x, W))
+
+
+def test_an_array_passed_for_an_optional_parameter_is_an_array_in_the_callee():
+    rng = np.random.default_rng(4)
+    x, W, b = rng.standard_normal((2, 3)), rng.standard_normal((3, 3)), rng.standard_normal(3)
+    np.testing.assert_allclose(script(through_a_default)(x, W), through_a_default(x, W),
+                               rtol=1e-14)
+    np.testing.assert_allclose(script(caffe2_style)(x, W, b), caffe2_style(x, W, b),
+                               rtol=1e-14)
+    check_vjp(script(caffe2_style), (x, W, b))
