@@ -473,6 +473,11 @@ class ExprMixin:
             joined = items[0].type
             for item in items[1:]:
                 joined = unify(joined, item.type) if joined is not None else None
+            if joined is None and any(i.type in (INT, BOOL) for i in items):
+                # [left, -1] of left = np.prod(...): numpy reads the integer array's int
+                ints = [self.as_index(i) for i in items]
+                if all(i.type in (INT, BOOL) for i in ints):
+                    items, joined = ints, INT if any(i.type == INT for i in ints) else BOOL
             if joined is None:
                 raise self.error(node, "list elements have different types: " +
                                  ", ".join(str(i.type) for i in items) + " (a list holds "

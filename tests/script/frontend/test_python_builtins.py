@@ -245,3 +245,15 @@ def test_strings_compare_as_in_python_and_a_compared_argument_decides_the_branch
     assert_same(got[0], want[0])
     assert got[1:] == want[1:]
     assert "runs natively" in f.explain(x, mode, other)  # the if decided when compiling
+
+
+def reshaped_by_a_list(X: Tensor, axis: int):
+    left = np.prod(X.shape[:axis])  # a numpy integer beside an int in a list literal
+    return np.reshape(X, [left, -1]), [left, 2]
+
+
+def test_a_list_literal_of_an_integer_array_item_and_ints_holds_ints():
+    X = np.arange(16.0).reshape(1, 2, 8)
+    got, want = script(reshaped_by_a_list)(X, 2), reshaped_by_a_list(X, 2)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] == [2, 2] and type(got[1][0]) is int
