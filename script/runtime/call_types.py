@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ir.types import NONE, OptionalType, Type
+from script.errors import ScriptError
 from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
 from script.module import is_array
 
@@ -48,6 +49,24 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         except Conflict:  # a value the language has no type for: the signature refuses it
             continue
     return found
+
+
+def compile_for_call(compile: Callable[[dict[str, Type] | None], Any],
+                     types: dict[str, Type] | None, nones: dict[str, Type]
+                     ) -> tuple[Any, dict[str, Type]]:
+    """``compile(types)``, or where that raises a ``ScriptError`` and the call left parameters
+    None (``nones``), ``compile`` with those read as None (``if state is None: state = (x,
+    x)`` refused with the default's optional array); the first error where that fails too (its
+    hints name the parameter). Returns the definition and the None types it took."""
+    try:
+        return compile(types), {}
+    except ScriptError as error:
+        if not nones:
+            raise
+        try:
+            return compile((types or {}) | nones), nones
+        except ScriptError:
+            raise error from None
 
 
 def none_arguments(fn: Callable[..., Any], example: tuple[tuple[Any, ...], dict[str, Any]] | None,

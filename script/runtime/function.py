@@ -54,7 +54,7 @@ from script.frontend.signature import (
     type_of,
 )
 from script.runtime import instrument
-from script.runtime.call_types import call_types, none_arguments, widen
+from script.runtime.call_types import call_types, compile_for_call, none_arguments, widen
 from script.runtime.codegen import generate
 from script.runtime.nested_args import Nested, flatten_nested, with_leaves
 from script.runtime.pipelines import FORWARD_PIPELINE, refused_shapes, run_pipeline
@@ -106,8 +106,10 @@ class ScriptFunction:
         self._cache: dict[Any, Specialization] = {}
         self._lock = threading.RLock()
         self._nargs = -1
-        self._call_example: tuple[tuple[Any, ...], dict[str, Any]] | None = None
-        """the arguments of the call that compiled the definition (``_call_types``)."""
+        self._call_example: tuple[dict[str, ir.Type], dict[str, ir.Type]] | None = None
+        """what the call that compiled the definition says of the unannotated parameters: the
+        types its values give them, and None for those it left None (``call_types``; the
+        values themselves are not kept)."""
         self._call_typed: dict[str, ir.Type] = {}
         """the types ``_call_types`` gave, widened by later calls (``_widened``)."""
         self._objects: dict[str, Any] = {}
@@ -145,21 +147,11 @@ class ScriptFunction:
                               "(export_onnx and save take no object arguments)")
         with instrument.stage("frontend"), reported(self.origin, "compiling"):
             types = self._example_types() or self._call_types()
-            try:
-                d = compile_function(self.python_fn, types, self._objects, self._read_per_call)
-            except ScriptError as error:
-                # read as None where the call left them None (`if state is None: state =
-                # (x, x)`, refused with the default's optional array): a later call widens it
-                nones = none_arguments(self.python_fn, self._call_example, set(
-                    self._object_params())) if self.example_inputs is None else {}
-                if not nones:
-                    raise
-                try:
-                    d = compile_function(self.python_fn, (types or {}) | nones, self._objects,
-                                         self._read_per_call)
-                except ScriptError:
-                    raise error from None  # (the first reading's error: its hints name it)
-                self._call_typed.update(nones)
+            nones = self._call_example[1] if self._call_example is not None and \
+                self.example_inputs is None else {}
+            d, used = compile_for_call(lambda t: compile_function(
+                self.python_fn, t, self._objects, self._read_per_call), types, nones)
+            self._call_typed.update(used)
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
             self.__dict__.pop("_gradient_cache", None)
@@ -191,8 +183,7 @@ class ScriptFunction:
         """Types for the unannotated parameters from the call that compiles the definition
         (``script.runtime.call_types``), widened by later calls (``_widened``)."""
         if not self._call_typed and self._call_example is not None:
-            self._call_typed = call_types(self.python_fn, *self._call_example,
-                                          set(self._object_params()))
+            self._call_typed = dict(self._call_example[0])
         return dict(self._call_typed) or None
 
     def _widened(self, d: Any, args: tuple[Any, ...]) -> bool:
@@ -303,7 +294,9 @@ class ScriptFunction:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
         in), then what each global array the function reads holds now."""
         if self._definition is None and self._call_example is None:
-            self._call_example = (args, kwargs)
+            objects = set(self._object_params())
+            self._call_example = (call_types(self.python_fn, args, kwargs, objects),
+                                  none_arguments(self.python_fn, (args, kwargs), objects))
         if self._object_params():
             return self._bind_objects(args, kwargs)
         d = self.definition

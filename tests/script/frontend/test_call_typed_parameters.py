@@ -73,3 +73,15 @@ def test_a_none_default_then_a_tuple_widens_to_an_optional_tuple():
     f = script(with_state)
     for args in [(x,), (x, (x, 2 * x)), (x, None), (x,)]:
         np.testing.assert_array_equal(f(*args), with_state(*args))
+
+
+def test_the_compiling_calls_arguments_are_not_kept():
+    import gc
+    import weakref
+    args = _rnn_args(np.random.default_rng(2))
+    f = script(rnn)
+    f(*args)
+    refs = [weakref.ref(args[1][0]), weakref.ref(args[2][0])]
+    del args
+    gc.collect()
+    assert all(r() is None for r in refs)
