@@ -36,8 +36,9 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return {}
     plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
              inspect.Parameter.KEYWORD_ONLY)
-    bound = {name: value for name, value in binding.arguments.items()
-             if signature.parameters[name].kind in plain}
+    bound = {name: value for name, value in binding.arguments.items()  # (a parameter with
+             if signature.parameters[name].kind in plain  # another default keeps its reading)
+             and signature.parameters[name].default in (inspect.Parameter.empty, None)}
     annotations = getattr(fn, "__annotations__", {})
     found = {}
     for name, value in bound.items():
