@@ -28,6 +28,11 @@ LIST_CONSTRUCT = "prim::ListConstruct"
 LIST_APPEND = "prim::ListAppend"
 LIST_EXTEND = "prim::ListExtend"
 LIST_INDEX = "prim::ListIndex"
+LIST_UNPACK = "prim::ListUnpack"
+LIST_LEN = "prim::len"
+TUPLE_INDEX = "prim::TupleIndex"
+TUPLE_UNPACK = "prim::TupleUnpack"
+RAISE = "prim::RaiseException"
 
 # -- tensor ops passes rewrite --------------------------------------------------------------------
 ADD = "tensor::add"

@@ -28,7 +28,7 @@ import numpy as np
 
 from ir.constants import constant_type, exact_in
 from ir.core import Graph, Node, Value
-from ir.kinds import CONSTANT, IF
+from ir.kinds import CONSTANT, IF, RAISE
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
 from ir.types import NONE, STR, TensorType
@@ -140,7 +140,6 @@ def _raises(node: Node, message: str) -> bool:
     return True
 
 
-RAISE = "prim::RaiseException"
 PYTHON_RAISES = "python_raises"
 """Attribute of the ``prim::RaiseException`` ``_raises`` puts before an op Python refuses."""
 

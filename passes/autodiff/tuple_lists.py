@@ -22,14 +22,18 @@ another way) stays as it is, and the backward's refusal names it.
 from __future__ import annotations
 
 from ir.core import Graph, Node, Value
-from ir.kinds import LIST_APPEND, LIST_CONSTRUCT, LIST_INDEX, TUPLE_CONSTRUCT
+from ir.kinds import (
+    CONSTANT,
+    LIST_APPEND,
+    LIST_CONSTRUCT,
+    LIST_INDEX,
+    LIST_UNPACK,
+    TUPLE_CONSTRUCT,
+    TUPLE_INDEX,
+    TUPLE_UNPACK,
+)
+from ir.kinds import LIST_LEN as LEN
 from ir.types import INT, ListType, TupleType
-
-TUPLE_INDEX = "prim::TupleIndex"
-TUPLE_UNPACK = "prim::TupleUnpack"
-LIST_UNPACK = "prim::ListUnpack"
-LEN = "prim::len"
-CONSTANT = "prim::Constant"
 
 
 def split_tuple_lists(graph: Graph) -> bool:
