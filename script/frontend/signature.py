@@ -19,6 +19,8 @@ from script.frontend.annotations import class_type
 from script.module import is_cupy_array
 
 _ndarray = np.ndarray
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+"""the Python types whose values ``key_of`` keys by their type alone."""
 
 
 def dtype_name(value: Any) -> str | None:
@@ -58,7 +60,8 @@ def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, .
     bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
     ``if``: ``passes.static_ints``), then those of the trip counts at ``trips`` that equal an
     array argument's axis or a list's length (``trip_value``)."""
-    key = tuple([(a.dtype.char, a.shape) if type(a) is _ndarray else key_of(a) for a in args])
+    key = tuple([(a.dtype.char, a.shape) if (t := type(a)) is _ndarray
+                 else t if t in _SCALARS else key_of(a) for a in args])
     if static:
         key += tuple([static_value(args[k]) for k in static])
     if trips:

@@ -128,7 +128,7 @@ class ScriptFunction:
         """The frontend's result (graph, parameter names/types/defaults, the globals it reads);
         compiled on first use, and again when a global scalar compiled into it changed."""
         d = self._definition
-        if d is None or not guards_hold(d.guards):
+        if d is None or (d.guards and not guards_hold(d.guards)):
             with self._lock:
                 d = self._definition
                 if d is None or not guards_hold(d.guards):
@@ -227,7 +227,8 @@ class ScriptFunction:
             with self._lock:
                 args = self._bind(args, kwargs)
                 if instrument.active is None:
-                    spec = self._cache.get(self.call_key(args)) \
+                    d = self._definition  # (the one _bind checked)
+                    spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints)) \
                         or self._specialize(args)
             if instrument.active is not None:
                 return instrument.active.call(self, args)
@@ -324,7 +325,10 @@ class ScriptFunction:
             if extra is None:  # an attribute the new definition reads changed meanwhile
                 raise SignatureError(f"{d.name}(): the attributes of the object arguments "
                                      "changed while the function compiled")
-        return tuple(None if k in d.object_args else a for k, a in enumerate(bound)) + extra
+        inputs = list(bound)
+        for k in d.object_args:
+            inputs[k] = None
+        return (*inputs, *extra)
 
     def _other_layout(self, d: Any, bound: tuple[Any, ...]) -> Any:
         """The definition for object arguments whose layout ``d`` was not compiled for: one
