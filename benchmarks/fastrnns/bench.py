@@ -451,6 +451,7 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
         + (f" (fewer than upstream's {GPU_LOOPS[0]} + {GPU_LOOPS[1]} on a CPU; "
            "--warmup/--nloops to change)" if device == "cpu" and default_loops else ""))
     _warn_if_busy(args, say)
+    since = report.cpu_snapshot()
     sync = synchronizer(device)
     results: dict[str, dict] = {}
     with compiler_settings(args, say):
@@ -473,7 +474,7 @@ def run(args: argparse.Namespace, out: Any = None) -> dict[str, Any]:
             say(report.format_table(rows, args.sep))
             say("(" + report.legend(group, args.first_call) + ")")
             _say_notes(results, group, say)
-        environment = report.environment(device)  # inside: the thread limits are in force
+        environment = report.environment(device, since)  # (with the thread limits in force)
     return {"config": dict(vars(args)), "results": results, "environment": environment}
 
 

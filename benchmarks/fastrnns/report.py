@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import sys
+import time
 from importlib import metadata
 from typing import Any
 
@@ -187,13 +188,46 @@ def _blas() -> dict[str, Any]:
     return info
 
 
-def environment(device: str) -> dict[str, Any]:
-    """CPU, BLAS, versions, load: what a reader needs to trust (or distrust) the numbers."""
+def cpu_snapshot() -> tuple[float, float, float] | None:
+    """(seconds, the CPU seconds every process on the machine has used, those this process and
+    its waited-for children have used): two snapshots give what other processes used between
+    them (``others_cpus``). None where ``/proc/stat`` cannot be read (not Linux)."""
+    try:
+        import resource  # (Unix only)
+
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (ImportError, OSError, ValueError):
+        return None
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # less idle, iowait
+    own = sum(getattr(resource.getrusage(who), k) for who in (resource.RUSAGE_SELF,
+                                                              resource.RUSAGE_CHILDREN)
+              for k in ("ru_utime", "ru_stime"))
+    return time.monotonic(), busy / os.sysconf("SC_CLK_TCK"), own
+
+
+def others_cpus(start: tuple[float, float, float] | None) -> float | None:
+    """How many CPUs other processes (other users' work, other virtual machines' stolen time)
+    kept busy on average since the ``cpu_snapshot`` ``start``: the machine's busy time less
+    what this run used itself, its busy neighbour (``--busy``) and fresh first-call processes
+    included. The load average cannot tell the run's own threads and neighbour from other
+    work."""
+    end = cpu_snapshot()
+    if start is None or end is None or end[0] <= start[0]:
+        return None
+    return max(0.0, ((end[1] - start[1]) - (end[2] - start[2])) / (end[0] - start[0]))
+
+
+def environment(device: str, since: tuple[float, float, float] | None = None
+                ) -> dict[str, Any]:
+    """CPU, BLAS, versions, load: what a reader needs to trust (or distrust) the numbers;
+    ``since``: the run's first ``cpu_snapshot``, for ``others_cpus``."""
     env: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "others_cpus": others_cpus(since),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "device": device,

@@ -183,6 +183,12 @@ def _respecialize_lines(respec: dict[str, Any]) -> list[str]:
             respecialize.legend(respec) + "."]
 
 
+OTHERS_BUSY = 0.25
+"""The CPUs other processes may keep busy on average during a run before the file says the
+machine was busy (the load average, the fallback off Linux, counts the run's own threads and its
+busy neighbour)."""
+
+
 def _environment_lines(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
     env = sections[0][1]["environment"]
     versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v)
@@ -195,6 +201,18 @@ def _environment_lines(sections: list[tuple[str, dict[str, Any]]]) -> list[str]:
              f"- versions: Python {env['python']}, {versions}"]
     if "torch_threads" in env:
         lines.append(f"- torch threads: {env['torch_threads']}")
+    others = [p["environment"].get("others_cpus") for _, p in sections]
+    if all(o is not None for o in others):
+        lines.append("- other processes' work while each run ran (the machine's busy time less "
+                     "the run's own, its busy neighbour's included), in CPUs kept busy on "
+                     "average: " + ", ".join(f"{o:.2f}" for o in others))
+        if any(o > OTHERS_BUSY for o in others):
+            lines += ["", "**Caveat: the machine was busy with other work while this ran** "
+                      f"(other processes kept {max(others):.2f} of its {env['logical_cpus']} "
+                      "CPUs busy on average during one run). Absolute times are noisy and "
+                      "inflated; ratios between rows are more trustworthy, but rows timed at "
+                      "different moments saw different load. Regenerate on a quiet machine."]
+        return lines
     loads = [p["environment"]["load_average"] for _, p in sections]
     if any(load and load[0] > (env["logical_cpus"] or 1) for load in loads):
         lines += ["", "**Caveat: the machine was busy with other work while this ran** (1-minute "
