@@ -31,7 +31,7 @@ from ir.core import Graph, Node, Value
 from ir.kinds import CONSTANT, IF, RAISE
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import lookup
-from ir.types import NONE, STR, TensorType
+from ir.types import FLOAT, INT, NONE, STR, TensorType
 from passes import shape_prop
 from passes.constant_prop import INT64_MAX, INT64_MIN
 from passes.shape_prop import set_number_dtype
@@ -162,12 +162,18 @@ def _settle(full: Node, beside: object) -> bool:
 
 def _reads_as_number(node: Node, index: int) -> bool:
     """Whether the elementwise ``node`` may read the number itself at ``index``: beside an
-    array (its result stays one), and not the array an update in place writes."""
+    array (its result stays one), or as arithmetic with Python numbers only (``beta * t`` of a
+    loop counter ``t``: the Python number the source computes, weak beside a float32 array
+    after it, where a 0-d float64 array would make the array float64); not the array an
+    update in place writes."""
     op = lookup(node.kind)
     if op is None or not op.is_elementwise or (node.attrs.get(IN_PLACE_ATTR) and index == 0):
         return False
-    return any(isinstance(v.type, TensorType) and not _weak(v)
-               for k, v in enumerate(node.inputs) if k != index)
+    others = [v for k, v in enumerate(node.inputs) if k != index]
+    if any(isinstance(v.type, TensorType) and not _weak(v) for v in others):
+        return True
+    return node.kind in ARITHMETIC and bool(others) and all(v.type in (INT, FLOAT)
+                                                            for v in others)
 
 
 __all__ = ["NAME", "run"]

@@ -132,3 +132,31 @@ def test_python_raises_and_powers_of_weak_numbers():
     got, want = script(negative_power)(m), negative_power(m)
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+def decayed(m: Tensor, steps: int, beta: Optional[float] = None):
+    if beta is None:
+        beta = 0.9
+    for t in range(steps):  # a run-time count: not unrolled
+        m = m - (beta ** (t + 1)) * m / (t + 1)
+    return m
+
+
+def scaled_by_counter(m: Tensor, beta=None):
+    if beta is None:
+        beta = 0.5
+    s = m
+    for t in range(3):  # unrolled: each step's beta * t folds
+        s = s + (beta * t) * m
+    return s
+
+
+def test_arithmetic_of_a_weak_number_with_run_time_numbers_is_pythons():
+    """``beta * t`` of a loop counter is the Python float Python computes, weak beside the
+    float32 array it then scales (a 0-d float64 array made the result float64)."""
+    m = np.linspace(0.5, 1.5, 6, dtype=np.float32).reshape(2, 3)
+    for f, args in ((decayed, (m, 40)), (decayed, (m, 3, 0.5)), (scaled_by_counter, (m,))):
+        got, want = script(f)(*args), f(*args)
+        assert got.dtype == want.dtype == np.float32, (f.__name__, args[1:], got.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    check_vjp(script(decayed), (m.astype(np.float64), 5), argnums=(0,))
