@@ -172,8 +172,33 @@ def _reads_as_number(node: Node, index: int) -> bool:
     others = [v for k, v in enumerate(node.inputs) if k != index]
     if any(isinstance(v.type, TensorType) and not _weak(v) for v in others):
         return True
+    return _number_arithmetic(node, others) and _meets_arrays_only(node.output)
+
+
+def _number_arithmetic(node: Node, others: list[Value]) -> bool:
     return node.kind in ARITHMETIC and bool(others) and all(v.type in (INT, FLOAT)
                                                             for v in others)
+
+
+def _meets_arrays_only(value: Value, depth: int = 0) -> bool:
+    """Whether every use of ``value`` (a Python number once its weak operand is the number
+    itself) is elementwise arithmetic beside an array, or number arithmetic whose result is
+    (within a few steps): not a join with an array (an ``If``'s branch, a loop-carried value,
+    a list item), an index or a size, whose types the array made."""
+    if not value.uses or depth > 4:
+        return False
+    for use in value.uses:
+        node, op = use.node, lookup(use.node.kind)
+        if op is None or not op.is_elementwise or (node.attrs.get(IN_PLACE_ATTR)
+                                                   and use.index == 0):
+            return False
+        others = [v for k, v in enumerate(node.inputs) if k != use.index]
+        if any(isinstance(v.type, TensorType) and not _weak(v) for v in others):
+            continue
+        if not (_number_arithmetic(node, others)
+                and _meets_arrays_only(node.output, depth + 1)):
+            return False
+    return True
 
 
 __all__ = ["NAME", "run"]

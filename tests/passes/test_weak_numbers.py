@@ -160,3 +160,43 @@ def test_arithmetic_of_a_weak_number_with_run_time_numbers_is_pythons():
         assert got.dtype == want.dtype == np.float32, (f.__name__, args[1:], got.dtype)
         np.testing.assert_allclose(got, want, rtol=1e-6)
     check_vjp(script(decayed), (m.astype(np.float64), 5), argnums=(0,))
+
+
+def joined_at_run_time(m: Tensor, g: Tensor, t: int, beta=None):
+    if beta is None:
+        beta = 0.9
+    if m.sum() > 0:
+        v = beta * t
+    else:
+        v = g
+    return v * m * g
+
+
+def carried(m: Tensor, g: Tensor, n: int, beta=None):
+    if beta is None:
+        beta = 0.9
+    c = g
+    for i in range(n):
+        c = beta * (i + 1)
+    return c * m
+
+
+def listed(m: Tensor, t: int, beta=None):
+    if beta is None:
+        beta = 0.9
+    xs = [m.sum()]
+    xs.append(beta * t)
+    return xs[1] * m
+
+
+def test_a_number_made_of_a_weak_number_that_meets_a_join_stays_an_array():
+    """``beta * t`` whose result an ``If``, a loop or a list joins with an array keeps the
+    array the join was typed as (made a Python number, the backward asked a float its shape,
+    and the loop and the list refused their types)."""
+    rng = np.random.default_rng(1)
+    m, g = np.abs(rng.standard_normal((2, 3))), rng.standard_normal(3)
+    for f, args in ((joined_at_run_time, (m, g, 3)), (joined_at_run_time, (-m, g, 3)),
+                    (carried, (m, g, 3)), (carried, (m, g, 0)), (listed, (m, 3))):
+        np.testing.assert_allclose(script(f)(*args), f(*args), rtol=1e-12)
+    check_vjp(script(joined_at_run_time), (m, g, 3), argnums=(0, 1))
+    check_vjp(script(joined_at_run_time), (-m, g, 3), argnums=(0, 1))
