@@ -199,7 +199,8 @@ def cpu_snapshot() -> tuple[float, float, float] | None:
             fields = [int(x) for x in f.readline().split()[1:]]
     except (ImportError, OSError, ValueError):
         return None
-    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # less idle, iowait
+    # user nice system idle iowait irq softirq steal (guest time is counted in user already)
+    busy = sum(fields[:8]) - fields[3] - (fields[4] if len(fields) > 4 else 0)
     own = sum(getattr(resource.getrusage(who), k) for who in (resource.RUSAGE_SELF,
                                                               resource.RUSAGE_CHILDREN)
               for k in ("ru_utime", "ru_stime"))
