@@ -79,10 +79,11 @@ def reads_before_changes(container: Value, only_reads: Callable[[Use, Value], bo
         return node
 
     order = {n: k for k, n in enumerate(body.nodes)}
-    first = min((order[statement(u.node)] for u in container.uses
-                 if not only_reads(u, container)), default=len(order))
+    end = len(order)  # (the graph's return, after every statement)
+    first = min((order.get(statement(u.node), end) for u in container.uses
+                 if not only_reads(u, container)), default=end)
     return {u.node for u in container.uses
-            if only_reads(u, container) and order[statement(u.node)] < first}
+            if only_reads(u, container) and order.get(statement(u.node), end) < first}
 
 
 def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:

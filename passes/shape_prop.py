@@ -95,8 +95,9 @@ def specialize(graph: Graph, input_types: Sequence[Type],
     for value, t in zip(graph.inputs, input_types):
         value.type = _kept_items(value, t) if isinstance(t, (ListType, DictType)) else t
     for value, t, items in zip(graph.inputs, input_types, input_items or ()):
-        if items is not None and value.type == t:
-            annotate_item_reads(value, items)
+        if items is not None and value.type == t and all(_only_reads(u, value)
+                                                         for u in value.uses):
+            annotate_item_reads(value, items)  # (a declared type may equal the call's too)
         elif items is not None and _plain_item(_item_of(t)):  # changed by the function: the
             annotate_item_reads(value, items,  # reads before its first change read its items
                                 reads_before_changes(value, _only_reads))
