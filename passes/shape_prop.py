@@ -509,10 +509,19 @@ def _propagate_loop(node: Node) -> None:
     body = node.blocks[0]
     declared = [p.type for p in body.params[1:]]
     types = [v.type for v in node.inputs[2:]]
+    # a value carried from an uninitialized one (``for t in ...: g = ...`` with no ``g``
+    # before: never read before the body binds it) is typed by what the body binds alone
+    unset = [k for k, v in enumerate(node.inputs[2:]) if v.node.kind == UNINITIALIZED]
     for round_ in range(MAX_LOOP_ROUNDS + 1):
         _set_types(body.params, [INT, *types], node)
         propagate_block(body)
         returned = [v.type for v in body.returns[1:]]
+        if round_ == 0 and unset:
+            bound = [returned[k] if k in unset and body.returns[1 + k] is not body.params[1 + k]
+                     else t for k, t in enumerate(types)]
+            if bound != types:
+                types = bound
+                continue
         if all(is_subtype(r, t) for r, t in zip(returned, types)):
             break
         types = [_carried_join(t, r, d) for t, r, d in zip(types, returned, declared)]
@@ -521,6 +530,13 @@ def _propagate_loop(node: Node) -> None:
     else:
         raise ShapeError(_with_source("loop-carried types do not settle: " + ", ".join(
             f"{t} becomes {r}" for t, r in zip(types, returned) if not is_subtype(r, t)), node))
+    for k in unset:  # the uninitialized value of the type carried
+        initial = node.inputs[2 + k]
+        if not is_subtype(initial.type, types[k]):
+            graph = node.owner.graph  # type: ignore[union-attr]
+            stand_in = graph.create(UNINITIALIZED, (), [types[k]])
+            stand_in.insert_before(node)
+            node.set_input(2 + k, stand_in.output)
     _set_types(node.outputs, types, node)
 
 

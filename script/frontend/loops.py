@@ -129,6 +129,9 @@ class LoopMixin:
                             and not is_shape(self.frame.find(n)))]
         # (``s += ...`` extends a list in place but rebinds a shape, a tuple at run time)
         initials = [self.frame.find(n) for n in carried]
+        late = self.bound_in_every_step(node, ctx, assigned, carried)
+        carried += late
+        initials += [self.uninitialized(ANY) for _ in late]  # (typed by the body's value)
         loop = self.emit("prim::Loop", [trip, cond, *initials], [], nblocks=1)
         types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]
         self.loops.append(ctx)
@@ -152,6 +155,10 @@ class LoopMixin:
             self.frame.set(name, loop.add_output(t, _hint(name)))
         if written:
             self.check_loop_writes(loop, node, carried, written)
+        if late:
+            ran = self.binary(">", trip, self.const(0), node)
+            for name in late:
+                self.frame.set(name, MaybeUnbound(self.frame.find(name), ran))
         if element is not None and not ctx.break_flag and target_names[0] not in carried \
                 and self.frame.find(target_names[0]) is None \
                 and _bound_once(self.tree, target_names[0]):
@@ -163,6 +170,21 @@ class LoopMixin:
                 self.frame.set(name, Undefined(
                     f"'{name}' is only assigned inside the loop and is undefined after it "
                     "when the loop runs no iterations; assign it before the loop"))
+
+    def bound_in_every_step(self: FunctionCompiler, node: ast.For | ast.While, ctx: Any,
+                            assigned: list[str], carried: list[str]) -> list[str]:
+        """The names a ``for`` loop's body binds in every step (a plain assignment at its top
+        level, no ``break`` or ``continue``), bound nowhere else and read after the loop but
+        not in the body before that assignment: carried from an uninitialized value, after the
+        loop they hold the last step's value, unbound when it ran no iterations, as in Python
+        (``for t in ...: g = step(...)`` then ``g["da_prev"]``)."""
+        if not isinstance(node, ast.For) or ctx.break_flag or ctx.continue_flag:
+            return []
+        after = self.live_names(end_of(node))
+        every = _bound_at_top(node.body)
+        return [n for n in assigned if n in every and n in after and n not in ctx.exposed
+                and n not in carried and self.frame.find(n) is None
+                and _bound_once(self.tree, n)]
 
     def settle_loop(self: FunctionCompiler, loop: Any, node: ast.AST, ctx: Any,
                     carried: list[str], types: list[Type], bind_target: Any, next_cond: Any
@@ -324,6 +346,18 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
         for t in targets:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 found.add(t.value.id)
+    return found
+
+
+def _bound_at_top(body: list[ast.stmt]) -> set[str]:
+    """The names a plain assignment at the top level of ``body`` binds."""
+    found: set[str] = set()
+    for stmt in body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+        for target in targets:
+            found.update(n.id for n in ast.walk(target)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     return found
 
 

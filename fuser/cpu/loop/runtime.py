@@ -77,6 +77,10 @@ class NativeLoop(RowRanges, Appends):
         self.init_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
                             for v in prog.params]
         self.number_inits = any(shape == () for _, shape in self.init_checks)
+        self.unset = [k for k, v in enumerate(prog.node.inputs[2:])
+                      if v.node.kind == "prim::Uninitialized"]
+        """carried values that start uninitialized (None: ``for t in ...: g = ...`` with no
+        ``g`` before), which no step reads before binding: they start from an empty array."""
         pos = {v: k for k, v in enumerate(prog.free)}
         self.array_pos = [pos[v] for v in prog.free_arrays]
         self.list_pos = [pos[v] for v in prog.free_lists]
@@ -156,10 +160,16 @@ class NativeLoop(RowRanges, Appends):
             if a.dtype != dtype or a.shape != shape:
                 return None
         given = inits
-        if self.number_inits and any(isinstance(a, np.generic) for a in inits):
+        if self.unset and any(inits[k] is None for k in self.unset):
+            given = list(inits)
+            for k in self.unset:
+                if given[k] is None:
+                    given[k] = np.empty(self.init_checks[k][1], self.init_checks[k][0])
+            given = tuple(given)
+        if self.number_inits and any(isinstance(a, np.generic) for a in given):
             # a 0-d carried value that starts as numpy's number (``total = x.sum()``): the
             # steps read it as a 0-d array; results and appends keep the number given
-            given = tuple([np.array(a) if isinstance(a, np.generic) else a for a in inits])
+            given = tuple([np.array(a) if isinstance(a, np.generic) else a for a in given])
         for a, (dtype, shape) in zip(given, self.init_checks):
             if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
                 return None
