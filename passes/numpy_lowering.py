@@ -67,7 +67,8 @@ LIST_STORES = {"prim::ListAppend": 1, "prim::ListInsert": 2, "prim::ListSetItem"
 """list ops that put an item into their list: the item's input index."""
 LIST_READS = frozenset({"prim::len", "prim::ListIndex", "prim::ListSlice", "prim::ListPop",
                         "prim::ListContains", "tensor::vstack", "tensor::hstack",
-                        "tensor::column_stack", "tensor::cat", "tensor::stack"})
+                        "tensor::column_stack", "tensor::dstack", "tensor::cat",
+                        "tensor::stack"})
 """ops that read a list (or remove items) without putting an item into it or sharing it."""
 
 
@@ -148,6 +149,16 @@ def column_stack_as_join(node: Node) -> bool:
     """``np.column_stack`` of 1-D arrays is ``np.stack(items, 1)``, of arrays with 2 or more
     axes ``np.concatenate(items, 1)`` (``np.hstack``'s join)."""
     return _join_along(node, 1)
+
+
+def dstack_as_join(node: Node) -> bool:
+    """``np.dstack`` of 2-D arrays is ``np.stack(items, 2)``, of arrays with 3 or more axes
+    ``np.concatenate(items, 2)``; of 0-d or 1-D ones it stays numpy's."""
+    rank = _item_rank(node)
+    if rank is None or rank < 2:
+        return False
+    kind = "tensor::stack" if rank == 2 else "tensor::cat"
+    return _replace(node, kind, [_sequence(node), _constant(node, 2)])
 
 
 def _join_along(node: Node, axis: int) -> bool:
@@ -377,6 +388,7 @@ NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::vstack": vstack_as_join,
     "tensor::hstack": hstack_as_join,
     "tensor::column_stack": column_stack_as_join,
+    "tensor::dstack": dstack_as_join,
     "tensor::swapaxes": swapaxes_as_transpose,
 }
 """kind -> canonicalization rule (merged into ``passes.canonicalize.RULES``)."""

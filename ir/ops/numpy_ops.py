@@ -312,6 +312,20 @@ def _stacked(node: Node, rank: int, axis_of: object, lift: object = None) -> lis
     return [TensorType(dtype, tuple(dims), device)]
 
 
+def _as_depth(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """np.dstack's view of an item (np.atleast_3d): 0-d (1, 1, 1), (n,) (1, n, 1), (m, n)
+    (m, n, 1)."""
+    if len(shape) >= 3:
+        return shape
+    if len(shape) == 2:
+        return (*shape, 1)
+    return (1, shape[0] if shape else 1, 1)
+
+
+def _dstack(node: Node) -> list[Type]:
+    return _stacked(node, 3, lambda first_rank: 2, _as_depth)
+
+
 def _vstack(node: Node) -> list[Type]:
     return _stacked(node, 2, lambda first_rank: 0)
 
@@ -331,6 +345,9 @@ defop("tensor::vstack(tensors: Tensor[]) -> Tensor", _vstack, (PURE,),
 defop("tensor::hstack(tensors: Tensor[]) -> Tensor", _hstack, (PURE,), ("np.hstack",),
       "join 1-D arrays end to end, others along the second axis (numpy.hstack); rewritten as "
       "np.concatenate once the numbers of axes are known")
+defop("tensor::dstack(tensors: Tensor[]) -> Tensor", _dstack, (PURE,), ("np.dstack",),
+      "join along the third axis, 2-D arrays as (m, n, 1) slices (numpy.dstack); rewritten as "
+      "np.stack or np.concatenate once the numbers of axes are known")
 defop("tensor::column_stack(tensors: Tensor[]) -> Tensor", _column_stack, (PURE,),
       ("np.column_stack",),
       "join along the second axis, 1-D arrays as columns (numpy.column_stack); rewritten as "

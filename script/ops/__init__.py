@@ -83,6 +83,7 @@ from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
     column_stack,
     cumsum,
     dot,
+    dstack,
     empty_like,
     flatten,
     flip,

@@ -79,6 +79,11 @@ def flip(a: Any) -> Any:
     return array_module(a).flip(a)
 
 
+def dstack(tensors: Any) -> Any:
+    """Join along the third axis, 2-D arrays as (m, n, 1) slices (numpy.dstack)."""
+    return array_module(*tensors).dstack(tuple(tensors))
+
+
 def column_stack(tensors: Any) -> Any:
     """Join along the second axis, 1-D arrays as columns (numpy.column_stack)."""
     return array_module(*tensors).column_stack(tuple(tensors))

@@ -36,6 +36,11 @@ def column_stacks(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     return np.column_stack((v, v * 2.0)), np.column_stack([x, x * x]), np.column_stack((v, x))
 
 
+def depth_stacks(x: Tensor, c: Tensor) -> Tuple[Tensor, Tensor]:
+    # numpy-ml's per-step outputs joined along a third axis; of 3-D arrays, a concatenation
+    return np.dstack([x, x * 2.0, np.tanh(x)]), np.dstack((c, c * c))
+
+
 def stack_list(x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     rows: List[Tensor] = []
     for i in range(3):
@@ -106,6 +111,7 @@ CASES = {
                ["tensor::vstack", "tensor::hstack"]),
     "column_stacks": (column_stacks, lambda r: (_r(r, 3, 2), _r(r, 3)),
                       ["tensor::column_stack"]),
+    "depth_stacks": (depth_stacks, lambda r: (_r(r, 2, 3), _r(r, 2, 3, 2)), ["tensor::dstack"]),
     "stack_list": (stack_list, lambda r: (_r(r, 3),), []),
     "arrays": (arrays, lambda r: (_r(r, 3), _r(r, 3)), ["tensor::array"]),
     "gathers": (gathers, lambda r: (_r(r, 5, 2), _r(r, 3, 4), np.array([0, 2, 2, 4]),

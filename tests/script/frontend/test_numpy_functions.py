@@ -67,6 +67,14 @@ def column_stacks(x: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]
             np.column_stack((v, x.T, v)), np.column_stack((v[0], v[1])))
 
 
+def depth_stacks(x: Tensor, v: Tensor):
+    steps = []
+    for t in range(3):
+        steps.append(np.tanh(x * float(t)))
+    return (np.dstack(steps), np.dstack((v, v * 2.0)), np.dstack([x[None], x[None]]),
+            np.dstack((v[0], v[1])))
+
+
 def products(a: Tensor, v: Tensor, c: Tensor, r: Tensor):
     return (np.dot(a, v), v.dot(v), np.dot(c, r), a.dot(a.T), np.dot(v, a.T), np.dot(2.0, v),
             np.outer(v, v), np.outer(a, v))
@@ -213,6 +221,7 @@ PROGRAMS = {
                                                          _r(r, d, 3))),
     "column_stacks": (column_stacks, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "joins_of_lists": (joins_of_lists, lambda r, d: (_r(r, d, 3, 2),)),
+    "depth_stacks": (depth_stacks, lambda r, d: (_r(r, d, 2, 3), _r(r, d, 3))),
     "products": (products, lambda r, d: (_r(r, d, 3, 3), _r(r, d, 3), _r(r, d, 5, 1),
                                          _r(r, d, 1, 4))),
     "indices": (indices, lambda r, d: (np.array([[1, 5, 5], [7, 0, 7]], dtype=d),)),
