@@ -46,6 +46,7 @@ from ir.types import (
     is_subtype,
     unify,
 )
+from script.frontend import classes
 from script.frontend.annotations import (
     class_type,
     is_plain_class,
@@ -230,6 +231,12 @@ class CallMixin:
                              f"class with @script to make {obj.__name__} objects in compiled "
                              "code, or return the arrays and build the object outside")
         held = getattr(obj, "__self__", obj) if inspect.ismethod(obj) else obj
+        if held is not obj and classes.info_of(type(held)) is not None:
+            cls = type(held).__name__
+            raise self.error(node.func, f"{ast.unparse(node.func)}: a method of a {cls} object "
+                             "(a @script class) held by a global or closure is not supported: "
+                             f"pass the object as an argument ({cls.lower()}: {cls}), or make "
+                             "it in the compiled function")
         if is_plain_object(held):
             what = "a method of" if held is not obj else "calling"
             raise self.error(node.func, f"{ast.unparse(node.func)}: {what} a "

@@ -43,3 +43,22 @@ def test_a_global_objects_call_is_refused_with_the_argument_to_write(fn, spelled
 def test_the_object_as_an_argument_compiles():
     x = np.arange(3.0)
     np.testing.assert_array_equal(script(calls_an_object_argument)(Zero(), x), x)
+
+
+@script
+class ScriptGate:
+    def forward(self, W: Tensor, x: Tensor) -> Tensor:
+        return np.dot(W, x)
+
+
+script_gate = ScriptGate()
+
+
+def use_script_gate(W: Tensor, x: Tensor):
+    return script_gate.forward(W, x)  # pangolulu's rnn-from-scratch: module-level gate objects
+
+
+def test_a_global_script_class_objects_method_says_to_pass_it():
+    with pytest.raises(ScriptError, match=r"a method of a ScriptGate object \(a @script class\) "
+                       r"held by a global .* \(scriptgate: ScriptGate\)"):
+        script(use_script_gate)(np.eye(3), np.ones(3))
