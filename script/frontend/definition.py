@@ -60,6 +60,11 @@ class FunctionDef:
     """the positions of the parameters whose default is a dtype (``dtype=np.float64``): typed
     as its name, a ``str``; a call's dtype (``np.float32``, ``np.dtype("float32")``, ``float``)
     is passed as its name (``bind_arguments``)."""
+    any_length: frozenset[int] = frozenset()
+    """the positions of the list inputs a call is keyed and compiled for whatever their length
+    (``script.runtime.list_lengths``): calls passed lists of many lengths there."""
+    list_lengths: dict[int, set[int]] = field(default_factory=dict)
+    """per list input, the lengths the compiled calls passed."""
 
     @property
     def deferred_errors(self) -> list[Any]:

@@ -293,7 +293,8 @@ def check_object_argument(name: str, value: Any, function: str, kind: str = "obj
     what = f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else \
         f"a value of type {type(value).__name__}"
     if kind == "object":
-        raise SignatureError(f"{function}(): argument '{name}' is annotated with a plain class, "
+        raise SignatureError(f"{function}(): argument '{name}' is annotated with a plain class "
+                             "(or was passed an object by the call that compiled the function), "
                              f"whose objects' attributes are read per call; got {what}")
     raise SignatureError(f"{function}(): argument '{name}' is annotated with a list or tuple of "
                          f"a plain class; got {what} (pass a list or tuple of such objects)")

@@ -55,18 +55,48 @@ def key_of(value: Any) -> Any:
     return (t, id(t))
 
 
-def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, ...] = ()) -> Any:
+def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, ...] = (),
+             any_length: frozenset[int] = frozenset()) -> Any:
     """The cache key of a call: each argument's ``key_of``, then the values of the int and
     bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
     ``if``: ``passes.static_ints``), then those of the trip counts at ``trips`` that equal an
-    array argument's axis or a list's length (``trip_value``)."""
-    key = tuple([(a.dtype.char, a.shape) if (t := type(a)) is _ndarray
-                 else t if t in _SCALARS else key_of(a) for a in args])
+    array argument's axis or a list's length (``trip_value``). The lists at the positions
+    ``any_length`` are keyed by their items' one key, whatever their length
+    (``length_free_key``)."""
+    if any_length:
+        key = tuple([length_free_key(a) if k in any_length else key_of(a)
+                     for k, a in enumerate(args)])
+    else:
+        key = tuple([(a.dtype.char, a.shape) if (t := type(a)) is _ndarray
+                     else t if t in _SCALARS else key_of(a) for a in args])
     if static:
         key += tuple([static_value(args[k]) for k in static])
     if trips:
         key += tuple([trip_value(args, args[k]) for k in trips])
     return key
+
+
+ANY_LENGTH = "any length"
+
+
+def length_free_key(value: Any) -> Any:
+    """The key of a list whose items all have one key, without its length: ``(list, ANY_LENGTH,
+    that key)`` (``(list, ANY_LENGTH)`` for an empty list); ``key_of`` for anything else."""
+    if type(value) is not list:
+        return key_of(value)
+    if not value:
+        return (list, ANY_LENGTH)
+    first = value[0]
+    if type(first) is _ndarray:  # (each item checked: an item may be replaced between calls)
+        shape, dtype = first.shape, first.dtype
+        same = all([type(v) is _ndarray and v.shape == shape and v.dtype == dtype
+                    for v in value])
+    elif (t := type(first)) in _SCALARS:
+        same = all(type(v) is t for v in value)
+    else:
+        found = key_of(first)
+        same = all(key_of(v) == found for v in value)
+    return (list, ANY_LENGTH, key_of(first)) if same else key_of(value)
 
 
 def static_value(value: Any) -> int | tuple[int, ...] | None:

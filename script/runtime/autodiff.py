@@ -42,7 +42,7 @@ from script.errors import (
     SignatureError,
     reported,
 )
-from script.frontend.signature import type_of
+from script.frontend.signature import call_key, type_of
 from script.module import Module
 from script.runtime import instrument
 from script.runtime.bound_method import BoundScriptMethod
@@ -99,7 +99,8 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
     each rule's ops one by one, as written (the reference the optimized pair is checked against).
     ``wrt`` holds the positions in ``args`` (graph inputs) to differentiate; None: all.
     """
-    key = (f.call_key(tuple(args)), wrt)
+    d = f.definition  # (every list item keyed, at any length: the backward knows each item)
+    key = (call_key(tuple(args), d.static_ints, d.trip_ints), wrt)
     cache = f.__dict__.setdefault("_gradient_cache", {})
     found = cache.get(key) if optimize else None
     if found is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from ir.types import NONE, OptionalType, Type
 from script.errors import ScriptError
 from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
+from script.frontend.object_args import is_object_sequence, is_plain_object
 from script.module import is_array
 
 TYPED = (int, float, str, tuple, list, dict)
@@ -113,3 +114,27 @@ def widen(typed: dict[str, Type], names: Sequence[str], inputs: Sequence[Any],
         if new != old:
             changed[name] = new
     return changed
+
+
+def object_parameters(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> dict[str, str]:
+    """The unannotated parameters a call passes a plain object (``"object"``) or a list or tuple
+    of them (``"sequence"``): object arguments, as if annotated with the class (numpy-ml's
+    drivers, ``def run(L1, X): ... L1.forward(X[:, :, t])``), by name."""
+    try:
+        signature = inspect.signature(fn)
+        binding = signature.bind_partial(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    annotated = getattr(fn, "__annotations__", {})
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+             inspect.Parameter.KEYWORD_ONLY)
+    found = {}
+    for name, value in binding.arguments.items():
+        if name in annotated or signature.parameters[name].kind not in plain:
+            continue
+        if is_plain_object(value):
+            found[name] = "object"
+        elif isinstance(value, (list, tuple)) and value and is_object_sequence(value):
+            found[name] = "sequence"
+    return found

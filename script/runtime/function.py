@@ -53,8 +53,14 @@ from script.frontend.signature import (
     trip_value,
     type_of,
 )
-from script.runtime import instrument
-from script.runtime.call_types import call_types, compile_for_call, none_arguments, widen
+from script.runtime import instrument, list_lengths
+from script.runtime.call_types import (
+    call_types,
+    compile_for_call,
+    none_arguments,
+    object_parameters,
+    widen,
+)
 from script.runtime.codegen import generate
 from script.runtime.nested_args import Nested, flatten_nested, with_leaves
 from script.runtime.pipelines import FORWARD_PIPELINE, refused_shapes, run_pipeline
@@ -172,6 +178,13 @@ class ScriptFunction:
             self.__dict__["_object_names"] = found
         return found
 
+    def _call_objects(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Before the first call compiles: its plain objects passed to unannotated parameters
+        make those object parameters too (``call_types.object_parameters``)."""
+        if "_object_names" not in self.__dict__ and self.example_inputs is None:
+            self.__dict__["_object_names"] = {**object_parameters(self.python_fn, args, kwargs),
+                                              **object_param_kinds(self.python_fn)}
+
     def origin(self) -> Origin:
         """Where this function's errors point when the line at fault is not known."""
         d = self._definition
@@ -221,6 +234,8 @@ class ScriptFunction:
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self._definition
+        if d is None:
+            self._call_objects(args, kwargs)
         if d.object_args if d is not None else self._object_params():
             # objects of another layout switch the definition and its cache: bind and look
             # up under the lock, so another thread's switch cannot pair them wrongly
@@ -228,7 +243,8 @@ class ScriptFunction:
                 args = self._bind(args, kwargs)
                 if instrument.active is None:
                     d = self._definition  # (the one _bind checked)
-                    spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints)) \
+                    spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints,
+                                                    d.any_length)) \
                         or self._specialize(args)
             if instrument.active is not None:
                 return instrument.active.call(self, args)
@@ -240,7 +256,7 @@ class ScriptFunction:
             args = bind_arguments(d, args, kwargs)
         if instrument.active is not None:
             return instrument.active.call(self, args)
-        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints))
+        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints, d.any_length))
         if spec is None:
             spec = self._specialize(args)
         return spec.fn(*args)
@@ -287,14 +303,16 @@ class ScriptFunction:
     def call_key(self, inputs: tuple[Any, ...]) -> Any:
         """The cache key of a call's graph inputs: their signature, with the values of the int
         arguments that size arrays (``FunctionDef.static_ints``) and of the trip counts that
-        equal an array argument's axis (``FunctionDef.trip_ints``)."""
+        equal an array argument's axis (``FunctionDef.trip_ints``); lists passed at many lengths
+        whatever their length (``FunctionDef.any_length``)."""
         d = self.definition
-        return call_key(inputs, d.static_ints, d.trip_ints)
+        return call_key(inputs, d.static_ints, d.trip_ints, d.any_length)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
         in), then what each global array the function reads holds now."""
         if self._definition is None and self._call_example is None:
+            self._call_objects(args, kwargs)
             objects = set(self._object_params())
             self._call_example = (call_types(self.python_fn, args, kwargs, objects),
                                   none_arguments(self.python_fn, (args, kwargs), objects))
@@ -415,6 +433,9 @@ class ScriptFunction:
         key = self.call_key(args)
         with self._lock:
             spec = self._cache.get(key)
+            if spec is None and list_lengths.note(self.definition, args):
+                key = self.call_key(args)  # (a list keyed by any length from now on)
+                spec = self._cache.get(key)
             if spec is None:
                 spec = self._compile(args)
                 self._cache[key] = spec
@@ -439,7 +460,7 @@ class ScriptFunction:
             run_pipeline(graph, "inline")  # callee graphs are unspecialized: inline first
             bind_static_ints(graph, static_arguments(d, args))
             coerce_numbers(graph, types)
-            items = input_items(d, args)
+            items = list_lengths.items_for(d, args, input_items(d, args))
             nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
             with refused_shapes(d, types, graph):
                 specialize(graph, types, items)

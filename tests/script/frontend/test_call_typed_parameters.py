@@ -85,3 +85,37 @@ def test_the_compiling_calls_arguments_are_not_kept():
     del args
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+class Layer:
+    def __init__(self, scale):
+        self.W = np.eye(3) * scale
+
+    def forward(self, x):
+        return np.tanh(x @ self.W)
+
+
+def drive(layer, X):  # numpy-ml's test drivers: `def run(L1, X): ... L1.forward(X[:, :, t])`
+    return [layer.forward(X[t]) for t in range(X.shape[0])]
+
+
+def stack(layers, X):
+    h = X[0]
+    for layer in layers:
+        h = layer.forward(h)
+    return h
+
+
+def test_a_plain_object_passed_to_an_unannotated_parameter_is_an_object_argument():
+    X = np.random.default_rng(3).standard_normal((4, 2, 3))
+    f = script(drive)
+    for scale in (1.0, 0.5):
+        for got, want in zip(f(Layer(scale), X), drive(Layer(scale), X)):
+            np.testing.assert_allclose(got, want, rtol=1e-15)
+    g = script(stack)
+    layers = [Layer(1.0), Layer(0.5)]
+    np.testing.assert_allclose(g(layers, X), stack(layers, X), rtol=1e-15)
+    check_vjp(script(stack), (layers, X), argnums=(1,))
+    with pytest.raises(SignatureError, match="argument 'layer'"):
+        f(X, X)  # an array where the compiling call passed an object
+    assert script(drive).graph_for(Layer(2.0), X) is not None  # the first call there too
