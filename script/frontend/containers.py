@@ -113,7 +113,7 @@ class ContainerMixin:
         self.check_dict_key(d, key, key_node)
         if unify(t.value, value.type) != t.value:
             self.widen_dict(d, t.key, value.type,
-                            self.error(node, f"cannot store a {value.type} in a {t}"))
+                            self.error(node, f"cannot store {_a(str(value.type))} in a {t}"))
 
     def dict_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
                   ) -> list[Any]:
@@ -442,3 +442,7 @@ class _Renamer(ast.NodeTransformer):
             node.id = self.renames[node.id]
         return node
 
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article (``an int``, ``a Tensor``)."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"

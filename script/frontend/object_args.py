@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import ANY, INT, NONE, STR, DictType, Type, erase_shape
+from ir.types import ANY, INT, NONE, STR, TENSOR, DictType, OptionalType, Type, erase_shape
 from script.errors import ScriptError, SignatureError
 from script.frontend.annotations import (
     AnnotationError,
@@ -302,12 +302,15 @@ def check_object_argument(name: str, value: Any, function: str, kind: str = "obj
 
 def _declared(value: Any) -> Type:
     """What an attribute's value is checked against: a dict's keys decide its key type."""
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):
+        if not value:  # an empty dict: str keys and arrays, the usual ones (a cache, grads)
+            return DictType(STR, TENSOR)
         keys = {type(k) for k in value}
+        item = OptionalType(TENSOR) if all(v is None for v in value.values()) else ANY
         if keys == {str}:
-            return DictType(STR, ANY)
+            return DictType(STR, item)
         if keys == {int}:
-            return DictType(INT, ANY)
+            return DictType(INT, item)
     return ANY
 
 
@@ -438,10 +441,13 @@ class ObjectArgMixin:
             raise self.object_arg_as_value(node, static)
         value = getattr(owner.example, node.attr)
         name = f"{owner.spelling}.{node.attr}"
+        declared = _declared(value)
         try:
-            t = erase_shape(type_of(value, _declared(value), f"'{name}'"))
+            t = erase_shape(type_of(value, declared, f"'{name}'"))
         except SignatureError as exc:
             raise self.error(node, f"{exc}; scripted code cannot read it") from None
+        if isinstance(t, DictType) and t.value == NONE and isinstance(declared, DictType):
+            t = declared  # None for every value now: optional arrays (accumulators to start)
         ref = ArgAttrRef(owner.param, owner.path + (node.attr,), name, t, type(value))
         if type(value) not in CONSTANT_KINDS or \
                 (type(owner.example), node.attr) in self.read_per_call:
