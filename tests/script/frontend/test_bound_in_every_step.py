@@ -41,7 +41,7 @@ def bound_on_one_path(X):
 def read_before_bound(X):
     for t in range(X.shape[0]):
         if t > 0:
-            X = X + g
+            X = X + g  # noqa: F821 (bound in the step before, as Python runs it)
         g = X[t]
     return g
 
