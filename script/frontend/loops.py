@@ -174,13 +174,15 @@ class LoopMixin:
     def bound_in_every_step(self: FunctionCompiler, node: ast.For | ast.While, ctx: Any,
                             assigned: list[str], carried: list[str]) -> list[str]:
         """The names a ``for`` loop's body binds in every step (a plain assignment at its top
-        level, no ``break`` or ``continue``), bound nowhere else and read after the loop but
-        not in the body before that assignment: carried from an uninitialized value, after the
+        level, no ``break`` or ``continue``), bound nowhere else and read in the code after the
+        loop but not in the body before that assignment: carried from an uninitialized value, after the
         loop they hold the last step's value, unbound when it ran no iterations, as in Python
         (``for t in ...: g = step(...)`` then ``g["da_prev"]``)."""
         if not isinstance(node, ast.For) or ctx.break_flag or ctx.continue_flag:
             return []
-        after = self.live_names(end_of(node))
+        end = end_of(node)  # (read in the code after it; not in an enclosing loop's next step,
+        # where this loop binds the name again before reading it)
+        after = {name for name, pos in self.reads if pos >= end}
         every = _bound_at_top(node.body)
         return [n for n in assigned if n in every and n in after and n not in ctx.exposed
                 and n not in carried and self.frame.find(n) is None

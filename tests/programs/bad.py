@@ -150,7 +150,8 @@ def bad_maybe_undefined(x: Tensor, flag: bool) -> Tensor:
 
 def bad_loop_only_variable(x: Tensor, n: int) -> Tensor:
     for i in range(n):
-        y = x * 2.0
+        if i > 0:  # (bound in every step, y would hold the last step's value after the loop)
+            y = x * 2.0
     return y  # ERROR: 'y' is only assigned inside the loop
 
 

@@ -317,12 +317,18 @@ class WithMethod(Layer):
                                         "__call__"),
     (missing, Layer(np.ones(2), None), r"'h' \(Layer object\) has no attribute 'V'"),
     (object_value, Layer(Layer(1, 2), None), r"'h.U' is a Layer object"),
-    (unannotated, Layer(np.ones(2), None), r"annotate it with the object's class"),
+    (unannotated, np.ones(2), r"annotate it with the object's class"),
 ])
 def test_refusals_point_at_the_line(fn, obj, match):
     with pytest.raises(ScriptError, match=match) as info:
         script(fn)(obj, np.ones(2))
     assert __file__.rsplit("/", 1)[-1] in str(info.value)
+
+
+def test_an_object_passed_to_an_unannotated_parameter_is_an_object_argument():
+    layer = Layer(np.arange(2.0), None)
+    np.testing.assert_array_equal(script(unannotated)(layer, np.ones(2)),
+                                  unannotated(layer, np.ones(2)))
 
 
 def test_a_non_object_for_an_object_parameter():
