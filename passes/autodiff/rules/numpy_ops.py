@@ -160,6 +160,9 @@ NUMPY_RULES: dict[str, Rule] = {
         "cannot differentiate np.column_stack of arrays whose numbers of axes are not known "
         "when compiling, are 0, or mix 1-D arrays with arrays of 3 or more: write "
         "np.concatenate or np.stack of arrays of one number of axes"),
+    "tensor::dstack": _refused(
+        "cannot differentiate np.dstack of arrays whose numbers of axes are not known when "
+        "compiling or are below 2: write np.stack(items, axis=2) of 2-D arrays"),
     "tensor::array": _refused(
         "cannot differentiate np.array of Python numbers computed from arrays: keep them arrays "
         "(x.sum(), not float(x.sum())) and join them with np.stack"),
