@@ -216,9 +216,10 @@ class CallMixin:
         op = op_for_object(obj)
         if op is not None:
             result = mark_new_array(obj, self.call_op(op, node, display=ast.unparse(node.func)))
-            # a numpy function of Python numbers gives a numpy scalar (np.clip(0.5, 0, 1))
-            scalar = isinstance(obj, np.ufunc) or op.is_elementwise and obj.__module__ and \
-                obj.__module__.startswith("numpy")
+            # a numpy function of Python numbers gives a numpy scalar (np.clip(0.5, 0, 1),
+            # np.dot(1, 0): filterpy's predict with its defaults B=1, u=0)
+            scalar = isinstance(obj, np.ufunc) or obj is np.dot or op.is_elementwise and \
+                obj.__module__ and obj.__module__.startswith("numpy")
             return self.ufunc_result(result) if scalar else result
         if inspect.isfunction(obj) and not _is_library(obj):
             return self.call_python_function(obj, node)

@@ -413,3 +413,16 @@ def test_prod_computes_numpys_product_and_type(dtype):
     x = np.array([[1, -2, 3], [4, 0, 2]], dtype=dtype)
     for g, w in zip(script(products_over)(x), products_over(x)):
         assert_same(g, w)
+
+
+def dot_of_numbers(x: Tensor):
+    return x + np.dot(1, 0), x * np.dot(2.0, 0.5)  # filterpy's predict: dot(B, u), B=1, u=0
+
+
+def test_dot_of_python_numbers_is_numpys_scalar():
+    """``np.dot`` of two Python numbers is a numpy scalar (int64, float64), which promotes a
+    float32 array to float64 as numpy does (the compiled code kept float32)."""
+    x = np.ones(3, np.float32)
+    for got, want in zip(script(dot_of_numbers)(x), dot_of_numbers(x)):
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
