@@ -206,13 +206,29 @@ class ContainerMixin:
         else:
             values = self.builtin_args(node, name, 2)
         for v in values:
-            if v.type not in (BOOL, INT, FLOAT):
+            if v.type not in (BOOL, INT, FLOAT) and not isinstance(v.type, TensorType):
                 raise self.error(node, f"{name}() of a {v.type} is not supported (use "
                                  f"np.{name}imum for tensors)")
+        if any(isinstance(v.type, TensorType) for v in values):
+            return self.extremum_by_comparison(values, name, node)
         result = values[0]
         for v in values[1:]:
             result = self.emit_value(f"prim::{name}", [result, v])
         return result
+
+    def extremum_by_comparison(self: FunctionCompiler, values: list[Any], name: str,
+                               node: ast.Call) -> Any:
+        """``max(m, x[i])`` with an array among the values (a 0-d one, a numpy scalar): as
+        Python's, the first value unless a later one compares greater (``max``) or less
+        (``min``): that value itself, its dtype kept (``np.maximum`` would promote). An array
+        of more than one item raises numpy's ValueError at the comparison, as in Python."""
+        names = [self.new_flag("operand") for _ in values]
+        for flag, v in zip(names, values):
+            self.frame.set(flag, v)
+        acc, op = self.new_flag(name), ">" if name == "max" else "<"
+        self.emit_source(f"{acc} = {names[0]}\n" + "".join(
+            f"if {flag} {op} {acc}:\n    {acc} = {flag}\n" for flag in names[1:]), node)
+        return self.frame.find(acc)
 
     def extremum_of_items(self: FunctionCompiler, node: ast.Call, name: str) -> Any:
         items = self.expr(self.iterable_as_list(node.args[0]))
