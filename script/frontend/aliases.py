@@ -113,10 +113,18 @@ def value_sources(node: Node, v: Value) -> list[Value]:
         return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
     op = lookup(node.kind)
     if node.kind.startswith("tensor::") and op is not None and op.is_view:
+        if node.kind == "tensor::select" and _scalar_item(v):
+            return []  # an item of a 1-D array: numpy's scalar, a copy (maxv = tmp[i, j])
         return [x for x in node.inputs if isinstance(x.type, TensorType)]
     if node.kind.startswith("tensor::") and op is not None and node.kind.endswith("_put"):
         return [node.inputs[0]]
     return []
+
+
+def _scalar_item(v: Value) -> bool:
+    """Whether ``v`` is a 0-d result of selecting from a 1-D array (numpy gives a scalar)."""
+    t = v.type
+    return isinstance(t, TensorType) and t.shape == ()
 
 
 _UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}
@@ -250,7 +258,8 @@ def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
 def is_made(node: Node) -> bool:
     """Whether ``node``'s tensor outputs are new arrays (a non-view tensor op)."""
     op = lookup(node.kind)
-    return node.kind.startswith("tensor::") and op is not None and not op.is_view
+    return node.kind.startswith("tensor::") and op is not None and (
+        not op.is_view or (node.kind == "tensor::select" and _scalar_item(node.output)))
 
 
 def foreign(graph: Any, leaf: Value, loop: Node | None = None,

@@ -1,0 +1,29 @@
+"""``maxv = tmp[i, j]`` (every axis indexed by an int) is numpy's scalar, a copy: a later write to
+``tmp`` does not reach it. The loop that writes ``tmp`` was refused ("'maxv' may share memory
+with 'tmp'"); ssm's ``_compute_stationary_expected_joints`` keeps a running maximum so."""
+
+import numpy as np
+import pytest
+
+from script import script
+
+
+def running_max(a):
+    K = a.shape[0]
+    tmp = np.zeros((K, K))
+    maxv = -np.inf
+    for i in range(K):
+        for j in range(K):
+            tmp[i, j] = a[i] + a[j]
+            if tmp[i, j] > maxv:
+                maxv = tmp[i, j]
+            tmp[i, j] = -tmp[i, j]  # a write after the read: maxv keeps what it read
+    return tmp, maxv
+
+
+@pytest.mark.parametrize("K", [3, 40])
+def test_a_scalar_item_kept_across_writes(K):
+    a = np.random.default_rng(K).standard_normal(K)
+    (tmp, best), (want_tmp, want_best) = script(running_max)(a), running_max(a)
+    assert best == want_best
+    np.testing.assert_array_equal(tmp, want_tmp)
