@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ir.types import NONE, OptionalType, Type
+from ir.types import NONE, TENSOR, OptionalType, Type
 from script.errors import ScriptError
 from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
 from script.frontend.object_args import is_object_sequence, is_plain_object
@@ -37,14 +37,19 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return {}
     plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
              inspect.Parameter.KEYWORD_ONLY)
-    bound = {name: value for name, value in binding.arguments.items()  # (a parameter with
-             if signature.parameters[name].kind in plain  # another default keeps its reading)
-             and signature.parameters[name].default in (inspect.Parameter.empty, None)}
     annotations = getattr(fn, "__annotations__", {})
-    found = {}
-    for name, value in bound.items():
-        if name in annotations or name in objects or value is None or is_array(value) \
-                or not isinstance(value, TYPED):
+    found: dict[str, Type] = {}
+    for name, value in binding.arguments.items():
+        parameter = signature.parameters[name]
+        if parameter.kind not in plain or name in annotations or name in objects:
+            continue
+        if parameter.default not in (inspect.Parameter.empty, None):
+            # another default keeps its reading, but a number's where the call passes an
+            # array (filterpy's ``predict(x, P, F=1, Q=0)`` called with matrices)
+            if type(parameter.default) in (int, float, bool) and is_array(value):
+                found[name] = TENSOR
+            continue
+        if value is None or is_array(value) or not isinstance(value, TYPED):
             continue
         try:
             found[name] = erase_dtypes(type_of_example(value))
@@ -58,8 +63,10 @@ def compile_for_call(compile: Callable[[dict[str, Type] | None], Any],
                      ) -> tuple[Any, dict[str, Type]]:
     """``compile(types)``, or where that raises a ``ScriptError`` and the call left parameters
     None (``nones``), ``compile`` with those read as None (``if state is None: state = (x,
-    x)`` refused with the default's optional array); the first error where that fails too (its
-    hints name the parameter). Returns the definition and the None types it took."""
+    x)`` refused with the default's optional array); where that fails too, the first error (its
+    hints name the parameter), unless it named one of those parameters and the second names
+    none: the None reading got past them to another refusal (a ``try`` in a called
+    function). Returns the definition and the None types it took."""
     try:
         return compile(types), {}
     except ScriptError as error:
@@ -67,7 +74,11 @@ def compile_for_call(compile: Callable[[dict[str, Type] | None], Any],
             raise
         try:
             return compile((types or {}) | nones), nones
-        except ScriptError:
+        except ScriptError as second:
+            def names(e: ScriptError) -> bool:
+                return any(f"'{name}'" in str(e) for name in nones)
+            if names(error) and not names(second):
+                raise second from None
             raise error from None
 
 

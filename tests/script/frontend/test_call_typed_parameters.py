@@ -6,7 +6,7 @@ widens the type (an int, then a float) or is refused where no type holds both.""
 import numpy as np
 import pytest
 
-from script import SignatureError, script
+from script import ScriptError, SignatureError, script
 from tests.gradcheck import check_vjp
 
 
@@ -119,3 +119,40 @@ def test_a_plain_object_passed_to_an_unannotated_parameter_is_an_object_argument
     with pytest.raises(SignatureError, match="argument 'layer'"):
         f(X, X)  # an array where the compiling call passed an object
     assert script(drive).graph_for(Layer(2.0), X) is not None  # the first call there too
+
+
+def predict(x, P, F=1, Q=0, u=0, B=1, alpha=1.):  # filterpy's kalman predict (MIT)
+    if np.isscalar(F):
+        F = np.array(F)
+    x = np.dot(F, x) + np.dot(B, u)
+    P = (alpha * alpha) * np.dot(np.dot(F, P), F.T) + Q
+    return x, P
+
+
+def test_an_array_for_a_parameter_whose_default_is_a_number():
+    x, P, F, Q = np.ones((2, 1)), np.eye(2), np.eye(2) * 2, np.eye(2) * 0.1
+    for got, want in zip(script(predict)(x, P, F, Q), predict(x, P, F, Q)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(script(predict)(x, P), predict(x, P)):  # the defaults' reading
+        np.testing.assert_array_equal(got, want)
+
+
+def filtered_step(x, u):
+    try:
+        y = np.linalg.inv(x) + u
+    except np.linalg.LinAlgError:
+        y = 1.0 / x + u
+    return y
+
+
+def batch_filter(x, zs, us=None):  # filterpy's batch_filter: us=None, then [0.] * n
+    if us is None:
+        us = [0.] * len(zs)
+    for z, u in zip(zs, us):
+        x = filtered_step(x + z, u)
+    return x
+
+
+def test_the_refusal_past_a_none_default_is_the_one_reported():
+    with pytest.raises(ScriptError, match="try/except is not supported"):
+        script(batch_filter)(np.eye(2) * 2.0, [np.eye(2)] * 3)
