@@ -347,12 +347,15 @@ class WriteMixin:
         storage = self.storage_now()
         inputs = [v for v in self.graph.inputs if v.type is not None]
         if storage.overlap(current, inputs) is not None:
+            op = _OPERATORS.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
             raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
                              "the caller may hold (an argument's, a global's or one a "
                              "container the caller passed holds): numpy would change that "
-                             "array itself, which the compiled code does not do; write "
-                             f"{ast.unparse(target)} = {ast.unparse(target)} + ... to store "
-                             "a new array")
+                             "array itself, which every name holding it (a layer keeping "
+                             "the same weight array) sees, and the compiled code does not do "
+                             "that; where nothing else holds the array, write "
+                             f"{ast.unparse(target)} = {ast.unparse(target)} {op} ... to store "
+                             "a new array; else update it outside compiled code")
         base = current.node.inputs[0]  # the container
         live = self.live_after(node)
         for other, (value, _) in visible_bindings(self.frame).items():
@@ -363,7 +366,9 @@ class WriteMixin:
                                  f"also change '{other}' (numpy changes the array itself, "
                                  "seen through every name of it), which the compiled code "
                                  f"cannot follow: write {ast.unparse(target)} = "
-                                 f"{ast.unparse(target)} + ... to store a new array")
+                                 f"{ast.unparse(target)} "
+                                 f"{_OPERATORS.get(type(getattr(node, 'op', None)), '+')} ... "
+                                 "to store a new array")
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their
@@ -502,3 +507,8 @@ def _may_be_array(node: ast.expr) -> bool:
 
 
 __all__ = ["WriteMixin", "array_origins"]
+
+
+_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+              ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@"}
+"""The operator an augmented assignment's advice spells."""

@@ -40,3 +40,14 @@ def test_an_augmented_update_of_an_argument_is_refused_at_its_line(fn, op):
 def test_a_local_array_and_a_number_accumulator_follow_numpy():
     x, y = np.arange(3.0), np.ones(3)
     np.testing.assert_allclose(script(local_accumulator)(x, y), local_accumulator(x, y))
+
+
+def sgd(params, grads):  # deep-learning-from-scratch's SGD.update
+    for key in params.keys():
+        params[key] -= 0.1 * grads[key]
+
+
+def test_an_update_of_a_dict_items_array_spells_its_operator_and_the_other_holders():
+    with pytest.raises(ScriptError, match=r"params\[key\] = params\[key\] - \.\.\. .*"
+                                          r"else update it outside compiled code"):
+        script(sgd)({"W": np.ones(2)}, {"W": np.ones(2)})
