@@ -33,7 +33,8 @@ from script.frontend.classes import python_class
 from script.frontend.definition import FunctionDef
 from script.frontend.modules import method_function
 from script.module import Module, Parameter, is_array, state_changed
-from script.runtime.function import ScriptFunction, Specialization, bind_arguments
+from script.runtime.binding import bind_arguments
+from script.runtime.function import ScriptFunction, Specialization
 from script.runtime.pipelines import FROZEN_PIPELINE, run_pipeline
 from script.runtime.script_module import ScriptModule, Variant
 

@@ -43,7 +43,8 @@ from script.errors import Origin, ScriptError, reported
 from script.frontend.annotations import class_type
 from script.frontend.definition import FunctionDef
 from script.module import Module, is_array
-from script.runtime.function import ScriptFunction, bind_arguments
+from script.runtime.binding import bind_arguments
+from script.runtime.function import ScriptFunction
 from script.runtime.pipelines import run_pipeline
 from script.runtime.script_module import ScriptModule
 

@@ -175,9 +175,9 @@ class LoopMixin:
                             assigned: list[str], carried: list[str]) -> list[str]:
         """The names a ``for`` loop's body binds in every step (a plain assignment at its top
         level, no ``break`` or ``continue``), bound nowhere else and read in the code after the
-        loop but not in the body before that assignment: carried from an uninitialized value, after the
-        loop they hold the last step's value, unbound when it ran no iterations, as in Python
-        (``for t in ...: g = step(...)`` then ``g["da_prev"]``)."""
+        loop but not in the body before that assignment: carried from an uninitialized value,
+        after the loop they hold the last step's value, unbound when it ran no iterations, as
+        in Python (``for t in ...: g = step(...)`` then ``g["da_prev"]``)."""
         if not isinstance(node, ast.For) or ctx.break_flag or ctx.continue_flag:
             return []
         end = end_of(node)  # (read in the code after it; not in an enclosing loop's next step,

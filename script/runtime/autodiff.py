@@ -45,10 +45,7 @@ from script.errors import (
 from script.frontend.signature import call_key, type_of
 from script.module import Module
 from script.runtime import instrument
-from script.runtime.bound_method import BoundScriptMethod
-from script.runtime.codegen import generate
-from script.runtime.function import (
-    ScriptFunction,
+from script.runtime.binding import (
     bind_arguments,
     check_devices,
     coerce_numbers,
@@ -56,6 +53,9 @@ from script.runtime.function import (
     input_types,
     static_arguments,
 )
+from script.runtime.bound_method import BoundScriptMethod
+from script.runtime.codegen import generate
+from script.runtime.function import ScriptFunction
 from script.runtime.nested_args import flatten_nested
 from script.runtime.object_grads import object_attribute_positions, object_gradients
 from script.runtime.pipelines import (

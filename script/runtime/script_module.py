@@ -26,7 +26,8 @@ from script.frontend.globals import GlobalRef
 from script.frontend.modules import AttrRef, ModuleSession, method_function
 from script.module import Module, state_version
 from script.runtime import instrument
-from script.runtime.function import ScriptFunction, Specialization, bind_arguments
+from script.runtime.binding import bind_arguments
+from script.runtime.function import ScriptFunction, Specialization
 
 MAX_VARIANTS = 8
 """Compiled variants (sets of module constants) kept per ScriptModule."""
