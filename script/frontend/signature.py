@@ -80,8 +80,10 @@ ANY_LENGTH = "any length"
 
 
 def length_free_key(value: Any) -> Any:
-    """The key of a list whose items all have one key, without its length: ``(list, ANY_LENGTH,
-    that key)`` (``(list, ANY_LENGTH)`` for an empty list); ``key_of`` for anything else."""
+    """The key of a list whose items are arrays of one dtype and shape, or numbers (or strings)
+    of one type, without its length: ``(list, ANY_LENGTH, that key)`` (``(list, ANY_LENGTH)``
+    for an empty list); ``key_of`` for anything else (a list of lists, dicts or tuples, whose
+    arrays a specialization may take one by one)."""
     if type(value) is not list:
         return key_of(value)
     if not value:
@@ -93,9 +95,8 @@ def length_free_key(value: Any) -> Any:
                     for v in value])
     elif (t := type(first)) in _SCALARS:
         same = all(type(v) is t for v in value)
-    else:
-        found = key_of(first)
-        same = all(key_of(v) == found for v in value)
+    else:  # lists of containers: their arrays are flattened per item (``nested_args``)
+        same = False
     return (list, ANY_LENGTH, key_of(first)) if same else key_of(value)
 
 

@@ -10,8 +10,9 @@ called with a list that grows from call to call (a cell keeping each step's acti
 So once the calls that compile pass a list input at more than ``MAX_LENGTHS`` lengths
 (``note``), that input is keyed by its items' one key, whatever its length
 (``signature.length_free_key``), and compiled with its element type alone, no item types
-(``items_for``): one specialization serves every length. A list whose items have different keys
-is keyed and compiled item by item as before.
+(``items_for``): one specialization serves every length. A list whose items have different keys,
+or are lists, dicts or tuples (whose arrays a specialization may take one by one:
+``script.runtime.nested_args``), is keyed and compiled item by item as before.
 """
 
 from __future__ import annotations

@@ -71,3 +71,19 @@ def test_items_of_other_shapes_are_still_keyed_one_by_one():
     got = f(floats32, w.astype(np.float32))
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, weighted(floats32, w.astype(np.float32)), rtol=1e-6)
+
+
+def pairs(ps):
+    total = 0.0
+    for pair in ps:
+        total = total + pair[0].sum() + 2 * pair[1].sum()
+    return total
+
+
+def test_lists_of_lists_stay_keyed_item_by_item():
+    """A list of lists of arrays of different shapes is taken array by array: keyed whatever
+    its length, a length-5 layout had served every later length."""
+    f = script(pairs)
+    for n in range(1, 9):
+        ps = [[np.full(3, float(k)), np.full(4, float(k))] for k in range(n)]
+        assert f(ps) == pairs(ps)
