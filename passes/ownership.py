@@ -160,6 +160,8 @@ def _own_loop_param(param: Value, seen: set[int]) -> bool:
     if not (_stays_in(nxt, block, k) and own(nxt, seen | {id(param)})):
         return False
     initial = loop.inputs[k + 1]
+    if initial.node.kind == "prim::Uninitialized":
+        return True  # (nothing before the loop: no step reads it, and an empty loop's is unread)
     if not (own(initial, seen) and not in_loop_around(loop, initial)
             and readers_done(initial, loop, skip=loop)):
         _copy_first(loop, k + 1)

@@ -38,7 +38,7 @@ from script.frontend.aliases import (
     memory_roots,
     value_sources,
 )
-from script.frontend.env import Frame, Position, Static, Undefined, end_of
+from script.frontend.env import Frame, MaybeUnbound, Position, Static, Undefined, end_of
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ class WriteMixin:
         storage = self.storage_now()
         inputs = [v for v in self.graph.inputs if v.type is not None]
         if storage.overlap(current, inputs) is not None:
-            op = _OPERATORS.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
+            op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
             raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
                              "the caller may hold (an argument's, a global's or one a "
                              "container the caller passed holds): numpy would change that "
@@ -367,7 +367,7 @@ class WriteMixin:
                                  "seen through every name of it), which the compiled code "
                                  f"cannot follow: write {ast.unparse(target)} = "
                                  f"{ast.unparse(target)} "
-                                 f"{_OPERATORS.get(type(getattr(node, 'op', None)), '+')} ... "
+                                 f"{_AUGMENTED.get(type(getattr(node, 'op', None)), '+')} ... "
                                  "to store a new array")
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
@@ -480,6 +480,8 @@ def visible_bindings(frame: Frame) -> dict[str, tuple[Any, bool]]:
     while at is not None:
         for name in list(at.vars) + list(at.refined):
             value = at.refined.get(name, at.vars.get(name))
+            if isinstance(value, MaybeUnbound):  # a loop's last value: the array it holds
+                value = value.value
             if name not in found and not isinstance(value, (Static, Undefined)):
                 found[name] = (value, crossed)
         crossed = crossed or getattr(at, "loop_body", False)
@@ -507,8 +509,3 @@ def _may_be_array(node: ast.expr) -> bool:
 
 
 __all__ = ["WriteMixin", "array_origins"]
-
-
-_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-              ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@"}
-"""The operator an augmented assignment's advice spells."""

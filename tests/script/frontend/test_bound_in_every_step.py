@@ -88,3 +88,29 @@ def test_gradients_through_the_last_steps_value():
 def test_other_bindings_in_a_loop_stay_refused(fn, message):
     with pytest.raises(ScriptError, match=message):
         script(fn)(np.ones((3, 2)))
+
+
+def view_kept(X):
+    x = X.copy()
+    for t in range(x.shape[0]):
+        r = x[t]
+    x[:] = 0.0  # numpy: r shows the write
+    return r
+
+
+def updated_after(x):
+    h = np.zeros(4)
+    for t in range(x.shape[0]):
+        h = np.tanh(h + x[t])
+        c = h * h
+    return c + h  # (an update in place of the loop's last c)
+
+
+def test_a_view_kept_past_the_loop_is_refused_before_a_write():
+    with pytest.raises(ScriptError, match="would also change 'r'"):
+        script(view_kept)(np.arange(12.0).reshape(4, 3))
+
+
+def test_an_update_in_place_of_the_last_steps_value():
+    x = np.random.default_rng(1).standard_normal((40, 4))
+    np.testing.assert_allclose(script(updated_after)(x), updated_after(x), rtol=1e-13)
