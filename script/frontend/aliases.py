@@ -122,9 +122,10 @@ def value_sources(node: Node, v: Value) -> list[Value]:
 
 
 def _scalar_item(v: Value) -> bool:
-    """Whether ``v`` is a 0-d result of selecting from a 1-D array (numpy gives a scalar)."""
+    """Whether ``v`` is a 0-d result of selecting from a 1-D array (numpy gives a scalar; not
+    after an ellipsis, ``x[i, ...]``, a 0-d view)."""
     t = v.type
-    return isinstance(t, TensorType) and t.shape == ()
+    return isinstance(t, TensorType) and t.shape == () and not v.node.attrs.get("ellipsis")
 
 
 _UNPACKS = {"prim::ListUnpack": "prim::ListConstruct", "prim::TupleUnpack": "prim::TupleConstruct"}

@@ -108,7 +108,10 @@ class IndexMixin:
         if ellipses:
             cut = ellipses[0]
             value = self.index_axes(value, items[cut + 1:], from_end=True)
-            return self.index_axes(value, items[:cut], from_end=False)
+            value = self.index_axes(value, items[:cut], from_end=False)
+            if value.node.kind == "tensor::select":  # (x[i, j, ...]: numpy's 0-d view, no item)
+                value.node.attrs[ELLIPSIS_ATTR] = True
+            return value
         return self.index_axes(value, items, from_end=False)
 
     def scalar_of(self: FunctionCompiler, value: Any, node: ast.AST) -> Any:
@@ -183,6 +186,11 @@ class IndexMixin:
 
     def visit_Slice(self: FunctionCompiler, node: ast.Slice) -> Any:
         raise self.unsupported(node, "a slice outside a subscript")
+
+
+ELLIPSIS_ATTR = "ellipsis"
+"""Attribute of the last ``tensor::select`` of a subscript with an ellipsis: a 0-d result is a
+view there, not numpy's scalar (``script.frontend.aliases``)."""
 
 
 def _is_ellipsis(node: ast.AST) -> bool:
