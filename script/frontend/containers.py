@@ -14,6 +14,7 @@ import builtins
 import copy
 from typing import TYPE_CHECKING, Any
 
+from ir.core import PARAM
 from ir.types import (
     ANY,
     BOOL,
@@ -210,6 +211,13 @@ class ContainerMixin:
                 raise self.error(node, f"{name}() of a {v.type} is not supported (use "
                                  f"np.{name}imum for tensors)")
         if any(isinstance(v.type, TensorType) for v in values):
+            if not all(isinstance(v.type, TensorType) or v.node.kind == PARAM for v in values):
+                # (a carried number, m = -np.inf before the loop: an array from the first step)
+                raise self.error(node, f"{name}() of a number and an array: Python gives back "
+                                 "whichever wins, the number itself or the array's item, whose "
+                                 "types differ; write np.{name}imum(a, b) for an array, or "
+                                 "make both arrays (an accumulator started as a number and "
+                                 "carried by a loop is one)".replace("{name}", name))
             return self.extremum_by_comparison(values, name, node)
         result = values[0]
         for v in values[1:]:
@@ -218,10 +226,11 @@ class ContainerMixin:
 
     def extremum_by_comparison(self: FunctionCompiler, values: list[Any], name: str,
                                node: ast.Call) -> Any:
-        """``max(m, x[i])`` with an array among the values (a 0-d one, a numpy scalar): as
-        Python's, the first value unless a later one compares greater (``max``) or less
-        (``min``): that value itself, its dtype kept (``np.maximum`` would promote). An array
-        of more than one item raises numpy's ValueError at the comparison, as in Python."""
+        """``max(m, x[i])`` of arrays (0-d ones, numpy's scalars; ``m`` carried by a loop from
+        ``m = -np.inf``): as Python's, the first value unless a later one compares greater
+        (``max``) or less (``min``): that value itself, its dtype kept (``np.maximum`` would
+        promote). An array of more than one item raises numpy's ValueError at the comparison,
+        as in Python."""
         names = [self.new_flag("operand") for _ in values]
         for flag, v in zip(names, values):
             self.frame.set(flag, v)

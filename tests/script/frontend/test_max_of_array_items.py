@@ -22,7 +22,12 @@ def logsumexp(x):
 
 
 def extremes(x):
-    return max(x[0], x[1], x[2]), min(x[2], 0.5), max(x[0], np.nan), max(np.nan, x[0])
+    nan = x[3] * np.nan
+    return max(x[0], x[1], x[2]), min(x[2], x[0]), max(x[0], nan), max(nan, x[0])
+
+
+def number_and_item(x):
+    return max(0, x[1])  # Python: the int 0, or the array's item
 
 
 def of_a_row(x):
@@ -36,9 +41,9 @@ def test_values_and_dtypes_are_pythons(dtype):
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert np.asarray(got).dtype == np.asarray(want).dtype == dtype
     got, want = script(extremes)(x), extremes(x)
-    for g, w in zip(got, want):  # (a Python number the comparison picks is a 0-d array)
+    for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    assert np.asarray(got[0]).dtype == dtype
+        assert np.asarray(g).dtype == np.asarray(w).dtype == dtype
     check_vjp(script(logsumexp), (np.array([0.5, -1.0, 2.0, 1.5]),))
 
 
@@ -48,3 +53,8 @@ def test_arrays_of_more_than_one_item_raise_as_numpy():
         of_a_row(x)
     with pytest.raises((ValueError, ScriptError)):
         script(of_a_row)(x)
+
+
+def test_a_number_among_arrays_is_refused_with_what_to_write():
+    with pytest.raises(ScriptError, match=r"max\(\) of a number and an array.*np.maximum"):
+        script(number_and_item)(np.arange(3.0))
