@@ -65,8 +65,8 @@ def compile_for_call(compile: Callable[[dict[str, Type] | None], Any],
     None (``nones``), ``compile`` with those read as None (``if state is None: state = (x,
     x)`` refused with the default's optional array); where that fails too, the first error (its
     hints name the parameter), unless it named one of those parameters and the second names
-    none: the None reading got past them to another refusal (a ``try`` in a called
-    function). Returns the definition and the None types it took."""
+    none of them nor a None: the None reading got past them to another refusal (a ``try`` in a
+    called function). Returns the definition and the None types it took."""
     try:
         return compile(types), {}
     except ScriptError as error:
@@ -77,8 +77,8 @@ def compile_for_call(compile: Callable[[dict[str, Type] | None], Any],
         except ScriptError as second:
             def names(e: ScriptError) -> bool:
                 return any(f"'{name}'" in str(e) for name in nones)
-            if names(error) and not names(second):
-                raise second from None
+            if names(error) and not names(second) and "NoneType" not in str(second):
+                raise second from None  # (not a use of the None itself)
             raise error from None
 
 
