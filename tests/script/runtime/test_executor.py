@@ -55,7 +55,7 @@ def test_code_for_is_readable_python():
     f = script(cell)
     code = f.code_for(*_args(np.random.default_rng(0)))
     assert code.startswith("def cell(x, h, w, scale):")
-    assert "x @ v" in code and "_kernel(" in code  # the matmul, then the fused tanh * scale
+    assert "x @ (w.T)" in code and "_kernel(" in code  # the matmul, then the fused tanh * scale
     compile(code, "<test>", "exec")
     import fuser
     with fuser.disabled():
