@@ -17,7 +17,7 @@ from typing import Any
 
 from ir.core import Graph
 from ir.ops.prim import DEFERRED_ERROR
-from ir.types import Type
+from ir.types import DictType, ListType, OptionalType, Type
 from passes.static_ints import sizing_inputs, trip_inputs
 from script.errors import ScriptError, SourceInfo
 
@@ -85,6 +85,14 @@ class FunctionDef:
         (``passes.static_ints.trip_inputs``): a call that passes one equal to an array
         argument's axis or a list argument's length is keyed by that value, and compiles it in."""
         return trip_inputs(self.graph, self.static_ints)
+
+    @functools.cached_property
+    def container_inputs(self) -> tuple[int, ...]:
+        """The positions of the list and dict inputs (a call passing one object at two of them
+        compiles a specialization of its own: ``signature.shared_positions``)."""
+        return tuple(k for k, t in enumerate(self.input_types())
+                     if isinstance(t.element if isinstance(t, OptionalType) else t,
+                                   (ListType, DictType)))
 
     def positional_names(self) -> list[str]:
         """The parameter names positional arguments bind to, ``static_args`` included."""

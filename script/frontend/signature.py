@@ -56,24 +56,37 @@ def key_of(value: Any) -> Any:
 
 
 def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, ...] = (),
-             any_length: frozenset[int] = frozenset()) -> Any:
+             any_length: frozenset[int] = frozenset(), containers: tuple[int, ...] = ()
+             ) -> Any:
     """The cache key of a call: each argument's ``key_of``, then the values of the int and
     bool arguments at the positions ``static`` (ints that size arrays, bools that decide an
     ``if``: ``passes.static_ints``), then those of the trip counts at ``trips`` that equal an
     array argument's axis or a list's length (``trip_value``). The lists at the positions
     ``any_length`` are keyed by their items' one key, whatever their length
-    (``length_free_key``)."""
+    (``length_free_key``). One list or dict passed at two of the positions ``containers``
+    (``d, e = ws, ws``: a change through one is seen through the other) is keyed so too
+    (``shared_positions``)."""
     if any_length:
         key = tuple([length_free_key(a) if k in any_length else key_of(a)
                      for k, a in enumerate(args)])
     else:
         key = tuple([(a.dtype.char, a.shape) if (t := type(a)) is _ndarray
                      else t if t in _SCALARS else key_of(a) for a in args])
+    if len(containers) > 1 and (shared := shared_positions(args, containers)):
+        key += (("shared", shared),)
     if static:
         key += tuple([static_value(args[k]) for k in static])
     if trips:
         key += tuple([trip_value(args, args[k]) for k in trips])
     return key
+
+
+def shared_positions(args: tuple[Any, ...], containers: tuple[int, ...]) -> tuple[int, ...]:
+    """The positions among ``containers`` whose list or dict another of them holds too."""
+    ids = [id(args[k]) for k in containers]
+    if len(set(ids)) == len(ids):
+        return ()
+    return tuple(k for k, i in zip(containers, ids) if ids.count(i) > 1)
 
 
 ANY_LENGTH = "any length"

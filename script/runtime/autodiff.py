@@ -42,7 +42,7 @@ from script.errors import (
     SignatureError,
     reported,
 )
-from script.frontend.signature import call_key, type_of
+from script.frontend.signature import call_key, shared_positions, type_of
 from script.module import Module
 from script.runtime import instrument
 from script.runtime.binding import (
@@ -100,7 +100,8 @@ def compile_gradient(f: ScriptFunction, args: Sequence[Any], optimize: bool = Tr
     ``wrt`` holds the positions in ``args`` (graph inputs) to differentiate; None: all.
     """
     d = f.definition  # (every list item keyed, at any length: the backward knows each item)
-    key = (call_key(tuple(args), d.static_ints, d.trip_ints), wrt)
+    key = (call_key(tuple(args), d.static_ints, d.trip_ints, containers=d.container_inputs),
+           wrt)
     cache = f.__dict__.setdefault("_gradient_cache", {})
     found = cache.get(key) if optimize else None
     if found is not None:
@@ -201,6 +202,8 @@ def _specialized_graph(f: ScriptFunction, args: tuple[Any, ...]
                              "were given")
     types = input_types(d, args)
     items = input_items(d, args)
+    for k in shared_positions(args, d.container_inputs):
+        items[k] = None  # (one container at two inputs: a change through either)
     check_devices(d, args)
     with reported(f.origin, "compiling"):
         graph = d.graph.clone()

@@ -45,6 +45,7 @@ from script.frontend.object_args import (
 from script.frontend.object_reads import read_inputs
 from script.frontend.signature import (
     call_key,
+    shared_positions,
 )
 from script.runtime import instrument, list_lengths
 from script.runtime.binding import (
@@ -245,7 +246,7 @@ class ScriptFunction:
                 if instrument.active is None:
                     d = self._definition  # (the one _bind checked)
                     spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints,
-                                                    d.any_length)) \
+                                                    d.any_length, d.container_inputs)) \
                         or self._specialize(args)
             if instrument.active is not None:
                 return instrument.active.call(self, args)
@@ -257,7 +258,8 @@ class ScriptFunction:
             args = bind_arguments(d, args, kwargs)
         if instrument.active is not None:
             return instrument.active.call(self, args)
-        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints, d.any_length))
+        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints, d.any_length,
+                                        d.container_inputs))
         if spec is None:
             spec = self._specialize(args)
         return spec.fn(*args)
@@ -307,7 +309,7 @@ class ScriptFunction:
         equal an array argument's axis (``FunctionDef.trip_ints``); lists passed at many lengths
         whatever their length (``FunctionDef.any_length``)."""
         d = self.definition
-        return call_key(inputs, d.static_ints, d.trip_ints, d.any_length)
+        return call_key(inputs, d.static_ints, d.trip_ints, d.any_length, d.container_inputs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """The graph's inputs for a call: the arguments bound to the parameters (defaults filled
@@ -462,6 +464,8 @@ class ScriptFunction:
             bind_static_ints(graph, static_arguments(d, args))
             coerce_numbers(graph, types)
             items = list_lengths.items_for(d, args, input_items(d, args))
+            for k in shared_positions(args, d.container_inputs):
+                items[k] = None  # (one container at two inputs: a change through either)
             nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
             with refused_shapes(d, types, graph):
                 specialize(graph, types, items)

@@ -75,3 +75,22 @@ def test_a_counter_in_a_dict_an_object_holds():
     assert b.counters == a.counters == {"n_timesteps": 6}
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w)
+
+
+def read_one_change_other(d, e, k: int):
+    t = 0
+    for i in range(k):
+        e["n"] += 1
+        t += d["n"]  # d is e: the change shows here
+    return t
+
+
+def test_one_dict_passed_for_a_read_and_a_changed_parameter():
+    """The reads of a dict the function only reads were moved out of the loop while the same
+    dict, passed for another parameter, changed in it (0 instead of 10)."""
+    f = script(read_one_change_other)
+    a, b = {"n": 0}, {"n": 0}
+    assert f(b, b, 4) == read_one_change_other(a, a, 4) == 10
+    c, d, e = {"n": 0}, {"n": 0}, {"n": 0}
+    assert f(d, e, 4) == read_one_change_other(c, {"n": 0}, 4) == 0
+    assert f(b, b, 4) == 26 and b == {"n": 8}
