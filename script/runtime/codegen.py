@@ -21,11 +21,10 @@ import numpy as np
 import ir
 from fuser.workspace import Workspace
 from ir.alias import StorageClasses
-from ir.core import PARAM, Block, Graph, Node, Value
+from ir.core import Block, Graph, Node, Value
 from ir.ops.elementwise import AUGMENTED, CASTING_ATTR, IN_PLACE_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.ops.prim import DEFERRED_ERROR
-from ir.types import TensorType
 from passes.devices import call_device
 from script import ops
 from script.errors import ScriptError
@@ -36,6 +35,7 @@ from script.runtime import (
     group_writers,
     op_writers,
     sanitize,
+    temporaries,
     weak_numbers,
 )
 from script.runtime.instrument import stage
@@ -137,30 +137,18 @@ class FunctionWriter:
         return name
 
     def write_block(self, block: Block) -> None:
-        released = _released_after(block)
+        released = temporaries.released_after(block)
         pending: list[Value] = []  # (an inlined node's reads are evaluated by the next one)
-        for node in block:
-            self.write_node(node)
-            pending += released.get(node, ())
-            if node in self.inlined:
-                continue
+        for node in [*block, None]:  # (None: after the last node)
+            if node is not None:
+                self.write_node(node)
+                pending += released.get(node, ())
+                if node in self.inlined:
+                    continue
             for value in pending:
-                self.release(value)
+                if (name := temporaries.release_name(self, value)) is not None:
+                    self.emit(f"del {name}")
             pending = []
-        for value in pending:
-            self.release(value)
-
-    def release(self, value: Value) -> None:
-        """``del`` the name of an array after its last use, as Python frees an expression's
-        temporary: numpy's allocator then hands its memory to the next array of its size
-        (deep-learning-from-scratch's Adam over 512 x 512 weights ran at 0.22x plain numpy
-        with every step's temporaries kept alive, each new one fresh pages)."""
-        name = self.ns.names.get(value)
-        node = value.node
-        if name is None or not name.isidentifier() or name in self.consts or node in self.elided \
-                or name not in self.ns.used or any(u.node in self.elided for u in value.uses):
-            return  # (an elided reader's inputs may be read later: an einsum at its reduction)
-        self.emit(f"del {name}")
 
     def write_node(self, node: Node) -> None:
         if node in self.elided:  # a write_slot whose value a kernel computed in its slot
@@ -254,26 +242,11 @@ class FunctionWriter:
         self.assign(node, expr)
 
     def inline(self, node: Node, expr: str) -> bool:
-        """Write the array a pure op makes as an expression in the statement of the next op,
-        its only reader (``np.sqrt(v) + 1e-7``), as Python evaluates an expression: numpy then
-        computes into a temporary nothing else holds (numpy's temporary elision for large
-        arrays) where a named one would be a new array. Not where the reader writes into it or
-        keeps it, nor for the profiler or the device code; the reader's output is checked
-        where values are (``checks``)."""
-        if self.profiler is not None or self.device == "cuda" or len(node.outputs) != 1 or \
-                node.attrs.get(IN_PLACE_ATTR) or not isinstance(node.output.type, TensorType):
+        """Write ``node``'s array as ``expr`` in its reader's statement where
+        ``temporaries.inlinable``; its reader's output is checked where values are."""
+        if not temporaries.inlinable(self, node):
             return False
-        out = node.output
-        if len(out.uses) != 1:
-            return False
-        user, index = out.uses[0].node, out.uses[0].index
-        op, reader = ir.registry.lookup(node.kind), ir.registry.lookup(user.kind)
-        if (user is not node.next or user in self.elided or user.blocks or op is None
-                or not op.is_pure or reader is None or not user.kind.startswith("tensor::")
-                or user.attrs.get(IN_PLACE_ATTR) or user in self.einsums
-                or ir.registry.effects_on_input(user, index) != ir.registry.ONLY_READS):
-            return False
-        self.ns.names[out] = f"({expr})"
+        self.ns.names[node.output] = f"({expr})"
         self.inlined.add(node)
         return True
 
@@ -306,39 +279,6 @@ class FunctionWriter:
         lhs = ", ".join(t for t, _ in pairs)
         rhs = ", ".join(s for _, s in pairs)
         self.emit(f"{lhs} = {rhs}")
-
-
-KEPT_KINDS = frozenset({PARAM, "prim::Constant", "prim::Uninitialized"})
-"""The nodes whose array outputs ``FunctionWriter.release`` leaves alone: a block's parameters
-(a loop's carried names, read after it), constants (globals or literals)."""
-
-
-def _released_after(block: Block) -> dict[Node, list[Value]]:
-    """Per node of ``block``, the arrays made in the block whose last use it is (a use in a
-    nested block counts at the node holding it); those the block returns are kept."""
-    kept = set(block.returns)
-    last: dict[Value, Node] = {}
-    for node in block:
-        for v in _inputs_within(node):
-            if v.node.owner is block:
-                last[v] = node
-    found: dict[Node, list[Value]] = {}
-    for v, node in last.items():
-        if v not in kept and isinstance(v.type, TensorType) and v.node.kind not in KEPT_KINDS:
-            found.setdefault(node, []).append(v)
-    return found
-
-
-def _inputs_within(node: Node) -> list[Value]:
-    """The values ``node`` reads, its nested blocks' reads and returns included."""
-    found = list(node.inputs)
-    for block in node.blocks:
-        found.extend(block.returns)
-        for inner in block.walk():
-            found.extend(inner.inputs)
-            for deeper in inner.blocks:
-                found.extend(deeper.returns)
-    return found
 
 
 def _write_constant(w: FunctionWriter, node: Node) -> None:
