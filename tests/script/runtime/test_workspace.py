@@ -107,7 +107,7 @@ def test_gradients_and_pending_backwards_are_unchanged_by_later_calls(layer):
 @pytest.mark.parametrize("loops", ["1", "0"], ids=["native loops", "python loops"])
 def test_repeated_training_calls_fault_no_memory_in(loops):
     """With malloc left as glibc sets it, a training step of the LSTM layer at T=100, B=8, H=64
-    would page-fault its activations in again on every call (about 950 faults a call with the
+    would page-fault its activations in again on every call (250-770 faults a call with the
     mmap threshold fixed); the workspace reuses them (about 50 a call remain, from arrays no
     workspace site makes)."""
     code = (
@@ -138,4 +138,7 @@ def test_repeated_training_calls_fault_no_memory_in(loops):
                              check=True, cwd=str(ROOT), env=env)
         faults[ws] = float(out.stdout)
     assert faults["0"] > 100, faults  # the measure sees the faults the workspace saves
-    assert faults["1"] < 0.1 * faults["0"], faults  # what is left: arrays outside its sites
+    # what is left: arrays outside its sites (about 50 a call). Without the workspace the
+    # generated code frees its temporaries after their last use, so 250-770 a call fault in
+    # there (from about 950 when every temporary stayed alive), depending on the process
+    assert faults["1"] < 0.25 * faults["0"] and faults["1"] < 80, faults
