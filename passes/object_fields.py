@@ -18,6 +18,10 @@ change it while the graph runs), this pass:
   dropped, and a list literal of objects read item by item becomes lists of the fields read
   (``passes.object_lists``).
 
+For a plain object the graph takes as an input to assign its attributes
+(``script.frontend.object_stores``), a read after a store the same way is the value stored
+(``self.cell.step(x)`` inlined, then ``self.cell.h``); its stores stay, the caller sees them.
+
 The reads then carry the stored values' types (shapes and dtypes after specialization), and
 their data flow is plain SSA, so gradients reach the arrays stored in the fields.
 """
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 from ir.core import Graph, Node, Value
 from ir.kinds import PARAM
-from ir.types import Type, unify
+from ir.types import ClassType, Type, unify
 from passes import object_lists
 
 NAME = "forward-fields"
@@ -43,6 +47,14 @@ def local_objects(graph: Graph) -> list[Value]:
                                        for u in node.output.uses):
             found.append(node.output)
     return found
+
+
+def assigned_objects(graph: Graph) -> list[Value]:
+    """The plain objects ``graph`` takes as inputs to assign their attributes
+    (``script.frontend.object_stores``): a read of an attribute after the graph's own store of
+    it is the value stored; their stores stay (the caller sees them)."""
+    return [v for v in graph.inputs if isinstance(v.type, ClassType) and not v.type.named_tuple
+            and not v.type.fields and any(u.node.kind == LOAD for u in v.uses)]
 
 
 def _local_use(graph: Graph, node: Node, index: int) -> bool:
@@ -139,6 +151,8 @@ def run(graph: Graph) -> bool:
         for obj in local_objects(graph):
             step |= _forward(obj)
             step |= _drop_unread(graph, obj)
+        for obj in assigned_objects(graph):
+            step |= _forward(obj)
         if not step:
             return changed
         changed = True

@@ -86,8 +86,9 @@ def carries(t: Type) -> bool:
         return carries(t.element)
     if isinstance(t, DictType):
         return carries(t.value)
-    if isinstance(t, ClassType):
-        return any(carries(ft) for _, ft in t.fields)
+    if isinstance(t, ClassType):  # (no fields, not a NamedTuple: a plain object, which may
+        # hold anything: ``script.frontend.object_stores``)
+        return (not t.named_tuple and not t.fields) or any(carries(ft) for _, ft in t.fields)
     # a Python float made from a differentiated tensor (float(x.sum())) carries its derivative
     # on to what it scales; the backward gives it none, so such a path is refused where the
     # float was made

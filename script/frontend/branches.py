@@ -170,7 +170,9 @@ class BranchMixin:
             missing = [b for b, v in zip(("true", "false"), values) if not isinstance(v, Value)]
             if missing:
                 self.frame.set(name, Undefined(
-                    f"'{name}' is not defined in the {missing[0]} branch"))
+                    f"'{display_name(name)}' is not defined in the {missing[0]} branch"
+                    + (" (the object had no such attribute when the function was called)"
+                       if name.startswith("$@") else "")))
                 continue
             self.add_if_output(node, name, values, stmt)  # type: ignore[arg-type]
         if true_frame.exited and false_frame.exited:

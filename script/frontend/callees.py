@@ -326,8 +326,11 @@ class CalleeMixin:
         for key, guard in fdef.guards.items():
             self.guard_global(key, guard.read, guard.expected)
         self.forget_fields()  # the callee may assign the fields of any object it reaches
-        return self.emit("prim::CallFunction", inputs, [fdef.return_type],
-                         {"Subgraph": fdef.graph.clone(), "name": fdef.name}).output
+        call = self.emit("prim::CallFunction", inputs, [fdef.return_type],
+                         {"Subgraph": fdef.graph.clone(), "name": fdef.name})
+        if fdef.attr_stores:
+            self.callee_stored(fdef, objects)
+        return call.output
 
     def optional_or_refused(self: FunctionCompiler, value: Value, error: ScriptError,
                             none_as: Type | None = None) -> Value:

@@ -84,6 +84,7 @@ from script.frontend.numpy_composites import CompositesMixin
 from script.frontend.numpy_keywords import NumpyKeywordsMixin
 from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
+from script.frontend.object_stores import ObjectStoreMixin, StoredAttributes
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
 from script.frontend.random_calls import RandomMixin
@@ -166,7 +167,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        CalleeMixin, ParameterMixin, KeywordsMixin, ShiftsMixin,
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
-                       MaskMixin, ArrangementMixin, FunctionTableMixin, BranchMixin):
+                       MaskMixin, ArrangementMixin, FunctionTableMixin, ObjectStoreMixin,
+                       BranchMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -292,6 +294,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             return self.compile_once()
         except RetypeLiteral as retype:
             return self.recompiled(retype)
+        except StoredAttributes as stored:
+            return self.recompiled_with_stores(stored.found)
         except ScriptError:
             if self.deferred_errors:  # the first error in the source, as if none were deferred
                 raise self.deferred_errors[0] from None
@@ -321,14 +325,18 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                 self.reached(found.obj)
         body = _without_docstring(self.tree.body)
         self.check_function_body(body)
+        if objects:
+            self.start_stored_attributes(body)
         self.__dict__["zero_d_checks"] = []
         result = self.emit_body(body)
         self.check_zero_d_writes()
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
+        self.drop_unused_seeds()
+        self.read_every_owner()
         return_type = self.return_type or result.type
         kept = [k for k, n in enumerate(names) if n not in static]
-        return FunctionDef(self.fn.__qualname__, self.graph, [names[k] for k in kept],
+        fdef = FunctionDef(self.fn.__qualname__, self.graph, [names[k] for k in kept],
                            [types[k] for k in kept],
                            {n: v for n, v in defaults.items() if n not in static},
                            return_type, self.source, self.attr_refs, self.guards, static,
@@ -337,6 +345,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                                  if n in objects),
                            tuple(k for k, n in enumerate(names[j] for j in kept)
                                  if n in self.dtype_params))
+        fdef.attr_stores = self.attribute_stores()
+        return fdef
 
     def emit_body(self, body: list[ast.stmt]) -> Value:
         returns = [n for n in walk_same_function(body) if isinstance(n, ast.Return)]

@@ -65,6 +65,9 @@ class FunctionDef:
     (``script.runtime.list_lengths``): calls passed lists of many lengths there."""
     list_lengths: dict[int, set[int]] = field(default_factory=dict)
     """per list input, the lengths the compiled calls passed."""
+    attr_stores: tuple[tuple[int, tuple[Any, ...], Type], ...] = ()
+    """the attributes of object arguments the function assigns (``object_stores``): (the
+    parameter's position, the path from it, the type of the value it leaves there)."""
 
     @property
     def deferred_errors(self) -> list[Any]:

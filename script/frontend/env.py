@@ -269,13 +269,18 @@ class LoopContext:
 
 
 def display_name(name: str) -> str:
-    """The value name a hidden variable prints with (``$did_return`` -> ``did_return``)."""
+    """The value name a hidden variable prints with (``$did_return`` -> ``did_return``; an
+    assigned attribute's, ``$@0 self.cache``, as the attribute)."""
+    if name.startswith("$@"):
+        return name.split(" ", 1)[1]
     return name.lstrip("$").rstrip("0123456789") if name.startswith("$") else name
 
 
 def describe_variable(name: str) -> str:
     if name == RETURN_VALUE:
         return "the return value"
+    if name.startswith("$@"):
+        return f"attribute '{display_name(name)}'"
     return f"variable '{display_name(name)}'"
 
 

@@ -174,6 +174,21 @@ class LiteralTypeMixin:
 
     def recompiled(self: FunctionCompiler, retype: RetypeLiteral) -> Any:
         """The function compiled again with one more literal typed."""
+        again = self.compiler_again()
+        again.literal_types = {**self.literal_types, retype.site: retype.type}
+        again.literal_tried = self.literal_tried | {(retype.site, retype.type)}
+        return again.compile()
+
+    def recompiled_with_stores(self: FunctionCompiler, found: dict[Any, str]) -> Any:
+        """The function compiled again knowing the object attributes it assigns
+        (``object_stores``)."""
+        again = self.compiler_again()
+        again.literal_types, again.literal_tried = self.literal_types, self.literal_tried
+        again.presumed_stores = found
+        return again.compile()
+
+    def compiler_again(self: FunctionCompiler) -> Any:
+        """A new compiler of the same function, given what this one's caller gave it."""
         again = type(self)(self.fn, self.unlifted, self.source, self.owner, self.session,
                            self.self_type, self.presets)
         if hasattr(self, "arg_types_override"):
@@ -183,9 +198,7 @@ class LiteralTypeMixin:
         for kept in ("read_per_call", "keyword_names"):  # a callee's: what its call gave it
             if kept in vars(self):
                 setattr(again, kept, getattr(self, kept))
-        again.literal_types = {**self.literal_types, retype.site: retype.type}
-        again.literal_tried = self.literal_tried | {(retype.site, retype.type)}
-        return again.compile()
+        return again
 
 
 def empty_list_hint(*lists: Any) -> str:

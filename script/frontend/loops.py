@@ -121,7 +121,8 @@ class LoopMixin:
         live = self.live_names(end_of(node)) | ctx.reads
         written = {n for n in written_arrays(node.body)
                    if isinstance(getattr(self.frame.find(n), "type", None), TensorType)}
-        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names + sorted(written)))
+        assigned = list(dict.fromkeys(assigned_names(node.body) + target_names + sorted(written)
+                                      + self.loop_attribute_vars(node.body)))
         in_place = only_augmented(node.body)
         carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
                    and (n.startswith("$") or n in live)
@@ -135,11 +136,13 @@ class LoopMixin:
         loop = self.emit("prim::Loop", [trip, cond, *initials], [], nblocks=1)
         types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]
         self.loops.append(ctx)
+        mark = self.attribute_sets_mark()
         try:
             nexts, exit_cond = self.settle_loop(loop, node, ctx, carried, types, bind_target,
                                                 next_cond)
         finally:
             self.loops.pop()
+        self.lost_in_loop(self.attribute_sets_since(mark) - set(carried))
         block = loop.blocks[0]
         block.add_return(exit_cond)
         for k, (name, value) in enumerate(zip(carried, nexts)):

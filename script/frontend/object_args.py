@@ -25,7 +25,7 @@ so each item's attributes are read on their own (their shapes may differ). The c
 ``ArgAttrRef`` with a ``length`` checks it). A method of an object's class is compiled as a
 function taking the object (``call_object_argument``).
 
-Attributes are read, never assigned: ``p.W = ...`` is a ScriptError.
+An assignment ``p.W = ...`` stores into the object (``object_stores``).
 """
 
 from __future__ import annotations
@@ -341,6 +341,8 @@ class ObjectArgMixin:
         """``owner.<attr>`` at compile time: an ``ObjectArg`` for an attribute holding a plain
         object, an ``ObjectSeq`` for one holding a list or tuple of them; else None (its value
         is a graph input, ``object_arg_value``)."""
+        if self.assigns_attribute(owner, node.attr):  # (a value: ``object_stores``)
+            return None
         value = self.object_arg_example(owner, node)
         path, spelling = owner.path + (node.attr,), f"{owner.spelling}.{node.attr}"
         if is_static_function(value):  # compiled in; a call holding another compiles again
@@ -431,7 +433,15 @@ class ObjectArgMixin:
     def object_arg_value(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
         """The graph input standing for ``owner.<attr>`` when it holds a value; for an int, bool
         or str (``CONSTANT_KINDS``) not in ``read_per_call``, the value as a constant (its graph
-        input, unused, checks a call's value is the same)."""
+        input, unused, checks a call's value is the same). An attribute the function assigns
+        is the value assigned (``object_stores``)."""
+        stored = self.stored_attribute(owner, node.attr, node)
+        if stored is not None:
+            return stored
+        return self.attribute_input(owner, node)
+
+    def attribute_input(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute) -> Any:
+        """``object_arg_value`` of an attribute read from the call's object."""
         static = self.object_arg_member(owner, node)
         if static is not None and is_static_function(static):
             raise self.error(node, f"'{owner.spelling}.{node.attr}' holds a function: scripted "
@@ -506,6 +516,12 @@ class ObjectArgMixin:
                                             for s in path)
         if ref.check == "hasattr":
             spelling = f"hasattr({spelling.rpartition('.')[0]}, {path[-1]!r})"
+        elif ref.check == "owner":
+            spelling = ref.name if not path else spelling
+        else:
+            stored = self.attribute_for_callee(ref, owner.param, owner.path + path, spelling)
+            if stored is not None:
+                return stored
         return self.add_attr_input(dataclasses.replace(ref, param=owner.param,
                                                        path=owner.path + path, name=spelling))
 

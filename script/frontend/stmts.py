@@ -260,6 +260,9 @@ class StmtMixin:
         if isinstance(value, tuple) and not any(isinstance(v, (Static, tuple)) for v in value):
             self.assign(target, self.emit_value("prim::TupleConstruct", list(value)), node)
             return
+        if isinstance(target, ast.Attribute) and isinstance(value, Static) and \
+                isinstance(self.resolve_static(target.value), ObjectArg):
+            self.assign_attribute(target, value.obj)  # (refused there, saying what it is)
         raise self.error(target, f"cannot assign a module (or a tuple holding one) to "
                          f"{ast.unparse(target)}")
 
@@ -269,10 +272,8 @@ class StmtMixin:
             self.assign_field(target, value)
             return
         if isinstance(owner, ObjectArg):
-            raise self.error(target, f"cannot assign the attribute '{target.attr}' of "
-                             f"'{owner.spelling}': scripted code only reads the attributes of "
-                             "an object argument; return the new value and assign it after "
-                             f"the call (`{owner.spelling}.{target.attr} = f(...)`)")
+            self.store_attribute(owner, target, value)
+            return
         if not is_module(owner):
             raise self.unsupported(target, "assigning to an attribute of a global object")
         owner = unwrap_module(owner)
@@ -380,6 +381,7 @@ class StmtMixin:
         if current.node.kind in ("prim::DictGetItem", "prim::ListIndex") and \
                 isinstance(current.type, TensorType):  # an array a container holds
             self.check_item_update(target, current, node)
+        self.check_attribute_update(target, current, node)
         self.assign(target, result, node)
 
     def keep_dtype_in_place(self: FunctionCompiler, current: Any, result: Any,

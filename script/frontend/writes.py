@@ -38,7 +38,15 @@ from script.frontend.aliases import (
     memory_roots,
     value_sources,
 )
-from script.frontend.env import Frame, MaybeUnbound, Position, Static, Undefined, end_of
+from script.frontend.env import (
+    Frame,
+    MaybeUnbound,
+    Position,
+    Static,
+    Undefined,
+    display_name,
+    end_of,
+)
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array
 
 if TYPE_CHECKING:
@@ -299,6 +307,14 @@ class WriteMixin:
         for other, (value, crosses_loop) in visible_bindings(self.frame).items():
             if other == name or not isinstance(value, Value):
                 continue
+            if other.startswith("$@") and (value is old or
+                                           storage.overlap(value, [old]) is not None):
+                held = display_name(other)  # an object's attribute: the caller holds it
+                raise self.error(node, f"this in-place write to '{name}' would also change "
+                                 f"'{held}', which holds that array (numpy shows the write "
+                                 "through every holder of an array), and the compiled code "
+                                 f"cannot follow it into the object: assign a copy ({held} = "
+                                 f"{name}.copy()), or write before assigning it")
             if value is old and not crosses_loop:
                 aliases.append(other)
                 continue

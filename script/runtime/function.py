@@ -43,6 +43,7 @@ from script.frontend.object_args import (
     object_param_kinds,
 )
 from script.frontend.object_reads import read_inputs
+from script.frontend.object_stores import distinct_owners
 from script.frontend.signature import (
     call_key,
     shared_positions,
@@ -346,6 +347,8 @@ class ScriptFunction:
             if extra is None:  # an attribute the new definition reads changed meanwhile
                 raise SignatureError(f"{d.name}(): the attributes of the object arguments "
                                      "changed while the function compiled")
+        if d.attr_stores:
+            distinct_owners(d.name, d.attr_refs, extra)
         inputs = list(bound)
         for k in d.object_args:
             inputs[k] = None

@@ -340,9 +340,15 @@ def passes_one_for_list(layer: Dense, x: Tensor) -> Tensor:
 _D = Dense(np.eye(2), np.zeros(2))
 
 
+def _caching(**attributes):
+    layer = Caching(np.eye(2), np.zeros(2))
+    vars(layer).update(attributes)
+    return layer
+
+
 @pytest.mark.parametrize("fn, arg, match, line", [
-    (assigns_in_method, Caching(np.eye(2), np.zeros(2)),
-     r"cannot assign the attribute 'cache' of 'self'.*return the new value", "self.cache = x"),
+    (assigns_in_method, _caching(cache=_D),  # its layout: assigned before the call only
+     r"cannot assign 'self.cache': it holds a Dense object", "self.cache = x"),
     (list_as_value, [_D], r"'layers' is a list of Dense objects: scripted code iterates",
      "return layers"),
     (list_method, [_D], r"'layers' is a list of Dense objects: it has no attribute 'append'",
