@@ -5,10 +5,14 @@ hand-written backward, ``TimeAffine.forward`` and ``TimeSoftmaxWithLoss.forward`
 ``np.dot`` for 2-D products (outer products of batches in the backward), ``np.hstack``,
 ``.argmax``, ``x[np.arange(n), t]``, ``.size``, ``/=`` and ``*=`` on a mask.
 
-Changes: annotations; each class method is a function taking what the method read from
-``self`` (``self.params``, ``self.cache``, ``self.ignore_label`` as a local constant) and
-returning what it stored there (``self.cache``, ``self.grads[i][...] =``); the book's ``import
-numpy as np`` through ``common.np``. ``lstm_step`` is an added wrapper without the cache.
+The ``RNN`` and ``LSTM`` classes are also here as the book writes them (``RNN.forward`` and
+``LSTM.forward`` store ``self.cache``; their ``backward`` writes ``self.grads[i][...] = ...``).
+
+Changes: annotations; for the functions, each class method is a function taking what the
+method read from ``self`` (``self.params``, ``self.cache``, ``self.ignore_label`` as a local
+constant) and returning what it stored there (``self.cache``, ``self.grads[i][...] =``); the
+book's ``import numpy as np`` through ``common.np``. ``lstm_step`` is an added wrapper without
+the cache. The classes: none (``LSTM.__init__``'s docstring left out).
 """
 
 from typing import Tuple
@@ -132,6 +136,68 @@ def lstm_backward(dh_next: Tensor, dc_next: Tensor, Wx: Tensor, Wh: Tensor, cach
     return dx, dh_prev, dc_prev, dWx, dWh, db
 
 
+# -- the classes, as written -------------------------------------------------------------------
+class RNN:
+    def __init__(self, Wx, Wh, b):
+        self.params = [Wx, Wh, b]
+        self.grads = [np.zeros_like(Wx), np.zeros_like(Wh), np.zeros_like(b)]
+        self.cache = None
+
+    def forward(self, x, h_prev):
+        Wx, Wh, b = self.params
+        t = np.dot(h_prev, Wh) + np.dot(x, Wx) + b
+        h_next = np.tanh(t)
+
+        self.cache = (x, h_prev, h_next)
+        return h_next
+
+    def backward(self, dh_next):
+        Wx, Wh, b = self.params
+        x, h_prev, h_next = self.cache
+
+        dt = dh_next * (1 - h_next ** 2)
+        db = np.sum(dt, axis=0)
+        dWh = np.dot(h_prev.T, dt)
+        dh_prev = np.dot(dt, Wh.T)
+        dWx = np.dot(x.T, dt)
+        dx = np.dot(dt, Wx.T)
+
+        self.grads[0][...] = dWx
+        self.grads[1][...] = dWh
+        self.grads[2][...] = db
+
+        return dx, dh_prev
+
+
+class LSTM:
+    def __init__(self, Wx, Wh, b):
+        self.params = [Wx, Wh, b]
+        self.grads = [np.zeros_like(Wx), np.zeros_like(Wh), np.zeros_like(b)]
+        self.cache = None
+
+    def forward(self, x, h_prev, c_prev):
+        Wx, Wh, b = self.params
+        N, H = h_prev.shape
+
+        A = np.dot(x, Wx) + np.dot(h_prev, Wh) + b
+
+        f = A[:, :H]
+        g = A[:, H:2*H]
+        i = A[:, 2*H:3*H]
+        o = A[:, 3*H:]
+
+        f = sigmoid(f)
+        g = np.tanh(g)
+        i = sigmoid(i)
+        o = sigmoid(o)
+
+        c_next = f * c_prev + g * i
+        h_next = o * np.tanh(c_next)
+
+        self.cache = (x, h_prev, c_prev, i, f, g, o, c_next)
+        return h_next, c_next
+
+
 # -- TimeAffine, TimeSoftmaxWithLoss --------------------------------------------------------------
 def time_affine_forward(x: Tensor, W: Tensor, b: Tensor) -> Tensor:
     N, T, D = x.shape
@@ -207,6 +273,24 @@ CASES = {
     "time_softmax_one_hot": Case(time_softmax_with_loss, lambda d, s: (
         *_sized(d, s, "N,T,V"), np.eye(SIZES[s][4], dtype=d)[np.abs(_labels(s))])),
 }
+CASES.update({
+    "RNN.forward": Case(RNN.forward, lambda d, s: (
+        RNN(*_sized(d, s, "D,H", "H,H", "H")), *_sized(d, s, "N,D", "N,H")), grad=True),
+    "LSTM.forward": Case(LSTM.forward, lambda d, s: (
+        LSTM(*_sized(d, s, "D,4H", "H,4H", "4H")), *_sized(d, s, "N,D", "N,H", "N,H")),
+        grad=True),
+    "RNN.backward": Case(RNN.backward, lambda d, s: _after_forward(d, s), xfail=(
+        "an in-place write into self.grads[0] (write into a local array name: x = ...; "
+        "x[i] = v) is not supported")),
+})
+
+
+def _after_forward(d: str, s: str) -> tuple:
+    layer = RNN(*_sized(d, s, "D,H", "H,H", "H"))
+    x, h = _sized(d, s, "N,D", "N,H")
+    return layer, layer.forward(x, h)
+
+
 BENCH = "lstm_forward"
-CELLS = ("lstm_forward", "rnn_forward")
+CELLS = ("lstm_forward", "rnn_forward", "LSTM.forward", "RNN.forward")
 BENCH_DTYPE = "float32"  # the book's weights are astype('f')
