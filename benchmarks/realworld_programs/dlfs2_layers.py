@@ -5,8 +5,9 @@ hand-written backward, ``TimeAffine.forward`` and ``TimeSoftmaxWithLoss.forward`
 ``np.dot`` for 2-D products (outer products of batches in the backward), ``np.hstack``,
 ``.argmax``, ``x[np.arange(n), t]``, ``.size``, ``/=`` and ``*=`` on a mask.
 
-The ``RNN`` and ``LSTM`` classes are also here as the book writes them (``RNN.forward`` and
-``LSTM.forward`` store ``self.cache``; their ``backward`` writes ``self.grads[i][...] = ...``).
+The ``RNN`` and ``LSTM`` classes are also here as the book writes them: ``forward`` stores
+``self.cache``, ``backward`` reads it and writes ``self.grads[i][...] = ...`` into the arrays
+the optimizer holds.
 
 Changes: annotations; for the functions, each class method is a function taking what the
 method read from ``self`` (``self.params``, ``self.cache``, ``self.ignore_label`` as a local
@@ -197,6 +198,41 @@ class LSTM:
         self.cache = (x, h_prev, c_prev, i, f, g, o, c_next)
         return h_next, c_next
 
+    def backward(self, dh_next, dc_next):
+        Wx, Wh, b = self.params
+        x, h_prev, c_prev, i, f, g, o, c_next = self.cache
+
+        tanh_c_next = np.tanh(c_next)
+
+        ds = dc_next + (dh_next * o) * (1 - tanh_c_next ** 2)
+
+        dc_prev = ds * f
+
+        di = ds * g
+        df = ds * c_prev
+        do = dh_next * tanh_c_next
+        dg = ds * i
+
+        di *= i * (1 - i)
+        df *= f * (1 - f)
+        do *= o * (1 - o)
+        dg *= (1 - g ** 2)
+
+        dA = np.hstack((df, dg, di, do))
+
+        dWh = np.dot(h_prev.T, dA)
+        dWx = np.dot(x.T, dA)
+        db = dA.sum(axis=0)
+
+        self.grads[0][...] = dWx
+        self.grads[1][...] = dWh
+        self.grads[2][...] = db
+
+        dx = np.dot(dA, Wx.T)
+        dh_prev = np.dot(dA, Wh.T)
+
+        return dx, dh_prev, dc_prev
+
 
 # -- TimeAffine, TimeSoftmaxWithLoss --------------------------------------------------------------
 def time_affine_forward(x: Tensor, W: Tensor, b: Tensor) -> Tensor:
@@ -279,16 +315,21 @@ CASES.update({
     "LSTM.forward": Case(LSTM.forward, lambda d, s: (
         LSTM(*_sized(d, s, "D,4H", "H,4H", "4H")), *_sized(d, s, "N,D", "N,H", "N,H")),
         grad=True),
-    "RNN.backward": Case(RNN.backward, lambda d, s: _after_forward(d, s), xfail=(
-        "an in-place write into self.grads[0] (write into a local array name: x = ...; "
-        "x[i] = v) is not supported")),
+    "RNN.backward": Case(RNN.backward, lambda d, s: _rnn_after_forward(d, s)),
+    "LSTM.backward": Case(LSTM.backward, lambda d, s: _lstm_after_forward(d, s)),
 })
 
 
-def _after_forward(d: str, s: str) -> tuple:
+def _rnn_after_forward(d: str, s: str) -> tuple:
     layer = RNN(*_sized(d, s, "D,H", "H,H", "H"))
     x, h = _sized(d, s, "N,D", "N,H")
     return layer, layer.forward(x, h)
+
+
+def _lstm_after_forward(d: str, s: str) -> tuple:
+    layer = LSTM(*_sized(d, s, "D,4H", "H,4H", "4H"))
+    x, h, c = _sized(d, s, "N,D", "N,H", "N,H")
+    return (layer, *layer.forward(x, h, c))
 
 
 BENCH = "lstm_forward"

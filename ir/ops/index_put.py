@@ -24,7 +24,17 @@ from dataclasses import dataclass
 from ir.core import Node, Value
 from ir.ops.indexing import _index_pairs, _take
 from ir.ops.shape import _select, _slice, tensor_arg
-from ir.registry import ALIASES, PURE, READS, SIDE_EFFECTS, VIEW, WRITES, ShapeError, defop
+from ir.registry import (
+    ALIASES,
+    PURE,
+    READS,
+    SIDE_EFFECTS,
+    VIEW,
+    WRITES,
+    ZERO_DERIVATIVE,
+    ShapeError,
+    defop,
+)
 from ir.types import TensorType, Type, is_number
 
 
@@ -100,3 +110,28 @@ defop("tensor::take_last(g: Tensor, indices: operand, axis: int = 0) -> Tensor",
 defop("tensor::index_pairs_last(g: Tensor, rows: operand, cols: operand) -> Tensor",
       _index_pairs, (PURE,), (), "g[rows, cols], zero where a later pair repeats: the gradient "
       "of index_pairs_put's value")
+
+
+def _write_into(node: Node) -> list[Type]:
+    dst, value = node.inputs[0].type, node.inputs[1].type
+    if not isinstance(dst, TensorType):
+        raise ShapeError(f"{node.kind}: writes into an array, not {dst}")
+    if not (isinstance(value, TensorType) or is_number(value)):
+        raise ShapeError(f"{node.kind}: the value written must be an array or a number, not "
+                         f"{value}")
+    if isinstance(value, TensorType) and value.shape is not None and dst.shape is not None \
+            and not _fits(value.shape, dst.shape):
+        shape = "x".join("?" if d is None else str(d) for d in value.shape)
+        target = "x".join("?" if d is None else str(d) for d in dst.shape)
+        raise ShapeError(f"{node.kind}: could not broadcast a value of shape ({shape}) into an "
+                         f"array of shape ({target})")
+    return []
+
+
+defop('tensor::write_into(dst: Tensor, value: operand, op: str = "") -> ()', _write_into,
+      (SIDE_EFFECTS, ZERO_DERIVATIVE), ("a[...] = v", "a[...] += v"),
+      "write `value` into the caller's array `dst` itself, as numpy's `dst[...] = value` (`op` "
+      "\"\") or `dst[...] op= value` does: an array an argument's list, dict or object holds "
+      "(`self.grads[0][...] = dW`), which the function reads nothing else of "
+      "(``script.frontend.caller_writes``); nothing the function returns depends on it, so no "
+      "derivative flows through it", effects={"dst": (WRITES,)})

@@ -280,4 +280,4 @@ def foreign(graph: Any, leaf: Value, loop: Node | None = None,
         return "a constant or global array"
     if node.kind == "prim::CallFunction":
         return "an array a called function returns (it may be one of its arguments)"
-    return f"an array read from a container, object or module ({node.kind})"
+    return "an array read from a container, object or module"

@@ -44,8 +44,7 @@ class CalleeMixin:
             node, override = self.typed_by_the_call(fn, node)
             return self.call_function(self.compile_callee(fn, node, override=override), node)
         node, override = self.typed_by_the_call(fn, node, frozenset(objects))
-        fdef = self.compile_callee(fn, node, {n: o.example for n, o in objects.items()},
-                                   override=override)
+        fdef = self.compile_callee(fn, node, *self.callee_examples(objects), override=override)
         return self.call_function(fdef, node, objects=objects)
 
     def function_arguments(self: FunctionCompiler, fn: Any, node: ast.Call) -> dict[str, Any]:
@@ -227,8 +226,8 @@ class CalleeMixin:
         override |= self.types_of_open_parameters(fn, args, keywords, receiver is not None)
         call = self.call_of_values(node, args, keywords)
         if receiver:
-            fdef = self.compile_callee(fn, node, {n: o.example for n, o in receiver.items()},
-                                       override, names)
+            examples, demoted = self.callee_examples(receiver)
+            fdef = self.compile_callee(fn, node, examples, demoted, override, names)
             return self.call_function(fdef, call, bound=(self.const(None),), objects=receiver)
         return self.call_function(self.compile_callee(fn, node, override=override,
                                                       keyword_names=names), call)

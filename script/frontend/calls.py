@@ -172,8 +172,7 @@ class CallMixin:
         override = None
         if len(objects) == 1:  # unannotated parameters take the call's types, as a function's
             node, override = self.typed_by_the_call(method.__get__(obj.example), node)
-        fdef = self.compile_callee(method, node, {n: o.example for n, o in objects.items()},
-                                   override)
+        fdef = self.compile_callee(method, node, *self.callee_examples(objects), override)
         return self.call_function(fdef, node, bound=(self.const(None),), objects=objects)
 
     def call_object(self: FunctionCompiler, obj: Any, node: ast.Call) -> Any:

@@ -39,6 +39,7 @@ from script.frontend.annotations import (
 )
 from script.frontend.branches import BranchMixin, is_placeholder
 from script.frontend.callees import CalleeMixin
+from script.frontend.caller_writes import CallerWriteMixin
 from script.frontend.calls import CallMixin
 from script.frontend.containers import ContainerMixin
 from script.frontend.definition import FunctionDef, load_source
@@ -84,7 +85,7 @@ from script.frontend.numpy_composites import CompositesMixin
 from script.frontend.numpy_keywords import NumpyKeywordsMixin
 from script.frontend.numpy_shifts import ShiftsMixin
 from script.frontend.object_args import ObjectArg, ObjectArgMixin
-from script.frontend.object_stores import ObjectStoreMixin, StoredAttributes
+from script.frontend.object_stores import ObjectStoreMixin, StoredAttributes, original_of
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
 from script.frontend.random_calls import RandomMixin
@@ -168,7 +169,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
                        MaskMixin, ArrangementMixin, FunctionTableMixin, ObjectStoreMixin,
-                       BranchMixin):
+                       CallerWriteMixin, BranchMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -227,15 +228,18 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
     # -- callees: the construct mixins compile what the code calls through these ----------------
     def compile_callee(self, fn: Callable[..., Any], node: ast.AST,
                        objects: dict[str, Any] | None = None,
+                       demoted: frozenset[tuple[type, str]] = frozenset(),
                        override: dict[str, Type] | None = None,
                        keyword_names: tuple[str, ...] | None = None) -> FunctionDef:
         """``fn``, a Python function the code calls, compiled (and cached unless it takes
         plain ``objects``, by parameter name), for the types ``override`` gives (its
         unannotated parameters', its ``*args`` and ``**kwargs`` tuples') and the names passed
-        to its ``**kwargs``."""
+        to its ``**kwargs``; ``demoted``: the int, bool and str attributes it reads per call
+        (``object_stores.callee_examples``)."""
         # a method called for another object (a base class's __call__ reached for the model,
         # then for its layer) is another compilation, not a recursive call
-        marker = (fn, tuple((n, id(o)) for n, o in sorted(objects.items()))) if objects else fn
+        marker = (fn, tuple((n, id(original_of(o))) for n, o in sorted(objects.items()))) \
+            if objects else fn
         if marker in _compiling:
             raise self.error(node, f"recursive calls are not supported: '{fn.__qualname__}' "
                              "is already being compiled")
@@ -250,7 +254,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
             _compiling.append(marker)
             try:
                 result = compile_function(fn, arg_types_override=override, objects=objects,
-                                          read_per_call=self.read_per_call,
+                                          read_per_call=self.read_per_call | demoted,
                                           keyword_names=keyword_names)
             finally:
                 _compiling.pop()
@@ -334,6 +338,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         remove_unused_scaffolding(self.graph)
         self.drop_unused_seeds()
         self.read_every_owner()
+        caller_writes = self.check_caller_writes()
         return_type = self.return_type or result.type
         kept = [k for k, n in enumerate(names) if n not in static]
         fdef = FunctionDef(self.fn.__qualname__, self.graph, [names[k] for k in kept],
@@ -346,6 +351,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                            tuple(k for k, n in enumerate(names[j] for j in kept)
                                  if n in self.dtype_params))
         fdef.attr_stores = self.attribute_stores()
+        fdef.caller_writes = caller_writes
         return fdef
 
     def emit_body(self, body: list[ast.stmt]) -> Value:

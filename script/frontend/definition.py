@@ -68,6 +68,10 @@ class FunctionDef:
     attr_stores: tuple[tuple[int, tuple[Any, ...], Type], ...] = ()
     """the attributes of object arguments the function assigns (``object_stores``): (the
     parameter's position, the path from it, the type of the value it leaves there)."""
+    caller_writes: tuple[int, ...] = ()
+    """the positions of the inputs (arrays, or lists and dicts of them) holding arrays the
+    function writes into in place (``caller_writes``): each call checks no other input shares
+    their memory."""
 
     @property
     def deferred_errors(self) -> list[Any]:

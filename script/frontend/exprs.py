@@ -422,7 +422,8 @@ class ExprMixin:
         """Inside a branch where these Optional names are known not to be None."""
         for name in names:
             if "." in name:
-                self.refine_field(name)
+                if not self.refine_attribute(name):
+                    self.refine_field(name)
                 continue
             value = self.frame.find(name)
             if value is None or not isinstance(getattr(value, "type", None), OptionalType):

@@ -122,7 +122,7 @@ class LoopMixin:
         written = {n for n in written_arrays(node.body)
                    if isinstance(getattr(self.frame.find(n), "type", None), TensorType)}
         assigned = list(dict.fromkeys(assigned_names(node.body) + target_names + sorted(written)
-                                      + self.loop_attribute_vars(node.body)))
+                                      + self.loop_attribute_vars(node)))
         in_place = only_augmented(node.body)
         carried = [n for n in assigned if hasattr(self.frame.find(n), "type")
                    and (n.startswith("$") or n in live)
@@ -250,8 +250,16 @@ class LoopMixin:
         if self.return_flags and contains_return(node.body):
             exits.append(RETURN_FLAG)
         stay = self.negate(self.any_flag(exits)) if exits else self.const(True)
-        if next_cond is not None:
-            stay = self.short_circuit(stay, True, next_cond, node) if exits else next_cond()
+        if next_cond is not None and exits:
+            mark = self.attribute_sets_mark()
+            stay = self.short_circuit(stay, True, next_cond, node)
+            if self.attribute_sets_since(mark):  # (assigned on the path not breaking only)
+                raise self.error(getattr(node, "test", node), "a method this condition calls "
+                                 "assigns an attribute, in a loop that can leave by break or "
+                                 "return: the compiled code cannot follow it; call the method "
+                                 "in the loop's body")
+        elif next_cond is not None:
+            stay = next_cond()
         return [self.frame.find(n) for n in carried], stay
 
     def loop_type(self: FunctionCompiler, name: str, before: Type, value: Any, node: ast.AST

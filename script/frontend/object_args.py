@@ -136,6 +136,9 @@ class ArgAttrRef:
     constant: Any = None
     """for an int, bool or str compiled in as a constant (``CONSTANT_KINDS``): the value a call's
     attribute must hold (a call that finds another compiles again); None when read per call."""
+    items: tuple[type, ...] | None = None
+    """for a tuple: the Python types of its items when compiled (a call whose tuple holds
+    others, ``self.cache`` of another kind, compiles again)."""
     check: str | None = None
     """what a call's object is checked for, besides an attribute's value (None):
 
@@ -362,6 +365,9 @@ class ObjectArgMixin:
 
     def object_arg_example(self: FunctionCompiler, owner: ObjectArg, node: ast.Attribute
                            ) -> Any:
+        if node.attr == "__dict__":
+            raise self.error(node, f"scripted code reads the attributes of '{owner.spelling}' "
+                             "by name, not its __dict__")
         if not hasattr(owner.example, node.attr):
             raise self.error(node, f"'{owner.spelling}' ({type(owner.example).__name__} object) "
                              f"has no attribute '{node.attr}'")
@@ -458,7 +464,8 @@ class ObjectArgMixin:
             raise self.error(node, f"{exc}; scripted code cannot read it") from None
         if isinstance(t, DictType) and t.value == NONE and isinstance(declared, DictType):
             t = declared  # None for every value now: optional arrays (accumulators to start)
-        ref = ArgAttrRef(owner.param, owner.path + (node.attr,), name, t, type(value))
+        ref = ArgAttrRef(owner.param, owner.path + (node.attr,), name, t, type(value),
+                         items=tuple(map(type, value)) if type(value) is tuple else None)
         if type(value) not in CONSTANT_KINDS or \
                 (type(owner.example), node.attr) in self.read_per_call:
             return self.add_attr_input(ref)

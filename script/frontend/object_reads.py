@@ -97,6 +97,9 @@ def reader(refs: list[Any]) -> Any:
                 lines.append(f"r{k} = {value}")
             namespace[f"kind{k}"] = ref.kind
             lines.append(f"if type(r{k}) is not kind{k}: return None")
+            if ref.items is not None:  # a tuple (a cache that grows, or holds other things)
+                namespace[f"items{k}"] = ref.items
+                lines.append(f"if tuple(map(type, r{k})) != items{k}: return None")
             if ref.constant is not None:
                 namespace[f"constant{k}"] = ref.constant
                 lines.append(f"if r{k} != constant{k}: return None")

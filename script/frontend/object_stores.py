@@ -27,11 +27,27 @@ specialized for), assigning a module or object, and ``self.W += g`` of an array 
 from __future__ import annotations
 
 import ast
+import copy
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.core import Value
-from ir.types import ClassType, TensorType, is_subtype
+from ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    NONE,
+    STR,
+    ClassType,
+    ListType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    is_subtype,
+)
 from script.errors import ScriptError, SignatureError
 from script.frontend.env import Undefined, walk_same_function
 from script.frontend.object_args import (
@@ -96,7 +112,29 @@ class ObjectStoreMixin:
         if isinstance(found, Undefined):
             raise self.error(node, found.message)
         assert isinstance(found, Value)
+        self._read_seed(found)
         return found
+
+    def _read_seed(self: FunctionCompiler, value: Value) -> None:
+        """Note a read of an attribute's value before the call (its type may decide what
+        compiles: ``self.h is None``): it stays part of the signature."""
+        if value.node is self.graph.block.param_node:
+            self.__dict__.setdefault("_seeds_read", set()).add(value)
+
+    def refine_attribute(self: FunctionCompiler, key: str) -> bool:
+        """``if self.cache is not None:`` of an attribute the function assigns: reads of it
+        in the branch are the unwrapped value (True), until it is assigned again."""
+        base_name, attr = key.split(".", 1)
+        owner = getattr(self.frame.find(base_name), "obj", None)
+        if not isinstance(owner, ObjectArg) or not self.assigns_attribute(owner, attr):
+            return False
+        name = self.attribute_var((owner.param, owner.path + (attr,)), key)
+        value = self.frame.find(name)
+        if isinstance(value, Value) and isinstance(value.type, OptionalType):
+            self._read_seed(value)
+            unwrapped = self.emit_value("prim::unchecked_unwrap_optional", [value])
+            self.frame.refined[name] = unwrapped
+        return True
 
     def assigns_attribute(self: FunctionCompiler, owner: ObjectArg, attr: str) -> bool:
         return (owner.param, owner.path + (attr,)) in self.presumed_stores
@@ -125,6 +163,16 @@ class ObjectStoreMixin:
         if self.object_method(owner, attr) is not None:
             raise self.error(target, f"cannot assign '{spelling}': '{attr}' is a method of "
                              f"{type(owner.example).__name__}")
+        cls = type(owner.example)
+        custom = [m for m in ("__setattr__", "__getattribute__", "__getattr__")
+                  if inspect.getattr_static(cls, m, None) is not getattr(object, m, None)]
+        found = inspect.getattr_static(cls, attr, None)
+        if custom or hasattr(type(found), "__set__") or attr.startswith("__"):
+            what = f"its class defines {custom[0]}" if custom else (
+                f"'{attr}' is a {type(found).__name__} of its class" if found is not None
+                else "a special attribute")
+            raise self.error(target, f"cannot assign '{spelling}': {what}, which the compiled "
+                             "code does not run (it stores into the object's __dict__)")
         held = getattr(owner.example, attr, _MISSING)
         if is_plain_object(held) or (type(held) in (list, tuple) and held and
                                      is_object_sequence(held)) or \
@@ -166,9 +214,8 @@ class ObjectStoreMixin:
             if owner is None or not hasattr(owner.example, path[-1]):
                 self.frame.set(name, Undefined(
                     f"'{spelling}' is read where it may not be assigned yet: the object had "
-                    "no such attribute when the function was called, and it is assigned only "
-                    "inside a loop or on some paths (assign it first, e.g. "
-                    f"{spelling} = None)"))
+                    "no such attribute when the function was called (assign it before the "
+                    f"read on every path, e.g. {spelling} = None at the top)"))
                 continue
             node = ast.Attribute(ast.Name(spelling.rpartition(".")[0], ast.Load()),
                                  path[-1], ast.Load())
@@ -202,8 +249,9 @@ class ObjectStoreMixin:
         """Forget the values before the call of the assigned attributes nothing reads (a
         ``self.cache = ...`` with no read before it): they would make the old value's type
         and shapes part of each call's signature."""
+        read = self.__dict__.get("_seeds_read", set())
         for value in self.__dict__.get("_seeds", ()):
-            if value.uses or value.node is not self.graph.block.param_node:
+            if value.uses or value in read or value.node is not self.graph.block.param_node:
                 continue
             params = self.graph.block.params
             index = params.index(value)
@@ -237,7 +285,8 @@ class ObjectStoreMixin:
                   ) -> ObjectArg | None:
         for found in self.frame.vars.values():
             obj = getattr(found, "obj", None)
-            if isinstance(obj, (ObjectArg, ObjectSeq)) and obj.param == param:
+            if isinstance(obj, (ObjectArg, ObjectSeq)) and obj.param == param and \
+                    obj.path == ():
                 example = follow(obj.example, path)
                 if example is _MISSING or not is_plain_object(example):
                     return None
@@ -246,13 +295,14 @@ class ObjectStoreMixin:
                 return ObjectArg(param, path, spelling, example)
         return None
 
-    def loop_attribute_vars(self: FunctionCompiler, body: list[ast.stmt]) -> list[str]:
-        """The hidden variables a loop over ``body`` carries: of the attributes the function
-        assigns under a name ``body`` assigns, and, where ``body`` calls anything, those a
+    def loop_attribute_vars(self: FunctionCompiler, loop: ast.For | ast.While) -> list[str]:
+        """The hidden variables ``loop`` carries: of the attributes the function assigns under
+        a name its body, target or test assigns, and, where those call anything, those a
         called method assigns."""
-        stored = {n.attr for n in walk_same_function(body)
+        parts: list[ast.AST] = [*loop.body, getattr(loop, "target", None) or loop.test]
+        stored = {n.attr for n in walk_same_function(parts)
                   if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
-        calls = any(isinstance(n, ast.Call) for n in walk_same_function(body))
+        calls = any(isinstance(n, ast.Call) for n in walk_same_function(parts))
         return [self.attribute_var(key, spelling)
                 for key, spelling in self.presumed_stores.items()
                 if calls or key[1][-1] in stored]
@@ -304,12 +354,61 @@ class ObjectStoreMixin:
         if not isinstance(found, Value):
             raise self.error(self.where, f"a method called here reads '{spelling}', which "
                              "may not be assigned yet")
+        self._read_seed(found)
         if ref.constant is not None or not is_subtype(found.type, ref.type):
             held = type(ref.constant).__name__ if ref.constant is not None else ref.type
             raise self.error(self.where, f"a method called here reads '{spelling}', assigned "
                              f"before the call ({found.type}), as the {held} it held when the "
                              "method compiled: pass the new value as an argument instead")
         return found
+
+    def callee_examples(self: FunctionCompiler, objects: dict[str, Any]
+                        ) -> tuple[dict[str, Any], frozenset[tuple[type, str]]]:
+        """The examples a method called with ``objects`` compiles against: where the caller
+        assigned attributes of an object before the call, a copy of it holding values of the
+        types assigned (``self.cache`` a tuple where the object held None), and the int, bool
+        and str ones among them, which the method reads per call."""
+        examples, demoted = {}, set()
+        for name, obj in objects.items():
+            examples[name] = obj.example
+            if not isinstance(obj, ObjectArg):
+                continue
+            shadows: dict[tuple[Any, ...], Any] = {}
+            for key, spelling in self.presumed_stores.items():
+                param, path = key
+                if param != obj.param or path[:len(obj.path)] != obj.path:
+                    continue
+                value = self.frame.find(self.attribute_var(key, spelling))
+                example = _example_of(value.type) if isinstance(value, Value) else _MISSING
+                if example is _MISSING:
+                    continue
+                rel = path[len(obj.path):]
+                holder = self._shadow(examples, name, shadows, rel[:-1])
+                if holder is None:
+                    continue
+                vars(holder)[rel[-1]] = example
+                if type(example) in (int, bool, str):
+                    demoted.add((type(holder), rel[-1]))
+        return examples, frozenset(demoted)
+
+    def _shadow(self: FunctionCompiler, examples: dict[str, Any], name: str,
+                shadows: dict[tuple[Any, ...], Any], rel: tuple[Any, ...]) -> Any:
+        """The copy of the object at ``rel`` from ``examples[name]``, made once (and of each
+        object on the way), or None where the path does not cross plain objects."""
+        if () not in shadows:
+            original = examples[name]
+            shadows[()] = examples[name] = _remember(copy.copy(original), original)
+        holder = shadows[()]
+        for k in range(len(rel)):
+            step = rel[:k + 1]
+            if step not in shadows:
+                inner = getattr(holder, rel[k], None) if type(rel[k]) is str else None
+                if not is_plain_object(inner):
+                    return None
+                shadows[step] = _remember(copy.copy(inner), inner)
+                setattr(holder, rel[k], shadows[step])
+            holder = shadows[step]
+        return holder
 
     def attribute_stores(self: FunctionCompiler) -> tuple[tuple[int, tuple[Any, ...], Any], ...]:
         """What ``FunctionDef.attr_stores`` lists: (param, path, type at the end) per assigned
@@ -320,6 +419,37 @@ class ObjectStoreMixin:
             if isinstance(value, Value):
                 found.append((key[0], key[1], value.type))
         return tuple(found)
+
+
+_SHADOWS: dict[int, tuple[Any, Any]] = {}
+"""id(shadow) -> (shadow, the object it stands for), the last few (``original_of``)."""
+
+
+def original_of(example: Any) -> Any:
+    """The object a shadow example (``ObjectStoreMixin.callee_examples``) stands for, or
+    ``example`` itself."""
+    found = _SHADOWS.get(id(example))
+    return found[1] if found is not None and found[0] is example else example
+
+
+def _remember(shadow: Any, original: Any) -> Any:
+    if len(_SHADOWS) >= 256:
+        _SHADOWS.pop(next(iter(_SHADOWS)))
+    _SHADOWS[id(shadow)] = (shadow, original_of(original))
+    return shadow
+
+
+def _example_of(t: Any) -> Any:
+    """A value of IR type ``t`` for a callee to compile against, or _MISSING."""
+    if isinstance(t, TensorType):
+        return np.zeros((1,) * (len(t.shape) if t.shape is not None else 1), t.dtype or "float64")
+    if isinstance(t, TupleType):
+        items = [_example_of(e) for e in t.elements]
+        return _MISSING if any(i is _MISSING for i in items) else tuple(items)
+    if isinstance(t, ListType):
+        item = _example_of(t.element)
+        return _MISSING if item is _MISSING else [item]
+    return {NONE: None, INT: 0, FLOAT: 0.0, BOOL: False, STR: ""}.get(t, _MISSING)
 
 
 def distinct_owners(name: str, refs: list[Any], values: tuple[Any, ...]) -> None:

@@ -304,7 +304,8 @@ class StmtMixin:
             return
         if isinstance(base.type, TensorType):
             if not isinstance(target.value, ast.Name):
-                if self.write_stored_item(target, base, value):
+                if self.caller_write(target, base, value) or \
+                        self.write_stored_item(target, base, value):
                     return
                 self.write_index_chain(target, value)
                 return
@@ -357,6 +358,8 @@ class StmtMixin:
                 self.frame.vars.pop(name, None)
 
     def augmented(self: FunctionCompiler, node: ast.AugAssign) -> None:
+        if self.caller_update(node):
+            return
         target = node.target
         current = self.expr(_as_load(target))
         rhs = self.expr(node.value)

@@ -311,10 +311,11 @@ class WriteMixin:
                                            storage.overlap(value, [old]) is not None):
                 held = display_name(other)  # an object's attribute: the caller holds it
                 raise self.error(node, f"this in-place write to '{name}' would also change "
-                                 f"'{held}', which holds that array (numpy shows the write "
-                                 "through every holder of an array), and the compiled code "
-                                 f"cannot follow it into the object: assign a copy ({held} = "
-                                 f"{name}.copy()), or write before assigning it")
+                                 f"'{held}', which holds that array or a view of it (numpy "
+                                 "shows the write through every holder of an array), and the "
+                                 "compiled code cannot follow it into the object: assign a "
+                                 f"copy to '{held}' (.copy() of the array), or write before "
+                                 "assigning it")
             if value is old and not crosses_loop:
                 aliases.append(other)
                 continue

@@ -39,6 +39,7 @@ from script.ops._impl_index_put import (  # noqa: F401  (writes into a region)
     take_last,
     take_put,
     take_put_,
+    write_into,
 )
 from script.ops._impl_indexing import (  # noqa: F401  (integer-array indexing)
     index_pairs,

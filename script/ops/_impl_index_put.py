@@ -7,6 +7,7 @@ the value: each position that a later one overwrites reads zero."""
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any
 
 from script.ops._impl_base import array_module
@@ -111,3 +112,14 @@ def index_pairs_last(g: Any, rows: Any, cols: Any) -> Any:
     mask = _later_repeats(xp, r * g.shape[1] + c).reshape(r.shape)
     mask = mask.reshape(mask.shape + (1,) * (g.ndim - 2))
     return xp.where(mask, xp.zeros((), g.dtype), out)
+
+
+_UPDATES = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv}
+
+
+def write_into(dst: Any, value: Any, op: str = "") -> None:
+    """``dst[...] = value`` (``op`` "") or ``dst[...] op= value``, into ``dst`` itself."""
+    if op:
+        _UPDATES[op](dst, value)  # (in place on an array: numpy's casting rule for op=)
+    else:
+        dst[...] = value

@@ -122,7 +122,11 @@ def input_items(d: Any, inputs: tuple[Any, ...]) -> list[Any]:
 
 
 def _describe_input(d: Any, k: int, name: str) -> str:
-    return f"argument '{name}'" if k < len(d.arg_names) else f"the global '{name}'"
+    if k < len(d.arg_names):
+        return f"argument '{name}'"
+    ref = d.attr_refs[k - len(d.arg_names)]
+    return f"the attribute '{name}'" if type(ref).__name__ == "ArgAttrRef" else \
+        f"the global '{name}'"
 
 
 def check_devices(d: Any, args: tuple[Any, ...]) -> None:

@@ -34,6 +34,7 @@ from passes.autodiff.nested_inputs import unroll_reads
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script.errors import Origin, ScriptError, SignatureError, reported
+from script.frontend.caller_writes import writes_apart
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
 from script.frontend.infer_types import Conflict, annotation_text, infer_signature, type_of_example
@@ -252,7 +253,7 @@ class ScriptFunction:
             if instrument.active is not None:
                 return instrument.active.call(self, args)
             return spec.fn(*args)
-        if d is None or d.guards or d.attr_refs or d.object_args:
+        if d is None or d.guards or d.attr_refs or d.object_args or d.caller_writes:
             args = self._bind(args, kwargs)
             d = self._definition
         elif kwargs or len(args) != self._nargs:
@@ -323,7 +324,10 @@ class ScriptFunction:
         if self._object_params():
             return self._bind_objects(args, kwargs)
         d = self.definition
-        return bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
+        inputs = bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
+        if d.caller_writes:
+            writes_apart(d.name, inputs, d.caller_writes, d.input_names())
+        return inputs
 
     def _bind_objects(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """``_bind`` for a function with plain object parameters: the objects' attributes the
@@ -349,6 +353,8 @@ class ScriptFunction:
                                      "changed while the function compiled")
         if d.attr_stores:
             distinct_owners(d.name, d.attr_refs, extra)
+        if d.caller_writes:
+            writes_apart(d.name, (*bound, *extra), d.caller_writes, d.input_names())
         inputs = list(bound)
         for k in d.object_args:
             inputs[k] = None

@@ -241,7 +241,7 @@ def new_on_one_path(self: Holder, x: Tensor) -> Tensor:
 
 @pytest.mark.parametrize("fn, match", [
     (writes_after_caching, r"in-place write to 'h' would also change 'self.cache'.*"
-                           r"self.cache = h.copy\(\)"),
+                           r"assign a copy to 'self.cache'"),
     (adds_into_weights, r"'self.W \+= \.\.\.' updates the array 'self.W' holds in place"),
     (replaces_a_function, r"cannot assign 'self.act': it holds the function"),
     (replaces_an_object, r"cannot assign 'self.other': it holds a Cell object"),
@@ -266,3 +266,153 @@ def test_one_object_reached_twice_is_refused_at_the_call():
     with pytest.raises(SignatureError, match="'a' and 'b' are the same object"):
         shared = Cell(_W)
         fn(shared, shared, np.ones(3))
+
+
+# -- what an earlier call left decides what compiles ----------------------------------------------
+class Accumulator:
+    def __init__(self):
+        self.total = None
+        self.cache = (1.0,)
+
+    def add(self, x):
+        if self.total is None:
+            self.total = x
+        else:
+            self.total = self.total + x
+        return self.total
+
+    def flip(self, x):
+        out = x * len(self.cache)
+        self.cache = (x,) if len(self.cache) == 1 else (1.0,)
+        return out
+
+    def narrowed(self, x):
+        if self.total is not None:
+            return self.total - x
+        self.total = x * 2
+        return -self.total
+
+
+@pytest.mark.parametrize("method", ["add", "flip", "narrowed"])
+def test_the_value_an_earlier_call_assigned_is_read_as_it_is_now(method):
+    """``self.total is None`` decided when compiling: the old value's type stays part of the
+    call's signature (None, then an array), and a tuple of other items compiles again."""
+    plain, compiled = Accumulator(), Accumulator()
+    fn = script(getattr(Accumulator, method))
+    for k in range(4):
+        x = np.full(3, k + 1.0)
+        np.testing.assert_allclose(fn(compiled, x), getattr(Accumulator, method)(plain, x))
+        np.testing.assert_allclose(compiled.total if plain.total is not None else 0,
+                                   plain.total if plain.total is not None else 0)
+
+
+def test_the_gradient_after_an_earlier_call_assigned_the_attribute():
+    acc = Accumulator()
+    fn = script(Accumulator.add)
+    fn(acc, np.ones(3))  # total: None -> an array
+    out, back = vjp(fn, acc, np.full(3, 2.0))
+    np.testing.assert_allclose(out, np.full(3, 3.0))
+    g_acc, g_x = back(np.full(3, 1.0))
+    np.testing.assert_allclose(g_x, np.ones(3))
+    np.testing.assert_allclose(g_acc.total, np.ones(3))
+
+
+class Stepper:
+    def __init__(self):
+        self.n = 0
+        self.h = np.zeros(3)
+
+    def advance(self):
+        self.n += 1
+        return self.n < 4
+
+    def until(self, x):
+        while self.advance():
+            x = x * 2
+        return x
+
+    def until_broken(self, x):
+        k = 0
+        while self.advance():
+            k += 1
+            if k >= 10:
+                break
+        return x * k
+
+    def counted(self, x):
+        for self.n in range(3):
+            x = x + 1
+        return x * self.n
+
+
+class Trainer:
+    """A forward and a backward in one step, the cache None before the first call (Deep
+    Learning from Scratch 2's layers, driven by one method)."""
+
+    def __init__(self):
+        self.W = np.eye(3) * 0.5
+        self.cache = None
+        self.calls = 0
+
+    def forward(self, x):
+        h = np.tanh(x @ self.W)
+        self.cache = (x, h)
+        return h
+
+    def backward(self, dh):
+        x, h = self.cache
+        self.calls += 1
+        return (dh * (1 - h ** 2)) @ self.W.T * self.calls
+
+    def step(self, x):
+        h = self.forward(x)
+        return self.backward(h)
+
+
+@pytest.mark.parametrize("cls, method", [(Stepper, "until"), (Stepper, "counted"),
+                                         (Trainer, "step")])
+def test_methods_assigning_for_conditions_targets_and_other_methods(cls, method):
+    plain, compiled = cls(), cls()
+    fn = script(getattr(cls, method))
+    for _ in range(3):
+        x = np.linspace(-1.0, 1.0, 3)
+        np.testing.assert_allclose(fn(compiled, x), getattr(cls, method)(plain, x))
+        for name, value in vars(plain).items():
+            got = getattr(compiled, name)
+            if isinstance(value, tuple):
+                for g, w in zip(got, value):
+                    np.testing.assert_allclose(g, w)
+            else:
+                np.testing.assert_allclose(got, value)
+
+
+class Checked:
+    def __init__(self):
+        self._h = np.zeros(3)
+
+    @property
+    def h(self):
+        return self._h
+
+    @h.setter
+    def h(self, value):
+        self._h = value * 2
+
+
+def through_a_setter(self: Checked, x: Tensor) -> Tensor:
+    self.h = x
+    return self.h
+
+
+def breaks_after_assigning_in_the_condition(self: Stepper, x: Tensor) -> Tensor:
+    return Stepper.until_broken(self, x)
+
+
+@pytest.mark.parametrize("fn, obj, match", [
+    (through_a_setter, Checked, r"cannot assign 'self.h': 'h' is a property of its class"),
+    (breaks_after_assigning_in_the_condition, Stepper,
+     r"a method this condition calls assigns an attribute, in a loop that can leave by break"),
+])
+def test_what_the_compiled_code_cannot_follow_is_refused(fn, obj, match):
+    with pytest.raises(ScriptError, match=match):
+        script(fn)(obj(), np.ones(3))

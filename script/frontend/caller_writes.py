@@ -1,0 +1,165 @@
+"""Writes into the caller's arrays: ``self.grads[0][...] = dWx``, ``grads["W"][...] += dW``.
+
+A layer's hand-written backward often stores its gradients into arrays its caller keeps (Deep
+Learning from Scratch 2's ``self.grads[0][...] = dWx``: the optimizer holds the same arrays). The
+compiled code treats arrays as values, so such a write is a side effect of its own,
+``tensor::write_into(dst, value, op)``, which runs numpy's ``dst[...] = value`` (or ``op=``) on
+the caller's array itself, where the statement is. It is sound where nothing else the function
+computes can see the write, which is checked when the function has compiled
+(``check_caller_writes``):
+
+- the array written is the whole of an array an argument or an object's attribute holds, or one
+  item of a list or dict one holds, read for this write alone (``X[...]`` or ``X[:]``, plain or
+  augmented);
+- the function reads nothing else of that array or container: each use of the container is an
+  item read for such a write (a read of ``self.grads`` elsewhere, or of the array itself, is a
+  ``ScriptError`` at the write saying so);
+- and, at each call, no array the function reads shares memory with the arrays in the
+  containers it writes into (``writes_apart``: a ``SignatureError`` where ``self.grads[0]`` is
+  ``self.params[0]``, say).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ir.core import Node, Value
+from ir.types import TensorType, is_number
+from script.errors import SignatureError
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+WRITE = "tensor::write_into"
+READS = ("prim::ListIndex", "prim::DictGetItem")
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+
+
+def _whole(index: ast.expr) -> bool:
+    """``...`` or ``:``: the index of a write into a whole array."""
+    if isinstance(index, ast.Constant) and index.value is Ellipsis:
+        return True
+    return isinstance(index, ast.Slice) and index.lower is None and index.upper is None \
+        and index.step is None
+
+
+class CallerWriteMixin:
+    """``X[...] = v`` into an array the caller holds, in ``FunctionCompiler``."""
+
+    def caller_array(self: FunctionCompiler, dst: Value) -> Value | None:
+        """The graph input (an argument or an object's attribute) ``dst`` is, or whose list or
+        dict ``dst`` is an item of; None for an array this function made or another value."""
+        if not isinstance(dst.type, TensorType):
+            return None
+        top = self.graph.block.param_node
+        if dst.node is top:
+            return dst
+        if dst.node.kind in READS and dst.node.inputs[0].node is top:
+            return dst.node.inputs[0]
+        return None
+
+    def caller_write(self: FunctionCompiler, target: ast.Subscript, dst: Value, value: Any,
+                     op: str = "") -> bool:
+        """Emit ``target = value`` (``op``: of ``target op= value``) as a write into the
+        caller's array ``dst``, where it is one; False where it is not (the other write rules
+        apply)."""
+        holder = self.caller_array(dst)
+        if not _whole(target.slice) or holder is None or not isinstance(value, Value) or \
+                not (isinstance(value.type, TensorType) or is_number(value.type)):
+            return False
+        if any(u.node.kind in ("prim::ListSetItem", "prim::DictSetItem") for u in holder.uses):
+            return False  # ``xs[t] = np.zeros(...); xs[t][...] = v``: ``write_stored_item``
+        node = self.emit(WRITE, [dst, value, self.const(op)], [])
+        self.__dict__.setdefault("_write_targets", {})[node] = self.statement or target
+        return True
+
+    def caller_update(self: FunctionCompiler, node: ast.AugAssign) -> bool:
+        """``X[...] += v`` into the caller's array ``X`` (see ``caller_write``)."""
+        target = node.target
+        op = _OPS.get(type(node.op))
+        if op is None or not isinstance(target, ast.Subscript) or \
+                isinstance(target.value, ast.Name) or not _whole(target.slice):
+            return False
+        dst = self.expr(target.value)
+        if self.caller_array(dst) is None:
+            return False
+        value = self.expr(node.value)
+        return self.caller_write(target, dst, value, op)
+
+    def check_caller_writes(self: FunctionCompiler) -> tuple[int, ...]:
+        """ScriptError unless nothing else the function computes reads what its writes into
+        the caller's arrays change (see the module); the positions of the graph inputs written
+        into (``FunctionDef.caller_writes``)."""
+        writes = [n for n in self.graph.walk() if n.kind == WRITE]
+        inputs = list(self.graph.inputs)
+        written: list[int] = []
+        for node in writes:
+            dst = node.inputs[0]
+            holder = self.caller_array(dst)
+            assert holder is not None
+            for use in holder.uses:
+                reader = use.node
+                if reader is node or (holder is not dst and reader.kind in READS and
+                                      use.index == 0 and _only_written(reader.output)):
+                    continue
+                raise self._read_elsewhere(node, holder, reader)
+            if holder is not dst and not _only_written(dst):
+                raise self._read_elsewhere(node, holder, None)
+            position = inputs.index(holder)
+            if position not in written:
+                written.append(position)
+        return tuple(written)
+
+    def _read_elsewhere(self: FunctionCompiler, write: Node, holder: Value,
+                        reader: Node | None) -> Exception:
+        name = holder.name or "the array"
+        line = getattr(reader.source, "line", None) if reader is not None else None
+        where = f" (line {line})" if line else ""
+        target = self.__dict__["_write_targets"][write]
+        return self.error(target, f"writing into '{name}' in place, which the function also "
+                             f"reads{where}: numpy would show the write to that read, which the "
+                             "compiled code does not follow; write into the caller's arrays only "
+                             "where nothing else of them is read (read them before, into a copy: "
+                             "g = x.copy())")
+
+
+def _only_written(item: Value) -> bool:
+    return bool(item.uses) and all(u.node.kind == WRITE and u.index == 0 for u in item.uses)
+
+
+def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
+                 names: list[str]) -> None:
+    """SignatureError when an array in an input the function writes into (``written``) shares
+    memory with an array of another input: the write would change what the function reads."""
+    targets = [(j, a) for j in written for a in _arrays(inputs[j])]
+    if not targets:
+        return
+    for k, value in enumerate(inputs):
+        if k in written:
+            continue
+        for other in _arrays(value):
+            for j, target in targets:
+                if np.may_share_memory(target, other):
+                    raise SignatureError(f"{name}(): an array the function writes into in "
+                                         f"'{names[j]}' shares memory with '{names[k]}', which "
+                                         "it reads: the compiled code does not follow the write "
+                                         "into it (pass separate arrays)")
+
+
+def _arrays(value: Any, depth: int = 0) -> list[Any]:
+    if isinstance(value, np.ndarray):
+        return [value]
+    if depth > 2:
+        return []
+    if type(value) in (list, tuple):
+        return [a for v in value for a in _arrays(v, depth + 1)]
+    if type(value) is dict:
+        return [a for v in value.values() for a in _arrays(v, depth + 1)]
+    return []
+
+
+__all__ = ["CallerWriteMixin", "writes_apart"]

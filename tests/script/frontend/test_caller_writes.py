@@ -1,0 +1,120 @@
+"""Writes into arrays the caller holds (``script.frontend.caller_writes``): ``self.grads[0][...]
+= dWx`` changes the caller's array itself, as numpy does, where nothing else the function
+computes reads it."""
+
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+from script import ScriptError, SignatureError, Tensor, script, vjp
+
+
+class Layer:
+    def __init__(self):
+        self.params = [np.ones((2, 3)), np.full(3, 0.5)]
+        self.grads = [np.zeros((2, 3)), np.zeros(3)]
+        self.named = {"W": np.zeros((2, 3), dtype=np.float32)}
+        self.dW = np.zeros((2, 3))
+
+
+def writes(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] = x * 2
+    self.grads[1][:] = x.sum(axis=0)
+    return x @ self.params[1]
+
+
+def updates(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] += x
+    self.named["W"][...] -= x  # (float64 into a float32 array: cast, as numpy's -=)
+    self.dW[...] = 3.0
+    return x
+
+
+def in_a_loop(self: Layer, x: Tensor) -> Tensor:
+    for i in range(2):
+        self.grads[i][...] = x.sum() * (i + 1)
+    return x
+
+
+def into_a_list(grads: List[Tensor], x: Tensor) -> Tensor:
+    grads[0][...] = x
+    return x
+
+
+def into_a_dict(grads: Dict[str, Tensor], x: Tensor) -> Tensor:
+    grads["W"][...] += x * x
+    return x
+
+
+def _layer_args(x):
+    return (Layer(), x)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (writes, _layer_args), (updates, _layer_args), (in_a_loop, _layer_args),
+    (into_a_list, lambda x: ([np.zeros((2, 3))], x)),
+    (into_a_dict, lambda x: ({"W": np.ones((2, 3))}, x)),
+])
+def test_the_caller_sees_the_write(fn, make):
+    x = np.arange(6.0).reshape(2, 3)
+    plain, compiled = make(x), make(x)
+    held = compiled[0].grads[0] if isinstance(compiled[0], Layer) else None
+    compiled_fn = script(fn)
+    for _ in range(3):  # (augmented writes accumulate over calls)
+        np.testing.assert_array_equal(compiled_fn(*compiled), fn(*plain))
+        got, want = compiled[0], plain[0]
+        if isinstance(want, Layer):
+            for name in ("grads", "named", "dW", "params"):
+                a, b = getattr(got, name), getattr(want, name)
+                for k in (range(len(b)) if isinstance(b, list) else b if isinstance(b, dict)
+                          else [None]):
+                    g, w = (a, b) if k is None else (a[k], b[k])
+                    assert g.dtype == w.dtype
+                    np.testing.assert_array_equal(g, w)
+            assert got.grads[0] is held  # the same array, written into
+        else:
+            for k in (range(len(want)) if isinstance(want, list) else want):
+                np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_gradients_of_a_function_that_writes_into_its_caller():
+    x = np.arange(6.0).reshape(2, 3)
+    layer = Layer()
+    out, back = vjp(script(writes), layer, x)
+    dx = back(np.ones(2))[1]
+    np.testing.assert_allclose(dx, np.tile(layer.params[1], (2, 1)))
+    np.testing.assert_array_equal(layer.grads[0], 2 * x)
+
+
+def reads_it_too(self: Layer, x: Tensor) -> Tensor:
+    g = self.grads[0]
+    self.grads[0][...] = x
+    return g.sum()
+
+
+def reads_the_list(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] = x
+    return self.grads[1] + 1
+
+
+def writes_what_it_read(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] = self.grads[0] * 2
+    return x
+
+
+@pytest.mark.parametrize("fn", [reads_it_too, reads_the_list, writes_what_it_read])
+def test_a_write_another_read_would_see_is_refused(fn):
+    with pytest.raises(ScriptError, match=r"writing into 'self.grads' in place, which the "
+                                          r"function also reads") as info:
+        script(fn)(Layer(), np.ones((2, 3)))
+    assert "self.grads[0][...] = " in str(info.value)
+
+
+def test_an_array_written_into_that_another_input_holds_is_refused_at_the_call():
+    layer = Layer()
+    layer.grads[1] = layer.params[1][:]  # a view of what the function reads
+    with pytest.raises(SignatureError, match=r"writes into in 'self.grads' shares memory with "
+                                             r"'self.params'"):
+        script(writes)(layer, np.ones((2, 3)))
+    np.testing.assert_array_equal(layer.params[1], np.full(3, 0.5))  # before anything ran
