@@ -27,14 +27,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Node, Value
-from ir.types import TensorType, is_number
+from ir.types import DictType, ListType, TensorType, is_number
 from script.errors import SignatureError
+from script.frontend.exprs import NOT_STATIC
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 WRITE = "tensor::write_into"
 READS = ("prim::ListIndex", "prim::DictGetItem")
+
+SHAPE_READS = frozenset({
+    "tensor::zeros_like", "tensor::ones_like", "tensor::full_like", "tensor::empty_like",
+    "tensor::numel", "tensor::size", "tensor::shape", "tensor::dim", "prim::dtype"})
+"""Ops that read an array's shape or dtype, not its values: a write into it changes neither."""
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -78,17 +84,30 @@ class CallerWriteMixin:
         return True
 
     def caller_update(self: FunctionCompiler, node: ast.AugAssign) -> bool:
-        """``X[...] += v`` into the caller's array ``X`` (see ``caller_write``)."""
+        """``X[...] += v`` into the caller's array ``X``, and ``params[i] -= v`` of an array
+        the caller's list or dict ``params`` holds (numpy updates that array in place: the
+        optimizers' ``params[i] -= lr * grads[i]``); see ``caller_write``."""
         target = node.target
         op = _OPS.get(type(node.op))
-        if op is None or not isinstance(target, ast.Subscript) or \
-                isinstance(target.value, ast.Name) or not _whole(target.slice):
+        if op is None or not isinstance(target, ast.Subscript):
             return False
-        dst = self.expr(target.value)
-        if self.caller_array(dst) is None:
+        if _whole(target.slice) and not isinstance(target.value, ast.Name):
+            dst = self.expr(target.value)
+            if self.caller_array(dst) is None:
+                return False
+            return self.caller_write(target, dst, self.expr(node.value), op)
+        if isinstance(target.slice, ast.Slice) or \
+                self.resolve_static(target.value) is not NOT_STATIC:
             return False
-        value = self.expr(node.value)
-        return self.caller_write(target, dst, value, op)
+        container = self.expr(target.value)
+        if container.node is not self.graph.block.param_node or \
+                not isinstance(container.type, (ListType, DictType)) or \
+                not isinstance(_item_type(container.type), TensorType):
+            return False
+        dst = self.expr(target)
+        whole = ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
+                                  target)
+        return self.caller_write(whole, dst, self.expr(node.value), op)
 
     def check_caller_writes(self: FunctionCompiler) -> tuple[int, ...]:
         """ScriptError unless nothing else the function computes reads what its writes into
@@ -103,8 +122,10 @@ class CallerWriteMixin:
             assert holder is not None
             for use in holder.uses:
                 reader = use.node
-                if reader is node or (holder is not dst and reader.kind in READS and
-                                      use.index == 0 and _only_written(reader.output)):
+                if reader is node or reader.kind == "prim::len" or (
+                        holder is dst and reader.kind in SHAPE_READS and use.index == 0) or (
+                        holder is not dst and reader.kind in READS and use.index == 0 and
+                        _only_written(reader.output)):
                     continue
                 raise self._read_elsewhere(node, holder, reader)
             if holder is not dst and not _only_written(dst):
@@ -127,8 +148,16 @@ class CallerWriteMixin:
                              "g = x.copy())")
 
 
+def _item_type(t: Any) -> Any:
+    return t.element if isinstance(t, ListType) else t.value
+
+
 def _only_written(item: Value) -> bool:
-    return bool(item.uses) and all(u.node.kind == WRITE and u.index == 0 for u in item.uses)
+    """Whether the array ``item`` is only written into, or only its shape and dtype read
+    (``self.v.append(np.zeros_like(param))`` for each of the params an optimizer updates)."""
+    return bool(item.uses) and all(u.index == 0 and (u.node.kind == WRITE or
+                                                     u.node.kind in SHAPE_READS)
+                                   for u in item.uses)
 
 
 def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],

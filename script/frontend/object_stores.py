@@ -394,7 +394,8 @@ class ObjectStoreMixin:
     def _shadow(self: FunctionCompiler, examples: dict[str, Any], name: str,
                 shadows: dict[tuple[Any, ...], Any], rel: tuple[Any, ...]) -> Any:
         """The copy of the object at ``rel`` from ``examples[name]``, made once (and of each
-        object on the way), or None where the path does not cross plain objects."""
+        object and list of objects on the way), or None where the path does not cross plain
+        objects and lists of them."""
         if () not in shadows:
             original = examples[name]
             shadows[()] = examples[name] = _remember(copy.copy(original), original)
@@ -402,13 +403,25 @@ class ObjectStoreMixin:
         for k in range(len(rel)):
             step = rel[:k + 1]
             if step not in shadows:
-                inner = getattr(holder, rel[k], None) if type(rel[k]) is str else None
-                if not is_plain_object(inner):
+                if type(rel[k]) is int:
+                    if type(holder) is not list or rel[k] >= len(holder):
+                        return None
+                    inner = holder[rel[k]]
+                else:
+                    inner = getattr(holder, rel[k], None)
+                if is_plain_object(inner):
+                    made = _remember(copy.copy(inner), inner)
+                elif type(inner) is list:  # (a tuple of objects stays as it is)
+                    made = list(inner)
+                else:
                     return None
-                shadows[step] = _remember(copy.copy(inner), inner)
-                setattr(holder, rel[k], shadows[step])
+                if type(rel[k]) is int:
+                    holder[rel[k]] = made
+                else:
+                    setattr(holder, rel[k], made)
+                shadows[step] = made
             holder = shadows[step]
-        return holder
+        return holder if is_plain_object(holder) else None
 
     def attribute_stores(self: FunctionCompiler) -> tuple[tuple[int, tuple[Any, ...], Any], ...]:
         """What ``FunctionDef.attr_stores`` lists: (param, path, type at the end) per assigned

@@ -118,3 +118,54 @@ def test_an_array_written_into_that_another_input_holds_is_refused_at_the_call()
                                              r"'self.params'"):
         script(writes)(layer, np.ones((2, 3)))
     np.testing.assert_array_equal(layer.params[1], np.full(3, 0.5))  # before anything ran
+
+
+# -- Deep Learning from Scratch 2's optimizers (oreilly-japan/deep-learning-from-scratch-2,
+# common/optimizer.py, MIT License), as written ---------------------------------------------------
+class SGD:
+    '''
+    確率的勾配降下法（Stochastic Gradient Descent）
+    '''
+    def __init__(self, lr=0.01):
+        self.lr = lr
+
+    def update(self, params, grads):
+        for i in range(len(params)):
+            params[i] -= self.lr * grads[i]
+
+
+class Momentum:
+    '''
+    Momentum SGD
+    '''
+    def __init__(self, lr=0.01, momentum=0.9):
+        self.lr = lr
+        self.momentum = momentum
+        self.v = None
+
+    def update(self, params, grads):
+        if self.v is None:
+            self.v = []
+            for param in params:
+                self.v.append(np.zeros_like(param))
+
+        for i in range(len(params)):
+            self.v[i] = self.momentum * self.v[i] - self.lr * grads[i]
+            params[i] += self.v[i]
+
+
+@pytest.mark.parametrize("cls", [SGD, Momentum])
+def test_an_optimizer_updates_the_parameters_the_model_holds(cls):
+    rng = np.random.default_rng(4)
+    params = [rng.standard_normal((3, 4)), rng.standard_normal(4).astype(np.float32)]
+    grads = [rng.standard_normal((3, 4)), rng.standard_normal(4).astype(np.float32)]
+    plain, compiled = cls(), cls()
+    plain_params = [p.copy() for p in params]
+    held = list(params)  # the model's layers hold the same arrays
+    update = script(compiled.update)
+    for _ in range(3):
+        cls.update(plain, plain_params, grads)
+        update(params, grads)
+        for got, want, same in zip(params, plain_params, held):
+            assert got is same and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6)

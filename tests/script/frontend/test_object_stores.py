@@ -416,3 +416,47 @@ def breaks_after_assigning_in_the_condition(self: Stepper, x: Tensor) -> Tensor:
 def test_what_the_compiled_code_cannot_follow_is_refused(fn, obj, match):
     with pytest.raises(ScriptError, match=match):
         script(fn)(obj(), np.ones(3))
+
+
+class Lin:
+    def __init__(self, W):
+        self.W = W
+        self.x = None
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, d):
+        return self.x.T @ d
+
+
+class Net:
+    def __init__(self):
+        self.layers = [Lin(np.eye(2) * 0.5), Lin(np.eye(2) * 2.0)]
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def backward(self, d):
+        for layer in reversed(self.layers):
+            d = layer.backward(d)
+        return d
+
+
+def forward_backward(net: Net, x: Tensor) -> Tensor:
+    return net.backward(net.forward(x))
+
+
+def test_a_holder_s_methods_read_what_its_layers_assigned():
+    """Each layer's ``self.x`` (None before the call) is assigned by ``Net.forward`` and read
+    by ``Net.backward``, both looping over ``self.layers``."""
+    x = np.arange(4.0).reshape(2, 2)
+    plain, compiled = Net(), Net()
+    fn = script(forward_backward)
+    for _ in range(2):
+        np.testing.assert_allclose(fn(compiled, x), forward_backward(plain, x))
+        for a, b in zip(compiled.layers, plain.layers):
+            np.testing.assert_allclose(a.x, b.x)
