@@ -145,8 +145,24 @@ def load_source(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, SourceInfo]:
                               f"was defined (line {start} of {file} now defines "
                               f"'{node.name}'); reload the module")
         if isinstance(node, ast.FunctionDef):
+            _mangle_private_names(node, fn)
             return node, source
     raise ScriptError(f"cannot compile '{name}': no function definition found in its source")
+
+
+def _mangle_private_names(tree: ast.FunctionDef, fn: Callable[..., Any]) -> None:
+    """``self.__forward`` in a method of ``BatchNormalization`` is the attribute
+    ``_BatchNormalization__forward``, as Python's compiler mangles it (its code object names
+    the mangled attribute)."""
+    parts = fn.__qualname__.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return
+    owner = parts[-2].lstrip("_")
+    names = set(fn.__code__.co_names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("__") and \
+                not node.attr.endswith("__") and f"_{owner}{node.attr}" in names:
+            node.attr = f"_{owner}{node.attr}"
 
 
 _DEFINITION = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")

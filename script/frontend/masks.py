@@ -87,6 +87,7 @@ class MaskMixin:
         boolean array."""
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
                 and (isinstance(target.slice, (ast.Name, ast.Compare))
+                     or _attribute_chain(target.slice)
                      or isinstance(target.slice, (ast.Call, ast.UnaryOp, ast.BinOp))
                      and self.is_pure_mask(target.slice))):
             return False
@@ -177,3 +178,13 @@ class MaskMixin:
             return op is not None and op.is_elementwise and all(
                 self.is_masked_elementwise(a, mask) for a in node.args)
         return False
+
+
+def _attribute_chain(node: ast.expr) -> bool:
+    """``self.mask``: an attribute of a name (Deep Learning from Scratch's ``out[self.mask] =
+    0``), read with no effects."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)

@@ -460,3 +460,39 @@ def test_a_holder_s_methods_read_what_its_layers_assigned():
         np.testing.assert_allclose(fn(compiled, x), forward_backward(plain, x))
         for a, b in zip(compiled.layers, plain.layers):
             np.testing.assert_allclose(a.x, b.x)
+
+
+class Private:
+    """Deep Learning from Scratch's BatchNormalization calls ``self.__forward``: Python's name
+    mangling makes it ``_Private__forward``."""
+
+    def __init__(self):
+        self.gamma = np.full(3, 2.0)
+
+    def forward(self, x):
+        return self.__forward(x) + 1
+
+    def __forward(self, x):
+        self.__cache = x * 2
+        return x * self.gamma
+
+
+class Relu:  # deep-learning-from-scratch (MIT License), common/layers.py: as written
+    def __init__(self):
+        self.mask = None
+
+    def forward(self, x):
+        self.mask = (x <= 0)
+        out = x.copy()
+        out[self.mask] = 0
+
+        return out
+
+
+@pytest.mark.parametrize("cls", [Private, Relu])
+def test_private_names_and_masks_kept_in_attributes(cls):
+    x = np.array([1.0, -2.0, 3.0])
+    plain, compiled = cls(), cls()
+    np.testing.assert_array_equal(script(cls.forward)(compiled, x), cls.forward(plain, x))
+    for name, value in vars(plain).items():
+        np.testing.assert_array_equal(getattr(compiled, name), value)
