@@ -128,10 +128,11 @@ def _write_into(node: Node) -> list[Type]:
     return []
 
 
-defop('tensor::write_into(dst: Tensor, value: operand, op: str = "") -> ()', _write_into,
+defop('tensor::write_into(dst: Tensor, value: operand, op: str = "", index: str = "...") '
+      '-> ()', _write_into,
       (SIDE_EFFECTS, ZERO_DERIVATIVE), ("a[...] = v", "a[...] += v"),
       "write `value` into the caller's array `dst` itself, as numpy's `dst[...] = value` (`op` "
       "\"\") or `dst[...] op= value` does: an array an argument's list, dict or object holds "
       "(`self.grads[0][...] = dW`), which the function reads nothing else of "
       "(``script.frontend.caller_writes``); nothing the function returns depends on it, so no "
-      "derivative flows through it", effects={"dst": (WRITES,)})
+      "derivative flows through it; `index` \":\" writes `dst[:]`", effects={"dst": (WRITES,)})

@@ -329,6 +329,7 @@ class CalleeMixin:
                          {"Subgraph": fdef.graph.clone(), "name": fdef.name})
         if fdef.attr_stores:
             self.callee_stored(fdef, objects)
+        self.note_callee_writes(call, fdef)
         return call.output
 
     def optional_or_refused(self: FunctionCompiler, value: Value, error: ScriptError,

@@ -28,8 +28,9 @@ import numpy as np
 
 from ir.core import Node, Value
 from ir.types import DictType, ListType, TensorType, is_number
-from script.errors import SignatureError
+from script.errors import ScriptError, SignatureError, at_node
 from script.frontend.exprs import NOT_STATIC
+from script.frontend.object_args import ObjectArg
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -39,10 +40,11 @@ READS = ("prim::ListIndex", "prim::DictGetItem")
 
 SHAPE_READS = frozenset({
     "tensor::zeros_like", "tensor::ones_like", "tensor::full_like", "tensor::empty_like",
-    "tensor::numel", "tensor::size", "tensor::shape", "tensor::dim", "prim::dtype"})
+    "tensor::numel", "tensor::size", "tensor::shape", "tensor::ndim", "tensor::dtype"})
 """Ops that read an array's shape or dtype, not its values: a write into it changes neither."""
 
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+        ast.FloorDiv: "//", ast.Mod: "%"}
 
 
 def _whole(index: ast.expr) -> bool:
@@ -79,7 +81,8 @@ class CallerWriteMixin:
             return False
         if any(u.node.kind in ("prim::ListSetItem", "prim::DictSetItem") for u in holder.uses):
             return False  # ``xs[t] = np.zeros(...); xs[t][...] = v``: ``write_stored_item``
-        node = self.emit(WRITE, [dst, value, self.const(op)], [])
+        index = ":" if isinstance(target.slice, ast.Slice) else "..."  # (`:` of a 0-d: an error)
+        node = self.emit(WRITE, [dst, value, self.const(op), self.const(index)], [])
         self.__dict__.setdefault("_write_targets", {})[node] = self.statement or target
         return True
 
@@ -89,6 +92,16 @@ class CallerWriteMixin:
         optimizers' ``params[i] -= lr * grads[i]``); see ``caller_write``."""
         target = node.target
         op = _OPS.get(type(node.op))
+        if op is not None and isinstance(target, ast.Attribute):  # `self.W -= lr * self.dW`
+            owner = self.resolve_static(target.value)
+            if not isinstance(owner, ObjectArg):
+                return False
+            dst = self.expr(target)  # (where the function assigned it: not the caller's array)
+            if self.caller_array(dst) is not dst:
+                return False
+            whole = ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
+                                      target)
+            return self.caller_write(whole, dst, self.expr(node.value), op)
         if op is None or not isinstance(target, ast.Subscript):
             return False
         if _whole(target.slice) and not isinstance(target.value, ast.Name):
@@ -105,47 +118,82 @@ class CallerWriteMixin:
                 not isinstance(_item_type(container.type), TensorType):
             return False
         dst = self.expr(target)
+        try:  # where something else reads it too: the refusal of an update of a held item
+            self.check_item_update(target, dst, node)
+            refusal = None
+        except ScriptError as error:
+            refusal = error
         whole = ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
                                   target)
-        return self.caller_write(whole, dst, self.expr(node.value), op)
+        if not self.caller_write(whole, dst, self.expr(node.value), op):
+            return False
+        if refusal is not None:
+            self.__dict__.setdefault("_write_refusals", {})[self._last_write()] = refusal
+        return True
+
+    def _last_write(self: FunctionCompiler) -> Node:
+        return list(self.__dict__["_write_targets"])[-1]
 
     def check_caller_writes(self: FunctionCompiler) -> tuple[int, ...]:
         """ScriptError unless nothing else the function computes reads what its writes into
         the caller's arrays change (see the module); the positions of the graph inputs written
         into (``FunctionDef.caller_writes``)."""
         writes = [n for n in self.graph.walk() if n.kind == WRITE]
+        calls = self.__dict__.get("_call_writes", {})
+        holders: dict[Value, Node] = {}  # what is written into -> one write (or call) doing it
+        for node in writes:
+            holder = self.caller_array(node.inputs[0])
+            assert holder is not None
+            holders.setdefault(holder, node)
+            if holder is not node.inputs[0] and not _only_written(node.inputs[0]):
+                raise self._read_elsewhere(node, holder, None)
+        for call, positions in calls.items():
+            if call.owner is None:
+                continue  # (erased)
+            for k in positions:
+                holders.setdefault(call.inputs[k], call)
         inputs = list(self.graph.inputs)
         written: list[int] = []
-        for node in writes:
-            dst = node.inputs[0]
-            holder = self.caller_array(dst)
-            assert holder is not None
+        for holder, writer in holders.items():
             for use in holder.uses:
                 reader = use.node
-                if reader is node or reader.kind == "prim::len" or (
-                        holder is dst and reader.kind in SHAPE_READS and use.index == 0) or (
-                        holder is not dst and reader.kind in READS and use.index == 0 and
-                        _only_written(reader.output)):
+                if reader.kind in ("prim::len", "prim::DictKeys") or (
+                        reader.kind == WRITE and use.index == 0) or (
+                        reader in calls and use.index in calls[reader]) or (
+                        isinstance(holder.type, TensorType) and reader.kind in SHAPE_READS
+                        and use.index == 0) or (
+                        not isinstance(holder.type, TensorType) and reader.kind in READS and
+                        use.index == 0 and _only_written(reader.output)):
                     continue
-                raise self._read_elsewhere(node, holder, reader)
-            if holder is not dst and not _only_written(dst):
-                raise self._read_elsewhere(node, holder, None)
-            position = inputs.index(holder)
-            if position not in written:
-                written.append(position)
-        return tuple(written)
+                raise self._read_elsewhere(writer, holder, reader)
+            if holder in inputs and inputs.index(holder) not in written:
+                written.append(inputs.index(holder))
+        return tuple(sorted(written))
+
+    def note_callee_writes(self: FunctionCompiler, call: Node, fdef: Any) -> None:
+        """A called function writes into the arrays its inputs at ``fdef.caller_writes`` hold:
+        the arrays this function passes there are written into (``check_caller_writes``)."""
+        if fdef.caller_writes:
+            self.__dict__.setdefault("_call_writes", {})[call] = fdef.caller_writes
 
     def _read_elsewhere(self: FunctionCompiler, write: Node, holder: Value,
                         reader: Node | None) -> Exception:
+        refusal = self.__dict__.get("_write_refusals", {}).get(write)
+        if refusal is not None:
+            return refusal
         name = holder.name or "the array"
         line = getattr(reader.source, "line", None) if reader is not None else None
         where = f" (line {line})" if line else ""
-        target = self.__dict__["_write_targets"][write]
-        return self.error(target, f"writing into '{name}' in place, which the function also "
-                             f"reads{where}: numpy would show the write to that read, which the "
-                             "compiled code does not follow; write into the caller's arrays only "
-                             "where nothing else of them is read (read them before, into a copy: "
-                             "g = x.copy())")
+        what = "writing into" if write.kind == WRITE else (
+            f"'{write.attrs.get('name', 'a function')}' (called here) writes into")
+        message = (f"{what} '{name}' in place, which the function also uses otherwise{where}: "
+                   "numpy would show the write there, which the compiled code does not follow; "
+                   "a write into the caller's arrays compiles where nothing else of them is "
+                   "read (copy what is read first, with .copy())")
+        target = self.__dict__.get("_write_targets", {}).get(write)
+        if target is None:
+            return at_node(write, message, self.source)
+        return self.error(target, message)
 
 
 def _item_type(t: Any) -> Any:
@@ -184,7 +232,7 @@ def _arrays(value: Any, depth: int = 0) -> list[Any]:
         return [value]
     if depth > 2:
         return []
-    if type(value) in (list, tuple):
+    if isinstance(value, (list, tuple)):  # (a NamedTuple too)
         return [a for v in value for a in _arrays(v, depth + 1)]
     if type(value) is dict:
         return [a for v in value.values() for a in _arrays(v, depth + 1)]

@@ -40,6 +40,8 @@ def key_of(value: Any) -> Any:
         return (value.dtype.char, value.shape)
     if t is int or t is float or t is bool or value is None or t is str:
         return t
+    if t in _KEYED_BY_CLASS:  # (a plain object: an object argument's, or the object itself)
+        return (t, id(t))
     if t is tuple or t is list:
         return (t, *map(key_of, value))
     if t is dict:
@@ -52,7 +54,14 @@ def key_of(value: Any) -> Any:
         return (np.generic, value.dtype.char)
     if isinstance(value, _ndarray):  # a subclass (np.memmap, a user's): typed as an ndarray
         return (t, value.dtype.char, value.shape)
+    if len(_KEYED_BY_CLASS) < 1024:
+        _KEYED_BY_CLASS.add(t)
     return (t, id(t))
+
+
+_KEYED_BY_CLASS: set[type] = set()
+"""The classes whose objects ``key_of`` keys by their class alone (none of the cases before:
+which case a value takes depends on its class only)."""
 
 
 def call_key(args: tuple[Any, ...], static: tuple[int, ...], trips: tuple[int, ...] = (),

@@ -114,12 +114,16 @@ def index_pairs_last(g: Any, rows: Any, cols: Any) -> Any:
     return xp.where(mask, xp.zeros((), g.dtype), out)
 
 
-_UPDATES = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv}
+_UPDATES = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
+            "**": operator.ipow, "//": operator.ifloordiv, "%": operator.imod}
 
 
-def write_into(dst: Any, value: Any, op: str = "") -> None:
-    """``dst[...] = value`` (``op`` "") or ``dst[...] op= value``, into ``dst`` itself."""
+def write_into(dst: Any, value: Any, op: str = "", index: str = "...") -> None:
+    """``dst[...] = value`` (``op`` "") or ``dst[...] op= value``, into ``dst`` itself
+    (``index`` ":": ``dst[:]``, an IndexError for a 0-d array, as numpy's)."""
+    where = Ellipsis if index == "..." else slice(None)
     if op:
-        _UPDATES[op](dst, value)  # (in place on an array: numpy's casting rule for op=)
+        view = dst[where]
+        dst[where] = _UPDATES[op](view, value)  # (in place: numpy's casting rule for op=)
     else:
-        dst[...] = value
+        dst[where] = value

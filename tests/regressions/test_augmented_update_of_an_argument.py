@@ -47,7 +47,25 @@ def sgd(params, grads):  # deep-learning-from-scratch's SGD.update
         params[key] -= 0.1 * grads[key]
 
 
-def test_an_update_of_a_dict_items_array_spells_its_operator_and_the_other_holders():
+def sgd_then_norm(params, grads):
+    for key in params.keys():
+        params[key] -= 0.1 * grads[key]
+    return sum(np.sum(params[key] ** 2) for key in params.keys())
+
+
+def test_sgd_updates_the_caller_s_arrays_themselves():
+    """``params[key] -= ...`` of an array the caller's dict holds is numpy's in-place update
+    (the model's layers hold the same arrays): the caller's arrays change."""
+    params, grads = {"W": np.ones(2), "b": np.zeros(3)}, {"W": np.ones(2), "b": np.ones(3)}
+    held = dict(params)
+    script(sgd)(params, grads)
+    for key in params:
+        assert params[key] is held[key]
+    np.testing.assert_allclose(params["W"], [0.9, 0.9])
+    np.testing.assert_allclose(params["b"], [-0.1, -0.1, -0.1])
+
+
+def test_an_update_of_a_dict_items_array_read_again_spells_its_operator_and_the_holders():
     with pytest.raises(ScriptError, match=r"params\[key\] = params\[key\] - \.\.\. .*"
                                           r"else update it outside compiled code"):
-        script(sgd)({"W": np.ones(2)}, {"W": np.ones(2)})
+        script(sgd_then_norm)({"W": np.ones(2)}, {"W": np.ones(2)})

@@ -2,7 +2,7 @@
 = dWx`` changes the caller's array itself, as numpy does, where nothing else the function
 computes reads it."""
 
-from typing import Dict, List
+from typing import Dict, List, NamedTuple
 
 import numpy as np
 import pytest
@@ -106,7 +106,7 @@ def writes_what_it_read(self: Layer, x: Tensor) -> Tensor:
 @pytest.mark.parametrize("fn", [reads_it_too, reads_the_list, writes_what_it_read])
 def test_a_write_another_read_would_see_is_refused(fn):
     with pytest.raises(ScriptError, match=r"writing into 'self.grads' in place, which the "
-                                          r"function also reads") as info:
+                                          r"function also uses otherwise") as info:
         script(fn)(Layer(), np.ones((2, 3)))
     assert "self.grads[0][...] = " in str(info.value)
 
@@ -169,3 +169,69 @@ def test_an_optimizer_updates_the_parameters_the_model_holds(cls):
         for got, want, same in zip(params, plain_params, held):
             assert got is same and got.dtype == want.dtype
             np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+class Owner:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.dW = np.full(3, 0.5)
+        self.grads = [np.zeros(3)]
+        self.z = np.array(2.0)
+
+    def accumulate(self, x):
+        self.dW[...] += x
+        return x
+
+    def reads_after_a_method_wrote(self, x):
+        a = self.dW.sum()
+        self.accumulate(x)
+        return a + self.dW.sum()
+
+    def step(self, lr):
+        self.W -= lr * self.grads[0]  # numpy: into the array the optimizer also holds
+        self.W **= 2
+        return lr
+
+    def colon_of_0d(self, x):
+        self.z[:] = x.sum()
+        return x
+
+
+def test_a_write_in_a_called_method_and_a_read_in_the_caller_are_refused():
+    with pytest.raises(ScriptError, match=r"'Owner.accumulate' \(called here\) writes into "
+                                          r"'self.dW' in place"):
+        script(Owner.reads_after_a_method_wrote)(Owner(), np.ones(3))
+
+
+def test_an_attribute_array_updated_in_place_is_the_caller_s_array():
+    plain, compiled = Owner(), Owner()
+    held = compiled.W
+    plain.grads[0][:] = compiled.grads[0][:] = 0.25
+    for _ in range(2):
+        Owner.step(plain, 0.5)
+        script(Owner.step)(compiled, 0.5)
+        assert compiled.W is held
+        np.testing.assert_allclose(compiled.W, plain.W)
+
+
+def test_a_colon_write_into_a_0d_array_raises_as_numpy_does():
+    with pytest.raises(IndexError):
+        Owner.colon_of_0d(Owner(), np.ones(3))
+    with pytest.raises(IndexError):
+        script(Owner.colon_of_0d)(Owner(), np.ones(3))
+
+
+class Pair(NamedTuple):
+    W: Tensor
+
+
+def _writes_beside(grads: List[Tensor], p: Pair) -> Tensor:
+    grads[0][...] = 2.0
+    return p.W * 1
+
+
+def test_an_array_a_named_tuple_holds_is_compared_too():
+    W = np.ones(3)
+    with pytest.raises(SignatureError, match="shares memory"):
+        script(_writes_beside)([W], Pair(W))
+    np.testing.assert_array_equal(W, np.ones(3))

@@ -274,8 +274,8 @@ def assigns(h: Layer, x: Tensor) -> Tensor:
 
 
 def updates(h: Layer, x: Tensor) -> Tensor:
-    h.U += x
-    return x
+    h.U += x  # into the caller's array, which the function then reads
+    return h.U * x
 
 
 def passes_on(h: Layer, x: Tensor) -> Tensor:
@@ -310,7 +310,8 @@ class WithMethod(Layer):
 
 @pytest.mark.parametrize("fn, obj, match", [
     (assigns, Layer(np.ones(2), None), r"cannot assign the object argument 'h' to 'h.U'"),
-    (updates, Layer(np.ones(2), None), r"'h.U \+= \.\.\.' updates the array 'h.U' holds in place"),
+    (updates, Layer(np.ones(2), None), r"writing into 'h.U' in place, which the function also "
+                                       r"uses otherwise"),
     (passes_on, Layer(np.ones(2), None), r"argument 'layer' is annotated with a plain class"),
     (method_value, WithMethod(np.ones(2), None), r"the method 'h.norm' can only be called"),
     (calls_it, Layer(np.ones(2), None), r"calling the object argument 'h' \(its class has no "

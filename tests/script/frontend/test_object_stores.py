@@ -242,7 +242,8 @@ def new_on_one_path(self: Holder, x: Tensor) -> Tensor:
 @pytest.mark.parametrize("fn, match", [
     (writes_after_caching, r"in-place write to 'h' would also change 'self.cache'.*"
                            r"assign a copy to 'self.cache'"),
-    (adds_into_weights, r"'self.W \+= \.\.\.' updates the array 'self.W' holds in place"),
+    (adds_into_weights, r"writing into 'self.W' in place, which the function also uses "
+                        r"otherwise"),
     (replaces_a_function, r"cannot assign 'self.act': it holds the function"),
     (replaces_an_object, r"cannot assign 'self.other': it holds a Cell object"),
     (stores_an_object, r"cannot assign the object argument 'self.other' to 'self.cache'"),
