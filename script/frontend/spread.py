@@ -179,6 +179,12 @@ class SpreadMixin:
         if not any(isinstance(a, SpreadList) for a in node.args):
             return node
         callee = next(a for a in node.args if isinstance(a, SpreadList)).callee
+        if method and len(node.args) == 1 and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("reshape", "transpose"):  # x.reshape(*s) is x.reshape(s)
+            spread = node.args[0]
+            assert isinstance(spread, SpreadList)
+            return ast.copy_location(ast.Call(func=node.func, args=[ast.copy_location(
+                SpreadItem(spread.value), spread)], keywords=node.keywords), node)
         if params is None:
             why = f"{callee}() takes any number of arguments and the list's length is not " \
                 "known when compiling"

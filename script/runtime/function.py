@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import fuser
 import ir
 from ir.core import Graph
@@ -497,8 +499,13 @@ class ScriptFunction:
         argument ``error`` names: the annotation to write."""
         annotations = getattr(self.python_fn, "__annotations__", {})
         for name, value, t in zip(d.arg_names, args, d.arg_types):
-            if name in annotations or t != ir.TENSOR or f"argument '{name}'" not in error or \
-                    not isinstance(value, (tuple, list, dict)):
+            if name in annotations or f"argument '{name}'" not in error:
+                continue
+            default = d.defaults.get(name)
+            if t == ir.INT and type(default) is int and isinstance(value, (float, np.floating)):
+                return (f" ('{name}' has no annotation, and its default {default} made it an "
+                        f"int: annotate it, {name}: float = {default})")
+            if t != ir.TENSOR or not isinstance(value, (tuple, list, dict)):
                 continue
             try:
                 text = annotation_text(type_of_example(value))

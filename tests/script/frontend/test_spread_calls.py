@@ -8,7 +8,7 @@ from typing import List, NamedTuple, Tuple
 import numpy as np
 import pytest
 
-from script import ScriptError, Tensor, script
+from script import ScriptError, SignatureError, Tensor, script
 from tests.gradcheck import check_vjp
 from tests.helpers import assert_same_at, rand, rng
 
@@ -153,3 +153,24 @@ def test_a_list_whose_length_the_call_cannot_fix_is_refused_at_its_line():
     line = spread_into_any_number.__code__.co_firstlineno + 1
     with pytest.raises(ScriptError, match=rf"test_spread_calls\.py:{line}:"):
         script(spread_into_any_number)([1, 2])
+
+
+def reshaped_like(dx, x):  # Deep Learning from Scratch 2's TimeAffine.backward
+    return dx.reshape(*x.shape) * 2
+
+
+def test_reshape_of_a_spread_shape_takes_it_as_one_tuple():
+    dx, x = np.arange(24.0).reshape(6, 4), np.ones((2, 3, 4))
+    np.testing.assert_array_equal(script(reshaped_like)(dx, x), reshaped_like(dx, x))
+
+
+def scaled_by_default(x, dout=1):  # Deep Learning from Scratch's SoftmaxWithLoss.backward(dout=1)
+    return x * dout
+
+
+def test_a_float_for_a_parameter_an_int_default_typed_says_what_to_annotate():
+    fn = script(scaled_by_default)
+    np.testing.assert_array_equal(fn(np.ones(2)), np.ones(2))
+    with pytest.raises(SignatureError, match=r"argument 'dout': expected int, got float .*"
+                                             r"annotate it, dout: float = 1\)"):
+        fn(np.ones(2), 0.5)
