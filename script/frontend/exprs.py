@@ -162,6 +162,11 @@ class ExprMixin:
             raise self.error(node, f"'{obj.name}' is a nested function: it can only be called "
                              "(storing, passing or returning it is not supported)")
         value = constant_value(obj)
+        if value is NOT_CONSTANT and (obj is np.c_ or obj is np.r_):
+            instead = "np.column_stack((a, b)) for 1-D or 2-D arrays, np.concatenate(..., " \
+                "axis=-1)" if obj is np.c_ else "np.concatenate((a, b)) or np.arange(...)"
+            raise self.error(node, f"'{ast.unparse(node)}[...]' (numpy's index trick) is not "
+                             f"supported: write {instead}")
         if value is NOT_CONSTANT:
             raise self.error(node, f"'{ast.unparse(node)}' is {describe_object(obj)}, which "
                              "cannot be used as a value (only numbers, strings, None, tuples "
