@@ -137,11 +137,13 @@ class LoopMixin:
         types: list[Type] = [v.type for v in initials]  # type: ignore[union-attr]
         self.loops.append(ctx)
         mark = self.attribute_sets_mark()
+        self.carried_attributes.append(frozenset(carried))
         try:
             nexts, exit_cond = self.settle_loop(loop, node, ctx, carried, types, bind_target,
                                                 next_cond)
         finally:
             self.loops.pop()
+            self.carried_attributes.pop()
         self.lost_in_loop(self.attribute_sets_since(mark) - set(carried))
         block = loop.blocks[0]
         block.add_return(exit_cond)
@@ -173,6 +175,7 @@ class LoopMixin:
                 self.frame.set(name, Undefined(
                     f"'{name}' is only assigned inside the loop and is undefined after it "
                     "when the loop runs no iterations; assign it before the loop"))
+        self.store_after_loop(frozenset(carried))
 
     def bound_in_every_step(self: FunctionCompiler, node: ast.For | ast.While, ctx: Any,
                             assigned: list[str], carried: list[str]) -> list[str]:

@@ -4,7 +4,8 @@ Python stores the value in the object at once: a later read of the attribute, in
 in a method it calls or after the call, sees it. The compiled code does the same:
 
 - each assignment is a ``prim::SetAttr`` on the object, where the assignment is (the object
-  itself is a graph input, ``owner_input``: an ``ArgAttrRef`` whose ``check`` is ``"owner"``);
+  itself is a graph input, ``owner_input``: an ``ArgAttrRef`` whose ``check`` is ``"owner"``),
+  or, in a loop carrying the attribute's value, once after the loop (``store_after_loop``);
 - a read of the attribute after it is the value assigned, through a hidden variable of the
   attribute (``$@k <spelling>``) that ``if`` joins and loops carry like a local name;
 - a method the function calls assigns through the same object, and its ``FunctionDef`` lists
@@ -182,8 +183,34 @@ class ObjectStoreMixin:
                              "specialized for (assign it before the call)")
         key = (owner.param, owner.path + (attr,))
         self.presume_store(key, spelling)
-        self.emit("prim::SetAttr", [self.owner_input(owner), value], [], {"name": attr})
+        name = self.attribute_var(key, spelling)
+        if self.carried_attributes and name in self.carried_attributes[-1]:
+            # in a loop carrying its value: stored once, after the loop (``store_after_loop``)
+            self.__dict__.setdefault("_after_loop", {})[name] = (owner, attr)
+        else:
+            self.emit("prim::SetAttr", [self.owner_input(owner), value], [], {"name": attr})
         self.set_attribute_var(key, spelling, value)
+
+    @property
+    def carried_attributes(self: FunctionCompiler) -> list[frozenset[str]]:
+        """Per enclosing loop being compiled (innermost last), the names it carries."""
+        return self.__dict__.setdefault("_carried_attributes", [])
+
+    def store_after_loop(self: FunctionCompiler, carried: frozenset[str]) -> None:
+        """After a loop: store each attribute its body assigned that it carries (its value at
+        the loop's end, the last step's, or the value before the loop when it ran none); in a
+        loop that carries it too, after that loop instead. The body's steps store nothing:
+        what the object holds after the call is what they would leave, and nothing reads the
+        object itself in between (reads see the carried value; a called method assigning the
+        attribute stores it itself), so the loop can run natively."""
+        pending = self.__dict__.get("_after_loop", {})
+        for name in [n for n in pending if n in carried]:
+            if self.carried_attributes and name in self.carried_attributes[-1]:
+                continue  # (an enclosing loop carries it too: stored after that one)
+            owner, attr = pending.pop(name)
+            value = self.frame.find(name)
+            if isinstance(value, Value):
+                self.emit("prim::SetAttr", [self.owner_input(owner), value], [], {"name": attr})
 
     def check_attribute_update(self: FunctionCompiler, target: ast.expr, current: Value,
                                node: ast.AugAssign) -> None:

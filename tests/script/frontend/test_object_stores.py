@@ -497,3 +497,34 @@ def test_private_names_and_masks_kept_in_attributes(cls):
     np.testing.assert_array_equal(script(cls.forward)(compiled, x), cls.forward(plain, x))
     for name, value in vars(plain).items():
         np.testing.assert_array_equal(getattr(compiled, name), value)
+
+
+class Stateful:
+    def __init__(self, W):
+        self.W = W
+        self.h = np.zeros((2, 3))
+
+    def forward(self, xs):
+        for t in range(xs.shape[0]):
+            self.h = np.tanh(xs[t] + self.h @ self.W)
+            if t == 2:
+                return self.h * 2  # (leaves the loop: the object holds this step's state)
+        return self.h
+
+
+def test_a_loop_assigning_an_attribute_stores_it_once_after_the_loop():
+    """The object holds the last step's value, and the loop's body stores nothing (it can run
+    natively): the store is after the loop."""
+    xs = np.random.default_rng(5).standard_normal((5, 2, 3))
+    W = np.eye(3) * 0.5
+    fn = script(Stateful.forward)
+    for steps in (5, 2, 0):  # (three steps reach the return; none leave h as it was)
+        plain, compiled = Stateful(W), Stateful(W)
+        compiled.h = plain.h = np.full((2, 3), 0.25)
+        np.testing.assert_allclose(fn(compiled, xs[:steps]), Stateful.forward(plain, xs[:steps]))
+        np.testing.assert_allclose(compiled.h, plain.h)
+    graph = fn.graph_for(Stateful(W), xs)
+    loops = [n for n in graph.walk() if n.kind == "prim::Loop"]
+    assert loops and not any(n.kind == "prim::SetAttr" for loop in loops for b in loop.blocks
+                             for n in b.walk())
+    assert any(n.kind == "prim::SetAttr" for n in graph.walk())
