@@ -40,7 +40,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import ANY, INT, NONE, STR, TENSOR, DictType, OptionalType, Type, erase_shape
+from ir.types import (
+    ANY,
+    INT,
+    NONE,
+    STR,
+    TENSOR,
+    DictType,
+    OptionalType,
+    TensorType,
+    Type,
+    erase_shape,
+)
 from script.errors import ScriptError, SignatureError
 from script.frontend.annotations import (
     AnnotationError,
@@ -464,6 +475,8 @@ class ObjectArgMixin:
             raise self.error(node, f"{exc}; scripted code cannot read it") from None
         if isinstance(t, DictType) and t.value == NONE and isinstance(declared, DictType):
             t = declared  # None for every value now: optional arrays (accumulators to start)
+        if type(value) is np.ndarray and value.dtype == np.bool_:
+            t = TensorType("bool")  # a mask (``out[self.mask] = 0``): a call's must be one too
         ref = ArgAttrRef(owner.param, owner.path + (node.attr,), name, t, type(value),
                          items=tuple(map(type, value)) if type(value) is tuple else None)
         if type(value) not in CONSTANT_KINDS or \

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from script.frontend.object_args import _MISSING, ArgAttrRef, class_member, is_plain_object
 
 _readers: dict[int, tuple[list[Any], int, Any]] = {}
@@ -46,6 +48,7 @@ def reader(refs: list[Any]) -> Any:
     """The generated function ``read(inputs)`` of ``refs`` (the module's doc)."""
     lines: list[str] = []
     namespace: dict[str, Any] = {"refs": refs, "MISSING": _MISSING, "SEQUENCES": (list, tuple),
+                                 "BOOL": np.dtype(bool),
                                  "plain": is_plain_object, "member": class_member}
     names: dict[tuple[int, tuple[Any, ...]], str] = {}
     checked: set[str] = set()
@@ -97,6 +100,8 @@ def reader(refs: list[Any]) -> Any:
                 lines.append(f"r{k} = {value}")
             namespace[f"kind{k}"] = ref.kind
             lines.append(f"if type(r{k}) is not kind{k}: return None")
+            if ref.kind is np.ndarray and getattr(ref.type, "dtype", None) == "bool":
+                lines.append(f"if r{k}.dtype != BOOL: return None")  # (a mask stays one)
             if ref.items is not None:  # a tuple (a cache that grows, or holds other things)
                 namespace[f"items{k}"] = ref.items
                 lines.append(f"if tuple(map(type, r{k})) != items{k}: return None")

@@ -489,6 +489,11 @@ class Relu:  # deep-learning-from-scratch (MIT License), common/layers.py: as wr
 
         return out
 
+    def backward_of_a_copy(self, dout):  # (the book's writes into its argument: refused)
+        dout = dout.copy()
+        dout[self.mask] = 0
+        return dout
+
 
 @pytest.mark.parametrize("cls", [Private, Relu])
 def test_private_names_and_masks_kept_in_attributes(cls):
@@ -528,3 +533,19 @@ def test_a_loop_assigning_an_attribute_stores_it_once_after_the_loop():
     assert loops and not any(n.kind == "prim::SetAttr" for loop in loops for b in loop.blocks
                              for n in b.walk())
     assert any(n.kind == "prim::SetAttr" for n in graph.walk())
+
+
+def test_a_mask_an_earlier_call_left_in_an_attribute():
+    """``Relu.backward`` reads the mask ``forward`` stored: a boolean array when it compiles,
+    so the write through it is a masked write; a call whose attribute holds another kind of
+    array compiles again."""
+    x = np.array([1.0, -2.0, 3.0])
+    plain, compiled = Relu(), Relu()
+    Relu.forward(plain, x)
+    script(Relu.forward)(compiled, x)
+    fn = script(Relu.backward_of_a_copy)
+    np.testing.assert_array_equal(fn(compiled, np.ones(3)),
+                                  Relu.backward_of_a_copy(plain, np.ones(3)))
+    compiled.mask = plain.mask = np.array([2, 0])  # an index array now: numpy's integer write
+    np.testing.assert_array_equal(fn(compiled, np.ones(3)),
+                                  Relu.backward_of_a_copy(plain, np.ones(3)))
