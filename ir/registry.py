@@ -57,8 +57,11 @@ the same memory (LICM hoists it even where the array reaches the caller)."""
 ARRAY_RESULT = "array_result"
 """A 0-d result is an array, as numpy's ``np.where`` and ``np.copy`` give one; a 0-d result of
 the other elementwise ops is a numpy scalar, as a ufunc's (``runtime.codegen``'s kernels)."""
+SHAPE_ONLY = "shape_only"
+"""Reads only the shape, dtype and device of its tensor operands, never their elements
+(``np.zeros_like(a)``, ``a.shape``): an in-place write into one changes nothing it computes."""
 TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
-                    VIEW, ALWAYS_VIEW, ARRAY_RESULT})
+                    VIEW, ALWAYS_VIEW, ARRAY_RESULT, SHAPE_ONLY})
 
 # -- effects on operands ---------------------------------------------------------------------------
 READS = "reads"
@@ -202,6 +205,10 @@ class OpDef:
     @property
     def has_zero_derivative(self) -> bool:
         return ZERO_DERIVATIVE in self.traits
+
+    @property
+    def reads_shape_only(self) -> bool:
+        return SHAPE_ONLY in self.traits
 
     @property
     def is_view(self) -> bool:

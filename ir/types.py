@@ -152,6 +152,18 @@ class ClassType(Type):
         return next((t for n, t in self.fields if n == name), None)
 
 
+def plain_object_type(cls: type) -> ClassType:
+    """The type of a plain Python object a function assigns attributes of
+    (``script.frontend.object_stores``): a class with no declared fields, which may hold
+    anything."""
+    return ClassType(f"{cls.__module__}.{cls.__qualname__}")
+
+
+def is_plain_object_type(t: Type) -> bool:
+    """Whether ``t`` is a ``plain_object_type``."""
+    return isinstance(t, ClassType) and not t.named_tuple and not t.fields
+
+
 @dataclass(frozen=True, slots=True)
 class AnyType(Type):
     """The top type; only used while a type is being inferred."""

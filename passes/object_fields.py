@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from ir.core import Graph, Node, Value
 from ir.kinds import PARAM
-from ir.types import ClassType, Type, unify
+from ir.types import Type, is_plain_object_type, unify
 from passes import object_lists
 
 NAME = "forward-fields"
@@ -53,8 +53,8 @@ def assigned_objects(graph: Graph) -> list[Value]:
     """The plain objects ``graph`` takes as inputs to assign their attributes
     (``script.frontend.object_stores``): a read of an attribute after the graph's own store of
     it is the value stored; their stores stay (the caller sees them)."""
-    return [v for v in graph.inputs if isinstance(v.type, ClassType) and not v.type.named_tuple
-            and not v.type.fields and any(u.node.kind == LOAD for u in v.uses)]
+    return [v for v in graph.inputs if is_plain_object_type(v.type)
+            and any(u.node.kind == LOAD for u in v.uses)]
 
 
 def _local_use(graph: Graph, node: Node, index: int) -> bool:

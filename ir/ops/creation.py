@@ -11,7 +11,7 @@ import math
 
 from ir.core import Node
 from ir.ops.shape import int_items, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, ZERO_DERIVATIVE, ShapeError, const, defop
+from ir.registry import NOT_CONSTANT, PURE, SHAPE_ONLY, ZERO_DERIVATIVE, ShapeError, const, defop
 from ir.types import DTYPE_NAMES, FLOAT, TensorType, Type
 
 
@@ -80,6 +80,8 @@ def _arange_length(node: Node, start: object, stop: object, step: object) -> int
 
 
 MADE = (PURE, ZERO_DERIVATIVE)
+LIKE = MADE + (SHAPE_ONLY,)
+"""``zeros_like(a)`` and its kin: made from a's shape and dtype alone."""
 """made from a shape (and constants) alone: no derivative flows from the operands."""
 
 defop('tensor::zeros(shape: ints, dtype: str = "float64") -> Tensor', _from_shape(1), MADE,
@@ -91,12 +93,12 @@ defop('tensor::ones(shape: ints, dtype: str = "float64") -> Tensor', _from_shape
 defop("tensor::full(shape: ints, value: number, dtype: str? = None) -> Tensor",
       _full, MADE, ("np.full",), "a tensor filled with value (dtype from the value by default)",
       sizes=("shape",))
-defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
+defop("tensor::zeros_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), LIKE,
       ("np.zeros_like",), "zeros with a's shape, device and (by default) dtype")
-defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), MADE,
+defop("tensor::ones_like(a: Tensor, dtype: str? = None) -> Tensor", _like(1), LIKE,
       ("np.ones_like",), "ones with a's shape, device and (by default) dtype")
 defop("tensor::full_like(a: Tensor, value: number, dtype: str? = None) -> Tensor", _like(2),
-      MADE, ("np.full_like",), "value with a's shape, device and (by default) dtype")
+      LIKE, ("np.full_like",), "value with a's shape, device and (by default) dtype")
 defop("tensor::arange(start: number, stop: number? = None, step: number = 1, "
       "dtype: str? = None) -> Tensor", _arange, MADE, ("np.arange",),
       "evenly spaced values in [start, stop) (or [0, start) when stop is None)",

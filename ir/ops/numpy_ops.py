@@ -21,6 +21,7 @@ from ir.registry import (
     FRESH,
     NOT_CONSTANT,
     PURE,
+    SHAPE_ONLY,
     VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
@@ -224,7 +225,7 @@ defop("tensor::flatten(a: Tensor) -> Tensor", _flat, (PURE,), (".flatten",),
 defop("tensor::ravel(a: Tensor) -> Tensor", _flat, (PURE, VIEW), (".ravel", "np.ravel"),
       "a's elements in C order as a 1-D array (a view when numpy can make one)")
 defop("tensor::empty_like(a: Tensor, dtype: str? = None) -> Tensor", _empty_like,
-      (FRESH, ZERO_DERIVATIVE), ("np.empty_like",),
+      (FRESH, ZERO_DERIVATIVE, SHAPE_ONLY), ("np.empty_like",),
       "uninitialized storage with a's shape, device and (by default) dtype")
 SCALAR_ATTR = "scalar"
 """A ``tensor::array`` of a number with this attribute true stands for a numpy scalar
@@ -359,7 +360,8 @@ def _numel(node: Node) -> list[Type]:
     return [INT]
 
 
-defop("tensor::numel(a: Tensor) -> int", _numel, (PURE, ZERO_DERIVATIVE), (".size", "np.size"),
+defop("tensor::numel(a: Tensor) -> int", _numel, (PURE, ZERO_DERIVATIVE, SHAPE_ONLY),
+      (".size", "np.size"),
       "the number of elements (numpy's a.size)")
 
 

@@ -17,6 +17,7 @@ from ir.registry import (
     FRESH,
     NOT_CONSTANT,
     PURE,
+    SHAPE_ONLY,
     VIEW,
     ZERO_DERIVATIVE,
     ShapeError,
@@ -487,14 +488,16 @@ defop("tensor::select(a: Tensor, axis: int, index: int) -> Tensor", _select, ALW
 defop("tensor::slice(a: Tensor, axis: int, start: int? = None, stop: int? = None, "
       "step: int? = None) -> Tensor", _slice, ALWAYS_VIEWS, ("x[a:b:c]",),
       "basic slicing a[start:stop:step] along one axis")
-defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATIVE,),
+defop("tensor::size(a: Tensor, axis: int) -> int", _size, SHAPE + (ZERO_DERIVATIVE, SHAPE_ONLY),
       ("x.shape[i]",),
       "the size of one axis")
-defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE), (".shape",),
+defop("tensor::shape(a: Tensor) -> int[]", _shape, (FRESH, ZERO_DERIVATIVE, SHAPE_ONLY),
+      (".shape",),
       "the shape: a list of ints in the IR, a tuple of ints at run time (numpy's)")
-defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE,),
+defop("tensor::ndim(a: Tensor) -> int", _ndim, SHAPE + (ZERO_DERIVATIVE, SHAPE_ONLY),
       (".ndim", "np.ndim"), "the rank")
-defop("tensor::dtype(a: Tensor) -> str", _dtype, SHAPE + (ZERO_DERIVATIVE,), (".dtype",),
+defop("tensor::dtype(a: Tensor) -> str", _dtype, SHAPE + (ZERO_DERIVATIVE, SHAPE_ONLY),
+      (".dtype",),
       "the name of the dtype (``np.zeros(3, dtype=x.dtype)``); known once the function is "
       "specialized, where it folds to a constant")
 defop("tensor::chunk(a: Tensor, chunks: int, axis: int = 0) -> (Tensor, ...)", _chunk,

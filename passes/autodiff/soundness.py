@@ -41,6 +41,7 @@ from ir.types import (
     TensorType,
     TupleType,
     Type,
+    is_plain_object_type,
 )
 
 ALL = None
@@ -88,7 +89,7 @@ def carries(t: Type) -> bool:
         return carries(t.value)
     if isinstance(t, ClassType):  # (no fields, not a NamedTuple: a plain object, which may
         # hold anything: ``script.frontend.object_stores``)
-        return (not t.named_tuple and not t.fields) or any(carries(ft) for _, ft in t.fields)
+        return is_plain_object_type(t) or any(carries(ft) for _, ft in t.fields)
     # a Python float made from a differentiated tensor (float(x.sum())) carries its derivative
     # on to what it scales; the backward gives it none, so such a path is refused where the
     # float was made

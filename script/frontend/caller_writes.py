@@ -27,10 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Node, Value
+from ir.registry import lookup
 from ir.types import DictType, ListType, TensorType, is_number
 from script.errors import ScriptError, SignatureError, at_node
 from script.frontend.exprs import NOT_STATIC
+from script.frontend.masks import plain_read
 from script.frontend.object_args import ObjectArg
+from script.frontend.writes import _AUGMENTED
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -38,13 +41,16 @@ if TYPE_CHECKING:
 WRITE = "tensor::write_into"
 READS = ("prim::ListIndex", "prim::DictGetItem")
 
-SHAPE_READS = frozenset({
-    "tensor::zeros_like", "tensor::ones_like", "tensor::full_like", "tensor::empty_like",
-    "tensor::numel", "tensor::size", "tensor::shape", "tensor::ndim", "tensor::dtype"})
-"""Ops that read an array's shape or dtype, not its values: a write into it changes neither."""
 
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
-        ast.FloorDiv: "//", ast.Mod: "%"}
+def _shape_read(node: Node) -> bool:
+    """An op reading only its operands' shape and dtype (the registry's ``SHAPE_ONLY``)."""
+    op = lookup(node.kind)
+    return op is not None and op.reads_shape_only
+
+
+def _in_place_operator(node: ast.AugAssign) -> str | None:
+    op = _AUGMENTED.get(type(node.op))
+    return None if op == "@" else op  # (``write_into`` has no in-place matmul)
 
 
 def _whole(index: ast.expr) -> bool:
@@ -70,69 +76,73 @@ class CallerWriteMixin:
             return dst.node.inputs[0]
         return None
 
-    def caller_write(self: FunctionCompiler, target: ast.Subscript, dst: Value, value: Any,
-                     op: str = "") -> bool:
-        """Emit ``target = value`` (``op``: of ``target op= value``) as a write into the
-        caller's array ``dst``, where it is one; False where it is not (the other write rules
-        apply)."""
+    def writable(self: FunctionCompiler, target: ast.Subscript, dst: Value) -> bool:
+        """Whether ``target`` (``X[...]`` or ``X[:]``, ``X`` evaluated to ``dst``) is a whole
+        array the caller holds, written here as one (``caller_write``)."""
         holder = self.caller_array(dst)
-        if not _whole(target.slice) or holder is None or not isinstance(value, Value) or \
-                not (isinstance(value.type, TensorType) or is_number(value.type)):
-            return False
-        if any(u.node.kind in ("prim::ListSetItem", "prim::DictSetItem") for u in holder.uses):
-            return False  # ``xs[t] = np.zeros(...); xs[t][...] = v``: ``write_stored_item``
+        # ``xs[t] = np.zeros(...); xs[t][...] = v`` writes a new array: ``write_stored_item``
+        return _whole(target.slice) and holder is not None and not any(
+            u.node.kind in ("prim::ListSetItem", "prim::DictSetItem") for u in holder.uses)
+
+    def caller_write(self: FunctionCompiler, target: ast.Subscript, dst: Value, value: Any,
+                     op: str = "") -> Node | None:
+        """Emit ``target = value`` (``op``: of ``target op= value``) as a write into the
+        caller's array ``dst``, where it is one; None where it is not (the other write rules
+        apply)."""
+        if not self.writable(target, dst) or not _array_or_number(value):
+            return None
         index = ":" if isinstance(target.slice, ast.Slice) else "..."  # (`:` of a 0-d: an error)
         node = self.emit(WRITE, [dst, value, self.const(op), self.const(index)], [])
         self.__dict__.setdefault("_write_targets", {})[node] = self.statement or target
-        return True
+        return node
 
     def caller_update(self: FunctionCompiler, node: ast.AugAssign) -> bool:
-        """``X[...] += v`` into the caller's array ``X``, and ``params[i] -= v`` of an array
-        the caller's list or dict ``params`` holds (numpy updates that array in place: the
-        optimizers' ``params[i] -= lr * grads[i]``); see ``caller_write``."""
-        target = node.target
-        op = _OPS.get(type(node.op))
-        if op is not None and isinstance(target, ast.Attribute):  # `self.W -= lr * self.dW`
-            owner = self.resolve_static(target.value)
-            if not isinstance(owner, ObjectArg):
+        """``X[...] += v`` into the caller's array ``X``, ``self.W -= v`` of an array an object
+        argument's attribute holds, and ``params[i] -= v`` of an array the caller's list or
+        dict ``params`` holds (numpy updates that array in place: the optimizers' ``params[i]
+        -= lr * grads[i]``); see ``caller_write``. Only a target that reads nothing but names,
+        attributes and items is tried (evaluating it twice is evaluating it once), and the
+        value is evaluated only once the target is known to be written here."""
+        target, op = node.target, _in_place_operator(node)
+        if op is None or not plain_read(target):
+            return False
+        refusal = None
+        if isinstance(target, ast.Attribute):  # `self.W -= lr * self.dW`
+            if not isinstance(self.resolve_static(target.value), ObjectArg):
                 return False
             dst = self.expr(target)  # (where the function assigned it: not the caller's array)
             if self.caller_array(dst) is not dst:
                 return False
-            whole = ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
-                                      target)
-            return self.caller_write(whole, dst, self.expr(node.value), op)
-        if op is None or not isinstance(target, ast.Subscript):
+            target = _whole_of(target)
+        elif not isinstance(target, ast.Subscript):
             return False
-        if _whole(target.slice) and not isinstance(target.value, ast.Name):
+        elif _whole(target.slice) and not isinstance(target.value, ast.Name):
             dst = self.expr(target.value)
-            if self.caller_array(dst) is None:
+        else:  # `params[i] -= v`: an array item of a list or dict argument
+            if isinstance(target.slice, ast.Slice) or \
+                    self.resolve_static(target.value) is not NOT_STATIC:
                 return False
-            return self.caller_write(target, dst, self.expr(node.value), op)
-        if isinstance(target.slice, ast.Slice) or \
-                self.resolve_static(target.value) is not NOT_STATIC:
+            container = self.expr(target.value)
+            if container.node is not self.graph.block.param_node or \
+                    not isinstance(container.type, (ListType, DictType)) or \
+                    not isinstance(_item_type(container.type), TensorType):
+                return False
+            dst = self.expr(target)
+            try:  # where something else reads it too: the refusal of an update of a held item
+                self.check_item_update(target, dst, node)
+            except ScriptError as error:
+                refusal = error
+            target = _whole_of(target)
+        if not self.writable(target, dst):
             return False
-        container = self.expr(target.value)
-        if container.node is not self.graph.block.param_node or \
-                not isinstance(container.type, (ListType, DictType)) or \
-                not isinstance(_item_type(container.type), TensorType):
-            return False
-        dst = self.expr(target)
-        try:  # where something else reads it too: the refusal of an update of a held item
-            self.check_item_update(target, dst, node)
-            refusal = None
-        except ScriptError as error:
-            refusal = error
-        whole = ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()),
-                                  target)
-        if not self.caller_write(whole, dst, self.expr(node.value), op):
-            return False
+        value = self.expr(node.value)
+        if not _array_or_number(value):
+            raise self.error(node.value, f"'{ast.unparse(node)}' writes into the caller's "
+                             "array in place: the value must be an array or a number")
+        write = self.caller_write(target, dst, value, op)
         if refusal is not None:
-            self.__dict__.setdefault("_write_refusals", {})[self._last_write()] = refusal
+            self.__dict__.setdefault("_write_refusals", {})[write] = refusal
         return True
-
-    def _last_write(self: FunctionCompiler) -> Node:
-        return list(self.__dict__["_write_targets"])[-1]
 
     def check_caller_writes(self: FunctionCompiler) -> tuple[int, ...]:
         """ScriptError unless nothing else the function computes reads what its writes into
@@ -160,7 +170,7 @@ class CallerWriteMixin:
                 if reader.kind in ("prim::len", "prim::DictKeys") or (
                         reader.kind == WRITE and use.index == 0) or (
                         reader in calls and use.index in calls[reader]) or (
-                        isinstance(holder.type, TensorType) and reader.kind in SHAPE_READS
+                        isinstance(holder.type, TensorType) and _shape_read(reader)
                         and use.index == 0) or (
                         not isinstance(holder.type, TensorType) and reader.kind in READS and
                         use.index == 0 and _only_written(reader.output)):
@@ -196,6 +206,16 @@ class CallerWriteMixin:
         return self.error(target, message)
 
 
+def _whole_of(target: ast.expr) -> ast.Subscript:
+    """``target[...]``: the write of a whole array an augmented assignment of it makes."""
+    return ast.copy_location(ast.Subscript(target, ast.Constant(Ellipsis), ast.Store()), target)
+
+
+def _array_or_number(value: Any) -> bool:
+    return isinstance(value, Value) and (isinstance(value.type, TensorType) or
+                                         is_number(value.type))
+
+
 def _item_type(t: Any) -> Any:
     return t.element if isinstance(t, ListType) else t.value
 
@@ -204,7 +224,7 @@ def _only_written(item: Value) -> bool:
     """Whether the array ``item`` is only written into, or only its shape and dtype read
     (``self.v.append(np.zeros_like(param))`` for each of the params an optimizer updates)."""
     return bool(item.uses) and all(u.index == 0 and (u.node.kind == WRITE or
-                                                     u.node.kind in SHAPE_READS)
+                                                     _shape_read(u.node))
                                    for u in item.uses)
 
 

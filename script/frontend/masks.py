@@ -33,26 +33,27 @@ _MASK_FUNCTIONS = (np.isnan, np.isinf, np.isfinite)
 ops of the registry)."""
 
 
-def _plain_read(node: ast.expr) -> bool:
+def plain_read(node: ast.expr) -> bool:
     """A name, a number, an attribute of a name, or a subscript of those by such indices and
     slices (``k[0]``, ``x[:, t]``): an expression with no effects (evaluating it twice is
     evaluating it once)."""
     if isinstance(node, ast.Name):
         return True
     if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float)) or node.value is None
+        return isinstance(node.value, (int, float, str)) or node.value is None or \
+            node.value is Ellipsis
     if isinstance(node, ast.Attribute):
-        return _plain_read(node.value)
+        return plain_read(node.value)
     if isinstance(node, ast.Slice):
-        return all(b is None or _plain_read(b) for b in (node.lower, node.upper, node.step))
+        return all(b is None or plain_read(b) for b in (node.lower, node.upper, node.step))
     if isinstance(node, ast.Tuple):
-        return all(_plain_read(e) for e in node.elts)
+        return all(plain_read(e) for e in node.elts)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _plain_read(node.operand)
+        return plain_read(node.operand)
     if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
-        return _plain_read(node.left) and _plain_read(node.right)
+        return plain_read(node.left) and plain_read(node.right)
     if isinstance(node, ast.Subscript):
-        return _plain_read(node.value) and _plain_read(node.slice)
+        return plain_read(node.value) and plain_read(node.slice)
     return False
 
 
@@ -87,7 +88,7 @@ class MaskMixin:
         boolean array."""
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
                 and (isinstance(target.slice, (ast.Name, ast.Compare))
-                     or _attribute_chain(target.slice)
+                     or isinstance(target.slice, ast.Attribute) and plain_read(target.slice)
                      or isinstance(target.slice, (ast.Call, ast.UnaryOp, ast.BinOp))
                      and self.is_pure_mask(target.slice))):
             return False
@@ -141,7 +142,7 @@ class MaskMixin:
             op = op_for_object(fn)
             return (fn in _MASK_FUNCTIONS or op is not None and op.is_elementwise
                     and op.is_pure) and all(
-                _plain_read(a)
+                plain_read(a)
                 or self.is_pure_mask(a) for a in node.args)
         return False
 
@@ -179,12 +180,3 @@ class MaskMixin:
                 self.is_masked_elementwise(a, mask) for a in node.args)
         return False
 
-
-def _attribute_chain(node: ast.expr) -> bool:
-    """``self.mask``: an attribute of a name (Deep Learning from Scratch's ``out[self.mask] =
-    0``), read with no effects."""
-    if not isinstance(node, ast.Attribute):
-        return False
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)

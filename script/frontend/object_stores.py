@@ -42,12 +42,12 @@ from ir.types import (
     INT,
     NONE,
     STR,
-    ClassType,
     ListType,
     OptionalType,
     TensorType,
     TupleType,
     is_subtype,
+    plain_object_type,
 )
 from script.errors import ScriptError, SignatureError
 from script.frontend.env import Undefined, walk_same_function
@@ -75,11 +75,6 @@ class StoredAttributes(Exception):
 
     found: dict[Key, str]
     """key -> how the code spells the attribute (``self.cache``)."""
-
-
-def owner_type(cls: type) -> ClassType:
-    """The IR type of a plain object the compiled code assigns attributes of."""
-    return ClassType(f"{cls.__module__}.{cls.__qualname__}")
 
 
 class ObjectStoreMixin:
@@ -150,7 +145,7 @@ class ObjectStoreMixin:
         """The graph input holding the object ``owner`` itself."""
         cls = type(owner.example)
         return self.add_attr_input(ArgAttrRef(owner.param, owner.path, owner.spelling,
-                                              owner_type(cls), cls, check="owner"))
+                                              plain_object_type(cls), cls, check="owner"))
 
     # -- assignments ------------------------------------------------------------------------
     def store_attribute(self: FunctionCompiler, owner: ObjectArg, target: ast.Attribute,
@@ -518,4 +513,4 @@ def _what(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-__all__ = ["ObjectStoreMixin", "StoredAttributes", "distinct_owners", "owner_type"]
+__all__ = ["ObjectStoreMixin", "StoredAttributes", "distinct_owners", "original_of"]

@@ -215,8 +215,8 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
         return _list_type(value, declared, where)
     if isinstance(value, dict):
         return _dict_type(value, declared, where)
-    if isinstance(declared, ir.ClassType) and not declared.fields and \
-            declared.name == f"{type(value).__module__}.{type(value).__qualname__}":
+    if ir.types.is_plain_object_type(declared) and \
+            declared == ir.types.plain_object_type(type(value)):
         return declared  # a plain object whose attributes the function assigns
     raise SignatureError(f"{where}: values of type {type(value).__name__} cannot be passed to "
                          "a scripted function")

@@ -43,6 +43,7 @@ tuple/list of ints; `Tensor[]` a list or tuple of arrays; a trailing `?` also ac
 Traits: `pure` (no effects: may be merged or dropped), `elementwise` (fusible), `commutative`,
 `side_effects` (kept in order), `fresh` (a new mutable object: may be dropped, never merged),
 `zero_derivative` (no derivative flows through it: comparisons, rounding, shape queries),
+`shape_only` (reads only its arrays' shapes and dtypes, not their elements),
 `view` (the result may share memory with an input; other `tensor::` ops make new arrays).
 """
 

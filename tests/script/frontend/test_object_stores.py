@@ -6,24 +6,10 @@ import warnings
 import numpy as np
 import pytest
 
+from benchmarks.realworld_programs.dlfs2_layers import RNN
 from script import ScriptError, SignatureError, Tensor, script, vjp
 
-
-# -- deep-learning-from-scratch-2's RNN layer (oreilly-japan/deep-learning-from-scratch-2,
-# common/time_layers.py, MIT License), unchanged but for the annotation-free method itself --
-class RNN:
-    def __init__(self, Wx, Wh, b):
-        self.params = [Wx, Wh, b]
-        self.grads = [np.zeros_like(Wx), np.zeros_like(Wh), np.zeros_like(b)]
-        self.cache = None
-
-    def forward(self, x, h_prev):
-        Wx, Wh, b = self.params
-        t = np.dot(h_prev, Wh) + np.dot(x, Wx) + b
-        h_next = np.tanh(t)
-
-        self.cache = (x, h_prev, h_next)
-        return h_next
+# -- deep-learning-from-scratch-2's RNN layer as the book writes it (the corpus's class) -----------
 
 
 def _rnn(dtype, seed=0):
