@@ -31,7 +31,6 @@ from ir.registry import (
     SIDE_EFFECTS,
     VIEW,
     WRITES,
-    ZERO_DERIVATIVE,
     ShapeError,
     defop,
 )
@@ -125,14 +124,16 @@ def _write_into(node: Node) -> list[Type]:
         target = "x".join("?" if d is None else str(d) for d in dst.shape)
         raise ShapeError(f"{node.kind}: could not broadcast a value of shape ({shape}) into an "
                          f"array of shape ({target})")
-    return []
+    return [dst]
 
 
 defop('tensor::write_into(dst: Tensor, value: operand, op: str = "", index: str = "...") '
-      '-> ()', _write_into,
-      (SIDE_EFFECTS, ZERO_DERIVATIVE), ("a[...] = v", "a[...] += v"),
+      '-> Tensor', _write_into,
+      (SIDE_EFFECTS, VIEW), ("a[...] = v", "a[...] += v"),
       "write `value` into the caller's array `dst` itself, as numpy's `dst[...] = value` (`op` "
-      "\"\") or `dst[...] op= value` does: an array an argument's list, dict or object holds "
-      "(`self.grads[0][...] = dW`), which the function reads nothing else of "
-      "(``script.frontend.caller_writes``); nothing the function returns depends on it, so no "
-      "derivative flows through it; `index` \":\" writes `dst[:]`", effects={"dst": (WRITES,)})
+      "\"\") or `dst[...] op= value` does, returning `dst`: an array an argument's list, dict "
+      "or object holds (`self.grads[0][...] = dW`, Adam's `self.m[i] += ...`); reads after the "
+      "write read the result, reads before it feed the write "
+      "(``script.frontend.caller_writes``); no derivative flows through the result (a gradient "
+      "that would is refused); `index` \":\" writes `dst[:]`",
+      effects={"dst": (READS, WRITES, ALIASES)})

@@ -263,6 +263,126 @@ def is_made(node: Node) -> bool:
         not op.is_view or (node.kind == "tensor::select" and _scalar_item(node.output)))
 
 
+_WRITES_INTO = ("tensor::write_into", "tensor::write_slot")
+"""ops writing into an array they are given."""
+_PUTS = {"prim::ListAppend": 1, "prim::ListSetItem": 2, "prim::ListInsert": 2,
+         "prim::DictSetItem": 2}
+"""ops putting a value into the container that is their first input: kind -> the value's."""
+
+
+def sole_made_item(item: Value) -> bool:
+    """Whether ``item``, read from a list or dict, is an array of a container this function made
+    whose every item is an array this function made and put there alone (no other container,
+    name or attribute holds it; Adam's first call: ``self.m = []`` then ``self.m.append(
+    np.zeros_like(p))``), read only by computations: storing a new array there instead of
+    updating it in place changes nothing anyone can see. The container itself may be kept
+    anywhere (the caller sees the new array through it)."""
+    node = item.node
+    if node.kind not in ("prim::ListIndex", "prim::DictGetItem") or \
+            not isinstance(item.type, TensorType):
+        return False
+    names = _passed_through(node.inputs[0])
+    if names is None:
+        return False
+    made = names[0].node
+    if made.kind not in ("prim::ListConstruct", "prim::DictConstruct"):
+        return False
+    values = list(made.inputs[1::2] if made.kind == "prim::DictConstruct" else made.inputs)
+    for use in (u for name in names for u in name.uses):
+        user = use.node
+        if use.index == 0 and user.kind in _PUTS:
+            values.append(user.inputs[_PUTS[user.kind]])
+        elif use.index == 0 and user.kind in ("prim::ListIndex", "prim::DictGetItem"):
+            if not all(_computed_from(u) for u in user.output.uses):
+                return False
+        elif not (user.kind in ("prim::len", "prim::DictKeys") or
+                  user.kind == "prim::SetAttr" and use.index == 1 or
+                  user.kind == "prim::TupleConstruct" and not user.output.uses or
+                  user.kind in ("prim::Loop", "prim::Return") and
+                  any(o in names for o in _carried_as(user, use.index))):
+            return False
+    return all(_held_once(v) for v in values)
+
+
+def _passed_through(value: Value) -> list[Value] | None:
+    """``value`` and the names a loop gives it that it carries unchanged (a list appended to in
+    a loop), the value first; None where a branch or a loop step may give another."""
+    found = [value]
+    while True:
+        node = value.node
+        if node.kind == "prim::Loop":
+            k = value.index
+            param = node.blocks[0].params[1 + k]
+            if node.blocks[0].returns[1 + k] is not param:
+                return None
+            found.append(param)
+            value = node.inputs[2 + k]
+        elif node.kind == PARAM and node.owner is not None and node.owner.owner is not None:
+            loop = node.owner.owner
+            if loop.kind != "prim::Loop" or value.index < 1 or \
+                    node.owner.returns[value.index] is not value:
+                return None
+            found.append(loop.outputs[value.index - 1])
+            value = loop.inputs[1 + value.index]
+        else:
+            return found if value is found[0] else [value, *found]
+
+
+def _carried_as(user: Node, index: int) -> list[Value]:
+    """What a loop's input ``index`` (its parameter and result), or a step's result, is."""
+    if user.kind == "prim::Loop" and index >= 2:
+        return [user.blocks[0].params[index - 1], user.outputs[index - 2]]
+    block = user.owner
+    loop = block.owner if block is not None else None
+    if user.kind == "prim::Return" and loop is not None and loop.kind == "prim::Loop" and \
+            index >= 1:
+        return [block.params[index], loop.outputs[index - 1]]
+    return []
+
+
+def _computed_from(use: Any) -> bool:
+    """A use reading an item into a new array (not keeping it, viewing it or writing it)."""
+    node = use.node
+    return is_made(node) and not node.kind.endswith("_put") and \
+        node.kind not in _WRITES_INTO
+
+
+def _held_once(value: Value) -> bool:
+    """An array this function made (``_fresh``) that one container holds (put there once, read
+    nowhere else but for its shape)."""
+    if not isinstance(value.type, TensorType) or not _fresh(value):
+        return False
+    puts = [u for u in value.uses if u.node.kind in _PUTS or
+            u.node.kind in ("prim::ListConstruct", "prim::DictConstruct")]
+    others = [u for u in value.uses if u not in puts]
+    return len(puts) == 1 and all(_shape_only(u.node) for u in others)
+
+
+def _fresh(value: Value, depth: int = 0) -> bool:
+    """Whether ``value`` is an array a tensor op of this function made, or a branch's choice of
+    such arrays (``x *= 2`` keeping ``x``'s dtype), or a view of one nothing else keeps."""
+    node = value.node
+    if depth > 8:
+        return False
+    if node.kind == "prim::If":
+        return all(_fresh(b.returns[value.index], depth + 1) for b in node.blocks)
+    if not node.kind.startswith("tensor::") or node.kind.endswith("_put") or \
+            node.kind in _WRITES_INTO:
+        return False
+    if is_made(node):
+        return True
+    bases = [x for x in node.inputs if isinstance(x.type, TensorType)]
+    return all(_fresh(b, depth + 1) and all(
+        u.node is node or _shape_only(u.node) or _computed_from(u) or
+        u.node.kind == "prim::Return" and u.node.owner.owner is not None and
+        u.node.owner.owner.kind == "prim::If" for u in b.uses) for b in bases)
+
+
+def _shape_only(node: Node) -> bool:
+    op = lookup(node.kind)
+    return op is not None and op.reads_shape_only
+
+
 def foreign(graph: Any, leaf: Value, loop: Node | None = None,
             enclosing: tuple[str, ...] = ()) -> str | None:
     """What ``leaf`` is when its memory is not this function's to write, else None;

@@ -29,16 +29,25 @@ import numpy as np
 from ir.core import Node, Value
 from ir.registry import lookup
 from ir.types import DictType, ListType, TensorType, is_number
-from script.errors import ScriptError, SignatureError, at_node
+from script.errors import SignatureError, at_node
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.masks import plain_read
 from script.frontend.object_args import ObjectArg
+from script.frontend.write_order import (
+    Versions,
+    item_groups,
+    misplaced_read,
+    unversioned,
+    unwritten_reads,
+)
 from script.frontend.writes import _AUGMENTED
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 WRITE = "tensor::write_into"
+_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or \
+    np.byte_bounds
 READS = ("prim::ListIndex", "prim::DictGetItem")
 
 
@@ -69,6 +78,7 @@ class CallerWriteMixin:
         dict ``dst`` is an item of; None for an array this function made or another value."""
         if not isinstance(dst.type, TensorType):
             return None
+        dst = unversioned(dst)
         top = self.graph.block.param_node
         if dst.node is top:
             return dst
@@ -92,9 +102,27 @@ class CallerWriteMixin:
         if not self.writable(target, dst) or not _array_or_number(value):
             return None
         index = ":" if isinstance(target.slice, ast.Slice) else "..."  # (`:` of a 0-d: an error)
-        node = self.emit(WRITE, [dst, value, self.const(op), self.const(index)], [])
+        node = self.emit(WRITE, [dst, value, self.const(op), self.const(index)], [dst.type])
         self.__dict__.setdefault("_write_targets", {})[node] = self.statement or target
+        self.versions.note(node, self.graph.block.param_node)
         return node
+
+    @property
+    def versions(self: FunctionCompiler) -> Versions:
+        """The last write into each of the caller's arrays (``write_order``)."""
+        found = self.__dict__.get("_versions")
+        if found is None:
+            found = self.__dict__["_versions"] = Versions()
+        return found
+
+    def read_version(self: FunctionCompiler, value: Any) -> Any:
+        """``value`` read where a write into the same caller's array is: that write's result
+        (``write_order``)."""
+        found = self.__dict__.get("_versions")
+        if found is None or not isinstance(value, Value):
+            return value
+        return found.forward(value, self.graph.block.param_node,
+                             self.graph.insert_point.owner)
 
     def caller_update(self: FunctionCompiler, node: ast.AugAssign) -> bool:
         """``X[...] += v`` into the caller's array ``X``, ``self.W -= v`` of an array an object
@@ -106,12 +134,11 @@ class CallerWriteMixin:
         target, op = node.target, _in_place_operator(node)
         if op is None or not plain_read(target):
             return False
-        refusal = None
         if isinstance(target, ast.Attribute):  # `self.W -= lr * self.dW`
             if not isinstance(self.resolve_static(target.value), ObjectArg):
                 return False
             dst = self.expr(target)  # (where the function assigned it: not the caller's array)
-            if self.caller_array(dst) is not dst:
+            if self.caller_array(dst) is not unversioned(dst):
                 return False
             target = _whole_of(target)
         elif not isinstance(target, ast.Subscript):
@@ -128,10 +155,6 @@ class CallerWriteMixin:
                     not isinstance(_item_type(container.type), TensorType):
                 return False
             dst = self.expr(target)
-            try:  # where something else reads it too: the refusal of an update of a held item
-                self.check_item_update(target, dst, node)
-            except ScriptError as error:
-                refusal = error
             target = _whole_of(target)
         if not self.writable(target, dst):
             return False
@@ -139,15 +162,15 @@ class CallerWriteMixin:
         if not _array_or_number(value):
             raise self.error(node.value, f"'{ast.unparse(node)}' writes into the caller's "
                              "array in place: the value must be an array or a number")
-        write = self.caller_write(target, dst, value, op)
-        if refusal is not None:
-            self.__dict__.setdefault("_write_refusals", {})[write] = refusal
+        self.caller_write(target, dst, value, op)
         return True
 
     def check_caller_writes(self: FunctionCompiler) -> tuple[int, ...]:
-        """ScriptError unless nothing else the function computes reads what its writes into
-        the caller's arrays change (see the module); the positions of the graph inputs written
-        into (``FunctionDef.caller_writes``)."""
+        """ScriptError unless every read of what the function's writes into the caller's arrays
+        change is on the right side of each write (``write_order``), and nothing else reads
+        what the functions it calls write into; the positions of the graph inputs written into
+        (``FunctionDef.caller_writes``). Notes whether the function reads what it writes
+        (``writes_read``: each call then checks every written array apart from the others)."""
         writes = [n for n in self.graph.walk() if n.kind == WRITE]
         calls = self.__dict__.get("_call_writes", {})
         holders: dict[Value, Node] = {}  # what is written into -> one write (or call) doing it
@@ -155,13 +178,13 @@ class CallerWriteMixin:
             holder = self.caller_array(node.inputs[0])
             assert holder is not None
             holders.setdefault(holder, node)
-            if holder is not node.inputs[0] and not _only_written(node.inputs[0]):
-                raise self._read_elsewhere(node, holder, None)
+        called: set[Value] = set()
         for call, positions in calls.items():
             if call.owner is None:
                 continue  # (erased)
             for k in positions:
                 holders.setdefault(call.inputs[k], call)
+                called.add(call.inputs[k])
         inputs = list(self.graph.inputs)
         written: list[int] = []
         for holder, writer in holders.items():
@@ -170,15 +193,38 @@ class CallerWriteMixin:
                 if reader.kind in ("prim::len", "prim::DictKeys") or (
                         reader.kind == WRITE and use.index == 0) or (
                         reader in calls and use.index in calls[reader]) or (
-                        isinstance(holder.type, TensorType) and _shape_read(reader)
-                        and use.index == 0) or (
+                        isinstance(holder.type, TensorType) and (
+                            holder not in called or _shape_read(reader) and use.index == 0)) or (
                         not isinstance(holder.type, TensorType) and reader.kind in READS and
-                        use.index == 0 and _only_written(reader.output)):
+                        use.index == 0 and (holder not in called or
+                                            _only_written(reader.output))):
                     continue
                 raise self._read_elsewhere(writer, holder, reader)
+            if holder not in called:
+                self._check_order(holder, writer)
             if holder in inputs and inputs.index(holder) not in written:
                 written.append(inputs.index(holder))
         return tuple(sorted(written))
+
+    def _check_order(self: FunctionCompiler, holder: Value, writer: Node) -> None:
+        """``write_order``'s rules for the array ``holder`` is, or the items of the container
+        it is."""
+        if isinstance(holder.type, TensorType):
+            groups = [[holder]]
+        else:
+            by_key = item_groups(holder)
+            for read in unwritten_reads(by_key):
+                raise self._read_elsewhere(writer, holder, read.node, other_item=True)
+            groups = list(by_key.values())
+        for group in groups:
+            found = misplaced_read(group)
+            if found is not None:
+                reader, write = found
+                raise self._read_elsewhere(write, holder, reader, order=True)
+            if any(u.node.kind != WRITE and not _shape_read(u.node)
+                   for v in group for u in v.uses) or any(
+                    u.node.kind == WRITE and u.node.output.uses for v in group for u in v.uses):
+                self.__dict__["writes_read"] = True
 
     def note_callee_writes(self: FunctionCompiler, call: Node, fdef: Any) -> None:
         """A called function writes into the arrays its inputs at ``fdef.caller_writes`` hold:
@@ -187,19 +233,31 @@ class CallerWriteMixin:
             self.__dict__.setdefault("_call_writes", {})[call] = fdef.caller_writes
 
     def _read_elsewhere(self: FunctionCompiler, write: Node, holder: Value,
-                        reader: Node | None) -> Exception:
-        refusal = self.__dict__.get("_write_refusals", {}).get(write)
-        if refusal is not None:
-            return refusal
+                        reader: Node | None, order: bool = False,
+                        other_item: bool = False) -> Exception:
         name = holder.name or "the array"
         line = getattr(reader.source, "line", None) if reader is not None else None
         where = f" (line {line})" if line else ""
         what = "writing into" if write.kind == WRITE else (
             f"'{write.attrs.get('name', 'a function')}' (called here) writes into")
-        message = (f"{what} '{name}' in place, which the function also uses otherwise{where}: "
-                   "numpy would show the write there, which the compiled code does not follow; "
-                   "a write into the caller's arrays compiles where nothing else of them is "
-                   "read (copy what is read first, with .copy())")
+        if order:
+            message = (f"{what} '{name}' in place, which the function also reads{where} where "
+                       "the compiled code cannot keep the read on its side of the write: a "
+                       "read before the write must go into the written value, and a read after "
+                       "it must read the same path in the same block or one inside it (not "
+                       "after the branch or loop the write is in, nor in a loop the array "
+                       "was read outside of); copy what is read first, with .copy()")
+        elif other_item:
+            message = (f"{what} an item of '{name}' in place, and reading another one{where} "
+                       "whose index the compiler cannot tell apart from the written one: "
+                       "numpy would show the write there if they are one; read and write "
+                       "items at one index (self.m[i] for both), or copy first")
+        else:
+            message = (f"{what} '{name}' in place, which the function also uses "
+                       f"otherwise{where}: numpy would show the write there, which the "
+                       "compiled code does not follow; a write into the caller's arrays "
+                       "compiles where nothing else of them is read (copy what is read "
+                       "first, with .copy())")
         target = self.__dict__.get("_write_targets", {}).get(write)
         if target is None:
             return at_node(write, message, self.source)
@@ -229,11 +287,17 @@ def _only_written(item: Value) -> bool:
 
 
 def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
-                 names: list[str]) -> None:
+                 names: list[str], reads: bool = False) -> None:
     """SignatureError when an array in an input the function writes into (``written``) shares
-    memory with an array of another input: the write would change what the function reads."""
+    memory with an array of another input: the write would change what the function reads.
+    ``reads``: the function also reads arrays it writes into (``write_order``), which it tells
+    apart by path, so every written array must also be apart from every other one (``params``
+    holding one array twice is refused)."""
     targets = [(j, a) for j in written for a in _arrays(inputs[j])]
     if not targets:
+        return
+    if reads:
+        _all_apart(name, targets, inputs, names)
         return
     for k, value in enumerate(inputs):
         if k in written:
@@ -241,10 +305,36 @@ def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
         for other in _arrays(value):
             for j, target in targets:
                 if np.may_share_memory(target, other):
-                    raise SignatureError(f"{name}(): an array the function writes into in "
-                                         f"'{names[j]}' shares memory with '{names[k]}', which "
-                                         "it reads: the compiled code does not follow the write "
-                                         "into it (pass separate arrays)")
+                    raise _shared(name, names[j], names[k])
+
+
+def _shared(name: str, written: str, other: str) -> SignatureError:
+    what = f"'{other}', which it reads" if written != other else \
+        "another array there (one array held twice)"
+    return SignatureError(f"{name}(): an array the function writes into in '{written}' shares "
+                          f"memory with {what}: the compiled code does not follow the write "
+                          "into it (pass separate arrays)")
+
+
+def _all_apart(name: str, targets: list[tuple[int, Any]], inputs: tuple[Any, ...],
+               names: list[str]) -> None:
+    """``writes_apart`` where the written arrays must also be apart from one another: the
+    byte ranges of every array of the inputs, sorted, where a written one overlaps another."""
+    spans = []
+    written = {id(a) for _, a in targets}
+    for k, value in enumerate(inputs):
+        for a in _arrays(value):
+            if a.size:
+                low, high = _byte_bounds(a)
+                spans.append((low, high, k, id(a) in written, a))
+    spans.sort(key=lambda s: s[0])
+    for i, (_low, high, k, wrote, a) in enumerate(spans):
+        for low2, _high2, k2, wrote2, b in spans[i + 1:]:
+            if low2 >= high:
+                break
+            if (wrote or wrote2) and np.may_share_memory(a, b):
+                j, other = (k, k2) if wrote else (k2, k)
+                raise _shared(name, names[j], names[other])
 
 
 def _arrays(value: Any, depth: int = 0) -> list[Any]:

@@ -352,6 +352,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                                  if n in self.dtype_params))
         fdef.attr_stores = self.attribute_stores()
         fdef.caller_writes = caller_writes
+        fdef.writes_read = bool(self.__dict__.get("writes_read"))
         return fdef
 
     def emit_body(self, body: list[ast.stmt]) -> Value:

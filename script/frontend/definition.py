@@ -72,6 +72,9 @@ class FunctionDef:
     """the positions of the inputs (arrays, or lists and dicts of them) holding arrays the
     function writes into in place (``caller_writes``): each call checks no other input shares
     their memory."""
+    writes_read: bool = False
+    """whether the function reads an array it writes into (``write_order``): each call also
+    checks the written arrays apart from one another."""
 
     @property
     def deferred_errors(self) -> list[Any]:

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
     from script.frontend.compiler import FunctionCompiler
 
+_PATHS = (ast.Name, ast.Attribute, ast.Subscript)
+"""the expressions that read a path (``write_order``)."""
+
 NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
 """``resolve_static`` of an expression that is not a compile-time Python object."""
 
@@ -107,7 +110,10 @@ class ExprMixin:
     """Expression visitors of ``FunctionCompiler``."""
 
     def expr(self: FunctionCompiler, node: ast.expr) -> Any:
-        return self.visit(node)
+        value = self.visit(node)
+        if isinstance(node, _PATHS) and "_versions" in self.__dict__:
+            return self.read_version(value)  # after a write into the caller's array
+        return value
 
     # -- names and compile-time objects ---------------------------------------------------------
     def resolve_static(self: FunctionCompiler, node: ast.expr) -> Any:

@@ -51,6 +51,7 @@ from ir.types import (
 )
 from script.errors import ScriptError, SignatureError
 from script.frontend.env import Undefined, walk_same_function
+from script.frontend.exprs import NOT_STATIC
 from script.frontend.object_args import (
     _MISSING,
     ArgAttrRef,
@@ -220,9 +221,11 @@ class ObjectStoreMixin:
         op = ast.unparse(node).split()[1]
         raise self.error(node, f"'{text} {op} ...' updates the array '{text}' holds in place "
                          "(numpy), which every other name or container holding that array "
-                         "sees; scripted code does not write into the caller's arrays: assign "
-                         f"a new array instead ({text} = {text} {op[:-1]} ...), which the "
-                         "object then holds")
+                         "sees; the compiled code writes into the caller's array where the "
+                         "attribute holds the array the caller passed, not where this function "
+                         "or a loop assigning it may have given it another: assign a new array "
+                         f"instead ({text} = {text} {op[:-1]} ...), which the object then "
+                         "holds")
 
     # -- function start, loops, calls -------------------------------------------------------
     def start_stored_attributes(self: FunctionCompiler, body: list[ast.stmt]) -> None:
@@ -324,10 +327,24 @@ class ObjectStoreMixin:
         parts: list[ast.AST] = [*loop.body, getattr(loop, "target", None) or loop.test]
         stored = {n.attr for n in walk_same_function(parts)
                   if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
-        calls = any(isinstance(n, ast.Call) for n in walk_same_function(parts))
+        calls = any(isinstance(n, ast.Call) and self.may_assign_attributes(n.func)
+                    for n in walk_same_function(parts))
         return [self.attribute_var(key, spelling)
                 for key, spelling in self.presumed_stores.items()
                 if calls or key[1][-1] in stored]
+
+    def may_assign_attributes(self: FunctionCompiler, func: ast.expr) -> bool:
+        """Whether a call of ``func`` may assign attributes of the objects it is given: not
+        where ``func`` is known to be numpy's or a builtin (``np.sqrt``, ``len``)."""
+        try:
+            found = self.resolve_static(func)
+        except ScriptError:
+            return True
+        if found is NOT_STATIC:
+            return True
+        module = getattr(found, "__module__", None) or ""
+        return not (module == "builtins" or module.split(".")[0] == "numpy"
+                    or isinstance(found, np.ufunc))
 
     def attribute_sets_since(self: FunctionCompiler, mark: int) -> set[str]:
         return set(self.__dict__.setdefault("_attribute_sets", [])[mark:])

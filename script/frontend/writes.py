@@ -36,6 +36,7 @@ from script.frontend.aliases import (
     is_made,
     made_outside,
     memory_roots,
+    sole_made_item,
     value_sources,
 )
 from script.frontend.env import (
@@ -363,7 +364,7 @@ class WriteMixin:
         container's later."""
         storage = self.storage_now()
         inputs = [v for v in self.graph.inputs if v.type is not None]
-        if storage.overlap(current, inputs) is not None:
+        if storage.overlap(current, inputs) is not None and not sole_made_item(current):
             op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
             raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
                              "the caller may hold (an argument's, a global's or one a "

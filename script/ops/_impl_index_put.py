@@ -118,12 +118,13 @@ _UPDATES = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": ope
             "**": operator.ipow, "//": operator.ifloordiv, "%": operator.imod}
 
 
-def write_into(dst: Any, value: Any, op: str = "", index: str = "...") -> None:
+def write_into(dst: Any, value: Any, op: str = "", index: str = "...") -> Any:
     """``dst[...] = value`` (``op`` "") or ``dst[...] op= value``, into ``dst`` itself
-    (``index`` ":": ``dst[:]``, an IndexError for a 0-d array, as numpy's)."""
+    (``index`` ":": ``dst[:]``, an IndexError for a 0-d array, as numpy's); returns ``dst``."""
     where = Ellipsis if index == "..." else slice(None)
     if op:
         view = dst[where]
         dst[where] = _UPDATES[op](view, value)  # (in place: numpy's casting rule for op=)
     else:
         dst[where] = value
+    return dst

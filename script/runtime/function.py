@@ -328,7 +328,7 @@ class ScriptFunction:
         d = self.definition
         inputs = bind_arguments(d, args, kwargs) + tuple(ref.read() for ref in d.attr_refs)
         if d.caller_writes:
-            writes_apart(d.name, inputs, d.caller_writes, d.input_names())
+            writes_apart(d.name, inputs, d.caller_writes, d.input_names(), d.writes_read)
         return inputs
 
     def _bind_objects(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -356,7 +356,8 @@ class ScriptFunction:
         if d.attr_stores:
             distinct_owners(d.name, d.attr_refs, extra)
         if d.caller_writes:
-            writes_apart(d.name, (*bound, *extra), d.caller_writes, d.input_names())
+            writes_apart(d.name, (*bound, *extra), d.caller_writes, d.input_names(),
+                         d.writes_read)
         inputs = list(bound)
         for k in d.object_args:
             inputs[k] = None

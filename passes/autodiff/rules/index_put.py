@@ -10,6 +10,7 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.ops.index_put import IN_PLACE
+from passes.autodiff.refusals import refuse
 from passes.autodiff.rules.combinators import Rule, deflinear, unbroadcast
 
 _READ_BACK = {
@@ -46,8 +47,19 @@ def _put_last(kind: str):
     return deflinear(transpose)
 
 
+def _write_into_vjp(b: Any, node: Node, gs: list[Any]) -> list[Value | None]:
+    """A read of the caller's array after a write into it (``write_into``'s result) on the
+    path differentiated: refused (the array's old contents, which a gradient through ``*=`` or
+    the array itself needs, are gone)."""
+    raise refuse("cannot differentiate through an array read after an in-place write into "
+                 "the caller's array (the write changes the array itself, whose old contents "
+                 "the gradient would need): compute the differentiated value from the "
+                 "arrays before the write, or from a copy (w = self.W.copy())", node)
+
+
 INDEX_PUT_RULES: dict[str, Rule] = {kind: _put_vjp for kind in [*_READ_BACK, *_PURE]} | {
     "tensor::take_last": _put_last("tensor::take_put"),
     "tensor::index_pairs_last": _put_last("tensor::index_pairs_put"),
+    "tensor::write_into": _write_into_vjp,
 }
 """write kind (and the reads of a value's cotangent) -> its VJP rule."""

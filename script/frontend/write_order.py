@@ -1,0 +1,243 @@
+"""Reading the caller's arrays around writes into them: Adam's ``self.m[i] += ...`` then
+``self.m[i]``.
+
+``tensor::write_into`` writes into the caller's array itself and returns it (the same memory,
+a *version* of it). Two rules keep every read on the right side of every write, whatever order
+later passes compute things in:
+
+- a read after the write reads the version: the frontend forwards a later read of the same
+  path (``X``, ``self.W``, ``self.m[i]`` with the same ``i``) in the block of the write or one
+  nested in it to the write's result (``Versions``), so it follows the write by data flow;
+- whatever reads the array before the write must feed the write (be one of its ancestors), so
+  it is computed before it: Adam's ``(1 - beta1) * (grads[i] - self.m[i])`` is the write's
+  value (``misplaced_read``); in a loop, the array must be read at a path the step makes
+  (``self.m[i]`` with the loop's ``i``), not one the same in every step, which LICM would read
+  once before the loop.
+
+The rest is refused at the read (a ``ScriptError`` naming the line): a read before the write that
+the write does not need (``a = X * 2; X[...] += 1; use(a)``), a read after a write made in a
+branch or a loop the read is not in, a read of another item of a container written at an index
+the compiler cannot tell apart (``self.m[j]`` beside ``self.m[i]``), and a read inside a loop of
+an array the loop writes at a path made before the loop or the same in every step (each step
+would need the last step's array). Paths are told apart at compile time only; that two paths
+are two arrays is checked at each call (``writes_apart`` with ``reads``: every array of a
+written input apart from every other array the call is passed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ir.alias import may_share_input
+from ir.core import PARAM, Block, Node, Value
+from ir.registry import NOT_CONSTANT, constant_of, lookup
+from ir.types import TensorType
+
+WRITE = "tensor::write_into"
+READS = ("prim::ListIndex", "prim::DictGetItem")
+
+
+def _shape_read(node: Node) -> bool:
+    op = lookup(node.kind)
+    return op is not None and op.reads_shape_only
+
+
+def unversioned(value: Value) -> Value:
+    """The array ``value`` is a version of (through writes into it), or ``value``."""
+    while value.node.kind == WRITE:
+        value = value.node.inputs[0]
+    return value
+
+
+def item_key(read: Node) -> Any:
+    """The index of an item read: its constant (``("=", 0)``, ``("=", "W")``) or its value."""
+    index = read.inputs[1]
+    folded = constant_of(index)
+    if folded is not NOT_CONSTANT and isinstance(folded, (int, str)) and \
+            not isinstance(folded, bool):
+        return ("=", folded)
+    return index
+
+
+def path_of(value: Value, top: Node) -> tuple | None:
+    """The path of the caller's array ``value`` is (a version of): ``(input,)`` for an input,
+    ``(container input, key)`` for an item of one; None for any other value."""
+    value = unversioned(value)
+    node = value.node
+    if node is top:
+        return (value,)
+    if node.kind in READS and node.inputs[0].node is top:
+        return (node.inputs[0], item_key(node))
+    return None
+
+
+def _constant(key: Any) -> bool:
+    return isinstance(key, tuple)
+
+
+def _nested_in(block: Block | None, outer: Block) -> bool:
+    while block is not None:
+        if block is outer:
+            return True
+        block = block.owner.owner if block.owner is not None else None
+    return False
+
+
+@dataclass
+class Versions:
+    """The last write into each path, in the block it was made in (``forward``)."""
+
+    latest: dict[tuple, Value] = field(default_factory=dict)
+
+    def note(self, write: Node, top: Node) -> None:
+        path = path_of(write.inputs[0], top)
+        if path is None:
+            return
+        if len(path) == 2:  # another index of the container may be this array: forget it
+            for other in [p for p in self.latest if len(p) == 2 and p[0] is path[0]]:
+                if other != path and not (_constant(other[1]) and _constant(path[1])):
+                    del self.latest[other]
+        self.latest[path] = write.output
+
+    def forward(self, value: Value, top: Node, block: Block) -> Value:
+        """The last version of the caller's array ``value`` reads where that version is
+        defined (its write's block or one nested in it), else ``value``."""
+        if not self.latest or value.node.kind == WRITE or \
+                not isinstance(value.type, TensorType):
+            return value
+        path = path_of(value, top)
+        version = self.latest.get(path) if path is not None else None
+        if version is None or version.node.owner is None or \
+                not _nested_in(block, version.node.owner):
+            return value
+        if value.node.kind in READS and not value.uses:
+            value.node.erase()  # (the read just made)
+        return version
+
+
+# -- the check ------------------------------------------------------------------------------------
+def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
+    """The nodes whose results ``node`` computes from, through blocks (a branch's or loop's
+    results come from its blocks; a block's parameters from its node's inputs and, in a loop,
+    from the step's results)."""
+    found = cache.get(node)
+    if found is not None:
+        return found
+    found = set()
+    seen: set[int] = set()
+    todo = list(node.inputs)
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        n = v.node
+        if n.kind == PARAM:
+            owner = n.owner.owner if n.owner is not None else None
+            if owner is not None:
+                found.add(owner)
+                todo += owner.inputs
+                todo += n.owner.return_node.inputs
+            continue
+        if n in found:
+            continue
+        found.add(n)
+        todo += n.inputs
+        for b in n.blocks:
+            todo += b.return_node.inputs
+    cache[node] = found
+    return found
+
+
+def _readers(values: list[Value]) -> list[Node]:
+    """The nodes reading the contents of ``values`` (and of views of them): every use but a
+    write into them and a read of their shape."""
+    found: list[Node] = []
+    todo = list(values)
+    seen: set[int] = set()
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for use in v.uses:
+            node = use.node
+            if node.kind == WRITE and use.index == 0 or \
+                    use.index == 0 and _shape_read(node):
+                continue
+            found.append(node)
+            if node.kind.startswith("tensor::") and may_share_input(node):
+                todo += [o for o in node.outputs if isinstance(o.type, TensorType)]
+    return found
+
+
+def _loops_around(node: Node) -> list[Node]:
+    loops = []
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            loops.append(block.owner)
+        block = block.owner.owner
+    return loops
+
+
+def _invariant(values: list[Value], loop: Node) -> bool:
+    """Whether ``values`` are the same array in every step of ``loop``: made before it, or
+    read inside it at a path made before it (which LICM may read once, before the loop)."""
+    return any(not v.defined_inside(loop) or v.node.kind in READS and
+               not any(x.defined_inside(loop) and x.node.kind != "prim::Constant"
+                       for x in v.node.inputs) for v in values)
+
+
+def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
+    """(a read, the write it is on the wrong side of) for the array ``group`` holds (reads of
+    one path before any write) and its versions, or None when each read feeds the next write
+    or reads a version no later write follows (module doc)."""
+    cache: dict[Node, set[Node]] = {}
+    todo = [list(group)]
+    while todo:
+        values = todo.pop()
+        nexts = [u.node for v in values for u in v.uses if u.node.kind == WRITE and u.index == 0]
+        readers = _readers(values)
+        for write in nexts:
+            before = _ancestors(write, cache)
+            for reader in readers:
+                if reader not in before:
+                    return reader, write
+            for loop in _loops_around(write):
+                if _invariant(values, loop):
+                    for reader in readers:
+                        if reader is not write and (reader.is_inside(loop)):
+                            return reader, write
+            todo.append([write.output])
+    return None
+
+
+def item_groups(holder: Value) -> dict[Any, list[Value]]:
+    """The item reads of the container ``holder``, by key."""
+    groups: dict[Any, list[Value]] = {}
+    for use in holder.uses:
+        if use.node.kind in READS and use.index == 0:
+            groups.setdefault(item_key(use.node), []).append(use.node.output)
+    return groups
+
+
+def unwritten_reads(groups: dict[Any, list[Value]]) -> list[Value]:
+    """Item reads of a written container that may read an array written at another index: an
+    index not known when compiling beside a write (or a write at one such beside the read)."""
+    written = {k for k, vs in groups.items()
+               if any(u.node.kind == WRITE and u.index == 0 for v in vs for u in v.uses)}
+    if not written:
+        return []
+    found = []
+    for key, values in groups.items():
+        if key in written:
+            continue
+        if not _constant(key) or not all(_constant(k) for k in written):
+            found += [v for v in values if _readers([v])]
+    return found
+
+
+__all__ = ["Versions", "item_groups", "misplaced_read", "path_of", "unversioned",
+           "unwritten_reads"]

@@ -1,0 +1,149 @@
+"""Reads of the caller's arrays around writes into them (``script.frontend.write_order``): a read
+after ``self.m[i] += ...`` sees the write, a read before it does not, as in numpy; what the
+compiled code cannot keep on its side of the write is refused at the read."""
+
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+from script import ScriptError, SignatureError, Tensor, script, vjp
+
+
+class Layer:
+    def __init__(self):
+        self.params = [np.ones((2, 3)), np.full(3, 0.5)]
+        self.grads = [np.zeros((2, 3)), np.zeros(3)]
+        self.W = np.arange(3.0)
+
+
+def name_of_the_array(self: Layer, x: Tensor) -> Tensor:
+    g = self.grads[0]  # the same array: numpy shows the write through it
+    self.grads[0][...] = x
+    return g.sum()
+
+
+def another_item(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] = x
+    return self.grads[1] + 1
+
+
+def writes_what_it_read(self: Layer, x: Tensor) -> Tensor:
+    self.grads[0][...] = self.grads[0] * 2 + x
+    return x
+
+
+def reads_back(self: Layer, x: Tensor) -> Tensor:
+    before = self.W.sum()  # feeds the write below
+    self.W -= before * x[0]
+    self.W *= 2
+    if x[0, 0] > 0:
+        return self.W * 3 + before  # (a block inside the write's)
+    return self.W
+
+
+def dict_item(grads: Dict[str, Tensor], y: Tensor) -> Tensor:
+    grads["W"][...] += y
+    return grads["W"] * 2 + grads["b"]
+
+
+def per_step(params: List[Tensor], grads: List[Tensor], state: List[Tensor]) -> Tensor:
+    total = np.zeros(())
+    for i in range(len(params)):
+        state[i] *= 0.5
+        state[i] += grads[i] ** 2
+        params[i] -= grads[i] / (np.sqrt(state[i]) + 1.0)
+        total = total + params[i].sum() + state[i].sum()
+    return total
+
+
+def _layer(x):
+    return (Layer(), x)
+
+
+def _lists(x):
+    rng = np.random.default_rng(0)
+    return ([rng.standard_normal((2, 3)), rng.standard_normal(3)],
+            [rng.standard_normal((2, 3)), rng.standard_normal(3)],
+            [np.ones((2, 3)), np.ones(3)])
+
+
+@pytest.mark.parametrize("fn, make", [
+    (name_of_the_array, _layer), (another_item, _layer), (writes_what_it_read, _layer),
+    (reads_back, _layer), (per_step, _lists),
+    (dict_item, lambda x: ({"W": np.ones((2, 3)), "b": np.ones(3)}, x)),
+])
+def test_reads_around_writes_are_numpy_s(fn, make):
+    x = np.arange(6.0).reshape(2, 3) - 1
+    plain, compiled = make(x), make(x)
+    compiled_fn = script(fn)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled_fn(*compiled), fn(*plain), rtol=1e-12)
+        for got, want in zip(compiled, plain):
+            if isinstance(want, Layer):
+                got, want = [*got.params, *got.grads, got.W], [*want.params, *want.grads,
+                                                               want.W]
+            if isinstance(want, dict):
+                got, want = list(got.values()), list(want.values())
+            for g, w in zip(got if isinstance(got, list) else [got],
+                            want if isinstance(want, list) else [want]):
+                np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def read_before_kept(self: Layer, x: Tensor) -> Tensor:
+    a = self.W * 2  # computed before the write, read after it
+    self.W += x[0]
+    return a
+
+
+def read_after_a_branch(self: Layer, x: Tensor) -> Tensor:
+    if x.sum() > 0:
+        self.W += x[0]
+    return self.W * 2
+
+
+def read_in_a_loop(self: Layer, x: Tensor) -> Tensor:
+    for _ in range(3):
+        self.grads[1][...] += self.grads[1] * x[0] + 1  # each step reads the last step's
+    return x
+
+
+def other_index(self: Layer, x: Tensor, i: int) -> Tensor:
+    self.grads[i][...] = 1.0
+    return self.grads[0] * 2  # the same array when i is 0
+
+
+@pytest.mark.parametrize("fn, args", [
+    (read_before_kept, ()), (read_after_a_branch, ()), (read_in_a_loop, ()),
+    (other_index, (1,)),
+])
+def test_a_read_the_compiled_code_cannot_order_is_refused(fn, args):
+    layer = Layer()
+    with pytest.raises(ScriptError, match=r"in place, and reading another one|cannot keep the "
+                                          r"read on its side of the write") as info:
+        script(fn)(layer, np.ones((2, 3)), *args)
+    assert "line" in str(info.value)
+    np.testing.assert_array_equal(layer.W, np.arange(3.0))  # nothing ran
+
+
+def test_one_array_held_twice_where_the_function_reads_what_it_writes_is_refused():
+    layer = Layer()
+    layer.grads[1] = layer.grads[0][0]  # a view of the written array
+    with pytest.raises(SignatureError, match="another array there"):
+        script(another_item)(layer, np.ones((2, 3)))
+    np.testing.assert_array_equal(layer.grads[0], np.zeros((2, 3)))
+    g = np.ones(3)
+    with pytest.raises(SignatureError, match="shares memory with 'grads'"):  # params is grads
+        script(per_step)([g], [g], [np.ones(3)])
+    params = [np.ones(3)]
+    with pytest.raises(SignatureError, match="shares memory"):  # state is params
+        script(per_step)(params, [np.ones(3)], params)
+
+
+def test_a_gradient_through_a_read_after_a_write_is_refused():
+    def f(self: Layer, x: Tensor) -> Tensor:
+        self.W += x
+        return (self.W * x).sum()
+
+    with pytest.raises(ScriptError, match="gradient"):
+        vjp(script(f), Layer(), np.ones(3))
