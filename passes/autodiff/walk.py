@@ -14,6 +14,7 @@ from ir.core import Block, Node, Value
 from ir.errors import IRError
 from ir.registry import WRITES, lookup, spelling
 from ir.types import INT, ListType, TensorType, Type
+from ir.versions import WRITE_INTO, overwritten_reads
 from passes.autodiff.context import (
     BlockGrad,
     axis_size,
@@ -28,6 +29,7 @@ from passes.autodiff.join_vjps import JOIN_VJPS
 from passes.autodiff.list_cts import open_lists
 from passes.autodiff.list_vjps import LIST_VJPS
 from passes.autodiff.lists import located
+from passes.autodiff.refusals import refuse
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
 from passes.autodiff.tuple_vjps import TUPLE_VJPS
 
@@ -64,6 +66,8 @@ def _backprop_node(ctx: BlockGrad, node: Node) -> None:
     if node.kind == "tensor::select" and node.inputs[0] in ctx.stacked:
         _collect_slice(ctx, node)
         return
+    if node.kind == WRITE_INTO:
+        _check_overwritten(ctx, node)
     gs = [ctx.take_ct(v) for v in node.outputs]
     if not node.outputs and _writes_active(ctx, node):
         # the array written gets its value from the path differentiated, which a later read
@@ -84,6 +88,17 @@ def _backprop_node(ctx: BlockGrad, node: Node) -> None:
                       "have one: see docs/ops.md)", node)
     for v, g in zip(node.inputs, rule(ctx, node, gs) or ()):
         ctx.add_ct(v, g)
+
+
+def _check_overwritten(ctx: BlockGrad, write: Node) -> None:
+    """A write into the caller's array (``write_into``) after a differentiated computation read
+    it: the backward, which runs after the call, would read the array as written. Refused."""
+    for reader in overwritten_reads(write):
+        if reader is not write and any(ctx.is_active(v) for v in reader.inputs):
+            raise refuse("cannot differentiate a computation that reads an array the function "
+                         "then writes into in place (the caller's array): the gradient, "
+                         "computed after the call, would read the written array; compute it "
+                         "from a copy (w = self.W.copy())", reader)
 
 
 def _writes_active(ctx: BlockGrad, node: Node) -> bool:

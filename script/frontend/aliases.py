@@ -313,15 +313,17 @@ def _passed_through(value: Value) -> list[Value] | None:
         if node.kind == "prim::Loop":
             k = value.index
             param = node.blocks[0].params[1 + k]
-            if node.blocks[0].returns[1 + k] is not param:
+            returns = node.blocks[0].returns
+            if len(returns) <= 1 + k or returns[1 + k] is not param:
                 return None
             found.append(param)
             value = node.inputs[2 + k]
         elif node.kind == PARAM and node.owner is not None and node.owner.owner is not None:
             loop = node.owner.owner
-            if loop.kind != "prim::Loop" or value.index < 1 or \
-                    node.owner.returns[value.index] is not value:
-                return None
+            returns = node.owner.returns
+            if loop.kind != "prim::Loop" or value.index < 1 or len(returns) <= value.index or \
+                    returns[value.index] is not value:
+                return None  # (a step still being compiled has no returns yet)
             found.append(loop.outputs[value.index - 1])
             value = loop.inputs[1 + value.index]
         else:
@@ -348,34 +350,55 @@ def _computed_from(use: Any) -> bool:
 
 
 def _held_once(value: Value) -> bool:
-    """An array this function made (``_fresh``) that one container holds (put there once, read
-    nowhere else but for its shape)."""
-    if not isinstance(value.type, TensorType) or not _fresh(value):
+    """An array this function made (``_made_roots``) that one container holds (put there once,
+    read nowhere else but for its shape)."""
+    roots = _made_roots(value) if isinstance(value.type, TensorType) else None
+    if roots is None:
         return False
     puts = [u for u in value.uses if u.node.kind in _PUTS or
             u.node.kind in ("prim::ListConstruct", "prim::DictConstruct")]
     others = [u for u in value.uses if u not in puts]
-    return len(puts) == 1 and all(_shape_only(u.node) for u in others)
+    if len(puts) != 1 or not all(_shape_only(u.node) for u in others):
+        return False
+    block = puts[0].node.owner  # put once: not in a loop an array it may be was made before
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop" and \
+                not all(r.defined_inside(block.owner) for r in roots):
+            return False
+        block = block.owner.owner
+    return True
 
 
-def _fresh(value: Value, depth: int = 0) -> bool:
-    """Whether ``value`` is an array a tensor op of this function made, or a branch's choice of
-    such arrays (``x *= 2`` keeping ``x``'s dtype), or a view of one nothing else keeps."""
+def _made_roots(value: Value, depth: int = 0) -> list[Value] | None:
+    """The arrays a tensor op of this function made that ``value`` is: itself, a branch's
+    choice of such arrays (``x *= 2`` keeping ``x``'s dtype) nothing else holds, or a view of
+    one nothing else keeps; None for any other value."""
     node = value.node
     if depth > 8:
-        return False
-    if node.kind == "prim::If":
-        return all(_fresh(b.returns[value.index], depth + 1) for b in node.blocks)
+        return None
+    if node.kind == "prim::If":  # each choice made here and held by nothing else
+        found: list[Value] = []
+        for b in node.blocks:
+            r = b.returns[value.index]
+            inner = _made_roots(r, depth + 1)
+            if inner is None or not all(u.node is b.return_node or _shape_only(u.node) or
+                                        _computed_from(u) for u in r.uses):
+                return None
+            found += inner
+        return found
     if not node.kind.startswith("tensor::") or node.kind.endswith("_put") or \
             node.kind in _WRITES_INTO:
-        return False
+        return None
     if is_made(node):
-        return True
-    bases = [x for x in node.inputs if isinstance(x.type, TensorType)]
-    return all(_fresh(b, depth + 1) and all(
-        u.node is node or _shape_only(u.node) or _computed_from(u) or
-        u.node.kind == "prim::Return" and u.node.owner.owner is not None and
-        u.node.owner.owner.kind == "prim::If" for u in b.uses) for b in bases)
+        return [value]
+    found = []
+    for b in (x for x in node.inputs if isinstance(x.type, TensorType)):
+        inner = _made_roots(b, depth + 1)
+        if inner is None or not all(u.node is node or _shape_only(u.node) or _computed_from(u)
+                                    for u in b.uses):
+            return None
+        found += inner
+    return found
 
 
 def _shape_only(node: Node) -> bool:

@@ -231,6 +231,8 @@ class CallerWriteMixin:
         the arrays this function passes there are written into (``check_caller_writes``)."""
         if fdef.caller_writes:
             self.__dict__.setdefault("_call_writes", {})[call] = fdef.caller_writes
+            if getattr(fdef, "writes_read", False):
+                self.__dict__["writes_read"] = True  # (its arrays apart at each call)
 
     def _read_elsewhere(self: FunctionCompiler, write: Node, holder: Value,
                         reader: Node | None, order: bool = False,
@@ -292,20 +294,34 @@ def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
     memory with an array of another input: the write would change what the function reads.
     ``reads``: the function also reads arrays it writes into (``write_order``), which it tells
     apart by path, so every written array must also be apart from every other one (``params``
-    holding one array twice is refused)."""
-    targets = [(j, a) for j in written for a in _arrays(inputs[j])]
-    if not targets:
-        return
-    if reads:
-        _all_apart(name, targets, inputs, names)
-        return
+    holding one array twice is refused). Only arrays that are views of one array (or of
+    memory numpy does not own) are compared."""
+    groups: dict[int, list[tuple[int, bool, Any]]] = {}
     for k, value in enumerate(inputs):
-        if k in written:
+        wrote = k in written
+        for a in _arrays(value):
+            if a.size:
+                root = _root(a)
+                groups.setdefault(0 if root is None else id(root), []).append((k, wrote, a))
+    for members in groups.values():
+        if len(members) < 2:
             continue
-        for other in _arrays(value):
-            for j, target in targets:
-                if np.may_share_memory(target, other):
-                    raise _shared(name, names[j], names[k])
+        for x, (k, wrote, a) in enumerate(members):
+            for k2, wrote2, b in members[x + 1:]:
+                if not (wrote or wrote2) or wrote and wrote2 and not reads:
+                    continue
+                if np.may_share_memory(a, b):
+                    j, other = (k, k2) if wrote else (k2, k)
+                    raise _shared(name, names[j], names[other])
+
+
+def _root(a: Any) -> Any:
+    """The array whose memory ``a`` views (``a`` itself where it owns its memory); None for
+    memory numpy does not own (a buffer), which any other such array may share."""
+    base = a.base
+    while isinstance(base, np.ndarray):
+        a, base = base, base.base
+    return a if base is None else None
 
 
 def _shared(name: str, written: str, other: str) -> SignatureError:
@@ -314,27 +330,6 @@ def _shared(name: str, written: str, other: str) -> SignatureError:
     return SignatureError(f"{name}(): an array the function writes into in '{written}' shares "
                           f"memory with {what}: the compiled code does not follow the write "
                           "into it (pass separate arrays)")
-
-
-def _all_apart(name: str, targets: list[tuple[int, Any]], inputs: tuple[Any, ...],
-               names: list[str]) -> None:
-    """``writes_apart`` where the written arrays must also be apart from one another: the
-    byte ranges of every array of the inputs, sorted, where a written one overlaps another."""
-    spans = []
-    written = {id(a) for _, a in targets}
-    for k, value in enumerate(inputs):
-        for a in _arrays(value):
-            if a.size:
-                low, high = _byte_bounds(a)
-                spans.append((low, high, k, id(a) in written, a))
-    spans.sort(key=lambda s: s[0])
-    for i, (_low, high, k, wrote, a) in enumerate(spans):
-        for low2, _high2, k2, wrote2, b in spans[i + 1:]:
-            if low2 >= high:
-                break
-            if (wrote or wrote2) and np.may_share_memory(a, b):
-                j, other = (k, k2) if wrote else (k2, k)
-                raise _shared(name, names[j], names[other])
 
 
 def _arrays(value: Any, depth: int = 0) -> list[Any]:

@@ -35,6 +35,7 @@ from ir.types import (
     is_number,
 )
 from script.errors import ScriptError
+from script.frontend.aliases import sole_made_item
 from script.frontend.branches import holds_deferred
 from script.frontend.env import (
     RETURN_FLAG,
@@ -377,7 +378,10 @@ class StmtMixin:
         if symbol is None:
             raise self.unsupported(node, f"the augmented assignment {ast.unparse(node).split()[1]}")
         result = self.binary(symbol, current, rhs, node)
-        result = self.keep_dtype_in_place(current, result, node)
+        # an item of a list the caller will see, made here: a 0-d array stays one, as numpy's
+        keep_array = current.node.kind in ("prim::DictGetItem", "prim::ListIndex") and \
+            isinstance(current.type, TensorType) and sole_made_item(current)
+        result = self.keep_dtype_in_place(current, result, node, keep_array)
         if isinstance(target, ast.Name) and isinstance(current.type, TensorType):
             self.rebind_array(target.id, current, result, node)  # numpy: x changes in place
             return
@@ -388,7 +392,7 @@ class StmtMixin:
         self.assign(target, result, node)
 
     def keep_dtype_in_place(self: FunctionCompiler, current: Any, result: Any,
-                            node: ast.AugAssign) -> Any:
+                            node: ast.AugAssign, keep_array: bool = False) -> Any:
         """``x += v`` on an array writes into ``x``: the result keeps ``x``'s dtype (numpy casts
         a float64 result into a float32 array). A 0-d value may be a numpy scalar, which ``+=``
         replaces, so the cast is for arrays of rank >= 1 (an if on ``x.ndim``, decided when the
@@ -417,7 +421,11 @@ class StmtMixin:
             shape = self.emit_value("tensor::shape", [current])
             self.frame.set(name, self.emit_value("tensor::broadcast_to", [cast, shape]))
 
-        self.emit_if(is_scalar, lambda: self.frame.set(name, result), cast, end_of(node), node)
+        def scalar() -> None:  # (`keep_array`: np.copy of it, a 0-d array as numpy keeps one)
+            self.frame.set(name, self.emit_value("tensor::copy", [result])
+                           if keep_array else result)
+
+        self.emit_if(is_scalar, scalar, cast, end_of(node), node)
         value = self.frame.find(name)
         del self.frame.vars[name]
         return value

@@ -29,34 +29,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ir.alias import may_share_input
 from ir.core import PARAM, Block, Node, Value
-from ir.registry import NOT_CONSTANT, constant_of, lookup
+from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import TensorType
-
-WRITE = "tensor::write_into"
-READS = ("prim::ListIndex", "prim::DictGetItem")
-
-
-def _shape_read(node: Node) -> bool:
-    op = lookup(node.kind)
-    return op is not None and op.reads_shape_only
-
-
-def unversioned(value: Value) -> Value:
-    """The array ``value`` is a version of (through writes into it), or ``value``."""
-    while value.node.kind == WRITE:
-        value = value.node.inputs[0]
-    return value
+from ir.versions import ITEM_READS as READS
+from ir.versions import WRITE_INTO as WRITE
+from ir.versions import readers, unversioned
 
 
 def item_key(read: Node) -> Any:
-    """The index of an item read: its constant (``("=", 0)``, ``("=", "W")``) or its value."""
+    """The index of an item read: its constant (``("=", 0)``, ``("=", "W")``; ``("-", -1)``
+    for a negative one, which may be any item) or its value."""
     index = read.inputs[1]
     folded = constant_of(index)
     if folded is not NOT_CONSTANT and isinstance(folded, (int, str)) and \
             not isinstance(folded, bool):
-        return ("=", folded)
+        return ("-" if isinstance(folded, int) and folded < 0 else "=", folded)
     return index
 
 
@@ -73,7 +61,8 @@ def path_of(value: Value, top: Node) -> tuple | None:
 
 
 def _constant(key: Any) -> bool:
-    return isinstance(key, tuple)
+    """A key naming one item apart from every other constant key."""
+    return isinstance(key, tuple) and key[0] == "="
 
 
 def _nested_in(block: Block | None, outer: Block) -> bool:
@@ -111,9 +100,7 @@ class Versions:
         if version is None or version.node.owner is None or \
                 not _nested_in(block, version.node.owner):
             return value
-        if value.node.kind in READS and not value.uses:
-            value.node.erase()  # (the read just made)
-        return version
+        return version  # (the read just made goes when unused: a name may hold it)
 
 
 # -- the check ------------------------------------------------------------------------------------
@@ -150,28 +137,6 @@ def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
     return found
 
 
-def _readers(values: list[Value]) -> list[Node]:
-    """The nodes reading the contents of ``values`` (and of views of them): every use but a
-    write into them and a read of their shape."""
-    found: list[Node] = []
-    todo = list(values)
-    seen: set[int] = set()
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        for use in v.uses:
-            node = use.node
-            if node.kind == WRITE and use.index == 0 or \
-                    use.index == 0 and _shape_read(node):
-                continue
-            found.append(node)
-            if node.kind.startswith("tensor::") and may_share_input(node):
-                todo += [o for o in node.outputs if isinstance(o.type, TensorType)]
-    return found
-
-
 def _loops_around(node: Node) -> list[Node]:
     loops = []
     block = node.owner
@@ -199,15 +164,15 @@ def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
     while todo:
         values = todo.pop()
         nexts = [u.node for v in values for u in v.uses if u.node.kind == WRITE and u.index == 0]
-        readers = _readers(values)
+        reading = readers(values)
         for write in nexts:
             before = _ancestors(write, cache)
-            for reader in readers:
+            for reader in reading:
                 if reader not in before:
                     return reader, write
             for loop in _loops_around(write):
                 if _invariant(values, loop):
-                    for reader in readers:
+                    for reader in reading:
                         if reader is not write and (reader.is_inside(loop)):
                             return reader, write
             todo.append([write.output])
@@ -235,7 +200,7 @@ def unwritten_reads(groups: dict[Any, list[Value]]) -> list[Value]:
         if key in written:
             continue
         if not _constant(key) or not all(_constant(k) for k in written):
-            found += [v for v in values if _readers([v])]
+            found += [v for v in values if readers([v])]
     return found
 
 

@@ -367,13 +367,12 @@ class WriteMixin:
         if storage.overlap(current, inputs) is not None and not sole_made_item(current):
             op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
             raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
-                             "the caller may hold (an argument's, a global's or one a "
-                             "container the caller passed holds): numpy would change that "
-                             "array itself, which every name holding it (a layer keeping "
-                             "the same weight array) sees, and the compiled code does not do "
-                             "that; where nothing else holds the array, write "
-                             f"{ast.unparse(target)} = {ast.unparse(target)} {op} ... to store "
-                             "a new array; else update it outside compiled code")
+                             "that may be held elsewhere (an array the caller passed, or one "
+                             "this call also put into another list, name or attribute): numpy "
+                             "changes that array itself, which every holder sees, and the "
+                             "compiled code cannot follow it here; where nothing else holds the "
+                             f"array, write {ast.unparse(target)} = {ast.unparse(target)} {op} "
+                             "... to store a new array")
         base = current.node.inputs[0]  # the container
         live = self.live_after(node)
         for other, (value, _) in visible_bindings(self.frame).items():

@@ -123,8 +123,7 @@ def write_into(dst: Any, value: Any, op: str = "", index: str = "...") -> Any:
     (``index`` ":": ``dst[:]``, an IndexError for a 0-d array, as numpy's); returns ``dst``."""
     where = Ellipsis if index == "..." else slice(None)
     if op:
-        view = dst[where]
-        dst[where] = _UPDATES[op](view, value)  # (in place: numpy's casting rule for op=)
+        _UPDATES[op](dst[where], value)  # into the view itself: numpy's casting rule for op=
     else:
         dst[where] = value
     return dst

@@ -138,12 +138,16 @@ class FunctionWriter:
 
     def write_block(self, block: Block) -> None:
         released = temporaries.released_after(block)
-        pending: list[Value] = []  # (an inlined node's reads are evaluated by the next one)
+        pending: list[Value] = []  # (an inlined node's reads are evaluated by its reader)
+        open_: set[Node] = set()  # inlined nodes whose reader is still to come
         for node in [*block, None]:  # (None: after the last node)
             if node is not None:
                 self.write_node(node)
                 pending += released.get(node, ())
+                open_ = {n for n in open_ if n.output.uses[0].node is not node}
                 if node in self.inlined:
+                    open_.add(node)
+                if open_:
                     continue
             for value in pending:
                 if (name := temporaries.release_name(self, value)) is not None:

@@ -1,6 +1,7 @@
 """The arrays generated code makes and reads once, handled as Python's expressions handle their
-temporaries: written into the statement of their only reader when that is the next op
-(``inlinable``: numpy then computes into a temporary nothing else holds, numpy's temporary
+temporaries: written into the statement of their only reader when that is the next op, or comes
+after reads of containers and pure ops only (``inlinable``: numpy then computes into a temporary
+nothing else holds, numpy's temporary
 elision for large arrays, where a named one would be a new array), and deleted after their
 last use (``released_after``, ``release_name``: numpy's allocator then hands their memory to
 the next array of their size). Deep-learning-from-scratch's Adam over a dict of 512 x 512
@@ -63,6 +64,28 @@ def release_name(w: FunctionWriter, value: Value) -> str | None:
     return name
 
 
+PASSED_OVER = frozenset({"prim::ListIndex", "prim::DictGetItem", "prim::TupleIndex",
+                         "prim::Constant", "prim::len"})
+"""Nodes an inlined array may be computed after (in its reader's statement): reads of
+containers and constants, which change no array; pure ops too."""
+
+
+def _reads_between(node: Node, user: Node) -> bool:
+    """Whether ``user`` follows ``node`` in its block with only reads between (``PASSED_OVER``
+    and pure ops: ``lr * grads[i]`` between ``m * v[i]`` and the subtraction reading both)."""
+    between = node.next
+    for _ in range(8):
+        if between is user:
+            return True
+        if between is None or between.blocks or between.attrs.get(IN_PLACE_ATTR):
+            return False
+        op = ir.registry.lookup(between.kind)
+        if between.kind not in PASSED_OVER and (op is None or not op.is_pure):
+            return False
+        between = between.next
+    return False
+
+
 def inlinable(w: FunctionWriter, node: Node) -> bool:
     """Whether the array a pure op makes may be written into the statement of the next op, its
     only reader: not where the reader writes into it or keeps it, nor for the profiler or the
@@ -75,7 +98,8 @@ def inlinable(w: FunctionWriter, node: Node) -> bool:
         return False
     user, index = out.uses[0].node, out.uses[0].index
     op, reader = ir.registry.lookup(node.kind), ir.registry.lookup(user.kind)
-    return not (user is not node.next or user in w.elided or user.blocks or op is None
+    return not (not _reads_between(node, user) or user in w.elided or user.blocks or op is None
+                or op.results.startswith("(")  # (a tuple the statement unpacks: ops.chunk)
                 or not op.is_pure or reader is None or not user.kind.startswith("tensor::")
                 or user.attrs.get(IN_PLACE_ATTR) or user in w.einsums
                 or ir.registry.effects_on_input(user, index) != ir.registry.ONLY_READS)

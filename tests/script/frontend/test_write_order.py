@@ -147,3 +147,108 @@ def test_a_gradient_through_a_read_after_a_write_is_refused():
 
     with pytest.raises(ScriptError, match="gradient"):
         vjp(script(f), Layer(), np.ones(3))
+
+
+# -- found by review: each a wrong result or a crash before its fix -----------------------------
+def negative_index(p: List[Tensor]) -> Tensor:
+    tot = np.zeros(())
+    for _ in range(3):
+        p[2] += 1.0
+        tot = tot + p[-1].sum()  # p[-1] is p[2]
+    return tot
+
+
+def read_by_an_alias_twice(p: List[Tensor], x: Tensor) -> Tensor:
+    a = p[0]
+    p[0] += x
+    return a * 2 + a  # the written array, read twice through the name
+
+
+def test_a_negative_index_may_be_any_item():
+    with pytest.raises(ScriptError, match="reading another one"):
+        script(negative_index)([np.zeros(2), np.zeros(2), np.zeros(2)])
+
+
+def test_a_name_of_the_written_array_reads_it_as_written():
+    p = [np.ones(3)]
+    np.testing.assert_array_equal(script(read_by_an_alias_twice)(p, np.ones(3)),
+                                  read_by_an_alias_twice([np.ones(3)], np.ones(3)))
+
+
+class State:
+    def __init__(self):
+        self.m = None
+        self.k = None
+
+    def appended_in_a_loop(self, g):
+        self.m = []
+        z = np.zeros(3)
+        for _ in range(2):
+            self.m.append(z)  # one array, twice: numpy's update shows in both items
+        self.m[0] += g
+        return self.m[1] * 1
+
+    def a_branch_s_choice(self, x):
+        a = np.zeros(3)
+        self.k = [a]
+        z = a if x.sum() > 0 else np.ones(3)
+        self.m = []
+        self.m.append(z)  # also self.k[0]
+        self.m[0] += x
+        return x * 1
+
+    def method_call_in_the_loop(self, params, grads):
+        if self.m is None:
+            self.m = []
+            for p in params:
+                self.m.append(np.zeros_like(p))
+        for i in range(len(params)):
+            self.m[i] += grads[i].copy()
+            params[i] -= 0.1 * self.m[i]
+
+
+@pytest.mark.parametrize("method, args", [
+    (State.appended_in_a_loop, (np.ones(3),)), (State.a_branch_s_choice, (np.ones(3),)),
+    (State.method_call_in_the_loop, ([np.ones(3)], [np.ones(3)])),
+])
+def test_an_array_made_in_the_call_that_another_holder_may_hold_is_not_replaced(method, args):
+    with pytest.raises(ScriptError, match="may be held elsewhere"):
+        script(method)(State(), *args)
+
+
+def _writes_and_reads(p: List[Tensor]) -> Tensor:
+    tot = np.zeros(())
+    for _ in range(3):
+        p[0] *= 2.0
+        tot = tot + p[1].sum()
+    return tot
+
+
+_writes_and_reads_compiled = script(_writes_and_reads)
+
+
+def _calls_it(p: List[Tensor]) -> Tensor:
+    return _writes_and_reads_compiled(p) * 1
+
+
+def test_a_caller_of_a_function_reading_what_it_writes_checks_the_arrays_apart():
+    W = np.ones(3)
+    with pytest.raises(SignatureError, match="one array held twice"):
+        script(_calls_it)([W, W])
+    np.testing.assert_array_equal(W, np.ones(3))
+
+
+class Linear:
+    def __init__(self):
+        self.W = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def fused_step(self: Linear, x: Tensor) -> Tensor:
+    h = x @ self.W
+    self.W -= 0.5 * (x.T @ h)  # the backward of h would read the updated W
+    return (h * h).sum()
+
+
+def test_a_gradient_reading_an_array_written_later_is_refused():
+    with pytest.raises(ScriptError, match="reads an array the function then writes into"):
+        vjp(script(fused_step), Linear(), np.array([[1.0, -1.0]]))

@@ -1,0 +1,72 @@
+"""Versions of the caller's arrays: ``tensor::write_into`` writes into an array the caller holds
+and returns it, so a read after the write reads its result (``script.frontend.write_order``);
+``overwritten_reads``: what a backward run after the call would read overwritten."""
+
+from __future__ import annotations
+
+from ir.alias import may_share_input
+from ir.core import Node, Value
+from ir.registry import lookup
+from ir.types import TensorType
+
+WRITE_INTO = "tensor::write_into"
+ITEM_READS = ("prim::ListIndex", "prim::DictGetItem")
+
+
+def shape_read(node: Node) -> bool:
+    op = lookup(node.kind)
+    return op is not None and op.reads_shape_only
+
+
+def unversioned(value: Value) -> Value:
+    """The array ``value`` is a version of (through writes into it), or ``value``."""
+    while value.node.kind == WRITE_INTO:
+        value = value.node.inputs[0]
+    return value
+
+
+def readers(values: list[Value]) -> list[Node]:
+    """The nodes reading the contents of ``values`` (and of views of them): every use but a
+    write into them and a read of their shape."""
+    found: list[Node] = []
+    todo = list(values)
+    seen: set[int] = set()
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for use in v.uses:
+            node = use.node
+            if node.kind == WRITE_INTO and use.index == 0 or \
+                    use.index == 0 and shape_read(node):
+                continue
+            found.append(node)
+            if node.kind.startswith("tensor::") and may_share_input(node):
+                todo += [o for o in node.outputs if isinstance(o.type, TensorType)]
+    return found
+
+
+def overwritten_reads(write: Node) -> list[Node]:
+    """The nodes reading the contents of the array ``write`` writes into at a version a write
+    later overwrites (the array before ``write``, through any item read of its container, and
+    every version but the last): what a backward run after the call would read changed."""
+    root = unversioned(write.inputs[0])
+    values = [root]
+    if root.node.kind in ITEM_READS:
+        values += [u.node.output for u in root.node.inputs[0].uses
+                   if u.node.kind in ITEM_READS and u.index == 0]
+    chain = list(values)
+    while chain:
+        v = chain.pop()
+        for u in v.uses:
+            if u.node.kind == WRITE_INTO and u.index == 0 and u.node.output not in values:
+                values.append(u.node.output)
+                chain.append(u.node.output)
+    last = [v for v in values if v.node.kind == WRITE_INTO and not any(
+        u.node.kind == WRITE_INTO and u.index == 0 for u in v.uses)]
+    return readers([v for v in values if v not in last])
+
+
+__all__ = ["ITEM_READS", "WRITE_INTO", "overwritten_reads", "readers", "shape_read",
+           "unversioned"]
