@@ -1,8 +1,8 @@
 """Arrays the generated code makes and reads once, as Python's expressions do: written into the
-statement of their only reader when that is the next op or follows reads only (numpy then reuses a temporary nothing
-else holds for the result), and deleted after their last use (their memory goes back to numpy's
-allocator for the next array of their size). Deep-learning-from-scratch's Adam over a dict of
-512 x 512 weights ran at 0.22x plain numpy with every temporary kept."""
+statement of their only reader when that is the next op or follows reads only (numpy then reuses
+a temporary nothing else holds for the result), and deleted after their last use (their memory
+goes back to numpy's allocator for the next array of their size). Deep-learning-from-scratch's
+Adam over a dict of 512 x 512 weights ran at 0.22x plain numpy with every temporary kept."""
 
 from __future__ import annotations
 
