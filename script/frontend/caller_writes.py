@@ -190,7 +190,7 @@ class CallerWriteMixin:
         for holder, writer in holders.items():
             for use in holder.uses:
                 reader = use.node
-                if reader.kind in ("prim::len", "prim::DictKeys") or (
+                if reader.kind in ("prim::len", "prim::DictKeys") or _values_shape_read(reader) or (
                         reader.kind == WRITE and use.index == 0) or (
                         reader in calls and use.index in calls[reader]) or (
                         isinstance(holder.type, TensorType) and (
@@ -264,6 +264,25 @@ class CallerWriteMixin:
         if target is None:
             return at_node(write, message, self.source)
         return self.error(target, message)
+
+
+def _values_shape_read(node: Node) -> bool:
+    """``d.items()`` whose values are read only for their shape and dtype (Deep Learning from
+    Scratch's ``for key, val in params.items(): self.v[key] = np.zeros_like(val)``): nothing a
+    write into the arrays changes."""
+    if node.kind != "prim::DictItems":
+        return False
+    for use in node.output.uses:
+        if use.node.kind == "prim::len":
+            continue
+        if use.node.kind != "prim::ListIndex" or use.index != 0:
+            return False
+        for pair in use.node.output.uses:
+            unpack = pair.node
+            if unpack.kind != "prim::TupleUnpack" or not all(
+                    u.index == 0 and _shape_read(u.node) for u in unpack.outputs[1].uses):
+                return False
+    return True
 
 
 def _whole_of(target: ast.expr) -> ast.Subscript:

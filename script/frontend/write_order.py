@@ -8,11 +8,11 @@ later passes compute things in:
 - a read after the write reads the version: the frontend forwards a later read of the same
   path (``X``, ``self.W``, ``self.m[i]`` with the same ``i``) in the block of the write or one
   nested in it to the write's result (``Versions``), so it follows the write by data flow;
-- whatever reads the array before the write must feed the write (be one of its ancestors), so
-  it is computed before it: Adam's ``(1 - beta1) * (grads[i] - self.m[i])`` is the write's
-  value (``misplaced_read``); in a loop, the array must be read at a path the step makes
-  (``self.m[i]`` with the loop's ``i``), not one the same in every step, which LICM would read
-  once before the loop.
+- whatever reads the array before the write must feed the write (be one of its ancestors), or
+  an earlier write in its block (writes keep their order), so it is computed before it: Adam's
+  ``(1 - beta1) * (grads[i] - self.m[i])`` is the write's value (``misplaced_read``); in a
+  loop, the array must be read at a path the step makes (``self.m[i]`` with the loop's ``i``),
+  not one the same in every step, which LICM would read once before the loop.
 
 The rest is refused at the read (a ``ScriptError`` naming the line): a read before the write that
 the write does not need (``a = X * 2; X[...] += 1; use(a)``), a read after a write made in a
@@ -166,7 +166,9 @@ def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
         nexts = [u.node for v in values for u in v.uses if u.node.kind == WRITE and u.index == 0]
         reading = readers(values)
         for write in nexts:
-            before = _ancestors(write, cache)
+            before = set(_ancestors(write, cache))
+            for earlier in _earlier_writes(write):  # (writes keep their order)
+                before |= {earlier} | _ancestors(earlier, cache)
             for reader in reading:
                 if reader not in before:
                     return reader, write
@@ -177,6 +179,19 @@ def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
                             return reader, write
             todo.append([write.output])
     return None
+
+
+def _earlier_writes(write: Node) -> list[Node]:
+    """The writes before ``write`` in its block: side effects keep their order, so what feeds
+    one is computed before ``write`` too (Nesterov's ``params[key] += m * m * self.v[key]``
+    before ``self.v[key] *= m``)."""
+    found = []
+    node = write.prev
+    while node is not None and node.kind != PARAM:
+        if node.kind == WRITE:
+            found.append(node)
+        node = node.prev
+    return found
 
 
 def item_groups(holder: Value) -> dict[Any, list[Value]]:

@@ -252,3 +252,140 @@ def fused_step(self: Linear, x: Tensor) -> Tensor:
 def test_a_gradient_reading_an_array_written_later_is_refused():
     with pytest.raises(ScriptError, match="reads an array the function then writes into"):
         vjp(script(fused_step), Linear(), np.array([[1.0, -1.0]]))
+
+
+# -- Deep Learning from Scratch's optimizers over dicts (oreilly-japan/deep-learning-from-scratch,
+# common/optimizer.py, MIT License), as written ------------------------------------------------
+class Momentum:
+
+    """Momentum SGD"""
+
+    def __init__(self, lr=0.01, momentum=0.9):
+        self.lr = lr
+        self.momentum = momentum
+        self.v = None
+
+    def update(self, params, grads):
+        if self.v is None:
+            self.v = {}
+            for key, val in params.items():
+                self.v[key] = np.zeros_like(val)
+
+        for key in params.keys():
+            self.v[key] = self.momentum*self.v[key] - self.lr*grads[key]
+            params[key] += self.v[key]
+
+
+class Nesterov:
+
+    """Nesterov's Accelerated Gradient (http://arxiv.org/abs/1212.0901)"""
+
+    def __init__(self, lr=0.01, momentum=0.9):
+        self.lr = lr
+        self.momentum = momentum
+        self.v = None
+
+    def update(self, params, grads):
+        if self.v is None:
+            self.v = {}
+            for key, val in params.items():
+                self.v[key] = np.zeros_like(val)
+
+        for key in params.keys():
+            params[key] += self.momentum * self.momentum * self.v[key]
+            params[key] -= (1 + self.momentum) * self.lr * grads[key]
+            self.v[key] *= self.momentum
+            self.v[key] -= self.lr * grads[key]
+
+
+class AdaGrad:
+
+    """AdaGrad"""
+
+    def __init__(self, lr=0.01):
+        self.lr = lr
+        self.h = None
+
+    def update(self, params, grads):
+        if self.h is None:
+            self.h = {}
+            for key, val in params.items():
+                self.h[key] = np.zeros_like(val)
+
+        for key in params.keys():
+            self.h[key] += grads[key] * grads[key]
+            params[key] -= self.lr * grads[key] / (np.sqrt(self.h[key]) + 1e-7)
+
+
+class RMSprop:
+
+    """RMSprop"""
+
+    def __init__(self, lr=0.01, decay_rate = 0.99):
+        self.lr = lr
+        self.decay_rate = decay_rate
+        self.h = None
+
+    def update(self, params, grads):
+        if self.h is None:
+            self.h = {}
+            for key, val in params.items():
+                self.h[key] = np.zeros_like(val)
+
+        for key in params.keys():
+            self.h[key] *= self.decay_rate
+            self.h[key] += (1 - self.decay_rate) * grads[key] * grads[key]
+            params[key] -= self.lr * grads[key] / (np.sqrt(self.h[key]) + 1e-7)
+
+
+class Adam:
+
+    """Adam (http://arxiv.org/abs/1412.6980v8)"""
+
+    def __init__(self, lr=0.001, beta1=0.9, beta2=0.999):
+        self.lr = lr
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.iter = 0
+        self.m = None
+        self.v = None
+
+    def update(self, params, grads):
+        if self.m is None:
+            self.m, self.v = {}, {}
+            for key, val in params.items():
+                self.m[key] = np.zeros_like(val)
+                self.v[key] = np.zeros_like(val)
+
+        self.iter += 1
+        lr_t  = self.lr * np.sqrt(1.0 - self.beta2**self.iter) / (1.0 - self.beta1**self.iter)
+
+        for key in params.keys():
+            #self.m[key] = self.beta1*self.m[key] + (1-self.beta1)*grads[key]
+            #self.v[key] = self.beta2*self.v[key] + (1-self.beta2)*(grads[key]**2)
+            self.m[key] += (1 - self.beta1) * (grads[key] - self.m[key])
+            self.v[key] += (1 - self.beta2) * (grads[key]**2 - self.v[key])
+
+            params[key] -= lr_t * self.m[key] / (np.sqrt(self.v[key]) + 1e-7)
+
+
+@pytest.mark.parametrize("cls", [Momentum, Nesterov, AdaGrad, RMSprop, Adam])
+def test_an_optimizer_over_dicts_updates_the_caller_s_arrays(cls):
+    """The first call reads ``params.items()`` for the shapes of its state, the next ones update
+    the state and the parameters in place and read them back."""
+    rng = np.random.default_rng(5)
+    params = {"W1": rng.standard_normal((4, 3)), "b1": rng.standard_normal(3)}
+    grads = {"W1": rng.standard_normal((4, 3)), "b1": rng.standard_normal(3)}
+    plain, compiled = cls(), cls()
+    plain_params, held = {k: v.copy() for k, v in params.items()}, dict(params)
+    update = script(compiled.update)
+    for _ in range(3):
+        cls.update(plain, plain_params, grads)
+        update(params, grads)
+        for key in params:
+            assert params[key] is held[key]
+            np.testing.assert_allclose(params[key], plain_params[key], rtol=1e-12)
+            for name in ("v", "h", "m"):
+                if getattr(plain, name, None) is not None:
+                    np.testing.assert_allclose(getattr(compiled, name)[key],
+                                               getattr(plain, name)[key], rtol=1e-12)
