@@ -126,9 +126,10 @@ class CallerWriteMixin:
 
     def caller_update(self: FunctionCompiler, node: ast.AugAssign) -> bool:
         """``X[...] += v`` into the caller's array ``X``, ``self.W -= v`` of an array an object
-        argument's attribute holds, and ``params[i] -= v`` of an array the caller's list or
-        dict ``params`` holds (numpy updates that array in place: the optimizers' ``params[i]
-        -= lr * grads[i]``); see ``caller_write``. Only a target that reads nothing but names,
+        argument's attribute holds, ``params[i] -= v`` of an array the caller's list or dict
+        ``params`` holds (numpy updates that array in place: the optimizers' ``params[i] -= lr *
+        grads[i]``), and ``grad *= rate`` of a name bound to such an item (``for grad in
+        grads``); see ``caller_write``. Only a target that reads nothing but names,
         attributes and items is tried (evaluating it twice is evaluating it once), and the
         value is evaluated only once the target is known to be written here."""
         target, op = node.target, _in_place_operator(node)
@@ -140,6 +141,12 @@ class CallerWriteMixin:
             dst = self.expr(target)  # (where the function assigned it: not the caller's array)
             if self.caller_array(dst) is not unversioned(dst):
                 return False
+            target = _whole_of(target)
+        elif isinstance(target, ast.Name):  # `for grad in grads: grad *= rate`
+            dst = self.frame.find(target.id)
+            if not isinstance(dst, Value) or not isinstance(dst.type, TensorType) or \
+                    unversioned(dst).node.kind not in READS or self.caller_array(dst) is None:
+                return False  # (an argument itself: the in-place-update refusal)
             target = _whole_of(target)
         elif not isinstance(target, ast.Subscript):
             return False

@@ -105,9 +105,9 @@ class Versions:
 
 # -- the check ------------------------------------------------------------------------------------
 def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
-    """The nodes whose results ``node`` computes from, through blocks (a branch's or loop's
-    results come from its blocks; a block's parameters from its node's inputs and, in a loop,
-    from the step's results)."""
+    """The nodes whose results ``node`` computes from in the same step of every loop it is in,
+    through blocks (a branch's or loop's results come from its blocks; a step's parameters from
+    what the loop starts from)."""
     found = cache.get(node)
     if found is not None:
         return found
@@ -120,12 +120,10 @@ def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
             continue
         seen.add(id(v))
         n = v.node
-        if n.kind == PARAM:
-            owner = n.owner.owner if n.owner is not None else None
-            if owner is not None:
-                found.add(owner)
+        if n.kind == PARAM:  # a step's parameter: what the loop starts from (the last
+            owner = n.owner.owner if n.owner is not None else None  # step's results ran in
+            if owner is not None:  # another step: no read of this step runs before the write)
                 todo += owner.inputs
-                todo += n.owner.return_node.inputs
             continue
         if n in found:
             continue
@@ -205,17 +203,31 @@ def item_groups(holder: Value) -> dict[Any, list[Value]]:
 
 def unwritten_reads(groups: dict[Any, list[Value]]) -> list[Value]:
     """Item reads of a written container that may read an array written at another index: an
-    index not known when compiling beside a write (or a write at one such beside the read)."""
+    index not known when compiling beside a write (or a write at one such beside the read),
+    unless everything reading it feeds every write into the container (or an earlier write in
+    its block), so it runs before them (Deep Learning from Scratch 2's ``clip_grads``: a loop
+    summing the gradients' squares, then a loop scaling them)."""
+    writes = [u.node for vs in groups.values() for v in vs for u in v.uses
+              if u.node.kind == WRITE and u.index == 0]
     written = {k for k, vs in groups.items()
                if any(u.node.kind == WRITE and u.index == 0 for v in vs for u in v.uses)}
     if not written:
         return []
+    cache: dict[Node, set[Node]] = {}
+    befores = []
+    for write in writes:
+        before = set(_ancestors(write, cache))
+        for earlier in _earlier_writes(write):
+            before |= {earlier} | _ancestors(earlier, cache)
+        befores.append(before)
     found = []
     for key, values in groups.items():
-        if key in written:
+        if key in written or _constant(key) and all(_constant(k) for k in written):
             continue
-        if not _constant(key) or not all(_constant(k) for k in written):
-            found += [v for v in values if readers([v])]
+        for v in values:
+            reading = readers([v])
+            if reading and not all(r in before for before in befores for r in reading):
+                found.append(v)
     return found
 
 

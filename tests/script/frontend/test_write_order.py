@@ -389,3 +389,61 @@ def test_an_optimizer_over_dicts_updates_the_caller_s_arrays(cls):
                 if getattr(plain, name, None) is not None:
                     np.testing.assert_allclose(getattr(compiled, name)[key],
                                                getattr(plain, name)[key], rtol=1e-12)
+
+
+# -- Deep Learning from Scratch 2's clip_grads (common/util.py, MIT License), as written ----------
+def clip_grads(grads, max_norm):
+    total_norm = 0
+    for grad in grads:
+        total_norm += np.sum(grad ** 2)
+    total_norm = np.sqrt(total_norm)
+
+    rate = max_norm / (total_norm + 1e-6)
+    if rate < 1:
+        for grad in grads:
+            grad *= rate
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grads_scales_the_caller_s_gradients(max_norm):
+    """A loop reading every gradient, then a loop scaling each through the loop's name: the
+    reads feed the scale, so they come before the writes."""
+    rng = np.random.default_rng(6)
+    grads = [rng.standard_normal((4, 3)), rng.standard_normal(3).astype(np.float32)]
+    plain, held = [g.copy() for g in grads], list(grads)
+    clip_grads(plain, max_norm)
+    script(clip_grads)(grads, max_norm)
+    for got, want, same in zip(grads, plain, held):
+        assert got is same and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def scales_then_reads(grads: List[Tensor], rate: float) -> Tensor:
+    for grad in grads:
+        grad *= rate
+    return grads[0].sum()  # after the loop of the writes, at another index
+
+
+def keeps_a_read(grads: List[Tensor], rate: float) -> Tensor:
+    total = np.zeros(())
+    for grad in grads:
+        before = grad * 2
+        grad *= rate
+        total = total + before.sum()  # computed before the write, used after it
+    return total
+
+
+def scales_an_argument(grad: Tensor, rate: float) -> Tensor:
+    grad *= rate
+    return grad
+
+
+@pytest.mark.parametrize("fn, match", [
+    (scales_then_reads, "reading another one"), (keeps_a_read, "cannot keep the read"),
+    (scales_an_argument, r"in-place update of the argument 'grad'"),
+])
+def test_updates_through_a_name_that_cannot_be_followed_are_refused(fn, match):
+    grads = [np.ones(3), np.ones(2)]
+    with pytest.raises(ScriptError, match=match):
+        script(fn)(grads[0] if fn is scales_an_argument else grads, 0.5)
+    assert all((g == 1).all() for g in grads)
