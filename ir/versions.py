@@ -11,6 +11,8 @@ from ir.types import TensorType
 
 WRITE_INTO = "tensor::write_into"
 ITEM_READS = ("prim::ListIndex", "prim::DictGetItem")
+_ALL_ITEM_READS = (*ITEM_READS, "prim::TupleIndex")
+"""item reads, the tuple's too: by differentiation, list and dict arguments are tuples."""
 
 
 def shape_read(node: Node) -> bool:
@@ -25,9 +27,14 @@ def unversioned(value: Value) -> Value:
     return value
 
 
+_CONSTRUCTS = ("prim::TupleConstruct", "prim::ListConstruct", "prim::DictConstruct")
+
+
 def readers(values: list[Value]) -> list[Node]:
-    """The nodes reading the contents of ``values`` (and of views of them): every use but a
-    write into them and a read of their shape."""
+    """The nodes reading the contents of ``values``: every use but a write into them and a read
+    of their shape, followed through views, and through what holds or passes them on (a tuple,
+    list or dict built of them and the reads of its items, a branch's or loop's result, a
+    loop's carried value), whose users read them too."""
     found: list[Node] = []
     todo = list(values)
     seen: set[int] = set()
@@ -42,8 +49,22 @@ def readers(values: list[Value]) -> list[Node]:
                     use.index == 0 and shape_read(node):
                 continue
             found.append(node)
-            if node.kind.startswith("tensor::") and may_share_input(node):
-                todo += [o for o in node.outputs if isinstance(o.type, TensorType)]
+            if node.kind.startswith("tensor::"):
+                if may_share_input(node):
+                    todo += [o for o in node.outputs if isinstance(o.type, TensorType)]
+            elif node.kind in _CONSTRUCTS or node.kind in ITEM_READS or node.kind in (
+                    "prim::TupleIndex", "prim::TupleUnpack", "prim::ListUnpack",
+                    "prim::unchecked_unwrap_optional"):
+                todo += node.outputs
+            elif node.kind == "prim::Return" and node.owner is not None and \
+                    node.owner.owner is not None:
+                holder = node.owner.owner
+                if holder.kind == "prim::If":
+                    todo.append(holder.outputs[use.index])
+                elif holder.kind == "prim::Loop" and use.index >= 1:
+                    todo += [holder.outputs[use.index - 1], node.owner.params[use.index]]
+            elif node.kind == "prim::Loop" and use.index >= 2:
+                todo += [node.outputs[use.index - 2], node.blocks[0].params[use.index - 1]]
     return found
 
 
@@ -53,9 +74,11 @@ def overwritten_reads(write: Node) -> list[Node]:
     every version but the last): what a backward run after the call would read changed."""
     root = unversioned(write.inputs[0])
     values = [root]
-    if root.node.kind in ITEM_READS:
-        values += [u.node.output for u in root.node.inputs[0].uses
-                   if u.node.kind in ITEM_READS and u.index == 0]
+    if root.node.kind in _ALL_ITEM_READS:  # any item of the container may be the array
+        for u in root.node.inputs[0].uses:
+            if u.index == 0 and u.node.kind in (*_ALL_ITEM_READS, "prim::TupleUnpack",
+                                                "prim::ListUnpack"):
+                values += u.node.outputs
     chain = list(values)
     while chain:
         v = chain.pop()

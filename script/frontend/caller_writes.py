@@ -36,9 +36,9 @@ from script.frontend.object_args import ObjectArg
 from script.frontend.write_order import (
     Versions,
     item_groups,
+    misplaced_across,
     misplaced_read,
     unversioned,
-    unwritten_reads,
 )
 from script.frontend.writes import _AUGMENTED
 
@@ -220,8 +220,10 @@ class CallerWriteMixin:
             groups = [[holder]]
         else:
             by_key = item_groups(holder)
-            for read in unwritten_reads(by_key):
-                raise self._read_elsewhere(writer, holder, read.node, other_item=True)
+            found = misplaced_across(by_key)
+            if found is not None:
+                reader, write = found
+                raise self._read_elsewhere(write, holder, reader, other_item=True)
             groups = list(by_key.values())
         for group in groups:
             found = misplaced_read(group)

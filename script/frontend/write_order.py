@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ir.core import PARAM, Block, Node, Value
-from ir.registry import NOT_CONSTANT, constant_of
+from ir.registry import NOT_CONSTANT, SIDE_EFFECTS, constant_of, lookup
 from ir.types import TensorType
 from ir.versions import ITEM_READS as READS
 from ir.versions import WRITE_INTO as WRITE
@@ -145,12 +145,78 @@ def _loops_around(node: Node) -> list[Node]:
     return loops
 
 
+def _varies(x: Value, loop: Node, memo: dict[int, bool]) -> bool:
+    """Whether ``x`` may differ between the steps of ``loop``: it comes from the step's own
+    parameters (its counter, a carried value) or from an op with side effects. An inner loop's
+    counter varies with its trip count only (unrolled, it is constants); anything else it cannot
+    tell is taken as the same in every step."""
+    if not x.defined_inside(loop) or x.node.kind == "prim::Constant":
+        return False
+    if id(x) in memo:
+        return memo[id(x)]
+    memo[id(x)] = False  # (a cycle through a carried value)
+    node = x.node
+    if node.kind == PARAM:
+        owner = node.owner.owner if node.owner is not None else None
+        found = owner is loop or (owner is not None and owner.kind == "prim::Loop" and
+                                  x.index == 0 and _varies(owner.inputs[0], loop, memo))
+    else:
+        op = lookup(node.kind)
+        found = (op is not None and SIDE_EFFECTS in op.traits) or \
+            any(_varies(i, loop, memo) for i in node.inputs)
+    memo[id(x)] = found
+    return found
+
+
 def _invariant(values: list[Value], loop: Node) -> bool:
-    """Whether ``values`` are the same array in every step of ``loop``: made before it, or
-    read inside it at a path made before it (which LICM may read once, before the loop)."""
-    return any(not v.defined_inside(loop) or v.node.kind in READS and
-               not any(x.defined_inside(loop) and x.node.kind != "prim::Constant"
-                       for x in v.node.inputs) for v in values)
+    """Whether ``values`` may be the same array in every step of ``loop``: made before it, or
+    read inside it at a path that does not change from step to step (which LICM may read once,
+    before the loop, also once an inner loop is unrolled)."""
+    memo: dict[int, bool] = {}
+    return any(not _varies(v, loop, memo) for v in values)
+
+
+def _before(write: Node, cache: dict[Node, set[Node]]) -> set[Node]:
+    """What runs before ``write`` whatever the passes reorder: what it computes from, and the
+    earlier writes in its block with what they compute from (writes keep their order)."""
+    before = set(_ancestors(write, cache))
+    for earlier in _earlier_writes(write):
+        before |= {earlier} | _ancestors(earlier, cache)
+    return before
+
+
+def _against(values: list[Value], write: Node, cache: dict[Node, set[Node]]
+             ) -> Node | None:
+    """A read of the array ``values`` hold that may land on the other side of ``write`` (into
+    that array, or one it may be): one that does not run before it, or one in a loop around it
+    reading a path the same in every step."""
+    reading = [r for r in readers(values) if r is not write]
+    before = _before(write, cache)
+    for reader in reading:
+        if reader not in before:
+            return reader
+    for loop in _loops_around(write):
+        if _invariant(values, loop):
+            for reader in reading:
+                if reader.is_inside(loop):
+                    return reader
+    return None
+
+
+def _chain(group: list[Value]) -> tuple[list[Value], list[Node]]:
+    """The values of one path (its reads before any write, then each write's result) and the
+    writes into it."""
+    values: list[Value] = list(group)
+    writes: list[Node] = []
+    todo = list(group)
+    while todo:
+        v = todo.pop()
+        for u in v.uses:
+            if u.node.kind == WRITE and u.index == 0 and u.node not in writes:
+                writes.append(u.node)
+                values.append(u.node.output)
+                todo.append(u.node.output)
+    return values, writes
 
 
 def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
@@ -161,21 +227,31 @@ def misplaced_read(group: list[Value]) -> tuple[Node, Node] | None:
     todo = [list(group)]
     while todo:
         values = todo.pop()
-        nexts = [u.node for v in values for u in v.uses if u.node.kind == WRITE and u.index == 0]
-        reading = readers(values)
-        for write in nexts:
-            before = set(_ancestors(write, cache))
-            for earlier in _earlier_writes(write):  # (writes keep their order)
-                before |= {earlier} | _ancestors(earlier, cache)
-            for reader in reading:
-                if reader not in before:
-                    return reader, write
-            for loop in _loops_around(write):
-                if _invariant(values, loop):
-                    for reader in reading:
-                        if reader is not write and (reader.is_inside(loop)):
-                            return reader, write
+        for write in [u.node for v in values for u in v.uses
+                      if u.node.kind == WRITE and u.index == 0]:
+            reader = _against(values, write, cache)
+            if reader is not None:
+                return reader, write
             todo.append([write.output])
+    return None
+
+
+def misplaced_across(groups: dict[Any, list[Value]]) -> tuple[Node, Node] | None:
+    """(a read, a write) where the read, of a path of a container, may read the array a write
+    at another of its paths writes (an index not known when compiling, or a negative one) and
+    may land on the other side of it; None where every such read runs before every such write
+    (Deep Learning from Scratch 2's ``clip_grads``: a loop summing the gradients' squares, then
+    a loop scaling them)."""
+    chains = {key: _chain(values) for key, values in groups.items()}
+    cache: dict[Node, set[Node]] = {}
+    for key, (values, _) in chains.items():
+        for other, (_, writes) in chains.items():
+            if other == key or _constant(key) and _constant(other):
+                continue
+            for write in writes:
+                reader = _against(values, write, cache)
+                if reader is not None:
+                    return reader, write
     return None
 
 
@@ -201,35 +277,5 @@ def item_groups(holder: Value) -> dict[Any, list[Value]]:
     return groups
 
 
-def unwritten_reads(groups: dict[Any, list[Value]]) -> list[Value]:
-    """Item reads of a written container that may read an array written at another index: an
-    index not known when compiling beside a write (or a write at one such beside the read),
-    unless everything reading it feeds every write into the container (or an earlier write in
-    its block), so it runs before them (Deep Learning from Scratch 2's ``clip_grads``: a loop
-    summing the gradients' squares, then a loop scaling them)."""
-    writes = [u.node for vs in groups.values() for v in vs for u in v.uses
-              if u.node.kind == WRITE and u.index == 0]
-    written = {k for k, vs in groups.items()
-               if any(u.node.kind == WRITE and u.index == 0 for v in vs for u in v.uses)}
-    if not written:
-        return []
-    cache: dict[Node, set[Node]] = {}
-    befores = []
-    for write in writes:
-        before = set(_ancestors(write, cache))
-        for earlier in _earlier_writes(write):
-            before |= {earlier} | _ancestors(earlier, cache)
-        befores.append(before)
-    found = []
-    for key, values in groups.items():
-        if key in written or _constant(key) and all(_constant(k) for k in written):
-            continue
-        for v in values:
-            reading = readers([v])
-            if reading and not all(r in before for before in befores for r in reading):
-                found.append(v)
-    return found
-
-
-__all__ = ["Versions", "item_groups", "misplaced_read", "path_of", "unversioned",
-           "unwritten_reads"]
+__all__ = ["Versions", "item_groups", "misplaced_across", "misplaced_read", "path_of",
+           "unversioned"]

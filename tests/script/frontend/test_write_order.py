@@ -447,3 +447,59 @@ def test_updates_through_a_name_that_cannot_be_followed_are_refused(fn, match):
     with pytest.raises(ScriptError, match=match):
         script(fn)(grads[0] if fn is scales_an_argument else grads, 0.5)
     assert all((g == 1).all() for g in grads)
+
+
+# -- found by a second review: each a wrong result (or gradient) before its fix ------------------
+def same_path_every_step(xs: List[Tensor]):
+    for i in range(3):  # unrolled: np.sum(xs[0]) would be merged across the steps' writes
+        xs[i] += np.sum(xs[0])
+
+
+def projected_before_the_loop(xs: List[Tensor], W: Tensor):
+    x = xs[0]
+    for t in range(x.shape[0]):  # x[t] @ W would be computed once, before the loop
+        xs[t] += (x[t] @ W).sum()
+
+
+def read_around_another_key(params: List[Tensor], i: int, j: int):
+    b = params[j]
+    s = b.sum()
+    params[i] *= s
+    t = b.sum()  # after the write at i, which may be j
+    params[j] *= t
+    return t
+
+
+def through_a_tuple(params: List[Tensor], i: int, j: int):
+    t = (params[0], 1)
+    params[0] += t[0].sum()
+    return t[0].sum()  # the written array, read through the tuple
+
+
+def unrolled_inner_loop(params: List[Tensor], i: int, j: int):
+    for _ in range(3):
+        for k in range(2):  # unrolled: params[0] and params[1] the same in every outer step
+            params[k] *= np.sum(2.0 + params[k])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (same_path_every_step, ()), (projected_before_the_loop, (np.ones((4, 2)),)),
+    (read_around_another_key, (1, 1)), (through_a_tuple, (0, 0)), (unrolled_inner_loop, (0, 0)),
+])
+def test_reads_that_passes_could_move_across_a_write_are_refused(fn, args):
+    xs = [np.full((3, 4), 0.5) for _ in range(3)]
+    with pytest.raises(ScriptError, match="in place"):
+        script(fn)(xs, *args)
+    assert all((x == 0.5).all() for x in xs)
+
+
+def scales_by_a_sum(params: List[Tensor], x: Tensor) -> Tensor:
+    y = (params[0] * x * x).sum()
+    params[0] *= y
+    return y
+
+
+def test_a_gradient_reading_a_list_item_written_later_is_refused():
+    """By differentiation the list is a tuple: its item reads are found too."""
+    with pytest.raises(ScriptError, match="reads an array the function then writes into"):
+        vjp(script(scales_by_a_sum), [np.array([0.5, -1.0, 2.0])], np.array([1.0, 2.0, -0.5]))
