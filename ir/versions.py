@@ -30,6 +30,11 @@ def unversioned(value: Value) -> Value:
 _CONSTRUCTS = ("prim::TupleConstruct", "prim::ListConstruct", "prim::DictConstruct")
 
 
+def _unused(node: Node) -> bool:
+    """A container op whose results nothing uses (``zip``'s pair a loop unpacked at once)."""
+    return node.kind in _CONSTRUCTS and not any(o.uses for o in node.outputs)
+
+
 def readers(values: list[Value]) -> list[Node]:
     """The nodes reading the contents of ``values``: every use but a write into them and a read
     of their shape, followed through views, and through what holds or passes them on (a tuple,
@@ -46,7 +51,7 @@ def readers(values: list[Value]) -> list[Node]:
         for use in v.uses:
             node = use.node
             if node.kind == WRITE_INTO and use.index == 0 or \
-                    use.index == 0 and shape_read(node):
+                    use.index == 0 and shape_read(node) or _unused(node):
                 continue
             found.append(node)
             if node.kind.startswith("tensor::"):

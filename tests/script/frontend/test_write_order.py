@@ -503,3 +503,37 @@ def test_a_gradient_reading_a_list_item_written_later_is_refused():
     """By differentiation the list is a tuple: its item reads are found too."""
     with pytest.raises(ScriptError, match="reads an array the function then writes into"):
         vjp(script(scales_by_a_sum), [np.array([0.5, -1.0, 2.0])], np.array([1.0, 2.0, -0.5]))
+
+
+def sgd_over_zip(params: List[Tensor], grads: List[Tensor], lr: float):
+    for p, g in zip(params, grads):  # (the pair zip makes, unpacked at once, reads nothing)
+        p -= lr * g
+
+
+def momentum_over_zip(params: List[Tensor], grads: List[Tensor], vs: List[Tensor], lr: float):
+    for p, g, v in zip(params, grads, vs):
+        v *= 0.9
+        v -= lr * g
+        p += v
+
+
+def sgd_over_enumerate(params: List[Tensor], grads: List[Tensor], lr: float):
+    for k, p in enumerate(params):
+        p -= lr * grads[k]
+
+
+@pytest.mark.parametrize("fn", [sgd_over_zip, momentum_over_zip, sgd_over_enumerate])
+def test_updates_through_the_names_a_loop_binds(fn):
+    def make():
+        rng = np.random.default_rng(7)
+        lists = [[rng.standard_normal((2, 3)), rng.standard_normal(3)] for _ in range(3)]
+        return (*lists[:fn.__code__.co_argcount - 1], 0.1)
+
+    plain, compiled = make(), make()
+    held = [a for lst in compiled[:-1] for a in lst]
+    fn(*plain)
+    script(fn)(*compiled)
+    got = [a for lst in compiled[:-1] for a in lst]
+    assert all(a is b for a, b in zip(got, held))
+    for a, b in zip(got, [a for lst in plain[:-1] for a in lst]):
+        np.testing.assert_array_equal(a, b)
