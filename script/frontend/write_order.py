@@ -105,15 +105,20 @@ class Versions:
 
 # -- the check ------------------------------------------------------------------------------------
 def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
-    """The nodes whose results ``node`` computes from in the same step of every loop it is in,
-    through blocks (a branch's or loop's results come from its blocks; a step's parameters from
-    what the loop starts from)."""
+    """The nodes whose results ``node`` computes from, or that decide whether it runs (the
+    condition of a branch it is in), in the same step of every loop it is in, through blocks (a
+    branch's or loop's results come from its blocks; a step's parameters from what the loop
+    starts from)."""
     found = cache.get(node)
     if found is not None:
         return found
     found = set()
     seen: set[int] = set()
     todo = list(node.inputs)
+    block = node.owner  # and what decides whether it runs (a branch's condition)
+    while block is not None and block.owner is not None:
+        todo += block.owner.inputs
+        block = block.owner.owner
     while todo:
         v = todo.pop()
         if id(v) in seen:

@@ -537,3 +537,20 @@ def test_updates_through_the_names_a_loop_binds(fn):
     assert all(a is b for a, b in zip(got, held))
     for a, b in zip(got, [a for lst in plain[:-1] for a in lst]):
         np.testing.assert_array_equal(a, b)
+
+
+def flips_the_negative(grads: List[Tensor]):
+    for g in grads:
+        if g.sum() > 0:  # read to decide whether the write runs: before it
+            continue
+        g *= -1
+
+
+def test_a_read_deciding_whether_a_write_runs_comes_before_it():
+    grads = [np.array([1.0, -3.0]), np.array([-1.0, -2.0])]
+    plain, held = [g.copy() for g in grads], list(grads)
+    flips_the_negative(plain)
+    script(flips_the_negative)(grads)
+    for got, want, same in zip(grads, plain, held):
+        assert got is same
+        np.testing.assert_array_equal(got, want)
