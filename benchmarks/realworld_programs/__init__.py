@@ -30,6 +30,7 @@ MODULES = (
     "dlfs2_gru",
     "dlfs2_attention",
     "dlfs2_seq2seq",
+    "dlfs2_optimizers",
     "mlfromscratch_rnn",
     "pyesn",
     "mantas_esn",
