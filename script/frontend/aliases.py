@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ir.core import PARAM, Node, Value
 from ir.registry import lookup
 from ir.types import TensorType
+from ir.versions import shape_read
 
 if TYPE_CHECKING:
     pass
@@ -358,7 +359,7 @@ def _held_once(value: Value) -> bool:
     puts = [u for u in value.uses if u.node.kind in _PUTS or
             u.node.kind in ("prim::ListConstruct", "prim::DictConstruct")]
     others = [u for u in value.uses if u not in puts]
-    if len(puts) != 1 or not all(_shape_only(u.node) for u in others):
+    if len(puts) != 1 or not all(shape_read(u.node) for u in others):
         return False
     block = puts[0].node.owner  # put once: not in a loop an array it may be was made before
     while block is not None and block.owner is not None:
@@ -381,7 +382,7 @@ def _made_roots(value: Value, depth: int = 0) -> list[Value] | None:
         for b in node.blocks:
             r = b.returns[value.index]
             inner = _made_roots(r, depth + 1)
-            if inner is None or not all(u.node is b.return_node or _shape_only(u.node) or
+            if inner is None or not all(u.node is b.return_node or shape_read(u.node) or
                                         _computed_from(u) for u in r.uses):
                 return None
             found += inner
@@ -394,16 +395,11 @@ def _made_roots(value: Value, depth: int = 0) -> list[Value] | None:
     found = []
     for b in (x for x in node.inputs if isinstance(x.type, TensorType)):
         inner = _made_roots(b, depth + 1)
-        if inner is None or not all(u.node is node or _shape_only(u.node) or _computed_from(u)
+        if inner is None or not all(u.node is node or shape_read(u.node) or _computed_from(u)
                                     for u in b.uses):
             return None
         found += inner
     return found
-
-
-def _shape_only(node: Node) -> bool:
-    op = lookup(node.kind)
-    return op is not None and op.reads_shape_only
 
 
 def foreign(graph: Any, leaf: Value, loop: Node | None = None,

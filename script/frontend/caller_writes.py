@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Node, Value
-from ir.registry import lookup
 from ir.types import DictType, ListType, TensorType, is_number
+from ir.versions import ITEM_READS as READS
+from ir.versions import WRITE_INTO as WRITE
+from ir.versions import shape_read
 from script.errors import SignatureError, at_node
 from script.frontend.exprs import NOT_STATIC
 from script.frontend.masks import plain_read
@@ -45,16 +47,8 @@ from script.frontend.writes import _AUGMENTED
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
-WRITE = "tensor::write_into"
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or \
     np.byte_bounds
-READS = ("prim::ListIndex", "prim::DictGetItem")
-
-
-def _shape_read(node: Node) -> bool:
-    """An op reading only its operands' shape and dtype (the registry's ``SHAPE_ONLY``)."""
-    op = lookup(node.kind)
-    return op is not None and op.reads_shape_only
 
 
 def _in_place_operator(node: ast.AugAssign) -> str | None:
@@ -197,23 +191,23 @@ class CallerWriteMixin:
         for holder, writer in holders.items():
             for use in holder.uses:
                 reader = use.node
-                if reader.kind in ("prim::len", "prim::DictKeys") or _values_shape_read(reader) or (
+                if reader.kind in ("prim::len", "prim::DictKeys") or _valuesshape_read(reader) or (
                         reader.kind == WRITE and use.index == 0) or (
                         reader in calls and use.index in calls[reader]) or (
                         isinstance(holder.type, TensorType) and (
-                            holder not in called or _shape_read(reader) and use.index == 0)) or (
+                            holder not in called or shape_read(reader) and use.index == 0)) or (
                         not isinstance(holder.type, TensorType) and reader.kind in READS and
                         use.index == 0 and (holder not in called or
                                             _only_written(reader.output))):
                     continue
                 raise self._read_elsewhere(writer, holder, reader)
             if holder not in called:
-                self._check_order(holder, writer)
+                self._check_order(holder)
             if holder in inputs and inputs.index(holder) not in written:
                 written.append(inputs.index(holder))
         return tuple(sorted(written))
 
-    def _check_order(self: FunctionCompiler, holder: Value, writer: Node) -> None:
+    def _check_order(self: FunctionCompiler, holder: Value) -> None:
         """``write_order``'s rules for the array ``holder`` is, or the items of the container
         it is."""
         if isinstance(holder.type, TensorType):
@@ -230,7 +224,7 @@ class CallerWriteMixin:
             if found is not None:
                 reader, write = found
                 raise self._read_elsewhere(write, holder, reader, order=True)
-            if any(u.node.kind != WRITE and not _shape_read(u.node)
+            if any(u.node.kind != WRITE and not shape_read(u.node)
                    for v in group for u in v.uses) or any(
                     u.node.kind == WRITE and u.node.output.uses for v in group for u in v.uses):
                 self.__dict__["writes_read"] = True
@@ -275,7 +269,7 @@ class CallerWriteMixin:
         return self.error(target, message)
 
 
-def _values_shape_read(node: Node) -> bool:
+def _valuesshape_read(node: Node) -> bool:
     """``d.items()`` whose values are read only for their shape and dtype (Deep Learning from
     Scratch's ``for key, val in params.items(): self.v[key] = np.zeros_like(val)``): nothing a
     write into the arrays changes."""
@@ -289,7 +283,7 @@ def _values_shape_read(node: Node) -> bool:
         for pair in use.node.output.uses:
             unpack = pair.node
             if unpack.kind != "prim::TupleUnpack" or not all(
-                    u.index == 0 and _shape_read(u.node) for u in unpack.outputs[1].uses):
+                    u.index == 0 and shape_read(u.node) for u in unpack.outputs[1].uses):
                 return False
     return True
 
@@ -312,7 +306,7 @@ def _only_written(item: Value) -> bool:
     """Whether the array ``item`` is only written into, or only its shape and dtype read
     (``self.v.append(np.zeros_like(param))`` for each of the params an optimizer updates)."""
     return bool(item.uses) and all(u.index == 0 and (u.node.kind == WRITE or
-                                                     _shape_read(u.node))
+                                                     shape_read(u.node))
                                    for u in item.uses)
 
 

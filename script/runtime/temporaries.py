@@ -64,23 +64,23 @@ def release_name(w: FunctionWriter, value: Value) -> str | None:
     return name
 
 
-PASSED_OVER = frozenset({"prim::ListIndex", "prim::DictGetItem", "prim::TupleIndex",
-                         "prim::Constant", "prim::len"})
-"""Nodes an inlined array may be computed after (in its reader's statement): reads of
-containers and constants, which change no array; pure ops too."""
+def _changes_nothing(node: Node) -> bool:
+    """A declared op with no side effects that only reads its operands (the registry's effects):
+    a container's item read, ``len``, a pure op. An inlined array may be computed after it."""
+    op = ir.registry.lookup(node.kind)
+    return op is not None and ir.registry.SIDE_EFFECTS not in op.traits and not node.blocks \
+        and not node.attrs.get(IN_PLACE_ATTR) and all(
+            op.effects_on(k) <= ir.registry.ONLY_READS for k in range(len(node.inputs)))
 
 
 def _reads_between(node: Node, user: Node) -> bool:
-    """Whether ``user`` follows ``node`` in its block with only reads between (``PASSED_OVER``
-    and pure ops: ``lr * grads[i]`` between ``m * v[i]`` and the subtraction reading both)."""
+    """Whether ``user`` follows ``node`` in its block with only ops that change nothing between
+    (``lr * grads[i]`` between ``m * v[i]`` and the subtraction reading both)."""
     between = node.next
     for _ in range(8):
         if between is user:
             return True
-        if between is None or between.blocks or between.attrs.get(IN_PLACE_ATTR):
-            return False
-        op = ir.registry.lookup(between.kind)
-        if between.kind not in PASSED_OVER and (op is None or not op.is_pure):
+        if between is None or not _changes_nothing(between):
             return False
         between = between.next
     return False

@@ -7,6 +7,14 @@ from typing import Dict, List, NamedTuple
 import numpy as np
 import pytest
 
+from benchmarks.realworld_programs.dlfs2_optimizers import (
+    SGD,
+    AdaGrad,
+    Adam,
+    Momentum,
+    Nesterov,
+    RMSprop,
+)
 from script import ScriptError, SignatureError, Tensor, script, vjp
 
 
@@ -96,129 +104,7 @@ def test_an_array_written_into_that_another_input_holds_is_refused_at_the_call()
     np.testing.assert_array_equal(layer.params[1], np.full(3, 0.5))  # before anything ran
 
 
-# -- Deep Learning from Scratch 2's optimizers (oreilly-japan/deep-learning-from-scratch-2,
-# common/optimizer.py, MIT License), as written ---------------------------------------------------
-class SGD:
-    '''
-    確率的勾配降下法（Stochastic Gradient Descent）
-    '''
-    def __init__(self, lr=0.01):
-        self.lr = lr
-
-    def update(self, params, grads):
-        for i in range(len(params)):
-            params[i] -= self.lr * grads[i]
-
-
-class Momentum:
-    '''
-    Momentum SGD
-    '''
-    def __init__(self, lr=0.01, momentum=0.9):
-        self.lr = lr
-        self.momentum = momentum
-        self.v = None
-
-    def update(self, params, grads):
-        if self.v is None:
-            self.v = []
-            for param in params:
-                self.v.append(np.zeros_like(param))
-
-        for i in range(len(params)):
-            self.v[i] = self.momentum * self.v[i] - self.lr * grads[i]
-            params[i] += self.v[i]
-
-
-class Nesterov:
-    '''
-    Nesterov's Accelerated Gradient (http://arxiv.org/abs/1212.0901)
-    '''
-    def __init__(self, lr=0.01, momentum=0.9):
-        self.lr = lr
-        self.momentum = momentum
-        self.v = None
-
-    def update(self, params, grads):
-        if self.v is None:
-            self.v = []
-            for param in params:
-                self.v.append(np.zeros_like(param))
-
-        for i in range(len(params)):
-            self.v[i] *= self.momentum
-            self.v[i] -= self.lr * grads[i]
-            params[i] += self.momentum * self.momentum * self.v[i]
-            params[i] -= (1 + self.momentum) * self.lr * grads[i]
-
-
-class AdaGrad:
-    '''
-    AdaGrad
-    '''
-    def __init__(self, lr=0.01):
-        self.lr = lr
-        self.h = None
-
-    def update(self, params, grads):
-        if self.h is None:
-            self.h = []
-            for param in params:
-                self.h.append(np.zeros_like(param))
-
-        for i in range(len(params)):
-            self.h[i] += grads[i] * grads[i]
-            params[i] -= self.lr * grads[i] / (np.sqrt(self.h[i]) + 1e-7)
-
-
-class RMSprop:
-    '''
-    RMSprop
-    '''
-    def __init__(self, lr=0.01, decay_rate = 0.99):
-        self.lr = lr
-        self.decay_rate = decay_rate
-        self.h = None
-
-    def update(self, params, grads):
-        if self.h is None:
-            self.h = []
-            for param in params:
-                self.h.append(np.zeros_like(param))
-
-        for i in range(len(params)):
-            self.h[i] *= self.decay_rate
-            self.h[i] += (1 - self.decay_rate) * grads[i] * grads[i]
-            params[i] -= self.lr * grads[i] / (np.sqrt(self.h[i]) + 1e-7)
-
-
-class Adam:
-    '''
-    Adam (http://arxiv.org/abs/1412.6980v8)
-    '''
-    def __init__(self, lr=0.001, beta1=0.9, beta2=0.999):
-        self.lr = lr
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.iter = 0
-        self.m = None
-        self.v = None
-
-    def update(self, params, grads):
-        if self.m is None:
-            self.m, self.v = [], []
-            for param in params:
-                self.m.append(np.zeros_like(param))
-                self.v.append(np.zeros_like(param))
-
-        self.iter += 1
-        lr_t = self.lr * np.sqrt(1.0 - self.beta2**self.iter) / (1.0 - self.beta1**self.iter)
-
-        for i in range(len(params)):
-            self.m[i] += (1 - self.beta1) * (grads[i] - self.m[i])
-            self.v[i] += (1 - self.beta2) * (grads[i]**2 - self.v[i])
-
-            params[i] -= lr_t * self.m[i] / (np.sqrt(self.v[i]) + 1e-7)
+# -- Deep Learning from Scratch 2's optimizers, as written (the realworld corpus's port) ------
 
 
 @pytest.mark.parametrize("cls", [SGD, Momentum, Nesterov, AdaGrad, RMSprop, Adam])
