@@ -195,6 +195,9 @@ def _type_of(value: Any, declared: Type, where: str) -> Type:
         device = None if isinstance(value, np.ndarray) else "cuda"
         if value.dtype.name not in ir.types.DTYPE_NAMES:
             raise SignatureError(f"{where}: arrays of dtype {value.dtype} are not supported")
+        if isinstance(value, np.matrix):  # (its * is a matrix product, its items 2-D rows)
+            raise SignatureError(f"{where}: np.matrix is not supported (its * multiplies "
+                                 "matrices): pass np.asarray(m)")
         return TensorType(value.dtype.name, tuple(value.shape), device)
     if isinstance(value, (bool, np.bool_)):
         return BOOL

@@ -187,3 +187,13 @@ def test_a_vector_output_for_a_scalar_gradient_points_at_the_def(how):
     with pytest.raises(ScriptError, match="one scalar output") as info:
         how(double_then_tanh)(np.ones(2))
     assert str(info.value).startswith(f"{__file__}:{DEF_LINE}:"), str(info.value)
+
+
+def test_an_np_matrix_argument_is_a_signature_error():
+    # its `*` multiplies matrices: compiled as an array's elementwise product it would differ
+    def square(x):
+        return x * x
+    with pytest.raises(SignatureError, match=r"np.matrix is not supported.*np.asarray"):
+        script(square)(np.matrix([[0.0, 1.0], [2.0, 3.0]]))
+    with pytest.raises(SignatureError, match=r"'xs'\[0\]: np.matrix"):
+        script(lambda xs: xs[0] * xs[1])([np.matrix(np.eye(2)), np.ones((2, 2))])
