@@ -42,14 +42,15 @@ def disabled() -> Iterator[None]:
 
 
 def register_passes() -> None:
-    """Register the ``fuse-elementwise`` and ``matmul-sums`` passes with ``passes``
-    (idempotent). Importing ``fuser`` registers nothing: the runtime calls this when it builds
-    its pipelines (``script.runtime.pipelines``)."""
-    from fuser import matmul_sums
+    """Register the ``fuse-elementwise``, ``fuse-updates`` and ``matmul-sums`` passes with
+    ``passes`` (idempotent). Importing ``fuser`` registers nothing: the runtime calls this
+    when it builds its pipelines (``script.runtime.pipelines``)."""
+    from fuser import matmul_sums, updates
     from fuser.group import fuse_elementwise
     from passes import register_pass
     register_pass("fuse-elementwise", fuse_elementwise)
     register_pass(matmul_sums.NAME, matmul_sums.run)
+    register_pass(updates.NAME, updates.run)
 
 
 PRODUCTS = ("tensor::matmul", "tensor::matmul_sum", "tensor::dot", "tensor::linear")

@@ -161,11 +161,11 @@ def tuple_unpack_of_construct(node: Node) -> bool:
 
 
 def list_unpack_of_construct(node: Node) -> bool:
-    """``a, b = [x, y] -> x, y`` when nothing but unpacking uses the list (so nothing changed
+    """``a, b = [x, y] -> x, y`` when every use of the list only reads it (so nothing changed
     it): ``Wx, Wh, b = params`` in a function called with ``[Wx, Wh, b]``."""
     ctor = _producer(node.inputs[0], "prim::ListConstruct")
     if ctor is None or len(ctor.inputs) != len(node.outputs) or \
-            any(use.node.kind != "prim::ListUnpack" for use in ctor.output.uses):
+            not _only_read(ctor.output, _LIST_READS):
         return False
     return forward_outputs(node, list(ctor.inputs))
 
@@ -183,7 +183,7 @@ def list_add_of_constructs(node: Node) -> bool:
     return forward_outputs(node, [joined.insert_before(node).output])
 
 
-_LIST_READS = frozenset({"prim::ListIndex", "prim::ListAdd", "prim::len"})
+_LIST_READS = frozenset({"prim::ListIndex", "prim::ListUnpack", "prim::ListAdd", "prim::len"})
 _BUILDS = ("prim::ListConstruct", "prim::ShapeConstruct")
 """the ops that build a new list of their inputs (a shape's list of ints is one)."""
 

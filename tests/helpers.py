@@ -160,8 +160,14 @@ def arguments(fn: Any, shape: tuple[int, ...], dtype: str = "float64") -> tuple[
 
 def native_loops(f: Any, *args: Any) -> list[Any]:
     """The native loops (``fuser.cpu.loop.NativeLoop``) of ``f``'s specialization for ``args``."""
-    spec = f.specialization(*args)
-    return [v for k, v in spec.fn.__globals__.items() if k.startswith("_loop")]
+    fn = generated(f.specialization(*args))
+    return [v for k, v in fn.__globals__.items() if k.startswith("_loop")]
+
+
+def generated(spec: Any) -> Any:
+    """The generated function of a specialization (its ``fn`` may wrap it: an argument given
+    to it as its arrays, ``script.runtime.nested_args``)."""
+    return getattr(spec.fn, "__wrapped__", spec.fn)
 
 
 def python_loop_result(monkeypatch: Any, fn: Any, *args: Any) -> Any:

@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ir.core import PARAM, Graph, Value
+from ir.kinds import IF, LOOP
 from ir.registry import FRESH, WRITES, lookup
 from ir.types import DictType, ListType, TupleType, Type
-from passes.autodiff.lists import MAX_TRIPS, unroll_indexed_loops
+from passes.autodiff.lists import MAX_TRIPS, counter_loops, unroll_indexed_loops
 from passes.autodiff.refusals import refuse
+from passes.licm import constant_trip_count
+from passes.unroll import unroll_fully
 
 CONTAINERS = (ListType, DictType, TupleType)
 
@@ -118,9 +121,40 @@ def writes_only_fresh(graph: Graph) -> bool:
         for k, v in enumerate(node.inputs):
             if not isinstance(v.type, (ListType, DictType)) or WRITES not in op.effects_on(k):
                 continue
-            maker = lookup(v.node.kind)
-            if v.node.kind == PARAM or maker is None or FRESH not in maker.traits:
+            if not _made_fresh(v):
                 return False
+    return True
+
+
+def _made_fresh(v: Value) -> bool:
+    """Whether every list or dict ``v`` may be is made by the graph: by an op making a new one,
+    or carried by a loop or chosen by a branch from such lists (the list an optimizer's first
+    call makes, ``self.v = []``, filled by a loop and updated by the next)."""
+    work, seen = [v], {v}
+    while work:
+        v = work.pop()
+        node = v.node
+        if node.kind == PARAM:
+            owner = node.owner.owner  # the node holding the block (None: the graph's inputs)
+            k = node.outputs.index(v)
+            if owner is None or owner.kind != LOOP or k == 0:
+                return False
+            found = [owner.inputs[k + 1], node.owner.returns[k]]
+        elif node.kind == LOOP:
+            k = node.outputs.index(v)
+            found = [node.inputs[k + 2], node.blocks[0].returns[k + 1]]
+        elif node.kind == IF:
+            k = node.outputs.index(v)
+            found = [b.returns[k] for b in node.blocks]
+        else:
+            maker = lookup(node.kind)
+            if maker is None or FRESH not in maker.traits:
+                return False
+            found = []
+        for u in found:
+            if u not in seen:
+                seen.add(u)
+                work.append(u)
     return True
 
 
@@ -154,9 +188,31 @@ def unroll_reads(graph: Graph) -> bool:
     built = {n.output: () for n in graph.walk()
              if n.kind == "prim::ListConstruct" and n.attrs.get(REBUILT)}
     changed = False
-    while unroll_indexed_loops(built):
+    while unroll_indexed_loops(built) or _unroll_keyed_loop(graph):
         changed = True
     return changed
+
+
+def _unroll_keyed_loop(graph: Graph) -> bool:
+    """Unroll a loop reading a rebuilt dict at a key its counter picks from a list of constant
+    keys (``for key in params.keys(): params[key] -= ...``, the keys being the call's); True
+    when one was."""
+    for node in graph.walk():
+        if node.kind != "prim::DictConstruct" or not node.attrs.get(REBUILT):
+            continue
+        for use in node.output.uses:
+            key = use.node.inputs[1] if use.node.kind == "prim::DictGetItem" else None
+            if key is None or key.is_constant or key.node.kind != "prim::ListIndex":
+                continue
+            keys = key.node.inputs[0].node
+            if keys.kind != "prim::ListConstruct" or not all(v.is_constant for v in keys.inputs):
+                continue
+            loops = counter_loops(key.node.inputs[1])
+            trips = constant_trip_count(loops[0]) if loops else None
+            if trips is not None and trips <= MAX_TRIPS:
+                unroll_fully(loops[0], trips)
+                return True
+    return False
 
 
 def check_rebuilt_reads(graph: Graph) -> None:
@@ -177,7 +233,8 @@ def check_rebuilt_reads(graph: Graph) -> None:
 
 
 REBUILT = "rebuilt"
-"""Attribute of the ``prim::ListConstruct`` that rebuilds a flattened argument."""
+"""Attribute of the ``prim::ListConstruct`` or ``prim::DictConstruct`` that rebuilds a
+flattened argument."""
 
 
 def _build(graph: Graph, layout: Layout, new_input: Callable[[], Value]) -> Value:
@@ -185,7 +242,7 @@ def _build(graph: Graph, layout: Layout, new_input: Callable[[], Value]) -> Valu
              for child in layout[-1]]
     if layout[0] == "dict":
         pairs = [x for key, item in zip(layout[1], items) for x in (graph.constant(key), item)]
-        return graph.insert_typed("prim::DictConstruct", pairs).output
+        return graph.insert_typed("prim::DictConstruct", pairs, attrs={REBUILT: True}).output
     if layout[0] == "list":
         return graph.insert_typed("prim::ListConstruct", items, attrs={REBUILT: True}).output
     return graph.insert_typed("prim::TupleConstruct", items).output

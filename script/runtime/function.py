@@ -460,7 +460,8 @@ class ScriptFunction:
         with reported(self.origin, "compiling"):
             return self._compile_unchecked(args)
 
-    def _compile_unchecked(self, args: tuple[Any, ...]) -> Specialization:
+    def _compile_unchecked(self, args: tuple[Any, ...], flatten: bool = True
+                           ) -> Specialization:
         start = time.perf_counter()
         d = self.definition
         try:
@@ -478,14 +479,25 @@ class ScriptFunction:
             items = list_lengths.items_for(d, args, input_items(d, args))
             for k in shared_positions(args, d.container_inputs):
                 items[k] = None  # (one container at two inputs: a change through either)
-            nested = flatten_nested(graph, d, args, types, items, lossy_only=True)
-            with refused_shapes(d, types, graph):
-                specialize(graph, types, items)
-            with refused_shapes(d, types, graph, empty_joins=True):
-                fuser.prefetch(graph)  # the product kernel compiles beside the passes
-                if nested:  # the loops over a rebuilt container unrolled: its reads forwarded
+            nested = flatten_nested(graph, d, args, types, items, lossy_only=True) \
+                if flatten else ()
+            if nested:  # the loops over a rebuilt container unrolled, its reads forwarded
+                try:
+                    specialize(graph, types, items)
+                    fuser.prefetch(graph)
                     run_pipeline(graph, STANDARD_PIPELINE)
                     unroll_reads(graph)
+                    run_pipeline(graph, "constant-prop,canonicalize,shape-prop")
+                except (ir.ShapeError, ir.VerifyError):
+                    # an op refuses an item's shape, in code that may never run or runs after
+                    # other writes: compiled over the container as it is, failing as numpy does
+                    return self._compile_unchecked(args, flatten=False)
+            else:
+                with refused_shapes(d, types, graph):
+                    specialize(graph, types, items)
+            with refused_shapes(d, types, graph, empty_joins=True):
+                if not nested:
+                    fuser.prefetch(graph)  # the product kernel compiles beside the passes
                 run_pipeline(graph, self.pipeline)
         with instrument.stage("codegen"):
             fn, source = generate(graph, name=_py_name(d.name))

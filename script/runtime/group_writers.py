@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 import ir
 from ir.core import Node, Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.registry import ARRAY_RESULT
 from script.runtime import op_writers
 from script.runtime.instrument import stage
-from script.runtime.slot_writes import slot_writes
+from script.runtime.slot_writes import overlap_checks, slot_writes, update_writes
 
 if TYPE_CHECKING:
     from script.runtime.codegen import FunctionWriter
@@ -41,12 +43,13 @@ def write_fusion_group(w: FunctionWriter, node: Node) -> None:
     kernel = site() if site is not None else kernel
     # a kernel with ``into`` (CPU) writes straight into the slots its outputs are stored in
     writes = slot_writes(node) if hasattr(kernel, "into") else {}
+    updates = update_writes(node) if hasattr(kernel, "into") else {}
     sites = [op_writers.allocation(w, node, v) for v in node.outputs] if hasattr(
-        kernel, "into") and not writes else []
-    if not writes and not any(sites):
+        kernel, "into") and not writes and not updates else []
+    if not writes and not updates and not any(sites):
         op_writers.write_call(w, node, kernel, "_kernel")
     else:
-        _write_into_slots(w, node, kernel, writes, sites)
+        _write_into_slots(w, node, kernel, writes, sites, updates)
     for k, v in enumerate(node.outputs):  # a ufunc's 0-d result is a numpy scalar, as numpy's
         if k not in writes and isinstance(v.type, ir.TensorType) and v.type.shape == () and \
                 v.type.device != "cuda":
@@ -95,13 +98,18 @@ def _write_inline_group(w: FunctionWriter, node: Node) -> None:
 
 
 def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[int, Node],
-                      sites: list[str | None]) -> None:
+                      sites: list[str | None], updates: dict[int, Node]) -> None:
     """The kernel writes output ``k`` into the slot ``writes[k]`` stores it in (taken before the
-    call; the ``write_slot`` emits nothing) or into the workspace array ``sites[k]`` (a large
-    output outside loops, so a call does not page-fault a fresh array in); the output is what
-    ``Kernel.into`` returns."""
-    outs = []
+    call; the ``write_slot`` emits nothing), into the caller's array ``updates[k]`` writes into
+    (the ``write_into`` emits nothing: its result is that array), or into the workspace array
+    ``sites[k]`` (a large output outside loops, so a call does not page-fault a fresh array
+    in); the output is what ``Kernel.into`` returns."""
+    outs, copies = [], []
     for k in range(len(node.outputs)):
+        update = updates.get(k)
+        if update is not None:
+            outs.append(_update_target(w, node, update, copies))
+            continue
         write = writes.get(k)
         if write is None:
             outs.append(sites[k] if sites and sites[k] else "None")
@@ -117,3 +125,27 @@ def _write_into_slots(w: FunctionWriter, node: Node, kernel: Any, writes: dict[i
     args = "".join(f", {w.ns.name(v)}" for v in node.inputs)
     targets = ", ".join(w.ns.name(v) for v in node.outputs)
     w.emit(f"{targets} = {name}.into(({', '.join(outs)},){args})")
+    for target, dst, k in copies:  # (an input overlapping the array: computed apart, copied)
+        w.emit(f"if {target} is None: {dst}[...] = {w.ns.name(node.outputs[k])}")
+    for write in updates.values():
+        if write.output.uses:
+            w.emit(f"{w.ns.name(write.output)} = {w.ns.name(write.inputs[0])}")
+
+
+def _update_target(w: FunctionWriter, node: Node, write: Node,
+                   copies: list[tuple[str, str, int]]) -> str:
+    """The array output ``k`` of ``node`` is computed in: the one ``write`` writes into, or,
+    where the group reads an array sharing memory with it when it runs (``overlap_checks``),
+    None (a new array, which is then copied into it)."""
+    w.elided.add(write)
+    dst = w.ns.name(write.inputs[0])
+    others = overlap_checks(node, write)
+    if not others:
+        return dst
+    if "_may_share" not in w.consts:
+        w.consts["_may_share"] = np.may_share_memory
+    target = w.ns.fresh("_into")
+    shared = " or ".join(f"_may_share({dst}, {w.ns.name(v)})" for v in others)
+    w.emit(f"{target} = None if {shared} else {dst}")
+    copies.append((target, dst, node.outputs.index(write.inputs[1])))
+    return target

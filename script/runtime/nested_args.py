@@ -26,15 +26,39 @@ Nested = tuple[tuple[int, Layout], ...]
 (position, layout)."""
 
 
-def nested_layouts(d: Any, args: tuple[Any, ...]) -> dict[int, Layout]:
+def nested_layouts(d: Any, args: tuple[Any, ...], items: list[Any] | None = None
+                   ) -> dict[int, Layout]:
     """The call's arguments (not its globals) that are containers holding containers of
-    arrays, by position."""
+    arrays, by position; with ``items`` (per input, its items' types, or None where the
+    specialization does not know them), also the lists of arrays among every input,
+    attributes included, whose items differ in type (``params`` of an optimizer)."""
     found = {}
     for k, a in enumerate(args[:len(d.arg_names)]):
         layout = layout_of(a, is_array)
         if layout is not None:
             found[k] = layout
+    if items is not None:
+        for k, a in enumerate(args):
+            if k not in found and _mixed_arrays(a, items[k]):
+                found[k] = ("list", (None,) * len(a)) if type(a) is list else \
+                    ("dict", tuple(a), (None,) * len(a))
     return found
+
+
+def _mixed_arrays(value: Any, items: Any) -> bool:
+    """Whether ``value`` is a list of two or more arrays, or a dict of them by str or int keys,
+    of items typed ``items`` (the specialization knows each item's type, and the length or
+    keys) that are not all of one type."""
+    if type(value) is list:
+        known = isinstance(items, tuple) and len(items) == len(value)
+        arrays, types = value, items
+    elif type(value) is dict:
+        known = isinstance(items, dict) and items.keys() == value.keys() and \
+            all(type(key) in (str, int) for key in value)
+        arrays, types = value.values(), known and items.values()
+    else:
+        return False
+    return known and len(value) >= 2 and all(map(is_array, arrays)) and len(set(types)) > 1
 
 
 def flatten_nested(graph: Graph, d: Any, args: tuple[Any, ...], types: list[Type],
@@ -44,7 +68,7 @@ def flatten_nested(graph: Graph, d: Any, args: tuple[Any, ...], types: list[Type
     ``specialize``; returns what was flattened. With ``lossy_only``, only those whose type
     does not know every array's dtype and shape (a list of uniform tuples keeps them, and
     its loops run natively as they are)."""
-    layouts = nested_layouts(d, args)
+    layouts = nested_layouts(d, args, items if lossy_only else None)
     if lossy_only:
         layouts = {k: v for k, v in layouts.items() if _lossy(types[k])}
     if not layouts:
@@ -94,6 +118,7 @@ def with_leaves(fn: Callable[..., Any], nested: Nested) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         return fn(*args, *read(args))
+    call.__wrapped__ = fn  # type: ignore[attr-defined]  # (the generated code, for tools)
     return call
 
 

@@ -26,17 +26,20 @@ from script.errors import ArgumentShapeError, ScriptError
 from script.runtime import allocator
 
 FORWARD_PIPELINE = (STANDARD_PIPELINE + "," + UNROLLED_PIPELINE + "," + LAYOUT_PIPELINE +
-                    ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
+                    ",shape-prop,outer-products,matmul-sums,fuse-updates,fuse-elementwise,dce,"
+                    "inplace-writes")
 """What the executor runs on a specialized graph (DESIGN.md section 4, as far as it exists);
 shapes are propagated again after the layout passes (a buffer they make for a stacked list has
 the length the list's stack did not: a second layer's projection of it then has a static shape
 and its loop runs natively); an outer product a sum reads becomes a broadcast product the sum's
 fusion group computes; a sum of products outside loops becomes one product (``matmul-sums``);
-writes into arrays become in place last, after every pass that could move a reader."""
+an update of a caller's array joins the kernel computing its value (``fuse-updates``); writes into
+arrays become in place last, after every pass that could move a reader."""
 
 BACKWARD_PIPELINE = (STANDARD_PIPELINE + ",batch-accumulation,slot-gradients,slot-adds,cse,dce,"
                      + LAYOUT_PIPELINE
-                     + ",shape-prop,outer-products,matmul-sums,fuse-elementwise,dce,inplace-writes")
+                     + ",shape-prop,outer-products,matmul-sums,fuse-updates,fuse-elementwise,dce,"
+                       "inplace-writes")
 """What runs on a backward graph: the same cleanup as a forward graph, then sums over loop
 iterations become one matmul/reduction after the loop, a sequence's gradient summed whole each
 step is written slot by slot (``slot-gradients``), or, where it adds into an array carried
@@ -44,7 +47,7 @@ through the loop, added into its slot (``slot-adds``), then fusion."""
 
 FROZEN_PIPELINE = (STANDARD_PIPELINE + "," + UNROLLED_PIPELINE +
                    ",constant-prop,dce,outer-products,matmul-sums,"
-                   "fuse-elementwise,dce,inplace-writes")
+                   "fuse-updates,fuse-elementwise,dce,inplace-writes")
 """A frozen method's specializations: the forward pipeline, plus a fold after the RNN passes
 (the weight concatenations batched matmuls make are of constants here)."""
 

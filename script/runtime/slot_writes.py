@@ -1,9 +1,11 @@
-"""Which fusion-group outputs a kernel can write straight into their preallocated slot.
+"""Which fusion-group outputs a kernel can write straight into the array that stores them.
 
 A reverse loop copies each step's result into a stacked buffer (``tensor::write_slot(buf, axis,
 t, o)``). When nothing can observe the slot before the write, the code generator hands the
 kernel ``buf[t]`` as the output's storage (``Kernel.into``) and emits no copy; ``slot_writes``
-decides when that is safe.
+decides when that is safe. Likewise an update of a caller's array (``p -= lr * g``, which
+``fuser.updates`` makes part of the kernel computing its value) is computed in ``p`` itself
+(``update_writes``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ir
 from ir.core import Block, Node, Value
 from ir.ops.elementwise import IN_PLACE_ATTR
+from ir.types import NONE, STR, TensorType, is_number
 from script.runtime.spellings import NUMPY_CODE
 
 
@@ -99,3 +102,62 @@ def _only_write_of(buf: Value, group: Node, write: Node) -> bool:
         elif at.is_before(last):
             return False
     return True
+
+
+def update_writes(group: Node) -> dict[int, Node]:
+    """The ``write_into`` nodes a fusion group's outputs can be computed in place of, by output:
+    a whole-array write ``dst[...] = o`` (``fuser.updates`` makes ``dst op= v`` one) of output
+    ``o`` of exactly ``dst``'s type, its one use, following the group in its block with nothing
+    between them but arithmetic on numbers, of a group of elementwise ops alone (each output
+    element reads the inputs at its own position, so reading ``dst`` where it is being written
+    reads what numpy's update reads). The kernel is handed ``dst`` as that output's storage
+    (``Kernel.into``) unless another input shares memory with it when it runs
+    (``overlap_checks``)."""
+    if not all(_elementwise(n) for n in group.subgraph.nodes()):
+        return {}
+    found: dict[int, Node] = {}
+    for k, o in enumerate(group.outputs):
+        if len(o.uses) != 1 or o.uses[0].index != 1:
+            continue
+        write = o.uses[0].node
+        if write.kind != "tensor::write_into" or write.owner is not group.owner:
+            continue
+        dst, _, op, index = write.inputs
+        if not (op.is_constant and op.constant == "") or \
+                not (index.is_constant and index.constant in ("...", ":")):
+            continue
+        t = dst.type
+        if not (isinstance(t, TensorType) and t == o.type and t.shape and
+                t.device != "cuda") or any(dst is f.inputs[0] for f in found.values()):
+            continue
+        if _numbers_between(group, write):
+            found[k] = write
+    return found
+
+
+def overlap_checks(group: Node, write: Node) -> list[Value]:
+    """The array inputs of ``group`` that may share memory with the array ``write`` writes into
+    without being it: each one is compared with it when the group runs (a fresh result of an op
+    of this graph never is)."""
+    dst = write.inputs[0]
+    return [v for v in dict.fromkeys(group.inputs) if isinstance(v.type, TensorType) and
+            v is not dst and not _fresh_result(v.node) and v.node.kind != "prim::FusionGroup"]
+
+
+def _elementwise(node: Node) -> bool:
+    if node.kind == "prim::Constant":
+        return True
+    op = ir.registry.lookup(node.kind)
+    return op is not None and op.is_elementwise and not node.blocks
+
+
+def _numbers_between(group: Node, write: Node) -> bool:
+    """Whether every node between ``group`` and ``write`` (in their block) computes on numbers
+    alone: none can read or write the array the group is to write early."""
+    node = group.next
+    while node is not None and node is not write:
+        if node.blocks or any(not is_number(v.type) and v.type not in (STR, NONE)
+                              for v in (*node.inputs, *node.outputs)):
+            return False
+        node = node.next
+    return node is write
