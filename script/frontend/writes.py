@@ -305,6 +305,16 @@ class WriteMixin:
         storage = self.storage_now()
         live = self.live_after(node)
         aliases = []
+        for value in self.graph.inputs:  # (an attribute's list is an input of its own)
+            if self.caller_container(value) and value.uses and \
+                    storage.overlap(value, [old]) is not None:
+                held = display_name(value.name or "")
+                raise self.error(node, f"this in-place write to '{name}' would also change "
+                                 f"'{held}', which holds that array or a view of it (numpy "
+                                 "shows the write through every holder of an array), and the "
+                                 "compiled code cannot follow it into the caller's container: "
+                                 f"store a copy in '{held}' (.copy() of the array), or write "
+                                 "before storing it")
         for other, (value, crosses_loop) in visible_bindings(self.frame).items():
             if other == name or not isinstance(value, Value):
                 continue
@@ -320,7 +330,8 @@ class WriteMixin:
             if value is old and not crosses_loop:
                 aliases.append(other)
                 continue
-            if other not in live or storage.overlap(value, [old]) is None:
+            if other not in live or storage.overlap(value, [old]) is None or \
+                    self.caller_container(value):  # (the inputs: above)
                 continue
             if distinct_new_arrays(value, old) or apart_from_made(value, old):
                 continue  # o, s = f(x) where f returns [o, s], two arrays it made
@@ -329,6 +340,13 @@ class WriteMixin:
                              f"and its views), which the compiled code cannot follow: copy one "
                              f"of them first ({other} = {other}.copy() where it is bound)")
         return aliases
+
+    def caller_container(self: FunctionCompiler, value: Value) -> bool:
+        """Whether ``value`` is a list or dict argument (or attribute) itself: the caller holds
+        it, and what the function stores into it, after the call too. (The attributes an object
+        argument is assigned are checked as the names ``$@...``.)"""
+        return value.node.kind == PARAM and value.node.owner is self.graph.block and \
+            isinstance(value.type, (ListType, DictType))
 
     def check_owned(self: FunctionCompiler, name: str, old: Value, node: ast.AST,
                     loop: Node | None = None) -> None:

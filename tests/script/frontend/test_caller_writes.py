@@ -203,3 +203,46 @@ def test_an_array_a_named_tuple_holds_is_compared_too():
     with pytest.raises(SignatureError, match="shares memory"):
         script(_writes_beside)([W], Pair(W))
     np.testing.assert_array_equal(W, np.ones(3))
+
+
+def stored_then_updated(held: List[Tensor], a: Tensor):
+    x = a * 2.0
+    held[0] = x
+    x += 1.0  # numpy: the caller's held[0] is this array, and shows the update
+
+
+def appended_then_updated(held: List[Tensor], a: Tensor):
+    x = a * 2.0
+    held.append(x)
+    x *= 3.0
+
+
+class State:
+    def __init__(self, v):
+        self.v = v
+
+    def update(self, grads: List[Tensor]):
+        for i in range(len(grads)):
+            x = 0.9 * self.v[i] - grads[i]
+            self.v[i] = x
+            x *= 2.0  # numpy: self.v[i] too
+
+
+def copied_then_updated(held: List[Tensor], a: Tensor):
+    x = a * 2.0
+    held[0] = x.copy()
+    x += 1.0
+    held[1] = x
+
+
+@pytest.mark.parametrize("fn", [stored_then_updated, appended_then_updated])
+def test_an_array_stored_into_the_caller_s_list_then_updated_in_place_is_refused(fn):
+    with pytest.raises(ScriptError, match=r"would also change 'held'.*caller's container"):
+        script(fn)([np.zeros(3)], np.ones(3))
+    with pytest.raises(ScriptError, match=r"would also change 'self.v'"):
+        script(State.update)(State([np.zeros(3), np.zeros(2)]), [np.ones(3), np.ones(2)])
+    plain, compiled = [np.zeros(3), np.zeros(3)], [np.zeros(3), np.zeros(3)]
+    copied_then_updated(plain, np.ones(3))
+    script(copied_then_updated)(compiled, np.ones(3))
+    for a, b in zip(plain, compiled):
+        np.testing.assert_array_equal(b, a)
