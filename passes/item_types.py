@@ -86,6 +86,79 @@ def reads_before_changes(container: Value, only_reads: Callable[[Use, Value], bo
             if only_reads(u, container) and order.get(statement(u.node), end) < first}
 
 
+def forward_stores(graph: Graph, container: Value,
+                   items: tuple[Type, ...] | dict[Any, Type] | None = None) -> bool:
+    """Reads of a list or dict, in the graph's own body, of what it holds there: for an input
+    with ``items`` (the call's items' types, by index or key) or one the graph builds (``[]``
+    filled by appends, ``{}`` filled by stores: an optimizer's first call making its state),
+    whose every use is a read or a store at a constant index in range (a constant key), an
+    append, ``len``, or keeping it (``self.v = []``), all in the graph's body, each read of an
+    index or key a store (or the build or an append) before it set reads the value stored
+    (Python reads that very object), and each other read of an input the call's item, of the
+    type ``items`` gives (``self.v[i] = momentum * self.v[i] - g`` once its loop is unrolled).
+    True when it changed anything. The caller makes sure nothing else can change the container
+    (``writes_only_fresh``: no container read out of another is changed)."""
+    made = container.node if container.node.kind in _BUILDS else None
+    if made is not None and made.owner is not graph.block or made is None and items is None:
+        return False
+    is_dict = isinstance(container.type, DictType)
+    if made is None:
+        held: dict[Any, Value] = {}
+    elif is_dict:
+        keys = [constant_of(v) for v in made.inputs[0::2]]
+        if any(type(k) not in (int, str) for k in keys):
+            return False
+        held = {(type(k), k): v for k, v in zip(keys, made.inputs[1::2])}
+    else:
+        held = dict(enumerate(made.inputs))
+    known = set(held) if made is not None or not is_dict else {(type(k), k) for k in items}
+    size = len(held) if made is not None else len(items)  # type: ignore[arg-type]
+    for use in container.uses:
+        node = use.node
+        if node.owner is not graph.block or not (
+                use.index == 0 and node.kind in _ITEM_USES or
+                use.index == 1 and node.kind == "prim::SetAttr" and made is not None):
+            return False
+    plan = []
+    for node in graph.block.nodes:
+        if not node.inputs or node.inputs[0] is not container or node.kind == "prim::len":
+            continue
+        if node.kind == "prim::ListAppend":
+            plan.append((node, size))
+            size += 1
+            continue
+        k = constant_of(node.inputs[1])
+        if is_dict:
+            if type(k) not in (int, str):
+                return False
+            k = (type(k), k)
+            if node.kind == "prim::DictSetItem":
+                known.add(k)
+            elif k not in known:
+                return False  # (a KeyError)
+        elif type(k) is not int or not -size <= k < size:
+            return False
+        plan.append((node, k if is_dict else k % size))
+    changed = False
+    for node, k in plan:
+        if node.kind in _STORES:
+            held[k] = node.inputs[-1]
+        elif k in held:
+            node.output.replace_all_uses_with(held[k])
+            node.erase()
+            changed = True
+        elif items is not None:
+            t = items[k[1]] if is_dict else items[k]  # type: ignore[index]
+            if node.attrs.get(ITEM_TYPES) != (t,):
+                node.attrs[ITEM_TYPES] = (t,)
+                changed = True
+    return changed
+
+
+_STORES = frozenset({"prim::ListSetItem", "prim::ListAppend", "prim::DictSetItem"})
+_ITEM_USES = _STORES | {LIST_INDEX, "prim::DictGetItem", "prim::len"}
+
+
 def _items_read(node: Node, items: tuple[Type, ...] | dict[Any, Type]) -> tuple | None:
     if node.kind == "prim::ListUnpack":
         return tuple(items) if isinstance(items, tuple) and \

@@ -109,11 +109,14 @@ def only_read(v: Value) -> bool:
     return True
 
 
-def writes_only_fresh(graph: Graph) -> bool:
+def writes_only_fresh(graph: Graph, inputs_too: bool = False) -> bool:
     """Whether every list or dict the graph changes is one it made (a literal, a comprehension's
     list): then no change can reach a container of an argument, even one that another argument
     or a global also holds (``f(layers, layers[0])`` writing through the second), so the arrays
-    a flattened argument holds are the ones it reads."""
+    a flattened argument holds are the ones it reads. ``inputs_too``: or a container the graph
+    is passed itself (a Momentum's ``self.v[i] = ...``), for flattening containers of arrays
+    alone: a change through a container read out of another is the change this refuses, and
+    the call passes no container at two inputs it flattens (``shared_positions``)."""
     for node in graph.walk():
         op = lookup(node.kind)
         if op is None:
@@ -121,7 +124,7 @@ def writes_only_fresh(graph: Graph) -> bool:
         for k, v in enumerate(node.inputs):
             if not isinstance(v.type, (ListType, DictType)) or WRITES not in op.effects_on(k):
                 continue
-            if not _made_fresh(v):
+            if not (_made_fresh(v) or inputs_too and v.node is graph.block.param_node):
                 return False
     return True
 
@@ -164,7 +167,8 @@ def flatten_inputs(graph: Graph, layouts: Mapping[int, Layout],
     ``leaf_types[k]`` (appended in the order of ``k``), the container being built from them at
     the graph's start. Returns the inputs replaced, in that order."""
     done: dict[int, Layout] = {}
-    if not writes_only_fresh(graph):
+    flat = all(child is None for layout in layouts.values() for child in layout[-1])
+    if not writes_only_fresh(graph, inputs_too=flat):
         return done
     for k, layout in layouts.items():
         v = graph.inputs[k]

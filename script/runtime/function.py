@@ -68,7 +68,12 @@ from script.runtime.call_types import (
     widen,
 )
 from script.runtime.codegen import generate
-from script.runtime.nested_args import Nested, flatten_nested, with_leaves
+from script.runtime.nested_args import (
+    Nested,
+    flatten_nested,
+    forward_item_stores,
+    with_leaves,
+)
 from script.runtime.pipelines import FORWARD_PIPELINE, refused_shapes, run_pipeline
 
 
@@ -487,7 +492,9 @@ class ScriptFunction:
                     fuser.prefetch(graph)
                     run_pipeline(graph, STANDARD_PIPELINE)
                     unroll_reads(graph)
-                    run_pipeline(graph, "constant-prop,canonicalize,shape-prop")
+                    run_pipeline(graph, "constant-prop,canonicalize")
+                    forward_item_stores(graph, items)
+                    run_pipeline(graph, "shape-prop")
                 except (ir.ShapeError, ir.VerifyError):
                     # an op refuses an item's shape, in code that may never run or runs after
                     # other writes: compiled over the container as it is, failing as numpy does

@@ -17,7 +17,14 @@ from typing import Any
 
 from ir.core import Graph
 from ir.types import TENSOR, DictType, ListType, TensorType, TupleType, Type
-from passes.autodiff.nested_inputs import Layout, flatten_inputs, layout_of, leaves
+from passes.autodiff.nested_inputs import (
+    Layout,
+    flatten_inputs,
+    layout_of,
+    leaves,
+    writes_only_fresh,
+)
+from passes.item_types import forward_stores
 from script.frontend.signature import type_of
 from script.module import is_array
 
@@ -82,6 +89,25 @@ def flatten_nested(graph: Graph, d: Any, args: tuple[Any, ...], types: list[Type
     return tuple(done.items())
 
 
+def forward_item_stores(graph: Graph, items: list[Any]) -> bool:
+    """Once the loops over flattened arguments are unrolled, the list inputs the graph changes
+    only by storing at constant indices (``self.v[i] = ...``) read back what was stored, and
+    their other reads the call's items, and so do the lists the graph makes and fills
+    (``item_types.forward_stores``), unless a container read out of another is changed too
+    (which may be one of them)."""
+    if not writes_only_fresh(graph, inputs_too=True):
+        return False
+    changed = False
+    for v, found in zip(graph.inputs, items):
+        if isinstance(found, (tuple, dict)) and isinstance(v.type, (ListType, DictType)) and \
+                v.uses:
+            changed |= forward_stores(graph, v, found)
+    for node in graph.block.nodes:  # (the ones it makes: an optimizer's first call's state)
+        if node.kind in ("prim::ListConstruct", "prim::DictConstruct") and node.output.uses:
+            changed |= forward_stores(graph, node.output)
+    return changed
+
+
 def _lossy(t: Type) -> bool:
     """Whether a container type leaves an array's dtype or a dimension unknown."""
     if isinstance(t, TensorType):
@@ -122,5 +148,5 @@ def with_leaves(fn: Callable[..., Any], nested: Nested) -> Callable[..., Any]:
     return call
 
 
-__all__ = ["Nested", "flatten_nested", "is_array", "leaf_reader", "nested_layouts",
-           "with_leaves"]
+__all__ = ["Nested", "flatten_nested", "forward_item_stores", "is_array", "leaf_reader",
+           "nested_layouts", "with_leaves"]

@@ -166,3 +166,95 @@ def test_dicts_of_arrays_of_different_shapes_are_given_as_their_arrays_too():
             np.testing.assert_allclose(compiled.v[key], plain.v[key], rtol=2e-6, atol=1e-9)
     kinds = [n.kind for n in update.graph_for(compiled, params, grads).walk()]
     assert "prim::Loop" not in kinds and kinds.count("prim::FusionGroup") == 3 * len(shapes)
+
+
+def test_a_state_dict_whose_items_are_replaced_reads_back_what_was_stored():
+    from tests.script.frontend.test_write_order import Momentum as DictMomentum
+    rng = np.random.default_rng(8)
+    shapes = {"W1": (6, 5), "b1": (5,), "W2": (5, 3)}
+    params = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    plain, compiled = DictMomentum(), DictMomentum()
+    plain_params = {k: v.copy() for k, v in params.items()}
+    update = script(DictMomentum.update)
+    for _ in range(3):
+        grads = {k: rng.standard_normal(s) for k, s in shapes.items()}
+        DictMomentum.update(plain, plain_params, grads)
+        update(compiled, params, grads)
+        for key in shapes:
+            np.testing.assert_allclose(params[key], plain_params[key], rtol=1e-14)
+            np.testing.assert_allclose(compiled.v[key], plain.v[key], rtol=1e-14)
+    kinds = [n.kind for n in update.graph_for(compiled, params, grads).walk()]
+    assert "prim::Loop" not in kinds and kinds.count("prim::FusionGroup") == len(shapes)
+
+
+class Momentum:
+    """Deep Learning from Scratch 2's Momentum SGD (``common/optimizer.py``, MIT License)."""
+
+    def __init__(self, lr=0.01, momentum=0.9):
+        self.lr = lr
+        self.momentum = momentum
+        self.v = None
+
+    def update(self, params, grads):
+        if self.v is None:
+            self.v = []
+            for param in params:
+                self.v.append(np.zeros_like(param))
+
+        for i in range(len(params)):
+            self.v[i] = self.momentum * self.v[i] - self.lr * grads[i]
+            params[i] += self.v[i]
+
+
+def test_a_state_list_whose_items_are_replaced_reads_back_what_was_stored():
+    plain, compiled = Momentum(), Momentum()
+    update = script(Momentum.update)
+    p_plain, p_compiled = arrays(0, "float32"), arrays(0, "float32")
+    for step in range(3):
+        grads = arrays(20 + step, "float32")
+        Momentum.update(plain, p_plain, grads)
+        update(compiled, p_compiled, grads)
+        for a, b in zip(p_plain + plain.v, p_compiled + compiled.v):
+            np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+    kinds = [n.kind for n in update.graph_for(compiled, p_compiled, grads).walk()]
+    assert "prim::Loop" not in kinds and kinds.count("prim::FusionGroup") == len(SHAPES)
+
+
+def stores_and_reads(params: List[Tensor], held: List[Tensor]):
+    for i in range(len(params)):
+        held[i] = params[i] * 2.0
+    held[-1] = held[0] + 1.0  # (the last item: read back through its other index)
+    return held[len(params) - 1], held[1] - params[1]
+
+
+def stores_through_another_list(params: List[Tensor], held: List[Tensor],
+                                holder: List[List[Tensor]]):
+    held[0] = params[0] * 2.0
+    holder[0][0] = params[0] * 3.0  # (holder[0] may be held itself)
+    return held[0] + 1.0
+
+
+def test_reads_after_stores_are_the_stored_arrays_and_other_reads_the_call_s_items():
+    params = arrays(1, shapes=[(2, 3), (3,), (2, 3)])
+    for fn, extra in [(stores_and_reads, ()), (stores_through_another_list, True)]:
+        plain_held, held = arrays(2, shapes=[(2, 3), (3,), (2, 3)]), \
+            arrays(2, shapes=[(2, 3), (3,), (2, 3)])
+        args_plain = (params, plain_held) + (([plain_held],) if extra else ())
+        args = (params, held) + (([held],) if extra else ())
+        want, got = fn(*args_plain), script(fn)(*args)
+        for a, b in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_array_equal(b, a)
+        for a, b in zip(plain_held, held):
+            np.testing.assert_array_equal(b, a)
+        if fn is stores_and_reads:
+            assert got[0] is held[-1]  # the very array stored
+
+
+def test_a_first_call_reads_back_the_state_it_made_and_fuses_its_updates():
+    params, grads = arrays(0, "float32"), arrays(1, "float32")
+    graph = script(Adam.update).graph_for(Adam(), params, grads)  # self.m is None: made here
+    kinds = [n.kind for n in graph.walk()]
+    assert "prim::ListIndex" not in kinds and "prim::If" not in kinds
+    assert kinds.count("prim::ListAppend") == 2 * len(SHAPES)
+    assert kinds.count("prim::FusionGroup") >= 3 * len(SHAPES)
