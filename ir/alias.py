@@ -217,7 +217,13 @@ class StorageClasses:
                 for fa, fb in zip(fields_a, fields_b):
                     self.unite(fa, fb)
         if items_b is not None:
-            self.unite(self.items_location(ra), items_b)
+            self._collapse(self._find(ra))
+            r = self._find(ra)
+            items_a = self._items.get(r)
+            if items_a is None:  # (taken as they are: a list holding itself, `self.w = [v]`
+                self._items[r] = items_b  # where `self.v = v`, is its own items)
+            else:
+                self.unite(items_a, items_b)
         if escaping:
             self._mark(ra)
 
