@@ -251,3 +251,22 @@ def test_axes_given_as_a_list_of_ints():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w)
     check_vjp(axes_as_a_list, (x,))
+
+
+def test_unpacking_a_shape_of_another_rank_is_pythons_value_error():
+    def area(xs: List[Tensor], n: int):
+        total = 0
+        for i in range(n):
+            a, b = xs[i].shape
+            total = total + a * b
+        return total
+
+    args = ([np.ones((2, 3)), np.ones(4)], 2)
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        area(*args)
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        script(area)(*args)
+    with pytest.raises(ValueError, match="too many values to unpack"):
+        script(area)([np.ones((2, 3, 1))], 1)
+    assert script(area)([np.ones((2, 3)), np.ones((4, 5))], 2) == 26
+    assert "ndim" not in script(area).code_for([np.ones((2, 3))], 1)  # (decided when compiled)
