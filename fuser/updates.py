@@ -12,8 +12,9 @@ reads instead of one per numpy operation, and no temporary array.
 The rewrite keeps numpy's arithmetic: ``p op v`` computed at the dtype numpy's update computes
 it at (both operands' result type) and cast back to ``p``'s dtype, as ``out=p`` casts it
 (``same_kind``: float results into float arrays only). It applies to whole-array updates
-(``p[...] op= v``, ``p[:] op= v``) of a float array of fully known shape on the CPU, with ``v`` of
-``p``'s shape made by a fusible op used by nothing else; others stay numpy's in-place update.
+(``p[...] op= v``, ``p[:] op= v``, by an op a kernel computes) of a float array of fully known
+shape on the CPU, with ``v`` of ``p``'s shape made by a fusible op used by nothing else; others
+stay numpy's in-place update.
 A plain assignment ``p[...] = v`` needs no rewrite (its value is what the group computes) but
 the cast, when ``v``'s dtype differs from ``p``'s.
 """
@@ -24,13 +25,12 @@ import fuser
 from fuser.group import is_fusible
 from ir.core import Graph, Node
 from ir.ops.elementwise import CASTING_ATTR
+from ir.registry import spelled
 from ir.types import TensorType
 
 NAME = "fuse-updates"
 
 WRITE_INTO = "tensor::write_into"
-_OPS = {"+": "tensor::add", "-": "tensor::sub", "*": "tensor::mul", "/": "tensor::div"}
-"""the in-place operators rewritten, and the ops computing them."""
 _FLOATS = ("float32", "float64")
 
 
@@ -46,7 +46,9 @@ def run(graph: Graph) -> bool:
 
 def _rewrite(graph: Graph, write: Node) -> bool:
     dst, value, op, index = write.inputs
-    if not (op.is_constant and (op.constant == "" or op.constant in _OPS)) or \
+    update = spelled(op.constant) if op.is_constant and op.constant else None
+    if not (op.is_constant and (op.constant == "" or update is not None and
+                                update.is_elementwise)) or \
             not (index.is_constant and index.constant in ("...", ":")):
         return False
     t, v = dst.type, value.type
@@ -59,12 +61,11 @@ def _rewrite(graph: Graph, write: Node) -> bool:
         return False  # (broadcast: numpy's own copy; same dtype: the group's output as is)
     with graph.inserting_before(write):
         result = value
-        if op.constant:
-            result = graph.insert_typed(_OPS[op.constant], [dst, value],
-                                        source=write.source).output
-            if result.type.shape != t.shape:  # (a value broadcasting dst: numpy refuses it)
-                result.node.erase()
-                return False
+        if update is not None:  # (the op numpy's `dst op= value` runs: its spelling's)
+            result = graph.insert_typed(update.kind, [dst, value], source=write.source).output
+            if result.type.shape != t.shape or not is_fusible(result.node):
+                result.node.erase()  # (a value broadcasting dst, which numpy refuses; an op
+                return False  # no kernel computes: numpy's own update)
         if result.type.dtype != t.dtype:
             result = graph.insert_typed("tensor::astype", [result, graph.constant(t.dtype)],
                                         attrs={CASTING_ATTR: "same_kind"},

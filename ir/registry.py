@@ -318,6 +318,19 @@ def all_ops() -> list[OpDef]:
     return sorted(REGISTRY.values(), key=lambda o: o.kind)
 
 
+_spelled: dict[str, OpDef] = {}
+
+
+def spelled(text: str) -> OpDef | None:
+    """The op a Python spelling means (an operator, ``"+"``, ``"@"``, ``"-x"``, or a name,
+    ``"np.add"``): the first op, by kind, that lists it; None for none."""
+    if not _spelled:
+        for op in all_ops():
+            for s in op.spellings:
+                _spelled.setdefault(s, op)
+    return _spelled.get(text)
+
+
 def infer_types(node: Node) -> list[Type]:
     """Output types of ``node`` from its inputs, by its op's rule (ShapeError when invalid)."""
     op = op_def(node.kind)

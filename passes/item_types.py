@@ -111,7 +111,8 @@ def forward_stores(graph: Graph, container: Value,
         held = {(type(k), k): v for k, v in zip(keys, made.inputs[1::2])}
     else:
         held = dict(enumerate(made.inputs))
-    known = set(held) if made is not None or not is_dict else {(type(k), k) for k in items}
+    known = set() if not is_dict else set(held) if made is not None else \
+        {(type(k), k) for k in items}  # type: ignore[union-attr]  # (the keys a read may read)
     size = len(held) if made is not None else len(items)  # type: ignore[arg-type]
     for use in container.uses:
         node = use.node

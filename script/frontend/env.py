@@ -248,6 +248,10 @@ def at_position(tree: ast.AST, at: ast.AST) -> ast.AST:
     return tree
 
 
+NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
+"""``resolve_static`` of an expression that is not a compile-time Python object."""
+
+
 def end_of(stmt: ast.AST) -> tuple[int, int]:
     return (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)  # type: ignore[attr-defined]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ir.registry import NOT_CONSTANT, OpDef, accepts, all_ops, constant_of
+from ir.registry import NOT_CONSTANT, OpDef, accepts, constant_of, spelled
 from ir.types import (
     BOOL,
     FLOAT,
@@ -31,7 +31,7 @@ from ir.types import (
     erase_shape,
     unify,
 )
-from script.frontend.env import Static, describe_object
+from script.frontend.env import NOT_STATIC, Static, describe_object
 from script.frontend.keywords import Keywords
 from script.frontend.literal_types import empty_list_hint
 from script.frontend.masks import MASK_OPERATORS
@@ -55,9 +55,6 @@ if TYPE_CHECKING:
 _PATHS = (ast.Name, ast.Attribute, ast.Subscript)
 """the expressions that read a path (``write_order``)."""
 
-NOT_STATIC: Any = type("NotStatic", (), {"__repr__": lambda self: "<not static>"})()
-"""``resolve_static`` of an expression that is not a compile-time Python object."""
-
 _OPERATORS: dict[type, str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
     ast.Pow: "**", ast.MatMult: "@", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=",
@@ -68,17 +65,12 @@ _SYMBOLS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
 TENSOR_ATTRIBUTES = {"T": "tensor::transpose", "ndim": "tensor::ndim", "size": "tensor::numel"}
 """attributes (not methods) of a tensor, and the op each reads."""
 
-_operator_ops: dict[str, OpDef] = {}
-
-
 def operator_op(spelling: str) -> OpDef:
     """The op an operator spelling (``"+"``, ``"@"``, ``"-x"``) means."""
-    if not _operator_ops:
-        for op in all_ops():
-            for s in op.spellings:
-                if s in _OPERATORS.values():
-                    _operator_ops.setdefault(s, op)
-    return _operator_ops[spelling]
+    op = spelled(spelling)
+    if op is None:
+        raise KeyError(spelling)
+    return op
 
 
 _SCALAR_TYPES = frozenset(np.dtype(c).type for c in "?bhilqBHILQefdgFDG")

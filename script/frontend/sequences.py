@@ -7,7 +7,8 @@ the IR, a tuple at run time): ``+`` concatenates them into a tuple, and ``==`` /
 the length and then each item, short-circuited. Against ``x.shape`` itself the length is
 ``x.ndim`` and the items ``x.shape[k]``, which the specialization knows: ``if x.shape == (2,
 3):`` compiles only the branch taken, as ``if x.ndim == 2:`` does. A list of numbers repeated
-(``[0.0] * n``) is here too.
+(``[0.0] * n``) is here too, and ``a, b = x.shape`` (one ``tensor::size`` per target, after
+Python's check of the count where the rank is not known to be right).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from ir.types import BOOL, FLOAT, INT, STR, ListType, TupleType, Type, is_subtype
+from ir.types import BOOL, FLOAT, INT, STR, ListType, TensorType, TupleType, Type, is_subtype
+from script.frontend.env import NOT_STATIC, end_of
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -40,6 +42,40 @@ def numbers_dtype(t: Type) -> str | None:
 
 class SequenceMixin:
     """Tuple/list-of-int mixing for ``FunctionCompiler``."""
+
+    def assign_shape(self: FunctionCompiler, target: ast.expr, value: ast.expr) -> bool:
+        """``a, b = x.shape``: one ``tensor::size`` per target."""
+        if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute)
+                and value.attr == "shape") or \
+                any(isinstance(e, ast.Starred) for e in target.elts):
+            return False
+        if self.resolve_static(value.value) is not NOT_STATIC:
+            return False
+        base = self.expr(value.value)
+        if not isinstance(base.type, TensorType):
+            return False
+        n = len(target.elts)
+        if base.type.shape is None or len(base.type.shape) != n:  # (else it folds)
+            self.check_rank(base, n, target)
+        for axis, elt in enumerate(target.elts):
+            self.assign(elt, self.emit_value("tensor::size", [base, self.const(axis)]), target)
+        return True
+
+    def check_rank(self: FunctionCompiler, base: Any, n: int, node: ast.AST) -> None:
+        """Python's ``ValueError`` for ``a, b = x.shape`` where ``x`` has another number of axes
+        than targets (a constant once the function is specialized)."""
+        ndim = self.emit_value("tensor::ndim", [base])
+
+        def fails() -> None:
+            self.emit_if(self.binary("<", ndim, self.const(n), node),
+                         lambda: self.raise_exception(
+                             f"not enough values to unpack (expected {n})", "ValueError"),
+                         lambda: self.raise_exception(
+                             f"too many values to unpack (expected {n})", "ValueError"),
+                         end_of(node), node)
+
+        self.emit_if(self.binary("==", ndim, self.const(n), node), lambda: None, fails,
+                     end_of(node), node)
 
     def repeat_list(self: FunctionCompiler, lhs: Any, rhs: Any, node: ast.AST) -> Any:
         """``[0.0] * n`` / ``n * [0.0]``: a list of numbers or strings repeated; a list of

@@ -214,40 +214,6 @@ class StmtMixin:
         for target in node.targets:
             self.assign(target, value, node)
 
-    def assign_shape(self: FunctionCompiler, target: ast.expr, value: ast.expr) -> bool:
-        """``a, b = x.shape``: one ``tensor::size`` per target."""
-        if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Attribute)
-                and value.attr == "shape") or \
-                any(isinstance(e, ast.Starred) for e in target.elts):
-            return False
-        if self.resolve_static(value.value) is not NOT_STATIC:
-            return False
-        base = self.expr(value.value)
-        if not isinstance(base.type, TensorType):
-            return False
-        n = len(target.elts)
-        if base.type.shape is None or len(base.type.shape) != n:  # (else it folds)
-            self.check_rank(base, n, target)
-        for axis, elt in enumerate(target.elts):
-            self.assign(elt, self.emit_value("tensor::size", [base, self.const(axis)]), target)
-        return True
-
-    def check_rank(self: FunctionCompiler, base: Any, n: int, node: ast.AST) -> None:
-        """Python's ``ValueError`` for ``a, b = x.shape`` where ``x`` has another number of axes
-        than targets (a constant once the function is specialized)."""
-        ndim = self.emit_value("tensor::ndim", [base])
-
-        def fails() -> None:
-            self.emit_if(self.binary("<", ndim, self.const(n), node),
-                         lambda: self.raise_exception(
-                             f"not enough values to unpack (expected {n})", "ValueError"),
-                         lambda: self.raise_exception(
-                             f"too many values to unpack (expected {n})", "ValueError"),
-                         end_of(node), node)
-
-        self.emit_if(self.binary("==", ndim, self.const(n), node), lambda: None, fails,
-                     end_of(node), node)
-
     def assign(self: FunctionCompiler, target: ast.expr, value: Any, node: ast.AST) -> None:
         if isinstance(value, (Static, tuple)):
             self.assign_static(target, value, node)

@@ -105,3 +105,23 @@ def test_an_input_sharing_memory_with_the_array_written_is_read_before_the_write
     expected = w.W - 0.5 * w.W.T * 2.0
     spec.fn(*[w.W.T if a is w.G else a for a in args])
     np.testing.assert_array_equal(w.W, expected)
+
+
+def powers(params: List[Tensor], grads: List[Tensor]):
+    for i in range(len(params)):
+        params[i] **= grads[i] * 0.5
+        params[i] %= grads[i] + 2.0
+
+
+def test_an_update_no_kernel_computes_stays_numpys_own_with_its_values():
+    # (the CPU kernels have no power by an array nor modulo: `p **= v`, `p %= v` run as numpy)
+    plain = [abs(a) for a in _arrays(0)]
+    compiled = [a.copy() for a in plain]
+    grads = [abs(a) for a in _arrays(1)]
+    powers(plain, grads)
+    f = script(powers)
+    f(compiled, grads)
+    for a, b in zip(plain, compiled):
+        np.testing.assert_allclose(b, a, rtol=1e-14)
+    source = f.code_for(compiled, grads)
+    assert "'**', '...')" in source and "'%', '...')" in source

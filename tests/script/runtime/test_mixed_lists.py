@@ -10,6 +10,7 @@ from typing import List
 import numpy as np
 import pytest
 
+from benchmarks.realworld_programs.dlfs2_optimizers import Adam, Momentum
 from script import Tensor, script
 
 SHAPES = [(7, 3), (3, 16), (16,), (4, 7), (2, 2, 5)]
@@ -18,34 +19,6 @@ SHAPES = [(7, 3), (3, 16), (16,), (4, 7), (2, 2, 5)]
 def arrays(seed: int, dtype: str = "float64", shapes=SHAPES) -> list:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(s).astype(dtype) for s in shapes]
-
-
-class Adam:
-    """Deep Learning from Scratch 2's Adam (``common/optimizer.py``, MIT License), as written."""
-
-    def __init__(self, lr=0.001, beta1=0.9, beta2=0.999):
-        self.lr = lr
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.iter = 0
-        self.m = None
-        self.v = None
-
-    def update(self, params, grads):
-        if self.m is None:
-            self.m, self.v = [], []
-            for param in params:
-                self.m.append(np.zeros_like(param))
-                self.v.append(np.zeros_like(param))
-
-        self.iter += 1
-        lr_t = self.lr * np.sqrt(1.0 - self.beta2**self.iter) / (1.0 - self.beta1**self.iter)
-
-        for i in range(len(params)):
-            self.m[i] += (1 - self.beta1) * (grads[i] - self.m[i])
-            self.v[i] += (1 - self.beta2) * (grads[i]**2 - self.v[i])
-
-            params[i] -= lr_t * self.m[i] / (np.sqrt(self.v[i]) + 1e-7)
 
 
 def sgd(params: List[Tensor], grads: List[Tensor], lr: float):
@@ -185,25 +158,6 @@ def test_a_state_dict_whose_items_are_replaced_reads_back_what_was_stored():
             np.testing.assert_allclose(compiled.v[key], plain.v[key], rtol=1e-14)
     kinds = [n.kind for n in update.graph_for(compiled, params, grads).walk()]
     assert "prim::Loop" not in kinds and kinds.count("prim::FusionGroup") == len(shapes)
-
-
-class Momentum:
-    """Deep Learning from Scratch 2's Momentum SGD (``common/optimizer.py``, MIT License)."""
-
-    def __init__(self, lr=0.01, momentum=0.9):
-        self.lr = lr
-        self.momentum = momentum
-        self.v = None
-
-    def update(self, params, grads):
-        if self.v is None:
-            self.v = []
-            for param in params:
-                self.v.append(np.zeros_like(param))
-
-        for i in range(len(params)):
-            self.v[i] = self.momentum * self.v[i] - self.lr * grads[i]
-            params[i] += self.v[i]
 
 
 def test_a_state_list_whose_items_are_replaced_reads_back_what_was_stored():
