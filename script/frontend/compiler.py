@@ -220,9 +220,17 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.literal_tried: set[tuple[Site, Type]] = set()
         self.literal_sites: dict[Node, LiteralSite] = {}
         self.deferred_errors: list[ScriptError] = []
+        """the errors of branches that did not compile (``StmtMixin.defer_branch``)."""
         self.deciding: ast.AST | None = None
         """the comparison compiled as an ``if`` / ``while`` condition (``condition_value``)."""
-        """the errors of branches that did not compile (``StmtMixin.defer_branch``)."""
+        self.array_aliases: dict[Value, Value] = {}
+        """a name's value after ``x += v`` on the array it was bound to, where the rank was not
+        known (``WriteMixin.rebind_array``: the old value where 0-d, else ``x``'s new one) ->
+        ``x``'s new value: later writes into ``x`` rebind the name too."""
+        self.updated_from: dict[Value, Value] = {}
+        """the value of a name after ``x += v`` (or of another name of it, ``array_aliases``) ->
+        ``x``'s value before: numpy's scalar where that was one, the same array where it was
+        an array (``whole_writes.made_as_scalar``)."""
 
     # -- driver -------------------------------------------------------------------------------
     # -- callees: the construct mixins compile what the code calls through these ----------------

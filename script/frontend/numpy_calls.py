@@ -23,6 +23,7 @@ from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType
 from script.frontend.env import at_position, end_of
+from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_scalar
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -409,10 +410,33 @@ class NumpyMixin:
             return self.emit_value("tensor::contiguous", [data]) if contiguous else data
         if contiguous:
             data = self.emit_value("tensor::contiguous", [data])
+        elif t.rank in (None, 0):
+            pending: list[Any] = []
+            if made_as_scalar(data, pending, self.updated_from):  # numpy's scalar where 0-d:
+                self.check_scalar_later(pending, node)  # asarray makes an array of it
+                data = self.array_of_scalar(data, node)
         if dtype.is_constant and (dtype.constant is None or (
                 t.dtype is not None and np.dtype(dtype.constant) == t.dtype)):
             return data
         return self.emit_value("tensor::astype", [data, dtype])
+
+    def array_of_scalar(self: FunctionCompiler, data: Any, node: ast.AST) -> Any:
+        """``np.asarray(data)`` of a value that is numpy's scalar where it is 0-d: a new 0-d
+        array there, ``data`` itself where it has axes."""
+        def copy() -> Any:
+            made = self.emit_value("tensor::copy", [data])
+            made.node.attrs[ZERO_D_ARRAY] = True
+            return made
+
+        if data.type.rank == 0:
+            return copy()
+        name = f"$asarray_{id(node)}"
+        zero_d = self.binary("==", self.emit_value("tensor::ndim", [data]), self.const(0), node)
+        self.emit_if(zero_d, lambda: self.frame.set(name, copy()),
+                     lambda: self.frame.set(name, data), end_of(node), node)
+        made = self.frame.find(name)
+        del self.frame.vars[name]
+        return made
 
     def numpy_eye(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.eye(N, M=None, k=0, dtype=float): ones where the column is the row plus ``k``

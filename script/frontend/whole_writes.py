@@ -20,7 +20,7 @@ import numpy as np
 from ir.core import PARAM, Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
-from ir.registry import ARRAY_RESULT, lookup
+from ir.registry import ARRAY_RESULT, ELEMENTWISE, VIEW, lookup
 from ir.types import TensorType, is_number
 from script.frontend.aliases import carried_sources, value_sources
 from script.frontend.env import end_of
@@ -90,6 +90,53 @@ def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
                 node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR)) or (
                 op is not None and ARRAY_RESULT in op.traits
                 and not node.attrs.get(UFUNC_ATTR))):
+            return False
+    return True
+
+
+SCALAR_RESULTS = frozenset({
+    "tensor::sum", "tensor::prod", "tensor::mean", "tensor::var", "tensor::std", "tensor::amax",
+    "tensor::amin", "tensor::argmax", "tensor::argmin", "tensor::dot", "tensor::matmul"})
+"""ops besides the elementwise ones whose 0-d result numpy gives as a scalar (a reduction's,
+``v @ v``); an item picked with ints (``select`` without an Ellipsis) is one too."""
+
+
+def made_as_scalar(value: Value, pending: list[Value] | None = None,
+                   updated_from: dict[Value, Value] | None = None) -> bool:
+    """Whether every way ``value`` is made gives numpy's scalar where it is 0-d, never an array
+    (``made_as_array``'s opposite; the values of neither kind, an argument's copy or a view
+    such as ``x.reshape(())``, are in neither): a ufunc's or elementwise operator's result, a
+    reduction's, an item picked with ints. A value a loop carries whose body is still being
+    compiled is added to ``pending``, to check once it is. A value an in-place update made
+    is of the kind of the value updated (``updated_from``): ``a += v`` keeps numpy's array."""
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        op = lookup(node.kind)
+        if updated_from and v in updated_from:
+            todo.append(updated_from[v])
+        elif node.kind == PARAM:
+            sources = carried_sources(v)
+            if sources is None:
+                return False  # an argument
+            if len(sources) == 1 and pending is not None:
+                pending.append(v)
+            todo += sources
+        elif node.kind in ("prim::If", "prim::Loop"):
+            todo += value_sources(node, v)
+        elif node.attrs.get(ZERO_D_ARRAY) or node.kind in INHERITED:
+            return False
+        elif node.kind == "tensor::select":
+            if node.attrs.get("ellipsis"):
+                return False
+        elif not (node.kind in SCALAR_RESULTS or op is not None and ELEMENTWISE in op.traits
+                  and VIEW not in op.traits and (ARRAY_RESULT not in op.traits
+                                                 or node.attrs.get(UFUNC_ATTR))):
             return False
     return True
 
@@ -182,6 +229,19 @@ class WholeWriteMixin:
                                  "result, an item picked with ints), whose write numpy refuses "
                                  "or ignores: write into a 0-d array made for it "
                                  "(y = np.zeros(()))")
+        for pending, node in self.__dict__.get("scalar_checks", []):
+            live = [v for v in pending if _attached(v.node, self.graph.block)]
+            if not all(made_as_scalar(v, None, self.updated_from) for v in live):
+                raise self.error(node, "an in-place update of a 0-d value that a later step of "
+                                 "the loop may replace with an array (numpy updates an array in "
+                                 "place under every name of it, and makes a new scalar for the "
+                                 "updated name alone): write x = x + ... instead")
+
+    def check_scalar_later(self: FunctionCompiler, pending: list[Value], node: ast.AST) -> None:
+        """Where an update took a value a loop carries to be numpy's scalar (``made_as_scalar``
+        of a loop body still being compiled), check that once the function is compiled."""
+        if pending:
+            self.__dict__.setdefault("scalar_checks", []).append((pending, node))
 
     def require_0d(self: FunctionCompiler, value: Value, node: ast.AST) -> None:
         """numpy's ValueError where ``value`` has axes (decided when specializing)."""
