@@ -89,6 +89,7 @@ from script.frontend.object_stores import ObjectStoreMixin, StoredAttributes, or
 from script.frontend.objects import ObjectMixin
 from script.frontend.parameters import ParameterMixin
 from script.frontend.random_calls import RandomMixin
+from script.frontend.scalar_updates import ScalarUpdateMixin
 from script.frontend.sequences import SequenceMixin
 from script.frontend.sorting import SortingMixin
 from script.frontend.spread import SpreadMixin
@@ -169,7 +170,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
                        MaskMixin, ArrangementMixin, FunctionTableMixin, ObjectStoreMixin,
-                       CallerWriteMixin, BranchMixin):
+                       CallerWriteMixin, BranchMixin, ScalarUpdateMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,
@@ -227,6 +228,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """a name's value after ``x += v`` on the array it was bound to, where the rank was not
         known (``WriteMixin.rebind_array``: the old value where 0-d, else ``x``'s new one) ->
         ``x``'s new value: later writes into ``x`` rebind the name too."""
+        self.zero_d_copies: set[Value] = set()
+        """``np.asarray`` of a value numpy's scalar where 0-d, and its updates: a new 0-d array
+        where 0-d, the value's array otherwise (``ScalarUpdateMixin``)."""
         self.updated_from: dict[Value, Value] = {}
         """the value of a name after ``x += v`` (or of another name of it, ``array_aliases``) ->
         ``x``'s value before: numpy's scalar where that was one, the same array where it was

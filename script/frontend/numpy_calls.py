@@ -411,10 +411,9 @@ class NumpyMixin:
         if contiguous:
             data = self.emit_value("tensor::contiguous", [data])
         elif t.rank in (None, 0):
-            pending: list[Any] = []
-            if made_as_scalar(data, pending, self.updated_from):  # numpy's scalar where 0-d:
-                self.check_scalar_later(pending, node)  # asarray makes an array of it
-                data = self.array_of_scalar(data, node)
+            pending: list[Any] = []  # (a value a loop carries may be an array in a later step)
+            if made_as_scalar(data, pending, self.updated_from) and not pending:
+                data = self.array_of_scalar(data, node)  # numpy's scalar where 0-d
         if dtype.is_constant and (dtype.constant is None or (
                 t.dtype is not None and np.dtype(dtype.constant) == t.dtype)):
             return data
@@ -436,6 +435,8 @@ class NumpyMixin:
                      lambda: self.frame.set(name, data), end_of(node), node)
         made = self.frame.find(name)
         del self.frame.vars[name]
+        self.array_aliases[made] = data  # (data's array where it has axes)
+        self.zero_d_copies.add(made)
         return made
 
     def numpy_eye(self: FunctionCompiler, node: ast.Call) -> Any:

@@ -22,6 +22,7 @@ from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.registry import ARRAY_RESULT, ELEMENTWISE, VIEW, lookup
 from ir.types import TensorType, is_number
+from passes.shape_prop import WEAK_DTYPE
 from script.frontend.aliases import carried_sources, value_sources
 from script.frontend.env import end_of
 
@@ -96,9 +97,11 @@ def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
 
 SCALAR_RESULTS = frozenset({
     "tensor::sum", "tensor::prod", "tensor::mean", "tensor::var", "tensor::std", "tensor::amax",
-    "tensor::amin", "tensor::argmax", "tensor::argmin", "tensor::dot", "tensor::matmul"})
+    "tensor::amin", "tensor::argmax", "tensor::argmin", "tensor::dot", "tensor::matmul",
+    "tensor::round", "tensor::take"})
 """ops besides the elementwise ones whose 0-d result numpy gives as a scalar (a reduction's,
-``v @ v``); an item picked with ints (``select`` without an Ellipsis) is one too."""
+``v @ v``, ``np.round``'s, ``x[np.argmax(x)]``); an item picked with ints (``select`` without
+an Ellipsis) is one too."""
 
 
 def made_as_scalar(value: Value, pending: list[Value] | None = None,
@@ -129,11 +132,17 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
             todo += sources
         elif node.kind in ("prim::If", "prim::Loop"):
             todo += value_sources(node, v)
-        elif node.attrs.get(ZERO_D_ARRAY) or node.kind in INHERITED:
+        elif node.attrs.get(ZERO_D_ARRAY):
             return False
+        elif node.kind in ("tensor::copy", "tensor::astype"):  # of the same shape: its kind
+            todo.append(node.inputs[0])
+        elif node.kind in INHERITED:
+            return False  # (a reshape of an array to 0-d is a view)
         elif node.kind == "tensor::select":
             if node.attrs.get("ellipsis"):
                 return False
+        elif node.kind == "tensor::full" and node.attrs.get(WEAK_DTYPE):
+            continue  # a Python number a loop carries as a tensor (``loss = 0.5 * reg``)
         elif not (node.kind in SCALAR_RESULTS or op is not None and ELEMENTWISE in op.traits
                   and VIEW not in op.traits and (ARRAY_RESULT not in op.traits
                                                  or node.attrs.get(UFUNC_ATTR))):

@@ -28,7 +28,6 @@ from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
-from script.errors import ScriptError
 from script.frontend.aliases import (
     apart_from_made,
     array_origins,
@@ -49,17 +48,12 @@ from script.frontend.env import (
     display_name,
     end_of,
 )
-from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_array, made_as_scalar
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
 _FOLLOWED = {"prim::unchecked_unwrap_optional"}
 """prim ops whose result is their input."""
-
-def _raise(error: ScriptError) -> None:
-    raise error
-
 
 class WriteMixin:
     """Visitors of writes into arrays (``x[i] = v``, ``x[i] += v``, ``x.fill(v)``)."""
@@ -194,44 +188,7 @@ class WriteMixin:
                                  f"would change that array itself, which the compiled code does "
                                  f"not do; write {name} = {name} {op} ... (and return {name} if "
                                  f"the caller needs it)")
-        array = made_as_array(old)
-        if isinstance(new, Value) and array:  # numpy's += keeps its array
-            new.node.attrs[ZERO_D_ARRAY] = True
-        rank = getattr(old.type, "rank", 1)
-        self.bind(name, new, node)
-        if isinstance(new, Value) and new is not old:
-            self.updated_from[new] = old
-        pending: list[Value] = []
-        if array or rank != 0 and rank is not None or \
-                not made_as_scalar(old, pending, self.updated_from):
-            for alias in self.check_aliases(name, old, node):
-                self.bind(alias, new, node)
-            return
-        self.check_scalar_later(pending, node)
-        if rank == 0:  # numpy's scalar: += makes a new one, which no other name sees
-            return
-        # the rank is known once the function is specialized: a 0-d value is numpy's scalar,
-        # which only this name sees changed; an array changes under every name of it
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [old]), self.const(0), node)
-        try:
-            aliases = self.check_aliases(name, old, node)
-        except ScriptError as error:  # raised where the specialization keeps the array's branch
-            refused = error
-            self.emit_if(zero_d, lambda: None, lambda: _raise(refused), end_of(node), node)
-            return
-        if not aliases:
-            return
-
-        def rebind_aliases() -> None:
-            for alias in aliases:
-                self.bind(alias, new, node)
-
-        self.emit_if(zero_d, lambda: None, rebind_aliases, end_of(node), node)
-        for alias in aliases:  # the old scalar where 0-d, the changed array otherwise
-            merged = self.frame.find(alias)
-            if isinstance(merged, Value) and merged is not old and merged is not new:
-                self.array_aliases[merged] = new
-                self.updated_from[merged] = old
+        self.rebind_by_kind(name, old, new, node)
 
     def put_index(self: FunctionCompiler, old: Value, index: ast.expr, value: Any,
                   node: ast.AST) -> Value:

@@ -122,6 +122,11 @@ def write_into(dst: Any, value: Any, op: str = "", index: str = "...") -> Any:
     """``dst[...] = value`` (``op`` "") or ``dst[...] op= value``, into ``dst`` itself
     (``index`` ":": ``dst[:]``, an IndexError for a 0-d array, as numpy's); returns ``dst``."""
     where = Ellipsis if index == "..." else slice(None)
+    if not hasattr(dst, "__setitem__"):  # numpy's scalar (or a number): += makes a new one
+        raise TypeError(f"an in-place update ({op}=) of what the caller holds found numpy's "
+                        f"scalar {dst!r}, not an array: numpy would bind a new scalar to the "
+                        "name or attribute, which the compiled code does not follow; assign "
+                        f"the new value instead (x = x {op or '+'} v)")
     if op:
         _UPDATES[op](dst[where], value)  # into the view itself: numpy's casting rule for op=
     else:

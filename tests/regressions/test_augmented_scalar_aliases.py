@@ -257,3 +257,58 @@ def reshaped_view(x: Tensor):
 def test_0d_views_stay_refused(fn, shape):
     with pytest.raises(ScriptError, match="would also change"):
         script(fn)(np.ones(shape))
+
+
+class Accumulator:
+    def __init__(self, total):
+        self.total = total
+
+    def add(self, x):
+        self.total += np.sum(x)
+
+
+def add_twice(acc: Accumulator, x: Tensor):
+    acc.add(x)
+    acc.add(x)
+    return acc.total
+
+
+def test_a_method_updating_a_scalar_attribute_twice_raises_instead_of_dropping_the_update():
+    # the second call's += met numpy's scalar the first one stored, which it cannot update in
+    # place: the update was dropped (4.0 for numpy's 7.0); now it raises
+    x = np.arange(3.0)
+    with pytest.raises(TypeError, match="numpy's scalar"):
+        script(add_twice)(Accumulator(1.0), x)
+    acc = Accumulator(np.zeros(()))  # a 0-d array is updated in place, as numpy does
+    assert script(add_twice)(acc, x) == add_twice(Accumulator(np.zeros(())), x) == 6.0
+
+
+def loss_from_a_number(x: Tensor, reg: float):
+    loss = 0.5 * reg
+    for i in range(x.shape[0]):
+        loss += np.sum(x[i] ** 2)
+    return loss
+
+
+def copy_then_alias(x: Tensor):
+    e = np.sum(x).copy()  # numpy's scalar's copy: a scalar
+    b = e
+    b -= 2.0
+    return e, b
+
+
+def asarray_then_update(x: Tensor):
+    a = np.sum(x, axis=0)
+    b = np.asarray(a)  # a itself where a has axes, a new 0-d array where it is a scalar
+    b += 1.0
+    return a, b
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_accumulators_copies_and_asarray(shape):
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    assert script(loss_from_a_number)(x, 0.1) == loss_from_a_number(x, 0.1)
+    _same(script(copy_then_alias)(x), copy_then_alias(x))
+    got, want = script(asarray_then_update)(x.copy()), asarray_then_update(x.copy())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
