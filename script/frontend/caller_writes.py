@@ -317,14 +317,21 @@ def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
     ``reads``: the function also reads arrays it writes into (``write_order``), which it tells
     apart by path, so every written array must also be apart from every other one (``params``
     holding one array twice is refused). Only arrays that are views of one array (or of
-    memory numpy does not own) are compared."""
+    memory numpy does not own) are compared. Checked on every call: where every array owns
+    its memory and no two are one (an optimizer's lists of parameters and gradients), a pass
+    over them finds no two to compare."""
+    found = [(k, _arrays(value)) for k, value in enumerate(inputs)
+             if isinstance(value, (np.ndarray, list, tuple, dict))]
+    if _owners_apart(found):
+        return
     groups: dict[int, list[tuple[int, bool, Any]]] = {}
-    for k, value in enumerate(inputs):
+    for k, arrays in found:
         wrote = k in written
-        for a in _arrays(value):
-            if a.size:
-                root = _root(a)
-                groups.setdefault(0 if root is None else id(root), []).append((k, wrote, a))
+        for a in arrays:
+            if not a.size:
+                continue
+            root = _root(a)
+            groups.setdefault(0 if root is None else id(root), []).append((k, wrote, a))
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -335,6 +342,17 @@ def writes_apart(name: str, inputs: tuple[Any, ...], written: tuple[int, ...],
                 if np.may_share_memory(a, b):
                     j, other = (k, k2) if wrote else (k2, k)
                     raise _shared(name, names[j], names[other])
+
+
+def _owners_apart(found: list[tuple[int, list[Any]]]) -> bool:
+    """Whether every array found owns its memory and none is found twice: none to compare."""
+    seen: set[int] = set()
+    for _, arrays in found:
+        for a in arrays:
+            if a.base is not None or id(a) in seen:
+                return False
+            seen.add(id(a))
+    return True
 
 
 def _root(a: Any) -> Any:
