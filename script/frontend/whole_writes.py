@@ -132,6 +132,8 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
             todo += sources
         elif node.kind in ("prim::If", "prim::Loop"):
             todo += value_sources(node, v)
+        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            todo.append(node.subgraph.outputs[v.index])  # what the helper returns
         elif node.attrs.get(ZERO_D_ARRAY):
             return False
         elif node.kind in ("tensor::copy", "tensor::astype"):  # of the same shape: its kind

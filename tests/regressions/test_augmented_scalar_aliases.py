@@ -89,8 +89,20 @@ def _same(got, want):
         assert np.ndim(g) == np.ndim(w)
 
 
+def _total(x):
+    return np.sum(x)
+
+
+def helper_sum(x: Tensor):
+    a = _total(x)  # the helper's result: numpy's scalar
+    b = a
+    b += 1.0
+    return a, b
+
+
 @pytest.mark.parametrize("fn", [halved_sum, mean_plus_one, scaled_dot, ufunc_of_0d,
-                                item_then_update, running_total, held_by_a_list, zero_d_array])
+                                item_then_update, running_total, held_by_a_list, zero_d_array,
+                                helper_sum])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scalar_updates_rebind_one_name(fn, dtype):
     x = np.arange(6, dtype=dtype).reshape(2, 3) / 7
