@@ -145,6 +145,9 @@ def static_type(value: Value, lists_hold_placeholders: bool = False) -> Type:
     if node.kind == "prim::unchecked_unwrap_optional" or maybe_uninitialized(value, set()) or \
             (lists_hold_placeholders and node.kind in LIST_READS):
         return OptionalType(t)
+    if node.kind == "prim::TupleConstruct" and isinstance(t, TupleType):  # of placeholders:
+        t = TupleType(tuple(OptionalType(e) if maybe_uninitialized(v, set()) else e  # a path
+                            for v, e in zip(node.inputs, t.elements)))  # that returned earlier
     return t
 
 
@@ -192,6 +195,9 @@ def maybe_uninitialized(value: Value, seen: set[Value]) -> bool:
     node = value.node
     if node.kind == "prim::Uninitialized":
         return True
+    if node.kind in ("prim::TupleIndex", "prim::TupleUnpack"):  # an item of a tuple built of
+        k = value.index if node.kind == "prim::TupleUnpack" else node.inputs[1].constant
+        return type(k) is int and _item_maybe_uninitialized(node.inputs[0], k, seen)
     if node.kind == "prim::If":
         return any(maybe_uninitialized(b.returns[value.index], seen) for b in node.blocks)
     if node.kind == "prim::Loop":  # the initial value or one a step carried
@@ -203,6 +209,20 @@ def maybe_uninitialized(value: Value, seen: set[Value]) -> bool:
         loop = block.owner
         return maybe_uninitialized(loop.inputs[1 + value.index], seen) or \
             maybe_uninitialized(block.returns[value.index], seen)
+    return False
+
+
+def _item_maybe_uninitialized(tuple_value: Value, k: int, seen: set[Value]) -> bool:
+    """Whether item ``k`` of the tuple ``tuple_value`` may be a placeholder (the tuple itself
+    may be: an If's branch that returned earlier gives one made of placeholders)."""
+    if maybe_uninitialized(tuple_value, set(seen)):
+        return True
+    node = tuple_value.node
+    if node.kind == "prim::TupleConstruct":
+        return k < len(node.inputs) and maybe_uninitialized(node.inputs[k], seen)
+    if node.kind == "prim::If":
+        return any(_item_maybe_uninitialized(b.returns[tuple_value.index], k, seen)
+                   for b in node.blocks)
     return False
 
 

@@ -363,6 +363,24 @@ class FeatureWriter:
         self.budget -= 2
         self.bind(target, TensorT(shape))
 
+    def augmented_alias(self) -> None:
+        """A value bound to two names, one then updated in place (``vb = va; vb *= 0.5``):
+        numpy's scalar (a reduction over every axis: ``va`` keeps it), an array (a sum over
+        an axis: ``va`` changes too) or a 0-d array (``np.zeros(())``: ``va`` changes too);
+        both read after into a tensor of known shape."""
+        shape = self.known_shape()
+        va, vb, target = self.fresh("va"), self.fresh("vb"), self.fresh("t")
+        src = self.tensor_expr(self.known_shape(), 1)
+        self.emit(f"{va} = " + self.choice([f"np.sum({src})", f"{src}.mean()",
+                                             f"np.sum({src}, axis=0)", "np.zeros(())"]))
+        self.emit(f"{vb} = {va}")
+        value = self.choice(["0.5", f"np.sum({self.tensor_expr(self.known_shape(), 1)})"])
+        self.emit(f"{vb} {self.choice(['+=', '-=', '*='])} {value}")
+        self.emit(f"{target} = {self.tensor_expr(shape, 1)} * 0.5 + 0.25 * np.tanh(np.sum({va}))"
+                  f" - 0.125 * np.tanh(np.sum({vb}))")  # (bounded: no cancellation of sums)
+        self.budget -= 2
+        self.bind(target, TensorT(shape))
+
     def batched_recurrence(self) -> None:
         """A recurrent layer over a batch: a state ``h`` of (B, H) rows, B >= 2, carried through
         a loop whose trip count is an int parameter where there is one (a loop the compiler

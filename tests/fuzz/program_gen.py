@@ -165,6 +165,8 @@ class FunctionWriter(FeatureWriter, ExprWriter):
             makers += [self.tensor_containers]
         if "batched-recurrence" in f and nested:
             makers += [self.batched_recurrence]
+        if "augmented-alias" in f:
+            makers += [self.augmented_alias]
         return makers * 2  # each twice as likely as one core statement
 
     def assign_new(self) -> None:

@@ -76,7 +76,7 @@ FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "
                       "conditional-append", "tuple-of-lists", "global-array",
                       "append-after-read", "append-to-comprehension", "in-place-write",
                       "fancy-index", "number-accumulator", "float32-accumulator",
-                      "tensor-containers", "batched-recurrence"})
+                      "tensor-containers", "batched-recurrence", "augmented-alias"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -105,7 +105,10 @@ in ``programs(features=...)``:
   with int keys ``hd[t] = f(hd[t - 1])`` from ``hd[-1]``, a tuple state unpacked each step;
 - ``batched-recurrence``: a (B, H) state, B >= 2, through ``for i in range(n)`` (an int
   parameter where there is one: a loop that is not unrolled) with ``h = np.tanh(h @ W + x)``,
-  the steps appended and stacked, a carried ``loss += np.sum(h * h)`` or ``loss += h.mean(axis=0)``.
+  the steps appended and stacked, a carried ``loss += np.sum(h * h)`` or ``loss += h.mean(axis=0)``;
+- ``augmented-alias``: ``vb = va; vb *= 0.5`` where ``va`` is numpy's scalar (``np.sum(x)``,
+  ``x.mean()``: ``va`` keeps its value), an array (``np.sum(x, axis=0)``) or a 0-d array
+  (``np.zeros(())``: both names see the update).
 """
 
 PENDING_VALUES: frozenset[str] = frozenset()

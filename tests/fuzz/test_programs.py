@@ -282,6 +282,9 @@ FEATURE_PATTERNS = {
                            r"for i\d+ in range\([a-z]\w*\):\n +h\d+ = np\.tanh",
                            r"hs\d+\.append\(h\d+\)", r"loss\d+ \+= np\.sum\(h\d+ \* h\d+\)",
                            r"loss\d+ \+= h\d+\.mean\(axis=0\)", r"loss\d+ = 0\.0\n"],
+    "augmented-alias": [r"(vb\d+) = va\d+\n *\1 [-+*]= ", r"va\d+ = np\.sum\([^\n]*\)\n",
+                        r"va\d+ = np\.sum\([^\n]*, axis=0\)", r"va\d+ = np\.zeros\(\(\)\)",
+                        r"va\d+ = [^\n]*\.mean\(\)"],
 }
 """Regular expressions each feature's programs match somewhere: the constructs the feature
 stands for (lists read back as ``l[0]``/``l[-1]`` are in ``CORE_PATTERNS``)."""
