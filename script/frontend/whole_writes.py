@@ -143,6 +143,9 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
         elif node.kind == "tensor::select":
             if node.attrs.get("ellipsis"):
                 return False
+        elif node.kind == "tensor::tensordot":  # np.inner's 0-d result is numpy's scalar
+            if not (node.inputs[3].is_constant and node.inputs[3].constant is True):
+                return False
         elif node.kind == "tensor::full" and node.attrs.get(WEAK_DTYPE):
             continue  # a Python number a loop carries as a tensor (``loss = 0.5 * reg``)
         elif not (node.kind in SCALAR_RESULTS or op is not None and ELEMENTWISE in op.traits

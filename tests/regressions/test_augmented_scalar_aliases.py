@@ -89,6 +89,14 @@ def _same(got, want):
         assert np.ndim(g) == np.ndim(w)
 
 
+def inner_product(x: Tensor):
+    v = x.reshape(-1)
+    a = np.inner(v, v)  # numpy's scalar (np.tensordot's would be a 0-d array)
+    b = a
+    b *= 2.0
+    return a, b
+
+
 def _total(x):
     return np.sum(x)
 
@@ -102,7 +110,7 @@ def helper_sum(x: Tensor):
 
 @pytest.mark.parametrize("fn", [halved_sum, mean_plus_one, scaled_dot, ufunc_of_0d,
                                 item_then_update, running_total, held_by_a_list, zero_d_array,
-                                helper_sum])
+                                helper_sum, inner_product])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scalar_updates_rebind_one_name(fn, dtype):
     x = np.arange(6, dtype=dtype).reshape(2, 3) / 7
