@@ -76,6 +76,25 @@ class ScalarUpdateMixin:
         if named:  # (with no other name of it, a scalar and an array update alike)
             self.check_scalar_later(pending, node)
 
+    def check_scalar_attribute_update(self: FunctionCompiler, target: ast.expr, current: Value,
+                                      node: ast.AugAssign) -> None:
+        """``a.total += v`` where the attribute holds numpy's scalar this function made (an
+        earlier ``a.total += ...`` of a number): a new scalar stored in the attribute, as
+        numpy's; of an array, the refusal of ``check_attribute_update`` (decided by the rank
+        where it is known only when the function is specialized)."""
+        rank = getattr(current.type, "rank", 1)
+        pending: list[Value] = []
+        if not isinstance(target, ast.Attribute) or rank not in (0, None) or \
+                not made_as_scalar(current, pending, self.updated_from):
+            self.check_attribute_update(target, current, node)  # type: ignore[arg-type]
+            return
+        self.check_scalar_later(pending, node)
+        if rank is None:
+            zero_d = self.binary("==", self.emit_value("tensor::ndim", [current]),
+                                 self.const(0), node)
+            self.emit_if(zero_d, lambda: None, lambda: self.check_attribute_update(
+                target, current, node), end_of(node), node)  # type: ignore[arg-type]
+
     def rebind_aliases(self: FunctionCompiler, name: str, old: Value, new: Value,
                        node: ast.AST) -> None:
         for alias in self.check_aliases(name, old, node):

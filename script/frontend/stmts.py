@@ -373,7 +373,7 @@ class StmtMixin:
         if current.node.kind in ("prim::DictGetItem", "prim::ListIndex") and \
                 isinstance(current.type, TensorType):  # an array a container holds
             self.check_item_update(target, current, node)
-        self.check_attribute_update(target, current, node)
+        self.check_scalar_attribute_update(target, current, node)
         self.assign(target, result, node)
 
     def keep_dtype_in_place(self: FunctionCompiler, current: Any, result: Any,

@@ -332,3 +332,24 @@ def test_accumulators_copies_and_asarray(shape):
     got, want = script(asarray_then_update)(x.copy()), asarray_then_update(x.copy())
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def add_twice_inline(acc: Accumulator, x: Tensor):
+    acc.total += np.sum(x)  # a number plus numpy's scalar: a scalar, stored in the attribute
+    acc.total += np.sum(x)  # (was refused as an in-place update of the attribute's array)
+    return acc.total
+
+
+def add_columns_twice(acc: Accumulator, x: Tensor):
+    acc.total += np.sum(x, axis=0)
+    acc.total += np.sum(x, axis=0)  # an array's update in place: still refused
+    return acc.total
+
+
+def test_a_scalar_attribute_updated_twice_in_the_function_itself():
+    x = np.arange(6.0).reshape(2, 3)
+    acc, want = Accumulator(1.0), add_twice_inline(Accumulator(1.0), x)
+    assert script(add_twice_inline)(acc, x) == want == 31.0
+    assert acc.total == 31.0
+    with pytest.raises(ScriptError, match="updates the array"):
+        script(add_columns_twice)(Accumulator(1.0), x)
