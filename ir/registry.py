@@ -57,11 +57,15 @@ the same memory (LICM hoists it even where the array reaches the caller)."""
 ARRAY_RESULT = "array_result"
 """A 0-d result is an array, as numpy's ``np.where`` and ``np.copy`` give one; a 0-d result of
 the other elementwise ops is a numpy scalar, as a ufunc's (``runtime.codegen``'s kernels)."""
+SCALAR_RESULT = "scalar_result"
+"""A 0-d result is a numpy scalar, as a reduction's, ``v @ v``'s or ``np.round``'s, where the op is
+not elementwise (whose 0-d results are numpy scalars unless ``ARRAY_RESULT``): an in-place
+update of one (``s += v``) makes a new scalar for that name alone."""
 SHAPE_ONLY = "shape_only"
 """Reads only the shape, dtype and device of its tensor operands, never their elements
 (``np.zeros_like(a)``, ``a.shape``): an in-place write into one changes nothing it computes."""
 TRAITS = frozenset({PURE, ELEMENTWISE, COMMUTATIVE, SIDE_EFFECTS, FRESH, ZERO_DERIVATIVE,
-                    VIEW, ALWAYS_VIEW, ARRAY_RESULT, SHAPE_ONLY})
+                    VIEW, ALWAYS_VIEW, ARRAY_RESULT, SCALAR_RESULT, SHAPE_ONLY})
 
 # -- effects on operands ---------------------------------------------------------------------------
 READS = "reads"

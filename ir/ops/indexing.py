@@ -13,7 +13,7 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes
 from ir.ops.shape import check_axis, int_items, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, ShapeError, const, defop
+from ir.registry import NOT_CONSTANT, PURE, SCALAR_RESULT, ShapeError, const, defop
 from ir.types import BOOL, INT, Dim, TensorType, Type
 
 
@@ -64,7 +64,8 @@ def _to_shape(node: Node) -> list[Type]:
     return [g.with_shape(None if items is None else tuple(items))]
 
 
-defop("tensor::take(a: Tensor, indices: operand, axis: int = 0) -> Tensor", _take, (PURE,),
+defop("tensor::take(a: Tensor, indices: operand, axis: int = 0) -> Tensor", _take,
+      (PURE, SCALAR_RESULT),
       ("np.take", "x[idx]"), "the items of a at integer indices along axis (an int index drops "
       "the axis): W[idx], U[:, idx]")
 defop("tensor::index_pairs(a: Tensor, rows: operand, cols: operand) -> Tensor", _index_pairs,

@@ -12,7 +12,7 @@ import numpy as np
 from ir.core import Node
 from ir.ops.rules import broadcast_shapes
 from ir.ops.shape import items_device, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, VIEW, ShapeError, const, defop
+from ir.registry import NOT_CONSTANT, PURE, SCALAR_RESULT, VIEW, ShapeError, const, defop
 from ir.types import NONE, Dim, OptionalType, TensorType, Type, unify
 
 Shape = tuple[Dim, ...]
@@ -72,7 +72,7 @@ def _linear(node: Node) -> list[Type]:
     return [with_bias]
 
 
-defop("tensor::matmul(a: Tensor, b: Tensor) -> Tensor", _matmul, (PURE,),
+defop("tensor::matmul(a: Tensor, b: Tensor) -> Tensor", _matmul, (PURE, SCALAR_RESULT),
       ("@", "np.matmul", "ops.mm"),
       "matrix product with numpy's 1-D and batch-broadcasting rules (np.dot and .dot are this "
       "when the second operand has at most 2 axes, a multiplication when one is a scalar)")

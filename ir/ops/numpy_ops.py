@@ -21,6 +21,7 @@ from ir.registry import (
     FRESH,
     NOT_CONSTANT,
     PURE,
+    SCALAR_RESULT,
     SHAPE_ONLY,
     VIEW,
     ZERO_DERIVATIVE,
@@ -207,11 +208,11 @@ def array_rank(value: Value) -> int | None:
 
 
 defop("tensor::argmax(a: Tensor, axis: int? = None) -> Tensor", _arg_extremum,
-      (PURE, ZERO_DERIVATIVE), ("np.argmax", ".argmax"),
+      (PURE, ZERO_DERIVATIVE, SCALAR_RESULT), ("np.argmax", ".argmax"),
       "the index of the largest element (of the flattened array when axis is None; the first "
       "of ties, as numpy)")
 defop("tensor::argmin(a: Tensor, axis: int? = None) -> Tensor", _arg_extremum,
-      (PURE, ZERO_DERIVATIVE), ("np.argmin", ".argmin"),
+      (PURE, ZERO_DERIVATIVE, SCALAR_RESULT), ("np.argmin", ".argmin"),
       "the index of the smallest element (of the flattened array when axis is None; the first "
       "of ties, as numpy)")
 defop("tensor::tile(a: Tensor, reps: ints) -> Tensor", _tile, (PURE,), ("np.tile",),
@@ -264,7 +265,8 @@ def _dot(node: Node) -> list[Type]:
     return [TensorType(dtype, a.shape[:-1] + b.shape[:-2] + b.shape[-1:], device)]
 
 
-defop("tensor::dot(a: operand, b: operand) -> operand", _dot, (PURE,), ("np.dot", ".dot"),
+defop("tensor::dot(a: operand, b: operand) -> operand", _dot, (PURE, SCALAR_RESULT),
+      ("np.dot", ".dot"),
       "numpy.dot; written as a multiplication or a matmul where the numbers of axes are known "
       "when compiling (only a matmul's case is differentiable)")
 
@@ -433,6 +435,7 @@ def _round(node: Node) -> list[Type]:
     return [node.inputs[0].type]
 
 
-defop("tensor::round(a: Tensor, decimals: int = 0) -> Tensor", _round, (PURE, ZERO_DERIVATIVE),
+defop("tensor::round(a: Tensor, decimals: int = 0) -> Tensor", _round,
+      (PURE, ZERO_DERIVATIVE, SCALAR_RESULT),
       ("np.round", "np.around", ".round"),
       "a rounded to `decimals` places, halves to even (numpy's round; integers kept)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ir.core import Node
 from ir.ops.rules import float_result_dtype
 from ir.ops.shape import as_tuple, check_axes, check_axis, const_ints, int_items, tensor_arg
-from ir.registry import NOT_CONSTANT, PURE, ZERO_DERIVATIVE, const, defop
+from ir.registry import NOT_CONSTANT, PURE, SCALAR_RESULT, ZERO_DERIVATIVE, const, defop
 from ir.types import FLOAT_DTYPES, INT_DTYPES, Dim, TensorType, Type
 
 
@@ -78,35 +78,37 @@ def _softmax(node: Node) -> list[Type]:
 
 
 RED = (PURE,)
+FULL = (PURE, SCALAR_RESULT)
+"""a reduction that may reduce every axis: its 0-d result is numpy's scalar."""
 
 defop("tensor::sum(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_sum_dtype), RED, (".sum", "np.sum"),
+      _reduction(_sum_dtype), FULL, (".sum", "np.sum"),
       "sum over axes (all when None); bools and signed integers sum to int64, unsigned ones "
       "to uint64")
 defop("tensor::prod(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_sum_dtype), RED, (".prod", "np.prod"),
+      _reduction(_sum_dtype), FULL, (".prod", "np.prod"),
       "product over axes (all when None), of the types a sum has; the gradient where a "
       "slice holds a zero is the product of the others at the zero (two zeros: all 0)")
 defop("tensor::mean(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_mean_dtype), RED, (".mean", "np.mean"),
+      _reduction(_mean_dtype), FULL, (".mean", "np.mean"),
       "arithmetic mean over axes; bools and integers give float64")
 defop("tensor::var(a: Tensor, axis: ints? = None, ddof: int = 0, keepdims: bool = False) "
-      "-> Tensor", _reduction(_mean_dtype, 1, 3), RED, (".var", "np.var"),
+      "-> Tensor", _reduction(_mean_dtype, 1, 3), FULL, (".var", "np.var"),
       "variance over axes, dividing by n - ddof")
 defop("tensor::std(a: Tensor, axis: ints? = None, ddof: int = 0, keepdims: bool = False) "
-      "-> Tensor", _reduction(_mean_dtype, 1, 3), RED, (".std", "np.std"),
+      "-> Tensor", _reduction(_mean_dtype, 1, 3), FULL, (".std", "np.std"),
       "standard deviation over axes, dividing by n - ddof")
 defop("tensor::amax(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_same_dtype), RED, (".max", "np.max", "np.amax"),
+      _reduction(_same_dtype), FULL, (".max", "np.max", "np.amax"),
       "maximum over axes; the gradient is split evenly between tied elements")
 defop("tensor::amin(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_same_dtype), RED, (".min", "np.min", "np.amin"),
+      _reduction(_same_dtype), FULL, (".min", "np.min", "np.amin"),
       "minimum over axes; the gradient is split evenly between tied elements")
 defop("tensor::all(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE), (".all", "np.all"),
+      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE, SCALAR_RESULT), (".all", "np.all"),
       "whether every element over axes (all when None) is true: a bool array")
 defop("tensor::any(a: Tensor, axis: ints? = None, keepdims: bool = False) -> Tensor",
-      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE), (".any", "np.any"),
+      _reduction(_bool_dtype), (PURE, ZERO_DERIVATIVE, SCALAR_RESULT), (".any", "np.any"),
       "whether some element over axes (all when None) is true: a bool array")
 defop("tensor::softmax(a: Tensor, axis: int = -1) -> Tensor", _softmax, RED, (),
       "exp(a) / sum(exp(a)) along an axis, computed stably")

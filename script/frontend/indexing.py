@@ -120,7 +120,7 @@ class IndexMixin:
         if value.type.rank == 0:
             return self.emit_value("tensor::reshape", [value, self.const(())])
         name = f"$item_{id(node)}"
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0), node)
+        zero_d = self.is_0d(value, node)
         self.emit_if(zero_d, lambda: self.frame.set(name, self.emit_value(
             "tensor::reshape", [value, self.const(())])), lambda: self.frame.set(name, value),
             end_of(node), node)

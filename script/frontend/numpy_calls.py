@@ -243,7 +243,7 @@ class NumpyMixin:
         ``np.array(3.0)`` would be False in numpy)."""
         (x,) = self.numpy_args(node, "np.isscalar", ["element"], 1)
         if isinstance(x.type, TensorType):
-            return self.binary("==", self.emit_value("tensor::ndim", [x]), self.const(0), node)
+            return self.is_0d(x, node)
         return self.const(x.type in (INT, FLOAT, BOOL, STR))
 
     def numpy_atleast(self: FunctionCompiler, node: ast.Call) -> Any:
@@ -430,7 +430,7 @@ class NumpyMixin:
         if data.type.rank == 0:
             return copy()
         name = f"$asarray_{id(node)}"
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [data]), self.const(0), node)
+        zero_d = self.is_0d(data, node)
         self.emit_if(zero_d, lambda: self.frame.set(name, copy()),
                      lambda: self.frame.set(name, data), end_of(node), node)
         made = self.frame.find(name)

@@ -90,10 +90,9 @@ class ScalarUpdateMixin:
             return
         self.check_scalar_later(pending, node)
         if rank is None:
-            zero_d = self.binary("==", self.emit_value("tensor::ndim", [current]),
-                                 self.const(0), node)
-            self.emit_if(zero_d, lambda: None, lambda: self.check_attribute_update(
-                target, current, node), end_of(node), node)  # type: ignore[arg-type]
+            self.emit_if(self.is_0d(current, node), lambda: None,
+                         lambda: self.check_attribute_update(target, current, node),  # type: ignore
+                         end_of(node), node)
 
     def rebind_aliases(self: FunctionCompiler, name: str, old: Value, new: Value,
                        node: ast.AST) -> None:
@@ -105,7 +104,7 @@ class ScalarUpdateMixin:
         """Rebind the other names of ``old`` under an ``if`` on its rank: where it has axes
         every name of the array; where it is 0-d, those bound to ``old`` itself when it is an
         array there (``array_when_0d``), else none."""
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [old]), self.const(0), node)
+        zero_d = self.is_0d(old, node)
         try:
             aliases = self.check_aliases(name, old, node)
         except ScriptError as error:

@@ -394,8 +394,7 @@ class StmtMixin:
                 made_as_array(current):  # an array, 0-d or not: numpy writes into it
             is_scalar = self.const(False)
         else:
-            ndim = self.emit_value("tensor::ndim", [current])
-            is_scalar = self.binary("==", ndim, self.const(0), node)
+            is_scalar = self.is_0d(current, node)
 
         def cast() -> None:
             # numpy raises where x op v broadcasts to another shape than x's: so does this

@@ -13,6 +13,7 @@ loop carries), both writes are compiled and the rank decides.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from ir.core import PARAM, Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
-from ir.registry import ARRAY_RESULT, ELEMENTWISE, VIEW, lookup
+from ir.registry import ARRAY_RESULT, ELEMENTWISE, SCALAR_RESULT, VIEW, lookup
 from ir.types import TensorType, is_number
 from passes.shape_prop import WEAK_DTYPE
 from script.frontend.aliases import carried_sources, value_sources
@@ -60,11 +61,16 @@ def mark_new_array(fn: Any, result: Any) -> Any:
     return result
 
 
-def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
-    """Whether every way ``value`` is made (through branches and the steps of loops) gives an
-    array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an op whose 0-d result is an
-    array (``ARRAY_RESULT``: ``np.where``), an earlier 0-d write. A value a loop carries whose
-    body is still being compiled is added to ``pending``, to check once it is."""
+_STRUCTURE = (PARAM, "prim::If", "prim::Loop")
+"""what ``_every_way`` follows itself: a loop's carried values, branches' and loops' results."""
+
+
+def _every_way(value: Value, pending: list[Value] | None,
+               judge: Callable[[Value], bool | list[Value] | None]) -> bool:
+    """Whether ``judge`` accepts every way ``value`` is made, through branches and the steps of
+    loops (a value a loop carries whose body is still being compiled is added to ``pending``,
+    to check once it is). ``judge(v)`` says of each value met: True (accepted), False, the
+    values ``v`` is made of (judged in its place), or None for ``_STRUCTURE`` to follow."""
     seen: set[int] = set()
     todo = [value]
     while todo:
@@ -72,36 +78,43 @@ def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
         if id(v) in seen:
             continue
         seen.add(id(v))
-        node = v.node
-        op = lookup(node.kind)
-        if node.attrs.get(ZERO_D_ARRAY):
-            continue
-        if node.kind == PARAM:
+        verdict = judge(v)
+        if verdict is None and v.node.kind == PARAM:
             sources = carried_sources(v)
             if sources is None:
                 return False  # an argument
             if len(sources) == 1 and pending is not None:
                 pending.append(v)
             todo += sources
-        elif node.kind in ("prim::If", "prim::Loop"):
-            todo += value_sources(node, v)
-        elif node.kind in INHERITED:
-            todo.append(node.inputs[0])
-        elif not (node.kind in ARRAY_MAKERS or (
-                node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR)) or (
-                op is not None and ARRAY_RESULT in op.traits
-                and not node.attrs.get(UFUNC_ATTR))):
+        elif verdict is None:
+            todo += value_sources(v.node, v)
+        elif verdict is False:
             return False
+        elif verdict is not True:
+            todo += verdict
     return True
 
 
-SCALAR_RESULTS = frozenset({
-    "tensor::sum", "tensor::prod", "tensor::mean", "tensor::var", "tensor::std", "tensor::amax",
-    "tensor::amin", "tensor::argmax", "tensor::argmin", "tensor::dot", "tensor::matmul",
-    "tensor::round", "tensor::take"})
-"""ops besides the elementwise ones whose 0-d result numpy gives as a scalar (a reduction's,
-``v @ v``, ``np.round``'s, ``x[np.argmax(x)]``); an item picked with ints (``select`` without
-an Ellipsis) is one too."""
+def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
+    """Whether every way ``value`` is made (through branches and the steps of loops) gives an
+    array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an op whose 0-d result is an
+    array (``ARRAY_RESULT``: ``np.where``), an earlier 0-d write. A value a loop carries whose
+    body is still being compiled is added to ``pending``, to check once it is."""
+    return _every_way(value, pending, _made_as_array)
+
+
+def _made_as_array(v: Value) -> bool | list[Value] | None:
+    node = v.node
+    if node.attrs.get(ZERO_D_ARRAY):
+        return True
+    if node.kind in _STRUCTURE:
+        return None
+    if node.kind in INHERITED:
+        return [node.inputs[0]]
+    op = lookup(node.kind)
+    return node.kind in ARRAY_MAKERS or (
+        node.kind == "tensor::array" and not node.attrs.get(SCALAR_ATTR)) or (
+        op is not None and ARRAY_RESULT in op.traits and not node.attrs.get(UFUNC_ATTR))
 
 
 def made_as_scalar(value: Value, pending: list[Value] | None = None,
@@ -109,50 +122,39 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
     """Whether every way ``value`` is made gives numpy's scalar where it is 0-d, never an array
     (``made_as_array``'s opposite; the values of neither kind, an argument's copy or a view
     such as ``x.reshape(())``, are in neither): a ufunc's or elementwise operator's result, a
-    reduction's, an item picked with ints. A value a loop carries whose body is still being
-    compiled is added to ``pending``, to check once it is. A value an in-place update made
-    is of the kind of the value updated (``updated_from``): ``a += v`` keeps numpy's array."""
-    seen: set[int] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
+    ``SCALAR_RESULT`` op's (a reduction's, ``v @ v``), an item picked with ints, np.inner's.
+    A value a loop carries whose body is still being compiled is added to ``pending``, to
+    check once it is. A value an in-place update made is of the kind of the value updated
+    (``updated_from``): ``a += v`` keeps numpy's array."""
+    updated = updated_from or {}
+
+    def judge(v: Value) -> bool | list[Value] | None:
+        if v in updated:
+            return [updated[v]]
         node = v.node
-        op = lookup(node.kind)
-        if updated_from and v in updated_from:
-            todo.append(updated_from[v])
-        elif node.kind == PARAM:
-            sources = carried_sources(v)
-            if sources is None:
-                return False  # an argument
-            if len(sources) == 1 and pending is not None:
-                pending.append(v)
-            todo += sources
-        elif node.kind in ("prim::If", "prim::Loop"):
-            todo += value_sources(node, v)
-        elif node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-            todo.append(node.subgraph.outputs[v.index])  # what the helper returns
-        elif node.attrs.get(ZERO_D_ARRAY):
+        if node.kind in _STRUCTURE:
+            return None
+        if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
+            return [node.subgraph.outputs[v.index]]  # what the helper returns
+        if node.attrs.get(ZERO_D_ARRAY):
             return False
-        elif node.kind in ("tensor::copy", "tensor::astype"):  # of the same shape: its kind
-            todo.append(node.inputs[0])
-        elif node.kind in INHERITED:
+        if node.kind in ("tensor::copy", "tensor::astype"):  # of the same shape: its kind
+            return [node.inputs[0]]
+        if node.kind in INHERITED:
             return False  # (a reshape of an array to 0-d is a view)
-        elif node.kind == "tensor::select":
-            if node.attrs.get("ellipsis"):
-                return False
-        elif node.kind == "tensor::tensordot":  # np.inner's 0-d result is numpy's scalar
-            if not (node.inputs[3].is_constant and node.inputs[3].constant is True):
-                return False
-        elif node.kind == "tensor::full" and node.attrs.get(WEAK_DTYPE):
-            continue  # a Python number a loop carries as a tensor (``loss = 0.5 * reg``)
-        elif not (node.kind in SCALAR_RESULTS or op is not None and ELEMENTWISE in op.traits
-                  and VIEW not in op.traits and (ARRAY_RESULT not in op.traits
-                                                 or node.attrs.get(UFUNC_ATTR))):
-            return False
-    return True
+        if node.kind == "tensor::select":
+            return not node.attrs.get("ellipsis")
+        if node.kind == "tensor::tensordot":  # np.inner's 0-d result is numpy's scalar
+            return node.inputs[3].is_constant and node.inputs[3].constant is True
+        if node.kind == "tensor::full" and node.attrs.get(WEAK_DTYPE):
+            return True  # a Python number a loop carries as a tensor (``loss = 0.5 * reg``)
+        op = lookup(node.kind)
+        return op is not None and (SCALAR_RESULT in op.traits or ELEMENTWISE in op.traits
+                                   and VIEW not in op.traits
+                                   and (ARRAY_RESULT not in op.traits
+                                        or bool(node.attrs.get(UFUNC_ATTR))))
+
+    return _every_way(value, pending, judge)
 
 
 def _attached(node: Any, top: Any) -> bool:
@@ -186,7 +188,7 @@ class WholeWriteMixin:
             return self.emit_value("tensor::slice_put", [old, value, self.const(0), none, none,
                                                          none])
         name = f"$written_{id(node)}"
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [old]), self.const(0), node)
+        zero_d = self.is_0d(old, node)
         self.emit_if(zero_d, lambda: self.frame.set(name, self.scalar_put(
             old, value, node, element)), lambda: self.frame.set(name, self.emit_value(
                 "tensor::slice_put", [old, value, self.const(0), none, none, none])),
@@ -257,8 +259,12 @@ class WholeWriteMixin:
         if pending:
             self.__dict__.setdefault("scalar_checks", []).append((pending, node))
 
+    def is_0d(self: FunctionCompiler, value: Value, node: ast.AST) -> Value:
+        """The condition ``value.ndim == 0`` (folded once the rank is known)."""
+        return self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0), node)
+
     def require_0d(self: FunctionCompiler, value: Value, node: ast.AST) -> None:
         """numpy's ValueError where ``value`` has axes (decided when specializing)."""
-        zero_d = self.binary("==", self.emit_value("tensor::ndim", [value]), self.const(0), node)
+        zero_d = self.is_0d(value, node)
         self.emit_if(zero_d, lambda: None, lambda: self.raise_exception(
             "setting an array element with a sequence.", "ValueError"), end_of(node), node)

@@ -44,7 +44,9 @@ Traits: `pure` (no effects: may be merged or dropped), `elementwise` (fusible), 
 `side_effects` (kept in order), `fresh` (a new mutable object: may be dropped, never merged),
 `zero_derivative` (no derivative flows through it: comparisons, rounding, shape queries),
 `shape_only` (reads only its arrays' shapes and dtypes, not their elements),
-`view` (the result may share memory with an input; other `tensor::` ops make new arrays).
+`view` (the result may share memory with an input; other `tensor::` ops make new arrays),
+`array_result` / `scalar_result` (a 0-d result is an array / numpy's scalar; an elementwise op's
+is numpy's scalar unless `array_result`).
 """
 
 
