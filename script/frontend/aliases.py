@@ -157,7 +157,7 @@ def distinct_new_arrays(a: Value, b: Value) -> bool:
     """Whether ``a`` and ``b`` can only be memory made by different nodes of this function (or
     of a function it called): then they are different arrays, whatever the storage classes
     (which put the items of a list in one class) say."""
-    roots_a, roots_b = _new_array_roots(a), _new_array_roots(b)
+    roots_a, roots_b = new_array_roots(a), new_array_roots(b)
     return roots_a is not None and roots_b is not None and not roots_a & roots_b
 
 
@@ -165,17 +165,19 @@ def apart_from_made(value: Value, made: Value) -> bool:
     """Whether ``value`` cannot share memory with ``made``, an array this function made:
     ``value`` may only be arrays made by other nodes, arguments or constants (``prev = C[t - 1]
     if t > 0 else c0`` is a row of ``C`` or the argument ``c0``, never ``D``'s memory)."""
-    roots_made, roots = _new_array_roots(made), _new_array_roots(value, outside=True)
+    roots_made, roots = new_array_roots(made), new_array_roots(value, outside=True)
     return roots_made is not None and roots is not None and not roots_made & roots
 
 
-def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
-                     outside: bool = False) -> set[int] | None:
+def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
+                     outside: bool = False, where: dict[int, Any] | None = None,
+                     call: Node | None = None) -> set[int] | None:
     """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
     branches, loops, calls and unpacked literals; None when it may be other memory (an
     argument, a constant, an item read from a container). ``inputs`` maps a called function's
     inputs to the caller's values. ``outside``: arguments and constants, memory no op of this
-    function made, count as roots of their own."""
+    function made, count as roots of their own. ``where`` is given each root's place in this
+    function: its node, its argument, or the ``call`` that made it."""
     roots: set[int] = set()
     seen: set[int] = set()
     todo = [value]
@@ -186,7 +188,7 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
         seen.add(id(v))
         node = v.node
         if inputs is not None and id(v) in inputs:
-            found = _new_array_roots(inputs[id(v)])
+            found = new_array_roots(inputs[id(v)], where=where)
             if found is None:
                 return None
             roots |= found
@@ -195,6 +197,8 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
             loop = node.owner.owner if node.owner is not None else None
             if outside and inputs is None and node.owner is not None and loop is None:
                 roots.add(id(v))  # an argument of the function
+                if where is not None:
+                    where[id(v)] = v
                 continue
             if loop is None or loop.kind != "prim::Loop" or v.index < 1:
                 return None
@@ -203,13 +207,14 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
                 todo.append(node.owner.returns[v.index])
             continue
         if node.kind in _UNPACKS:
-            found = _unpacked_roots(node.inputs[0], v.index)
+            found = _unpacked_roots(node.inputs[0], v.index, where, call)
             if found is None:
                 return None
             roots |= found
             continue
         if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-            found = _new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node))
+            found = new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node),
+                                     where=where, call=call or node)
             if found is None:
                 return None
             roots |= found
@@ -219,6 +224,8 @@ def _new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
             todo += sources
         elif is_made(node) or (outside and node.kind == "prim::Constant"):
             roots.add(id(node))
+            if where is not None:
+                where[id(node)] = call or node
         else:
             return None
     return roots
@@ -228,21 +235,23 @@ def _call_inputs(call: Node) -> dict[int, Value]:
     return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
 
 
-def _unpacked_roots(container: Value, index: int) -> set[int] | None:
-    """``_new_array_roots`` of item ``index`` of an unpacked literal (see
+def _unpacked_roots(container: Value, index: int, where: dict[int, Any] | None = None,
+                    call: Node | None = None) -> set[int] | None:
+    """``new_array_roots`` of item ``index`` of an unpacked literal (see
     ``_unpacked_literal_item``)."""
     made = container.node
     if len(container.uses) != 1:
         return None
     if made.kind in _UNPACKS.values():
-        return _new_array_roots(made.inputs[index])
+        return new_array_roots(made.inputs[index], where=where, call=call)
     if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
         return None
     literal = made.subgraph.outputs[container.index]
     if literal.node.kind not in _UNPACKS.values() or \
             [u.node.kind for u in literal.uses] != ["prim::Return"]:
         return None
-    return _new_array_roots(literal.node.inputs[index], _call_inputs(made))
+    return new_array_roots(literal.node.inputs[index], _call_inputs(made), where=where,
+                            call=call or made)
 
 
 def _call_result_sources(call: Node, result: Value) -> list[Value] | None:
@@ -266,7 +275,7 @@ def is_made(node: Node) -> bool:
 
 _WRITES_INTO = ("tensor::write_into", "tensor::write_slot")
 """ops writing into an array they are given."""
-_PUTS = {"prim::ListAppend": 1, "prim::ListSetItem": 2, "prim::ListInsert": 2,
+PUTS = {"prim::ListAppend": 1, "prim::ListSetItem": 2, "prim::ListInsert": 2,
          "prim::DictSetItem": 2}
 """ops putting a value into the container that is their first input: kind -> the value's."""
 
@@ -291,8 +300,8 @@ def sole_made_item(item: Value) -> bool:
     values = list(made.inputs[1::2] if made.kind == "prim::DictConstruct" else made.inputs)
     for use in (u for name in names for u in name.uses):
         user = use.node
-        if use.index == 0 and user.kind in _PUTS:
-            values.append(user.inputs[_PUTS[user.kind]])
+        if use.index == 0 and user.kind in PUTS:
+            values.append(user.inputs[PUTS[user.kind]])
         elif use.index == 0 and user.kind in ("prim::ListIndex", "prim::DictGetItem"):
             if not all(_computed_from(u) for u in user.output.uses):
                 return False
@@ -300,7 +309,7 @@ def sole_made_item(item: Value) -> bool:
                   user.kind == "prim::SetAttr" and use.index == 1 or
                   user.kind == "prim::TupleConstruct" and not user.output.uses or
                   user.kind in ("prim::Loop", "prim::Return") and
-                  any(o in names for o in _carried_as(user, use.index))):
+                  any(o in names for o in carried_as(user, use.index))):
             return False
     return all(_held_once(v) for v in values)
 
@@ -331,7 +340,7 @@ def _passed_through(value: Value) -> list[Value] | None:
             return found if value is found[0] else [value, *found]
 
 
-def _carried_as(user: Node, index: int) -> list[Value]:
+def carried_as(user: Node, index: int) -> list[Value]:
     """What a loop's input ``index`` (its parameter and result), or a step's result, is."""
     if user.kind == "prim::Loop" and index >= 2:
         return [user.blocks[0].params[index - 1], user.outputs[index - 2]]
@@ -356,7 +365,7 @@ def _held_once(value: Value) -> bool:
     roots = _made_roots(value) if isinstance(value.type, TensorType) else None
     if roots is None:
         return False
-    puts = [u for u in value.uses if u.node.kind in _PUTS or
+    puts = [u for u in value.uses if u.node.kind in PUTS or
             u.node.kind in ("prim::ListConstruct", "prim::DictConstruct")]
     others = [u for u in value.uses if u not in puts]
     if len(puts) != 1 or not all(shape_read(u.node) for u in others):

@@ -48,6 +48,7 @@ from script.frontend.env import (
     display_name,
     end_of,
 )
+from script.frontend.held_items import held_twice
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -401,6 +402,17 @@ class WriteMixin:
                                  f"{ast.unparse(target)} "
                                  f"{_AUGMENTED.get(type(getattr(node, 'op', None)), '+')} ... "
                                  "to store a new array")
+        if held_twice(current):
+            container = ast.unparse(getattr(target, "value", target))
+            op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
+            raise self.error(node, f"this in-place update of {ast.unparse(target)} may also "
+                             f"change other places of {container} (it may hold this array "
+                             "twice: an item read from a container was put into it, or one "
+                             "array at every step of a loop; numpy changes the array itself, "
+                             "seen at each place), which the compiled code cannot follow: "
+                             f"write {ast.unparse(target)} = {ast.unparse(target)} {op} ... to "
+                             "store a new array there, or put a copy into the container "
+                             "(.append(x.copy()))")
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their
