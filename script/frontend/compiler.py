@@ -97,11 +97,13 @@ from script.frontend.stmts import StmtMixin
 from script.frontend.strings import StringMixin
 from script.frontend.super_calls import SuperMixin
 from script.frontend.unsupported import unsupported_message
-from script.frontend.whole_writes import WholeWriteMixin
+from script.frontend.whole_writes import WholeWriteMixin, array_results
 from script.frontend.writes import WriteMixin
 
 _cache: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
 _typed: weakref.WeakKeyDictionary[Any, dict[Any, FunctionDef]] = weakref.WeakKeyDictionary()
+_entries: weakref.WeakKeyDictionary[Any, FunctionDef] = weakref.WeakKeyDictionary()
+"""functions compiled as called from Python (``compile_function(entry=True)``)."""
 """function -> (the types calls give its unannotated parameters) -> its definition."""
 _compiling: list[Any] = []
 _lock = threading.RLock()
@@ -111,7 +113,8 @@ def compile_function(fn: Callable[..., Any],
                      arg_types_override: dict[str, Type] | None = None,
                      objects: dict[str, Any] | None = None,
                      read_per_call: frozenset[tuple[type, str]] = frozenset(),
-                     keyword_names: tuple[str, ...] | None = None) -> FunctionDef:
+                     keyword_names: tuple[str, ...] | None = None,
+                     entry: bool = False) -> FunctionDef:
     """Compile a Python function to a ``FunctionDef``; raises ``ScriptError``.
 
     Results are cached per function object; a function that is being compiled and is reached
@@ -120,10 +123,14 @@ def compile_function(fn: Callable[..., Any],
     (parameter name -> the call's object) gives the parameters annotated with a plain class
     their layout (``object_args``, with ``read_per_call``); such results are not cached.
     ``keyword_names``: the names a call passes to the ``**kwargs`` parameter (``keywords``).
+    ``entry``: the function is called from Python (``script``), so its ``Tensor`` arguments
+    are arrays, never numpy's scalars (which a scripted caller may pass a helper): compiled
+    and cached apart from the function compiled as a helper.
     """
     if arg_types_override or objects:
         tree, source = load_source(fn)
         compiler = FunctionCompiler(fn, tree, source)
+        compiler.entry = entry
         compiler.arg_types_override = arg_types_override
         compiler.objects = objects or {}
         compiler.read_per_call = read_per_call
@@ -132,8 +139,9 @@ def compile_function(fn: Callable[..., Any],
     existing = getattr(fn, "__rnnscript_function__", None)
     if isinstance(existing, FunctionDef):
         return existing
+    cache = _entries if entry else _cache
     with _lock:
-        cached = _cache.get(fn)
+        cached = cache.get(fn)
         if cached is not None and guards_hold(cached.guards):
             return cached
         if fn in _compiling:
@@ -141,10 +149,12 @@ def compile_function(fn: Callable[..., Any],
         _compiling.append(fn)
         try:
             tree, source = load_source(fn)
-            result = FunctionCompiler(fn, tree, source).compile()
+            compiler = FunctionCompiler(fn, tree, source)
+            compiler.entry = entry
+            result = compiler.compile()
         finally:
             _compiling.pop()
-        _cache[fn] = result
+        cache[fn] = result
         return result
 
 
@@ -183,6 +193,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         """the module compilation this method belongs to (``modules.ModuleSession``)."""
         self.self_type = self_type
         """for a script-class method: the type of ``self``."""
+        self.entry = False
+        """called from Python: its ``Tensor`` arguments are arrays (``compile_function``)."""
         self.attr_refs: list[Any] = []
         self.attr_values: dict[Any, Value] = {}
         self.guards: dict[Any, Any] = {}
@@ -364,6 +376,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                                  if n in self.dtype_params))
         fdef.attr_stores = self.attribute_stores()
         fdef.caller_writes = caller_writes
+        fdef.array_results = array_results(result, self.updated_from, self.zero_d_copies)
         fdef.writes_read = bool(self.__dict__.get("writes_read"))
         return fdef
 

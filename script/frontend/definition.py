@@ -72,6 +72,11 @@ class FunctionDef:
     """the positions of the inputs (arrays, or lists and dicts of them) holding arrays the
     function writes into in place (``caller_writes``): each call checks no other input shares
     their memory."""
+    array_results: tuple[tuple[int, ...], ...] = ()
+    """where the result is numpy's array even when 0-d (``np.zeros(())``, ``z += v`` of one, an
+    argument's copy): ``()`` for the result itself, ``(k,)`` for item ``k`` of a returned
+    tuple. Operations on 0-d arrays give numpy's scalars, so the code a specialization runs may
+    return one there; a call gives back the array (``script.runtime.function``)."""
     writes_read: bool = False
     """whether the function reads an array it writes into (``write_order``): each call also
     checks the written arrays apart from one another."""

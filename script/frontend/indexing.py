@@ -10,10 +10,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from ir.core import Value
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, STR, ClassType, DictType, ListType, TensorType, TupleType, unify
 from script.frontend.env import end_of
 from script.frontend.none_tests import is_none_literal
+from script.frontend.whole_writes import ZERO_D_ITEM
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -117,13 +119,17 @@ class IndexMixin:
     def scalar_of(self: FunctionCompiler, value: Any, node: ast.AST) -> Any:
         """``y[()]``: of a 0-d array its item, a new value (a reshape the writes cannot see
         through); of any other, the array itself (decided when specializing)."""
+        def item() -> Value:
+            read = self.emit_value("tensor::reshape", [value, self.const(())])
+            read.node.attrs[ZERO_D_ITEM] = True  # numpy's scalar (``whole_writes``)
+            return read
+
         if value.type.rank == 0:
-            return self.emit_value("tensor::reshape", [value, self.const(())])
+            return item()
         name = f"$item_{id(node)}"
         zero_d = self.is_0d(value, node)
-        self.emit_if(zero_d, lambda: self.frame.set(name, self.emit_value(
-            "tensor::reshape", [value, self.const(())])), lambda: self.frame.set(name, value),
-            end_of(node), node)
+        self.emit_if(zero_d, lambda: self.frame.set(name, item()),
+                     lambda: self.frame.set(name, value), end_of(node), node)
         result = self.frame.find(name)
         del self.frame.vars[name]
         return result

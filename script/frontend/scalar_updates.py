@@ -15,7 +15,10 @@ A mixin of ``FunctionCompiler``. The updated value is of one of three kinds:
   known to be 0 only the name is rebound; where the rank is known only when the function is
   specialized, an ``if`` on it (folded then) rebinds the name alone in the 0-d branch and every
   name of it in the other, where a refusal of the alias check is raised if that branch is kept;
-- anything else (an argument's copy, a helper's result, a view): as an array.
+- anything else (a helper's result, a view): as an array. An argument's copy is an array where
+  the function is called from Python (numpy's scalars are refused as ``Tensor`` arguments), but
+  a scripted caller may pass a helper numpy's scalar, so in a helper, where the copy may be
+  0-d and another name of it is read later, the update is refused (``update_argument_copy``).
 
 ``np.asarray`` of a value of the second kind is a new 0-d array where it is 0-d and the value
 itself otherwise (``NumpyMixin.array_of_scalar``): an update of it rebinds the names of that
@@ -64,6 +67,9 @@ class ScalarUpdateMixin:
             return
         pending: list[Value] = []  # (values a loop carries, decided before its body is)
         if not made_as_scalar(old, pending, self.updated_from):
+            if made_as_array(old, arguments=True) and not self.entry:
+                self.update_argument_copy(name, old, new, node)
+                return
             self.rebind_aliases(name, old, new, node)
             return
         if rank is None:
@@ -93,6 +99,41 @@ class ScalarUpdateMixin:
             self.emit_if(self.is_0d(current, node), lambda: None,
                          lambda: self.check_attribute_update(target, current, node),  # type: ignore
                          end_of(node), node)
+
+    def update_argument_copy(self: FunctionCompiler, name: str, old: Value, new: Value,
+                             node: ast.AST) -> None:
+        """``z += v`` where ``z`` is an argument's copy (``z = x.copy()``) that may be 0-d and
+        has other names read later: numpy rebinds ``z`` alone if the caller passed numpy's
+        scalar, every name if it passed an array, which a helper's code cannot tell apart.
+        Every name is rebound where it has axes; where it is 0-d, the specialization that keeps
+        that branch is refused."""
+        aliases = self.check_aliases(name, old, node)
+        live = [alias for alias in aliases if alias in self.live_after(node)]
+        if not live:
+            for alias in aliases:  # (read nowhere after: either update is numpy's)
+                self.bind(alias, new, node)
+            return
+        refused = self.error(node, f"'{name} {ast.unparse(node).split()[1]} ...' on a 0-d copy "
+                             f"of an argument that '{live[0]}' also names: numpy updates "
+                             "the copy under every name where the argument is an array, and "
+                             f"makes a new scalar for '{name}' alone where a caller passes "
+                             "numpy's scalar, which the compiled code cannot tell apart: write "
+                             f"{name} = {name} {ast.unparse(node).split()[1][:-1]} ... (a new "
+                             f"value for '{name}' alone)")
+        if getattr(old.type, "rank", None) == 0:
+            raise refused
+        before = {alias: self.frame.find(alias) for alias in aliases}
+
+        def rebind() -> None:
+            for alias in aliases:
+                self.bind(alias, new, node)
+
+        self.emit_if(self.is_0d(old, node), lambda: _raise(refused), rebind, end_of(node), node)
+        for alias in aliases:
+            merged = self.frame.find(alias)
+            if isinstance(merged, Value) and merged is not before[alias] and merged is not new:
+                self.array_aliases[merged] = new
+                self.updated_from[merged] = before[alias]  # type: ignore[assignment]
 
     def rebind_aliases(self: FunctionCompiler, name: str, old: Value, new: Value,
                        node: ast.AST) -> None:

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 ZERO_D_ARRAY = "zero_d_array"
 """set on the value a write into a 0-d array makes: an array numpy would still hold."""
 
+ZERO_D_ITEM = "zero_d_item"
+"""set on ``y[()]`` of a 0-d ``y`` (a reshape to ``()``): numpy's scalar, not a view."""
+
 ARRAY_MAKERS = frozenset({
     "tensor::zeros", "tensor::ones", "tensor::empty", "tensor::full", "tensor::zeros_like",
     "tensor::ones_like", "tensor::empty_like", "tensor::full_like", "tensor::slice_put",
@@ -95,18 +98,54 @@ def _every_way(value: Value, pending: list[Value] | None,
     return True
 
 
-def made_as_array(value: Value, pending: list[Value] | None = None) -> bool:
+def array_results(result: Value, updated_from: dict[Value, Value],
+                  zero_d_copies: set[Value]) -> tuple[tuple[int, ...], ...]:
+    """Where the function's ``result`` is numpy's array, at the top level or an item of a
+    returned tuple (``FunctionDef.array_results``): made as one, an argument's copy (the
+    function called from Python: ``Tensor`` arguments are arrays), ``np.asarray`` of a value
+    (``zero_d_copies``), or updated in place from one (``updated_from``)."""
+    def array(v: Value) -> bool:
+        return isinstance(v.type, TensorType) and (v in zero_d_copies or made_as_array(
+            v, arguments=True, updated_from=updated_from))
+
+    if result.node.kind == "prim::TupleConstruct":
+        return tuple((k,) for k, item in enumerate(result.node.inputs) if array(item))
+    return ((),) if array(result) else ()
+
+
+def made_as_array(value: Value, pending: list[Value] | None = None,
+                  arguments: bool = False,
+                  updated_from: dict[Value, Value] | None = None) -> bool:
     """Whether every way ``value`` is made (through branches and the steps of loops) gives an
     array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an op whose 0-d result is an
     array (``ARRAY_RESULT``: ``np.where``), an earlier 0-d write. A value a loop carries whose
-    body is still being compiled is added to ``pending``, to check once it is."""
-    return _every_way(value, pending, _made_as_array)
+    body is still being compiled is added to ``pending``, to check once it is.
+    ``arguments``: an argument's copy counts as an array (a ``Tensor`` argument of a function
+    called from Python is one: numpy's scalars are refused; one a scripted caller passes a
+    helper may be numpy's scalar)."""
+    if not arguments:
+        return _every_way(value, pending, _made_as_array)
+
+    updated = updated_from or {}
+
+    def judge(v: Value) -> bool | list[Value] | None:
+        if v.node.kind == PARAM and carried_sources(v) is None:
+            return True
+        if v.node.kind == "tensor::full" and v.node.attrs.get(WEAK_DTYPE):
+            return False  # a Python number a loop carries as a tensor: numpy's scalar
+        if v in updated and not _made_as_array(v):
+            return [updated[v]]
+        return _made_as_array(v)
+
+    return _every_way(value, pending, judge)
 
 
 def _made_as_array(v: Value) -> bool | list[Value] | None:
     node = v.node
     if node.attrs.get(ZERO_D_ARRAY):
         return True
+    if node.attrs.get(ZERO_D_ITEM):
+        return False
     if node.kind in _STRUCTURE:
         return None
     if node.kind in INHERITED:
@@ -138,6 +177,8 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
             return [node.subgraph.outputs[v.index]]  # what the helper returns
         if node.attrs.get(ZERO_D_ARRAY):
             return False
+        if node.attrs.get(ZERO_D_ITEM):
+            return True
         if node.kind in ("tensor::copy", "tensor::astype"):  # of the same shape: its kind
             return [node.inputs[0]]
         if node.kind in INHERITED:
@@ -175,13 +216,15 @@ class WholeWriteMixin:
     """Whole-array writes of ``FunctionCompiler`` (see the module docstring)."""
 
     def whole_write(self: FunctionCompiler, old: Value, value: Any, node: ast.AST,
-                    element: bool) -> Value:
+                    element: bool, any_rank: bool = True) -> Value:
         """``old`` with every element set to ``value``; ``element``: the value must be a number
-        or a 0-d array (``x.fill(v)``, ``y[()] = v`` of a 0-d ``y``), as numpy requires."""
+        or a 0-d array, as numpy requires of ``x.fill(v)`` at any rank and of ``y[()] = v``
+        where ``y`` is 0-d (``any_rank=False``: ``y[()] = v`` of an array with axes broadcasts
+        ``v``, as ``y[...] = v`` does)."""
         rank = old.type.rank  # type: ignore[union-attr]
         if rank == 0:
             return self.scalar_put(old, value, node, element)
-        if element and isinstance(value.type, TensorType):
+        if element and any_rank and isinstance(value.type, TensorType):
             self.require_0d(value, node)
         none = self.const(None)
         if rank is not None:
@@ -202,7 +245,7 @@ class WholeWriteMixin:
         """A 0-d array ``old`` written whole: ``value`` in ``old``'s dtype. As numpy takes it,
         ``value`` is a number or an array of one element, which must be 0-d when the
         ``element`` is set; ``old`` must be an array numpy keeps as one (``made_as_array``)."""
-        if not made_as_array(old, self.zero_d_pending(node)):
+        if not made_as_array(old, self.zero_d_pending(node), arguments=self.entry):
             if old.type.rank == 0:  # type: ignore[union-attr]
                 raise self.error(node, "writing into a 0-d value numpy may hold as a scalar (a "
                                  "reduction's result, an item picked with ints, arithmetic of "
@@ -239,7 +282,7 @@ class WholeWriteMixin:
         x[i].sum()`` after ``acc.fill(v)`` in the same body)."""
         for pending, node in self.__dict__.get("zero_d_checks", []):
             live = [v for v in pending if _attached(v.node, self.graph.block)]
-            if not all(made_as_array(v) for v in live):  # (a loop body compiled again: once)
+            if not all(made_as_array(v, arguments=self.entry) for v in live):  # (once)
                 raise self.error(node, "writing into a 0-d value that a later step of the loop "
                                  "replaces with one numpy may hold as a scalar (a reduction's "
                                  "result, an item picked with ints), whose write numpy refuses "

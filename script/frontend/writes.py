@@ -217,7 +217,7 @@ class WriteMixin:
         steps = self.index_steps(items, index)
         if not steps:  # x[:] = v, x[...] = v, x[()] = v: the whole array
             if all(_is_ellipsis(item) for item in items):
-                return self.whole_write(old, value, node, element=not items)
+                return self.whole_write(old, value, node, element=not items, any_rank=False)
             none = self.const(None)
             steps = [("tensor::slice_put", 0, [none, none, none])]
         return self.put_steps(old, steps, value)

@@ -52,6 +52,7 @@ from script.frontend.signature import (
     shared_positions,
 )
 from script.runtime import instrument, list_lengths
+from script.runtime.array_results import with_array_results
 from script.runtime.binding import (
     bind_arguments,
     check_devices,
@@ -167,7 +168,8 @@ class ScriptFunction:
             nones = self._call_example[1] if self._call_example is not None and \
                 self.example_inputs is None else {}
             d, used = compile_for_call(lambda t: compile_function(
-                self.python_fn, t, self._objects, self._read_per_call), types, nones)
+                self.python_fn, t, self._objects, self._read_per_call, entry=True), types,
+                nones)
             self._call_typed.update(used)
         if self._definition is not None:  # a stale one: drop what it compiled
             self._cache = {}
@@ -511,6 +513,7 @@ class ScriptFunction:
         if self.strict:  # after codegen: it knows which groups compiled natively
             from script.tools.explain import check_strict  # strict=True: the same delegation
             check_strict(graph, d)
+        fn = with_array_results(fn, graph, d.array_results)
         return Specialization(graph, with_leaves(fn, nested), source,
                               time.perf_counter() - start, nested)
 

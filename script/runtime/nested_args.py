@@ -144,7 +144,7 @@ def with_leaves(fn: Callable[..., Any], nested: Nested) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         return fn(*args, *read(args))
-    call.__wrapped__ = fn  # type: ignore[attr-defined]  # (the generated code, for tools)
+    call.__wrapped__ = getattr(fn, "__wrapped__", fn)  # type: ignore[attr-defined]  # (for tools)
     return call
 
 
