@@ -381,6 +381,37 @@ class FeatureWriter:
         self.budget -= 2
         self.bind(target, TensorT(shape))
 
+    def item_update(self) -> None:
+        """``ls[k] op= v`` on a list or dict of arrays the function made, each held at one
+        place (a literal of new arrays, an item's copy or product appended), once or at every
+        step of a loop; every item read after: numpy updates the item's array, and the other
+        places keep theirs."""
+        shape = self.known_shape()
+        ls, target = self.fresh("ls"), self.fresh("t")
+        n = self.draw(st.integers(1, 3))
+        items = [f"{self.tensor_expr(shape, 1)} * 1.0" for _ in range(n)]
+        if self.coin(0.3):
+            self.emit(f"{ls} = {{{', '.join(f'{k}: {e}' for k, e in enumerate(items))}}}")
+        else:
+            self.emit(f"{ls} = [{', '.join(items)}]")
+            if self.coin(0.5):
+                k = self.draw(st.integers(0, n - 1))
+                self.emit(f"{ls}.append({self.choice([f'{ls}[{k}].copy()', f'{ls}[{k}] * 0.5'])})")
+                n += 1
+        k = self.draw(st.integers(0, n - 1))
+        op = self.choice(["+=", "-=", "*="])
+        value = "0.5" if op == "*=" else self.tensor_expr(shape, 1)
+        if self.coin(0.5):
+            i = self.fresh("i")
+            self.emit(f"for {i} in range({self.loop_count()}):")
+            self.emit(f"    {ls}[{k}] {op} {value}")
+        else:
+            self.emit(f"{ls}[{k}] {op} {value}")
+        read = " + ".join(f"{ls}[{j}]" for j in range(n))
+        self.emit(f"{target} = 0.5 * np.tanh({read})")
+        self.budget -= 2
+        self.bind(target, TensorT(shape))
+
     def batched_recurrence(self) -> None:
         """A recurrent layer over a batch: a state ``h`` of (B, H) rows, B >= 2, carried through
         a loop whose trip count is an int parameter where there is one (a loop the compiler

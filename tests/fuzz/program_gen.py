@@ -167,6 +167,8 @@ class FunctionWriter(FeatureWriter, ExprWriter):
             makers += [self.batched_recurrence]
         if "augmented-alias" in f:
             makers += [self.augmented_alias]
+        if "item-update" in f:
+            makers += [self.item_update]
         return makers * 2  # each twice as likely as one core statement
 
     def assign_new(self) -> None:

@@ -76,7 +76,8 @@ FEATURES = frozenset({"same-value-if", "dict", "dict-argument", "list-output", "
                       "conditional-append", "tuple-of-lists", "global-array",
                       "append-after-read", "append-to-comprehension", "in-place-write",
                       "fancy-index", "number-accumulator", "float32-accumulator",
-                      "tensor-containers", "batched-recurrence", "augmented-alias"})
+                      "tensor-containers", "batched-recurrence", "augmented-alias",
+                      "item-update"})
 """Constructs the generator can write beyond its core language, each one drawn only when named
 in ``programs(features=...)``:
 
@@ -108,7 +109,10 @@ in ``programs(features=...)``:
   the steps appended and stacked, a carried ``loss += np.sum(h * h)`` or ``loss += h.mean(axis=0)``;
 - ``augmented-alias``: ``vb = va; vb *= 0.5`` where ``va`` is numpy's scalar (``np.sum(x)``,
   ``x.mean()``: ``va`` keeps its value), an array (``np.sum(x, axis=0)``) or a 0-d array
-  (``np.zeros(())``: both names see the update).
+  (``np.zeros(())``: both names see the update);
+- ``item-update``: ``ls[k] += v`` (``-=``, ``*=``), once or in a loop, on a list or dict of
+  arrays the function made, each at one place (``ls.append(ls[0].copy())``), every item read
+  after.
 """
 
 PENDING_VALUES: frozenset[str] = frozenset()

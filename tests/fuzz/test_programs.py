@@ -285,6 +285,8 @@ FEATURE_PATTERNS = {
     "augmented-alias": [r"(vb\d+) = va\d+\n *\1 [-+*]= ", r"va\d+ = np\.sum\([^\n]*\)\n",
                         r"va\d+ = np\.sum\([^\n]*, axis=0\)", r"va\d+ = np\.zeros\(\(\)\)",
                         r"va\d+ = [^\n]*\.mean\(\)"],
+    "item-update": [r"(ls\d+)\[\d\] [-+*]= ", r"(ls\d+) = \[", r"(ls\d+) = \{0: ",
+                    r"(ls\d+)\.append\(\1\[\d\]", r"\n +(ls\d+)\[\d\] [-+*]= "],
 }
 """Regular expressions each feature's programs match somewhere: the constructs the feature
 stands for (lists read back as ``l[0]``/``l[-1]`` are in ``CORE_PATTERNS``)."""
