@@ -51,7 +51,7 @@ def _roots_held_once(names: list[Value], depth: int) -> dict[int | None, set[Roo
         if use.index == 0 and use.node.kind in PUTS:
             puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
     found: dict[int | None, set[Root]] = {}
-    seen: set[Root] = set()
+    seen: dict[Root, list[Value]] = {}  # root -> the arrays put that hold it
     for value, at in puts:
         if _same_place(value, at, names):
             continue
@@ -64,11 +64,26 @@ def _roots_held_once(names: list[Value], depth: int) -> dict[int | None, set[Roo
                     return None  # (a tuple a helper made, a list: not followed)
                 continue
             roots = _put_roots(part, at, made, depth)
-            if roots is None or roots & seen:
+            if roots is None or any(not _steps_apart(other, part)
+                                    for r in roots for other in seen.get(r, ())):
                 return None
-            seen |= roots
+            for r in roots:
+                seen.setdefault(r, []).append(part)
             found.setdefault(element, set()).update(roots)
     return found
+
+
+def _steps_apart(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` are a value a loop carries and the loop's result for it (``for
+    ...: hs.append(h); h = f(h)`` then ``hs.append(h)``): the result is what the last step
+    gave back, a step's own new array (``_put_every_step`` checked the carried value's puts),
+    or, where no step ran, the value it started as, which no step put."""
+    for p, r in ((a, b), (b, a)):
+        loop = r.node
+        if loop.kind == "prim::Loop" and p.node.kind == PARAM and \
+                p.node.owner is loop.blocks[0] and p.index == r.index + 1:
+            return True
+    return False
 
 
 def _same_place(value: Value, at: Node, names: list[Value]) -> bool:

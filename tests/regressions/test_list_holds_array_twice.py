@@ -123,7 +123,30 @@ def source_shifted_by_the_loop(x: Tensor):
     return l2[1] * 1.0
 
 
-REFUSED = [pairs_from_a_helper, source_shifted_by_the_loop, dict_of_one_array, appended_item, appended_last_item, typed_empty_list, item_stored_at_another_place,
+def state_appended_before_and_after_the_steps_too(x: Tensor):
+    h = x * 1.0
+    hs = [h]
+    for _ in range(3):
+        hs.append(h)  # (the first step appends h again)
+        h = np.tanh(h) + 0.5
+    hs.append(h)
+    hs[0] += 1.0
+    return hs[1] * 1.0
+
+
+def new_state_appended_in_the_step_and_the_next(x: Tensor):
+    h = x * 1.0
+    hs: List[Tensor] = []
+    for _ in range(3):
+        hs.append(h)
+        h = np.tanh(h) + 0.5
+        hs.append(h)  # (the next step appends it again)
+    hs[0] += 1.0
+    return hs[1] * 1.0
+
+
+REFUSED = [state_appended_before_and_after_the_steps_too,
+           new_state_appended_in_the_step_and_the_next, pairs_from_a_helper, source_shifted_by_the_loop, dict_of_one_array, appended_item, appended_last_item, typed_empty_list, item_stored_at_another_place,
            items_appended_in_a_loop, one_array_twice_in_a_literal, one_array_every_step,
            same_array_through_a_helper, dict_value_twice]
 
@@ -197,6 +220,28 @@ def appended_then_rebound(x: Tensor):
         h = np.tanh(h) + 1.0
     hs[1] += 1.0
     return hs[0], hs[1], hs[2]
+
+
+def states_before_each_step_and_the_last(x: Tensor, n: int):
+    h = x * 1.0
+    hs: List[Tensor] = []
+    for _ in range(n):
+        hs.append(h)
+        h = np.tanh(h) + 0.5
+    hs.append(h)
+    hs[0] += 1.0
+    hs[-1] *= 2.0
+    return hs
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_states_before_each_step_and_the_last_compile(n):
+    x = np.linspace(-1.0, 1.0, 3)
+    want = states_before_each_step_and_the_last(x.copy(), n)
+    got = script(states_before_each_step_and_the_last)(x.copy(), n)
+    assert len(got) == len(want) == n + 1
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
 
 
 def gradients_per_parameter(xs: List[Tensor]):
