@@ -171,13 +171,15 @@ def apart_from_made(value: Value, made: Value) -> bool:
 
 def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
                      outside: bool = False, where: dict[int, Any] | None = None,
-                     call: Node | None = None) -> set[int] | None:
+                     call: Node | None = None, depth: int = 0) -> set[int] | None:
     """The nodes that made the arrays ``value`` may be the memory of, through views, writes,
     branches, loops, calls and unpacked literals; None when it may be other memory (an
     argument, a constant, an item read from a container). ``inputs`` maps a called function's
     inputs to the caller's values. ``outside``: arguments and constants, memory no op of this
     function made, count as roots of their own. ``where`` is given each root's place in this
     function: its node, its argument, or the ``call`` that made it."""
+    if depth > 8:
+        return None  # (a loop's step calling a function that gives back its argument)
     roots: set[int] = set()
     seen: set[int] = set()
     todo = [value]
@@ -188,7 +190,7 @@ def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
         seen.add(id(v))
         node = v.node
         if inputs is not None and id(v) in inputs:
-            found = new_array_roots(inputs[id(v)], where=where)
+            found = new_array_roots(inputs[id(v)], where=where, depth=depth + 1)
             if found is None:
                 return None
             roots |= found
@@ -207,14 +209,14 @@ def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
                 todo.append(node.owner.returns[v.index])
             continue
         if node.kind in _UNPACKS:
-            found = _unpacked_roots(node.inputs[0], v.index, where, call)
+            found = _unpacked_roots(node.inputs[0], v.index, where, call, depth + 1)
             if found is None:
                 return None
             roots |= found
             continue
         if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
             found = new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node),
-                                     where=where, call=call or node)
+                                    where=where, call=call or node, depth=depth + 1)
             if found is None:
                 return None
             roots |= found
@@ -236,14 +238,14 @@ def _call_inputs(call: Node) -> dict[int, Value]:
 
 
 def _unpacked_roots(container: Value, index: int, where: dict[int, Any] | None = None,
-                    call: Node | None = None) -> set[int] | None:
+                    call: Node | None = None, depth: int = 0) -> set[int] | None:
     """``new_array_roots`` of item ``index`` of an unpacked literal (see
     ``_unpacked_literal_item``)."""
     made = container.node
     if len(container.uses) != 1:
         return None
     if made.kind in _UNPACKS.values():
-        return new_array_roots(made.inputs[index], where=where, call=call)
+        return new_array_roots(made.inputs[index], where=where, call=call, depth=depth)
     if made.kind != "prim::CallFunction" or "Subgraph" not in made.attrs:
         return None
     literal = made.subgraph.outputs[container.index]
@@ -251,7 +253,7 @@ def _unpacked_roots(container: Value, index: int, where: dict[int, Any] | None =
             [u.node.kind for u in literal.uses] != ["prim::Return"]:
         return None
     return new_array_roots(literal.node.inputs[index], _call_inputs(made), where=where,
-                            call=call or made)
+                           call=call or made, depth=depth)
 
 
 def _call_result_sources(call: Node, result: Value) -> list[Value] | None:

@@ -38,7 +38,14 @@ def held_twice(item: Value) -> bool:
     of a loop. False where the container is not a literal of this function (one the caller
     passed is refused by ``check_item_update`` anyway)."""
     names = _container_names(item.node.inputs[0])
-    return names is not None and _roots_held_once(names, 0) is None
+    return names is not None and (not names or _roots_held_once(names, 0) is None)
+
+
+_UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::ListConstruct", "prim::DictConstruct",
+                          "prim::CallFunction", "prim::CallMethod"})
+"""uses of a container after which items may be put into it that its own uses do not show:
+``l.extend(...)`` / ``l += [...]``, the container kept in another list or dict, or passed to
+a function."""
 
 
 def _roots_held_once(names: list[Value], depth: int) -> dict[int | None, set[Root]] | None:
@@ -50,6 +57,8 @@ def _roots_held_once(names: list[Value], depth: int) -> dict[int | None, set[Roo
     for use in (u for name in names for u in name.uses):
         if use.index == 0 and use.node.kind in PUTS:
             puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
+        elif use.node.kind in _UNSEEN_PUTS or use.node.kind in PUTS:
+            return None  # extended, or kept where other code may put items into it
     found: dict[int | None, set[Root]] = {}
     seen: dict[Root, list[Value]] = {}  # root -> the arrays put that hold it
     for value, at in puts:
@@ -87,13 +96,16 @@ def _steps_apart(a: Value, b: Value) -> bool:
 
 
 def _same_place(value: Value, at: Node, names: list[Value]) -> bool:
-    """Whether ``at`` stores back at its key the array it read there, or stored there, written
-    into (``xs[t][k] = 1``: ``xs[t] = select_put(xs[t], ...)``): the same array at the same
-    place."""
-    if at.kind not in ("prim::DictSetItem", "prim::ListSetItem"):
+    """Whether ``at`` stores back at its key of a dict the array it read there, or stored there,
+    written into (``xs[t][k] = 1``: ``xs[t] = select_put(xs[t], ...)``): the same array at the
+    same place."""
+    if at.kind != "prim::DictSetItem":  # (a list's index may move: inserts, pops)
         return False
+    written = False
     while value.node.kind.startswith("tensor::") and value.node.kind.endswith("_put"):
-        value = value.node.inputs[0]
+        value, written = value.node.inputs[0], True
+    if not written:
+        return False
     read, key = value.node, at.inputs[1]
     if read.kind in ("prim::DictGetItem", "prim::ListIndex"):
         return read.inputs[0] in names and read.inputs[1] is key
@@ -129,7 +141,7 @@ def _item_per_step(value: Value, at: Node, made: Node, depth: int) -> set[Root] 
             index.node.owner is not loops[0].blocks[0]:
         return None
     names = _container_names(source)
-    if names is None or names[0].node is made or any(
+    if not names or names[0].node is made or source.defined_inside(loops[0]) or any(
             use.node.kind in PUTS and use.node.is_inside(loops[0])
             for name in names for use in name.uses):  # (its items moved by the loop)
         return None
@@ -157,16 +169,16 @@ def _put_every_step(value: Value, where: dict[int, Any], at: Node, made: Node) -
     step does not make ``value`` anew (a loop parameter a step gives back made anew is a new
     array at each step)."""
     for loop in _loops_outlived(at, made):
-        places: dict[int, Any] | None = where
+        places = where
         if value.node.kind == PARAM and value.node.owner is loop.blocks[0] and \
                 value.index >= 1:
             returns = loop.blocks[0].returns
-            places = None  # (a step being compiled: what it gives back is not known yet)
-            if len(returns) > value.index:
-                places = {}
-                if new_array_roots(returns[value.index], outside=True, where=places) is None:
-                    return True
-        if places is not None and not all(
+            if len(returns) <= value.index:
+                return True  # (a step being compiled: what it gives back is not known)
+            places = {}
+            if new_array_roots(returns[value.index], outside=True, where=places) is None:
+                return True
+        if not all(
                 (p.defined_inside(loop) if isinstance(p, Value) else p.is_inside(loop))
                 for p in places.values()):
             return True
@@ -175,18 +187,25 @@ def _put_every_step(value: Value, where: dict[int, Any], at: Node, made: Node) -
 
 def _container_names(value: Value) -> list[Value] | None:
     """The values a list or dict made by a literal of this function is, through the loops that
-    carry it: the literal's value first. None where it is not a literal here."""
+    carry it: the literal's value first. None where it is not a literal here; [] where a loop
+    step binds the name to another container (not followed)."""
     while True:
         node = value.node
         if node.kind == "prim::Loop":
+            if node.blocks[0].returns[1 + value.index] is not node.blocks[0].params[
+                    1 + value.index]:
+                return []  # (a step binds another container: not followed)
             value = node.inputs[2 + value.index]
         elif node.kind == PARAM and node.owner is not None and node.owner.owner is not None \
                 and node.owner.owner.kind == "prim::Loop" and value.index >= 1:
+            returns = node.owner.returns
+            if len(returns) > value.index and returns[value.index] is not value:
+                return []
             value = node.owner.owner.inputs[1 + value.index]
         else:
             break
     if value.node.kind not in ("prim::ListConstruct", "prim::DictConstruct"):
-        return None
+        return None  # (a branch's, l + [...], a slice, a helper's, an argument: not followed)
     names, todo = [value], [value]
     while todo:
         for use in todo.pop().uses:

@@ -295,3 +295,114 @@ def test_gradient_accumulators_per_parameter_compile():
     got = script(gradients_per_parameter)([x.copy() for x in xs])
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+# -- more ways, from a review: each gave a wrong value, or (the last) a RecursionError ---------
+def updated_in_the_step_that_appends(x: Tensor, n: int):
+    h = x * 1.0
+    hs: List[Tensor] = []
+    for i in range(n):
+        hs.append(h)
+        h = x * 0.0
+        hs[0] += 1.0
+        h = hs[0]
+    return hs
+
+
+def one_value_stored_twice_at_a_key(x: Tensor):
+    v = x * 2.0
+    d: Dict[int, Tensor] = {}
+    for t in range(3):
+        d[t] = v
+        d[t] = v
+    d[0] += 1.0
+    return d
+
+
+def same_index_after_an_insert(x: Tensor):
+    l = [x * 1.0, x * 3.0]
+    k = 0
+    a = l[k]
+    l.insert(0, x * 5.0)
+    l[k] = a
+    l[1] += 1.0
+    return l
+
+
+def source_extended_by_the_loop(x: Tensor):
+    src = [x * 1.0, x * 2.0]
+    l: List[Tensor] = []
+    for i in range(3):
+        l.append(src[i])
+        src.extend([src[0]])
+    l[0] += 1.0
+    return l
+
+
+def source_rebound_by_the_loop(x: Tensor):
+    src = [x * 1.0, x * 2.0]
+    l: List[Tensor] = []
+    for i in range(2):
+        l.append(src[i])
+        src = [src[1], src[0]]
+    l[0] += 1.0
+    return l
+
+
+def rebound_to_a_literal_in_a_loop(x: Tensor):
+    a = x * 1.0
+    hs: List[Tensor] = []
+    for i in range(2):
+        hs = [a, a]
+    hs[1] += 1.0
+    return hs
+
+
+def extended_with_an_item(x: Tensor):
+    l = [x * 1.0]
+    l.extend([l[0]])
+    l[1] += 1.0
+    return l
+
+
+def _push(l: List[Tensor], v: Tensor):
+    l.append(v)
+
+
+def appended_by_a_helper(x: Tensor):
+    l = [x * 1.0]
+    _push(l, l[0])
+    l[1] += 1.0
+    return l
+
+
+def appended_through_another_list(x: Tensor):
+    hs = [x * 1.0]
+    outer = [hs]
+    outer[0].append(hs[0])
+    hs[1] += 1.0
+    return hs
+
+
+def carried_through_a_helper_returning_it(x: Tensor):
+    h = x * 1.0
+    hs = [x * 0.0]
+    for i in range(2):
+        h = _same(h)
+    hs.append(h)
+    hs[-1] += 1.0
+    return hs
+
+
+MORE = [(updated_in_the_step_that_appends, 2), (one_value_stored_twice_at_a_key, None),
+        (same_index_after_an_insert, None), (source_extended_by_the_loop, None),
+        (source_rebound_by_the_loop, None), (rebound_to_a_literal_in_a_loop, None),
+        (extended_with_an_item, None), (appended_by_a_helper, None),
+        (appended_through_another_list, None), (carried_through_a_helper_returning_it, None)]
+
+
+@pytest.mark.parametrize("fn, n", MORE, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_more_ways_to_hold_an_array_twice_are_refused(fn, n):
+    args = (np.arange(3.0),) if n is None else (np.arange(3.0), n)
+    with pytest.raises(ScriptError, match=r"may also change other places of"):
+        script(fn)(*args)
