@@ -42,7 +42,7 @@ def held_twice(item: Value) -> bool:
 
 
 _UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::ListConstruct", "prim::DictConstruct",
-                          "prim::CallFunction", "prim::CallMethod"})
+                          "prim::CallFunction"})
 """uses of a container after which items may be put into it that its own uses do not show:
 ``l.extend(...)`` / ``l += [...]``, the container kept in another list or dict, or passed to
 a function."""
