@@ -187,8 +187,9 @@ def _put_every_step(value: Value, where: dict[int, Any], at: Node, made: Node) -
 
 def _container_names(value: Value) -> list[Value] | None:
     """The values a list or dict made by a literal of this function is, through the loops that
-    carry it: the literal's value first. None where it is not a literal here; [] where a loop
-    step binds the name to another container (not followed)."""
+    carry it: the literal's value first. None where it is not a literal here; [] where it is
+    ``l + [...]`` or a slice, or a loop step binds the name to another container (not
+    followed)."""
     while True:
         node = value.node
         if node.kind == "prim::Loop":
@@ -204,8 +205,10 @@ def _container_names(value: Value) -> list[Value] | None:
             value = node.owner.owner.inputs[1 + value.index]
         else:
             break
+    if value.node.kind in ("prim::ListAdd", "prim::ListSlice"):
+        return []  # (the items of other lists, which may hold an array twice: not followed)
     if value.node.kind not in ("prim::ListConstruct", "prim::DictConstruct"):
-        return None  # (a branch's, l + [...], a slice, a helper's, an argument: not followed)
+        return None  # (a branch's, a helper's, an argument: not followed)
     names, todo = [value], [value]
     while todo:
         for use in todo.pop().uses:

@@ -394,7 +394,22 @@ def carried_through_a_helper_returning_it(x: Tensor):
     return hs
 
 
-MORE = [(updated_in_the_step_that_appends, 2), (one_value_stored_twice_at_a_key, None),
+def concatenated_lists(x: Tensor):
+    a = x * 1.0
+    l = [a] + [a]
+    l[1] += 1.0
+    return l
+
+
+def slice_of_a_list(x: Tensor):
+    a = x * 1.0
+    l = [a, a]
+    l2 = l[0:2]
+    l2[0] += 1.0
+    return l2
+
+
+MORE = [(concatenated_lists, None), (slice_of_a_list, None), (updated_in_the_step_that_appends, 2), (one_value_stored_twice_at_a_key, None),
         (same_index_after_an_insert, None), (source_extended_by_the_loop, None),
         (source_rebound_by_the_loop, None), (rebound_to_a_literal_in_a_loop, None),
         (extended_with_an_item, None), (appended_by_a_helper, None),
