@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ir.core import Value
 from script.errors import ScriptError
@@ -129,11 +129,7 @@ class ScalarUpdateMixin:
                 self.bind(alias, new, node)
 
         self.emit_if(self.is_0d(old, node), lambda: _raise(refused), rebind, end_of(node), node)
-        for alias in aliases:
-            merged = self.frame.find(alias)
-            if isinstance(merged, Value) and merged is not before[alias] and merged is not new:
-                self.array_aliases[merged] = new
-                self.updated_from[merged] = before[alias]  # type: ignore[assignment]
+        self.note_merged(aliases, before, new)
 
     def rebind_aliases(self: FunctionCompiler, name: str, old: Value, new: Value,
                        node: ast.AST) -> None:
@@ -166,11 +162,18 @@ class ScalarUpdateMixin:
                 self.bind(alias, new, node)
 
         self.emit_if(zero_d, lambda: rebind(own), lambda: rebind(aliases), end_of(node), node)
-        for alias in aliases:  # its value before where 0-d, the changed array otherwise
+        self.note_merged(aliases, before, new)
+
+    def note_merged(self: FunctionCompiler, aliases: list[str], before: dict[str, Any],
+                    new: Value) -> None:
+        """After an ``if`` on the rank rebound ``aliases`` (bound to ``before``) to ``new`` in
+        one branch: each name's merged value is its value before where 0-d, the changed array
+        otherwise (``array_aliases``, ``updated_from``)."""
+        for alias in aliases:
             merged = self.frame.find(alias)
             if isinstance(merged, Value) and merged is not before[alias] and merged is not new:
                 self.array_aliases[merged] = new
-                self.updated_from[merged] = before[alias]  # type: ignore[assignment]
+                self.updated_from[merged] = before[alias]
 
 
 __all__ = ["ScalarUpdateMixin"]
