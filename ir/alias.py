@@ -104,6 +104,11 @@ class StorageClasses:
 
         return answer(self._find(value)) if holds_storage(value.type) else None
 
+    def same_location(self, a: Value, b: Value) -> bool:
+        """Whether ``a`` and ``b`` may be the same memory (one location: the same list, the
+        same array or views of one)."""
+        return self._find(a) is self._find(b)
+
     def join(self, a: Value, b: Value) -> None:
         """Record that ``a`` and ``b`` may now be the same memory (a rewrite made the readers of
         one read the other)."""

@@ -215,7 +215,7 @@ def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
             roots |= found
             continue
         if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
-            found = new_array_roots(node.subgraph.outputs[v.index], _call_inputs(node),
+            found = new_array_roots(node.subgraph.outputs[v.index], call_inputs(node),
                                     where=where, call=call or node, depth=depth + 1)
             if found is None:
                 return None
@@ -233,7 +233,7 @@ def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
     return roots
 
 
-def _call_inputs(call: Node) -> dict[int, Value]:
+def call_inputs(call: Node) -> dict[int, Value]:
     return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
 
 
@@ -252,7 +252,7 @@ def _unpacked_roots(container: Value, index: int, where: dict[int, Any] | None =
     if literal.node.kind not in _UNPACKS.values() or \
             [u.node.kind for u in literal.uses] != ["prim::Return"]:
         return None
-    return new_array_roots(literal.node.inputs[index], _call_inputs(made), where=where,
+    return new_array_roots(literal.node.inputs[index], call_inputs(made), where=where,
                            call=call or made, depth=depth)
 
 

@@ -3,8 +3,9 @@
 ``l[i] += v`` on an item updates its array in place in numpy, so every place of the container
 holding that array sees the update; the compiled code stores a new array at ``l[i]`` alone.
 The two agree where the container holds the array once, which ``held_twice`` decides from what
-the function put into the container (``ListConstruct`` / ``DictConstruct`` inputs and the
-``PUTS``: appends, item stores, inserts):
+the function put into it: the items of each literal that may have made it and the ``PUTS``
+(appends, item stores, inserts) through each of its names, an ``if``'s or a loop's result, a
+tuple's element, a called function's parameter or result (``container_family``):
 
 - each array put must be one this function made (``aliases.new_array_roots``), no two puts may
   be the same array, and a put in a loop the container outlives must put a new array at each
@@ -22,63 +23,69 @@ from __future__ import annotations
 
 from typing import Any
 
-from ir.alias import holds_storage
-from ir.core import PARAM, Node, Value
+from ir.alias import StorageClasses, holds_storage
+from ir.core import PARAM, SUBGRAPH, Graph, Node, Value
 from ir.types import TensorType
-from script.frontend.aliases import PUTS, carried_as, new_array_roots
+from script.frontend.aliases import PUTS, call_inputs, new_array_roots
+from script.frontend.container_family import Family, container_family
 
 Root = Any
 """a node's id (``new_array_roots``), or (container, element) for the arrays a container the
 function made holds at an element of its tuple items."""
 
 
-def held_twice(item: Value) -> bool:
+def held_twice(item: Value, storage: StorageClasses, graph: Graph) -> bool:
     """Whether the list or dict ``item`` was read from may hold that array at another place
     too: ``l.append(l[0])``, ``l[1] = l[0]``, ``[a, a]``, or one array appended at every step
-    of a loop. False where the container is not a literal of this function (one the caller
-    passed is refused by ``check_item_update`` anyway)."""
-    names = _container_names(item.node.inputs[0])
-    return names is not None and (not names or _roots_held_once(names, 0) is None)
+    of a loop. False where no literal of this function (or of a function it called) made the
+    container: the caller's (``check_item_update`` refuses updating its items anyway)."""
+    family = container_family(item.node.inputs[0], storage, graph)
+    return family is None or _roots_held_once(family, storage, graph, 0) is None
 
 
-_UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::ListConstruct", "prim::DictConstruct",
-                          "prim::CallFunction"})
-"""uses of a container after which items may be put into it that its own uses do not show:
-``l.extend(...)`` / ``l += [...]``, the container kept in another list or dict, or passed to
-a function."""
+_UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::CallFunction"})
+"""uses of a container after which items may be put into it that its names' uses do not show:
+``l.extend(...)`` / ``l += [...]``, or the container passed to a function whose graph is not
+known (one whose graph is known has its parameter among the names)."""
 
 
-def _roots_held_once(names: list[Value], depth: int) -> dict[int | None, set[Root]] | None:
-    """The roots of the arrays the container ``names`` holds, per element of its tuple items
-    (None: items that are arrays), where it holds each array once; None where it may not."""
-    made = names[0].node
-    puts = [(v, made) for v in (made.inputs[1::2] if made.kind == "prim::DictConstruct"
-                                else made.inputs)]
-    for use in (u for name in names for u in name.uses):
+def _roots_held_once(family: Family, storage: StorageClasses, graph: Graph,
+                     depth: int) -> dict[int | None, set[Root]] | None:
+    """The roots of the arrays the containers of ``family`` hold, per element of their tuple
+    items (None: items that are arrays), where each holds each array once; None where one may
+    not."""
+    puts: list[tuple[Value, Node]] = []
+    for use in (u for name in family.names for u in name.uses):
         if use.index == 0 and use.node.kind in PUTS:
             puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
-        elif use.node.kind in _UNSEEN_PUTS or use.node.kind in PUTS:
-            return None  # extended, or kept where other code may put items into it
+        elif use.node.kind in _UNSEEN_PUTS and SUBGRAPH not in use.node.attrs:
+            return None  # extended, or passed where other code may put items into it
     found: dict[int | None, set[Root]] = {}
-    seen: dict[Root, list[Value]] = {}  # root -> the arrays put that hold it
-    for value, at in puts:
-        if _same_place(value, at, names):
-            continue
-        parts = [(None, value)]
-        if value.node.kind == "prim::TupleConstruct":
-            parts = list(enumerate(value.node.inputs))
-        for element, part in parts:
-            if not isinstance(part.type, TensorType):
-                if holds_storage(part.type):
-                    return None  # (a tuple a helper made, a list: not followed)
-                continue
-            roots = _put_roots(part, at, made, depth)
-            if roots is None or any(not _steps_apart(other, part)
-                                    for r in roots for other in seen.get(r, ())):
+    for origin in family.origins:
+        made = origin.node
+        literal = made.inputs[1::2] if made.kind == "prim::DictConstruct" else made.inputs
+        seen: dict[Root, list[Value]] = {}  # root -> the arrays put that hold it
+        for value, at in [(v, made) for v in literal] + puts:
+            anchor = family.anchor(origin, at)
+            if anchor is None:
                 return None
-            for r in roots:
-                seen.setdefault(r, []).append(part)
-            found.setdefault(element, set()).update(roots)
+            if _same_place(value, at, family.names):
+                continue
+            parts = [(None, value)]
+            if value.node.kind == "prim::TupleConstruct":
+                parts = list(enumerate(value.node.inputs))
+            for element, part in parts:
+                if not isinstance(part.type, TensorType):
+                    if holds_storage(part.type):
+                        return None  # (a tuple a helper made, a list: not followed)
+                    continue
+                roots = _put_roots(part, at, anchor, family, storage, graph, depth)
+                if roots is None or any(not _steps_apart(other, part)
+                                        for r in roots for other in seen.get(r, ())):
+                    return None
+                for r in roots:
+                    seen.setdefault(r, []).append(part)
+                found.setdefault(element, set()).update(roots)
     return found
 
 
@@ -114,17 +121,22 @@ def _same_place(value: Value, at: Node, names: list[Value]) -> bool:
                for name in names for use in name.uses)  # (the array stored there, read back)
 
 
-def _put_roots(value: Value, at: Node, made: Node, depth: int) -> set[Root] | None:
-    """The roots of the arrays ``at`` puts into the container ``made`` made, where it puts a
-    new one at each step of the loops the container outlives; None otherwise."""
+def _put_roots(value: Value, at: Node, made: Node, family: Family, storage: StorageClasses,
+               graph: Graph, depth: int) -> set[Root] | None:
+    """The roots of the arrays ``at`` puts into a container made at ``made`` (see
+    ``Family.anchor``), where it puts a new one at each step of the loops the container
+    outlives; None otherwise. In a called function, its parameters are the caller's values."""
     where: dict[int, Any] = {}
-    roots = new_array_roots(value, outside=True, where=where)
+    call = family.call_of(at)
+    roots = new_array_roots(value, None if call is None else call_inputs(call), outside=True,
+                            where=where)
     if roots is not None:
         return None if _put_every_step(value, where, at, made) else set(roots)
-    return _item_per_step(value, at, made, depth)
+    return _item_per_step(value, at, made, family, storage, graph, depth)
 
 
-def _item_per_step(value: Value, at: Node, made: Node, depth: int) -> set[Root] | None:
+def _item_per_step(value: Value, at: Node, made: Node, family: Family,
+                   storage: StorageClasses, graph: Graph, depth: int) -> set[Root] | None:
     """``value`` read from a container this function made at the counter of the one loop the
     container ``made`` outlives (``pairs[i]``, or an element of that tuple): a new item at each
     step. Its roots are those of the arrays the other container holds there, where it holds
@@ -140,12 +152,14 @@ def _item_per_step(value: Value, at: Node, made: Node, depth: int) -> set[Root] 
     if len(loops) != 1 or index.node.kind != PARAM or index.index != 0 or \
             index.node.owner is not loops[0].blocks[0]:
         return None
-    names = _container_names(source)
-    if not names or names[0].node is made or source.defined_inside(loops[0]) or any(
-            use.node.kind in PUTS and use.node.is_inside(loops[0])
-            for name in names for use in name.uses):  # (its items moved by the loop)
+    other = container_family(source, storage, graph)
+    if other is None or other.caller or not other.origins or \
+            storage.same_location(source, family.names[0]) or source.defined_inside(loops[0]) or \
+            any(name.node.owner is loops[0].blocks[0] or
+                any(use.node.kind in PUTS and use.node.is_inside(loops[0]) for use in name.uses)
+                for name in other.names):  # (its items moved, or it rebound, by the loop)
         return None
-    held = _roots_held_once(names, depth + 1)
+    held = _roots_held_once(other, storage, graph, depth + 1)
     if held is None or element not in held:
         return None
     return held[element]
@@ -183,37 +197,3 @@ def _put_every_step(value: Value, where: dict[int, Any], at: Node, made: Node) -
                 for p in places.values()):
             return True
     return False
-
-
-def _container_names(value: Value) -> list[Value] | None:
-    """The values a list or dict made by a literal of this function is, through the loops that
-    carry it: the literal's value first. None where it is not a literal here; [] where it is
-    ``l + [...]`` or a slice, or a loop step binds the name to another container (not
-    followed)."""
-    while True:
-        node = value.node
-        if node.kind == "prim::Loop":
-            if node.blocks[0].returns[1 + value.index] is not node.blocks[0].params[
-                    1 + value.index]:
-                return []  # (a step binds another container: not followed)
-            value = node.inputs[2 + value.index]
-        elif node.kind == PARAM and node.owner is not None and node.owner.owner is not None \
-                and node.owner.owner.kind == "prim::Loop" and value.index >= 1:
-            returns = node.owner.returns
-            if len(returns) > value.index and returns[value.index] is not value:
-                return []
-            value = node.owner.owner.inputs[1 + value.index]
-        else:
-            break
-    if value.node.kind in ("prim::ListAdd", "prim::ListSlice"):
-        return []  # (the items of other lists, which may hold an array twice: not followed)
-    if value.node.kind not in ("prim::ListConstruct", "prim::DictConstruct"):
-        return None  # (a branch's, a helper's, an argument: not followed)
-    names, todo = [value], [value]
-    while todo:
-        for use in todo.pop().uses:
-            for other in carried_as(use.node, use.index):
-                if other not in names:
-                    names.append(other)
-                    todo.append(other)
-    return names

@@ -402,7 +402,7 @@ class WriteMixin:
                                  f"{ast.unparse(target)} "
                                  f"{_AUGMENTED.get(type(getattr(node, 'op', None)), '+')} ... "
                                  "to store a new array")
-        if held_twice(current):
+        if held_twice(current, storage, self.graph):
             container = ast.unparse(getattr(target, "value", target))
             op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
             raise self.error(node, f"this in-place update of {ast.unparse(target)} may also "
