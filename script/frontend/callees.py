@@ -330,6 +330,8 @@ class CalleeMixin:
         if fdef.attr_stores:
             self.callee_stored(fdef, objects)
         self.note_callee_writes(call, fdef)
+        if fdef.array_results:
+            self.array_items[call.output] = fdef.array_results
         return call.output
 
     def optional_or_refused(self: FunctionCompiler, value: Value, error: ScriptError,

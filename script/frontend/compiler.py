@@ -243,6 +243,9 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.zero_d_copies: set[Value] = set()
         """``np.asarray`` of a value numpy's scalar where 0-d, and its updates: a new 0-d array
         where 0-d, the value's array otherwise (``ScalarUpdateMixin``)."""
+        self.array_items: dict[Value, tuple[tuple[int, ...], ...]] = {}
+        """a called function's result -> where it is numpy's array (its ``FunctionDef.
+        array_results``): the whole result, or items of the tuple it returns."""
         self.updated_from: dict[Value, Value] = {}
         """the value of a name after ``x += v`` (or of another name of it, ``array_aliases``) ->
         ``x``'s value before: numpy's scalar where that was one, the same array where it was
@@ -376,7 +379,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                                  if n in self.dtype_params))
         fdef.attr_stores = self.attribute_stores()
         fdef.caller_writes = caller_writes
-        fdef.array_results = array_results(result, self.updated_from, self.zero_d_copies)
+        fdef.array_results = array_results(result, self.updated_from, self.zero_d_copies,
+                                           self.array_items)
         fdef.writes_read = bool(self.__dict__.get("writes_read"))
         return fdef
 

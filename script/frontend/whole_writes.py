@@ -22,7 +22,7 @@ from ir.core import PARAM, Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR
 from ir.registry import ARRAY_RESULT, ELEMENTWISE, SCALAR_RESULT, VIEW, lookup
-from ir.types import TensorType, is_number
+from ir.types import AnyType, TensorType, is_mutable, is_number
 from passes.shape_prop import WEAK_DTYPE
 from script.frontend.aliases import carried_sources, value_sources
 from script.frontend.env import end_of
@@ -98,38 +98,83 @@ def _every_way(value: Value, pending: list[Value] | None,
     return True
 
 
-def array_results(result: Value, updated_from: dict[Value, Value],
-                  zero_d_copies: set[Value]) -> tuple[tuple[int, ...], ...]:
-    """Where the function's ``result`` is numpy's array, at the top level or an item of a
-    returned tuple (``FunctionDef.array_results``): made as one, an argument's copy (the
-    function called from Python: ``Tensor`` arguments are arrays), ``np.asarray`` of a value
-    (``zero_d_copies``), or updated in place from one (``updated_from``)."""
-    def array(v: Value) -> bool:
-        return isinstance(v.type, TensorType) and (v in zero_d_copies or made_as_array(
-            v, arguments=True, updated_from=updated_from))
+def array_results(result: Value, updated_from: dict[Value, Value], zero_d_copies: set[Value],
+                  array_items: dict[Value, tuple[tuple[Any, ...], ...]] | None = None
+                  ) -> tuple[tuple[Any, ...], ...]:
+    """Where the function's ``result`` is numpy's array (``FunctionDef.array_results``): the
+    result itself, or the path to an item of the tuple, list or dict literals it returns (a
+    tuple's or list's index, a dict's key), made as one, an argument's copy (the function called
+    from Python: ``Tensor`` arguments are arrays), ``np.asarray`` of a value
+    (``zero_d_copies``), updated in place from one (``updated_from``), or where a called
+    function's result is one (``array_items``: its result -> those paths)."""
+    items = array_items or {}
 
-    if result.node.kind == "prim::TupleConstruct":
-        return tuple((k,) for k, item in enumerate(result.node.inputs) if array(item))
-    return ((),) if array(result) else ()
+    def known(v: Value) -> bool:
+        if v in zero_d_copies or () in items.get(v, ()):
+            return True
+        node = v.node
+        if node.kind == "prim::TupleUnpack":
+            return (v.index,) in items.get(node.inputs[0], ())
+        if node.kind == "prim::TupleIndex" and node.inputs[1].node.kind == "prim::Constant":
+            return (node.inputs[1].node.attrs.get("value"),) in items.get(node.inputs[0], ())
+        return False
+
+    def paths(v: Value, depth: int) -> list[tuple[Any, ...]]:
+        # (an early return's value is typed Any until optimized)
+        if isinstance(v.type, (TensorType, AnyType)) and made_as_array(
+                v, arguments=True, updated_from=updated_from, known=known):
+            return [()]
+        if v in items:
+            return list(items[v]) if _kept_in_place(v) else []
+        node = v.node
+        if depth > 4 or node.kind not in _LITERALS or node.kind != "prim::TupleConstruct" and \
+                not _kept_in_place(v) or any(is_mutable(x.type) for x in node.inputs) and \
+                not all(u.node.kind in _LITERALS + ("prim::Return",) for u in v.uses):
+            return []  # (a list or dict it holds may be changed through a read of it)
+        pairs = enumerate(node.inputs)
+        if node.kind == "prim::DictConstruct":
+            keys = [k.node.attrs.get("value") if k.node.kind == "prim::Constant" else None
+                    for k in node.inputs[0::2]]
+            if None in keys:
+                return []
+            pairs = zip(keys, node.inputs[1::2])  # type: ignore[assignment]
+        return [(k, *p) for k, item in pairs for p in paths(item, depth + 1)]
+
+    return tuple(paths(result, 0))
+
+
+_LITERALS = ("prim::TupleConstruct", "prim::ListConstruct", "prim::DictConstruct")
+
+
+def _kept_in_place(v: Value) -> bool:
+    """Whether the items of the container ``v`` stay at their places until it is returned: read,
+    appended to (a list) or returned, nothing else (an insert moves them, a store replaces one,
+    and a container passed on or carried may be changed out of sight)."""
+    return all(u.node.kind in ("prim::Return", "prim::ListIndex", "prim::DictGetItem",
+                               "prim::len", "prim::TupleIndex", "prim::TupleUnpack") or
+               u.node.kind in _LITERALS and not u.node.output.uses[1:] and all(
+                   w.node.kind in _LITERALS + ("prim::Return",) for w in u.node.output.uses) or
+               u.node.kind == "prim::ListAppend" and u.index == 0 for u in v.uses)
 
 
 def made_as_array(value: Value, pending: list[Value] | None = None,
                   arguments: bool = False,
-                  updated_from: dict[Value, Value] | None = None) -> bool:
+                  updated_from: dict[Value, Value] | None = None,
+                  known: Callable[[Value], bool] | None = None) -> bool:
     """Whether every way ``value`` is made (through branches and the steps of loops) gives an
     array numpy holds as one: ``ARRAY_MAKERS``, ``np.array``, an op whose 0-d result is an
     array (``ARRAY_RESULT``: ``np.where``), an earlier 0-d write. A value a loop carries whose
     body is still being compiled is added to ``pending``, to check once it is.
     ``arguments``: an argument's copy counts as an array (a ``Tensor`` argument of a function
     called from Python is one: numpy's scalars are refused; one a scripted caller passes a
-    helper may be numpy's scalar)."""
+    helper may be numpy's scalar). ``known``: values known to be arrays besides."""
     if not arguments:
         return _every_way(value, pending, _made_as_array)
 
     updated = updated_from or {}
 
     def judge(v: Value) -> bool | list[Value] | None:
-        if v.node.kind == PARAM and carried_sources(v) is None:
+        if v.node.kind == PARAM and carried_sources(v) is None or known is not None and known(v):
             return True
         if v.node.kind == "tensor::full" and v.node.attrs.get(WEAK_DTYPE):
             return False  # a Python number a loop carries as a tensor: numpy's scalar
@@ -142,8 +187,8 @@ def made_as_array(value: Value, pending: list[Value] | None = None,
 
 def _made_as_array(v: Value) -> bool | list[Value] | None:
     node = v.node
-    if node.attrs.get(ZERO_D_ARRAY):
-        return True
+    if node.attrs.get(ZERO_D_ARRAY) or node.kind == "prim::Uninitialized":
+        return True  # (an early return's value before it is set: never given back)
     if node.attrs.get(ZERO_D_ITEM):
         return False
     if node.kind in _STRUCTURE:

@@ -96,3 +96,84 @@ def test_a_loss_summed_from_a_number_is_numpys_scalar():
     want, got = loss_from_a_number(p), script(loss_from_a_number)(p)
     assert [type(g) for g in got] == [type(w) for w in want] == [np.float64, np.ndarray]
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+
+
+# -- through helpers, early returns and nested results -------------------------------------------
+def _accumulated(x: Tensor):
+    z = np.zeros(())
+    z += np.sum(x)
+    return z
+
+
+def from_a_helper(x: Tensor):
+    return _accumulated(x)
+
+
+def item_from_a_helper(x: Tensor):
+    a = _accumulated(x)
+    return a, x * 2.0
+
+
+def early_return_in_a_loop(x: Tensor, n: int):
+    z = np.zeros(())
+    for i in range(n):
+        z += np.sum(x)
+        if i == 1:
+            return z
+    return z
+
+
+def in_a_list(x: Tensor):
+    z = np.zeros(())
+    z += np.sum(x)
+    return [z, z + 1.0]
+
+
+def in_a_list_appended_to(x: Tensor):
+    z = np.zeros(())
+    z += np.sum(x)
+    l = [z]
+    l.append(np.sum(x))
+    return l
+
+
+def list_from_a_helper(x: Tensor):
+    return in_a_list(x)
+
+
+def in_an_inner_tuple(x: Tensor):
+    z = np.zeros(())
+    z += np.sum(x)
+    return x * 2.0, (z, 1)
+
+
+def in_a_dict(x: Tensor):
+    z = np.zeros(())
+    z += np.sum(x)
+    return {"z": z, "s": np.sum(x)}
+
+
+def _types(v):
+    if isinstance(v, dict):
+        return {k: _types(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_types(x) for x in v)
+    return type(v)
+
+
+@pytest.mark.parametrize("fn", [from_a_helper, item_from_a_helper, in_a_list,
+                                in_a_list_appended_to, list_from_a_helper, in_an_inner_tuple,
+                                in_a_dict], ids=lambda f: f.__name__)
+def test_nested_and_called_results_as_numpy_gives(fn):
+    x = np.arange(3.0)
+    want, got = fn(x.copy()), script(fn)(x.copy())
+    assert _types(got) == _types(want)
+    assert "ndarray" in str(_types(want))  # (each holds numpy's 0-d array somewhere)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_an_early_return_in_a_loop_as_numpy_gives(n):
+    x = np.arange(3.0)
+    want, got = early_return_in_a_loop(x.copy(), n), script(early_return_in_a_loop)(x.copy(), n)
+    assert type(got) is type(want) is np.ndarray
+    np.testing.assert_array_equal(got, want)
