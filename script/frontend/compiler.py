@@ -361,6 +361,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         self.__dict__["zero_d_checks"] = []
         result = self.emit_body(body)
         self.check_zero_d_writes()
+        self.check_item_updates()
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
         self.drop_unused_seeds()

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ir.alias import StorageClasses
-from ir.core import PARAM, SUBGRAPH, Graph, Node, Value
+from ir.core import PARAM, SUBGRAPH, Graph, Node, Use, Value
 from ir.types import OptionalType, Type, is_mutable
+from script.frontend.aliases import PUTS
 
 _LITERALS = ("prim::ListConstruct", "prim::DictConstruct")
 
@@ -61,13 +62,23 @@ class Family:
         elif self.call_of(at) is not where:
             return None
         carried = {id(v) for v in self.names if v.node.kind == PARAM and v.index >= 1}
+        kept = any(_kept_elsewhere(u) for v in self.names for u in v.uses)
         block = made.owner
         while block is not None and block.owner is not None:
             loop = block.owner
-            if loop.kind == "prim::Loop" and any(id(p) in carried for p in loop.blocks[0].params):
+            if loop.kind == "prim::Loop" and (kept or any(id(p) in carried
+                                                          for p in loop.blocks[0].params)):
                 made = loop
             block = loop.owner
         return made
+
+
+def _kept_elsewhere(use: Use) -> bool:
+    """Whether ``use`` keeps the container in another one or an object, from where a later step
+    of a loop may reach it (``d["l"] = [...]`` in one step, ``d["l"].append(a)`` in each)."""
+    kind = use.node.kind
+    return kind in PUTS and use.index == PUTS[kind] or kind == "prim::SetAttr" or \
+        kind in ("prim::ListConstruct", "prim::DictConstruct", "prim::TupleConstruct")
 
 
 def graph_of(node: Node) -> Graph:

@@ -21,6 +21,7 @@ array put elsewhere too: the update is refused (``WriteMixin.check_item_update``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ir.alias import StorageClasses, holds_storage
@@ -38,9 +39,27 @@ def held_twice(item: Value, storage: StorageClasses, graph: Graph) -> bool:
     """Whether the list or dict ``item`` was read from may hold that array at another place
     too: ``l.append(l[0])``, ``l[1] = l[0]``, ``[a, a]``, or one array appended at every step
     of a loop. False where no literal of this function (or of a function it called) made the
-    container: the caller's (``check_item_update`` refuses updating its items anyway)."""
+    container: the caller's (``check_item_update`` refuses updating its items anyway).
+
+    Only puts that may run before the update count: those before it, and those anywhere in the
+    outermost loop around it (a put later in the step runs before the next step's update; the
+    function's whole graph is checked again once compiled, ``check_item_updates``)."""
     family = container_family(item.node.inputs[0], storage, graph)
-    return family is None or _roots_held_once(family, storage, graph, 0) is None
+    if family is None:
+        return True
+    update = item.node
+    loop = None
+    block = update.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            loop = block.owner
+        block = block.owner.owner
+
+    def before(at: Node) -> bool:
+        at = family.call_of(at) or at
+        return at.is_before(update) or (loop is not None and at.is_inside(loop))
+
+    return _roots_held_once(family, storage, graph, 0, before) is None
 
 
 _UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::CallFunction"})
@@ -49,15 +68,17 @@ _UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::CallFunction"})
 known (one whose graph is known has its parameter among the names)."""
 
 
-def _roots_held_once(family: Family, storage: StorageClasses, graph: Graph,
-                     depth: int) -> dict[int | None, set[Root]] | None:
+def _roots_held_once(family: Family, storage: StorageClasses, graph: Graph, depth: int,
+                     before: Callable[[Node], bool] | None = None
+                     ) -> dict[int | None, set[Root]] | None:
     """The roots of the arrays the containers of ``family`` hold, per element of their tuple
     items (None: items that are arrays), where each holds each array once; None where one may
-    not."""
+    not. ``before``: which puts count (all where None)."""
     puts: list[tuple[Value, Node]] = []
     for use in (u for name in family.names for u in name.uses):
         if use.index == 0 and use.node.kind in PUTS:
-            puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
+            if before is None or before(use.node):
+                puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
         elif use.node.kind in _UNSEEN_PUTS and SUBGRAPH not in use.node.attrs:
             return None  # extended, or passed where other code may put items into it
     found: dict[int | None, set[Root]] = {}

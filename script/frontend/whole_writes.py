@@ -243,7 +243,7 @@ def made_as_scalar(value: Value, pending: list[Value] | None = None,
     return _every_way(value, pending, judge)
 
 
-def _attached(node: Any, top: Any) -> bool:
+def attached(node: Any, top: Any) -> bool:
     """Whether ``node`` is still in the graph whose block is ``top`` (a loop's body compiled
     again with wider types leaves the first one's nodes detached)."""
     while True:
@@ -326,7 +326,7 @@ class WholeWriteMixin:
         refused at its line if a later step may carry a value numpy holds as a scalar (``acc =
         x[i].sum()`` after ``acc.fill(v)`` in the same body)."""
         for pending, node in self.__dict__.get("zero_d_checks", []):
-            live = [v for v in pending if _attached(v.node, self.graph.block)]
+            live = [v for v in pending if attached(v.node, self.graph.block)]
             if not all(made_as_array(v, arguments=self.entry) for v in live):  # (once)
                 raise self.error(node, "writing into a 0-d value that a later step of the loop "
                                  "replaces with one numpy may hold as a scalar (a reduction's "
@@ -334,7 +334,7 @@ class WholeWriteMixin:
                                  "or ignores: write into a 0-d array made for it "
                                  "(y = np.zeros(()))")
         for pending, node in self.__dict__.get("scalar_checks", []):
-            live = [v for v in pending if _attached(v.node, self.graph.block)]
+            live = [v for v in pending if attached(v.node, self.graph.block)]
             if not all(made_as_scalar(v, None, self.updated_from) for v in live):
                 raise self.error(node, "an in-place update of a 0-d value that a later step of "
                                  "the loop may replace with an array (numpy updates an array in "

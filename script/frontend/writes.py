@@ -49,6 +49,7 @@ from script.frontend.env import (
     end_of,
 )
 from script.frontend.held_items import held_twice
+from script.frontend.whole_writes import attached
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -391,20 +392,27 @@ class WriteMixin:
                              "... to store a new array")
         base = current.node.inputs[0]  # the container
         live = self.live_after(node)
-        for other, (value, _) in visible_bindings(self.frame).items():
-            if not isinstance(value, Value) or value is base or other not in live:
-                continue
+        names = [(other, value) for other, (value, _) in visible_bindings(self.frame).items()
+                 if isinstance(value, Value) and value is not base and other in live]
+        self.check_item_holders(target, current, node, names, storage)
+        if current.node.inside_kind("prim::Loop"):  # (a put later in the step: checked again)
+            self.__dict__.setdefault("item_checks", []).append((target, current, node, names))
+
+    def check_item_holders(self: FunctionCompiler, target: ast.expr, current: Value,
+                           node: ast.AST, names: list[tuple[str, Value]],
+                           storage: StorageClasses) -> None:
+        """Refuse ``l[i] += v`` where another of the ``names`` live after it, or another place
+        of the container, may hold the item's array (``check_item_update``)."""
+        op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
+        for other, value in names:
             if storage.overlap(value, [current]) is not None:
                 raise self.error(node, f"this in-place update of {ast.unparse(target)} would "
                                  f"also change '{other}' (numpy changes the array itself, "
                                  "seen through every name of it), which the compiled code "
                                  f"cannot follow: write {ast.unparse(target)} = "
-                                 f"{ast.unparse(target)} "
-                                 f"{_AUGMENTED.get(type(getattr(node, 'op', None)), '+')} ... "
-                                 "to store a new array")
+                                 f"{ast.unparse(target)} {op} ... to store a new array")
         if held_twice(current, storage, self.graph):
             container = ast.unparse(getattr(target, "value", target))
-            op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
             raise self.error(node, f"this in-place update of {ast.unparse(target)} may also "
                              f"change other places of {container} (it may hold this array "
                              "twice: an item read from a container was put into it, or one "
@@ -413,6 +421,19 @@ class WriteMixin:
                              f"write {ast.unparse(target)} = {ast.unparse(target)} {op} ... to "
                              "store a new array there, or put a copy into the container "
                              "(.append(x.copy()))")
+
+    def check_item_updates(self: FunctionCompiler) -> None:
+        """Once the function is compiled: each ``l[i] += v`` in a loop checked again on the
+        whole graph, where a put or a name bound later in the step (``hs[-1] += 1`` then
+        ``hs.append(a)``) makes the next step's update reach an array held elsewhere too."""
+        checks = self.__dict__.pop("item_checks", [])
+        if not checks:
+            return
+        storage = StorageClasses(self.graph)
+        for target, current, node, names in checks:
+            if attached(current.node, self.graph.block):
+                names = [(n, v) for n, v in names if attached(v.node, self.graph.block)]
+                self.check_item_holders(target, current, node, names, storage)
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their
