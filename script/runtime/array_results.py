@@ -41,6 +41,12 @@ def with_array_results(fn: Callable[..., Any], graph: Graph,
     return items_as_arrays
 
 
+def arrays_at(value: Any, paths: tuple[tuple[Any, ...], ...]) -> Any:
+    """``value`` (a call's result, or ``vjp``'s primal outputs) with numpy's scalars at
+    ``paths`` given back as 0-d arrays (see ``with_array_results``)."""
+    return _arrays_at(value, paths) if paths else value
+
+
 def _type_at(t: Any, path: tuple[Any, ...]) -> Any:
     """The type of the item at ``path`` of a value of type ``t`` (None: not one there)."""
     for step in path:

@@ -45,6 +45,7 @@ from script.errors import (
 from script.frontend.signature import call_key, shared_positions, type_of
 from script.module import Module
 from script.runtime import instrument
+from script.runtime.array_results import arrays_at
 from script.runtime.binding import (
     bind_arguments,
     check_devices,
@@ -303,6 +304,7 @@ def vjp(f: Any, *args: Any, argnums: int | Sequence[int] | None = None
     if d.object_args:
         wrt = object_attribute_positions(d, wrt)
     outputs, backward = run_vjp(compile_gradient(sf, full, wrt=wrt), full, sf.origin)
+    outputs = arrays_at(outputs, d.array_results)  # (numpy's 0-d arrays, as a call gives)
     if d.object_args:
         bound = bind_arguments(d, args, {})
         return outputs, lambda cotangents: object_gradients(d, bound, wrt,

@@ -177,3 +177,23 @@ def test_an_early_return_in_a_loop_as_numpy_gives(n):
     want, got = early_return_in_a_loop(x.copy(), n), script(early_return_in_a_loop)(x.copy(), n)
     assert type(got) is type(want) is np.ndarray
     np.testing.assert_array_equal(got, want)
+
+
+def test_vjp_and_value_and_grad_give_the_primal_as_a_call_does():
+    from script import value_and_grad, vjp
+
+    def check(fn, x):
+        want = fn(x.copy())
+        out, backward = vjp(script(fn), x.copy())
+        assert _types(out) == _types(want)
+        value, grad = value_and_grad(script(fn))(x.copy()) if not isinstance(want, tuple) \
+            else (out, None)
+        assert type(value) is type(want)
+        return out, backward
+
+    x = np.arange(3.0)
+    out, backward = check(accumulated_0d_array, x)
+    np.testing.assert_allclose(backward(np.ones(()))[0], np.ones(3))
+    out, backward = check(item_from_a_helper, x)
+    np.testing.assert_allclose(backward((np.ones(()), np.ones(3)))[0], np.full(3, 3.0))
+    check(sum_of, x)
