@@ -82,6 +82,7 @@ class StandaloneMethod(ScriptFunction):
             signature.name, signature.graph, signature.arg_names + names,
             signature.arg_types + [v.type for v in types], dict(signature.defaults),
             signature.return_type, signature.source, dtype_args=signature.dtype_args)
+        self._definition.array_results = signature.array_results
         self._nargs = -1 if signature.dtype_args else len(self._definition.arg_names)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -410,9 +411,11 @@ class _eval_mode:  # noqa: N801 - used as a context manager, like contextlib's
 
 def _signature(fdef: FunctionDef, graph: Graph) -> FunctionDef:
     """``fdef`` as callers see it, over ``graph``."""
-    return FunctionDef(fdef.name, graph, list(fdef.arg_names), list(fdef.arg_types),
-                       dict(fdef.defaults), graph.outputs[0].type if graph.outputs else
-                       fdef.return_type, fdef.source, dtype_args=fdef.dtype_args)
+    signature = FunctionDef(fdef.name, graph, list(fdef.arg_names), list(fdef.arg_types),
+                            dict(fdef.defaults), graph.outputs[0].type if graph.outputs else
+                            fdef.return_type, fdef.source, dtype_args=fdef.dtype_args)
+    signature.array_results = fdef.array_results
+    return signature
 
 
 def _dotted_name(paths: dict[int, str], ref: Any) -> str:

@@ -133,6 +133,7 @@ def _method_entry(method: StandaloneMethod, member: str) -> dict[str, Any]:
         "defaults": {k: _encode_default(k, v) for k, v in sig.defaults.items()},
         "return_type": str(sig.graph.outputs[0].type),
         "inputs": [b.name for b in method.bindings],
+        "array_results": [list(path) for path in sig.array_results],
     }
 
 
@@ -307,9 +308,21 @@ def _signature(name: str, entry: dict[str, Any], graph: Graph, module: str) -> F
     nargs = len(entry["arg_names"])
     defaults = {k: _decode_default(v, f"default of '{k}'") for k, v in entry["defaults"].items()}
     graph.name = f"{module}.{name}"
-    return FunctionDef(f"{module}.{name}", graph, list(entry["arg_names"]),
-                       [v.type for v in graph.inputs[:nargs]], defaults, graph.outputs[0].type,
-                       NO_SOURCE)
+    signature = FunctionDef(f"{module}.{name}", graph, list(entry["arg_names"]),
+                            [v.type for v in graph.inputs[:nargs]], defaults,
+                            graph.outputs[0].type, NO_SOURCE)
+    signature.array_results = _array_results(entry.get("array_results", []), name)
+    return signature
+
+
+def _array_results(paths: Any, name: str) -> tuple[tuple[Any, ...], ...]:
+    """Where a method's result is numpy's 0-d array (``FunctionDef.array_results``): lists of
+    indices and keys (absent in a file saved before they were kept: none)."""
+    if not isinstance(paths, list) or not all(
+            isinstance(p, list) and all(type(k) in (int, str) for k in p) for p in paths):
+        raise LoadError(f"method '{name}': array_results must be lists of ints and strs, got "
+                        f"{paths!r}")
+    return tuple(tuple(p) for p in paths)
 
 
 def _decode_default(value: Any, what: str) -> Any:

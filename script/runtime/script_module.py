@@ -69,6 +69,7 @@ class CompiledMethod(ScriptFunction):
             name or method.name, method.graph, method.arg_names + attr_names,
             method.arg_types + [ref.type for ref in self.attr_refs], dict(method.defaults),
             method.return_type, method.source, dtype_args=method.dtype_args)
+        self._definition.array_results = method.array_results
         self._nargs = -1 if method.dtype_args else len(self._definition.arg_names)
         self._targets: tuple[int | None, list[Any]] = (None, [])
         """(``state_version``, ``gradient_targets``) as last looked up."""
