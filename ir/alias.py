@@ -63,7 +63,9 @@ class StorageClasses:
     """The storage locations of ``graph``'s values (nested blocks and subgraphs included) and
     which of them escape to the caller (see the module docstring)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, through: Node | None = None):
+        """``through``: only what runs before that node, and the node itself (see
+        ``_link_through``), where later code cannot matter."""
         self._parent: dict[Location, Location] = {}
         self._items: dict[Location, Location] = {}
         """representative -> the location of all its items."""
@@ -72,7 +74,10 @@ class StorageClasses:
         items or fields, not both: reading a tuple as a whole merges its fields into items)."""
         self._escaping: set[Location] = set()
         """representatives of the escaping locations."""
-        self.link_block(graph.block)
+        if through is None:
+            self.link_block(graph.block)
+        else:
+            self._link_through(graph.block, through)
         for v in list(graph.outputs) + [v for v in graph.inputs if is_mutable(v.type)]:
             if holds_storage(v.type):
                 self._mark(v)
@@ -138,6 +143,25 @@ class StorageClasses:
     def link_block(self, block: Block) -> None:
         for node in block:
             self.link_node(node)
+
+    def _link_through(self, block: Block, last: Node) -> None:
+        """Link the nodes of ``block`` up to the one that is or holds ``last``: ``last``
+        whole; of an ``if`` holding it, the branch that does; of a loop holding it, its inputs
+        as its parameters and its body up to ``last`` (what a step gives back to the next is
+        after ``last``)."""
+        for node in block:
+            if node is last:
+                self.link_node(node)
+                return
+            inner = next((b for b in node.blocks if last.ancestor_in(b) is not None), None)
+            if inner is None:
+                self.link_node(node)
+                continue
+            if node.kind == "prim::Loop":
+                for k, param in enumerate(inner.params[1:]):
+                    self.same(node.inputs[2 + k], param)
+            self._link_through(inner, last)
+            return
 
     def link_node(self, node: Node) -> None:
         rule = RULES.get(node.kind)

@@ -381,7 +381,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         fdef.attr_stores = self.attribute_stores()
         fdef.caller_writes = caller_writes
         fdef.array_results = array_results(result, self.updated_from, self.zero_d_copies,
-                                           self.array_items)
+                                           self.array_items, arguments=self.entry)
         fdef.writes_read = bool(self.__dict__.get("writes_read"))
         return fdef
 

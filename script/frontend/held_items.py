@@ -35,25 +35,21 @@ Root = Any
 function made holds at an element of its tuple items."""
 
 
-def held_twice(item: Value, storage: StorageClasses, graph: Graph) -> bool:
+def held_twice(item: Value, storage: StorageClasses, graph: Graph,
+               loop: Node | None = None) -> bool:
     """Whether the list or dict ``item`` was read from may hold that array at another place
     too: ``l.append(l[0])``, ``l[1] = l[0]``, ``[a, a]``, or one array appended at every step
     of a loop. False where no literal of this function (or of a function it called) made the
     container: the caller's (``check_item_update`` refuses updating its items anyway).
 
-    Only puts that may run before the update count: those before it, and those anywhere in the
-    outermost loop around it (a put later in the step runs before the next step's update; the
-    function's whole graph is checked again once compiled, ``check_item_updates``)."""
+    Only puts that may run before the update count: those before it, and those anywhere in
+    ``loop``, the outermost loop around it whose steps update the same container (a put later in
+    the step runs before the next step's update; the function's whole graph is checked again
+    once compiled, ``check_item_updates``)."""
     family = container_family(item.node.inputs[0], storage, graph)
     if family is None:
         return True
     update = item.node
-    loop = None
-    block = update.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == "prim::Loop":
-            loop = block.owner
-        block = block.owner.owner
 
     def before(at: Node) -> bool:
         at = family.call_of(at) or at

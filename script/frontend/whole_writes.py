@@ -99,14 +99,16 @@ def _every_way(value: Value, pending: list[Value] | None,
 
 
 def array_results(result: Value, updated_from: dict[Value, Value], zero_d_copies: set[Value],
-                  array_items: dict[Value, tuple[tuple[Any, ...], ...]] | None = None
-                  ) -> tuple[tuple[Any, ...], ...]:
+                  array_items: dict[Value, tuple[tuple[Any, ...], ...]] | None = None,
+                  arguments: bool = True) -> tuple[tuple[Any, ...], ...]:
     """Where the function's ``result`` is numpy's array (``FunctionDef.array_results``): the
     result itself, or the path to an item of the tuple, list or dict literals it returns (a
     tuple's or list's index, a dict's key), made as one, an argument's copy (the function called
     from Python: ``Tensor`` arguments are arrays), ``np.asarray`` of a value
     (``zero_d_copies``), updated in place from one (``updated_from``), or where a called
-    function's result is one (``array_items``: its result -> those paths)."""
+    function's result is one (``array_items``: its result -> those paths). ``arguments``: the
+    function is called from Python, whose ``Tensor`` arguments are arrays (a helper's may be
+    numpy's scalars its caller passes)."""
     items = array_items or {}
 
     def known(v: Value) -> bool:
@@ -122,22 +124,22 @@ def array_results(result: Value, updated_from: dict[Value, Value], zero_d_copies
     def paths(v: Value, depth: int) -> list[tuple[Any, ...]]:
         # (an early return's value is typed Any until optimized)
         if isinstance(v.type, (TensorType, AnyType)) and made_as_array(
-                v, arguments=True, updated_from=updated_from, known=known):
+                v, arguments=arguments, updated_from=updated_from, known=known):
             return [()]
         if v in items:
             return list(items[v]) if _kept_in_place(v) else []
         node = v.node
         if depth > 4 or node.kind not in _LITERALS or node.kind != "prim::TupleConstruct" and \
                 not _kept_in_place(v) or any(is_mutable(x.type) for x in node.inputs) and \
-                not all(u.node.kind in _LITERALS + ("prim::Return",) for u in v.uses):
+                not _only_returned(v):
             return []  # (a list or dict it holds may be changed through a read of it)
-        pairs = enumerate(node.inputs)
+        pairs: Any = enumerate(node.inputs)
         if node.kind == "prim::DictConstruct":
             keys = [k.node.attrs.get("value") if k.node.kind == "prim::Constant" else None
                     for k in node.inputs[0::2]]
             if None in keys:
                 return []
-            pairs = zip(keys, node.inputs[1::2])  # type: ignore[assignment]
+            pairs = dict(zip(keys, node.inputs[1::2])).items()  # (a key given twice: the last)
         return [(k, *p) for k, item in pairs for p in paths(item, depth + 1)]
 
     return tuple(paths(result, 0))
@@ -148,13 +150,23 @@ _LITERALS = ("prim::TupleConstruct", "prim::ListConstruct", "prim::DictConstruct
 
 def _kept_in_place(v: Value) -> bool:
     """Whether the items of the container ``v`` stay at their places until it is returned: read,
-    appended to (a list) or returned, nothing else (an insert moves them, a store replaces one,
-    and a container passed on or carried may be changed out of sight)."""
+    appended to (a list) or returned, or held by literals that are only returned, nothing else
+    (an insert moves them, a store replaces one, and a container passed on, carried or held by
+    a container that is read may be changed out of sight)."""
     return all(u.node.kind in ("prim::Return", "prim::ListIndex", "prim::DictGetItem",
                                "prim::len", "prim::TupleIndex", "prim::TupleUnpack") or
-               u.node.kind in _LITERALS and not u.node.output.uses[1:] and all(
-                   w.node.kind in _LITERALS + ("prim::Return",) for w in u.node.output.uses) or
+               u.node.kind in _LITERALS and _only_returned(u.node.output) or
                u.node.kind == "prim::ListAppend" and u.index == 0 for u in v.uses)
+
+
+def _only_returned(v: Value, depth: int = 0) -> bool:
+    """Whether the literal ``v`` is only returned: by the function, or held by one literal that
+    is only returned."""
+    if depth > 8 or len(v.uses) != 1:
+        return all(u.node.kind == "prim::Return" for u in v.uses) and depth <= 8
+    use = v.uses[0].node
+    return use.kind == "prim::Return" or use.kind in _LITERALS and \
+        _only_returned(use.output, depth + 1)
 
 
 def made_as_array(value: Value, pending: list[Value] | None = None,
@@ -168,13 +180,15 @@ def made_as_array(value: Value, pending: list[Value] | None = None,
     ``arguments``: an argument's copy counts as an array (a ``Tensor`` argument of a function
     called from Python is one: numpy's scalars are refused; one a scripted caller passes a
     helper may be numpy's scalar). ``known``: values known to be arrays besides."""
-    if not arguments:
+    if not arguments and updated_from is None and known is None:
         return _every_way(value, pending, _made_as_array)
 
     updated = updated_from or {}
 
     def judge(v: Value) -> bool | list[Value] | None:
-        if v.node.kind == PARAM and carried_sources(v) is None or known is not None and known(v):
+        if v.node.kind == PARAM and carried_sources(v) is None:
+            return arguments
+        if known is not None and known(v):
             return True
         if v.node.kind == "tensor::full" and v.node.attrs.get(WEAK_DTYPE):
             return False  # a Python number a loop carries as a tensor: numpy's scalar

@@ -394,13 +394,15 @@ class WriteMixin:
         live = self.live_after(node)
         names = [(other, value) for other, (value, _) in visible_bindings(self.frame).items()
                  if isinstance(value, Value) and value is not base and other in live]
-        self.check_item_holders(target, current, node, names, storage)
-        if current.node.inside_kind("prim::Loop"):  # (a put later in the step: checked again)
-            self.__dict__.setdefault("item_checks", []).append((target, current, node, names))
+        loop = _loop_outlived(current.node, base)
+        self.check_item_holders(target, current, node, names, storage, loop)
+        if loop is not None:  # (a put or name later in the step reaches the next step's update)
+            self.__dict__.setdefault("item_checks", []).append(
+                (target, current, node, names, loop))
 
     def check_item_holders(self: FunctionCompiler, target: ast.expr, current: Value,
                            node: ast.AST, names: list[tuple[str, Value]],
-                           storage: StorageClasses) -> None:
+                           storage: StorageClasses, loop: Node | None) -> None:
         """Refuse ``l[i] += v`` where another of the ``names`` live after it, or another place
         of the container, may hold the item's array (``check_item_update``)."""
         op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
@@ -411,7 +413,7 @@ class WriteMixin:
                                  "seen through every name of it), which the compiled code "
                                  f"cannot follow: write {ast.unparse(target)} = "
                                  f"{ast.unparse(target)} {op} ... to store a new array")
-        if held_twice(current, storage, self.graph):
+        if held_twice(current, storage, self.graph, loop):
             container = ast.unparse(getattr(target, "value", target))
             raise self.error(node, f"this in-place update of {ast.unparse(target)} may also "
                              f"change other places of {container} (it may hold this array "
@@ -426,14 +428,14 @@ class WriteMixin:
         """Once the function is compiled: each ``l[i] += v`` in a loop checked again on the
         whole graph, where a put or a name bound later in the step (``hs[-1] += 1`` then
         ``hs.append(a)``) makes the next step's update reach an array held elsewhere too."""
-        checks = self.__dict__.pop("item_checks", [])
-        if not checks:
-            return
-        storage = StorageClasses(self.graph)
-        for target, current, node, names in checks:
-            if attached(current.node, self.graph.block):
+        storages: dict[int, StorageClasses] = {}
+        for target, current, node, names, loop in self.__dict__.pop("item_checks", []):
+            if attached(current.node, self.graph.block) and attached(loop, self.graph.block):
+                storage = storages.get(id(loop))
+                if storage is None:  # (what runs after the loop cannot reach the update)
+                    storage = storages[id(loop)] = StorageClasses(self.graph, through=loop)
                 names = [(n, v) for n, v in names if attached(v.node, self.graph.block)]
-                self.check_item_holders(target, current, node, names, storage)
+                self.check_item_holders(target, current, node, names, storage, loop)
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their
@@ -534,6 +536,46 @@ def _last_user(before: Node, value: Value) -> Node | None:
                                                                for n in b.walk())]):
             return node
         node = node.prev
+    return None
+
+
+def _loop_outlived(node: Node, container: Value) -> Node | None:
+    """The outermost loop around ``node`` (an update of an item of ``container``) whose steps
+    all update the same container: of the loops around ``node``, inside the innermost one that
+    makes a new container at each step (``_made_at``). None where that is the innermost: what
+    the rest of a step does cannot reach this step's update."""
+    made = _made_at(container, 0)
+    found = None
+    block = node.owner
+    while block is not None and block.owner is not None:
+        loop = block.owner
+        if loop.kind == "prim::Loop":
+            if made is not None and made.is_inside(loop):
+                break
+            found = loop
+        block = loop.owner
+    return found
+
+
+def _made_at(value: Value, depth: int) -> Node | None:
+    """The node making the list or dict ``value`` anew each time it runs (a literal, an ``if``
+    each of whose branches makes one, through the loops carrying it); None where it may be an
+    older container (an argument, an item read from another, a helper's result)."""
+    node = value.node
+    if depth > 8:
+        return None
+    if node.kind in ("prim::ListConstruct", "prim::DictConstruct"):
+        return node
+    if node.kind == PARAM and node.owner is not None and node.owner.owner is not None and \
+            node.owner.owner.kind == "prim::Loop" and value.index >= 1:
+        loop = node.owner.owner
+        returns = node.owner.returns
+        if len(returns) <= value.index or returns[value.index] is not value:
+            return None  # (a step binds it to another container, or is still compiling)
+        return _made_at(loop.inputs[value.index + 1], depth + 1)
+    if node.kind == "prim::If":
+        made = [_made_at(b.returns[value.index], depth + 1) for b in node.blocks]
+        return node if all(m is not None and m.is_inside(node) for m in made) else None
     return None
 
 

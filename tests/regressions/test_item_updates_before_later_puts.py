@@ -151,9 +151,31 @@ def gradients_accumulated_in_a_loop(x: Tensor):
     return grads["W"], grads["b"]
 
 
-@pytest.mark.parametrize("fn", [update_then_append_new_arrays, gradients_accumulated_in_a_loop],
+def caches_made_in_each_step(x: Tensor):
+    caches = []
+    for t in range(3):
+        c = {"h": np.tanh(x * float(t)), "dh": np.zeros_like(x)}
+        c["dh"] += x
+        caches.append(c)
+    return [c["dh"] for c in caches], [c["h"] for c in caches]
+
+
+def gradients_of_each_epoch_kept(x: Tensor):
+    total = []
+    for epoch in range(2):
+        grads = {"W": np.zeros_like(x)}
+        for t in range(3):
+            grads["W"] += x * float(t + epoch)
+        total.append(grads)
+    return total[0]["W"], total[1]["W"]
+
+
+@pytest.mark.parametrize("fn", [update_then_append_new_arrays, gradients_accumulated_in_a_loop,
+                                caches_made_in_each_step, gradients_of_each_epoch_kept],
                          ids=lambda f: f.__name__)
 def test_updates_of_places_of_their_own_compile(fn):
     x = np.linspace(-1.0, 1.0, 4)
-    for w, g in zip(fn(x.copy()), script(fn)(x.copy())):
+    want, got = fn(x.copy()), script(fn)(x.copy())
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-12)

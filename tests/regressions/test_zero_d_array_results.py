@@ -6,7 +6,7 @@ gives back the array where numpy's result is one, and numpy's scalar where it is
 import numpy as np
 import pytest
 
-from script import Tensor, script
+from script import Module, Parameter, Tensor, script
 
 
 def zeros_0d(x: Tensor):
@@ -197,3 +197,66 @@ def test_vjp_and_value_and_grad_give_the_primal_as_a_call_does():
     out, backward = check(item_from_a_helper, x)
     np.testing.assert_allclose(backward((np.ones(()), np.ones(3)))[0], np.full(3, 3.0))
     check(sum_of, x)
+
+
+# -- numpy's scalars stay scalars (a review found each given back as a 0-d array) ---------------
+def _same(a):
+    return a
+
+
+def _copied_and_updated(a):
+    b = a.copy()
+    b += 1.0
+    return b
+
+
+def helper_given_a_scalar(x: Tensor):
+    return _same(np.sum(x)), _copied_and_updated(x[0])
+
+
+def item_stored_through_an_outer_list(x: Tensor):
+    z = np.zeros(())
+    l = [z, np.sum(x)]
+    t = [l]
+    u = [t]
+    u[0][0][0] = np.sum(x) * 2.0
+    return l
+
+
+def a_key_given_twice(x: Tensor):
+    z = np.zeros(())
+    return {"a": z, "a": np.sum(x)}  # noqa: F601  (numpy keeps the last)
+
+
+@pytest.mark.parametrize("fn", [helper_given_a_scalar, item_stored_through_an_outer_list,
+                                a_key_given_twice], ids=lambda f: f.__name__)
+def test_numpys_scalars_stay_scalars(fn):
+    x = np.arange(3.0)
+    want, got = fn(x.copy()), script(fn)(x.copy())
+    assert _types(got) == _types(want)
+    assert "ndarray" not in str(_types(want))
+
+
+class _Accumulating(Module):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(np.linspace(0.5, 1.5, 3))
+
+    def forward(self, x: Tensor):
+        z = np.zeros(())
+        z += np.sum(x * self.w)
+        return z, np.sum(x)
+
+
+def test_a_modules_results_as_numpy_gives_compiled_frozen_and_loaded(tmp_path):
+    import script as rs
+    module = _Accumulating()
+    x = np.arange(3.0)
+    want = module.forward(x)
+    compiled = rs.script(module)
+    path = str(tmp_path / "accumulating.rns")
+    rs.save(compiled, path)
+    for model in (compiled, rs.freeze(compiled), rs.load(path)):
+        got = model(x)
+        assert _types(got) == _types(want) == (np.ndarray, np.float64)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
