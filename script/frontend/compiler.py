@@ -362,6 +362,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
         result = self.emit_body(body)
         self.check_zero_d_writes()
         self.check_item_updates()
+        self.check_name_updates()
         self.graph.set_outputs([result])
         remove_unused_scaffolding(self.graph)
         self.drop_unused_seeds()

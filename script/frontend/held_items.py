@@ -58,6 +58,43 @@ def held_twice(item: Value, storage: StorageClasses, graph: Graph,
     return _roots_held_once(family, storage, graph, 0, before) is None
 
 
+def held_made_in(item: Value, storage: StorageClasses, graph: Graph, step: Node,
+                 loop: Node | None) -> bool:
+    """Whether every array the container ``item`` was read from may hold at the update is one
+    made in the step of the loop ``step`` it runs in (none a loop carries from an earlier step,
+    made before the loop, or the caller's): then nothing before that step, nor anything later
+    in it but inside ``loop`` (see ``held_twice``), can hold it too."""
+    family = container_family(item.node.inputs[0], storage, graph)
+    if family is None or family.caller:
+        return False
+    update = item.node
+    values: list[tuple[Value, Node]] = []
+    for origin in family.origins:
+        made = origin.node
+        values += [(v, made) for v in (made.inputs[1::2] if made.kind == "prim::DictConstruct"
+                                      else made.inputs)]
+    for use in (u for name in family.names for u in name.uses):
+        at = family.call_of(use.node) or use.node
+        if use.index == 0 and use.node.kind in PUTS and (
+                at.is_before(update) or loop is not None and at.is_inside(loop)):
+            values.append((use.node.inputs[PUTS[use.node.kind]], use.node))
+    for value, at in values:
+        parts = value.node.inputs if value.node.kind == "prim::TupleConstruct" else [value]
+        for part in parts:
+            if not isinstance(part.type, TensorType):
+                if holds_storage(part.type):
+                    return False
+                continue
+            where: dict[int, Any] = {}
+            call = family.call_of(at)
+            if new_array_roots(part, None if call is None else call_inputs(call), outside=True,
+                               where=where) is None or not all(
+                    p.defined_inside(step) if isinstance(p, Value) else p.is_inside(step)
+                    for p in where.values()):
+                return False
+    return True
+
+
 _UNSEEN_PUTS = frozenset({"prim::ListExtend", "prim::CallFunction"})
 """uses of a container after which items may be put into it that its names' uses do not show:
 ``l.extend(...)`` / ``l += [...]``, or the container passed to a function whose graph is not

@@ -133,7 +133,7 @@ class ScalarUpdateMixin:
 
     def rebind_aliases(self: FunctionCompiler, name: str, old: Value, new: Value,
                        node: ast.AST) -> None:
-        for alias in self.check_aliases(name, old, node):
+        for alias in self.check_aliases(name, old, node, later=True):
             self.bind(alias, new, node)
 
     def split_by_rank(self: FunctionCompiler, name: str, old: Value, new: Value,
@@ -143,7 +143,8 @@ class ScalarUpdateMixin:
         array there (``array_when_0d``), else none."""
         zero_d = self.is_0d(old, node)
         try:
-            aliases = self.check_aliases(name, old, node)
+            aliases = self.check_aliases(name, old, node,
+                                         later=True if array_when_0d else zero_d)
         except ScriptError as error:
             if array_when_0d:
                 raise

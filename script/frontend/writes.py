@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from ir.alias import StorageClasses
 from ir.core import PARAM, Block, Node, Value
+from ir.ops.prim import DEFERRED_ERROR
 from ir.registry import NOT_CONSTANT, constant_of
-from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
+from ir.types import BOOL, INT, STR, DictType, ListType, TensorType, is_number
+from script.errors import ScriptError
 from script.frontend.aliases import (
     apart_from_made,
     array_origins,
@@ -48,7 +50,7 @@ from script.frontend.env import (
     display_name,
     end_of,
 )
-from script.frontend.held_items import held_twice
+from script.frontend.held_items import held_made_in, held_twice
 from script.frontend.whole_writes import attached
 
 if TYPE_CHECKING:
@@ -294,14 +296,31 @@ class WriteMixin:
         """Refuse a write numpy would show somewhere the compiled program cannot follow; the
         other names bound to ``old`` itself, which the write rebinds too."""
         self.check_owned(name, old, node)
-        return self.check_aliases(name, old, node)
+        return self.check_aliases(name, old, node, later=True)
 
-    def check_aliases(self: FunctionCompiler, name: str, old: Value, node: ast.AST
-                      ) -> list[str]:
+    def check_aliases(self: FunctionCompiler, name: str, old: Value, node: ast.AST,
+                      later: bool | Value = False) -> list[str]:
         """The other names bound to ``old`` itself; a ScriptError for a live name that may
-        share memory with ``old`` otherwise."""
+        share memory with ``old`` otherwise. ``later``: in a loop, check again once the
+        function is compiled (``check_name_updates``), for a caller that refuses what this
+        raises; a condition ``old.ndim == 0`` for one that refuses it where ``old`` has axes
+        (numpy's scalar, which ``+=`` replaces for the one name, where it is 0-d)."""
         storage = self.storage_now()
         live = self.live_after(node)
+        bindings = [(other, value, crosses) for other, (value, crosses)
+                    in visible_bindings(self.frame).items()
+                    if other != name and isinstance(value, Value)]
+        if later is not False and _innermost_loop_of(self.graph.insert_point.owner) is not None:
+            # (what a step does after it, or gives back to the next, may hold the array in the
+            # next step: checked again once the function is compiled, ``check_name_updates``)
+            self.__dict__.setdefault("name_checks", []).append(
+                (name, old, node, live, bindings, self.graph.insert_point.owner, later))
+        return self.aliases_checked(name, old, node, storage, live, bindings)
+
+    def aliases_checked(self: FunctionCompiler, name: str, old: Value, node: ast.AST,
+                        storage: StorageClasses, live: set[str],
+                        bindings: list[tuple[str, Value, bool]]) -> list[str]:
+        """``check_aliases`` with these storage classes and the names bound then."""
         aliases = []
         same_array = lambda v: self.array_aliases.get(v, v)  # noqa: E731
         for value in self.graph.inputs:  # (an attribute's list is an input of its own)
@@ -314,9 +333,7 @@ class WriteMixin:
                                  "compiled code cannot follow it into the caller's container: "
                                  f"store a copy in '{held}' (.copy() of the array), or write "
                                  "before storing it")
-        for other, (value, crosses_loop) in visible_bindings(self.frame).items():
-            if other == name or not isinstance(value, Value):
-                continue
+        for other, value, crosses_loop in bindings:
             if other.startswith("$@") and (value is old or
                                            storage.overlap(value, [old]) is not None):
                 held = display_name(other)  # an object's attribute: the caller holds it
@@ -339,6 +356,41 @@ class WriteMixin:
                              f"and its views), which the compiled code cannot follow: copy one "
                              f"of them first ({other} = {other}.copy() where it is bound)")
         return aliases
+
+    def check_name_updates(self: FunctionCompiler) -> None:
+        """Once the function is compiled: each ``x += v`` in a loop checked again against the
+        names bound then, on the storage classes of what runs up to the end of the outermost
+        loop around it (``g = h`` then ``g += 1`` and ``D.append(h)``: the next step's ``g`` is
+        the array ``D`` holds). What runs after that loop cannot hold the array while it runs."""
+        storages: dict[int, StorageClasses] = {}
+        for name, old, node, live, bindings, block, later in \
+                self.__dict__.pop("name_checks", []):
+            loop = _outermost_loop_of(block)
+            if loop is None or not attached(loop, self.graph.block) or \
+                    not attached(old.node, self.graph.block):
+                continue
+            storage = storages.get(id(loop))
+            if storage is None:
+                storage = storages[id(loop)] = StorageClasses(self.graph, through=loop)
+            bindings = [(o, v, c) for o, v, c in bindings if attached(v.node, self.graph.block)]
+            if later is True:
+                self.aliases_checked(name, old, node, storage, live, bindings)
+                continue
+            if not attached(later.node, self.graph.block):
+                continue
+            try:
+                self.aliases_checked(name, old, node, storage, live, bindings)
+            except ScriptError as error:  # raised where a specialization keeps the axes' branch
+                self.deferred_errors.append(error)
+                with self.graph.inserting_before(later.node.next):
+                    branch = self.graph.insert("prim::If", [later], [], nblocks=2,
+                                               source=later.node.source)
+                with self.graph.inserting_before(branch.blocks[1]):
+                    message = self.graph.insert("prim::Constant", [], [STR],
+                                                {"value": str(error)}).output
+                    self.graph.insert("prim::RaiseException", [message], [],
+                                      {"exception": "ScriptError",
+                                       DEFERRED_ERROR: error.fields})
 
     def caller_container(self: FunctionCompiler, value: Value) -> bool:
         """Whether ``value`` is a list or dict argument (or attribute) itself: the caller holds
@@ -379,10 +431,25 @@ class WriteMixin:
         may be the caller's (an argument's, a global's, an object attribute's, or held by a
         container the caller passed) or may be read through a name other than the
         container's later."""
-        storage = self.storage_now()
+        base = current.node.inputs[0]  # the container
+        live = self.live_after(node)
+        names = [(other, value) for other, (value, _) in visible_bindings(self.frame).items()
+                 if isinstance(value, Value) and value is not base and other in live]
+        loop = _loop_outlived(current.node, base)
+        self.check_item_holders(target, current, node, names, self.storage_now(), loop)
+        if current.node.inside_kind("prim::Loop"):  # (what a step does after it reaches the
+            self.__dict__.setdefault("item_checks", []).append(  # next step's update)
+                (target, current, node, names))
+
+    def check_item_holders(self: FunctionCompiler, target: ast.expr, current: Value,
+                           node: ast.AST, names: list[tuple[str, Value]],
+                           storage: StorageClasses, loop: Node | None) -> None:
+        """Refuse ``l[i] += v`` where the array may be the caller's, or another of the
+        ``names`` live after it, or another place of the container, may hold the item's array
+        (``check_item_update``)."""
+        op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
         inputs = [v for v in self.graph.inputs if v.type is not None]
         if storage.overlap(current, inputs) is not None and not sole_made_item(current):
-            op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")  # (the assignment's)
             raise self.error(node, f"'{ast.unparse(node).split('=')[0].strip()}=' on an array "
                              "that may be held elsewhere (an array the caller passed, or one "
                              "this call also put into another list, name or attribute): numpy "
@@ -390,22 +457,6 @@ class WriteMixin:
                              "compiled code cannot follow it here; where nothing else holds the "
                              f"array, write {ast.unparse(target)} = {ast.unparse(target)} {op} "
                              "... to store a new array")
-        base = current.node.inputs[0]  # the container
-        live = self.live_after(node)
-        names = [(other, value) for other, (value, _) in visible_bindings(self.frame).items()
-                 if isinstance(value, Value) and value is not base and other in live]
-        loop = _loop_outlived(current.node, base)
-        self.check_item_holders(target, current, node, names, storage, loop)
-        if loop is not None:  # (a put or name later in the step reaches the next step's update)
-            self.__dict__.setdefault("item_checks", []).append(
-                (target, current, node, names, loop))
-
-    def check_item_holders(self: FunctionCompiler, target: ast.expr, current: Value,
-                           node: ast.AST, names: list[tuple[str, Value]],
-                           storage: StorageClasses, loop: Node | None) -> None:
-        """Refuse ``l[i] += v`` where another of the ``names`` live after it, or another place
-        of the container, may hold the item's array (``check_item_update``)."""
-        op = _AUGMENTED.get(type(getattr(node, "op", None)), "+")
         for other, value in names:
             if storage.overlap(value, [current]) is not None:
                 raise self.error(node, f"this in-place update of {ast.unparse(target)} would "
@@ -425,17 +476,38 @@ class WriteMixin:
                              "(.append(x.copy()))")
 
     def check_item_updates(self: FunctionCompiler) -> None:
-        """Once the function is compiled: each ``l[i] += v`` in a loop checked again on the
-        whole graph, where a put or a name bound later in the step (``hs[-1] += 1`` then
-        ``hs.append(a)``) makes the next step's update reach an array held elsewhere too."""
-        storages: dict[int, StorageClasses] = {}
-        for target, current, node, names, loop in self.__dict__.pop("item_checks", []):
-            if attached(current.node, self.graph.block) and attached(loop, self.graph.block):
-                storage = storages.get(id(loop))
-                if storage is None:  # (what runs after the loop cannot reach the update)
-                    storage = storages[id(loop)] = StorageClasses(self.graph, through=loop)
-                names = [(n, v) for n, v in names if attached(v.node, self.graph.block)]
+        """Once the function is compiled: each ``l[i] += v`` in a loop checked again, where a
+        put or a name bound later in the step (``hs[-1] += 1`` then ``hs.append(a)``), or what
+        a step gives back to the next (``g = h`` then ``D.append(h)``), makes the next step's
+        update reach an array held elsewhere too.
+
+        On the whole graph, but where the container and every array it holds are made in the
+        step of the loop they are made in (``held_made_in``; a per-step cache, the gradients of
+        one epoch): earlier steps and what runs after the loops that update one container
+        cannot hold those (``StorageClasses(through=...)``), and where that is the innermost
+        loop there is nothing to check again."""
+        full: list[StorageClasses] = []
+        through: dict[int, StorageClasses] = {}
+        for target, current, node, names in self.__dict__.pop("item_checks", []):
+            if not attached(current.node, self.graph.block):
+                continue
+            names = [(n, v) for n, v in names if attached(v.node, self.graph.block)]
+            if not full:
+                full.append(StorageClasses(self.graph))
+            base = current.node.inputs[0]
+            made = _made_at(base, 0)
+            step = _innermost_loop(made) if made is not None else None
+            loop = _loop_outlived(current.node, base)
+            if step is not None and held_made_in(current, full[0], self.graph, step, loop):
+                if loop is None:
+                    continue  # (a new container of new arrays at each step of the innermost)
+                storage = through.get(id(loop))
+                if storage is None:
+                    storage = through[id(loop)] = StorageClasses(self.graph, through=loop)
                 self.check_item_holders(target, current, node, names, storage, loop)
+                continue
+            self.check_item_holders(target, current, node, names, full[0],
+                                    _outermost_loop(current.node))
 
     def storage_now(self: FunctionCompiler) -> StorageClasses:
         """The storage classes of the graph so far, the loops being emitted carrying their
@@ -537,6 +609,42 @@ def _last_user(before: Node, value: Value) -> Node | None:
             return node
         node = node.prev
     return None
+
+
+def _innermost_loop_of(block: Block | None) -> Node | None:
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            return block.owner
+        block = block.owner.owner
+    return None
+
+
+def _outermost_loop_of(block: Block | None) -> Node | None:
+    found = None
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            found = block.owner
+        block = block.owner.owner
+    return found
+
+
+def _innermost_loop(node: Node) -> Node | None:
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            return block.owner
+        block = block.owner.owner
+    return None
+
+
+def _outermost_loop(node: Node) -> Node | None:
+    found = None
+    block = node.owner
+    while block is not None and block.owner is not None:
+        if block.owner.kind == "prim::Loop":
+            found = block.owner
+        block = block.owner.owner
+    return found
 
 
 def _loop_outlived(node: Node, container: Value) -> Node | None:

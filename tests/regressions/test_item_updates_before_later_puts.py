@@ -97,7 +97,62 @@ def made_in_a_step_kept_in_a_list(x: Tensor):
     return l
 
 
-REFUSED = [appended_after_the_update, stored_at_the_next_place, state_appended_after_the_update,
+def previous_steps_array_kept_in_a_list(x: Tensor):  # [[3, 5], [4, 7], [4, 8]]
+    D = []
+    h = x * 1.0
+    for t in range(3):
+        g = h
+        h = x * float(t + 2)
+        c = [g]  # (a new list each step, holding the array the last step appended)
+        c[0] += 1.0
+        D.append(h)
+    return D
+
+
+def previous_steps_array_read_by_a_name(x: Tensor):  # [7, 12]
+    h = x * 1.0
+    k = x * 0.0
+    s = x * 0.0
+    for t in range(3):
+        g = h
+        h = x * float(t + 2)
+        c = [g]
+        c[0] += 1.0
+        s = s + k
+        k = h
+    return s, s
+
+
+def nested_loops_previous_step_kept(x: Tensor):
+    D = []
+    h = x * 1.0
+    for i in range(2):
+        for j in range(2):
+            g = h
+            h = x * float(i * 2 + j + 2)
+            c = [g]
+            c[0] += 1.0
+            D.append(h)
+    return D
+
+
+def cached_previous_state_scaled(x: Tensor):  # numpy halves hs[0] and hs[1] too
+    hs = []
+    caches = []
+    h = x * 0.0 + 0.5
+    for t in range(3):
+        h_prev = h
+        h = np.tanh(h_prev + x)
+        cache = {"h_prev": h_prev, "t": x * float(t)}
+        cache["h_prev"] *= 0.5
+        caches.append(cache)
+        hs.append(h)
+    return hs
+
+
+REFUSED = [previous_steps_array_kept_in_a_list, previous_steps_array_read_by_a_name,
+           nested_loops_previous_step_kept, cached_previous_state_scaled,
+           appended_after_the_update, stored_at_the_next_place, state_appended_after_the_update,
            appended_in_a_while_loop, stored_at_a_key_after_the_update,
            made_in_a_step_kept_in_a_dict, setdefault_in_each_step,
            made_in_a_step_kept_in_a_list]
@@ -125,6 +180,34 @@ def test_numpy_sees_the_update_at_another_place(fn):
     x = np.array([1.0, 2.0])
     numpy, stored_anew = fn(x.copy()), namespace[fn.__name__](x.copy())
     assert any(not np.array_equal(a, b) for a, b in zip(numpy, stored_anew))
+
+
+def the_callers_array_in_the_next_step(x: Tensor):  # numpy changes x too
+    h = x * 2.0
+    for t in range(2):
+        g = h
+        h = x
+        c = [g]
+        c[0] += 1.0
+    return h
+
+
+def a_name_updated_in_place(x: Tensor):  # D[0] and D[1] change with the next step's g
+    D = []
+    h = x * 1.0
+    for t in range(3):
+        g = h
+        h = x * float(t + 2)
+        g += 1.0
+        D.append(h)
+    return D
+
+
+@pytest.mark.parametrize("fn", [the_callers_array_in_the_next_step, a_name_updated_in_place],
+                         ids=lambda f: f.__name__)
+def test_an_array_a_step_gives_the_next_is_followed(fn):
+    with pytest.raises(ScriptError, match=r"would also change|held elsewhere"):
+        script(fn)(np.array([1.0, 2.0]))
 
 
 @pytest.mark.parametrize("fn", REFUSED, ids=lambda f: f.__name__)
