@@ -145,9 +145,10 @@ def static_type(value: Value, lists_hold_placeholders: bool = False) -> Type:
     if node.kind == "prim::unchecked_unwrap_optional" or maybe_uninitialized(value, set()) or \
             (lists_hold_placeholders and node.kind in LIST_READS):
         return OptionalType(t)
-    if node.kind == "prim::TupleConstruct" and isinstance(t, TupleType):  # of placeholders:
-        t = TupleType(tuple(OptionalType(e) if maybe_uninitialized(v, set()) else e  # a path
-                            for v, e in zip(node.inputs, t.elements)))  # that returned earlier
+    if node.kind in ("prim::TupleConstruct", "prim::If") and isinstance(t, TupleType):
+        # of placeholders: a path that returned earlier (an ``if`` in a loop passes it on)
+        t = TupleType(tuple(OptionalType(e) if _item_maybe_uninitialized(value, k, set()) else e
+                            for k, e in enumerate(t.elements)))
     return t
 
 
