@@ -245,6 +245,17 @@ class Node:
             block = block.owner.owner
         return False
 
+    def enclosing(self, kind: str) -> list[Node]:
+        """The nodes of ``kind`` in one of whose blocks this node is, at any depth, innermost
+        first (``prim::Loop``: the loops around it)."""
+        found = []
+        block = self.owner
+        while block is not None and block.owner is not None:
+            if block.owner.kind == kind:
+                found.append(block.owner)
+            block = block.owner.owner
+        return found
+
     def inside_kind(self, kind: str) -> bool:
         """Is this node in a block of a node of ``kind`` (``prim::Loop``: in a loop), at any
         depth?"""

@@ -311,7 +311,7 @@ def sole_made_item(item: Value) -> bool:
                   user.kind == "prim::SetAttr" and use.index == 1 or
                   user.kind == "prim::TupleConstruct" and not user.output.uses or
                   user.kind in ("prim::Loop", "prim::Return") and
-                  any(o in names for o in carried_as(user, use.index))):
+                  any(o in names for o in _carried_as(user, use.index))):
             return False
     return all(_held_once(v) for v in values)
 
@@ -342,7 +342,7 @@ def _passed_through(value: Value) -> list[Value] | None:
             return found if value is found[0] else [value, *found]
 
 
-def carried_as(user: Node, index: int) -> list[Value]:
+def _carried_as(user: Node, index: int) -> list[Value]:
     """What a loop's input ``index`` (its parameter and result), or a step's result, is."""
     if user.kind == "prim::Loop" and index >= 2:
         return [user.blocks[0].params[index - 1], user.outputs[index - 2]]

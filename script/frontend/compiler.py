@@ -97,6 +97,7 @@ from script.frontend.stmts import StmtMixin
 from script.frontend.strings import StringMixin
 from script.frontend.super_calls import SuperMixin
 from script.frontend.unsupported import unsupported_message
+from script.frontend.update_checks import UpdateCheckMixin
 from script.frontend.whole_writes import WholeWriteMixin, array_results
 from script.frontend.writes import WriteMixin
 
@@ -180,7 +181,7 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
                        MaskMixin, ArrangementMixin, FunctionTableMixin, ObjectStoreMixin,
-                       CallerWriteMixin, BranchMixin, ScalarUpdateMixin):
+                       CallerWriteMixin, BranchMixin, ScalarUpdateMixin, UpdateCheckMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -47,7 +47,7 @@ class Family:
 
     def call_of(self, node: Node) -> Node | None:
         """The call of this function running ``node``'s graph; None for this function's own."""
-        return self.calls.get(id(graph_of(node)))
+        return self.calls.get(id(_graph_of(node)))
 
     def anchor(self, origin: Value, at: Node) -> Node | None:
         """The node standing for where ``origin``'s container is made, as seen from ``at`` (a
@@ -81,7 +81,9 @@ def _kept_elsewhere(use: Use) -> bool:
         kind in ("prim::ListConstruct", "prim::DictConstruct", "prim::TupleConstruct")
 
 
-def graph_of(node: Node) -> Graph:
+def _graph_of(node: Node) -> Graph:
+    """The graph whose top block holds ``node`` at some depth (a nested block made before its
+    node was inserted has no graph of its own)."""
     block = node.owner
     while block.owner is not None:  # type: ignore[union-attr]
         block = block.owner.owner  # type: ignore[union-attr]
@@ -117,7 +119,7 @@ def container_family(value: Value, storage: StorageClasses, graph: Graph) -> Fam
             continue
         family.names.append(v)
         node = v.node
-        home = graph_of(node) if node.owner is not None else graph
+        home = _graph_of(node) if node.owner is not None else graph
         if home is not graph:
             if len(calls[id(home)]) != 1 or depth[id(home)] != 1:
                 return None  # (called at two places, or by a called function: not followed)

@@ -47,15 +47,17 @@ def held_twice(item: Value, storage: StorageClasses, graph: Graph,
     the step runs before the next step's update; the function's whole graph is checked again
     once compiled, ``check_item_updates``)."""
     family = container_family(item.node.inputs[0], storage, graph)
-    if family is None:
-        return True
-    update = item.node
+    return family is None or \
+        _roots_held_once(family, storage, graph, 0, _runs_before(family, item.node, loop)) is None
 
+
+def _runs_before(family: Family, update: Node, loop: Node | None) -> Callable[[Node], bool]:
+    """Whether a put (of ``family``'s container) may run before ``update``: it comes before it,
+    or it is anywhere in ``loop`` (see ``held_twice``)."""
     def before(at: Node) -> bool:
         at = family.call_of(at) or at
         return at.is_before(update) or (loop is not None and at.is_inside(loop))
-
-    return _roots_held_once(family, storage, graph, 0, before) is None
+    return before
 
 
 def held_made_in(item: Value, storage: StorageClasses, graph: Graph, step: Node,
@@ -65,20 +67,12 @@ def held_made_in(item: Value, storage: StorageClasses, graph: Graph, step: Node,
     made before the loop, or the caller's): then nothing before that step, nor anything later
     in it but inside ``loop`` (see ``held_twice``), can hold it too."""
     family = container_family(item.node.inputs[0], storage, graph)
-    if family is None or family.caller:
+    puts = None if family is None or family.caller else \
+        _puts(family, _runs_before(family, item.node, loop))
+    if puts is None:
         return False
-    update = item.node
-    values: list[tuple[Value, Node]] = []
-    for origin in family.origins:
-        made = origin.node
-        values += [(v, made) for v in (made.inputs[1::2] if made.kind == "prim::DictConstruct"
-                                      else made.inputs)]
-    for use in (u for name in family.names for u in name.uses):
-        at = family.call_of(use.node) or use.node
-        if use.index == 0 and use.node.kind in PUTS and (
-                at.is_before(update) or loop is not None and at.is_inside(loop)):
-            values.append((use.node.inputs[PUTS[use.node.kind]], use.node))
-    for value, at in values:
+    for value, at in [(v, origin.node) for origin in family.origins  # type: ignore[union-attr]
+                      for v in _literal_items(origin.node)] + puts:
         parts = value.node.inputs if value.node.kind == "prim::TupleConstruct" else [value]
         for part in parts:
             if not isinstance(part.type, TensorType):
@@ -107,19 +101,14 @@ def _roots_held_once(family: Family, storage: StorageClasses, graph: Graph, dept
     """The roots of the arrays the containers of ``family`` hold, per element of their tuple
     items (None: items that are arrays), where each holds each array once; None where one may
     not. ``before``: which puts count (all where None)."""
-    puts: list[tuple[Value, Node]] = []
-    for use in (u for name in family.names for u in name.uses):
-        if use.index == 0 and use.node.kind in PUTS:
-            if before is None or before(use.node):
-                puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
-        elif use.node.kind in _UNSEEN_PUTS and SUBGRAPH not in use.node.attrs:
-            return None  # extended, or passed where other code may put items into it
+    puts = _puts(family, before)
+    if puts is None:
+        return None
     found: dict[int | None, set[Root]] = {}
     for origin in family.origins:
         made = origin.node
-        literal = made.inputs[1::2] if made.kind == "prim::DictConstruct" else made.inputs
         seen: dict[Root, list[Value]] = {}  # root -> the arrays put that hold it
-        for value, at in [(v, made) for v in literal] + puts:
+        for value, at in [(v, made) for v in _literal_items(made)] + puts:
             anchor = family.anchor(origin, at)
             if anchor is None:
                 return None
@@ -141,6 +130,26 @@ def _roots_held_once(family: Family, storage: StorageClasses, graph: Graph, dept
                     seen.setdefault(r, []).append(part)
                 found.setdefault(element, set()).update(roots)
     return found
+
+
+def _puts(family: Family, before: Callable[[Node], bool] | None
+          ) -> list[tuple[Value, Node]] | None:
+    """The values put into ``family``'s containers through any of their names, with the node
+    putting each (those ``before`` accepts; all where None); None where items may be put that
+    no name's use shows (``_UNSEEN_PUTS``)."""
+    puts: list[tuple[Value, Node]] = []
+    for use in (u for name in family.names for u in name.uses):
+        if use.index == 0 and use.node.kind in PUTS:
+            if before is None or before(use.node):
+                puts.append((use.node.inputs[PUTS[use.node.kind]], use.node))
+        elif use.node.kind in _UNSEEN_PUTS and SUBGRAPH not in use.node.attrs:
+            return None  # extended, or passed where other code may put items into it
+    return puts
+
+
+def _literal_items(made: Node) -> list[Value]:
+    """The values a list or dict literal puts (a dict's values)."""
+    return list(made.inputs[1::2] if made.kind == "prim::DictConstruct" else made.inputs)
 
 
 def _steps_apart(a: Value, b: Value) -> bool:
@@ -221,14 +230,7 @@ def _item_per_step(value: Value, at: Node, made: Node, family: Family,
 
 def _loops_outlived(at: Node, made: Node) -> list[Node]:
     """The loops enclosing ``at`` that do not enclose ``made``, innermost first."""
-    loops = []
-    block = at.owner
-    while block is not None and block.owner is not None:
-        loop = block.owner
-        if loop.kind == "prim::Loop" and not made.is_inside(loop):
-            loops.append(loop)
-        block = loop.owner
-    return loops
+    return [loop for loop in at.enclosing("prim::Loop") if not made.is_inside(loop)]
 
 
 def _put_every_step(value: Value, where: dict[int, Any], at: Node, made: Node) -> bool:

@@ -140,16 +140,6 @@ def _ancestors(node: Node, cache: dict[Node, set[Node]]) -> set[Node]:
     return found
 
 
-def _loops_around(node: Node) -> list[Node]:
-    loops = []
-    block = node.owner
-    while block is not None and block.owner is not None:
-        if block.owner.kind == "prim::Loop":
-            loops.append(block.owner)
-        block = block.owner.owner
-    return loops
-
-
 def _varies(x: Value, loop: Node, memo: dict[int, bool]) -> bool:
     """Whether ``x`` may differ between the steps of ``loop``: it comes from the step's own
     parameters (its counter, a carried value) or from an op with side effects. An inner loop's
@@ -200,7 +190,7 @@ def _against(values: list[Value], write: Node, cache: dict[Node, set[Node]]
     for reader in reading:
         if reader not in before:
             return reader
-    for loop in _loops_around(write):
+    for loop in write.enclosing("prim::Loop"):
         if _invariant(values, loop):
             for reader in reading:
                 if reader.is_inside(loop):

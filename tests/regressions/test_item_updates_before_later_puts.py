@@ -210,6 +210,15 @@ def test_an_array_a_step_gives_the_next_is_followed(fn):
         script(fn)(np.array([1.0, 2.0]))
 
 
+def test_a_name_updated_in_place_is_numpys_scalar_where_0d():
+    """Where the name is 0-d, numpy's += makes a new scalar for it alone: that compiles, only
+    the specialization where it has axes is refused."""
+    x = np.array(1.0)
+    want, got = a_name_updated_in_place(x.copy()), script(a_name_updated_in_place)(x.copy())
+    assert [type(g) for g in got] == [type(w) for w in want]
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("fn", REFUSED, ids=lambda f: f.__name__)
 def test_the_update_is_refused(fn):
     with pytest.raises(ScriptError, match=r"may also change other places of|would also change"):
