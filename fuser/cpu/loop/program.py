@@ -150,7 +150,8 @@ class LoopProgram:
         def use(v: Value) -> None:
             if v in inside or v in seen:
                 return
-            if v.is_constant and known_array(v) is None and not (is_list(v) or is_dict(v)):
+            if v.is_constant and known_array(v) is None and not int_array(v) \
+                    and not (is_list(v) or is_dict(v)):
                 return  # a number, bool or None: written into the code
             seen.add(v)
             prog.free.append(v)
