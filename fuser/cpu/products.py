@@ -15,6 +15,7 @@ from fuser.cpu import blas, pool, sites
 from fuser.cpu.kernel import data_address, layouts_supported
 from fuser.cpu.parallel import threads
 from fuser.cpu.stepgemm import (
+    KC,
     PAIR_SLOTS,
     PARTS,
     SUM_SLOTS,
@@ -127,7 +128,7 @@ def _numpy(a: Any, b: Any, out: Any) -> Any:
 
 def step(a: Any, b: Any, out: Any) -> Any:
     """``np.matmul(a, b, out=out)`` the way a native loop computes a step's product (one thread,
-    k in one block) when ``use`` takes its sizes and B is row-major; numpy's otherwise."""
+    k in blocks of ``KC``) when ``use`` takes its sizes and B is row-major; numpy's otherwise."""
     if not _takes(a, b, out) or b.strides[1] != b.itemsize or not enabled():
         return _numpy(a, b, out)
     (m, k), n, item = a.shape, b.shape[1], a.itemsize
@@ -135,8 +136,8 @@ def step(a: Any, b: Any, out: Any) -> Any:
         return _numpy(a, b, out)
     counter = np.zeros(1, np.int64)
     kernel(item == 8)(m, n, k, data_address(a), a.strides[0] // item, a.strides[1] // item,
-                      data_address(b), b.strides[0] // item, 1, data_address(out), n, k, None,
-                      data_address(counter), n)
+                      data_address(b), b.strides[0] // item, 1, data_address(out), n,
+                      min(k, KC), None, data_address(counter), n)
     return out
 
 
@@ -387,9 +388,3 @@ _jobs: dict[tuple[bool, bool], tuple[int, Any]] = {}
 """each job's address and ctypes function."""
 
 
-KC = 256
-"""A block of k outside loops: this many items of a row of A, so a panel of B (kc x two
-vectors: 32 KB in either dtype) stays in the L1 cache while the rows of a chunk of A sweep it.
-In items, not bytes: float64 blocks of 128 items ran a (64, 512) x (512, 2048) product at
-2.8 ms against 1.7 ms with 256 (numpy: 1.9 ms), a (6400, 512) x (512, 2048) one at 236 against
-182 ms (Zen 4, two threads)."""

@@ -35,7 +35,7 @@ class MatmulEmitters(BuilderParts):
                         tb: Any, rows_a: Any, lda: Any, rows_b: Any, ldb: Any, out: Any,
                         ldc: Any) -> None:
         """``stepgemm``'s kernel (``own`` 1: B row-major, A row-major or transposed (``ta``), k
-        in one block, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
+        in blocks of ``stepgemm.KC``, one task; 5: the same, B's panels packed) or BLAS's ?gemm."""
         b = self.b
         real = F64 if double else F32
         ptr = real.as_pointer()
@@ -50,12 +50,14 @@ class MatmulEmitters(BuilderParts):
             with kernel:
                 one_item = ir.Constant(I64, 1)
                 b.store(ir.Constant(I64, 0), self.gemm_tasks)
+                most = ir.Constant(I64, stepgemm.KC)  # k in blocks (``stepgemm.KC``)
+                depth = b.select(b.icmp_signed(">", k, most), most, k)
                 a_t = b.icmp_signed("==", ta, ir.Constant(ta.type, blas.CBLAS_TRANS))
                 a_rs, a_cs = b.select(a_t, one_item, lda), b.select(a_t, lda, one_item)
                 b.call(self.step_gemm[double],
                        [m, nn, k, b.bitcast(rows_a, ptr), a_rs, a_cs,
                         b.bitcast(rows_b, ptr), ldb, one_item, b.bitcast(out, ptr),
-                        ldc, k, b.select(packed, b.bitcast(self.gemm_pack, ptr),
+                        ldc, depth, b.select(packed, b.bitcast(self.gemm_pack, ptr),
                                          ir.Constant(ptr, None)), self.gemm_tasks, nn])
             with call:
                 b.call(self.dgemm if double else self.sgemm,
