@@ -11,7 +11,7 @@ import operator
 from typing import Any
 
 from script.ops._impl_base import array_module
-from script.ops._impl_indexing import _along
+from script.ops._impl_indexing import _along, own
 
 
 def _select_region(a: Any, axis: int, index: int) -> tuple:
@@ -94,7 +94,7 @@ def take_last(g: Any, indices: Any, axis: int = 0) -> Any:
     out = g[_along(axis, g.ndim, indices)]
     idx = xp.asarray(indices)
     if idx.ndim == 0:
-        return out
+        return own(out, idx)  # (not a view of the cotangent: the backward may update it)
     idx = idx % g.shape[axis]
     mask = _later_repeats(xp, idx).reshape(idx.shape)
     k = builtins.int(axis) % g.ndim
@@ -108,7 +108,7 @@ def index_pairs_last(g: Any, rows: Any, cols: Any) -> Any:
     out = g[rows, cols]
     r, c = xp.broadcast_arrays(xp.asarray(rows) % g.shape[0], xp.asarray(cols) % g.shape[1])
     if r.ndim == 0:
-        return out
+        return own(out, r)
     mask = _later_repeats(xp, r * g.shape[1] + c).reshape(r.shape)
     mask = mask.reshape(mask.shape + (1,) * (g.ndim - 2))
     return xp.where(mask, xp.zeros((), g.dtype), out)

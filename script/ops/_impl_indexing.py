@@ -15,19 +15,25 @@ def _along(axis: int, ndim: int, index: Any) -> tuple:
     return (builtins.slice(None),) * normalize_axis_index(axis, ndim) + (index,)
 
 
-def take(a: Any, indices: Any, axis: int = 0) -> Any:
-    """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``),
-    always a new array: numpy's ``a[i]`` for a 0-d index (``np.argmax(v)``) is a view of ``a``,
-    which the code after it, treating the result as its own, could write into."""
-    out = a[indices] if axis == 0 else a[_along(axis, a.ndim, indices)]
-    if getattr(indices, "ndim", 0) == 0 and not isinstance(out, np.generic):
-        return out.copy()  # a view of a; a numpy scalar is a value of its own
+def own(out: Any, *indices: Any) -> Any:
+    """``out``, read from an array at integer ``indices``, as a new array: numpy's ``a[i]`` for
+    0-d indices (``np.argmax(v)``) is a view of ``a``, which the code after it, treating the
+    result as its own (an update in place), could write into."""
+    if all(getattr(i, "ndim", 0) == 0 for i in indices) and not isinstance(out, np.generic):
+        return out.copy()  # a view; a numpy scalar is a value of its own
     return out
 
 
+def take(a: Any, indices: Any, axis: int = 0) -> Any:
+    """The items of ``a`` at integer ``indices`` along ``axis`` (``a[idx]``, ``a[:, idx]``),
+    always a new array (``own``)."""
+    return own(a[indices] if axis == 0 else a[_along(axis, a.ndim, indices)], indices)
+
+
 def index_pairs(a: Any, rows: Any, cols: Any) -> Any:
-    """``a[rows, cols]`` for integer arrays (or ints) broadcast together."""
-    return a[rows, cols]
+    """``a[rows, cols]`` for integer arrays (or ints) broadcast together, always a new array
+    (``own``)."""
+    return own(a[rows, cols], rows, cols)
 
 
 def _scatter_add(g: Any, shape: Any, index: tuple) -> Any:

@@ -486,7 +486,11 @@ def check_gradients(program: Program, seed: int, random_argnums: bool = False) -
                 raise KnownBug(str(e)) from None
             raise
         ct = cotangent(out, np.random.default_rng(seed))
+        ct_before = [c.copy() for c in arrays_in(ct)]
         grads = backward(ct)
+        for c, before in zip(arrays_in(ct), ct_before):  # numpy's backward changes no input
+            np.testing.assert_array_equal(c, before, err_msg="backward changed its cotangent\n"
+                                          f"seed={seed}\n{program.source}")
         if random_argnums:  # the split into differentiable regions is a well-formed graph
             script(fn).vjp_graphs_for(*program.make_args(seed), argnums=argnums,
                                       regions=True)[0].verify()
