@@ -558,9 +558,26 @@ def _settle_weak_initials(node: Node) -> None:
     except ShapeError:
         return
     for k in weak:
-        returned = body.returns[1 + k].type
-        if isinstance(returned, TensorType) and returned.dtype is not None:
-            set_number_dtype(node.inputs[2 + k].node, returned.dtype, WEAK_DTYPE)
+        dtype = _made_dtype(body.returns[1 + k])
+        if dtype is not None:
+            set_number_dtype(node.inputs[2 + k].node, dtype, WEAK_DTYPE)
+
+
+def _made_dtype(v: Value, depth: int = 0) -> str | None:
+    """The dtype of the tensor an iteration returns in place of the number it was given: of
+    ``v``, or where ``v`` is an If's output (``if x[n] > 0.5: loss += x[n]``), the one dtype of
+    its branches' tensors (a branch that hands the number on keeps it: numpy's next ``+=``
+    promotes it as the weak number it is). None where a tensor's dtype is not known, or two
+    differ."""
+    t = v.type
+    if isinstance(t, TensorType) and t.dtype is not None:
+        return t.dtype
+    if v.node.kind != IF or depth > 8:
+        return None
+    k = v.node.outputs.index(v)
+    found = {_made_dtype(b.returns[k], depth + 1) for b in v.node.blocks
+             if not is_number(b.returns[k].type)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _is_weak(v: Value) -> bool:
