@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Node, Value
+from ir.registry import lookup
 from ir.types import DictType, ListType, TensorType, is_number
 from ir.versions import ITEM_READS as READS
 from ir.versions import WRITE_INTO as WRITE
@@ -46,6 +47,10 @@ from script.frontend.writes import _AUGMENTED
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
+
+PUTS = ("prim::DictSetItem", "prim::ListAppend", "prim::ListSetItem")
+"""puts of an item into a container (``_put_alone``)."""
+
 
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or \
     np.byte_bounds
@@ -198,8 +203,9 @@ class CallerWriteMixin:
                             holder not in called or shape_read(reader) and use.index == 0)) or (
                         not isinstance(holder.type, TensorType) and reader.kind in READS and
                         use.index == 0 and (holder not in called or
-                                            _only_written(reader.output))):
-                    continue
+                                            _only_written(reader.output))) or (
+                        reader.kind in PUTS and use.index == 0 and _put_alone(reader)):
+                    continue  # (``{k: np.zeros_like(v) for ...}``: nothing else holds those)
                 raise self._read_elsewhere(writer, holder, reader)
             if holder not in called:
                 self._check_order(holder)
@@ -241,24 +247,29 @@ class CallerWriteMixin:
                         reader: Node | None, order: bool = False,
                         other_item: bool = False) -> Exception:
         name = holder.name or "the array"
+        if name.startswith("$"):  # a comprehension's result, named by the compiler
+            kind = "dict" if name.startswith("$dcomp") else "list"
+            name = f"the {kind} the comprehension makes"
+        else:
+            name = f"'{name}'"
         line = getattr(reader.source, "line", None) if reader is not None else None
         where = f" (line {line})" if line else ""
         what = "writing into" if write.kind == WRITE else (
             f"'{write.attrs.get('name', 'a function')}' (called here) writes into")
         if order:
-            message = (f"{what} '{name}' in place, which the function also reads{where} where "
+            message = (f"{what} {name} in place, which the function also reads{where} where "
                        "the compiled code cannot keep the read on its side of the write: a "
                        "read before the write must go into the written value, and a read after "
                        "it must read the same path in the same block or one inside it (not "
                        "after the branch or loop the write is in, nor in a loop the array "
                        "was read outside of); copy what is read first, with .copy()")
         elif other_item:
-            message = (f"{what} an item of '{name}' in place, and reading another one{where} "
+            message = (f"{what} an item of {name} in place, and reading another one{where} "
                        "whose index the compiler cannot tell apart from the written one: "
                        "numpy would show the write there if they are one; read and write "
                        "items at one index (self.m[i] for both), or copy first")
         else:
-            message = (f"{what} '{name}' in place, which the function also uses "
+            message = (f"{what} {name} in place, which the function also uses "
                        f"otherwise{where}: numpy would show the write there, which the "
                        "compiled code does not follow; a write into the caller's arrays "
                        "compiles where nothing else of them is read (copy what is read "
@@ -267,6 +278,19 @@ class CallerWriteMixin:
         if target is None:
             return at_node(write, message, self.source)
         return self.error(target, message)
+
+
+def _put_alone(put: Node) -> bool:
+    """Whether ``put`` stores a new array that nothing else holds (the put its only use): a
+    write into it through the container changes nothing else the function reads, as for an
+    item of a literal (``{k: np.zeros_like(v) for k, v in p.items()}``, whose puts run in a
+    loop). A put of an array that another name holds is refused: the compiled code does not
+    follow a write into it to that name."""
+    value = put.inputs[-1]
+    op = lookup(value.node.kind)
+    new = value.node.kind == "prim::FusionGroup" or (
+        op is not None and value.node.kind.startswith("tensor::") and not op.is_view)
+    return new and isinstance(value.type, TensorType) and all(u.node is put for u in value.uses)
 
 
 def _valuesshape_read(node: Node) -> bool:
