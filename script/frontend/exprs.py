@@ -527,6 +527,12 @@ class ExprMixin:
                 return self.emit_value(kind, [base, *extra])
             if name == "shape":
                 return self.emit_value("tensor::shape", [base])
+            if name == "mT":  # numpy's matrix transpose: the last two axes swapped
+                if t.shape is not None and len(t.shape) < 2:
+                    raise self.error(node, f".mT of an array of {len(t.shape)} axes: numpy "
+                                     "needs at least 2")
+                return self.emit_value("tensor::swapaxes", [base, self.const(-2),
+                                                           self.const(-1)])
             if name == "dtype" and t.dtype is not None:
                 return self.const(t.dtype)
             if name == "dtype":  # a constant once the function is specialized (shape_prop)
