@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ir.core import Node, Value
-from ir.registry import lookup
 from ir.types import DictType, ListType, TensorType, is_number
 from ir.versions import ITEM_READS as READS
 from ir.versions import WRITE_INTO as WRITE
@@ -47,9 +46,6 @@ from script.frontend.writes import _AUGMENTED
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
-
-PUTS = ("prim::DictSetItem", "prim::ListAppend", "prim::ListSetItem")
-"""puts of an item into a container (``_put_alone``)."""
 
 
 _byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or \
@@ -203,9 +199,8 @@ class CallerWriteMixin:
                             holder not in called or shape_read(reader) and use.index == 0)) or (
                         not isinstance(holder.type, TensorType) and reader.kind in READS and
                         use.index == 0 and (holder not in called or
-                                            _only_written(reader.output))) or (
-                        reader.kind in PUTS and use.index == 0 and _put_alone(reader)):
-                    continue  # (``{k: np.zeros_like(v) for ...}``: nothing else holds those)
+                                            _only_written(reader.output))):
+                    continue
                 raise self._read_elsewhere(writer, holder, reader)
             if holder not in called:
                 self._check_order(holder)
@@ -278,19 +273,6 @@ class CallerWriteMixin:
         if target is None:
             return at_node(write, message, self.source)
         return self.error(target, message)
-
-
-def _put_alone(put: Node) -> bool:
-    """Whether ``put`` stores a new array that nothing else holds (the put its only use): a
-    write into it through the container changes nothing else the function reads, as for an
-    item of a literal (``{k: np.zeros_like(v) for k, v in p.items()}``, whose puts run in a
-    loop). A put of an array that another name holds is refused: the compiled code does not
-    follow a write into it to that name."""
-    value = put.inputs[-1]
-    op = lookup(value.node.kind)
-    new = value.node.kind == "prim::FusionGroup" or (
-        op is not None and value.node.kind.startswith("tensor::") and not op.is_view)
-    return new and isinstance(value.type, TensorType) and all(u.node is put for u in value.uses)
 
 
 def _valuesshape_read(node: Node) -> bool:
