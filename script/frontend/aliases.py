@@ -233,6 +233,73 @@ def new_array_roots(value: Value, inputs: dict[int, Value] | None = None,
     return roots
 
 
+def apart_in_a_step(value: Value, made: Value) -> bool:
+    """Whether ``value`` cannot share memory with ``made`` because ``made`` is memory made in
+    this step of a loop around it and ``value`` is older memory: what the step got from the
+    one before (its carried values), what was there before the loop, or memory made in this
+    step by other nodes. ``outs = np.zeros(...)`` in each step of a loop over layers, written
+    and then passed on as the next layer's input (``layers_in = outs``): the write changes this
+    step's array, never the one ``layers_in`` holds from the step before, though the storage
+    classes, which follow no order, join the two."""
+    if not isinstance(value.type, TensorType) or not isinstance(made.type, TensorType):
+        return False  # (a list from before the step may hold this step's array)
+    for loop in made.node.enclosing("prim::Loop"):
+        body = loop.blocks[0]
+        mine = _step_roots(made, body, True)
+        if mine is None:
+            continue
+        older = _step_roots(value, body, False)
+        return older is not None and not mine & older
+    return False
+
+
+def _step_roots(value: Value, body: Any, made: bool) -> set[int] | None:
+    """The nodes inside ``body`` (a loop's step) that made the memory ``value`` may be, in this
+    step: ``made``, where ``value`` must be memory made in this step alone (None otherwise);
+    else memory from before the step (a carried value, an argument, a value from outside the
+    loop) is left out. None where the memory is not known."""
+    roots: set[int] = set()
+    seen: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        node = v.node
+        if not _within(node, body) or node.kind == PARAM and node.owner is body:
+            if made:
+                return None
+            continue  # (memory from before this step)
+        if node.kind == PARAM:  # a value an inner loop carries
+            loop = node.owner.owner
+            if loop is None or loop.kind != "prim::Loop" or v.index < 1 or \
+                    len(loop.inputs) <= v.index + 1 or len(node.owner.returns) <= v.index:
+                return None  # (a loop still being built: its step unknown)
+            todo += [loop.inputs[v.index + 1], node.owner.returns[v.index]]
+            continue
+        if node.kind == "prim::CallFunction" or node.kind in _UNPACKS:
+            return None
+        sources = value_sources(node, v)
+        if sources:
+            todo += sources
+        elif is_made(node):
+            roots.add(id(node))
+        else:
+            return None
+    return roots
+
+
+def _within(node: Node, body: Any) -> bool:
+    """Whether ``node`` is in ``body`` or a block nested in it."""
+    block = node.owner
+    while block is not None:
+        if block is body:
+            return True
+        block = block.owner.owner if block.owner is not None else None
+    return False
+
+
 def call_inputs(call: Node) -> dict[int, Value]:
     return {id(inner): outer for inner, outer in zip(call.subgraph.inputs, call.inputs)}
 

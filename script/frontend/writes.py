@@ -30,6 +30,7 @@ from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, INT, DictType, ListType, TensorType, is_number
 from script.frontend.aliases import (
     apart_from_made,
+    apart_in_a_step,
     array_origins,
     distinct_new_arrays,
     foreign,
@@ -345,7 +346,8 @@ class WriteMixin:
             if other not in live or storage.overlap(value, [old]) is None or \
                     self.caller_container(value):  # (the inputs: above)
                 continue
-            if distinct_new_arrays(value, old) or apart_from_made(value, old):
+            if distinct_new_arrays(value, old) or apart_from_made(value, old) or \
+                    apart_in_a_step(value, old):
                 continue  # o, s = f(x) where f returns [o, s], two arrays it made
             raise self.error(node, f"this in-place write to '{name}' would also change "
                              f"'{other}' (numpy shows the write through every name of an array "
