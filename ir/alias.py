@@ -283,13 +283,31 @@ def may_share_input(node: Node) -> bool:
     """Whether a ``tensor::`` node's result may share memory with its inputs: its op has the
     ``VIEW`` trait and, where ``VIEW_WHEN`` says more for its kind, this node's types allow it;
     arithmetic done in place (``IN_PLACE_ATTR``) returns its first operand's array."""
-    if node.attrs.get(IN_PLACE_ATTR):
+    if node.attrs.get(IN_PLACE_ATTR) or integer_scalar_read(node):
         return True
     op = lookup(node.kind)
     if op is None or not op.is_view:
         return False
     when = VIEW_WHEN.get(node.kind)
     return when is None or when(node)
+
+
+def integer_scalar_read(node: Node) -> bool:
+    """Whether ``node`` reads ``a[i]`` / ``a[i, j]`` at integer-array indices that may be numpy's
+    integer scalars (0-d, or of a rank not known yet: ``W[idx[0]]``, ``W[np.argmax(s)]``) into
+    an array: numpy's basic indexing then gives a view of ``a`` (the compiled read makes a copy,
+    so a write into the result must be refused where numpy's would show in ``a``)."""
+    if node.kind == "tensor::take":
+        indices = node.inputs[1:2]
+    elif node.kind == "tensor::index_pairs":
+        indices = node.inputs[1:3]
+    else:
+        return False
+    out = node.output.type
+    if isinstance(out, TensorType) and out.shape == ():
+        return False  # an item: numpy's scalar, a copy
+    return all(isinstance(t := v.type, TensorType) and t.shape in (None, ())
+               and (t.dtype is None or t.dtype.startswith(("int", "uint"))) for v in indices)
 
 
 def _same_shape_possible(node: Node) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ir.alias import integer_scalar_read
 from ir.core import PARAM, Node, Value
 from ir.registry import lookup
 from ir.types import TensorType
@@ -112,6 +113,8 @@ def value_sources(node: Node, v: Value) -> list[Value]:
         return [node.inputs[0]]
     if node.kind == "prim::CallFunction" and "Subgraph" in node.attrs:
         return _call_result_sources(node, node.subgraph.outputs[v.index]) or []
+    if integer_scalar_read(node):  # W[idx[0]]: numpy's view where idx[0] is its scalar
+        return [node.inputs[0]]
     op = lookup(node.kind)
     if node.kind.startswith("tensor::") and op is not None and op.is_view:
         if node.kind == "tensor::select" and _scalar_item(v):

@@ -21,7 +21,7 @@ from ir.core import Value
 from ir.ops.elementwise import UFUNC_ATTR
 from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
-from ir.types import BOOL, FLOAT, INT, NONE, STR, ListType, TensorType, TupleType
+from ir.types import BOOL, FLOAT, INT, INT_DTYPES, NONE, STR, ListType, TensorType, TupleType
 from script.frontend.env import at_position, end_of
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_scalar
 
@@ -524,8 +524,10 @@ class NumpyMixin:
             if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
                 raise self.error(item, f"an index must be an int or an integer array, not "
                                  f"{v.type}")
-        if all(v.type in (INT, BOOL) for v in values):
+        if all(v.type in (INT, BOOL) or _integer_scalar(v) for v in values):
             for v in values:  # each select drops its axis: the next index is at the same one
+                if v.type not in (INT, BOOL):  # numpy's integer scalar (idx[0], np.argmax(s)):
+                    v = self.emit_value("prim::Int", [v])  # basic indexing, a view as numpy's
                 value = self.emit_value("tensor::select", [value, self.const(leading), v])
             return value
         if len(values) == 1:
@@ -586,3 +588,10 @@ def _holds_arrays(t: Any) -> bool:
     if isinstance(t, TupleType):
         return any(_holds_arrays(e) or isinstance(e, TensorType) for e in t.elements)
     return False
+
+
+def _integer_scalar(v: Any) -> bool:
+    """Whether ``v`` is a 0-d integer array: numpy's integer scalar, which indexes as an int
+    (``W[idx[0]]`` is a view of ``W``, not a copy)."""
+    t = v.type
+    return isinstance(t, TensorType) and t.shape == () and t.dtype in INT_DTYPES
