@@ -55,19 +55,19 @@ from passes.item_types import (
     reads_before_changes,
 )
 from passes.local_items import join
+from passes.weak_initials import (
+    WEAK_DTYPE,
+    first_update_dtype,
+    is_weak,
+    made_dtype,
+    weak_branches,
+)
 
 RAISE = "prim::RaiseException"
 
 NAME = "shape-prop"
 SETTLES = True
 """a second run on the graph this pass leaves changes nothing (``run_pipeline``)."""
-
-WEAK_DTYPE = "weak_dtype"
-"""Attribute of the ``tensor::full`` the frontend makes of a number a loop turns into a tensor
-(``loss = 0`` before ``loss += x.sum()``): its dtype is the one the loop's first iteration gives
-(see ``_settle_weak_initials``).
-
-"""
 
 MAX_LOOP_ROUNDS = 4
 """Rounds of widening a loop's carried types before forgetting their shapes. Each round can only
@@ -180,7 +180,7 @@ def _settle_weak_items(graph: Graph, general: Mapping[Value, Type]) -> None:
     ``0 + x`` of a float32 ``x``). Otherwise they stay weak: code generation writes them as the
     Python numbers they are (``script.runtime.weak_numbers``)."""
     weak = {c: [v.node for v in items] for c in general
-            if (items := local_items.built_items(c.node)) and all(_is_weak(v) for v in items)}
+            if (items := local_items.built_items(c.node)) and all(is_weak(v) for v in items)}
     if not weak:
         return
     states = {c: local_items.Items(general[c], probe=PROBE) for c in weak}
@@ -545,7 +545,7 @@ def _settle_weak_initials(node: Node) -> None:
     once with the number itself carried, as numpy's first iteration runs, and take the dtype of
     the tensor it returns (``0 + np.float32(x)`` is float32). Without one it keeps the number's
     own dtype (int64, float64), as ``np.asarray(0)`` has."""
-    weak = [k for k, v in enumerate(node.inputs[2:]) if _is_weak(v)]
+    weak = [k for k, v in enumerate(node.inputs[2:]) if is_weak(v)]
     if not weak:
         return
     body = node.blocks[0]
@@ -558,32 +558,14 @@ def _settle_weak_initials(node: Node) -> None:
     except ShapeError:
         return
     for k in weak:
-        dtype = _made_dtype(body.returns[1 + k])
+        dtype = made_dtype(body.returns[1 + k]) or first_update_dtype(body.params[1 + k])
         if dtype is not None:
             set_number_dtype(node.inputs[2 + k].node, dtype, WEAK_DTYPE)
-
-
-def _made_dtype(v: Value, depth: int = 0) -> str | None:
-    """The dtype of the tensor an iteration returns in place of the number it was given: of
-    ``v``, or where ``v`` is an If's output (``if x[n] > 0.5: loss += x[n]``), the one dtype of
-    its branches' tensors (a branch that hands the number on keeps it: numpy's next ``+=``
-    promotes it as the weak number it is). None where a tensor's dtype is not known, or two
-    differ."""
-    t = v.type
-    if isinstance(t, TensorType) and t.dtype is not None:
-        return t.dtype
-    if v.node.kind != IF or depth > 8:
-        return None
-    k = v.node.outputs.index(v)
-    found = {_made_dtype(b.returns[k], depth + 1) for b in v.node.blocks
-             if not is_number(b.returns[k].type)}
-    return found.pop() if len(found) == 1 else None
-
-
-def _is_weak(v: Value) -> bool:
-    producer = v.node
-    return bool(producer.attrs.get(WEAK_DTYPE)) and producer.inputs[2].node.kind == CONSTANT \
-        and producer.inputs[2].node.attrs.get("value") is None
+            for full, mark in weak_branches(body.returns[1 + k]):  # (else: loss = 0.0)
+                number = full.inputs[1].node.attrs.get("value")
+                if full.inputs[1].node.kind == CONSTANT and exact_in(number, dtype) and (
+                        type(number) is not float or dtype.startswith("float")):
+                    set_number_dtype(full, dtype, mark)
 
 
 def set_number_dtype(full: Node, dtype: str, mark: str) -> None:

@@ -2,7 +2,9 @@
 dtype numpy's first update gives it (float32 for float32 terms: the Python number is weak). When
 the update ran under an ``if`` (or after a ``continue``), the branch that hands the number on
 unchanged hid that dtype, and the accumulator became float64: numpy gave float32. Now the dtype
-comes from the branches that make a tensor."""
+comes from the branches that make a tensor, or else from what the step first makes of the
+number (``loss * 0.5`` in a second ``if`` reads the first one's result), and a branch that sets
+the number again (``else: loss = 0.0``) gives it that dtype too."""
 
 import numpy as np
 import pytest
@@ -41,6 +43,26 @@ def nested(x: Tensor):
     return total
 
 
+def reset(x: Tensor):
+    loss = 0.0
+    for n in range(x.shape[0]):
+        if x[n] > 0.5:
+            loss += x[n]
+        else:
+            loss = 0.0
+    return loss
+
+
+def halved(x: Tensor):
+    loss = 0.0
+    for n in range(x.shape[0]):
+        if x[n] > 0.5:
+            loss += x[n]
+        if loss > 1.0:
+            loss = loss * 0.5
+    return loss
+
+
 def _check(got, want):
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -64,6 +86,13 @@ def test_updates_under_nested_ifs(dtype):
     x = np.random.default_rng(1).standard_normal((6, 3)).astype(dtype)
     x[0] = [1.0, 1.0, 1.0]
     _check(script.script(nested)(x), nested(x))
+
+
+@pytest.mark.parametrize("fn", [reset, halved])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_number_set_again_or_scaled_in_a_second_if(fn, dtype):
+    x = np.array([0.25, 0.75, 1.5, 0.1, -0.8, 3.0, 0.9], dtype)
+    _check(script.script(fn)(x), fn(x))
 
 
 def test_the_gradient_of_a_masked_sum():
