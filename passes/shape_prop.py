@@ -60,7 +60,6 @@ from passes.weak_initials import (
     first_update_dtype,
     is_weak,
     made_dtype,
-    weak_branches,
 )
 
 RAISE = "prim::RaiseException"
@@ -561,11 +560,6 @@ def _settle_weak_initials(node: Node) -> None:
         dtype = made_dtype(body.returns[1 + k]) or first_update_dtype(body.params[1 + k])
         if dtype is not None:
             set_number_dtype(node.inputs[2 + k].node, dtype, WEAK_DTYPE)
-            for full, mark in weak_branches(body.returns[1 + k]):  # (else: loss = 0.0)
-                number = full.inputs[1].node.attrs.get("value")
-                if full.inputs[1].node.kind == CONSTANT and exact_in(number, dtype) and (
-                        type(number) is not float or dtype.startswith("float")):
-                    set_number_dtype(full, dtype, mark)
 
 
 def set_number_dtype(full: Node, dtype: str, mark: str) -> None:

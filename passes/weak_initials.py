@@ -1,10 +1,10 @@
 """Numbers a loop turns into tensors (``loss = 0.0`` before ``loss += x[n]``): the graph walks
 that tell shape propagation (``passes.shape_prop``'s ``_settle_weak_initials``) which dtype
-numpy's first update gives such a number, and which other numbers a step sets it to."""
+numpy's first update gives such a number."""
 
 from __future__ import annotations
 
-from ir.core import CONSTANT, Node, Value
+from ir.core import CONSTANT, Value
 from ir.kinds import IF, LOOP, RETURN
 from ir.types import TensorType, is_number
 
@@ -12,27 +12,6 @@ WEAK_DTYPE = "weak_dtype"
 """Attribute of the ``tensor::full`` the frontend makes of a number a loop turns into a tensor
 (``loss = 0`` before ``loss += x.sum()``): its dtype is the one the loop's first iteration gives
 (``passes.shape_prop``'s ``_settle_weak_initials``)."""
-
-JOINED_NUMBER = "joined_number"
-"""(``passes.weak_numbers``' mark of a number a branch joins with an array)"""
-
-
-def weak_branches(v: Value, depth: int = 0) -> list[tuple[Node, str]]:
-    """The numbers made tensors whose dtype is open (``WEAK_DTYPE``, ``JOINED_NUMBER``) that
-    the ifs returning ``v`` give on some branch, with their mark: a step that sets the carried
-    number again, which the next step's update makes a tensor of the carried dtype, as it did
-    the first."""
-    for mark in (WEAK_DTYPE, JOINED_NUMBER):
-        node = v.node
-        if node.kind == "tensor::full" and node.attrs.get(mark) and \
-                node.inputs[2].node.kind == CONSTANT and \
-                node.inputs[2].node.attrs.get("value") is None:
-            return [(node, mark)]
-    if v.node.kind != IF or depth > 8:
-        return []
-    k = v.node.outputs.index(v)
-    return [n for b in v.node.blocks for n in weak_branches(b.returns[k], depth + 1)]
-
 
 def made_dtype(v: Value, depth: int = 0) -> str | None:
     """The dtype of the tensor an iteration returns in place of the number it was given: of
