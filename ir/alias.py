@@ -27,6 +27,7 @@ from ir.core import CONSTANT, SUBGRAPH, Block, Graph, Node, Value
 from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import constant_of, lookup
 from ir.types import (
+    INT,
     ListType,
     OptionalType,
     ScalarType,
@@ -306,8 +307,9 @@ def integer_scalar_read(node: Node) -> bool:
     out = node.output.type
     if isinstance(out, TensorType) and out.shape == ():
         return False  # an item: numpy's scalar, a copy
-    return all(isinstance(t := v.type, TensorType) and t.shape in (None, ())
-               and (t.dtype is None or t.dtype.startswith(("int", "uint"))) for v in indices)
+    scalar = [v.type == INT or isinstance(t := v.type, TensorType) and t.shape in (None, ())
+              and (t.dtype is None or t.dtype.startswith(("int", "uint"))) for v in indices]
+    return all(scalar) and any(v.type != INT for v in indices)  # (W[1, idx[0]] too)
 
 
 def _same_shape_possible(node: Node) -> bool:

@@ -30,6 +30,19 @@ def pair_of_a_local(x: Tensor, rows: Tensor, cols: Tensor):
     return W
 
 
+def int_beside_a_scalar(x: Tensor, idx: Tensor):
+    W = x.reshape(2, 3, 4) * 1.0
+    v = W[1, idx[0]]  # numpy: a view of W, an int beside its integer scalar
+    v *= 2.0
+    return W
+
+
+def scalar_beside_an_int(W: Tensor, idx: Tensor):
+    v = W[idx[0], 1]
+    v += 1.0
+    return v
+
+
 def read_only(W: Tensor, idx: Tensor, s: Tensor):
     return W[idx[0]] * 2.0 + W[np.argmax(s)]
 
@@ -44,6 +57,8 @@ def embedding_scaled(E: Tensor, tokens: Tensor):
     (row_of_a_local, (np.arange(6.0).reshape(3, 2), np.array([1]))),
     (row_of_an_argument, (np.zeros((3, 2)), np.array([0.0, 1.0, 0.0]))),
     (pair_of_a_local, (np.arange(24.0).reshape(3, 2, 4), np.array([2]), np.array([1]))),
+    (int_beside_a_scalar, (np.arange(24.0), np.array([1]))),
+    (scalar_beside_an_int, (np.zeros((2, 3, 4)), np.array([1]))),
 ])
 def test_a_write_through_the_read_is_numpys_or_refused(fn, args):
     want_args = [a.copy() for a in args]
