@@ -252,7 +252,9 @@ class ExprMixin:
         if not accepts("operand", operand.type):
             sign = "-" if isinstance(node.op, ast.USub) else "+"
             raise self.error(node, f"bad operand type for unary {sign}: '{operand.type}'")
-        if isinstance(node.op, ast.UAdd):
+        if isinstance(node.op, ast.UAdd):  # numpy's +a is a new array (np.positive)
+            if isinstance(operand.type, TensorType):
+                return self.emit_value("tensor::copy", [operand])
             return operand
         folded = constant_of(operand)
         if isinstance(folded, (int, float)) and not isinstance(folded, bool):
