@@ -104,7 +104,7 @@ class NumpyMixin:
             raise self.error(node, f"{display}() takes exactly one positional argument")
         value = self.expr(node.args[0])
         if isinstance(value.type, TensorType):
-            return self.emit_value("tensor::astype", [value, self.const(dtype)])
+            return self.cast_unless_same(value, self.const(dtype), node)
         if value.type not in (INT, FLOAT, BOOL):
             raise self.error(node.args[0], f"{display}() of {value.type}: give a number or "
                              "an array")
@@ -414,10 +414,9 @@ class NumpyMixin:
             pending: list[Any] = []  # (a value a loop carries may be an array in a later step)
             if made_as_scalar(data, pending, self.updated_from) and not pending:
                 data = self.array_of_scalar(data, node)  # numpy's scalar where 0-d
-        if dtype.is_constant and (dtype.constant is None or (
-                t.dtype is not None and np.dtype(dtype.constant) == t.dtype)):
+        if dtype.is_constant and dtype.constant is None:
             return data
-        return self.emit_value("tensor::astype", [data, dtype])
+        return self.cast_unless_same(data, dtype, node)
 
     def array_of_scalar(self: FunctionCompiler, data: Any, node: ast.AST) -> Any:
         """``np.asarray(data)`` of a value that is numpy's scalar where it is 0-d: a new 0-d

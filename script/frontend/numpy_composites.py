@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, FLOAT, INT, TensorType
 from script.frontend.env import end_of
@@ -235,6 +237,24 @@ class CompositesMixin:
             return self.binary("*", self.ufunc_result(a), self.ufunc_result(b), node)
         return self.emit_value("tensor::tensordot", [a, b, self.const(((-1,), (-1,))),
                                                      self.const(True)])
+
+    def cast_unless_same(self: FunctionCompiler, data: Any, dtype: Any, node: ast.AST) -> Any:
+        """``data`` itself where its dtype is ``dtype``, else cast to it (``tensor::astype``):
+        numpy's ``np.asarray(a, dtype)`` and ``np.float64(a)`` return ``a`` itself, whose
+        writes then show through both names. Decided when specializing where the dtype is not
+        known yet."""
+        t = data.type
+        if dtype.is_constant and t.dtype is not None:
+            if np.dtype(dtype.constant) == t.dtype:
+                return data
+            return self.emit_value("tensor::astype", [data, dtype])
+        name = f"$cast_{id(node)}"
+        same = self.binary("==", self.emit_value("tensor::dtype", [data]), dtype, node)
+        self.emit_if(same, lambda: self.frame.set(name, data), lambda: self.frame.set(
+            name, self.emit_value("tensor::astype", [data, dtype])), end_of(node), node)
+        result = self.frame.find(name)
+        del self.frame.vars[name]
+        return result
 
 
 def _frozen(axes: Any) -> Any:
