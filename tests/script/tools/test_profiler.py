@@ -42,8 +42,9 @@ def test_node_times_add_up_to_the_wall_time_of_the_calls():
     args = _layer_args()
     f(*args)  # compiled outside: only the calls are measured
     # a busy machine only ever adds wall time the nodes did not see (a preempted thread between
-    # two nodes), so the best of three sessions is the one to hold to the 90% bound
-    sessions = [_profile_layer(f, args) for _ in range(3)]
+    # two nodes), so the best of five sessions is the one to hold to the 90% bound (of three,
+    # the best once reached 88.5% on a 2-core CI machine running two test workers)
+    sessions = [_profile_layer(f, args) for _ in range(5)]
     for _, wall, nodes, calls in sessions:
         assert nodes <= calls <= wall
     prof, wall, nodes, _ = max(sessions, key=lambda s: s[2] / s[1])
