@@ -28,6 +28,7 @@ from ir.ops.elementwise import IN_PLACE_ATTR
 from ir.registry import constant_of, lookup
 from ir.types import (
     INT,
+    INT_DTYPES,
     ListType,
     OptionalType,
     ScalarType,
@@ -308,7 +309,7 @@ def integer_scalar_read(node: Node) -> bool:
     if isinstance(out, TensorType) and out.shape == ():
         return False  # an item: numpy's scalar, a copy
     scalar = [v.type == INT or isinstance(t := v.type, TensorType) and t.shape in (None, ())
-              and (t.dtype is None or t.dtype.startswith(("int", "uint"))) for v in indices]
+              and (t.dtype is None or t.dtype in INT_DTYPES) for v in indices]
     return all(scalar) and any(v.type != INT for v in indices)  # (W[1, idx[0]] too)
 
 

@@ -13,6 +13,7 @@ WEAK_DTYPE = "weak_dtype"
 (``loss = 0`` before ``loss += x.sum()``): its dtype is the one the loop's first iteration gives
 (``passes.shape_prop``'s ``_settle_weak_initials``)."""
 
+
 def made_dtype(v: Value, depth: int = 0) -> str | None:
     """The dtype of the tensor an iteration returns in place of the number it was given: of
     ``v``, or where ``v`` is an If's output (``if x[n] > 0.5: loss += x[n]``), the one dtype of

@@ -82,17 +82,13 @@ OpenBLAS 5.7; (32, 2048) x (2048, 512) 3.7 ms against 2.4; at k = 1024, 64 KB, t
 equal)."""
 
 KC = 256
-"""A block of k: this many items of a row of A at a time (``SIGNATURE``'s ``kc``), so a panel of
-B (kc x two vectors: 32 KB in either dtype) stays in the L1 cache while the rows of a chunk of A
-sweep it, outside loops and in a native loop's step alike. In items, not bytes: float64 blocks
-of 128 items ran a (64, 512) x (512, 2048) product at 2.8 ms against 1.7 ms with 256 (numpy:
-1.9 ms), a (6400, 512) x (512, 2048) one at 236 against 182 ms (Zen 4, two threads). A step's
-product once took k in one block (a panel up to ``MAX_PANEL_BYTES``), which a 48 KB L1 does not
-hold at k = 512: on one core of a Xeon (Sapphire Rapids), B's panels packed, median of calls,
-k in one block against blocks of 256: (64, 512) x (512, 2048) float32 1143 against 989 us
-(numpy's OpenBLAS 1013), float64 2606 against 2248 (numpy 2124); (32, 512) x (512, 1024)
-float32 340 against 274 (numpy 318), float64 777 against 620 (numpy 604); read in place,
-(8, 512) x (512, 2048) float32 278 against 269, float64 596 against 568."""
+"""A block of k (``SIGNATURE``'s ``kc``), outside loops and in a native loop's step: a panel of B
+(kc x two vectors: 32 KB in either dtype) stays in the L1 cache while a chunk of A's rows sweeps
+it. float64 blocks of 128 ran (64, 512) x (512, 2048) at 2.8 ms against 1.7 with 256 (numpy 1.9;
+Zen 4, two threads). A step once took k in one block, which a 48 KB L1 does not hold at k = 512:
+one Sapphire Rapids core, B packed, one block against 256: (64, 512) x (512, 2048) float32 1143
+against 989 us (numpy 1013), float64 2606 against 2248 (numpy 2124); (32, 512) x (512, 1024)
+float32 340 against 274 (numpy 318), float64 777 against 620 (numpy 604)."""
 
 CHUNK_BYTES = 256 << 10
 """The rows of A swept per panel: as many as fit in this many bytes (at least ``MR``)."""

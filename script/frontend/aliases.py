@@ -294,7 +294,9 @@ def _step_roots(value: Value, body: Any, made: bool) -> set[int] | None:
 
 
 def _within(node: Node, body: Any) -> bool:
-    """Whether ``node`` is in ``body`` or a block nested in it."""
+    """Whether ``node`` is in ``body`` or a block nested in it. (Not ``Node.is_inside`` of the
+    loop: while the frontend emits a step, its block is not yet the loop's, and the check of an
+    update in it runs then.)"""
     block = node.owner
     while block is not None:
         if block is body:
