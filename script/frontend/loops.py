@@ -342,7 +342,7 @@ def _hint(name: str) -> str:
 
 def written_arrays(stmts: list[ast.stmt]) -> set[str]:
     """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``,
-    ``x[...].fill(v)``."""
+    ``x[...].fill(v)``, ``out=x`` (``out=x[t]``)."""
     found = set()
     for node in walk_same_function(stmts):
         targets: list[ast.expr] = []
@@ -352,13 +352,15 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
             targets = [node.target]
             while isinstance(targets[-1], ast.Subscript):
                 targets.append(targets[-1].value)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr == "fill":
-            base = node.func.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name):
-                found.add(base.id)
+        elif isinstance(node, ast.Call):
+            bases = [kw.value for kw in node.keywords if kw.arg == "out"]  # np.tanh(z, out=z)
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "fill":
+                bases.append(node.func.value)
+            for base in bases:
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    found.add(base.id)
         for t in targets:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 found.add(t.value.id)
