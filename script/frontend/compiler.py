@@ -61,6 +61,7 @@ from script.frontend.env import (
 from script.frontend.exprs import ExprMixin
 from script.frontend.function_tables import FunctionTableMixin
 from script.frontend.globals import GlobalsMixin, guards_hold
+from script.frontend.in_place_calls import InPlaceCallMixin
 from script.frontend.index_chains import IndexChainMixin
 from script.frontend.indexing import IndexMixin
 from script.frontend.instances import InstanceMixin
@@ -181,7 +182,8 @@ class FunctionCompiler(StmtMixin, LoopMixin, WriteMixin, IterMixin, CallMixin, M
                        NumpyKeywordsMixin, NoneTestMixin, MathMixin, RandomMixin,
                        CompositesMixin, WholeWriteMixin, IndexChainMixin, SortingMixin,
                        MaskMixin, ArrangementMixin, FunctionTableMixin, ObjectStoreMixin,
-                       CallerWriteMixin, BranchMixin, ScalarUpdateMixin, UpdateCheckMixin):
+                       CallerWriteMixin, BranchMixin, ScalarUpdateMixin, UpdateCheckMixin,
+                       InPlaceCallMixin):
     """Compiles one function; ``compile()`` returns its ``FunctionDef``."""
 
     def __init__(self, fn: Callable[..., Any], tree: ast.FunctionDef, source: SourceInfo,

@@ -342,7 +342,7 @@ def _hint(name: str) -> str:
 
 def written_arrays(stmts: list[ast.stmt]) -> set[str]:
     """Names written into in place in ``stmts``: ``x[...] = v``, ``x[...] += v``, ``x.fill(v)``,
-    ``x[...].fill(v)``, ``out=x`` (``out=x[t]``)."""
+    ``x[...].fill(v)``, ``out=x`` (``out=x[t]``), ``np.add.at(x, ...)``, ``np.copyto(x, v)``."""
     found = set()
     for node in walk_same_function(stmts):
         targets: list[ast.expr] = []
@@ -356,6 +356,9 @@ def written_arrays(stmts: list[ast.stmt]) -> set[str]:
             bases = [kw.value for kw in node.keywords if kw.arg == "out"]  # np.tanh(z, out=z)
             if isinstance(node.func, ast.Attribute) and node.func.attr == "fill":
                 bases.append(node.func.value)
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("at", "copyto") \
+                    and node.args:
+                bases.append(node.args[0])  # np.add.at(dW, x, dout), np.copyto(z, v)
             for base in bases:
                 while isinstance(base, ast.Subscript):
                     base = base.value

@@ -177,7 +177,7 @@ class StmtMixin:
         if not isinstance(node.value, ast.Call):
             raise self.error(node, "an expression statement must be a call (its value would be "
                              "discarded)")
-        if self.fill_call(node.value):
+        if self.fill_call(node.value) or self.in_place_call(node.value):
             return
         result = self.expr(node.value)
         if result.node.kind == "prim::Constant" and not result.uses:

@@ -1,0 +1,155 @@
+"""numpy functions that write into their first argument: ``np.add.at``, ``np.copyto``.
+
+``np.copyto(dst, src)`` is ``dst[...] = src``, every element of ``dst`` set in place.
+
+``np.add.at(a, indices, v)`` is numpy's unbuffered in-place add at integer-array indices.
+
+Where ``a[idx] += v`` adds once per distinct index (numpy buffers the read), ``np.add.at`` adds
+every item, so repeated indices accumulate: cs231n's word-embedding backward,
+``np.add.at(dW, x, dout)``, sums the gradient of every time a word occurs. The statement becomes
+``a += take_backward(v, a.shape, idx, axis)`` (``o[rows, cols]``: ``index_pairs_backward``), the
+zeros of ``a``'s shape with ``v`` added at the indices: an in-place update of the whole of ``a``,
+which the frontend follows through every name of ``a`` and refuses on an array the caller holds,
+as it does ``a += ...``. ``np.subtract.at`` adds ``-v``. An index with no integer array (ints and
+slices: basic indexing, every item once) is ``a[index] += v`` itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ir.core import Value
+from ir.types import BOOL, INT, TensorType, is_number
+
+if TYPE_CHECKING:
+    from script.frontend.compiler import FunctionCompiler
+
+_UFUNCS = {id(np.add): ("add", ast.Add), id(np.subtract): ("subtract", ast.Sub)}
+"""the ufuncs whose ``.at`` compiles: name, and the augmented operator of their basic index."""
+
+
+def _full_slice(node: ast.expr) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None \
+        and node.step is None
+
+
+class InPlaceCallMixin:
+    """``np.add.at``, ``np.subtract.at`` and ``np.copyto`` statements in ``FunctionCompiler``."""
+
+    def in_place_call(self: FunctionCompiler, call: ast.expr) -> bool:
+        """A statement that calls one of these: True when handled."""
+        return self.copyto_call(call) or self.ufunc_at_call(call)
+
+    def copyto_call(self: FunctionCompiler, call: ast.expr) -> bool:
+        """``np.copyto(dst, src)``: ``dst[...] = src`` (numpy's same-kind casting; ``where=``
+        and ``casting=`` are refused)."""
+        name = call.func.attr if isinstance(call, ast.Call) and isinstance(
+            call.func, ast.Attribute) else getattr(getattr(call, "func", None), "id", None)
+        if name != "copyto" or self.resolve_static(call.func) is not np.copyto:
+            return False
+        if len(call.args) != 2 or call.keywords:
+            raise self.unsupported(call, "np.copyto() with other than its two arrays (dst, src)")
+        dst, src = call.args
+        index = ast.copy_location(ast.Constant(Ellipsis), call)
+        self.visit(ast.copy_location(ast.Assign(
+            [ast.copy_location(ast.Subscript(dst, index, ast.Store()), dst)], src), call))
+        return True
+
+    def slice_call(self: FunctionCompiler, node: ast.expr) -> ast.expr:
+        """``slice(lo, hi, step)`` in an index tuple as the slice ``lo:hi:step`` it is."""
+        if not (isinstance(node, ast.Call) and not node.keywords and len(node.args) <= 3
+                and self.resolve_static(node.func) is slice):
+            return node
+        bounds = [None if isinstance(a, ast.Constant) and a.value is None else a
+                  for a in node.args]
+        lower, upper, step = ([None, *bounds, None] if len(bounds) == 1
+                              else [*bounds, None, None][:3])
+        return ast.copy_location(ast.Slice(lower, upper, step), node)
+
+    def ufunc_at_call(self: FunctionCompiler, call: ast.expr) -> bool:
+        """``np.add.at(a, indices, v)`` as a statement: True when handled (a ``ScriptError``
+        where ``a`` or the indices are not what it takes)."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "at"):
+            return False
+        ufunc = self.resolve_static(call.func.value)
+        if not isinstance(ufunc, np.ufunc):
+            return False
+        display = f"np.{ufunc.__name__}.at"
+        found = _UFUNCS.get(id(ufunc))
+        if found is None:
+            raise self.unsupported(call, f"{display}() (np.add.at and np.subtract.at compile)")
+        if len(call.args) != 3 or call.keywords:
+            raise self.error(call, f"{display}() takes three arguments here: the array, the "
+                             "indices and the values to add")
+        target, index, value_node = call.args
+        if not isinstance(target, ast.Name):
+            raise self.unsupported(call, f"{display}() into {ast.unparse(target)} (give a local "
+                                   "array name: g = np.zeros_like(W); np.add.at(g, idx, v))")
+        old = self.frame.find(target.id)
+        if not isinstance(old, Value):  # a global, a closure's or a module's array
+            raise self.error(target, f"{display}() into '{target.id}', which this function did "
+                             "not make (a global or captured array): numpy would change that "
+                             "array itself, which the compiled code does not do; copy it first: "
+                             f"{target.id}_copy = {target.id}.copy()")
+        if not isinstance(old.type, TensorType):
+            raise self.error(target, f"{display}() writes into an array, not a {old.type}")
+        self.check_owned(target.id, old, call)  # an argument's array: numpy changes it
+        if isinstance(index, ast.Tuple):  # (slice(None), idx): the slice numpy's a[:, idx] has
+            index = ast.copy_location(ast.Tuple([self.slice_call(i) for i in index.elts],
+                                                ast.Load()), index)
+        items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+        leading = 0
+        while leading < len(items) and _full_slice(items[leading]):
+            leading += 1
+        indices = items[leading:]
+        while len(indices) > 1 and _full_slice(indices[-1]):
+            indices = indices[:-1]
+        op = found[1]
+        basic = ast.copy_location(ast.AugAssign(
+            ast.copy_location(ast.Subscript(target, index, ast.Store()), call), op(),
+            value_node), call)
+        if not indices or len(indices) > (1 if leading else 2) or any(
+                isinstance(i, ast.Slice) or isinstance(i, ast.Constant) and i.value is Ellipsis
+                for i in indices):
+            if any(not isinstance(i, (ast.Slice, ast.Constant, ast.Name, ast.UnaryOp))
+                   for i in indices):
+                raise self.unsupported(call, f"{display}() at {ast.unparse(index)} (give an "
+                                       "integer array, optionally after ':' slices, or two "
+                                       "integer arrays: (rows, cols))")
+            self.visit(basic)  # ints and slices: each item once, as a[index] += v
+            return True
+        values = [self.index_item(i) for i in indices]
+        if not any(isinstance(v.type, TensorType) for v in values):
+            self.visit(basic)
+            return True
+        for item, v in zip(indices, values):
+            if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
+                raise self.error(item, f"{display}(): an index must be an int or an integer "
+                                 f"array, not {v.type}")
+        value = self.expr(value_node)
+        if is_number(value.type):  # numpy casts v to a's dtype
+            value = self.numpy_scalar(value, self.emit_value("tensor::dtype", [old]))
+        elif not isinstance(value.type, TensorType):
+            raise self.error(value_node, f"{display}(): the values must be an array or a "
+                             f"number, not {value.type}")
+        if op is ast.Sub:
+            value = self.emit_value("tensor::neg", [value])
+        shape = self.emit_value("tensor::shape", [old])
+        if len(values) == 1:
+            added = self.emit_value("tensor::take_backward",
+                                    [value, shape, values[0], self.const(leading)])
+        else:
+            added = self.emit_value("tensor::index_pairs_backward", [value, shape, *values])
+        name = f"$ufunc_at_{id(call)}"
+        self.frame.set(name, added)
+        try:
+            self.visit(ast.copy_location(ast.AugAssign(
+                ast.copy_location(ast.Name(target.id, ast.Store()), target), ast.Add(),
+                ast.copy_location(ast.Name(name, ast.Load()), call)), call))
+        finally:
+            self.frame.vars.pop(name, None)
+        return True
