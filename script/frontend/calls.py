@@ -104,6 +104,10 @@ class CallMixin:
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None and op_for_object(self.resolve_static(func)) is not None:
             return self.call_with_out(node, out)
+        keepdims = next((kw for kw in node.keywords if kw.arg == "keepdims"), None)
+        if keepdims is not None and getattr(func, "attr", getattr(func, "id", None)) in (
+                "argmax", "argmin"):
+            return self.extremum_keepdims(node, keepdims)
         if isinstance(func, ast.Attribute):
             if self.is_super_call(func.value):
                 return self.call_super_method(func.value, func.attr, node)
@@ -590,8 +594,8 @@ def _builtin_name(obj: Any) -> str | None:
 
 
 def _is_library(fn: Any) -> bool:
-    module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return module in _LIBRARY_MODULES
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".")[0] in _LIBRARY_MODULES and module != "script.frontend.numpy_shims"
 
 
 def _arrays(t: Type) -> bool:

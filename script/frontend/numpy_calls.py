@@ -23,6 +23,7 @@ from ir.ops.numpy_ops import SCALAR_ATTR, array_rank
 from ir.registry import op_def
 from ir.types import BOOL, FLOAT, INT, INT_DTYPES, NONE, STR, ListType, TensorType, TupleType
 from script.frontend.env import at_position, end_of
+from script.frontend.numpy_shims import SHIMS
 from script.frontend.whole_writes import ZERO_D_ARRAY, made_as_scalar
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "allclose": "numpy_allclose", "identity": "numpy_identity",
                     "trace": "numpy_trace", "diff": "numpy_diff", "linspace": "numpy_linspace",
                     "tensordot": "numpy_tensordot", "inner": "numpy_inner",
+                    **dict.fromkeys(SHIMS, "numpy_shim"),
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                         "uint8", "bool_")}}
@@ -92,6 +94,10 @@ class NumpyMixin:
         if missing:
             raise self.error(node, f"{display}() missing required argument '{missing[0]}'")
         return [v if v is None or not isinstance(v, ast.AST) else self.expr(v) for v in found]
+
+    def numpy_shim(self: FunctionCompiler, node: ast.Call) -> Any:
+        """A numpy function written in the language (``numpy_shims``), inlined as a helper."""
+        return self.call_python_function(SHIMS[self.resolve_static(node.func).__name__], node)
 
     # -- numpy scalars --------------------------------------------------------------------------
     def numpy_scalar_type(self: FunctionCompiler, node: ast.Call) -> Any:

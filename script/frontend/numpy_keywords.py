@@ -1,11 +1,13 @@
 """numpy's keyword spellings of ops whose own argument names differ: the bounds of
-``np.clip``/``.clip``, the ``order=`` of array-making calls, which changes no value, and
-``out=``, the array (or part of one) a result is written into.
+``np.clip``/``.clip``, the ``order=`` of array-making calls, which changes no value,
+``out=``, the array (or part of one) a result is written into, and ``keepdims=`` of
+``np.argmax``/``np.argmin``.
 """
 
 from __future__ import annotations
 
 import ast
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ir.core import Value
@@ -125,3 +127,24 @@ class NumpyKeywordsMixin:
             raise self.error(target, "out= must be an array: an int per axis names one item "
                              "(numpy's TypeError), and so may an index into an array of "
                              "unknown rank; assign it instead: x[i, j] = ...")
+
+    def extremum_keepdims(self: FunctionCompiler, node: ast.Call, keep: ast.keyword) -> Any:
+        """``np.argmax(x, axis, keepdims=True)`` (``x.argmin(axis, keepdims=True)``): the
+        indices with the axis kept as one of length 1 (``np.expand_dims`` of the result)."""
+        plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
+            kw for kw in node.keywords if kw is not keep]), node)
+        flag = self.expr(keep.value)
+        if not flag.is_constant or not isinstance(flag.constant, bool):
+            raise self.error(keep, "keepdims= takes True or False here (a constant)")
+        result = self.visit_Call(plain)
+        if not flag.constant:
+            return result
+        is_method = isinstance(node.func, ast.Attribute) and \
+            not isinstance(self.resolve_static(node.func.value), ModuleType)  # (not np.argmax)
+        given = node.args[0 if is_method else 1:]
+        axis = next((kw.value for kw in node.keywords if kw.arg == "axis"),
+                    given[0] if given else None)
+        if axis is None or isinstance(axis, ast.Constant) and axis.value is None:
+            raise self.unsupported(node, "keepdims=True without an axis (give the axis: "
+                                   "np.argmax(x, axis=-1, keepdims=True))")
+        return self.emit_value("tensor::expand_dims", [result, self.as_index(self.expr(axis))])

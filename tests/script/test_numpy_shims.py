@@ -1,0 +1,119 @@
+"""numpy functions written in the language (``script.frontend.numpy_shims``) and
+``np.argmax``/``np.argmin``'s ``keepdims``: numpy's values, dtypes and result types, and
+gradients that match finite differences."""
+
+import numpy as np
+import pytest
+
+from script import ScriptError, Tensor, script
+from tests.gradcheck import check_vjp
+
+
+def gates(z: Tensor) -> Tensor:
+    i, f, o, g = np.hsplit(z, 4)  # an LSTM's four gates side by side
+    return i * f + o * np.tanh(g)
+
+
+def rows_split(x: Tensor) -> Tensor:
+    return np.vsplit(x, 3)[1]
+
+
+def vector_split(v: Tensor) -> Tensor:
+    return np.hsplit(v, 2)[0]
+
+
+def nonzero_count(x: Tensor):
+    return np.count_nonzero(x), np.count_nonzero(x > 0.5, axis=1)
+
+
+def peak_to_peak(x: Tensor) -> Tensor:
+    return np.ptp(x, axis=0) + np.ptp(x)
+
+
+def appended(x: Tensor):
+    return np.append(x, x[0]), np.append(x, x * 2.0, axis=0)
+
+
+def broadcast(v: Tensor) -> Tensor:
+    return np.broadcast_to(v, (3, 8)) * np.arange(24.0).reshape(3, 8)
+
+
+def best_scores(x: Tensor) -> Tensor:
+    return np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True), axis=1)
+
+
+def sorted_along(x: Tensor, y: Tensor, axis: int) -> Tensor:
+    return np.take_along_axis(x, np.argsort(y, axis=axis), axis=axis)
+
+
+def flat_pick(x: Tensor) -> Tensor:
+    return np.take_along_axis(x, np.array([5, -1, 0]), axis=None)
+
+
+def steps(x: Tensor) -> Tensor:
+    return np.heaviside(x, 0.5) + np.heaviside(x, x)
+
+
+def nan_ignoring(x: Tensor, y: Tensor) -> Tensor:
+    return np.fmax(x, y) - np.fmin(x, 0.25)
+
+
+def flat_dot(x: Tensor) -> Tensor:
+    return np.vdot(x, x[::-1])
+
+
+def kept_axes(x: Tensor):
+    return x.argmax(-1, keepdims=True), np.argmin(x, axis=0, keepdims=True), \
+        np.argmax(x, 1, keepdims=False)
+
+
+def _cases(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 8)).astype(dtype)
+    x[0, 1] = x[2, 3] = 0.0
+    y = rng.standard_normal((3, 8)).astype(dtype)
+    with_nan = y.copy()
+    with_nan[1, 2] = np.nan
+    return [(gates, (x,)), (rows_split, (x,)), (vector_split, (x[0],)), (nonzero_count, (x,)),
+            (peak_to_peak, (x,)), (appended, (x,)), (broadcast, (x[0],)),
+            (best_scores, (x,)), (sorted_along, (x, y, 1)), (sorted_along, (x, y, 0)),
+            (sorted_along, (x, y, -1)), (flat_pick, (x,)), (steps, (x,)),
+            (nan_ignoring, (x, y)), (nan_ignoring, (x, with_nan)), (nan_ignoring, (with_nan, x)),
+            (flat_dot, (x,)),
+            (kept_axes, (x,))]
+
+
+def _same(got, want, name):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), name
+        for g, w in zip(got, want):
+            _same(g, w, name)
+        return
+    assert type(got) is type(want), (name, type(got), type(want))
+    assert np.asarray(got).dtype == np.asarray(want).dtype, name
+    np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_dtypes_and_types_are_numpys(dtype):
+    for fn, args in _cases(dtype):
+        _same(script(fn)(*args), fn(*args), fn.__name__)
+
+
+@pytest.mark.parametrize("fn", [gates, rows_split, peak_to_peak, appended, broadcast,
+                                best_scores, sorted_along, flat_pick, nan_ignoring, flat_dot])
+def test_gradients_match_finite_differences(fn):
+    for case, args in _cases(np.float64):
+        if case is fn and not any(np.isnan(a).any() for a in args if isinstance(a, np.ndarray)):
+            check_vjp(script(fn), args)
+
+
+def no_axis(x: Tensor):
+    return np.argmax(x, keepdims=True)
+
+
+def test_what_is_refused():
+    with pytest.raises(ScriptError, match="keepdims=True without an axis"):
+        script(no_axis)(np.ones((2, 3)))
+    with pytest.raises(Exception, match="does not split into 4 equal sections"):
+        script(gates)(np.ones((2, 6)))
