@@ -19,6 +19,8 @@ def reduced_shape(node: Node, axis_index: int, keepdims_index: int) -> tuple[Dim
     t = tensor_arg(node, 0)
     axis = const_ints(node, axis_index, None)
     keepdims = const(node, keepdims_index, False)
+    if t.shape is None and axis is None and keepdims is False:
+        return ()  # every axis reduced: a 0-d result whatever the rank
     if t.shape is None or keepdims is NOT_CONSTANT:
         return None
     rank = len(t.shape)

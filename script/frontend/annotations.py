@@ -99,6 +99,22 @@ def bare_container(annotation: Any, namespace: dict[str, Any]) -> bool:
     return any(annotation is c for c in BARE_CONTAINERS)
 
 
+def declared(fn: Any) -> dict[str, Any]:
+    """``fn``'s annotations, but for a parameter annotated with a bare container (``p: dict``,
+    ``xs: list``), which is typed by the call as an unannotated one is: Python checks neither,
+    and the container's items are the call's."""
+    annotations = getattr(fn, "__annotations__", None) or {}
+    if not any(_maybe_bare(a) for a in annotations.values()):
+        return annotations
+    namespace = getattr(fn, "__globals__", {})
+    return {name: a for name, a in annotations.items()
+            if name == "return" or not bare_container(a, namespace)}
+
+
+def _maybe_bare(annotation: Any) -> bool:
+    return isinstance(annotation, str) or any(annotation is c for c in BARE_CONTAINERS)
+
+
 def type_from_annotation(obj: Any, namespace: dict[str, Any] | None = None) -> Type:
     """The IR type an annotation object denotes; AnnotationError when there is none."""
     if isinstance(obj, str):

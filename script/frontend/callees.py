@@ -14,7 +14,12 @@ from ir.constants import constant_type
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, FLOAT, INT, NONE, TENSOR, OptionalType, TensorType, Type, is_subtype
 from script.errors import ScriptError
-from script.frontend.annotations import AnnotationError, function_namespace, type_from_annotation
+from script.frontend.annotations import (
+    AnnotationError,
+    declared,
+    function_namespace,
+    type_from_annotation,
+)
 from script.frontend.definition import load_source
 from script.frontend.env import is_function_value
 from script.frontend.exprs import constant_value
@@ -133,7 +138,7 @@ class CalleeMixin:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):
             return node, None
-        annotations = getattr(fn, "__annotations__", {})
+        annotations = declared(fn)
         plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params = list(sig.parameters.values())
         open_names = {p.name for p in params if p.kind == plain and p.name not in annotations
@@ -238,7 +243,7 @@ class CalleeMixin:
         takes ``*args`` / ``**kwargs``, from the call's values ``args`` (after ``self`` for a
         ``method``) and ``keywords``: an unannotated parameter passed a dict, list, number or
         tuple is typed as passed (it would otherwise be an array)."""
-        annotations = getattr(fn, "__annotations__", {})
+        annotations = declared(fn)
         plain = [p for p in inspect.signature(fn).parameters.values()
                  if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD][1 if method else 0:]
         given = dict(zip((p.name for p in plain), args)) | {

@@ -46,6 +46,7 @@ from ir.types import (
     is_subtype,
     unify,
 )
+from script.errors import ScriptError
 from script.frontend import classes
 from script.frontend.annotations import (
     class_type,
@@ -537,8 +538,13 @@ class CallMixin:
     def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:
         element = lst.type.element
         if not is_subtype(value.type, element):
-            self.widen_list(lst, value.type,
-                            self.error(node, f"cannot add a {value.type} to a list of {element}"))
+            hint = f" (its number is {element}(v) of a 0-d array v)" if is_number(element) \
+                and isinstance(value.type, TensorType) else ""
+            error = self.error(node, f"cannot add a {value.type} to a list of {element}{hint}")
+            try:
+                self.widen_list(lst, value.type, error)
+            except ScriptError as refused:
+                return self.as_number_of(value, element, refused)
         return value
 
     def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int

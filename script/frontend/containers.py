@@ -28,6 +28,7 @@ from ir.types import (
     TupleType,
     Type,
     erase_shape,
+    is_number,
     unify,
 )
 from script.errors import ScriptError
@@ -108,13 +109,20 @@ class ContainerMixin:
             self.widen_dict(d, key.type, d.type.value, error)
 
     def check_store(self: FunctionCompiler, d: Any, key: Any, value: Any, node: ast.AST,
-                    key_node: ast.AST) -> None:
-        """``d[key] = value`` fits ``d``'s type (or its literal is retyped to fit)."""
+                    key_node: ast.AST) -> Any:
+        """``d[key] = value`` fits ``d``'s type (or its literal is retyped to fit): the value
+        stored (a numpy scalar into a dict of numbers is the number)."""
         t = d.type
         self.check_dict_key(d, key, key_node)
         if unify(t.value, value.type) != t.value:
-            self.widen_dict(d, t.key, value.type,
-                            self.error(node, f"cannot store {_a(str(value.type))} in a {t}"))
+            hint = f" (its number is {t.value}(v) of a 0-d array v)" if is_number(t.value) and \
+                isinstance(value.type, TensorType) else ""
+            error = self.error(node, f"cannot store {_a(str(value.type))} in a {t}{hint}")
+            try:
+                self.widen_dict(d, t.key, value.type, error)
+            except ScriptError as refused:
+                return self.as_number_of(value, t.value, refused)
+        return value
 
     def dict_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int
                   ) -> list[Any]:
@@ -160,7 +168,7 @@ class ContainerMixin:
     def set_dict_item(self: FunctionCompiler, d: Any, key_node: ast.expr, value: Any,
                       node: ast.AST) -> None:
         key = self.expr(key_node)
-        self.check_store(d, key, value, node, key_node)
+        value = self.check_store(d, key, value, node, key_node)
         self.emit("prim::DictSetItem", [d, key, value], [])
 
     # -- reversed ---------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from ir.types import (
     strip_optional,
 )
 from script.errors import ScriptError
+from script.frontend.annotations import declared
 from script.frontend.definition import load_source
 from script.frontend.object_args import is_plain_object
 from script.module import is_array
@@ -207,7 +208,7 @@ def _source_annotations(fn: Callable[..., Any], sig: inspect.Signature) -> dict[
     """What the source annotates already (a ``# type:`` comment annotates everything)."""
     if _has_type_comment(fn):
         return {**{n: "comment" for n in sig.parameters}, "return": "comment"}
-    return dict(getattr(fn, "__annotations__", {}))
+    return dict(declared(fn))
 
 
 def _has_type_comment(fn: Callable[..., Any]) -> bool:

@@ -55,6 +55,7 @@ from ir.types import (
 from script.errors import ScriptError, SignatureError
 from script.frontend.annotations import (
     AnnotationError,
+    declared,
     evaluate_annotation,
     function_namespace,
     is_plain_class,
@@ -496,7 +497,7 @@ class ObjectArgMixin:
         except (TypeError, ValueError):
             return {}
         given = list(zip(names, node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
-        annotated = getattr(fn, "__annotations__", {})
+        annotated = declared(fn)
         found = {}
         for name, arg in given:
             if name not in wanted:

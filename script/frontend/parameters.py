@@ -24,6 +24,7 @@ from ir.types import (
 from script.frontend.annotations import (
     AnnotationError,
     bare_container,
+    declared,
     evaluate_annotation,
     type_from_annotation,
 )
@@ -91,7 +92,7 @@ class ParameterMixin:
     def unannotated_name(self: Any, name: str) -> bool:
         """Is ``name`` a parameter without an annotation?"""
         names = {a.arg for a in self.tree.args.posonlyargs + self.tree.args.args}
-        return name in names and name not in getattr(self.fn, "__annotations__", {}) and \
+        return name in names and name not in declared(self.fn) and \
             not self.tree.type_comment
 
     def unannotated_parameter(self: Any, value: Any) -> bool:
@@ -157,7 +158,7 @@ class ParameterMixin:
         return types
 
     def parameter_type(self, arg: ast.arg, defaults: dict[str, object]) -> Type:
-        annotations = getattr(self.fn, "__annotations__", {})
+        annotations = declared(self.fn)
         if arg.arg in getattr(self, "objects", {}):
             return NONE  # a plain object: its attributes are inputs (object_args)
         default = defaults.get(arg.arg, _NO_DEFAULT)

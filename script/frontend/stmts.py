@@ -523,6 +523,14 @@ class StmtMixin:
         raise self.error(node, f"the return value has type {value.type}, but '{name}' is "
                          f"annotated to return {expected}")
 
+    def as_number_of(self: FunctionCompiler, value: Any, t: Any, error: Exception) -> Any:
+        """``value`` as the number a container of ``t`` items holds, where it is a numpy scalar
+        of that kind (``out.append(np.sum(x))`` into a ``List[float]``: numpy appends its
+        ``np.float64``); else ``error`` is raised."""
+        if not _numpy_scalar_of(value.type, t):
+            raise error
+        return self.emit_value(f"prim::{t.name.capitalize()}", [value])
+
     # -- if -------------------------------------------------------------------------------------
     def visit_If(self: FunctionCompiler, node: ast.If) -> None:
         cond = self.condition_value(node.test)
@@ -566,8 +574,12 @@ def _starts_as_a_number(value: Any) -> bool:
 def _numpy_scalar_of(t: Any, expected: Any) -> bool:
     """Whether ``t`` is a numpy scalar (a 0-d array in the graph) of the kind a ``bool``,
     ``int`` or ``float`` annotation names: what a numpy function of numbers returns
-    (``np.maximum(a, b)`` of two bools is a ``np.bool_``) passes as Python's would."""
-    if not isinstance(t, TensorType) or t.shape != () or t.dtype is None:
+    (``np.maximum(a, b)`` of two bools is a ``np.bool_``) passes as Python's would; a 0-d value
+    of a dtype not known yet passes as a float (``def loss(x: Tensor) -> float: return
+    np.sum(x ** 2)``)."""
+    if not isinstance(t, TensorType) or t.shape != ():
         return False
+    if t.dtype is None:  # any real dtype converts to float (as a float32 numpy scalar would)
+        return expected == FLOAT
     kinds = {BOOL: "b", INT: "biu", FLOAT: "biuf"}.get(expected)
     return kinds is not None and np.dtype(t.dtype).kind in kinds

@@ -18,6 +18,7 @@ from typing import Any
 
 from ir.types import NONE, TENSOR, OptionalType, Type
 from script.errors import ScriptError
+from script.frontend.annotations import declared
 from script.frontend.infer_types import Conflict, erase_dtypes, join, type_of_example
 from script.frontend.object_args import is_object_sequence, is_plain_object
 from script.module import is_array
@@ -37,7 +38,7 @@ def call_types(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         return {}
     plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
              inspect.Parameter.KEYWORD_ONLY)
-    annotations = getattr(fn, "__annotations__", {})
+    annotations = declared(fn)
     found: dict[str, Type] = {}
     for name, value in binding.arguments.items():
         parameter = signature.parameters[name]
@@ -94,7 +95,7 @@ def none_arguments(fn: Callable[..., Any], example: tuple[tuple[Any, ...], dict[
         binding = signature.bind_partial(*example[0], **example[1])
     except (TypeError, ValueError):
         return {}
-    annotations = getattr(fn, "__annotations__", {})
+    annotations = declared(fn)
     return {name: NONE for name, p in signature.parameters.items()
             if p.default is None and name not in annotations and name not in objects
             and binding.arguments.get(name) is None}
@@ -137,7 +138,7 @@ def object_parameters(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
         binding = signature.bind_partial(*args, **kwargs)
     except (TypeError, ValueError):
         return {}
-    annotated = getattr(fn, "__annotations__", {})
+    annotated = declared(fn)
     plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
              inspect.Parameter.KEYWORD_ONLY)
     found = {}

@@ -36,6 +36,7 @@ from passes.autodiff.nested_inputs import unroll_reads
 from passes.shape_prop import specialize
 from passes.static_ints import bind_static_ints
 from script.errors import Origin, ScriptError, SignatureError, reported
+from script.frontend.annotations import declared
 from script.frontend.caller_writes import writes_apart
 from script.frontend.compiler import compile_function
 from script.frontend.globals import guards_hold
@@ -215,7 +216,7 @@ class ScriptFunction:
     def _widened(self, d: Any, args: tuple[Any, ...]) -> bool:
         """Whether a call passing other types for call-typed parameters compiled the
         definition again, for the types holding both (``call_types.widen``)."""
-        annotated = getattr(self.python_fn, "__annotations__", {})
+        annotated = declared(self.python_fn)
         open_optional = {n for n in d.arg_names if n not in annotated
                          and n not in self._call_typed and d.defaults.get(n, 0) is None}
         changed = widen(self._call_typed, d.arg_names, args, open_optional)
