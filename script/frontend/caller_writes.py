@@ -102,6 +102,22 @@ class CallerWriteMixin:
         self.versions.note(node, self.graph.block.param_node)
         return node
 
+    def caller_part_write(self: FunctionCompiler, target: ast.Subscript, dst: Value,
+                          value: Any) -> bool:
+        """``c.k[pos] = x``, ``hs[0][1] = x`` into a part of the caller's array ``dst``: a copy
+        of the array with the part written, written back whole (``caller_write``), so the
+        caller's array holds numpy's values, at the cost of a copy of it per write. False where
+        ``dst`` is not the caller's array (the other write rules apply)."""
+        holder = self.caller_array(dst)
+        if _whole(target.slice) or holder is None or not plain_read(target.value) or any(
+                u.node.kind in ("prim::ListSetItem", "prim::DictSetItem") for u in holder.uses):
+            return False
+        written = self.put_index(self.emit_value("tensor::copy", [dst]), target.slice, value,
+                                 target)
+        whole = ast.copy_location(ast.Subscript(target.value, ast.copy_location(
+            ast.Constant(Ellipsis), target.slice), ast.Store()), target)
+        return self.caller_write(whole, dst, written) is not None
+
     @property
     def versions(self: FunctionCompiler) -> Versions:
         """The last write into each of the caller's arrays (``write_order``)."""

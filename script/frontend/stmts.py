@@ -291,6 +291,7 @@ class StmtMixin:
         if isinstance(base.type, TensorType):
             if not isinstance(target.value, ast.Name):
                 if self.caller_write(target, base, value) or \
+                        self.caller_part_write(target, base, value) or \
                         self.write_stored_item(target, base, value):
                     return
                 self.write_index_chain(target, value)
