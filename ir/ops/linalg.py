@@ -1,6 +1,6 @@
 """Linear algebra: ``matmul`` (numpy's rules, 1-D and batched broadcasting included) and ``linear``;
 ``matmul_sum``, which a rewrite inserts; ``einsum`` (numpy's subscripts, ``...`` included);
-``tensordot``; ``inv`` and ``solve`` (numpy.linalg's).
+``tensordot``; ``inv``, ``solve``, ``det`` and ``slogdet`` (numpy.linalg's).
 
 Each op has an eager function of the same name in ``script.ops``; ``ops.mm`` is ``ops.matmul``.
 """
@@ -313,6 +313,19 @@ def _solve(node: Node) -> list[Type]:
     return [TensorType(dtype, solve_shape(a.shape, b.shape), items_device([a, b], node))]
 
 
+def _det(node: Node) -> list[Type]:
+    a = tensor_arg(node, 0)
+    _square(f"np.linalg.{node.kind.partition('::')[2]}", a.shape)
+    t = TensorType(_linalg_dtype(a.dtype), None if a.shape is None else a.shape[:-2],
+                   items_device([a], node))
+    return [t] if node.kind == "tensor::det" else [t, t]
+
+
+defop("tensor::det(a: Tensor) -> Tensor", _det, (PURE, SCALAR_RESULT), ("np.linalg.det",),
+      "the determinant of a square matrix (of each of a stack of them)")
+defop("tensor::slogdet(a: Tensor) -> (Tensor, Tensor)", _det, (PURE, SCALAR_RESULT), (),
+      "the sign and the log of the absolute value of the determinant (np.linalg.slogdet: "
+      "finite where the determinant itself would overflow)")
 defop("tensor::inv(a: Tensor) -> Tensor", _inv, (PURE,), ("np.linalg.inv",),
       "the inverse of a square matrix (of each of a stack of them); numpy's LinAlgError for a "
       "singular one")

@@ -238,6 +238,15 @@ class CompositesMixin:
         return self.emit_value("tensor::tensordot", [a, b, self.const(((-1,), (-1,))),
                                                      self.const(True)])
 
+    def numpy_slogdet(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.linalg.slogdet(a): the tuple (sign, logabsdet) (numpy's named tuple, unpacked as
+        ``sign, logdet = np.linalg.slogdet(S)``; its ``.sign`` / ``.logabsdet`` are not)."""
+        (a,) = self.numpy_args(node, "np.linalg.slogdet", ["a"], 1)
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.linalg.slogdet() of a {a.type}: pass an array")
+        made = self.emit("tensor::slogdet", [a])
+        return self.emit_value("prim::TupleConstruct", list(made.outputs))
+
     def cast_unless_same(self: FunctionCompiler, data: Any, dtype: Any, node: ast.AST) -> Any:
         """``data`` itself where its dtype is ``dtype``, else cast to it (``tensor::astype``):
         numpy's ``np.asarray(a, dtype)`` and ``np.float64(a)`` return ``a`` itself, whose

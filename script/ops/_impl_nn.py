@@ -183,6 +183,17 @@ def inv(a: Any) -> Any:
     return array_module(a).linalg.inv(a)
 
 
+def det(a: Any) -> Any:
+    """numpy.linalg.det: the determinant of a square matrix (of each of a stack)."""
+    return array_module(a).linalg.det(a)
+
+
+def slogdet(a: Any) -> tuple:
+    """numpy.linalg.slogdet: (sign, log|det|) of a square matrix (of each of a stack)."""
+    sign, logabsdet = array_module(a).linalg.slogdet(a)
+    return sign, logabsdet
+
+
 def solve(a: Any, b: Any) -> Any:
     """numpy.linalg.solve: x with ``a @ x == b``."""
     return array_module(a).linalg.solve(a, b)

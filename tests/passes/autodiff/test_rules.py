@@ -78,6 +78,12 @@ def linear_systems(a: Tensor, b: Tensor) -> Tensor:
     return np.linalg.inv(m) @ b + np.linalg.solve(m, b) + np.linalg.solve(m, b[:, 0])[:, None]
 
 
+def determinants(a: Tensor) -> Tensor:
+    m = a + 4.0 * np.eye(3)
+    sign, logdet = np.linalg.slogdet(np.stack([m, m @ m.T]))
+    return np.linalg.det(m) * sign + logdet
+
+
 def clip(x: Tensor, lo: Tensor) -> Tensor:
     return np.clip(x, lo, 0.5) + np.clip(x, -0.3, None)
 
@@ -228,6 +234,7 @@ CASES = {
                   ["tensor::tensordot"]),
     "linear_systems": (linear_systems, lambda r: (_r(r, 3, 3), _r(r, 3, 2)),
                        ["tensor::inv", "tensor::solve"]),
+    "determinants": (determinants, lambda r: (_r(r, 3, 3),), ["tensor::det", "tensor::slogdet"]),
     "clip": (clip, lambda r: (_r(r, 3, 4), _r(r, 4) * 0.3 - 0.5), ["tensor::clip"]),
     "where": (where, lambda r: (_r(r, 3, 4), _r(r, 4)), ["tensor::where"]),
     "transpose": (transpose, lambda r: (_r(r, 3, 3),), ["tensor::transpose"]),

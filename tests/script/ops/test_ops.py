@@ -341,6 +341,19 @@ def test_inv_and_solve(dtype):
         close(got, want)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+def test_det_and_slogdet(dtype):
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal((2, 3, 3)) * 2 + 6 * np.eye(3)).astype(dtype)
+    close(run("det", a), np.linalg.det(f64(a)))
+    assert isinstance(run("det", a[0]), np.floating)  # numpy's scalar of one matrix
+    sign, logdet = run("slogdet", a, outputs=2)
+    want = np.linalg.slogdet(f64(a))
+    close(sign, want[0])
+    close(logdet, want[1])
+    assert logdet.dtype == (F64 if dtype == I64 else dtype)
+
+
 def test_integer_sums_are_numpys():
     for dtype in ("uint8", "int32", "bool"):
         x = np.ones((4, 3), dtype)
@@ -560,7 +573,7 @@ def test_every_tensor_op_has_a_checked_example():
                 "full",
                 "zeros_like", "ones_like", "full_like", "arange", "layer_norm", "dropout",
                 "clip", "where", "astype", "einsum", "tensordot", "inv",
-                "solve"})
+                "solve", "det", "slogdet"})
     tensor_ops = {op.name for op in all_ops() if op.kind.startswith("tensor::")
                   and section_of(op) in LIBRARY_SECTIONS}
     assert tensor_ops <= covered, sorted(tensor_ops - covered)
