@@ -103,6 +103,14 @@ for _name, (_args, _region, _doc) in PUTS.items():
           f"{_doc}: in place, returning a itself (chosen by the inplace-writes pass)",
           effects={"a": (READS, WRITES, ALIASES)})
 
+defop("tensor::take_add(a: Tensor, value: operand, indices: operand, axis: int = 0, "
+      "sign: int = 1) -> Tensor", _put_rule(_take), (PURE,), (),
+      "a with value added (sign -1: subtracted) at integer `indices` along `axis`, item by "
+      "item, so repeated indices add up (np.add.at / np.subtract.at): a new array")
+defop("tensor::index_pairs_add(a: Tensor, value: operand, rows: operand, cols: operand, "
+      "sign: int = 1) -> Tensor", _put_rule(_index_pairs), (PURE,), (),
+      "a with value added (sign -1: subtracted) at [rows, cols], item by item, so repeated "
+      "pairs add up (np.add.at(a, (rows, cols), v)): a new array")
 defop("tensor::take_last(g: Tensor, indices: operand, axis: int = 0) -> Tensor", _take, (PURE,),
       (), "g read at integer `indices` along `axis`, zero where a later index repeats: the "
       "gradient of take_put's value")

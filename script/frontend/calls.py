@@ -108,7 +108,9 @@ class CallMixin:
         keepdims = next((kw for kw in node.keywords if kw.arg == "keepdims"), None)
         if keepdims is not None and getattr(func, "attr", getattr(func, "id", None)) in (
                 "argmax", "argmin"):
-            return self.extremum_keepdims(node, keepdims)
+            found = self.extremum_keepdims(node, keepdims)
+            if found is not None:
+                return found
         if isinstance(func, ast.Attribute):
             if self.is_super_call(func.value):
                 return self.call_super_method(func.value, func.attr, node)

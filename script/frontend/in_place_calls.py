@@ -7,11 +7,11 @@
 Where ``a[idx] += v`` adds once per distinct index (numpy buffers the read), ``np.add.at`` adds
 every item, so repeated indices accumulate: cs231n's word-embedding backward,
 ``np.add.at(dW, x, dout)``, sums the gradient of every time a word occurs. The statement becomes
-``a += take_backward(v, a.shape, idx, axis)`` (``o[rows, cols]``: ``index_pairs_backward``), the
-zeros of ``a``'s shape with ``v`` added at the indices: an in-place update of the whole of ``a``,
-which the frontend follows through every name of ``a`` and refuses on an array the caller holds,
-as it does ``a += ...``. ``np.subtract.at`` adds ``-v``. An index with no integer array (ints and
-slices: basic indexing, every item once) is ``a[index] += v`` itself.
+``a = take_add(a, v, idx, axis)`` (``(rows, cols)``: ``index_pairs_add``), numpy's own
+``np.add.at`` on a copy of ``a`` (its order of additions, its rounding and casting): a write
+into ``a``, which the frontend follows through every name of ``a`` and refuses on an array the
+caller holds, as it does ``a[idx] = v``. ``np.subtract.at`` subtracts. An index with no integer
+array (ints and slices: basic indexing, every item once) is ``a[index] += v`` itself.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ir.core import Value
+from ir.ops.elementwise import CASTING_ATTR
 from ir.types import BOOL, INT, TensorType, is_number
 
 if TYPE_CHECKING:
@@ -44,8 +45,9 @@ class InPlaceCallMixin:
         return self.copyto_call(call) or self.ufunc_at_call(call)
 
     def copyto_call(self: FunctionCompiler, call: ast.expr) -> bool:
-        """``np.copyto(dst, src)``: ``dst[...] = src`` (numpy's same-kind casting; ``where=``
-        and ``casting=`` are refused)."""
+        """``np.copyto(dst, src)``: ``dst[...] = src`` cast as numpy's same-kind rule allows
+        (its TypeError otherwise: a float into an int array); ``where=`` and ``casting=`` are
+        refused."""
         name = call.func.attr if isinstance(call, ast.Call) and isinstance(
             call.func, ast.Attribute) else getattr(getattr(call, "func", None), "id", None)
         if name != "copyto" or self.resolve_static(call.func) is not np.copyto:
@@ -53,9 +55,25 @@ class InPlaceCallMixin:
         if len(call.args) != 2 or call.keywords:
             raise self.unsupported(call, "np.copyto() with other than its two arrays (dst, src)")
         dst, src = call.args
+        into = self.expr(dst)
+        if not isinstance(into.type, TensorType):
+            raise self.error(dst, f"np.copyto() writes into an array, not a {into.type}")
+        value = self.expr(src)
+        if is_number(value.type):
+            value = self.numpy_scalar(value, self.const(None))
+        elif not isinstance(value.type, TensorType):
+            raise self.error(src, f"np.copyto() copies an array or a number, not {value.type}")
+        value = self.emit("tensor::astype", [value, self.emit_value("tensor::dtype", [into])],
+                          attrs={CASTING_ATTR: "same_kind"}).output  # numpy's TypeError
+        name = f"$copyto_{id(call)}"
+        self.frame.set(name, value)
         index = ast.copy_location(ast.Constant(Ellipsis), call)
-        self.visit(ast.copy_location(ast.Assign(
-            [ast.copy_location(ast.Subscript(dst, index, ast.Store()), dst)], src), call))
+        try:
+            self.visit(ast.copy_location(ast.Assign(
+                [ast.copy_location(ast.Subscript(dst, index, ast.Store()), dst)],
+                ast.copy_location(ast.Name(name, ast.Load()), src)), call))
+        finally:
+            self.frame.vars.pop(name, None)
         return True
 
     def slice_call(self: FunctionCompiler, node: ast.expr) -> ast.expr:
@@ -131,25 +149,16 @@ class InPlaceCallMixin:
                 raise self.error(item, f"{display}(): an index must be an int or an integer "
                                  f"array, not {v.type}")
         value = self.expr(value_node)
-        if is_number(value.type):  # numpy casts v to a's dtype
-            value = self.numpy_scalar(value, self.emit_value("tensor::dtype", [old]))
-        elif not isinstance(value.type, TensorType):
+        if not (is_number(value.type) or isinstance(value.type, TensorType)):
             raise self.error(value_node, f"{display}(): the values must be an array or a "
                              f"number, not {value.type}")
-        if op is ast.Sub:
-            value = self.emit_value("tensor::neg", [value])
-        shape = self.emit_value("tensor::shape", [old])
+        aliases = self.check_write(target.id, old, call)
+        sign = self.const(-1 if op is ast.Sub else 1)
         if len(values) == 1:
-            added = self.emit_value("tensor::take_backward",
-                                    [value, shape, values[0], self.const(leading)])
+            new = self.emit_value("tensor::take_add",
+                                  [old, value, values[0], self.const(leading), sign])
         else:
-            added = self.emit_value("tensor::index_pairs_backward", [value, shape, *values])
-        name = f"$ufunc_at_{id(call)}"
-        self.frame.set(name, added)
-        try:
-            self.visit(ast.copy_location(ast.AugAssign(
-                ast.copy_location(ast.Name(target.id, ast.Store()), target), ast.Add(),
-                ast.copy_location(ast.Name(name, ast.Load()), call)), call))
-        finally:
-            self.frame.vars.pop(name, None)
+            new = self.emit_value("tensor::index_pairs_add", [old, value, *values, sign])
+        for name in [target.id, *aliases]:
+            self.frame.set(name, new)
         return True

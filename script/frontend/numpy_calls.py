@@ -44,7 +44,8 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "allclose": "numpy_allclose", "identity": "numpy_identity",
                     "trace": "numpy_trace", "diff": "numpy_diff", "linspace": "numpy_linspace",
                     "tensordot": "numpy_tensordot", "inner": "numpy_inner",
-                    "linalg.slogdet": "numpy_slogdet",
+                    "linalg.slogdet": "numpy_slogdet", "hsplit": "numpy_split_along",
+                    "vsplit": "numpy_split_along", "dsplit": "numpy_split_along",
                     **dict.fromkeys(SHIMS, "numpy_shim"),
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",

@@ -238,6 +238,44 @@ class CompositesMixin:
         return self.emit_value("tensor::tensordot", [a, b, self.const(((-1,), (-1,))),
                                                      self.const(True)])
 
+    def numpy_split_along(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.hsplit / np.vsplit / np.dsplit(ary, indices_or_sections): ``np.split`` along the
+        second axis (the first of a 1-D array), the first, the third; numpy's ValueError for an
+        array of too few axes."""
+        name = self.resolve_static(node.func).__name__
+        given = dict(zip(["ary", "indices_or_sections"], node.args)) | {
+            kw.arg: kw.value for kw in node.keywords}
+        if len(node.args) > 2 or set(given) != {"ary", "indices_or_sections"}:
+            raise self.error(node, f"np.{name}() takes an array and a count or a tuple of "
+                             "indices")
+        a = self.expr(given["ary"])
+        if not isinstance(a.type, TensorType):
+            raise self.error(node, f"np.{name}() of a {a.type}: pass an array")
+        least = {"hsplit": 1, "vsplit": 2, "dsplit": 3}[name]
+        enough = self.binary(">=", self.emit_value("tensor::ndim", [a]), self.const(least), node)
+        self.emit_if(enough, lambda: None, lambda: self.raise_exception(
+            f"{name} only works on arrays of {least} or more dimensions", "ValueError"),
+            end_of(node), node)
+        held = f"$split_{id(node)}"
+        self.frame.set(held, a)
+
+        def at(n: ast.AST) -> ast.AST:
+            return ast.copy_location(n, node)
+
+        axis: ast.expr = at(ast.Constant({"vsplit": 0, "dsplit": 2}.get(name, 1)))
+        if name == "hsplit":  # the columns of a matrix, the items of a vector
+            axis = at(ast.IfExp(at(ast.Compare(at(ast.Attribute(at(ast.Name(held, ast.Load())),
+                                                              "ndim", ast.Load())),
+                                               [ast.Gt()], [at(ast.Constant(1))])),
+                                axis, at(ast.Constant(0))))
+        call = at(ast.Call(node.func, [at(ast.Name(held, ast.Load())),
+                                       given["indices_or_sections"]],
+                           [ast.keyword("axis", axis)]))
+        try:
+            return self.numpy_split(call)
+        finally:
+            self.frame.vars.pop(held, None)
+
     def numpy_slogdet(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.linalg.slogdet(a): the tuple (sign, logabsdet) (numpy's named tuple, unpacked as
         ``sign, logdet = np.linalg.slogdet(S)``; its ``.sign`` / ``.logabsdet`` are not)."""

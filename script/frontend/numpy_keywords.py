@@ -10,10 +10,13 @@ import ast
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ir.core import Value
 from ir.ops.elementwise import CASTING_ATTR
 from ir.registry import OpDef
 from ir.types import INT, TensorType
+from script.frontend.exprs import NOT_STATIC
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -129,22 +132,35 @@ class NumpyKeywordsMixin:
                              "unknown rank; assign it instead: x[i, j] = ...")
 
     def extremum_keepdims(self: FunctionCompiler, node: ast.Call, keep: ast.keyword) -> Any:
-        """``np.argmax(x, axis, keepdims=True)`` (``x.argmin(axis, keepdims=True)``): the
-        indices with the axis kept as one of length 1 (``np.expand_dims`` of the result)."""
+        """``np.argmax(x, axis, keepdims=True)`` (``x.argmin(axis, keepdims=True)`` of an
+        array): the indices with the axis kept as one of length 1 (``np.expand_dims`` of the
+        result); None for another function or method of that name (a user's own)."""
         plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
             kw for kw in node.keywords if kw is not keep]), node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and self.resolve_static(func.value) is NOT_STATIC:
+            base = self.expr(func.value)
+            if not isinstance(base.type, TensorType):
+                return self.call_method(base, func.attr, node)
+            given = node.args
+            compute = lambda: self.call_method(base, func.attr, plain)  # noqa: E731
+        else:
+            owner = self.resolve_static(func.value) if isinstance(func, ast.Attribute) else None
+            if isinstance(func, ast.Attribute) and not isinstance(owner, ModuleType) or \
+                    self.resolve_static(func) not in (np.argmax, np.argmin):
+                return None  # (an object's method, a user's function of that name)
+            given = node.args[1:]
+            compute = lambda: self.visit_Call(plain)  # noqa: E731
         flag = self.expr(keep.value)
         if not flag.is_constant or not isinstance(flag.constant, bool):
             raise self.error(keep, "keepdims= takes True or False here (a constant)")
-        result = self.visit_Call(plain)
-        if not flag.constant:
-            return result
-        is_method = isinstance(node.func, ast.Attribute) and \
-            not isinstance(self.resolve_static(node.func.value), ModuleType)  # (not np.argmax)
-        given = node.args[0 if is_method else 1:]
         axis = next((kw.value for kw in node.keywords if kw.arg == "axis"),
                     given[0] if given else None)
-        if axis is None or isinstance(axis, ast.Constant) and axis.value is None:
+        if flag.constant and (axis is None or isinstance(axis, ast.Constant)
+                              and axis.value is None):
             raise self.unsupported(node, "keepdims=True without an axis (give the axis: "
                                    "np.argmax(x, axis=-1, keepdims=True))")
+        result = compute()
+        if not flag.constant:
+            return result
         return self.emit_value("tensor::expand_dims", [result, self.as_index(self.expr(axis))])

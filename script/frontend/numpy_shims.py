@@ -12,18 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def hsplit(ary, indices_or_sections):
-    return np.split(ary, indices_or_sections, axis=1 if ary.ndim > 1 else 0)
-
-
-def vsplit(ary, indices_or_sections):
-    return np.split(ary, indices_or_sections, axis=0)
-
-
-def dsplit(ary, indices_or_sections):
-    return np.split(ary, indices_or_sections, axis=2)
-
-
 def count_nonzero(a, axis=None, keepdims=False):
     return np.sum(a != 0, axis=axis, keepdims=keepdims)
 
@@ -39,7 +27,11 @@ def append(arr, values, axis=None):
 
 
 def broadcast_to(array, shape):
-    return array * np.ones(shape, dtype=np.asarray(array).dtype)
+    ones = np.ones(shape, dtype=np.asarray(array).dtype)
+    out = array * ones
+    if out.ndim != ones.ndim or np.any(np.asarray(out.shape) != np.asarray(ones.shape)):
+        raise ValueError("np.broadcast_to(): the array cannot be broadcast to the shape")
+    return out
 
 
 def take_along_axis(arr, indices, axis):
@@ -47,25 +39,38 @@ def take_along_axis(arr, indices, axis):
         return np.ravel(arr)[indices]
     k = axis % arr.ndim
     n = arr.shape[k]
+    # the indices broadcast over the array's other axes (not the array over theirs)
+    at = indices + np.zeros_like(np.sum(arr, axis=k, keepdims=True), dtype=indices.dtype)
+    if at.ndim != arr.ndim:
+        raise ValueError("np.take_along_axis(): indices of another number of axes")
+    wider = np.asarray(at.shape) - np.asarray(arr.shape)
+    wider[k] = 0
+    if np.any(wider):
+        raise ValueError("np.take_along_axis(): indices larger than the array along another "
+                         "axis are not supported here")
+    if np.any((at < -n) | (at >= n)):
+        raise IndexError("np.take_along_axis(): an index is out of bounds")
+    at = np.where(at < 0, at + n, at)
     outer = int(np.prod(arr.shape[:k]))
     inner = int(np.prod(arr.shape[k + 1:]))
-    at = indices.reshape(outer, -1, inner)  # (the other axes as arr's: no broadcasting)
-    at = np.where(at < 0, at + n, at)
-    flat = (np.arange(outer)[:, None, None] * n + at) * inner + np.arange(inner)[None, None, :]
-    return np.ravel(arr)[flat].reshape(indices.shape)
+    flat = (np.arange(outer)[:, None, None] * n + at.reshape(outer, at.shape[k], inner)) \
+        * inner + np.arange(inner)[None, None, :]
+    return np.ravel(arr)[flat].reshape(at.shape)
 
 
 def heaviside(x1, x2):
-    zero = x1 * 0
-    return np.where(x1 < 0, zero, np.where(x1 > 0, zero + 1, zero + x2))
+    base = np.zeros_like(x1 * 1.0 + x2 * 1.0)  # (numpy's float dtype of the two)
+    found = np.where(np.isnan(x1), base + x1,
+                     np.where(x1 < 0, base, np.where(x1 > 0, base + 1.0, base + x2)))
+    return found * 1  # (numpy's scalar of 0-d inputs: an elementwise op's)
 
 
 def fmax(x1, x2):
-    return np.where(np.isnan(x2) | (x1 >= x2), x1, x2)
+    return np.where(np.isnan(x2) | (x1 >= x2), x1, x2) * 1
 
 
 def fmin(x1, x2):
-    return np.where(np.isnan(x2) | (x1 <= x2), x1, x2)
+    return np.where(np.isnan(x2) | (x1 <= x2), x1, x2) * 1
 
 
 def vdot(a, b):
@@ -73,6 +78,6 @@ def vdot(a, b):
 
 
 SHIMS = {name: globals()[name] for name in (
-    "hsplit", "vsplit", "dsplit", "count_nonzero", "ptp", "append", "broadcast_to",
+    "count_nonzero", "ptp", "append", "broadcast_to",
     "take_along_axis", "heaviside", "fmax", "fmin", "vdot")}
 """numpy function name -> the function written here."""

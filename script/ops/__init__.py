@@ -29,6 +29,7 @@ from script.ops._impl_autodiff import (  # noqa: F401  (gradient ops)
 )
 from script.ops._impl_base import array_module, as_ufunc_float, manual_seed, python_result
 from script.ops._impl_index_put import (  # noqa: F401  (writes into a region)
+    index_pairs_add,
     index_pairs_last,
     index_pairs_put,
     index_pairs_put_,
@@ -36,6 +37,7 @@ from script.ops._impl_index_put import (  # noqa: F401  (writes into a region)
     select_put_,
     slice_put,
     slice_put_,
+    take_add,
     take_last,
     take_put,
     take_put_,

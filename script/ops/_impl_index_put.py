@@ -68,6 +68,25 @@ def take_put_(a: Any, value: Any, indices: Any, axis: int = 0) -> Any:
     return _store(a, _take_region(a, indices, axis), value)
 
 
+def _ufunc_at(a: Any, index: Any, value: Any, sign: int) -> Any:
+    out = a.copy()
+    xp = array_module(a)
+    (xp.add if sign > 0 else xp.subtract).at(out, index, value)
+    return out
+
+
+def take_add(a: Any, value: Any, indices: Any, axis: int = 0, sign: int = 1) -> Any:
+    """``a`` with ``value`` added (``sign`` -1: subtracted) at ``indices`` along ``axis``, item
+    by item (numpy's ``np.add.at``: repeated indices add up; a new array)."""
+    return _ufunc_at(a, _take_region(a, indices, axis), value, sign)
+
+
+def index_pairs_add(a: Any, value: Any, rows: Any, cols: Any, sign: int = 1) -> Any:
+    """``a`` with ``value`` added (``sign`` -1: subtracted) at ``[rows, cols]``, item by item
+    (``np.add.at(a, (rows, cols), value)``; a new array)."""
+    return _ufunc_at(a, _pairs_region(a, rows, cols), value, sign)
+
+
 def index_pairs_put(a: Any, value: Any, rows: Any, cols: Any) -> Any:
     """``a`` with ``a[rows, cols]`` set to ``value`` (a new array)."""
     return _store(a.copy(), _pairs_region(a, rows, cols), value)

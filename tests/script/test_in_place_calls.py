@@ -154,3 +154,49 @@ def test_copyto_is_a_whole_write():
     script(store_gradients)(layer, v)
     assert layer.grads[0] is held
     np.testing.assert_array_equal(held, v * 2.0)
+
+
+def tiny_adds(a: Tensor, idx: Tensor, v: Tensor) -> Tensor:
+    g = a.copy()
+    np.add.at(g, idx, v)
+    return g
+
+
+def test_each_item_is_added_in_turn_as_numpys():
+    """numpy adds item by item into the array's dtype: float32 1.0 plus 1e-8 eight times stays
+    1.0, float32 values into a float64 array add in float64, an untouched -0.0 stays -0.0."""
+    idx = np.zeros(8, np.int64)
+    for a, v in [(np.array([1.0, -0.0], np.float32), np.full(8, 1e-8, np.float32)),
+                 (np.array([1.0, -0.0]), np.full(8, 1e-8, np.float32)),
+                 (np.array([1.0, -0.0]), np.full(8, 0.1))]:
+        got, want = script(tiny_adds)(a, idx, v), tiny_adds(a, idx, v)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert np.signbit(got[1]) == np.signbit(want[1])
+
+
+def subtract_from_bools(a: Tensor, idx: Tensor) -> Tensor:
+    g = a.copy()
+    np.subtract.at(g, idx, 1)
+    return g
+
+
+def test_bools_follow_numpy():
+    a, idx = np.array([True, False]), np.array([0, 1])
+    np.testing.assert_array_equal(script(subtract_from_bools)(a, idx), subtract_from_bools(a, idx))
+
+
+def copy_into_ints(a: Tensor, b: Tensor) -> Tensor:
+    z = np.zeros_like(a)
+    np.copyto(z, b)
+    return z
+
+
+def test_copyto_casts_as_numpy_allows():
+    with pytest.raises(TypeError):
+        copy_into_ints(np.zeros(3, np.int64), np.array([1.5, 2.0, 3.0]))
+    with pytest.raises(TypeError, match="same_kind"):
+        script(copy_into_ints)(np.zeros(3, np.int64), np.array([1.5, 2.0, 3.0]))
+    got = script(copy_into_ints)(np.zeros(3, np.float32), np.array([1.5, 2.0, 3.0]))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [1.5, 2.0, 3.0])

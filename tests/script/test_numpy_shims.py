@@ -117,3 +117,60 @@ def test_what_is_refused():
         script(no_axis)(np.ones((2, 3)))
     with pytest.raises(Exception, match="does not split into 4 equal sections"):
         script(gates)(np.ones((2, 6)))
+
+
+def heaviside_of_numbers(x: float, y: float):
+    return np.heaviside(x, y), np.fmax(x, y)
+
+
+def test_edges_are_numpys():
+    x = np.array([np.inf, -np.inf, -1.0, 0.0, np.nan])
+    _same(script(steps)(x), steps(x), "steps")
+    assert not np.signbit(script(steps)(x)[2])
+    ints = np.array([-2, 0, 3])
+    _same(script(steps)(ints), steps(ints), "integer steps")
+    _same(script(heaviside_of_numbers)(0.0, 0.5), heaviside_of_numbers(0.0, 0.5), "numbers")
+    _same(script(heaviside_of_numbers)(1.0, float("nan")),
+          heaviside_of_numbers(1.0, float("nan")), "nan")
+
+
+def split_at(x: Tensor):
+    return np.hsplit(x, [1, 3])
+
+
+def broadcast_picks(x: Tensor, i: Tensor) -> Tensor:
+    return np.take_along_axis(x, i, axis=1)
+
+
+def not_a_broadcast(x: Tensor) -> Tensor:
+    return np.broadcast_to(x, (2, 3))
+
+
+def test_splits_broadcasts_and_their_errors():
+    x = np.arange(10.0).reshape(2, 5)
+    for got, want in zip(script(split_at)(x), split_at(x)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(script(split_at)(x[0]), split_at(x[0])):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="vsplit only works on arrays of 2"):
+        script(rows_split)(np.ones(6))
+    x = np.arange(12.0).reshape(3, 4)
+    i = np.array([[0, 3, -1]])  # broadcast over the rows, a negative index from the end
+    _same(script(broadcast_picks)(x, i), broadcast_picks(x, i), "broadcast indices")
+    with pytest.raises(IndexError):
+        script(broadcast_picks)(x, np.array([[4]]))
+    with pytest.raises(ValueError):
+        script(not_a_broadcast)(np.ones((2, 1, 3)))
+
+
+def argmax(x, axis, keepdims=False):  # a program's own function of numpy's name
+    return x * 2.0
+
+
+def own_argmax(x: Tensor):
+    return argmax(x, 0, keepdims=True)
+
+
+def test_only_numpys_argmax_keeps_dims():
+    x = np.array([1.0, 3.0, 2.0])
+    _same(script(own_argmax)(x), own_argmax(x), "own argmax")

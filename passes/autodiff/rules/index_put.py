@@ -10,6 +10,7 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.ops.index_put import IN_PLACE
+from ir.registry import const
 from passes.autodiff.refusals import refuse
 from passes.autodiff.rules.combinators import Rule, deflinear, unbroadcast
 
@@ -57,7 +58,28 @@ def _write_into_vjp(b: Any, node: Node, gs: list[Any]) -> list[Value | None]:
                  "arrays before the write, or from a copy (w = self.W.copy())", node)
 
 
+def _add_at_vjp(b: Any, node: Node, gs: list[Any]) -> list[Value | None]:
+    """``out = add_at(a, value, index)``: ``a``'s cotangent is the output's, ``value``'s the
+    output's read at every index (each item was added once), negated for ``sign`` -1 and
+    summed back to ``value``'s shape."""
+    g = gs[0]
+    a, value, *index = node.inputs
+    *where, sign = index
+    grads: list[Value | None] = [None] * len(node.inputs)
+    if b.is_active(a):
+        grads[0] = g
+    if b.is_active(value):
+        read = "tensor::take" if node.kind == "tensor::take_add" else "tensor::index_pairs"
+        taken = b.op(read, g, *[b.fwd(v) for v in where])
+        if const(node, len(node.inputs) - 1, 1) != 1:
+            taken = b.op("tensor::neg", taken)
+        grads[1] = unbroadcast(b, taken, value)
+    return grads
+
+
 INDEX_PUT_RULES: dict[str, Rule] = {kind: _put_vjp for kind in [*_READ_BACK, *_PURE]} | {
+    "tensor::take_add": _add_at_vjp,
+    "tensor::index_pairs_add": _add_at_vjp,
     "tensor::take_last": _put_last("tensor::take_put"),
     "tensor::index_pairs_last": _put_last("tensor::index_pairs_put"),
     "tensor::write_into": _write_into_vjp,

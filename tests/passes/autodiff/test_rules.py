@@ -84,6 +84,13 @@ def determinants(a: Tensor) -> Tensor:
     return np.linalg.det(m) * sign + logdet
 
 
+def scatter_adds(a: Tensor, v: Tensor) -> Tensor:
+    g = a * 1.0
+    np.add.at(g, np.array([0, 2, 0]), v)
+    np.subtract.at(g, (np.array([1, 1]), np.array([3, 3])), v[0, 0])
+    return g * a
+
+
 def clip(x: Tensor, lo: Tensor) -> Tensor:
     return np.clip(x, lo, 0.5) + np.clip(x, -0.3, None)
 
@@ -234,6 +241,8 @@ CASES = {
                   ["tensor::tensordot"]),
     "linear_systems": (linear_systems, lambda r: (_r(r, 3, 3), _r(r, 3, 2)),
                        ["tensor::inv", "tensor::solve"]),
+    "scatter_adds": (scatter_adds, lambda r: (_r(r, 3, 4), _r(r, 3, 4)),
+                     ["tensor::take_add", "tensor::index_pairs_add"]),
     "determinants": (determinants, lambda r: (_r(r, 3, 3),), ["tensor::det", "tensor::slogdet"]),
     "clip": (clip, lambda r: (_r(r, 3, 4), _r(r, 4) * 0.3 - 0.5), ["tensor::clip"]),
     "where": (where, lambda r: (_r(r, 3, 4), _r(r, 4)), ["tensor::where"]),
