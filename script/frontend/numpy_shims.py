@@ -73,11 +73,31 @@ def fmin(x1, x2):
     return np.where(np.isnan(x2) | (x1 <= x2), x1, x2) * 1
 
 
+def convolve(a, v, mode="full"):
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError("np.convolve() takes 1-D arrays")
+    if a.shape[0] == 0 or v.shape[0] == 0:
+        raise ValueError("np.convolve(): a and v cannot be empty")
+    if v.shape[0] > a.shape[0]:  # numpy slides the shorter over the longer
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    out = np.zeros(n + m - 1, dtype=(a[:1] * v[:1]).dtype)
+    for k in range(m):
+        out[k:k + n] += v[k] * a
+    if mode == "same":
+        return out[(m - 1) // 2:(m - 1) // 2 + n]
+    if mode == "valid":
+        return out[m - 1:n]
+    if mode != "full":
+        raise ValueError("np.convolve(): mode must be 'full', 'same' or 'valid'")
+    return out
+
+
 def vdot(a, b):
     return np.dot(np.ravel(a), np.ravel(b))
 
 
 SHIMS = {name: globals()[name] for name in (
     "count_nonzero", "ptp", "append", "broadcast_to",
-    "take_along_axis", "heaviside", "fmax", "fmin", "vdot")}
+    "take_along_axis", "heaviside", "fmax", "fmin", "convolve", "vdot")}
 """numpy function name -> the function written here."""

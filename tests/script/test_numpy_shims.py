@@ -174,3 +174,28 @@ def own_argmax(x: Tensor):
 def test_only_numpys_argmax_keeps_dims():
     x = np.array([1.0, 3.0, 2.0])
     _same(script(own_argmax)(x), own_argmax(x), "own argmax")
+
+
+def convolved(a: Tensor, v: Tensor, mode: str) -> Tensor:
+    return np.convolve(a, v, mode=mode)
+
+
+def causal_taps(x: Tensor, w: Tensor) -> Tensor:  # a depthwise causal conv's one channel
+    return np.convolve(x, w[::-1], mode="full")[:x.shape[0]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_convolve_is_numpys(dtype):
+    rng = np.random.default_rng(3)
+    for n, m in [(7, 3), (7, 4), (3, 7), (4, 4), (1, 1), (6, 2)]:
+        a = (rng.standard_normal(n) * 4).astype(dtype)
+        v = (rng.standard_normal(m) * 4).astype(dtype)
+        for mode in ("full", "same", "valid"):
+            _same(script(convolved)(a, v, mode), convolved(a, v, mode), f"{n} {m} {mode}")
+    with pytest.raises(ValueError):
+        script(convolved)(np.ones(3, dtype), np.ones(0, dtype), "full")
+
+
+def test_convolve_gradients():
+    rng = np.random.default_rng(4)
+    check_vjp(script(causal_taps), (rng.standard_normal(6), rng.standard_normal(3)))
