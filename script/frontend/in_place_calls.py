@@ -23,7 +23,7 @@ import numpy as np
 
 from ir.core import Value
 from ir.ops.elementwise import CASTING_ATTR
-from ir.types import BOOL, INT, TensorType, is_number
+from ir.types import BOOL, FLOAT, INT, TensorType, is_number
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -59,12 +59,13 @@ class InPlaceCallMixin:
         if not isinstance(into.type, TensorType):
             raise self.error(dst, f"np.copyto() writes into an array, not a {into.type}")
         value = self.expr(src)
-        if is_number(value.type):
+        if value.type == FLOAT:  # a float into an int array: numpy's TypeError
             value = self.numpy_scalar(value, self.const(None))
-        elif not isinstance(value.type, TensorType):
+        elif not (is_number(value.type) or isinstance(value.type, TensorType)):
             raise self.error(src, f"np.copyto() copies an array or a number, not {value.type}")
-        value = self.emit("tensor::astype", [value, self.emit_value("tensor::dtype", [into])],
-                          attrs={CASTING_ATTR: "same_kind"}).output  # numpy's TypeError
+        if isinstance(value.type, TensorType):  # (an int or bool goes in as numpy puts it)
+            value = self.emit("tensor::astype", [value, self.emit_value(
+                "tensor::dtype", [into])], attrs={CASTING_ATTR: "same_kind"}).output
         name = f"$copyto_{id(call)}"
         self.frame.set(name, value)
         index = ast.copy_location(ast.Constant(Ellipsis), call)

@@ -46,6 +46,7 @@ NUMPY_COMPOSITES = {"outer": "numpy_outer", "array": "numpy_array", "where": "nu
                     "tensordot": "numpy_tensordot", "inner": "numpy_inner",
                     "linalg.slogdet": "numpy_slogdet", "hsplit": "numpy_split_along",
                     "vsplit": "numpy_split_along", "dsplit": "numpy_split_along",
+                    "broadcast_to": "numpy_broadcast_to",
                     **dict.fromkeys(SHIMS, "numpy_shim"),
                     **{name: "numpy_scalar_type" for name in (
                         "float16", "float32", "float64", "int8", "int16", "int32", "int64",

@@ -276,6 +276,15 @@ class CompositesMixin:
         finally:
             self.frame.vars.pop(held, None)
 
+    def numpy_broadcast_to(self: FunctionCompiler, node: ast.Call) -> Any:
+        """np.broadcast_to(array, shape): numpy's read-only view of ``array`` (a write into
+        ``array`` later shows through it, as in numpy; numpy's ValueError for a shape it cannot
+        reach)."""
+        a, shape = self.numpy_args(node, "np.broadcast_to", ["array", "shape"], 2)
+        if not isinstance(a.type, TensorType):
+            a = self.emit_value("tensor::array", [a, self.const(None)])
+        return self.emit_value("tensor::broadcast_to", [a, shape])
+
     def numpy_slogdet(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.linalg.slogdet(a): the tuple (sign, logabsdet) (numpy's named tuple, unpacked as
         ``sign, logdet = np.linalg.slogdet(S)``; its ``.sign`` / ``.logabsdet`` are not)."""

@@ -2,9 +2,6 @@
 compiler inlines where a program calls its numpy namesake, typed by the call, as it inlines a
 program's own helpers. Each gives numpy's values and dtypes, and its gradients follow from the
 ops it is made of.
-
-``np.broadcast_to`` gives a new array where numpy gives a read-only view: the values are the
-same, and a write into the result (numpy's ValueError) is not refused.
 """
 
 from __future__ import annotations
@@ -26,17 +23,17 @@ def append(arr, values, axis=None):
     return np.concatenate((arr, values), axis=axis)
 
 
-def broadcast_to(array, shape):
-    ones = np.ones(shape, dtype=np.asarray(array).dtype)
-    out = array * ones
-    if out.ndim != ones.ndim or np.any(np.asarray(out.shape) != np.asarray(ones.shape)):
-        raise ValueError("np.broadcast_to(): the array cannot be broadcast to the shape")
-    return out
-
-
 def take_along_axis(arr, indices, axis):
     if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("np.take_along_axis(): with axis=None the indices must be 1-D")
         return np.ravel(arr)[indices]
+    if arr.ndim == 0 or indices.ndim != arr.ndim:
+        raise ValueError("np.take_along_axis(): the indices and the array must have the same "
+                         "number of dimensions (at least one)")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"np.take_along_axis(): axis {axis} is out of bounds for an array of "
+                         f"dimension {arr.ndim}")
     k = axis % arr.ndim
     n = arr.shape[k]
     # the indices broadcast over the array's other axes (not the array over theirs)
@@ -61,16 +58,18 @@ def take_along_axis(arr, indices, axis):
 def heaviside(x1, x2):
     base = np.zeros_like(x1 * 1.0 + x2 * 1.0)  # (numpy's float dtype of the two)
     found = np.where(np.isnan(x1), base + x1,
-                     np.where(x1 < 0, base, np.where(x1 > 0, base + 1.0, base + x2)))
-    return found * 1  # (numpy's scalar of 0-d inputs: an elementwise op's)
+                     np.where(x1 < 0, base, np.where(x1 > 0, base + 1.0, x2 * 1.0)))
+    return np.maximum(found, found)  # (numpy's scalar of 0-d inputs: a ufunc's)
 
 
 def fmax(x1, x2):
-    return np.where(np.isnan(x2) | (x1 >= x2), x1, x2) * 1
+    found = np.where(np.isnan(x2) | (x1 >= x2), x1, x2)
+    return np.maximum(found, found)  # (numpy's scalar of 0-d inputs: a ufunc's)
 
 
 def fmin(x1, x2):
-    return np.where(np.isnan(x2) | (x1 <= x2), x1, x2) * 1
+    found = np.where(np.isnan(x2) | (x1 <= x2), x1, x2)
+    return np.maximum(found, found)
 
 
 def convolve(a, v, mode="full"):
@@ -98,6 +97,6 @@ def vdot(a, b):
 
 
 SHIMS = {name: globals()[name] for name in (
-    "count_nonzero", "ptp", "append", "broadcast_to",
+    "count_nonzero", "ptp", "append",
     "take_along_axis", "heaviside", "fmax", "fmin", "convolve", "vdot")}
 """numpy function name -> the function written here."""

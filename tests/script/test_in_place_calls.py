@@ -200,3 +200,16 @@ def test_copyto_casts_as_numpy_allows():
     got = script(copy_into_ints)(np.zeros(3, np.float32), np.array([1.5, 2.0, 3.0]))
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, [1.5, 2.0, 3.0])
+
+
+def copy_a_number(a: Tensor, n: int) -> Tensor:
+    z = np.zeros_like(a)
+    np.copyto(z, n)
+    return z
+
+
+def test_copyto_of_a_python_int_is_numpys():
+    got = script(copy_a_number)(np.zeros(3, np.uint8), 5)
+    assert got.dtype == np.uint8 and list(got) == [5, 5, 5]
+    with pytest.raises(OverflowError):
+        script(copy_a_number)(np.zeros(3, np.int8), 1000)

@@ -199,3 +199,28 @@ def test_convolve_is_numpys(dtype):
 def test_convolve_gradients():
     rng = np.random.default_rng(4)
     check_vjp(script(causal_taps), (rng.standard_normal(6), rng.standard_normal(3)))
+
+
+def later_write(a: Tensor) -> Tensor:
+    g = a.copy()
+    w = np.broadcast_to(g, (2, 4, 3))
+    g[0, 0] = 100.0  # numpy shows it through w, a view of g
+    return w
+
+
+def pick_along(x: Tensor, i: Tensor, axis: int) -> Tensor:
+    return np.take_along_axis(x, i, axis=axis)
+
+
+def test_second_review_edges():
+    with pytest.raises(ScriptError, match="would also change 'w'"):
+        script(later_write)(np.ones((4, 3)))
+    b = np.array([True, False, True])
+    _same(script(nan_ignoring)(b, ~b), nan_ignoring(b, ~b), "bools")
+    got = script(steps)(np.array([0.0]))
+    assert got.dtype == steps(np.array([0.0])).dtype
+    x = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        script(pick_along)(x, np.array([0, 1]), 1)
+    with pytest.raises(ValueError, match="out of bounds"):
+        script(pick_along)(x, np.zeros((2, 1), np.int64), 2)
