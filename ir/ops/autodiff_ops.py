@@ -96,6 +96,14 @@ def _layer_norm_backward(node: Node) -> list[Type]:
 defop("tensor::sum_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "sum a broadcast result back to `shape`: over leading axes and axes where `shape` is 1 "
       "(the identity when the shapes agree)")
+def _like_second(node: Node) -> list[Type]:
+    g, a = tensor_arg(node, 0), tensor_arg(node, 1)
+    return [a.with_dtype(float_result_dtype([g, a]))]
+
+
+defop("tensor::det_backward(g: Tensor, a: Tensor) -> Tensor", _like_second, (PURE,), (),
+      "g times the gradient of det(a), the transposed adjugate of a (of each matrix of a "
+      "stack), singular matrices included: the gradient of np.linalg.det")
 defop("tensor::broadcast_to(a: Tensor, shape: ints) -> Tensor", _to_shape, (PURE, VIEW), (),
       "a broadcast to `shape` (numpy.broadcast_to)", sizes=("shape",))
 defop("tensor::select_backward(g: Tensor, shape: ints, axis: int, index: int) -> Tensor",

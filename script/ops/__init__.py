@@ -20,6 +20,7 @@ import numpy as np
 
 from script.ops._impl_autodiff import (  # noqa: F401  (gradient ops)
     broadcast_to,
+    det_backward,
     dropout_mask,
     empty,
     select_backward,

@@ -15,6 +15,21 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return (int(shape),)
 
 
+def det_backward(g: Any, a: Any) -> Any:
+    """``g`` times the gradient of ``det(a)``: the transposed adjugate of ``a`` (of each matrix
+    of a stack). From the SVD ``a = u diag(s) vh``, ``adj(a).T = det(u) det(vh) u diag(p) vh``
+    with ``p[i]`` the product of the singular values but the i-th, so a singular matrix (whose
+    inverse does not exist) has its gradient too."""
+    xp = array_module(a)
+    u, s, vh = xp.linalg.svd(a)
+    n = s.shape[-1]
+    others = xp.where(xp.eye(n, dtype=bool), xp.ones_like(s)[..., None, :], s[..., None, :])
+    p = xp.prod(others, axis=-1)
+    signs = xp.linalg.det(u) * xp.linalg.det(vh)
+    adjugate_t = signs[..., None, None] * ((u * p[..., None, :]) @ vh)
+    return xp.asarray(g)[..., None, None] * adjugate_t
+
+
 def sum_to(a: Any, shape: Any) -> Any:
     """Sum ``a`` over leading axes and over axes where ``shape`` has 1, giving ``shape``; a
     ``shape`` with more axes than ``a`` has leading 1s (the value of ``h[t] = row`` with ``row``

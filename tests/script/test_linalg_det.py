@@ -4,7 +4,7 @@ gradients that match finite differences."""
 import numpy as np
 import pytest
 
-from script import Tensor, script
+from script import Tensor, script, vjp
 from tests.gradcheck import check_vjp
 
 
@@ -50,3 +50,17 @@ def test_gradients_match_finite_differences():
     check_vjp(script(log_likelihood), (S, y))
     check_vjp(script(doubled), (S,))
     check_vjp(script(of_a_stack), (stack,))
+
+
+def test_the_gradient_of_det_at_a_singular_matrix():
+    """The transposed adjugate, which exists where the inverse does not."""
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    _, backward = vjp(script(doubled), singular)
+    np.testing.assert_allclose(backward(1.0)[0], 2.0 * np.array([[4.0, -2.0], [-2.0, 1.0]]),
+                               atol=1e-12)
+    stack = np.stack([singular, np.array([[2.0, 1.0], [1.0, 3.0]])])
+    check_vjp(script(of_a_stack_det), (stack,))
+
+
+def of_a_stack_det(S: Tensor) -> Tensor:
+    return np.linalg.det(S)

@@ -201,9 +201,10 @@ def _times_inverse_t(b: Any, g: Value, a: Value) -> Value:
 
 
 def det_vjp(b, node, gs):
-    """The cotangent of ``d = det(A)``: ``g d inv(A)^T`` (Jacobi's formula)."""
+    """The cotangent of ``d = det(A)``: ``g adj(A)^T`` (Jacobi's formula; ``d inv(A)^T`` where
+    ``A`` is invertible, and defined where it is not: ``tensor::det_backward``)."""
     (g,), (a,) = gs, node.inputs
-    return [_times_inverse_t(b, b.op("tensor::mul", g, b.fwd(node.output)), a)]
+    return [b.op("tensor::det_backward", g, b.fwd(a))]
 
 
 def slogdet_vjp(b, node, gs):
