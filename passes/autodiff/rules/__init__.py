@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ir.registry import all_ops
 from passes.autodiff.rules.combinators import Rule
+from passes.autodiff.rules.determinants import DETERMINANT_RULES
 from passes.autodiff.rules.elementwise import ELEMENTWISE_RULES
 from passes.autodiff.rules.index_put import INDEX_PUT_RULES
 from passes.autodiff.rules.matmul import MATMUL_RULES
@@ -26,7 +27,7 @@ NON_DIFFERENTIABLE: frozenset[str] = frozenset(
 registry's ``zero_derivative`` trait)."""
 
 VJP_RULES: dict[str, Rule] = (ELEMENTWISE_RULES | REDUCTION_RULES | SHAPE_RULES | MATMUL_RULES
-                              | NN_RULES | NUMPY_RULES | INDEX_PUT_RULES)
+                              | NN_RULES | NUMPY_RULES | INDEX_PUT_RULES | DETERMINANT_RULES)
 """op kind -> VJP rule, for every differentiable op of the registry."""
 
 __all__ = ["NON_DIFFERENTIABLE", "VJP_RULES", "Rule"]

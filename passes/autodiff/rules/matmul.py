@@ -194,26 +194,6 @@ def inv_vjp(b, node, gs):
     return [b.op("tensor::neg", b.op("tensor::matmul", b.op("tensor::matmul", yt, g), yt))]
 
 
-def _times_inverse_t(b: Any, g: Value, a: Value) -> Value:
-    """``g[..., None, None] * inv(a)^T``: a determinant's cotangent, per matrix of a stack."""
-    g = b.op("tensor::expand_dims", g, (-2, -1))
-    return b.op("tensor::mul", g, swap_last(b, b.op("tensor::inv", b.fwd(a))))
-
-
-def det_vjp(b, node, gs):
-    """The cotangent of ``d = det(A)``: ``g adj(A)^T`` (Jacobi's formula; ``d inv(A)^T`` where
-    ``A`` is invertible, and defined where it is not: ``tensor::det_backward``)."""
-    (g,), (a,) = gs, node.inputs
-    return [b.op("tensor::det_backward", g, b.fwd(a))]
-
-
-def slogdet_vjp(b, node, gs):
-    """The cotangent of ``(sign, l) = slogdet(A)``: ``g_l inv(A)^T`` (the sign's derivative
-    is zero where it is defined)."""
-    g = gs[1]
-    return [None if g is None else _times_inverse_t(b, g, node.inputs[0])]
-
-
 def solve_vjp(b, node, gs):
     """The cotangents of ``X = solve(A, B)``: ``G_B = solve(A^T, g)`` and ``G_A = -G_B X^T``
     (for a 1-D ``B`` the outer product of the two vectors), each summed over the stack axes
@@ -235,8 +215,6 @@ def solve_vjp(b, node, gs):
 
 MATMUL_RULES: dict[str, Rule] = {
     "tensor::inv": inv_vjp,
-    "tensor::det": det_vjp,
-    "tensor::slogdet": slogdet_vjp,
     "tensor::solve": solve_vjp,
     "tensor::tensordot": tensordot_vjp,
     "tensor::einsum": einsum_vjp,
