@@ -73,6 +73,7 @@ def fmin(x1, x2):
 
 
 def convolve(a, v, mode="full"):
+    a, v = np.atleast_1d(np.asarray(a)), np.atleast_1d(np.asarray(v))  # (numbers, lists)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError("np.convolve() takes 1-D arrays")
     if a.shape[0] == 0 or v.shape[0] == 0:

@@ -224,3 +224,12 @@ def test_second_review_edges():
         script(pick_along)(x, np.array([0, 1]), 1)
     with pytest.raises(ValueError, match="out of bounds"):
         script(pick_along)(x, np.zeros((2, 1), np.int64), 2)
+
+
+def convolved_with_numbers(a: Tensor):
+    return np.convolve(a, 2.0), np.convolve(a, [1.0, 2.0, 3.0])
+
+
+def test_convolve_takes_numbers_and_lists():
+    a = np.arange(4.0)
+    _same(script(convolved_with_numbers)(a), convolved_with_numbers(a), "numbers and lists")
