@@ -46,7 +46,6 @@ from ir.types import (
     is_subtype,
     unify,
 )
-from script.errors import ScriptError
 from script.frontend import classes
 from script.frontend.annotations import (
     class_type,
@@ -105,12 +104,8 @@ class CallMixin:
         out = next((kw for kw in node.keywords if kw.arg == "out"), None)
         if out is not None and op_for_object(self.resolve_static(func)) is not None:
             return self.call_with_out(node, out)
-        keepdims = next((kw for kw in node.keywords if kw.arg == "keepdims"), None)
-        if keepdims is not None and getattr(func, "attr", getattr(func, "id", None)) in (
-                "argmax", "argmin"):
-            found = self.extremum_keepdims(node, keepdims)
-            if found is not None:
-                return found
+        if (kept := self.extremum_keepdims(node)) is not None:  # np.argmax(..., keepdims=)
+            return kept
         if isinstance(func, ast.Attribute):
             if self.is_super_call(func.value):
                 return self.call_super_method(func.value, func.attr, node)
@@ -540,13 +535,9 @@ class CallMixin:
     def list_element(self: FunctionCompiler, lst: Any, value: Any, node: ast.AST) -> Any:
         element = lst.type.element
         if not is_subtype(value.type, element):
-            hint = f" (its number is {element}(v) of a 0-d array v)" if is_number(element) \
-                and isinstance(value.type, TensorType) else ""
-            error = self.error(node, f"cannot add a {value.type} to a list of {element}{hint}")
-            try:
-                self.widen_list(lst, value.type, error)
-            except ScriptError as refused:
-                return self.as_number_of(value, element, refused)
+            return self.widen_or_number(value, element, f"cannot add a {value.type} to a list "
+                                        f"of {element}", node,
+                                        lambda error: self.widen_list(lst, value.type, error))
         return value
 
     def list_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int

@@ -28,7 +28,6 @@ from ir.types import (
     TupleType,
     Type,
     erase_shape,
-    is_number,
     unify,
 )
 from script.errors import ScriptError
@@ -115,13 +114,9 @@ class ContainerMixin:
         t = d.type
         self.check_dict_key(d, key, key_node)
         if unify(t.value, value.type) != t.value:
-            hint = f" (its number is {t.value}(v) of a 0-d array v)" if is_number(t.value) and \
-                isinstance(value.type, TensorType) else ""
-            error = self.error(node, f"cannot store {_a(str(value.type))} in a {t}{hint}")
-            try:
-                self.widen_dict(d, t.key, value.type, error)
-            except ScriptError as refused:
-                return self.as_number_of(value, t.value, refused)
+            return self.widen_or_number(value, t.value, f"cannot store {_a(str(value.type))} in "
+                                        f"a {t}", node,
+                                        lambda error: self.widen_dict(d, t.key, value.type, error))
         return value
 
     def dict_args(self: FunctionCompiler, node: ast.Call, name: str, low: int, high: int

@@ -23,18 +23,14 @@ import numpy as np
 
 from ir.core import Value
 from ir.ops.elementwise import CASTING_ATTR
-from ir.types import BOOL, FLOAT, INT, TensorType, is_number
+from ir.types import FLOAT, TensorType, is_number
+from script.frontend.writes import _is_ellipsis
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
 
-_UFUNCS = {id(np.add): ("add", ast.Add), id(np.subtract): ("subtract", ast.Sub)}
-"""the ufuncs whose ``.at`` compiles: name, and the augmented operator of their basic index."""
-
-
-def _full_slice(node: ast.expr) -> bool:
-    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None \
-        and node.step is None
+_UFUNCS = {id(np.add): ast.Add, id(np.subtract): ast.Sub}
+"""the ufuncs whose ``.at`` compiles, and the augmented operator of their basic index."""
 
 
 class InPlaceCallMixin:
@@ -98,8 +94,8 @@ class InPlaceCallMixin:
         if not isinstance(ufunc, np.ufunc):
             return False
         display = f"np.{ufunc.__name__}.at"
-        found = _UFUNCS.get(id(ufunc))
-        if found is None:
+        found_op = _UFUNCS.get(id(ufunc))
+        if found_op is None:
             raise self.unsupported(call, f"{display}() (np.add.at and np.subtract.at compile)")
         if len(call.args) != 3 or call.keywords:
             raise self.error(call, f"{display}() takes three arguments here: the array, the "
@@ -121,45 +117,24 @@ class InPlaceCallMixin:
             index = ast.copy_location(ast.Tuple([self.slice_call(i) for i in index.elts],
                                                 ast.Load()), index)
         items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
-        leading = 0
-        while leading < len(items) and _full_slice(items[leading]):
-            leading += 1
-        indices = items[leading:]
-        while len(indices) > 1 and _full_slice(indices[-1]):
-            indices = indices[:-1]
-        op = found[1]
-        basic = ast.copy_location(ast.AugAssign(
-            ast.copy_location(ast.Subscript(target, index, ast.Store()), call), op(),
-            value_node), call)
-        if not indices or len(indices) > (1 if leading else 2) or any(
-                isinstance(i, ast.Slice) or isinstance(i, ast.Constant) and i.value is Ellipsis
-                for i in indices):
-            if any(not isinstance(i, (ast.Slice, ast.Constant, ast.Name, ast.UnaryOp))
-                   for i in indices):
+        found = self.integer_index_of(items)
+        if found is None:  # ints and slices alone: each item once, as a[index] += v
+            self.evaluated_indices = {}
+            if any(isinstance(self.expr(i).type, TensorType) for i in items
+                   if not isinstance(i, ast.Slice) and not _is_ellipsis(i)):
                 raise self.unsupported(call, f"{display}() at {ast.unparse(index)} (give an "
                                        "integer array, optionally after ':' slices, or two "
                                        "integer arrays: (rows, cols))")
-            self.visit(basic)  # ints and slices: each item once, as a[index] += v
+            self.visit(ast.copy_location(ast.AugAssign(
+                ast.copy_location(ast.Subscript(target, index, ast.Store()), call), found_op(),
+                value_node), call))
             return True
-        values = [self.index_item(i) for i in indices]
-        if not any(isinstance(v.type, TensorType) for v in values):
-            self.visit(basic)
-            return True
-        for item, v in zip(indices, values):
-            if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
-                raise self.error(item, f"{display}(): an index must be an int or an integer "
-                                 f"array, not {v.type}")
         value = self.expr(value_node)
         if not (is_number(value.type) or isinstance(value.type, TensorType)):
             raise self.error(value_node, f"{display}(): the values must be an array or a "
                              f"number, not {value.type}")
         aliases = self.check_write(target.id, old, call)
-        sign = self.const(-1 if op is ast.Sub else 1)
-        if len(values) == 1:
-            new = self.emit_value("tensor::take_add",
-                                  [old, value, values[0], self.const(leading), sign])
-        else:
-            new = self.emit_value("tensor::index_pairs_add", [old, value, *values, sign])
+        new = self.integer_put(old, value, *found, adds=-1 if found_op is ast.Sub else 1)
         for name in [target.id, *aliases]:
             self.frame.set(name, new)
         return True

@@ -98,10 +98,6 @@ class NumpyMixin:
             raise self.error(node, f"{display}() missing required argument '{missing[0]}'")
         return [v if v is None or not isinstance(v, ast.AST) else self.expr(v) for v in found]
 
-    def numpy_shim(self: FunctionCompiler, node: ast.Call) -> Any:
-        """A numpy function written in the language (``numpy_shims``), inlined as a helper."""
-        return self.call_python_function(SHIMS[self.resolve_static(node.func).__name__], node)
-
     # -- numpy scalars --------------------------------------------------------------------------
     def numpy_scalar_type(self: FunctionCompiler, node: ast.Call) -> Any:
         """``np.float32(x)`` and the other scalar types: a number becomes a 0-d array of that

@@ -16,6 +16,7 @@ import numpy as np
 from ir.registry import NOT_CONSTANT, constant_of
 from ir.types import BOOL, FLOAT, INT, TensorType
 from script.frontend.env import end_of
+from script.frontend.numpy_shims import SHIMS
 
 if TYPE_CHECKING:
     from script.frontend.compiler import FunctionCompiler
@@ -237,6 +238,10 @@ class CompositesMixin:
             return self.binary("*", self.ufunc_result(a), self.ufunc_result(b), node)
         return self.emit_value("tensor::tensordot", [a, b, self.const(((-1,), (-1,))),
                                                      self.const(True)])
+
+    def numpy_shim(self: FunctionCompiler, node: ast.Call) -> Any:
+        """A numpy function written in the language (``numpy_shims``), inlined as a helper."""
+        return self.call_python_function(SHIMS[self.resolve_static(node.func).__name__], node)
 
     def numpy_split_along(self: FunctionCompiler, node: ast.Call) -> Any:
         """np.hsplit / np.vsplit / np.dsplit(ary, indices_or_sections): ``np.split`` along the

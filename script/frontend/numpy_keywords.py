@@ -131,10 +131,15 @@ class NumpyKeywordsMixin:
                              "(numpy's TypeError), and so may an index into an array of "
                              "unknown rank; assign it instead: x[i, j] = ...")
 
-    def extremum_keepdims(self: FunctionCompiler, node: ast.Call, keep: ast.keyword) -> Any:
+    def extremum_keepdims(self: FunctionCompiler, node: ast.Call) -> Any:
         """``np.argmax(x, axis, keepdims=True)`` (``x.argmin(axis, keepdims=True)`` of an
         array): the indices with the axis kept as one of length 1 (``np.expand_dims`` of the
-        result); None for another function or method of that name (a user's own)."""
+        result); None for a call without ``keepdims=`` and another function or method of that
+        name (a user's own)."""
+        keep = next((kw for kw in node.keywords if kw.arg == "keepdims"), None)
+        if keep is None or getattr(node.func, "attr", getattr(node.func, "id", None)) not in (
+                "argmax", "argmin"):
+            return None
         plain = ast.copy_location(ast.Call(func=node.func, args=node.args, keywords=[
             kw for kw in node.keywords if kw is not keep]), node)
         func = node.func

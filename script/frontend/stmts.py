@@ -524,12 +524,19 @@ class StmtMixin:
         raise self.error(node, f"the return value has type {value.type}, but '{name}' is "
                          f"annotated to return {expected}")
 
-    def as_number_of(self: FunctionCompiler, value: Any, t: Any, error: Exception) -> Any:
-        """``value`` as the number a container of ``t`` items holds, where it is a numpy scalar
-        of that kind (``out.append(np.sum(x))`` into a ``List[float]``: numpy appends its
-        ``np.float64``); else ``error`` is raised."""
-        if not _numpy_scalar_of(value.type, t):
-            raise error
+    def widen_or_number(self: FunctionCompiler, value: Any, t: Any, message: str,
+                        node: ast.AST, widen: Any) -> Any:
+        """``value`` put into a container of ``t`` items it is not of: ``widen(error)`` retypes
+        the container's literal to hold it (compiling again) or raises ``error``; a numpy scalar
+        of the kind of numbers ``t`` names is then that number (``out.append(np.sum(x))`` into
+        a ``List[float]``: numpy appends its ``np.float64``)."""
+        hint = f" (its number is {t}(v) of a 0-d array v)" if is_number(t) and isinstance(
+            value.type, TensorType) else ""
+        try:
+            widen(self.error(node, message + hint))
+        except ScriptError:
+            if not _numpy_scalar_of(value.type, t):
+                raise
         return self.emit_value(f"prim::{t.name.capitalize()}", [value])
 
     # -- if -------------------------------------------------------------------------------------

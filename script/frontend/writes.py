@@ -259,9 +259,28 @@ class WriteMixin:
         return steps
 
     def integer_array_put(self: FunctionCompiler, old: Value, items: list[ast.expr],
-                          value: Any) -> Value | None:
+                          value: Any, adds: int = 0) -> Value | None:
         """``W[idx] = v``, ``U[:, idx] = v``, ``o[rows, cols] = v`` with an integer-array index:
-        ``take_put`` / ``index_pairs_put``. None when no index is an array."""
+        ``take_put`` / ``index_pairs_put``; with ``adds`` (1, or -1 to subtract), numpy's
+        unbuffered ``np.add.at`` there: ``take_add`` / ``index_pairs_add``. None when no index
+        is an array."""
+        found = self.integer_index_of(items)
+        return None if found is None else self.integer_put(old, value, *found, adds=adds)
+
+    def integer_put(self: FunctionCompiler, old: Value, value: Any, leading: int,
+                    values: list[Value], adds: int = 0) -> Value:
+        """``integer_array_put``'s op, for the index ``integer_index_of`` read."""
+        tail = [self.const(adds)] if adds else []
+        if len(values) == 1:
+            kind = "tensor::take_add" if adds else "tensor::take_put"
+            return self.emit_value(kind, [old, value, values[0], self.const(leading), *tail])
+        kind = "tensor::index_pairs_add" if adds else "tensor::index_pairs_put"
+        return self.emit_value(kind, [old, value, *values, *tail])
+
+    def integer_index_of(self: FunctionCompiler, items: list[ast.expr]
+                            ) -> tuple[int, list[Value]] | None:
+        """An integer-array index's leading full slices and its one array (along that axis) or
+        two (rows and columns), evaluated; None when no index is an array."""
         while len(items) > 1 and _is_full_slice(items[-1]):
             items = items[:-1]
         leading = 0
@@ -282,10 +301,7 @@ class WriteMixin:
             if v.type not in (INT, BOOL) and not isinstance(v.type, TensorType):
                 raise self.error(item, f"an index must be an int or an integer array, not "
                                  f"{v.type}")
-        if len(values) == 1:
-            return self.emit_value("tensor::take_put", [old, value, values[0],
-                                                        self.const(leading)])
-        return self.emit_value("tensor::index_pairs_put", [old, value, *values])
+        return leading, values
 
     # -- may the write be followed? -------------------------------------------------------------
     def check_write(self: FunctionCompiler, name: str, old: Value, node: ast.AST) -> list[str]:

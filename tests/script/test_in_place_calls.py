@@ -213,3 +213,15 @@ def test_copyto_of_a_python_int_is_numpys():
     assert got.dtype == np.uint8 and list(got) == [5, 5, 5]
     with pytest.raises(OverflowError):
         script(copy_a_number)(np.zeros(3, np.int8), 1000)
+
+
+def arrays_around_a_slice(a: Tensor, i: Tensor, v: Tensor) -> Tensor:
+    g = a.copy()
+    np.add.at(g, (i, slice(None), i), v)
+    return g
+
+
+def test_an_index_it_cannot_add_at_unbuffered_is_refused():
+    """Not taken as the buffered ``g[i, :, i] += v``, which would add a repeat once."""
+    with pytest.raises(ScriptError, match=r"np.add.at\(\) at"):
+        script(arrays_around_a_slice)(np.zeros((3, 2, 3)), np.array([1, 1]), np.ones((2, 2)))

@@ -17,13 +17,7 @@ from ir.core import Node, Value
 from ir.registry import NOT_CONSTANT, const
 from ir.types import TensorType
 from passes.autodiff.refusals import refuse
-from passes.autodiff.rules.combinators import (
-    Rule,
-    deflinear,
-    shape_arg,
-    static_shape,
-    unbroadcast,
-)
+from passes.autodiff.rules.combinators import Rule, deflinear, shape_arg, static_shape
 from passes.autodiff.rules.elementwise import BROADCASTING_RULES
 from passes.autodiff.rules.matmul import MATMUL_RULES
 
@@ -97,15 +91,12 @@ def _scatter_pairs(b: Any, g: Value, node: Node) -> Value:
 
 
 def _take_again(b: Any, g: Value, node: Node) -> Value:
-    """A scatter-add is linear in ``g``: its transpose gathers at the same indices (summed
-    back to the added values' shape where ``np.add.at`` broadcast them)."""
-    taken = b.op("tensor::take", g, b.fwd(node.inputs[2]), b.fwd(node.inputs[3]))
-    return unbroadcast(b, taken, node.inputs[0])
+    """A scatter-add is linear in ``g``: its transpose gathers at the same indices."""
+    return b.op("tensor::take", g, b.fwd(node.inputs[2]), b.fwd(node.inputs[3]))
 
 
 def _pairs_again(b: Any, g: Value, node: Node) -> Value:
-    taken = b.op("tensor::index_pairs", g, b.fwd(node.inputs[2]), b.fwd(node.inputs[3]))
-    return unbroadcast(b, taken, node.inputs[0])
+    return b.op("tensor::index_pairs", g, b.fwd(node.inputs[2]), b.fwd(node.inputs[3]))
 
 
 def dot_vjp(b, node, gs):
