@@ -255,11 +255,20 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     return True
 
 
-def awake() -> bool:
-    """Whether a job shared with OpenBLAS's threads ended less than ``AWAKE_S`` ago: they are
-    still spinning, and a job handed to them now costs no wake-up (a thread that has slept
-    takes 0.1-0.3 ms to wake on a virtual machine)."""
-    return _lag["skip"] == 0 and time.perf_counter() - _last[0] < AWAKE_S
+def awake(again: bool = False) -> bool:
+    """Whether a job worth sharing only with awake threads may be handed to OpenBLAS's now:
+    a job shared with them ended less than ``AWAKE_S`` ago (they are still spinning, and a job
+    handed to them costs no wake-up; a thread that has slept takes 0.1-0.3 ms to wake on a
+    virtual machine), or the caller runs ``again`` (its own last run ended that recently: the
+    first of a burst wakes them), and shared jobs are not backing off after a lag (``share``).
+    A job this declines for the backoff is one of those the backoff sends elsewhere: jobs of
+    this size are the only ones some programs have, and the backoff must end."""
+    if not again and time.perf_counter() - _last[0] >= AWAKE_S:
+        return False
+    if _lag["skip"]:
+        _lag["skip"] -= 1
+        return False
+    return True
 
 
 _single = threading.Lock()

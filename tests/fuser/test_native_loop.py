@@ -1050,7 +1050,7 @@ def test_loops_with_mid_step_products_split_while_blas_threads_are_awake(monkeyp
 
     monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
     monkeypatch.setattr(products, "threads", lambda: 2)
-    monkeypatch.setattr(blas, "awake", lambda: awake)
+    monkeypatch.setattr(blas, "awake", lambda again=False: awake)
     rng = np.random.default_rng(6)
     hidden = 128
     x, h = rng.standard_normal((20, 8, hidden)), rng.standard_normal((8, hidden))
@@ -1076,6 +1076,59 @@ def test_blas_threads_are_awake_just_after_a_shared_job(monkeypatch):
     blas._lag["skip"] = 0
     blas._last[0] -= 2 * blas.AWAKE_S
     assert not blas.awake()
+    assert blas.awake(again=True)  # the caller's own last run ended just now
+
+
+def test_jobs_declined_for_a_lag_backoff_count_toward_it(monkeypatch):
+    """Each job ``blas.awake`` declines while shared jobs back off is one the backoff sends
+    elsewhere: the backoff ends though no job runs ``blas.share`` (a program whose only
+    shareable jobs are mid-sized loops had stayed on one thread for good after one lag)."""
+    from fuser.cpu import blas
+
+    monkeypatch.setattr(blas, "_last", [time.perf_counter() + 3600])  # awake throughout
+    monkeypatch.setattr(blas, "_lag", {"skip": 3, "backoff": 3, "streak": 0})
+    assert [blas.awake() for _ in range(5)] == [False, False, False, True, True]
+    blas._last[0] = -1.0  # asleep: nothing declined for the backoff, nothing counted
+    blas._lag["skip"] = 2
+    assert not blas.awake()
+    assert blas._lag["skip"] == 2
+
+
+def test_a_loop_run_again_at_once_splits_into_row_ranges(monkeypatch):
+    """A loop with a mid-sized step product (``AWAKE_MIN_PRODUCT`` to ``SPLIT_MIN_PRODUCT``)
+    whose last run ended ``blas.AWAKE_S`` ago or less (a loop inside a Python loop) runs as
+    row ranges though no shared job woke OpenBLAS's threads; its first run does not; results
+    equal the Python loop's."""
+    from fuser.cpu import blas, products
+    from fuser.cpu.loop import ranges
+
+    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(x[t] + h @ w)
+        return h
+
+    monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
+    monkeypatch.setattr(products, "threads", lambda: 2)
+    monkeypatch.setattr(blas, "_last", [-1.0])
+    monkeypatch.setattr(blas, "_lag", {"skip": 0, "backoff": 0, "streak": 0})
+    monkeypatch.setattr(blas, "share", lambda *args: False)  # (keeps _last asleep)
+    if not ranges.can_share():
+        pytest.skip("no thread server to run row ranges on")
+    rng = np.random.default_rng(7)
+    hidden = 128
+    x, h = rng.standard_normal((20, 8, hidden)), rng.standard_normal((8, hidden))
+    w = rng.standard_normal((hidden, hidden)) / hidden
+    f = script(rnn_layer)
+    f(x, h, w)  # compiles
+    (lp,) = native_loops(f, x, h, w)
+    (variant,) = lp.variants.values()
+    assert ranges.AWAKE_MIN_PRODUCT <= variant.step_product < ranges.SPLIT_MIN_PRODUCT
+    lp.ended = -1.0
+    variant.splits.clear()
+    assert_same(f(x, h, w), rnn_layer(x, h, w), np.float64)
+    assert not variant.splits  # the first of a burst: one loop
+    assert_same(f(x, h, w), rnn_layer(x, h, w), np.float64)
+    assert variant.splits.get(2)  # run again at once: two ranges
 
 
 def preallocated_rows(x: Tensor, h0: Tensor, W: Tensor, U: Tensor) -> Tensor:

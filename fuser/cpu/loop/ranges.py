@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,7 +52,13 @@ step) 0.71 / 0.94 / 2.03 against 0.63 / 0.91 / 1.87; B=32, H=32, T=100 (131K) 0.
 2.51 against 0.78 / 1.09 / 2.32; B=8, H=96, T=50 (295K) 0.67 / 0.78 / 1.72 against 0.59 /
 0.73 / 1.57; B=16, H=64, T=50 (524K) 0.59 / 0.70 / 1.54 against 0.48 / 0.61 / 1.33. Beside
 a spinning process (B=8, H=64) the two were equal: 0.86 / 1.00 / 2.40 against 0.86 / 1.00 /
-2.43 (lagging jobs back off, ``blas.share``)."""
+2.43 (lagging jobs back off, ``blas.share``).
+
+A loop run again less than ``blas.AWAKE_S`` after its last run ended (a loop inside a Python
+loop: ML-From-Scratch's truncated BPTT runs its inner loop once per outer step) runs so too:
+the first of a burst wakes the threads, the next find them awake. On 2 vCPUs of a Sapphire
+Rapids Xeon, float64, that BPTT (10 inner loops of up to 6 steps of 415K multiply-adds) took
+5.4-5.6 ms a call with each inner loop on one thread, 4.7 with two ranges (numpy: 5.6-5.9)."""
 
 THREADED_MIN_PRODUCT = 1 << 21
 """The multiply-adds from which a step's product in a loop that does not run as row ranges
@@ -65,14 +72,16 @@ RANGE_ROWS = 16
 rows streams the whole recurrent weight from memory every step for little work."""
 
 
-def range_count(step_product: int = 0, batch: int = 0) -> int:
+def range_count(step_product: int = 0, batch: int = 0, again: bool = False) -> int:
     """How many row ranges a loop runs at once: ``RNNSCRIPT_LOOP_THREADS`` when set (1: one
     loop over every row, its GEMMs threaded by BLAS as numpy's are); otherwise, for a loop
     whose products take at least ``SPLIT_MIN_PRODUCT`` multiply-adds a step
-    (``step_product``), or ``AWAKE_MIN_PRODUCT`` while OpenBLAS's threads are awake
-    (``blas.awake``), one range per thread a product gets (BLAS's thread count, at most the
-    CPUs this process may run on: ``--threads``, threadpoolctl and ``OPENBLAS_NUM_THREADS``
-    set it), ranges beyond two getting ``RANGE_ROWS`` rows or more; else 1.
+    (``step_product``), or ``AWAKE_MIN_PRODUCT`` while OpenBLAS's threads are awake or the
+    loop runs ``again`` (its last run ended ``blas.AWAKE_S`` ago or less) and shared jobs are
+    not backing off after a lag (``blas.awake``), one range per thread a product gets (BLAS's
+    thread count, at most the CPUs this process may run on: ``--threads``, threadpoolctl and
+    ``OPENBLAS_NUM_THREADS`` set it), ranges beyond two getting ``RANGE_ROWS`` rows or more;
+    else 1.
 
     Several ranges run on numpy's OpenBLAS threads (``run_ranges``), with BLAS on one thread
     in each; a range no thread has started when the caller runs out is the caller's."""
@@ -82,8 +91,8 @@ def range_count(step_product: int = 0, batch: int = 0) -> int:
             return max(1, int(env))
         except ValueError:
             return 1
-    if step_product < SPLIT_MIN_PRODUCT and not (
-            step_product >= AWAKE_MIN_PRODUCT and blas.awake()):
+    if step_product < SPLIT_MIN_PRODUCT and not (step_product >= AWAKE_MIN_PRODUCT
+                                                 and blas.awake(again)):
         return 1
     return min(products.threads(), max(2, batch // RANGE_ROWS))
 
@@ -180,6 +189,8 @@ class RowRanges:
     prog: Any
     gemm: Any
     lock: Any
+    ended: float = -1.0
+    """when the loop's last run ended (``time.perf_counter``; ``range_count``'s ``again``)."""
 
     def _threaded(self, product: int, item: int) -> bool:
         """Whether a step's float64 product of ``product`` multiply-adds goes to BLAS on its
@@ -198,7 +209,8 @@ class RowRanges:
             return None
         if variant.step_product is None:
             variant.step_product = self._step_product(variant)
-        threads = min(range_count(variant.step_product, batch), batch // MIN_ROWS)
+        again = time.perf_counter() - self.ended <= blas.AWAKE_S
+        threads = min(range_count(variant.step_product, batch, again), batch // MIN_ROWS)
         if threads < 2:
             return None
         found = variant.splits.get(threads, False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,6 +267,7 @@ class NativeLoop(RowRanges, Appends):
                     for at, _ in variant.free_ints:
                         r[at] = ints[at]
             status = run_ranges(variant.fn, items, trip, ranges, doubles, self.fns)
+        self.ended = time.perf_counter()
         if status != 0:
             return None
         self.calls += 1
