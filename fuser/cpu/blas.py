@@ -65,6 +65,9 @@ class Gemm:
     started: int = 0
     """the address of OpenBLAS's ``blas_num_threads`` (an ``int``: the threads its server has
     started, the caller's included)."""
+    cpu_number: int = 0
+    """the address of OpenBLAS's ``blas_cpu_number`` (an ``int``: the count
+    ``openblas_get_num_threads`` returns and ``openblas_set_num_threads`` sets; 0: absent)."""
 
 
 _lock = threading.Lock()
@@ -117,11 +120,13 @@ def _find() -> Gemm | None:
             put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
             run = getattr(lib, "gotoblas_pthread", None) if get is not None else None
             started = getattr(lib, "blas_num_threads", None) if run is not None else None
+            number = getattr(lib, "blas_cpu_number", None) if get is not None else None
             return Gemm(_address(s), _address(d), bits, os.path.basename(path),
                         _address(get) if get is not None else 0,
                         _address(put) if put is not None else 0,
                         _address(run) if started is not None else 0,
-                        _address(started) if started is not None else 0)
+                        _address(started) if started is not None else 0,
+                        _address(number) if number is not None else 0)
     return None
 
 
@@ -130,17 +135,27 @@ def _address(fn: object) -> int:
 
 
 _getter: list[Any] = []
-"""``openblas_get_num_threads`` as a ctypes function (None: not OpenBLAS), once found."""
+"""``blas_cpu_number`` as a ctypes int, else ``openblas_get_num_threads`` as a ctypes
+function (None: not OpenBLAS), once found."""
 
 
 def get_threads() -> int | None:
-    """How many threads numpy's OpenBLAS uses (None: not OpenBLAS, or not found)."""
+    """How many threads numpy's OpenBLAS uses (None: not OpenBLAS, or not found): its
+    ``blas_cpu_number`` read in place where it holds what ``openblas_get_num_threads`` returns
+    (a call through ctypes is several times the read, and products ask at every call)."""
     if not _getter:
         g = gemm()
-        _getter.append(ctypes.CFUNCTYPE(ctypes.c_int)(g.get_threads)
-                       if g is not None and g.get_threads else None)
-    fn = _getter[0]
-    return None if fn is None else int(fn())
+        fn = (ctypes.CFUNCTYPE(ctypes.c_int)(g.get_threads)
+              if g is not None and g.get_threads else None)
+        if fn is not None and g is not None and g.cpu_number:
+            number = ctypes.c_int.from_address(g.cpu_number)
+            if number.value == fn():  # (the call sets it up first)
+                _getter.append(number)
+                return number.value
+        _getter.append(fn)
+    found = _getter[0]
+    return None if found is None else found.value if type(found) is ctypes.c_int \
+        else int(found())
 
 
 def set_threads(n: int) -> None:

@@ -293,3 +293,53 @@ def test_a_returned_product_is_the_jobs_own(monkeypatch, jobs):
             np.testing.assert_array_equal(x, y)
     for x, y in zip(got[0], returned(*args)):
         np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6)
+
+
+def test_calls_from_several_python_threads_each_get_a_product_of_their_own(monkeypatch, jobs):
+    """A job whose product is its own (not returned) reuses it call after call
+    (``_Epilogue.state``); calls running at once from several Python threads each take one
+    nobody else is writing, so every result is its own arguments'."""
+    import threading
+
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    fn, shapes = CASES["rnn_cell"]
+    f = script(fn)
+    inputs = [_args(shapes, seed) for seed in range(6)]
+    want = [fn(*a) for a in inputs]
+    for a in inputs[:3]:
+        f(*a)  # the job is made
+    (fused,) = _fused(f, inputs[0])
+    assert fused.fast is not None and not fused.product_too
+    wrong, start = [], threading.Barrier(len(inputs))
+
+    def calls(k: int) -> None:
+        start.wait()
+        for _ in range(60):
+            got = f(*inputs[k])
+            if not np.allclose(got, want[k], rtol=2e-5, atol=2e-6):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=calls, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+    assert len(jobs) > 100
+
+
+def test_a_new_thread_count_makes_a_new_state(monkeypatch, jobs):
+    """The reused block is the one of the thread count a call runs on: another count (a
+    threadpoolctl limit) makes its own, with results the same."""
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    fn, shapes = CASES["gated"]
+    args = _args(shapes)
+    f = script(fn)
+    monkeypatch.setattr(epilogue, "threads", lambda: 2)
+    want = [f(*args) for _ in range(3)][0]
+    (fused,) = _fused(f, args)
+    assert [s[0] for s in fused.fast.free] == [2]
+    monkeypatch.setattr(epilogue, "threads", lambda: 1)
+    np.testing.assert_array_equal(f(*args), want)
+    assert [s[0] for s in fused.fast.free] == [1]
+    np.testing.assert_allclose(want, fn(*args), rtol=2e-5, atol=2e-6)
