@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from script.frontend.object_args import _MISSING, ArgAttrRef, class_member, is_plain_object
+from script.frontend.signature import key_of
 
 _readers: dict[int, tuple[list[Any], int, Any]] = {}
 """id(refs) -> (refs, their count, the reader): a definition's ``attr_refs`` list is kept alive
@@ -46,10 +47,81 @@ def read_inputs(refs: list[Any], inputs: tuple[Any, ...]) -> tuple[Any, ...] | N
 
 def reader(refs: list[Any]) -> Any:
     """The generated function ``read(inputs)`` of ``refs`` (the module's doc)."""
+    namespace = _namespace(refs)
+    lines, values = _read_lines(refs, namespace, "inputs")
+    body = "\n".join(f"    {line}" for line in lines) or "    pass"
+    source = f"def read(inputs):\n{body}\n    return ({''.join(v + ', ' for v in values)})\n"
+    exec(compile(source, "<rnnscript object reads>", "exec"), namespace)  # noqa: S102
+    return namespace["read"]
+
+
+def entry(refs: list[Any], nargs: int, objects: tuple[int, ...]) -> Any:
+    """The generated function ``enter(args)`` of a call passing ``nargs`` positional arguments,
+    those at ``objects`` plain objects, to a function reading ``refs``: the graph's inputs (the
+    arguments, None at the objects' places, then what ``read`` returns) and the cache key
+    ``signature.call_key`` gives them (a key of no static ints, trip counts, lists of any
+    length or containers passed twice: ``script.runtime.function`` asks for no other). None
+    where a step of the general bind would do otherwise (another count of arguments, an
+    argument that is not a plain object, another layout, one object the function assigns
+    attributes of reached by two paths): the caller then binds as before, and raises there.
+    One function instead of binding, checking, reading and keying one by one: the DLFS2
+    ``RNN.forward`` cell, called between numpy calls that leave the interpreter's caches
+    cold, spent 19 us of a 160 us call there."""
+    namespace = _namespace(refs)
+    namespace.update({"ND": np.ndarray, "SCALARS": frozenset({int, float, bool, str,
+                                                               type(None)}),
+                      "key_of": key_of, "NONE": type(None)})
+    lines = [f"if len(args) != {nargs}: return None"]
+    lines += [f"if not plain(args[{k}]): return None" for k in objects]
+    reads, values = _read_lines(refs, namespace, "args")
+    lines += reads
+    owners = [f"id(r{k})" for k, ref in enumerate(refs)
+              if type(ref) is ArgAttrRef and ref.check == "owner"]
+    if len(owners) > 1:
+        lines.append(f"if len({{{', '.join(owners)}}}) != {len(owners)}: return None")
+    inputs, keys = [], []
+    for k in range(nargs):
+        if k in objects:
+            inputs.append("None")
+            keys.append("NONE")
+        else:
+            lines.append(f"a{k} = args[{k}]")
+            inputs.append(f"a{k}")
+            keys.append(_key(f"a{k}"))
+    for ref, value in zip(refs, values):
+        inputs.append(value)
+        checked = type(ref) is ArgAttrRef and ref.check not in ("method", "function", "class",
+                                                                 "hasattr")
+        if type(ref) is ArgAttrRef and ref.check in ("method", "function", "class"):
+            keys.append("NONE")  # (read as None)
+        elif checked and ref.kind is np.ndarray:
+            keys.append(f"({value}.dtype.char, {value}.shape)")
+        else:
+            keys.append(_key(value))
+    lines.append(f"return ({''.join(v + ', ' for v in inputs)}), "
+                 f"({''.join(v + ', ' for v in keys)})")
+    body = "\n".join(f"    {line}" for line in lines)
+    exec(compile(f"def enter(args):\n{body}\n", "<rnnscript object call>", "exec"),  # noqa: S102
+         namespace)
+    return namespace["enter"]
+
+
+def _key(name: str) -> str:
+    """``call_key``'s key of one value, inline."""
+    return (f"(({name}.dtype.char, {name}.shape) if type({name}) is ND else type({name}) "
+            f"if type({name}) in SCALARS else key_of({name}))")
+
+
+def _namespace(refs: list[Any]) -> dict[str, Any]:
+    return {"refs": refs, "MISSING": _MISSING, "SEQUENCES": (list, tuple),
+            "BOOL": np.dtype(bool), "plain": is_plain_object, "member": class_member}
+
+
+def _read_lines(refs: list[Any], namespace: dict[str, Any], source: str
+                ) -> tuple[list[str], list[str]]:
+    """The lines that read ``refs`` from the tuple named ``source`` into ``r0``, ``r1``, ...
+    (returning None where the layout differs), and those names."""
     lines: list[str] = []
-    namespace: dict[str, Any] = {"refs": refs, "MISSING": _MISSING, "SEQUENCES": (list, tuple),
-                                 "BOOL": np.dtype(bool),
-                                 "plain": is_plain_object, "member": class_member}
     names: dict[tuple[int, tuple[Any, ...]], str] = {}
     checked: set[str] = set()
 
@@ -60,7 +132,7 @@ def reader(refs: list[Any]) -> Any:
             return name
         name = names[key] = f"v{len(names)}"
         if not path:
-            lines.append(f"{name} = inputs[{param}]")
+            lines.append(f"{name} = {source}[{param}]")
             return name
         owner, step = reach(param, path[:-1]), path[-1]
         if type(step) is int:
@@ -112,7 +184,4 @@ def reader(refs: list[Any]) -> Any:
                 lines.append(f"if len(r{k}) != {ref.length}: return None")
                 lines.append(f"r{k} = {ref.length}")
         values.append(f"r{k}")
-    body = "\n".join(f"    {line}" for line in lines) or "    pass"
-    source = f"def read(inputs):\n{body}\n    return ({''.join(v + ', ' for v in values)})\n"
-    exec(compile(source, "<rnnscript object reads>", "exec"), namespace)  # noqa: S102
-    return namespace["read"]
+    return lines, values

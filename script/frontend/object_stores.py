@@ -507,15 +507,29 @@ def _example_of(t: Any) -> Any:
 def distinct_owners(name: str, refs: list[Any], values: tuple[Any, ...]) -> None:
     """SignatureError when a call reaches one object by two paths and the function ``name``
     assigns attributes (``ObjectStoreMixin.read_every_owner``)."""
+    found = _owners.get(id(refs))
+    if found is None or found[0] is not refs or found[1] != len(refs):
+        if len(_owners) >= 256:
+            _owners.pop(next(iter(_owners)))
+        found = _owners[id(refs)] = (refs, len(refs), [
+            k for k, ref in enumerate(refs) if type(ref) is ArgAttrRef and ref.check == "owner"])
+    at = found[2]
+    if len(at) < 2:  # (one object reached by one path: nothing to compare, as at most calls)
+        return
     seen: dict[int, Any] = {}
-    for ref, value in zip(refs, values):
-        if type(ref) is ArgAttrRef and ref.check == "owner":
-            other = seen.setdefault(id(value), ref)
-            if other is not ref:
-                raise SignatureError(f"{name}(): '{other.name}' and '{ref.name}' are the same "
-                                     "object, whose attributes the function assigns; the "
-                                     "compiled code follows each attribute by the path that "
-                                     "reaches it: pass distinct objects")
+    for k in at:
+        ref = refs[k]
+        other = seen.setdefault(id(values[k]), ref)
+        if other is not ref:
+            raise SignatureError(f"{name}(): '{other.name}' and '{ref.name}' are the same "
+                                 "object, whose attributes the function assigns; the "
+                                 "compiled code follows each attribute by the path that "
+                                 "reaches it: pass distinct objects")
+
+
+_owners: dict[int, tuple[list[Any], int, list[int]]] = {}
+"""per ``attr_refs`` list (by id, kept with it and its length), the positions of the objects
+whose attributes the function assigns (``distinct_owners``)."""
 
 
 def _what(value: Any) -> str:

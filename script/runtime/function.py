@@ -46,7 +46,7 @@ from script.frontend.object_args import (
     check_object_argument,
     object_param_kinds,
 )
-from script.frontend.object_reads import read_inputs
+from script.frontend.object_reads import entry, read_inputs
 from script.frontend.object_stores import distinct_owners
 from script.frontend.signature import (
     call_key,
@@ -254,12 +254,16 @@ class ScriptFunction:
             # objects of another layout switch the definition and its cache: bind and look
             # up under the lock, so another thread's switch cannot pair them wrongly
             with self._lock:
-                args = self._bind(args, kwargs)
-                if instrument.active is None:
-                    d = self._definition  # (the one _bind checked)
-                    spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints,
-                                                    d.any_length, d.container_inputs)) \
-                        or self._specialize(args)
+                found = self._entered(args) if not kwargs else None
+                if found is not None:
+                    args, spec = found
+                else:
+                    args = self._bind(args, kwargs)
+                    if instrument.active is None:
+                        d = self._definition  # (the one _bind checked)
+                        spec = self._cache.get(call_key(args, d.static_ints, d.trip_ints,
+                                                        d.any_length, d.container_inputs)) \
+                            or self._specialize(args)
             if instrument.active is not None:
                 return instrument.active.call(self, args)
             return spec.fn(*args)
@@ -370,6 +374,32 @@ class ScriptFunction:
         for k in d.object_args:
             inputs[k] = None
         return (*inputs, *extra)
+
+    def _entered(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any] | None:
+        """The graph inputs and the specialization of a positional call with plain object
+        arguments through the definition's generated entry (``object_reads.entry``), or None
+        where the general bind and lookup must run (the caller holds the lock)."""
+        d = self._definition
+        if d is None or d.guards or instrument.active is not None:
+            return None
+        entries = self.__dict__.setdefault("_entries", {})
+        found = entries.get(id(d))
+        if found is None or found[0] is not d:
+            if len(entries) >= MAX_LAYOUTS:
+                entries.pop(next(iter(entries)))
+            kinds = self._object_params()
+            plain = not (d.static_args or d.dtype_args or d.caller_writes or d.any_length
+                         or d.static_ints or d.trip_ints or len(d.container_inputs) > 1
+                         or any(kinds[d.arg_names[k]] != "object" for k in d.object_args))
+            found = entries[id(d)] = (d, entry(d.attr_refs, len(d.arg_names), d.object_args)
+                                      if plain else None)
+        if found[1] is None:
+            return None
+        made = found[1](args)
+        if made is None:
+            return None
+        spec = self._cache.get(made[1])
+        return None if spec is None else (made[0], spec)
 
     def _other_layout(self, d: Any, bound: tuple[Any, ...]) -> Any:
         """The definition for object arguments whose layout ``d`` was not compiled for: one
