@@ -189,3 +189,24 @@ def test_a_job_that_waited_for_a_late_thread_sends_the_next_ones_elsewhere(monke
     assert pattern([1.0]) == [True] and blas._lag["skip"] == 2 * blas.FIRST_MAX
     blas._lag.update(skip=0, backoff=200)
     assert pattern([1.0]) == [True] and blas._lag["skip"] == blas.MAX_BACKOFF
+
+
+def test_the_thread_count_read_in_place_follows_every_setter():
+    """``blas.get_threads`` reads OpenBLAS's ``blas_cpu_number`` where it holds what
+    ``openblas_get_num_threads`` returns: after ``set_threads`` and threadpoolctl's limits it
+    answers what the library's own function does."""
+    import ctypes
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    asked = ctypes.CFUNCTYPE(ctypes.c_int)(found.get_threads)
+    before = blas.get_threads()
+    try:
+        for n in (1, 2, 1):
+            blas.set_threads(n)
+            assert blas.get_threads() == asked() == n
+        blas.set_threads(before)
+        with threadpoolctl.threadpool_limits(1):
+            assert blas.get_threads() == asked() == 1
+        assert blas.get_threads() == asked() == before
+    finally:
+        blas.set_threads(before)
