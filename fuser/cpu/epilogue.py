@@ -275,10 +275,11 @@ class _Epilogue:
                       for k, d in enumerate(self.dtypes, 1)])
         block[_ARGS], block[_OUTS] = id(inputs), id(outs)
         products.run_job(plan, block, at, 0, product, self.kind)
-        rejected = block[_REJECTED]
+        if block[_REJECTED]:
+            result = owner.kernel(*inputs)  # (it reads the product: the state is still ours)
+            self.free.append(state)
+            return result
         self.free.append(state)
-        if rejected:
-            return owner.kernel(*inputs)
         return outs if len(outs) > 1 else outs[0]
 
     def state(self, count: int) -> tuple:

@@ -384,7 +384,8 @@ class ScriptFunction:
             return None
         entries = self.__dict__.setdefault("_entries", {})
         found = entries.get(id(d))
-        if found is None or found[0] is not d:
+        if found is None or found[0] is not d or found[2] != d.any_length:  # (lists may be
+            # keyed by any length from a later call on: ``list_lengths.note``)
             if len(entries) >= MAX_LAYOUTS:
                 entries.pop(next(iter(entries)))
             kinds = self._object_params()
@@ -392,7 +393,7 @@ class ScriptFunction:
                          or d.static_ints or d.trip_ints or len(d.container_inputs) > 1
                          or any(kinds[d.arg_names[k]] != "object" for k in d.object_args))
             found = entries[id(d)] = (d, entry(d.attr_refs, len(d.arg_names), d.object_args)
-                                      if plain else None)
+                                      if plain else None, d.any_length)
         if found[1] is None:
             return None
         made = found[1](args)

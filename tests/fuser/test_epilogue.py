@@ -343,3 +343,32 @@ def test_a_new_thread_count_makes_a_new_state(monkeypatch, jobs):
     np.testing.assert_array_equal(f(*args), want)
     assert [s[0] for s in fused.fast.free] == [1]
     np.testing.assert_allclose(want, fn(*args), rtol=2e-5, atol=2e-6)
+
+
+def test_a_rejected_call_keeps_its_product_while_the_group_reads_it(monkeypatch, jobs):
+    """A call whose task guard rejects the group's arguments (a strided bias of the compiled
+    shape) computes the group from the job's product: the product's state goes back to the
+    free list only after that, so no call running at once can write it meanwhile."""
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
+    fn, shapes = CASES["rnn_cell"]
+    f = script(fn)
+    args = _args(shapes)
+    for _ in range(3):
+        f(*args)  # the job is made
+    (fused,) = _fused(f, args)
+    job = fused.fast
+    assert job is not None
+    free_then, calls = [], []
+    kernel = fused.kernel
+
+    def group(*inputs):
+        calls.append(inputs)
+        free_then.extend(s[1] for s in job.free)  # the products others may take now
+        assert not any(p is inputs[0] or np.shares_memory(p, inputs[0]) for p in free_then)
+        return kernel(*inputs)
+
+    monkeypatch.setattr(fused, "kernel", group)
+    b = np.repeat(args[4], 2)[::2]  # the bias strided: the tasks' guards reject it
+    strided = (*args[:4], b)
+    np.testing.assert_allclose(f(*strided), fn(*strided), rtol=2e-5, atol=2e-6)
+    assert len(calls) == 1, "the job ran, its guards rejected the bias, the group ran alone"

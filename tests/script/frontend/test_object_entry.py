@@ -133,3 +133,37 @@ def test_the_book_s_rnn_layer_takes_the_entry():
         assert fresh.cache[0] is x and fresh.cache[1] is h
     fn = forward.function if hasattr(forward, "function") else forward
     assert fn.compiled_signatures == 1
+
+
+class Growing:
+    def __init__(self, W):
+        self.W = W
+        self.hs = []
+
+    def forward(self, x):
+        h = np.tanh(x @ self.W)
+        self.hs.append(h)
+        return h
+
+
+def test_a_list_keyed_by_any_length_later_makes_the_entry_again():
+    """A list attribute passed at many lengths is keyed whatever its length from then on
+    (``list_lengths``): the entry made before keyed it item by item, a key no specialization
+    has; it is made again for the definition as it is now (here: none, the general bind)."""
+    forward = script(Growing.forward)
+    fn = forward.function if hasattr(forward, "function") else forward
+    c = Growing(np.random.default_rng(0).standard_normal((4, 4)))
+    plain = Growing(c.W.copy())
+    x = np.ones((2, 4))
+    for k in range(30):
+        np.testing.assert_allclose(forward(c, x * k), plain.forward(x * k), rtol=1e-12)
+    assert len(c.hs) == 30
+    d = fn._definition
+    assert d.any_length
+    before = fn.compiled_signatures
+    assert fn._entered((c, x)) is None or fn._entered((c, x))[1] is not None
+    for _ in range(5):
+        forward(c, x)
+    assert fn.compiled_signatures == before
+    found = fn.__dict__["_entries"][id(d)]
+    assert found[2] == d.any_length
