@@ -106,7 +106,7 @@ def specialize(graph: Graph, input_types: Sequence[Type],
 def propagate_graph(graph: Graph) -> bool:
     """Propagate through the whole graph, then drop the If branches the types rule out (their
     ops were not typed, and may not accept the specialized types: ``if x.ndim == 2:`` for a 1-D
-    ``x``) and propagate again from the branches kept.
+    ``x``) and propagate again from the branches kept, until no If is left to drop.
 
     The lists and dicts the graph builds and keeps to itself (``local_containers``) get the
     join of the items stored into them as their item type, so reads give it back: see
@@ -114,7 +114,9 @@ def propagate_graph(graph: Graph) -> bool:
     locals_ = local_containers(graph)
     _propagate_with_local_items(graph, locals_)
     rewritten = False
-    if _drop_ruled_out_branches(graph) | _drop_unreachable(graph):
+    while _drop_ruled_out_branches(graph) | _drop_unreachable(graph):
+        # (until none is left: a branch dropped may decide another's condition, as
+        # ``if not flag and x.shape[0] != 1: x = x.T`` decides the ifs on ``x``'s shape)
         rewritten = True
         _propagate_with_local_items(graph, local_containers(graph))
     while _fold_dtypes(graph):
@@ -247,7 +249,8 @@ def _drop_unreachable(graph: Graph) -> bool:
             continue
         block = raising.owner
         assert block is not None
-        later = list(block.nodes)[list(block.nodes).index(raising) + 1:]
+        later = [n for n in list(block.nodes)[list(block.nodes).index(raising) + 1:]
+                 if n.kind != UNINITIALIZED]  # (the stand-ins of an earlier round stay)
         for node in reversed(later):
             for out in node.outputs:
                 if out.uses:
