@@ -20,8 +20,16 @@ from typing import Any
 
 from ir.core import Node, Value
 from ir.kinds import IF as IF_KIND
-from ir.ops.shape import tensor_items
-from ir.registry import ALIASES, ONLY_READS, constant_of, effects_on_input, infer_types
+from ir.ops.numpy_ops import moved_axes
+from ir.ops.shape import const_ints, tensor_items
+from ir.registry import (
+    ALIASES,
+    NOT_CONSTANT,
+    ONLY_READS,
+    constant_of,
+    effects_on_input,
+    infer_types,
+)
 from ir.types import BOOL, INT, INT_DTYPES, ListType, TensorType, Type, is_number, unify
 
 
@@ -233,6 +241,19 @@ def swapaxes_as_transpose(node: Node) -> bool:
     return _replace(node, "tensor::transpose", [a, perm])
 
 
+def moveaxis_as_transpose(node: Node) -> bool:
+    """``np.moveaxis(a, source, destination)`` is ``np.transpose(a, axes)`` with the axes it
+    moves in their places and the others in order."""
+    rank = _rank(node.inputs[0])
+    source, destination = const_ints(node, 1), const_ints(node, 2)
+    if rank is None or source is NOT_CONSTANT or destination is NOT_CONSTANT:
+        return False
+    order = moved_axes(source, destination, rank, node)
+    with node.graph.inserting_before(node):
+        perm = node.graph.constant(tuple(order))
+    return _replace(node, "tensor::transpose", [node.inputs[0], perm])
+
+
 def flip_as_slices(node: Node) -> bool:
     """``np.flip(a)`` is ``a[::-1, ::-1, ...]``: a slice with step -1 along every axis."""
     (a,) = node.inputs
@@ -390,5 +411,6 @@ NUMPY_RULES: dict[str, Callable[[Node], bool]] = {
     "tensor::column_stack": column_stack_as_join,
     "tensor::dstack": dstack_as_join,
     "tensor::swapaxes": swapaxes_as_transpose,
+    "tensor::moveaxis": moveaxis_as_transpose,
 }
 """kind -> canonicalization rule (merged into ``passes.canonicalize.RULES``)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.core import Node, Value
-from ir.ops.shape import check_axis, int_items, numel, tensor_arg
+from ir.ops.shape import as_tuple, check_axis, const_ints, int_items, numel, tensor_arg
 from ir.registry import (
     FRESH,
     NOT_CONSTANT,
@@ -385,6 +385,39 @@ def _swapaxes(node: Node) -> list[Type]:
 defop("tensor::swapaxes(a: Tensor, axis1: int, axis2: int) -> Tensor", _swapaxes, (PURE, VIEW),
       ("np.swapaxes", ".swapaxes"), "a with two axes swapped (a view, numpy.swapaxes); "
       "rewritten as np.transpose once the number of axes is known")
+
+
+# -- np.moveaxis -------------------------------------------------------------------------------
+def moved_axes(source: object, destination: object, rank: int, node: Node) -> list[int]:
+    """The permutation ``np.moveaxis(a, source, destination)`` applies to ``rank`` axes
+    (numpy's checks: axes in bounds, none repeated, as many sources as destinations)."""
+    src = [check_axis(a, rank, node) for a in as_tuple(source)]  # type: ignore[arg-type]
+    dst = [check_axis(a, rank, node) for a in as_tuple(destination)]  # type: ignore[arg-type]
+    if len(src) != len(dst):
+        raise ShapeError("np.moveaxis: source and destination arguments must have the same "
+                         "number of elements")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ShapeError("np.moveaxis: repeated axis")
+    order = [k for k in range(rank) if k not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return order
+
+
+def _moveaxis(node: Node) -> list[Type]:
+    t = tensor_arg(node, 0)
+    source, destination = const_ints(node, 1), const_ints(node, 2)
+    if t.shape is None:
+        return [t]
+    if source is NOT_CONSTANT or destination is NOT_CONSTANT:  # (axes a helper was passed:
+        return [t.with_shape((None,) * len(t.shape))]  # constants once it is inlined)
+    order = moved_axes(source, destination, len(t.shape), node)
+    return [t.with_shape(tuple(t.shape[k] for k in order))]
+
+
+defop("tensor::moveaxis(a: Tensor, source: ints, destination: ints) -> Tensor", _moveaxis,
+      (PURE, VIEW), ("np.moveaxis",), "a with the axes source moved to the places destination "
+      "(a view, numpy.moveaxis); rewritten as np.transpose once the number of axes is known")
 
 
 # -- np.flip without an axis ---------------------------------------------------------------------

@@ -97,7 +97,209 @@ def vdot(a, b):
     return np.dot(np.ravel(a), np.ravel(b))
 
 
+def _pad_widths(pad_width, n):
+    if isinstance(pad_width, int):
+        return [(pad_width, pad_width) for _ in range(n)]
+    if len(pad_width) == 1 and not isinstance(pad_width[0], int):
+        return [(pad_width[0][0], pad_width[0][1]) for _ in range(n)]
+    if len(pad_width) == 2 and isinstance(pad_width[0], int):
+        return [(pad_width[0], pad_width[1]) for _ in range(n)]
+    if len(pad_width) == 1:
+        return [(pad_width[0], pad_width[0]) for _ in range(n)]
+    if len(pad_width) != n:
+        raise ValueError(f"np.pad(): pad_width has {len(pad_width)} pairs for an array of "
+                         f"dimension {n}")
+    return [(p[0], p[1]) for p in pad_width]
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    if mode != "constant" and mode != "edge":
+        raise ValueError("np.pad(): only mode='constant' and mode='edge' are supported")
+    out = np.asarray(array)
+    if out.ndim > 6:
+        raise ValueError("np.pad(): arrays of more than 6 dimensions are not supported here")
+    widths = _pad_widths(pad_width, out.ndim)
+    # one axis after the other, each named by a constant (axes held in a variable do not
+    # differentiate)
+    if out.ndim > 0:
+        out = _pad_axis(out, 0, widths[0][0], widths[0][1], mode, constant_values)
+    if out.ndim > 1:
+        out = _pad_axis(out, 1, widths[1][0], widths[1][1], mode, constant_values)
+    if out.ndim > 2:
+        out = _pad_axis(out, 2, widths[2][0], widths[2][1], mode, constant_values)
+    if out.ndim > 3:
+        out = _pad_axis(out, 3, widths[3][0], widths[3][1], mode, constant_values)
+    if out.ndim > 4:
+        out = _pad_axis(out, 4, widths[4][0], widths[4][1], mode, constant_values)
+    if out.ndim > 5:
+        out = _pad_axis(out, 5, widths[5][0], widths[5][1], mode, constant_values)
+    return out
+
+
+def _pad_axis(out, k, before, after, mode, constant_values):
+    if before < 0 or after < 0:
+        raise ValueError("np.pad(): index can't contain negative values")
+    if before == 0 and after == 0:
+        return out
+    front = np.moveaxis(out, k, 0)
+    n = front.shape[0]
+    if n == 0:
+        raise ValueError("np.pad(): padding an axis of length 0 is not supported here")
+    first, last = front[:1], front[n - 1:]
+    if mode == "constant":
+        first = np.full_like(first, constant_values)
+        last = first
+    front = np.concatenate((np.broadcast_to(first, (before,) + first.shape[1:]), front,
+                            np.broadcast_to(last, (after,) + last.shape[1:])))
+    return np.moveaxis(front, 0, k)
+
+
+def cumprod(a, axis=None, dtype=None):
+    a = np.asarray(a)
+    if dtype is not None:
+        a = a.astype(dtype)
+    elif a.dtype == np.bool_ or a.dtype == np.int8 or a.dtype == np.int16 or \
+            a.dtype == np.int32:
+        a = a.astype(np.int64)  # (numpy's accumulating dtype of small ints)
+    elif a.dtype == np.uint8 or a.dtype == np.uint16 or a.dtype == np.uint32:
+        a = a.astype(np.uint64)
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(f"np.cumprod(): axis {axis} is out of bounds for an array of "
+                         f"dimension {a.ndim}")
+    moved = np.moveaxis(a, axis, 0)
+    n = moved.shape[0]
+    if n == 0:
+        return a * 1
+    total = moved[0]
+    parts = [total]
+    for i in range(1, n):
+        total = total * moved[i]
+        parts.append(total)
+    return np.moveaxis(np.stack(parts), 0, axis)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = np.asarray(x)
+    if not (x.dtype == np.float32 or x.dtype == np.float64 or x.dtype == np.float16):
+        return x * 1 if copy else x  # (ints and bools hold no nan)
+    big = 3.4028234663852886e38 if x.dtype == np.float32 else 1.7976931348623157e308
+    if x.dtype == np.float16:
+        big = 65504.0
+    high = big if posinf is None else posinf
+    low = -big if neginf is None else neginf
+    found = np.where(np.isnan(x), nan, np.where(x == np.inf, high,
+                                                   np.where(x == -np.inf, low, x)))
+    return found.astype(x.dtype)
+
+
+def nansum(a, axis=None, keepdims=False):
+    a = np.asarray(a)
+    return np.sum(np.where(np.isnan(a), 0, a), axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, keepdims=False):
+    a = np.asarray(a)
+    if not (a.dtype == np.float32 or a.dtype == np.float64 or a.dtype == np.float16):
+        return np.mean(a, axis=axis, keepdims=keepdims)  # (no nan in ints and bools)
+    kept = ~np.isnan(a)
+    total = np.sum(np.where(kept, a, 0), axis=axis, keepdims=keepdims)
+    return total / np.sum(kept, axis=axis, keepdims=keepdims).astype(a.dtype)
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    a = np.asarray(a)
+    if returned:
+        raise ValueError("np.average(): returned=True is not supported here: compute the sum "
+                         "of the weights beside it")
+    if weights is None:
+        return np.mean(a, axis=axis, keepdims=keepdims)
+    w = np.asarray(weights)
+    same = w.ndim == a.ndim
+    if same:
+        for k in range(a.ndim):
+            if w.shape[k] != a.shape[k]:
+                same = False
+    if not same:
+        if axis is None:
+            raise TypeError("np.average(): axis must be specified when shapes of a and "
+                            "weights differ")
+        if w.ndim != 1:
+            raise TypeError("np.average(): 1D weights expected when shapes of a and weights "
+                            "differ")
+        if w.shape[0] != a.shape[axis]:
+            raise ValueError("np.average(): length of weights not compatible with specified "
+                             "axis")
+        w = np.moveaxis(np.broadcast_to(w, a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:]
+                                     + (w.shape[0],)), -1, axis)
+    return np.sum(a * w, axis=axis, keepdims=keepdims) / np.sum(w, axis=axis, keepdims=keepdims)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    ary = np.asarray(ary)
+    n = ary.shape[axis]
+    points = [0]
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise ValueError("np.array_split(): number sections must be larger than 0.")
+        each, extras = n // sections, n % sections
+        for k in range(sections):
+            points.append(points[k] + (each + 1 if k < extras else each))
+    else:
+        for i in indices_or_sections:
+            points.append(i)
+        points.append(n)
+    moved = np.moveaxis(ary, axis, 0)
+    return [np.moveaxis(moved[points[k]:points[k + 1]], 0, axis) for k in range(len(points) - 1)]
+
+
+def kron(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim > 2 or b.ndim > 2:
+        raise ValueError("np.kron(): arrays of more than 2 dimensions are not supported here")
+    if a.ndim <= 1 and b.ndim <= 1:
+        return np.ravel(np.ravel(a)[:, None] * np.ravel(b)[None, :])
+    a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
+    p, q = a2.shape
+    r, s = b2.shape
+    return (a2[:, None, :, None] * b2[None, :, None, :]).reshape(p * r, q * s)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None):
+    x = np.atleast_2d(np.asarray(m))
+    if x.dtype != np.float64:
+        x = x.astype(np.float64)
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if y is not None:
+        other = np.atleast_2d(np.asarray(y)).astype(np.float64)
+        if not rowvar and other.shape[0] != 1:
+            other = other.T
+        x = np.concatenate((x, other), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = x.shape[1]
+    centered = x - np.mean(x, axis=1, keepdims=True)
+    c = (centered @ centered.T) / (n - ddof)
+    if c.shape[0] == 1:
+        return np.squeeze(c)  # (numpy's 0-d array)
+    return c
+
+
+def corrcoef(x, y=None, rowvar=True):
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return c / c
+    d = np.sqrt(np.diag(c))
+    return np.clip(c / d[:, None] / d[None, :], -1, 1)
+
+
 SHIMS = {name: globals()[name] for name in (
     "count_nonzero", "ptp", "append",
-    "take_along_axis", "heaviside", "fmax", "fmin", "convolve", "vdot")}
+    "take_along_axis", "heaviside", "fmax", "fmin", "convolve", "vdot", "pad",
+    "cumprod", "nan_to_num", "nansum", "nanmean", "average", "array_split", "kron", "cov",
+    "corrcoef")}
 """numpy function name -> the function written here."""

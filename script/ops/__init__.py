@@ -94,6 +94,7 @@ from script.ops._impl_numpy import (  # noqa: F401  (numpy functions)
     flatten,
     flip,
     hstack,
+    moveaxis,
     numel,
     ravel,
     repeat,

@@ -69,6 +69,11 @@ def hstack(tensors: Any) -> Any:
     return array_module(*tensors).hstack(tuple(tensors))
 
 
+def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    """``a`` with the axes ``source`` moved to ``destination``, a view (numpy.moveaxis)."""
+    return array_module(a).moveaxis(a, source, destination)
+
+
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     """``a`` with two axes swapped, a view (numpy.swapaxes)."""
     return array_module(a).swapaxes(a, axis1, axis2)

@@ -233,3 +233,102 @@ def convolved_with_numbers(a: Tensor):
 def test_convolve_takes_numbers_and_lists():
     a = np.arange(4.0)
     _same(script(convolved_with_numbers)(a), convolved_with_numbers(a), "numbers and lists")
+
+
+# -- shape juggling, padding, running products, nan-aware sums, weighted means, statistics -----
+def moved(x: Tensor):
+    return np.moveaxis(x, 0, -1), np.moveaxis(x, [0, 1], [2, 0]), np.moveaxis(x, -1, 0)
+
+
+def padded(x: Tensor):
+    return (np.pad(x, 1), np.pad(x, ((1, 0), (2, 3), (0, 1)), constant_values=2.5),
+            np.pad(x, (2, 1), mode="edge"), np.pad(x[0], [(1, 2)]), np.pad(x, 0))
+
+
+def running_products(x: Tensor):
+    return np.cumprod(x, axis=1), np.cumprod(x), np.cumprod(x > 0.5, axis=0), \
+        np.cumprod(x, axis=-1, dtype=np.float64)
+
+
+def nan_aware(x: Tensor):
+    y = np.where(x > 0.8, np.nan, np.where(x < 0.1, np.inf, np.where(x < 0.2, -np.inf, x)))
+    return (np.nan_to_num(y), np.nansum(y), np.nansum(y, axis=1), np.nanmean(y, axis=0),
+            np.nan_to_num(y, nan=-1.0, posinf=9.0, neginf=-9.0), np.nansum(x, keepdims=True))
+
+
+def weighted(x: Tensor, w: Tensor):
+    return (np.average(x), np.average(x, axis=1), np.average(x, axis=2, weights=w),
+            np.average(x, axis=0, weights=x + 1.0), np.average(x, weights=x + 1.0),
+            np.average(x, axis=-1, weights=w, keepdims=True))
+
+
+def uneven_splits(x: Tensor):
+    return (np.array_split(x, 3, axis=2)[0], np.array_split(x, 3, axis=2)[2],
+            np.array_split(x, [1], axis=0)[1], np.array_split(x, [1, -1, 2], axis=2)[2],
+            np.array_split(x, 4, axis=1)[3])
+
+
+def products_of_blocks(x: Tensor):
+    return np.kron(x[0], x[1]), np.kron(x[0, 0], x[1, 1]), np.kron(x[0, 0], x[1])
+
+
+def statistics(x: Tensor):
+    return (np.cov(x[0]), np.cov(x[0], rowvar=False), np.corrcoef(x[0]), np.cov(x[0, 0]),
+            np.cov(x[0], bias=True), np.cov(x[0, 0], x[1, 0]), np.corrcoef(x[0, 0], x[1, 1]),
+            np.cov(x[0], ddof=0))
+
+
+def _more(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.random((2, 3, 4)).astype(dtype)
+    return [(moved, (x,)), (padded, (x,)), (running_products, (x,)), (nan_aware, (x,)),
+            (weighted, (x, rng.random(4).astype(dtype))), (uneven_splits, (x,)),
+            (products_of_blocks, (x,)), (statistics, (x,))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_more_functions_are_numpys(dtype):
+    for fn, args in _more(dtype):
+        with np.errstate(invalid="ignore"):
+            _same(script(fn)(*args), fn(*args), fn.__name__)
+
+
+@pytest.mark.parametrize("fn", [moved, padded, running_products, weighted, uneven_splits,
+                                products_of_blocks, statistics])
+def test_more_gradients_match_finite_differences(fn):
+    for case, args in _more(np.float64):
+        if case is fn:
+            check_vjp(script(fn), args)
+
+
+def padded_by(x: Tensor, mode: str) -> Tensor:
+    return np.pad(x, 1, mode=mode)
+
+
+def padded_badly(x: Tensor) -> Tensor:
+    return np.pad(x, ((1, 1), (1, 1), (1, 1)))
+
+
+def averaged_against(x: Tensor, w: Tensor) -> Tensor:
+    return np.average(x, weights=w)
+
+
+def averaged_along(x: Tensor, w: Tensor) -> Tensor:
+    return np.average(x, axis=1, weights=w)
+
+
+def moved_twice(x: Tensor) -> Tensor:
+    return np.moveaxis(x, [0, 0], [1, 2])
+
+
+def test_what_numpy_raises_is_raised():
+    x = np.ones((3, 4))
+    for fn, args in ((padded_by, (x, "reflect")), (padded_badly, (x,)),
+                     (averaged_against, (x, np.ones(4))), (averaged_along, (x, np.ones(3))),
+                     (averaged_along, (x, np.ones((3, 4, 1)))),
+                     (moved_twice, (np.ones((2, 3, 4)),))):
+        with pytest.raises((ValueError, TypeError, ScriptError)):
+            script(fn)(*args)
+    # a weight array of the array's shape but another one's values: numpy's errors
+    with pytest.raises((TypeError, ScriptError)):
+        script(averaged_against)(x, np.ones((1, 4)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ir.core import Node, Value
+from ir.ops.shape import const_ints
 from ir.registry import NOT_CONSTANT, const
 from ir.types import TensorType
 from passes.autodiff.refusals import refuse
@@ -73,6 +74,13 @@ def _reshape_like_input(b: Any, g: Value, node: Node) -> Value:
 def _swap_back(b: Any, g: Value, node: Node) -> Value:
     """The same two axes swapped back (where the rank was not known to make it a transpose)."""
     return b.op("tensor::swapaxes", g, b.fwd(node.inputs[1]), b.fwd(node.inputs[2]))
+
+
+def _move_back(b: Any, g: Value, node: Node) -> Value:
+    """The axes moved back (where the rank was not known to make it a transpose)."""
+    back = [const_ints(node, k) for k in (2, 1)]  # (a list of constants: the constants)
+    return b.op("tensor::moveaxis", g, *[b.fwd(node.inputs[k]) if c is NOT_CONSTANT else c
+                                         for k, c in zip((2, 1), back)])
 
 
 def _flip_back(b: Any, g: Value, node: Node) -> Value:
@@ -136,6 +144,7 @@ NUMPY_RULES: dict[str, Rule] = {
     "tensor::flatten": deflinear(_reshape_like_input),
     "tensor::ravel": deflinear(_reshape_like_input),
     "tensor::swapaxes": deflinear(_swap_back),
+    "tensor::moveaxis": deflinear(_move_back),
     "tensor::flip": deflinear(_flip_back),
     "tensor::dot": dot_vjp,
     "tensor::take": deflinear(_scatter_taken),

@@ -84,6 +84,12 @@ def swaps(x: Tensor, rows: List[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
             np.flip(rows[1]) * np.flip(x[:, :, 0], axis=None))
 
 
+def moves(x: Tensor, rows: List[Tensor]) -> Tuple[Tensor, Tensor]:
+    # the item's number of axes is not known: the move stays a moveaxis
+    return (np.moveaxis(x, 0, -1) * np.moveaxis(x, (0, 1), (1, 2)),
+            np.moveaxis(rows[1], [0, 1], [1, 0]) * 2.0)
+
+
 def split_by_argument(x: Tensor, n_head: int) -> Tensor:
     """picoGPT's ``np.split(x, n_head, axis=-1)``: the count an argument (a split once known)."""
     heads = np.split(x, n_head, axis=-1)
@@ -123,6 +129,7 @@ CASES = {
     "copies": (copies, lambda r: (_r(r, 2, 3),), []),
     "swaps": (swaps, lambda r: (_r(r, 2, 3, 2), [_r(r, 3), _r(r, 2, 3)]),
               ["tensor::swapaxes", "tensor::flip"]),
+    "moves": (moves, lambda r: (_r(r, 2, 2, 2), [_r(r, 3), _r(r, 2, 3)]), ["tensor::moveaxis"]),
     "clip_where": (clip_where, lambda r: (_r(r, 3, 4), (r.random((3, 4)) > 0.5).astype(np.int64)),
                    []),
 }
