@@ -453,6 +453,12 @@ def static_condition(cond: Value) -> bool | None:
         return is_none_by_type(producer.inputs[0].type)
     if producer.kind == "prim::DictContains" and KEY_PRESENT in producer.attrs:
         return bool(producer.attrs[KEY_PRESENT])  # "b" in layer, of the call's dict
+    if producer.kind == IF and cond.type == BOOL:  # ``a and b``: the value the branch taken gives
+        taken = static_condition(producer.inputs[0])
+        if taken is None:
+            return None
+        return static_condition(producer.blocks[0 if taken else 1].returns[
+            producer.outputs.index(cond)])
     if producer.kind == "tensor::logical_not" and cond.type == BOOL:
         inner = static_condition(producer.inputs[0])
         return None if inner is None else not inner

@@ -41,3 +41,16 @@ def test_the_branch_left_is_the_one_taken(monkeypatch, rowvar):
     for got, want in zip(script(calls_it)(a), calls_it(a)):
         np.testing.assert_allclose(got, want)
         assert np.shape(got) == np.shape(want)
+
+
+def summed_when_3d(a: Tensor):
+    x = a
+    if x.ndim == 3 and x.size > 6:  # ruled out for a 1-D a: its branch is never typed
+        x = x.sum(axis=0).sum(axis=0).sum(axis=0)
+    return x
+
+
+def test_an_and_the_types_decide_decides_its_if(monkeypatch):
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", "1")
+    np.testing.assert_array_equal(script(summed_when_3d)(np.ones(4)), np.ones(4))
+    np.testing.assert_array_equal(script(summed_when_3d)(np.ones((2, 2, 2))), 8.0)
