@@ -100,12 +100,14 @@ def vdot(a, b):
 def _pad_widths(pad_width, n):
     if isinstance(pad_width, int):
         return [(pad_width, pad_width) for _ in range(n)]
-    if len(pad_width) == 1 and not isinstance(pad_width[0], int):
-        return [(pad_width[0][0], pad_width[0][1]) for _ in range(n)]
-    if len(pad_width) == 2 and isinstance(pad_width[0], int):
+    if isinstance(pad_width[0], int):
+        if len(pad_width) == 1:
+            return [(pad_width[0], pad_width[0]) for _ in range(n)]
+        if len(pad_width) != 2:
+            raise ValueError("np.pad(): pad_width of ints is one int or a (before, after) pair")
         return [(pad_width[0], pad_width[1]) for _ in range(n)]
     if len(pad_width) == 1:
-        return [(pad_width[0], pad_width[0]) for _ in range(n)]
+        return [(pad_width[0][0], pad_width[0][1]) for _ in range(n)]
     if len(pad_width) != n:
         raise ValueError(f"np.pad(): pad_width has {len(pad_width)} pairs for an array of "
                          f"dimension {n}")
@@ -116,6 +118,12 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     if mode != "constant" and mode != "edge":
         raise ValueError("np.pad(): only mode='constant' and mode='edge' are supported")
     out = np.asarray(array)
+    if mode == "constant" and isinstance(constant_values, float) and \
+            not (out.dtype == np.float32 or out.dtype == np.float64 or out.dtype == np.float16):
+        if constant_values != constant_values:
+            raise ValueError("np.pad(): cannot convert float NaN to integer")
+        if constant_values == np.inf or constant_values == -np.inf:
+            raise OverflowError("np.pad(): cannot convert float infinity to integer")
     if out.ndim > 6:
         raise ValueError("np.pad(): arrays of more than 6 dimensions are not supported here")
     widths = _pad_widths(pad_width, out.ndim)
@@ -163,8 +171,9 @@ def cumprod(a, axis=None, dtype=None):
         a = a.astype(np.int64)  # (numpy's accumulating dtype of small ints)
     elif a.dtype == np.uint8 or a.dtype == np.uint16 or a.dtype == np.uint32:
         a = a.astype(np.uint64)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # (numpy's cumprod of a 0-d array: one item along axis 0)
         a = np.ravel(a)
+    if axis is None:
         axis = 0
     if not -a.ndim <= axis < a.ndim:
         raise ValueError(f"np.cumprod(): axis {axis} is out of bounds for an array of "
@@ -184,7 +193,7 @@ def cumprod(a, axis=None, dtype=None):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = np.asarray(x)
     if not (x.dtype == np.float32 or x.dtype == np.float64 or x.dtype == np.float16):
-        return x * 1 if copy else x  # (ints and bools hold no nan)
+        return np.copy(x) if copy else x  # (ints and bools hold no nan)
     big = 3.4028234663852886e38 if x.dtype == np.float32 else 1.7976931348623157e308
     if x.dtype == np.float16:
         big = 65504.0
@@ -206,7 +215,8 @@ def nanmean(a, axis=None, keepdims=False):
         return np.mean(a, axis=axis, keepdims=keepdims)  # (no nan in ints and bools)
     kept = ~np.isnan(a)
     total = np.sum(np.where(kept, a, 0), axis=axis, keepdims=keepdims)
-    return total / np.sum(kept, axis=axis, keepdims=keepdims).astype(a.dtype)
+    return (total / np.sum(kept, axis=axis, keepdims=keepdims)).astype(a.dtype)  # (numpy's
+    # division by the count: in float64, then the array's dtype)
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -234,7 +244,10 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
                              "axis")
         w = np.moveaxis(np.broadcast_to(w, a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:]
                                      + (w.shape[0],)), -1, axis)
-    return np.sum(a * w, axis=axis, keepdims=keepdims) / np.sum(w, axis=axis, keepdims=keepdims)
+    scale = np.sum(w, axis=axis, keepdims=keepdims)
+    if np.any(scale == 0.0):
+        raise ZeroDivisionError("np.average(): weights sum to zero, can't be normalized")
+    return np.sum(a * w, axis=axis, keepdims=keepdims) / scale
 
 
 def array_split(ary, indices_or_sections, axis=0):
@@ -260,6 +273,8 @@ def kron(a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim > 2 or b.ndim > 2:
         raise ValueError("np.kron(): arrays of more than 2 dimensions are not supported here")
+    if a.ndim == 0 and b.ndim == 0:
+        return a * b
     if a.ndim <= 1 and b.ndim <= 1:
         return np.ravel(np.ravel(a)[:, None] * np.ravel(b)[None, :])
     a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
@@ -269,21 +284,25 @@ def kron(a, b):
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None):
-    x = np.atleast_2d(np.asarray(m))
+    m = np.asarray(m)
+    x = np.atleast_2d(m)
     if x.dtype != np.float64:
         x = x.astype(np.float64)
-    if not rowvar and x.shape[0] != 1:
+    if not rowvar and m.ndim != 1:  # (numpy's: a 2-D array of one row is transposed too)
         x = x.T
     if y is not None:
-        other = np.atleast_2d(np.asarray(y)).astype(np.float64)
-        if not rowvar and other.shape[0] != 1:
+        y = np.asarray(y)
+        other = np.atleast_2d(y).astype(np.float64)
+        if not rowvar and y.ndim != 1:
             other = other.T
         x = np.concatenate((x, other), axis=0)
     if ddof is None:
         ddof = 0 if bias else 1
-    n = x.shape[1]
+    fact = float(x.shape[1] - ddof)
+    if fact <= 0.0:  # (numpy warns and divides by zero)
+        fact = 0.0
     centered = x - np.mean(x, axis=1, keepdims=True)
-    c = (centered @ centered.T) / (n - ddof)
+    c = (centered @ centered.T) / fact
     if c.shape[0] == 1:
         return np.squeeze(c)  # (numpy's 0-d array)
     return c

@@ -332,3 +332,63 @@ def test_what_numpy_raises_is_raised():
     # a weight array of the array's shape but another one's values: numpy's errors
     with pytest.raises((TypeError, ScriptError)):
         script(averaged_against)(x, np.ones((1, 4)))
+
+
+# -- the review's edges: numpy's values, dtypes and errors -------------------------------------
+def pad_pairs_list(x: Tensor):
+    return np.pad(x, [(1, 1), (0, 2)])
+
+
+def cov_of_one_row(m: Tensor):
+    return np.cov(m, rowvar=False), np.corrcoef(m, rowvar=False), np.cov(m, ddof=2)
+
+
+def nan_to_num_of_bools(x: Tensor):
+    return np.nan_to_num(x)
+
+
+def cumprod_of_0d(x: Tensor):
+    return np.cumprod(np.sum(x), axis=0)
+
+
+def nanmean_f16(x: Tensor):
+    return np.nanmean(x)
+
+
+def kron_of_0d(a: Tensor, b: Tensor):
+    return np.kron(a, b)
+
+
+def average_of_zero_weights(x: Tensor, w: Tensor):
+    return np.average(x, weights=w)
+
+
+def pad_ints_with(x: Tensor, value: float):
+    return np.pad(x, 1, constant_values=value)
+
+
+def test_the_review_s_edges_are_numpys():
+    rng = np.random.default_rng(3)
+    with np.errstate(divide="ignore", invalid="ignore"), pytest.warns(RuntimeWarning):
+        want = cov_of_one_row(rng.random((1, 4)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for fn, args in ((pad_pairs_list, (rng.random((2, 3)),)),
+                         (cov_of_one_row, (rng.random((1, 4)),)),
+                         (nan_to_num_of_bools, (np.array([True, False]),)),
+                         (cumprod_of_0d, (rng.random(3),)),
+                         (nanmean_f16, (np.full(2049, 1.005, dtype=np.float16),)),
+                         (kron_of_0d, (np.array(2.0), np.array(3.0)))):
+            got, want = script(fn)(*args), fn(*args)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                assert np.asarray(g).dtype == np.asarray(w).dtype, fn.__name__
+                assert np.shape(g) == np.shape(w), fn.__name__
+                np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=fn.__name__)
+    with pytest.raises(ZeroDivisionError):
+        script(average_of_zero_weights)(np.ones(3), np.array([1.0, -1.0, 0.0]))
+    with pytest.raises(ValueError):
+        script(pad_ints_with)(np.arange(3), np.nan)
+    with pytest.raises(OverflowError):
+        script(pad_ints_with)(np.arange(3), np.inf)
+    np.testing.assert_array_equal(script(pad_ints_with)(np.arange(3), 2.7),
+                                  pad_ints_with(np.arange(3), 2.7))
