@@ -256,8 +256,6 @@ class _Epilogue:
         """The call as one job, or None when the operands do not have this layout or a task's
         guard rejected the kernel's arguments."""
         owner, plan = self.owner, self.plan
-        if owner.product_too:
-            return self._run_returning_product(args)
         count = threads() if plan.large else 1
         try:
             state = self.free.pop()  # (atomic: a thread calling at once makes its own)
@@ -266,8 +264,13 @@ class _Epilogue:
         if state is None or state[0] != count:
             state = self.state(count)
         _, product, block, at, _ = state
+        if owner.product_too:  # the caller keeps the product: a new one each call
+            product = owner.new(0)
+            if product is None:
+                product = _empty(plan.shape, plan.dtype)
         block[_JOINED] = block[_TAKEN] = block[_REJECTED] = 0
         if self.bind(args[:owner.n], product, self.guard_at, at, 0):
+            self.free.append(state)
             return None
         inputs = owner._inputs(args, product)
         shape = (plan.shape[0], self.span)
@@ -275,12 +278,11 @@ class _Epilogue:
                       for k, d in enumerate(self.dtypes, 1)])
         block[_ARGS], block[_OUTS] = id(inputs), id(outs)
         products.run_job(plan, block, at, 0, product, self.kind)
-        if block[_REJECTED]:
-            result = owner.kernel(*inputs)  # (it reads the product: the state is still ours)
-            self.free.append(state)
-            return result
+        # (a rejected call's group reads the product: the state is given back after it)
+        result = owner.kernel(*inputs) if block[_REJECTED] else \
+            outs if len(outs) > 1 else outs[0]
         self.free.append(state)
-        return outs if len(outs) > 1 else outs[0]
+        return owner.returned(product, result)
 
     def state(self, count: int) -> tuple:
         """What a call of ``count`` threads writes besides its outputs, reused by the next call
@@ -292,29 +294,9 @@ class _Epilogue:
         plan = self.plan
         block, per_pack = self.block(count)
         block = block.copy()
-        product, pack = _empty(plan.shape, plan.dtype), None
+        product = None if self.owner.product_too else _empty(plan.shape, plan.dtype)
+        pack = None
         if per_pack:  # (none: B is read in place, the pack's address stays 0)
             pack = _empty(per_pack, plan.dtype)
             block[plan.pack_at] = data_address(pack)
         return count, product, block, data_address(block), pack  # (the pack lives as long)
-
-    def _run_returning_product(self, args: tuple) -> Any:
-        owner, plan = self.owner, self.plan
-        operands = args[:owner.n]
-        product = owner.new(0)
-        if product is None:
-            product = _empty(plan.shape, plan.dtype)
-        block, per_pack = self.block(threads() if plan.large else 1)
-        block = block.copy()
-        at = data_address(block)
-        if self.bind(operands, product, self.guard_at, at, 0):
-            return None
-        inputs = owner._inputs(args, product)
-        shape = (plan.shape[0], self.span)
-        outs = tuple([_empty(shape, d) if owner.arrays[k] is None else owner.new(k)
-                      for k, d in enumerate(self.dtypes, 1)])
-        block[_ARGS], block[_OUTS] = id(inputs), id(outs)
-        products.run_job(plan, block, at, per_pack, product, self.kind)
-        if block[_REJECTED]:
-            return owner.returned(product, owner.kernel(*inputs))
-        return owner.returned(product, outs if len(outs) > 1 else outs[0])

@@ -124,23 +124,9 @@ def pad(array, pad_width, mode="constant", constant_values=0):
             raise ValueError("np.pad(): cannot convert float NaN to integer")
         if constant_values == np.inf or constant_values == -np.inf:
             raise OverflowError("np.pad(): cannot convert float infinity to integer")
-    if out.ndim > 6:
-        raise ValueError("np.pad(): arrays of more than 6 dimensions are not supported here")
     widths = _pad_widths(pad_width, out.ndim)
-    # one axis after the other, each named by a constant (axes held in a variable do not
-    # differentiate)
-    if out.ndim > 0:
-        out = _pad_axis(out, 0, widths[0][0], widths[0][1], mode, constant_values)
-    if out.ndim > 1:
-        out = _pad_axis(out, 1, widths[1][0], widths[1][1], mode, constant_values)
-    if out.ndim > 2:
-        out = _pad_axis(out, 2, widths[2][0], widths[2][1], mode, constant_values)
-    if out.ndim > 3:
-        out = _pad_axis(out, 3, widths[3][0], widths[3][1], mode, constant_values)
-    if out.ndim > 4:
-        out = _pad_axis(out, 4, widths[4][0], widths[4][1], mode, constant_values)
-    if out.ndim > 5:
-        out = _pad_axis(out, 5, widths[5][0], widths[5][1], mode, constant_values)
+    for k in range(out.ndim):
+        out = _pad_axis(out, k, widths[k][0], widths[k][1], mode, constant_values)
     return out
 
 

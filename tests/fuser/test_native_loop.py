@@ -911,6 +911,11 @@ def test_a_loop_holding_a_loop_says_so_first():
     assert "a nested loop" in report
 
 
+def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] + h @ w)
+    return h
+
 
 @pytest.mark.parametrize("blas_threads", [1, 2])
 def test_loops_with_large_step_products_split_by_default(monkeypatch, blas_threads):
@@ -919,11 +924,6 @@ def test_loops_with_large_step_products_split_by_default(monkeypatch, blas_threa
     thread, runs as one loop."""
     from fuser.cpu import products
     from fuser.cpu.loop import ranges
-
-    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
-        for t in range(x.shape[0]):
-            h = np.tanh(x[t] + h @ w)
-        return h
 
     monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
     monkeypatch.setattr(products, "threads", lambda: blas_threads)
@@ -1043,11 +1043,6 @@ def test_loops_with_mid_step_products_split_while_blas_threads_are_awake(monkeyp
     from fuser.cpu import blas, products
     from fuser.cpu.loop import ranges
 
-    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
-        for t in range(x.shape[0]):
-            h = np.tanh(x[t] + h @ w)
-        return h
-
     monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
     monkeypatch.setattr(products, "threads", lambda: 2)
     monkeypatch.setattr(blas, "awake", lambda again=False: awake)
@@ -1101,11 +1096,6 @@ def test_a_loop_run_again_at_once_splits_into_row_ranges(monkeypatch):
     equal the Python loop's."""
     from fuser.cpu import blas, products
     from fuser.cpu.loop import ranges
-
-    def rnn_layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
-        for t in range(x.shape[0]):
-            h = np.tanh(x[t] + h @ w)
-        return h
 
     monkeypatch.delenv("RNNSCRIPT_LOOP_THREADS", raising=False)
     monkeypatch.setattr(products, "threads", lambda: 2)
