@@ -3,6 +3,7 @@ values, accuracy of the polynomial math functions, and random graphs (hypothesis
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -263,6 +264,18 @@ def test_loops_are_predicated_only_where_masks_are_cheap():
     else:
         assert jit._llvm_options() == ()
         assert "vmaskmov" not in asm and "vpmaskmov" not in asm
+
+
+def test_kernels_use_the_widest_vectors_the_core_has():
+    """With AVX-512, the vectorizer uses 512-bit vectors (LLVM would prefer 256 on most Intel
+    cores); without it, the widest the core has."""
+    asm = compile_group(lstm_tail()).assembly()
+    arithmetic = re.compile(r"\tv(add|sub|mul|div|fn?madd\d+)p[sd]\t[^\n]*%(zmm|ymm)")
+    widths = {m.group(2) for m in arithmetic.finditer(asm)}
+    if llvm.get_host_cpu_features().get("avx512f"):
+        assert widths == {"zmm"}
+    elif llvm.get_host_cpu_features().get("avx2"):
+        assert widths == {"ymm"}
 
 
 def test_switch_turns_fusion_off(monkeypatch):
