@@ -32,6 +32,7 @@ from passes.autodiff.grad import Gradient, differentiate, prune_unused_saved
 from passes.autodiff.refusals import NotDifferentiable
 from passes.autodiff.regions import differentiable_regions
 from passes.autodiff.rules import NON_DIFFERENTIABLE, VJP_RULES
+from passes.autodiff.saved_stacks import stack_saved_lists
 
 __all__ = ["NON_DIFFERENTIABLE", "VJP_RULES", "Gradient", "NotDifferentiable",
-           "differentiable_regions", "differentiate", "prune_unused_saved"]
+           "differentiable_regions", "differentiate", "prune_unused_saved", "stack_saved_lists"]

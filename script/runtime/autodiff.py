@@ -23,7 +23,7 @@ from ir.alias import StorageClasses
 from ir.core import Graph
 from ir.types import is_subtype
 from passes import STANDARD_PIPELINE
-from passes.autodiff import Gradient, differentiate, prune_unused_saved
+from passes.autodiff import Gradient, differentiate, prune_unused_saved, stack_saved_lists
 from passes.autodiff.nested_inputs import (
     Layout,
     check_rebuilt_reads,
@@ -154,9 +154,12 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
 
 def optimize_gradient(grad: Gradient) -> None:
     """Optimize a differentiated pair in place: the backward's cleanup first, so the saved
-    values it no longer reads are dropped from both graphs, then each graph's pipeline."""
+    values it no longer reads are dropped from both graphs, the lists of a loop's saved values
+    that can be saved as stacks so saved (``passes.autodiff.saved_stacks``), then each graph's
+    pipeline."""
     run_pipeline(grad.backward, STANDARD_PIPELINE)
     prune_unused_saved(grad)
+    stack_saved_lists(grad)
     run_pipeline(grad.forward, FORWARD_PIPELINE)
     _refine_saved_types(grad)
     run_pipeline(grad.backward, BACKWARD_PIPELINE)

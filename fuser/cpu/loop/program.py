@@ -525,15 +525,17 @@ class LoopProgram:
         return v
 
     def _check_layer_norm(self, n: Node) -> None:
-        """A layer norm (or its gradient) over the last axis of rows the step made or read
-        from a list (both C-contiguous), a weight and bias of one row or None, a constant
-        eps: the row kernels of ``fuser.cpu.rowkernels``, row by row."""
+        """A layer norm (or its gradient) over the last axis of rows the step made, read from
+        a list or selected from an array (C-contiguous: ``planning`` checks each variant's),
+        a weight and bias of one row or None, a constant eps: the row kernels of
+        ``fuser.cpu.rowkernels``, row by row."""
         rows = n.inputs[:2] if n.kind == "tensor::layer_norm_backward" else n.inputs[:1]
         optional = n.inputs[2:3] if n.kind == "tensor::layer_norm_backward" else n.inputs[1:3]
         eps = n.inputs[-1]
         t = known_array(rows[-1])
         contiguous = [self.resolve(v) in self.produced
-                      or v.node.kind in ("prim::ListIndex", "prim::ListPop") for v in rows]
+                      or v.node.kind in ("prim::ListIndex", "prim::ListPop", "tensor::select")
+                      for v in rows]
         if (t is None or t.dtype not in ("float32", "float64") or not t.shape
                 or not t.shape[-1] or not all(contiguous) or not eps.is_constant
                 or not is_number(eps)
@@ -543,8 +545,8 @@ class LoopProgram:
                        for v in optional)
                 or any(known_array(v) != TensorType(t.dtype, t.shape[-1:])
                        for v in n.outputs[1:])):
-            raise LoopRefused(f"{where(n)}: not a layer norm of contiguous rows the step makes "
-                              "or reads from a list, with a constant eps")
+            raise LoopRefused(f"{where(n)}: not a layer norm of contiguous rows the step makes, "
+                              "reads from a list or selects, with a constant eps")
         self.produced.extend(n.outputs)
 
     def _fuse_products(self) -> None:
