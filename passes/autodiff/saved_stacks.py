@@ -5,11 +5,12 @@ Differentiating a loop saves each step's value the backward needs on a list
 (``context._save_per_iteration``): the forward appends to it, the backward reads item ``t`` in
 its reverse step ``t``::
 
-    forward:  %v_saved = prim::ListConstruct()            backward:  ... (%v_saved: saved input)
-              prim::Loop(%100, %true)                                prim::Loop(%100, %true)
-                block0(%i):                                            block0(%k):
-                  prim::ListAppend(%v_saved, %v)                         %t = aten::sub(%99, %k)
-              return (..., %v_saved)                                     %v = prim::ListIndex(%v_saved, %t)
+    forward:                                     backward:
+      %v_saved = prim::ListConstruct()             prim::Loop(%100, %true)
+      prim::Loop(%100, %true)                        block0(%k):
+        block0(%i):                                    %t = tensor::sub(%99, %k)
+          prim::ListAppend(%v_saved, %v)               %v = prim::ListIndex(%v_saved, %t)
+      return (..., %v_saved)
 
 A native loop hands such a list back as one view object per step (an LSTM layer saves seven
 values: 700 views a call at T=100, ~90 us of a 1 ms training forward at B=8, H=64). Here the
