@@ -87,7 +87,7 @@ def compile_stages(graph: Graph) -> dict[str, float]:
     t2 = time.perf_counter()
     opt = jit._optimized_module(state, text)
     t3 = time.perf_counter()
-    state.opt_tm.emit_object(opt)
+    state.opt_tms[False].emit_object(opt)
     t4 = time.perf_counter()
     return {"IR build": t1 - t0, "parse+verify": t2 - t1, "parse+O3": t3 - t2,
             "machine code": t4 - t3}

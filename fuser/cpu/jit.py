@@ -60,18 +60,22 @@ def _llvm_options() -> tuple[str, ...]:
 
 
 _FULL_WIDTH = "-prefer-256-bit"
-"""With AVX-512, vectorize in the core's full 512-bit vectors: LLVM tunes most AVX-512 Intel
-cores to prefer 256-bit vectors (once, Skylake-X lowered its clock for 512-bit code), so the
-loops it vectorizes (elementwise kernels, a native loop's cell) ran at half the width the
-step's ``stepgemm`` product already uses. Measured on a Sapphire Rapids core (fastrnns' small
-LSTM, T=100, B=8, H=64, one thread, float32): the native loop 620-670 us a call at 256 bits,
-424-432 at 512."""
+"""For code compiled ``wide`` on an AVX-512 core: vectorize in its full 512-bit vectors. LLVM
+tunes most AVX-512 Intel cores to prefer 256-bit vectors, because a core running 512-bit
+arithmetic lowers its clock for a while after, and everything else it runs then (numpy, the
+interpreter) is slower. That is the right trade for a kernel called between Python statements
+(mantas' echo state network, whose steps run Python between kernels of 100 items: 5-10%
+slower with its kernels at 512 bits, on a Sapphire Rapids core) and the wrong one for a native
+loop, which runs every step of a recurrence in one call and whose step products (``stepgemm``)
+are 512-bit already: fastrnns' small LSTM (T=100, B=8, H=64, one thread, float32) took 620-670
+us in its native loop with the cell at 256 bits, 424-432 at 512."""
 
 
-def _features() -> str:
-    """The target machine's features: this CPU's, and ``_FULL_WIDTH`` where it has AVX-512."""
+def _features(wide: bool = False) -> str:
+    """The target machine's features: this CPU's, with ``_FULL_WIDTH`` for ``wide`` code
+    where the CPU has AVX-512."""
     features = host_features().flatten()
-    return f"{features},{_FULL_WIDTH}" if host_features().get("avx512f") else features
+    return f"{features},{_FULL_WIDTH}" if wide and host_features().get("avx512f") else features
 
 
 _MAGIC = b"rnnscript-kernel-object-1\n"
@@ -103,7 +107,7 @@ class _Jit:
         options = _llvm_options()
         for option in options:
             llvm.set_option("", option)
-        self.opt_tm = _host_target_machine()
+        self.opt_tms = {wide: _host_target_machine(wide) for wide in (False, True)}
         # the engine owns its target machine: never touch it again after this line
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_target_machine())
         self.objects: list[llvm.ObjectFileRef] = []
@@ -114,10 +118,10 @@ class _Jit:
                                llvmlite.__version__, repr(llvm.llvm_version_info)])
 
 
-def _host_target_machine() -> llvm.TargetMachine:
+def _host_target_machine(wide: bool = False) -> llvm.TargetMachine:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=_features(),
+                                        features=_features(wide),
                                         opt=3, jit=True)
 
 
@@ -135,7 +139,8 @@ def host_features() -> Any:
     return llvm.get_host_cpu_features()
 
 
-def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 3) -> list[int]:
+def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 3,
+               wide: bool = False) -> list[int]:
     """Optimize (O3, vectorizing) and load the LLVM IR ``text``, or load its object code from
     the disk cache; the addresses of ``symbols``. Compiling the same text again in a process
     returns the addresses already loaded (so symbol names must be unique per distinct text);
@@ -144,9 +149,11 @@ def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 
     as written: for code that is already blocked by hand (``fuser.cpu.stepgemm``), where
     unrolling only doubles the machine code and its compile time. ``speed`` is the optimizer's
     level (3: O3; 1: O1, for such code: ``stepgemm``'s kernels ran as fast after O1, in 70% of
-    the compile time)."""
+    the compile time). ``wide``: vectorized in the core's widest vectors (``_FULL_WIDTH``),
+    for code that runs long on its own (a native loop)."""
     jit = _jit()
-    key = (text if unroll else text + NO_UNROLL) + (f"\n; O{speed}\n" if speed != 3 else "")
+    key = ((text if unroll else text + NO_UNROLL) + (f"\n; O{speed}\n" if speed != 3 else "")
+           + (WIDE if wide else ""))
     digest = hashlib.sha256(key.encode()).hexdigest()
     while True:
         with _lock:
@@ -159,7 +166,7 @@ def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 
                 break
         running.wait()  # another thread's compile: loaded when it ends (or failed: try here)
     try:  # (an exception between the mark and here would leave the mark: nothing runs there)
-        addresses = _load(jit, text, digest, symbols, unroll, speed)
+        addresses = _load(jit, text, digest, symbols, unroll, speed, wide)
     finally:
         with _lock:
             del _compiling[digest]
@@ -167,6 +174,9 @@ def compile_ir(text: str, symbols: list[str], unroll: bool = True, speed: int = 
         running.set()
     return addresses
 
+
+WIDE = "\n; compiled in the widest vectors\n"
+"""What a text compiled ``wide`` is keyed by in addition (caches in memory and on disk)."""
 
 NO_UNROLL = "\n; compiled without loop unrolling\n"
 """What a text compiled with ``unroll=False`` is keyed by in addition (caches in memory and on
@@ -226,7 +236,7 @@ def in_background(key: Any, compile_fn: Callable[[], Any]) -> None:
 
 
 def _load(jit: _Jit, text: str, digest: str, symbols: list[str], unroll: bool,
-          speed: int) -> list[int]:
+          speed: int, wide: bool) -> list[int]:
     t0 = time.perf_counter()
     path = _entry_path(jit, digest)
     obj = _read_entry(path) if path is not None else None
@@ -237,7 +247,7 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str], unroll: bool,
                 STATS.disk_hits += 1
                 STATS.disk_seconds += time.perf_counter() - t0
                 return addresses
-    obj = _object(text, unroll, speed)
+    obj = _object(text, unroll, speed, wide)
     with _lock:
         addresses = _add_object(jit, obj, symbols, digest)
         STATS.kernels += 1
@@ -253,12 +263,15 @@ def _load(jit: _Jit, text: str, digest: str, symbols: list[str], unroll: bool,
 _local = threading.local()
 
 
-def _thread_target_machine() -> llvm.TargetMachine:
-    """This thread's target machine for the optimizer and code generator: LLVM's target
-    machines are not shared between threads that compile at once."""
-    tm = getattr(_local, "tm", None)
+def _thread_target_machine(wide: bool = False) -> llvm.TargetMachine:
+    """This thread's target machine for the optimizer and code generator (one per ``wide``):
+    LLVM's target machines are not shared between threads that compile at once."""
+    tms = getattr(_local, "tms", None)
+    if tms is None:
+        tms = _local.tms = {}
+    tm = tms.get(wide)
     if tm is None:
-        tm = _local.tm = _host_target_machine()
+        tm = tms[wide] = _host_target_machine(wide)
     return tm
 
 
@@ -268,14 +281,14 @@ def _unlocked(name: str) -> Any:
     return getattr(fn, "_cfn", fn)
 
 
-def _object(text: str, unroll: bool = True, speed: int = 3) -> bytes:
+def _object(text: str, unroll: bool = True, speed: int = 3, wide: bool = False) -> bytes:
     """The object code of ``text``, optimized. llvmlite holds one lock around every call into
     LLVM, so a kernel compiling on one thread (``in_background``) would hold every other
     thread's LLVM calls for its whole compile, IR building included. Here the two long calls,
     the optimization pipeline and the code generator, run without that lock, on a module in
     an LLVM context of its own and with this thread's own target machine (what LLVM requires of
     threads that compile at once); the short calls around them keep the lock."""
-    tm = _thread_target_machine()
+    tm = _thread_target_machine(wide)
     context = llvm.create_context()
     try:
         mod = llvm.parse_assembly(text, context)
@@ -313,10 +326,12 @@ def _tuning(unroll: bool, speed: int = 3) -> Any:
     return pto
 
 
-def _optimized_module(jit: _Jit, text: str, unroll: bool = True) -> llvm.ModuleRef:
+def _optimized_module(jit: _Jit, text: str, unroll: bool = True,
+                      wide: bool = False) -> llvm.ModuleRef:
     """``text`` optimized in the global LLVM context, under llvmlite's lock (to inspect)."""
-    mod = _prepared(jit.opt_tm, llvm.parse_assembly(text))
-    pb = llvm.create_pass_builder(jit.opt_tm, _tuning(unroll))
+    tm = jit.opt_tms[wide]
+    mod = _prepared(tm, llvm.parse_assembly(text))
+    pb = llvm.create_pass_builder(tm, _tuning(unroll))
     pb.getModulePassManager().run(mod, pb)
     return mod
 
@@ -385,8 +400,9 @@ def _write_entry(path: Path, obj: bytes) -> None:
         pass
 
 
-def assembly(text: str) -> str:
-    """The optimized host assembly of LLVM IR ``text`` (to inspect vectorization)."""
+def assembly(text: str, wide: bool = False) -> str:
+    """The optimized host assembly of LLVM IR ``text`` (to inspect vectorization), compiled
+    ``wide`` or not (``compile_ir``)."""
     jit = _jit()
     with _lock:
-        return jit.opt_tm.emit_assembly(_optimized_module(jit, text))
+        return jit.opt_tms[wide].emit_assembly(_optimized_module(jit, text, wide=wide))

@@ -266,16 +266,48 @@ def test_loops_are_predicated_only_where_masks_are_cheap():
         assert "vmaskmov" not in asm and "vpmaskmov" not in asm
 
 
-def test_kernels_use_the_widest_vectors_the_core_has():
-    """With AVX-512, the vectorizer uses 512-bit vectors (LLVM would prefer 256 on most Intel
-    cores); without it, the widest the core has."""
-    asm = compile_group(lstm_tail()).assembly()
+def _vector_widths(asm: str) -> set[str]:
+    """The registers (zmm, ymm) of the vector arithmetic in ``asm``."""
     arithmetic = re.compile(r"\tv(add|sub|mul|div|fn?madd\d+)p[sd]\t[^\n]*%(zmm|ymm)")
-    widths = {m.group(2) for m in arithmetic.finditer(asm)}
-    if llvm.get_host_cpu_features().get("avx512f"):
-        assert widths == {"zmm"}
-    elif llvm.get_host_cpu_features().get("avx2"):
-        assert widths == {"ymm"}
+    return {m.group(2) for m in arithmetic.finditer(asm)}
+
+
+def test_native_loops_use_the_widest_vectors_and_kernels_called_from_python_not(monkeypatch):
+    """On an AVX-512 core a native loop (a whole recurrence in one call) is vectorized in
+    512-bit vectors; a kernel called between Python statements in LLVM's choice for the core,
+    256 bits on most Intel cores (512-bit arithmetic lowers the clock for what runs after it)."""
+    from fuser.cpu import jit
+    from script import Tensor, script
+
+    calls = []
+    real = jit.compile_ir
+
+    def spy(text, symbols, *args, **kwargs):
+        calls.append((symbols[0], kwargs.get("wide", False)))
+        return real(text, symbols, *args, **kwargs)
+
+    monkeypatch.setattr(jit, "compile_ir", spy)
+
+    def layer(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+        for t in range(x.shape[0]):
+            h = np.tanh(h @ w + x[t] * 0.371 + 0.193)
+        return np.tanh(h) * 0.617
+
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((30, 4, 24)), rng.standard_normal((4, 24)),
+            rng.standard_normal((24, 24)) * 0.2)
+    np.testing.assert_allclose(script(layer)(*args), layer(*args), rtol=1e-12)
+    loops = [wide for name, wide in calls if name.startswith("loop_")]
+    kernels = [wide for name, wide in calls if name.startswith("fused_")]
+    assert loops and all(loops) and kernels and not any(kernels)
+    text = compile_group(lstm_tail()).llvm_ir()
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        assert _vector_widths(jit.assembly(text)) == {"ymm"}
+        assert _vector_widths(jit.assembly(text, wide=True)) == {"zmm"}
+    elif features.get("avx2"):
+        assert _vector_widths(jit.assembly(text)) == _vector_widths(
+            jit.assembly(text, wide=True)) == {"ymm"}
 
 
 def test_switch_turns_fusion_off(monkeypatch):

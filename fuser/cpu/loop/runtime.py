@@ -366,7 +366,7 @@ class NativeLoop(RowRanges, Appends):
         text = builder.build()
         name = "loop_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         text = text.replace(PLACEHOLDER, name)
-        (address,) = jit.compile_ir(text, [name])
+        (address,) = jit.compile_ir(text, [name], wide=True)
         at = {v: k for k, v in enumerate(shared_code.objects(prog))}
         if key is not None and all(x in at for k in (*builder.ints, *builder.doubles)
                                    for x in k if isinstance(x, (Node, Value))):
