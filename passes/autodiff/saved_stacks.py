@@ -20,7 +20,8 @@ array as the step makes it, which the backward's native loop reads by pointer ar
 
 Conditions: the list is made empty in the block of a counted loop (a constant trip count of at
 least one, so ``stack`` never sees an empty list) whose body appends to it once, at its top
-level, an array an op of the body makes (not a view, not a carried value: a step's kernel writes
+level, an array a tensor op of the body makes (not a view, not a carried value, not an ``if``'s
+result, which may be a placeholder where only one branch makes the value: a step's kernel writes
 such an array into its slot as it computes it, where a carried state or a view would be one more
 copy a step: at T=100, B=64, H=512 the two carried states of an LSTM, 26 MB a forward, made it
 3% slower); the forward uses the list only there and in its return, once; the backward only
@@ -59,8 +60,11 @@ def _stacked_type(out: Value, param: Value) -> TensorType | None:
         return None
     value = store.inputs[1]
     op = lookup(value.node.kind)
-    if value.node.owner is not body or op is None or op.is_view:
-        return None  # (a carried value, a view, an if's result: not an array the step makes)
+    if value.node.owner is not body or op is None or op.is_view \
+            or not value.node.kind.startswith("tensor::"):
+        return None  # (a carried value, a view, an if's result, which may be a placeholder
+        # one branch returns in place of a value only the other makes: not an array the
+        # step makes)
     trips = constant_trip_count(loop)
     t = value.type
     if not trips or not (isinstance(t, TensorType) and t.dtype is not None

@@ -104,3 +104,23 @@ def test_a_loop_of_no_trips_saves_nothing_and_differentiates():
     out, back = vjp(script(no_trips), x, W)
     np.testing.assert_allclose(out, no_trips(x, W))
     np.testing.assert_allclose(back(np.ones(3))[1], np.ones(3))
+
+
+def argmax_in_one_branch(x: Tensor, h: Tensor, w: Tensor) -> Tensor:
+    for t in range(x.shape[0]):
+        if np.sum(x[t]) > 0.0:
+            idx = np.argmax(h, axis=1)  # saved for h[rows, idx]'s backward, made in one branch
+            h = np.tanh(h * w + x[t]) + h[np.arange(3), idx][:, None]
+        else:
+            h = h * 0.5 + x[t]
+    return h
+
+
+def test_a_value_one_branch_of_an_if_makes_stays_a_list():
+    """The other branch gives a placeholder (None) for it: an int stack could not hold that."""
+    rng = np.random.default_rng(2)
+    args = (rng.standard_normal((30, 3, 4)), rng.standard_normal((3, 4)), rng.standard_normal(4))
+    types = saved_types(argmax_in_one_branch, args)
+    assert not any(isinstance(t, TensorType) and t.dtype == "int64" and t.shape == (30, 3)
+                   for t in types)
+    check_vjp(argmax_in_one_branch, args)
