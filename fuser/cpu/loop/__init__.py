@@ -22,7 +22,9 @@ calling the result runs every step in native code:
   (``zeros``, ``ones``, ``full``, ``empty``, their ``_like`` forms, a constant array) fills the
   step's buffer; a transpose, ``expand_dims`` or ``broadcast_to`` is a view (other strides);
 - a ``write_slot`` (and an in-place ``x[t] = v``) is a ``memmove`` of the value into its slot
-  (element by element when the value is strided); the pieces of a ``split`` or ``chunk`` are
+  (element by element when the value is strided), or nothing where the kernel that made the
+  value wrote it in the slot itself (``slots``: an array made empty before the loop that only
+  the write sees, a slot per step); the pieces of a ``split`` or ``chunk`` are
   views at offsets;
 - a value made in the body lives in one of two buffers by step parity: the state carried into a
   step was made by the previous step in the other buffer, so nothing a step reads is
@@ -68,7 +70,8 @@ The modules: ``body`` (what the body's nodes are: op tables, value predicates), 
 (the analysis), ``rows`` (whether steps are independent across batch rows), ``layouts``,
 ``builder`` (the LLVM IR) and ``steps`` (its steps that are loops of their own), ``reduce``
 (reductions, fills and element copies), ``runtime`` (``NativeLoop``: checks, variants, the
-call), ``appends`` (the appended lists it hands back), ``ranges`` (row ranges on helper
+call), ``slots`` (values kernels write into their slots), ``appends`` (the appended lists
+it hands back), ``ranges`` (row ranges on helper
 threads), ``shapes`` (loops sized at run time) and
 ``shared_code`` (what their copies share).
 """

@@ -16,7 +16,7 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop import reduce, regions
+from fuser.cpu.loop import reduce, regions, slots
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
@@ -61,6 +61,8 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
         """what each entry of the ints array holds: a key ``Variant`` fills in."""
         self.doubles: list[Any] = []
         self.plans: dict[Node, Any] = {}
+        self.into = slots.into(prog, layouts)
+        """the made values the kernels write into their slots (``slots``)."""
 
     def int_slot(self, key: Any) -> Any:
         self.ints.append(key)
@@ -345,8 +347,16 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
                                         source_etype=ir.IntType(8))
 
     def _buffer(self, v: Value) -> Any:
-        """Where value ``v`` made by this step goes: its slot of this step, or the buffer of
-        this step's parity."""
+        """Where value ``v`` made by this step goes: its slot of this step, the slot its
+        ``write_slot`` stores it in (``slots``: the write's bounds checked here, before the
+        kernel writes), or the buffer of this step's parity."""
+        if v in self.into:
+            n = self.prog.into_slots[v]
+            buf, _, idx, _ = n.inputs
+            dim, stride, *_ = self.prepared[n]
+            at = self._index(self._num(idx), dim)
+            return self.b.gep(self.ptr[buf], [self.b.mul(at, stride)],
+                              source_etype=ir.IntType(8))
         if v in self.seqs:
             return self.b.gep(self.seqs[v], [self.b.mul(self.i, self.prepared[("seq", v)])],
                               source_etype=ir.IntType(8))
@@ -495,6 +505,9 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
                     number = b.fptrunc(number, F32)
                 b.call(reduce.fill_function(self.module, dtype), [dst, rest[0], number])
                 return
+            if self.prog.resolve(value) in self.into and \
+                    self.prog.into_slots[self.prog.resolve(value)] is n:
+                return  # the kernel wrote it there
             src = self.ptr[value]
             if self.r0 is not None:  # this range's rows of the slot
                 dst = b.gep(dst, [b.mul(self.r0, self.prepared[("slot rows", n)])],

@@ -122,6 +122,8 @@ class LoopProgram:
     node, the product being summed as it is made (see ``fused``)."""
     fused: set[Node] = field(default_factory=set)
     """the multiplications ``products`` computes inside a reduction (no step of their own)."""
+    into_slots: dict[Value, Node] = field(default_factory=dict)
+    """made values a kernel may write straight into their ``write_slot``'s slot (``slots``)."""
     int_items: set[Value] = field(default_factory=set)
     """0-d selects of an int array from outside that only ``prim::Int`` reads: one int each."""
 

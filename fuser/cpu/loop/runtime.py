@@ -15,7 +15,7 @@ import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop import planning, shared_code
+from fuser.cpu.loop import planning, shared_code, slots
 from fuser.cpu.loop.appends import Appends
 from fuser.cpu.loop.body import int_list, numbers
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
@@ -67,6 +67,7 @@ class NativeLoop(RowRanges, Appends):
     def __init__(self, prog: LoopProgram, shared: dict | None = None,
                  fingerprint: Any = None):
         self.prog = prog
+        prog.into_slots = slots.candidates(prog)
         self.shared = shared if fingerprint is not None else None
         """machine code by what it depends on, shared with loops of the same ``fingerprint``
         (the specializations of one loop on sizes known at run time: ``shapes``)."""

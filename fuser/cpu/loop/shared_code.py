@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuser.cpu.loop import slots
 from fuser.cpu.loop.body import SLOT_WRITES, known_array, write_parts, write_target
 from fuser.cpu.loop.layouts import Layout, block_copy
 from fuser.cpu.loop.program import LoopProgram
@@ -14,10 +15,12 @@ from ir.core import Node, Value
 
 
 def layout_facts(prog: LoopProgram, layouts: dict[Value, Layout], plans: dict[Node, Any]) -> tuple:
-    """What of the layouts the builder's code depends on: per node, a kernel's key and plan
-    classes, or whether a slot write copies whole blocks."""
+    """What of the layouts the builder's code depends on: the values kernels write into
+    their slots (``slots.into``), then per node, a kernel's key and plan classes, or whether a
+    slot write copies whole blocks."""
     (body,) = prog.node.blocks
-    facts: list[Any] = []
+    into = slots.into(prog, layouts)
+    facts: list[Any] = [tuple(k for k, v in enumerate(prog.produced) if v in into)]
     for n in body:
         if n in plans:
             facts.append((prog.kernels[n].key, plans[n].classes))
