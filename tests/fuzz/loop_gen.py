@@ -1,15 +1,18 @@
 """A hypothesis strategy for recurrent layers over a batch: programs whose one loop the compiler
-cannot unroll (its trip count is an int argument) and runs natively, often over ranges of batch
-rows at once (the ``row-ranges`` configuration).
+cannot unroll (its trip count is an int argument, or a constant of 9 or 12 steps) and runs
+natively, often over ranges of batch rows at once (the ``row-ranges`` configuration).
 
 ``recurrent_programs()`` draws an entry function ``main(x, h0, w, u, bias, n)``: a (B, H) state
-``h`` (B >= 2), sometimes a second state ``c``, carried through ``for t in range(n)``. Each step
+``h`` (B >= 2), sometimes a second state ``c``, carried through ``for t in range(n)`` (or a
+constant trip count: its saved values are stacks, its kept steps written into slots). Each step
 computes ``x @ w + h @ u (+ bias)`` and one of the cells the corpus has (tanh, a gated update, an
 LSTM-like pair, a normalized row, a softmax over the row), sometimes plus a random term from the
 program generator (which may read the whole batch: a loop that then runs over every row at
-once). Steps are kept by appends, by writes ``buf[t] = h`` into a buffer the function made, or
-not at all; a number or a per-unit sum is carried (``loss += np.sum(h * h)``, ``acc +=
-h.mean(axis=0)``). The returned values are the states, the kept steps and the sums.
+once). Steps are kept by appends, by writes ``buf[t] = h`` into a buffer the function made, by
+appends of a value only the list keeps (constant trip counts: ``ys.append(np.tanh(h) * 0.5 +
+pre * 0.25)``, stacked after the loop), or not at all; a number or a per-unit sum is carried
+(``loss += np.sum(h * h)``, ``acc += h.mean(axis=0)``). The returned values are the states, the
+kept steps and the sums.
 """
 
 from __future__ import annotations
@@ -35,19 +38,25 @@ def recurrent_programs(draw, differentiable: bool = False) -> Program:
         writer.bind(p.name, p.type)
     writer.inputs = set(writer.visible())
     cell = draw(st.sampled_from(CELLS))
-    keep = draw(st.sampled_from(["list", "buffer", "none"]))
+    keep = draw(st.sampled_from(["list", "buffer", "none", "made"]))
+    # a constant trip count (a counted loop) where the steps are kept in a list or not at all
+    # (a buffer of a constant length is carried through the loop: no row ranges)
+    trips = "n" if keep == "buffer" else draw(st.sampled_from(
+        ["9", "12"] if keep == "made" else ["n", "n", "9"]))
     carry = draw(st.sampled_from(["number", "rows", "none"]))
     lines = ["    h = 0.5 * h0", "    c = 0.25 * h0"]
     if keep == "list":
         lines.append("    hs = [h]")
     elif keep == "buffer":
         lines.append(f"    buf = np.zeros((n, {b}, {h}), dtype=np.{dtype})")
+    elif keep == "made":
+        lines.append("    ys: List[Tensor] = []")
     if carry == "number":
         lines.append("    loss = 0.0" if dtype == "float64" else
                      f"    loss = np.zeros((), dtype=np.{dtype})")
     elif carry == "rows":
         lines.append(f"    acc = np.zeros(({h},), dtype=np.{dtype})")
-    lines.append("    for t in range(n):")
+    lines.append(f"    for t in range({trips}):")
     product = draw(st.sampled_from(["x @ w + h @ u", "np.dot(h, u) + np.dot(x, w)",
                                     "h @ u + x @ w"]))
     pre = product + (" + bias" if draw(st.booleans()) else "")
@@ -69,6 +78,8 @@ def recurrent_programs(draw, differentiable: bool = False) -> Program:
         lines.append("        hs.append(h)")
     elif keep == "buffer":
         lines.append("        buf[t] = h")
+    elif keep == "made":  # a value only the list keeps: stacked into slots the step writes
+        lines.append("        ys.append(np.tanh(h) * 0.5 + pre * 0.25)")
     if carry == "number":
         lines.append(draw(st.sampled_from(["        loss += np.sum(h * h)",
                                            "        loss -= h.mean()",
@@ -80,6 +91,8 @@ def recurrent_programs(draw, differentiable: bool = False) -> Program:
         outs.append("np.stack(hs).sum(axis=0)")
     elif keep == "buffer":
         outs.append("buf.sum(axis=0)")
+    elif keep == "made":
+        outs.append("np.stack(ys).sum(axis=0)")
     if carry == "number":
         outs.append("h * 0.5 + 0.25 * loss")
     elif carry == "rows":
