@@ -154,9 +154,8 @@ def _compile_gradient(f: ScriptFunction, graph: Graph, args: tuple[Any, ...], op
 
 def optimize_gradient(grad: Gradient) -> None:
     """Optimize a differentiated pair in place: the backward's cleanup first, so the saved
-    values it no longer reads are dropped from both graphs, the lists of a loop's saved values
-    that can be saved as stacks so saved (``passes.autodiff.saved_stacks``), then each graph's
-    pipeline."""
+    values it no longer reads are dropped from both graphs, a loop's saved lists as stacks
+    where they can be (``passes.autodiff.saved_stacks``), then each graph's pipeline."""
     run_pipeline(grad.backward, STANDARD_PIPELINE)
     prune_unused_saved(grad)
     stack_saved_lists(grad)

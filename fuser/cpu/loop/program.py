@@ -122,8 +122,7 @@ class LoopProgram:
     node, the product being summed as it is made (see ``fused``)."""
     fused: set[Node] = field(default_factory=set)
     """the multiplications ``products`` computes inside a reduction (no step of their own)."""
-    into_slots: dict[Value, Node] = field(default_factory=dict)
-    """made values a kernel may write straight into their ``write_slot``'s slot (``slots``)."""
+    into_slots: dict[Value, Node] = field(default_factory=dict)  # see ``slots.candidates``
     int_items: set[Value] = field(default_factory=set)
     """0-d selects of an int array from outside that only ``prim::Int`` reads: one int each."""
 
@@ -528,9 +527,8 @@ class LoopProgram:
 
     def _check_layer_norm(self, n: Node) -> None:
         """A layer norm (or its gradient) over the last axis of rows the step made, read from
-        a list or selected from an array (C-contiguous: ``planning`` checks each variant's),
-        a weight and bias of one row or None, a constant eps: the row kernels of
-        ``fuser.cpu.rowkernels``, row by row."""
+        a list or selected (C-contiguous: ``planning`` checks), a weight and bias of one row or
+        None, a constant eps: the row kernels of ``fuser.cpu.rowkernels``, row by row."""
         rows = n.inputs[:2] if n.kind == "tensor::layer_norm_backward" else n.inputs[:1]
         optional = n.inputs[2:3] if n.kind == "tensor::layer_norm_backward" else n.inputs[1:3]
         eps = n.inputs[-1]

@@ -25,10 +25,11 @@ are still made (unused), so the runtime does not change.
 from __future__ import annotations
 
 from ir.core import Node, Value
+from ir.kinds import ADD, EMPTY, WRITE_SLOT
 from ir.registry import lookup
 from ir.types import TensorType
 
-INDEX_OPS = ("tensor::add", "tensor::sub")
+INDEX_OPS = (ADD, "tensor::sub")
 
 
 def _int_constant(v: Value) -> bool:
@@ -76,13 +77,13 @@ def candidates(prog) -> dict[Value, Node]:  # noqa: ANN001 - a LoopProgram (no i
     free = set(prog.free_arrays)
     found: dict[Value, Node] = {}
     for n in body:
-        if n.kind != "tensor::write_slot":
+        if n.kind != WRITE_SLOT:
             continue
         buf, axis, idx, value = n.inputs
         v = prog.resolve(value)
         if (v in found or v.node not in prog.kernels or v not in prog.produced
                 or v in carried or v in prog.sequenced or v in prog.private
-                or v in prog.partials or buf not in free or buf.node.kind != "tensor::empty"
+                or v in prog.partials or buf not in free or buf.node.kind != EMPTY
                 or not (axis.is_constant and axis.constant == 0)
                 or not _steps_apart(idx, prog.counter, v.node)):
             continue
