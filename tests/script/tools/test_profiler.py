@@ -11,8 +11,9 @@ from tests.programs import cells
 T, B, IN, H = 8, 64, 256, 256
 
 
-def _layer_args(seed=0):
+def _layer_args(seed=0, size=H):
     rng = np.random.default_rng(seed)
+    IN = H = size
     shapes = [(T, B, IN), (B, H), (B, H), (4 * H, IN), (4 * H, H), (4 * H,), (4 * H,)]
     return tuple((0.1 * rng.standard_normal(s)).astype(np.float32) for s in shapes)
 
@@ -39,12 +40,16 @@ def _profile_layer(f, args, calls=5):
 
 def test_node_times_add_up_to_the_wall_time_of_the_calls():
     f = script(cells.lstm_layer)
-    args = _layer_args()
+    # nodes of a size whose time is the matmuls' (at H=256 the Python between nodes was 1.5% of
+    # a quiet call, and a busy 2-core CI machine once left every one of five sessions at <= 89.5%)
+    args = _layer_args(size=512)
     f(*args)  # compiled outside: only the calls are measured
     # a busy machine only ever adds wall time the nodes did not see (a preempted thread between
-    # two nodes), so the best of five sessions is the one to hold to the 90% bound (of three,
-    # the best once reached 88.5% on a 2-core CI machine running two test workers)
-    sessions = [_profile_layer(f, args) for _ in range(5)]
+    # two nodes), so the best session is the one to hold to the 90% bound: sessions run until one
+    # reaches it, ten at most
+    sessions = []
+    while len(sessions) < 10 and not any(s[2] >= 0.9 * s[1] for s in sessions):
+        sessions.append(_profile_layer(f, args))
     for _, wall, nodes, calls in sessions:
         assert nodes <= calls <= wall
     prof, wall, nodes, _ = max(sessions, key=lambda s: s[2] / s[1])
