@@ -1063,7 +1063,9 @@ def test_blas_threads_are_awake_just_after_a_shared_job(monkeypatch):
     no lag backoff in force."""
     from fuser.cpu import blas
 
-    monkeypatch.setattr(blas, "_last", [time.perf_counter()])
+    clock = [100.0]  # the jobs' own clock: a preempted test must not see the threads asleep
+    monkeypatch.setattr(blas.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(blas, "_last", [clock[0]])
     monkeypatch.setattr(blas, "_lag", {"skip": 0, "backoff": 0, "streak": 0})
     assert blas.awake()
     blas._lag["skip"] = 3
