@@ -159,3 +159,25 @@ def test_folded_constants_are_contiguous_and_keep_their_rank():
     assert out.is_constant and out.constant.flags.c_contiguous
     np.testing.assert_array_equal(out.constant, np.arange(6.0).reshape(2, 3).T)
     assert constant_prop._contiguous(np.array(3.0)).shape == ()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "complex64", "bool"])
+@pytest.mark.parametrize("shape", [(2048, 512), (512, 2048), (100, 127), (8192, 2), (2, 8192)])
+def test_a_large_transposed_matrix_is_copied_in_blocks_to_numpys_values(shape, dtype,
+                                                                        monkeypatch):
+    from script.ops import _impl_layout
+    blocked = []
+    copy = _impl_layout._transposed_copy
+    monkeypatch.setattr(_impl_layout, "_transposed_copy", lambda a: blocked.append(a) or copy(a))
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal(shape[::-1]) * 100).astype(dtype)
+    view = w.T
+    assert view.flags.f_contiguous and view.size >= _impl_layout.TRANSPOSE_BLOCKED_MIN \
+        or shape == (100, 127)
+    out = ops.contiguous(view)
+    assert out.flags.c_contiguous and out.shape == shape and out.dtype == view.dtype
+    assert not np.shares_memory(out, w)
+    np.testing.assert_array_equal(out, np.ascontiguousarray(view))
+    assert len(blocked) == (shape != (100, 127))
+    strided = w[:, ::2].T  # neither C- nor F-ordered: numpy's own copy
+    np.testing.assert_array_equal(ops.contiguous(strided), np.ascontiguousarray(strided))
