@@ -270,6 +270,17 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     return True
 
 
+def can_share(count: int) -> bool:
+    """Whether ``share`` would now run a job on ``count`` threads at once (this one and
+    ``count - 1`` of OpenBLAS's started threads), none held back by a lag backoff."""
+    if _lag["skip"] or count < 2:
+        return False
+    g = gemm()
+    if g is None or not g.pthread:
+        return False
+    return ctypes.c_int.from_address(g.started).value >= count
+
+
 def awake(again: bool = False) -> bool:
     """Whether a job worth sharing only with awake threads may be handed to OpenBLAS's now:
     a job shared with them ended less than ``AWAKE_S`` ago (they are still spinning, and a job

@@ -59,7 +59,10 @@ a kernel's.
 
 When the steps are independent across batch rows and their products are large enough to pay
 for it, the loop runs over several row ranges at once, one per BLAS thread
-(``ranges.range_count``; ``RNNSCRIPT_LOOP_THREADS=N`` sets the count). A loop with anything
+(``ranges.range_count``; ``RNNSCRIPT_LOOP_THREADS=N`` sets the count). Where a step's
+product has a weight larger than a core's cache share, the ranges may compute it together
+instead, each its columns of every row between two barriers (``coop``; a chooser keeps the way
+that ran faster lately: beside a busy neighbour the barriers wait). A loop with anything
 else in its body (ifs, nested loops, other ops, a ``while``, a list both read and appended to,
 a dict both read and stored into)
 stays Python: ``compile_loop`` raises ``LoopRefused`` saying which node, and ``explain``
@@ -72,7 +75,7 @@ The modules: ``body`` (what the body's nodes are: op tables, value predicates), 
 (reductions, fills and element copies), ``runtime`` (``NativeLoop``: checks, variants, the
 call), ``slots`` (values kernels write into their slots), ``appends`` (the appended lists
 it hands back), ``ranges`` (row ranges on helper
-threads), ``shapes`` (loops sized at run time) and
+threads), ``coop`` (products the ranges share), ``shapes`` (loops sized at run time) and
 ``shared_code`` (what their copies share).
 """
 

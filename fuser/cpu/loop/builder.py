@@ -16,7 +16,7 @@ from fuser.cpu.codegen import (
     TUPLE_SIZE_OFFSET,
     KernelBuilder,
 )
-from fuser.cpu.loop import reduce, regions, slots
+from fuser.cpu.loop import coop, reduce, regions, slots
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
@@ -63,6 +63,9 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
         self.plans: dict[Node, Any] = {}
         self.into = slots.into(prog, layouts)
         """the made values the kernels write into their slots (``slots``)."""
+        self.coop = coop.products(prog, layouts)
+        """the matmuls the row ranges may compute together (``coop``)."""
+        self._coop: tuple | None = None
 
     def int_slot(self, key: Any) -> Any:
         self.ints.append(key)
@@ -84,7 +87,8 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
         entry = fn.append_basic_block("entry")
         b = self.b = ir.IRBuilder(entry)
         self.fail = fn.append_basic_block("fail")
-        ir.IRBuilder(self.fail).ret(ir.Constant(I32, 1))
+        if not self.coop:  # (else ``coop.fail_block``, once the ints are known)
+            ir.IRBuilder(self.fail).ret(ir.Constant(I32, 1))
 
         def data(slot: int):
             item = b.gep(arrays, [ir.Constant(I64, TUPLE_ITEMS_OFFSET + 8 * slot)],
@@ -159,6 +163,8 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
         self.prepared: dict[Any, Any] = {}
         self.r0 = self.int_slot(("r0",)) if prog.batch is not None else None
         self._prepare()
+        if self.coop:
+            self.coop_state()
         for lst in self.items:
             self._check_items(lst)
             if prog.roles[lst] == "pop":  # one item per step
@@ -195,7 +201,23 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
         b.cbranch(b.icmp_signed("<", nxt, trip), loop, done)
         b.position_at_end(done)
         b.ret(ir.Constant(I32, 0))
+        if self.coop:
+            coop.fail_block(self)
         return str(self.module)
+
+    def coop_state(self) -> tuple:
+        """The barrier's address, the range count and ``sched_yield``, loaded in the entry
+        block, and this range's barrier count and spin counter (``coop.barrier``)."""
+        if self._coop is None:
+            def load() -> tuple:
+                at = self.b.inttoptr(self.int_slot(("coop barrier",)), PTR)
+                parts, yielder = self.int_slot(("coop parts",)), self.int_slot(("coop yield",))
+                self.int_slot(("coop on",))
+                self.coop_gen, self.coop_spins = self.b.alloca(I64), self.b.alloca(I64)
+                self.b.store(ir.Constant(I64, 0), self.coop_gen)
+                return at, parts, yielder
+            self._coop = self._in_entry(load)
+        return self._coop
 
     # -- before the loop
     def _prepare(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from llvmlite import ir
 
 from fuser.cpu import blas, stepgemm
+from fuser.cpu.loop import coop
 from fuser.cpu.loop.steps import I32, PTR, BuilderParts
 from fuser.cpu.mathfns import F32, F64, I64
 from ir.core import Node
@@ -26,6 +27,8 @@ class MatmulEmitters(BuilderParts):
     dgemm: Any
     _buffer: Any
     _rows: Any
+    coop: list
+    ptr: dict
 
     @staticmethod
     def _step_type(real: Any) -> ir.FunctionType:
@@ -82,11 +85,41 @@ class MatmulEmitters(BuilderParts):
         out = self._rows(n.output)
         m, nn, k, ta, tb, lda, ldb, ldc, own, incx = self.prepared[n]
         double = n.output.type.dtype == "float64"  # type: ignore[union-attr]
-        ptr = (F64 if double else F32).as_pointer()
         if self.r0 is not None and n.output in self.prog.private:
             rows_a, rows_b = self._rows(a.node.inputs[0]), self._rows(bm)
         else:
             rows_a, rows_b = self._rows(a), self.ptr[bm]
+        if n in self.coop:  # (``coop``: the ranges compute the product together)
+            with b.if_else(b.icmp_signed("!=", self.int_slot(("coop", n)),
+                                         ir.Constant(I64, 0))) as (shared, alone):
+                with shared:
+                    self._shared_product(n, double, own, k, ta, tb, lda, ldb, ldc)
+                with alone:
+                    self._own_product(n, double, own, m, nn, k, ta, tb, lda, ldb, ldc, incx,
+                                      rows_a, rows_b, out)
+            return
+        self._own_product(n, double, own, m, nn, k, ta, tb, lda, ldb, ldc, incx, rows_a,
+                          rows_b, out)
+
+    def _shared_product(self, n: Node, double: bool, own: Any, k: Any, ta: Any, tb: Any,
+                        lda: Any, ldb: Any, ldc: Any) -> None:
+        """This range's columns of every row of ``n``'s product, between two barriers."""
+        b = self.b
+        item = 8 if double else 4
+        coop.barrier(self)
+        c0 = b.mul(self.int_slot(("coop c0", n)), ir.Constant(I64, item))
+        a, bm = n.inputs
+        self._matrix_product(double, own, self.int_slot(("coop m", n)),
+                             self.int_slot(("coop n", n)), k, ta, tb, self.ptr[a], lda,
+                             b.gep(self.ptr[bm], [c0], source_etype=ir.IntType(8)), ldb,
+                             b.gep(self.ptr[n.output], [c0], source_etype=ir.IntType(8)), ldc)
+        coop.barrier(self)
+
+    def _own_product(self, n: Node, double: bool, own: Any, m: Any, nn: Any, k: Any, ta: Any,
+                     tb: Any, lda: Any, ldb: Any, ldc: Any, incx: Any, rows_a: Any,
+                     rows_b: Any, out: Any) -> None:
+        b = self.b
+        ptr = (F64 if double else F32).as_pointer()
         a_ptr, b_ptr, out = (b.bitcast(p, ptr) for p in (rows_a, rows_b, out))
         one = ir.Constant(I64, 1)
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fuser.cpu import blas
-from fuser.cpu.loop import regions
+from fuser.cpu.loop import coop, regions
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
@@ -276,4 +276,5 @@ def plan(prog: LoopProgram, arrays: list[np.ndarray], items_at: tuple,
                 buf = n.inputs[0]
                 ax = int(write_parts(n)[1].constant)  # rows: the axis after a first
                 ints[("slot rows", n)] = layouts[buf][1][1 if ax == 0 else 0]  # slot axis
+    coop.plan_ints(prog, layouts, ints, constants)
     return layouts, ints, plans, constants

@@ -13,6 +13,7 @@ from llvmlite import ir
 from fuser.cpu import blas, pool, products
 from fuser.cpu.jit import compile_ir
 from fuser.cpu.kernel import data_address
+from fuser.cpu.loop import coop
 from fuser.cpu.loop.body import (
     CONSTRUCTORS,
     LAYER_NORMS,
@@ -160,11 +161,29 @@ def can_share() -> bool:
 
 
 def run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
-               doubles: np.ndarray, fns: np.ndarray) -> int:
+               doubles: np.ndarray, fns: np.ndarray, together: list[np.ndarray] | None = None,
+               barrier: int = 0, ran: list[bool] | None = None) -> int:
     """Run the loop over each row range, on this thread and others at once (numpy's OpenBLAS
     threads, else the native pool's, each taking the next range not yet taken: a thread that
     starts late takes none; every GEMM in a range on its own thread); 0 when every range ran to
-    the end."""
+    the end. ``together``: the same ranges computing their large products together (``coop``,
+    the barrier at address ``barrier``), run where each range gets a thread of its own at once
+    (OpenBLAS's threads, not backing off after a lag), else ``ranges`` run; ``ran`` gets
+    whether they did."""
+    if together is not None and blas.can_share(len(together)) and \
+            len(together) <= products.threads():
+        ctypes.memset(barrier, 0, coop.BARRIER_SLOTS * 8)
+        status = _run(fn, items, trip, together, doubles, fns, shared=True)
+        if status is not None:
+            if ran is not None:
+                ran.append(True)
+            return status
+    return _run(fn, items, trip, ranges, doubles, fns)  # type: ignore[return-value]
+
+
+def _run(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray], doubles: np.ndarray,
+         fns: np.ndarray, shared: bool = False) -> int | None:
+    """``run_ranges``; with ``shared``, only on OpenBLAS's threads (None: they did not take it)."""
     n = len(ranges)
     slots = np.zeros(JOB_SLOTS + 2 * n, np.int64)
     slots[:JOB_SLOTS] = (ctypes.cast(fn, ctypes.c_void_p).value, id(items), trip,
@@ -174,7 +193,10 @@ def run_ranges(fn: Any, items: tuple, trip: int, ranges: list[np.ndarray],
     job, at = _job_address(), data_address(slots)
     threads = min(n, products.threads())
     with blas.single_threaded():  # each range's GEMMs on its own thread
-        if not (blas.share(job, at, threads, (int(slots[0]), trip, n)) or pool.run(job, at)):
+        if shared:
+            if not blas.share(job, at, threads, (int(slots[0]), trip, n, True)):
+                return None
+        elif not (blas.share(job, at, threads, (int(slots[0]), trip, n)) or pool.run(job, at)):
             _JOB(job)(at)
     return int(slots[JOB_SLOTS + n:].max())
 
@@ -259,8 +281,10 @@ class RowRanges:
         zeros = {p: np.zeros(variant.layouts[p][0], np.dtype(p.type.dtype))  # type: ignore
                  for p in prog.partials}
         variant.keep.extend(zeros.values())
+        shared = []
         for k, (r0, r1) in enumerate(zip(bounds, bounds[1:])):
             values = self._range_values(variant, r0, r1 - r0)
+            shared.append(coop.range_values(prog, variant, parts, k))
             for v in prog.private:  # this range's own sums, in a buffer of one per range
                 shape, _, item = variant.layouts[v]
                 values[("private", v)] = k * int(np.prod(shape, dtype=np.int64)) * item
@@ -271,6 +295,15 @@ class RowRanges:
                 if key in values:
                     ints[at] = values[key]
             out.append(ints)
+        if all(shared):  # the same ranges sharing their products (``coop``)
+            together = []
+            for ints, values in zip(out, shared):
+                ints = ints.copy()
+                for at, key in enumerate(variant.keys):
+                    if key in values:
+                        ints[at] = values[key]
+                together.append(ints)
+            variant.shared[parts] = together
         return out
 
     def _range_values(self, variant: Variant, r0: int, rows: int) -> dict[Any, int]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from fuser.cpu import blas, jit, stepgemm
 from fuser.cpu.kernel import data_address
-from fuser.cpu.loop import planning, shared_code, slots
+from fuser.cpu.loop import coop, planning, shared_code, slots
 from fuser.cpu.loop.appends import Appends
 from fuser.cpu.loop.body import int_list, numbers
 from fuser.cpu.loop.builder import PLACEHOLDER, LoopBuilder
@@ -53,6 +53,11 @@ class Variant:
     plans: dict[Node, Any] = field(default_factory=dict)
     splits: dict[int, list[np.ndarray] | None] = field(default_factory=dict)
     """per count of row ranges: the ints of each range (None: these layouts do not split)."""
+    shared: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    """per count of row ranges: the ints of each range where the ranges compute the step's
+    large products together (``coop``), when they can."""
+    choosers: dict[int, Any] = field(default_factory=dict)
+    """per count of row ranges: whether they compute them together this call (``coop``)."""
     dict_lows: list[tuple[int, int]] = field(default_factory=list)
     """(position in ``ints``, which dict read by key) of each dict's lowest key, per call."""
     step_product: int | None = None
@@ -74,6 +79,9 @@ class NativeLoop(RowRanges, Appends):
         self.fingerprint = fingerprint
         self.variants: dict[tuple, Variant | None] = {}
         self.lock = threading.Lock()
+        self.coop_lock = threading.Lock()
+        """held by the call whose row ranges compute their products together (``coop``: one
+        barrier per variant)."""
         self.free_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
                             for v in prog.free_arrays]
         self.init_checks = [(np.dtype(v.type.dtype), tuple(v.type.shape))  # type: ignore
@@ -267,7 +275,31 @@ class NativeLoop(RowRanges, Appends):
                 for r in ranges:
                     for at, _ in variant.free_ints:
                         r[at] = ints[at]
-            status = run_ranges(variant.fn, items, trip, ranges, doubles, self.fns)
+            together = variant.shared.get(len(ranges))
+            barrier = 0
+            chooser = None
+            if together is not None:
+                chooser = variant.choosers.setdefault(len(ranges), coop.Chooser())
+                if not chooser.pick():
+                    together = None
+            if together is not None:
+                if variant.free_ints:
+                    together = [r.copy() for r in together]
+                    for r in together:
+                        for at, _ in variant.free_ints:
+                            r[at] = ints[at]
+                barrier = int(together[0][variant.keys.index(("coop barrier",))])
+                if not self.coop_lock.acquire(blocking=False):  # (another thread's call)
+                    together = None
+            start, ran = time.perf_counter(), []
+            try:
+                status = run_ranges(variant.fn, items, trip, ranges, doubles, self.fns,
+                                    together, barrier, ran)
+            finally:
+                if together is not None:
+                    self.coop_lock.release()
+            if chooser is not None and status == 0 and (together is None or ran):
+                chooser.record(bool(ran), time.perf_counter() - start)
         self.ended = time.perf_counter()
         if status != 0:
             return None
