@@ -132,3 +132,30 @@ def test_small_weights_are_not_shared_unless_asked(monkeypatch):
     (loop,) = native_loops(f, *args)
     (variant,) = [v for v in loop.variants.values() if v is not None]
     assert variant.splits and not variant.shared
+
+
+def test_the_chooser_stops_sharing_after_runs_that_did_not_finish(monkeypatch):
+    monkeypatch.delenv("RNNSCRIPT_LOOP_COOP", raising=False)
+    chooser = coop.Chooser()
+    chooser.record(True, 0.070)
+    chooser.record(False, 0.080)
+    assert chooser.pick() is True
+    chooser.failed()  # a barrier gave up: the ranges alone until sharing is tried again
+    assert [chooser.pick() for _ in range(3)] == [False] * 3
+    for _ in range(coop.MAX_FAILURES):
+        chooser.failed()
+    assert not any(chooser.pick() for _ in range(3 * coop.EXPLORE_EVERY))
+    monkeypatch.setenv("RNNSCRIPT_LOOP_COOP", "0")
+    assert coop.Chooser().pick() is False
+
+
+@needs_threads
+def test_a_function_that_shared_stops_when_sharing_is_turned_off(monkeypatch, shared_runs):
+    args = lstm_args(10, 16, 4, 24, np.float32, seed=9)
+    f = script(cells.lstm_layer)
+    f(*args)
+    assert shared_runs == [0]
+    monkeypatch.setenv("RNNSCRIPT_LOOP_COOP", "0")
+    got = f(*args)
+    assert shared_runs == [0]
+    assert_same(got, cells.lstm_layer(*args), np.float32)

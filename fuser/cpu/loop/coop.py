@@ -121,7 +121,7 @@ def range_values(prog: Any, variant: Any, parts: int, k: int) -> dict[Any, int] 
     if want is False or parts < 2 or ("coop on",) not in variant.keys:
         return None
     values: dict[Any, int] = {}
-    width = 2 * 64  # columns in blocks of two AVX-512 vectors' bytes (a stepgemm panel)
+    width = 64  # columns in blocks of one AVX-512 vector's bytes
     for n in products(prog, variant.layouts):
         if ("coop", n) not in variant.keys:
             continue
@@ -227,16 +227,20 @@ class Chooser:
     still be compiling on a thread of its own, took 377 ms: the fastest of the last runs, not
     their mean, forgets it at the next run."""
 
-    __slots__ = ("recent", "calls")
+    __slots__ = ("recent", "calls", "failures")
 
     def __init__(self) -> None:
         self.recent: dict[bool, list[float]] = {True: [], False: []}
         self.calls = 0
+        self.failures = 0
 
     def pick(self) -> bool:
         self.calls += 1
-        if enabled():  # (``RNNSCRIPT_LOOP_COOP=1``: always)
-            return True
+        want = enabled()
+        if want is not None:  # ``RNNSCRIPT_LOOP_COOP``: always or never
+            return want
+        if self.failures >= MAX_FAILURES:
+            return False
         if not self.recent[True]:
             return True
         if not self.recent[False]:
@@ -250,5 +254,13 @@ class Chooser:
         if len(runs) > RECENT:
             del runs[0]
 
+    def failed(self) -> None:
+        """A shared run that did not finish (a barrier gave up, or a check failed): the ranges
+        alone are the faster way until sharing is tried again, and after ``MAX_FAILURES`` it
+        is not tried again."""
+        self.failures += 1
+        self.recent[True] = [float("inf")]
+
 
 RECENT = 4
+MAX_FAILURES = 3

@@ -300,6 +300,8 @@ class NativeLoop(RowRanges, Appends):
                     self.coop_lock.release()
             if chooser is not None and status == 0 and (together is None or ran):
                 chooser.record(bool(ran), time.perf_counter() - start)
+            elif chooser is not None and ran:
+                chooser.failed()
         self.ended = time.perf_counter()
         if status != 0:
             return None
