@@ -235,13 +235,7 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     if _lag["skip"]:
         _lag["skip"] -= 1
         return False
-    if not _sharer:
-        g = gemm()
-        _sharer.append((ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
-                                         ctypes.c_void_p, ctypes.c_int)(g.pthread),
-                        ctypes.c_int.from_address(g.started))
-                       if g is not None and g.pthread else None)
-    found = _sharer[0]
+    found = _sharer_of()
     if found is None:
         return False
     run, started = found
@@ -270,15 +264,24 @@ def share(fn: int, arg: int, count: int, kind: Any = None) -> bool:
     return True
 
 
+def _sharer_of() -> tuple[Any, Any] | None:
+    """OpenBLAS's entry for running a caller's function on its threads (``share``) and its
+    count of started threads; None when numpy's BLAS has no thread server."""
+    if not _sharer:
+        g = gemm()
+        _sharer.append((ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                         ctypes.c_void_p, ctypes.c_int)(g.pthread),
+                        ctypes.c_int.from_address(g.started))
+                       if g is not None and g.pthread else None)
+    return _sharer[0]
+
+
 def can_share(count: int) -> bool:
     """Whether ``share`` would now run a job on ``count`` threads at once (this one and
     ``count - 1`` of OpenBLAS's started threads), none held back by a lag backoff."""
-    if _lag["skip"] or count < 2:
-        return False
-    g = gemm()
-    if g is None or not g.pthread:
-        return False
-    return ctypes.c_int.from_address(g.started).value >= count
+    found = _sharer_of()
+    return (count >= 2 and not _lag["skip"] and found is not None
+            and found[1].value >= count)
 
 
 def awake(again: bool = False) -> bool:

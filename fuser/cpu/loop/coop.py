@@ -47,8 +47,8 @@ SPINS_BEFORE_YIELD = 4096
 MAX_SPINS = 1 << 20
 """turns of a barrier's wait (each a pause or a yield) before it gives up and aborts the loop."""
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
-BARRIER_SLOTS = 4
-"""the int64s of a barrier: arrivals, abort flag, (unused) x2."""
+BARRIER_SLOTS = 2
+"""the int64s of a barrier: arrivals, the abort flag."""
 
 
 def enabled() -> bool | None:
@@ -122,10 +122,8 @@ def range_values(prog: Any, variant: Any, parts: int, k: int) -> dict[Any, int] 
         return None
     values: dict[Any, int] = {}
     width = 64  # columns in blocks of one AVX-512 vector's bytes
-    for n in products(prog, variant.layouts):
-        if ("coop", n) not in variant.keys:
-            continue
-        at = {key: j for j, key in enumerate(variant.keys)}
+    at = {key: j for j, key in enumerate(variant.keys)}
+    for n in [key[1] for key in at if key[0] == "coop"]:  # (``products``, as planned)
         own = int(variant.ints[at[("gemm", n, 8)]])
         ta = int(variant.ints[at[("gemm", n, 3)]])
         shape_b, _, item = variant.layouts[n.inputs[1]]
