@@ -45,6 +45,7 @@ SUM_TO = "tensor::sum_to"
 TRANSPOSE = "tensor::transpose"
 EMPTY = "tensor::empty"
 WRITE_SLOT = "tensor::write_slot"
+SELECT = "tensor::select"
 
 
 def run(graph: Graph) -> bool:
@@ -156,7 +157,11 @@ class LoopBatcher:
         return v.node.owner is self.body and not v.is_constant
 
     def existing_slot(self, v: Value) -> Value | None:
-        """The slot of a ``write_slot`` that already stacks ``v`` over the whole loop, if any."""
+        """The slot of a ``write_slot`` that already stacks ``v`` over the whole loop, or of the
+        ``select`` that reads ``v`` from an input stacking it already (``_read_slot``), if any."""
+        read = self._read_slot(v)
+        if read is not None:
+            return read
         for use in v.uses:
             node = use.node
             if node.kind != WRITE_SLOT or use.index != 3 or node.owner is not self.body:
@@ -167,6 +172,25 @@ class LoopBatcher:
                 self.buffers.setdefault((v, slot), buf)
                 return slot
         return None
+
+    def _read_slot(self, v: Value) -> Value | None:
+        """The slot ``s_k`` when ``v`` is ``select(buf, 0, s_k)`` of a graph input ``buf``
+        shaped ``(n, *v.shape)`` that only such reads use (a stack the forward saved: the
+        backward of an LSTM reads its saved states ``h_t`` so, and its weight gradient's product
+        takes the stack itself instead of a copy of it made slot by slot)."""
+        node = v.node
+        if node.kind != SELECT or node.owner is not self.body:
+            return None
+        buf, axis, slot = node.inputs
+        t, vt = _static(buf), _static(v)
+        if (buf.node is not self.graph.block.param_node or t is None or vt is None
+                or t.shape != (self.trips, *vt.shape) or t.dtype != vt.dtype
+                or not (axis.is_constant and axis.constant == 0)
+                or any(u.node.kind != SELECT or u.index != 0 for u in buf.uses)
+                or not each_slot_once(slot, self.loop)):
+            return None
+        self.buffers.setdefault((v, slot), buf)
+        return slot
 
     def _whole_buffer(self, buf: Value, v: Value) -> bool:
         """A fresh array made just for stacking ``v``: shaped ``(n, *v.shape)``, next to the
@@ -183,6 +207,8 @@ class LoopBatcher:
     def stacked(self, v: Value, slot: Value) -> Value:
         """An array of shape ``(n, *v.shape)`` whose slot ``s_k`` holds ``v`` of iteration k."""
         found = self.buffers.get((v, slot))
+        if found is None and self._read_slot(v) is slot:
+            found = self.buffers[(v, slot)]
         if found is not None:
             return found
         t = _static(v)

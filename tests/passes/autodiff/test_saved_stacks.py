@@ -32,9 +32,56 @@ def test_an_lstm_layer_saves_stacks_and_its_gradients_match_finite_differences(T
     args = lstm_args(T)
     types = saved_types(cells.lstm_layer, args)
     assert sum(isinstance(t, TensorType) and (t.dtype, t.shape) == ("float64", (T, 3, 4))
-               for t in types) == 5  # (the carried states hx, cx stay lists)
-    assert sum(isinstance(t, ListType) for t in types) == 2
+               for t in types) == 7  # (the gates, tanh(c), and the carried states hx, cx)
+    assert not any(isinstance(t, ListType) for t in types)
     check_vjp(cells.lstm_layer, args)
+
+
+def test_the_weight_gradient_reads_the_saved_stack_of_states():
+    """``dW_hh = sum_t dgates_t^T h_{t-1}`` is one product after the reverse loop: its h side
+    is the forward's stack of the carried states, not a copy the reverse loop makes of it."""
+    grad = compile_gradient(script(cells.lstm_layer), lstm_args(9)).gradient
+    (loop,) = [n for n in grad.backward.block.nodes if n.kind == "prim::Loop"]
+    writes = [n for n in loop.blocks[0].nodes if n.kind == "tensor::write_slot"]
+    assert len(writes) == 1  # (the gates' gradient, which both weight products read)
+    saved_inputs = grad.backward.inputs[grad.num_outputs:]
+    stacked = {v for v in saved_inputs if isinstance(v.type, TensorType)}
+    after = [n for n in grad.backward.block.nodes if n.kind == "tensor::reshape"]
+    assert any(n.inputs[0] in stacked for n in after)
+
+
+def carried_written_in_place(x: Tensor, w: Tensor) -> Tensor:
+    h = x[0] * 1.0
+    for t in range(x.shape[0]):
+        y = np.tanh(h * w)  # saves h, the carried state, before the writes below
+        h[1] = y[0] * h[2]
+        h = h + x[t] * y
+    return h.sum()
+
+
+def carried_updated_in_place(x: Tensor, w: Tensor) -> Tensor:
+    h = x[0] * 1.0
+    for t in range(x.shape[0]):
+        y = np.tanh(h * w)
+        h *= y
+        h[0] += x[t, 0]
+    return h.sum()
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("fn", [carried_written_in_place, carried_updated_in_place])
+def test_a_saved_carried_state_written_in_place_keeps_its_value_of_the_step(monkeypatch, fn,
+                                                                             native):
+    """The step's copy of the state into its slot reads it before the writes: the stack holds
+    each step's state as the step began."""
+    monkeypatch.setenv("RNNSCRIPT_NATIVE_LOOPS", native)
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((40, 4)) * 0.5, rng.standard_normal(4) * 0.5
+    types = saved_types(fn, (x, w))
+    assert any(isinstance(t, TensorType) and t.shape == (40, 4) for t in types)
+    out, _ = vjp(script(fn), x, w)
+    np.testing.assert_allclose(out, fn(x.copy(), w), rtol=1e-12)
+    check_vjp(fn, (x, w))
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
