@@ -42,6 +42,7 @@ from passes import (
     stack_to_slots,
     tuple_carries,
     tuple_columns,
+    unbind_pops,
     unroll,
     weak_numbers,
 )
@@ -52,7 +53,7 @@ for _module in (inline, object_fields, canonicalize, constant_prop, shape_prop, 
                 dict_carry, cse, licm, hoist_projection, hoist_rowwise, unroll, batch_matmul,
                 batch_accumulation, slot_gradients, slot_adds, matmul_pieces, contiguous_weights,
                 stack_to_slots, outer_products, inplace_writes, peel, tuple_columns, cast_writes,
-                tuple_carries, weak_numbers):
+                tuple_carries, weak_numbers, unbind_pops):
     register_pass(_module.NAME, _module.run, settles=getattr(_module, "SETTLES", False))
 register_pass(unroll.BY_FACTOR_NAME, unroll.run_by_factor)
 register_pass(peel.ACCUMULATORS_NAME, peel.run_accumulators)
@@ -90,13 +91,14 @@ STANDARD_PIPELINE = CLEANUP_PIPELINE + "," + RNN_PIPELINE
 """The forward pipeline (DESIGN.md section 4) run by the executor, before fusion."""
 
 LAYOUT_PIPELINE = ("peel-first-trip,tuple-columns,matmul-pieces,contiguous-weights,cast-writes,"
-                   "stack-to-slots,dce")
+                   "stack-to-slots,unbind-pops,dce")
 """Rewrites for execution speed that peel a loop's first trip where it narrows a carried type
 (``c = None`` before the loop, a native loop after it), read a list of tuples a loop reads item
 by item as one list per field (``tuple-columns``), multiply by the columns of each piece of a
 product that is read (``matmul-pieces``), insert layout ops
 (``tensor::contiguous``) or buffers written in place (``tensor::empty`` + ``write_slot`` for a
-list stacked after its loop): they run on the graphs the executor compiles, after
+list stacked after its loop), and read the rows of an ``unbind`` a loop pops one a step
+as ``select``s (``unbind-pops``): they run on the graphs the executor compiles, after
 differentiation, so gradients never meet their ops."""
 
 _disabled: set[str] = set()

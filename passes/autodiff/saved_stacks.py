@@ -25,24 +25,35 @@ level, an array a tensor op of the body makes, or a state the loop carries (not 
 kernel writes an array it makes into its slot as it computes it; a carried state is copied into
 its slot, one copy a step, which the backward then saves: its weight gradient's product reads
 the stack of the states ``h_t`` itself (``batch_accumulation``) where it copied each step's
-``h_t`` into a stack of its own. An LSTM layer at T=100, B=8, H=64 (one thread) took
-0.67-0.77 ms a training forward instead of 0.80-0.82 (200 view objects fewer), and 1.62-1.86 ms
-forward and backward instead of 1.84-1.93; at B=64, H=512 both ways timed the same (forward
-115-117 ms, forward and backward 289-295 ms). The forward uses the list only there and in its
-return, once; the backward only reads it with ``prim::ListIndex``; the item's dtype and shape
-are fully known (so the items stack) and it is not on CUDA (``stack-to-slots`` leaves those, and
-a stack would be a copy a list does not need).
+``h_t`` into a stack of its own. Carried states up to ``CARRIED_MAX_BYTES`` a step only: an
+LSTM layer at T=100, B=8, H=64 took 0.76 ms a training forward on one thread instead of 0.81
+(200 view objects fewer), but at B=64, H=512 the copies made the forward 5% slower. The
+forward uses the list only there and in its return, once; the backward only reads it with
+``prim::ListIndex``; the item's dtype and shape are fully known (so the items stack) and it is
+not on CUDA (``stack-to-slots`` leaves those, and a stack would be a copy a list does not
+need).
 It runs on the pair after the backward's cleanup and before the forward's pipeline."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from ir.core import Value
 from ir.kinds import LIST_APPEND, LIST_CONSTRUCT, LIST_INDEX, LOOP, SELECT, STACK
 from ir.registry import lookup
 from ir.types import TensorType
 from passes.licm import constant_trip_count
+
+CARRIED_MAX_BYTES = 4096
+"""The largest carried state saved as a stack (bytes a step): a list of them costs a view object
+a step, a stack a copy a step, and the copy grows with the state. Measured in one process against
+lists (LSTM layer, T=100, float32, default threads, medians of alternated calls; forward /
+forward and backward): B=8, H=64 (2 KB) 0.93x / 0.96x (0.93x / 0.97x on one thread); 4 KB
+(B=8, H=128; B=16, H=64) 0.997-1.018x / 0.977-0.994x; 8 KB 1.005x / 1.010x; 32 KB 1.014x /
+0.985x; 128 KB (B=64, H=512) 1.054x / 1.012x."""
 
 
 def _stacked_type(out: Value, param: Value) -> TensorType | None:
@@ -74,6 +85,8 @@ def _stacked_type(out: Value, param: Value) -> TensorType | None:
     if not trips or not (isinstance(t, TensorType) and t.dtype is not None
                          and t.shape is not None and all(type(d) is int for d in t.shape)
                          and t.device != "cuda"):
+        return None
+    if carried and np.dtype(t.dtype).itemsize * math.prod(t.shape) > CARRIED_MAX_BYTES:
         return None
     if not param.uses or any(u.node.kind != LIST_INDEX or u.index != 0 for u in param.uses):
         return None

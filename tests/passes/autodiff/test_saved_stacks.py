@@ -37,6 +37,17 @@ def test_an_lstm_layer_saves_stacks_and_its_gradients_match_finite_differences(T
     check_vjp(cells.lstm_layer, args)
 
 
+def test_large_carried_states_stay_lists():
+    """A state over ``CARRIED_MAX_BYTES`` a step: a copy into a stack costs more than the
+    list's view of it."""
+    from passes.autodiff.saved_stacks import CARRIED_MAX_BYTES
+    H = CARRIED_MAX_BYTES // (3 * 8) + 1  # (3, H) float64 states
+    args = lstm_args(9, H=H)
+    types = saved_types(cells.lstm_layer, args)
+    assert sum(isinstance(t, ListType) for t in types) == 2
+    assert sum(isinstance(t, TensorType) and t.shape == (9, 3, H) for t in types) == 5
+
+
 def test_the_weight_gradient_reads_the_saved_stack_of_states():
     """``dW_hh = sum_t dgates_t^T h_{t-1}`` is one product after the reverse loop: its h side
     is the forward's stack of the carried states, not a copy the reverse loop makes of it."""
