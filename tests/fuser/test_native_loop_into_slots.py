@@ -37,6 +37,14 @@ def test_an_lstms_saved_gates_and_gate_gradients_go_straight_to_their_slots(
     assert len(forward.prog.into_slots) == 5  # the gates and tanh(c) the backward reads
     assert len(backward.prog.into_slots) == 1  # the gates' gradient, slot 99 - k
     assert [len(names) for names in into_names(forward)] == [5]
+    # their step buffers are placeholders: no array is made (or kept) for them
+    (variant,) = [v for v in forward.variants.values() if v is not None]
+    assert len(variant.into) == 5
+    at = 0
+    for k, (_, _, sequenced) in enumerate(variant.buffers):
+        sites = forward.sites[at:at + (1 if sequenced else 2)]
+        assert all(not site.kept for site in sites) == (k in variant.into)
+        at += len(sites)
     with monkeypatch.context() as m:
         m.setenv("RNNSCRIPT_NATIVE_LOOPS", "0")
         want_out, want_grads = vjp_result(script(cells.lstm_layer), args)

@@ -112,8 +112,9 @@ class LoopBuilder(StepEmitters, MatmulEmitters):
             if v in prog.sequenced:
                 self.seqs[v] = data(slot)
                 slot += 1
-            else:
-                self.bufs[v] = (data(slot), data(slot + 1))
+            else:  # (a value written into its slot has none: the call gives placeholders)
+                if v not in self.into:
+                    self.bufs[v] = (data(slot), data(slot + 1))
                 slot += 2
         self.sizes: dict[Value, Any] = {}
         self.items: dict[Value, Any] = {}

@@ -62,6 +62,15 @@ class Variant:
     """(position in ``ints``, which dict read by key) of each dict's lowest key, per call."""
     step_product: int | None = None
     """the multiply-adds of one step's products (``RowRanges._step_product``)."""
+    into: frozenset[int] = frozenset()
+    """the made values (by position) the kernels write straight into their slots (``slots``):
+    the code never touches their step buffers, and the call hands it ``_UNTOUCHED`` for them."""
+
+
+_UNTOUCHED = np.empty(0, np.uint8)
+"""What a call hands the code for the step buffers of a value its kernel writes into its slot
+(``Variant.into``): the code reads no pointer of them, and two new arrays a step buffer would
+be cost a call 2-3 us each at B=8, H=64 (an LSTM's five saved gates: 10 of its 14)."""
 
 
 class NativeLoop(RowRanges, Appends):
@@ -240,6 +249,9 @@ class NativeLoop(RowRanges, Appends):
         for k, (shape, dtype, sequenced) in enumerate(variant.buffers):
             if sequenced:
                 bufs.append(next(sites).empty((trip, *shape), dtype))
+            elif k in variant.into:
+                next(sites), next(sites)  # (each buffer keeps its own site)
+                bufs += (_UNTOUCHED, _UNTOUCHED)
             else:
                 if ranges is not None and k in self.private_at:  # one per row range
                     shape = (len(ranges), *shape)
@@ -375,10 +387,12 @@ class NativeLoop(RowRanges, Appends):
         dbl_values = [0.0] * len(double_keys)
         buffers = [(tuple(v.type.shape), np.dtype(v.type.dtype),  # type: ignore[union-attr]
                     v in prog.sequenced) for v in prog.produced]
+        into = slots.into(prog, layouts)  # (what the code was built for: ``layout_facts``)
         return Variant(_ENTRY(address), np.array(int_values or [0], np.int64), free_ints,
                        np.array(dbl_values or [0.0], np.float64), free_doubles, buffers,
                        [p.params for p in plans.values()] + constants, list(int_keys), layouts,
-                       plans, dict_lows=dict_lows)
+                       plans, dict_lows=dict_lows,
+                       into=frozenset(k for k, v in enumerate(prog.produced) if v in into))
 
     def _code(self, layouts: dict[Value, Layout], plans: dict[Node, Any],
               ints: dict[Any, int]) -> tuple[int, list, list]:

@@ -18,8 +18,9 @@ kernel can write ``v`` in ``buf[i]`` itself, the copy goes:
 - per variant (``into``): the slot's layout is ``v``'s own, C-ordered, so the kernel's plan for
   ``v`` holds for the slot.
 
-The write's bounds check then runs before the kernel (``builder._buffer``); the parity buffers
-are still made (unused), so the runtime does not change.
+The write's bounds check then runs before the kernel (``builder._buffer``). Such a value has
+no parity buffers: the call hands the code a placeholder in their places
+(``runtime._UNTOUCHED``), which the code has no pointer of.
 """
 
 from __future__ import annotations
