@@ -32,15 +32,11 @@ list, empty after the loop.
 from __future__ import annotations
 
 from ir.core import Graph, Node
-from ir.kinds import LOOP, SELECT
+from ir.kinds import LIST_POP, LOOP, SELECT, SUB, UNBIND
 from ir.types import TensorType
 from passes.licm import constant_trip_count
 
 NAME = "unbind-pops"
-
-UNBIND = "tensor::unbind"
-LIST_POP = "prim::ListPop"
-SUB = "tensor::sub"
 
 
 def _popping_loop(unbind: Node) -> tuple[Node, Node] | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir.core import CONSTANT, Block, Graph, Node, Value
-from ir.kinds import ZEROS
+from ir.kinds import SELECT, ZEROS
 from ir.registry import infer_types
 from ir.types import TensorType
 
@@ -45,7 +45,6 @@ SUM_TO = "tensor::sum_to"
 TRANSPOSE = "tensor::transpose"
 EMPTY = "tensor::empty"
 WRITE_SLOT = "tensor::write_slot"
-SELECT = "tensor::select"
 
 
 def run(graph: Graph) -> bool:

@@ -23,19 +23,19 @@ def two_dtypes(x: Tensor) -> Tensor:
     return accs[0] * x + accs[1]
 
 
+def _matches_numpy(monkeypatch, verify: str) -> None:
+    monkeypatch.setenv("RNNSCRIPT_VERIFY", verify)
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    got, want = script(two_dtypes)(x), two_dtypes(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 @pytest.mark.xfail(strict=True, raises=TypeMismatch,
                    reason="list items of two dtypes typed as their join (float64)")
 def test_each_item_keeps_its_own_dtype(monkeypatch):
-    monkeypatch.setenv("RNNSCRIPT_VERIFY", "1")
-    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
-    got, want = script(two_dtypes)(x), two_dtypes(x)
-    assert got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    _matches_numpy(monkeypatch, "1")
 
 
 def test_the_values_and_dtypes_are_numpys_unchecked(monkeypatch):
-    monkeypatch.setenv("RNNSCRIPT_VERIFY", "0")
-    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
-    got, want = script(two_dtypes)(x), two_dtypes(x)
-    assert got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    _matches_numpy(monkeypatch, "0")
